@@ -1,0 +1,156 @@
+"""The command line: parse options, call one library function, render, print once.
+
+Heavy modules (NumPy, the kernels, the renderers) are imported inside the
+commands, so ``tracer --help`` and shell completion stay fast.
+
+Exit codes: 0 clean, 1 a violation was flagged, 2 the spec or the command line
+is wrong, 3 an internal error (a bug in tracer).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, TypeVar
+
+import typer
+
+from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+app = typer.Typer(
+    name="tracer",
+    help="Trace a Transformer block stage by stage: values, shapes, and the broadcast and axis mistakes NumPy lets slide.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+T = TypeVar("T")
+BUG_REPORT = "this is a bug in tracer; please report it with the spec and the command you ran (set TRACER_DEBUG=1 to see the traceback)"
+
+
+def console(no_color: bool = False, stderr: bool = False) -> Console:
+    """A console that never wraps or colours piped output."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    tty = stream.isatty()
+    return Console(
+        file=stream,
+        no_color=no_color or "NO_COLOR" in os.environ or not tty,
+        highlight=False,
+        width=None if tty else 1000,  # piped: as wide as the content, never wrapped at 80
+        soft_wrap=not tty,
+        emoji=False,
+    )
+
+
+def guarded(fn: Callable[[], int]) -> None:
+    """The one exit path: TracerError -> its exit code and a message; anything else -> 3."""
+    try:
+        code = fn()
+    except TracerError as e:
+        _error(str(e))
+        raise typer.Exit(e.exit_code) from None
+    except KeyboardInterrupt:
+        _error("interrupted")
+        raise typer.Exit(130) from None
+    except typer.Exit:
+        raise
+    except Exception as e:  # a bug: say so, without a traceback unless asked
+        if os.environ.get("TRACER_DEBUG"):
+            raise
+        _error(f"internal error: {type(e).__name__}: {e}\n{BUG_REPORT}")
+        raise typer.Exit(EXIT_INTERNAL) from None
+    raise typer.Exit(code)
+
+
+def _error(message: str) -> None:
+    sys.stderr.write(f"tracer: error: {message}\n")
+    sys.stderr.flush()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        sys.stdout.write(f"tracer {__version__}\n")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """Trace a Transformer block stage by stage: values, shapes, and the broadcast and axis mistakes NumPy lets slide."""
+
+
+@app.command()
+def run(
+    spec: Annotated[str, typer.Argument(help="The YAML spec of the block to trace.", show_default=False)],
+    pos: Annotated[int, typer.Option("--pos", "-t", help="Position whose values the table shows.")] = 0,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sample whose values the table shows.")] = 0,
+    precision: Annotated[int, typer.Option("--precision", "-p", help="Decimals printed (0 to 17).")] = 6,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show attention internals (attn.q, attn.k, ...).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout (schema_version 1) instead of the table.")] = False,
+    verify: Annotated[bool, typer.Option("--verify", help="Run the scalar reference beside NumPy; print the largest difference per stage.")] = False,
+    keep_going: Annotated[bool, typer.Option("--keep-going", help="Record NumPy's result at a violation and go on, flagging every violation.")] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
+) -> None:
+    """Trace SPEC and print one row per stage (Table 17.1), then the output matrix."""
+
+    def body() -> int:
+        from . import executor, jsonout, render
+        from .spec import load_spec
+
+        if not 0 <= precision <= 17:
+            raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
+        s = load_spec(spec)
+        if not 0 <= batch < s.dims.B:
+            raise UsageError(f"--batch {batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
+        if not 0 <= pos < s.dims.T:
+            raise UsageError(f"--pos {pos} is out of range: T = {s.dims.T} (positions 0 to {s.dims.T - 1})")
+        trace = executor.run(s, keep_going=keep_going)
+        check = None
+        if verify:
+            from .verify import verify as run_verify
+
+            check = run_verify(trace)
+        if as_json:
+            stages = render.visible_stages(trace, show_all)
+            sys.stdout.write(jsonout.dumps(jsonout.trace_json(trace, stages, check.as_json() if check else None)))
+        else:
+            note = ""
+            if check is not None:
+                note = verify_note(check)
+            view = render.run_view(trace, batch, pos, precision, show_all, check.stages if check else None, note)
+            console(no_color).print(view)
+        return EXIT_OK if trace.ok else EXIT_VIOLATION
+
+    guarded(body)
+
+
+def verify_note(check: object) -> str:
+    from .verify import Verification
+
+    assert isinstance(check, Verification)
+    p = check.plan
+    if p.skipped:
+        return f"verify: skipped: {p.reason}"
+    head = f"verify: largest |NumPy - reference| over all stages = {check.max_abs_diff:.3g}"
+    if p.full:
+        return head + " (every sample and position)"
+    return head + f"\nverify: partial: {p.reason}"
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,79 @@
+"""One exception family, rooted in TracerError, and the exit codes it maps to.
+
+Inner code raises a short fact; the edge (spec loader, executor, CLI) adds the
+file, line, field and shapes.  Nothing here imports NumPy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+EXIT_OK = 0
+EXIT_VIOLATION = 1  # a broadcast / axis / causality / position / nonfinite rule was broken
+EXIT_USAGE = 2  # the spec or the command line is wrong
+EXIT_INTERNAL = 3  # a bug in tracer itself
+
+
+class TracerError(Exception):
+    """Base of every error tracer reports to a user."""
+
+    exit_code = EXIT_INTERNAL
+
+
+class SpecError(TracerError):
+    """The spec file cannot be read or does not describe a valid block."""
+
+    exit_code = EXIT_USAGE
+
+
+class UsageError(TracerError):
+    """The command line asks for something impossible (e.g. --pos beyond T)."""
+
+    exit_code = EXIT_USAGE
+
+
+class ShapeError(TracerError):
+    """Operands whose shapes cannot be combined at all (NumPy would raise too)."""
+
+    exit_code = EXIT_USAGE
+
+
+@dataclass
+class Violation:
+    """A rule NumPy would let slide: recorded, rendered, and mapped to exit 1."""
+
+    kind: str  # broadcast | axis | causality | position | nonfinite
+    stage: str
+    message: str
+    shapes: dict[str, str] = field(default_factory=dict)
+    rule: str = ""  # the contract that was broken
+    numpy_would: str = ""  # what NumPy would have done instead of failing
+    why: str = ""  # why that is wrong here
+
+    def as_json(self) -> dict[str, object]:
+        return {"kind": self.kind, "stage": self.stage, "message": self.message, "shapes": dict(self.shapes)}
+
+
+class BrokenContract(Exception):
+    """A kernel's short fact: an operand breaks the op's axis contract.
+
+    The executor turns it into a Violation naming the stage and the axes.
+    """
+
+    def __init__(self, kind: str, fact: str, operands: dict[str, tuple[int, ...]], numpy_would: str = "", why: str = "") -> None:
+        super().__init__(fact)
+        self.kind = kind
+        self.fact = fact
+        self.operands = operands
+        self.numpy_would = numpy_would
+        self.why = why
+
+
+class ViolationError(TracerError):
+    """Raised by a kernel check; the executor records it and stops (or goes on)."""
+
+    exit_code = EXIT_VIOLATION
+
+    def __init__(self, violation: Violation) -> None:
+        super().__init__(violation.message)
+        self.violation = violation

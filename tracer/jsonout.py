@@ -1,0 +1,67 @@
+"""Machine output: the trace as one JSON object (schema_version 1), via json.dumps.
+
+Schema (stable; documented in README):
+    {"schema_version": 1,
+     "spec": {"path", "name"},
+     "ok": bool,                       # false when a violation was flagged
+     "dims": {"B","T","C","H","F","d", "V"?, "T_max"?},
+     "block": {"norm_order","mask","eps","final_norm","positions"},
+     "steps": [{"name","op","inputs","weights"}],
+     "stages": [{"name","meaning","shape","axes","values"}],
+     "violations": [{"kind","stage","message","shapes"}],
+     "verify": {...}                   # only with --verify
+    }
+Values are nested lists of floats written with repr, so they read back to the
+same doubles; NaN and infinities, which JSON lacks, are written as the strings
+"NaN", "Infinity" and "-Infinity".
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from .executor import Stage, Trace
+
+SCHEMA_VERSION = 1
+
+
+def _finite_safe(values: Any) -> Any:
+    if isinstance(values, list):
+        return [_finite_safe(v) for v in values]
+    if isinstance(values, float) and not math.isfinite(values):
+        return "NaN" if math.isnan(values) else ("Infinity" if values > 0 else "-Infinity")
+    return values
+
+
+def stage_json(stage: Stage) -> dict[str, Any]:
+    a = stage.array
+    values = a.tolist()
+    if a.dtype.kind == "f" and not np.isfinite(a).all():
+        values = _finite_safe(values)
+    return {"name": stage.name, "meaning": stage.meaning, "shape": list(a.shape), "axes": list(stage.axes), "values": values}
+
+
+def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec = trace.spec
+    blk = spec.block
+    out: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "spec": {"path": spec.path, "name": spec.name},
+        "ok": trace.ok,
+        "dims": spec.dims.as_dict(),
+        "block": {"norm_order": blk.norm_order, "mask": blk.mask, "eps": blk.eps, "final_norm": blk.final_norm, "positions": blk.positions},
+        "steps": [{"name": s.name, "op": s.op, "inputs": list(s.inputs), "weights": s.weights} for s in spec.steps],
+        "stages": [stage_json(s) for s in stages],
+        "violations": [v.as_json() for v in trace.violations],
+    }
+    if verify is not None:
+        out["verify"] = verify
+    return out
+
+
+def dumps(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n"

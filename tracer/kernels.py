@@ -1,0 +1,116 @@
+"""Pure NumPy kernels: no I/O, no recording.  The contract sits on the def line.
+
+Each kernel checks its operands against its axis contract before computing and
+raises BrokenContract (a short fact) where NumPy would silently broadcast.
+``strict=False`` skips the checks and returns what NumPy would have computed,
+for ``--keep-going``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .errors import BrokenContract, ShapeError
+
+
+def check_same_shape(a: np.ndarray, b: np.ndarray, names: tuple[str, str] = ("left", "right")) -> None:  # residual: full shapes equal
+    if a.shape == b.shape:
+        return
+    try:
+        out = np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ShapeError(f"cannot add {names[0]} {list(a.shape)} and {names[1]} {list(b.shape)}: the shapes do not match and NumPy cannot broadcast them") from None
+    raise BrokenContract(
+        "broadcast",
+        f"{names[0]} {list(a.shape)} and {names[1]} {list(b.shape)} differ; an elementwise add needs equal shapes",
+        {names[0]: a.shape, names[1]: b.shape},
+        numpy_would=f"stretch the size-1 axes and return {list(out)}",
+        why="each sample and position must add its own update; a stretched operand hands one row's values to others",
+    )
+
+
+def check_vector(name: str, v: np.ndarray, width: int, axis: str) -> None:  # v must be exactly [width] along the last axis
+    if v.shape == (width,):
+        return
+    try:
+        np.broadcast_shapes(v.shape, (width,))
+    except ValueError:
+        raise ShapeError(f"{name} has shape {list(v.shape)}, expected [{axis}] = [{width}]") from None
+    raise BrokenContract(
+        "broadcast",
+        f"{name} has shape {list(v.shape)} where [{axis}] = [{width}] is due",
+        {name: v.shape},
+        numpy_would=f"repeat {name}'s single value across all {width} coordinates",
+        why=f"{name} should hold one learned value per coordinate; a stretched value silently ties them together",
+    )
+
+
+def add(a: np.ndarray, b: np.ndarray, strict: bool = True) -> np.ndarray:  # [B,T,C], [B,T,C] -> [B,T,C]
+    if strict:
+        check_same_shape(a, b)
+    return a + b
+
+
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, strict: bool = True) -> np.ndarray:  # [B,T,C], [C], [C] -> [B,T,C], stats over C
+    if strict:
+        check_vector("gamma", gamma, x.shape[-1], "C")
+        check_vector("beta", beta, x.shape[-1], "C")
+    mu = x.mean(axis=-1, keepdims=True)
+    xc = x - mu
+    var = (xc * xc).mean(axis=-1, keepdims=True)  # divide by C: the C values at hand, not a sample estimate
+    return gamma * (xc / np.sqrt(var + eps)) + beta  # eps keeps the denominator positive when var = 0
+
+
+def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: bool = True) -> np.ndarray:  # [..., n_in], [n_in, n_out], [n_out] -> [..., n_out]
+    if x.shape[-1] != w.shape[0]:
+        raise ShapeError(f"cannot multiply [..., {x.shape[-1]}] by a [{w.shape[0]}, {w.shape[1]}] matrix")
+    if strict:
+        check_vector("bias", b, w.shape[1], "out")
+    return x @ w + b
+
+
+def relu(x: np.ndarray) -> np.ndarray:  # [...] -> [...]
+    return np.maximum(x, 0.0)
+
+
+def softmax(s: np.ndarray) -> np.ndarray:  # [..., T_k] -> [..., T_k], over the last axis (keys)
+    m = s.max(axis=-1, keepdims=True)  # subtract the row max so exp never overflows
+    e = np.exp(s - m)
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+def causal_mask(T: int) -> np.ndarray:  # -> [T,T] bool, True where key j is after query i
+    return np.triu(np.ones((T, T), dtype=bool), k=1)
+
+
+def split_heads(x: np.ndarray, H: int) -> np.ndarray:  # [B,T,C] -> [B,H,T,d]
+    B, T, C = x.shape
+    return x.reshape(B, T, H, C // H).transpose(0, 2, 1, 3)
+
+
+def merge_heads(x: np.ndarray) -> np.ndarray:  # [B,H,T,d] -> [B,T,C]
+    B, H, T, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(B, T, H * d)
+
+
+def mha(x: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: np.ndarray, w_v: np.ndarray, b_v: np.ndarray,
+        w_o: np.ndarray, b_o: np.ndarray, H: int, causal: bool, strict: bool = True) -> dict[str, np.ndarray]:  # [B,T,C] -> [B,T,C]
+    """Multi-head self-attention; returns every intermediate, keyed by stage suffix."""
+    q = split_heads(linear(x, w_q, b_q, strict), H)  # [B,H,T,d]
+    k = split_heads(linear(x, w_k, b_k, strict), H)
+    v = split_heads(linear(x, w_v, b_v, strict), H)
+    d = q.shape[-1]
+    scores = (q @ k.swapaxes(-1, -2)) * (1.0 / np.sqrt(d))  # [B,H,T,T]
+    masked = np.where(causal_mask(x.shape[1]), -np.inf, scores) if causal else scores
+    weights = softmax(masked)  # over keys: each query's weights sum to 1
+    heads = merge_heads(weights @ v)  # [B,H,T,d] -> [B,T,C]
+    out = linear(heads, w_o, b_o, strict)
+    return {"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "heads": heads, "output": out}
+
+
+def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, strict: bool = True) -> np.ndarray:  # [B,T,C], [C,F], [F] -> [B,T,F]
+    return relu(linear(x, w1, b1, strict))
+
+
+def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: bool = True) -> np.ndarray:  # [B,T,F], [F,C], [C] -> [B,T,C]
+    return linear(h, w2, b2, strict)

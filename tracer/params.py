@@ -1,0 +1,80 @@
+"""Turn a validated spec into arrays: given weights, keywords, and seeded draws.
+
+Seeded draws must give the same numbers on every machine and NumPy version.
+NumPy promises stable *bit streams* for its bit generators (PCG64, SeedSequence)
+but not for distribution methods such as ``Generator.normal``, which may change
+between releases.  So we take raw 64-bit words from PCG64 and turn them into
+uniform doubles ourselves with exact IEEE arithmetic.  Each weight has its own
+stream, keyed by the seed and the weight's name, so adding a weight to a spec
+never changes the others.
+
+Distributions (documented in README):
+- a matrix [n_in, n_out] (attention W_Q, W_K, W_V, W_O; FFN W_1, W_2):
+  uniform on [-1/sqrt(n_in), 1/sqrt(n_in)], PyTorch's nn.Linear default;
+- the embedding table [V,C], the position table [T_max,C] and ``x: random``:
+  uniform on [-1, 1];
+- ``tokens: random``: ids uniform on 0..V-1.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+import numpy as np
+
+from .spec import Spec, Weight
+
+
+def stream(seed: int, name: str) -> np.random.PCG64:
+    key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
+    return np.random.PCG64(np.random.SeedSequence([seed, key]))
+
+
+def uniform(seed: int, name: str, shape: tuple[int, ...], lo: float, hi: float) -> np.ndarray:
+    n = math.prod(shape)
+    raw = stream(seed, name).random_raw(n)
+    u = (raw >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)  # 53 bits -> [0, 1)
+    return (lo + (hi - lo) * u).reshape(shape)
+
+
+def uniform_ints(seed: int, name: str, shape: tuple[int, ...], high: int) -> np.ndarray:
+    u = uniform(seed, name, shape, 0.0, 1.0)
+    return np.minimum((u * high).astype(np.int64), high - 1)
+
+
+def materialise(w: Weight, seed: int | None, dtype: np.dtype) -> np.ndarray:
+    if w.source == "given":
+        return np.asarray(w.value, dtype=dtype)
+    if w.source == "zeros":
+        return np.zeros(w.shape, dtype=dtype)
+    if w.source == "ones":
+        return np.ones(w.shape, dtype=dtype)
+    if w.source == "identity":
+        return np.eye(w.shape[0], dtype=dtype)
+    assert seed is not None, "spec validation guarantees a seed for drawn weights"
+    if w.path in ("embedding", "position"):
+        bound = 1.0
+    else:
+        bound = 1.0 / math.sqrt(w.shape[0])
+    return uniform(seed, "weights." + w.path, w.shape, -bound, bound).astype(dtype, copy=False)
+
+
+def load_params(spec: Spec) -> dict[str, np.ndarray]:
+    dtype = np.dtype(spec.dtype)
+    return {name: materialise(w, spec.seed, dtype) for name, w in spec.weights.items()}
+
+
+def load_input(spec: Spec) -> np.ndarray:
+    """Token ids [B,T] (int64) or the input matrix [B,T,C]."""
+    d = spec.dims
+    inp = spec.input
+    if inp.value == "random":
+        assert spec.seed is not None
+        if inp.kind == "tokens":
+            assert d.V is not None
+            return uniform_ints(spec.seed, "input.tokens", (d.B, d.T), d.V)
+        return uniform(spec.seed, "input.x", (d.B, d.T, d.C), -1.0, 1.0).astype(spec.dtype, copy=False)
+    if inp.kind == "tokens":
+        return np.asarray(inp.value, dtype=np.int64)
+    return np.asarray(inp.value, dtype=spec.dtype)

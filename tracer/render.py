@@ -1,0 +1,131 @@
+"""Renderers: turn a Trace into rich renderables.  They never print."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+from rich.console import Group, RenderableType
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from .errors import Violation
+from .executor import Stage, Trace
+
+MAX_VALUES = 8  # a vector longer than this prints its first HEAD values and a count
+HEAD = 3
+MAX_ROWS = 6  # a matrix taller than this prints its first HEAD rows, a count, and its last row
+
+
+def fmt_number(v: float, precision: int) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    s = f"{v:.{precision}f}"
+    if s.startswith("-") and not s.strip("-0."):  # -0.000000 prints as 0.000000
+        s = s[1:]
+    return s
+
+
+def fmt_vector(values: Iterable[float], precision: int, limit: int = MAX_VALUES) -> str:
+    vals = [float(v) for v in values]
+    if len(vals) > limit:
+        head = ", ".join(fmt_number(v, precision) for v in vals[:HEAD])
+        return f"[{head}, … {len(vals)} values]"
+    return "[" + ", ".join(fmt_number(v, precision) for v in vals) + "]"
+
+
+def fmt_value(a: np.ndarray, precision: int) -> str:
+    """A stage's value at one position: a vector, or one row per head."""
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return fmt_number(float(a), precision)
+    if a.ndim == 1:
+        return fmt_vector(a.tolist(), precision)
+    rows = [fmt_value(r, precision) for r in a[:HEAD]] if len(a) > MAX_ROWS else [fmt_value(r, precision) for r in a]
+    if len(a) > MAX_ROWS:
+        rows.append(f"… {len(a)} rows")
+    return "[" + ", ".join(rows) + "]"
+
+
+def visible_stages(trace: Trace, show_all: bool) -> list[Stage]:
+    return [s for s in trace.stages.values() if show_all or not s.internal]
+
+
+def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
+                verify_diffs: dict[str, float] | None = None, mark: str | None = None) -> Table:
+    spec = trace.spec
+    title = f"{spec.name}"
+    caption = (f"{spec.block.norm_order}-norm, mask {spec.block.mask}, eps {spec.block.eps:g}; "
+               + ", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
+    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
+    table.add_column("stage", no_wrap=True)
+    table.add_column("what it is")
+    table.add_column(f"value at b={b}, t={t}", no_wrap=True)
+    table.add_column("shape", no_wrap=True)
+    if verify_diffs is not None:
+        table.add_column("max |NumPy - reference|", justify="right", no_wrap=True)
+    for stage in visible_stages(trace, show_all):
+        name = Text(stage.name, style="bold red" if stage.name == mark else "")
+        if stage.name == mark:
+            name.append("  ← violation")
+        try:
+            value = fmt_value(stage.at(b, t), precision)
+        except IndexError:  # a stage cut short (T beyond the position table)
+            value = "—"
+        row: list[RenderableType] = [name, stage.meaning, value, stage.shape_label]
+        if verify_diffs is not None:
+            d = verify_diffs.get(stage.name)
+            row.append("not checked" if d is None else f"{d:.3g}")
+        table.add_row(*row)
+    return table
+
+
+def matrix(stage: Stage, b: int, precision: int) -> RenderableType:
+    """The full [T, C] matrix of one sample (rows and columns elided when large)."""
+    a = np.asarray(stage.array[b]) if stage.axes[0] == "B" else np.asarray(stage.array)
+    lines = []
+    rows = list(range(len(a)))
+    if len(rows) > MAX_ROWS:
+        rows = rows[:HEAD] + [-1] + rows[-1:]
+    for i in rows:
+        if i == -1:
+            lines.append(f"  … {len(a)} rows")
+            continue
+        lines.append(f"  t={i}: " + fmt_vector(np.ravel(a[i]).tolist(), precision))
+    header = f"{stage.name} for sample b={b}, {stage.meaning}:"
+    return Text("\n".join([header] + lines))
+
+
+def violation_panel(v: Violation) -> Panel:
+    body = Text()
+    body.append(f"{v.kind} violation at stage {v.stage}\n", style="bold red")
+    body.append(v.message + "\n")
+    if v.rule:
+        body.append("rule: ", style="bold")
+        body.append(v.rule + "\n")
+    for name, shape in v.shapes.items():
+        body.append(f"  {name}: {shape}\n")
+    if v.numpy_would:
+        body.append("NumPy would: ", style="bold")
+        body.append(v.numpy_would + "\n")
+    if v.why:
+        body.append("why it is wrong here: ", style="bold")
+        body.append(v.why)
+    return Panel(body, title=f"violation: {v.kind}", expand=False, border_style="red")
+
+
+def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
+             verify_diffs: dict[str, float] | None = None, verify_note: str = "") -> Group:
+    mark = trace.violations[0].stage if trace.violations else None
+    parts: list[RenderableType] = [trace_table(trace, b, t, precision, show_all, verify_diffs, mark)]
+    if trace.ok:
+        parts.append(matrix(trace.last, b, precision))
+    for v in trace.violations:
+        parts.append(violation_panel(v))
+    if verify_note:
+        parts.append(Text(verify_note))
+    return Group(*parts)

@@ -1,0 +1,52 @@
+"""--verify: run the scalar reference beside the NumPy path and compare stage by stage."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import reference
+from .executor import Trace
+from .params import load_input, load_params
+
+
+@dataclass
+class Verification:
+    plan: reference.Plan
+    stages: dict[str, float]  # stage -> largest absolute difference over what was verified
+
+    @property
+    def max_abs_diff(self) -> float:
+        return max(self.stages.values(), default=0.0)
+
+    def as_json(self) -> dict[str, object]:
+        p = self.plan
+        return {
+            "max_abs_diff": self.max_abs_diff,
+            "stages": dict(self.stages),
+            "full": p.full,
+            "samples": list(p.samples),
+            "positions": list(p.positions),
+            "note": p.reason,
+        }
+
+
+def verify(trace: Trace, budget: int = reference.DEFAULT_BUDGET) -> Verification:
+    spec = trace.spec
+    plan = reference.plan(spec, budget)
+    if plan.skipped:
+        return Verification(plan, {})
+    params = {k: v.tolist() for k, v in load_params(spec).items()}
+    ref = reference.Reference(spec, params, load_input(spec).tolist()).run(plan.samples, plan.positions)
+    diffs: dict[str, float] = {}
+    for name, stage in trace.stages.items():
+        cells = ref.get(name)
+        if cells is None:
+            continue
+        worst = 0.0
+        for (b, t), expected in cells.items():
+            got = np.asarray(stage.at(b, t)).tolist()
+            worst = max(worst, reference.max_abs_diff(got, expected))
+        diffs[name] = worst
+    return Verification(plan, diffs)
