@@ -100,6 +100,8 @@ def run(
     as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout (schema_version 1) instead of the table.")] = False,
     verify: Annotated[bool, typer.Option("--verify", help="Run the scalar reference beside NumPy; print the largest difference per stage.")] = False,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Record NumPy's result at a violation and go on, flagging every violation.")] = False,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a violation was flagged (for scripts that only collect reports).")] = False,
+    steps: Annotated[bool, typer.Option("--steps", help="Print the step list the spec runs, with each stage's shape, and exit.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix."""
@@ -111,6 +113,13 @@ def run(
         if not 0 <= precision <= 17:
             raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
         s = load_spec(spec)
+        if steps:
+            if as_json:
+                sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name},
+                                                "steps": jsonout.steps_json(s)}))
+            else:
+                console(no_color).print(render.steps_table(s))
+            return EXIT_OK
         if not 0 <= batch < s.dims.B:
             raise UsageError(f"--batch {batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
         if not 0 <= pos < s.dims.T:
@@ -130,7 +139,35 @@ def run(
                 note = verify_note(check)
             view = render.run_view(trace, batch, pos, precision, show_all, check.stages if check else None, note)
             console(no_color).print(view)
-        return EXIT_OK if trace.ok else EXIT_VIOLATION
+        return EXIT_OK if trace.ok or exit_zero else EXIT_VIOLATION
+
+    guarded(body)
+
+
+@app.command()
+def probe(
+    spec: Annotated[str, typer.Argument(help="The YAML spec of the block to probe.", show_default=False)],
+    as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout instead of the table.")] = False,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a property fails.")] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal.")] = False,
+) -> None:
+    """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows."""
+
+    def body() -> int:
+        from . import jsonout, render
+        from .probe import FAIL
+        from .probe import probe as run_probe
+        from .spec import load_spec
+
+        s = load_spec(spec)
+        props = run_probe(s)
+        ok = all(p.result != FAIL for p in props)
+        if as_json:
+            sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name},
+                                            "ok": ok, "properties": [p.as_json() for p in props]}))
+        else:
+            console(no_color).print(render.probe_table(s, props))
+        return EXIT_OK if ok or exit_zero else EXIT_VIOLATION
 
     guarded(body)
 

@@ -60,13 +60,15 @@ class BrokenContract(Exception):
     The executor turns it into a Violation naming the stage and the axes.
     """
 
-    def __init__(self, kind: str, fact: str, operands: dict[str, tuple[int, ...]], numpy_would: str = "", why: str = "") -> None:
+    def __init__(self, kind: str, fact: str, operands: dict[str, tuple[int, ...]], numpy_would: str = "", why: str = "",
+                 rule: str = "") -> None:
         super().__init__(fact)
         self.kind = kind
         self.fact = fact
         self.operands = operands
         self.numpy_would = numpy_would
         self.why = why
+        self.rule = rule
 
 
 class ViolationError(TracerError):

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import kernels
-from .blocks import ATTN_STAGES, ENTRY_STAGES, OP_AXES, Step
+from .blocks import ATTN_STAGES, ENTRY_STAGES, Step, internal_prefix
 from .errors import BrokenContract, ShapeError, Violation
 from .params import load_input, load_params
 from .spec import Spec, shape_label
@@ -61,6 +61,11 @@ class Trace:
     def last(self) -> Stage:
         return next(reversed(self.stages.values()))
 
+    @property
+    def output(self) -> Stage:
+        """The block's result: the last step's stage (or the last stage recorded, if the run stopped early)."""
+        return self.stages.get(self.spec.steps[-1].name) or self.last
+
 
 class Recorder:
     def __init__(self, trace: Trace) -> None:
@@ -71,38 +76,105 @@ class Recorder:
         return array
 
 
+AXIS_WORDS = {"B": "samples", "T": "positions", "C": "coordinates", "F": "hidden units", "H": "heads"}
+
+
 def _axes_label(shape: tuple[int, ...], axes: tuple[str, ...]) -> str:
+    axes = axes[-len(shape):] if len(axes) >= len(shape) else axes
     return shape_label(axes, shape) if len(axes) == len(shape) else str(list(shape))
 
 
+def _broadcast_why(axes: tuple[str, ...], shapes: list[tuple[int, ...]]) -> str:
+    """Say, in the axes' own words, whose values a stretched operand hands to whom."""
+    reasons = []
+    for i, letter in enumerate(axes):
+        sizes = [s[i] for s in shapes if len(s) == len(axes)]
+        if len(set(sizes)) > 1 and 1 in sizes:
+            n = max(sizes)
+            word = AXIS_WORDS.get(letter, f"entries along {letter}")
+            if letter == "B":
+                reasons.append(f"sample 1{' and the others' if n > 2 else ''} would receive sample 0's update")
+            elif letter == "T":
+                reasons.append(f"all {n} {word} would receive position 0's update")
+            else:
+                reasons.append(f"all {n} {word} would receive the same value")
+    if not reasons:
+        return "each sample and position must add its own update"
+    return "; ".join(reasons) + " (a residual adds each sample's and position's own update, section 17.2)"
+
+
 class Executor:
-    def __init__(self, spec: Spec, keep_going: bool = False) -> None:
+    def __init__(self, spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None) -> None:
         self.spec = spec
         self.keep_going = keep_going
+        self.overrides = overrides or {}
         self.trace = Trace(spec)
-        self.rec = Recorder(self.trace)
+        self.recorder = Recorder(self.trace)
         self.params = load_params(spec)
+        self.seen_nonfinite = False
+
+    def rec(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
+        self.recorder(name, array, axes, meaning, internal)
+        if not self.seen_nonfinite and array.dtype.kind == "f" and not np.isfinite(array).all():
+            self.seen_nonfinite = True
+            self.flag(self.nonfinite(name, array, axes))
+        return array
+
+    def axes(self, stage: str) -> tuple[str, ...]:
+        return self.spec.stage_shapes[stage][0]
 
     # -- violations -------------------------------------------------------
     def guarded(self, stage: str, axes: tuple[str, ...], compute: Callable[[bool], np.ndarray]) -> np.ndarray:
-        """Run ``compute(strict=True)``; on a broken contract record it, then stop or go on."""
+        """Run ``compute(strict=True)``; on a broken contract record it, then NumPy's result (strict=False)."""
         try:
             return compute(True)
         except BrokenContract as bc:
+            why = bc.why or (_broadcast_why(axes, list(bc.operands.values())) if bc.kind == "broadcast" else "")
             self.flag(Violation(
                 kind=bc.kind, stage=stage, message=f"{stage}: {bc.fact}",
-                shapes={name: _axes_label(shape, axes if len(shape) == len(axes) else axes[-len(shape):]) for name, shape in bc.operands.items()},
-                rule=bc.fact, numpy_would=bc.numpy_would, why=bc.why,
+                shapes={name: _axes_label(shape, axes) for name, shape in bc.operands.items()},
+                rule=bc.rule or bc.fact, numpy_would=bc.numpy_would, why=why,
             ))
             return compute(False)
 
     def flag(self, v: Violation) -> None:
-        """Record a violation; the run stops after the current stage unless keep_going."""
+        """Record a violation; the run stops after the current step unless keep_going."""
         self.trace.violations.append(v)
 
     @property
     def stopped(self) -> bool:
         return bool(self.trace.violations) and not self.keep_going
+
+    def nonfinite(self, name: str, a: np.ndarray, axes: tuple[str, ...]) -> Violation:
+        n_nan, n_inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+        first = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+        where = ", ".join(f"{letter}={i}" for letter, i in zip(axes, first))
+        why = "NaN and Inf spread to every later stage that reads them"
+        mask = self.mask()
+        if name.endswith(".weights") and mask is not None and (~mask).all(axis=-1).any():
+            rows = [int(i) for i in np.flatnonzero((~mask).all(axis=-1))]
+            why = (f"query position{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows))} may read no key at all: "
+                   "the softmax of a row that is entirely -inf is 0/0 = NaN")
+        elif self.spec.dtype == "float32":
+            why += "; float32 overflows above about 3.4e38"
+        return Violation(
+            kind="nonfinite", stage=name,
+            message=f"{name}: first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}",
+            shapes={name: shape_label(axes, a.shape)},
+            rule="every stage of a block must be finite",
+            numpy_would="carry on quietly, printing at most a RuntimeWarning",
+            why=why,
+        )
+
+    def mask(self) -> np.ndarray | None:
+        """[T,T] bool, True where query i may read key j; None when every key is visible."""
+        blk, T = self.spec.block, self.spec.dims.T
+        if blk.mask == "causal":
+            return ~kernels.causal_mask(T)
+        if blk.mask == "explicit":
+            assert blk.mask_matrix is not None
+            return np.array(blk.mask_matrix, dtype=bool)
+        return None
 
     # -- the run ----------------------------------------------------------
     def run(self) -> Trace:
@@ -111,13 +183,15 @@ class Executor:
             if self.stopped:
                 break
             try:
-                stages[step.name] = self.step(step, [stages[i] for i in step.inputs])
+                stages[step.name] = OPS[step.op](self, step, [stages[i] for i in step.inputs])
             except ShapeError as e:
                 raise ShapeError(f"stage {step.name} ({step.formula()}): {e}") from None
         return self.trace
 
     def entry(self) -> np.ndarray:  # tokens [B,T] or input [B,T,C] -> X [B,T,C]
-        spec, p, rec = self.spec, self.params, self.rec
+        spec, p = self.spec, self.params
+        if "x" in self.overrides:  # the probe's perturbed or permuted X
+            return self.rec_entry("x", self.overrides["x"])
         inp = load_input(spec)
         if spec.input.kind == "tokens":
             h = self.rec_entry("embed", p["embedding"][inp])  # [V,C] rows -> [B,T,C]
@@ -131,13 +205,12 @@ class Executor:
                 kind="position", stage="position",
                 message=f"position: T = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {T_max - 1})",
                 shapes={"position": shape_label(("T_max", "C"), p["position"].shape), "x": shape_label(("B", "T", "C"), h.shape)},
-                rule="a learned position table has one row per position 0 .. T_max-1",
-                numpy_would="fail to slice rows that do not exist, or (with index arithmetic) reuse earlier rows",
-                why=f"position {T_max} and later were never trained; the table cannot invent them (section 17.1)",
+                rule="a learned position table has one row for each position 0 .. T_max-1, and no more",
+                numpy_would=f"slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)",
+                why=f"positions {T_max} to {T - 1} were never trained; the table cannot invent them (section 17.1)",
             ))
             T = T_max  # trace only the positions the table covers
-            h = h[:, :T]
-            self.rec_entry("embed" if spec.input.kind == "tokens" else "input", h)
+            h = self.rec_entry("embed" if spec.input.kind == "tokens" else "input", h[:, :T])
         pos = self.rec_entry("position", p["position"][:T])  # [T,C], shared by every sample
         return self.rec_entry("x", h + pos)  # [B,T,C] + [T,C]: the contract broadcast over B
 
@@ -145,66 +218,97 @@ class Executor:
         meaning, axes = ENTRY_STAGES[name]
         return self.rec(name, array, axes, meaning)
 
-    def step(self, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
-        op = OPS[step.op]
-        return op(self, step, inputs)
+    def record_step(self, step: Step, compute: Callable[[bool], np.ndarray]) -> np.ndarray:
+        axes = self.axes(step.name)
+        return self.rec(step.name, self.guarded(step.name, axes, compute), axes, step.meaning)
 
 
 def _op_layer_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
-    p, eps = ex.params, ex.spec.block.eps
-    g, b = p[f"{step.weights}.gamma"], p[f"{step.weights}.beta"]
-    y = ex.guarded(step.name, OP_AXES["layer_norm"], lambda strict: kernels.layer_norm(x, g, b, eps, strict))
-    return ex.rec(step.name, y, OP_AXES["layer_norm"], step.meaning)
+    g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
+    labels = ex.axes(step.inputs[0])
+    axis = labels.index(step.axis or "C")
+    return ex.record_step(step, lambda strict: kernels.layer_norm(x, g, b, ex.spec.block.eps, axis, strict, labels))
 
 
 def _op_add(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     a, b = inputs
-    y = ex.guarded(step.name, OP_AXES["add"], lambda strict: kernels.add(a, b, strict))
-    return ex.rec(step.name, y, OP_AXES["add"], step.meaning)
+    return ex.record_step(step, lambda strict: kernels.add(a, b, strict))
 
 
 def _op_identity(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
-    return ex.rec(step.name, inputs[0], OP_AXES["identity"], step.meaning)
+    return ex.record_step(step, lambda strict: inputs[0])
+
+
+def _op_relu(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    return ex.record_step(step, lambda strict: kernels.relu(inputs[0]))
+
+
+def _op_select(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    i = ex.axes(step.inputs[0]).index(step.axis or "B")
+    index = tuple(slice(step.start, step.stop) if j == i else slice(None) for j in range(x.ndim))
+    return ex.record_step(step, lambda strict: x[index])  # keeps the axis: [B,T,C] -> [1,T,C]
+
+
+def _op_linear(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    w, b = ex.params[f"{step.weights}.w"], ex.params[f"{step.weights}.b"]
+    return ex.record_step(step, lambda strict: kernels.linear(x, w, b, strict))
 
 
 def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g = step.weights
     w = {k: ex.params[f"{g}.{k}"] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
-    causal = ex.spec.block.mask == "causal"
-    parts = ex.guarded(step.name, OP_AXES["mha"], lambda strict: kernels.mha(x, **w, H=ex.spec.dims.H, causal=causal, strict=strict))
-    prefix = "attn" if step.name == "attention" else step.name
+    mask = ex.mask()
+    over_queries = step.axis == "queries"
+    parts: dict[str, np.ndarray] = {}
+
+    def compute(strict: bool) -> np.ndarray:
+        parts.update(kernels.mha(x, **w, H=ex.spec.dims.H, visible=mask, softmax_over_queries=over_queries, strict=strict))
+        return parts["output"]
+
+    out = ex.guarded(step.name, ("B", "H", "T", "T") if over_queries else ("B", "T", "C"), compute)
+    prefix = internal_prefix(step)
     for key in ("q", "k", "v", "scores", "weights", "heads"):
-        meaning, axes = ATTN_STAGES[f"attn.{key}"]
+        meaning, axes = ATTN_STAGES[key]
         ex.rec(f"{prefix}.{key}", parts[key], axes, meaning, internal=True)
-    return ex.rec(step.name, parts["output"], OP_AXES["mha"], step.meaning)
+    return ex.rec(step.name, out, ex.axes(step.name), step.meaning)
+
+
+def _op_ffn(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    p = {k: ex.params[f"{step.weights}.{k}"] for k in ("w1", "b1", "w2", "b2")}
+    return ex.record_step(step, lambda strict: kernels.ffn_out(kernels.ffn_hidden(x, p["w1"], p["b1"], strict), p["w2"], p["b2"], strict))
 
 
 def _op_ffn_hidden(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     w1, b1 = ex.params[f"{step.weights}.w1"], ex.params[f"{step.weights}.b1"]
-    y = ex.guarded(step.name, OP_AXES["ffn_hidden"], lambda strict: kernels.ffn_hidden(x, w1, b1, strict))
-    return ex.rec(step.name, y, OP_AXES["ffn_hidden"], step.meaning)
+    return ex.record_step(step, lambda strict: kernels.ffn_hidden(x, w1, b1, strict))
 
 
 def _op_ffn_out(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (h,) = inputs
     w2, b2 = ex.params[f"{step.weights}.w2"], ex.params[f"{step.weights}.b2"]
-    y = ex.guarded(step.name, OP_AXES["ffn_out"], lambda strict: kernels.ffn_out(h, w2, b2, strict))
-    return ex.rec(step.name, y, OP_AXES["ffn_out"], step.meaning)
+    return ex.record_step(step, lambda strict: kernels.ffn_out(h, w2, b2, strict))
 
 
 OPS: dict[str, Callable[[Executor, Step, list[np.ndarray]], np.ndarray]] = {
     "layer_norm": _op_layer_norm,
     "add": _op_add,
     "identity": _op_identity,
+    "relu": _op_relu,
+    "select": _op_select,
+    "linear": _op_linear,
     "mha": _op_mha,
+    "ffn": _op_ffn,
     "ffn_hidden": _op_ffn_hidden,
     "ffn_out": _op_ffn_out,
 }
 
 
-def run(spec: Spec, keep_going: bool = False) -> Trace:
-    with np.errstate(all="ignore"):  # NaN and Inf are reported as stages, not as warnings on stderr
-        return Executor(spec, keep_going).run()
+def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None) -> Trace:
+    with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings on stderr
+        return Executor(spec, keep_going, overrides).run()

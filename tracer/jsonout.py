@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from .executor import Stage, Trace
+from .spec import Spec
 
 SCHEMA_VERSION = 1
 
@@ -45,6 +46,11 @@ def stage_json(stage: Stage) -> dict[str, Any]:
     return {"name": stage.name, "meaning": stage.meaning, "shape": list(a.shape), "axes": list(stage.axes), "values": values}
 
 
+def steps_json(spec: Spec) -> list[dict[str, Any]]:
+    return [{"name": s.name, "op": s.op, "inputs": list(s.inputs), "weights": s.weights, **s.params(),
+             "shape": list(spec.stage_shapes[s.name][1]), "axes": list(spec.stage_shapes[s.name][0])} for s in spec.steps]
+
+
 def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None = None) -> dict[str, Any]:
     spec = trace.spec
     blk = spec.block
@@ -54,7 +60,7 @@ def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None 
         "ok": trace.ok,
         "dims": spec.dims.as_dict(),
         "block": {"norm_order": blk.norm_order, "mask": blk.mask, "eps": blk.eps, "final_norm": blk.final_norm, "positions": blk.positions},
-        "steps": [{"name": s.name, "op": s.op, "inputs": list(s.inputs), "weights": s.weights} for s in spec.steps],
+        "steps": steps_json(spec),
         "stages": [stage_json(s) for s in stages],
         "violations": [v.as_json() for v in trace.violations],
     }

@@ -24,8 +24,8 @@ def check_same_shape(a: np.ndarray, b: np.ndarray, names: tuple[str, str] = ("le
         "broadcast",
         f"{names[0]} {list(a.shape)} and {names[1]} {list(b.shape)} differ; an elementwise add needs equal shapes",
         {names[0]: a.shape, names[1]: b.shape},
-        numpy_would=f"stretch the size-1 axes and return {list(out)}",
-        why="each sample and position must add its own update; a stretched operand hands one row's values to others",
+        numpy_would=f"stretch the size-1 axes and return {list(out)} without complaint",
+        rule="a residual add takes two arrays of exactly the same shape: same samples, same positions, same width (section 17.2)",
     )
 
 
@@ -40,8 +40,9 @@ def check_vector(name: str, v: np.ndarray, width: int, axis: str) -> None:  # v 
         "broadcast",
         f"{name} has shape {list(v.shape)} where [{axis}] = [{width}] is due",
         {name: v.shape},
-        numpy_would=f"repeat {name}'s single value across all {width} coordinates",
-        why=f"{name} should hold one learned value per coordinate; a stretched value silently ties them together",
+        numpy_would=f"repeat {name}'s single value across all {width} coordinates without complaint",
+        why=f"{name} should hold one learned value per coordinate; a stretched value silently ties all {width} together",
+        rule=f"{name} holds exactly one value per coordinate: [{axis}] = [{width}]",
     )
 
 
@@ -51,14 +52,38 @@ def add(a: np.ndarray, b: np.ndarray, strict: bool = True) -> np.ndarray:  # [B,
     return a + b
 
 
-def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, strict: bool = True) -> np.ndarray:  # [B,T,C], [C], [C] -> [B,T,C], stats over C
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, axis: int = -1, strict: bool = True,
+               labels: tuple[str, ...] = ()) -> np.ndarray:  # [B,T,C], [C], [C] -> [B,T,C], stats over C
     if strict:
+        if axis % x.ndim != x.ndim - 1:
+            raise _axis_contract(x, axis, labels)
         check_vector("gamma", gamma, x.shape[-1], "C")
         check_vector("beta", beta, x.shape[-1], "C")
-    mu = x.mean(axis=-1, keepdims=True)
+    mu = x.mean(axis=axis, keepdims=True)
     xc = x - mu
-    var = (xc * xc).mean(axis=-1, keepdims=True)  # divide by C: the C values at hand, not a sample estimate
+    var = (xc * xc).mean(axis=axis, keepdims=True)  # divide by the count: the values at hand, not a sample estimate
     return gamma * (xc / np.sqrt(var + eps)) + beta  # eps keeps the denominator positive when var = 0
+
+
+def _axis_contract(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> BrokenContract:
+    name = labels[axis] if len(labels) == x.ndim else f"axis {axis}"
+    last = labels[-1] if len(labels) == x.ndim else "the last axis"
+    n = x.shape[axis]
+    if name == "T":
+        why = (f"each position's result now depends on all {n} positions: position 0 changes when positions 1..{n - 1} do, "
+               "so the future leaks into earlier positions even though the attention mask is right (section 17.3)")
+    elif name == "B":
+        why = f"each sample's result now depends on the other {n - 1} sample(s) of the batch: statistics mix samples"
+    else:
+        why = "the statistics mix entries that must be normalised separately"
+    return BrokenContract(
+        "axis",
+        f"LayerNorm statistics taken over {name} ({n} entries) instead of {last} ({x.shape[-1]} coordinates)",
+        {"x": x.shape},
+        numpy_would=f"average over the {n} entries along {name} and normalise without complaint",
+        why=why,
+        rule="LayerNorm normalises each sample's each position on its own: statistics over C only (section 17.3)",
+    )
 
 
 def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: bool = True) -> np.ndarray:  # [..., n_in], [n_in, n_out], [n_out] -> [..., n_out]
@@ -73,10 +98,10 @@ def relu(x: np.ndarray) -> np.ndarray:  # [...] -> [...]
     return np.maximum(x, 0.0)
 
 
-def softmax(s: np.ndarray) -> np.ndarray:  # [..., T_k] -> [..., T_k], over the last axis (keys)
-    m = s.max(axis=-1, keepdims=True)  # subtract the row max so exp never overflows
+def softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:  # [..., T_q, T_k] -> same, normalised over keys (axis -1)
+    m = s.max(axis=axis, keepdims=True)  # subtract the max so exp never overflows
     e = np.exp(s - m)
-    return e / e.sum(axis=-1, keepdims=True)
+    return e / e.sum(axis=axis, keepdims=True)
 
 
 def causal_mask(T: int) -> np.ndarray:  # -> [T,T] bool, True where key j is after query i
@@ -94,15 +119,26 @@ def merge_heads(x: np.ndarray) -> np.ndarray:  # [B,H,T,d] -> [B,T,C]
 
 
 def mha(x: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: np.ndarray, w_v: np.ndarray, b_v: np.ndarray,
-        w_o: np.ndarray, b_o: np.ndarray, H: int, causal: bool, strict: bool = True) -> dict[str, np.ndarray]:  # [B,T,C] -> [B,T,C]
+        w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None, softmax_over_queries: bool = False,
+        strict: bool = True) -> dict[str, np.ndarray]:  # [B,T,C] -> [B,T,C]; visible [T,T] or None
     """Multi-head self-attention; returns every intermediate, keyed by stage suffix."""
     q = split_heads(linear(x, w_q, b_q, strict), H)  # [B,H,T,d]
     k = split_heads(linear(x, w_k, b_k, strict), H)
     v = split_heads(linear(x, w_v, b_v, strict), H)
     d = q.shape[-1]
     scores = (q @ k.swapaxes(-1, -2)) * (1.0 / np.sqrt(d))  # [B,H,T,T]
-    masked = np.where(causal_mask(x.shape[1]), -np.inf, scores) if causal else scores
-    weights = softmax(masked)  # over keys: each query's weights sum to 1
+    if softmax_over_queries and strict:
+        raise BrokenContract(
+            "axis",
+            "softmax taken over queries (axis -2) instead of keys (axis -1)",
+            {"scores": scores.shape},
+            numpy_would="normalise each key's column instead of each query's row, without complaint",
+            why=("a query's weights no longer sum to 1 over what it reads, and each weight depends on the other "
+                 "queries' scores, later positions included"),
+            rule="attention weights are a softmax over keys: each query's row sums to 1",
+        )
+    masked = scores if visible is None else np.where(visible, scores, -np.inf)
+    weights = softmax(masked, axis=-2 if softmax_over_queries else -1)
     heads = merge_heads(weights @ v)  # [B,H,T,d] -> [B,T,C]
     out = linear(heads, w_o, b_o, strict)
     return {"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "heads": heads, "output": out}

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .blocks import Step
+from .blocks import Step, internal_prefix
 from .spec import Spec
 
 Vec = list[float]
@@ -45,9 +45,21 @@ def position_cost(spec: Spec, keys: int) -> int:
     return 4 * C * C + 2 * C * F + 2 * keys * C + 20 * C
 
 
+def unsupported(spec: Spec) -> str:
+    """Why the reference cannot follow this step list ("" when it can)."""
+    for step in spec.steps:
+        if step.op == "select" or (step.op == "layer_norm" and step.axis not in (None, "C")) or (step.op == "mha" and step.axis == "queries"):
+            return (f"step {step.formula()} breaks the per-position contract the reference is written for; "
+                    "the violation report is the check here")
+    return ""
+
+
 def plan(spec: Spec, budget: int = DEFAULT_BUDGET) -> Plan:
     B, T = spec.dims.B, spec.dims.T
     full_cost = B * T * position_cost(spec, T)
+    reason = unsupported(spec)
+    if reason:
+        return Plan([], [], False, 0, full_cost, reason)
     if full_cost <= budget:
         return Plan(list(range(B)), list(range(T)), True, full_cost, full_cost, "")
     if spec.block.mask != "causal":
@@ -143,6 +155,13 @@ class Reference:
             st[step.name] = {t: vec_add(ins[0][t], ins[1][t]) for t in positions}
         elif step.op == "identity":
             st[step.name] = dict(ins[0])
+        elif step.op == "relu":
+            st[step.name] = {t: relu(ins[0][t]) for t in positions}
+        elif step.op == "linear":
+            st[step.name] = {t: matvec(ins[0][t], self.cols[f"{g}.w"], self.w[f"{g}.b"]) for t in positions}
+        elif step.op == "ffn":
+            w1, b1, w2, b2 = self.cols[f"{g}.w1"], self.w[f"{g}.b1"], self.cols[f"{g}.w2"], self.w[f"{g}.b2"]
+            st[step.name] = {t: matvec(relu(matvec(ins[0][t], w1, b1)), w2, b2) for t in positions}
         elif step.op == "ffn_hidden":
             st[step.name] = {t: relu(matvec(ins[0][t], self.cols[f"{g}.w1"], self.w[f"{g}.b1"])) for t in positions}
         elif step.op == "ffn_out":
@@ -154,7 +173,8 @@ class Reference:
 
     def mha(self, step: Step, x: dict[int, Vec], positions: list[int], st: dict[str, dict[int, Any]]) -> None:
         g, H, d = step.weights, self.spec.dims.H, self.spec.dims.d
-        causal = self.spec.block.mask == "causal"
+        blk = self.spec.block
+        visible = blk.mask_matrix  # explicit [T,T] mask, or None
         proj = {}
         for name in ("q", "k", "v"):
             full = {t: matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"]) for t in positions}
@@ -163,7 +183,10 @@ class Reference:
         T = self.spec.dims.T
         scores, weights, heads, out = {}, {}, {}, {}
         for t in positions:
-            keys = [j for j in positions if not causal or j <= t]  # the mask: only keys up to t
+            if visible is not None:
+                keys = [j for j in positions if visible[t][j]]
+            else:
+                keys = [j for j in positions if blk.mask != "causal" or j <= t]  # the causal mask: keys up to t
             s_rows, w_rows, mixed = [], [], []
             for h in range(H):
                 q = proj["q"][t][h]
@@ -173,6 +196,11 @@ class Reference:
                     for a, bb in zip(q, proj["k"][j][h]):
                         acc += a * bb
                     s[j] = acc * scale
+                if not keys:  # a fully masked row: softmax is 0/0
+                    s_rows.append([s.get(j, math.nan) for j in range(T)])
+                    w_rows.append([math.nan] * T)
+                    mixed.extend([math.nan] * d)
+                    continue
                 m = max(s[j] for j in keys)  # subtract the max so exp never overflows
                 e = {j: math.exp(s[j] - m) for j in keys}
                 z = sum(e.values())
@@ -186,7 +214,7 @@ class Reference:
                 mixed.extend(mix)
             scores[t], weights[t], heads[t] = s_rows, w_rows, mixed
             out[t] = matvec(mixed, self.cols[f"{g}.w_o"], self.w[f"{g}.b_o"])
-        prefix = "attn" if step.name == "attention" else step.name
+        prefix = internal_prefix(step)
         st[f"{prefix}.q"], st[f"{prefix}.k"], st[f"{prefix}.v"] = proj["q"], proj["k"], proj["v"]
         st[f"{prefix}.scores"], st[f"{prefix}.weights"], st[f"{prefix}.heads"] = scores, weights, heads
         st[step.name] = out

@@ -13,6 +13,7 @@ from rich.text import Text
 
 from .errors import Violation
 from .executor import Stage, Trace
+from .spec import Spec, shape_label
 
 MAX_VALUES = 8  # a vector longer than this prints its first HEAD values and a count
 HEAD = 3
@@ -52,14 +53,16 @@ def fmt_value(a: np.ndarray, precision: int) -> str:
 
 
 def visible_stages(trace: Trace, show_all: bool) -> list[Stage]:
-    return [s for s in trace.stages.values() if show_all or not s.internal]
+    flagged = {v.stage for v in trace.violations}
+    return [s for s in trace.stages.values() if show_all or not s.internal or s.name in flagged]
 
 
 def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
-                verify_diffs: dict[str, float] | None = None, mark: str | None = None) -> Table:
+                verify_diffs: dict[str, float] | None = None, marks: frozenset[str] = frozenset()) -> Table:
     spec = trace.spec
     title = f"{spec.name}"
-    caption = (f"{spec.block.norm_order}-norm, mask {spec.block.mask}, eps {spec.block.eps:g}; "
+    order = "custom steps" if spec.block.norm_order == "custom" else f"{spec.block.norm_order}-norm"
+    caption = (f"{order}, mask {spec.block.mask}, eps {spec.block.eps:g}; "
                + ", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("stage", no_wrap=True)
@@ -69,8 +72,8 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
     if verify_diffs is not None:
         table.add_column("max |NumPy - reference|", justify="right", no_wrap=True)
     for stage in visible_stages(trace, show_all):
-        name = Text(stage.name, style="bold red" if stage.name == mark else "")
-        if stage.name == mark:
+        name = Text(stage.name, style="bold red" if stage.name in marks else "")
+        if stage.name in marks:
             name.append("  ← violation")
         try:
             value = fmt_value(stage.at(b, t), precision)
@@ -120,12 +123,38 @@ def violation_panel(v: Violation) -> Panel:
 
 def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
              verify_diffs: dict[str, float] | None = None, verify_note: str = "") -> Group:
-    mark = trace.violations[0].stage if trace.violations else None
-    parts: list[RenderableType] = [trace_table(trace, b, t, precision, show_all, verify_diffs, mark)]
+    marks = frozenset(v.stage for v in trace.violations)
+    parts: list[RenderableType] = [trace_table(trace, b, t, precision, show_all, verify_diffs, marks)]
     if trace.ok:
-        parts.append(matrix(trace.last, b, precision))
+        parts.append(matrix(trace.output, b, precision))
     for v in trace.violations:
         parts.append(violation_panel(v))
     if verify_note:
         parts.append(Text(verify_note))
     return Group(*parts)
+
+
+def steps_table(spec: Spec) -> Table:
+    """The step list a spec runs, with every stage's shape (``tracer run --steps``)."""
+    kind = "preset " + spec.block.norm_order + "-norm" if spec.block.norm_order != "custom" else "the spec's own steps"
+    table = Table(title=f"{spec.name}: {kind}", title_justify="left")
+    for col in ("#", "stage", "op", "reads", "weights", "axis", "shape"):
+        table.add_column(col, no_wrap=col != "reads")
+    table.add_row("", "x", "(entry)", "embed + position" if spec.block.positions == "learned" else "input", "", "", shape_label(*spec.stage_shapes["x"]))
+    for i, step in enumerate(spec.steps, 1):
+        axis = step.axis or ""
+        if step.op == "select":
+            axis = f"{step.axis} {step.start}:{step.stop}"
+        table.add_row(str(i), step.name, step.op, ", ".join(step.inputs), step.weights or "", axis, shape_label(*spec.stage_shapes[step.name]))
+    return table
+
+
+def probe_table(spec: Spec, props: list) -> Table:  # list[probe.Property]
+    table = Table(title=f"{spec.name}: properties", title_justify="left")
+    table.add_column("property", no_wrap=True)
+    table.add_column("result", no_wrap=True)
+    table.add_column("evidence")
+    style = {"pass": "green", "fail": "bold red", "not applicable": "dim"}
+    for p in props:
+        table.add_row(p.name, Text(p.result, style=style.get(p.result, "")), p.evidence)
+    return table

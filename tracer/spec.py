@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import yamlio
-from .blocks import Step, block_steps
+from .blocks import GROUP_KEYS, OPS, Shape, Step, block_steps, internal_prefix, output_shape, with_final_norm
 from .errors import SpecError
 from .yamlio import Path, Source, format_path
 
@@ -22,19 +22,10 @@ KEYWORDS = ("identity", "zeros", "ones", "random")
 
 TOP_KEYS = ("name", "description", "dims", "block", "input", "weights", "seed", "dtype", "allow_nonfinite")
 DIM_KEYS = ("B", "T", "C", "H", "F", "V", "T_max")
-BLOCK_KEYS = ("norm_order", "mask", "eps", "final_norm", "positions")
+BLOCK_KEYS = ("norm_order", "steps", "mask", "eps", "final_norm", "positions")
 INPUT_KEYS = ("tokens", "x")
-NORM_KEYS = {"gamma": ("C",), "beta": ("C",)}
-WEIGHT_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
-    "attn": {
-        "w_q": ("C", "C"), "w_k": ("C", "C"), "w_v": ("C", "C"), "w_o": ("C", "C"),
-        "b_q": ("C",), "b_k": ("C",), "b_v": ("C",), "b_o": ("C",),
-    },
-    "ffn": {"w1": ("C", "F"), "b1": ("F",), "w2": ("F", "C"), "b2": ("C",)},
-    "norm1": NORM_KEYS,
-    "norm2": NORM_KEYS,
-    "final_norm": NORM_KEYS,
-}
+STEP_KEYS = ("name", "op", "in", "weights", "axis", "start", "stop", "index", "out", "meaning")
+RESERVED_STAGES = ("embed", "input", "position", "x")
 TABLES = {"embedding": ("V", "C"), "position": ("T_max", "C")}
 # Not given: biases and beta start at zero, gamma at one (the usual init); the rest comes from the seed.
 DEFAULT_FILL = {"b_q": "zeros", "b_k": "zeros", "b_v": "zeros", "b_o": "zeros", "b1": "zeros", "b2": "zeros",
@@ -69,11 +60,12 @@ class Dims:
 
 @dataclass(frozen=True)
 class BlockSpec:
-    norm_order: str  # pre | post
-    mask: str  # causal | none
+    norm_order: str  # pre | post | custom (block.steps given)
+    mask: str  # causal | none | explicit (mask_matrix given)
     eps: float
     final_norm: bool
     positions: str  # learned | none
+    mask_matrix: tuple[tuple[bool, ...], ...] | None = None  # [T,T], True where query i may read key j
 
 
 @dataclass(frozen=True)
@@ -105,6 +97,7 @@ class Spec:
     seed: int | None
     dtype: str
     steps: tuple[Step, ...]
+    stage_shapes: dict[str, Shape]  # every stage's axes and sizes, inferred before running
 
     def axes_shape(self, axes: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(self.dims.size(a) for a in axes)
@@ -196,7 +189,7 @@ class _Validator:
             raise self.fail(("allow_nonfinite",), f"expected true or false, received {self.received(('allow_nonfinite',), allow_nonfinite)}")
         self.allow_nonfinite = allow_nonfinite
 
-        block = self.block(doc.get("block", {}), doc.get("weights") or {})
+        block, steps_raw = self.block(doc.get("block", {}), doc.get("weights") or {})
         dims_raw = self.keys(doc["dims"], ("dims",), DIM_KEYS, "dimensions")
         given = {k: self.integer(v, ("dims", k)) for k, v in dims_raw.items()}
         for k in ("C", "H", "F"):
@@ -208,7 +201,8 @@ class _Validator:
         weights_raw = doc.get("weights")
         if weights_raw is None:
             weights_raw = {}
-        weights_raw = self.keys(weights_raw, ("weights",), tuple(TABLES) + tuple(WEIGHT_GROUPS), "weights")
+        if not isinstance(weights_raw, dict):
+            raise self.fail(("weights",), f"expected a mapping of weights, received {self.received(('weights',), weights_raw)}")
         if "input" not in doc:
             raise self.fail((), "missing required section 'input' (tokens: [...] or x: [[...]])")
         inp, B, T, max_token = self.input(doc["input"], given, seed, weights_raw)
@@ -230,17 +224,28 @@ class _Validator:
             if C_in != dims.C:
                 raise self.fail(("input", "x"), f"expected rows of width C = {dims.C}, received rows of width {C_in}")
 
-        weights = self.weights(weights_raw, dims, block, inp.kind, seed)
+        if block.mask_matrix is not None and len(block.mask_matrix) != dims.T:
+            raise self.fail(("block", "mask"), f"expected a [T,T] = [{dims.T},{dims.T}] mask, received {len(block.mask_matrix)} rows")
+        steps, shapes = self.steps(steps_raw, block, dims)
+        weights = self.weights(weights_raw, dims, block, inp.kind, seed, steps, shapes)
         return Spec(
             path=self.src.filename, name=name, dims=dims, block=block, input=inp, weights=weights,
-            seed=seed, dtype=dtype, steps=block_steps(block.norm_order, block.final_norm),
+            seed=seed, dtype=dtype, steps=steps, stage_shapes=shapes,
         )
 
-    def block(self, raw: Any, weights_raw: Any) -> BlockSpec:
+    def block(self, raw: Any, weights_raw: Any) -> tuple[BlockSpec, Any]:
         raw = self.keys(raw if raw is not None else {}, ("block",), BLOCK_KEYS, "block settings")
         p = ("block",)
-        norm_order = self.choice(raw.get("norm_order", "pre"), p + ("norm_order",), ("pre", "post"))
-        mask = self.choice(raw.get("mask", "causal"), p + ("mask",), ("causal", "none"))
+        if "steps" in raw and "norm_order" in raw:
+            raise self.fail(p + ("steps",), "give either norm_order (a preset step list) or steps (your own list), not both")
+        norm_order = "custom" if "steps" in raw else self.choice(raw.get("norm_order", "pre"), p + ("norm_order",), ("pre", "post"))
+        mask_raw = raw.get("mask", "causal")
+        mask_matrix = None
+        if isinstance(mask_raw, list):
+            mask_matrix = self.mask_matrix(mask_raw, p + ("mask",))
+            mask = "explicit"
+        else:
+            mask = self.choice(mask_raw, p + ("mask",), ("causal", "none"))
         eps = raw.get("eps", 1e-5)
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
             raise self.fail(p + ("eps",), f"expected a positive number such as 1e-5, received {self.received(p + ('eps',), eps)}")
@@ -249,7 +254,103 @@ class _Validator:
             raise self.fail(p + ("final_norm",), f"expected true or false, received {self.received(p + ('final_norm',), final_norm)}")
         has_table = isinstance(weights_raw, dict) and "position" in weights_raw
         positions = self.choice(raw.get("positions", "learned" if has_table else "none"), p + ("positions",), ("learned", "none"))
-        return BlockSpec(norm_order, mask, float(eps), final_norm, positions)
+        return BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix), raw.get("steps")
+
+    def mask_matrix(self, raw: list[Any], path: Path) -> tuple[tuple[bool, ...], ...]:
+        shape = self.rect(self.nested(raw, path, want_int=True), path)
+        if len(shape) != 2 or shape[0] != shape[1]:
+            raise self.fail(path, f"expected causal, none, or a square [T,T] matrix of 0 and 1, received {_fmt(shape)}")
+        for i, row in enumerate(raw):
+            for j, v in enumerate(row):
+                if v not in (0, 1):
+                    raise self.fail(path + (i, j), f"expected 0 (masked) or 1 (may attend), received {v}")
+        return tuple(tuple(bool(v) for v in row) for row in raw)
+
+    def steps(self, raw: Any, block: BlockSpec, dims: Dims) -> tuple[tuple[Step, ...], dict[str, Shape]]:
+        """The step list (a preset or the spec's own), with every stage's shape inferred."""
+        sizes = {k: v for k, v in dims.as_dict().items()}
+        shapes: dict[str, Shape] = {"x": (("B", "T", "C"), (dims.B, dims.T, dims.C))}
+        if raw is None:
+            steps = block_steps(block.norm_order, block.final_norm)
+            for step in steps:
+                shapes[step.name] = output_shape(step, [shapes[i] for i in step.inputs], sizes)
+            return steps, shapes
+        p: Path = ("block", "steps")
+        if not isinstance(raw, list) or not raw:
+            raise self.fail(p, f"expected a list of steps such as {{name: norm1, op: layer_norm, in: x, weights: norm1}}, received {self.received(p, raw)}")
+        out: list[Step] = []
+        for i, item in enumerate(raw):
+            step = self.step(item, p + (i,), shapes, sizes)
+            out.append(step)
+        steps = tuple(out)
+        if block.final_norm:
+            steps = with_final_norm(steps)
+            shapes["final_norm"] = shapes[steps[-2].name]
+        return steps, shapes
+
+    def step(self, raw: Any, path: Path, shapes: dict[str, Shape], sizes: dict[str, int]) -> Step:
+        raw = self.keys(raw, path, STEP_KEYS, "step fields")
+        for key in ("name", "op", "in"):
+            if key not in raw:
+                raise self.fail(path, f"a step needs {key!r} (e.g. {{name: norm1, op: layer_norm, in: x, weights: norm1}})")
+        name = raw["name"]
+        if not isinstance(name, str) or not name or not all(ch.isalnum() or ch in "_-" for ch in name):
+            raise self.fail(path + ("name",), f"expected a stage name of letters, digits, _ and -, received {self.received(path + ('name',), name)}")
+        if name in shapes or name in RESERVED_STAGES:
+            raise self.fail(path + ("name",), f"stage {name!r} is already defined; every step records a stage of its own")
+        op = self.choice(raw["op"], path + ("op",), tuple(OPS))
+        info = OPS[op]
+        ins = raw["in"] if isinstance(raw["in"], list) else [raw["in"]]
+        if len(ins) != info.arity:
+            raise self.fail(path + ("in",), f"{op} reads {info.arity} stage{'s' if info.arity > 1 else ''}, received {len(ins)}")
+        for j, i in enumerate(ins):
+            ipath = path + (("in", j) if isinstance(raw["in"], list) else ("in",))
+            if i not in shapes:
+                known = [k for k in shapes if "." not in k]
+                close = difflib.get_close_matches(str(i), known, n=1, cutoff=0.5)
+                hint = f"; did you mean {close[0]!r}?" if close else f"; stages so far: {', '.join(known)}"
+                raise self.fail(ipath, f"no stage {i!r} before this step{hint}")
+        weights = raw.get("weights")
+        if info.group is not None:
+            if not isinstance(weights, str) or not weights:
+                raise self.fail(path, f"{op} needs weights: the name of its weight group (e.g. weights: {'norm1' if op == 'layer_norm' else op})")
+        elif weights is not None:
+            raise self.fail(path + ("weights",), f"{op} takes no weights")
+        axis = raw.get("axis")
+        if axis is not None or op == "select":
+            if not info.axes:
+                raise self.fail(path + ("axis",), f"{op} takes no axis")
+            axis = self.choice(axis, path + ("axis",), info.axes)
+        start = stop = None
+        if op == "select":
+            if "index" in raw:
+                start = self.integer(raw["index"], path + ("index",), 0)
+                stop = start + 1
+            else:
+                start = self.integer(raw.get("start", 0), path + ("start",), 0)
+                stop = self.integer(raw.get("stop", start + 1), path + ("stop",), 1)
+        else:
+            for key in ("index", "start", "stop"):
+                if key in raw:
+                    raise self.fail(path + (key,), f"only select takes {key}")
+        out = None
+        if op == "linear":
+            out = self.choice(raw.get("out", "C"), path + ("out",), ("C", "F"))
+        elif "out" in raw:
+            raise self.fail(path + ("out",), "only linear takes out")
+        meaning = raw.get("meaning", info.meaning)
+        if not isinstance(meaning, str):
+            raise self.fail(path + ("meaning",), f"expected text, received {self.received(path + ('meaning',), meaning)}")
+        step = Step(name, op, tuple(ins), weights, meaning, axis, start, stop, out)
+        try:
+            shapes[name] = output_shape(step, [shapes[i] for i in ins], sizes)
+        except ValueError as e:
+            raise self.fail(path, str(e)) from None
+        if op == "mha":
+            prefix = internal_prefix(step)
+            for key in ("q", "k", "v", "scores", "weights", "heads"):
+                shapes[f"{prefix}.{key}"] = shapes[name]  # placeholder: internals are never step inputs
+        return step
 
     def input(self, raw: Any, given: dict[str, int], seed: int | None, weights_raw: dict[str, Any]) -> tuple[InputSpec, int, int, int | None]:
         raw = self.keys(raw, ("input",), INPUT_KEYS, "input")
@@ -305,7 +406,8 @@ class _Validator:
         return default
 
     # -- weights ----------------------------------------------------------
-    def weights(self, raw: dict[str, Any], dims: Dims, block: BlockSpec, input_kind: str, seed: int | None) -> dict[str, Weight]:
+    def weights(self, raw: dict[str, Any], dims: Dims, block: BlockSpec, input_kind: str, seed: int | None,
+                steps: tuple[Step, ...], shapes: dict[str, Shape]) -> dict[str, Weight]:
         wanted: list[tuple[str, dict[str, tuple[str, ...]] | tuple[str, ...]]] = []
         if input_kind == "tokens":
             wanted.append(("embedding", TABLES["embedding"]))
@@ -313,10 +415,32 @@ class _Validator:
             wanted.append(("position", TABLES["position"]))
         elif "position" in raw:
             raise self.fail(("weights", "position"), "a position table is given but block.positions is none")
-        for group in ("norm1", "attn", "norm2", "ffn") + (("final_norm",) if block.final_norm else ()):
-            wanted.append((group, WEIGHT_GROUPS[group]))
-        if "final_norm" in raw and not block.final_norm:
-            raise self.fail(("weights", "final_norm"), "final_norm weights are given but block.final_norm is false")
+        kinds: dict[str, str] = {}
+        group_keys: dict[str, dict[str, tuple[str, ...]]] = {}
+        for step in steps:
+            kind = OPS[step.op].group
+            if kind is None or step.weights is None:
+                continue
+            group = step.weights
+            if group in TABLES:
+                raise self.fail(("block",), f"step {step.name}: {group!r} is a table, not a weight group")
+            keys = GROUP_KEYS[kind]
+            if kind == "linear":
+                in_letter = shapes[step.inputs[0]][0][-1]
+                keys = {"w": (in_letter, step.out or "C"), "b": (step.out or "C",)}
+            if group in kinds:
+                if kinds[group] != kind or group_keys[group] != keys:
+                    raise self.fail(("block",), f"step {step.name}: weight group {group!r} is shared by steps that need different weights ({kinds[group]} and {kind})")
+                continue
+            kinds[group], group_keys[group] = kind, keys
+            wanted.append((group, keys))
+        for key in raw:
+            if key not in TABLES and key not in kinds:
+                close = difflib.get_close_matches(key, list(kinds), n=1, cutoff=0.5)
+                hint = f"; did you mean {close[0]!r}?" if close else (f"; the steps use: {', '.join(kinds)}" if kinds else "")
+                if key == "final_norm" and not block.final_norm:
+                    hint = " (block.final_norm is false)"
+                raise self.fail(("weights", key), f"weight group {key!r} is given but no step uses it{hint}")
 
         out: dict[str, Weight] = {}
         for name, spec in wanted:
@@ -328,7 +452,8 @@ class _Validator:
                 group = {}
             group = self.keys(group, ("weights", name), tuple(spec), f"{name} weights")
             for key, axes in spec.items():
-                out[f"{name}.{key}"] = self.weight(group.get(key), ("weights", name, key), f"{name}.{key}", axes, dims, seed, DEFAULT_FILL.get(key))
+                fill = "zeros" if key == "b" else DEFAULT_FILL.get(key)
+                out[f"{name}.{key}"] = self.weight(group.get(key), ("weights", name, key), f"{name}.{key}", axes, dims, seed, fill)
         return out
 
     def weight(self, value: Any, path: Path, name: str, axes: tuple[str, ...], dims: Dims, seed: int | None, fill: str | None = None) -> Weight:

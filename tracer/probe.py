@@ -1,0 +1,130 @@
+"""`tracer probe`: check properties empirically, by running the block on changed inputs.
+
+- causality: under a causal mask, no stage at positions <= t may change when the
+  inputs after t change.  A LayerNorm over T leaks although the mask is right
+  (section 17.3): this finds the first stage where it shows.
+- permutation equivariance (Example 17.1): with no positions and no mask,
+  permuting the rows of X permutes the rows of every per-position stage.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import executor
+from .params import uniform
+from .spec import Spec
+
+MAX_PROBED_POSITIONS = 6
+PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "not applicable"
+
+
+@dataclass
+class Property:
+    name: str
+    result: str  # pass | fail | not applicable
+    evidence: str
+    stage: str | None = None  # the first stage where the property broke
+    position: int | None = None
+
+    def as_json(self) -> dict[str, object]:
+        return {"name": self.name, "result": self.result, "evidence": self.evidence, "stage": self.stage, "position": self.position}
+
+
+def _tolerance(a: np.ndarray) -> float:
+    scale = float(np.nanmax(np.abs(a))) if a.size and np.isfinite(a).any() else 1.0
+    return 1e-9 * (1.0 + scale)
+
+
+def _upto(stage: executor.Stage, t: int) -> np.ndarray:
+    """The stage restricted to positions 0..t along every T axis (queries and keys)."""
+    index = tuple(slice(0, t + 1) if a == "T" else slice(None) for a in stage.axes)
+    return stage.array[index]
+
+
+def _span(a: int, b: int) -> str:
+    return f"position {a}" if a == b else f"positions {a}..{b}"
+
+
+def _probe_positions(T: int) -> list[int]:
+    if T - 1 <= MAX_PROBED_POSITIONS:
+        return list(range(T - 1))
+    picks = {0, 1, (T - 1) // 4, (T - 1) // 2, T - 2}
+    return sorted(picks)[:MAX_PROBED_POSITIONS]
+
+
+def causality(spec: Spec) -> Property:
+    name = "causality"
+    if spec.block.mask != "causal":
+        return Property(name, NOT_APPLICABLE, f"the block's mask is {spec.block.mask}, not causal: later positions may be read by design")
+    T = spec.dims.T
+    if T < 2:
+        return Property(name, NOT_APPLICABLE, "T = 1: there is no later position to perturb")
+    base = executor.run(spec, keep_going=True)
+    x = base.stages["x"].array
+    noise = uniform(0, "probe.causality", x.shape, -1.0, 1.0).astype(x.dtype)
+    checked, largest = [], 0.0
+    for t in _probe_positions(T):
+        x2 = x.copy()
+        x2[:, t + 1:, :] += noise[:, t + 1:, :]
+        changed = executor.run(spec, keep_going=True, overrides={"x": x2})
+        for stage in base.stages.values():
+            if stage.name == "x" or stage.name not in changed.stages or "T" not in stage.axes:
+                continue
+            a, b = _upto(stage, t), _upto(changed.stages[stage.name], t)
+            if a.shape != b.shape:
+                continue
+            diff = float(np.nanmax(np.abs(a - b))) if a.size else 0.0
+            if diff > _tolerance(a):
+                return Property(name, FAIL,
+                                f"perturbing positions {_span(t + 1, T - 1)} changed stage {stage.name} at {_span(0, t)} by up to {diff:.3g}: "
+                                f"{'position 0 depends' if t == 0 else f'positions up to {t} depend'} on later ones, although the mask is causal",
+                                stage.name, t)
+            largest = max(largest, diff)
+        checked.append(t)
+    return Property(name, PASS,
+                    f"perturbing the positions after t changed no stage at positions 0..t "
+                    f"(checked t = {', '.join(map(str, checked))}; largest change {largest:.3g})")
+
+
+def permutation(spec: Spec) -> Property:
+    name = "permutation equivariance"
+    T = spec.dims.T
+    if T < 2:
+        return Property(name, NOT_APPLICABLE, "T = 1: there is nothing to permute")
+    # Example 17.1's setting: no position information and every key visible.
+    blk = dataclasses.replace(spec.block, positions="none", mask="none", mask_matrix=None)
+    bare = dataclasses.replace(spec, block=blk)
+    base = executor.run(bare, keep_going=True)
+    perm = np.roll(np.arange(T), 1)  # the last row moves to the front, the others follow (Example 17.1)
+    x = base.stages["x"].array
+    moved = executor.run(bare, keep_going=True, overrides={"x": x[:, perm]})
+    largest = 0.0
+    for stage in base.stages.values():
+        if stage.name == "x" or stage.name not in moved.stages or stage.axes.count("T") != 1:
+            continue
+        axis = stage.axes.index("T")
+        a = np.take(stage.array, perm, axis=axis)
+        b = moved.stages[stage.name].array
+        if a.shape != b.shape:
+            continue
+        diff = float(np.nanmax(np.abs(a - b))) if a.size else 0.0
+        if diff > _tolerance(a):
+            return Property(name, FAIL,
+                            f"with positions and mask removed, moving row {T - 1} of X to the front did not move stage "
+                            f"{stage.name} the same way (largest difference {diff:.3g})", stage.name)
+        largest = max(largest, diff)
+    note = ""
+    if spec.block.positions != "none" or spec.block.mask != "none":
+        note = " Checked with positions and mask removed, as Example 17.1 states it; the spec's own positions and mask are what break it on purpose."
+    return Property(name, PASS,
+                    f"moving row {T - 1} of X to the front moved every per-position stage's rows the same way "
+                    f"(largest difference {largest:.3g}).{note}")
+
+
+def probe(spec: Spec) -> list[Property]:
+    with np.errstate(all="ignore"):
+        return [causality(spec), permutation(spec)]
