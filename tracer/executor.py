@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from . import kernels
-from .blocks import ATTN_STAGES, ENTRY_STAGES, Step, internal_prefix
+from .blocks import ATTN_MEANINGS, Step, internal_prefix
 from .errors import BrokenContract, ShapeError, Violation
-from .params import load_input, load_params
+from .params import load_inputs, load_params
 from .spec import Spec, shape_label
 
 
@@ -39,7 +39,7 @@ class Stage:
         for axis in self.axes:
             if axis == "B":
                 index.append(b)
-            elif axis == "T" and not seen_t:
+            elif axis in ("T", "S") and not seen_t:
                 index.append(t)
                 seen_t = True
             else:
@@ -111,7 +111,9 @@ class Executor:
         self.trace = Trace(spec)
         self.recorder = Recorder(self.trace)
         self.params = load_params(spec)
+        self.inputs = load_inputs(spec)
         self.seen_nonfinite = False
+        self.halt = False  # a violation NumPy itself could not go on from (T beyond the position table)
 
     def rec(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
         self.recorder(name, array, axes, meaning, internal)
@@ -143,18 +145,20 @@ class Executor:
 
     @property
     def stopped(self) -> bool:
-        return bool(self.trace.violations) and not self.keep_going
+        return self.halt or (bool(self.trace.violations) and not self.keep_going)
 
     def nonfinite(self, name: str, a: np.ndarray, axes: tuple[str, ...]) -> Violation:
         n_nan, n_inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
         first = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
         where = ", ".join(f"{letter}={i}" for letter, i in zip(axes, first))
         why = "NaN and Inf spread to every later stage that reads them"
-        mask = self.mask()
-        if name.endswith(".weights") and mask is not None and (~mask).all(axis=-1).any():
-            rows = [int(i) for i in np.flatnonzero((~mask).all(axis=-1))]
-            why = (f"query position{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows))} may read no key at all: "
-                   "the softmax of a row that is entirely -inf is 0/0 = NaN")
+        blk = self.spec.encoder if name.startswith("encoder.") and self.spec.encoder else self.spec.block
+        if name.endswith(".weights") and blk.mask_matrix is not None:
+            visible = np.array(blk.mask_matrix, dtype=bool)
+            rows = [int(i) for i in np.flatnonzero(~visible.any(axis=-1))]
+            if rows:
+                why = (f"query position{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows))} may read no key at all: "
+                       "the softmax of a row that is entirely -inf is 0/0 = NaN")
         elif self.spec.dtype == "float32":
             why += "; float32 overflows above about 3.4e38"
         return Violation(
@@ -166,69 +170,104 @@ class Executor:
             why=why,
         )
 
-    def mask(self) -> np.ndarray | None:
+    def visible(self, step: Step, n_q: int) -> np.ndarray | None:
         """[T,T] bool, True where query i may read key j; None when every key is visible."""
-        blk, T = self.spec.block, self.spec.dims.T
-        if blk.mask == "causal":
-            return ~kernels.causal_mask(T)
-        if blk.mask == "explicit":
+        if step.mask == "causal":
+            return ~kernels.causal_mask(n_q)
+        if step.mask == "explicit":
+            blk = self.spec.encoder if step.name.startswith("encoder.") and self.spec.encoder else self.spec.block
             assert blk.mask_matrix is not None
             return np.array(blk.mask_matrix, dtype=bool)
         return None
 
     # -- the run ----------------------------------------------------------
     def run(self) -> Trace:
-        stages = {"x": self.entry()}
+        stages: dict[str, np.ndarray] = {}
         for step in self.spec.steps:
             if self.stopped:
                 break
             try:
-                stages[step.name] = OPS[step.op](self, step, [stages[i] for i in step.inputs])
+                if step.name in self.overrides:  # the probe's perturbed or permuted stage
+                    stages[step.name] = self.rec(step.name, self.overrides[step.name], self.axes(step.name), step.meaning)
+                else:
+                    stages[step.name] = OPS[step.op](self, step, [stages[i] for i in step.inputs])
             except ShapeError as e:
                 raise ShapeError(f"stage {step.name} ({step.formula()}): {e}") from None
         return self.trace
-
-    def entry(self) -> np.ndarray:  # tokens [B,T] or input [B,T,C] -> X [B,T,C]
-        spec, p = self.spec, self.params
-        if "x" in self.overrides:  # the probe's perturbed or permuted X
-            return self.rec_entry("x", self.overrides["x"])
-        inp = load_input(spec)
-        if spec.input.kind == "tokens":
-            h = self.rec_entry("embed", p["embedding"][inp])  # [V,C] rows -> [B,T,C]
-        else:
-            h = self.rec_entry("input", inp)
-        if spec.block.positions == "none":
-            return self.rec_entry("x", h)
-        T, T_max = spec.dims.T, p["position"].shape[0]
-        if T > T_max:
-            self.flag(Violation(
-                kind="position", stage="position",
-                message=f"position: T = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {T_max - 1})",
-                shapes={"position": shape_label(("T_max", "C"), p["position"].shape), "x": shape_label(("B", "T", "C"), h.shape)},
-                rule="a learned position table has one row for each position 0 .. T_max-1, and no more",
-                numpy_would=f"slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)",
-                why=f"positions {T_max} to {T - 1} were never trained; the table cannot invent them (section 17.1)",
-            ))
-            T = T_max  # trace only the positions the table covers
-            h = self.rec_entry("embed" if spec.input.kind == "tokens" else "input", h[:, :T])
-        pos = self.rec_entry("position", p["position"][:T])  # [T,C], shared by every sample
-        return self.rec_entry("x", h + pos)  # [B,T,C] + [T,C]: the contract broadcast over B
-
-    def rec_entry(self, name: str, array: np.ndarray) -> np.ndarray:
-        meaning, axes = ENTRY_STAGES[name]
-        return self.rec(name, array, axes, meaning)
 
     def record_step(self, step: Step, compute: Callable[[bool], np.ndarray]) -> np.ndarray:
         axes = self.axes(step.name)
         return self.rec(step.name, self.guarded(step.name, axes, compute), axes, step.meaning)
 
 
+# -- entry and exit ----------------------------------------------------------
+def _op_embed(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    table, ids = ex.params["embedding"], ex.inputs[step.stream or "tokens"]
+    return ex.record_step(step, lambda strict: table[ids])  # [V,C] rows -> [B,T,C]
+
+
+def _op_input(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    return ex.record_step(step, lambda strict: ex.inputs[step.stream or "x"])
+
+
+def _op_position_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    P = ex.params["position"]
+    axes = ex.axes(step.name)
+    T, T_max = ex.spec.stage_shapes[step.name][1][0], P.shape[0]
+    if T > T_max:
+        ex.flag(Violation(
+            kind="position", stage=step.name,
+            message=f"{step.name}: {axes[0]} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {T_max - 1})",
+            shapes={"position": shape_label(("T_max", "C"), P.shape), "x": shape_label(("B", axes[0], "C"), (ex.spec.dims.B, T, P.shape[1]))},
+            rule="a learned position table has one row for each position 0 .. T_max-1, and no more",
+            numpy_would=f"slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)",
+            why=f"positions {T_max} to {T - 1} were never trained; the table cannot invent them (section 17.1)",
+        ))
+        ex.halt = True  # nothing sensible to add to positions T_max.. : NumPy itself stops at the add
+        return ex.rec(step.name, P, ("T_max", "C"), step.meaning)
+    return ex.rec(step.name, P[:T], axes, step.meaning)  # [T,C], shared by every sample
+
+
+def _op_sinusoidal(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    T, C = ex.spec.stage_shapes[step.name][1]
+    assert step.base is not None
+    return ex.record_step(step, lambda strict: kernels.sinusoidal(T, C, step.base, np.dtype(ex.spec.dtype)))
+
+
+def _op_add_position(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    h, pos = inputs
+    return ex.record_step(step, lambda strict: h + pos)  # [B,T,C] + [T,C]: the contract broadcast over B
+
+
+def _op_head(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (h,) = inputs
+    w = ex.params["embedding"].T if ex.spec.block.head == "tied" else ex.params["head"]  # [C,V]
+    return ex.record_step(step, lambda strict: h @ w)
+
+
+def _op_softmax(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    return ex.record_step(step, lambda strict: kernels.softmax(inputs[0]))
+
+
+# -- block ops ---------------------------------------------------------------
 def _op_layer_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
     labels = ex.axes(step.inputs[0])
     axis = labels.index(step.axis or "C")
     return ex.record_step(step, lambda strict: kernels.layer_norm(x, g, b, ex.spec.block.eps, axis, strict, labels))
+
+
+def _op_rms_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    g = ex.params[f"{step.weights}.gamma"]
+    return ex.record_step(step, lambda strict: kernels.rms_norm(x, g, ex.spec.block.eps, strict))
+
+
+def _op_batch_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
+    return ex.record_step(step, lambda strict: kernels.batch_norm(x, g, b, ex.spec.block.eps, strict))
 
 
 def _op_add(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
@@ -258,35 +297,50 @@ def _op_linear(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray
 
 
 def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
-    (x,) = inputs
+    xq = inputs[0]
+    xkv = inputs[1] if step.op == "cross_mha" else xq
     g = step.weights
     w = {k: ex.params[f"{g}.{k}"] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
-    mask = ex.mask()
+    visible = ex.visible(step, xq.shape[1])
     over_queries = step.axis == "queries"
     parts: dict[str, np.ndarray] = {}
 
     def compute(strict: bool) -> np.ndarray:
-        parts.update(kernels.mha(x, **w, H=ex.spec.dims.H, visible=mask, softmax_over_queries=over_queries, strict=strict))
+        parts.update(kernels.mha(xq, xkv, **w, H=ex.spec.dims.H, visible=visible, softmax_over_queries=over_queries,
+                                 rotary_base=step.base, strict=strict))
         return parts["output"]
 
-    out = ex.guarded(step.name, ("B", "H", "T", "T") if over_queries else ("B", "T", "C"), compute)
     prefix = internal_prefix(step)
-    for key in ("q", "k", "v", "scores", "weights", "heads"):
-        meaning, axes = ATTN_STAGES[key]
-        ex.rec(f"{prefix}.{key}", parts[key], axes, meaning, internal=True)
+    out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
+    for key, meaning in ATTN_MEANINGS.items():
+        if step.base is not None and key in ("q", "k"):
+            meaning += ", turned by rotary positions"
+        ex.rec(f"{prefix}.{key}", parts[key], ex.axes(f"{prefix}.{key}"), meaning, internal=True)
     return ex.rec(step.name, out, ex.axes(step.name), step.meaning)
+
+
+def _ffn_params(ex: Executor, step: Step) -> dict[str, np.ndarray]:
+    keys = ("w1", "b1", "w2", "b2") + (("w3", "b3") if step.activation == "swiglu" else ())
+    return {k: ex.params[f"{step.weights}.{k}"] for k in keys}
 
 
 def _op_ffn(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
-    p = {k: ex.params[f"{step.weights}.{k}"] for k in ("w1", "b1", "w2", "b2")}
-    return ex.record_step(step, lambda strict: kernels.ffn_out(kernels.ffn_hidden(x, p["w1"], p["b1"], strict), p["w2"], p["b2"], strict))
+    p = _ffn_params(ex, step)
+    act = step.activation or "relu"
+
+    def compute(strict: bool) -> np.ndarray:
+        h = kernels.ffn_hidden(x, p["w1"], p["b1"], act, p.get("w3"), p.get("b3"), strict)
+        return kernels.ffn_out(h, p["w2"], p["b2"], strict)
+
+    return ex.record_step(step, compute)
 
 
 def _op_ffn_hidden(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
-    w1, b1 = ex.params[f"{step.weights}.w1"], ex.params[f"{step.weights}.b1"]
-    return ex.record_step(step, lambda strict: kernels.ffn_hidden(x, w1, b1, strict))
+    p = _ffn_params(ex, step)
+    act = step.activation or "relu"
+    return ex.record_step(step, lambda strict: kernels.ffn_hidden(x, p["w1"], p["b1"], act, p.get("w3"), p.get("b3"), strict))
 
 
 def _op_ffn_out(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
@@ -296,13 +350,23 @@ def _op_ffn_out(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
 
 
 OPS: dict[str, Callable[[Executor, Step, list[np.ndarray]], np.ndarray]] = {
+    "embed": _op_embed,
+    "input": _op_input,
+    "position_table": _op_position_table,
+    "sinusoidal": _op_sinusoidal,
+    "add_position": _op_add_position,
+    "head": _op_head,
+    "softmax": _op_softmax,
     "layer_norm": _op_layer_norm,
+    "rms_norm": _op_rms_norm,
+    "batch_norm": _op_batch_norm,
     "add": _op_add,
     "identity": _op_identity,
     "relu": _op_relu,
     "select": _op_select,
     "linear": _op_linear,
     "mha": _op_mha,
+    "cross_mha": _op_mha,
     "ffn": _op_ffn,
     "ffn_hidden": _op_ffn_hidden,
     "ffn_out": _op_ffn_out,

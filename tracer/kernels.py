@@ -8,6 +8,8 @@ for ``--keep-going``.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .errors import BrokenContract, ShapeError
@@ -98,6 +100,24 @@ def relu(x: np.ndarray) -> np.ndarray:  # [...] -> [...]
     return np.maximum(x, 0.0)
 
 
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def gelu(x: np.ndarray) -> np.ndarray:  # [...] -> [...], exact: x * Phi(x) = x/2 (1 + erf(x / sqrt 2))
+    return (0.5 * x * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))).astype(x.dtype))).astype(x.dtype, copy=False)
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:  # [...] -> [...], GPT-2's tanh approximation
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+def silu(x: np.ndarray) -> np.ndarray:  # [...] -> [...], x * sigmoid(x)
+    return x / (1.0 + np.exp(-x))
+
+
+ACTIVATIONS = {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}
+
+
 def softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:  # [..., T_q, T_k] -> same, normalised over keys (axis -1)
     m = s.max(axis=axis, keepdims=True)  # subtract the max so exp never overflows
     e = np.exp(s - m)
@@ -118,15 +138,38 @@ def merge_heads(x: np.ndarray) -> np.ndarray:  # [B,H,T,d] -> [B,T,C]
     return x.transpose(0, 2, 1, 3).reshape(B, T, H * d)
 
 
-def mha(x: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: np.ndarray, w_v: np.ndarray, b_v: np.ndarray,
-        w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None, softmax_over_queries: bool = False,
-        strict: bool = True) -> dict[str, np.ndarray]:  # [B,T,C] -> [B,T,C]; visible [T,T] or None
-    """Multi-head self-attention; returns every intermediate, keyed by stage suffix."""
-    q = split_heads(linear(x, w_q, b_q, strict), H)  # [B,H,T,d]
-    k = split_heads(linear(x, w_k, b_k, strict), H)
-    v = split_heads(linear(x, w_v, b_v, strict), H)
+def rotary(x: np.ndarray, base: float) -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d], pairs (2i, 2i+1) turned by t * base^(-2i/d)
+    T, d = x.shape[-2], x.shape[-1]
+    inv = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # [d/2] turning speeds: fast first, slow last
+    angle = np.arange(T, dtype=np.float64)[:, None] * inv[None, :]  # [T, d/2]
+    cos, sin = np.cos(angle).astype(x.dtype), np.sin(angle).astype(x.dtype)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    out = np.empty_like(x)
+    out[..., 0::2] = x1 * cos - x2 * sin
+    out[..., 1::2] = x1 * sin + x2 * cos
+    return out
+
+
+def sinusoidal(T: int, C: int, base: float, dtype: np.dtype) -> np.ndarray:  # -> [T,C]; even columns sin, odd cos
+    i2 = np.arange(0, C, 2, dtype=np.float64)  # 2i
+    angle = np.arange(T, dtype=np.float64)[:, None] / base ** (i2 / C)[None, :]  # [T, ceil(C/2)]
+    pe = np.empty((T, C), dtype=np.float64)
+    pe[:, 0::2] = np.sin(angle)
+    pe[:, 1::2] = np.cos(angle[:, : C // 2])
+    return pe.astype(dtype, copy=False)
+
+
+def mha(xq: np.ndarray, xkv: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: np.ndarray, w_v: np.ndarray,
+        b_v: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None, softmax_over_queries: bool = False,
+        rotary_base: float | None = None, strict: bool = True) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]
+    """Multi-head attention (self: xq is xkv; cross: keys and values from xkv); every intermediate, by stage suffix."""
+    q = split_heads(linear(xq, w_q, b_q, strict), H)  # [B,H,T,d]
+    k = split_heads(linear(xkv, w_k, b_k, strict), H)  # [B,H,S,d]
+    v = split_heads(linear(xkv, w_v, b_v, strict), H)
+    if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets
+        q, k = rotary(q, rotary_base), rotary(k, rotary_base)
     d = q.shape[-1]
-    scores = (q @ k.swapaxes(-1, -2)) * (1.0 / np.sqrt(d))  # [B,H,T,T]
+    scores = (q @ k.swapaxes(-1, -2)) * (1.0 / math.sqrt(d))  # [B,H,T,S]
     if softmax_over_queries and strict:
         raise BrokenContract(
             "axis",
@@ -144,8 +187,36 @@ def mha(x: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: n
     return {"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "heads": heads, "output": out}
 
 
-def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, strict: bool = True) -> np.ndarray:  # [B,T,C], [C,F], [F] -> [B,T,F]
-    return relu(linear(x, w1, b1, strict))
+def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float, strict: bool = True) -> np.ndarray:  # [B,T,C], [C] -> [B,T,C], over C
+    if strict:
+        check_vector("gamma", gamma, x.shape[-1], "C")
+    ms = (x * x).mean(axis=-1, keepdims=True)  # no mean subtracted: RMSNorm only rescales
+    return gamma * (x / np.sqrt(ms + eps))
+
+
+def batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, strict: bool = True) -> np.ndarray:  # [B,T,C] -> [B,T,C], stats over B and T
+    if strict:
+        raise BrokenContract(
+            "axis",
+            f"BatchNorm statistics taken over samples and positions (B x T = {x.shape[0]} x {x.shape[1]}) for each coordinate",
+            {"x": x.shape},
+            numpy_would="average each coordinate over the whole batch and every position, without complaint",
+            why=("one sample's result depends on the other samples and on later positions; sentences differ in length and "
+                 "content, so the same position in different sentences is not comparable (guide, section 5)"),
+            rule="text blocks normalise each sample's each position over its own C coordinates (LayerNorm)",
+        )
+    mu = x.mean(axis=(0, 1), keepdims=True)
+    xc = x - mu
+    var = (xc * xc).mean(axis=(0, 1), keepdims=True)
+    return gamma * (xc / np.sqrt(var + eps)) + beta
+
+
+def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu", w3: np.ndarray | None = None,
+               b3: np.ndarray | None = None, strict: bool = True) -> np.ndarray:  # [B,T,C], [C,F], [F] -> [B,T,F]
+    if activation == "swiglu":  # gated: silu(x W_1 + b_1) * (x W_3 + b_3)
+        assert w3 is not None and b3 is not None
+        return silu(linear(x, w1, b1, strict)) * linear(x, w3, b3, strict)
+    return ACTIVATIONS[activation](linear(x, w1, b1, strict))
 
 
 def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: bool = True) -> np.ndarray:  # [B,T,F], [F,C], [C] -> [B,T,C]

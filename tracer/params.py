@@ -65,16 +65,22 @@ def load_params(spec: Spec) -> dict[str, np.ndarray]:
     return {name: materialise(w, spec.seed, dtype) for name, w in spec.weights.items()}
 
 
-def load_input(spec: Spec) -> np.ndarray:
-    """Token ids [B,T] (int64) or the input matrix [B,T,C]."""
+def load_inputs(spec: Spec) -> dict[str, np.ndarray]:
+    """Each input stream: token ids [B,T] (int64) or the input matrix [B,T,C]."""
     d = spec.dims
-    inp = spec.input
-    if inp.value == "random":
-        assert spec.seed is not None
-        if inp.kind == "tokens":
-            assert d.V is not None
-            return uniform_ints(spec.seed, "input.tokens", (d.B, d.T), d.V)
-        return uniform(spec.seed, "input.x", (d.B, d.T, d.C), -1.0, 1.0).astype(spec.dtype, copy=False)
-    if inp.kind == "tokens":
-        return np.asarray(inp.value, dtype=np.int64)
-    return np.asarray(inp.value, dtype=spec.dtype)
+    out = {}
+    for stream, inp in spec.inputs().items():
+        n = d.S if stream == "source" else d.T
+        assert n is not None
+        if inp.value == "random":
+            assert spec.seed is not None
+            if inp.kind == "tokens":
+                assert d.V is not None
+                out[stream] = uniform_ints(spec.seed, f"input.{stream}", (d.B, n), d.V)
+            else:
+                out[stream] = uniform(spec.seed, "input.x", (d.B, n, d.C), -1.0, 1.0).astype(spec.dtype, copy=False)
+        elif inp.kind == "tokens":
+            out[stream] = np.asarray(inp.value, dtype=np.int64)
+        else:
+            out[stream] = np.asarray(inp.value, dtype=spec.dtype)
+    return out

@@ -63,16 +63,18 @@ def causality(spec: Spec) -> Property:
     T = spec.dims.T
     if T < 2:
         return Property(name, NOT_APPLICABLE, "T = 1: there is no later position to perturb")
+    xname = "decoder.x" if spec.model == "encoder-decoder" else "x"
     base = executor.run(spec, keep_going=True)
-    x = base.stages["x"].array
+    x = base.stages[xname].array
     noise = uniform(0, "probe.causality", x.shape, -1.0, 1.0).astype(x.dtype)
     checked, largest = [], 0.0
     for t in _probe_positions(T):
         x2 = x.copy()
         x2[:, t + 1:, :] += noise[:, t + 1:, :]
-        changed = executor.run(spec, keep_going=True, overrides={"x": x2})
-        for stage in base.stages.values():
-            if stage.name == "x" or stage.name not in changed.stages or "T" not in stage.axes:
+        changed = executor.run(spec, keep_going=True, overrides={xname: x2})
+        after_x = list(base.stages)[list(base.stages).index(xname) + 1:]
+        for stage in (base.stages[n] for n in after_x):
+            if stage.name not in changed.stages or "T" not in stage.axes:
                 continue
             a, b = _upto(stage, t), _upto(changed.stages[stage.name], t)
             if a.shape != b.shape:
@@ -90,21 +92,37 @@ def causality(spec: Spec) -> Property:
                     f"(checked t = {', '.join(map(str, checked))}; largest change {largest:.3g})")
 
 
+def without_positions_or_mask(spec: Spec) -> Spec:
+    """Example 17.1's setting: no position information and every key visible."""
+    steps = []
+    for step in spec.steps:
+        if step.op in ("position_table", "sinusoidal"):
+            continue
+        if step.op == "add_position":
+            step = dataclasses.replace(step, op="identity", inputs=step.inputs[:1])
+        elif step.op in ("mha", "cross_mha"):
+            step = dataclasses.replace(step, mask="none", base=None)
+        steps.append(step)
+    blk = dataclasses.replace(spec.block, positions="none", mask="none", mask_matrix=None)
+    return dataclasses.replace(spec, block=blk, steps=tuple(steps))
+
+
 def permutation(spec: Spec) -> Property:
     name = "permutation equivariance"
     T = spec.dims.T
     if T < 2:
         return Property(name, NOT_APPLICABLE, "T = 1: there is nothing to permute")
-    # Example 17.1's setting: no position information and every key visible.
-    blk = dataclasses.replace(spec.block, positions="none", mask="none", mask_matrix=None)
-    bare = dataclasses.replace(spec, block=blk)
+    if spec.model == "encoder-decoder":
+        return Property(name, NOT_APPLICABLE, "an encoder-decoder has two inputs; Example 17.1's property is about one block's rows")
+    bare = without_positions_or_mask(spec)
     base = executor.run(bare, keep_going=True)
     perm = np.roll(np.arange(T), 1)  # the last row moves to the front, the others follow (Example 17.1)
     x = base.stages["x"].array
     moved = executor.run(bare, keep_going=True, overrides={"x": x[:, perm]})
     largest = 0.0
-    for stage in base.stages.values():
-        if stage.name == "x" or stage.name not in moved.stages or stage.axes.count("T") != 1:
+    after_x = list(base.stages)[list(base.stages).index("x") + 1:]
+    for stage in (base.stages[n] for n in after_x):
+        if stage.name not in moved.stages or stage.axes.count("T") != 1:
             continue
         axis = stage.axes.index("T")
         a = np.take(stage.array, perm, axis=axis)

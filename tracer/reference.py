@@ -1,15 +1,16 @@
-"""The scalar reference: the same block with plain Python loops over floats.
+"""The scalar reference: the same model with plain Python loops over floats.
 
 No NumPy in its arithmetic (NumPy only hands over the weights as nested lists
 and receives the answers for comparison), so it is an independent check of the
 vectorised path, as the chapter's reference.py is.  Every op is written out
 per position; attention loops over heads and keys.
 
-The reference costs about B * T * (4C^2 + 2CF + 2TC) scalar operations.  When
-that is over the budget it verifies a prefix of positions of the first sample:
-with a causal mask the first positions depend on nothing later, so they are
-exact on their own.  Without a mask every position reads every key, so only a
-full run is exact; if that is too big, verification is skipped and says why.
+The reference costs about layers * B * T * (4C^2 + 2CF + 2TC) scalar operations.
+When that is over the budget it verifies a prefix of positions of the first
+sample: with a causal mask everywhere the first positions depend on nothing
+later, so they are exact on their own.  Without a mask (or with an encoder,
+whose every position reads every source position) only a full run is exact; if
+that is too big, verification is skipped and says why.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .blocks import Step, internal_prefix
+from .blocks import ATTN_MEANINGS, Step, internal_prefix
 from .spec import Spec
 
 Vec = list[float]
@@ -41,14 +42,28 @@ class Plan:
 
 
 def position_cost(spec: Spec, keys: int) -> int:
-    C, F = spec.dims.C, spec.dims.F
-    return 4 * C * C + 2 * C * F + 2 * keys * C + 20 * C
+    """Scalar operations for one position through every step."""
+    C, F, V = spec.dims.C, spec.dims.F, spec.dims.V or 0
+    cost = 0
+    for step in spec.steps:
+        if step.op in ("mha", "cross_mha"):
+            cost += 4 * C * C + 2 * keys * C
+        elif step.op in ("ffn_hidden", "ffn_out", "ffn"):
+            cost += C * F * (3 if step.activation == "swiglu" else 1) * (2 if step.op == "ffn" else 1)
+        elif step.op == "linear":
+            cost += C * max(C, F)
+        elif step.op == "head":
+            cost += C * V
+        else:
+            cost += 5 * C
+    return cost
 
 
 def unsupported(spec: Spec) -> str:
     """Why the reference cannot follow this step list ("" when it can)."""
     for step in spec.steps:
-        if step.op == "select" or (step.op == "layer_norm" and step.axis not in (None, "C")) or (step.op == "mha" and step.axis == "queries"):
+        if (step.op in ("select", "batch_norm") or (step.op == "layer_norm" and step.axis not in (None, "C"))
+                or (step.op == "mha" and step.axis == "queries")):
             return (f"step {step.formula()} breaks the per-position contract the reference is written for; "
                     "the violation report is the check here")
     return ""
@@ -56,16 +71,19 @@ def unsupported(spec: Spec) -> str:
 
 def plan(spec: Spec, budget: int = DEFAULT_BUDGET) -> Plan:
     B, T = spec.dims.B, spec.dims.T
-    full_cost = B * T * position_cost(spec, T)
+    keys = max(T, spec.dims.S or 0)
+    full_cost = B * (T + (spec.dims.S or 0)) * position_cost(spec, keys)
     reason = unsupported(spec)
     if reason:
         return Plan([], [], False, 0, full_cost, reason)
     if full_cost <= budget:
         return Plan(list(range(B)), list(range(T)), True, full_cost, full_cost, "")
-    if spec.block.mask != "causal":
+    too_big = f"a full reference run takes ~{full_cost:,} scalar operations (budget {budget:,})"
+    causal = all(s.mask == "causal" for s in spec.steps if s.op == "mha") and not any(s.op == "cross_mha" for s in spec.steps)
+    if not causal:
         return Plan([], [], False, 0, full_cost,
-                    f"a full reference run takes ~{full_cost:,} scalar operations (budget {budget:,}); "
-                    "without a causal mask every position reads all T keys, so no prefix is exact on its own")
+                    f"{too_big}; without a causal mask on every attention step each position reads all keys, "
+                    "so no prefix is exact on its own")
     k = 0
     while k < T and (k + 1) * position_cost(spec, k + 1) <= budget:
         k += 1
@@ -73,8 +91,7 @@ def plan(spec: Spec, budget: int = DEFAULT_BUDGET) -> Plan:
         return Plan([], [], False, 0, full_cost,
                     f"even one position takes ~{position_cost(spec, 1):,} scalar operations (budget {budget:,})")
     return Plan([0], list(range(k)), False, k * position_cost(spec, k), full_cost,
-                f"a full reference run takes ~{full_cost:,} scalar operations (budget {budget:,}); "
-                f"under the causal mask positions 0..{k - 1} of sample 0 are exact on their own, so those are verified")
+                f"{too_big}; under the causal mask positions 0..{k - 1} of sample 0 are exact on their own, so those are verified")
 
 
 # -- scalar ops ------------------------------------------------------------
@@ -96,14 +113,23 @@ def layer_norm(x: Vec, gamma: Vec, beta: Vec, eps: float) -> Vec:
     return [gamma[c] * ((x[c] - mu) / s) + beta[c] for c in range(n)]
 
 
-def matvec(x: Vec, cols: Mat, b: Vec) -> Vec:
+def rms_norm(x: Vec, gamma: Vec, eps: float) -> Vec:
+    ms = 0.0
+    for v in x:
+        ms += v * v
+    ms /= len(x)
+    s = math.sqrt(ms + eps)
+    return [gamma[c] * (x[c] / s) for c in range(len(x))]
+
+
+def matvec(x: Vec, cols: Mat, b: Vec | None = None) -> Vec:
     """x [n_in] times W [n_in, n_out] given as its columns, plus b [n_out]."""
     out = []
     for j, col in enumerate(cols):
         acc = 0.0
         for xi, wi in zip(x, col):
             acc += xi * wi
-        out.append(acc + b[j])
+        out.append(acc + (b[j] if b is not None else 0.0))
     return out
 
 
@@ -111,112 +137,181 @@ def relu(x: Vec) -> Vec:
     return [v if v > 0.0 else 0.0 for v in x]
 
 
-# -- the block -------------------------------------------------------------
+def gelu(x: Vec) -> Vec:
+    return [0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x]
+
+
+def gelu_tanh(x: Vec) -> Vec:
+    k = math.sqrt(2.0 / math.pi)
+    return [0.5 * v * (1.0 + math.tanh(k * (v + 0.044715 * v * v * v))) for v in x]
+
+
+def silu(v: float) -> float:
+    return v / (1.0 + math.exp(-v))
+
+
+def softmax(x: Vec) -> Vec:
+    m = max(x)
+    e = [math.exp(v - m) for v in x]
+    z = sum(e)
+    return [v / z for v in e]
+
+
+def sinusoidal_row(t: int, C: int, base: float) -> Vec:
+    row = []
+    for c in range(C):
+        i2 = c - (c % 2)  # 2i for both the sin column 2i and the cos column 2i+1
+        angle = t / base ** (i2 / C)
+        row.append(math.sin(angle) if c % 2 == 0 else math.cos(angle))
+    return row
+
+
+def rotate(v: Vec, t: int, base: float) -> Vec:
+    """Turn each pair (2i, 2i+1) of a head's vector by the angle t * base^(-2i/d)."""
+    d = len(v)
+    out = list(v)
+    for i in range(0, d, 2):
+        a = t * base ** (-i / d)
+        c, s = math.cos(a), math.sin(a)
+        out[i] = v[i] * c - v[i + 1] * s
+        out[i + 1] = v[i] * s + v[i + 1] * c
+    return out
+
+
+# -- the model ---------------------------------------------------------------
 class Reference:
-    def __init__(self, spec: Spec, params: dict[str, Any], inputs: Any) -> None:
+    def __init__(self, spec: Spec, params: dict[str, Any], inputs: dict[str, Any]) -> None:
         self.spec = spec
-        self.w = {k: v for k, v in params.items()}  # nested lists
+        self.w = params  # nested lists
         self.cols = {k: [list(c) for c in zip(*v)] for k, v in params.items() if _is_matrix(v) and k not in ("embedding", "position")}
-        self.inputs = inputs  # token ids [B][T] or input rows [B][T][C]
+        if spec.block.head == "tied":
+            self.cols["head"] = [list(row) for row in params["embedding"]]  # columns of E^T are rows of E
+        self.inputs = inputs  # by stream: token ids [B][T] or input rows [B][T][C]
 
     def run(self, samples: list[int], positions: list[int]) -> dict[str, dict[tuple[int, int], Any]]:
         out: dict[str, dict[tuple[int, int], Any]] = {}
         for b in samples:
             stages: dict[str, dict[int, Any]] = {}
-            self.entry(b, positions, stages)
             for step in self.spec.steps:
-                self.step(step, positions, stages)
+                pos = list(range(self.spec.dims.S or 0)) if step.name.startswith("encoder.") else positions
+                self.step(step, b, pos, stages)
             for name, by_pos in stages.items():
                 for t, value in by_pos.items():
                     out.setdefault(name, {})[(b, t)] = value
         return out
 
-    def entry(self, b: int, positions: list[int], st: dict[str, dict[int, Any]]) -> None:
-        spec = self.spec
-        if spec.input.kind == "tokens":
-            st["embed"] = {t: list(self.w["embedding"][self.inputs[b][t]]) for t in positions}
-            h = st["embed"]
-        else:
-            st["input"] = {t: list(self.inputs[b][t]) for t in positions}
-            h = st["input"]
-        if spec.block.positions == "learned":
-            st["position"] = {t: list(self.w["position"][t]) for t in positions}
-            st["x"] = {t: vec_add(h[t], st["position"][t]) for t in positions}
-        else:
-            st["x"] = dict(h)
-
-    def step(self, step: Step, positions: list[int], st: dict[str, dict[int, Any]]) -> None:
+    def step(self, step: Step, b: int, positions: list[int], st: dict[str, dict[int, Any]]) -> None:
         ins = [st[i] for i in step.inputs]
         g = step.weights
-        if step.op == "layer_norm":
-            eps = self.spec.block.eps
-            st[step.name] = {t: layer_norm(ins[0][t], self.w[f"{g}.gamma"], self.w[f"{g}.beta"], eps) for t in positions}
-        elif step.op == "add":
+        eps = self.spec.block.eps
+        op = step.op
+        if op == "embed":
+            ids = self.inputs[step.stream or "tokens"][b]
+            st[step.name] = {t: list(self.w["embedding"][ids[t]]) for t in positions}
+        elif op == "input":
+            st[step.name] = {t: list(self.inputs[step.stream or "x"][b][t]) for t in positions}
+        elif op == "position_table":
+            st[step.name] = {t: list(self.w["position"][t]) for t in positions}
+        elif op == "sinusoidal":
+            assert step.base is not None
+            st[step.name] = {t: sinusoidal_row(t, self.spec.dims.C, step.base) for t in positions}
+        elif op in ("add", "add_position"):
             st[step.name] = {t: vec_add(ins[0][t], ins[1][t]) for t in positions}
-        elif step.op == "identity":
+        elif op == "identity":
             st[step.name] = dict(ins[0])
-        elif step.op == "relu":
+        elif op == "layer_norm":
+            st[step.name] = {t: layer_norm(ins[0][t], self.w[f"{g}.gamma"], self.w[f"{g}.beta"], eps) for t in positions}
+        elif op == "rms_norm":
+            st[step.name] = {t: rms_norm(ins[0][t], self.w[f"{g}.gamma"], eps) for t in positions}
+        elif op == "relu":
             st[step.name] = {t: relu(ins[0][t]) for t in positions}
-        elif step.op == "linear":
+        elif op == "linear":
             st[step.name] = {t: matvec(ins[0][t], self.cols[f"{g}.w"], self.w[f"{g}.b"]) for t in positions}
-        elif step.op == "ffn":
-            w1, b1, w2, b2 = self.cols[f"{g}.w1"], self.w[f"{g}.b1"], self.cols[f"{g}.w2"], self.w[f"{g}.b2"]
-            st[step.name] = {t: matvec(relu(matvec(ins[0][t], w1, b1)), w2, b2) for t in positions}
-        elif step.op == "ffn_hidden":
-            st[step.name] = {t: relu(matvec(ins[0][t], self.cols[f"{g}.w1"], self.w[f"{g}.b1"])) for t in positions}
-        elif step.op == "ffn_out":
-            st[step.name] = {t: matvec(ins[0][t], self.cols[f"{g}.w2"], self.w[f"{g}.b2"]) for t in positions}
-        elif step.op == "mha":
-            self.mha(step, ins[0], positions, st)
+        elif op == "ffn":
+            st[step.name] = {t: self.ffn_out(g, self.ffn_hidden(g, ins[0][t], step.activation)) for t in positions}
+        elif op == "ffn_hidden":
+            st[step.name] = {t: self.ffn_hidden(g, ins[0][t], step.activation) for t in positions}
+        elif op == "ffn_out":
+            st[step.name] = {t: self.ffn_out(g, ins[0][t]) for t in positions}
+        elif op in ("mha", "cross_mha"):
+            self.mha(step, ins[0], ins[-1], positions, st)
+        elif op == "head":
+            st[step.name] = {t: matvec(ins[0][t], self.cols["head"]) for t in positions}
+        elif op == "softmax":
+            st[step.name] = {t: softmax(ins[0][t]) for t in positions}
         else:
-            raise KeyError(f"the reference has no op {step.op!r}")
+            raise KeyError(f"the reference has no op {op!r}")
 
-    def mha(self, step: Step, x: dict[int, Vec], positions: list[int], st: dict[str, dict[int, Any]]) -> None:
+    def ffn_hidden(self, g: str | None, x: Vec, activation: str | None) -> Vec:
+        a = matvec(x, self.cols[f"{g}.w1"], self.w[f"{g}.b1"])
+        if activation == "swiglu":
+            up = matvec(x, self.cols[f"{g}.w3"], self.w[f"{g}.b3"])
+            return [silu(u) * v for u, v in zip(a, up)]
+        return {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}[activation or "relu"](a)
+
+    def ffn_out(self, g: str | None, h: Vec) -> Vec:
+        return matvec(h, self.cols[f"{g}.w2"], self.w[f"{g}.b2"])
+
+    def mha(self, step: Step, xq: dict[int, Vec], xkv: dict[int, Vec], positions: list[int], st: dict[str, dict[int, Any]]) -> None:
         g, H, d = step.weights, self.spec.dims.H, self.spec.dims.d
-        blk = self.spec.block
-        visible = blk.mask_matrix  # explicit [T,T] mask, or None
-        proj = {}
-        for name in ("q", "k", "v"):
-            full = {t: matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"]) for t in positions}
-            proj[name] = {t: [full[t][h * d:(h + 1) * d] for h in range(H)] for t in positions}  # [H][d]
+        cross = step.op == "cross_mha"
+        key_positions = sorted(xkv) if cross else positions
+
+        def project(name: str, x: dict[int, Vec], where: list[int]) -> dict[int, list[Vec]]:
+            out = {}
+            for t in where:
+                full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
+                heads = [full[h * d:(h + 1) * d] for h in range(H)]
+                if step.base is not None and name in ("q", "k"):
+                    heads = [rotate(v, t, step.base) for v in heads]
+                out[t] = heads  # [H][d]
+            return out
+
+        q, k, v = project("q", xq, positions), project("k", xkv, key_positions), project("v", xkv, key_positions)
+        explicit = None
+        if step.mask == "explicit":
+            blk = self.spec.encoder if step.name.startswith("encoder.") and self.spec.encoder else self.spec.block
+            explicit = blk.mask_matrix
+        n_keys = (self.spec.dims.S or 0) if cross else (self.spec.dims.S or 0) if step.name.startswith("encoder.") else self.spec.dims.T
         scale = 1.0 / math.sqrt(d)
-        T = self.spec.dims.T
         scores, weights, heads, out = {}, {}, {}, {}
         for t in positions:
-            if visible is not None:
-                keys = [j for j in positions if visible[t][j]]
+            if explicit is not None:
+                keys = [j for j in key_positions if explicit[t][j]]
+            elif step.mask == "causal":
+                keys = [j for j in key_positions if j <= t]  # the causal mask: keys up to t
             else:
-                keys = [j for j in positions if blk.mask != "causal" or j <= t]  # the causal mask: keys up to t
+                keys = list(key_positions)
             s_rows, w_rows, mixed = [], [], []
             for h in range(H):
-                q = proj["q"][t][h]
                 s = {}
-                for j in positions:
+                for j in key_positions:
                     acc = 0.0
-                    for a, bb in zip(q, proj["k"][j][h]):
+                    for a, bb in zip(q[t][h], k[j][h]):
                         acc += a * bb
                     s[j] = acc * scale
+                s_rows.append([s.get(j, math.nan) for j in range(n_keys)])  # keys not computed: NaN, skipped in comparison
                 if not keys:  # a fully masked row: softmax is 0/0
-                    s_rows.append([s.get(j, math.nan) for j in range(T)])
-                    w_rows.append([math.nan] * T)
+                    w_rows.append([math.nan] * n_keys)
                     mixed.extend([math.nan] * d)
                     continue
                 m = max(s[j] for j in keys)  # subtract the max so exp never overflows
                 e = {j: math.exp(s[j] - m) for j in keys}
                 z = sum(e.values())
-                w = [e[j] / z if j in e else 0.0 for j in range(T)]
+                w = [e[j] / z if j in e else 0.0 for j in range(n_keys)]
                 mix = [0.0] * d
                 for j in keys:
                     for c in range(d):
-                        mix[c] += w[j] * proj["v"][j][h][c]
-                s_rows.append([s.get(j, math.nan) for j in range(T)])  # keys not computed: NaN, skipped in comparison
+                        mix[c] += w[j] * v[j][h][c]
                 w_rows.append(w)
                 mixed.extend(mix)
             scores[t], weights[t], heads[t] = s_rows, w_rows, mixed
             out[t] = matvec(mixed, self.cols[f"{g}.w_o"], self.w[f"{g}.b_o"])
         prefix = internal_prefix(step)
-        st[f"{prefix}.q"], st[f"{prefix}.k"], st[f"{prefix}.v"] = proj["q"], proj["k"], proj["v"]
-        st[f"{prefix}.scores"], st[f"{prefix}.weights"], st[f"{prefix}.heads"] = scores, weights, heads
+        found = {"q": q, "k": {t: k[t] for t in positions if t in k}, "v": {t: v[t] for t in positions if t in v},
+                 "scores": scores, "weights": weights, "heads": heads}
+        for key in ATTN_MEANINGS:
+            st[f"{prefix}.{key}"] = found[key]
         st[step.name] = out
 
 

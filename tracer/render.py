@@ -137,15 +137,16 @@ def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
 def steps_table(spec: Spec) -> Table:
     """The step list a spec runs, with every stage's shape (``tracer run --steps``)."""
     kind = "preset " + spec.block.norm_order + "-norm" if spec.block.norm_order != "custom" else "the spec's own steps"
+    if spec.model == "encoder-decoder":
+        kind = "encoder-decoder"
     table = Table(title=f"{spec.name}: {kind}", title_justify="left")
-    for col in ("#", "stage", "op", "reads", "weights", "axis", "shape"):
+    for col in ("#", "stage", "op", "reads", "weights", "settings", "shape"):
         table.add_column(col, no_wrap=col != "reads")
-    table.add_row("", "x", "(entry)", "embed + position" if spec.block.positions == "learned" else "input", "", "", shape_label(*spec.stage_shapes["x"]))
     for i, step in enumerate(spec.steps, 1):
-        axis = step.axis or ""
+        settings = ", ".join(f"{k}={v}" for k, v in step.params().items() if k != "stream")
         if step.op == "select":
-            axis = f"{step.axis} {step.start}:{step.stop}"
-        table.add_row(str(i), step.name, step.op, ", ".join(step.inputs), step.weights or "", axis, shape_label(*spec.stage_shapes[step.name]))
+            settings = f"axis={step.axis}, {step.start}:{step.stop}"
+        table.add_row(str(i), step.name, step.op, ", ".join(step.inputs), step.weights or "", settings, shape_label(*spec.stage_shapes[step.name]))
     return table
 
 

@@ -1,8 +1,11 @@
-"""The spec: typed, validated data describing one block and its input.
+"""The spec: typed, validated data describing a model and its input.
 
 Validation runs once, here, at the edge.  Every error names the file, line and
 column, the field path, what was expected and what was received.  Nothing here
 imports NumPy, so ``tracer validate`` and ``--help`` stay fast.
+
+The result is a flat list of named steps (entry, one or more layers, final
+norm, output head), every stage's shape inferred, and every weight checked.
 """
 
 from __future__ import annotations
@@ -12,24 +15,27 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from . import yamlio
-from .blocks import GROUP_KEYS, OPS, Shape, Step, block_steps, internal_prefix, output_shape, with_final_norm
+from . import blocks, yamlio
+from .blocks import ACTIVATIONS, GROUP_KEYS, NORMS, OPS, TABLES, Shape, StackSettings, Step, group_kind, internal_prefix, output_shape
 from .errors import SpecError
 from .yamlio import Path, Source, format_path
 
 MAX_DIM = 10_000_000
 KEYWORDS = ("identity", "zeros", "ones", "random")
 
-TOP_KEYS = ("name", "description", "dims", "block", "input", "weights", "seed", "dtype", "allow_nonfinite")
-DIM_KEYS = ("B", "T", "C", "H", "F", "V", "T_max")
-BLOCK_KEYS = ("norm_order", "steps", "mask", "eps", "final_norm", "positions")
+TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder", "decoder", "input", "weights",
+            "seed", "dtype", "allow_nonfinite")
+DIM_KEYS = ("B", "T", "S", "C", "H", "F", "V", "T_max")
+BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
+              "final_norm", "head")
 INPUT_KEYS = ("tokens", "x")
-STEP_KEYS = ("name", "op", "in", "weights", "axis", "start", "stop", "index", "out", "meaning")
-RESERVED_STAGES = ("embed", "input", "position", "x")
-TABLES = {"embedding": ("V", "C"), "position": ("T_max", "C")}
+SEQ2SEQ_INPUT_KEYS = ("source", "target")
+STEP_KEYS = ("name", "op", "in", "weights", "axis", "start", "stop", "index", "out", "activation", "meaning")
+RESERVED_STAGES = ("embed", "input", "position", "x", "memory")
+POSITIONS = ("learned", "sinusoidal", "rotary", "none")
 # Not given: biases and beta start at zero, gamma at one (the usual init); the rest comes from the seed.
 DEFAULT_FILL = {"b_q": "zeros", "b_k": "zeros", "b_v": "zeros", "b_o": "zeros", "b1": "zeros", "b2": "zeros",
-                "gamma": "ones", "beta": "zeros"}
+                "b3": "zeros", "b": "zeros", "gamma": "ones", "beta": "zeros"}
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class Dims:
     F: int
     V: int | None
     T_max: int | None
+    S: int | None = None  # source positions (encoder-decoder only)
 
     @property
     def d(self) -> int:
@@ -60,19 +67,29 @@ class Dims:
 
 @dataclass(frozen=True)
 class BlockSpec:
+    """One stack's settings (the decoder-only model's block, or the encoder's / decoder's)."""
+
     norm_order: str  # pre | post | custom (block.steps given)
     mask: str  # causal | none | explicit (mask_matrix given)
     eps: float
     final_norm: bool
-    positions: str  # learned | none
+    positions: str  # learned | sinusoidal | rotary | none
     mask_matrix: tuple[tuple[bool, ...], ...] | None = None  # [T,T], True where query i may read key j
+    layers: int = 1
+    norm: str = "layernorm"  # layernorm | rmsnorm | batchnorm
+    activation: str = "relu"  # relu | gelu | gelu_tanh | swiglu
+    position_base: float = 10000.0
+    head: str = "none"  # none | tied | separate
+
+    def settings(self) -> StackSettings:
+        return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm)
 
 
 @dataclass(frozen=True)
 class Weight:
     """One weight as the spec gives it: a nested list, a keyword, or 'seed'."""
 
-    path: str  # e.g. "ffn.w1"
+    path: str  # e.g. "ffn.w1", "blocks.1.attn.w_q"
     axes: tuple[str, ...]  # e.g. ("C", "F")
     shape: tuple[int, ...]  # the shape the contract wants
     source: str  # "given" | "identity" | "zeros" | "ones" | "seed"
@@ -91,16 +108,34 @@ class Spec:
     path: str
     name: str
     dims: Dims
-    block: BlockSpec
-    input: InputSpec
+    block: BlockSpec  # the decoder-only model's block; for an encoder-decoder, the decoder's settings
+    input: InputSpec  # for an encoder-decoder, the target tokens
     weights: dict[str, Weight]
     seed: int | None
     dtype: str
     steps: tuple[Step, ...]
     stage_shapes: dict[str, Shape]  # every stage's axes and sizes, inferred before running
+    model: str = "decoder"  # decoder | encoder-decoder
+    encoder: BlockSpec | None = None
+    source: InputSpec | None = None  # encoder-decoder: the source tokens
+    vocab: tuple[str, ...] | None = None
+    layer_template: tuple[Step, ...] = ()  # one layer's steps, before expansion (for --steps)
 
     def axes_shape(self, axes: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(self.dims.size(a) for a in axes)
+
+    def inputs(self) -> dict[str, InputSpec]:
+        """The spec's inputs by stream name (what embed/input steps read)."""
+        if self.source is not None:
+            return {"source": self.source, "target": self.input}
+        return {self.input.kind: self.input}
+
+    def tokens_text(self, stream: str = "target") -> list[list[str]] | None:
+        """The input tokens as words (when the spec has a vocab), for labelling positions."""
+        inp = self.inputs().get(stream) if self.source is not None else self.input
+        if self.vocab is None or inp is None or inp.kind != "tokens" or inp.value == "random":
+            return None
+        return [[self.vocab[t] for t in row] for row in inp.value]
 
 
 def load_spec(path: str) -> Spec:
@@ -116,6 +151,14 @@ def load_spec_text(text: str, filename: str = "<spec>") -> Spec:
 
 def shape_label(axes: tuple[str, ...], shape: tuple[int, ...]) -> str:
     return f"[{','.join(axes)}] = [{','.join(str(n) for n in shape)}]"
+
+
+def group_yaml_path(group: str) -> Path:
+    """'blocks.1.attn' -> ('weights', 'blocks', 1, 'attn'); 'encoder.blocks.0.ffn' likewise."""
+    out: list[str | int] = ["weights"]
+    for part in group.split("."):
+        out.append(int(part) if part.isdigit() else part)
+    return tuple(out)
 
 
 def _broadcastable(given: tuple[int, ...], want: tuple[int, ...]) -> bool:
@@ -188,8 +231,33 @@ class _Validator:
         if not isinstance(allow_nonfinite, bool):
             raise self.fail(("allow_nonfinite",), f"expected true or false, received {self.received(('allow_nonfinite',), allow_nonfinite)}")
         self.allow_nonfinite = allow_nonfinite
+        model = self.choice(doc.get("model", "decoder"), ("model",), ("decoder", "encoder-decoder"))
+        vocab = self.vocab_list(doc.get("vocab"))
 
-        block, steps_raw = self.block(doc.get("block", {}), doc.get("weights") or {})
+        weights_raw = doc.get("weights")
+        if weights_raw is None:
+            weights_raw = {}
+        if not isinstance(weights_raw, dict):
+            raise self.fail(("weights",), f"expected a mapping of weights, received {self.received(('weights',), weights_raw)}")
+        has_table = "position" in weights_raw
+        if model == "decoder":
+            for key in ("encoder", "decoder"):
+                if key in doc:
+                    raise self.fail((key,), f"'{key}' belongs to model: encoder-decoder; a decoder-only model has one 'block'")
+            block, steps_raw = self.block(doc.get("block", {}), ("block",), has_table, "causal")
+            encoder = None
+            enc_steps_raw = None
+        else:
+            if "block" in doc:
+                raise self.fail(("block",), "an encoder-decoder has 'encoder' and 'decoder' sections instead of 'block'")
+            encoder, enc_steps_raw = self.block(doc.get("encoder", {}), ("encoder",), has_table, "none")
+            block, steps_raw = self.block(doc.get("decoder", {}), ("decoder",), has_table, "causal")
+            for sec, st in (("encoder", enc_steps_raw), ("decoder", steps_raw)):
+                if st is not None:
+                    raise self.fail((sec, "steps"), "custom steps are for decoder-only models; use norm_order here")
+            if block.head != "none" and encoder.head != "none":
+                raise self.fail(("encoder", "head"), "the output head belongs to the decoder")
+
         dims_raw = self.keys(doc["dims"], ("dims",), DIM_KEYS, "dimensions")
         given = {k: self.integer(v, ("dims", k)) for k, v in dims_raw.items()}
         for k in ("C", "H", "F"):
@@ -197,49 +265,77 @@ class _Validator:
                 raise self.fail(("dims",), f"missing dimension {k} (dims needs C, H and F; B, T, V, T_max follow from input and tables)")
         if given["C"] % given["H"]:
             raise self.fail(("dims", "H"), f"H = {given['H']} must divide C = {given['C']} (each head has width d = C / H)")
+        stacks = [block] + ([encoder] if encoder else [])
+        if any(st.positions == "rotary" for st in stacks) and (given["C"] // given["H"]) % 2:
+            raise self.fail(("dims", "H"), f"rotary positions rotate pairs of coordinates: d = C / H = {given['C'] // given['H']} must be even")
 
-        weights_raw = doc.get("weights")
-        if weights_raw is None:
-            weights_raw = {}
-        if not isinstance(weights_raw, dict):
-            raise self.fail(("weights",), f"expected a mapping of weights, received {self.received(('weights',), weights_raw)}")
         if "input" not in doc:
             raise self.fail((), "missing required section 'input' (tokens: [...] or x: [[...]])")
-        inp, B, T, max_token = self.input(doc["input"], given, seed, weights_raw)
-        for letter, found in (("B", B), ("T", T)):
-            if letter in given and given[letter] != found:
+        source = None
+        S = None
+        if model == "decoder":
+            if "S" in given:
+                raise self.fail(("dims", "S"), "S (source positions) belongs to model: encoder-decoder")
+            inp, B, T, max_token = self.input(doc["input"], given, seed, vocab)
+        else:
+            source, inp, B, S, T, max_token = self.seq2seq_input(doc["input"], given, seed, vocab)
+        for letter, found in (("B", B), ("T", T), ("S", S)):
+            if found is not None and letter in given and given[letter] != found:
                 raise self.fail(("dims", letter), f"{letter} = {given[letter]} but the input has {letter} = {found}")
-        V = self.vocab(given, weights_raw, max_token, inp.kind == "tokens", seed)
+        uses_tokens = inp.kind == "tokens"
+        if not uses_tokens and block.head != "none":
+            raise self.fail(("block", "head"), "an output head needs token input (it scores the vocabulary)")
+        V = self.vocab_size(given, weights_raw, max_token, uses_tokens, vocab)
         T_max = None
-        if block.positions == "learned":
-            T_max = self.table_rows(weights_raw, "position", given.get("T_max"), default=T)
+        if any(st.positions == "learned" for st in stacks):
+            T_max = self.table_rows(weights_raw, "position", given.get("T_max"), default=max(T, S or 0))
         elif "T_max" in given:
             T_max = given["T_max"]
-        dims = Dims(B=B, T=T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max)
+        dims = Dims(B=B, T=T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max, S=S)
         if max_token is not None and V is not None and max_token >= V:
-            path = ("input", "tokens")
-            raise self.fail(path, f"token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {V - 1})")
-        if inp.kind == "x" and inp.value != "random":
-            C_in = len(inp.value[0][0])
-            if C_in != dims.C:
-                raise self.fail(("input", "x"), f"expected rows of width C = {dims.C}, received rows of width {C_in}")
+            raise self.fail(("input",), f"token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {V - 1})")
+        for key, spec_in in (("x", inp),):
+            if spec_in.kind == "x" and spec_in.value != "random":
+                C_in = len(spec_in.value[0][0])
+                if C_in != dims.C:
+                    raise self.fail(("input", key), f"expected rows of width C = {dims.C}, received rows of width {C_in}")
+        for st, sec in ((block, "decoder" if encoder else "block"), (encoder, "encoder")):
+            if st is not None and st.mask_matrix is not None:
+                n = S if sec == "encoder" else T
+                if len(st.mask_matrix) != n:
+                    raise self.fail((sec, "mask"), f"expected a [T,T] = [{n},{n}] mask, received {len(st.mask_matrix)} rows")
 
-        if block.mask_matrix is not None and len(block.mask_matrix) != dims.T:
-            raise self.fail(("block", "mask"), f"expected a [T,T] = [{dims.T},{dims.T}] mask, received {len(block.mask_matrix)} rows")
-        steps, shapes = self.steps(steps_raw, block, dims)
-        weights = self.weights(weights_raw, dims, block, inp.kind, seed, steps, shapes)
+        template = self.template(steps_raw, block, dims)
+        steps, shapes = self.expand(model, block, encoder, template, dims, uses_tokens)
+        weights = self.weights(weights_raw, dims, seed, steps, shapes, model, block, encoder)
         return Spec(
             path=self.src.filename, name=name, dims=dims, block=block, input=inp, weights=weights,
-            seed=seed, dtype=dtype, steps=steps, stage_shapes=shapes,
+            seed=seed, dtype=dtype, steps=steps, stage_shapes=shapes, model=model, encoder=encoder,
+            source=source, vocab=vocab, layer_template=template,
         )
 
-    def block(self, raw: Any, weights_raw: Any) -> tuple[BlockSpec, Any]:
-        raw = self.keys(raw if raw is not None else {}, ("block",), BLOCK_KEYS, "block settings")
-        p = ("block",)
+    def vocab_list(self, raw: Any) -> tuple[str, ...] | None:
+        if raw is None:
+            return None
+        p: Path = ("vocab",)
+        if not isinstance(raw, list) or not raw:
+            raise self.fail(p, f"expected a list of words, received {self.received(p, raw)}")
+        seen: dict[str, int] = {}
+        for i, w in enumerate(raw):
+            if isinstance(w, bool) or not isinstance(w, (str, int, float)):
+                raise self.fail(p + (i,), f"expected a word, received {self.received(p + (i,), w)}")
+            word = self.src.raw.get(p + (i,), str(w))
+            if word in seen:
+                raise self.fail(p + (i,), f"{word!r} is already word {seen[word]}; each word needs its own id")
+            seen[word] = i
+        return tuple(seen)
+
+    def block(self, raw: Any, p: Path, has_table: bool, default_mask: str) -> tuple[BlockSpec, Any]:
+        raw = self.keys(raw if raw is not None else {}, p, BLOCK_KEYS, "block settings")
         if "steps" in raw and "norm_order" in raw:
             raise self.fail(p + ("steps",), "give either norm_order (a preset step list) or steps (your own list), not both")
         norm_order = "custom" if "steps" in raw else self.choice(raw.get("norm_order", "pre"), p + ("norm_order",), ("pre", "post"))
-        mask_raw = raw.get("mask", "causal")
+        mask_raw = raw.get("mask", default_mask)
         mask_matrix = None
         if isinstance(mask_raw, list):
             mask_matrix = self.mask_matrix(mask_raw, p + ("mask",))
@@ -249,12 +345,27 @@ class _Validator:
         eps = raw.get("eps", 1e-5)
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
             raise self.fail(p + ("eps",), f"expected a positive number such as 1e-5, received {self.received(p + ('eps',), eps)}")
-        final_norm = raw.get("final_norm", False)
-        if not isinstance(final_norm, bool):
-            raise self.fail(p + ("final_norm",), f"expected true or false, received {self.received(p + ('final_norm',), final_norm)}")
-        has_table = isinstance(weights_raw, dict) and "position" in weights_raw
-        positions = self.choice(raw.get("positions", "learned" if has_table else "none"), p + ("positions",), ("learned", "none"))
-        return BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix), raw.get("steps")
+        final_norm = self.boolean(raw.get("final_norm", False), p + ("final_norm",))
+        positions = self.choice(raw.get("positions", "learned" if has_table else "none"), p + ("positions",), POSITIONS)
+        base = raw.get("position_base", 10000.0)
+        if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 1:
+            raise self.fail(p + ("position_base",), f"expected a number above 1 such as 10000, received {self.received(p + ('position_base',), base)}")
+        if "position_base" in raw and positions not in ("sinusoidal", "rotary"):
+            raise self.fail(p + ("position_base",), f"position_base is for sinusoidal or rotary positions, but positions is {positions}")
+        layers = self.integer(raw.get("layers", 1), p + ("layers",), 1, 1000)
+        norm = self.choice(raw.get("norm", "layernorm"), p + ("norm",), tuple(NORMS))
+        activation = self.choice(raw.get("activation", "relu"), p + ("activation",), ACTIVATIONS)
+        head = self.choice(raw.get("head", "none"), p + ("head",), ("none", "tied", "separate"))
+        if norm_order == "custom" and ("norm" in raw):
+            raise self.fail(p + ("norm",), "with custom steps, name the norm op in each step (layer_norm, rms_norm, batch_norm)")
+        spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
+                         float(base), head)
+        return spec, raw.get("steps")
+
+    def boolean(self, value: Any, path: Path) -> bool:
+        if not isinstance(value, bool):
+            raise self.fail(path, f"expected true or false, received {self.received(path, value)}")
+        return value
 
     def mask_matrix(self, raw: list[Any], path: Path) -> tuple[tuple[bool, ...], ...]:
         shape = self.rect(self.nested(raw, path, want_int=True), path)
@@ -266,27 +377,65 @@ class _Validator:
                     raise self.fail(path + (i, j), f"expected 0 (masked) or 1 (may attend), received {v}")
         return tuple(tuple(bool(v) for v in row) for row in raw)
 
-    def steps(self, raw: Any, block: BlockSpec, dims: Dims) -> tuple[tuple[Step, ...], dict[str, Shape]]:
-        """The step list (a preset or the spec's own), with every stage's shape inferred."""
-        sizes = {k: v for k, v in dims.as_dict().items()}
-        shapes: dict[str, Shape] = {"x": (("B", "T", "C"), (dims.B, dims.T, dims.C))}
+    # -- steps ------------------------------------------------------------
+    def template(self, raw: Any, block: BlockSpec, dims: Dims) -> tuple[Step, ...]:
+        """One layer's steps: a preset, or the spec's own list (validated, shapes checked)."""
         if raw is None:
-            steps = block_steps(block.norm_order, block.final_norm)
-            for step in steps:
-                shapes[step.name] = output_shape(step, [shapes[i] for i in step.inputs], sizes)
-            return steps, shapes
+            return ()
+        sizes = dims.as_dict()
+        shapes: dict[str, Shape] = {"x": (("B", "T", "C"), (dims.B, dims.T, dims.C))}
         p: Path = ("block", "steps")
         if not isinstance(raw, list) or not raw:
             raise self.fail(p, f"expected a list of steps such as {{name: norm1, op: layer_norm, in: x, weights: norm1}}, received {self.received(p, raw)}")
-        out: list[Step] = []
-        for i, item in enumerate(raw):
-            step = self.step(item, p + (i,), shapes, sizes)
-            out.append(step)
-        steps = tuple(out)
+        return tuple(self.step(item, p + (i,), shapes, sizes) for i, item in enumerate(raw))
+
+    def expand(self, model: str, block: BlockSpec, encoder: BlockSpec | None, template: tuple[Step, ...], dims: Dims,
+               uses_tokens: bool) -> tuple[tuple[Step, ...], dict[str, Shape]]:
+        """Entry, layers, final norm and head as one flat step list, with every stage's shape."""
+        steps: list[Step] = []
+        memory = None
+        if model == "encoder-decoder":
+            assert encoder is not None
+            es = encoder.settings()
+            entry, x = blocks.entry("encoder.", "source", es, True)
+            layer = blocks.configure(blocks.PRESETS[encoder.norm_order], es, preset=True)
+            body, last = blocks.expand(layer, "encoder.", encoder.layers, x, None, plain=False)
+            steps += entry + body
+            if encoder.final_norm:
+                steps.append(blocks.final_norm("encoder.", last, es))
+                last = steps[-1].name
+            memory = last
+            ds = block.settings()
+            entry, x = blocks.entry("decoder.", "target", ds, True)
+            layer = blocks.configure(blocks.DECODER_PRESETS[block.norm_order], ds, preset=True)
+            body, last = blocks.expand(layer, "decoder.", block.layers, x, memory, plain=False)
+            steps += entry + body
+            prefix = "decoder."
+        else:
+            ds = block.settings()
+            entry, x = blocks.entry("", "tokens" if uses_tokens else "x", ds, uses_tokens)
+            preset = not template
+            layer = blocks.configure(blocks.PRESETS[block.norm_order] if preset else template, ds, preset=preset)
+            body, last = blocks.expand(layer, "", block.layers, x, None, plain=block.layers == 1)
+            steps += entry + body
+            prefix = ""
         if block.final_norm:
-            steps = with_final_norm(steps)
-            shapes["final_norm"] = shapes[steps[-2].name]
-        return steps, shapes
+            steps.append(blocks.final_norm(prefix, last, block.settings()))
+            last = steps[-1].name
+        if block.head != "none":
+            steps += blocks.head_steps(last)
+        sizes = dims.as_dict()
+        shapes: dict[str, Shape] = {}
+        for step in steps:
+            pos = "S" if step.name.startswith("encoder.") else "T"
+            ins = [shapes[i] for i in step.inputs]
+            try:
+                shapes[step.name] = output_shape(step, ins, sizes, pos)
+            except ValueError as e:  # a custom step whose shapes only clash once layers are stacked
+                raise self.fail(("block",), f"step {step.name}: {e}") from None
+            if step.op in ("mha", "cross_mha"):
+                shapes.update(blocks.attention_internals(step, ins[0], ins[-1], sizes))
+        return tuple(steps), shapes
 
     def step(self, raw: Any, path: Path, shapes: dict[str, Shape], sizes: dict[str, int]) -> Step:
         raw = self.keys(raw, path, STEP_KEYS, "step fields")
@@ -296,9 +445,9 @@ class _Validator:
         name = raw["name"]
         if not isinstance(name, str) or not name or not all(ch.isalnum() or ch in "_-" for ch in name):
             raise self.fail(path + ("name",), f"expected a stage name of letters, digits, _ and -, received {self.received(path + ('name',), name)}")
-        if name in shapes or name in RESERVED_STAGES:
+        if name in shapes or name in RESERVED_STAGES or name in ("final_norm", "logits", "probs"):
             raise self.fail(path + ("name",), f"stage {name!r} is already defined; every step records a stage of its own")
-        op = self.choice(raw["op"], path + ("op",), tuple(OPS))
+        op = self.choice(raw["op"], path + ("op",), tuple(k for k, v in OPS.items() if v.user))
         info = OPS[op]
         ins = raw["in"] if isinstance(raw["in"], list) else [raw["in"]]
         if len(ins) != info.arity:
@@ -312,8 +461,10 @@ class _Validator:
                 raise self.fail(ipath, f"no stage {i!r} before this step{hint}")
         weights = raw.get("weights")
         if info.group is not None:
-            if not isinstance(weights, str) or not weights:
-                raise self.fail(path, f"{op} needs weights: the name of its weight group (e.g. weights: {'norm1' if op == 'layer_norm' else op})")
+            if not isinstance(weights, str) or not weights or not all(ch.isalnum() or ch == "_" for ch in weights):
+                raise self.fail(path, f"{op} needs weights: the name of its weight group (e.g. weights: {'norm1' if op.endswith('norm') else op})")
+            if weights in TABLES or weights in ("blocks", "encoder", "decoder", "final_norm"):
+                raise self.fail(path + ("weights",), f"{weights!r} is a reserved name; choose another weight group name")
         elif weights is not None:
             raise self.fail(path + ("weights",), f"{op} takes no weights")
         axis = raw.get("axis")
@@ -338,21 +489,59 @@ class _Validator:
             out = self.choice(raw.get("out", "C"), path + ("out",), ("C", "F"))
         elif "out" in raw:
             raise self.fail(path + ("out",), "only linear takes out")
+        activation = None
+        if "activation" in raw:
+            if op not in ("ffn", "ffn_hidden"):
+                raise self.fail(path + ("activation",), "only ffn and ffn_hidden take an activation")
+            activation = self.choice(raw["activation"], path + ("activation",), ACTIVATIONS)
         meaning = raw.get("meaning", info.meaning)
         if not isinstance(meaning, str):
             raise self.fail(path + ("meaning",), f"expected text, received {self.received(path + ('meaning',), meaning)}")
-        step = Step(name, op, tuple(ins), weights, meaning, axis, start, stop, out)
+        step = Step(name, op, tuple(ins), weights, meaning, axis, start, stop, out, activation=activation)
         try:
             shapes[name] = output_shape(step, [shapes[i] for i in ins], sizes)
         except ValueError as e:
             raise self.fail(path, str(e)) from None
         if op == "mha":
-            prefix = internal_prefix(step)
-            for key in ("q", "k", "v", "scores", "weights", "heads"):
-                shapes[f"{prefix}.{key}"] = shapes[name]  # placeholder: internals are never step inputs
+            shapes.update(blocks.attention_internals(step, shapes[ins[0]], shapes[ins[0]], sizes))
         return step
 
-    def input(self, raw: Any, given: dict[str, int], seed: int | None, weights_raw: dict[str, Any]) -> tuple[InputSpec, int, int, int | None]:
+    # -- input ------------------------------------------------------------
+    def token_ids(self, value: Any, path: Path, vocab: tuple[str, ...] | None) -> tuple[list[list[int]], tuple[int, int]]:
+        """Token ids [B][T] from ids or words (when the spec has a vocab)."""
+        index = {w: i for i, w in enumerate(vocab)} if vocab else {}
+
+        def convert(v: Any, p: Path) -> Any:
+            if isinstance(v, list):
+                if not v:
+                    raise self.fail(p, "expected token ids or words, received an empty list")
+                return [convert(item, p + (i,)) for i, item in enumerate(v)]
+            if isinstance(v, bool):
+                raise self.fail(p, f"expected a token id or word, received {self.received(p, v)}")
+            word = self.src.raw.get(p)
+            if vocab is not None and (isinstance(v, str) or (word is not None and word in index and not isinstance(v, int))):
+                w = word if word is not None else str(v)
+                if w not in index:
+                    close = difflib.get_close_matches(w, list(index), n=1, cutoff=0.5)
+                    hint = f"; did you mean {close[0]!r}?" if close else f"; the vocab has {len(index)} words"
+                    raise self.fail(p, f"{w!r} is not in the vocab{hint}")
+                return index[w]
+            if isinstance(v, int):
+                if v < 0:
+                    raise self.fail(p, f"token ids must be 0 or more, received {v}")
+                return v
+            what = "a token id or a word of the vocab" if vocab else "a whole number (token id); add a vocab list to write words"
+            raise self.fail(p, f"expected {what}, received {self.received(p, v)}")
+
+        rows = convert(value, path)
+        shape = self.rect(rows, path)
+        if len(shape) == 1:
+            rows, shape = [rows], (1,) + shape
+        if len(shape) != 2:
+            raise self.fail(path, f"expected a list of tokens [T] or one list per sample [B,T], received {len(shape)} levels of nesting")
+        return rows, (shape[0], shape[1])
+
+    def input(self, raw: Any, given: dict[str, int], seed: int | None, vocab: tuple[str, ...] | None) -> tuple[InputSpec, int, int, int | None]:
         raw = self.keys(raw, ("input",), INPUT_KEYS, "input")
         if len(raw) != 1:
             raise self.fail(("input",), "give exactly one of tokens (ids into weights.embedding) or x (a [T,C] or [B,T,C] matrix)")
@@ -365,16 +554,8 @@ class _Validator:
                 raise self.fail(("dims",), "'random' input needs dims.T")
             return InputSpec(kind, "random"), given.get("B", 1), given["T"], None
         if kind == "tokens":
-            rows = self.nested(value, path, want_int=True)
-            shape = self.rect(rows, path)
-            if len(shape) == 1:
-                rows, shape = [rows], (1,) + shape
-            if len(shape) != 2:
-                raise self.fail(path, f"expected a list of token ids [T] or one list per sample [B,T], received {len(shape)} levels of nesting")
-            flat = [t for r in rows for t in r]
-            if min(flat) < 0:
-                raise self.fail(path, f"token ids must be 0 or more, received {min(flat)}")
-            return InputSpec("tokens", rows), shape[0], shape[1], max(flat)
+            rows, (B, T) = self.token_ids(value, path, vocab)
+            return InputSpec("tokens", rows), B, T, max(t for r in rows for t in r)
         rows = self.nested(value, path, want_int=False)
         shape = self.rect(rows, path)
         if len(shape) == 2:
@@ -383,11 +564,43 @@ class _Validator:
             raise self.fail(path, f"expected a [T,C] or [B,T,C] matrix, received {len(shape)} levels of nesting")
         return InputSpec("x", rows), shape[0], shape[1], None
 
-    def vocab(self, given: dict[str, int], weights_raw: dict[str, Any], max_token: int | None, uses_tokens: bool, seed: int | None) -> int | None:
+    def seq2seq_input(self, raw: Any, given: dict[str, int], seed: int | None, vocab: tuple[str, ...] | None
+                      ) -> tuple[InputSpec, InputSpec, int, int, int, int | None]:
+        raw = self.keys(raw, ("input",), SEQ2SEQ_INPUT_KEYS, "encoder-decoder input")
+        found: dict[str, tuple[InputSpec, int, int]] = {}
+        max_token: int | None = None
+        for key, letter in (("source", "S"), ("target", "T")):
+            if key not in raw:
+                raise self.fail(("input",), f"an encoder-decoder needs input.{key} (token ids or words)")
+            value, path = raw[key], ("input", key)
+            if value == "random":
+                if seed is None:
+                    raise self.fail(path, "'random' input needs a seed (add seed: 0)")
+                if letter not in given:
+                    raise self.fail(("dims",), f"'random' {key} tokens need dims.{letter}")
+                found[key] = (InputSpec("tokens", "random"), given.get("B", 1), given[letter])
+                continue
+            rows, (B, n) = self.token_ids(value, path, vocab)
+            found[key] = (InputSpec("tokens", rows), B, n)
+            top = max(t for r in rows for t in r)
+            max_token = top if max_token is None else max(max_token, top)
+        (src, B_s, S), (tgt, B_t, T) = found["source"], found["target"]
+        if B_s != B_t:
+            raise self.fail(("input", "target"), f"source has B = {B_s} samples but target has B = {B_t}")
+        return src, tgt, B_s, S, T, max_token
+
+    def vocab_size(self, given: dict[str, int], weights_raw: dict[str, Any], max_token: int | None, uses_tokens: bool,
+                   vocab: tuple[str, ...] | None) -> int | None:
         if not uses_tokens:
             if "embedding" in weights_raw:
                 raise self.fail(("weights", "embedding"), "an embedding table is given but the input is x, not tokens")
+            if vocab is not None:
+                raise self.fail(("vocab",), "a vocab is given but the input is x, not tokens")
             return given.get("V")
+        if vocab is not None:
+            if "V" in given and given["V"] != len(vocab):
+                raise self.fail(("dims", "V"), f"V = {given['V']} but the vocab has {len(vocab)} words")
+            given = dict(given, V=len(vocab))
         default = None if max_token is None else max_token + 1
         return self.table_rows(weights_raw, "embedding", given.get("V"), default=default)
 
@@ -397,7 +610,7 @@ class _Validator:
         if isinstance(value, list) and value:
             rows = len(value)
             if declared is not None and declared != rows:
-                raise self.fail(("weights", name), f"table has {rows} rows but dims.{letter} = {declared}")
+                raise self.fail(("weights", name), f"table has {rows} rows but {'the vocab has' if letter == 'V' else f'dims.{letter} ='} {declared}")
             return rows
         if declared is not None:
             return declared
@@ -406,55 +619,97 @@ class _Validator:
         return default
 
     # -- weights ----------------------------------------------------------
-    def weights(self, raw: dict[str, Any], dims: Dims, block: BlockSpec, input_kind: str, seed: int | None,
-                steps: tuple[Step, ...], shapes: dict[str, Shape]) -> dict[str, Weight]:
-        wanted: list[tuple[str, dict[str, tuple[str, ...]] | tuple[str, ...]]] = []
-        if input_kind == "tokens":
-            wanted.append(("embedding", TABLES["embedding"]))
-        if block.positions == "learned":
-            wanted.append(("position", TABLES["position"]))
-        elif "position" in raw:
-            raise self.fail(("weights", "position"), "a position table is given but block.positions is none")
+    def weights(self, raw: dict[str, Any], dims: Dims, seed: int | None, steps: tuple[Step, ...], shapes: dict[str, Shape],
+                model: str, block: BlockSpec, encoder: BlockSpec | None) -> dict[str, Weight]:
+        """Every weight the steps read, checked against the spec's weights section (which holds nothing else)."""
+        wanted: dict[str, dict[str, tuple[str, ...]] | tuple[str, ...]] = {}
         kinds: dict[str, str] = {}
-        group_keys: dict[str, dict[str, tuple[str, ...]]] = {}
         for step in steps:
-            kind = OPS[step.op].group
+            kind = group_kind(step)
             if kind is None or step.weights is None:
                 continue
             group = step.weights
-            if group in TABLES:
-                raise self.fail(("block",), f"step {step.name}: {group!r} is a table, not a weight group")
+            if kind in TABLES:
+                if kind == "head" and block.head == "tied":
+                    wanted.setdefault("embedding", TABLES["embedding"])
+                    continue
+                wanted.setdefault(kind, TABLES[kind])
+                continue
             keys = GROUP_KEYS[kind]
             if kind == "linear":
                 in_letter = shapes[step.inputs[0]][0][-1]
                 keys = {"w": (in_letter, step.out or "C"), "b": (step.out or "C",)}
             if group in kinds:
-                if kinds[group] != kind or group_keys[group] != keys:
+                if kinds[group] != kind or wanted[group] != keys:
                     raise self.fail(("block",), f"step {step.name}: weight group {group!r} is shared by steps that need different weights ({kinds[group]} and {kind})")
                 continue
-            kinds[group], group_keys[group] = kind, keys
-            wanted.append((group, keys))
-        for key in raw:
-            if key not in TABLES and key not in kinds:
-                close = difflib.get_close_matches(key, list(kinds), n=1, cutoff=0.5)
-                hint = f"; did you mean {close[0]!r}?" if close else (f"; the steps use: {', '.join(kinds)}" if kinds else "")
-                if key == "final_norm" and not block.final_norm:
-                    hint = " (block.final_norm is false)"
-                raise self.fail(("weights", key), f"weight group {key!r} is given but no step uses it{hint}")
+            kinds[group] = kind
+            wanted[group] = keys
+        self.check_weight_keys(raw, wanted, dims, block, encoder)
 
         out: dict[str, Weight] = {}
-        for name, spec in wanted:
+        for name, spec in wanted.items():
+            ypath = group_yaml_path(name)
+            value = self.lookup(raw, ypath[1:])
             if isinstance(spec, tuple):
-                out[name] = self.weight(raw.get(name), ("weights", name), name, spec, dims, seed)
+                out[name] = self.weight(value, ypath, name, spec, dims, seed)
                 continue
-            group = raw.get(name)
-            if group is None:
-                group = {}
-            group = self.keys(group, ("weights", name), tuple(spec), f"{name} weights")
+            group = value if value is not None else {}
+            group = self.keys(group, ypath, tuple(spec), f"{name} weights")
             for key, axes in spec.items():
-                fill = "zeros" if key == "b" else DEFAULT_FILL.get(key)
-                out[f"{name}.{key}"] = self.weight(group.get(key), ("weights", name, key), f"{name}.{key}", axes, dims, seed, fill)
+                out[f"{name}.{key}"] = self.weight(group.get(key), ypath + (key,), f"{name}.{key}", axes, dims, seed, DEFAULT_FILL.get(key))
         return out
+
+    def lookup(self, raw: Any, path: Path) -> Any:
+        node = raw
+        for part in path:
+            if isinstance(part, int):
+                node = node[part] if isinstance(node, list) and part < len(node) else None
+            else:
+                node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                return None
+        return node
+
+    def check_weight_keys(self, raw: dict[str, Any], wanted: dict[str, Any], dims: Dims, block: BlockSpec,
+                          encoder: BlockSpec | None) -> None:
+        """No key in the weights section that no step reads; 'blocks' lists one mapping per layer."""
+        tree: dict[str, Any] = {}
+        for name in wanted:
+            node = tree
+            parts = name.split(".")
+            for part in parts[:-1]:
+                node = node.setdefault(part, {})
+            node[parts[-1]] = "leaf"  # a table or a weight group: its own keys are checked where it is read
+
+        def walk(value: Any, expect: dict[str, Any], path: Path) -> None:
+            if not isinstance(value, dict):
+                raise self.fail(path, f"expected a mapping of weights, received {self.received(path, value)}")
+            for key, sub in value.items():
+                if key not in expect:
+                    close = difflib.get_close_matches(str(key), [str(k) for k in expect], n=1, cutoff=0.5)
+                    hint = f"; did you mean {close[0]!r}?" if close else (f"; the model reads: {', '.join(map(str, expect))}" if expect else "")
+                    if key == "final_norm":
+                        hint = " (final_norm is false)"
+                    elif key == "position":
+                        hint = " (positions is not learned)"
+                    elif key == "head":
+                        hint = " (head is not separate)"
+                    raise self.fail(path + (key,), f"{key!r} is given but nothing in the model reads it{hint}")
+                nested = expect[key]
+                if nested == "leaf":
+                    continue
+                if key == "blocks":
+                    n = len(nested)
+                    if not isinstance(sub, list) or len(sub) != n:
+                        got = f"{len(sub)} entries" if isinstance(sub, list) else self.received(path + (key,), sub)
+                        raise self.fail(path + (key,), f"expected a list of {n} layer mapping{'s' if n > 1 else ''} (one per layer), received {got}")
+                    for i, item in enumerate(sub):
+                        walk(item, nested[str(i)], path + (key, i))
+                else:
+                    walk(sub, nested, path + (key,))
+
+        walk(raw, tree, ("weights",))
 
     def weight(self, value: Any, path: Path, name: str, axes: tuple[str, ...], dims: Dims, seed: int | None, fill: str | None = None) -> Weight:
         want = tuple(dims.size(a) for a in axes)

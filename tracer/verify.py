@@ -8,7 +8,7 @@ import numpy as np
 
 from . import reference
 from .executor import Trace
-from .params import load_input, load_params
+from .params import load_inputs, load_params
 
 
 @dataclass
@@ -38,7 +38,8 @@ def verify(trace: Trace, budget: int = reference.DEFAULT_BUDGET) -> Verification
     if plan.skipped:
         return Verification(plan, {})
     params = {k: v.tolist() for k, v in load_params(spec).items()}
-    ref = reference.Reference(spec, params, load_input(spec).tolist()).run(plan.samples, plan.positions)
+    inputs = {k: v.tolist() for k, v in load_inputs(spec).items()}
+    ref = reference.Reference(spec, params, inputs).run(plan.samples, plan.positions)
     diffs: dict[str, float] = {}
     for name, stage in trace.stages.items():
         cells = ref.get(name)
