@@ -84,6 +84,7 @@ OPS: dict[str, OpInfo] = {
 }
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
+ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "swiglu": "SwiGLU"}
 NORMS = {"layernorm": "layer_norm", "rmsnorm": "rms_norm", "batchnorm": "batch_norm"}
 
 GROUP_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -188,6 +189,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                 changes["meaning"] = step.meaning.replace("normalisation", "RMS normalisation")
         if step.op in ("ffn", "ffn_hidden", "ffn_out") and step.activation is None:
             changes["activation"] = s.activation
+            name = ACTIVATION_NAMES[s.activation]
+            changes["meaning"] = step.meaning.replace("after the activation", f"after {name}").replace("act(", f"{name}(")
         if step.op == "mha":
             if step.mask is None:
                 changes["mask"] = s.mask

@@ -24,7 +24,7 @@ from .spec import Spec
 
 Vec = list[float]
 Mat = list[list[float]]
-DEFAULT_BUDGET = 20_000_000  # scalar multiply-adds: a few seconds of pure Python
+DEFAULT_BUDGET = 60_000_000  # scalar multiply-adds: about four seconds of pure Python
 
 
 @dataclass

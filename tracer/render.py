@@ -52,6 +52,14 @@ def fmt_value(a: np.ndarray, precision: int) -> str:
     return "[" + ", ".join(rows) + "]"
 
 
+def token_label(spec: Spec, b: int, t: int) -> str:
+    """' (我)': the word at sample b, position t, when the spec has a vocab."""
+    words = spec.tokens_text()
+    if words is None or t >= len(words[b]):
+        return ""
+    return f" ({words[b][t]})"
+
+
 def visible_stages(trace: Trace, show_all: bool) -> list[Stage]:
     flagged = {v.stage for v in trace.violations}
     return [s for s in trace.stages.values() if show_all or not s.internal or s.name in flagged]
@@ -67,7 +75,7 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("stage", no_wrap=True)
     table.add_column("what it is")
-    table.add_column(f"value at b={b}, t={t}", no_wrap=True)
+    table.add_column(f"value at b={b}, t={t}{token_label(spec, b, t)}", no_wrap=True)
     table.add_column("shape", no_wrap=True)
     if verify_diffs is not None:
         table.add_column("max |NumPy - reference|", justify="right", no_wrap=True)
@@ -87,7 +95,7 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
     return table
 
 
-def matrix(stage: Stage, b: int, precision: int) -> RenderableType:
+def matrix(trace: Trace, stage: Stage, b: int, precision: int) -> RenderableType:
     """The full [T, C] matrix of one sample (rows and columns elided when large)."""
     a = np.asarray(stage.array[b]) if stage.axes[0] == "B" else np.asarray(stage.array)
     lines = []
@@ -98,7 +106,8 @@ def matrix(stage: Stage, b: int, precision: int) -> RenderableType:
         if i == -1:
             lines.append(f"  … {len(a)} rows")
             continue
-        lines.append(f"  t={i}: " + fmt_vector(np.ravel(a[i]).tolist(), precision))
+        word = token_label(trace.spec, b, i) if stage.axes[1:2] == ("T",) else ""
+        lines.append(f"  t={i}{word}: " + fmt_vector(np.ravel(a[i]).tolist(), precision))
     header = f"{stage.name} for sample b={b}, {stage.meaning}:"
     return Text("\n".join([header] + lines))
 
@@ -126,7 +135,7 @@ def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
     marks = frozenset(v.stage for v in trace.violations)
     parts: list[RenderableType] = [trace_table(trace, b, t, precision, show_all, verify_diffs, marks)]
     if trace.ok:
-        parts.append(matrix(trace.output, b, precision))
+        parts.append(matrix(trace, trace.output, b, precision))
     for v in trace.violations:
         parts.append(violation_panel(v))
     if verify_note:

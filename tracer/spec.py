@@ -322,9 +322,9 @@ class _Validator:
             raise self.fail(p, f"expected a list of words, received {self.received(p, raw)}")
         seen: dict[str, int] = {}
         for i, w in enumerate(raw):
-            if isinstance(w, bool) or not isinstance(w, (str, int, float)):
+            if not isinstance(w, (str, int, float, bool)):
                 raise self.fail(p + (i,), f"expected a word, received {self.received(p + (i,), w)}")
-            word = self.src.raw.get(p + (i,), str(w))
+            word = self.src.raw.get(p + (i,), str(w))  # a word as written: 'on' and '1' are words here
             if word in seen:
                 raise self.fail(p + (i,), f"{word!r} is already word {seen[word]}; each word needs its own id")
             seen[word] = i
@@ -516,10 +516,10 @@ class _Validator:
                 if not v:
                     raise self.fail(p, "expected token ids or words, received an empty list")
                 return [convert(item, p + (i,)) for i, item in enumerate(v)]
-            if isinstance(v, bool):
-                raise self.fail(p, f"expected a token id or word, received {self.received(p, v)}")
             word = self.src.raw.get(p)
-            if vocab is not None and (isinstance(v, str) or (word is not None and word in index and not isinstance(v, int))):
+            if isinstance(v, bool) and (vocab is None or word not in index):
+                raise self.fail(p, f"expected a token id or word, received {self.received(p, v)}")
+            if vocab is not None and (isinstance(v, (str, bool)) or (word is not None and word in index and not isinstance(v, int))):
                 w = word if word is not None else str(v)
                 if w not in index:
                     close = difflib.get_close_matches(w, list(index), n=1, cutoff=0.5)
