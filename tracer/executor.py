@@ -84,6 +84,14 @@ def _axes_label(shape: tuple[int, ...], axes: tuple[str, ...]) -> str:
     return shape_label(axes, shape) if len(axes) == len(shape) else str(list(shape))
 
 
+def _all_finite(a: np.ndarray) -> bool:
+    """One pass without a temporary: a finite sum means every entry is finite; otherwise look closely."""
+    with np.errstate(all="ignore"):
+        if np.isfinite(a.sum()):
+            return True
+    return bool(np.isfinite(a).all())
+
+
 def _broadcast_why(axes: tuple[str, ...], shapes: list[tuple[int, ...]]) -> str:
     """Say, in the axes' own words, whose values a stretched operand hands to whom."""
     reasons = []
@@ -117,7 +125,7 @@ class Executor:
 
     def rec(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
         self.recorder(name, array, axes, meaning, internal)
-        if not self.seen_nonfinite and array.dtype.kind == "f" and not np.isfinite(array).all():
+        if not self.seen_nonfinite and array.dtype.kind == "f" and not _all_finite(array):
             self.seen_nonfinite = True
             self.flag(self.nonfinite(name, array, axes))
         return array
@@ -307,7 +315,7 @@ def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
 
     def compute(strict: bool) -> np.ndarray:
         parts.update(kernels.mha(xq, xkv, **w, H=ex.spec.dims.H, visible=visible, softmax_over_queries=over_queries,
-                                 rotary_base=step.base, strict=strict))
+                                 rotary_base=step.base, causal=step.mask == "causal", strict=strict))
         return parts["output"]
 
     prefix = internal_prefix(step)

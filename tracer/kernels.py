@@ -124,6 +124,13 @@ def softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:  # [..., T_q, T_k] -> 
     return e / e.sum(axis=axis, keepdims=True)
 
 
+def softmax_inplace(s: np.ndarray, axis: int = -1) -> None:  # like softmax, in the array itself (no [B,H,T,T] temporaries)
+    m = s.max(axis=axis, keepdims=True)
+    np.subtract(s, m, out=s)  # subtract the max so exp never overflows
+    np.exp(s, out=s)
+    np.divide(s, s.sum(axis=axis, keepdims=True), out=s)
+
+
 def causal_mask(T: int) -> np.ndarray:  # -> [T,T] bool, True where key j is after query i
     return np.triu(np.ones((T, T), dtype=bool), k=1)
 
@@ -159,17 +166,57 @@ def sinusoidal(T: int, C: int, base: float, dtype: np.dtype) -> np.ndarray:  # -
     return pe.astype(dtype, copy=False)
 
 
+ROW_BLOCK = 256  # query rows per block under a causal mask: keys after the block are never touched
+
+
+def qk_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:  # [B,H,T,d], [B,H,S,d] -> [B,H,T,S], scaled by 1/sqrt(d)
+    B, H, T, d = q.shape
+    scores = np.empty((B, H, T, k.shape[2]), dtype=np.result_type(q, k))
+    for b in range(B):
+        for h in range(H):  # one head at a time: contiguous operands for BLAS, cache-sized temporaries
+            np.matmul(np.ascontiguousarray(q[b, h]), np.ascontiguousarray(k[b, h]).T, out=scores[b, h])
+    scores *= 1.0 / math.sqrt(d)
+    return scores
+
+
+def attend(scores: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Masked softmax over keys and the mix of values: [B,H,T,S], [B,H,S,d] -> weights [B,H,T,S], mixed [B,H,T,d].
+
+    Under a causal mask each block of query rows only reads the keys up to its last row: the weights
+    after it stay exactly 0 and are never exponentiated or multiplied.
+    """
+    B, H, T, S = scores.shape
+    weights = np.zeros_like(scores)
+    mixed = np.empty((B, H, T, v.shape[-1]), dtype=np.result_type(scores, v))
+    blocked = None if visible is None else ~visible
+    step = ROW_BLOCK if causal else T
+    for b in range(B):
+        for h in range(H):
+            vh = np.ascontiguousarray(v[b, h])
+            for r0 in range(0, T, step):
+                r1 = min(r0 + step, T)
+                n = r1 if causal else S  # keys this block of rows may read
+                w = weights[b, h, r0:r1, :n]
+                np.copyto(w, scores[b, h, r0:r1, :n])
+                if causal:
+                    np.copyto(w, -np.inf, where=np.triu(np.ones((r1 - r0, n), dtype=bool), k=r0 + 1))
+                elif blocked is not None:
+                    np.copyto(w, -np.inf, where=blocked)
+                softmax_inplace(w)
+                np.matmul(w, vh[:n], out=mixed[b, h, r0:r1])
+    return weights, mixed
+
+
 def mha(xq: np.ndarray, xkv: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: np.ndarray, w_v: np.ndarray,
         b_v: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None, softmax_over_queries: bool = False,
-        rotary_base: float | None = None, strict: bool = True) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]
+        rotary_base: float | None = None, causal: bool = False, strict: bool = True) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]
     """Multi-head attention (self: xq is xkv; cross: keys and values from xkv); every intermediate, by stage suffix."""
     q = split_heads(linear(xq, w_q, b_q, strict), H)  # [B,H,T,d]
     k = split_heads(linear(xkv, w_k, b_k, strict), H)  # [B,H,S,d]
     v = split_heads(linear(xkv, w_v, b_v, strict), H)
     if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets
         q, k = rotary(q, rotary_base), rotary(k, rotary_base)
-    d = q.shape[-1]
-    scores = (q @ k.swapaxes(-1, -2)) * (1.0 / math.sqrt(d))  # [B,H,T,S]
+    scores = qk_scores(q, k)  # [B,H,T,S]
     if softmax_over_queries and strict:
         raise BrokenContract(
             "axis",
@@ -180,9 +227,13 @@ def mha(xq: np.ndarray, xkv: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: 
                  "queries' scores, later positions included"),
             rule="attention weights are a softmax over keys: each query's row sums to 1",
         )
-    masked = scores if visible is None else np.where(visible, scores, -np.inf)
-    weights = softmax(masked, axis=-2 if softmax_over_queries else -1)
-    heads = merge_heads(weights @ v)  # [B,H,T,d] -> [B,T,C]
+    if softmax_over_queries:  # the violation, computed as NumPy would (only with strict=False)
+        weights = np.where(visible, scores, -np.inf) if visible is not None else scores.copy()
+        softmax_inplace(weights, axis=-2)
+        mixed = weights @ v
+    else:
+        weights, mixed = attend(scores, v, visible, causal)
+    heads = merge_heads(mixed)  # [B,H,T,d] -> [B,T,C]
     out = linear(heads, w_o, b_o, strict)
     return {"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "heads": heads, "output": out}
 
