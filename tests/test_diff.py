@@ -314,7 +314,7 @@ def test_violation_is_trouble_unless_keep_going(tmp_path):
     viol = str(write_spec(tmp_path, PRE_TEXT.replace("norm1: {gamma: ones, beta: zeros}", "norm1: {gamma: ones, beta: [0]}"), "viol.yaml"))
     r = run_cli("diff", PRE, viol)
     assert r.returncode == 2
-    assert "B (" in r.stderr and "broadcast violation at stage norm1" in r.stderr and "--keep-going" in r.stderr
+    assert "B (" in r.stderr and "broadcast violation: norm1: beta has shape [1]" in r.stderr and "--keep-going" in r.stderr
     # With --keep-going: compared. Stretching a zero gives the same numbers, but the weight's shape differs.
     doc = diff_json(PRE, viol, "--keep-going", code=1)
     assert doc["b"]["ok"] is False and doc["b"]["violations"][0]["kind"] == "broadcast"

@@ -97,11 +97,15 @@ def load_side(path: str, label: str, keep_going: bool) -> Side:
                 dict(trace.stages), ex.params, violations)
 
 
+def violation_lines(sides: tuple[Side, Side]) -> list[str]:
+    # a violation's message starts with its stage: "norm1: beta has shape [1] where [C] = [2] is due"
+    return [f"{s.label} ({s.path}): {v['kind']} violation: {v['message']}" for s in sides for v in s.violations]
+
+
 def check_violations(sides: tuple[Side, Side], keep_going: bool) -> None:
     if keep_going:
         return
-    found = [f"{s.label} ({s.path}): {v['kind']} violation at stage {v['stage']}: {v['message']}"
-             for s in sides for v in s.violations]
+    found = violation_lines(sides)
     if found:
         raise DiffTrouble("\n  ".join(["a side has a violation, so its later stages are not comparable:"] + found)
                           + "\n(give --keep-going to compare anyway, with NumPy's result recorded at each violation)")
@@ -535,8 +539,7 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
             if value >= s.dims.get(letter, 1):
                 notes.append(f"{s.label} has {letter} = {s.dims.get(letter)}: no value to show at {option} {value}")
     if keep_going:
-        notes += [f"{s.label} ({s.path}): {v['kind']} violation at stage {v['stage']}: {v['message']}"
-                  for s in (a, b) for v in s.violations]
+        notes += violation_lines((a, b))
     weights, weights_note = compare_weights(a, b, atol, rtol)
     if weights_note:
         notes.append(weights_note)
