@@ -103,6 +103,7 @@ def run(
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a violation was flagged (for scripts that only collect reports).")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="Print the step list the spec runs, with each stage's shape, and exit.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
+    with_weights: Annotated[bool, typer.Option("--with-weights", help="With --json: also write every weight, so `tracer diff` can name the weight that differs.")] = False,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix."""
 
@@ -112,6 +113,8 @@ def run(
 
         if not 0 <= precision <= 17:
             raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
+        if with_weights and not as_json:
+            raise UsageError("--with-weights only changes the JSON output: give --json too")
         s = load_spec(spec)
         if steps:
             if as_json:
@@ -132,7 +135,12 @@ def run(
             check = run_verify(trace)
         if as_json:
             stages = render.visible_stages(trace, show_all)
-            sys.stdout.write(jsonout.dumps(jsonout.trace_json(trace, stages, check.as_json() if check else None)))
+            weights = None
+            if with_weights:
+                from .params import load_params
+
+                weights = load_params(s)
+            sys.stdout.write(jsonout.dumps(jsonout.trace_json(trace, stages, check.as_json() if check else None, weights)))
         else:
             note = ""
             if check is not None:
@@ -168,6 +176,43 @@ def probe(
         else:
             console(no_color).print(render.probe_table(s, props))
         return EXIT_OK if ok or exit_zero else EXIT_VIOLATION
+
+    guarded(body)
+
+
+@app.command()
+def diff(
+    a: Annotated[str, typer.Argument(metavar="A", help="Side A: a YAML spec, or a trace saved by `tracer run SPEC --json`.", show_default=False)],
+    b: Annotated[str, typer.Argument(metavar="B", help="Side B: a YAML spec, or a saved JSON trace.", show_default=False)],
+    atol: Annotated[float, typer.Option("--atol", help="Absolute tolerance: equal when |A - B| <= atol + rtol * max(|A|, |B|).")] = 1e-9,
+    rtol: Annotated[float, typer.Option("--rtol", help="Relative tolerance (see --atol).")] = 1e-9,
+    pos: Annotated[int, typer.Option("--pos", "-t", help="Position whose values the table shows.")] = 0,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sample whose values the table shows.")] = 0,
+    precision: Annotated[int, typer.Option("--precision", "-p", help="Decimals printed (0 to 17).")] = 6,
+    show_all: Annotated[bool, typer.Option("--all", help="Also compare attention internals (attn.q, attn.k, ...).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout instead of the tables.")] = False,
+    keep_going: Annotated[bool, typer.Option("--keep-going", help="Compare even when a side has a violation (else exit 2).")] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
+) -> None:
+    """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
+
+    Exit codes as diff(1): 0 the same within tolerance, 1 different, 2 trouble.
+    """
+
+    def body() -> int:
+        from . import diff as diffing
+        from . import jsonout
+
+        if not 0 <= precision <= 17:
+            raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
+        result = diffing.diff(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going)
+        if as_json:
+            sys.stdout.write(jsonout.dumps(result.as_json()))
+        else:
+            from .render_diff import diff_view
+
+            console(no_color).print(diff_view(result, precision))
+        return result.exit_code
 
     guarded(body)
 

@@ -9,7 +9,9 @@ Schema (stable; documented in README):
      "steps": [{"name","op","inputs","weights"}],
      "stages": [{"name","meaning","shape","axes","values"}],
      "violations": [{"kind","stage","message","shapes"}],
-     "verify": {...}                   # only with --verify
+     "verify": {...},                  # only with --verify
+     "dtype": "float64" | "float32",
+     "weights": {name: nested list}    # only with --with-weights (e.g. "attn.w_q", "norm1.gamma")
     }
 Values are nested lists of floats written with repr, so they read back to the
 same doubles; NaN and infinities, which JSON lacks, are written as the strings
@@ -38,12 +40,12 @@ def _finite_safe(values: Any) -> Any:
     return values
 
 
-def stage_json(stage: Stage) -> dict[str, Any]:
-    a = stage.array
-    values = a.tolist()
+def array_json(a: np.ndarray) -> Any:
+    """An array (or NumPy scalar) as nested lists of floats; NaN and infinities as strings."""
+    values = np.asarray(a).tolist()
     if a.dtype.kind == "f" and not np.isfinite(a).all():
         values = _finite_safe(values)
-    return {"name": stage.name, "meaning": stage.meaning, "shape": list(a.shape), "axes": list(stage.axes), "values": values}
+    return values
 
 
 def steps_json(spec: Spec) -> list[dict[str, Any]]:
@@ -51,7 +53,13 @@ def steps_json(spec: Spec) -> list[dict[str, Any]]:
              "shape": list(spec.stage_shapes[s.name][1]), "axes": list(spec.stage_shapes[s.name][0])} for s in spec.steps]
 
 
-def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None = None) -> dict[str, Any]:
+def stage_json(stage: Stage) -> dict[str, Any]:
+    a = stage.array
+    return {"name": stage.name, "meaning": stage.meaning, "shape": list(a.shape), "axes": list(stage.axes), "values": array_json(a)}
+
+
+def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None = None,
+               weights: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     spec = trace.spec
     blk = spec.block
     out: dict[str, Any] = {
@@ -66,6 +74,9 @@ def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None 
     }
     if verify is not None:
         out["verify"] = verify
+    out["dtype"] = spec.dtype
+    if weights is not None:  # --with-weights: lets `tracer diff` name the weight that differs
+        out["weights"] = {name: array_json(w) for name, w in weights.items()}
     return out
 
 

@@ -73,12 +73,12 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
     caption = (f"{order}, mask {spec.block.mask}, eps {spec.block.eps:g}; "
                + ", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
-    table.add_column("stage", no_wrap=True)
-    table.add_column("what it is")
-    table.add_column(f"value at b={b}, t={t}{token_label(spec, b, t)}", no_wrap=True)
-    table.add_column("shape", no_wrap=True)
+    table.add_column("stage", overflow="fold")
+    table.add_column("what it is", overflow="fold")
+    table.add_column(f"value at b={b}, t={t}{token_label(spec, b, t)}", overflow="fold")
+    table.add_column("shape", overflow="fold")
     if verify_diffs is not None:
-        table.add_column("max |NumPy - reference|", justify="right", no_wrap=True)
+        table.add_column("max |NumPy - reference|", justify="right", overflow="fold")
     for stage in visible_stages(trace, show_all):
         name = Text(stage.name, style="bold red" if stage.name in marks else "")
         if stage.name in marks:
@@ -150,7 +150,7 @@ def steps_table(spec: Spec) -> Table:
         kind = "encoder-decoder"
     table = Table(title=f"{spec.name}: {kind}", title_justify="left")
     for col in ("#", "stage", "op", "reads", "weights", "settings", "shape"):
-        table.add_column(col, no_wrap=col != "reads")
+        table.add_column(col, overflow="fold")
     for i, step in enumerate(spec.steps, 1):
         settings = ", ".join(f"{k}={v}" for k, v in step.params().items() if k != "stream")
         if step.op == "select":
@@ -161,9 +161,9 @@ def steps_table(spec: Spec) -> Table:
 
 def probe_table(spec: Spec, props: list) -> Table:  # list[probe.Property]
     table = Table(title=f"{spec.name}: properties", title_justify="left")
-    table.add_column("property", no_wrap=True)
-    table.add_column("result", no_wrap=True)
-    table.add_column("evidence")
+    table.add_column("property", overflow="fold")
+    table.add_column("result", overflow="fold")
+    table.add_column("evidence", overflow="fold")
     style = {"pass": "green", "fail": "bold red", "not applicable": "dim"}
     for p in props:
         table.add_row(p.name, Text(p.result, style=style.get(p.result, "")), p.evidence)
