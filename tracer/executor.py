@@ -323,7 +323,8 @@ def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     for key, meaning in ATTN_MEANINGS.items():
         if step.base is not None and key in ("q", "k"):
             meaning += ", turned by rotary positions"
-        ex.rec(f"{prefix}.{key}", parts[key], ex.axes(f"{prefix}.{key}"), meaning, internal=True)
+        shown = step.op == "cross_mha" and key == "weights"  # the cross-attention weights are in the default table
+        ex.rec(f"{prefix}.{key}", parts[key], ex.axes(f"{prefix}.{key}"), meaning, internal=not shown)
     return ex.rec(step.name, out, ex.axes(step.name), step.meaning)
 
 

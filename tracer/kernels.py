@@ -93,7 +93,10 @@ def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: bool = True) -> 
         raise ShapeError(f"cannot multiply [..., {x.shape[-1]}] by a [{w.shape[0]}, {w.shape[1]}] matrix")
     if strict:
         check_vector("bias", b, w.shape[1], "out")
-    return x @ w + b
+        y = x @ w
+        y += b  # in place: no second [..., n_out] array
+        return y
+    return x @ w + b  # NumPy's own broadcast, for --keep-going
 
 
 def relu(x: np.ndarray) -> np.ndarray:  # [...] -> [...]
@@ -267,7 +270,10 @@ def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = 
     if activation == "swiglu":  # gated: silu(x W_1 + b_1) * (x W_3 + b_3)
         assert w3 is not None and b3 is not None
         return silu(linear(x, w1, b1, strict)) * linear(x, w3, b3, strict)
-    return ACTIVATIONS[activation](linear(x, w1, b1, strict))
+    h = linear(x, w1, b1, strict)
+    if activation == "relu":
+        return np.maximum(h, 0.0, out=h)  # in place: h is ours
+    return ACTIVATIONS[activation](h)
 
 
 def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: bool = True) -> np.ndarray:  # [B,T,F], [F,C], [C] -> [B,T,C]
