@@ -280,7 +280,8 @@ def _op_batch_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nda
 
 def _op_add(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     a, b = inputs
-    return ex.record_step(step, lambda strict: kernels.add(a, b, strict))
+    names = (step.inputs[0], step.inputs[1]) if step.inputs[0] != step.inputs[1] else ("left", "right")
+    return ex.record_step(step, lambda strict: kernels.add(a, b, strict, names))
 
 
 def _op_identity(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
