@@ -58,9 +58,10 @@ def visible_stages(trace: Trace, show_all: bool) -> list[Stage]:
 def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
                 verify_diffs: dict[str, float] | None = None, mark: str | None = None) -> Table:
     spec = trace.spec
-    title = f"{spec.name}"
-    caption = (f"{spec.block.norm_order}-norm, mask {spec.block.mask}, eps {spec.block.eps:g}; "
-               + ", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
+    # Text, not str: rich would read "[nan, 1.0]" or a spec name with "[/]" as console markup.
+    title = Text(spec.name)
+    caption = Text(f"{spec.block.norm_order}-norm, mask {spec.block.mask}, eps {spec.block.eps:g}; "
+                   + ", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("stage", no_wrap=True)
     table.add_column("what it is")
@@ -76,7 +77,7 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
             value = fmt_value(stage.at(b, t), precision)
         except IndexError:  # a stage cut short (T beyond the position table)
             value = "—"
-        row: list[RenderableType] = [name, stage.meaning, value, stage.shape_label]
+        row: list[RenderableType] = [name, Text(stage.meaning), Text(value), Text(stage.shape_label)]
         if verify_diffs is not None:
             d = verify_diffs.get(stage.name)
             row.append("not checked" if d is None else f"{d:.3g}")
