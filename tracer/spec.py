@@ -161,7 +161,7 @@ class _Validator:
             if key not in allowed:
                 close = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1, cutoff=0.5)
                 hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
-                raise self.fail(path + (key,), f"unknown key {key!r}{hint}")
+                raise SpecError(f"{self.src.where_key(path + (key,))}: {format_path(path + (key,))}: unknown key {key!r}{hint}")
         return mapping
 
     def integer(self, value: Any, path: Path, lo: int = 1, hi: int = MAX_DIM) -> int:
