@@ -108,9 +108,9 @@ def test_precision_formats_values():
     assert rows(out17)["norm1"][2] == f"[{a:.17f}, {-a:.17f}]"
 
 
-def test_negative_zero_prints_as_zero():
+def test_negative_zero_prints_as_zero(pre_table):
     # attention at t=0 is [a - a, 2a]; whatever the sign of the zero, it prints as 0.000000
-    assert rows(ok("run", PRE).stdout)["attention"][2].startswith("[0.000000,")
+    assert rows(pre_table)["attention"][2].startswith("[0.000000,")
 
 
 def test_all_adds_attention_internals():
