@@ -14,6 +14,10 @@ REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
 EXAMPLES = REPO / "examples"
 
+# In-process tests import this checkout's tracer, not whichever copy `pip install -e` points at.
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
 
 def _entry_point() -> list[str]:
     exe = shutil.which("tracer")
@@ -40,3 +44,17 @@ def write_spec(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
     p = tmp_path / name
     p.write_text(text, encoding="utf-8")
     return p
+
+
+def load_text(text: str, filename: str = "spec.yaml"):
+    """A validated Spec from YAML text (in process)."""
+    from tracer.spec import load_spec_text
+
+    return load_spec_text(text, filename)
+
+
+def trace_of(text: str, keep_going: bool = False):
+    """Run a spec given as YAML text through the executor (in process)."""
+    from tracer import executor
+
+    return executor.run(load_text(text), keep_going=keep_going)

@@ -99,6 +99,7 @@ def run(
     show_all: Annotated[bool, typer.Option("--all", help="Also show attention internals (attn.q, attn.k, ...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout (schema_version 1) instead of the table.")] = False,
     verify: Annotated[bool, typer.Option("--verify", help="Run the scalar reference beside NumPy; print the largest difference per stage.")] = False,
+    verify_budget: Annotated[int, typer.Option("--verify-budget", help="Scalar operations the reference may take (about 15 million a second); beyond it, verify what is exact on its own.")] = 60_000_000,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Record NumPy's result at a violation and go on, flagging every violation.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a violation was flagged (for scripts that only collect reports).")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="Print the step list the spec runs, with each stage's shape, and exit.")] = False,
@@ -132,7 +133,9 @@ def run(
         if verify:
             from .verify import verify as run_verify
 
-            check = run_verify(trace)
+            if verify_budget < 1:
+                raise UsageError(f"--verify-budget {verify_budget} must be at least 1")
+            check = run_verify(trace, verify_budget)
         if as_json:
             stages = render.visible_stages(trace, show_all)
             weights = None

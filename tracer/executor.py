@@ -153,7 +153,12 @@ class Executor:
 
     @property
     def stopped(self) -> bool:
-        return self.halt or (bool(self.trace.violations) and not self.keep_going)
+        if self.halt:
+            return True
+        if self.keep_going:
+            return False
+        # NaN and Inf a spec studies on purpose (allow_nonfinite) are flagged but do not end the run
+        return any(v.kind != "nonfinite" or not self.spec.allow_nonfinite for v in self.trace.violations)
 
     def nonfinite(self, name: str, a: np.ndarray, axes: tuple[str, ...]) -> Violation:
         n_nan, n_inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())

@@ -210,10 +210,16 @@ def attend(scores: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal
     return weights, mixed
 
 
-def mha(xq: np.ndarray, xkv: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: np.ndarray, w_v: np.ndarray,
-        b_v: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None, softmax_over_queries: bool = False,
-        rotary_base: float | None = None, causal: bool = False, strict: bool = True) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]
-    """Multi-head attention (self: xq is xkv; cross: keys and values from xkv); every intermediate, by stage suffix."""
+def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: np.ndarray,
+        w_v: np.ndarray, b_v: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None = None,
+        causal: bool = False, softmax_over_queries: bool = False, rotary_base: float | None = None,
+        strict: bool = True) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]
+    """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
+
+    ``causal`` masks keys after each query; ``visible`` ([T,S] bool, True where a query may read a key) is any other mask.
+    """
+    if xkv is None:
+        xkv = xq
     q = split_heads(linear(xq, w_q, b_q, strict, "b_q"), H)  # [B,H,T,d]
     k = split_heads(linear(xkv, w_k, b_k, strict, "b_k"), H)  # [B,H,S,d]
     v = split_heads(linear(xkv, w_v, b_v, strict, "b_v"), H)

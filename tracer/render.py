@@ -68,10 +68,11 @@ def visible_stages(trace: Trace, show_all: bool) -> list[Stage]:
 def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
                 verify_diffs: dict[str, float] | None = None, marks: frozenset[str] = frozenset()) -> Table:
     spec = trace.spec
-    title = f"{spec.name}"
+    # Text, not str: rich would read "[nan, 1.0]" or a spec name with "[/]" as console markup.
+    title = Text(spec.name)
     order = "custom steps" if spec.block.norm_order == "custom" else f"{spec.block.norm_order}-norm"
-    caption = (f"{order}, mask {spec.block.mask}, eps {spec.block.eps:g}; "
-               + ", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
+    caption = Text(f"{order}, mask {spec.block.mask}, eps {spec.block.eps:g}; "
+                   + ", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left")
     table.add_column("stage", overflow="fold")
     table.add_column("what it is", overflow="fold")
@@ -87,7 +88,7 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
             value = fmt_value(stage.at(b, t), precision)
         except IndexError:  # a stage cut short (T beyond the position table)
             value = "—"
-        row: list[RenderableType] = [name, stage.meaning, value, stage.shape_label]
+        row: list[RenderableType] = [name, Text(stage.meaning), Text(value), Text(stage.shape_label)]
         if verify_diffs is not None:
             d = verify_diffs.get(stage.name)
             row.append("not checked" if d is None else f"{d:.3g}")
@@ -148,23 +149,24 @@ def steps_table(spec: Spec) -> Table:
     kind = "preset " + spec.block.norm_order + "-norm" if spec.block.norm_order != "custom" else "the spec's own steps"
     if spec.model == "encoder-decoder":
         kind = "encoder-decoder"
-    table = Table(title=f"{spec.name}: {kind}", title_justify="left")
+    table = Table(title=Text(f"{spec.name}: {kind}"), title_justify="left")
     for col in ("#", "stage", "op", "reads", "weights", "settings", "shape"):
         table.add_column(col, overflow="fold")
     for i, step in enumerate(spec.steps, 1):
         settings = ", ".join(f"{k}={v}" for k, v in step.params().items() if k != "stream")
         if step.op == "select":
             settings = f"axis={step.axis}, {step.start}:{step.stop}"
-        table.add_row(str(i), step.name, step.op, ", ".join(step.inputs), step.weights or "", settings, shape_label(*spec.stage_shapes[step.name]))
+        cells = (str(i), step.name, step.op, ", ".join(step.inputs), step.weights or "", settings, shape_label(*spec.stage_shapes[step.name]))
+        table.add_row(*(Text(c) for c in cells))
     return table
 
 
 def probe_table(spec: Spec, props: list) -> Table:  # list[probe.Property]
-    table = Table(title=f"{spec.name}: properties", title_justify="left")
+    table = Table(title=Text(f"{spec.name}: properties"), title_justify="left")
     table.add_column("property", overflow="fold")
     table.add_column("result", overflow="fold")
     table.add_column("evidence", overflow="fold")
     style = {"pass": "green", "fail": "bold red", "not applicable": "dim"}
     for p in props:
-        table.add_row(p.name, Text(p.result, style=style.get(p.result, "")), p.evidence)
+        table.add_row(Text(p.name), Text(p.result, style=style.get(p.result, "")), Text(p.evidence))
     return table
