@@ -168,12 +168,14 @@ class Executor:
 
     def mask(self) -> np.ndarray | None:
         """[T,T] bool, True where query i may read key j; None when every key is visible."""
-        blk, T = self.spec.block, self.spec.dims.T
+        blk = self.spec.block
+        x = self.trace.stages.get("x")
+        T = self.spec.dims.T if x is None else x.array.shape[1]  # fewer than dims.T when cut at T_max
         if blk.mask == "causal":
             return ~kernels.causal_mask(T)
         if blk.mask == "explicit":
             assert blk.mask_matrix is not None
-            return np.array(blk.mask_matrix, dtype=bool)
+            return np.array(blk.mask_matrix, dtype=bool)[:T, :T]
         return None
 
     # -- the run ----------------------------------------------------------

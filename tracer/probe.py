@@ -60,11 +60,11 @@ def causality(spec: Spec) -> Property:
     name = "causality"
     if spec.block.mask != "causal":
         return Property(name, NOT_APPLICABLE, f"the block's mask is {spec.block.mask}, not causal: later positions may be read by design")
-    T = spec.dims.T
-    if T < 2:
-        return Property(name, NOT_APPLICABLE, "T = 1: there is no later position to perturb")
     base = executor.run(spec, keep_going=True)
     x = base.stages["x"].array
+    T = x.shape[1]  # fewer than dims.T when the run is cut at T_max
+    if T < 2:
+        return Property(name, NOT_APPLICABLE, "T = 1: there is no later position to perturb")
     noise = uniform(0, "probe.causality", x.shape, -1.0, 1.0).astype(x.dtype)
     checked, largest = [], 0.0
     for t in _probe_positions(T):

@@ -47,6 +47,9 @@ def position_cost(spec: Spec, keys: int) -> int:
 
 def unsupported(spec: Spec) -> str:
     """Why the reference cannot follow this step list ("" when it can)."""
+    d = spec.dims
+    if spec.block.positions == "learned" and d.T_max is not None and d.T > d.T_max:
+        return f"T = {d.T} runs past the position table's T_max = {d.T_max} rows; the violation report is the check here"
     for step in spec.steps:
         if step.op == "select" or (step.op == "layer_norm" and step.axis not in (None, "C")) or (step.op == "mha" and step.axis == "queries"):
             return (f"step {step.formula()} breaks the per-position contract the reference is written for; "
