@@ -145,7 +145,11 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int]) -> Shape:
     """The stage's axes and sizes; raises ValueError with a short fact if the op cannot apply."""
     axes, shape = ins[0]
     op = step.op
-    if op in ("layer_norm", "relu", "identity"):
+    if op in ("relu", "identity"):
+        return axes, shape
+    if op in ("layer_norm", "mha", "ffn", "ffn_hidden"):  # their weights are [C] or [C,*]
+        _need_width(op, axes, shape, "C", sizes)
+    if op == "layer_norm":
         return axes, shape
     if op == "add":
         (a_axes, a), (b_axes, b) = ins
@@ -153,16 +157,16 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int]) -> Shape:
             raise ValueError(f"cannot add {_label(a_axes, a)} and {_label(b_axes, b)}: NumPy cannot broadcast them either")
         return a_axes, tuple(max(x, y) for x, y in zip(a, b))
     if op in ("mha", "ffn", "ffn_hidden"):
-        if axes[-1:] != ("C",) or len(axes) != 3:
-            raise ValueError(f"{op} reads [B,T,C], received {_label(axes, shape)}")
+        if op == "mha" and shape[1] != sizes["T"]:
+            raise ValueError(f"mha reads all T = {sizes['T']} positions (its mask is [T,T]), received {_label(axes, shape)}")
         if op == "ffn_hidden":
             return axes[:-1] + ("F",), shape[:-1] + (sizes["F"],)
         return axes, shape
     if op == "ffn_out":
-        if axes[-1:] != ("F",):
-            raise ValueError(f"ffn_out reads [B,T,F], received {_label(axes, shape)}")
+        _need_width(op, axes, shape, "F", sizes)
         return axes[:-1] + ("C",), shape[:-1] + (sizes["C"],)
     if op == "linear":
+        _need_width(op, axes, shape, axes[-1], sizes)  # W is [in,out], in = the input's last axis
         out = step.out or "C"
         return axes[:-1] + (out,), shape[:-1] + (sizes[out],)
     if op == "select":
@@ -174,6 +178,12 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int]) -> Shape:
             raise ValueError(f"select {step.start}:{step.stop} along {step.axis}, which has size {shape[i]}")
         return axes, shape[:i] + (step.stop - step.start,) + shape[i + 1:]
     raise ValueError(f"unknown op {op!r}")
+
+
+def _need_width(op: str, axes: tuple[str, ...], shape: tuple[int, ...], letter: str, sizes: dict[str, int]) -> None:
+    """The op's weights are sized for a full last axis: a slice of it (select along C or F) does not fit."""
+    if len(axes) != 3 or axes[-1] != letter or shape[-1] != sizes[letter]:
+        raise ValueError(f"{op} reads [B,T,{letter}] with {letter} = {sizes[letter]}, received {_label(axes, shape)}")
 
 
 def _label(axes: tuple[str, ...], shape: tuple[int, ...]) -> str:
