@@ -74,13 +74,15 @@ def causality(spec: Spec) -> Property:
         for stage in base.stages.values():
             if stage.name == "x" or stage.name not in changed.stages or "T" not in stage.axes:
                 continue
+            if stage.array.shape[stage.axes.index("T")] != T:  # a slice along T: its rows are not positions 0..
+                continue
             a, b = _upto(stage, t), _upto(changed.stages[stage.name], t)
             if a.shape != b.shape:
                 continue
             diff = float(np.nanmax(np.abs(a - b))) if a.size else 0.0
             if diff > _tolerance(a):
                 return Property(name, FAIL,
-                                f"perturbing positions {_span(t + 1, T - 1)} changed stage {stage.name} at {_span(0, t)} by up to {diff:.3g}: "
+                                f"perturbing {_span(t + 1, T - 1)} changed stage {stage.name} at {_span(0, t)} by up to {diff:.3g}: "
                                 f"{'position 0 depends' if t == 0 else f'positions up to {t} depend'} on later ones, although the mask is causal",
                                 stage.name, t)
             largest = max(largest, diff)
@@ -107,6 +109,8 @@ def permutation(spec: Spec) -> Property:
         if stage.name == "x" or stage.name not in moved.stages or stage.axes.count("T") != 1:
             continue
         axis = stage.axes.index("T")
+        if stage.array.shape[axis] != T:  # a slice of the positions (select along T) has no rows to permute
+            continue
         a = np.take(stage.array, perm, axis=axis)
         b = moved.stages[stage.name].array
         if a.shape != b.shape:
