@@ -92,10 +92,10 @@ def _broadcast_why(axes: tuple[str, ...], shapes: list[tuple[int, ...]]) -> str:
         if len(set(sizes)) > 1 and 1 in sizes:
             n = max(sizes)
             word = AXIS_WORDS.get(letter, f"entries along {letter}")
-            if letter == "B":
-                reasons.append(f"sample 1{' and the others' if n > 2 else ''} would receive sample 0's update")
-            elif letter == "T":
-                reasons.append(f"all {n} {word} would receive position 0's update")
+            if letter in ("B", "T"):  # which sample or position the single row came from is not known here
+                one, others = ("sample", "samples") if letter == "B" else ("position", "positions")
+                rest = f"the other {one}" if n == 2 else f"the other {n - 1} {others}"
+                reasons.append(f"one {one}'s update would be handed to all {n} {others}, so {rest} would receive an update that is not {'its' if n == 2 else 'their'} own")
             else:
                 reasons.append(f"all {n} {word} would receive the same value")
     if not reasons:

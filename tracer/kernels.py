@@ -73,7 +73,7 @@ def _axis_contract(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> BrokenC
         why = (f"each position's result now depends on all {n} positions: position 0 changes when positions 1..{n - 1} do, "
                "so the future leaks into earlier positions even though the attention mask is right (section 17.3)")
     elif name == "B":
-        why = f"each sample's result now depends on the other {n - 1} sample(s) of the batch: statistics mix samples"
+        why = f"each sample's result now depends on the other {n - 1} sample{'s' if n > 2 else ''} of the batch: statistics mix samples"
     else:
         why = "the statistics mix entries that must be normalised separately"
     return BrokenContract(
