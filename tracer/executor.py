@@ -132,7 +132,8 @@ class Executor:
             why = bc.why or (_broadcast_why(axes, list(bc.operands.values())) if bc.kind == "broadcast" else "")
             self.flag(Violation(
                 kind=bc.kind, stage=stage, message=f"{stage}: {bc.fact}",
-                shapes={name: _axes_label(shape, axes) for name, shape in bc.operands.items()},
+                shapes={name: shape_label(bc.axes[name], shape) if name in bc.axes else _axes_label(shape, axes)
+                        for name, shape in bc.operands.items()},
                 rule=bc.rule or bc.fact, numpy_would=bc.numpy_would, why=why,
             ))
             return compute(False)
@@ -256,7 +257,7 @@ def _op_select(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray
 def _op_linear(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     w, b = ex.params[f"{step.weights}.w"], ex.params[f"{step.weights}.b"]
-    return ex.record_step(step, lambda strict: kernels.linear(x, w, b, strict))
+    return ex.record_step(step, lambda strict: kernels.linear(x, w, b, strict, ("b", step.out or "C")))
 
 
 def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:

@@ -43,6 +43,7 @@ def check_vector(name: str, v: np.ndarray, width: int, axis: str) -> None:  # v 
         numpy_would=f"repeat {name}'s single value across all {width} coordinates without complaint",
         why=f"{name} should hold one learned value per coordinate; a stretched value silently ties all {width} together",
         rule=f"{name} holds exactly one value per coordinate: [{axis}] = [{width}]",
+        axes={name: (axis,)},
     )
 
 
@@ -86,11 +87,12 @@ def _axis_contract(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> BrokenC
     )
 
 
-def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: bool = True) -> np.ndarray:  # [..., n_in], [n_in, n_out], [n_out] -> [..., n_out]
+def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: bool = True,
+           bias: tuple[str, str] = ("bias", "out")) -> np.ndarray:  # [..., n_in], [n_in, n_out], [n_out] -> [..., n_out]
     if x.shape[-1] != w.shape[0]:
         raise ShapeError(f"cannot multiply [..., {x.shape[-1]}] by a [{w.shape[0]}, {w.shape[1]}] matrix")
     if strict:
-        check_vector("bias", b, w.shape[1], "out")
+        check_vector(bias[0], b, w.shape[1], bias[1])  # bias: its name in the spec and its axis letter
     return x @ w + b
 
 
@@ -122,9 +124,9 @@ def mha(x: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: n
         w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None, softmax_over_queries: bool = False,
         strict: bool = True) -> dict[str, np.ndarray]:  # [B,T,C] -> [B,T,C]; visible [T,T] or None
     """Multi-head self-attention; returns every intermediate, keyed by stage suffix."""
-    q = split_heads(linear(x, w_q, b_q, strict), H)  # [B,H,T,d]
-    k = split_heads(linear(x, w_k, b_k, strict), H)
-    v = split_heads(linear(x, w_v, b_v, strict), H)
+    q = split_heads(linear(x, w_q, b_q, strict, ("b_q", "C")), H)  # [B,H,T,d]
+    k = split_heads(linear(x, w_k, b_k, strict, ("b_k", "C")), H)
+    v = split_heads(linear(x, w_v, b_v, strict, ("b_v", "C")), H)
     d = q.shape[-1]
     scores = (q @ k.swapaxes(-1, -2)) * (1.0 / np.sqrt(d))  # [B,H,T,T]
     if softmax_over_queries and strict:
@@ -140,13 +142,13 @@ def mha(x: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: n
     masked = scores if visible is None else np.where(visible, scores, -np.inf)
     weights = softmax(masked, axis=-2 if softmax_over_queries else -1)
     heads = merge_heads(weights @ v)  # [B,H,T,d] -> [B,T,C]
-    out = linear(heads, w_o, b_o, strict)
+    out = linear(heads, w_o, b_o, strict, ("b_o", "C"))
     return {"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "heads": heads, "output": out}
 
 
 def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, strict: bool = True) -> np.ndarray:  # [B,T,C], [C,F], [F] -> [B,T,F]
-    return relu(linear(x, w1, b1, strict))
+    return relu(linear(x, w1, b1, strict, ("b1", "F")))
 
 
 def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: bool = True) -> np.ndarray:  # [B,T,F], [F,C], [C] -> [B,T,C]
-    return linear(h, w2, b2, strict)
+    return linear(h, w2, b2, strict, ("b2", "C"))
