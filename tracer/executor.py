@@ -124,11 +124,11 @@ class Executor:
         return self.spec.stage_shapes[stage][0]
 
     # -- violations -------------------------------------------------------
-    def guarded(self, stage: str, axes: tuple[str, ...], compute: Callable[[bool], np.ndarray]) -> np.ndarray:
-        """Run ``compute(strict=True)``; on a broken contract record it, then NumPy's result (strict=False)."""
-        try:
-            return compute(True)
-        except BrokenContract as bc:
+    def guarded(self, stage: str, axes: tuple[str, ...], compute: Callable[[kernels.Strict], np.ndarray]) -> np.ndarray:
+        """Run ``compute`` collecting every broken contract; flag each; the result is what NumPy computes."""
+        broken: list[BrokenContract] = []
+        out = compute(broken)
+        for bc in broken:
             why = bc.why or (_broadcast_why(axes, list(bc.operands.values())) if bc.kind == "broadcast" else "")
             self.flag(Violation(
                 kind=bc.kind, stage=stage, message=f"{stage}: {bc.fact}",
@@ -136,7 +136,7 @@ class Executor:
                         for name, shape in bc.operands.items()},
                 rule=bc.rule or bc.fact, numpy_would=bc.numpy_would, why=why,
             ))
-            return compute(False)
+        return out
 
     def flag(self, v: Violation) -> None:
         """Record a violation; the run stops after the current step unless keep_going."""
@@ -221,7 +221,7 @@ class Executor:
         meaning, axes = ENTRY_STAGES[name]
         return self.rec(name, array, axes, meaning)
 
-    def record_step(self, step: Step, compute: Callable[[bool], np.ndarray]) -> np.ndarray:
+    def record_step(self, step: Step, compute: Callable[[kernels.Strict], np.ndarray]) -> np.ndarray:
         axes = self.axes(step.name)
         return self.rec(step.name, self.guarded(step.name, axes, compute), axes, step.meaning)
 
@@ -268,7 +268,7 @@ def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     over_queries = step.axis == "queries"
     parts: dict[str, np.ndarray] = {}
 
-    def compute(strict: bool) -> np.ndarray:
+    def compute(strict: kernels.Strict) -> np.ndarray:
         parts.update(kernels.mha(x, **w, H=ex.spec.dims.H, visible=mask, softmax_over_queries=over_queries, strict=strict))
         return parts["output"]
 
