@@ -277,7 +277,8 @@ class _Validator:
             return steps, shapes
         p: Path = ("block", "steps")
         if not isinstance(raw, list) or not raw:
-            raise self.fail(p, f"expected a list of steps such as {{name: norm1, op: layer_norm, in: x, weights: norm1}}, received {self.received(p, raw)}")
+            got = "an empty list" if raw == [] else self.received(p, raw)
+            raise self.fail(p, f"expected a list of steps such as {{name: norm1, op: layer_norm, in: x, weights: norm1}}, received {got}")
         out: list[Step] = []
         for i, item in enumerate(raw):
             step = self.step(item, p + (i,), shapes, sizes)
@@ -298,6 +299,10 @@ class _Validator:
             raise self.fail(path + ("name",), f"expected a stage name of letters, digits, _ and -, received {self.received(path + ('name',), name)}")
         if name in shapes or name in RESERVED_STAGES:
             raise self.fail(path + ("name",), f"stage {name!r} is already defined; every step records a stage of its own")
+        if isinstance(raw["op"], str) and raw["op"] not in OPS:
+            close = difflib.get_close_matches(raw["op"], list(OPS), n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known ops: {', '.join(OPS)}"
+            raise self.fail(path + ("op",), f"unknown op {raw['op']!r}{hint}")
         op = self.choice(raw["op"], path + ("op",), tuple(OPS))
         info = OPS[op]
         ins = raw["in"] if isinstance(raw["in"], list) else [raw["in"]]
