@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .blocks import Step, internal_prefix
-from .spec import Spec
+from .spec import Spec, shape_label
 
 Vec = list[float]
 Mat = list[list[float]]
@@ -50,6 +50,10 @@ def unsupported(spec: Spec) -> str:
     d = spec.dims
     if spec.block.positions == "learned" and d.T_max is not None and d.T > d.T_max:
         return f"T = {d.T} runs past the position table's T_max = {d.T_max} rows; the violation report is the check here"
+    for w in spec.weights.values():
+        if w.given_shape is not None and w.given_shape != w.shape:
+            return (f"weights.{w.path} is {list(w.given_shape)} where {shape_label(w.axes, w.shape)} is due; "
+                    "the violation report is the check here")
     for step in spec.steps:
         if step.op == "select" or (step.op == "layer_norm" and step.axis not in (None, "C")) or (step.op == "mha" and step.axis == "queries"):
             return (f"step {step.formula()} breaks the per-position contract the reference is written for; "
