@@ -285,8 +285,13 @@ class _Validator:
             out.append(step)
         steps = tuple(out)
         if block.final_norm:
+            if "final_norm" in shapes:
+                raise self.fail(("block", "final_norm"), "a step is already named final_norm; rename it, or drop final_norm: true")
             steps = with_final_norm(steps)
-            shapes["final_norm"] = shapes[steps[-2].name]
+            try:
+                shapes["final_norm"] = output_shape(steps[-1], [shapes[steps[-2].name]], sizes)
+            except ValueError as e:
+                raise self.fail(("block", "final_norm"), f"the final LayerNorm reads the last step, {steps[-2].name}: {e}") from None
         return steps, shapes
 
     def step(self, raw: Any, path: Path, shapes: dict[str, Shape], sizes: dict[str, int]) -> Step:
