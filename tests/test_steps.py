@@ -196,6 +196,17 @@ def test_custom_steps_with_final_norm_append_the_stage(tmp_path):
     assert np.abs(out["final_norm"] - (out["output"] - mu) / np.sqrt(var + 1e-5)).max() < 1e-12
 
 
+@pytest.mark.parametrize("steps, fragment", [
+    ("- {name: h, op: ffn_hidden, in: x, weights: f}",
+     "the final LayerNorm reads the last step, h: layer_norm reads [B,T,C] with C = 4, received [B,T,F] = [2,3,6]"),
+    ("- {name: final_norm, op: relu, in: x}", "a step is already named final_norm; rename it, or drop final_norm: true"),
+], ids=["reads-F", "name-taken"])
+def test_final_norm_after_custom_steps_is_checked(steps, fragment):
+    # Regression: the appended final LayerNorm was not shape-checked (exit 3) and could repeat a stage name.
+    text = HEAD + "block:\n  final_norm: true\n  steps:\n    " + steps + "\n"
+    assert spec_error(text) == f"spec.yaml:{where(text, 'true')}: block.final_norm: {fragment}"
+
+
 def test_batch_beyond_a_stage_that_kept_one_sample(tmp_path):
     # Regression: the output matrix indexed sample 1 of a [1,T,C] stage (exit 3).
     text = HEAD + "block:\n  steps:\n    - {name: n, op: layer_norm, in: x, weights: n}\n    - {name: first, op: select, in: n, axis: B, index: 1}\n"

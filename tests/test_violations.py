@@ -160,9 +160,15 @@ def test_weight_of_a_stretchable_shape(tmp_path, group, key, given, letter, widt
         shapes={key: f"[{letter}] = [1]"},
         message=f"{stage}: {key} has shape [1] where [{letter}] = [{width}] is due",
     )
+    # --verify cannot follow a stretched weight: it says so (regression: exit 3 in the scalar reference)
+    v = run_app("run", "spec.yaml", "--verify", "--keep-going", cwd=tmp_path)
+    assert v.returncode == 1
+    assert f"verify: skipped: weights.{group}.{key} is [1] where [{letter}] = [{width}] is due" in v.stdout
     # the legal neighbour: one value per coordinate, a [F] bias over [B,T,F] included
     fixed = text.replace(f"{key}: {given}", f"{key}: [{', '.join([given.strip('[]')] * width)}]")
     assert_clean(*trap(tmp_path, fixed))
+    v = run_app("run", "spec.yaml", "--verify", cwd=tmp_path)
+    assert v.returncode == 0 and "verify: largest |NumPy - reference| over all stages = " in v.stdout
 
 
 def test_weight_of_a_shape_numpy_refuses_is_a_spec_error(tmp_path):
