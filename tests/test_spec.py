@@ -80,7 +80,7 @@ CASES = [
     ("unknown block key", MIN + "block: {normorder: pre}\n",
      ["block.normorder: unknown key 'normorder'; did you mean 'norm_order'?"]),
     ("unknown weight group", MIN + "weights: {atn: {}}\n",
-     ["weights.atn: unknown key 'atn'; did you mean 'attn'?"]),
+     ["weights.atn: weight group 'atn' is given but nothing in the model reads it; did you mean 'attn'?"]),
     ("unknown weight in group", MIN + "weights:\n  attn: {wq: identity}\n",
      ["spec.yaml:5:10: weights.attn.wq: unknown key 'wq'; did you mean 'w_q'?"]),
     ("unknown input key", "dims: {C: 2, H: 2, F: 3}\ninput: {token: [0, 1]}\nseed: 0\n",

@@ -178,6 +178,10 @@ class _Validator:
     def fail(self, path: Path, message: str) -> SpecError:
         return SpecError(f"{self.src.where(path)}: {format_path(path)}: {message}")
 
+    def fail_key(self, path: Path, message: str) -> SpecError:
+        """An error about a key itself (unknown, unused): located where the key is written."""
+        return SpecError(f"{self.src.where_key(path)}: {format_path(path)}: {message}")
+
     def received(self, path: Path, value: Any) -> str:
         raw = self.src.raw.get(path)
         if isinstance(value, bool):
@@ -205,7 +209,7 @@ class _Validator:
             if key not in allowed:
                 close = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1, cutoff=0.5)
                 hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
-                raise SpecError(f"{self.src.where_key(path + (key,))}: {format_path(path + (key,))}: unknown key {key!r}{hint}")
+                raise self.fail_key(path + (key,), f"unknown key {key!r}{hint}")
         return mapping
 
     def integer(self, value: Any, path: Path, lo: int = 1, hi: int = MAX_DIM) -> int:
@@ -395,7 +399,8 @@ class _Validator:
         shapes: dict[str, Shape] = {"x": (("B", "T", "C"), (dims.B, dims.T, dims.C))}
         p: Path = ("block", "steps")
         if not isinstance(raw, list) or not raw:
-            raise self.fail(p, f"expected a list of steps such as {{name: norm1, op: layer_norm, in: x, weights: norm1}}, received {self.received(p, raw)}")
+            got = "an empty list" if raw == [] else self.received(p, raw)
+            raise self.fail(p, f"expected a list of steps such as {{name: norm1, op: layer_norm, in: x, weights: norm1}}, received {got}")
         return tuple(self.step(item, p + (i,), shapes, sizes) for i, item in enumerate(raw))
 
     def expand(self, model: str, block: BlockSpec, encoder: BlockSpec | None, template: tuple[Step, ...], dims: Dims,
@@ -429,6 +434,8 @@ class _Validator:
             steps += entry + body
             prefix = ""
         if block.final_norm:
+            if any(s.name == prefix + "final_norm" for s in steps):
+                raise self.fail(("block", "final_norm"), "a step is already named final_norm; rename it, or drop final_norm: true")
             steps.append(blocks.final_norm(prefix, last, block.settings()))
             last = steps[-1].name
         if block.head != "none":
@@ -440,8 +447,10 @@ class _Validator:
             ins = [shapes[i] for i in step.inputs]
             try:
                 shapes[step.name] = output_shape(step, ins, sizes, pos)
-            except ValueError as e:  # a custom step whose shapes only clash once layers are stacked
-                raise self.fail(("block",), f"step {step.name}: {e}") from None
+            except ValueError as e:
+                if step.name.endswith("final_norm") and step.op in NORMS.values():
+                    raise self.fail(("block", "final_norm"), f"the final normalisation reads the last step, {step.inputs[0]}: {e}") from None
+                raise self.fail(("block",), f"step {step.name}: {e}") from None  # a custom layer that clashes once stacked
             if step.op in ("mha", "cross_mha"):
                 shapes.update(blocks.attention_internals(step, ins[0], ins[-1], sizes))
         return tuple(steps), shapes
@@ -454,9 +463,14 @@ class _Validator:
         name = raw["name"]
         if not isinstance(name, str) or not name or not all(ch.isalnum() or ch in "_-" for ch in name):
             raise self.fail(path + ("name",), f"expected a stage name of letters, digits, _ and -, received {self.received(path + ('name',), name)}")
-        if name in shapes or name in RESERVED_STAGES or name in ("final_norm", "logits", "probs"):
+        if name in shapes or name in RESERVED_STAGES or name in ("logits", "probs"):
             raise self.fail(path + ("name",), f"stage {name!r} is already defined; every step records a stage of its own")
-        op = self.choice(raw["op"], path + ("op",), tuple(k for k, v in OPS.items() if v.user))
+        user_ops = tuple(k for k, v in OPS.items() if v.user)
+        if isinstance(raw["op"], str) and raw["op"] not in user_ops:
+            close = difflib.get_close_matches(raw["op"], list(user_ops), n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known ops: {', '.join(user_ops)}"
+            raise self.fail(path + ("op",), f"unknown op {raw['op']!r}{hint}")
+        op = self.choice(raw["op"], path + ("op",), user_ops)
         info = OPS[op]
         ins = raw["in"] if isinstance(raw["in"], list) else [raw["in"]]
         if len(ins) != info.arity:
@@ -703,10 +717,11 @@ class _Validator:
                 if key not in expect:
                     unused = self.unused_reason(str(key), path, block, encoder)
                     if unused:
-                        raise self.fail(path + (key,), unused)
+                        raise self.fail_key(path + (key,), unused)
                     close = difflib.get_close_matches(str(key), [str(k) for k in expect], n=1, cutoff=0.5)
                     hint = f"; did you mean {close[0]!r}?" if close else (f"; the model reads: {', '.join(map(str, expect))}" if expect else "")
-                    raise self.fail(path + (key,), f"unknown key {key!r}{hint}")
+                    what = "weight group" if isinstance(sub, dict) else "weight"
+                    raise self.fail_key(path + (key,), f"{what} {key!r} is given but nothing in the model reads it{hint}")
                 nested = expect[key]
                 if nested == "leaf":
                     continue
