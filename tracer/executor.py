@@ -268,19 +268,19 @@ def _op_layer_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nda
     g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
     labels = ex.axes(step.inputs[0])
     axis = labels.index(step.axis or "C")
-    return ex.record_step(step, lambda strict: kernels.layer_norm(x, g, b, ex.spec.block.eps, axis, strict, labels))
+    return ex.record_step(step, lambda strict: kernels.layer_norm(x, g, b, ex.spec.block_for(step.name).eps, axis, strict, labels))
 
 
 def _op_rms_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g = ex.params[f"{step.weights}.gamma"]
-    return ex.record_step(step, lambda strict: kernels.rms_norm(x, g, ex.spec.block.eps, strict))
+    return ex.record_step(step, lambda strict: kernels.rms_norm(x, g, ex.spec.block_for(step.name).eps, strict))
 
 
 def _op_batch_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
-    return ex.record_step(step, lambda strict: kernels.batch_norm(x, g, b, ex.spec.block.eps, strict))
+    return ex.record_step(step, lambda strict: kernels.batch_norm(x, g, b, ex.spec.block_for(step.name).eps, strict))
 
 
 def _op_add(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:

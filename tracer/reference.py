@@ -209,7 +209,7 @@ class Reference:
     def step(self, step: Step, b: int, positions: list[int], st: dict[str, dict[int, Any]]) -> None:
         ins = [st[i] for i in step.inputs]
         g = step.weights
-        eps = self.spec.block.eps
+        eps = self.spec.block_for(step.name).eps
         op = step.op
         if op == "embed":
             ids = self.inputs[step.stream or "tokens"][b]

@@ -125,6 +125,10 @@ class Spec:
     def axes_shape(self, axes: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(self.dims.size(a) for a in axes)
 
+    def block_for(self, stage: str) -> BlockSpec:
+        """The settings of the stack a stage belongs to: the encoder's for 'encoder.*' stages."""
+        return self.encoder if self.encoder is not None and stage.startswith("encoder.") else self.block
+
     def inputs(self) -> dict[str, InputSpec]:
         """The spec's inputs by stream name (what embed/input steps read)."""
         if self.source is not None:
