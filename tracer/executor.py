@@ -111,6 +111,17 @@ def _broadcast_why(axes: tuple[str, ...], shapes: list[tuple[int, ...]]) -> str:
     return "; ".join(reasons) + " (a residual adds each sample's and position's own update, section 17.2)"
 
 
+def visible_keys(spec: Spec, step: Step, n_q: int) -> np.ndarray | None:
+    """[T,T] bool, True where query i may read key j; None when every key is visible."""
+    if step.mask == "causal":
+        return ~kernels.causal_mask(n_q)
+    if step.mask == "explicit":
+        blk = spec.encoder if step.name.startswith("encoder.") and spec.encoder else spec.block
+        assert blk.mask_matrix is not None
+        return np.array(blk.mask_matrix, dtype=bool)
+    return None
+
+
 class Executor:
     def __init__(self, spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None) -> None:
         self.spec = spec
@@ -179,14 +190,7 @@ class Executor:
         )
 
     def visible(self, step: Step, n_q: int) -> np.ndarray | None:
-        """[T,T] bool, True where query i may read key j; None when every key is visible."""
-        if step.mask == "causal":
-            return ~kernels.causal_mask(n_q)
-        if step.mask == "explicit":
-            blk = self.spec.encoder if step.name.startswith("encoder.") and self.spec.encoder else self.spec.block
-            assert blk.mask_matrix is not None
-            return np.array(blk.mask_matrix, dtype=bool)
-        return None
+        return visible_keys(self.spec, step, n_q)
 
     # -- the run ----------------------------------------------------------
     def run(self) -> Trace:
