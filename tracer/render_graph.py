@@ -426,12 +426,16 @@ class Figure:
         table_width = sum(self.widths) + 2 * (len(self.widths) - 1)  # one cell of padding each side, none at the edges
         self.width = max([table_width] + [cell_len(s.title) + 4 for s in self.sections]) + 4  # borders and padding
 
-    def parts(self, aligned: bool) -> list[RenderableType]:
+    def header(self) -> Text:
         spec = self.spec
         head = Text()
         head.append(spec.name, style="bold")
-        head.append(f"\n{_kind(spec)}; " + ", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
-        parts: list[RenderableType] = [head, legend()]
+        head.append(f"\n{_kind(spec)}; " + ", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()) + "\n")
+        head.append_text(legend())
+        return head
+
+    def parts(self, aligned: bool) -> list[RenderableType]:
+        parts: list[RenderableType] = [self.header()]
         for i, s in enumerate(self.sections):
             parts.append(section_panel(s, self.widths if aligned else None, self.width if aligned else None))
             nxt = self.sections[i + 1] if i + 1 < len(self.sections) else None
@@ -444,7 +448,8 @@ class Figure:
         yield Group(*self.parts(aligned=self.width <= options.max_width))
 
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        return Measurement(min(self.width, 40), self.width)
+        widest = max([self.width] + [cell_len(line) for line in self.header().plain.split("\n")])
+        return Measurement(min(self.width, 40), widest)
 
 
 def graph_view(spec: Spec) -> Figure:
