@@ -19,7 +19,9 @@ import typer
 from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from rich.console import Console, RenderableType
+
+    from .export import Target
 
 app = typer.Typer(
     name="tracer",
@@ -105,6 +107,10 @@ def run(
     steps: Annotated[bool, typer.Option("--steps", help="Print the step list the spec runs, with each stage's shape, and exit.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
     with_weights: Annotated[bool, typer.Option("--with-weights", help="With --json: also write every weight, so `tracer diff` can name the weight that differs.")] = False,
+    attention: Annotated[bool, typer.Option("--attention", help="Draw the first attention stage's weights as heatmaps (one panel per head) instead of the table.")] = False,
+    attention_stage: Annotated[list[str] | None, typer.Option("--attention-stage", metavar="NAME", help="Draw this attention stage (e.g. blocks.1.attention, decoder.blocks.0.cross_attention, or all); repeatable; implies --attention.", show_default=False)] = None,
+    svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)] = None,
+    html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)] = None,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix."""
 
@@ -116,14 +122,23 @@ def run(
             raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
         if with_weights and not as_json:
             raise UsageError("--with-weights only changes the JSON output: give --json too")
+        draw = attention or bool(attention_stage)
+        if draw and (as_json or steps):
+            raise UsageError(f"--attention draws a picture; it does not combine with {'--json' if as_json else '--steps'}")
+        targets = export_targets(svg, html, [spec], as_json)
         s = load_spec(spec)
         if steps:
             if as_json:
                 sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name},
                                                 "steps": jsonout.steps_json(s)}))
             else:
-                console(no_color).print(render.steps_table(s))
+                show(render.steps_table(s), no_color, targets, s.name)
             return EXIT_OK
+        picked = []
+        if draw:
+            from .render_attention import resolve
+
+            picked = resolve(s, attention_stage or [])
         if not 0 <= batch < s.dims.B:
             raise UsageError(f"--batch {batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
         if not 0 <= pos < s.dims.T:
@@ -144,12 +159,20 @@ def run(
 
                 weights = load_params(s)
             sys.stdout.write(jsonout.dumps(jsonout.trace_json(trace, stages, check.as_json() if check else None, weights)))
+        elif draw:
+            from rich.console import Group
+            from rich.text import Text
+
+            from .render_attention import attention_view
+
+            picture = attention_view(trace, picked, batch)
+            show(Group(picture, Text(verify_note(check))) if check is not None else picture, no_color, targets, s.name)
         else:
             note = ""
             if check is not None:
                 note = verify_note(check)
             view = render.run_view(trace, batch, pos, precision, show_all, check.stages if check else None, note)
-            console(no_color).print(view)
+            show(view, no_color, targets, s.name)
         return EXIT_OK if trace.ok or exit_zero else EXIT_VIOLATION
 
     guarded(body)
@@ -196,6 +219,8 @@ def diff(
     as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout instead of the tables.")] = False,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Compare even when a side has a violation (else exit 2).")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
+    svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)] = None,
+    html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)] = None,
 ) -> None:
     """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
 
@@ -208,16 +233,62 @@ def diff(
 
         if not 0 <= precision <= 17:
             raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
+        targets = export_targets(svg, html, [a, b], as_json)
         result = diffing.diff(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going)
         if as_json:
             sys.stdout.write(jsonout.dumps(result.as_json()))
         else:
             from .render_diff import diff_view
 
-            console(no_color).print(diff_view(result, precision))
+            show(diff_view(result, precision), no_color, targets, f"tracer diff {a} {b}")
         return result.exit_code
 
     guarded(body)
+
+
+@app.command()
+def graph(
+    spec: Annotated[str, typer.Argument(help="The YAML spec of the block to draw.", show_default=False)],
+    no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
+    svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write the drawing as an SVG picture.", show_default=False)] = None,
+    html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write the drawing as an HTML page.", show_default=False)] = None,
+) -> None:
+    """Draw the block as Figure 17.1 does: before the block, each residual path with every stage and its shape.
+
+    Drawn from the spec's own step list and shapes; nothing is run.
+    """
+
+    def body() -> int:
+        from .render_graph import graph_view
+        from .spec import load_spec
+
+        targets = export_targets(svg, html, [spec], False)
+        s = load_spec(spec)
+        show(graph_view(s), no_color, targets, s.name)
+        return EXIT_OK
+
+    guarded(body)
+
+
+def export_targets(svg: str | None, html: str | None, inputs: list[str], as_json: bool) -> list[Target]:
+    """--svg / --html, checked before anything runs (never over an input, never somewhere unwritable)."""
+    if svg is None and html is None:
+        return []
+    if as_json:
+        raise UsageError("--svg and --html export the table the terminal shows; they do not combine with --json")
+    from .export import check_targets
+
+    return check_targets(svg, html, inputs)
+
+
+def show(view: RenderableType, no_color: bool, targets: list[Target], title: str) -> None:
+    """Print the view once; write the exports asked for (at the content's natural width)."""
+    console(no_color).print(view)
+    if targets:
+        from .export import export
+
+        for path in export(view, targets, title, no_color):
+            sys.stderr.write(f"tracer: wrote {path}\n")
 
 
 def verify_note(check: object) -> str:

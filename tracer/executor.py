@@ -112,6 +112,17 @@ def _broadcast_why(axes: tuple[str, ...], shapes: list[tuple[int, ...]]) -> str:
     return "; ".join(reasons) + " (a residual adds each sample's and position's own update, section 17.2)"
 
 
+def visible_keys(spec: Spec, step: Step, n_q: int) -> np.ndarray | None:
+    """[T,T] bool, True where query i may read key j; None when every key is visible."""
+    if step.mask == "causal":
+        return ~kernels.causal_mask(n_q)
+    if step.mask == "explicit":
+        blk = spec.block_for(step.name)
+        assert blk.mask_matrix is not None
+        return np.array(blk.mask_matrix, dtype=bool)[:n_q, :n_q]  # fewer rows when cut at T_max
+    return None
+
+
 class Executor:
     def __init__(self, spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None) -> None:
         self.spec = spec
@@ -164,7 +175,7 @@ class Executor:
         first = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
         where = ", ".join(f"{letter}={i}" for letter, i in zip(axes, first))
         why = "NaN and Inf spread to every later stage that reads them"
-        blk = self.spec.encoder if name.startswith("encoder.") and self.spec.encoder else self.spec.block
+        blk = self.spec.block_for(name)
         if name.endswith(".weights") and blk.mask_matrix is not None:
             visible = np.array(blk.mask_matrix, dtype=bool)
             rows = [int(i) for i in np.flatnonzero(~visible.any(axis=-1))]
@@ -183,14 +194,7 @@ class Executor:
         )
 
     def visible(self, step: Step, n_q: int) -> np.ndarray | None:
-        """[T,T] bool, True where query i may read key j; None when every key is visible."""
-        if step.mask == "causal":
-            return ~kernels.causal_mask(n_q)
-        if step.mask == "explicit":
-            blk = self.spec.encoder if step.name.startswith("encoder.") and self.spec.encoder else self.spec.block
-            assert blk.mask_matrix is not None
-            return np.array(blk.mask_matrix, dtype=bool)[:n_q, :n_q]  # fewer rows when cut at T_max
-        return None
+        return visible_keys(self.spec, step, n_q)
 
     # -- the run ----------------------------------------------------------
     def run(self) -> Trace:

@@ -276,7 +276,7 @@ class Reference:
         q, k, v = project("q", xq, positions), project("k", xkv, key_positions), project("v", xkv, key_positions)
         explicit = None
         if step.mask == "explicit":
-            blk = self.spec.encoder if step.name.startswith("encoder.") and self.spec.encoder else self.spec.block
+            blk = self.spec.block_for(step.name)
             explicit = blk.mask_matrix
         n_keys = (self.spec.dims.S or 0) if cross else (self.spec.dims.S or 0) if step.name.startswith("encoder.") else self.spec.dims.T
         scale = 1.0 / math.sqrt(d)
