@@ -25,6 +25,8 @@ def fmt_number(v: float, precision: int) -> str:
         return "nan"
     if math.isinf(v):
         return "inf" if v > 0 else "-inf"
+    if abs(v) >= 1e15:  # fixed point would print dozens of digits
+        return f"{v:.{precision}e}"
     s = f"{v:.{precision}f}"
     if s.startswith("-") and not s.strip("-0."):  # -0.000000 prints as 0.000000
         s = s[1:]
