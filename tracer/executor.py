@@ -280,7 +280,8 @@ def _op_batch_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nda
 
 def _op_add(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     a, b = inputs
-    return ex.record_step(step, lambda strict: kernels.add(a, b, strict))
+    names = (step.inputs[0], step.inputs[1]) if step.inputs[0] != step.inputs[1] else ("left", "right")
+    return ex.record_step(step, lambda strict: kernels.add(a, b, strict, names))
 
 
 def _op_identity(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
@@ -323,7 +324,8 @@ def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     for key, meaning in ATTN_MEANINGS.items():
         if step.base is not None and key in ("q", "k"):
             meaning += ", turned by rotary positions"
-        ex.rec(f"{prefix}.{key}", parts[key], ex.axes(f"{prefix}.{key}"), meaning, internal=True)
+        shown = step.op == "cross_mha" and key == "weights"  # the cross-attention weights are in the default table
+        ex.rec(f"{prefix}.{key}", parts[key], ex.axes(f"{prefix}.{key}"), meaning, internal=not shown)
     return ex.rec(step.name, out, ex.axes(step.name), step.meaning)
 
 

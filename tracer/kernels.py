@@ -48,9 +48,9 @@ def check_vector(name: str, v: np.ndarray, width: int, axis: str) -> None:  # v 
     )
 
 
-def add(a: np.ndarray, b: np.ndarray, strict: bool = True) -> np.ndarray:  # [B,T,C], [B,T,C] -> [B,T,C]
+def add(a: np.ndarray, b: np.ndarray, strict: bool = True, names: tuple[str, str] = ("left", "right")) -> np.ndarray:  # [B,T,C], [B,T,C] -> [B,T,C]
     if strict:
-        check_same_shape(a, b)
+        check_same_shape(a, b, names)
     return a + b
 
 
@@ -88,12 +88,15 @@ def _axis_contract(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> BrokenC
     )
 
 
-def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: bool = True) -> np.ndarray:  # [..., n_in], [n_in, n_out], [n_out] -> [..., n_out]
+def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: bool = True, bias: str = "bias") -> np.ndarray:  # [..., n_in], [n_in, n_out], [n_out] -> [..., n_out]
     if x.shape[-1] != w.shape[0]:
         raise ShapeError(f"cannot multiply [..., {x.shape[-1]}] by a [{w.shape[0]}, {w.shape[1]}] matrix")
     if strict:
-        check_vector("bias", b, w.shape[1], "out")
-    return x @ w + b
+        check_vector(bias, b, w.shape[1], "out")
+        y = x @ w
+        y += b  # in place: no second [..., n_out] array
+        return y
+    return x @ w + b  # NumPy's own broadcast, for --keep-going
 
 
 def relu(x: np.ndarray) -> np.ndarray:  # [...] -> [...]
@@ -211,9 +214,9 @@ def mha(xq: np.ndarray, xkv: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: 
         b_v: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None, softmax_over_queries: bool = False,
         rotary_base: float | None = None, causal: bool = False, strict: bool = True) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]
     """Multi-head attention (self: xq is xkv; cross: keys and values from xkv); every intermediate, by stage suffix."""
-    q = split_heads(linear(xq, w_q, b_q, strict), H)  # [B,H,T,d]
-    k = split_heads(linear(xkv, w_k, b_k, strict), H)  # [B,H,S,d]
-    v = split_heads(linear(xkv, w_v, b_v, strict), H)
+    q = split_heads(linear(xq, w_q, b_q, strict, "b_q"), H)  # [B,H,T,d]
+    k = split_heads(linear(xkv, w_k, b_k, strict, "b_k"), H)  # [B,H,S,d]
+    v = split_heads(linear(xkv, w_v, b_v, strict, "b_v"), H)
     if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets
         q, k = rotary(q, rotary_base), rotary(k, rotary_base)
     scores = qk_scores(q, k)  # [B,H,T,S]
@@ -234,7 +237,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: 
     else:
         weights, mixed = attend(scores, v, visible, causal)
     heads = merge_heads(mixed)  # [B,H,T,d] -> [B,T,C]
-    out = linear(heads, w_o, b_o, strict)
+    out = linear(heads, w_o, b_o, strict, "b_o")
     return {"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "heads": heads, "output": out}
 
 
@@ -266,9 +269,12 @@ def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = 
                b3: np.ndarray | None = None, strict: bool = True) -> np.ndarray:  # [B,T,C], [C,F], [F] -> [B,T,F]
     if activation == "swiglu":  # gated: silu(x W_1 + b_1) * (x W_3 + b_3)
         assert w3 is not None and b3 is not None
-        return silu(linear(x, w1, b1, strict)) * linear(x, w3, b3, strict)
-    return ACTIVATIONS[activation](linear(x, w1, b1, strict))
+        return silu(linear(x, w1, b1, strict, "b1")) * linear(x, w3, b3, strict, "b3")
+    h = linear(x, w1, b1, strict, "b1")
+    if activation == "relu":
+        return np.maximum(h, 0.0, out=h)  # in place: h is ours
+    return ACTIVATIONS[activation](h)
 
 
 def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: bool = True) -> np.ndarray:  # [B,T,F], [F,C], [C] -> [B,T,C]
-    return linear(h, w2, b2, strict)
+    return linear(h, w2, b2, strict, "b2")

@@ -134,7 +134,7 @@ def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
              verify_diffs: dict[str, float] | None = None, verify_note: str = "") -> Group:
     marks = frozenset(v.stage for v in trace.violations)
     parts: list[RenderableType] = [trace_table(trace, b, t, precision, show_all, verify_diffs, marks)]
-    if trace.ok:
+    if trace.spec.steps[-1].name in trace.stages:  # the run reached the end (clean, or --keep-going)
         parts.append(matrix(trace, trace.output, b, precision))
     for v in trace.violations:
         parts.append(violation_panel(v))
