@@ -14,6 +14,10 @@ REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
 EXAMPLES = REPO / "examples"
 
+# In-process tests import this checkout's tracer, not whichever copy `pip install -e` points at.
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
 
 def _entry_point() -> list[str]:
     exe = shutil.which("tracer")
