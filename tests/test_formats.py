@@ -47,8 +47,8 @@ def test_run_csv_rows_for_every_stage_and_position():
     rows = list(csv.reader(io.StringIO(r.stdout)))
     assert rows[0][:6] == ["spec", "stage", "b", "h", "t", "axis"]
     body = rows[1:]
-    assert len(body) == 10 * 3 - 0  # 10 stages x T = 3 positions (position is [T,C]: 3 rows too)
-    hidden = [row for row in body if row[1] == "hidden" and row[4] == "0"][0]
+    assert len(body) == 10 * 3  # 10 stages x T = 3 positions (position is [T,C]: 3 rows too)
+    hidden = next(row for row in body if row[1] == "hidden" and row[4] == "0")
     # Table 17.1: the FFN after ReLU at the first position is [0, 2u, u]
     a = 0.5 / (0.25001 ** 0.5)
     u = (2 * a - 1) / (2 * (((2 * a - 1) / 2) ** 2 + 1e-5) ** 0.5)
@@ -92,11 +92,10 @@ def test_with_weights_needs_json():
 
 def test_json_and_csv_are_byte_identical_across_runs():
     spec = "specs/stack-2-layers.yaml"  # seeded weights, two samples
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
     for form in ("json", "csv"):
-        first = subprocess.run(_entry_point() + ["run", spec, "--format", form, "--all"], cwd=REPO, capture_output=True,
-                               env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
-        second = subprocess.run(_entry_point() + ["run", spec, "--format", form, "--all"], cwd=REPO, capture_output=True,
-                                env={**os.environ, "PYTHONPATH": str(REPO)}).stdout
+        first, second = (subprocess.run(_entry_point() + ["run", spec, "--format", form, "--all"], check=True, cwd=REPO,
+                                        capture_output=True, env=env).stdout for _ in range(2))  # bytes, not text
         assert first and first == second, form
 
 

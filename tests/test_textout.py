@@ -11,9 +11,12 @@ import io
 import math
 import re
 
+import hypothesis.extra.numpy as hnp
+import hypothesis.strategies as st
 import numpy as np
 import pytest
 from conftest import EXAMPLES, SPECS
+from hypothesis import given, settings
 
 from tracer import diff as diffing
 from tracer import executor, textout
@@ -75,7 +78,7 @@ def test_chapter_trace_csv_output_row_is_table_17_1():
     rows = rows_of(text)
     assert rows[0] == ["spec", "stage", "b", "h", "t", "axis", "v0", "v1", "v2"]  # widest: F = 3 (and T = 3)
     assert all(len(r) == 9 for r in rows)
-    out = [r for r in rows if r[1] == "output" and r[4] == "0"][0]
+    out = next(r for r in rows if r[1] == "output" and r[4] == "0")
     assert float(out[6]) == pytest.approx(1 + U, abs=1e-12)
     assert float(out[7]) == pytest.approx(2 * A + U, abs=1e-12)
     assert out[8] == ""
@@ -133,3 +136,20 @@ def test_diff_markdown_has_the_stage_table_and_the_summary():
     assert len(table) == len(r.stages)
     assert "← first difference" in next(line for line in table if line.startswith("| `norm1`"))
     assert md.rstrip().endswith(f"**{r.summary()}**")
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=3, max_dims=3, max_side=4),
+                  elements=st.floats(allow_nan=True, allow_infinity=True, width=64)))
+def test_csv_reads_back_to_the_same_array(a):
+    stage = Stage("x", a, ("B", "T", "C"), "")
+    width = a.shape[-1] + 2  # padded as when a wider stage shares the file
+    back = np.empty_like(a)
+    for row in csv.reader(io.StringIO(textout.csv_text(textout.trace_csv_header(width), textout.stage_csv_rows("s", stage, width)))):
+        if row[0] == "spec":
+            continue
+        values = [float(v) for v in row[6:] if v != ""]
+        back[int(row[2]), int(row[4])] = values
+    assert np.array_equal(back, a, equal_nan=True)
+    finite = ~np.isnan(a)  # NaN has no sign worth keeping (the JSON drops it too)
+    assert np.array_equal(np.signbit(back[finite]), np.signbit(a[finite]))  # -0.0 stays -0.0

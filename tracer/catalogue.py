@@ -178,7 +178,8 @@ def build() -> list[StageInfo]:
     # variants: the same names, other arithmetic
     for field, value in (("norm", "rmsnorm"), ("norm", "batchnorm"), ("activation", "gelu"), ("activation", "gelu_tanh"),
                          ("activation", "swiglu")):
-        layer, shapes = _layer(blocks.PRE_NORM, dataclasses.replace(plain, **{field: value}))
+        variant = StackSettings(norm=value) if field == "norm" else StackSettings(activation=value)
+        layer, shapes = _layer(blocks.PRE_NORM, variant)
         base = {s.name: s for s in blocks.configure(blocks.PRE_NORM, plain, preset=True)}
         for step in layer:
             if formula(step) != formula(base[step.name]):

@@ -552,7 +552,7 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
     stages_a, stages_b = _visible(a.stages, show_all), _visible(b.stages, show_all)
     if only:
         known = list(dict.fromkeys([*a.stages, *b.stages, *(s.name for s in a.steps), *(s.name for s in b.steps)]))
-        chosen = catalogue.select(only, known, "A or B")
+        chosen = catalogue.select(only, known, "A or B") or []
         stages_a = {n: s for n, s in a.stages.items() if n in chosen}
         stages_b = {n: s for n, s in b.stages.items() if n in chosen}
     elif show_all:
