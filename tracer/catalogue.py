@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from . import blocks
-from .blocks import ATTN_MEANINGS, Step, StackSettings
+from .blocks import ATTN_MEANINGS, StackSettings, Step
 from .errors import UsageError
 
 
