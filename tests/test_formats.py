@@ -163,3 +163,16 @@ def test_colour_on_a_terminal_and_none_with_no_color():
         assert code == 1
         assert "violation" in out
         assert not COLOUR.search(out), (env, extra)
+
+
+def test_a_stage_after_the_violation_is_named_as_not_recorded():
+    note = "not recorded: output (the run stopped at the violation at norm1; --keep-going records every stage)"
+    table = run_cli("run", BETA, "--stage", "x", "--stage", "output")
+    assert table.returncode == 1
+    assert note in table.stdout
+    rows = run_cli("run", BETA, "--stage", "output", "--format", "csv")
+    assert rows.returncode == 1
+    assert rows.stdout == "spec,stage,b,h,t,axis\n"
+    assert f"tracer: note: {note}" in rows.stderr
+    kept = run_cli("run", BETA, "--stage", "output", "--format", "csv", "--keep-going")
+    assert len(kept.stdout.splitlines()) == 1 + 3 and "not recorded" not in kept.stderr

@@ -176,6 +176,12 @@ def run(
                                                     check.note() if check else "", outcome.only))
         else:
             sys.stdout.write(runs.render_text(outcome, form, opts))
+            if form in ("json", "csv") and outcome.trace is not None:
+                from .textout import unreached_note
+
+                note = unreached_note(outcome.trace, outcome.only)
+                if note:
+                    sys.stderr.write(f"tracer: note: {note}\n")
         return outcome.code
 
     guarded(body)

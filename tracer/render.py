@@ -14,7 +14,7 @@ from .executor import Stage, Trace
 from .spec import Spec
 from .textout import (  # noqa: F401  (fmt_number, fmt_value: the formats render_diff and others import from here)
     STEP_HEADER, caption, fmt_number, fmt_value, fmt_vector, matrix_lines, stage_header, stage_rows, step_list_title,
-    step_rows, token_label, reached_end, violation_lines, visible_stages,
+    step_rows, token_label, reached_end, unreached_note, violation_lines, visible_stages,
 )
 
 
@@ -58,6 +58,8 @@ def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
     parts: list[RenderableType] = [trace_table(trace, b, t, precision, show_all, verify_diffs, marks, only)]
     if reached_end(trace) and only is None:
         parts.append(matrix(trace, trace.output, b, precision))
+    if unreached_note(trace, only):
+        parts.append(Text(unreached_note(trace, only), style="yellow"))
     for v in trace.violations:
         parts.append(violation_panel(v))
     if verify_note:

@@ -162,8 +162,7 @@ def render_text(o: Outcome, fmt: str, opts: RunOptions) -> str:
     if o.trace is None:
         return f"### {textout.md_text(o.path)}\n\n> **error**: {textout.md_text(o.error)}\n"
     return textout.run_markdown(o.trace, o.stages, opts.batch, opts.pos, opts.precision,
-                                o.check.stages if o.check else None, o.check.note() if o.check else "",
-                                matrix=o.only is None)
+                                o.check.stages if o.check else None, o.check.note() if o.check else "", o.only)
 
 
 def steps_text(s: Spec, fmt: str, only: list[str] | None) -> str:

@@ -143,6 +143,16 @@ def visible_stages(trace: Trace, show_all: bool, only: Sequence[str] | None = No
     return [s for s in trace.stages.values() if show_all or not s.internal or s.name in flagged]
 
 
+def unreached_note(trace: Trace, only: Sequence[str] | None) -> str:
+    """A note for --stage names the run never recorded (it stopped at a violation); '' when there are none."""
+    missing = [name for name in only or () if name not in trace.stages]
+    if not missing:
+        return ""
+    where = f" at {trace.violations[0].stage}" if trace.violations else ""
+    return (f"not recorded: {', '.join(missing)} (the run stopped at the violation{where}; "
+            "--keep-going records every stage)")
+
+
 def reached_end(trace: Trace) -> bool:
     """Did the run record the last step (clean, or --keep-going past a violation)?"""
     return trace.spec.steps[-1].name in trace.stages
@@ -272,8 +282,9 @@ def trace_csv(traces: Sequence[tuple[str, Sequence[Stage]]]) -> str:
 
 
 def run_markdown(trace: Trace, stages: Sequence[Stage], b: int, t: int, precision: int,
-                 verify_diffs: dict[str, float] | None = None, verify_note: str = "", matrix: bool = True) -> str:
-    """The run as Markdown: a heading, the stage table, its caption, the output matrix, violations."""
+                 verify_diffs: dict[str, float] | None = None, verify_note: str = "", only: Sequence[str] | None = None) -> str:
+    """The run as Markdown: a heading, the stage table, its caption, the output matrix (unless --stage chose
+    the rows), violations."""
     spec = trace.spec
     flagged = {v.stage for v in trace.violations}
     rows = stage_rows(stages, b, t, precision, verify_diffs)
@@ -281,9 +292,11 @@ def run_markdown(trace: Trace, stages: Sequence[Stage], b: int, t: int, precisio
         row[0] = f"`{row[0]}`" + (" ← violation" if row[0] in flagged else "")
     parts = [f"### {md_text(spec.name)}\n", markdown_table(stage_header(spec, b, t, verify_diffs is not None), rows),
              md_text(caption(spec)) + "\n"]
-    if matrix and reached_end(trace):
+    if only is None and reached_end(trace):
         head, *lines = matrix_lines(trace, trace.output, b, precision)
         parts.append(md_text(head) + "\n\n```\n" + "\n".join(line.strip() for line in lines) + "\n```\n")
+    if unreached_note(trace, only):
+        parts.append(md_text(unreached_note(trace, only)) + "\n")
     for v in trace.violations:
         parts.append(violation_markdown(v))
     if verify_note:
