@@ -306,7 +306,11 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int], pos: str =
     if op in ("position_table", "sinusoidal"):
         return (pos, "C"), (sizes[pos], sizes["C"])
     axes, shape = ins[0]
-    if op in ("layer_norm", "rms_norm", "batch_norm", "relu", "identity"):
+    if op in ("relu", "identity", "softmax"):
+        return axes, shape
+    if op in ("layer_norm", "rms_norm", "batch_norm", "mha", "cross_mha", "ffn", "ffn_hidden"):  # weights are [C] or [C,*]
+        _need_width(op, axes, shape, "C", sizes)
+    if op in ("layer_norm", "rms_norm", "batch_norm"):
         return axes, shape
     if op in ("add", "add_position"):
         (a_axes, a), (b_axes, b) = ins
@@ -316,8 +320,8 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int], pos: str =
             raise ValueError(f"cannot add {_label(a_axes, a)} and {_label(b_axes, b)}: NumPy cannot broadcast them either")
         return a_axes, tuple(max(x, y) for x, y in zip(a, b))
     if op in ("mha", "cross_mha", "ffn", "ffn_hidden"):
-        if axes[-1:] != ("C",) or len(axes) != 3:
-            raise ValueError(f"{op} reads [B,T,C], received {_label(axes, shape)}")
+        if op == "mha" and shape[1] != sizes[axes[1]]:
+            raise ValueError(f"mha reads all {axes[1]} = {sizes[axes[1]]} positions (its mask is [{axes[1]},{axes[1]}]), received {_label(axes, shape)}")
         if op == "cross_mha":
             m_axes, m_shape = ins[1]
             if m_axes[-1:] != ("C",) or len(m_axes) != 3 or m_shape[0] != shape[0]:
@@ -326,18 +330,15 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int], pos: str =
             return axes[:-1] + ("F",), shape[:-1] + (sizes["F"],)
         return axes, shape
     if op == "ffn_out":
-        if axes[-1:] != ("F",):
-            raise ValueError(f"ffn_out reads [B,T,F], received {_label(axes, shape)}")
+        _need_width(op, axes, shape, "F", sizes)
         return axes[:-1] + ("C",), shape[:-1] + (sizes["C"],)
     if op == "linear":
+        _need_width(op, axes, shape, axes[-1], sizes)  # W is [in,out], in = the input's last axis
         out = step.out or "C"
         return axes[:-1] + (out,), shape[:-1] + (sizes[out],)
     if op == "head":
-        if axes[-1:] != ("C",):
-            raise ValueError(f"the output head reads [B,T,C], received {_label(axes, shape)}")
+        _need_width(op, axes, shape, "C", sizes)
         return axes[:-1] + ("V",), shape[:-1] + (sizes["V"],)
-    if op == "softmax":
-        return axes, shape
     if op == "select":
         assert step.axis is not None and step.start is not None and step.stop is not None
         if step.axis not in axes:
@@ -347,6 +348,13 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int], pos: str =
             raise ValueError(f"select {step.start}:{step.stop} along {step.axis}, which has size {shape[i]}")
         return axes, shape[:i] + (step.stop - step.start,) + shape[i + 1:]
     raise ValueError(f"unknown op {op!r}")
+
+
+def _need_width(op: str, axes: tuple[str, ...], shape: tuple[int, ...], letter: str, sizes: dict[str, int]) -> None:
+    """The op's weights are sized for a full last axis: a slice of it (select along C or F) does not fit."""
+    if len(axes) != 3 or axes[-1] != letter or shape[-1] != sizes[letter]:
+        raise ValueError(f"{op} reads [B,{axes[1] if len(axes) == 3 else 'T'},{letter}] with {letter} = {sizes[letter]}, "
+                         f"received {_label(axes, shape)}")
 
 
 def _label(axes: tuple[str, ...], shape: tuple[int, ...]) -> str:

@@ -140,6 +140,7 @@ def run(
     fmt: FormatOption = None,
     stage: StageOption = None,
     verify: Annotated[bool, typer.Option("--verify", help="Run the scalar reference beside NumPy; print the largest difference per stage.")] = False,
+    verify_budget: Annotated[int, typer.Option("--verify-budget", help="Scalar operations the reference may take (about 15 million a second); beyond it, verify what is exact on its own.")] = 60_000_000,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Record NumPy's result at a violation and go on, flagging every violation.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a violation was flagged (for scripts that only collect reports).")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="Print the step list the spec runs, with each stage's shape, and exit.")] = False,
@@ -160,8 +161,11 @@ def run(
             raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
         if with_weights and form != "json":
             raise UsageError("--with-weights only changes the JSON output: give --json (or --format json) too")
+        if verify and verify_budget < 1:
+            raise UsageError(f"--verify-budget {verify_budget} must be at least 1")
         runs.check_many(specs, steps)
-        opts = runs.RunOptions(batch, pos, precision, show_all, verify, keep_going, exit_zero, with_weights, tuple(stage or ()))
+        opts = runs.RunOptions(batch, pos, precision, show_all, verify, keep_going, exit_zero, with_weights, tuple(stage or ()),
+                               verify_budget)
         if steps:
             return print_steps(specs[0], form, opts, no_color)
         if len(specs) > 1:

@@ -61,7 +61,7 @@ class BrokenContract(Exception):
     """
 
     def __init__(self, kind: str, fact: str, operands: dict[str, tuple[int, ...]], numpy_would: str = "", why: str = "",
-                 rule: str = "") -> None:
+                 rule: str = "", axes: dict[str, tuple[str, ...]] | None = None) -> None:
         super().__init__(fact)
         self.kind = kind
         self.fact = fact
@@ -69,6 +69,7 @@ class BrokenContract(Exception):
         self.numpy_would = numpy_would
         self.why = why
         self.rule = rule
+        self.axes = axes or {}  # axis letters of operands whose letters the kernel knows (a bias: its [F] or [C])
 
 
 class ViolationError(TracerError):

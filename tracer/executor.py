@@ -100,10 +100,11 @@ def _broadcast_why(axes: tuple[str, ...], shapes: list[tuple[int, ...]]) -> str:
         if len(set(sizes)) > 1 and 1 in sizes:
             n = max(sizes)
             word = AXIS_WORDS.get(letter, f"entries along {letter}")
-            if letter == "B":
-                reasons.append(f"sample 1{' and the others' if n > 2 else ''} would receive sample 0's update")
-            elif letter == "T":
-                reasons.append(f"all {n} {word} would receive position 0's update")
+            if letter in ("B", "T"):  # which sample or position the single row came from is not known here
+                one, others = ("sample", "samples") if letter == "B" else ("position", "positions")
+                rest = f"the other {one}" if n == 2 else f"the other {n - 1} {others}"
+                reasons.append(f"one {one}'s update would be handed to all {n} {others}, so {rest} would receive an update "
+                               f"that is not {'its' if n == 2 else 'their'} own")
             else:
                 reasons.append(f"all {n} {word} would receive the same value")
     if not reasons:
@@ -121,7 +122,6 @@ class Executor:
         self.params = load_params(spec)
         self.inputs = load_inputs(spec)
         self.seen_nonfinite = False
-        self.halt = False  # a violation NumPy itself could not go on from (T beyond the position table)
 
     def rec(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
         self.recorder(name, array, axes, meaning, internal)
@@ -134,18 +134,19 @@ class Executor:
         return self.spec.stage_shapes[stage][0]
 
     # -- violations -------------------------------------------------------
-    def guarded(self, stage: str, axes: tuple[str, ...], compute: Callable[[bool], np.ndarray]) -> np.ndarray:
-        """Run ``compute(strict=True)``; on a broken contract record it, then NumPy's result (strict=False)."""
-        try:
-            return compute(True)
-        except BrokenContract as bc:
+    def guarded(self, stage: str, axes: tuple[str, ...], compute: Callable[[kernels.Strict], np.ndarray]) -> np.ndarray:
+        """Run ``compute`` collecting every broken contract; flag each; the result is what NumPy computes."""
+        broken: list[BrokenContract] = []
+        out = compute(broken)
+        for bc in broken:
             why = bc.why or (_broadcast_why(axes, list(bc.operands.values())) if bc.kind == "broadcast" else "")
             self.flag(Violation(
                 kind=bc.kind, stage=stage, message=f"{stage}: {bc.fact}",
-                shapes={name: _axes_label(shape, axes) for name, shape in bc.operands.items()},
+                shapes={name: shape_label(bc.axes[name], shape) if name in bc.axes else _axes_label(shape, axes)
+                        for name, shape in bc.operands.items()},
                 rule=bc.rule or bc.fact, numpy_would=bc.numpy_would, why=why,
             ))
-            return compute(False)
+        return out
 
     def flag(self, v: Violation) -> None:
         """Record a violation; the run stops after the current step unless keep_going."""
@@ -153,7 +154,10 @@ class Executor:
 
     @property
     def stopped(self) -> bool:
-        return self.halt or (bool(self.trace.violations) and not self.keep_going)
+        if self.keep_going:
+            return False
+        # NaN and Inf a spec studies on purpose (allow_nonfinite) are flagged but do not end the run
+        return any(v.kind != "nonfinite" or not self.spec.allow_nonfinite for v in self.trace.violations)
 
     def nonfinite(self, name: str, a: np.ndarray, axes: tuple[str, ...]) -> Violation:
         n_nan, n_inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
@@ -185,7 +189,7 @@ class Executor:
         if step.mask == "explicit":
             blk = self.spec.encoder if step.name.startswith("encoder.") and self.spec.encoder else self.spec.block
             assert blk.mask_matrix is not None
-            return np.array(blk.mask_matrix, dtype=bool)
+            return np.array(blk.mask_matrix, dtype=bool)[:n_q, :n_q]  # fewer rows when cut at T_max
         return None
 
     # -- the run ----------------------------------------------------------
@@ -203,7 +207,7 @@ class Executor:
                 raise ShapeError(f"stage {step.name} ({step.formula()}): {e}") from None
         return self.trace
 
-    def record_step(self, step: Step, compute: Callable[[bool], np.ndarray]) -> np.ndarray:
+    def record_step(self, step: Step, compute: Callable[[kernels.Strict], np.ndarray]) -> np.ndarray:
         axes = self.axes(step.name)
         return self.rec(step.name, self.guarded(step.name, axes, compute), axes, step.meaning)
 
@@ -231,8 +235,7 @@ def _op_position_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np
             numpy_would=f"slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)",
             why=f"positions {T_max} to {T - 1} were never trained; the table cannot invent them (section 17.1)",
         ))
-        ex.halt = True  # nothing sensible to add to positions T_max.. : NumPy itself stops at the add
-        return ex.rec(step.name, P, ("T_max", "C"), step.meaning)
+        return ex.rec(step.name, P, ("T_max", "C"), step.meaning)  # --keep-going traces the T_max positions it covers
     return ex.rec(step.name, P[:T], axes, step.meaning)  # [T,C], shared by every sample
 
 
@@ -244,6 +247,8 @@ def _op_sinusoidal(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nda
 
 def _op_add_position(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     h, pos = inputs
+    if h.shape[1] > pos.shape[0]:  # after a position violation: only the positions the table covers
+        h = h[:, : pos.shape[0]]
     return ex.record_step(step, lambda strict: h + pos)  # [B,T,C] + [T,C]: the contract broadcast over B
 
 
@@ -263,19 +268,19 @@ def _op_layer_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nda
     g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
     labels = ex.axes(step.inputs[0])
     axis = labels.index(step.axis or "C")
-    return ex.record_step(step, lambda strict: kernels.layer_norm(x, g, b, ex.spec.block.eps, axis, strict, labels))
+    return ex.record_step(step, lambda strict: kernels.layer_norm(x, g, b, ex.spec.block_for(step.name).eps, axis, strict, labels))
 
 
 def _op_rms_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g = ex.params[f"{step.weights}.gamma"]
-    return ex.record_step(step, lambda strict: kernels.rms_norm(x, g, ex.spec.block.eps, strict))
+    return ex.record_step(step, lambda strict: kernels.rms_norm(x, g, ex.spec.block_for(step.name).eps, strict))
 
 
 def _op_batch_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
-    return ex.record_step(step, lambda strict: kernels.batch_norm(x, g, b, ex.spec.block.eps, strict))
+    return ex.record_step(step, lambda strict: kernels.batch_norm(x, g, b, ex.spec.block_for(step.name).eps, strict))
 
 
 def _op_add(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
@@ -302,7 +307,7 @@ def _op_select(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray
 def _op_linear(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     w, b = ex.params[f"{step.weights}.w"], ex.params[f"{step.weights}.b"]
-    return ex.record_step(step, lambda strict: kernels.linear(x, w, b, strict))
+    return ex.record_step(step, lambda strict: kernels.linear(x, w, b, strict, ("b", step.out or "C")))
 
 
 def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
@@ -314,7 +319,7 @@ def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     over_queries = step.axis == "queries"
     parts: dict[str, np.ndarray] = {}
 
-    def compute(strict: bool) -> np.ndarray:
+    def compute(strict: kernels.Strict) -> np.ndarray:
         parts.update(kernels.mha(xq, xkv, **w, H=ex.spec.dims.H, visible=visible, softmax_over_queries=over_queries,
                                  rotary_base=step.base, causal=step.mask == "causal", strict=strict))
         return parts["output"]
@@ -339,7 +344,7 @@ def _op_ffn(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     p = _ffn_params(ex, step)
     act = step.activation or "relu"
 
-    def compute(strict: bool) -> np.ndarray:
+    def compute(strict: kernels.Strict) -> np.ndarray:
         h = kernels.ffn_hidden(x, p["w1"], p["b1"], act, p.get("w3"), p.get("b3"), strict)
         return kernels.ffn_out(h, p["w2"], p["b2"], strict)
 

@@ -2,17 +2,34 @@
 
 Each kernel checks its operands against its axis contract before computing and
 raises BrokenContract (a short fact) where NumPy would silently broadcast.
-``strict=False`` skips the checks and returns what NumPy would have computed,
-for ``--keep-going``.
+``strict=False`` skips the checks and returns what NumPy would have computed;
+``strict`` given as a list collects every broken contract into it and computes
+what NumPy would have (the executor's way: one stage may break several rules).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from .errors import BrokenContract, ShapeError
+
+Strict = bool | list[BrokenContract]  # raise at the first broken contract | no checks | collect them all
+
+
+def enforce(strict: Strict, check: Callable[..., None], *args: Any) -> None:
+    """Run one contract check as ``strict`` says: raise, skip, or collect into the list."""
+    if strict is False:
+        return
+    try:
+        check(*args)
+    except BrokenContract as bc:
+        if not isinstance(strict, list):
+            raise
+        strict.append(bc)
 
 
 def check_same_shape(a: np.ndarray, b: np.ndarray, names: tuple[str, str] = ("left", "right")) -> None:  # residual: full shapes equal
@@ -45,26 +62,29 @@ def check_vector(name: str, v: np.ndarray, width: int, axis: str) -> None:  # v 
         numpy_would=f"repeat {name}'s single value across all {width} coordinates without complaint",
         why=f"{name} should hold one learned value per coordinate; a stretched value silently ties all {width} together",
         rule=f"{name} holds exactly one value per coordinate: [{axis}] = [{width}]",
+        axes={name: (axis,)},
     )
 
 
-def add(a: np.ndarray, b: np.ndarray, strict: bool = True, names: tuple[str, str] = ("left", "right")) -> np.ndarray:  # [B,T,C], [B,T,C] -> [B,T,C]
-    if strict:
-        check_same_shape(a, b, names)
+def add(a: np.ndarray, b: np.ndarray, strict: Strict = True, names: tuple[str, str] = ("left", "right")) -> np.ndarray:  # [B,T,C], [B,T,C] -> [B,T,C]
+    enforce(strict, check_same_shape, a, b, names)
     return a + b
 
 
-def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, axis: int = -1, strict: bool = True,
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, axis: int = -1, strict: Strict = True,
                labels: tuple[str, ...] = ()) -> np.ndarray:  # [B,T,C], [C], [C] -> [B,T,C], stats over C
-    if strict:
-        if axis % x.ndim != x.ndim - 1:
-            raise _axis_contract(x, axis, labels)
-        check_vector("gamma", gamma, x.shape[-1], "C")
-        check_vector("beta", beta, x.shape[-1], "C")
+    enforce(strict, check_norm_axis, x, axis, labels)
+    enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
+    enforce(strict, check_vector, "beta", beta, x.shape[-1], "C")
     mu = x.mean(axis=axis, keepdims=True)
     xc = x - mu
     var = (xc * xc).mean(axis=axis, keepdims=True)  # divide by the count: the values at hand, not a sample estimate
     return gamma * (xc / np.sqrt(var + eps)) + beta  # eps keeps the denominator positive when var = 0
+
+
+def check_norm_axis(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> None:  # statistics over the last axis only
+    if axis % x.ndim != x.ndim - 1:
+        raise _axis_contract(x, axis, labels)
 
 
 def _axis_contract(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> BrokenContract:
@@ -75,7 +95,7 @@ def _axis_contract(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> BrokenC
         why = (f"each position's result now depends on all {n} positions: position 0 changes when positions 1..{n - 1} do, "
                "so the future leaks into earlier positions even though the attention mask is right (section 17.3)")
     elif name == "B":
-        why = f"each sample's result now depends on the other {n - 1} sample(s) of the batch: statistics mix samples"
+        why = f"each sample's result now depends on the other {n - 1} sample{'s' if n > 2 else ''} of the batch: statistics mix samples"
     else:
         why = "the statistics mix entries that must be normalised separately"
     return BrokenContract(
@@ -88,11 +108,12 @@ def _axis_contract(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> BrokenC
     )
 
 
-def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: bool = True, bias: str = "bias") -> np.ndarray:  # [..., n_in], [n_in, n_out], [n_out] -> [..., n_out]
+def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: Strict = True,
+           bias: tuple[str, str] = ("bias", "out")) -> np.ndarray:  # [..., n_in], [n_in, n_out], [n_out] -> [..., n_out]
     if x.shape[-1] != w.shape[0]:
         raise ShapeError(f"cannot multiply [..., {x.shape[-1]}] by a [{w.shape[0]}, {w.shape[1]}] matrix")
-    if strict:
-        check_vector(bias, b, w.shape[1], "out")
+    enforce(strict, check_vector, bias[0], b, w.shape[1], bias[1])  # bias: its name in the spec and its axis letter
+    if b.shape == (w.shape[1],):
         y = x @ w
         y += b  # in place: no second [..., n_out] array
         return y
@@ -172,6 +193,19 @@ def sinusoidal(T: int, C: int, base: float, dtype: np.dtype) -> np.ndarray:  # -
 ROW_BLOCK = 256  # query rows per block under a causal mask: keys after the block are never touched
 
 
+def check_softmax_axis(scores: np.ndarray, over_queries: bool) -> None:  # attention weights: softmax over keys
+    if over_queries:
+        raise BrokenContract(
+            "axis",
+            "softmax taken over queries (axis -2) instead of keys (axis -1)",
+            {"scores": scores.shape},
+            numpy_would="normalise each key's column instead of each query's row, without complaint",
+            why=("a query's weights no longer sum to 1 over what it reads, and each weight depends on the other "
+                 "queries' scores, later positions included"),
+            rule="attention weights are a softmax over keys: each query's row sums to 1",
+        )
+
+
 def qk_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:  # [B,H,T,d], [B,H,S,d] -> [B,H,T,S], scaled by 1/sqrt(d)
     B, H, T, d = q.shape
     scores = np.empty((B, H, T, k.shape[2]), dtype=np.result_type(q, k))
@@ -210,26 +244,23 @@ def attend(scores: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal
     return weights, mixed
 
 
-def mha(xq: np.ndarray, xkv: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: np.ndarray, w_v: np.ndarray,
-        b_v: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None, softmax_over_queries: bool = False,
-        rotary_base: float | None = None, causal: bool = False, strict: bool = True) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]
-    """Multi-head attention (self: xq is xkv; cross: keys and values from xkv); every intermediate, by stage suffix."""
-    q = split_heads(linear(xq, w_q, b_q, strict, "b_q"), H)  # [B,H,T,d]
-    k = split_heads(linear(xkv, w_k, b_k, strict, "b_k"), H)  # [B,H,S,d]
-    v = split_heads(linear(xkv, w_v, b_v, strict, "b_v"), H)
+def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: np.ndarray,
+        w_v: np.ndarray, b_v: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None = None,
+        causal: bool = False, softmax_over_queries: bool = False, rotary_base: float | None = None,
+        strict: Strict = True) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]
+    """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
+
+    ``causal`` masks keys after each query; ``visible`` ([T,S] bool, True where a query may read a key) is any other mask.
+    """
+    if xkv is None:
+        xkv = xq
+    q = split_heads(linear(xq, w_q, b_q, strict, ("b_q", "C")), H)  # [B,H,T,d]
+    k = split_heads(linear(xkv, w_k, b_k, strict, ("b_k", "C")), H)  # [B,H,S,d]
+    v = split_heads(linear(xkv, w_v, b_v, strict, ("b_v", "C")), H)
     if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets
         q, k = rotary(q, rotary_base), rotary(k, rotary_base)
     scores = qk_scores(q, k)  # [B,H,T,S]
-    if softmax_over_queries and strict:
-        raise BrokenContract(
-            "axis",
-            "softmax taken over queries (axis -2) instead of keys (axis -1)",
-            {"scores": scores.shape},
-            numpy_would="normalise each key's column instead of each query's row, without complaint",
-            why=("a query's weights no longer sum to 1 over what it reads, and each weight depends on the other "
-                 "queries' scores, later positions included"),
-            rule="attention weights are a softmax over keys: each query's row sums to 1",
-        )
+    enforce(strict, check_softmax_axis, scores, softmax_over_queries)
     if softmax_over_queries:  # the violation, computed as NumPy would (only with strict=False)
         weights = np.where(visible, scores, -np.inf) if visible is not None else scores.copy()
         softmax_inplace(weights, axis=-2)
@@ -237,28 +268,32 @@ def mha(xq: np.ndarray, xkv: np.ndarray, w_q: np.ndarray, b_q: np.ndarray, w_k: 
     else:
         weights, mixed = attend(scores, v, visible, causal)
     heads = merge_heads(mixed)  # [B,H,T,d] -> [B,T,C]
-    out = linear(heads, w_o, b_o, strict, "b_o")
+    out = linear(heads, w_o, b_o, strict, ("b_o", "C"))
     return {"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "heads": heads, "output": out}
 
 
-def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float, strict: bool = True) -> np.ndarray:  # [B,T,C], [C] -> [B,T,C], over C
-    if strict:
-        check_vector("gamma", gamma, x.shape[-1], "C")
+def check_batch_norm(x: np.ndarray) -> None:  # a text block never normalises over samples and positions
+    raise BrokenContract(
+        "axis",
+        f"BatchNorm statistics taken over samples and positions (B x T = {x.shape[0]} x {x.shape[1]}) for each coordinate",
+        {"x": x.shape},
+        numpy_would="average each coordinate over the whole batch and every position, without complaint",
+        why=("one sample's result depends on the other samples and on later positions; sentences differ in length and "
+             "content, so the same position in different sentences is not comparable (guide, section 5)"),
+        rule="text blocks normalise each sample's each position over its own C coordinates (LayerNorm)",
+    )
+
+
+def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C], [C] -> [B,T,C], over C
+    enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
     ms = (x * x).mean(axis=-1, keepdims=True)  # no mean subtracted: RMSNorm only rescales
     return gamma * (x / np.sqrt(ms + eps))
 
 
-def batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, strict: bool = True) -> np.ndarray:  # [B,T,C] -> [B,T,C], stats over B and T
-    if strict:
-        raise BrokenContract(
-            "axis",
-            f"BatchNorm statistics taken over samples and positions (B x T = {x.shape[0]} x {x.shape[1]}) for each coordinate",
-            {"x": x.shape},
-            numpy_would="average each coordinate over the whole batch and every position, without complaint",
-            why=("one sample's result depends on the other samples and on later positions; sentences differ in length and "
-                 "content, so the same position in different sentences is not comparable (guide, section 5)"),
-            rule="text blocks normalise each sample's each position over its own C coordinates (LayerNorm)",
-        )
+def batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C] -> [B,T,C], stats over B and T
+    enforce(strict, check_batch_norm, x)
+    enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
+    enforce(strict, check_vector, "beta", beta, x.shape[-1], "C")
     mu = x.mean(axis=(0, 1), keepdims=True)
     xc = x - mu
     var = (xc * xc).mean(axis=(0, 1), keepdims=True)
@@ -266,15 +301,15 @@ def batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, s
 
 
 def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu", w3: np.ndarray | None = None,
-               b3: np.ndarray | None = None, strict: bool = True) -> np.ndarray:  # [B,T,C], [C,F], [F] -> [B,T,F]
+               b3: np.ndarray | None = None, strict: Strict = True) -> np.ndarray:  # [B,T,C], [C,F], [F] -> [B,T,F]
     if activation == "swiglu":  # gated: silu(x W_1 + b_1) * (x W_3 + b_3)
         assert w3 is not None and b3 is not None
-        return silu(linear(x, w1, b1, strict, "b1")) * linear(x, w3, b3, strict, "b3")
-    h = linear(x, w1, b1, strict, "b1")
+        return silu(linear(x, w1, b1, strict, ("b1", "F"))) * linear(x, w3, b3, strict, ("b3", "F"))
+    h = linear(x, w1, b1, strict, ("b1", "F"))
     if activation == "relu":
         return np.maximum(h, 0.0, out=h)  # in place: h is ours
     return ACTIVATIONS[activation](h)
 
 
-def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: bool = True) -> np.ndarray:  # [B,T,F], [F,C], [C] -> [B,T,C]
-    return linear(h, w2, b2, strict, "b2")
+def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: Strict = True) -> np.ndarray:  # [B,T,F], [F,C], [C] -> [B,T,C]
+    return linear(h, w2, b2, strict, ("b2", "C"))

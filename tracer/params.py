@@ -84,3 +84,8 @@ def load_inputs(spec: Spec) -> dict[str, np.ndarray]:
         else:
             out[stream] = np.asarray(inp.value, dtype=spec.dtype)
     return out
+
+
+def load_input(spec: Spec) -> np.ndarray:
+    """The input of a decoder-only spec (token ids [B,T] or the matrix [B,T,C]); see load_inputs for two streams."""
+    return load_inputs(spec)["target" if spec.source is not None else spec.input.kind]

@@ -60,12 +60,12 @@ def causality(spec: Spec) -> Property:
     name = "causality"
     if spec.block.mask != "causal":
         return Property(name, NOT_APPLICABLE, f"the block's mask is {spec.block.mask}, not causal: later positions may be read by design")
-    T = spec.dims.T
-    if T < 2:
-        return Property(name, NOT_APPLICABLE, "T = 1: there is no later position to perturb")
     xname = "decoder.x" if spec.model == "encoder-decoder" else "x"
     base = executor.run(spec, keep_going=True)
     x = base.stages[xname].array
+    T = x.shape[1]  # fewer than dims.T when the run is cut at T_max
+    if T < 2:
+        return Property(name, NOT_APPLICABLE, "T = 1: there is no later position to perturb")
     noise = uniform(0, "probe.causality", x.shape, -1.0, 1.0).astype(x.dtype)
     checked, largest = [], 0.0
     for t in _probe_positions(T):
@@ -76,13 +76,15 @@ def causality(spec: Spec) -> Property:
         for stage in (base.stages[n] for n in after_x):
             if stage.name not in changed.stages or "T" not in stage.axes:
                 continue
+            if stage.array.shape[stage.axes.index("T")] != T:  # a slice along T: its rows are not positions 0..
+                continue
             a, b = _upto(stage, t), _upto(changed.stages[stage.name], t)
             if a.shape != b.shape:
                 continue
             diff = float(np.nanmax(np.abs(a - b))) if a.size else 0.0
             if diff > _tolerance(a):
                 return Property(name, FAIL,
-                                f"perturbing positions {_span(t + 1, T - 1)} changed stage {stage.name} at {_span(0, t)} by up to {diff:.3g}: "
+                                f"perturbing {_span(t + 1, T - 1)} changed stage {stage.name} at {_span(0, t)} by up to {diff:.3g}: "
                                 f"{'position 0 depends' if t == 0 else f'positions up to {t} depend'} on later ones, although the mask is causal",
                                 stage.name, t)
             largest = max(largest, diff)
@@ -125,6 +127,8 @@ def permutation(spec: Spec) -> Property:
         if stage.name not in moved.stages or stage.axes.count("T") != 1:
             continue
         axis = stage.axes.index("T")
+        if stage.array.shape[axis] != T:  # a slice of the positions (select along T) has no rows to permute
+            continue
         a = np.take(stage.array, perm, axis=axis)
         b = moved.stages[stage.name].array
         if a.shape != b.shape:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .blocks import ATTN_MEANINGS, Step, internal_prefix
-from .spec import Spec
+from .spec import Spec, shape_label
 
 Vec = list[float]
 Mat = list[list[float]]
@@ -61,6 +61,12 @@ def position_cost(spec: Spec, keys: int) -> int:
 
 def unsupported(spec: Spec) -> str:
     """Why the reference cannot follow this step list ("" when it can)."""
+    d = spec.dims
+    if d.T_max is not None and any(s.op == "position_table" for s in spec.steps) and max(d.T, d.S or 0) > d.T_max:
+        return f"T = {max(d.T, d.S or 0)} runs past the position table's T_max = {d.T_max} rows"
+    for w in spec.weights.values():
+        if w.given_shape is not None and w.given_shape != w.shape:
+            return f"weights.{w.path} is {list(w.given_shape)} where {shape_label(w.axes, w.shape)} is due"
     for step in spec.steps:
         if (step.op in ("select", "batch_norm") or (step.op == "layer_norm" and step.axis not in (None, "C"))
                 or (step.op == "mha" and step.axis == "queries")):
@@ -203,7 +209,7 @@ class Reference:
     def step(self, step: Step, b: int, positions: list[int], st: dict[str, dict[int, Any]]) -> None:
         ins = [st[i] for i in step.inputs]
         g = step.weights
-        eps = self.spec.block.eps
+        eps = self.spec.block_for(step.name).eps
         op = step.op
         if op == "embed":
             ids = self.inputs[step.stream or "tokens"][b]

@@ -22,7 +22,8 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
                 verify_diffs: dict[str, float] | None = None, marks: frozenset[str] = frozenset(),
                 only: Sequence[str] | None = None) -> Table:
     spec = trace.spec
-    table = Table(title=spec.name, caption=caption(spec), title_justify="left", caption_justify="left")
+    # Text, not str: rich would read "[nan, 1.0]" or a spec name with "[/]" as console markup.
+    table = Table(title=Text(spec.name), caption=Text(caption(spec)), title_justify="left", caption_justify="left")
     for header in stage_header(spec, b, t, verify_diffs is not None):
         table.add_column(header, overflow="fold", justify="right" if header.startswith("max |") else "left")
     stages = visible_stages(trace, show_all, only)
@@ -69,7 +70,7 @@ def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
 
 def steps_table(spec: Spec, only: Sequence[str] | None = None) -> Table:
     """The step list a spec runs (``tracer run --steps``), with every stage's shape."""
-    table = Table(title=step_list_title(spec), title_justify="left")
+    table = Table(title=Text(step_list_title(spec)), title_justify="left")
     for col in STEP_HEADER:
         table.add_column(col, overflow="fold")
     for row in step_rows(spec, only):
@@ -78,13 +79,13 @@ def steps_table(spec: Spec, only: Sequence[str] | None = None) -> Table:
 
 
 def probe_table(spec: Spec, props: list) -> Table:  # list[probe.Property]
-    table = Table(title=f"{spec.name}: properties", title_justify="left")
+    table = Table(title=Text(f"{spec.name}: properties"), title_justify="left")
     table.add_column("property", overflow="fold")
     table.add_column("result", overflow="fold")
     table.add_column("evidence", overflow="fold")
     style = {"pass": "green", "fail": "bold red", "not applicable": "dim"}
     for p in props:
-        table.add_row(p.name, Text(p.result, style=style.get(p.result, "")), p.evidence)
+        table.add_row(Text(p.name), Text(p.result, style=style.get(p.result, "")), Text(p.evidence))
     return table
 
 
@@ -94,7 +95,7 @@ def catalogue_view(entries: Sequence[object], note: str) -> Group:  # Sequence[c
 
     parts: list[RenderableType] = []
     for section, rows in by_section(entries).items():
-        table = Table(title=section, title_justify="left")
+        table = Table(title=Text(section), title_justify="left")
         for col in CATALOGUE_HEADER:
             table.add_column(col, overflow="fold", no_wrap=col == "stage")
         for row in rows:

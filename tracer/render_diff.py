@@ -30,7 +30,7 @@ def _status(text: str) -> Text:
 
 def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[RenderableType]], status_column: int | None = None,
            right: Sequence[str] = (), no_wrap: Sequence[str] = ()) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=Text(title), title_justify="left")
     for col in header:
         if col in no_wrap:
             table.add_column(col, no_wrap=True)

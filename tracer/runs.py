@@ -44,6 +44,7 @@ class RunOptions:
     exit_zero: bool = False
     with_weights: bool = False
     stages: tuple[str, ...] = ()  # --stage names, as given
+    verify_budget: int = 60_000_000  # scalar operations the reference may take (--verify-budget)
 
 
 @dataclass
@@ -100,7 +101,7 @@ def trace_one(path: str, opts: RunOptions) -> Outcome:
     if opts.verify:
         from .verify import verify
 
-        check = verify(trace)
+        check = verify(trace, opts.verify_budget)
     weights = None
     if opts.with_weights:
         from .params import load_params

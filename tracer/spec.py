@@ -120,9 +120,14 @@ class Spec:
     source: InputSpec | None = None  # encoder-decoder: the source tokens
     vocab: tuple[str, ...] | None = None
     layer_template: tuple[Step, ...] = ()  # one layer's steps, before expansion (for --steps)
+    allow_nonfinite: bool = False  # NaN/Inf studied on purpose: flagged, but the run goes on
 
     def axes_shape(self, axes: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(self.dims.size(a) for a in axes)
+
+    def block_for(self, stage: str) -> BlockSpec:
+        """The settings of the stack a stage belongs to: the encoder's for 'encoder.*' stages."""
+        return self.encoder if self.encoder is not None and stage.startswith("encoder.") else self.block
 
     def inputs(self) -> dict[str, InputSpec]:
         """The spec's inputs by stream name (what embed/input steps read)."""
@@ -171,10 +176,15 @@ def _broadcastable(given: tuple[int, ...], want: tuple[int, ...]) -> bool:
 class _Validator:
     def __init__(self, src: Source) -> None:
         self.src = src
+        self.vocab_given = False
 
     # -- messages ---------------------------------------------------------
     def fail(self, path: Path, message: str) -> SpecError:
         return SpecError(f"{self.src.where(path)}: {format_path(path)}: {message}")
+
+    def fail_key(self, path: Path, message: str) -> SpecError:
+        """An error about a key itself (unknown, unused): located where the key is written."""
+        return SpecError(f"{self.src.where_key(path)}: {format_path(path)}: {message}")
 
     def received(self, path: Path, value: Any) -> str:
         raw = self.src.raw.get(path)
@@ -188,6 +198,12 @@ class _Validator:
             return "nothing (null)"
         if isinstance(value, str):
             return f"text {value!r}"
+        if isinstance(value, (int, float)) and raw is not None and raw.strip():
+            try:
+                float(raw.replace("_", ""))
+                return raw  # a number as written: 1.5, 1e-5
+            except ValueError:
+                pass
         return repr(raw if raw is not None else value)
 
     def keys(self, mapping: Any, path: Path, allowed: tuple[str, ...] | list[str], what: str) -> dict[str, Any]:
@@ -197,7 +213,7 @@ class _Validator:
             if key not in allowed:
                 close = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1, cutoff=0.5)
                 hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
-                raise self.fail(path + (key,), f"unknown key {key!r}{hint}")
+                raise self.fail_key(path + (key,), f"unknown key {key!r}{hint}")
         return mapping
 
     def integer(self, value: Any, path: Path, lo: int = 1, hi: int = MAX_DIM) -> int:
@@ -293,7 +309,8 @@ class _Validator:
             T_max = given["T_max"]
         dims = Dims(B=B, T=T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max, S=S)
         if max_token is not None and V is not None and max_token >= V:
-            raise self.fail(("input",), f"token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {V - 1})")
+            where: Path = ("input", "tokens") if model == "decoder" else ("input",)
+            raise self.fail(where, f"token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {V - 1})")
         for key, spec_in in (("x", inp),):
             if spec_in.kind == "x" and spec_in.value != "random":
                 C_in = len(spec_in.value[0][0])
@@ -311,7 +328,7 @@ class _Validator:
         return Spec(
             path=self.src.filename, name=name, dims=dims, block=block, input=inp, weights=weights,
             seed=seed, dtype=dtype, steps=steps, stage_shapes=shapes, model=model, encoder=encoder,
-            source=source, vocab=vocab, layer_template=template,
+            source=source, vocab=vocab, layer_template=template, allow_nonfinite=allow_nonfinite,
         )
 
     def vocab_list(self, raw: Any) -> tuple[str, ...] | None:
@@ -386,7 +403,8 @@ class _Validator:
         shapes: dict[str, Shape] = {"x": (("B", "T", "C"), (dims.B, dims.T, dims.C))}
         p: Path = ("block", "steps")
         if not isinstance(raw, list) or not raw:
-            raise self.fail(p, f"expected a list of steps such as {{name: norm1, op: layer_norm, in: x, weights: norm1}}, received {self.received(p, raw)}")
+            got = "an empty list" if raw == [] else self.received(p, raw)
+            raise self.fail(p, f"expected a list of steps such as {{name: norm1, op: layer_norm, in: x, weights: norm1}}, received {got}")
         return tuple(self.step(item, p + (i,), shapes, sizes) for i, item in enumerate(raw))
 
     def expand(self, model: str, block: BlockSpec, encoder: BlockSpec | None, template: tuple[Step, ...], dims: Dims,
@@ -420,6 +438,8 @@ class _Validator:
             steps += entry + body
             prefix = ""
         if block.final_norm:
+            if any(s.name == prefix + "final_norm" for s in steps):
+                raise self.fail(("block", "final_norm"), "a step is already named final_norm; rename it, or drop final_norm: true")
             steps.append(blocks.final_norm(prefix, last, block.settings()))
             last = steps[-1].name
         if block.head != "none":
@@ -431,8 +451,10 @@ class _Validator:
             ins = [shapes[i] for i in step.inputs]
             try:
                 shapes[step.name] = output_shape(step, ins, sizes, pos)
-            except ValueError as e:  # a custom step whose shapes only clash once layers are stacked
-                raise self.fail(("block",), f"step {step.name}: {e}") from None
+            except ValueError as e:
+                if step.name.endswith("final_norm") and step.op in NORMS.values():
+                    raise self.fail(("block", "final_norm"), f"the final normalisation reads the last step, {step.inputs[0]}: {e}") from None
+                raise self.fail(("block",), f"step {step.name}: {e}") from None  # a custom layer that clashes once stacked
             if step.op in ("mha", "cross_mha"):
                 shapes.update(blocks.attention_internals(step, ins[0], ins[-1], sizes))
         return tuple(steps), shapes
@@ -445,9 +467,14 @@ class _Validator:
         name = raw["name"]
         if not isinstance(name, str) or not name or not all(ch.isalnum() or ch in "_-" for ch in name):
             raise self.fail(path + ("name",), f"expected a stage name of letters, digits, _ and -, received {self.received(path + ('name',), name)}")
-        if name in shapes or name in RESERVED_STAGES or name in ("final_norm", "logits", "probs"):
+        if name in shapes or name in RESERVED_STAGES or name in ("logits", "probs"):
             raise self.fail(path + ("name",), f"stage {name!r} is already defined; every step records a stage of its own")
-        op = self.choice(raw["op"], path + ("op",), tuple(k for k, v in OPS.items() if v.user))
+        user_ops = tuple(k for k, v in OPS.items() if v.user)
+        if isinstance(raw["op"], str) and raw["op"] not in user_ops:
+            close = difflib.get_close_matches(raw["op"], list(user_ops), n=1, cutoff=0.5)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; known ops: {', '.join(user_ops)}"
+            raise self.fail(path + ("op",), f"unknown op {raw['op']!r}{hint}")
+        op = self.choice(raw["op"], path + ("op",), user_ops)
         info = OPS[op]
         ins = raw["in"] if isinstance(raw["in"], list) else [raw["in"]]
         if len(ins) != info.arity:
@@ -518,7 +545,8 @@ class _Validator:
                 return [convert(item, p + (i,)) for i, item in enumerate(v)]
             word = self.src.raw.get(p)
             if isinstance(v, bool) and (vocab is None or word not in index):
-                raise self.fail(p, f"expected a token id or word, received {self.received(p, v)}")
+                what = "a token id or a word of the vocab" if vocab else "a whole number (token id)"
+                raise self.fail(p, f"expected {what}, received {self.received(p, v)}")
             if vocab is not None and (isinstance(v, (str, bool)) or (word is not None and word in index and not isinstance(v, int))):
                 w = word if word is not None else str(v)
                 if w not in index:
@@ -530,15 +558,17 @@ class _Validator:
                 if v < 0:
                     raise self.fail(p, f"token ids must be 0 or more, received {v}")
                 return v
-            what = "a token id or a word of the vocab" if vocab else "a whole number (token id); add a vocab list to write words"
-            raise self.fail(p, f"expected {what}, received {self.received(p, v)}")
+            if vocab:
+                raise self.fail(p, f"expected a token id or a word of the vocab, received {self.received(p, v)}")
+            hint = " (add a vocab list to write tokens as words)" if isinstance(v, str) else ""
+            raise self.fail(p, f"expected a whole number (token id), received {self.received(p, v)}{hint}")
 
         rows = convert(value, path)
         shape = self.rect(rows, path)
         if len(shape) == 1:
             rows, shape = [rows], (1,) + shape
         if len(shape) != 2:
-            raise self.fail(path, f"expected a list of tokens [T] or one list per sample [B,T], received {len(shape)} levels of nesting")
+            raise self.fail(path, f"expected a list of token ids [T] or one list per sample [B,T], received {_levels(shape)}")
         return rows, (shape[0], shape[1])
 
     def input(self, raw: Any, given: dict[str, int], seed: int | None, vocab: tuple[str, ...] | None) -> tuple[InputSpec, int, int, int | None]:
@@ -561,7 +591,7 @@ class _Validator:
         if len(shape) == 2:
             rows, shape = [rows], (1,) + shape
         if len(shape) != 3:
-            raise self.fail(path, f"expected a [T,C] or [B,T,C] matrix, received {len(shape)} levels of nesting")
+            raise self.fail(path, f"expected a [T,C] or [B,T,C] matrix, received {_levels(shape)}")
         return InputSpec("x", rows), shape[0], shape[1], None
 
     def seq2seq_input(self, raw: Any, given: dict[str, int], seed: int | None, vocab: tuple[str, ...] | None
@@ -597,6 +627,7 @@ class _Validator:
             if vocab is not None:
                 raise self.fail(("vocab",), "a vocab is given but the input is x, not tokens")
             return given.get("V")
+        self.vocab_given = vocab is not None
         if vocab is not None:
             if "V" in given and given["V"] != len(vocab):
                 raise self.fail(("dims", "V"), f"V = {given['V']} but the vocab has {len(vocab)} words")
@@ -610,7 +641,8 @@ class _Validator:
         if isinstance(value, list) and value:
             rows = len(value)
             if declared is not None and declared != rows:
-                raise self.fail(("weights", name), f"table has {rows} rows but {'the vocab has' if letter == 'V' else f'dims.{letter} ='} {declared}")
+                source = f"the vocab has {declared} words" if letter == "V" and self.vocab_given else f"dims.{letter} = {declared}"
+                raise self.fail(("weights", name), f"table has {rows} rows but {source}")
             return rows
         if declared is not None:
             return declared
@@ -687,15 +719,13 @@ class _Validator:
                 raise self.fail(path, f"expected a mapping of weights, received {self.received(path, value)}")
             for key, sub in value.items():
                 if key not in expect:
+                    unused = self.unused_reason(str(key), path, block, encoder)
+                    if unused:
+                        raise self.fail_key(path + (key,), unused)
                     close = difflib.get_close_matches(str(key), [str(k) for k in expect], n=1, cutoff=0.5)
                     hint = f"; did you mean {close[0]!r}?" if close else (f"; the model reads: {', '.join(map(str, expect))}" if expect else "")
-                    if key == "final_norm":
-                        hint = " (final_norm is false)"
-                    elif key == "position":
-                        hint = " (positions is not learned)"
-                    elif key == "head":
-                        hint = " (head is not separate)"
-                    raise self.fail(path + (key,), f"{key!r} is given but nothing in the model reads it{hint}")
+                    what = "weight group" if isinstance(sub, dict) else "weight"
+                    raise self.fail_key(path + (key,), f"{what} {key!r} is given but nothing in the model reads it{hint}")
                 nested = expect[key]
                 if nested == "leaf":
                     continue
@@ -710,6 +740,19 @@ class _Validator:
                     walk(sub, nested, path + (key,))
 
         walk(raw, tree, ("weights",))
+
+    def unused_reason(self, key: str, path: Path, block: BlockSpec, encoder: BlockSpec | None) -> str:
+        """Why a weight the spec gives is read by nothing ("" if it is simply unknown)."""
+        sec = "decoder" if encoder is not None else "block"
+        if key == "position" and len(path) == 1:
+            return f"a position table is given but {sec}.positions is {block.positions}"
+        if key == "final_norm":
+            return f"final_norm weights are given but {sec}.final_norm is false"
+        if key == "head" and len(path) == 1:
+            return f"an output head matrix is given but {sec}.head is {block.head} (use head: separate)"
+        if key == "embedding" and len(path) == 1:
+            return "an embedding table is given but the input is x, not tokens"
+        return ""
 
     def weight(self, value: Any, path: Path, name: str, axes: tuple[str, ...], dims: Dims, seed: int | None, fill: str | None = None) -> Weight:
         want = tuple(dims.size(a) for a in axes)
@@ -771,6 +814,11 @@ class _Validator:
             if s != first:
                 raise self.fail(path + (i,), f"ragged: row {i} has shape {_fmt(s)} but row 0 has {_fmt(first)}")
         return (len(value),) + first
+
+
+def _levels(shape: tuple[int, ...]) -> str:
+    n = len(shape)
+    return "a single value" if n == 0 else f"{n} level{'s' if n > 1 else ''} of nesting"
 
 
 def _fmt(shape: tuple[int, ...]) -> str:

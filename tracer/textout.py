@@ -160,6 +160,9 @@ def reached_end(trace: Trace) -> bool:
 
 def matrix_lines(trace: Trace, stage: Stage, b: int, precision: int) -> list[str]:
     """The full [T, C] matrix of one sample (rows elided when tall): a header line, then one line per row."""
+    if stage.axes[0] == "B" and b >= stage.array.shape[0]:  # a select along B kept fewer samples
+        n = stage.array.shape[0]
+        return [f"{stage.name} holds {n} sample{'s' if n > 1 else ''} (b = 0 to {n - 1}): there is no sample b={b} to show"]
     a = np.asarray(stage.array[b]) if stage.axes[0] == "B" else np.asarray(stage.array)
     lines = [f"{stage.name} for sample b={b}, {stage.meaning}:"]
     rows = list(range(len(a)))

@@ -46,6 +46,12 @@ class Verification:
 def verify(trace: Trace, budget: int = reference.DEFAULT_BUDGET) -> Verification:
     spec = trace.spec
     plan = reference.plan(spec, budget)
+    if trace.violations:
+        # The reference computes the block its contracts define; a run that broke one has no faithful counterpart.
+        v = trace.violations[0]
+        why = f" ({plan.reason})" if plan.skipped and plan.reason else ""
+        reason = f"the run flagged a {v.kind} violation at stage {v.stage}{why}; the reference only computes blocks that keep every contract"
+        return Verification(reference.Plan([], [], False, 0, plan.full_cost, reason), {})
     if plan.skipped:
         return Verification(plan, {})
     params = {k: v.tolist() for k, v in load_params(spec).items()}

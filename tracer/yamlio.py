@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
@@ -45,6 +45,7 @@ class Source:
     filename: str
     marks: dict[Path, Mark]
     raw: dict[Path, str]  # the scalar exactly as written (to quote ``yes`` back)
+    key_marks: dict[Path, Mark] = field(default_factory=dict)  # where each mapping key itself is written
 
     def mark(self, path: Path) -> Mark | None:
         # fall back to the nearest enclosing value that has a mark
@@ -58,6 +59,11 @@ class Source:
     def where(self, path: Path) -> str:
         m = self.mark(path)
         return f"{self.filename}:{m.line}:{m.col}" if m else self.filename
+
+    def where_key(self, path: Path) -> str:
+        """The position of the key naming ``path`` (an unknown key is the key's fault, not its value's)."""
+        m = self.key_marks.get(path)
+        return f"{self.filename}:{m.line}:{m.col}" if m else self.where(path)
 
 
 def format_path(path: Path) -> str:
@@ -182,11 +188,12 @@ def _convert(node: yaml.Node, path: Path, src: Source, depth: int) -> Any:
                 km = knode.start_mark
                 raise SpecError(f"{src.filename}:{km.line + 1}:{km.column + 1}: {format_path(path)}: keys must be plain names (merge keys '<<' are not supported)")
             key = knode.value
+            km = knode.start_mark
             if key in out:
-                km = knode.start_mark
-                first = src.marks.get(path + (key,))
+                first = src.key_marks.get(path + (key,))
                 again = f" (first given at line {first.line})" if first else ""
                 raise SpecError(f"{src.filename}:{km.line + 1}:{km.column + 1}: {format_path(path + (key,))}: duplicate key{again}")
+            src.key_marks[path + (key,)] = Mark(km.line + 1, km.column + 1)
             out[key] = _convert(vnode, path + (key,), src, depth + 1)
         return out
     raise SpecError(f"{where}: unsupported YAML node")

@@ -1,0 +1,211 @@
+"""Each NumPy kernel against the scalar ops of tracer.reference, on random inputs, to 1e-12.
+
+Shapes cover B > 1, H > 1, d > 1, T = 1, and both masks.  The contract checks (what a kernel
+refuses where NumPy would broadcast) are tested too.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from conftest import load_text
+from tracer import kernels, reference
+from tracer.errors import BrokenContract, ShapeError
+
+TOL = 1e-12
+# (B, T, C, H, F): d = C / H
+SHAPES = [(1, 3, 2, 2, 3), (2, 5, 8, 2, 16), (3, 4, 6, 3, 5), (2, 7, 12, 4, 10), (1, 1, 4, 1, 8), (2, 6, 9, 1, 4)]
+SEEDS = [0, 1, 2]
+
+
+def rand(rng, *shape, scale=1.0):
+    return rng.standard_normal(shape) * scale
+
+
+def cols(w):
+    """A [n_in, n_out] matrix as the reference takes it: its columns."""
+    return np.asarray(w).T.tolist()
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_layer_norm(seed, shape):
+    B, T, C, _, _ = shape
+    rng = np.random.default_rng(seed)
+    x, gamma, beta = rand(rng, B, T, C, scale=3.0), rand(rng, C), rand(rng, C)
+    eps = [1e-5, 5e-6, 1e-3][seed]
+    got = kernels.layer_norm(x, gamma, beta, eps)
+    for b in range(B):
+        for t in range(T):
+            want = reference.layer_norm(x[b, t].tolist(), gamma.tolist(), beta.tolist(), eps)
+            assert reference.max_abs_diff(got[b, t].tolist(), want) < TOL
+
+
+def test_layer_norm_book_examples():
+    # Section 17.3: [1,3] -> about [-0.999995, 0.999995]; [10,10] -> [0,0]; exercise 2: [2,4] -> [-1,1]/sqrt(1.00001)
+    x = np.array([[[1.0, 3.0], [10.0, 10.0], [2.0, 4.0], [20.0, 20.0]]])
+    y = kernels.layer_norm(x, np.ones(2), np.zeros(2), 0.00001)
+    s = 1 / math.sqrt(1.00001)
+    np.testing.assert_allclose(y[0], [[-s, s], [0, 0], [-s, s], [0, 0]], rtol=0, atol=1e-15)
+    assert [round(v, 6) for v in y[0, 0]] == [-0.999995, 0.999995]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_linear_and_ffn(seed, shape):
+    B, T, C, _, F = shape
+    rng = np.random.default_rng(100 + seed)
+    x, w1, b1, w2, b2 = rand(rng, B, T, C), rand(rng, C, F), rand(rng, F), rand(rng, F, C), rand(rng, C)
+    lin = kernels.linear(x, w1, b1)
+    hidden = kernels.ffn_hidden(x, w1, b1)
+    out = kernels.ffn_out(hidden, w2, b2)
+    assert lin.shape == (B, T, F) and hidden.shape == (B, T, F) and out.shape == (B, T, C)
+    assert (hidden == 0).any() and (hidden > 0).any()  # ReLU really cut something
+    for b in range(B):
+        for t in range(T):
+            want_lin = reference.matvec(x[b, t].tolist(), cols(w1), b1.tolist())
+            want_hidden = reference.relu(want_lin)
+            want_out = reference.matvec(want_hidden, cols(w2), b2.tolist())
+            assert reference.max_abs_diff(lin[b, t].tolist(), want_lin) < TOL
+            assert reference.max_abs_diff(hidden[b, t].tolist(), want_hidden) < TOL
+            assert reference.max_abs_diff(out[b, t].tolist(), want_out) < TOL
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_add(seed, shape):
+    B, T, C, _, _ = shape
+    rng = np.random.default_rng(200 + seed)
+    a, b_ = rand(rng, B, T, C), rand(rng, B, T, C)
+    got = kernels.add(a, b_)
+    for b in range(B):
+        for t in range(T):
+            assert got[b, t].tolist() == reference.vec_add(a[b, t].tolist(), b_[b, t].tolist())
+
+
+def scalar_softmax(row):
+    finite = [v for v in row if v != -math.inf]
+    m = max(finite)
+    e = [0.0 if v == -math.inf else math.exp(v - m) for v in row]
+    z = sum(e)
+    return [v / z for v in e]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_softmax(seed):
+    rng = np.random.default_rng(300 + seed)
+    s = rand(rng, 2, 3, 5, 7, scale=10.0)
+    s[0, 0, 0, 3:] = -np.inf  # masked keys
+    s[1, 2, 4] += 1000.0  # large scores must not overflow
+    w = kernels.softmax(s)
+    assert np.isfinite(w).all()
+    assert np.all(w[0, 0, 0, 3:] == 0.0)
+    for idx in np.ndindex(s.shape[:-1]):
+        assert reference.max_abs_diff(w[idx].tolist(), scalar_softmax(s[idx].tolist())) < TOL
+    np.testing.assert_allclose(w.sum(axis=-1), 1.0, rtol=0, atol=1e-14)
+
+
+def attention_spec(shape, mask):
+    B, T, C, H, F = shape
+    return load_text(f"dims: {{B: {B}, T: {T}, C: {C}, H: {H}, F: {F}}}\nblock: {{mask: {mask}}}\ninput: {{x: random}}\nseed: 0\n")
+
+
+@pytest.mark.parametrize("mask", ["causal", "none"])
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_mha_against_reference(mask, seed, shape):
+    B, T, C, H, F = shape
+    d = C // H
+    rng = np.random.default_rng(400 + seed)
+    x = rand(rng, B, T, C)
+    w = {f"w_{n}": rand(rng, C, C, scale=1 / math.sqrt(C) * 2) for n in "qkvo"}
+    w.update({f"b_{n}": rand(rng, C, scale=0.3) for n in "qkvo"})
+    got = kernels.mha(x, **w, H=H, causal=mask == "causal")
+    assert got["q"].shape == (B, H, T, d) and got["scores"].shape == (B, H, T, T) and got["heads"].shape == (B, T, C)
+
+    spec = attention_spec(shape, mask)
+    step = next(s for s in spec.steps if s.op == "mha")
+    params = {f"{step.weights}.{k}": v.tolist() for k, v in w.items()}
+    ref = reference.Reference(spec, params, None)
+    positions = list(range(T))
+    for b in range(B):
+        st = {}
+        xd = {t: x[b, t].tolist() for t in positions}
+        ref.mha(step, xd, xd, positions, st)
+        for t in positions:
+            assert reference.max_abs_diff(got["output"][b, t].tolist(), st["attention"][t]) < TOL
+            assert reference.max_abs_diff(got["heads"][b, t].tolist(), st["attn.heads"][t]) < TOL
+            for key in ("q", "k", "v", "scores", "weights"):
+                assert reference.max_abs_diff(got[key][b, :, t].tolist(), st[f"attn.{key}"][t]) < TOL, key
+    if mask == "causal":
+        later = np.triu(np.ones((T, T), dtype=bool), k=1)
+        assert np.all(got["weights"][..., later] == 0.0)
+    else:
+        assert np.all(got["weights"] > 0.0)
+
+
+def test_mha_head_h_reads_columns_h_times_d():
+    # One head's output must not change when another head's columns of W_Q, W_K, W_V change.
+    rng = np.random.default_rng(7)
+    B, T, C, H = 1, 4, 6, 3
+    x = rand(rng, B, T, C)
+    w = {f"w_{n}": rand(rng, C, C) for n in "qkvo"}
+    w.update({f"b_{n}": np.zeros(C) for n in "qkvo"})
+    w2 = dict(w)
+    for n in "qkv":
+        w2[f"w_{n}"] = w[f"w_{n}"].copy()
+        w2[f"w_{n}"][:, 4:6] = rand(rng, C, 2)  # head 2 reads columns 4..5
+    a, b = kernels.mha(x, **w, H=H, causal=True), kernels.mha(x, **w2, H=H, causal=True)
+    np.testing.assert_array_equal(a["heads"][..., :4], b["heads"][..., :4])
+    assert not np.allclose(a["heads"][..., 4:], b["heads"][..., 4:])
+
+
+def test_split_and_merge_heads_round_trip():
+    x = np.arange(2 * 3 * 8, dtype=float).reshape(2, 3, 8)
+    h = kernels.split_heads(x, 4)
+    assert h.shape == (2, 4, 3, 2)
+    np.testing.assert_array_equal(h[1, 2, 0], x[1, 0, 4:6])
+    np.testing.assert_array_equal(kernels.merge_heads(h), x)
+
+
+def test_causal_mask():
+    m = kernels.causal_mask(3)
+    assert m.tolist() == [[False, True, True], [False, False, True], [False, False, False]]
+
+
+# -- contracts ----------------------------------------------------------------------------------
+def test_add_refuses_a_stretched_operand():
+    a, b = np.ones((2, 3, 4)), np.ones((1, 3, 4))
+    with pytest.raises(BrokenContract) as e:
+        kernels.add(a, b)
+    assert e.value.kind == "broadcast" and e.value.operands == {"left": (2, 3, 4), "right": (1, 3, 4)}
+    np.testing.assert_array_equal(kernels.add(a, b, strict=False), np.full((2, 3, 4), 2.0))
+
+
+def test_add_of_incompatible_shapes_is_a_shape_error():
+    with pytest.raises(ShapeError, match=r"cannot add left \[2, 3\] and right \[2, 4\]"):
+        kernels.add(np.ones((2, 3)), np.ones((2, 4)))
+
+
+@pytest.mark.parametrize("which", ["gamma", "beta"])
+def test_layer_norm_refuses_a_stretched_vector(which):
+    x = np.random.default_rng(0).standard_normal((1, 2, 4))
+    args = {"gamma": np.ones(4), "beta": np.zeros(4)}
+    args[which] = args[which][:1]
+    with pytest.raises(BrokenContract, match=rf"{which} has shape \[1\] where \[C\] = \[4\] is due"):
+        kernels.layer_norm(x, args["gamma"], args["beta"], 1e-5)
+    loose = kernels.layer_norm(x, args["gamma"], args["beta"], 1e-5, strict=False)
+    np.testing.assert_allclose(loose, kernels.layer_norm(x, np.ones(4), np.zeros(4), 1e-5), rtol=0, atol=0)
+
+
+def test_layer_norm_wrong_vector_is_a_shape_error():
+    with pytest.raises(ShapeError, match=r"gamma has shape \[3\], expected \[C\] = \[4\]"):
+        kernels.layer_norm(np.ones((1, 2, 4)), np.ones(3), np.zeros(4), 1e-5)
+
+
+def test_linear_checks_inner_dimension_and_bias():
+    with pytest.raises(ShapeError, match=r"cannot multiply \[\.\.\., 3\] by a \[4, 5\] matrix"):
+        kernels.linear(np.ones((1, 2, 3)), np.ones((4, 5)), np.zeros(5))
+    with pytest.raises(BrokenContract, match=r"bias has shape \[1\]"):
+        kernels.linear(np.ones((1, 2, 4)), np.ones((4, 5)), np.zeros(1))
