@@ -355,7 +355,7 @@ def complete_catalogue_name(incomplete: str) -> list[str]:
 
 @app.command()
 def stages(
-    name: Annotated[str | None, typer.Argument(metavar="[NAME]", autocompletion=complete_catalogue_name, show_default=False,
+    name: Annotated[str | None, typer.Argument(metavar="NAME", autocompletion=complete_catalogue_name, show_default=False,
                                                help="Only this stage (blocks.3.norm1 finds norm1).")] = None,
     fmt: FormatOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
