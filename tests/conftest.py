@@ -19,6 +19,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
+LOCALE = ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")  # tracer's default language follows LC_ALL, LC_MESSAGES, LANG
+
+
 def _entry_point() -> list[str]:
     exe = shutil.which("tracer")
     # Fall back to the module when the console script is not on PATH (it is after `pip install -e .`).
@@ -28,7 +31,8 @@ def _entry_point() -> list[str]:
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None,
             timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run `tracer ARGS` as a user would, with this checkout's code first on the path."""
-    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS")}
+    full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS") + LOCALE}
+    full_env["LANG"] = "C.UTF-8"  # English unless a test asks for a locale: the default language follows it
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.update(env or {})
     return subprocess.run(_entry_point() + list(args), cwd=cwd or REPO, env=full_env, input=stdin,
@@ -78,7 +82,8 @@ def run_app(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     old = os.getcwd()
     os.chdir(cwd or REPO)
     try:
-        res = CliRunner().invoke(app, list(args), env={"NO_COLOR": None, "FORCE_COLOR": None, "COLUMNS": None})
+        env: dict[str, str | None] = {"NO_COLOR": None, "FORCE_COLOR": None, "COLUMNS": None, **dict.fromkeys(LOCALE)}
+        res = CliRunner().invoke(app, list(args), env=env)
     finally:
         os.chdir(old)
     if res.exception is not None and not isinstance(res.exception, SystemExit):

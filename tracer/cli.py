@@ -52,9 +52,16 @@ def console(no_color: bool = False, stderr: bool = False) -> Console:
     )
 
 
-def guarded(fn: Callable[[], int]) -> None:
-    """The one exit path: TracerError -> its exit code and a message; anything else -> 3."""
+def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
+    """The one exit path: TracerError -> its exit code and a message; anything else -> 3.
+
+    ``lang`` is --lang: the language is chosen first (an unknown one is exit 2, like any bad option),
+    so every message of the command, errors included, is in that language.
+    """
+    from . import i18n
+
     try:
+        i18n.choose(lang)
         code = fn()
     except TracerError as e:
         _error(str(e))
@@ -73,8 +80,16 @@ def guarded(fn: Callable[[], int]) -> None:
 
 
 def _error(message: str) -> None:
-    sys.stderr.write(f"tracer: error: {message}\n")
+    from .i18n import message as translated, tr
+
+    sys.stderr.write(f"{tr('tracer: error: ')}{translated(message)}\n")
     sys.stderr.flush()
+
+
+def _note(text: str) -> None:
+    from .i18n import message as translated, tr
+
+    sys.stderr.write(f"{tr('tracer: note: ')}{translated(text)}\n")
 
 
 def _version(value: bool) -> None:
@@ -123,6 +138,14 @@ def complete_stage(ctx: typer.Context, incomplete: str) -> list[str]:
     return [n for n in (known or names()) if n.startswith(incomplete)]
 
 
+def complete_lang(incomplete: str) -> list[tuple[str, str]]:
+    return [(lang, help_) for lang, help_ in (("zh", "the book's Chinese (简体中文)"), ("en", "English")) if lang.startswith(incomplete)]
+
+
+LangOption = Annotated[str | None, typer.Option(
+    "--lang", metavar="zh|en", autocompletion=complete_lang, show_default=False,
+    help="Language of the words printed for people: zh (the book's Chinese) or en. Default: the locale "
+         "(LC_ALL, LC_MESSAGES, LANG starting with zh -> zh, else en). JSON and CSV are the same in both.")]
 FormatOption = Annotated[str | None, typer.Option(
     "--format", "-f", autocompletion=complete_format, show_default=False,
     help="table (default) | json | csv | markdown. CSV: one row per stage and position; Markdown: a pipe table.")]
@@ -152,6 +175,7 @@ def run(
     attention_stage: Annotated[list[str] | None, typer.Option("--attention-stage", metavar="NAME", help="Draw this attention stage (e.g. blocks.1.attention, decoder.blocks.0.cross_attention, or all); repeatable; implies --attention.", show_default=False)] = None,
     svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)] = None,
     html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)] = None,
+    lang: LangOption = None,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix.
 
@@ -213,10 +237,10 @@ def run(
 
                 note = unreached_note(outcome.trace, outcome.only)
                 if note:
-                    sys.stderr.write(f"tracer: note: {note}\n")
+                    _note(note)
         return outcome.code
 
-    guarded(body)
+    guarded(body, lang)
 
 
 def print_steps(path: str, form: str, opts: object, no_color: bool, targets: list[Target]) -> int:
@@ -270,6 +294,7 @@ def probe(
     as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout instead of the table.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a property fails.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal.")] = False,
+    lang: LangOption = None,
 ) -> None:
     """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows."""
 
@@ -289,7 +314,7 @@ def probe(
             console(no_color).print(render.probe_table(s, props))
         return EXIT_OK if ok or exit_zero else EXIT_VIOLATION
 
-    guarded(body)
+    guarded(body, lang)
 
 
 @app.command()
@@ -309,6 +334,7 @@ def diff(
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
     svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)] = None,
     html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)] = None,
+    lang: LangOption = None,
 ) -> None:
     """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
 
@@ -336,7 +362,7 @@ def diff(
             sys.stdout.write(writers[form]())
         return result.exit_code
 
-    guarded(body)
+    guarded(body, lang)
 
 
 @app.command()
@@ -345,6 +371,7 @@ def graph(
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
     svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write the drawing as an SVG picture.", show_default=False)] = None,
     html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write the drawing as an HTML page.", show_default=False)] = None,
+    lang: LangOption = None,
 ) -> None:
     """Draw the block as Figure 17.1 does: before the block, each residual path with every stage and its shape.
 
@@ -360,7 +387,7 @@ def graph(
         show(graph_view(s), no_color, targets, s.name)
         return EXIT_OK
 
-    guarded(body)
+    guarded(body, lang)
 
 
 def export_targets(svg: str | None, html: str | None, inputs: list[str], form: str) -> list[Target]:
@@ -380,8 +407,10 @@ def show(view: RenderableType, no_color: bool, targets: list[Target], title: str
     if targets:
         from .export import export
 
+        from .i18n import tr
+
         for path in export(view, targets, title, no_color):
-            sys.stderr.write(f"tracer: wrote {path}\n")
+            sys.stderr.write(tr("tracer: wrote {path}", path=path) + "\n")
 
 
 @app.command()
@@ -436,6 +465,7 @@ def stages(
     fmt: FormatOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
+    lang: LangOption = None,
 ) -> None:
     """List every stage name a trace can record, with its meaning, formula and shape."""
 
@@ -461,7 +491,7 @@ def stages(
             console(no_color).print(catalogue_view(entries, note))
         return EXIT_OK
 
-    guarded(body)
+    guarded(body, lang)
 
 
 def main() -> None:

@@ -11,10 +11,12 @@ from rich.text import Text
 
 from .errors import Violation
 from .executor import Stage, Trace
+from .i18n import message, tr
 from .spec import Spec
 from .textout import (  # noqa: F401  (fmt_number, fmt_value: the formats render_diff and others import from here)
-    STEP_HEADER, caption, fmt_number, fmt_value, fmt_vector, matrix_lines, stage_header, stage_rows, step_list_title,
-    step_rows, token_label, reached_end, unreached_note, violation_lines, visible_stages,
+    VERIFY_HEADER, caption, fmt_number, fmt_value, fmt_vector, kind_word, matrix_lines, stage_header, stage_rows,
+    step_header, step_list_title, step_rows, token_label, reached_end, unreached_note, violation_lines, violation_title,
+    visible_stages,
 )
 
 
@@ -25,12 +27,12 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
     # Text, not str: rich would read "[nan, 1.0]" or a spec name with "[/]" as console markup.
     table = Table(title=Text(spec.name), caption=Text(caption(spec)), title_justify="left", caption_justify="left")
     for header in stage_header(spec, b, t, verify_diffs is not None):
-        table.add_column(header, overflow="fold", justify="right" if header.startswith("max |") else "left")
+        table.add_column(header, overflow="fold", justify="right" if header == tr(VERIFY_HEADER) else "left")
     stages = visible_stages(trace, show_all, only)
     for stage, row in zip(stages, stage_rows(stages, b, t, precision, verify_diffs)):
         name = Text(stage.name, style="bold red" if stage.name in marks else "")
         if stage.name in marks:
-            name.append("  ← violation")
+            name.append(tr("  ← violation"))
         table.add_row(name, *map(Text, row[1:]))  # Text: a '[...]' in a meaning or value is never read as markup
     return table
 
@@ -42,13 +44,13 @@ def matrix(trace: Trace, stage: Stage, b: int, precision: int) -> RenderableType
 
 def violation_panel(v: Violation) -> Panel:
     body = Text()
-    body.append(f"{v.kind} violation at stage {v.stage}\n", style="bold red")
+    body.append(violation_title(v) + "\n", style="bold red")
     for label, text in violation_lines(v):
         if label:
-            body.append(f"{label}: ", style="bold")
+            body.append(tr("{label}: ", label=label), style="bold")
         body.append(text + "\n")
     body.rstrip()
-    return Panel(body, title=f"violation: {v.kind}", expand=False, border_style="red")
+    return Panel(body, title=tr("violation: {kind}", kind=kind_word(v.kind)), expand=False, border_style="red")
 
 
 def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
@@ -71,7 +73,7 @@ def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
 def steps_table(spec: Spec, only: Sequence[str] | None = None) -> Table:
     """The step list a spec runs (``tracer run --steps``), with every stage's shape."""
     table = Table(title=Text(step_list_title(spec)), title_justify="left")
-    for col in STEP_HEADER:
+    for col in step_header():
         table.add_column(col, overflow="fold")
     for row in step_rows(spec, only):
         table.add_row(*map(Text, row))
@@ -79,13 +81,13 @@ def steps_table(spec: Spec, only: Sequence[str] | None = None) -> Table:
 
 
 def probe_table(spec: Spec, props: list) -> Table:  # list[probe.Property]
-    table = Table(title=Text(f"{spec.name}: properties"), title_justify="left")
-    table.add_column("property", overflow="fold")
-    table.add_column("result", overflow="fold")
-    table.add_column("evidence", overflow="fold")
+    table = Table(title=Text(tr("{name}: properties", name=spec.name)), title_justify="left")
+    table.add_column(tr("property"), overflow="fold")
+    table.add_column(tr("result"), overflow="fold")
+    table.add_column(tr("evidence"), overflow="fold")
     style = {"pass": "green", "fail": "bold red", "not applicable": "dim"}
     for p in props:
-        table.add_row(Text(p.name), Text(p.result, style=style.get(p.result, "")), Text(p.evidence))
+        table.add_row(Text(tr(p.name)), Text(tr(p.result), style=style.get(p.result, "")), Text(message(p.evidence)))
     return table
 
 
@@ -97,10 +99,10 @@ def catalogue_view(entries: Sequence[object], note: str) -> Group:  # Sequence[c
     for section, rows in by_section(entries).items():
         table = Table(title=Text(section), title_justify="left")
         for col in CATALOGUE_HEADER:
-            table.add_column(col, overflow="fold", no_wrap=col == "stage")
+            table.add_column(tr(col), overflow="fold", no_wrap=col == "stage")
         for row in rows:
             table.add_row(*map(Text, row))
         parts.append(table)
     if note:
-        parts.append(Text(note))
+        parts.append(Text(tr(note)))
     return Group(*parts)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import catalogue, executor, jsonout, textout
+from . import catalogue, executor, i18n, jsonout, textout
 from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
 from .executor import Stage, Trace
 from .spec import Spec, load_spec
@@ -66,13 +66,14 @@ class Outcome:
         return textout.visible_stages(self.trace, self.show_all, self.only)
 
     def status(self) -> tuple[str, str]:
-        """('ok' | 'violation' | 'error', the rest of the line)."""
+        """('ok' | 'violation' | 'error', the rest of the line in the current language)."""
         if self.trace is None:
-            message = " ".join(self.error.split())  # one line
+            message = " ".join(i18n.message(self.error).split())  # one line
             return "error", message if message.startswith(self.path) else f"{self.path}: {message}"
         detail = self.path
         if not self.trace.ok:
-            detail += ": " + "; ".join(f"{v.kind} at {v.stage}" for v in self.trace.violations)
+            detail += ": " + "; ".join(i18n.tr("{kind} at {stage}", kind=i18n.tr(v.kind), stage=v.stage)
+                                       for v in self.trace.violations)
         if self.check is not None:
             detail += f" ({self.check.note().splitlines()[0]})"
         return ("ok" if self.trace.ok else "violation"), detail
@@ -141,7 +142,7 @@ class Summary:
                  "error": "error" if counts["error"] == 1 else "errors"}
         n = len(self.outcomes)
         parts = ", ".join(f"{counts[k]} {words[k]}" for k in counts)
-        return f"{n} spec{'s' if n != 1 else ''}: {parts}; exit code {self.exit_code}"
+        return i18n.message(f"{n} spec{'s' if n != 1 else ''}: {parts}; exit code {self.exit_code}")
 
 
 STATUS_WIDTH = 10
@@ -149,7 +150,7 @@ STATUS_WIDTH = 10
 
 def status_text(o: Outcome) -> str:
     word, detail = o.status()
-    return f"{word:<{STATUS_WIDTH}} {detail}"
+    return f"{i18n.ljust(i18n.tr(word), STATUS_WIDTH)} {detail}"  # padded by terminal cells: 通过 takes four
 
 
 # -- the formats other than the rich table -------------------------------------------
@@ -161,7 +162,7 @@ def render_text(o: Outcome, fmt: str, opts: RunOptions) -> str:
     if fmt == "csv":
         return textout.trace_csv([(o.path, o.stages)])
     if o.trace is None:
-        return f"### {textout.md_text(o.path)}\n\n> **error**: {textout.md_text(o.error)}\n"
+        return f"### {textout.md_text(o.path)}\n\n> **{i18n.tr('error')}**: {textout.md_text(i18n.message(o.error))}\n"
     return textout.run_markdown(o.trace, o.stages, opts.batch, opts.pos, opts.precision,
                                 o.check.stages if o.check else None, o.check.note() if o.check else "", o.only)
 

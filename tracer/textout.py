@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .i18n import meaning, message, tr
+
 if TYPE_CHECKING:
     from .diff import DiffResult
     from .errors import Violation
@@ -62,7 +64,7 @@ def fmt_vector(values: Iterable[float], precision: int, limit: int = MAX_VALUES)
     vals = [float(v) for v in values]
     if len(vals) > limit:
         head = ", ".join(fmt_number(v, precision) for v in vals[:HEAD])
-        return f"[{head}, … {len(vals)} values]"
+        return f"[{head}, {tr('… {n} values', n=len(vals))}]"
     return "[" + ", ".join(fmt_number(v, precision) for v in vals) + "]"
 
 
@@ -75,7 +77,7 @@ def fmt_value(a: np.ndarray, precision: int) -> str:
         return fmt_vector(a.tolist(), precision)
     rows = [fmt_value(r, precision) for r in a[:HEAD]] if len(a) > MAX_ROWS else [fmt_value(r, precision) for r in a]
     if len(a) > MAX_ROWS:
-        rows.append(f"… {len(a)} rows")
+        rows.append(tr("… {n} rows", n=len(a)))
     return "[" + ", ".join(rows) + "]"
 
 
@@ -110,13 +112,16 @@ def token_label(spec: Spec, b: int, t: int) -> str:
 
 def caption(spec: Spec) -> str:
     order = "custom steps" if spec.block.norm_order == "custom" else f"{spec.block.norm_order}-norm"
-    return (f"{order}, mask {spec.block.mask}, eps {spec.block.eps:g}; "
-            + ", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
+    return tr("{order}, mask {mask}, eps {eps}; {dims}", order=tr(order), mask=spec.block.mask, eps=f"{spec.block.eps:g}",
+              dims=", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
+
+
+VERIFY_HEADER = "max |NumPy - reference|"
 
 
 def stage_header(spec: Spec, b: int, t: int, verify: bool) -> list[str]:
-    head = ["stage", "what it is", f"value at b={b}, t={t}{token_label(spec, b, t)}", "shape"]
-    return head + (["max |NumPy - reference|"] if verify else [])
+    head = [tr("stage"), tr("what it is"), tr("value at b={b}, t={t}{word}", b=b, t=t, word=token_label(spec, b, t)), tr("shape")]
+    return head + ([tr(VERIFY_HEADER)] if verify else [])
 
 
 def stage_rows(stages: Sequence[Stage], b: int, t: int, precision: int,
@@ -128,10 +133,10 @@ def stage_rows(stages: Sequence[Stage], b: int, t: int, precision: int,
             value = fmt_value(stage.at(b, t), precision)
         except IndexError:  # a stage cut short (T beyond the position table)
             value = MISSING
-        row = [stage.name, stage.meaning, value, stage.shape_label]
+        row = [stage.name, meaning(stage.meaning), value, stage.shape_label]
         if verify_diffs is not None:
             d = verify_diffs.get(stage.name)
-            row.append("not checked" if d is None else f"{d:.3g}")
+            row.append(tr("not checked") if d is None else f"{d:.3g}")
         rows.append(row)
     return rows
 
@@ -151,8 +156,8 @@ def unreached_note(trace: Trace, only: Sequence[str] | None) -> str:
     if not missing:
         return ""
     where = f" at {trace.violations[0].stage}" if trace.violations else ""
-    return (f"not recorded: {', '.join(missing)} (the run stopped at the violation{where}; "
-            "--keep-going records every stage)")
+    return message(f"not recorded: {', '.join(missing)} (the run stopped at the violation{where}; "
+                   "--keep-going records every stage)")
 
 
 def reached_end(trace: Trace) -> bool:
@@ -164,22 +169,27 @@ def matrix_lines(trace: Trace, stage: Stage, b: int, precision: int) -> list[str
     """The full [T, C] matrix of one sample (rows elided when tall): a header line, then one line per row."""
     if stage.axes[0] == "B" and b >= stage.array.shape[0]:  # a select along B kept fewer samples
         n = stage.array.shape[0]
-        return [f"{stage.name} holds {n} sample{'s' if n > 1 else ''} (b = 0 to {n - 1}): there is no sample b={b} to show"]
+        return [message(f"{stage.name} holds {n} sample{'s' if n > 1 else ''} (b = 0 to {n - 1}): there is no sample b={b} to show")]
     a = np.asarray(stage.array[b]) if stage.axes[0] == "B" else np.asarray(stage.array)
-    lines = [f"{stage.name} for sample b={b}, {stage.meaning}:"]
+    lines = [tr("{name} for sample b={b}, {meaning}:", name=stage.name, b=b, meaning=meaning(stage.meaning))]
     rows = list(range(len(a)))
     if len(rows) > MAX_ROWS:
         rows = rows[:HEAD] + [-1] + rows[-1:]
     for i in rows:
         if i == -1:
-            lines.append(f"  … {len(a)} rows")
+            lines.append("  " + tr("… {n} rows", n=len(a)))
             continue
         word = token_label(trace.spec, b, i) if stage.axes[1:2] == ("T",) else ""
         lines.append(f"  t={i}{word}: " + fmt_vector(np.ravel(a[i]).tolist(), precision))
     return lines
 
 
-STEP_HEADER = ["#", "stage", "op", "reads", "weights", "settings", "shape"]
+STEP_HEADER = ["#", "stage", "op", "reads", "weights", "settings", "shape"]  # CSV keeps these English words
+
+
+def step_header() -> list[str]:
+    """The step list's header in the current language (table and Markdown)."""
+    return [tr(h) for h in STEP_HEADER]
 
 
 def step_rows(spec: Spec, only: Sequence[str] | None = None) -> list[list[str]]:
@@ -202,20 +212,30 @@ def step_list_title(spec: Spec) -> str:
     kind = "preset " + spec.block.norm_order + "-norm" if spec.block.norm_order != "custom" else "the spec's own steps"
     if spec.model == "encoder-decoder":
         kind = "encoder-decoder"
-    return f"{spec.name}: {kind}"
+    return message(f"{spec.name}: {kind}")
 
 
 def violation_lines(v: Violation) -> list[tuple[str, str]]:
     """A violation as (label, text) pairs: the rule, each operand's shape, what NumPy would do, why it is wrong."""
-    out = [("", v.message)]
+    out = [("", message(v.message))]
     if v.rule:
-        out.append(("rule", v.rule))
+        out.append((tr("rule"), message(v.rule)))
     out += [("", f"  {name}: {shape}") for name, shape in v.shapes.items()]
     if v.numpy_would:
-        out.append(("NumPy would", v.numpy_would))
+        out.append((tr("NumPy would"), message(v.numpy_would)))
     if v.why:
-        out.append(("why it is wrong here", v.why))
+        out.append((tr("why it is wrong here"), message(v.why)))
     return out
+
+
+def violation_title(v: Violation) -> str:
+    """'broadcast violation at stage norm1'; in zh the kind's word and the kind itself: 广播（broadcast）."""
+    return tr("{kind} violation at stage {stage}", kind=kind_word(v.kind), stage=v.stage)
+
+
+def kind_word(kind: str) -> str:
+    word = tr(kind)
+    return kind if word == kind else f"{word}（{kind}）"
 
 
 # -- generic writers -----------------------------------------------------------------
@@ -294,7 +314,7 @@ def run_markdown(trace: Trace, stages: Sequence[Stage], b: int, t: int, precisio
     flagged = {v.stage for v in trace.violations}
     rows = stage_rows(stages, b, t, precision, verify_diffs)
     for row in rows:
-        row[0] = f"`{row[0]}`" + (" ← violation" if row[0] in flagged else "")
+        row[0] = f"`{row[0]}`" + (" " + tr("  ← violation").strip() if row[0] in flagged else "")
     parts = [f"### {md_text(spec.name)}\n", markdown_table(stage_header(spec, b, t, verify_diffs is not None), rows),
              md_text(caption(spec)) + "\n"]
     if only is None and reached_end(trace):
@@ -310,14 +330,16 @@ def run_markdown(trace: Trace, stages: Sequence[Stage], b: int, t: int, precisio
 
 
 def violation_markdown(v: Violation) -> str:
-    lines = [f"> **{v.kind} violation at stage `{v.stage}`**"]
+    title = tr("{kind} violation at stage {stage}", kind=kind_word(v.kind), stage="\0")
+    lines = [f"> **{md_text(title).replace(chr(0), f'`{v.stage}`')}**"]
     for label, text in violation_lines(v):
-        lines.append(f"> - {'**' + label + ':** ' if label else ''}{md_text(text.strip())}")
+        head = f"**{md_text(tr('{label}: ', label=label).strip())}** " if label else ""
+        lines.append(f"> - {head}{md_text(text.strip())}")
     return "\n".join(lines) + "\n"
 
 
 def steps_markdown(spec: Spec, only: Sequence[str] | None = None) -> str:
-    return f"### {md_text(step_list_title(spec))}\n\n" + markdown_table(STEP_HEADER, step_rows(spec, only))
+    return f"### {md_text(step_list_title(spec))}\n\n" + markdown_table(step_header(), step_rows(spec, only))
 
 
 # -- tracer diff ---------------------------------------------------------------------
@@ -470,10 +492,10 @@ CATALOGUE_CSV_COLUMNS = ["stage", "section", "meaning", "formula", "shape"]
 
 
 def by_section(entries: Sequence[Any]) -> dict[str, list[list[str]]]:  # Sequence[catalogue.StageInfo]
-    """Catalogue rows grouped by section, in catalogue order."""
+    """Catalogue rows grouped by section, in catalogue order, in the current language (the CSV keeps English)."""
     out: dict[str, list[list[str]]] = {}
     for e in entries:
-        out.setdefault(e.section, []).append([e.name, e.meaning, e.formula, e.shape])
+        out.setdefault(tr(e.section), []).append([e.name, meaning(e.meaning), message(e.formula), e.shape])
     return out
 
 
@@ -484,5 +506,5 @@ def catalogue_csv(entries: Sequence[Any]) -> str:
 def catalogue_markdown(entries: Sequence[Any], note: str) -> str:
     parts = []
     for section, rows in by_section(entries).items():
-        parts.append(f"### {md_text(section)}\n\n" + markdown_table(CATALOGUE_HEADER, [[f"`{r[0]}`", *r[1:]] for r in rows]))
-    return "\n".join(parts) + ("\n" + md_text(note) + "\n" if note else "")
+        parts.append(f"### {md_text(section)}\n\n" + markdown_table([tr(h) for h in CATALOGUE_HEADER], [[f"`{r[0]}`", *r[1:]] for r in rows]))
+    return "\n".join(parts) + ("\n" + md_text(tr(note)) + "\n" if note else "")

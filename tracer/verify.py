@@ -33,14 +33,16 @@ class Verification:
 
 
     def note(self) -> str:
-        """The line (two when partial) printed under the table."""
+        """The line (two when partial) printed under the table, in the current language."""
+        from .i18n import message
+
         p = self.plan
         if p.skipped:
-            return f"verify: skipped: {p.reason}"
+            return message(f"verify: skipped: {p.reason}")
         head = f"verify: largest |NumPy - reference| over all stages = {self.max_abs_diff:.3g}"
         if p.full:
-            return head + " (every sample and position)"
-        return head + f"\nverify: partial: {p.reason}"
+            return message(head + " (every sample and position)")
+        return message(head + f"\nverify: partial: {p.reason}")
 
 
 def verify(trace: Trace, budget: int = reference.DEFAULT_BUDGET) -> Verification:

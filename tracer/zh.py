@@ -1,0 +1,720 @@
+"""The Chinese catalogue (the book's words), keyed by the English tracer prints.
+
+- UI: fixed words and lines, English -> Chinese; ``{field}`` marks a value filled in later.
+- MEANINGS: the built-in stage meanings (blocks.py, catalogue.py) as Table 17.1 words them:
+  the chapter's pre-norm block is exactly the table's "阶段" column (X, N_1, U, R, N_2,
+  "FFN 的 ReLU 之后", "FFN 输出", Y); the others follow its style and the book's and the guide's
+  terms (残差相加, 归一化, 前馈网络, 注意力, 因果掩码, 交叉注意力, 位置编码, 编码器, 解码器).
+  ``{norm}``, ``{LN}``, ``{act}``, ``{actf}`` are filled in for the RMSNorm / BatchNorm /
+  activation variants, the way blocks.configure fills in the English.
+- TEMPLATES: sentences built elsewhere (errors, violations, notes, diff, probe, graph, attention):
+  English with {fields} -> Chinese.  A field is carried over verbatim (paths, shapes, values,
+  names); ``{x!t}`` marks one whose text is itself translated (a fragment such as 'a mapping').
+  When several templates match, the one with the most literal English wins.
+
+Punctuation: Chinese text uses full-width ，：；（）; file:line:col, field paths, shapes,
+formulas and code keep their ASCII form, so they read (and grep) the same in both languages.
+Nothing here imports anything.
+"""
+
+from __future__ import annotations
+
+# -- stage meanings --------------------------------------------------------------------
+
+MEANINGS: dict[str, str] = {
+    # before the block
+    "token embeddings, rows of E": "token 嵌入，取 E 的行",
+    "input matrix given in the spec": "spec 中直接给出的输入矩阵",
+    "position vectors, rows of P": "位置向量，取 P 的行",
+    "sinusoidal position vectors": "正余弦位置向量",
+    "token + position, X": "token 与位置相加，X",
+    "X (rotary positions act inside attention)": "X（旋转位置编码在注意力内部起作用）",
+    "X (no positions)": "X（没有位置信息）",
+    # the pre-norm layer (Table 17.1, word for word)
+    "first normalisation, N_1 = LN_1(X)": "第一次{norm}，N_1",
+    "attention output, U = MHA(N_1)": "注意力输出，U",
+    "first residual add, R = X + U": "第一次残差相加，R",
+    "second normalisation, N_2 = LN_2(R)": "第二次{norm}，N_2",
+    "FFN after the activation, act(N_2 W_1 + b_1)": "FFN 的{act}之后",
+    "FFN output, hidden W_2 + b_2": "FFN 输出",
+    "block output, Y = R + FFN(N_2)": "块的最终输出，Y",
+    # the post-norm layer (section 17.6): where a symbol means something else, the formula says what
+    "attention output, U = MHA(X)": "注意力输出，U = MHA(X)",
+    "first residual add, X + U": "第一次残差相加，X + U",
+    "first normalisation, R_post = LN_1(X + U)": "第一次{norm}，R_post = {LN}1(X + U)",
+    "FFN after the activation, act(R_post W_1 + b_1)": "FFN 的{act}之后，{actf}(R_post W_1 + b_1)",
+    "second residual add, R_post + FFN(R_post)": "第二次残差相加，R_post + FFN(R_post)",
+    "second normalisation, LN_2(R_post + FFN)": "第二次{norm}，{LN}2(R_post + FFN)",
+    "block output, Y_post": "块的最终输出，Y_post",
+    # a decoder layer of an encoder-decoder (the guide, section 9)
+    "first normalisation, LN_1(X)": "第一次{norm}，{LN}1(X)",
+    "first normalisation, LN_1(X + U)": "第一次{norm}，{LN}1(X + U)",
+    "masked self-attention": "带掩码的自注意力",
+    "first residual add": "第一次残差相加",
+    "second normalisation": "第二次{norm}",
+    "cross-attention: decoder queries, encoder keys and values": "交叉注意力：查询来自解码器，键和值来自编码器",
+    "second residual add": "第二次残差相加",
+    "third normalisation": "第三次{norm}",
+    "FFN after the activation": "FFN 的{act}之后",
+    "FFN output": "FFN 输出",
+    "third residual add": "第三次残差相加",
+    "decoder layer output": "解码器层的输出",
+    # after the stack
+    "final normalisation after the stack": "堆叠之后的最终{norm}",
+    "logits over the vocabulary": "词表上的 logits",
+    "next-token probabilities, softmax over V": "下一个 token 的概率，沿 V 做 softmax",
+    # attention internals
+    "queries, split into heads": "查询（Q），拆成多个头",
+    "keys, split into heads": "键（K），拆成多个头",
+    "values, split into heads": "值（V），拆成多个头",
+    "scores QK^T / sqrt(d), before the mask": "分数 QK^T / sqrt(d)，掩码之前",
+    "attention weights, softmax over keys after the mask": "注意力权重，掩码之后沿键做 softmax",
+    "heads mixed and concatenated, before W_O": "各头混合后拼接，乘 W_O 之前",
+    # the ops' own meanings (a custom step that writes no meaning)
+    "LayerNorm": "层归一化（LayerNorm）",
+    "RMSNorm, x / sqrt(mean(x^2) + eps) * gamma": "RMSNorm，x / sqrt(mean(x^2) + eps) * gamma",
+    "BatchNorm, statistics over samples and positions": "BatchNorm，统计量跨样本和位置",
+    "multi-head self-attention": "多头自注意力",
+    "cross-attention: queries from the decoder, keys and values from the encoder": "交叉注意力：查询来自解码器，键和值来自编码器",
+    "elementwise add (residual)": "逐元素相加（残差）",
+    "position-wise FFN, act(x W_1 + b_1) W_2 + b_2": "逐位置前馈网络，{actf}(x W_1 + b_1) W_2 + b_2",
+    "FFN first half, act(x W_1 + b_1)": "FFN 前半部分，{actf}(x W_1 + b_1)",
+    "FFN second half, h W_2 + b_2": "FFN 后半部分，h W_2 + b_2",
+    "x W + b": "线性变换，x W + b",
+    "ReLU, max(x, 0)": "ReLU，max(x, 0)",
+    "a slice start:stop along one axis (keeps the axis)": "沿一个轴取切片 start:stop（保留该轴）",
+    "the input, unchanged": "输入，原样不变",
+    "token embeddings": "token 嵌入",
+    "output head: logits over the vocabulary": "输出层：词表上的 logits",
+    "softmax over the vocabulary": "沿词表做 softmax",
+    "an encoder layer: the pre-norm or post-norm layer's stages over the S source positions, attention unmasked":
+        "编码器层：Pre-Norm 或 Post-Norm 层的各阶段，作用于 S 个源位置，注意力不加掩码",
+}
+SINUSOIDAL = "正余弦位置编码，底数 {base}"
+
+# Suffixes the executor and the catalogue append to a meaning ({x}: a value carried over).
+MEANING_SUFFIXES: tuple[tuple[str, str], ...] = (
+    (", turned by rotary positions", "，经旋转位置编码转动"),
+    (" (pre-norm decoder layer)", "（Pre-Norm 解码器层）"),
+    (" (post-norm decoder layer)", "（Post-Norm 解码器层）"),
+    (" (the decoder output)", "（解码器的输出）"),
+    (" (the encoder output: the memory cross-attention reads)", "（编码器的输出：交叉注意力读取的 memory）"),
+    (" (block.norm: {x})", "（block.norm: {x}）"),
+    (" (block.activation: {x})", "（block.activation: {x}）"),
+)
+
+# blocks.configure's words for the norms: English word -> (key, the letters that replace LN_)
+NORM_WORDS: dict[str, tuple[str, str]] = {
+    "RMS normalisation": ("rms", "RMS_"),
+    "batch normalisation (over B and T)": ("batch", "BN_"),
+}
+NORM_ZH = {"normalisation": "归一化", "rms": " RMS 归一化", "batch": "批归一化（统计量跨 B 和 T）"}
+# longest first: "GELU (tanh)" before "GELU"
+ACTIVATION_NAMES = ("GELU (tanh)", "SwiGLU", "GELU", "ReLU")
+
+
+# -- UI words ----------------------------------------------------------------------------
+
+KINDS = {"broadcast": "广播", "axis": "轴", "position": "位置", "nonfinite": "非有限值", "causality": "因果性"}
+
+UI: dict[str, str] = {
+    # the trace table (Table 17.1's columns)
+    "stage": "记录名",
+    "what it is": "阶段",
+    "value at b={b}, t={t}{word}": "b={b}, t={t}{word} 处的值",
+    "shape": "整个数组的 shape",
+    "max |NumPy - reference|": "max |NumPy - 参考实现|",
+    "not checked": "未核对",
+    "  ← violation": "  ← 违规",
+    "{order}, mask {mask}, eps {eps}; {dims}": "{order}，掩码 {mask}，eps {eps}；{dims}",
+    "pre-norm": "Pre-Norm",
+    "post-norm": "Post-Norm",
+    "custom steps": "自定义步骤",
+    "{name} for sample b={b}, {meaning}:": "样本 b={b} 的 {name}（{meaning}）：",
+    "… {n} values": "… 共 {n} 个值",
+    "… {n} rows": "… 共 {n} 行",
+    # violations
+    "{kind} violation at stage {stage}": "阶段 {stage} 出现{kind}违规",
+    "violation: {kind}": "违规：{kind}",
+    "{label}: ": "{label}：",
+    "rule": "规则",
+    "NumPy would": "NumPy 会",
+    "why it is wrong here": "为什么这里不对",
+    **KINDS,
+    # --steps
+    "#": "#",
+    "op": "op",
+    "reads": "读取",
+    "weights": "权重",
+    "settings": "设置",
+    # many specs
+    "ok": "通过",
+    "violation": "违规",
+    "error": "错误",
+    "{kind} at {stage}": "{stage} 处{kind}违规",
+    # the CLI's own lines
+    "tracer: error: ": "tracer: 错误：",
+    "tracer: note: ": "tracer: 注意：",
+    "tracer: wrote {path}": "tracer: 已写入 {path}",
+    "interrupted": "已中断",
+    # tracer probe
+    "{name}: properties": "{name}：性质检查",
+    "property": "性质",
+    "result": "结果",
+    "evidence": "证据",
+    "pass": "通过",
+    "fail": "不通过",
+    "not applicable": "不适用",
+    "causality ": "因果性",
+    "permutation equivariance": "置换等变性",
+    # tracer stages
+    "formula": "公式",
+    "before the block": "进入块之前",
+    "pre-norm layer (norm_order: pre, Example 17.2)": "Pre-Norm 层（norm_order: pre，例 17.2）",
+    "post-norm layer (norm_order: post, section 17.6)": "Post-Norm 层（norm_order: post，17.6 节）",
+    "attention internals (shown with --all)": "注意力内部（--all 时显示）",
+    "after the last layer": "最后一层之后",
+    "encoder-decoder (model: encoder-decoder)": "编码器—解码器（model: encoder-decoder）",
+    "variants (block.norm, block.activation)": "变体（block.norm、block.activation）",
+    "In a stack (block.layers > 1) every layer stage is prefixed with its layer: blocks.0.norm1, "
+    "blocks.1.norm1, ...; in an encoder-decoder with encoder.blocks.N. and decoder.blocks.N.":
+        "在堆叠中（block.layers > 1），每一层的记录名前加上所在层：blocks.0.norm1、blocks.1.norm1……；"
+        "编码器—解码器中加 encoder.blocks.N. 和 decoder.blocks.N.",
+    # tracer diff: headers, titles, status words
+    "A": "A",
+    "B": "B",
+    "step": "步骤",
+    "setting": "设置项",
+    "shape A": "A 的 shape",
+    "shape B": "B 的 shape",
+    "largest |A - B|": "最大 |A - B|",
+    "at": "位置",
+    "A there": "A 在该处",
+    "B there": "B 在该处",
+    "status": "状态",
+    "shape in A": "A 中的 shape",
+    "shape in B": "B 中的 shape",
+    "A at {at}": "A 在 {at}",
+    "B at {at}": "B 在 {at}",
+    "equal": "相等",
+    "differs": "不同",
+    "shapes differ": "shape 不同",
+    "only in A": "仅 A 有",
+    "only in B": "仅 B 有",
+    "  ← first difference": "  ← 第一处不同",
+    "Structure: the two step lists, aligned by step name": "结构：两份步骤列表，按步骤名对齐",
+    "Settings that differ": "不同的设置",
+    "What differs:": "不同之处：",
+    "note: {note}": "注意：{note}",
+    # tracer graph
+    "computes": "计算",
+    "stored weights": "保存的权重",
+    "(not recorded)": "（未记录）",
+    "┬ … ⊕ ": "┬ … ⊕ ",
+    "a residual path: the stage at ┬ goes through the steps on the rail, and unchanged into the add at ⊕\n":
+        "一条残差路径：┬ 处的阶段一路经过竖线上的各步骤，另一路原样进入 ⊕ 处的相加\n",
+    "attn.* and cross.* ": "attn.* 和 cross.* ",
+    "rows are attention internals (tracer run --all prints their values); ": "行是注意力内部（tracer run --all 打印它们的值）；",
+    "(not recorded) ": "（未记录） ",
+    "is a shape inside a step; shapes are [axes] = [sizes]": "是步骤内部的 shape；shape 写作 [轴] = [大小]",
+    # tracer run --attention
+    "{name}: attention weights": "{name}：注意力权重",
+    "masked (the whole block)   ": "已遮挡（整个块）   ",
+    "masked: the mask hides that key   ": "已遮挡：掩码挡住了这个键   ",
+    "\ncolour scale: 0 ": "\n颜色刻度：0 ",
+    " max": " 最大",
+    "blank: exactly 0   ": "空白：恰好为 0   ",
+    "nan = NaN or Inf": "nan = NaN 或 Inf",
+}
+
+
+# -- sentences ---------------------------------------------------------------------------
+
+TEMPLATES: dict[str, str] = {
+    # -- did you mean --
+    "did you mean {names}?": "是不是想写 {names}？",
+    "did you mean {names}? (`tracer stages` lists every name)": "是不是想写 {names}？（`tracer stages` 列出所有名字）",
+    "did you mean {names}? (`tracer run SPEC --steps` lists a spec's stages, `tracer stages` what each name means)":
+        "是不是想写 {names}？（`tracer run SPEC --steps` 列出 spec 的阶段，`tracer stages` 说明每个名字的含义）",
+    "known keys: {keys}": "已知的键：{keys}",
+    "known ops: {ops}": "已知的 op：{ops}",
+    "stages so far: {names}": "此前的阶段：{names}",
+    "the vocab has {n} words": "词表有 {n} 个词",
+    "the model reads: {names}": "模型读取的是：{names}",
+    # -- files and YAML (yamlio.py) --
+    "no such file": "文件不存在",
+    "permission denied": "没有读取权限",
+    "cannot read: {why}": "无法读取：{why}",
+    "is a directory, expected a YAML spec file": "是一个目录，这里需要 YAML spec 文件",
+    "file is {size} bytes, larger than the {limit} a spec may be": "文件有 {size} 字节，超过了 spec 的上限 {limit}",
+    "is a binary file (contains NUL bytes), expected a YAML spec": "是二进制文件（含 NUL 字节），这里需要 YAML spec",
+    "is not UTF-8 text (byte {byte} at offset {offset})": "不是 UTF-8 文本（偏移 {offset} 处的字节 {byte}）",
+    "is empty, expected a YAML mapping with at least 'dims' and 'block'": "是空的，这里需要一个至少含 'dims' 和 'block' 的 YAML 映射",
+    "YAML syntax error: {problem}": "YAML 语法错误：{problem}",
+    "YAML error: {problem}": "YAML 错误：{problem}",
+    "YAML nesting is too deep (a spec nests at most {n} levels)": "YAML 嵌套太深（spec 最多嵌套 {n} 层）",
+    "the document is {kind!t}": "文档是{kind}",
+    "the document is {kind!t}; a spec must be a mapping of keys such as dims, block, weights":
+        "文档是{kind}；spec 必须是由 dims、block、weights 等键组成的映射",
+    "the document expands to {n} values (more than {limit})": "文档展开后有 {n} 个值（超过 {limit}）",
+    "anchors and aliases that multiply like this are refused": "这样成倍展开的锚点和别名会被拒绝",
+    "values nest more than {n} levels deep": "数值嵌套超过 {n} 层",
+    "the tag {tag} is not allowed": "不允许使用标签 {tag}",
+    "tracer reads plain YAML only": "tracer 只读取普通 YAML",
+    "keys must be plain names (merge keys '<<' are not supported)": "键必须是普通名字（不支持合并键 '<<'）",
+    "duplicate key": "重复的键",
+    "duplicate key (first given at line {n})": "重复的键（第一次出现在第 {n} 行）",
+    "unsupported YAML node": "不支持的 YAML 节点",
+    "cannot read {text} as an integer": "无法把 {text} 读成整数",
+    "cannot read {text} as a number": "无法把 {text} 读成数",
+    # -- the spec (spec.py) --
+    "expected {what!t}, received {got!t}": "应为{what}，实际为{got}",
+    "expected {what!t}": "应为{what}",
+    "received {value} (not finite)": "实际为 {value}（不是有限值）",
+    "add allow_nonfinite: true to study NaN and Inf on purpose": "若要有意研究 NaN 和 Inf，请加上 allow_nonfinite: true",
+    "unknown key {key}": "未知的键 {key}",
+    "missing required section 'dims' (e.g. dims: {C: 2, H: 2, F: 3})": "缺少必需的部分 'dims'（例如 dims: {C: 2, H: 2, F: 3}）",
+    "missing required section 'input' (tokens: [...] or x: [[...]])": "缺少必需的部分 'input'（tokens: [...] 或 x: [[...]]）",
+    "missing dimension {k} (dims needs C, H and F; B, T, V, T_max follow from input and tables)":
+        "缺少维度 {k}（dims 需要 C、H 和 F；B、T、V、T_max 由输入和表推出）",
+    "H = {h} must divide C = {c} (each head has width d = C / H)": "H = {h} 必须整除 C = {c}（每个头的宽度是 d = C / H）",
+    "rotary positions rotate pairs of coordinates: d = C / H = {d} must be even": "旋转位置编码成对转动坐标：d = C / H = {d} 必须是偶数",
+    "'{key}' belongs to model: encoder-decoder": "'{key}' 属于 model: encoder-decoder",
+    "a decoder-only model has one 'block'": "仅解码器模型只有一个 'block'",
+    "an encoder-decoder has 'encoder' and 'decoder' sections instead of 'block'": "编码器—解码器用 'encoder' 和 'decoder' 两部分代替 'block'",
+    "custom steps are for decoder-only models": "自定义步骤只用于仅解码器模型",
+    "use norm_order here": "这里请用 norm_order",
+    "the output head belongs to the decoder": "输出层属于解码器",
+    "S (source positions) belongs to model: encoder-decoder": "S（源位置数）属于 model: encoder-decoder",
+    "{letter} = {given} but the input has {letter} = {found}": "{letter} = {given}，但输入的 {letter} = {found}",
+    "an output head needs token input (it scores the vocabulary)": "输出层需要 token 输入（它给词表打分）",
+    "token id {id} is out of range: the embedding table has V = {v} rows (ids 0 to {last})":
+        "token id {id} 超出范围：嵌入表有 V = {v} 行（id 为 0 到 {last}）",
+    "{word} is already word {n}": "{word} 已经是第 {n} 个词",
+    "each word needs its own id": "每个词需要自己的 id",
+    "give either norm_order (a preset step list) or steps (your own list), not both":
+        "norm_order（预设步骤列表）和 steps（自己的列表）只能给一个，不能都给",
+    "position_base is for sinusoidal or rotary positions, but positions is {p}": "position_base 用于正余弦或旋转位置编码，但 positions 是 {p}",
+    "with custom steps, name the norm op in each step (layer_norm, rms_norm, batch_norm)":
+        "使用自定义步骤时，请在每个步骤里写明归一化的 op（layer_norm、rms_norm、batch_norm）",
+    "a step is already named final_norm": "已经有一个步骤叫 final_norm",
+    "rename it, or drop final_norm: true": "请改名，或去掉 final_norm: true",
+    "the final normalisation reads the last step, {name}: {why!t}": "最终归一化读取最后一个步骤 {name}：{why}",
+    "step {name}: {why!t}": "步骤 {name}：{why}",
+    "step {name} records its attention internals as {prefix}.*, but stage {stage} already exists":
+        "步骤 {name} 把注意力内部记录为 {prefix}.*，但阶段 {stage} 已经存在",
+    "rename one of the steps": "请给其中一个步骤改名",
+    "a step needs {key} (e.g. {example})": "步骤需要 {key}（例如 {example}）",
+    "stage {name} is already defined": "阶段 {name} 已经定义过",
+    "every step records a stage of its own": "每个步骤记录自己的阶段",
+    "unknown op {op}": "未知的 op {op}",
+    "{op} reads {n} stage, received {m}": "{op} 读取 {n} 个阶段，实际给了 {m} 个",
+    "{op} reads {n} stages, received {m}": "{op} 读取 {n} 个阶段，实际给了 {m} 个",
+    "no stage {name} before this step": "此步骤之前没有阶段 {name}",
+    "{op} needs weights: the name of its weight group (e.g. weights: {g})": "{op} 需要 weights：它的权重组名（例如 weights: {g}）",
+    "{name} is a reserved name": "{name} 是保留名",
+    "choose another weight group name": "请换一个权重组名",
+    "{op} takes no weights": "{op} 不接受权重",
+    "{op} takes no axis": "{op} 不接受 axis",
+    "only select takes {key}": "只有 select 接受 {key}",
+    "only linear takes out": "只有 linear 接受 out",
+    "only ffn and ffn_hidden take an activation": "只有 ffn 和 ffn_hidden 接受 activation",
+    "{w} is not in the vocab": "{w} 不在词表中",
+    "token ids must be 0 or more, received {v}": "token id 必须大于或等于 0，实际为 {v}",
+    "give exactly one of tokens (ids into weights.embedding) or x (a [T,C] or [B,T,C] matrix)":
+        "tokens（weights.embedding 的 id）和 x（[T,C] 或 [B,T,C] 矩阵）必须恰好给一个",
+    "'random' input needs a seed (add seed: 0)": "'random' 输入需要 seed（加上 seed: 0）",
+    "'random' input needs dims.T": "'random' 输入需要 dims.T",
+    "'random' needs a seed (add seed: 0)": "'random' 需要 seed（加上 seed: 0）",
+    "an encoder-decoder needs input.{key} (token ids or words)": "编码器—解码器需要 input.{key}（token id 或词）",
+    "'random' {key} tokens need dims.{letter}": "'random' 的 {key} token 需要 dims.{letter}",
+    "source has B = {a} samples but target has B = {b}": "source 有 B = {a} 个样本，但 target 有 B = {b} 个",
+    "an embedding table is given but the input is x, not tokens": "给了嵌入表，但输入是 x，不是 tokens",
+    "a vocab is given but the input is x, not tokens": "给了词表，但输入是 x，不是 tokens",
+    "V = {v} but the vocab has {n} words": "V = {v}，但词表有 {n} 个词",
+    "table has {rows} rows but {source!t}": "表有 {rows} 行，但{source}",
+    "dims.{letter} is needed to draw weights.{name} from the seed": "需要 dims.{letter} 才能从 seed 抽取 weights.{name}",
+    "weight group {g} is shared by steps that need different weights ({a} and {b})": "权重组 {g} 被需要不同权重的步骤共用（{a} 和 {b}）",
+    "{what!t} '{key}' is given but nothing in the model reads it": "给出了{what} '{key}'，但模型中没有任何步骤读取它",
+    "weight": "权重",
+    "a position table is given but {sec}.positions is {p}": "给了位置表，但 {sec}.positions 是 {p}",
+    "final_norm weights are given but {sec}.final_norm is false": "给了 final_norm 的权重，但 {sec}.final_norm 是 false",
+    "an output head matrix is given but {sec}.head is {h} (use head: separate)": "给了输出层矩阵，但 {sec}.head 是 {h}（请用 head: separate）",
+    "missing weight {name} {label}, and there is no seed to draw it from (give it, or add seed: 0)":
+        "缺少权重 {name} {label}，也没有 seed 可以抽取它（请给出它，或加上 seed: 0）",
+    "identity needs a square matrix, but {name} is {label}": "identity 需要方阵，但 {name} 是 {label}",
+    "ragged: row {i} has shape {a} but row 0 has {b}": "参差不齐：第 {i} 行的 shape 是 {a}，但第 0 行是 {b}",
+    "cannot add {a} and {b}: NumPy cannot broadcast them either": "无法把 {a} 和 {b} 相加：NumPy 也无法广播它们",
+    "mha reads all {axis} = {n} positions (its mask is [{axis},{axis}]), received {label}":
+        "mha 读取全部 {axis} = {n} 个位置（它的掩码是 [{axis},{axis}]），实际为 {label}",
+    "cross_mha reads memory [B,S,C], received {label}": "cross_mha 读取 memory [B,S,C]，实际为 {label}",
+    "select along {axis}, but the input is {label}": "沿 {axis} 做 select，但输入是 {label}",
+    "select {a}:{b} along {axis}, which has size {n}": "沿 {axis} 做 select {a}:{b}，而该轴的大小是 {n}",
+    "{op} reads [B,{pos},{letter}] with {letter} = {n}, received {label}": "{op} 读取 [B,{pos},{letter}]，其中 {letter} = {n}，实际为 {label}",
+    # -- the command line --
+    "--precision {n} is out of range: give 0 to 17": "--precision {n} 超出范围：请给 0 到 17",
+    "--with-weights only changes the JSON output: give --json (or --format json) too": "--with-weights 只影响 JSON 输出：请同时给 --json（或 --format json）",
+    "--verify-budget {n} must be at least 1": "--verify-budget {n} 至少为 1",
+    "--attention draws a picture; it does not combine with {opt}": "--attention 画的是图；不能与 {opt} 同用",
+    "--svg and --html export one spec's view: give one spec": "--svg 和 --html 导出一个 spec 的视图：请只给一个 spec",
+    "--svg and --html export the table the terminal shows; they do not combine with --format {f}":
+        "--svg 和 --html 导出终端显示的表；不能与 --format {f} 同用",
+    "--format {f}: expected one of {options}": "--format {f}：应为 {options} 之一",
+    "--json is short for --format json; it cannot be combined with --format {f}": "--json 是 --format json 的简写；不能与 --format {f} 同用",
+    "--batch {n} is out of range: B = {b} (samples 0 to {last})": "--batch {n} 超出范围：B = {b}（样本 0 到 {last}）",
+    "--pos {n} is out of range: T = {t} (positions 0 to {last})": "--pos {n} 超出范围：T = {t}（位置 0 到 {last}）",
+    "--steps shows one spec's step list; give one spec (received {n})": "--steps 显示一个 spec 的步骤列表；请只给一个 spec（实际给了 {n} 个）",
+    "give at least one spec": "请至少给一个 spec",
+    "--lang {x}: expected one of zh | en (zh: the book's Chinese, en: English)": "--lang {x}：应为 zh | en 之一（zh：书中的中文，en：英文）",
+    "--stage {name}: no stage of that name in {where}": "--stage {name}：{where} 中没有这个名字的阶段",
+    "no stage is called {name}": "没有叫 {name} 的阶段",
+    "no stage is called {name} (`tracer stages` lists every name)": "没有叫 {name} 的阶段（`tracer stages` 列出所有名字）",
+    "{opt} {v} is out of range: {letter} = {a} in A, {b} in B (give 0 to {last})": "{opt} {v} 超出范围：A 中 {letter} = {a}，B 中为 {b}（请给 0 到 {last}）",
+    "{opt} {v} is not allowed: give a number of 0 or more": "{opt} {v} 不允许：请给 0 或更大的数",
+    "--svg and --html name the same file {f}: give each its own name": "--svg 和 --html 指向同一个文件 {f}：请各给一个名字",
+    "expected a file name such as {f}": "应为文件名，例如 {f}",
+    "{opt} would overwrite the input {f}": "{opt} 会覆盖输入 {f}",
+    "choose another file name": "请换一个文件名",
+    "{f} is a directory": "{f} 是目录",
+    "give a file name inside it, e.g. {g}": "请给出其中的文件名，例如 {g}",
+    "cannot write there: the folder {f} is not writable": "无法写入：文件夹 {f} 不可写",
+    "{f} exists and is not a regular file": "{f} 已存在，且不是普通文件",
+    "cannot write {f}: {why}": "无法写入 {f}：{why}",
+    "the model has no attention step (op mha or cross_mha), so there are no attention weights to draw":
+        "模型中没有注意力步骤（op mha 或 cross_mha），所以没有注意力权重可画",
+    "--attention-stage {name}: no attention step of that name": "--attention-stage {name}：没有这个名字的注意力步骤",
+    "{path} has: {names} (or 'all')": "{path} 中有：{names}（或 'all'）",
+    "give --preset NAME, one of:": "请给出 --preset NAME，可选：",
+    "--preset {name}: no such preset": "--preset {name}：没有这个预设",
+    "the presets are:": "预设有：",
+    "already exists": "已经存在",
+    "tracer new never overwrites a file (choose another name)": "tracer new 从不覆盖文件（请换一个名字）",
+    "internal error: {what}": "内部错误：{what}",
+    "this is a bug in tracer": "这是 tracer 的缺陷",
+    "please report it with the spec and the command you ran (set TRACER_DEBUG=1 to see the traceback)":
+        "请连同 spec 和所运行的命令一起报告（设置 TRACER_DEBUG=1 可以看到调用栈）",
+    # -- saved traces (jsonin.py) and diff trouble --
+    "not valid JSON: {why}": "不是合法的 JSON：{why}",
+    "JSON nests too deeply to be a tracer trace": "JSON 嵌套太深，不会是 tracer 的运行记录",
+    "is not a tracer trace (expected the JSON written by `tracer run SPEC --json`)": "不是 tracer 的运行记录（应为 `tracer run SPEC --json` 写出的 JSON）",
+    "it has no {field} field": "其中没有 {field} 字段",
+    "is the output of `tracer diff --json`, not a trace": "是 `tracer diff --json` 的输出，不是运行记录",
+    "save a trace with `tracer run SPEC --json`": "请用 `tracer run SPEC --json` 保存运行记录",
+    "{v} is not supported: this tracer reads schema_version {n}": "{v} 不受支持：此 tracer 读取 schema_version {n}",
+    "missing dimension {k}": "缺少维度 {k}",
+    "missing setting {k}": "缺少设置 {k}",
+    "expected shape {a} as the stage's shape says, received {b}": "按阶段的 shape 应为 {a}，实际为 {b}",
+    "a side has a violation, so its later stages are not comparable:": "有一侧出现违规，所以它之后的阶段无法比较：",
+    "(give --keep-going to compare anyway, with NumPy's result recorded at each violation)": "（给出 --keep-going 仍然比较，每处违规记录 NumPy 的结果）",
+    "{side} ({path}): {kind!t} violation: {fact!t}": "{side}（{path}）：{kind}违规：{fact}",
+    # -- violations (kernels.py, executor.py) --
+    "{a} {sa} and {b} {sb} differ": "{a} {sa} 与 {b} {sb} 不同",
+    "an elementwise add needs equal shapes": "逐元素相加需要相同的 shape",
+    "stretch the size-1 axes and return {shape} without complaint": "拉伸大小为 1 的轴，一声不响地返回 {shape}",
+    "a residual add takes two arrays of exactly the same shape: same samples, same positions, same width (section 17.2)":
+        "残差相加的两个数组必须 shape 完全相同：同一批样本、同一组位置、相同的宽度（17.2 节）",
+    "{name} has shape {shape} where [{axis}] = [{n}] is due": "{name} 的 shape 是 {shape}，应为 [{axis}] = [{n}]",
+    "repeat {name}'s single value across all {n} coordinates without complaint": "把 {name} 的单个值一声不响地重复到全部 {n} 个坐标",
+    "{name} should hold one learned value per coordinate": "{name} 应当为每个坐标保存一个可学习的值",
+    "a stretched value silently ties all {n} together": "被拉伸的单个值把 {n} 个坐标悄悄绑在一起",
+    "{name} holds exactly one value per coordinate: [{axis}] = [{n}]": "{name} 每个坐标恰好一个值：[{axis}] = [{n}]",
+    "LayerNorm statistics taken over {axis} ({n} entries) instead of {last} ({c} coordinates)":
+        "LayerNorm 的统计量沿 {axis}（{n} 项）计算，而不是沿 {last}（{c} 个坐标）",
+    "average over the {n} entries along {axis} and normalise without complaint": "沿 {axis} 对 {n} 项求平均并归一化，一声不响",
+    "each position's result now depends on all {n} positions: position 0 changes when positions 1..{m} do, "
+    "so the future leaks into earlier positions even though the attention mask is right (section 17.3)":
+        "每个位置的结果现在依赖全部 {n} 个位置：位置 1..{m} 改变时位置 0 也会改变，"
+        "即使注意力掩码正确，未来也泄漏到了较早的位置（17.3 节）",
+    "each sample's result now depends on the other {n} sample of the batch: statistics mix samples":
+        "每个样本的结果现在依赖这批中另外 {n} 个样本：统计量混合了样本",
+    "each sample's result now depends on the other {n} samples of the batch: statistics mix samples":
+        "每个样本的结果现在依赖这批中另外 {n} 个样本：统计量混合了样本",
+    "the statistics mix entries that must be normalised separately": "统计量混合了必须分别归一化的项",
+    "LayerNorm normalises each sample's each position on its own: statistics over C only (section 17.3)":
+        "LayerNorm 对每个样本的每个位置分别归一化：统计量只沿 C 计算（17.3 节）",
+    "softmax taken over queries (axis -2) instead of keys (axis -1)": "softmax 沿查询（axis -2）计算，而不是沿键（axis -1）",
+    "normalise each key's column instead of each query's row, without complaint": "一声不响地归一化每个键的列，而不是每个查询的行",
+    "a query's weights no longer sum to 1 over what it reads, and each weight depends on the other queries' scores, later positions included":
+        "一个查询的权重在它读取的键上之和不再是 1，而且每个权重依赖其他查询的分数，包括后面的位置",
+    "attention weights are a softmax over keys: each query's row sums to 1": "注意力权重是沿键的 softmax：每个查询的那一行之和为 1",
+    "BatchNorm statistics taken over samples and positions (B x T = {b} x {t}) for each coordinate":
+        "BatchNorm 对每个坐标跨样本和位置（B x T = {b} x {t}）计算统计量",
+    "average each coordinate over the whole batch and every position, without complaint": "一声不响地把每个坐标在整批、所有位置上求平均",
+    "one sample's result depends on the other samples and on later positions": "一个样本的结果依赖其他样本和后面的位置",
+    "sentences differ in length and content, so the same position in different sentences is not comparable (guide, section 5)":
+        "句子的长度和内容各不相同，不同句子的同一位置不可比较（导读第 5 节）",
+    "text blocks normalise each sample's each position over its own C coordinates (LayerNorm)":
+        "文本的块对每个样本的每个位置，沿它自己的 C 个坐标归一化（LayerNorm）",
+    "one sample's update would be handed to all {n} samples, so the other sample would receive an update that is not its own":
+        "一个样本的更新量会交给全部 {n} 个样本，另一个样本就会收到不属于自己的更新量",
+    "one sample's update would be handed to all {n} samples, so the other {m} samples would receive an update that is not their own":
+        "一个样本的更新量会交给全部 {n} 个样本，另外 {m} 个样本就会收到不属于自己的更新量",
+    "one position's update would be handed to all {n} positions, so the other position would receive an update that is not its own":
+        "一个位置的更新量会交给全部 {n} 个位置，另一个位置就会收到不属于自己的更新量",
+    "one position's update would be handed to all {n} positions, so the other {m} positions would receive an update that is not their own":
+        "一个位置的更新量会交给全部 {n} 个位置，另外 {m} 个位置就会收到不属于自己的更新量",
+    "all {n} {what!t} would receive the same value": "全部 {n} 个{what}都会收到同一个值",
+    "{last!T} (a residual adds each sample's and position's own update, section 17.2)": "{last}（残差相加的是每个样本、每个位置自己的更新量，17.2 节）",
+    "each sample and position must add its own update": "每个样本、每个位置都必须加上自己的更新量",
+    "first stage with non-finite values: {nan} NaN and {inf} Inf, the first at {where}":
+        "第一个出现非有限值的阶段：{nan} 个 NaN 和 {inf} 个 Inf，第一个在 {where}",
+    "every stage of a block must be finite": "块的每个阶段都必须是有限值",
+    "carry on quietly, printing at most a RuntimeWarning": "悄悄继续计算，最多打印一条 RuntimeWarning",
+    "NaN and Inf spread to every later stage that reads them": "NaN 和 Inf 会传到之后读取它们的每个阶段",
+    "float32 overflows above about 3.4e38": "float32 超过约 3.4e38 就会溢出",
+    "query position {rows} may read no key at all: the softmax of a row that is entirely -inf is 0/0 = NaN":
+        "查询位置 {rows} 一个键也不能读：整行都是 -inf 的 softmax 是 0/0 = NaN",
+    "query positions {rows} may read no key at all: the softmax of a row that is entirely -inf is 0/0 = NaN":
+        "查询位置 {rows} 一个键也不能读：整行都是 -inf 的 softmax 是 0/0 = NaN",
+    "{axis} = {t} positions but the learned table has T_max = {n} rows (indices 0 to {last})":
+        "{axis} = {t} 个位置，但学习得到的位置表只有 T_max = {n} 行（索引 0 到 {last}）",
+    "a learned position table has one row for each position 0 .. T_max-1, and no more": "学习得到的位置表为位置 0 .. T_max-1 各有一行，没有更多",
+    "slice P[:{t}] to just {n} rows without complaint (and, for a one-row table, broadcast that row to every position)":
+        "一声不响地把 P[:{t}] 切成只有 {n} 行（若表只有一行，则把这一行广播到每个位置）",
+    "positions {a} to {b} were never trained": "位置 {a} 到 {b} 从未训练过",
+    "the table cannot invent them (section 17.1)": "位置表无法凭空造出它们（17.1 节）",
+    "cannot add {a} {sa} and {b} {sb}: the shapes do not match and NumPy cannot broadcast them":
+        "无法把 {a} {sa} 和 {b} {sb} 相加：shape 不匹配，NumPy 也无法广播",
+    "{name} has shape {shape}, expected [{axis}] = [{n}]": "{name} 的 shape 是 {shape}，应为 [{axis}] = [{n}]",
+    "cannot multiply [..., {n}] by a [{a}, {b}] matrix": "无法用 [{a}, {b}] 矩阵乘 [..., {n}]",
+    "stage {name} ({formula}): {why!t}": "阶段 {name}（{formula}）：{why}",
+    # -- the run's notes --
+    "not recorded: {names} (the run stopped at the violation at {stage}; --keep-going records every stage)":
+        "未记录：{names}（运行在 {stage} 处的违规停止；--keep-going 会记录每个阶段）",
+    "not recorded: {names} (the run stopped at the violation; --keep-going records every stage)":
+        "未记录：{names}（运行在违规处停止；--keep-going 会记录每个阶段）",
+    "{name} holds {n} sample (b = 0 to {last}): there is no sample b={b} to show": "{name} 只有 {n} 个样本（b = 0 到 {last}）：没有样本 b={b} 可显示",
+    "{name} holds {n} samples (b = 0 to {last}): there is no sample b={b} to show": "{name} 只有 {n} 个样本（b = 0 到 {last}）：没有样本 b={b} 可显示",
+    "{name!a}: preset pre-norm": "{name}：预设 Pre-Norm",
+    "{name!a}: preset post-norm": "{name}：预设 Post-Norm",
+    "{name!a}: the spec's own steps": "{name}：spec 自己的步骤",
+    "{name!a}: encoder-decoder": "{name}：编码器—解码器",
+    # -- --verify --
+    "verify: largest |NumPy - reference| over all stages = {x} (every sample and position)":
+        "verify：所有阶段上 |NumPy - 参考实现| 的最大值 = {x}（所有样本和位置）",
+    "verify: largest |NumPy - reference| over all stages = {x}": "verify：所有阶段上 |NumPy - 参考实现| 的最大值 = {x}",
+    "verify: partial: {reason!T}": "verify：部分核对：{reason}",
+    "verify: skipped: {reason!T}": "verify：跳过：{reason}",
+    "T = {t} runs past the position table's T_max = {n} rows": "T = {t} 超出了位置表的 T_max = {n} 行",
+    "weights.{w} is {given} where {due} is due": "weights.{w} 是 {given}，应为 {due}",
+    "step {formula} breaks the per-position contract the reference is written for": "步骤 {formula} 违反了参考实现所依据的逐位置约定",
+    "the violation report is the check here": "这里由违规报告负责检查",
+    "a full reference run takes ~{n} scalar operations (budget {b})": "完整的参考计算约需 {n} 次标量运算（预算 {b}）",
+    "without a causal mask on every attention step each position reads all keys, so no prefix is exact on its own":
+        "并非每个注意力步骤都有因果掩码，每个位置都读取全部键，所以没有哪个前缀能单独精确算出",
+    "even one position takes ~{n} scalar operations (budget {b})": "即使一个位置也约需 {n} 次标量运算（预算 {b}）",
+    "under the causal mask positions 0..{k} of sample 0 are exact on their own, so those are verified":
+        "在因果掩码下，样本 0 的位置 0..{k} 可以单独精确算出，所以核对这些位置",
+    "the run flagged a {kind!t} violation at stage {stage}; the reference only computes blocks that keep every contract":
+        "本次运行在阶段 {stage} 标记了{kind}违规；参考实现只计算遵守全部约定的块",
+    "the run flagged a {kind!t} violation at stage {stage} ({reason!T}); the reference only computes blocks that keep every contract":
+        "本次运行在阶段 {stage} 标记了{kind}违规（{reason}）；参考实现只计算遵守全部约定的块",
+    # -- tracer probe --
+    "the block's mask is {mask}, not causal: later positions may be read by design": "块的掩码是 {mask}，不是 causal：按设计可以读取后面的位置",
+    "T = 1: there is no later position to perturb": "T = 1：没有后面的位置可以扰动",
+    "T = 1: there is nothing to permute": "T = 1：没有可以重排的东西",
+    "an encoder-decoder has two inputs; Example 17.1's property is about one block's rows":
+        "编码器—解码器有两份输入；例 17.1 的性质说的是一个块的各行",
+    "perturbing {later!t} changed stage {stage} at {earlier!t} by up to {d}: {who!t} on later ones, although the mask is causal":
+        "扰动{later}后，阶段 {stage} 在{earlier}处改变了最多 {d}：{who}后面的位置，尽管掩码是因果的",
+    "perturbing the positions after t changed no stage at positions 0..t (checked t = {ts}; largest change {d})":
+        "扰动 t 之后的位置，没有任何阶段在位置 0..t 处改变（检查了 t = {ts}；最大变化 {d}）",
+    "with positions and mask removed, moving row {r} of X to the front did not move stage {stage} the same way (largest difference {d})":
+        "去掉位置和掩码后，把 X 的第 {r} 行移到最前面，阶段 {stage} 没有做同样的移动（最大差 {d}）",
+    "moving row {r} of X to the front moved every per-position stage's rows the same way (largest difference {d}).":
+        "把 X 的第 {r} 行移到最前面，每个逐位置阶段的行都做了同样的移动（最大差 {d}）。",
+    "moving row {r} of X to the front moved every per-position stage's rows the same way (largest difference {d}). "
+    "Checked with positions and mask removed, as Example 17.1 states it; the spec's own positions and mask are what break it on purpose.":
+        "把 X 的第 {r} 行移到最前面，每个逐位置阶段的行都做了同样的移动（最大差 {d}）。"
+        "按例 17.1 的说法，检查时去掉了位置和掩码；spec 自己的位置和掩码正是有意打破这一性质的东西。",
+    "causality": "因果性",
+    # -- tracer diff --
+    "{label}: {path} (spec, {name})": "{label}：{path}（spec，{name}）",
+    "{label}: {path} (trace, {name})": "{label}：{path}（运行记录，{name}）",
+    "Structure: the same {n} steps ({names})": "结构：相同的 {n} 个步骤（{names}）",
+    "{name} reads {a} in A, {b} in B": "{name} 在 A 中读取 {a}，在 B 中读取 {b}",
+    "{label} normalises after each residual add: {norms}": "{label} 在每次残差相加之后归一化：{norms}",
+    "{label} normalises after a residual add: {norms}": "{label} 在一次残差相加之后归一化：{norms}",
+    "{label} normalises only what the sublayers read": "{label} 只归一化子层读取的输入",
+    "the residual stream is never normalised": "残差流本身从不归一化",
+    "the residual stream is never normalised: {where}": "残差流本身从不归一化：{where}",
+    "{name} = {expr} only in A": "{name} = {expr} 只在 A 中",
+    "{name} = {expr} only in B": "{name} = {expr} 只在 B 中",
+    "{name} = {a} in A, {b} in B": "{name} 在 A 中 = {a}，在 B 中 = {b}",
+    "{name} = {a} in A, {b} in B (weights {wa} in A, {wb} in B)": "{name} 在 A 中 = {a}，在 B 中 = {b}（权重：A 中 {wa}，B 中 {wb}）",
+    "step order differs: A {a}; B {b}": "步骤顺序不同：A {a}；B {b}",
+    "Settings: the same {what}": "设置：相同的{what}",
+    "Weights: all {n} the same within {tol}": "权重：全部 {n} 个在 {tol} 内相同",
+    "Weights that differ ({rest!t})": "不同的权重（{rest}）",
+    "Stages, aligned by name (equal: |A - B| <= atol + rtol * max(|A|, |B|), {tol})":
+        "各阶段，按名字对齐（相等：|A - B| <= atol + rtol * max(|A|, |B|)，{tol}）",
+    "weights not compared: {who} holds no weights (save a trace with `tracer run SPEC --json --with-weights` to include them)":
+        "未比较权重：{who} 不含权重（用 `tracer run SPEC --json --with-weights` 保存运行记录即可包含）",
+    "{who} was saved without --all: attention internals are not compared": "{who} 保存时没有 --all：不比较注意力内部",
+    "{label} has {letter} = {n}: no value to show at {opt} {v}": "{label} 的 {letter} = {n}：{opt} {v} 处没有值可显示",
+    "same: all {n} stages agree within {tol}": "相同：全部 {n} 个阶段在 {tol} 内一致",
+    "same structure and settings": "结构和设置相同",
+    "same structure and settings (weights not compared)": "结构和设置相同（未比较权重）",
+    "first diverging stage: {name} ({status!t})": "第一个出现分歧的阶段：{name}（{status}）",
+    "first diverging stage: {name} ({status!t}, largest |A - B| = {d} at {where})": "第一个出现分歧的阶段：{name}（{status}，最大 |A - B| = {d}，位于 {where}）",
+    "first diverging stage: {name} ({status!t}, largest |A - B| = {d} at {where}": "第一个出现分歧的阶段：{name}（{status}，最大 |A - B| = {d}，位于 {where}",
+    "at b={b}, t={t} the two agree)": "在 b={b}, t={t} 处两者一致）",
+    "{n} of {m} stages differ": "{m} 个阶段中有 {n} 个不同",
+    "all {n} stages agree within {tol}": "全部 {n} 个阶段在 {tol} 内一致",
+    "structure differs": "结构不同",
+    "settings differ: {what}": "设置不同：{what}",
+    # -- tracer graph --
+    "before the block ": "进入块之前",
+    "the residual stream, into this path": "残差流，进入这条路径",
+    "x goes two ways: through the steps on the rail, and unchanged into the add.": "x 分两路：一路经过竖线上的各步骤，一路原样进入相加。",
+    "{x} goes two ways: through the steps on the rail, and unchanged into the add.": "{x} 分两路：一路经过竖线上的各步骤，一路原样进入相加。",
+    "Positions are added here, before the block: a position is not a token appended to the sequence.":
+        "位置在这里、进入块之前相加：位置不是往序列末尾再加一个 token。",
+    "Rotary positions: no position vectors are added; q and k are turned inside each attention.":
+        "旋转位置编码：不加位置向量；q 和 k 在每次注意力内部转动。",
+    "No positions: the block cannot tell the order of the tokens.": "没有位置信息：块分不出 token 的顺序。",
+    "{name} is the memory: every cross-attention of the decoder reads its keys and values from it.":
+        "{name} 就是 memory：解码器的每个交叉注意力都从它读取键和值。",
+    "first residual path: {rest}": "第一条残差路径：{rest}",
+    "second residual path: {rest}": "第二条残差路径：{rest}",
+    "third residual path: {rest}": "第三条残差路径：{rest}",
+    "{layer}: first residual path: {rest}": "{layer}：第一条残差路径：{rest}",
+    "{layer}: second residual path: {rest}": "{layer}：第二条残差路径：{rest}",
+    "{layer}: third residual path: {rest}": "{layer}：第三条残差路径：{rest}",
+    "layer {name}": "层 {name}",
+    "{side} layer {name}": "{side} 层 {name}",
+    "{stack}: before the block": "{stack}：进入块之前",
+    "after the block": "块之后",
+    "after the stack": "堆叠之后",
+    "{stack}: after the stack": "{stack}：堆叠之后",
+    "{stack}: after the block": "{stack}：块之后",
+    "no residual add: the steps in order": "没有残差相加：按顺序的各步骤",
+    "{layer}: no residual add: the steps in order": "{layer}：没有残差相加：按顺序的各步骤",
+    "{a} to {b}: {n} more layers, the same steps as {c}, each with its own weights": "{a} 到 {b}：另外 {n} 层，步骤与 {c} 相同，各有自己的权重",
+    "{order}, {n} layer": "{order}，{n} 层",
+    "{order}, {n} layers": "{order}，{n} 层",
+    "the spec's own steps": "spec 自己的步骤",
+    "rows of E for the tokens": "token 对应的 E 的行",
+    "rows of E for the {stream} tokens": "{stream} token 对应的 E 的行",
+    "input.{stream}, as given": "input.{stream}，原样给出",
+    "sin / cos of the position, base {base}": "位置的 sin / cos，底数 {base}",
+    "{x} W + b, to width {out}": "{x} W + b，宽度变为 {out}",
+    "{x}, {axis} {a}:{b} (the axis kept)": "{x}，{axis} {a}:{b}（保留该轴）",
+    "{mask!t}; softmax over keys": "{mask}；沿键做 softmax",
+    "{mask!t}; softmax over queries": "{mask}；沿查询做 softmax",
+    "layer_norm({x}) over {axis}": "沿 {axis} 做 layer_norm({x})",
+    "over {axis}, not {c}: an axis violation when run": "沿 {axis} 而不是 {c}：运行时是轴违规",
+    "statistics over B and T: an axis violation when run": "统计量跨 B 和 T：运行时是轴违规",
+    "{a} + {b}: NumPy would broadcast; a violation when run": "{a} + {b}：NumPy 会广播；运行时是违规",
+    "{t} positions but T_max = {n} rows: a position violation when run": "{t} 个位置，但 T_max = {n} 行：运行时是位置违规",
+    "FFN hidden layer, inside the step (not recorded)": "FFN 隐藏层，在步骤内部（未记录）",
+    "{x} W_Q, W_K, W_V; split into H = {h} heads": "{x} W_Q, W_K, W_V；拆成 H = {h} 个头",
+    "{x} W_Q, W_K, W_V; split into H = {h} heads; q, k turned (rotary)": "{x} W_Q, W_K, W_V；拆成 H = {h} 个头；q、k 转动（旋转位置编码）",
+    "queries, keys, values, split into heads": "查询、键、值，拆成多个头",
+    "queries, keys, values, split into heads, turned by rotary positions": "查询、键、值，拆成多个头，经旋转位置编码转动",
+    "{x} W_Q; split into heads": "{x} W_Q；拆成多个头",
+    "{m} W_K, W_V; split into heads": "{m} W_K, W_V；拆成多个头",
+    "keys and values from {m}": "来自 {m} 的键和值",
+    "weights @ v, per head": "weights @ v，每个头分别计算",
+    "values mixed by the weights (not recorded)": "按权重混合的值（未记录）",
+    "concatenate the heads": "拼接各头",
+    "{e} (tied: logits use Eᵀ)": "{e}（共享：logits 用 Eᵀ）",
+    # -- tracer run --attention --
+    "{name}: not recorded": "{name}：未记录",
+    "{name}: not recorded (the run stopped at the violation at {stage}; --keep-going records what NumPy would do)":
+        "{name}：未记录（运行在 {stage} 处的违规停止；--keep-going 会记录 NumPy 的结果）",
+    "{meaning!t}; sample b={b}; {shape}": "{meaning}；样本 b={b}；{shape}",
+    "rows: queries ({q}), columns: keys ({k}); {mask!t}": "行：查询（{q}），列：键（{k}）；{mask}",
+    "cross-attention, no mask: every target position reads every source position": "交叉注意力，无掩码：每个目标位置读取每个源位置",
+    "causal mask: a query reads only its own and earlier positions": "因果掩码：查询只读取自己和之前的位置",
+    "no mask: every query reads every key": "无掩码：每个查询读取每个键",
+    "explicit mask from the spec (block.mask)": "spec 给出的显式掩码（block.mask）",
+    "softmax over queries (an axis violation): each column sums to 1, not each row": "沿查询做 softmax（轴违规）：每一列之和为 1，而不是每一行",
+    "more than {n} keys: shades only, no numbers (tracer run --all --json has every value)": "键超过 {n} 个：只画深浅，不写数字（tracer run --all --json 有每个值）",
+    "head {h}": "头 {h}",
+    "head {h} (max {m})": "头 {h}（最大 {m}）",
+    "> {p}% of the head's largest block mean   ": "> 该头最大块均值的 {p}%   ",
+}
+
+
+# Fragments: only ever the text of a translated field ({x!t}), never a whole line, so a loose
+# pattern such as 'dims.{letter} = {n}' cannot take over a sentence.
+FRAGMENTS: dict[str, str] = {
+    **KINDS,
+    "a whole number": "整数",
+    "a number": "数",
+    "a mapping": "一个映射（mapping）",
+    "a list": "一个列表",
+    "nothing (null)": "空值（null）",
+    "text {v}": "文本 {v}",
+    "boolean {v}": "布尔值 {v}",
+    "one of {options}": "{options} 之一",
+    "a mapping of {what!t}": "{what}的映射",
+    "{name} weights": "{name} 的权重",
+    "block settings": "block 设置",
+    "spec sections": "spec 各部分",
+    "dimensions": "维度",
+    "step fields": "步骤字段",
+    "input": "输入",
+    "encoder-decoder input": "编码器—解码器的输入",
+    "a whole number from {lo} to {hi}": "{lo} 到 {hi} 之间的整数",
+    "a whole number (token id)": "整数（token id）",
+    "a token id or a word of the vocab": "token id 或词表中的词",
+    "a single value": "单个值",
+    "a single number": "单个数",
+    "{n} level of nesting": "{n} 层嵌套",
+    "{n} levels of nesting": "{n} 层嵌套",
+    "a list of words": "词的列表",
+    "a word": "一个词",
+    "text": "文本",
+    "an empty list": "空列表",
+    "numbers": "数",
+    "a positive number such as 1e-5": "正数，例如 1e-5",
+    "a number above 1 such as 10000": "大于 1 的数，例如 10000",
+    "true or false": "true 或 false",
+    "causal, none, or a square [T,T] matrix of 0 and 1": "causal、none，或由 0 和 1 组成的 [T,T] 方阵",
+    "0 (masked) or 1 (may attend)": "0（遮挡）或 1（可以关注）",
+    "a list of token ids [T] or one list per sample [B,T]": "token id 列表 [T]，或每个样本一个列表 [B,T]",
+    "a [T,C] or [B,T,C] matrix": "[T,C] 或 [B,T,C] 矩阵",
+    "rows of width C = {c}": "宽度为 C = {c} 的行",
+    "rows of width {c}": "宽度为 {c} 的行",
+    "a [T,T] = [{n},{n}] mask": "[T,T] = [{n},{n}] 的掩码",
+    "{n} rows": "{n} 行",
+    "{n} entries": "{n} 项",
+    "a list of {n} layer mapping (one per layer)": "{n} 个层映射组成的列表（每层一个）",
+    "a list of {n} layer mappings (one per layer)": "{n} 个层映射组成的列表（每层一个）",
+    "a stage name of letters, digits, _ and -": "由字母、数字、_ 和 - 组成的阶段名",
+    "a list of steps such as {example}": "步骤列表，例如 {example}",
+    "token ids or words": "token id 或词",
+    "weights": "权重",
+    "dims": "维度",
+    "an object {fields}": "对象 {fields}",
+    "a nested list of numbers": "数的嵌套列表",
+    "whole numbers of 0 or more": "0 或更大的整数",
+    "a whole number of 1 or more": "1 或更大的整数",
+    "a stage name": "阶段名",
+    "dims.{letter} = {n}": "dims.{letter} = {n}",
+    "weight group": "权重组",
+    "weight": "权重",
+    "coordinates": "坐标",
+    "hidden units": "隐藏单元",
+    "heads": "头",
+    "none equal": "没有相等的",
+    "{n} other equal within {tol}": "另有 {n} 个在 {tol} 内相等",
+    "{n} others equal within {tol}": "另有 {n} 个在 {tol} 内相等",
+    "position {a}": "位置 {a}",
+    "positions {a}..{b}": "位置 {a}..{b}",
+    "position 0 depends": "位置 0 依赖",
+    "positions up to {t} depend": "位置 0..{t} 依赖",
+    "no mask": "无掩码",
+    "causal mask": "因果掩码",
+    "explicit mask": "显式掩码",
+}
+
+
+# The summary line of many specs (runs.Summary.line), every plural.
+for _s in ("spec", "specs"):
+    for _v in ("with a violation", "with violations"):
+        for _e in ("error", "errors"):
+            TEMPLATES[f"{{n}} {_s}: {{ok}} ok, {{v}} {_v}, {{e}} {_e}; exit code {{code}}"] = \
+                "{n} 个 spec：{ok} 个通过，{v} 个有违规，{e} 个出错；退出码 {code}"
