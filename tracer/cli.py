@@ -60,6 +60,7 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
     """
     from . import i18n
 
+    before = i18n.language()
     try:
         i18n.choose(lang)
         code = fn()
@@ -76,18 +77,22 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
             raise
         _error(f"internal error: {type(e).__name__}: {e}\n{BUG_REPORT}")
         raise typer.Exit(EXIT_INTERNAL) from None
+    finally:
+        i18n.set_language(before)  # in-process callers (tests, CliRunner) get back the language they had
     raise typer.Exit(code)
 
 
 def _error(message: str) -> None:
-    from .i18n import message as translated, tr
+    from .i18n import message as translated
+    from .i18n import tr
 
     sys.stderr.write(f"{tr('tracer: error: ')}{translated(message)}\n")
     sys.stderr.flush()
 
 
 def _note(text: str) -> None:
-    from .i18n import message as translated, tr
+    from .i18n import message as translated
+    from .i18n import tr
 
     sys.stderr.write(f"{tr('tracer: note: ')}{translated(text)}\n")
 
@@ -406,7 +411,6 @@ def show(view: RenderableType, no_color: bool, targets: list[Target], title: str
     console(no_color).print(view)
     if targets:
         from .export import export
-
         from .i18n import tr
 
         for path in export(view, targets, title, no_color):

@@ -261,14 +261,19 @@ _LOCATION = re.compile(r"(?P<head>[^\s:]+(?::\d+){1,2}|.+?:\d+(?::\d+)?|[^\s:]+)
 
 
 def _translate(text: str, depth: int) -> str | None:
-    """One line: the template with the most literal English that matches it whole; else keep a
-    leading 'file:line:col:' or 'field.path:' and translate the rest; else a template that starts
-    with a translated field ('{what!t} ... is given'); else sentences joined with '; ', each on its own."""
+    """One line: the template with the most literal English that matches it whole; else, for
+    sentences joined with '; ', each on its own; else keep a leading 'file:line:col:' or
+    'field.path:' and translate the rest; else a template that starts with a translated field
+    ('{what!t} ... is given'); else as many of the '; ' sentences as are covered."""
     if depth > 8 or not text:
         return None
     found = _sentence(text, depth, leads_translated=False)
     if found is not None:
         return found
+    parts = text.split("; ")
+    done = [_translate(p, depth + 1) for p in parts] if len(parts) > 1 else []
+    if done and all(d is not None for d in done):
+        return "；".join(d for d in done if d is not None)
     m = _LOCATION.fullmatch(text)
     if m:
         rest = _translate(m.group("rest"), depth + 1)
@@ -277,18 +282,23 @@ def _translate(text: str, depth: int) -> str | None:
     found = _sentence(text, depth, leads_translated=True)
     if found is not None:
         return found
-    if "; " in text:
-        parts = text.split("; ")
-        done = [_translate(p, depth + 1) for p in parts]
-        if any(d is not None for d in done):
-            return "；".join(d if d is not None else p for d, p in zip(done, parts))
+    if any(d is not None for d in done):
+        return "；".join(d if d is not None else p for d, p in zip(done, parts))
     return None
 
 
 def _fragment(text: str, depth: int) -> str | None:
-    """A translated field's text: a fragment ('a mapping', 'boolean yes'), else a sentence."""
+    """A translated field's text: a list of fragments joined by ', ' (every item covered), a
+    fragment ('a mapping', 'boolean yes'), else a sentence."""
+    items = text.split(", ")
+    if len(items) > 1:  # first: one loose fragment ('{norm} feeds {reader}') must not swallow the whole list
+        done = [_match(item, depth, _templates()[1], None) for item in items]
+        if all(d is not None for d in done):
+            return "，".join(d for d in done if d is not None)
     found = _match(text, depth, _templates()[1], None)
-    return found if found is not None else _translate(text, depth + 1)
+    if found is not None:
+        return found
+    return _translate(text, depth + 1)
 
 
 @lru_cache(maxsize=8192)

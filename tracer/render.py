@@ -14,8 +14,23 @@ from .executor import Stage, Trace
 from .i18n import message, tr
 from .spec import Spec
 from .textout import (  # noqa: F401  (fmt_number, fmt_value: the formats render_diff and others import from here)
-    VERIFY_HEADER, caption, fmt_number, fmt_value, fmt_vector, kind_word, matrix_lines, stage_header, stage_rows,
-    step_header, step_list_title, step_rows, token_label, reached_end, unreached_note, violation_lines, violation_title,
+    VERIFY_HEADER,
+    caption,
+    fmt_number,
+    fmt_value,
+    fmt_vector,
+    kind_word,
+    matrix_lines,
+    reached_end,
+    stage_header,
+    stage_rows,
+    step_header,
+    step_list_title,
+    step_rows,
+    token_label,
+    unreached_note,
+    violation_lines,
+    violation_title,
     visible_stages,
 )
 

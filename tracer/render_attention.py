@@ -26,6 +26,7 @@ from rich.text import Text
 from .blocks import Step, internal_prefix
 from .errors import UsageError
 from .executor import Trace, visible_keys
+from .i18n import meaning, message, tr
 from .render import violation_panel
 from .spec import Spec, shape_label
 
@@ -281,19 +282,19 @@ class Legend:
         for k in reversed(range(n)):
             out.append(GLYPHS[k] * width + " ", style=colour((k + 1) / n))
             if self.mode == "blocks":
-                out.append(f"> {k * 100 // n}% of the head's largest block mean   ")
+                out.append(tr("> {p}% of the head's largest block mean   ", p=k * 100 // n))
             else:
                 out.append(f"> {k / n:g}   ")
-        out.append("   blank: exactly 0   ")
+        out.append(tr("   blank: exactly 0   "))
         out.append(MASKED + " ", style="dim")
-        out.append("masked (the whole block)   " if self.mode == "blocks" else "masked: the mask hides that key   ")
+        out.append(tr("masked (the whole block)   ") if self.mode == "blocks" else tr("masked: the mask hides that key   "))
         out.append((NONFINITE * 2 if self.mode != "values" else "nan") + " ", style="bold red")
-        out.append("= NaN or Inf")
+        out.append(tr("= NaN or Inf"))
         if colour_bar:
-            out.append("\ncolour scale: 0 ")
+            out.append(tr("\ncolour scale: 0 "))
             for k in range(24):
                 out.append("█", style=colour(k / 23))
-            out.append(" max" if self.mode == "blocks" else f" {self.vmax:g}")
+            out.append(tr(" max") if self.mode == "blocks" else f" {self.vmax:g}")
         return out
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
@@ -319,7 +320,7 @@ def stage_view(trace: Trace, step: Step, b: int) -> RenderableType:
     stage = trace.stages.get(name)
     if stage is None:
         stop = f" (the run stopped at the violation at {trace.violations[0].stage}; --keep-going records what NumPy would do)" if trace.violations else ""
-        return Text(f"{name}: not recorded{stop}", style="yellow")
+        return Text(message(f"{name}: not recorded{stop}"), style="yellow")
     axes = stage.axes
     w = np.asarray(stage.array[b])  # [H,T,S]
     H, nq, nk = w.shape
@@ -329,22 +330,25 @@ def stage_view(trace: Trace, step: Step, b: int) -> RenderableType:
     g0 = grids[0]
     head = Text()
     head.append(name + "  ", style="bold")
-    head.append(f"{stage.meaning}; sample b={b}; {shape_label(axes, stage.array.shape)}\n")
-    head.append(f"rows: queries ({axes[2]} = {nq}), columns: keys ({axes[3]} = {nk}); {mask_words(step)}")
+    head.append(tr("{meaning}; sample b={b}; {shape}", meaning=meaning(stage.meaning), b=b, shape=shape_label(axes, stage.array.shape))
+                + "\n")
+    head.append(tr("rows: queries ({q}), columns: keys ({k}); {mask}", q=f"{axes[2]} = {nq}", k=f"{axes[3]} = {nk}",
+                   mask=message(mask_words(step))))
     if step.axis == "queries":
-        head.append("\nsoftmax over queries (an axis violation): each column sums to 1, not each row", style="bold red")
+        head.append("\n" + message("softmax over queries (an axis violation): each column sums to 1, not each row"), style="bold red")
     if g0.mode == "blocks":
         rb, cb = (int(np.diff(bin_edges(n))[0]) for n in (nq, nk))
-        head.append(f"\n{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of "
-                    f"{rb} {'queries' if rb > 1 else 'query'} × {cb} {'keys' if cb > 1 else 'key'} ({len(g0.rows)} × {len(g0.cols)} blocks"
-                    f"{', the last ones smaller' if nq % rb or nk % cb else ''}); shades are relative to the largest mean in each head; "
-                    "a cell is · only when its whole block is masked", style="yellow")
+        head.append("\n" + message(
+            f"{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of "
+            f"{rb} {'queries' if rb > 1 else 'query'} × {cb} {'keys' if cb > 1 else 'key'} ({len(g0.rows)} × {len(g0.cols)} blocks"
+            f"{', the last ones smaller' if nq % rb or nk % cb else ''}); shades are relative to the largest mean in each head; "
+            "a cell is · only when its whole block is masked"), style="yellow")
     elif g0.mode == "shades":
-        head.append(f"\nmore than {NUMBER_KEYS} keys: shades only, no numbers (tracer run --all --json has every value)")
+        head.append("\n" + message(f"more than {NUMBER_KEYS} keys: shades only, no numbers (tracer run --all --json has every value)"))
     if g0.mode == "shades" and k_words and k_words != q_words:
-        head.append("\nkeys: " + ", ".join(f"{j} {word}" for j, word in enumerate(k_words)))
+        head.append("\n" + tr("keys: ") + ", ".join(f"{j} {word}" for j, word in enumerate(k_words)))
     panels: list[RenderableType] = [
-        Panel(panel_text(g), title=f"head {h}" + (f" (max {g.vmax:.3g})" if g.mode == "blocks" else ""),
+        Panel(panel_text(g), title=tr("head {h}", h=h) + (tr(" (max {m})", m=f"{g.vmax:.3g}") if g.mode == "blocks" else ""),
               title_align="left", expand=False, padding=(0, 1))
         for h, g in enumerate(grids)
     ]
@@ -352,7 +356,7 @@ def stage_view(trace: Trace, step: Step, b: int) -> RenderableType:
 
 
 def attention_view(trace: Trace, steps: list[Step], b: int) -> Group:
-    parts: list[RenderableType] = [Text(f"{trace.spec.name}: attention weights", style="bold")]
+    parts: list[RenderableType] = [Text(tr("{name}: attention weights", name=trace.spec.name), style="bold")]
     for step in steps:
         parts += [Text(""), stage_view(trace, step, b)]
     for v in trace.violations:

@@ -13,19 +13,40 @@ from rich.table import Table
 from rich.text import Text
 
 from .diff import DIFFERS, EQUAL, STATUS_WORDS, DiffResult
+from .i18n import tr
 from .textout import (
-    FIRST_MARK, SETTINGS_HEADER, SETTINGS_TITLE, STRUCTURE_HEADER, STRUCTURE_TITLE, WEIGHTS_HEADER, diff_sides,
-    diff_stage_header, diff_stage_rows, diff_stage_title, setting_rows, settings_same_text, structure_rows,
-    structure_same_text, weight_rows, weights_same_text, weights_title,
+    FIRST_MARK,
+    SETTINGS_HEADER,
+    SETTINGS_TITLE,
+    STRUCTURE_HEADER,
+    STRUCTURE_TITLE,
+    WEIGHTS_HEADER,
+    diff_notes,
+    diff_sides,
+    diff_stage_header,
+    diff_stage_rows,
+    diff_stage_title,
+    diff_summary,
+    setting_rows,
+    settings_same_text,
+    structure_lines,
+    structure_rows,
+    structure_same_text,
+    table_words,
+    weight_rows,
+    weights_same_text,
+    weights_title,
 )
 
 STATUS_STYLE = {EQUAL: "green", DIFFERS: "bold red"}  # the others (shapes, only in one side): yellow
-STYLE_BY_WORD = {STATUS_WORDS[k]: v for k, v in STATUS_STYLE.items()}
+LARGEST = "largest |A - B|"
 
 
 def _status(text: str) -> Text:
-    word = text.removesuffix(FIRST_MARK)
-    return Text(text, style=STYLE_BY_WORD.get(word, "yellow") if word else "")
+    """A status cell coloured by its word (in the current language)."""
+    word = text.removesuffix(tr(FIRST_MARK))
+    style = {tr(STATUS_WORDS[k]): v for k, v in STATUS_STYLE.items()}
+    return Text(text, style=style.get(word, "yellow") if word else "")
 
 
 def _table(title: str, header: Sequence[str], rows: Sequence[Sequence[RenderableType]], status_column: int | None = None,
@@ -51,8 +72,8 @@ def header(r: DiffResult) -> Text:
 def structure_view(r: DiffResult) -> RenderableType:
     if r.structure_same:
         return Text(structure_same_text(r))
-    table = _table(STRUCTURE_TITLE, STRUCTURE_HEADER, structure_rows(r), status_column=3, no_wrap=("step",))
-    lines = Text("What differs:\n" + "\n".join(f"  - {line}" for line in r.structure))
+    table = _table(tr(STRUCTURE_TITLE), table_words(STRUCTURE_HEADER), structure_rows(r), status_column=3, no_wrap=(tr("step"),))
+    lines = Text(tr("What differs:") + "\n" + "\n".join(f"  - {line}" for line in structure_lines(r)))
     return Group(table, lines)
 
 
@@ -61,10 +82,10 @@ def settings_view(r: DiffResult, precision: int) -> RenderableType:
         return Text(settings_same_text(r))
     parts: list[RenderableType] = []
     if r.settings:
-        parts.append(_table(SETTINGS_TITLE, SETTINGS_HEADER, setting_rows(r)))
+        parts.append(_table(tr(SETTINGS_TITLE), table_words(SETTINGS_HEADER), setting_rows(r)))
     if r.weights_differ:
-        parts.append(_table(weights_title(r), WEIGHTS_HEADER, weight_rows(r, precision), status_column=7,
-                            right=("largest |A - B|",)))
+        parts.append(_table(weights_title(r), table_words(WEIGHTS_HEADER), weight_rows(r, precision), status_column=7,
+                            right=(tr(LARGEST),)))
     elif r.weights is not None:
         parts.append(Text(weights_same_text(r)))
     return Group(*parts)
@@ -77,13 +98,13 @@ def stage_table(r: DiffResult, precision: int) -> Table:
     for row in diff_stage_rows(r, precision):
         is_first = first is not None and row[0] == first.name
         rows.append([Text(row[0], style="bold" if is_first else ""), *row[1:]])
-    return _table(diff_stage_title(r), diff_stage_header(r), rows, status_column=6, right=("largest |A - B|",),
-                  no_wrap=("stage",))
+    return _table(diff_stage_title(r), diff_stage_header(r), rows, status_column=6, right=(tr(LARGEST),),
+                  no_wrap=(tr("stage"),))
 
 
 def diff_view(r: DiffResult, precision: int) -> Group:
     parts: list[RenderableType] = [header(r), structure_view(r), settings_view(r, precision)]
-    parts += [Text(f"note: {n}", style="yellow") for n in r.notes]
+    parts += [Text(tr("note: {note}", note=n), style="yellow") for n in diff_notes(r)]
     parts.append(stage_table(r, precision))
-    parts.append(Text(r.summary(), style="bold green" if r.same else "bold red"))
+    parts.append(Text(diff_summary(r), style="bold green" if r.same else "bold red"))
     return Group(*parts)

@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .blocks import ACTIVATION_NAMES, ATTN_MEANINGS, OPS, Step, internal_prefix
+from .i18n import meaning, message, tr
 from .spec import Spec, shape_label
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
@@ -354,12 +355,23 @@ def _kind(spec: Spec) -> str:
 def legend() -> Text:
     t = Text()
     t.append("┬ … ⊕ ", style="bold cyan")
-    t.append("a residual path: the stage at ┬ goes through the steps on the rail, and unchanged into the add at ⊕\n")
-    t.append("attn.* and cross.* ", style="dim")
-    t.append("rows are attention internals (tracer run --all prints their values); ")
-    t.append("(not recorded) ", style="dim italic")
-    t.append("is a shape inside a step; shapes are [axes] = [sizes]")
+    t.append(tr("a residual path: the stage at ┬ goes through the steps on the rail, and unchanged into the add at ⊕\n"))
+    t.append(tr("attn.* and cross.* "), style="dim")
+    t.append(tr("rows are attention internals (tracer run --all prints their values); "))
+    t.append(tr("(not recorded) "), style="dim italic")
+    t.append(tr("is a shape inside a step; shapes are [axes] = [sizes]"))
     return t
+
+
+def localise(sections: list[Section]) -> list[Section]:
+    """Titles, notes and cells in the current language (built in English, translated here at the edge)."""
+    for s in sections:
+        s.title, s.note = message(s.title), message(s.note)
+        for row in s.rows:
+            row.computes, row.warning, row.weights = message(row.computes), message(row.warning), message(row.weights)
+            translated = meaning(row.meaning)
+            row.meaning = message(row.meaning) if translated == row.meaning else translated
+    return sections
 
 
 def _cells(row: Row) -> list[Text]:
@@ -377,7 +389,7 @@ def _cells(row: Row) -> list[Text]:
     rail = Text(RAIL[row.rail] + ("\n" + below) * (height - 1), style="bold cyan" if row.rail in ("source", "add") else "cyan")
     return [
         rail,
-        Text(row.stage or "(not recorded)", style=("bold " + style) if row.rail == "add" else style),
+        Text(row.stage or tr("(not recorded)"), style=("bold " + style) if row.rail == "add" else style),
         Text(row.shape, style="bold" if row.kind in ("step", "input") else style),
         computes,
         weights,
@@ -385,7 +397,7 @@ def _cells(row: Row) -> list[Text]:
 
 
 def _widths(sections: list[Section]) -> list[int]:
-    widths = [cell_len(c) for c in COLUMNS]
+    widths = [cell_len(tr(c)) for c in COLUMNS]
     for s in sections:
         for row in s.rows:
             for i, cell in enumerate(_cells(row)):
@@ -399,7 +411,7 @@ def section_panel(s: Section, widths: list[int] | None, panel_width: int | None)
         return Text(f"  ⋮ {s.title}", style="italic")
     table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False, header_style="dim")
     for i, name in enumerate(COLUMNS):
-        table.add_column(name, min_width=widths[i] if widths else None, overflow="fold", no_wrap=i <= 2)
+        table.add_column(tr(name), min_width=widths[i] if widths else None, overflow="fold", no_wrap=i <= 2)
     for row in s.rows:
         table.add_row(*_cells(row))
     body: RenderableType = table
@@ -421,7 +433,7 @@ class Figure:
 
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
-        self.sections = Graph(spec).sections()
+        self.sections = localise(Graph(spec).sections())
         self.widths = _widths(self.sections)
         table_width = sum(self.widths) + 2 * (len(self.widths) - 1)  # one cell of padding each side, none at the edges
         self.width = max([table_width] + [cell_len(s.title) + 4 for s in self.sections]) + 4  # borders and padding
@@ -430,7 +442,8 @@ class Figure:
         spec = self.spec
         head = Text()
         head.append(spec.name, style="bold")
-        head.append(f"\n{_kind(spec)}; " + ", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()) + "\n")
+        head.append("\n" + tr("{kind}; {dims}", kind=message(_kind(spec)), dims=", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
+                    + "\n")
         head.append_text(legend())
         return head
 

@@ -75,7 +75,7 @@ class Outcome:
             detail += ": " + "; ".join(i18n.tr("{kind} at {stage}", kind=i18n.tr(v.kind), stage=v.stage)
                                        for v in self.trace.violations)
         if self.check is not None:
-            detail += f" ({self.check.note().splitlines()[0]})"
+            detail += i18n.tr(" ({note})", note=self.check.note().splitlines()[0])
         return ("ok" if self.trace.ok else "violation"), detail
 
     def json(self) -> dict[str, Any]:

@@ -365,19 +365,38 @@ def diff_csv(r: DiffResult) -> str:
             lead = [_LEAD_COLUMN.get(axis, "t") for axis in row.a.axes[:-1]]
             width = d.shape[-1] if d.ndim else 1
             flat_d, flat_tol = d.reshape(-1, width), tol.reshape(-1, width)
-            for index, dr, tr in zip(np.ndindex(*d.shape[:-1]), flat_d, flat_tol):
-                status = EQUAL if bool(np.all(dr <= tr)) else DIFFERS
+            for index, dr, tol_row in zip(np.ndindex(*d.shape[:-1]), flat_d, flat_tol):
+                status = EQUAL if bool(np.all(dr <= tol_row)) else DIFFERS
                 yield head + [*position_cells(lead, index), status, exact(float(dr.max()) if dr.size else 0.0)]
 
     return csv_text(DIFF_CSV_COLUMNS, rows())
 
 
 def diff_sides(r: DiffResult) -> list[str]:
-    return [s.describe() for s in (r.a, r.b)]
+    return [message(s.describe()) for s in (r.a, r.b)]
 
 
 def structure_same_text(r: DiffResult) -> str:
-    return f"Structure: the same {len(r.steps)} steps ({', '.join(row.name for row in r.steps)})"
+    return message(f"Structure: the same {len(r.steps)} steps ({', '.join(row.name for row in r.steps)})")
+
+
+def table_words(words: Sequence[str]) -> list[str]:
+    """Headers and titles in the current language (the module's constants stay English for CSV and JSON)."""
+    return [tr(w) for w in words]
+
+
+def structure_lines(r: DiffResult) -> list[str]:
+    """What differs between the step lists, one sentence each, in the current language."""
+    return [message(line) for line in r.structure]
+
+
+def diff_notes(r: DiffResult) -> list[str]:
+    return [message(n) for n in r.notes]
+
+
+def diff_summary(r: DiffResult) -> str:
+    """The closing line (the JSON's "summary" stays English)."""
+    return message(r.summary())
 
 
 STRUCTURE_TITLE = "Structure: the two step lists, aligned by step name"
@@ -387,15 +406,15 @@ STRUCTURE_HEADER = ["step", "A", "B", ""]
 def structure_rows(r: DiffResult) -> list[list[str]]:
     from .diff import EQUAL, STATUS_WORDS, expr
 
-    return [[row.name, MISSING if row.a is None else expr(row.a), MISSING if row.b is None else expr(row.b),
-             "" if row.status == EQUAL else STATUS_WORDS[row.status]] for row in r.steps]
+    return [[row.name, MISSING if row.a is None else tr(expr(row.a)), MISSING if row.b is None else tr(expr(row.b)),
+             "" if row.status == EQUAL else tr(STATUS_WORDS[row.status])] for row in r.steps]
 
 
 def settings_same_text(r: DiffResult) -> str:
-    compared = ["dims", "block settings"] + (["dtype"] if r.a.dtype and r.b.dtype else [])
+    compared = [tr("dims"), tr("block settings")] + (["dtype"] if r.a.dtype and r.b.dtype else [])
     if r.weights is not None:
-        compared.append(f"all {len(r.weights)} weights (within {r.tolerance()})")
-    return f"Settings: the same {', '.join(compared[:-1])} and {compared[-1]}"
+        compared.append(tr("all {n} weights (within {tol})", n=len(r.weights), tol=r.tolerance()))
+    return tr("Settings: the same {first} and {last}", first=tr(", ").join(compared[:-1]), last=compared[-1])
 
 
 SETTINGS_TITLE = "Settings that differ"
@@ -410,11 +429,11 @@ def setting_rows(r: DiffResult) -> list[list[str]]:
 def weights_title(r: DiffResult) -> str:
     others = len(r.weights or []) - len(r.weights_differ)
     rest = "none equal" if not others else f"{others} other{'s' if others > 1 else ''} equal within {r.tolerance()}"
-    return f"Weights that differ ({rest})"
+    return message(f"Weights that differ ({rest})")
 
 
 def weights_same_text(r: DiffResult) -> str:
-    return f"Weights: all {len(r.weights or [])} the same within {r.tolerance()}"
+    return message(f"Weights: all {len(r.weights or [])} the same within {r.tolerance()}")
 
 
 def weight_rows(r: DiffResult, precision: int) -> list[list[str]]:
@@ -427,16 +446,17 @@ def weight_rows(r: DiffResult, precision: int) -> list[list[str]]:
              MISSING if w.where is None else str(list(w.where)),
              MISSING if w.value_a is None else fmt_number(w.value_a, precision),
              MISSING if w.value_b is None else fmt_number(w.value_b, precision),
-             STATUS_WORDS[w.status]] for w in r.weights_differ]
+             tr(STATUS_WORDS[w.status])] for w in r.weights_differ]
 
 
 def diff_stage_title(r: DiffResult) -> str:
-    return f"Stages, aligned by name (equal: |A - B| <= atol + rtol * max(|A|, |B|), {r.tolerance()})"
+    return message(f"Stages, aligned by name (equal: |A - B| <= atol + rtol * max(|A|, |B|), {r.tolerance()})")
 
 
 def diff_stage_header(r: DiffResult) -> list[str]:
     at = f"b={r.batch}, t={r.pos}"
-    return ["stage", "shape in A", "shape in B", f"A at {at}", f"B at {at}", "largest |A - B|", "status"]
+    return [tr("stage"), tr("shape in A"), tr("shape in B"), tr("A at {at}", at=at), tr("B at {at}", at=at),
+            tr("largest |A - B|"), tr("status")]
 
 
 FIRST_MARK = "  ← first difference"
@@ -448,14 +468,14 @@ def diff_stage_rows(r: DiffResult, precision: int) -> list[list[str]]:
     first = r.first_diverging
     rows = []
     for row in r.stages:
-        mark = FIRST_MARK if first is not None and row.name == first.name else ""
+        mark = tr(FIRST_MARK) if first is not None and row.name == first.name else ""
         rows.append([row.name,
                      MISSING if row.a is None else row.a.shape_label,
                      MISSING if row.b is None else row.b.shape_label,
                      MISSING if row.value_a is None else fmt_value(row.value_a, precision),
                      MISSING if row.value_b is None else fmt_value(row.value_b, precision),
                      fmt_diff(row.max_abs_diff, precision),
-                     STATUS_WORDS[row.status] + mark])
+                     tr(STATUS_WORDS[row.status]) + mark])
     return rows
 
 
@@ -465,23 +485,23 @@ def diff_markdown(r: DiffResult, precision: int) -> str:
     if r.structure_same:
         parts.append(md_text(structure_same_text(r)) + "\n")
     else:
-        parts.append(f"**{md_text(STRUCTURE_TITLE)}**\n\n" + markdown_table(STRUCTURE_HEADER, structure_rows(r)))
-        parts.append("What differs:\n\n" + "\n".join(f"- {md_text(line)}" for line in r.structure) + "\n")
+        parts.append(f"**{md_text(tr(STRUCTURE_TITLE))}**\n\n" + markdown_table(table_words(STRUCTURE_HEADER), structure_rows(r)))
+        parts.append(tr("What differs:") + "\n\n" + "\n".join(f"- {md_text(line)}" for line in structure_lines(r)) + "\n")
     if r.settings_same:
         parts.append(md_text(settings_same_text(r)) + "\n")
     else:
         if r.settings:
-            parts.append(f"**{SETTINGS_TITLE}**\n\n" + markdown_table(SETTINGS_HEADER, setting_rows(r)))
+            parts.append(f"**{tr(SETTINGS_TITLE)}**\n\n" + markdown_table(table_words(SETTINGS_HEADER), setting_rows(r)))
         if r.weights_differ:
-            parts.append(f"**{md_text(weights_title(r))}**\n\n" + markdown_table(WEIGHTS_HEADER, weight_rows(r, precision)))
+            parts.append(f"**{md_text(weights_title(r))}**\n\n" + markdown_table(table_words(WEIGHTS_HEADER), weight_rows(r, precision)))
         elif r.weights is not None:
             parts.append(md_text(weights_same_text(r)) + "\n")
-    parts += [f"> note: {md_text(n)}\n" for n in r.notes]
+    parts += [f"> {md_text(tr('note: {note}', note=n))}\n" for n in diff_notes(r)]
     rows = diff_stage_rows(r, precision)
     for row in rows:
         row[0] = f"`{row[0]}`"
     parts.append(f"**{md_text(diff_stage_title(r))}**\n\n" + markdown_table(diff_stage_header(r), rows))
-    parts.append(f"**{md_text(r.summary())}**\n")
+    parts.append(f"**{md_text(diff_summary(r))}**\n")
     return "\n".join(parts)
 
 

@@ -127,6 +127,7 @@ UI: dict[str, str] = {
     "not checked": "未核对",
     "  ← violation": "  ← 违规",
     "{order}, mask {mask}, eps {eps}; {dims}": "{order}，掩码 {mask}，eps {eps}；{dims}",
+    "{kind}; {dims}": "{kind}；{dims}",
     "pre-norm": "Pre-Norm",
     "post-norm": "Post-Norm",
     "custom steps": "自定义步骤",
@@ -152,6 +153,7 @@ UI: dict[str, str] = {
     "violation": "违规",
     "error": "错误",
     "{kind} at {stage}": "{stage} 处{kind}违规",
+    " ({note})": "（{note}）",
     # the CLI's own lines
     "tracer: error: ": "tracer: 错误：",
     "tracer: note: ": "tracer: 注意：",
@@ -206,6 +208,15 @@ UI: dict[str, str] = {
     "Settings that differ": "不同的设置",
     "What differs:": "不同之处：",
     "note: {note}": "注意：{note}",
+    "Settings: the same {first} and {last}": "设置：{first}和{last}都相同",
+    ", ": "、",
+    "dims": "维度",
+    "block settings": "block 设置",
+    "all {n} weights (within {tol})": "全部 {n} 个权重（在 {tol} 内）",
+    "rows of E": "E 的行",
+    "rows of P": "P 的行",
+    "the given input": "给定的输入",
+    "sinusoidal table": "正余弦表",
     # tracer graph
     "computes": "计算",
     "stored weights": "保存的权重",
@@ -219,12 +230,18 @@ UI: dict[str, str] = {
     "is a shape inside a step; shapes are [axes] = [sizes]": "是步骤内部的 shape；shape 写作 [轴] = [大小]",
     # tracer run --attention
     "{name}: attention weights": "{name}：注意力权重",
+    "   blank: exactly 0   ": "   空白：恰好为 0   ",
+    "= NaN or Inf": "= NaN 或 Inf",
+    "keys: ": "键：",
+    "head {h}": "头 {h}",
+    " (max {m})": "（最大 {m}）",
+    "{meaning}; sample b={b}; {shape}": "{meaning}；样本 b={b}；{shape}",
+    "rows: queries ({q}), columns: keys ({k}); {mask}": "行：查询（{q}），列：键（{k}）；{mask}",
+    "> {p}% of the head's largest block mean   ": "> 该头最大块均值的 {p}%   ",
     "masked (the whole block)   ": "已遮挡（整个块）   ",
     "masked: the mask hides that key   ": "已遮挡：掩码挡住了这个键   ",
     "\ncolour scale: 0 ": "\n颜色刻度：0 ",
     " max": " 最大",
-    "blank: exactly 0   ": "空白：恰好为 0   ",
-    "nan = NaN or Inf": "nan = NaN 或 Inf",
 }
 
 
@@ -232,9 +249,9 @@ UI: dict[str, str] = {
 
 TEMPLATES: dict[str, str] = {
     # -- did you mean --
-    "did you mean {names}?": "是不是想写 {names}？",
-    "did you mean {names}? (`tracer stages` lists every name)": "是不是想写 {names}？（`tracer stages` 列出所有名字）",
-    "did you mean {names}? (`tracer run SPEC --steps` lists a spec's stages, `tracer stages` what each name means)":
+    "did you mean {names!t}?": "是不是想写 {names}？",
+    "did you mean {names!t}? (`tracer stages` lists every name)": "是不是想写 {names}？（`tracer stages` 列出所有名字）",
+    "did you mean {names!t}? (`tracer run SPEC --steps` lists a spec's stages, `tracer stages` what each name means)":
         "是不是想写 {names}？（`tracer run SPEC --steps` 列出 spec 的阶段，`tracer stages` 说明每个名字的含义）",
     "known keys: {keys}": "已知的键：{keys}",
     "known ops: {ops}": "已知的 op：{ops}",
@@ -509,6 +526,35 @@ TEMPLATES: dict[str, str] = {
         "本次运行在阶段 {stage} 标记了{kind}违规；参考实现只计算遵守全部约定的块",
     "the run flagged a {kind!t} violation at stage {stage} ({reason!T}); the reference only computes blocks that keep every contract":
         "本次运行在阶段 {stage} 标记了{kind}违规（{reason}）；参考实现只计算遵守全部约定的块",
+    # -- formulas (tracer stages) --
+    "E[token id]: one row of the token table E per position": "E[token id]：每个位置取 token 表 E 的一行",
+    "the matrix given as input.x": "input.x 给出的矩阵",
+    "P[0:T]: rows 0 .. T-1 of the learned table P [T_max,C]": "P[0:T]：学习得到的位置表 P [T_max,C] 的第 0 .. T-1 行",
+    "{a} + {b} (the position table added to every sample)": "{a} + {b}（位置表加到每个样本上）",
+    "gamma * ({a} - mean) / sqrt(var + eps) + beta, mean and var over the C coordinates of each row":
+        "gamma * ({a} - mean) / sqrt(var + eps) + beta，mean 和 var 在每一行的 C 个坐标上计算",
+    "gamma * {a} / sqrt(mean({a}^2) + eps), over the C coordinates of each row (no mean subtracted, no beta)":
+        "gamma * {a} / sqrt(mean({a}^2) + eps)，在每一行的 C 个坐标上计算（不减均值，没有 beta）",
+    "gamma * ({a} - mean) / sqrt(var + eps) + beta, mean and var over samples and positions (B and T)":
+        "gamma * ({a} - mean) / sqrt(var + eps) + beta，mean 和 var 跨样本和位置（B 和 T）计算",
+    "concat over heads h of softmax(mask(Q_h K_h^T / sqrt(d))) V_h, times W_O, plus b_O; Q = {a} W_Q + b_Q, K = {a} W_K + b_K, V = {a} W_V + b_V":
+        "把各头 h 的 softmax(mask(Q_h K_h^T / sqrt(d))) V_h 拼接，乘 W_O，加 b_O；Q = {a} W_Q + b_Q, K = {a} W_K + b_K, V = {a} W_V + b_V",
+    "as MHA, with Q = {a} W_Q + b_Q and K, V from {b} (the encoder output); no mask":
+        "同 MHA，Q = {a} W_Q + b_Q，K、V 来自 {b}（编码器的输出）；无掩码",
+    "{a} + {b}, the same shape on both sides (a residual add)": "{a} + {b}，两边 shape 相同（残差相加）",
+    "{a}[start:stop] along one axis": "沿一个轴取 {a}[start:stop]",
+    "{a} E^T (head: tied) or {a} W_head (head: separate)": "{a} E^T（head: tied）或 {a} W_head（head: separate）",
+    "exp({a} - max) / sum over V of exp({a} - max)": "exp({a} - max) / 沿 V 求和的 exp({a} - max)",
+    "GELU({a} W_1 + b_1), GPT-2's tanh approximation z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))":
+        "GELU({a} W_1 + b_1)，GPT-2 的 tanh 近似 z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))",
+    "{a} W_Q + b_Q, split into H heads: head h takes columns h*d .. (h+1)*d - 1": "{a} W_Q + b_Q，拆成 H 个头：头 h 取第 h*d .. (h+1)*d - 1 列",
+    "{a} W_K + b_K, split into heads": "{a} W_K + b_K，拆成多个头",
+    "{a} W_V + b_V, split into heads": "{a} W_V + b_V，拆成多个头",
+    "Q_h K_h^T / sqrt(d), one row per query, one column per key": "Q_h K_h^T / sqrt(d)，每个查询一行，每个键一列",
+    "softmax over keys of the scores, masked keys set to -inf first (so their weight is 0)":
+        "对分数沿键做 softmax，先把被遮挡的键设为 -inf（所以它们的权重为 0）",
+    "weights_h V_h for every head, concatenated back to width C": "每个头的 weights_h V_h，拼接回宽度 C",
+    "as the layer stage of that name": "同名的层阶段",
     # -- tracer probe --
     "the block's mask is {mask}, not causal: later positions may be read by design": "块的掩码是 {mask}，不是 causal：按设计可以读取后面的位置",
     "T = 1: there is no later position to perturb": "T = 1：没有后面的位置可以扰动",
@@ -529,21 +575,20 @@ TEMPLATES: dict[str, str] = {
         "按例 17.1 的说法，检查时去掉了位置和掩码；spec 自己的位置和掩码正是有意打破这一性质的东西。",
     "causality": "因果性",
     # -- tracer diff --
-    "{label}: {path} (spec, {name})": "{label}：{path}（spec，{name}）",
-    "{label}: {path} (trace, {name})": "{label}：{path}（运行记录，{name}）",
     "Structure: the same {n} steps ({names})": "结构：相同的 {n} 个步骤（{names}）",
     "{name} reads {a} in A, {b} in B": "{name} 在 A 中读取 {a}，在 B 中读取 {b}",
     "{label} normalises after each residual add: {norms}": "{label} 在每次残差相加之后归一化：{norms}",
     "{label} normalises after a residual add: {norms}": "{label} 在一次残差相加之后归一化：{norms}",
     "{label} normalises only what the sublayers read": "{label} 只归一化子层读取的输入",
     "the residual stream is never normalised": "残差流本身从不归一化",
-    "the residual stream is never normalised: {where}": "残差流本身从不归一化：{where}",
+    "the residual stream is never normalised: {where!t}": "残差流本身从不归一化：{where}",
     "{name} = {expr} only in A": "{name} = {expr} 只在 A 中",
     "{name} = {expr} only in B": "{name} = {expr} 只在 B 中",
     "{name} = {a} in A, {b} in B": "{name} 在 A 中 = {a}，在 B 中 = {b}",
     "{name} = {a} in A, {b} in B (weights {wa} in A, {wb} in B)": "{name} 在 A 中 = {a}，在 B 中 = {b}（权重：A 中 {wa}，B 中 {wb}）",
     "step order differs: A {a}; B {b}": "步骤顺序不同：A {a}；B {b}",
-    "Settings: the same {what}": "设置：相同的{what}",
+    "{label}: {path} (spec, {name!a})": "{label}：{path}（spec，{name}）",
+    "{label}: {path} (trace, {name!a})": "{label}：{path}（运行记录，{name}）",
     "Weights: all {n} the same within {tol}": "权重：全部 {n} 个在 {tol} 内相同",
     "Weights that differ ({rest!t})": "不同的权重（{rest}）",
     "Stages, aligned by name (equal: |A - B| <= atol + rtol * max(|A|, |B|), {tol})":
@@ -562,7 +607,7 @@ TEMPLATES: dict[str, str] = {
     "{n} of {m} stages differ": "{m} 个阶段中有 {n} 个不同",
     "all {n} stages agree within {tol}": "全部 {n} 个阶段在 {tol} 内一致",
     "structure differs": "结构不同",
-    "settings differ: {what}": "设置不同：{what}",
+    "settings differ: {what!t}": "设置不同：{what}",
     # -- tracer graph --
     "before the block ": "进入块之前",
     "the residual stream, into this path": "残差流，进入这条路径",
@@ -575,28 +620,24 @@ TEMPLATES: dict[str, str] = {
     "No positions: the block cannot tell the order of the tokens.": "没有位置信息：块分不出 token 的顺序。",
     "{name} is the memory: every cross-attention of the decoder reads its keys and values from it.":
         "{name} 就是 memory：解码器的每个交叉注意力都从它读取键和值。",
-    "first residual path: {rest}": "第一条残差路径：{rest}",
-    "second residual path: {rest}": "第二条残差路径：{rest}",
-    "third residual path: {rest}": "第三条残差路径：{rest}",
-    "{layer}: first residual path: {rest}": "{layer}：第一条残差路径：{rest}",
-    "{layer}: second residual path: {rest}": "{layer}：第二条残差路径：{rest}",
-    "{layer}: third residual path: {rest}": "{layer}：第三条残差路径：{rest}",
-    "layer {name}": "层 {name}",
-    "{side} layer {name}": "{side} 层 {name}",
     "{stack}: before the block": "{stack}：进入块之前",
     "after the block": "块之后",
     "after the stack": "堆叠之后",
     "{stack}: after the stack": "{stack}：堆叠之后",
     "{stack}: after the block": "{stack}：块之后",
     "no residual add: the steps in order": "没有残差相加：按顺序的各步骤",
-    "{layer}: no residual add: the steps in order": "{layer}：没有残差相加：按顺序的各步骤",
+    "{layer!t}: no residual add: the steps in order": "{layer}：没有残差相加：按顺序的各步骤",
     "{a} to {b}: {n} more layers, the same steps as {c}, each with its own weights": "{a} 到 {b}：另外 {n} 层，步骤与 {c} 相同，各有自己的权重",
-    "{order}, {n} layer": "{order}，{n} 层",
-    "{order}, {n} layers": "{order}，{n} 层",
+    "{order!t}, {n} layer": "{order}，{n} 层",
+    "{order!t}, {n} layers": "{order}，{n} 层",
     "the spec's own steps": "spec 自己的步骤",
     "rows of E for the tokens": "token 对应的 E 的行",
     "rows of E for the {stream} tokens": "{stream} token 对应的 E 的行",
     "input.{stream}, as given": "input.{stream}，原样给出",
+    "rows 0 .. {pos}-1 of P": "P 的第 0 .. {pos}-1 行",
+    "softmax({x}) over V": "沿 V 做 softmax({x})",
+    "rms_norm({x}) over C": "沿 C 做 rms_norm({x})",
+    "batch_norm({x}) over B and T": "跨 B 和 T 做 batch_norm({x})",
     "sin / cos of the position, base {base}": "位置的 sin / cos，底数 {base}",
     "{x} W + b, to width {out}": "{x} W + b，宽度变为 {out}",
     "{x}, {axis} {a}:{b} (the axis kept)": "{x}，{axis} {a}:{b}（保留该轴）",
@@ -623,17 +664,18 @@ TEMPLATES: dict[str, str] = {
     "{name}: not recorded": "{name}：未记录",
     "{name}: not recorded (the run stopped at the violation at {stage}; --keep-going records what NumPy would do)":
         "{name}：未记录（运行在 {stage} 处的违规停止；--keep-going 会记录 NumPy 的结果）",
-    "{meaning!t}; sample b={b}; {shape}": "{meaning}；样本 b={b}；{shape}",
-    "rows: queries ({q}), columns: keys ({k}); {mask!t}": "行：查询（{q}），列：键（{k}）；{mask}",
     "cross-attention, no mask: every target position reads every source position": "交叉注意力，无掩码：每个目标位置读取每个源位置",
     "causal mask: a query reads only its own and earlier positions": "因果掩码：查询只读取自己和之前的位置",
     "no mask: every query reads every key": "无掩码：每个查询读取每个键",
     "explicit mask from the spec (block.mask)": "spec 给出的显式掩码（block.mask）",
     "softmax over queries (an axis violation): each column sums to 1, not each row": "沿查询做 softmax（轴违规）：每一列之和为 1，而不是每一行",
     "more than {n} keys: shades only, no numbers (tracer run --all --json has every value)": "键超过 {n} 个：只画深浅，不写数字（tracer run --all --json 有每个值）",
-    "head {h}": "头 {h}",
-    "head {h} (max {m})": "头 {h}（最大 {m}）",
-    "> {p}% of the head's largest block mean   ": "> 该头最大块均值的 {p}%   ",
+    "{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {q!t} × {cb} {k!t} ({r} × {c} blocks)":
+        "每个头 {nq} × {nk} 个格子，太多，无法逐个打印：每格是一块 {rb} 个{q} × {cb} 个{k}的平均权重（{r} × {c} 块）",
+    "{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {q!t} × {cb} {k!t} ({r} × {c} blocks, the last ones smaller)":
+        "每个头 {nq} × {nk} 个格子，太多，无法逐个打印：每格是一块 {rb} 个{q} × {cb} 个{k}的平均权重（{r} × {c} 块，最后几块较小）",
+    "shades are relative to the largest mean in each head": "深浅相对于每个头中最大的均值",
+    "a cell is · only when its whole block is masked": "只有整块都被遮挡时格子才是 ·",
 }
 
 
@@ -641,6 +683,19 @@ TEMPLATES: dict[str, str] = {
 # pattern such as 'dims.{letter} = {n}' cannot take over a sentence.
 FRAGMENTS: dict[str, str] = {
     **KINDS,
+    "{a} or {b}": "{a} 或 {b}",
+    "layer {name}": "层 {name}",
+    "encoder layer {name}": "编码器层 {name}",
+    "decoder layer {name}": "解码器层 {name}",
+    "encoder layer": "编码器层",
+    "decoder layer": "解码器层",
+    "{n} weights": "{n} 个权重",
+    "queries": "查询",
+    "query": "查询",
+    "keys": "键",
+    "key": "键",
+    "{norm} feeds {reader}": "{norm} 送入 {reader}",
+    "{a} or {b} or {c}": "{a}、{b} 或 {c}",
     "a whole number": "整数",
     "a number": "数",
     "a mapping": "一个映射（mapping）",
@@ -711,6 +766,17 @@ FRAGMENTS: dict[str, str] = {
     "explicit mask": "显式掩码",
 }
 
+
+# tracer graph: the residual paths of a layer, 'first' to 'tenth' (render_graph.ORDINALS)
+for _n, _word in enumerate(("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")):
+    _zh = "第" + "一二三四五六七八九十"[_n] + "条残差路径"
+    TEMPLATES[f"{_word} residual path: {{rest!a}}"] = _zh + "：{rest}"
+    TEMPLATES[f"{{layer!t}}: {_word} residual path: {{rest!a}}"] = "{layer}：" + _zh + "：{rest}"
+for _mask, _mask_zh in (("causal mask", "因果掩码"), ("no mask", "无掩码"), ("explicit mask", "显式掩码")):
+    TEMPLATES[f"{{call}}, {_mask}"] = f"{{call}}，{_mask_zh}"
+    TEMPLATES[f"{{call}}, {_mask}, rotary base {{base}}"] = f"{{call}}，{_mask_zh}，旋转位置编码底数 {{base}}"
+    TEMPLATES[f"{{call}}, {_mask}, softmax over queries"] = f"{{call}}，{_mask_zh}，沿查询做 softmax"
+    TEMPLATES[f"{{call}}, {_mask}, rotary base {{base}}, softmax over queries"] = f"{{call}}，{_mask_zh}，旋转位置编码底数 {{base}}，沿查询做 softmax"
 
 # The summary line of many specs (runs.Summary.line), every plural.
 for _s in ("spec", "specs"):
