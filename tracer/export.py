@@ -17,7 +17,8 @@ import tempfile
 from dataclasses import dataclass
 
 from rich.cells import cell_len
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
 
 from .errors import UsageError
 
@@ -87,7 +88,18 @@ def check_targets(svg: str | None, html: str | None, inputs: list[str]) -> list[
 def natural_width(renderable: RenderableType) -> int:
     """The width the content wants, measured on a console as wide as a pipe."""
     probe = Console(width=MAX_WIDTH, file=io.StringIO(), emoji=False, highlight=False)
-    return max(MIN_WIDTH, min(MAX_WIDTH, probe.measure(renderable).maximum))
+    return max(MIN_WIDTH, min(MAX_WIDTH, probe.measure(renderable).maximum), caption_width(renderable))
+
+
+def caption_width(renderable: RenderableType) -> int:
+    """The widest table title or caption: rich's measure leaves them out, so a table narrower than its
+    caption (a Chinese table, whose meanings are short) would wrap the caption in the export."""
+    if isinstance(renderable, Group):
+        return max((caption_width(r) for r in renderable.renderables), default=0)
+    if isinstance(renderable, Table):
+        texts = [t for t in (renderable.title, renderable.caption) if t is not None]
+        return min(MAX_WIDTH, max((cell_len(str(t)) for t in texts), default=0))
+    return 0
 
 
 def record(renderable: RenderableType, no_color: bool = False) -> Console:

@@ -289,16 +289,16 @@ def _translate(text: str, depth: int) -> str | None:
 
 def _fragment(text: str, depth: int) -> str | None:
     """A translated field's text: a list of fragments joined by ', ' (every item covered), a
-    fragment ('a mapping', 'boolean yes'), else a sentence."""
+    sentence, else a fragment ('a mapping', 'boolean yes')."""
     items = text.split(", ")
     if len(items) > 1:  # first: one loose fragment ('{norm} feeds {reader}') must not swallow the whole list
         done = [_match(item, depth, _templates()[1], None) for item in items]
         if all(d is not None for d in done):
             return "，".join(d for d in done if d is not None)
-    found = _match(text, depth, _templates()[1], None)
+    found = _translate(text, depth + 1)  # a whole sentence (a reason) before a loose fragment such as '{n} rows'
     if found is not None:
         return found
-    return _translate(text, depth + 1)
+    return _match(text, depth, _templates()[1], None)
 
 
 @lru_cache(maxsize=8192)

@@ -40,7 +40,9 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
                 only: Sequence[str] | None = None) -> Table:
     spec = trace.spec
     # Text, not str: rich would read "[nan, 1.0]" or a spec name with "[/]" as console markup.
-    table = Table(title=Text(spec.name), caption=Text(caption(spec)), title_justify="left", caption_justify="left")
+    # The caption is one line of settings: never broken at the table's width (a Chinese table is narrower than it).
+    table = Table(title=Text(spec.name), caption=Text(caption(spec), no_wrap=True, overflow="ignore"), title_justify="left",
+                  caption_justify="left")
     for header in stage_header(spec, b, t, verify_diffs is not None):
         table.add_column(header, overflow="fold", justify="right" if header == tr(VERIFY_HEADER) else "left")
     stages = visible_stages(trace, show_all, only)

@@ -286,7 +286,6 @@ TEMPLATES: dict[str, str] = {
     "cannot read {text} as a number": "无法把 {text} 读成数",
     # -- the spec (spec.py) --
     "expected {what!t}, received {got!t}": "应为{what}，实际为{got}",
-    "expected {what!t}": "应为{what}",
     "received {value} (not finite)": "实际为 {value}（不是有限值）",
     "add allow_nonfinite: true to study NaN and Inf on purpose": "若要有意研究 NaN 和 Inf，请加上 allow_nonfinite: true",
     "unknown key {key}": "未知的键 {key}",
