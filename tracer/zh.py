@@ -405,7 +405,8 @@ TEMPLATES: dict[str, str] = {
     "the presets are:": "预设有：",
     "already exists": "已经存在",
     "tracer new never overwrites a file (choose another name)": "tracer new 从不覆盖文件（请换一个名字）",
-    "internal error: {what}": "内部错误：{what}",
+    "internal error: {what!a}": "内部错误：{what}",
+    "internal error: {what!a} (a bug in tracer; please report it)": "内部错误：{what}（这是 tracer 的缺陷，请报告）",
     "this is a bug in tracer": "这是 tracer 的缺陷",
     "please report it with the spec and the command you ran (set TRACER_DEBUG=1 to see the traceback)":
         "请连同 spec 和所运行的命令一起报告（设置 TRACER_DEBUG=1 可以看到调用栈）",
