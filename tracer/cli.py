@@ -16,7 +16,10 @@ from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
 
+from . import cliparams
 from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
+
+DEFAULT_MAX_MEMORY = "4GB"  # memory.DEFAULT_MAX_MEMORY; repeated here so --help imports nothing more
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
@@ -31,6 +34,8 @@ app = typer.Typer(
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+cliparams.install()  # plain text and numbers need no pydantic (see cliparams)
 
 T = TypeVar("T")
 BUG_REPORT = "this is a bug in tracer; please report it with the spec and the command you ran (set TRACER_DEBUG=1 to see the traceback)"
@@ -111,11 +116,15 @@ def run(
     attention_stage: Annotated[list[str] | None, typer.Option("--attention-stage", metavar="NAME", help="Draw this attention stage (e.g. blocks.1.attention, decoder.blocks.0.cross_attention, or all); repeatable; implies --attention.", show_default=False)] = None,
     svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)] = None,
     html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)] = None,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = DEFAULT_MAX_MEMORY,
+    record: Annotated[str, typer.Option("--record", metavar="all|main|stats", help="Keep every stage (all), skip the attention internals (main), or keep statistics of big arrays (stats).")] = "all",
+    keep: Annotated[list[str] | None, typer.Option("--keep", metavar="STAGE", help="Keep this stage in full whatever --record says (repeatable).")] = None,
+    save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write every recorded array to an .npz archive, under its stage name.")] = None,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix."""
 
     def body() -> int:
-        from . import executor, jsonout, render
+        from . import memory
         from .spec import load_spec
 
         if not 0 <= precision <= 17:
@@ -126,8 +135,11 @@ def run(
         if draw and (as_json or steps):
             raise UsageError(f"--attention draws a picture; it does not combine with {'--json' if as_json else '--steps'}")
         targets = export_targets(svg, html, [spec], as_json)
+        memory.parse_size(max_memory)
         s = load_spec(spec)
         if steps:
+            from . import jsonout, render
+
             if as_json:
                 sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name},
                                                 "steps": jsonout.steps_json(s)}))
@@ -143,7 +155,16 @@ def run(
             raise UsageError(f"--batch {batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
         if not 0 <= pos < s.dims.T:
             raise UsageError(f"--pos {pos} is out of range: T = {s.dims.T} (positions 0 to {s.dims.T - 1})")
-        trace = executor.run(s, keep_going=keep_going)
+        policy = memory.policy_for(s, record, keep, batch, pos, show_all)
+        if save is not None:
+            from .outputs import check_output
+
+            check_output(save, "--save", [spec])
+        memory.check_run(s, policy, max_memory, as_json=as_json, show_all=show_all, verify=verify)
+
+        from . import executor, render
+
+        trace = executor.run(s, keep_going=keep_going, policy=policy)
         check = None
         if verify:
             from .verify import verify as run_verify
@@ -151,7 +172,13 @@ def run(
             if verify_budget < 1:
                 raise UsageError(f"--verify-budget {verify_budget} must be at least 1")
             check = run_verify(trace, verify_budget)
+        if save is not None:
+            from .npzout import save as save_npz
+
+            save_npz(trace, save)
         if as_json:
+            from . import jsonout
+
             stages = render.visible_stages(trace, show_all)
             weights = None
             if with_weights:
@@ -266,6 +293,42 @@ def graph(
         s = load_spec(spec)
         show(graph_view(s), no_color, targets, s.name)
         return EXIT_OK
+
+    guarded(body)
+
+
+@app.command()
+def validate(
+    specs: Annotated[list[str], typer.Argument(help="The YAML specs to check.", show_default=False, metavar="SPEC...")],
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Report a spec whose run would need more as invalid (as run refuses it).")] = DEFAULT_MAX_MEMORY,
+    record: Annotated[str, typer.Option("--record", metavar="all|main|stats", help="The recording the memory estimate assumes.")] = "all",
+) -> None:
+    """Check each SPEC without running it: one line per spec, 'ok' or the error.
+
+    Exit code: 0 when every spec is valid, 2 when any is not.
+    """
+
+    def body() -> int:
+        from . import memory
+        from .spec import load_spec
+
+        memory.parse_size(max_memory)
+        worst = EXIT_OK
+        for path in specs:
+            try:
+                s = load_spec(path)
+                est = memory.check_run(s, memory.policy_for(s, record, None, 0, 0), max_memory)
+                line = f"{path}: ok, needs about {memory.format_size(est.total)} to run (--record {record})"
+                code = EXIT_OK
+            except TracerError as e:
+                line, code = str(e), e.exit_code
+            except Exception as e:  # a bug: say so for this spec, go on with the others
+                if os.environ.get("TRACER_DEBUG"):
+                    raise
+                line, code = f"{path}: internal error: {type(e).__name__}: {e}; {BUG_REPORT}", EXIT_INTERNAL
+            sys.stdout.write(" ".join(line.split()) + "\n")  # one line per spec, whatever the message
+            worst = max(worst, code)
+        return worst
 
     guarded(body)
 

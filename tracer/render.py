@@ -7,7 +7,6 @@ from collections.abc import Iterable
 
 import numpy as np
 from rich.console import Group, RenderableType
-from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
@@ -86,7 +85,7 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
             name.append("  ← violation")
         try:
             value = fmt_value(stage.at(b, t), precision)
-        except IndexError:  # a stage cut short (T beyond the position table)
+        except (IndexError, LookupError):  # a stage cut short (T beyond the position table)
             value = "—"
         row: list[RenderableType] = [name, Text(stage.meaning), Text(value), Text(stage.shape_label)]
         if verify_diffs is not None:
@@ -98,6 +97,7 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
 
 def matrix(trace: Trace, stage: Stage, b: int, precision: int) -> RenderableType:
     """The full [T, C] matrix of one sample (rows and columns elided when large)."""
+    assert stage.array is not None, "the block output is always kept in full"
     if stage.axes[0] == "B" and b >= stage.array.shape[0]:  # a select along B kept fewer samples
         n = stage.array.shape[0]
         return Text(f"{stage.name} holds {n} sample{'s' if n > 1 else ''} (b = 0 to {n - 1}): there is no sample b={b} to show")
@@ -116,7 +116,20 @@ def matrix(trace: Trace, stage: Stage, b: int, precision: int) -> RenderableType
     return Text("\n".join([header] + lines))
 
 
-def violation_panel(v: Violation) -> Panel:
+def stats_note(trace: Trace, precision: int) -> Text:
+    """The stages kept as statistics (--record stats): their mean, std, min and max."""
+    lines = ["kept as statistics (--record stats; --keep STAGE keeps one in full):"]
+    for stage in trace.stages.values():
+        s = stage.summary
+        if s is not None:
+            lines.append(f"  {stage.name} {stage.shape_label}: mean {fmt_number(s.mean, precision)}, std {fmt_number(s.std, precision)}, "
+                         f"min {fmt_number(s.min, precision)}, max {fmt_number(s.max, precision)}")
+    return Text("\n".join(lines))
+
+
+def violation_panel(v: Violation) -> RenderableType:
+    from rich.panel import Panel  # here: a clean run never draws one
+
     body = Text()
     body.append(f"{v.kind} violation at stage {v.stage}\n", style="bold red")
     body.append(v.message + "\n")
@@ -138,6 +151,8 @@ def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
              verify_diffs: dict[str, float] | None = None, verify_note: str = "") -> Group:
     marks = frozenset(v.stage for v in trace.violations)
     parts: list[RenderableType] = [trace_table(trace, b, t, precision, show_all, verify_diffs, marks)]
+    if any(s.summary is not None for s in visible_stages(trace, show_all)):
+        parts.append(stats_note(trace, precision))
     if trace.spec.steps[-1].name in trace.stages:  # the run reached the end (clean, or --keep-going)
         parts.append(matrix(trace, trace.output, b, precision))
     for v in trace.violations:

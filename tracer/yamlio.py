@@ -96,11 +96,13 @@ def read_text(path: str) -> str:
         raise SpecError(f"{path}: cannot read: {e.strerror or e}") from None
     if b"\x00" in data:
         raise SpecError(f"{path}: is a binary file (contains NUL bytes), expected a YAML spec")
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a UTF-8 byte-order mark, as some editors write
     try:
-        text = data.decode("utf-8-sig")
+        text = data[bom:].decode("utf-8")
     except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise SpecError(f"{path}:{line}: is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+        at = bom + e.start
+        line = data[:at].count(b"\n") + 1
+        raise SpecError(f"{path}:{line}: is not UTF-8 text (byte 0x{data[at]:02x} at offset {at})") from None
     if not text.strip():
         raise SpecError(f"{path}: is empty, expected a YAML mapping with at least 'dims' and 'block'")
     return text
