@@ -223,7 +223,7 @@ class _Validator:
             else:
                 raise self.fail(path, f"expected a whole number, received {self.received(path, value)}")
         if not lo <= value <= hi:
-            raise self.fail(path, f"expected a whole number from {lo} to {hi:,}, received {value}")
+            raise self.fail(path, f"expected a whole number from {lo} to {hi:,}, received {self.src.raw.get(path, value)}")
         return value
 
     def choice(self, value: Any, path: Path, options: tuple[str, ...]) -> str:
