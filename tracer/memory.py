@@ -33,6 +33,7 @@ INTERPRETER_BYTES = 64 * 2**20  # Python with NumPy, rich, typer and PyYAML impo
 PY_VALUE_BYTES = 32  # one number given inline: a pointer in its list and a float object
 JSON_VALUE_BYTES = 64  # one value written by --json: a Python float from tolist() and its text
 STATS_BYTES = 256  # shape, mean, std, min, max of one stage
+SUMMARY_TEMP_BYTES = 2 * 8 * 2**20  # statistics are taken over blocks of 1M values: two float64 temporaries
 ITEMSIZE = {"float64": 8, "float32": 4}
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9, "t": 10**12, "tb": 10**12,
@@ -224,10 +225,10 @@ def _given_values(spec: Spec) -> int:
 def _op_temporaries(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
     """Bytes a kernel holds beyond its inputs, its output and its recorded internals, at its peak."""
     op = step.op
-    if op in ("layer_norm", "rms_norm"):
-        return in_bytes  # the squares before their mean
-    if op == "batch_norm":
-        return 2 * in_bytes
+    if op == "rms_norm":
+        return in_bytes  # the squares before their mean, then x / rms
+    if op in ("layer_norm", "batch_norm"):
+        return 2 * in_bytes  # x - mean and its squares, then (x - mean) / std
     if op in ATTENTION_OPS:
         axes, shape = spec.stage_shapes[f"{internal_prefix(step)}.scores"]
         T, S = shape[-2], shape[-1]
@@ -264,6 +265,7 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
     drawn += [n for stream, (n, _) in _input_sizes(spec).items() if spec.inputs()[stream].value == "random"]
     biggest = max(drawn, default=0)
     best = (biggest * (16 + (itemsize if itemsize != 8 else 0)), "loading the weights")
+    summary = SUMMARY_TEMP_BYTES if any(s.how == "stats" for s in stages) else 0  # summarising works in blocks
 
     last_use: dict[str, int] = {}
     for i, step in enumerate(spec.steps):
@@ -272,7 +274,7 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
     for i, step in enumerate(spec.steps):
         alive = sum(transient(n) for n, last in last_use.items()
                     if last >= i and n in by_name and order[n] < order[step.name])
-        own = transient(step.name) + sum(transient(n) for n in _internals(step))
+        own = transient(step.name) + sum(transient(n) for n in _internals(step)) + summary
         in_bytes = sum(by_name[n].values * by_name[n].itemsize for n in step.inputs if n in by_name)
         own += _op_temporaries(spec, step, in_bytes, by_name[step.name].values * by_name[step.name].itemsize)
         if alive + own > best[0]:
