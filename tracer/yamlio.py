@@ -76,22 +76,27 @@ def format_path(path: Path) -> str:
 
 
 def read_text(path: str) -> str:
+    """The spec's text; refused if it is not a regular file of UTF-8 text no larger than MAX_FILE_BYTES."""
     import os
+    import stat
 
-    if os.path.isdir(path):
-        raise SpecError(f"{path}: is a directory, expected a YAML spec file")
     try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise SpecError(f"{path}: file is {size} bytes, larger than the {MAX_FILE_BYTES} a spec may be")
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise SpecError(f"{path}: is a directory, expected a YAML spec file")
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
+            raise SpecError(f"{path}: is not a regular file (a pipe, socket or device), expected a YAML spec file")
         with open(path, "rb") as fh:
-            data = fh.read()
+            data = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
     except PermissionError:
         raise SpecError(f"{path}: permission denied") from None
     except OSError as e:
         raise SpecError(f"{path}: cannot read: {e.strerror or e}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SpecError(f"{path}: is larger than {MAX_FILE_BYTES // 2**20} MiB, the most a spec may be; "
+                        "draw big weights from the seed instead of writing them out")
     if b"\x00" in data:
         raise SpecError(f"{path}: is a binary file (contains NUL bytes), expected a YAML spec")
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a UTF-8 byte-order mark, as some editors write
