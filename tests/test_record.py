@@ -68,9 +68,9 @@ def test_stats_json_has_statistics_instead_of_values(small_is_big: None) -> None
     norm1 = by_name["norm1"]
     assert norm1["values"] is None and norm1["shape"] == [1, 3, 2]
     assert norm1["stats"]["b"] == 0 and norm1["stats"]["t"] == 1
-    r = 1 / math.sqrt(1 + 1e-5)  # LN of [0, 2]: mean 1, variance 1, eps 1e-5
-    assert norm1["stats"]["value"] == pytest.approx([-r, r], abs=1e-15)
-    assert norm1["stats"]["min"] <= -r + 1e-12 and norm1["stats"]["max"] >= r - 1e-12
+    one = 1 / math.sqrt(1 + 1e-5)  # LN of [0, 2]: mean 1, variance 1, eps 1e-5
+    assert norm1["stats"]["value"] == pytest.approx([-one, one], abs=1e-15)
+    assert norm1["stats"]["min"] <= -one + 1e-12 and norm1["stats"]["max"] >= one - 1e-12
     assert by_name["output"]["values"] is not None  # the block output is always kept in full
 
 

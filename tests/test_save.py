@@ -29,8 +29,7 @@ def test_save_writes_every_stage_bit_for_bit(spec: Path, tmp_path: Path) -> None
     with np.load(out) as z:
         assert sorted(z.files) == sorted(trace.stages)
         for name, stage in trace.stages.items():
-            assert stage.array is not None
-            assert np.array_equal(z[name], stage.array), name
+            assert np.array_equal(z[name], stage.full), name
         assert z["output"][0, 1].tolist() == pytest.approx([0.999912, 1.476742], abs=1e-6)  # Table 17.1's Y at t = 1
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
 
@@ -47,8 +46,8 @@ def test_save_under_record_stats_keeps_statistics(spec: Path, tmp_path: Path, mo
         assert np.allclose(z["attn.weights.stats"], [a.mean(), a.std(), a.min(), a.max()])
         assert z["attn.weights.shape"].tolist() == list(a.shape)
         assert np.array_equal(z["attn.weights.at"], a[0, :, 2])  # [H,T] at b = 0, t = 2
-        assert np.array_equal(z["norm1"], full.stages["norm1"].array)  # --keep: in full
-        assert np.array_equal(z["output"], full.stages["output"].array)  # the block output: always in full
+        assert np.array_equal(z["norm1"], full.stages["norm1"].full)  # --keep: in full
+        assert np.array_equal(z["output"], full.stages["output"].full)  # the block output: always in full
         assert "attn.weights" not in z.files
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 Shape = tuple[tuple[str, ...], tuple[int, ...]]  # (axis letters, sizes)
 
@@ -182,7 +183,7 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
     """Give a layer template the stack's norm, activation, mask and rotary settings."""
     out = []
     for step in template:
-        changes: dict[str, object] = {}
+        changes: dict[str, Any] = {}
         if preset and step.op == "layer_norm" and s.norm != "layernorm":
             changes["op"] = NORMS[s.norm]
             if s.norm == "rmsnorm":

@@ -57,7 +57,7 @@ def install() -> None:
         except ValueError:
             raise BadParameter(f"{value!r} is not a whole number.", ctx=ctx, param=param) from None
 
-    class PlainRuntimeParam(RuntimeParam):  # type: ignore[misc]
+    class PlainRuntimeParam(RuntimeParam):
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
             annotation = self.annotation
             if get_origin(annotation) is list:

@@ -62,6 +62,13 @@ class Stage:
     def shape_label(self) -> str:
         return shape_label(self.axes, self.shape)
 
+    @property
+    def full(self) -> np.ndarray:
+        """The whole array; a stage kept as statistics (--record stats) has none: LookupError."""
+        if self.array is None:
+            raise LookupError(f"{self.name} was kept as statistics (--record stats), not in full")
+        return self.array
+
     def at(self, b: int, t: int) -> np.ndarray:
         """The stage's value for sample b at (query) position t: [C], [F], [H,d] or [H,T].
 
@@ -311,7 +318,7 @@ def _op_position_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np
     P = ex.params["position"]
     axes = ex.axes(step.name)
     T, T_max = ex.spec.stage_shapes[step.name][1][0], P.shape[0]
-    if T > T_max:
+    if T_max < T:
         ex.flag(Violation(
             kind="position", stage=step.name,
             message=f"{step.name}: {axes[0]} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {T_max - 1})",
@@ -326,8 +333,9 @@ def _op_position_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np
 
 def _op_sinusoidal(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     T, C = ex.spec.stage_shapes[step.name][1]
-    assert step.base is not None
-    return ex.record_step(step, lambda strict: kernels.sinusoidal(T, C, step.base, np.dtype(ex.spec.dtype)))
+    base = step.base
+    assert base is not None, "spec validation sets the base of a sinusoidal step"
+    return ex.record_step(step, lambda strict: kernels.sinusoidal(T, C, base, np.dtype(ex.spec.dtype)))
 
 
 def _op_add_position(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:

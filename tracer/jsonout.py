@@ -51,7 +51,7 @@ def array_json(a: np.ndarray) -> Any:
 
 
 def stage_json(stage: Stage) -> dict[str, Any]:
-    out = {"name": stage.name, "meaning": stage.meaning, "shape": list(stage.shape), "axes": list(stage.axes)}
+    out: dict[str, Any] = {"name": stage.name, "meaning": stage.meaning, "shape": list(stage.shape), "axes": list(stage.axes)}
     if stage.array is not None:
         out["values"] = array_json(stage.array)
     elif stage.summary is not None:  # --record stats: no values, statistics and the value at (b, t)

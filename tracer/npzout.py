@@ -7,6 +7,8 @@ statistics (--record stats) is saved as ``NAME.stats`` (mean, std, min, max), ``
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from .executor import Trace
@@ -28,4 +30,5 @@ def npz_arrays(trace: Trace) -> dict[str, np.ndarray]:
 
 def save(trace: Trace, path: str) -> None:
     arrays = npz_arrays(trace)
-    write_atomic(path, "--save", lambda fh: np.savez(fh, **arrays))
+    savez: Callable[..., None] = np.savez  # stage names as keywords; none is 'allow_pickle'
+    write_atomic(path, "--save", lambda fh: savez(fh, **arrays))

@@ -9,6 +9,7 @@ of one, and an error or Ctrl-C leaves nothing behind.  Nothing here imports NumP
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -67,7 +68,5 @@ def write_atomic(path: str, option: str, write: Callable[[BinaryIO], None]) -> N
         raise UsageError(f"{option} {path}: cannot write: {e.strerror or e}; nothing was written") from None
     finally:
         if tmp is not None:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            except OSError:
-                pass

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import blocks, yamlio
-from .blocks import ACTIVATIONS, GROUP_KEYS, NORMS, OPS, TABLES, Shape, StackSettings, Step, group_kind, internal_prefix, output_shape
+from .blocks import ACTIVATIONS, GROUP_KEYS, NORMS, OPS, TABLES, Shape, StackSettings, Step, group_kind, output_shape
 from .errors import SpecError
 from .yamlio import Path, Source, format_path
 
@@ -686,10 +686,9 @@ class _Validator:
             if isinstance(spec, tuple):
                 out[name] = self.weight(value, ypath, name, spec, dims, seed)
                 continue
-            group = value if value is not None else {}
-            group = self.keys(group, ypath, tuple(spec), f"{name} weights")
+            group_raw = self.keys(value if value is not None else {}, ypath, tuple(spec), f"{name} weights")
             for key, axes in spec.items():
-                out[f"{name}.{key}"] = self.weight(group.get(key), ypath + (key,), f"{name}.{key}", axes, dims, seed, DEFAULT_FILL.get(key))
+                out[f"{name}.{key}"] = self.weight(group_raw.get(key), ypath + (key,), f"{name}.{key}", axes, dims, seed, DEFAULT_FILL.get(key))
         return out
 
     def lookup(self, raw: Any, path: Path) -> Any:
