@@ -54,7 +54,7 @@ with np.errstate(all="ignore"):
 seen = list(ex.params.values())
 recorded = 0
 for stage in trace.stages.values():
-    a = stage.array if stage.array is not None else stage.summary.value
+    a = stage.data if stage.data is not None else stage.summary.value
     if any(np.shares_memory(a, b) for b in seen):
         continue  # a view of a weight or of an earlier stage: no memory of its own
     seen.append(a)

@@ -73,7 +73,7 @@ def main() -> int:
         torch_t.append(run_torch())
     tm, tr, tot = statistics.median(torch_t), statistics.median(trace_t), statistics.median(total_t)
     stages = executor.run(spec).stages
-    recorded = sum(s.full.nbytes for s in stages.values())
+    recorded = sum(s.array.nbytes for s in stages.values())
     print(f"spec: {spec.name}  [B,T,C] = [{d.B},{d.T},{d.C}], H = {d.H}, F = {d.F}, {args.dtype}, {threads} threads, {args.repeat} runs each")
     print(f"PyTorch nn.TransformerEncoderLayer forward (no recording): median {tm * 1000:.0f} ms")
     print(f"tracer trace, {len(stages)} stages recorded ({recorded / 2**20:.0f} MiB): median {tr * 1000:.0f} ms")

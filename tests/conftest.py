@@ -86,8 +86,6 @@ def run_app(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     return subprocess.CompletedProcess(["tracer", *args], res.exit_code, res.stdout, res.stderr)
 
 
-invoke = run_app
-
 
 def assert_refused(r: subprocess.CompletedProcess[str], *fragments: str) -> None:
     """Exit 2, one paragraph on stderr naming every fragment, no traceback, nothing on stdout."""

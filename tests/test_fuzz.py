@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SPECS, invoke
+from conftest import SPECS, run_app
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
@@ -55,7 +55,7 @@ KEY_TYPOS = st.sampled_from(["dimz", "Dims", "inputs", "wieghts", "blok", "norm_
 
 
 def check_contract(path: Path) -> None:
-    r = invoke("run", str(path), *ARGS)
+    r = run_app("run", str(path), *ARGS)
     assert r.returncode in (0, 1, 2), (r.returncode, r.stderr[-3000:])
     assert "Traceback" not in r.stdout + r.stderr
     if r.returncode == 2:
@@ -66,7 +66,7 @@ def check_contract(path: Path) -> None:
     else:
         assert r.stdout.strip(), r.stderr  # the table (and, at a violation, its panel)
         assert r.returncode == 1 or "output" in r.stdout or "probs" in r.stdout, r.stdout[-500:]
-    v = invoke("validate", str(path), *ARGS)
+    v = run_app("validate", str(path), *ARGS)
     assert v.returncode == (2 if r.returncode == 2 else 0), (r.stderr, v.stdout)
     assert len(v.stdout.splitlines()) == 1
 

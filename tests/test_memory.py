@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, SPECS, assert_refused, invoke, write_spec
+from conftest import REPO, SPECS, assert_refused, run_app, write_spec
 
 from tracer import cli, executor, memory
 from tracer.errors import UsageError
@@ -51,7 +51,7 @@ def _held(trace: executor.Trace, free: list[np.ndarray]) -> int:
     seen = list(free)
     total = 0
     for s in trace.stages.values():
-        a = s.array if s.array is not None else s.summary.value  # type: ignore[union-attr]
+        a = s.data if s.data is not None else s.summary.value  # type: ignore[union-attr]
         if any(np.shares_memory(a, b) for b in seen):
             continue
         seen.append(a)
@@ -106,7 +106,7 @@ def test_recording_less_is_estimated_smaller() -> None:
 
 
 def test_huge_t_is_refused_naming_the_largest_stages(tmp_path: Path) -> None:
-    r = invoke("run", str(write_spec(tmp_path, HUGE_T)))
+    r = run_app("run", str(write_spec(tmp_path, HUGE_T)))
     assert_refused(r, "spec.yaml: this run needs about", "over --max-memory 4GB",
                    "attn.scores [B,H,T,T] = [1,12,100000,100000]", "960 GB", "lower T or B")
 
@@ -130,11 +130,11 @@ def test_limit_names_the_recording_that_fits(tmp_path: Path) -> None:
     spec = str(SPECS / "gpt2-block.yaml")
     est = {m: memory.estimate(load_spec(spec), memory.RecordPolicy(m)).total for m in memory.RECORD_MODES}
     between = (est["stats"] + est["all"]) // 2  # stats fits, all does not
-    r = invoke("run", spec, "--max-memory", str(between))
+    r = run_app("run", spec, "--max-memory", str(between))
     assert_refused(r, "--record stats keeps statistics of big arrays", "fits")
     assert r.stderr.count("fits") == 1 or est["main"] <= between
 
 
 def test_no_limit(tmp_path: Path) -> None:
-    r = invoke("validate", str(write_spec(tmp_path, HUGE_T)), "--max-memory", "none")
+    r = run_app("validate", str(write_spec(tmp_path, HUGE_T)), "--max-memory", "none")
     assert r.returncode == 0 and ": ok, needs about" in r.stdout and "TB" in r.stdout

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import SPECS, assert_refused, invoke, run_cli
+from conftest import SPECS, assert_refused, run_app, run_cli
 
 from tracer import executor, memory, params
 from tracer.spec import load_spec
@@ -30,7 +30,7 @@ def test_recording_less_computes_the_same_numbers(name: str, small_is_big: None)
         for stage_name, stage in less.stages.items():
             a = full.stages[stage_name].array
             assert a is not None
-            if stage.array is not None:
+            if stage.data is not None:
                 assert np.array_equal(stage.array, a, equal_nan=True), stage_name
             else:
                 s = stage.summary
@@ -50,8 +50,8 @@ def test_main_skips_the_attention_internals_only() -> None:
 
 def test_stats_table_is_complete(small_is_big: None) -> None:
     """Every row of the table shows the same value at (b, t) whether the stage was kept in full or not."""
-    full = invoke("run", CH17, "--pos", "2", "--all")
-    stats = invoke("run", CH17, "--pos", "2", "--all", "--record", "stats")
+    full = run_app("run", CH17, "--pos", "2", "--all")
+    stats = run_app("run", CH17, "--pos", "2", "--all", "--record", "stats")
     assert full.returncode == stats.returncode == 0
     rows = [line for line in full.stdout.splitlines() if line.startswith("│")]
     for row in rows:
@@ -61,7 +61,7 @@ def test_stats_table_is_complete(small_is_big: None) -> None:
 
 
 def test_stats_json_has_statistics_instead_of_values(small_is_big: None) -> None:
-    r = invoke("run", CH17, "--json", "--record", "stats", "--keep", "x", "--pos", "1")
+    r = run_app("run", CH17, "--json", "--record", "stats", "--keep", "x", "--pos", "1")
     doc = json.loads(r.stdout)
     by_name = {s["name"]: s for s in doc["stages"]}
     assert by_name["x"]["values"] == [[[1.0, 0.0], [0.0, 2.0], [2.0, 1.0]]]  # kept in full: E + P of Example 17.2
@@ -75,8 +75,8 @@ def test_stats_json_has_statistics_instead_of_values(small_is_big: None) -> None
 
 
 def test_all_with_record_main_is_refused() -> None:
-    assert_refused(invoke("run", CH17, "--all", "--record", "main"), "--all shows the attention internals")
-    ok = invoke("run", CH17, "--all", "--record", "main", "--keep", "attn.weights")
+    assert_refused(run_app("run", CH17, "--all", "--record", "main"), "--all shows the attention internals")
+    ok = run_app("run", CH17, "--all", "--record", "main", "--keep", "attn.weights")
     assert ok.returncode == 0 and "attn.weights" in ok.stdout and "attn.scores" not in ok.stdout
 
 

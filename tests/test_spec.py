@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
+from conftest import SPECS, load_text, run_cli, write_spec
 from typer.testing import CliRunner
 
-from conftest import SPECS, load_text, run_cli, write_spec
 from tracer.cli import app
 from tracer.errors import SpecError
 

@@ -73,11 +73,11 @@ def test_a_run_loads_no_pydantic() -> None:
 
 
 def test_plain_coercion_keeps_typers_messages() -> None:
-    from conftest import invoke
+    from conftest import run_app
 
-    r = invoke("run", str(SPECS / "ch17-prenorm.yaml"), "--pos", "x")
+    r = run_app("run", str(SPECS / "ch17-prenorm.yaml"), "--pos", "x")
     assert r.returncode == 2 and "Invalid value for '--pos'" in r.stderr and "'x' is not a whole number" in r.stderr
-    r = invoke("run", str(SPECS / "ch17-prenorm.yaml"), "--pos", "-1")
+    r = run_app("run", str(SPECS / "ch17-prenorm.yaml"), "--pos", "-1")
     assert r.returncode == 2 and "--pos -1 is out of range" in r.stderr
-    r = invoke("validate", str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml"))
+    r = run_app("validate", str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml"))
     assert r.returncode == 0 and r.stdout.count(": ok") == 2

@@ -125,6 +125,7 @@ def run(
 
     def body() -> int:
         from . import memory
+        from .blocks import internal_prefix
         from .spec import load_spec
 
         if not 0 <= precision <= 17:
@@ -155,11 +156,12 @@ def run(
             raise UsageError(f"--batch {batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
         if not 0 <= pos < s.dims.T:
             raise UsageError(f"--pos {pos} is out of range: T = {s.dims.T} (positions 0 to {s.dims.T - 1})")
-        policy = memory.policy_for(s, record, keep, batch, pos, show_all)
+        drawn = [f"{internal_prefix(st)}.weights" for st in picked]  # the picture needs them, whatever --record says
+        policy = memory.policy_for(s, record, (keep or []) + drawn, batch, pos, show_all)
         if save is not None:
-            from .outputs import check_output
+            from .outputs import check_output, looks_like_npz
 
-            check_output(save, "--save", [spec])
+            check_output(save, "--save", [spec], looks_like_npz, "npz")
         memory.check_run(s, policy, max_memory, as_json=as_json, show_all=show_all, verify=verify)
 
         from . import executor, render

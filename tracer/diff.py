@@ -369,10 +369,10 @@ def compare_stages(a: dict[str, Stage], b: dict[str, Stage], batch: int, pos: in
             rows.append(StageRow(name, ONLY_A, sa, None, va, None))
         elif sa is None:
             rows.append(StageRow(name, ONLY_B, None, sb, None, vb))
-        elif sa.shape != sb.shape or sa.axes != sb.axes:
+        elif sa.array.shape != sb.array.shape or sa.axes != sb.axes:
             rows.append(StageRow(name, SHAPES_DIFFER, sa, sb, va, vb))
         else:
-            c = compare_arrays(sa.full, sb.full, atol, rtol)
+            c = compare_arrays(sa.array, sb.array, atol, rtol)
             rows.append(StageRow(name, EQUAL if c.equal else DIFFERS, sa, sb, va, vb, c.max_abs_diff, c.where))
     return rows
 
@@ -509,8 +509,8 @@ def _weight_json(w: WeightRow) -> dict[str, Any]:
 
 def _stage_json(r: StageRow) -> dict[str, Any]:
     return {"name": r.name, "status": r.status,
-            "shape_a": None if r.a is None else list(r.a.shape),
-            "shape_b": None if r.b is None else list(r.b.shape),
+            "shape_a": None if r.a is None else list(r.a.array.shape),
+            "shape_b": None if r.b is None else list(r.b.array.shape),
             "axes_a": None if r.a is None else list(r.a.axes),
             "axes_b": None if r.b is None else list(r.b.axes),
             "value_a": None if r.value_a is None else array_json(r.value_a),

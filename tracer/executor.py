@@ -45,16 +45,27 @@ class Summary:
 @dataclass
 class Stage:
     name: str
-    array: np.ndarray | None  # None when the stage was kept as statistics (then summary is set)
+    data: np.ndarray | None  # the whole array; None when the stage was kept as statistics (then summary is set)
     axes: tuple[str, ...]
     meaning: str
     internal: bool = False  # attention internals: shown with --all
     summary: Summary | None = None
 
     @property
+    def array(self) -> np.ndarray:
+        """The whole array; a stage kept as statistics (--record stats) has none: LookupError."""
+        if self.data is None:
+            raise LookupError(f"{self.name} was kept as statistics (--record stats), not in full")
+        return self.data
+
+    @array.setter
+    def array(self, value: np.ndarray) -> None:
+        self.data = value
+
+    @property
     def shape(self) -> tuple[int, ...]:
-        if self.array is not None:
-            return tuple(self.array.shape)
+        if self.data is not None:
+            return tuple(self.data.shape)
         assert self.summary is not None, "a stage holds its array or its summary"
         return self.summary.shape
 
@@ -62,25 +73,18 @@ class Stage:
     def shape_label(self) -> str:
         return shape_label(self.axes, self.shape)
 
-    @property
-    def full(self) -> np.ndarray:
-        """The whole array; a stage kept as statistics (--record stats) has none: LookupError."""
-        if self.array is None:
-            raise LookupError(f"{self.name} was kept as statistics (--record stats), not in full")
-        return self.array
-
     def at(self, b: int, t: int) -> np.ndarray:
         """The stage's value for sample b at (query) position t: [C], [F], [H,d] or [H,T].
 
         A stage kept as statistics holds the value at the (b, t) it was recorded for only;
         asking for another raises LookupError.
         """
-        if self.array is None:
+        if self.data is None:
             assert self.summary is not None
             if (b, t) != (self.summary.b, self.summary.t):
                 raise LookupError(f"{self.name} was kept as statistics, with its value at b={self.summary.b}, t={self.summary.t} only")
             return self.summary.value
-        return value_at(self.array, self.axes, b, t)
+        return value_at(self.data, self.axes, b, t)
 
 
 def value_at(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> np.ndarray:

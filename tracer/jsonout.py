@@ -52,8 +52,8 @@ def array_json(a: np.ndarray) -> Any:
 
 def stage_json(stage: Stage) -> dict[str, Any]:
     out: dict[str, Any] = {"name": stage.name, "meaning": stage.meaning, "shape": list(stage.shape), "axes": list(stage.axes)}
-    if stage.array is not None:
-        out["values"] = array_json(stage.array)
+    if stage.data is not None:
+        out["values"] = array_json(stage.data)
     elif stage.summary is not None:  # --record stats: no values, statistics and the value at (b, t)
         stats: dict[str, Any] = {k: _finite_safe(v) for k, v in stage.summary.as_json().items()}
         stats["value"] = array_json(stage.summary.value)

@@ -18,8 +18,8 @@ from .outputs import write_atomic
 def npz_arrays(trace: Trace) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for name, stage in trace.stages.items():
-        if stage.array is not None:
-            out[name] = stage.array
+        if stage.data is not None:
+            out[name] = stage.data
         elif stage.summary is not None:
             s = stage.summary
             out[f"{name}.stats"] = np.array([s.mean, s.std, s.min, s.max])
@@ -31,4 +31,4 @@ def npz_arrays(trace: Trace) -> dict[str, np.ndarray]:
 def save(trace: Trace, path: str) -> None:
     arrays = npz_arrays(trace)
     savez: Callable[..., None] = np.savez  # stage names as keywords; none is 'allow_pickle'
-    write_atomic(path, "--save", lambda fh: savez(fh, **arrays))
+    write_atomic(path, lambda fh: savez(fh, **arrays))

@@ -1,10 +1,11 @@
-"""Files tracer writes: checked before anything runs, written atomically.
+"""Files tracer writes (--save, --svg, --html): checked before anything runs, written atomically.
 
-An output path is refused up front when it is the input spec, a folder, in a folder that does not
-exist or cannot be written, or an existing file that is not what tracer writes there (so a typo
-never overwrites a user's file).  The file is written to a temporary file in the same folder and
-moved over the target with os.replace, so a reader sees the old file or the new one, never half
-of one, and an error or Ctrl-C leaves nothing behind.  Nothing here imports NumPy.
+An output path is refused up front (exit 2) when it is an input of the command, a folder, in a
+folder that does not exist or cannot be written, or an existing file that is not what tracer
+writes there, so a typo never overwrites a user's file.  The file is written to a temporary file
+in the same folder and moved over the target with os.replace: a reader sees the old file or the
+new one, never half of one, and an error or Ctrl-C leaves nothing behind.  Nothing here imports
+NumPy.
 """
 
 from __future__ import annotations
@@ -17,39 +18,61 @@ from typing import BinaryIO
 
 from .errors import UsageError
 
-ZIP_MAGIC = b"PK\x03\x04"  # an .npz archive is a zip file
+
+def same_file(a: str, b: str) -> bool:
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
-def check_output(path: str, option: str, inputs: Iterable[str], magic: bytes = ZIP_MAGIC) -> None:
-    """Refuse ``option PATH`` before the run if writing it would fail or destroy something."""
-    if not path.strip():
-        raise UsageError(f"{option}: give a file name")
-    where = f"{option} {path}"
-    if os.path.isdir(path):
-        raise UsageError(f"{where}: is a folder; give a file name inside it")
+def check_output(path: str, option: str, inputs: Iterable[str], looks_like: Callable[[str], bool], kind: str) -> None:
+    """Refuse ``option PATH`` before the run if writing it would fail or destroy something.
+
+    ``looks_like(path)`` says whether an existing file is one tracer wrote there (so replacing it
+    loses nothing the user wrote); ``kind`` names such a file (svg, html, npz).
+    """
+    opt = f"{option} {path}"
+    if not path or path.endswith((os.sep, "/")):
+        raise UsageError(f"{opt}: expected a file name such as report.{kind}")
     for inp in inputs:
-        if os.path.exists(path) and os.path.exists(inp) and os.path.samefile(path, inp):
-            raise UsageError(f"{where}: is the input spec {inp}; tracer never overwrites its input, give another file name")
+        if same_file(path, inp):
+            raise UsageError(f"{opt} would overwrite the input {inp!r}; choose another file name")
     folder = os.path.dirname(os.path.abspath(path))
+    shown = os.path.dirname(path) or "."  # the folder as the user wrote it
+    if os.path.isdir(path):
+        raise UsageError(f"{opt}: {path!r} is a directory; give a file name inside it, e.g. {os.path.join(path, 'trace.' + kind)}")
     if not os.path.isdir(folder):
         what = "is not a folder" if os.path.exists(folder) else "does not exist"
-        raise UsageError(f"{where}: the folder {folder} {what}")
+        raise UsageError(f"{opt}: cannot write there: {shown!r} {what}")
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{where}: the folder {folder} is not writable")
+        raise UsageError(f"{opt}: cannot write there: the folder {shown!r} is not writable")
     if os.path.exists(path):
         if not os.path.isfile(path):
-            raise UsageError(f"{where}: exists and is not a regular file")
-        try:
-            with open(path, "rb") as fh:
-                head = fh.read(len(magic))
-        except OSError as e:
-            raise UsageError(f"{where}: exists and cannot be read ({e.strerror}); tracer only replaces a file it wrote") from None
-        if head and head != magic:
-            raise UsageError(f"{where}: exists and is not a file tracer writes (it does not start like one); "
-                             "tracer does not overwrite it, remove it or give another name")
+            raise UsageError(f"{opt}: {path!r} exists and is not a regular file")
+        if not looks_like(path):
+            raise UsageError(f"{opt}: {path!r} exists and is not an {kind.upper()} file; "
+                             "refusing to overwrite it (delete it or choose another name)")
 
 
-def write_atomic(path: str, option: str, write: Callable[[BinaryIO], None]) -> None:
+def starts_with(path: str, prefixes: tuple[bytes, ...], size: int = 512) -> bool:
+    """Does the file begin with one of ``prefixes`` (or is it empty)?"""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(size)
+    except OSError:
+        return False
+    return not head or head.startswith(prefixes)
+
+
+def looks_like_npz(path: str) -> bool:
+    """An .npz archive is a zip file: does the existing file start like one (or is it empty)?"""
+    return starts_with(path, (b"PK\x03\x04",))
+
+
+def write_atomic(path: str, write: Callable[[BinaryIO], object]) -> None:
     """Write through ``write(fh)`` to a temporary file beside ``path``, then move it into place."""
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
@@ -59,14 +82,18 @@ def write_atomic(path: str, option: str, write: Callable[[BinaryIO], None]) -> N
             write(fh)
             fh.flush()
             os.fsync(fh.fileno())
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # as an ordinary new file would be, not mkstemp's 0600
+        os.chmod(tmp, 0o666 & ~_umask())  # as an ordinary new file would be, not mkstemp's 0600
         os.replace(tmp, path)
         tmp = None
     except OSError as e:
-        raise UsageError(f"{option} {path}: cannot write: {e.strerror or e}; nothing was written") from None
+        raise UsageError(f"cannot write {path!r}: {e.strerror or e}; nothing was written") from None
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

@@ -42,7 +42,7 @@ def _tolerance(a: np.ndarray) -> float:
 def _upto(stage: executor.Stage, t: int) -> np.ndarray:
     """The stage restricted to positions 0..t along every T axis (queries and keys)."""
     index = tuple(slice(0, t + 1) if a == "T" else slice(None) for a in stage.axes)
-    return stage.full[index]
+    return stage.array[index]
 
 
 def _span(a: int, b: int) -> str:
@@ -62,7 +62,7 @@ def causality(spec: Spec) -> Property:
         return Property(name, NOT_APPLICABLE, f"the block's mask is {spec.block.mask}, not causal: later positions may be read by design")
     xname = "decoder.x" if spec.model == "encoder-decoder" else "x"
     base = executor.run(spec, keep_going=True)
-    x = base.stages[xname].full
+    x = base.stages[xname].array
     T = x.shape[1]  # fewer than dims.T when the run is cut at T_max
     if T < 2:
         return Property(name, NOT_APPLICABLE, "T = 1: there is no later position to perturb")
@@ -119,7 +119,7 @@ def permutation(spec: Spec) -> Property:
     bare = without_positions_or_mask(spec)
     base = executor.run(bare, keep_going=True)
     perm = np.roll(np.arange(T), 1)  # the last row moves to the front, the others follow (Example 17.1)
-    x = base.stages["x"].full
+    x = base.stages["x"].array
     moved = executor.run(bare, keep_going=True, overrides={"x": x[:, perm]})
     largest = 0.0
     after_x = list(base.stages)[list(base.stages).index("x") + 1:]
@@ -127,10 +127,10 @@ def permutation(spec: Spec) -> Property:
         if stage.name not in moved.stages or stage.axes.count("T") != 1:
             continue
         axis = stage.axes.index("T")
-        if stage.full.shape[axis] != T:  # a slice of the positions (select along T) has no rows to permute
+        if stage.array.shape[axis] != T:  # a slice of the positions (select along T) has no rows to permute
             continue
-        a = np.take(stage.full, perm, axis=axis)
-        b = moved.stages[stage.name].full
+        a = np.take(stage.array, perm, axis=axis)
+        b = moved.stages[stage.name].array
         if a.shape != b.shape:
             continue
         diff = float(np.nanmax(np.abs(a - b))) if a.size else 0.0

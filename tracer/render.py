@@ -97,7 +97,6 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
 
 def matrix(trace: Trace, stage: Stage, b: int, precision: int) -> RenderableType:
     """The full [T, C] matrix of one sample (rows and columns elided when large)."""
-    assert stage.array is not None, "the block output is always kept in full"
     if stage.axes[0] == "B" and b >= stage.array.shape[0]:  # a select along B kept fewer samples
         n = stage.array.shape[0]
         return Text(f"{stage.name} holds {n} sample{'s' if n > 1 else ''} (b = 0 to {n - 1}): there is no sample b={b} to show")

@@ -224,8 +224,8 @@ class _Composer:
                 else:
                     self.check_tag(ev, path)
                     if len(stack) >= MAX_DEPTH:
-                        raise SpecError(f"{self.where(m)}: {format_path(path)}: values nest more than {MAX_DEPTH} levels deep; "
-                                        "a spec's deepest value is a [B,T,C] matrix inside two mappings")
+                        raise SpecError(f"{self.where(m)}: {format_path(path)}: values nest more than {MAX_DEPTH} levels deep "
+                                        "(YAML nesting is too deep for a spec: its deepest value is a [B,T,C] matrix inside two mappings)")
                     self.add(1, m)
                     is_map = isinstance(ev, yaml.MappingStartEvent)
                     stack.append(_Frame({} if is_map else [], path, ev.anchor, self.count, is_map))
@@ -251,9 +251,11 @@ class _Composer:
             return top.path + (top.key,)
         m = ev.start_mark
         plain_key = isinstance(ev, yaml.ScalarEvent) and ev.tag is None and ev.anchor is None
-        if not plain_key or self.resolve(ev) == _TAG + "merge":
+        if plain_key and self.resolve(ev) == _TAG + "merge":
+            raise SpecError(f"{self.where(m)}: {format_path(top.path)}: keys must be plain names (merge keys '<<' are not supported)")
+        if not plain_key:
             raise SpecError(f"{self.where(m)}: {format_path(top.path)}: keys must be plain names "
-                            "(no lists, mappings, anchors, aliases or merge keys '<<' as keys)")
+                            "(not lists, mappings, anchors or aliases)")
         key = ev.value
         if key in top.value:
             first = self.src.key_marks.get(top.path + (key,))
@@ -293,7 +295,7 @@ class _Composer:
     def add(self, n: int, mark: Any) -> None:
         self.count += n
         if self.count > MAX_EXPANDED_NODES:
-            how = ("with its anchors and aliases expanded; aliases that multiply like this are refused" if self.aliased
+            how = ("once its aliases are expanded; anchors and aliases that multiply like this are refused" if self.aliased
                    else "; a spec this large cannot be traced here (draw big weights from the seed instead)")
             raise SpecError(f"{self.where(mark)}: the document has more than {MAX_EXPANDED_NODES:,} values {how}")
 
