@@ -7,8 +7,6 @@ Exit codes: 0 clean, 1 a violation was flagged, 2 the spec or the command line
 is wrong, 3 an internal error (a bug in tracer).
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from collections.abc import Callable
@@ -41,7 +39,7 @@ T = TypeVar("T")
 BUG_REPORT = "this is a bug in tracer; please report it with the spec and the command you ran (set TRACER_DEBUG=1 to see the traceback)"
 
 
-def console(no_color: bool = False, stderr: bool = False) -> Console:
+def console(no_color: bool = False, stderr: bool = False) -> "Console":
     """A console that never wraps or colours piped output."""
     from rich.console import Console
 
@@ -335,7 +333,7 @@ def validate(
     guarded(body)
 
 
-def export_targets(svg: str | None, html: str | None, inputs: list[str], as_json: bool) -> list[Target]:
+def export_targets(svg: str | None, html: str | None, inputs: list[str], as_json: bool) -> "list[Target]":
     """--svg / --html, checked before anything runs (never over an input, never somewhere unwritable)."""
     if svg is None and html is None:
         return []
@@ -346,7 +344,7 @@ def export_targets(svg: str | None, html: str | None, inputs: list[str], as_json
     return check_targets(svg, html, inputs)
 
 
-def show(view: RenderableType, no_color: bool, targets: list[Target], title: str) -> None:
+def show(view: "RenderableType", no_color: bool, targets: "list[Target]", title: str) -> None:
     """Print the view once; write the exports asked for (at the content's natural width)."""
     console(no_color).print(view)
     if targets:

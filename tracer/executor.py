@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -25,8 +26,7 @@ from .params import load_inputs, load_params
 from .spec import Spec, shape_label
 
 
-@dataclass(frozen=True)
-class Summary:
+class Summary(NamedTuple):
     """A stage kept as statistics (--record stats): shape, mean, std, min, max, and the value at (b, t)."""
 
     shape: tuple[int, ...]
