@@ -288,4 +288,6 @@ def test_spec_is_frozen():
 
     spec = load_text(MIN)
     with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.dims = spec.dims  # type: ignore[misc]
+    with pytest.raises(AttributeError):  # Dims is a NamedTuple (cheaper to import than a dataclass): frozen too
         spec.dims.C = 4  # type: ignore[misc]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 Shape = tuple[tuple[str, ...], tuple[int, ...]]  # (axis letters, sizes)
 
@@ -51,8 +51,7 @@ class Step:
         return out
 
 
-@dataclass(frozen=True)
-class OpInfo:
+class OpInfo(NamedTuple):  # NamedTuples, not dataclasses: a tenth of the import time, and tracer starts on every call
     arity: int
     group: str | None  # kind of weight group the op reads, a key of GROUP_KEYS (or a table name)
     meaning: str
@@ -166,8 +165,7 @@ PRESETS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM}
 DECODER_PRESETS: dict[str, tuple[Step, ...]] = {"pre": DECODER_PRE_NORM, "post": DECODER_POST_NORM}
 
 
-@dataclass(frozen=True)
-class StackSettings:
+class StackSettings(NamedTuple):
     """What a stack's steps take from the spec's block (or encoder/decoder) section."""
 
     norm: str = "layernorm"  # layernorm | rmsnorm | batchnorm

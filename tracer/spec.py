@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import blocks, yamlio
 from .blocks import ACTIVATIONS, GROUP_KEYS, NORMS, OPS, TABLES, Shape, StackSettings, Step, group_kind, output_shape
@@ -38,8 +38,7 @@ DEFAULT_FILL = {"b_q": "zeros", "b_k": "zeros", "b_v": "zeros", "b_o": "zeros", 
                 "b3": "zeros", "b": "zeros", "gamma": "ones", "beta": "zeros"}
 
 
-@dataclass(frozen=True)
-class Dims:
+class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of a dataclass's import time
     B: int
     T: int
     C: int
@@ -85,8 +84,7 @@ class BlockSpec:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm)
 
 
-@dataclass(frozen=True)
-class Weight:
+class Weight(NamedTuple):
     """One weight as the spec gives it: a nested list, a keyword, or 'seed'."""
 
     path: str  # e.g. "ffn.w1", "blocks.1.attn.w_q"
@@ -97,8 +95,7 @@ class Weight:
     given_shape: tuple[int, ...] | None = None  # shape as given (may differ if NumPy could broadcast it)
 
 
-@dataclass(frozen=True)
-class InputSpec:
+class InputSpec(NamedTuple):
     kind: str  # tokens | x
     value: Any  # nested list [B][T] of ints, [B][T][C] of floats, or "random"
 

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -34,20 +33,19 @@ _BOOL_TRUE = {"true", "yes", "on", "y"}
 _BOOL_FALSE = {"false", "no", "off", "n"}
 
 
-@dataclass(frozen=True)
-class Mark:
+class Mark(NamedTuple):  # NamedTuple and a plain class here, not dataclasses: start-up time (see cliparams)
     line: int  # 1-based
     col: int  # 1-based
 
 
-@dataclass
 class Source:
     """Where each value of a loaded document came from."""
 
-    filename: str
-    marks: dict[Path, Mark]
-    raw: dict[Path, str]  # the scalar exactly as written (to quote ``yes`` back)
-    key_marks: dict[Path, Mark] = field(default_factory=dict)  # where each mapping key itself is written
+    def __init__(self, filename: str, marks: dict[Path, Mark], raw: dict[Path, str], key_marks: dict[Path, Mark] | None = None) -> None:
+        self.filename = filename
+        self.marks = marks
+        self.raw = raw  # the scalar exactly as written (to quote ``yes`` back)
+        self.key_marks: dict[Path, Mark] = {} if key_marks is None else key_marks  # where each mapping key itself is written
 
     def mark(self, path: Path) -> Mark | None:
         # fall back to the nearest enclosing value that has a mark
