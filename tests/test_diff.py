@@ -385,3 +385,13 @@ def test_exercise6_record_is_the_prenorm_forward_record():
     assert doc["settings"]["differences"] == [{"field": "block.eps", "a": 1e-5, "b": 1e-3}]
     # LayerNorm of [1, 0] with eps 1e-3: 0.5 / sqrt(0.25 + 0.001)
     assert stage(doc, "norm1")["value_b"][0] == pytest.approx(0.5 / math.sqrt(0.251), abs=1e-12)
+
+
+def test_saved_trace_of_a_stack_keeps_its_layer_stages(tmp_path):
+    # blocks.0.norm1 has a '.' in its name but is a step's stage, not an attention internal:
+    # the stack diffed with its own saved trace is the same (it used to read 'only in B').
+    saved = save_trace(tmp_path, str(SPECS / "stack-2-layers.yaml"), "stack.json")
+    doc = diff_json(saved, str(SPECS / "stack-2-layers.yaml"), code=0)
+    assert doc["same"] is True
+    assert "blocks.1.norm2" in [s["name"] for s in doc["stages"]]
+    assert "blocks.0.attn.q" not in [s["name"] for s in doc["stages"]]

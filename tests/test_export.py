@@ -175,7 +175,7 @@ def test_option_conflicts_exit_2(specs, tmp_path):
     r = run_cli("run", str(a), "--svg", str(tmp_path / "x.svg"), "--html", str(tmp_path / "x.svg"))
     assert r.returncode == 2 and "name the same file" in r.stderr
     r = run_cli("run", str(a), "--json", "--svg", str(tmp_path / "x.svg"))
-    assert r.returncode == 2 and "do not combine with --json" in r.stderr
+    assert r.returncode == 2 and "do not combine with --format json" in r.stderr
     assert not (tmp_path / "x.svg").exists()
 
 

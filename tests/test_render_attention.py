@@ -207,7 +207,7 @@ def test_cli_attention_exit_codes():
     r = run_cli("run", STACK, "--attention-stage", "nope")
     assert r.returncode == 2 and "--attention-stage 'nope': no attention step of that name" in r.stderr
     r = run_cli("run", PRE, "--attention", "--json")
-    assert r.returncode == 2 and "does not combine with --json" in r.stderr
+    assert r.returncode == 2 and "does not combine with --format json" in r.stderr
     r = run_cli("run", str(EXAMPLES / "violations" / "ex3-layernorm-over-positions.yaml"), "--attention")
     assert r.returncode == 1 and "attn.weights: not recorded (the run stopped at the violation at norm1" in r.stdout
 

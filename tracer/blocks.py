@@ -46,6 +46,8 @@ class Step:
         out: dict[str, object] = {}
         for key in ("axis", "start", "stop", "out", "mask", "activation", "base", "stream"):
             value = getattr(self, key)
+            if key == "activation" and self.op == "ffn_out":
+                continue  # kept only so the step shares its weight group's keys; the second half has no activation
             if value is not None:
                 out[key] = value
         return out
@@ -165,7 +167,8 @@ PRESETS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM}
 DECODER_PRESETS: dict[str, tuple[Step, ...]] = {"pre": DECODER_PRE_NORM, "post": DECODER_POST_NORM}
 
 
-class StackSettings(NamedTuple):
+@dataclass(frozen=True)
+class StackSettings:  # a dataclass: callers derive variants with dataclasses.replace
     """What a stack's steps take from the spec's block (or encoder/decoder) section."""
 
     norm: str = "layernorm"  # layernorm | rmsnorm | batchnorm
@@ -184,8 +187,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
         changes: dict[str, Any] = {}
         if preset and step.op == "layer_norm" and s.norm != "layernorm":
             changes["op"] = NORMS[s.norm]
-            if s.norm == "rmsnorm":
-                changes["meaning"] = step.meaning.replace("normalisation", "RMS normalisation")
+            word, letters = {"rmsnorm": ("RMS normalisation", "RMS_"), "batchnorm": ("batch normalisation (over B and T)", "BN_")}[s.norm]
+            changes["meaning"] = step.meaning.replace("normalisation", word).replace("LN_", letters)
         if step.op in ("ffn", "ffn_hidden", "ffn_out") and step.activation is None:
             changes["activation"] = s.activation
             name = ACTIVATION_NAMES[s.activation]

@@ -7,6 +7,7 @@ Exit codes: 0 clean, 1 a violation was flagged, 2 the spec or the command line
 is wrong, 3 an internal error (a bug in tracer).
 """
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -95,14 +96,55 @@ def _root(
     """Trace a Transformer block stage by stage: values, shapes, and the broadcast and axis mistakes NumPy lets slide."""
 
 
+# -- completion: values of --format, --preset and --stage (no NumPy: completion runs on every Tab) --
+
+def complete_format(incomplete: str) -> list[str]:
+    from .runs import FORMATS
+
+    return [f for f in FORMATS if f.startswith(incomplete)]
+
+
+def complete_preset(incomplete: str) -> list[tuple[str, str]]:
+    from .presets import PRESETS
+
+    return [(name, p.summary) for name, p in PRESETS.items() if name.startswith(incomplete)]
+
+
+def complete_stage(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Stage names of the spec(s) already on the command line, else every name `tracer stages` knows."""
+    from .catalogue import names
+
+    known: list[str] = []
+    # While completing, click may stop parsing at the option being completed: the spec paths are then in ctx.args.
+    given = [*(ctx.params.get("specs") or ()), ctx.params.get("a"), ctx.params.get("b"), *ctx.args]
+    for path in dict.fromkeys(p for p in given if isinstance(p, str)):
+        try:
+            from .spec import load_spec
+
+            known += [n for n in load_spec(path).stage_shapes if n not in known]
+        except Exception:  # a half-typed or broken spec: fall back to the catalogue
+            continue
+    return [n for n in (known or names()) if n.startswith(incomplete)]
+
+
+FormatOption = Annotated[str | None, typer.Option(
+    "--format", "-f", autocompletion=complete_format, show_default=False,
+    help="table (default) | json | csv | markdown. CSV: one row per stage and position; Markdown: a pipe table.")]
+StageOption = Annotated[list[str] | None, typer.Option(
+    "--stage", "-s", autocompletion=complete_stage, show_default=False,
+    help="Only this stage (repeatable), in every format; internals such as attn.weights may be named too.")]
+
+
 @app.command()
 def run(
-    spec: Annotated[str, typer.Argument(help="The YAML spec of the block to trace.", show_default=False)],
+    specs: Annotated[list[str], typer.Argument(metavar="SPEC", help="The YAML spec(s) to trace. With more than one: a status line each and a summary.", show_default=False)],
     pos: Annotated[int, typer.Option("--pos", "-t", help="Position whose values the table shows.")] = 0,
     batch: Annotated[int, typer.Option("--batch", "-b", help="Sample whose values the table shows.")] = 0,
     precision: Annotated[int, typer.Option("--precision", "-p", help="Decimals printed (0 to 17).")] = 6,
     show_all: Annotated[bool, typer.Option("--all", help="Also show attention internals (attn.q, attn.k, ...).")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout (schema_version 1) instead of the table.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object (schema_version 1) per spec.")] = False,
+    fmt: FormatOption = None,
+    stage: StageOption = None,
     verify: Annotated[bool, typer.Option("--verify", help="Run the scalar reference beside NumPy; print the largest difference per stage.")] = False,
     verify_budget: Annotated[int, typer.Option("--verify-budget", help="Scalar operations the reference may take (about 15 million a second); beyond it, verify what is exact on its own.")] = 60_000_000,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Record NumPy's result at a violation and go on, flagging every violation.")] = False,
@@ -119,90 +161,126 @@ def run(
     keep: Annotated[list[str] | None, typer.Option("--keep", metavar="STAGE", help="Keep this stage in full whatever --record says (repeatable).")] = None,
     save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write every recorded array to an .npz archive, under its stage name.")] = None,
 ) -> None:
-    """Trace SPEC and print one row per stage (Table 17.1), then the output matrix."""
+    """Trace SPEC and print one row per stage (Table 17.1), then the output matrix.
+
+    Several specs run in one process: one status line each (ok, violation, error) and a summary;
+    the exit code is the worst of them.
+    """
 
     def body() -> int:
-        from . import memory
-        from .blocks import internal_prefix
-        from .spec import load_spec
+        from . import runs
 
+        form = runs.output_format(fmt, as_json)
         if not 0 <= precision <= 17:
             raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
-        if with_weights and not as_json:
-            raise UsageError("--with-weights only changes the JSON output: give --json too")
+        if with_weights and form != "json":
+            raise UsageError("--with-weights only changes the JSON output: give --json (or --format json) too")
+        if verify and verify_budget < 1:
+            raise UsageError(f"--verify-budget {verify_budget} must be at least 1")
+        runs.check_many(specs, steps)
+        from .memory import parse_size
+
+        parse_size(max_memory)
+        if save is not None and len(specs) > 1:
+            raise UsageError("--save writes one spec's arrays: give one spec")
+        if form == "csv" and record == "stats":
+            raise UsageError("--format csv writes every value of every stage, and --record stats keeps only statistics of "
+                             "the big ones: use --record all or main (or --keep the stages you want)")
         draw = attention or bool(attention_stage)
-        if draw and (as_json or steps):
-            raise UsageError(f"--attention draws a picture; it does not combine with {'--json' if as_json else '--steps'}")
-        targets = export_targets(svg, html, [spec], as_json)
-        memory.parse_size(max_memory)
-        s = load_spec(spec)
+        if draw and (form != "table" or steps):
+            raise UsageError(f"--attention draws a picture; it does not combine with {'--steps' if steps else '--format ' + form}")
+        if (svg or html) and len(specs) > 1:
+            raise UsageError("--svg and --html export one spec's view: give one spec")
+        targets = export_targets(svg, html, list(specs), form)
+        opts = runs.RunOptions(batch, pos, precision, show_all, verify, keep_going, exit_zero, with_weights, tuple(stage or ()),
+                               verify_budget, record=record, keep=tuple(keep or ()), max_memory=max_memory, save=save, form=form)
         if steps:
-            from . import jsonout, render
-
-            if as_json:
-                sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name},
-                                                "steps": jsonout.steps_json(s)}))
-            else:
-                show(render.steps_table(s), no_color, targets, s.name)
-            return EXIT_OK
-        picked = []
+            return print_steps(specs[0], form, opts, no_color, targets)
+        if len(specs) > 1:
+            return run_many(specs, form, opts, no_color)
         if draw:
+            from .blocks import internal_prefix
             from .render_attention import resolve
+            from .spec import load_spec
 
-            picked = resolve(s, attention_stage or [])
-        if not 0 <= batch < s.dims.B:
-            raise UsageError(f"--batch {batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
-        if not 0 <= pos < s.dims.T:
-            raise UsageError(f"--pos {pos} is out of range: T = {s.dims.T} (positions 0 to {s.dims.T - 1})")
-        drawn = [f"{internal_prefix(st)}.weights" for st in picked]  # the picture needs them, whatever --record says
-        policy = memory.policy_for(s, record, (keep or []) + drawn, batch, pos, show_all)
-        if save is not None:
-            from .outputs import check_output, looks_like_npz
+            picked = resolve(load_spec(specs[0]), attention_stage or [])  # an unknown stage is exit 2 before anything runs
+            drawn = tuple(f"{internal_prefix(st)}.weights" for st in picked)  # the picture needs them, whatever --record says
+            opts = dataclasses.replace(opts, keep=opts.keep + drawn)
+        outcome = runs.trace_one(specs[0], opts)
+        if form == "table":
+            from . import render
 
-            check_output(save, "--save", [spec], looks_like_npz, "npz")
-        memory.check_run(s, policy, max_memory, as_json=as_json, show_all=show_all, verify=verify)
+            check = outcome.check
+            assert outcome.trace is not None
+            view: RenderableType
+            if draw:
+                from rich.console import Group
+                from rich.text import Text
 
-        from . import executor, render
+                from .render_attention import attention_view
 
-        trace = executor.run(s, keep_going=keep_going, policy=policy)
-        check = None
-        if verify:
-            from .verify import verify as run_verify
-
-            if verify_budget < 1:
-                raise UsageError(f"--verify-budget {verify_budget} must be at least 1")
-            check = run_verify(trace, verify_budget)
-        if save is not None:
-            from .npzout import save as save_npz
-
-            save_npz(trace, save)
-        if as_json:
-            from . import jsonout
-
-            stages = render.visible_stages(trace, show_all)
-            weights = None
-            if with_weights:
-                from .params import load_params
-
-                weights = load_params(s)
-            sys.stdout.write(jsonout.dumps(jsonout.trace_json(trace, stages, check.as_json() if check else None, weights)))
-        elif draw:
-            from rich.console import Group
-            from rich.text import Text
-
-            from .render_attention import attention_view
-
-            picture = attention_view(trace, picked, batch)
-            show(Group(picture, Text(verify_note(check))) if check is not None else picture, no_color, targets, s.name)
+                picture = attention_view(outcome.trace, picked, batch)
+                view = Group(picture, Text(check.note())) if check is not None else picture
+            else:
+                view = render.run_view(outcome.trace, batch, pos, precision, show_all, check.stages if check else None,
+                                       check.note() if check else "", outcome.only)
+            show(view, no_color, targets, outcome.trace.spec.name)
         else:
-            note = ""
-            if check is not None:
-                note = verify_note(check)
-            view = render.run_view(trace, batch, pos, precision, show_all, check.stages if check else None, note)
-            show(view, no_color, targets, s.name)
-        return EXIT_OK if trace.ok or exit_zero else EXIT_VIOLATION
+            sys.stdout.write(runs.render_text(outcome, form, opts))
+            if form in ("json", "csv") and outcome.trace is not None:
+                from .textout import unreached_note
+
+                note = unreached_note(outcome.trace, outcome.only)
+                if note:
+                    sys.stderr.write(f"tracer: note: {note}\n")
+        return outcome.code
 
     guarded(body)
+
+
+def print_steps(path: str, form: str, opts: object, no_color: bool, targets: "list[Target]") -> int:
+    from . import runs
+    from .spec import load_spec
+
+    assert isinstance(opts, runs.RunOptions)
+    s = load_spec(path)
+    only = runs.select_stages(s, opts.stages)
+    if form == "table":
+        from . import render
+
+        show(render.steps_table(s, only), no_color, targets, s.name)
+    else:
+        sys.stdout.write(runs.steps_text(s, form, only))
+    return EXIT_OK
+
+
+def run_many(specs: list[str], form: str, opts: object, no_color: bool) -> int:
+    """Each spec in turn, in this process. Table: status lines on stdout. JSON (one object per line),
+    CSV (one header) and Markdown: the results on stdout, the status lines on stderr."""
+    from rich.text import Text
+
+    from . import runs, textout
+
+    assert isinstance(opts, runs.RunOptions)
+    status_out = console(no_color, stderr=form != "table")
+    style = {"ok": "green", "violation": "bold red", "error": "bold yellow"}
+    summary = runs.Summary()
+    csv_parts = []
+    for path in specs:
+        o = runs.attempt(path, opts)
+        summary.outcomes.append(o)
+        if form == "csv":
+            if o.trace is not None:
+                csv_parts.append((o.path, o.stages))
+        elif form != "table":
+            sys.stdout.write(runs.render_text(o, form, opts) + ("\n" if form == "markdown" else ""))
+            sys.stdout.flush()
+        word = o.status()[0]
+        status_out.print(Text(runs.status_text(o), style=style[word]) if word != "ok" else Text(runs.status_text(o)))
+    if form == "csv":
+        sys.stdout.write(textout.trace_csv(csv_parts))
+    status_out.print(Text(summary.line(), style="bold"))
+    return summary.exit_code
 
 
 @app.command()
@@ -243,7 +321,9 @@ def diff(
     batch: Annotated[int, typer.Option("--batch", "-b", help="Sample whose values the table shows.")] = 0,
     precision: Annotated[int, typer.Option("--precision", "-p", help="Decimals printed (0 to 17).")] = 6,
     show_all: Annotated[bool, typer.Option("--all", help="Also compare attention internals (attn.q, attn.k, ...).")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout instead of the tables.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object instead of the tables.")] = False,
+    fmt: FormatOption = None,
+    stage: StageOption = None,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Compare even when a side has a violation (else exit 2).")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
     svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)] = None,
@@ -256,18 +336,23 @@ def diff(
 
     def body() -> int:
         from . import diff as diffing
-        from . import jsonout
+        from . import jsonout, textout
+        from .runs import output_format
 
+        form = output_format(fmt, as_json)
         if not 0 <= precision <= 17:
             raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
-        targets = export_targets(svg, html, [a, b], as_json)
-        result = diffing.diff(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going)
-        if as_json:
-            sys.stdout.write(jsonout.dumps(result.as_json()))
-        else:
+        targets = export_targets(svg, html, [a, b], form)
+        result = diffing.diff(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
+                              only=tuple(stage or ()))
+        if form == "table":
             from .render_diff import diff_view
 
             show(diff_view(result, precision), no_color, targets, f"tracer diff {a} {b}")
+        else:
+            writers = {"json": lambda: jsonout.dumps(result.as_json()), "csv": lambda: textout.diff_csv(result),
+                       "markdown": lambda: textout.diff_markdown(result, precision)}
+            sys.stdout.write(writers[form]())
         return result.exit_code
 
     guarded(body)
@@ -289,7 +374,7 @@ def graph(
         from .render_graph import graph_view
         from .spec import load_spec
 
-        targets = export_targets(svg, html, [spec], False)
+        targets = export_targets(svg, html, [spec], "table")
         s = load_spec(spec)
         show(graph_view(s), no_color, targets, s.name)
         return EXIT_OK
@@ -333,12 +418,12 @@ def validate(
     guarded(body)
 
 
-def export_targets(svg: str | None, html: str | None, inputs: list[str], as_json: bool) -> "list[Target]":
+def export_targets(svg: str | None, html: str | None, inputs: list[str], form: str) -> "list[Target]":
     """--svg / --html, checked before anything runs (never over an input, never somewhere unwritable)."""
     if svg is None and html is None:
         return []
-    if as_json:
-        raise UsageError("--svg and --html export the table the terminal shows; they do not combine with --json")
+    if form != "table":
+        raise UsageError(f"--svg and --html export the table the terminal shows; they do not combine with --format {form}")
     from .export import check_targets
 
     return check_targets(svg, html, inputs)
@@ -354,17 +439,84 @@ def show(view: "RenderableType", no_color: bool, targets: "list[Target]", title:
             sys.stderr.write(f"tracer: wrote {path}\n")
 
 
-def verify_note(check: object) -> str:
-    from .verify import Verification
+@app.command()
+def new(
+    preset: Annotated[str | None, typer.Option("--preset", "-P", autocompletion=complete_preset, show_default=False,
+                                               help="ch17 | custom | gpt2 | stack | modern | encoder-decoder")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", show_default=False,
+                                               help="Write the spec to this file (never over an existing one) instead of stdout.")] = None,
+    list_presets: Annotated[bool, typer.Option("--list", help="List the presets, one line each, and exit.")] = False,
+) -> None:
+    """Print a commented spec to start from: `tracer new --preset ch17 > my-block.yaml`."""
 
-    assert isinstance(check, Verification)
-    p = check.plan
-    if p.skipped:
-        return f"verify: skipped: {p.reason}"
-    head = f"verify: largest |NumPy - reference| over all stages = {check.max_abs_diff:.3g}"
-    if p.full:
-        return head + " (every sample and position)"
-    return head + f"\nverify: partial: {p.reason}"
+    def body() -> int:
+        from .catalogue import suggest
+        from .presets import PRESETS
+
+        listing = "".join(f"  {name:<16} {p.summary}\n" for name, p in PRESETS.items())
+        if list_presets:
+            sys.stdout.write(listing)
+            return EXIT_OK
+        if preset is None:
+            raise UsageError("give --preset NAME, one of:\n" + listing.rstrip("\n"))
+        if preset not in PRESETS:
+            raise UsageError(f"--preset {preset}: no such preset{suggest(preset, PRESETS)}\nthe presets are:\n" + listing.rstrip("\n"))
+        text = PRESETS[preset].text
+        if output is None:
+            sys.stdout.write(text)
+            return EXIT_OK
+        try:
+            with open(output, "x", encoding="utf-8") as fh:  # "x": an existing file is never overwritten
+                fh.write(text)
+        except FileExistsError:
+            raise UsageError(f"{output}: already exists; tracer new never overwrites a file (choose another name)") from None
+        except OSError as e:
+            raise UsageError(f"{output}: cannot write: {e.strerror or e}") from None
+        sys.stderr.write(f"wrote {output} (preset {preset}); trace it with: tracer run {output}\n")
+        return EXIT_OK
+
+    guarded(body)
+
+
+def complete_catalogue_name(incomplete: str) -> list[str]:
+    from .catalogue import names
+
+    return [n for n in names() if n.startswith(incomplete)]
+
+
+@app.command()
+def stages(
+    name: Annotated[str | None, typer.Argument(metavar="NAME", autocompletion=complete_catalogue_name, show_default=False,
+                                               help="Only this stage (blocks.3.norm1 finds norm1).")] = None,
+    fmt: FormatOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
+) -> None:
+    """List every stage name a trace can record, with its meaning, formula and shape."""
+
+    def body() -> int:
+        from . import catalogue, textout
+        from .runs import output_format
+
+        form = output_format(fmt, as_json)
+        entries = catalogue.lookup(name) if name is not None else list(catalogue.CATALOGUE)
+        note = "" if name is not None else catalogue.STACK_NOTE
+        if form == "json":
+            import json
+
+            doc = {"schema_version": 1, "kind": "stages", "stages": [e.as_json() for e in entries]}
+            sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+        elif form == "csv":
+            sys.stdout.write(textout.catalogue_csv(entries))
+        elif form == "markdown":
+            sys.stdout.write(textout.catalogue_markdown(entries, note))
+        else:
+            from .render import catalogue_view
+
+            console(no_color).print(catalogue_view(entries, note))
+        return EXIT_OK
+
+    guarded(body)
 
 
 def main() -> None:

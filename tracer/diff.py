@@ -18,12 +18,13 @@ equals the same infinity, so a spec diffed with itself always compares equal.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from . import executor, jsonin, yamlio
+from . import catalogue, executor, jsonin, yamlio
 from .blocks import Step
 from .errors import EXIT_USAGE, TracerError, UsageError
 from .executor import Stage
@@ -134,7 +135,8 @@ class Comparison:
     where: tuple[int, ...] | None  # index of the largest difference
 
 
-def compare_arrays(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> Comparison:  # same shape
+def differences(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> tuple[np.ndarray, np.ndarray]:  # same shape
+    """|a - b| and the tolerance, element by element: equal where d <= tol."""
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     with np.errstate(all="ignore"):
@@ -144,6 +146,11 @@ def compare_arrays(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> Co
         d[same_nonfinite] = 0.0
         d[~finite & ~same_nonfinite] = math.inf  # NaN against a number, inf against a number
         tol = np.where(finite, atol + rtol * np.maximum(np.abs(a), np.abs(b)), 0.0)
+    return d, tol
+
+
+def compare_arrays(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> Comparison:  # same shape
+    d, tol = differences(a, b, atol, rtol)
     if d.size == 0:
         return Comparison(True, 0.0, None)
     where = tuple(int(i) for i in np.unravel_index(int(np.argmax(d)), d.shape))
@@ -530,7 +537,8 @@ def _visible(stages: dict[str, Stage], show_all: bool) -> dict[str, Stage]:
 
 
 def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
-         show_all: bool = False, keep_going: bool = False) -> DiffResult:
+         show_all: bool = False, keep_going: bool = False, only: Sequence[str] = ()) -> DiffResult:
+    """Compare two sides; ``only`` (--stage) restricts the stage rows, shown and compared, to those names."""
     for option, value in (("--atol", atol), ("--rtol", rtol)):
         if not math.isfinite(value) or value < 0:
             raise UsageError(f"{option} {value} is not allowed: give a number of 0 or more")
@@ -542,7 +550,12 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
 
     notes = []
     stages_a, stages_b = _visible(a.stages, show_all), _visible(b.stages, show_all)
-    if show_all:
+    if only:
+        known = list(dict.fromkeys([*a.stages, *b.stages, *(s.name for s in a.steps), *(s.name for s in b.steps)]))
+        chosen = catalogue.select(only, known, "A or B") or []
+        stages_a = {n: s for n, s in a.stages.items() if n in chosen}
+        stages_b = {n: s for n, s in b.stages.items() if n in chosen}
+    elif show_all:
         lacking = [s for s in (a, b) if s.source == "trace" and not s.has_internals]
         if lacking and (a.has_internals or b.has_internals):
             who = " and ".join(f"{s.label} ({s.path})" for s in lacking)

@@ -41,7 +41,7 @@ class SavedTrace:
     block: dict[str, Any]
     dtype: str | None  # None in traces written before the field existed
     steps: tuple[Step, ...]
-    stages: dict[str, Stage]  # in the saved order; attention internals have a '.' in their name
+    stages: dict[str, Stage]  # in the saved order; attention internals are the stages no step records
     violations: list[dict[str, Any]]
     weights: dict[str, np.ndarray] | None  # only in traces saved with --with-weights
 
@@ -126,7 +126,7 @@ class _Reader:
         if dtype is not None:
             self.want(dtype, "dtype", str, "text")
         steps = self.steps(self.want(doc.get("steps"), "steps", list, "a list of steps"))
-        stages = self.stages(self.want(doc["stages"], "stages", list, "a list of stages"))
+        stages = self.stages(self.want(doc["stages"], "stages", list, "a list of stages"), {s.name for s in steps})
         violations = self.violations(self.want(doc.get("violations", []), "violations", list, "a list of violations"))
         ok = self.want(doc.get("ok", not violations), "ok", bool, "true or false")
         weights = None
@@ -170,7 +170,8 @@ class _Reader:
             out.append(Step(name, op, tuple(inputs), weights))
         return tuple(out)
 
-    def stages(self, raw: list[Any]) -> dict[str, Stage]:
+    def stages(self, raw: list[Any], step_names: set[str]) -> dict[str, Stage]:
+        """Stages in the saved order; a stage no step records is an attention internal (attn.q, blocks.0.attn.q)."""
         if not raw:
             raise self.fail("stages", "expected at least one stage, received an empty list")
         out: dict[str, Stage] = {}
@@ -195,7 +196,7 @@ class _Reader:
                 raise self.fail(f + ".values", "the stage was kept as statistics (tracer run --record stats); "
                                                "comparing needs every value: save the trace with --record all")
             array = self.array(s["values"], f + ".values", tuple(shape))
-            out[name] = Stage(name, array, tuple(axes), meaning, internal="." in name)
+            out[name] = Stage(name, array, tuple(axes), meaning, internal=name not in step_names)
         return out
 
     def violations(self, raw: list[Any]) -> list[dict[str, Any]]:

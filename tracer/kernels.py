@@ -223,7 +223,7 @@ def attend(scores: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal
     after it stay exactly 0 and are never exponentiated or multiplied.
     """
     B, H, T, S = scores.shape
-    weights = np.zeros_like(scores)
+    weights = np.zeros(scores.shape, dtype=scores.dtype)  # calloc: pages the mask leaves at 0 are never written
     mixed = np.empty((B, H, T, v.shape[-1]), dtype=np.result_type(scores, v))
     blocked = None if visible is None else ~visible
     step = ROW_BLOCK if causal else T

@@ -453,7 +453,12 @@ class _Validator:
                     raise self.fail(("block", "final_norm"), f"the final normalisation reads the last step, {step.inputs[0]}: {e}") from None
                 raise self.fail(("block",), f"step {step.name}: {e}") from None  # a custom layer that clashes once stacked
             if step.op in ("mha", "cross_mha"):
-                shapes.update(blocks.attention_internals(step, ins[0], ins[-1], sizes))
+                internals = blocks.attention_internals(step, ins[0], ins[-1], sizes)
+                taken = [n for n in internals if n in shapes or any(s.name == n for s in steps)]
+                if taken:
+                    raise self.fail(("block",), f"step {step.name} records its attention internals as {taken[0].rsplit('.', 1)[0]}.*, "
+                                                f"but stage {taken[0]!r} already exists; rename one of the steps")
+                shapes.update(internals)
         return tuple(steps), shapes
 
     def step(self, raw: Any, path: Path, shapes: dict[str, Shape], sizes: dict[str, int]) -> Step:

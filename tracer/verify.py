@@ -32,6 +32,17 @@ class Verification:
         }
 
 
+    def note(self) -> str:
+        """The line (two when partial) printed under the table."""
+        p = self.plan
+        if p.skipped:
+            return f"verify: skipped: {p.reason}"
+        head = f"verify: largest |NumPy - reference| over all stages = {self.max_abs_diff:.3g}"
+        if p.full:
+            return head + " (every sample and position)"
+        return head + f"\nverify: partial: {p.reason}"
+
+
 def verify(trace: Trace, budget: int = reference.DEFAULT_BUDGET) -> Verification:
     spec = trace.spec
     plan = reference.plan(spec, budget)

@@ -1,0 +1,201 @@
+"""`tracer run`: trace one spec or many in one process, and write the result in the chosen format.
+
+One spec: its table (or JSON, CSV, Markdown) exactly as before.  Many specs: each
+is loaded and run in turn inside this process (no start-up per spec), each gets
+a one-line status (ok, violation kind and stage, or the error message), and a
+summary line closes the run; the exit code is the worst of them (3 > 2 > 1 > 0).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import catalogue, executor, jsonout, memory, textout
+from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
+from .executor import Stage, Trace
+from .spec import Spec, load_spec
+from .verify import Verification
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+def output_format(fmt: str | None, as_json: bool) -> str:
+    """--format, with --json as its alias; an unknown or contradictory choice is a UsageError."""
+    if fmt is not None and fmt not in FORMATS:
+        raise UsageError(f"--format {fmt}: expected one of {' | '.join(FORMATS)}{catalogue.suggest(fmt, FORMATS)}")
+    if as_json and fmt not in (None, "json"):
+        raise UsageError(f"--json is short for --format json; it cannot be combined with --format {fmt}")
+    return "json" if as_json else (fmt or "table")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    batch: int = 0
+    pos: int = 0
+    precision: int = 6
+    show_all: bool = False
+    verify: bool = False
+    keep_going: bool = False
+    exit_zero: bool = False
+    with_weights: bool = False
+    stages: tuple[str, ...] = ()  # --stage names, as given
+    verify_budget: int = 60_000_000  # scalar operations the reference may take (--verify-budget)
+    record: str = "all"  # --record all | main | stats
+    keep: tuple[str, ...] = ()  # --keep: stages kept in full whatever --record says
+    max_memory: str = "4GB"  # --max-memory (memory.DEFAULT_MAX_MEMORY)
+    save: str | None = None  # --save FILE.npz
+    form: str = "table"  # the output format (the memory estimate counts what --format json writes)
+
+
+@dataclass
+class Outcome:
+    """One spec's run: its trace, or the error that stopped it."""
+
+    path: str
+    code: int
+    trace: Trace | None = None
+    check: Verification | None = None
+    weights: dict[str, np.ndarray] | None = None
+    only: list[str] | None = None  # --stage selection, checked against this spec's stages
+    error: str = ""
+    show_all: bool = False
+
+    @property
+    def stages(self) -> list[Stage]:
+        assert self.trace is not None
+        return textout.visible_stages(self.trace, self.show_all, self.only)
+
+    def status(self) -> tuple[str, str]:
+        """('ok' | 'violation' | 'error', the rest of the line)."""
+        if self.trace is None:
+            message = " ".join(self.error.split())  # one line
+            return "error", message if message.startswith(self.path) else f"{self.path}: {message}"
+        detail = self.path
+        if not self.trace.ok:
+            detail += ": " + "; ".join(f"{v.kind} at {v.stage}" for v in self.trace.violations)
+        if self.check is not None:
+            detail += f" ({self.check.note().splitlines()[0]})"
+        return ("ok" if self.trace.ok else "violation"), detail
+
+    def json(self) -> dict[str, Any]:
+        if self.trace is None:
+            return {"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": self.path, "name": None}, "ok": False,
+                    "error": {"exit_code": self.code, "message": self.error}}
+        return jsonout.trace_json(self.trace, self.stages, self.check.as_json() if self.check else None, self.weights)
+
+
+def select_stages(spec: Spec, requested: Sequence[str]) -> list[str] | None:
+    return catalogue.select(requested, list(spec.stage_shapes), spec.path)
+
+
+def trace_one(path: str, opts: RunOptions) -> Outcome:
+    """Load, check and run one spec; a TracerError propagates (the caller decides what it costs)."""
+    s = load_spec(path)
+    only = select_stages(s, opts.stages)
+    if not 0 <= opts.batch < s.dims.B:
+        raise UsageError(f"--batch {opts.batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
+    if not 0 <= opts.pos < s.dims.T:
+        raise UsageError(f"--pos {opts.pos} is out of range: T = {s.dims.T} (positions 0 to {s.dims.T - 1})")
+    # What is kept of each stage (--record, --keep; a --stage asked for is kept in full), then the
+    # memory that takes: a run over --max-memory is refused here, before anything is allocated.
+    policy = memory.policy_for(s, opts.record, list(opts.keep) + (only or []), opts.batch, opts.pos, opts.show_all)
+    if opts.save is not None:
+        from .outputs import check_output, looks_like_npz
+
+        check_output(opts.save, "--save", [path], looks_like_npz, "npz")
+    memory.check_run(s, policy, opts.max_memory, as_json=opts.form == "json", show_all=opts.show_all, verify=opts.verify)
+    trace = executor.run(s, keep_going=opts.keep_going, policy=policy)
+    check = None
+    if opts.verify:
+        from .verify import verify
+
+        check = verify(trace, opts.verify_budget)
+    if opts.save is not None:
+        from .npzout import save
+
+        save(trace, opts.save)
+    weights = None
+    if opts.with_weights:
+        from .params import load_params
+
+        weights = load_params(s)
+    code = EXIT_OK if trace.ok or opts.exit_zero else EXIT_VIOLATION
+    return Outcome(path, code, trace, check, weights, only, show_all=opts.show_all)
+
+
+def attempt(path: str, opts: RunOptions) -> Outcome:
+    """trace_one for one of many specs: an error becomes this spec's outcome, and the run goes on."""
+    try:
+        return trace_one(path, opts)
+    except TracerError as e:
+        return Outcome(path, e.exit_code, error=str(e))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:  # a bug in tracer: reported as this spec's outcome, exit 3 at the end
+        if os.environ.get("TRACER_DEBUG"):
+            raise
+        return Outcome(path, EXIT_INTERNAL, error=f"internal error: {type(e).__name__}: {e} (a bug in tracer; please report it)")
+
+
+@dataclass
+class Summary:
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return max((o.code for o in self.outcomes), default=EXIT_OK)
+
+    def line(self) -> str:
+        counts = {"ok": 0, "violation": 0, "error": 0}
+        for o in self.outcomes:
+            counts[o.status()[0]] += 1
+        words = {"ok": "ok", "violation": "with a violation" if counts["violation"] == 1 else "with violations",
+                 "error": "error" if counts["error"] == 1 else "errors"}
+        n = len(self.outcomes)
+        parts = ", ".join(f"{counts[k]} {words[k]}" for k in counts)
+        return f"{n} spec{'s' if n != 1 else ''}: {parts}; exit code {self.exit_code}"
+
+
+STATUS_WIDTH = 10
+
+
+def status_text(o: Outcome) -> str:
+    word, detail = o.status()
+    return f"{word:<{STATUS_WIDTH}} {detail}"
+
+
+# -- the formats other than the rich table -------------------------------------------
+
+def render_text(o: Outcome, fmt: str, opts: RunOptions) -> str:
+    """One spec's result as JSON (one line), CSV or Markdown."""
+    if fmt == "json":
+        return jsonout.dumps(o.json())
+    if fmt == "csv":
+        return textout.trace_csv([(o.path, o.stages)])
+    if o.trace is None:
+        return f"### {textout.md_text(o.path)}\n\n> **error**: {textout.md_text(o.error)}\n"
+    return textout.run_markdown(o.trace, o.stages, opts.batch, opts.pos, opts.precision,
+                                o.check.stages if o.check else None, o.check.note() if o.check else "", o.only)
+
+
+def steps_text(s: Spec, fmt: str, only: list[str] | None) -> str:
+    """``--steps`` as JSON, CSV or Markdown."""
+    if fmt == "json":
+        steps = [step for step in jsonout.steps_json(s) if only is None or step["name"] in only]
+        return jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name}, "steps": steps})
+    if fmt == "csv":
+        return textout.csv_text(textout.STEP_HEADER, textout.step_rows(s, only))
+    return textout.steps_markdown(s, only)
+
+
+def check_many(specs: Sequence[str], steps: bool) -> None:
+    if steps and len(specs) > 1:
+        raise UsageError(f"--steps shows one spec's step list; give one spec (received {len(specs)})")
+    if not specs:
+        raise UsageError("give at least one spec")
+
