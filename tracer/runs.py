@@ -11,15 +11,20 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import catalogue, executor, jsonout, memory, textout
+from . import executor, memory, textout
 from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
 from .executor import Stage, Trace
 from .spec import Spec, load_spec
-from .verify import Verification
+
+if TYPE_CHECKING:
+    from .verify import Verification
+
+# catalogue, jsonout (and json), verify are imported where they are used: a plain `tracer run SPEC`
+# needs none of them, and every import is start-up time (benchmarks/startup.py).
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -27,7 +32,9 @@ FORMATS = ("table", "json", "csv", "markdown")
 def output_format(fmt: str | None, as_json: bool) -> str:
     """--format, with --json as its alias; an unknown or contradictory choice is a UsageError."""
     if fmt is not None and fmt not in FORMATS:
-        raise UsageError(f"--format {fmt}: expected one of {' | '.join(FORMATS)}{catalogue.suggest(fmt, FORMATS)}")
+        from .catalogue import suggest
+
+        raise UsageError(f"--format {fmt}: expected one of {' | '.join(FORMATS)}{suggest(fmt, FORMATS)}")
     if as_json and fmt not in (None, "json"):
         raise UsageError(f"--json is short for --format json; it cannot be combined with --format {fmt}")
     return "json" if as_json else (fmt or "table")
@@ -83,6 +90,8 @@ class Outcome:
         return ("ok" if self.trace.ok else "violation"), detail
 
     def json(self) -> dict[str, Any]:
+        from . import jsonout
+
         if self.trace is None:
             return {"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": self.path, "name": None}, "ok": False,
                     "error": {"exit_code": self.code, "message": self.error}}
@@ -90,7 +99,11 @@ class Outcome:
 
 
 def select_stages(spec: Spec, requested: Sequence[str]) -> list[str] | None:
-    return catalogue.select(requested, list(spec.stage_shapes), spec.path)
+    if not requested:
+        return None
+    from .catalogue import select
+
+    return select(requested, list(spec.stage_shapes), spec.path)
 
 
 def trace_one(path: str, opts: RunOptions) -> Outcome:
@@ -173,6 +186,8 @@ def status_text(o: Outcome) -> str:
 
 def render_text(o: Outcome, fmt: str, opts: RunOptions) -> str:
     """One spec's result as JSON (one line), CSV or Markdown."""
+    from . import jsonout
+
     if fmt == "json":
         return jsonout.dumps(o.json())
     if fmt == "csv":
@@ -185,6 +200,8 @@ def render_text(o: Outcome, fmt: str, opts: RunOptions) -> str:
 
 def steps_text(s: Spec, fmt: str, only: list[str] | None) -> str:
     """``--steps`` as JSON, CSV or Markdown."""
+    from . import jsonout
+
     if fmt == "json":
         steps = [step for step in jsonout.steps_json(s) if only is None or step["name"] in only]
         return jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name}, "steps": steps})

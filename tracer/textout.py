@@ -22,7 +22,6 @@ repr, so they read back to the same doubles; NaN and infinities as ``NaN``,
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from collections.abc import Iterable, Iterator, Sequence
@@ -222,6 +221,8 @@ def violation_lines(v: Violation) -> list[tuple[str, str]]:
 
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     buf = io.StringIO()
+    import csv  # here: only the CSV format needs it
+
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(rows)
