@@ -81,3 +81,18 @@ def test_plain_coercion_keeps_typers_messages() -> None:
     assert r.returncode == 2 and "--pos -1 is out of range" in r.stderr
     r = run_app("validate", str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml"))
     assert r.returncode == 0 and r.stdout.count(": ok") == 2
+
+
+def test_a_named_command_builds_alone_and_behaves_the_same():
+    # main() builds only the command the first word names (typer builds every command's parameters at start-up).
+    from typer.testing import CliRunner
+
+    from tracer.cli import app, app_for
+
+    slim = app_for(["run", "specs/ch17-prenorm.yaml"])
+    assert [c.callback.__name__ for c in slim.registered_commands] == ["run"]
+    assert app_for([]) is app and app_for(["no-such-command"]) is app and app_for(["--version"]) is app
+    runner = CliRunner()
+    for args in (["run", "--help"], ["run", "specs/ch17-prenorm.yaml"], ["run", "specs/ch17-prenorm.yaml", "--pos", "9"]):
+        a, b = runner.invoke(app, args), runner.invoke(slim, args)
+        assert (a.exit_code, a.output) == (b.exit_code, b.output), args

@@ -11,7 +11,7 @@ import dataclasses
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -25,14 +25,15 @@ if TYPE_CHECKING:
 
     from .export import Target
 
-app = typer.Typer(
-    name="tracer",
-    help="Trace a Transformer block stage by stage: values, shapes, and the broadcast and axis mistakes NumPy lets slide.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+APP_SETTINGS: dict[str, Any] = {
+    "name": "tracer",
+    "help": "Trace a Transformer block stage by stage: values, shapes, and the broadcast and axis mistakes NumPy lets slide.",
+    "no_args_is_help": True,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+    "context_settings": {"help_option_names": ["-h", "--help"]},
+}
+app = typer.Typer(**APP_SETTINGS)
 
 cliparams.install()  # plain text and numbers need no pydantic (see cliparams)
 
@@ -519,8 +520,25 @@ def stages(
     guarded(body)
 
 
+def app_for(args: list[str]) -> typer.Typer:
+    """The whole app, or, when the first word names a command, an app holding that command alone.
+
+    typer builds every command's parameters at each start (about a millisecond a command); a run needs one.
+    The command behaves exactly as in the whole app (same callback, options, help and exit codes).
+    """
+    if not args or os.environ.get("_TRACER_COMPLETE"):
+        return app
+    info = next((c for c in app.registered_commands if (c.name or getattr(c.callback, "__name__", "")) == args[0]), None)
+    if info is None:
+        return app
+    slim = typer.Typer(**APP_SETTINGS)
+    slim.registered_callback = app.registered_callback
+    slim.registered_commands = [info]
+    return slim
+
+
 def main() -> None:
-    app()
+    app_for(sys.argv[1:])()
 
 
 if __name__ == "__main__":  # pragma: no cover
