@@ -35,8 +35,8 @@ def main() -> None:
         one = time.perf_counter() - start
         sample = paths[:20]
         start = time.perf_counter()
-        for p in sample:
-            subprocess.run(cmd + ["run", p], env=env, capture_output=True, check=True)
+        for path in sample:
+            subprocess.run(cmd + ["run", path], env=env, capture_output=True, check=True)
         each = (time.perf_counter() - start) / len(sample)
     print(f"{n} specs in one process: {one:.2f} s")
     print(f"{n} specs, one process each: {each * n:.1f} s (measured on {len(sample)}, {each:.2f} s per spec)")

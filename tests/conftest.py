@@ -89,3 +89,16 @@ def run_app(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[
     if res.exception is not None and not isinstance(res.exception, SystemExit):
         raise res.exception
     return subprocess.CompletedProcess(["tracer", *args], res.exit_code, res.stdout, res.stderr)
+
+
+
+def assert_refused(r: subprocess.CompletedProcess[str], *fragments: str) -> None:
+    """Exit 2, one paragraph on stderr naming every fragment, no traceback, nothing on stdout."""
+    assert r.returncode == 2, (r.returncode, r.stdout[-500:], r.stderr[-2000:])
+    assert r.stdout == "", r.stdout[:500]
+    assert "Traceback" not in r.stderr, r.stderr
+    message = r.stderr.strip()
+    assert message.startswith("tracer: error: "), message
+    assert "\n\n" not in message and len(message.splitlines()) == 1, message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)

@@ -8,7 +8,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import REPO, SPECS, run_cli, write_spec
 
 PRE = "specs/ch17-prenorm.yaml"

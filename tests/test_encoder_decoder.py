@@ -93,7 +93,7 @@ def test_cross_attention_reads_decoder_queries_and_encoder_keys_and_values():
     memory = st["encoder.final_norm"].array  # the encoder's output, after its final norm
     for i in (0, 1):
         pre = f"decoder.blocks.{i}."
-        w = lambda k: p[f"{pre}cross_attn.{k}"]  # noqa: E731
+        w = lambda k, pre=pre: p[f"{pre}cross_attn.{k}"]  # noqa: E731
         heads = lambda a: a.reshape(a.shape[0], a.shape[1], 2, 4).transpose(0, 2, 1, 3)  # noqa: E731
         assert np.max(np.abs(st[pre + "cross.q"].array - heads(st[pre + "norm2"].array @ w("w_q")))) <= 1e-12
         assert np.max(np.abs(st[pre + "cross.k"].array - heads(memory @ w("w_k")))) <= 1e-12
@@ -123,7 +123,7 @@ def torch_stack(trace):
     torch = pytest.importorskip("torch")
     d = trace.spec.dims
     p = {k: torch.from_numpy(np.ascontiguousarray(v)) for k, v in load_params(trace.spec).items()}
-    kw = dict(dropout=0.0, activation="relu", batch_first=True, norm_first=True, dtype=torch.float64)
+    kw = {"dropout": 0.0, "activation": "relu", "batch_first": True, "norm_first": True, "dtype": torch.float64}
     enc = torch.nn.TransformerEncoderLayer(d.C, d.H, d.F, layer_norm_eps=trace.spec.encoder.eps, **kw).eval()
     dec = torch.nn.TransformerDecoderLayer(d.C, d.H, d.F, layer_norm_eps=trace.spec.block.eps, **kw).eval()
     norms = [torch.nn.LayerNorm(d.C, eps=s.eps, dtype=torch.float64) for s in (trace.spec.encoder, trace.spec.block)]

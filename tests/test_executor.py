@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import SPECS, trace_of
+
 from tracer import executor
 from tracer.spec import load_spec
 

@@ -186,7 +186,7 @@ def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypat
     def refuse(src, dst):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(export.os, "replace", refuse)
+    monkeypatch.setattr(os, "replace", refuse)
     with pytest.raises(UsageError, match=r"cannot write '.*report.svg': Permission denied"):
         export.write_atomic(str(target), "<svg>new</svg>")
     assert target.read_text(encoding="utf-8") == "<svg>old</svg>"
@@ -210,6 +210,6 @@ def test_chinese_tokens_survive_the_export(tmp_path):
 
 
 def test_a_folder_without_write_permission_is_named(tmp_path, monkeypatch):
-    monkeypatch.setattr(export.os, "access", lambda path, mode: False)
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
     with pytest.raises(UsageError, match=r"--svg out.svg: cannot write there: the folder '\.' is not writable"):
         export.check_targets("out.svg", None, [])

@@ -268,7 +268,7 @@ def test_spec_errors_in_zh_keep_file_line_col(tmp_path, text, chinese):
 @pytest.mark.parametrize("make, chinese", [
     (lambda d: d / "nope.yaml", "nope.yaml: 文件不存在"),
     (lambda d: d, ": 是一个目录，这里需要 YAML spec 文件"),
-    (lambda d: write_spec(d, ""), "spec.yaml: 是空的，这里需要一个至少含 'dims' 和 'block' 的 YAML 映射"),
+    (lambda d: write_spec(d, ""), "spec.yaml: 是空的，这里需要一个至少含 'dims' 和 'input' 的 YAML 映射"),
     (lambda d: (d / "latin1.yaml").write_bytes(b"name: caf\xe9\n") and d / "latin1.yaml", "latin1.yaml:1: 不是 UTF-8 文本（偏移 9 处的字节 0xe9）"),
 ])
 def test_file_errors_in_zh(tmp_path, make, chinese):
@@ -360,7 +360,7 @@ COVERED = [
     "spec.yaml:2:6: YAML syntax error: expected ',' or '}', but got ':' (while parsing a flow mapping)",
     "nope.yaml: no such file",
     "dir: is a directory, expected a YAML spec file",
-    "s.yaml: is empty, expected a YAML mapping with at least 'dims' and 'block'",
+    "s.yaml: is empty, expected a YAML mapping with at least 'dims' and 'input'",
     "s.yaml:2: is not UTF-8 text (byte 0xff at offset 8)",
     "s.yaml:1:4: a: the tag '!custom' is not allowed; tracer reads plain YAML only",
     "spec.yaml:2:17: input.tokens: token id 5 is out of range: the embedding table has V = 2 rows (ids 0 to 1)",

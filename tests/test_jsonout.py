@@ -5,8 +5,8 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import SPECS, load_text, run_cli, write_spec
+
 from tracer import executor, jsonout, render
 
 TOP_KEYS = {"schema_version", "spec", "ok", "dims", "block", "dtype", "steps", "stages", "violations"}

@@ -8,8 +8,8 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import load_text
+
 from tracer import kernels, reference
 from tracer.errors import BrokenContract, ShapeError
 

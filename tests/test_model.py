@@ -238,7 +238,8 @@ def test_guide_table_above_is_the_guides_own():
 
     if not os.path.exists(GUIDE):
         pytest.skip("the reader's guide is not on this machine")
-    text = open(GUIDE, encoding="utf-8").read()
+    with open(GUIDE, encoding="utf-8") as fh:
+        text = fh.read()
     rows = re.findall(r"位置 (\d) 的编码:\[([^\]]*)\]", text)
     assert [int(i) for i, _ in rows] == [0, 1, 2, 3]
     assert [[float(v) for v in row.split(",")] for _, row in rows] == GUIDE_TABLE

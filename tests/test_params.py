@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import SPECS, load_text
+
 from tracer.params import load_input, load_params
 from tracer.spec import load_spec
 

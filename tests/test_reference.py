@@ -4,8 +4,8 @@ import math
 
 import numpy as np
 import pytest
-
 from conftest import SPECS, load_text, trace_of
+
 from tracer import executor, reference
 from tracer.params import load_inputs, load_params
 from tracer.spec import load_spec

@@ -3,9 +3,9 @@
 import io
 
 import numpy as np
+from conftest import SPECS
 from rich.console import Console
 
-from conftest import SPECS
 from tracer import executor, render
 from tracer.spec import load_spec
 

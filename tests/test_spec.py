@@ -14,9 +14,9 @@ from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
+from conftest import SPECS, load_text, run_cli, write_spec
 from typer.testing import CliRunner
 
-from conftest import SPECS, load_text, run_cli, write_spec
 from tracer.cli import app
 from tracer.errors import SpecError
 
@@ -288,4 +288,6 @@ def test_spec_is_frozen():
 
     spec = load_text(MIN)
     with pytest.raises(dataclasses.FrozenInstanceError):
+        spec.dims = spec.dims  # type: ignore[misc]
+    with pytest.raises(AttributeError):  # Dims is a NamedTuple (cheaper to import than a dataclass): frozen too
         spec.dims.C = 4  # type: ignore[misc]

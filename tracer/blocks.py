@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 Shape = tuple[tuple[str, ...], tuple[int, ...]]  # (axis letters, sizes)
 
@@ -52,8 +53,7 @@ class Step:
         return out
 
 
-@dataclass(frozen=True)
-class OpInfo:
+class OpInfo(NamedTuple):  # NamedTuples, not dataclasses: a tenth of the import time, and tracer starts on every call
     arity: int
     group: str | None  # kind of weight group the op reads, a key of GROUP_KEYS (or a table name)
     meaning: str
@@ -168,7 +168,7 @@ DECODER_PRESETS: dict[str, tuple[Step, ...]] = {"pre": DECODER_PRE_NORM, "post":
 
 
 @dataclass(frozen=True)
-class StackSettings:
+class StackSettings:  # a dataclass: callers derive variants with dataclasses.replace
     """What a stack's steps take from the spec's block (or encoder/decoder) section."""
 
     norm: str = "layernorm"  # layernorm | rmsnorm | batchnorm
@@ -184,7 +184,7 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
     """Give a layer template the stack's norm, activation, mask and rotary settings."""
     out = []
     for step in template:
-        changes: dict[str, object] = {}
+        changes: dict[str, Any] = {}
         if preset and step.op == "layer_norm" and s.norm != "layernorm":
             changes["op"] = NORMS[s.norm]
             word, letters = {"rmsnorm": ("RMS normalisation", "RMS_"), "batchnorm": ("batch normalisation (over B and T)", "BN_")}[s.norm]

@@ -7,36 +7,41 @@ Exit codes: 0 clean, 1 a violation was flagged, 2 the spec or the command line
 is wrong, 3 an internal error (a bug in tracer).
 """
 
-from __future__ import annotations
-
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
+from . import cliparams
 from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
+
+DEFAULT_MAX_MEMORY = "4GB"  # memory.DEFAULT_MAX_MEMORY; repeated here so --help imports nothing more
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
     from .export import Target
 
-app = typer.Typer(
-    name="tracer",
-    help="Trace a Transformer block stage by stage: values, shapes, and the broadcast and axis mistakes NumPy lets slide.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
+APP_SETTINGS: dict[str, Any] = {
+    "name": "tracer",
+    "help": "Trace a Transformer block stage by stage: values, shapes, and the broadcast and axis mistakes NumPy lets slide.",
+    "no_args_is_help": True,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+    "context_settings": {"help_option_names": ["-h", "--help"]},
+}
+app = typer.Typer(**APP_SETTINGS)
+
+cliparams.install()  # plain text and numbers need no pydantic (see cliparams)
 
 T = TypeVar("T")
 BUG_REPORT = "this is a bug in tracer; please report it with the spec and the command you ran (set TRACER_DEBUG=1 to see the traceback)"
 
 
-def console(no_color: bool = False, stderr: bool = False) -> Console:
+def console(no_color: bool = False, stderr: bool = False) -> "Console":
     """A console that never wraps or colours piped output."""
     from rich.console import Console
 
@@ -180,6 +185,10 @@ def run(
     attention_stage: Annotated[list[str] | None, typer.Option("--attention-stage", metavar="NAME", help="Draw this attention stage (e.g. blocks.1.attention, decoder.blocks.0.cross_attention, or all); repeatable; implies --attention.", show_default=False)] = None,
     svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)] = None,
     html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)] = None,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = DEFAULT_MAX_MEMORY,
+    record: Annotated[str, typer.Option("--record", metavar="all|main|stats", help="Keep every stage (all), skip the attention internals (main), or keep statistics of big arrays (stats).")] = "all",
+    keep: Annotated[list[str] | None, typer.Option("--keep", metavar="STAGE", help="Keep this stage in full whatever --record says (repeatable).")] = None,
+    save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write every recorded array to an .npz archive, under its stage name.")] = None,
     lang: LangOption = None,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix.
@@ -199,6 +208,14 @@ def run(
         if verify and verify_budget < 1:
             raise UsageError(f"--verify-budget {verify_budget} must be at least 1")
         runs.check_many(specs, steps)
+        from .memory import parse_size
+
+        parse_size(max_memory)
+        if save is not None and len(specs) > 1:
+            raise UsageError("--save writes one spec's arrays: give one spec")
+        if form == "csv" and record == "stats":
+            raise UsageError("--format csv writes every value of every stage, and --record stats keeps only statistics of "
+                             "the big ones: use --record all or main (or --keep the stages you want)")
         draw = attention or bool(attention_stage)
         if draw and (form != "table" or steps):
             raise UsageError(f"--attention draws a picture; it does not combine with {'--steps' if steps else '--format ' + form}")
@@ -206,16 +223,19 @@ def run(
             raise UsageError("--svg and --html export one spec's view: give one spec")
         targets = export_targets(svg, html, list(specs), form)
         opts = runs.RunOptions(batch, pos, precision, show_all, verify, keep_going, exit_zero, with_weights, tuple(stage or ()),
-                               verify_budget)
+                               verify_budget, record=record, keep=tuple(keep or ()), max_memory=max_memory, save=save, form=form)
         if steps:
             return print_steps(specs[0], form, opts, no_color, targets)
         if len(specs) > 1:
             return run_many(specs, form, opts, no_color)
         if draw:
+            from .blocks import internal_prefix
             from .render_attention import resolve
             from .spec import load_spec
 
             picked = resolve(load_spec(specs[0]), attention_stage or [])  # an unknown stage is exit 2 before anything runs
+            drawn = tuple(f"{internal_prefix(st)}.weights" for st in picked)  # the picture needs them, whatever --record says
+            opts = dataclasses.replace(opts, keep=opts.keep + drawn)
         outcome = runs.trace_one(specs[0], opts)
         if form == "table":
             from . import render
@@ -248,7 +268,7 @@ def run(
     guarded(body, lang)
 
 
-def print_steps(path: str, form: str, opts: object, no_color: bool, targets: list[Target]) -> int:
+def print_steps(path: str, form: str, opts: object, no_color: bool, targets: "list[Target]") -> int:
     from . import runs
     from .spec import load_spec
 
@@ -395,7 +415,45 @@ def graph(
     guarded(body, lang)
 
 
-def export_targets(svg: str | None, html: str | None, inputs: list[str], form: str) -> list[Target]:
+@app.command()
+def validate(
+    specs: Annotated[list[str], typer.Argument(help="The YAML specs to check.", show_default=False, metavar="SPEC...")],
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Report a spec whose run would need more as invalid (as run refuses it).")] = DEFAULT_MAX_MEMORY,
+    record: Annotated[str, typer.Option("--record", metavar="all|main|stats", help="The recording the memory estimate assumes.")] = "all",
+    lang: LangOption = None,
+) -> None:
+    """Check each SPEC without running it: one line per spec, 'ok' or the error.
+
+    Exit code: 0 when every spec is valid, 2 when any is not.
+    """
+
+    def body() -> int:
+        from . import memory
+        from .i18n import message
+        from .spec import load_spec
+
+        memory.parse_size(max_memory)
+        worst = EXIT_OK
+        for path in specs:
+            try:
+                s = load_spec(path)
+                est = memory.check_run(s, memory.policy_for(s, record, None, 0, 0), max_memory)
+                line = f"{path}: ok, needs about {memory.format_size(est.total)} to run (--record {record})"
+                code = EXIT_OK
+            except TracerError as e:
+                line, code = str(e), e.exit_code
+            except Exception as e:  # a bug: say so for this spec, go on with the others
+                if os.environ.get("TRACER_DEBUG"):
+                    raise
+                line, code = f"{path}: internal error: {type(e).__name__}: {e}; {BUG_REPORT}", EXIT_INTERNAL
+            sys.stdout.write(" ".join(message(line).split()) + "\n")  # one line per spec, whatever the message
+            worst = max(worst, code)
+        return worst
+
+    guarded(body, lang)
+
+
+def export_targets(svg: str | None, html: str | None, inputs: list[str], form: str) -> "list[Target]":
     """--svg / --html, checked before anything runs (never over an input, never somewhere unwritable)."""
     if svg is None and html is None:
         return []
@@ -406,7 +464,7 @@ def export_targets(svg: str | None, html: str | None, inputs: list[str], form: s
     return check_targets(svg, html, inputs)
 
 
-def show(view: RenderableType, no_color: bool, targets: list[Target], title: str) -> None:
+def show(view: "RenderableType", no_color: bool, targets: "list[Target]", title: str) -> None:
     """Print the view once; write the exports asked for (at the content's natural width)."""
     console(no_color).print(view)
     if targets:
@@ -498,8 +556,25 @@ def stages(
     guarded(body, lang)
 
 
+def app_for(args: list[str]) -> typer.Typer:
+    """The whole app, or, when the first word names a command, an app holding that command alone.
+
+    typer builds every command's parameters at each start (about a millisecond a command); a run needs one.
+    The command behaves exactly as in the whole app (same callback, options, help and exit codes).
+    """
+    if not args or os.environ.get("_TRACER_COMPLETE"):
+        return app
+    info = next((c for c in app.registered_commands if (c.name or getattr(c.callback, "__name__", "")) == args[0]), None)
+    if info is None:
+        return app
+    slim = typer.Typer(**APP_SETTINGS)
+    slim.registered_callback = app.registered_callback
+    slim.registered_commands = [info]
+    return slim
+
+
 def main() -> None:
-    app()
+    app_for(sys.argv[1:])()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,6 +1,10 @@
 """Run a spec's step list through the kernels and record every stage.
 
 Recording is an identity wrap: ``x = rec("norm1", layer_norm(x, ...))``.
+The Recorder keeps each stage in full, as statistics plus the value the table
+shows, or not at all, as the RecordPolicy says (``--record``); that changes what
+is kept, never what is computed.  A step's output is let go after the last step
+that reads it, so an array not recorded in full does not outlive its use.
 A kernel's BrokenContract becomes a Violation naming the stage; by default the
 run stops there, with ``keep_going`` NumPy's result is recorded and the run
 goes on.
@@ -8,50 +12,129 @@ goes on.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import numpy as np
 
 from . import kernels
 from .blocks import ATTN_MEANINGS, Step, internal_prefix
 from .errors import BrokenContract, ShapeError, Violation
+from .memory import RecordPolicy, plan_stages
 from .params import load_inputs, load_params
 from .spec import Spec, shape_label
 
 
-@dataclass
-class Stage:
-    name: str
-    array: np.ndarray
-    axes: tuple[str, ...]
-    meaning: str
-    internal: bool = False  # attention internals: shown with --all
+class Summary(NamedTuple):
+    """A stage kept as statistics (--record stats): shape, mean, std, min, max, and the value at (b, t)."""
+
+    shape: tuple[int, ...]
+    mean: float
+    std: float
+    min: float
+    max: float
+    b: int
+    t: int
+    value: np.ndarray  # the stage's value at (b, t), as Stage.at gives it
+
+    def as_json(self) -> dict[str, float | int]:
+        return {"mean": self.mean, "std": self.std, "min": self.min, "max": self.max, "b": self.b, "t": self.t}
+
+
+class Stage:  # plain classes here, not dataclasses: tracer starts on every call, and each dataclass costs ~0.3 ms
+    def __init__(self, name: str, data: np.ndarray | None, axes: tuple[str, ...], meaning: str, internal: bool = False,
+                 summary: Summary | None = None) -> None:
+        self.name = name
+        self.data = data  # the whole array; None when the stage was kept as statistics (then summary is set)
+        self.axes = axes
+        self.meaning = meaning
+        self.internal = internal  # attention internals: shown with --all
+        self.summary = summary
+
+    def __repr__(self) -> str:
+        return f"Stage({self.name!r}, {self.shape_label}{', statistics' if self.data is None else ''})"
+
+    @property
+    def array(self) -> np.ndarray:
+        """The whole array; a stage kept as statistics (--record stats) has none: LookupError."""
+        if self.data is None:
+            raise LookupError(f"{self.name} was kept as statistics (--record stats), not in full")
+        return self.data
+
+    @array.setter
+    def array(self, value: np.ndarray) -> None:
+        self.data = value
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        if self.data is not None:
+            return tuple(self.data.shape)
+        assert self.summary is not None, "a stage holds its array or its summary"
+        return self.summary.shape
 
     @property
     def shape_label(self) -> str:
-        return shape_label(self.axes, self.array.shape)
+        return shape_label(self.axes, self.shape)
 
     def at(self, b: int, t: int) -> np.ndarray:
-        """The stage's value for sample b at (query) position t: [C], [F], [H,d] or [H,T]."""
-        index: list[int | slice] = []
-        seen_t = False
-        for axis in self.axes:
-            if axis == "B":
-                index.append(b)
-            elif axis in ("T", "S") and not seen_t:
-                index.append(t)
-                seen_t = True
-            else:
-                index.append(slice(None))
-        return self.array[tuple(index)]
+        """The stage's value for sample b at (query) position t: [C], [F], [H,d] or [H,T].
+
+        A stage kept as statistics holds the value at the (b, t) it was recorded for only;
+        asking for another raises LookupError.
+        """
+        if self.data is None:
+            assert self.summary is not None
+            if (b, t) != (self.summary.b, self.summary.t):
+                raise LookupError(f"{self.name} was kept as statistics, with its value at b={self.summary.b}, t={self.summary.t} only")
+            return self.summary.value
+        return value_at(self.data, self.axes, b, t)
 
 
-@dataclass
+def value_at(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> np.ndarray:
+    index: list[int | slice] = []
+    seen_t = False
+    for axis in axes:
+        if axis == "B":
+            index.append(b)
+        elif axis in ("T", "S") and not seen_t:
+            index.append(t)
+            seen_t = True
+        else:
+            index.append(slice(None))
+    return array[tuple(index)]
+
+
+def _blocks(a: np.ndarray, limit: int = 1 << 20) -> Iterator[np.ndarray]:
+    """Sub-arrays along the leading axes of at most ~limit values: statistics without a full-size temporary."""
+    if a.size <= limit or a.ndim <= 1:
+        yield a
+        return
+    for part in a:
+        yield from _blocks(part, limit)
+
+
+def summarise(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> Summary:
+    n = max(array.size, 1)
+    total, lo, hi = 0.0, np.inf, -np.inf
+    for part in _blocks(array):
+        total += float(part.sum(dtype=np.float64))
+        lo, hi = float(np.minimum(lo, part.min(initial=np.inf))), float(np.maximum(hi, part.max(initial=-np.inf)))  # NaN wins
+    mean = total / n
+    sq = sum(float(np.square(part - mean, dtype=np.float64).sum()) for part in _blocks(array))
+    try:
+        value = np.array(value_at(array, axes, b, t))  # a copy: the big array can go
+    except IndexError:  # a stage cut short (T beyond the position table)
+        value = np.full(0, np.nan)
+    return Summary(tuple(array.shape), mean, float(np.sqrt(sq / n)), lo, hi, b, t, value)
+
+
 class Trace:
-    spec: Spec
-    stages: dict[str, Stage] = field(default_factory=dict)
-    violations: list[Violation] = field(default_factory=list)
+    def __init__(self, spec: Spec, stages: dict[str, Stage] | None = None, violations: list[Violation] | None = None,
+                 policy: RecordPolicy | None = None) -> None:
+        self.spec = spec
+        self.stages: dict[str, Stage] = {} if stages is None else stages
+        self.violations: list[Violation] = [] if violations is None else violations
+        self.policy = RecordPolicy() if policy is None else policy
 
     @property
     def ok(self) -> bool:
@@ -68,11 +151,19 @@ class Trace:
 
 
 class Recorder:
+    """Keeps each stage as the policy says (full, statistics, or not at all); returns the array unchanged."""
+
     def __init__(self, trace: Trace) -> None:
         self.trace = trace
+        self.how = {s.name: s.how for s in plan_stages(trace.spec, trace.policy)}
 
     def __call__(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
-        self.trace.stages[name] = Stage(name, array, axes, meaning, internal)
+        how = self.how.get(name, "full")
+        if how == "full":
+            self.trace.stages[name] = Stage(name, array, axes, meaning, internal)
+        elif how == "stats":
+            p = self.trace.policy
+            self.trace.stages[name] = Stage(name, None, axes, meaning, internal, summarise(array, axes, p.b, p.t))
         return array
 
 
@@ -124,11 +215,12 @@ def visible_keys(spec: Spec, step: Step, n_q: int) -> np.ndarray | None:
 
 
 class Executor:
-    def __init__(self, spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None) -> None:
+    def __init__(self, spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
+                 policy: RecordPolicy | None = None) -> None:
         self.spec = spec
         self.keep_going = keep_going
         self.overrides = overrides or {}
-        self.trace = Trace(spec)
+        self.trace = Trace(spec, policy=policy or RecordPolicy())
         self.recorder = Recorder(self.trace)
         self.params = load_params(spec)
         self.inputs = load_inputs(spec)
@@ -199,16 +291,20 @@ class Executor:
     # -- the run ----------------------------------------------------------
     def run(self) -> Trace:
         stages: dict[str, np.ndarray] = {}
-        for step in self.spec.steps:
+        last_use = {name: i for i, step in enumerate(self.spec.steps) for name in step.inputs}
+        for i, step in enumerate(self.spec.steps):
             if self.stopped:
                 break
             try:
                 if step.name in self.overrides:  # the probe's perturbed or permuted stage
                     stages[step.name] = self.rec(step.name, self.overrides[step.name], self.axes(step.name), step.meaning)
                 else:
-                    stages[step.name] = OPS[step.op](self, step, [stages[i] for i in step.inputs])
+                    stages[step.name] = OPS[step.op](self, step, [stages[n] for n in step.inputs])
             except ShapeError as e:
                 raise ShapeError(f"stage {step.name} ({step.formula()}): {e}") from None
+            for name in step.inputs:
+                if last_use[name] == i:
+                    stages.pop(name, None)  # no later step reads it: it lives on only if recorded
         return self.trace
 
     def record_step(self, step: Step, compute: Callable[[kernels.Strict], np.ndarray]) -> np.ndarray:
@@ -230,7 +326,7 @@ def _op_position_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np
     P = ex.params["position"]
     axes = ex.axes(step.name)
     T, T_max = ex.spec.stage_shapes[step.name][1][0], P.shape[0]
-    if T > T_max:
+    if T_max < T:
         ex.flag(Violation(
             kind="position", stage=step.name,
             message=f"{step.name}: {axes[0]} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {T_max - 1})",
@@ -245,8 +341,9 @@ def _op_position_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np
 
 def _op_sinusoidal(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     T, C = ex.spec.stage_shapes[step.name][1]
-    assert step.base is not None
-    return ex.record_step(step, lambda strict: kernels.sinusoidal(T, C, step.base, np.dtype(ex.spec.dtype)))
+    base = step.base
+    assert base is not None, "spec validation sets the base of a sinusoidal step"
+    return ex.record_step(step, lambda strict: kernels.sinusoidal(T, C, base, np.dtype(ex.spec.dtype)))
 
 
 def _op_add_position(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
@@ -392,6 +489,7 @@ OPS: dict[str, Callable[[Executor, Step, list[np.ndarray]], np.ndarray]] = {
 }
 
 
-def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None) -> Trace:
+def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
+        policy: RecordPolicy | None = None) -> Trace:
     with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings on stderr
-        return Executor(spec, keep_going, overrides).run()
+        return Executor(spec, keep_going, overrides, policy).run()

@@ -9,18 +9,19 @@ an export of the same kind.  Nothing here imports NumPy.
 
 from __future__ import annotations
 
+import functools
 import html
 import io
-import os
 import re
-import tempfile
 from dataclasses import dataclass
 
 from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 
+from . import outputs
 from .errors import UsageError
+from .outputs import check_output, same_file
 
 MAX_WIDTH = 1000  # the piped console's width: no export is wider
 MIN_WIDTH = 20
@@ -33,15 +34,6 @@ SVG_TEXT = re.compile(r'textLength="([0-9.e+-]+)"([^>]*)>([^<]*)</text>')
 class Target:
     kind: str  # svg | html
     path: str
-
-
-def _same_file(a: str, b: str) -> bool:
-    if os.path.realpath(a) == os.path.realpath(b):
-        return True
-    try:
-        return os.path.samefile(a, b)
-    except OSError:
-        return False
 
 
 def _looks_like(path: str, kind: str) -> bool:
@@ -58,30 +50,10 @@ def _looks_like(path: str, kind: str) -> bool:
 def check_targets(svg: str | None, html: str | None, inputs: list[str]) -> list[Target]:
     """The export files asked for, checked before anything runs: exit 2 rather than lose the user's work."""
     targets = [Target(kind, path) for kind, path in (("svg", svg), ("html", html)) if path is not None]
-    if len(targets) == 2 and _same_file(targets[0].path, targets[1].path):
+    if len(targets) == 2 and same_file(targets[0].path, targets[1].path):
         raise UsageError(f"--svg and --html name the same file {svg!r}: give each its own name")
     for t in targets:
-        opt = f"--{t.kind} {t.path}"
-        if not t.path or t.path.endswith((os.sep, "/")):
-            raise UsageError(f"{opt}: expected a file name such as report.{t.kind}")
-        for inp in inputs:
-            if _same_file(t.path, inp):
-                raise UsageError(f"{opt} would overwrite the input {inp!r}; choose another file name")
-        folder = os.path.dirname(os.path.abspath(t.path))
-        shown = os.path.dirname(t.path) or "."  # the folder as the user wrote it
-        if os.path.isdir(t.path):
-            raise UsageError(f"{opt}: {t.path!r} is a directory; give a file name inside it, e.g. {os.path.join(t.path, 'trace.' + t.kind)}")
-        if not os.path.isdir(folder):
-            what = "is not a folder" if os.path.exists(folder) else "does not exist"
-            raise UsageError(f"{opt}: cannot write there: {shown!r} {what}")
-        if not os.access(folder, os.W_OK | os.X_OK):
-            raise UsageError(f"{opt}: cannot write there: the folder {shown!r} is not writable")
-        if os.path.exists(t.path):
-            if not os.path.isfile(t.path):
-                raise UsageError(f"{opt}: {t.path!r} exists and is not a regular file")
-            if not _looks_like(t.path, t.kind):
-                raise UsageError(f"{opt}: {t.path!r} exists and is not an {t.kind.upper()} file; "
-                                 "refusing to overwrite it (delete it or choose another name)")
+        check_output(t.path, f"--{t.kind}", inputs, functools.partial(_looks_like, kind=t.kind), t.kind)
     return targets
 
 
@@ -142,28 +114,8 @@ def render_exports(renderable: RenderableType, targets: list[Target], title: str
 
 def write_atomic(path: str, text: str) -> None:
     """Write the whole file or nothing: a temporary file beside it, then os.replace."""
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=folder)
-    except OSError as e:
-        raise UsageError(f"cannot write {path!r}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except OSError as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise UsageError(f"cannot write {path!r}: {e.strerror or e}") from None
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
+    data = text.encode("utf-8")
+    outputs.write_atomic(path, lambda fh: fh.write(data))
 
 
 def export(renderable: RenderableType, targets: list[Target], title: str, no_color: bool = False) -> list[str]:

@@ -27,14 +27,12 @@ NumPy or rich.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
-import unicodedata
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import lru_cache
+from typing import NamedTuple
 
 LANGUAGES = ("en", "zh")
 LOCALE_VARIABLES = ("LC_ALL", "LC_MESSAGES", "LANG")
@@ -65,6 +63,8 @@ def choose(option: str | None, environ: Mapping[str, str] | None = None) -> str:
     if option is None:
         return _current
     if option not in LANGUAGES:
+        import difflib
+
         close = difflib.get_close_matches(option, LANGUAGES, n=1, cutoff=0.5)
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise UsageError(f"--lang {option}: expected one of zh | en (zh: the book's Chinese, en: English){hint}")
@@ -96,7 +96,7 @@ def using(lang: str) -> Iterator[None]:
 
 # -- templates -----------------------------------------------------------------------
 
-_FIELD = re.compile(r"\{(\w+)(![tTa])?\}")
+_FIELD_PATTERN = r"\{(\w+)(![tTa])?\}"  # compiled on first use: every command imports this module, few need a regex
 _PATTERNS = {
     None: "(?P<{0}>(?:(?!; |: ).)+?)",  # a value: within one sentence, and never a 'file:line:col: field: ' prefix
     "!t": "(?P<{0}>(?:(?!; ).)+?)",  # translated text: within one sentence ('; did you mean ...?' is another)
@@ -105,8 +105,7 @@ _PATTERNS = {
 }
 
 
-@dataclass(frozen=True)
-class Template:
+class Template(NamedTuple):
     """An English sentence with {fields}, and its Chinese.  ``{x!t}`` marks a field whose text is
     itself translated (a fragment such as 'a whole number'; ``{x!T}`` when it may hold several
     sentences joined by '; '); the others are carried over verbatim (``{x!a}`` may hold ': ' and '; ')."""
@@ -117,10 +116,7 @@ class Template:
     translated: frozenset[str]
     literal: str  # the longest literal piece: a cheap filter before the regex
     leads_translated: bool  # starts with a translated field: tried only after a leading 'file:line:col:' is peeled
-
-    @property
-    def weight(self) -> int:
-        return len(_FIELD.sub("", self.english))
+    weight: int  # letters of literal English: when several templates match, the most specific wins
 
 
 def compile_template(english: str, zh_text: str) -> Template:
@@ -129,7 +125,7 @@ def compile_template(english: str, zh_text: str) -> Template:
     seen: set[str] = set()
     translated: set[str] = set()
     pos = 0
-    for m in _FIELD.finditer(english):
+    for m in re.finditer(_FIELD_PATTERN, english):
         literals.append(english[pos:m.start()])
         parts.append(re.escape(english[pos:m.start()]))
         name, mark = m.group(1), m.group(2)
@@ -140,14 +136,14 @@ def compile_template(english: str, zh_text: str) -> Template:
         pos = m.end()
     literals.append(english[pos:])
     parts.append(re.escape(english[pos:]))
-    first = _FIELD.match(english)
+    first = re.match(_FIELD_PATTERN, english)
     return Template(english, zh_text, re.compile("".join(parts), re.DOTALL), frozenset(translated), max(literals, key=len),
-                    first is not None and first.group(1) in translated)
+                    first is not None and first.group(1) in translated, len("".join(literals)))
 
 
 def fill(template: str, fields: Mapping[str, object]) -> str:
     """Put the fields into a template: {name} only, so other braces stay as they are."""
-    return _FIELD.sub(lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), template)
+    return re.sub(_FIELD_PATTERN, lambda m: str(fields[m.group(1)]) if m.group(1) in fields else m.group(0), template)
 
 
 @lru_cache(maxsize=1)
@@ -257,7 +253,7 @@ def _line(line: str) -> str:
     return indent + prefix + (found if found is not None else body)
 
 
-_LOCATION = re.compile(r"(?P<head>[^\s:]+(?::\d+){1,2}|.+?:\d+(?::\d+)?|[^\s:]+): (?P<rest>.+)", re.DOTALL)
+_LOCATION = r"(?P<head>[^\s:]+(?::\d+){1,2}|.+?:\d+(?::\d+)?|[^\s:]+): (?P<rest>.+)"
 
 
 def _translate(text: str, depth: int) -> str | None:
@@ -274,7 +270,7 @@ def _translate(text: str, depth: int) -> str | None:
     done = [_translate(p, depth + 1) for p in parts] if len(parts) > 1 else []
     if done and all(d is not None for d in done):
         return "；".join(d for d in done if d is not None)
-    m = _LOCATION.fullmatch(text)
+    m = re.fullmatch(_LOCATION, text, re.DOTALL)
     if m:
         rest = _translate(m.group("rest"), depth + 1)
         if rest is not None:
@@ -332,22 +328,24 @@ def _match(text: str, depth: int, templates: tuple[Template, ...], leads_transla
 
 
 _HAN = "\u3400-\u4dbf\u4e00-\u9fff"
-_HAN_THEN_LATIN = re.compile(f"([{_HAN}])([A-Za-z0-9\\[('\"`_.-])")
-_LATIN_THEN_HAN = re.compile(f"([A-Za-z0-9\\])'\"`_.%])([{_HAN}])")
-_HAN_SPACE_HAN = re.compile(f"([{_HAN}]) +(?=[{_HAN}])")
+_HAN_THEN_LATIN = f"([{_HAN}])([A-Za-z0-9\\[('\"`_.-])"
+_LATIN_THEN_HAN = f"([A-Za-z0-9\\])'\"`_.%])([{_HAN}])"
+_HAN_SPACE_HAN = f"([{_HAN}]) +(?=[{_HAN}])"
 
 
 def spaced(text: str) -> str:
     """A space between Chinese and Latin text ('应为 pre | post 之一'), as the book sets them, and none
     between two Chinese words; the Latin itself (paths, shapes, values) is never touched."""
-    text = _HAN_SPACE_HAN.sub(r"\1", text)  # a translated field next to Chinese: no space between them
-    return _LATIN_THEN_HAN.sub(r"\1 \2", _HAN_THEN_LATIN.sub(r"\1 \2", text))
+    text = re.sub(_HAN_SPACE_HAN, r"\1", text)  # a translated field next to Chinese: no space between them
+    return re.sub(_LATIN_THEN_HAN, r"\1 \2", re.sub(_HAN_THEN_LATIN, r"\1 \2", text))
 
 
 # -- width -----------------------------------------------------------------------------
 
 def cells(text: str) -> int:
     """Terminal cells of text: wide (W) and fullwidth (F) characters take two, combining marks none."""
+    import unicodedata
+
     n = 0
     for ch in text:
         if unicodedata.combining(ch):

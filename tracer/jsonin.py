@@ -192,6 +192,9 @@ class _Reader:
                 raise self.fail(f + ".axes", f"expected {len(shape)} axis letters (one per entry of shape {shape}), received {axes!r}"[:200])
             if "values" not in s:
                 raise self.fail(f, "missing values")
+            if s["values"] is None and "stats" in s:
+                raise self.fail(f + ".values", "the stage was kept as statistics (tracer run --record stats); "
+                                               "comparing needs every value: save the trace with --record all")
             array = self.array(s["values"], f + ".values", tuple(shape))
             out[name] = Stage(name, array, tuple(axes), meaning, internal=name not in step_names)
         return out

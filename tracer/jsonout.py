@@ -8,6 +8,8 @@ Schema (stable; documented in README):
      "block": {"norm_order","mask","eps","final_norm","positions"},
      "steps": [{"name","op","inputs","weights"}],
      "stages": [{"name","meaning","shape","axes","values"}],
+                                       # --record stats: "values" null and "stats"
+                                       # {"mean","std","min","max","b","t","value"}
      "violations": [{"kind","stage","message","shapes"}],
      "verify": {...},                  # only with --verify
      "dtype": "float64" | "float32",
@@ -48,14 +50,21 @@ def array_json(a: np.ndarray) -> Any:
     return values
 
 
+def stage_json(stage: Stage) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": stage.name, "meaning": stage.meaning, "shape": list(stage.shape), "axes": list(stage.axes)}
+    if stage.data is not None:
+        out["values"] = array_json(stage.data)
+    elif stage.summary is not None:  # --record stats: no values, statistics and the value at (b, t)
+        stats: dict[str, Any] = {k: _finite_safe(v) for k, v in stage.summary.as_json().items()}
+        stats["value"] = array_json(stage.summary.value)
+        out["values"] = None
+        out["stats"] = stats
+    return out
+
+
 def steps_json(spec: Spec) -> list[dict[str, Any]]:
     return [{"name": s.name, "op": s.op, "inputs": list(s.inputs), "weights": s.weights, **s.params(),
              "shape": list(spec.stage_shapes[s.name][1]), "axes": list(spec.stage_shapes[s.name][0])} for s in spec.steps]
-
-
-def stage_json(stage: Stage) -> dict[str, Any]:
-    a = stage.array
-    return {"name": stage.name, "meaning": stage.meaning, "shape": list(a.shape), "axes": list(stage.axes), "values": array_json(a)}
 
 
 def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None = None,

@@ -128,7 +128,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 
 def gelu(x: np.ndarray) -> np.ndarray:  # [...] -> [...], exact: x * Phi(x) = x/2 (1 + erf(x / sqrt 2))
-    return (0.5 * x * (1.0 + _erf(x * (1.0 / math.sqrt(2.0))).astype(x.dtype))).astype(x.dtype, copy=False)
+    return (0.5 * x * (1.0 + np.asarray(_erf(x * (1.0 / math.sqrt(2.0)))).astype(x.dtype))).astype(x.dtype, copy=False)
 
 
 def gelu_tanh(x: np.ndarray) -> np.ndarray:  # [...] -> [...], GPT-2's tanh approximation

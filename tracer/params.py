@@ -18,7 +18,6 @@ Distributions (documented in README):
 
 from __future__ import annotations
 
-import hashlib
 import math
 
 import numpy as np
@@ -27,6 +26,8 @@ from .spec import Spec, Weight
 
 
 def stream(seed: int, name: str) -> np.random.PCG64:
+    import hashlib  # here, not at the top: loading OpenSSL costs a spec without seeded draws 2 ms
+
     key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
     return np.random.PCG64(np.random.SeedSequence([seed, key]))
 
@@ -34,8 +35,14 @@ def stream(seed: int, name: str) -> np.random.PCG64:
 def uniform(seed: int, name: str, shape: tuple[int, ...], lo: float, hi: float) -> np.ndarray:
     n = math.prod(shape)
     raw = stream(seed, name).random_raw(n)
-    u = (raw >> np.uint64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)  # 53 bits -> [0, 1)
-    return (lo + (hi - lo) * u).reshape(shape)
+    raw >>= np.uint64(11)
+    u = raw.astype(np.float64)
+    del raw
+    # lo + (hi - lo) * (53 bits / 2**53), worked in u's buffer: the same doubles without three more arrays
+    u *= 1.0 / 9007199254740992.0  # [0, 1)
+    u *= hi - lo
+    u += lo
+    return u.reshape(shape)
 
 
 def uniform_ints(seed: int, name: str, shape: tuple[int, ...], high: int) -> np.ndarray:

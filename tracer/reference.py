@@ -314,7 +314,7 @@ class Reference:
             scores[t], weights[t], heads[t] = s_rows, w_rows, mixed
             out[t] = matvec(mixed, self.cols[f"{g}.w_o"], self.w[f"{g}.b_o"])
         prefix = internal_prefix(step)
-        found = {"q": q, "k": {t: k[t] for t in positions if t in k}, "v": {t: v[t] for t in positions if t in v},
+        found: dict[str, dict[int, Any]] = {"q": q, "k": {t: k[t] for t in positions if t in k}, "v": {t: v[t] for t in positions if t in v},
                  "scores": scores, "weights": weights, "heads": heads}
         for key in ATTN_MEANINGS:
             st[f"{prefix}.{key}"] = found[key]

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
-from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
@@ -59,7 +58,21 @@ def matrix(trace: Trace, stage: Stage, b: int, precision: int) -> RenderableType
     return Text("\n".join(matrix_lines(trace, stage, b, precision)))
 
 
-def violation_panel(v: Violation) -> Panel:
+def stats_note(trace: Trace, precision: int) -> Text:
+    """The stages kept as statistics (--record stats): their mean, std, min and max."""
+    lines = [tr("kept as statistics (--record stats; --keep STAGE keeps one in full):")]
+    for stage in trace.stages.values():
+        s = stage.summary
+        if s is not None:
+            lines.append(tr("  {name} {shape}: mean {mean}, std {std}, min {min}, max {max}", name=stage.name,
+                            shape=stage.shape_label, mean=fmt_number(s.mean, precision), std=fmt_number(s.std, precision),
+                            min=fmt_number(s.min, precision), max=fmt_number(s.max, precision)))
+    return Text("\n".join(lines))
+
+
+def violation_panel(v: Violation) -> RenderableType:
+    from rich.panel import Panel  # here: a clean run never draws one
+
     body = Text()
     body.append(violation_title(v) + "\n", style="bold red")
     for label, text in violation_lines(v):
@@ -76,6 +89,8 @@ def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
     """The table, then (unless --stage chose the rows) the output matrix, then any violation and the verify note."""
     marks = frozenset(v.stage for v in trace.violations)
     parts: list[RenderableType] = [trace_table(trace, b, t, precision, show_all, verify_diffs, marks, only)]
+    if any(s.summary is not None for s in visible_stages(trace, show_all, only)):
+        parts.append(stats_note(trace, precision))
     if reached_end(trace) and only is None:
         parts.append(matrix(trace, trace.output, b, precision))
     if unreached_note(trace, only):

@@ -185,7 +185,7 @@ class Graph:
                 return f"[{','.join(map(str, a[1]))}] + [{','.join(map(str, b[1]))}]: NumPy would broadcast; a violation when run"
         if step.op == "position_table":
             T, T_max = self.spec.stage_shapes[step.name][1][0], self.spec.dims.T_max
-            if T_max is not None and T > T_max:
+            if T_max is not None and T_max < T:
                 return f"{T} positions but T_max = {T_max} rows: a position violation when run"
         return ""
 

@@ -11,15 +11,20 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import catalogue, executor, i18n, jsonout, textout
+from . import executor, i18n, memory, textout
 from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
 from .executor import Stage, Trace
 from .spec import Spec, load_spec
-from .verify import Verification
+
+if TYPE_CHECKING:
+    from .verify import Verification
+
+# catalogue, jsonout (and json), verify are imported where they are used: a plain `tracer run SPEC`
+# needs none of them, and every import is start-up time (benchmarks/startup.py).
 
 FORMATS = ("table", "json", "csv", "markdown")
 
@@ -27,7 +32,9 @@ FORMATS = ("table", "json", "csv", "markdown")
 def output_format(fmt: str | None, as_json: bool) -> str:
     """--format, with --json as its alias; an unknown or contradictory choice is a UsageError."""
     if fmt is not None and fmt not in FORMATS:
-        raise UsageError(f"--format {fmt}: expected one of {' | '.join(FORMATS)}{catalogue.suggest(fmt, FORMATS)}")
+        from .catalogue import suggest
+
+        raise UsageError(f"--format {fmt}: expected one of {' | '.join(FORMATS)}{suggest(fmt, FORMATS)}")
     if as_json and fmt not in (None, "json"):
         raise UsageError(f"--json is short for --format json; it cannot be combined with --format {fmt}")
     return "json" if as_json else (fmt or "table")
@@ -45,6 +52,11 @@ class RunOptions:
     with_weights: bool = False
     stages: tuple[str, ...] = ()  # --stage names, as given
     verify_budget: int = 60_000_000  # scalar operations the reference may take (--verify-budget)
+    record: str = "all"  # --record all | main | stats
+    keep: tuple[str, ...] = ()  # --keep: stages kept in full whatever --record says
+    max_memory: str = "4GB"  # --max-memory (memory.DEFAULT_MAX_MEMORY)
+    save: str | None = None  # --save FILE.npz
+    form: str = "table"  # the output format (the memory estimate counts what --format json writes)
 
 
 @dataclass
@@ -79,6 +91,8 @@ class Outcome:
         return ("ok" if self.trace.ok else "violation"), detail
 
     def json(self) -> dict[str, Any]:
+        from . import jsonout
+
         if self.trace is None:
             return {"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": self.path, "name": None}, "ok": False,
                     "error": {"exit_code": self.code, "message": self.error}}
@@ -86,7 +100,11 @@ class Outcome:
 
 
 def select_stages(spec: Spec, requested: Sequence[str]) -> list[str] | None:
-    return catalogue.select(requested, list(spec.stage_shapes), spec.path)
+    if not requested:
+        return None
+    from .catalogue import select
+
+    return select(requested, list(spec.stage_shapes), spec.path)
 
 
 def trace_one(path: str, opts: RunOptions) -> Outcome:
@@ -97,12 +115,24 @@ def trace_one(path: str, opts: RunOptions) -> Outcome:
         raise UsageError(f"--batch {opts.batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
     if not 0 <= opts.pos < s.dims.T:
         raise UsageError(f"--pos {opts.pos} is out of range: T = {s.dims.T} (positions 0 to {s.dims.T - 1})")
-    trace = executor.run(s, keep_going=opts.keep_going)
+    # What is kept of each stage (--record, --keep; a --stage asked for is kept in full), then the
+    # memory that takes: a run over --max-memory is refused here, before anything is allocated.
+    policy = memory.policy_for(s, opts.record, list(opts.keep) + (only or []), opts.batch, opts.pos, opts.show_all)
+    if opts.save is not None:
+        from .outputs import check_output, looks_like_npz
+
+        check_output(opts.save, "--save", [path], looks_like_npz, "npz")
+    memory.check_run(s, policy, opts.max_memory, as_json=opts.form == "json", show_all=opts.show_all, verify=opts.verify)
+    trace = executor.run(s, keep_going=opts.keep_going, policy=policy)
     check = None
     if opts.verify:
         from .verify import verify
 
         check = verify(trace, opts.verify_budget)
+    if opts.save is not None:
+        from .npzout import save
+
+        save(trace, opts.save)
     weights = None
     if opts.with_weights:
         from .params import load_params
@@ -157,6 +187,8 @@ def status_text(o: Outcome) -> str:
 
 def render_text(o: Outcome, fmt: str, opts: RunOptions) -> str:
     """One spec's result as JSON (one line), CSV or Markdown."""
+    from . import jsonout
+
     if fmt == "json":
         return jsonout.dumps(o.json())
     if fmt == "csv":
@@ -169,6 +201,8 @@ def render_text(o: Outcome, fmt: str, opts: RunOptions) -> str:
 
 def steps_text(s: Spec, fmt: str, only: list[str] | None) -> str:
     """``--steps`` as JSON, CSV or Markdown."""
+    from . import jsonout
+
     if fmt == "json":
         steps = [step for step in jsonout.steps_json(s) if only is None or step["name"] in only]
         return jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name}, "steps": steps})

@@ -13,10 +13,10 @@ from __future__ import annotations
 import difflib
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import blocks, yamlio
-from .blocks import ACTIVATIONS, GROUP_KEYS, NORMS, OPS, TABLES, Shape, StackSettings, Step, group_kind, internal_prefix, output_shape
+from .blocks import ACTIVATIONS, GROUP_KEYS, NORMS, OPS, TABLES, Shape, StackSettings, Step, group_kind, output_shape
 from .errors import SpecError
 from .yamlio import Path, Source, format_path
 
@@ -38,8 +38,7 @@ DEFAULT_FILL = {"b_q": "zeros", "b_k": "zeros", "b_v": "zeros", "b_o": "zeros", 
                 "b3": "zeros", "b": "zeros", "gamma": "ones", "beta": "zeros"}
 
 
-@dataclass(frozen=True)
-class Dims:
+class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of a dataclass's import time
     B: int
     T: int
     C: int
@@ -85,8 +84,7 @@ class BlockSpec:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm)
 
 
-@dataclass(frozen=True)
-class Weight:
+class Weight(NamedTuple):
     """One weight as the spec gives it: a nested list, a keyword, or 'seed'."""
 
     path: str  # e.g. "ffn.w1", "blocks.1.attn.w_q"
@@ -97,8 +95,7 @@ class Weight:
     given_shape: tuple[int, ...] | None = None  # shape as given (may differ if NumPy could broadcast it)
 
 
-@dataclass(frozen=True)
-class InputSpec:
+class InputSpec(NamedTuple):
     kind: str  # tokens | x
     value: Any  # nested list [B][T] of ints, [B][T][C] of floats, or "random"
 
@@ -223,7 +220,7 @@ class _Validator:
             else:
                 raise self.fail(path, f"expected a whole number, received {self.received(path, value)}")
         if not lo <= value <= hi:
-            raise self.fail(path, f"expected a whole number from {lo} to {hi:,}, received {value}")
+            raise self.fail(path, f"expected a whole number from {lo} to {hi:,}, received {self.src.raw.get(path, value)}")
         return value
 
     def choice(self, value: Any, path: Path, options: tuple[str, ...]) -> str:
@@ -691,10 +688,9 @@ class _Validator:
             if isinstance(spec, tuple):
                 out[name] = self.weight(value, ypath, name, spec, dims, seed)
                 continue
-            group = value if value is not None else {}
-            group = self.keys(group, ypath, tuple(spec), f"{name} weights")
+            group_raw = self.keys(value if value is not None else {}, ypath, tuple(spec), f"{name} weights")
             for key, axes in spec.items():
-                out[f"{name}.{key}"] = self.weight(group.get(key), ypath + (key,), f"{name}.{key}", axes, dims, seed, DEFAULT_FILL.get(key))
+                out[f"{name}.{key}"] = self.weight(group_raw.get(key), ypath + (key,), f"{name}.{key}", axes, dims, seed, DEFAULT_FILL.get(key))
         return out
 
     def lookup(self, raw: Any, path: Path) -> Any:

@@ -22,7 +22,6 @@ repr, so they read back to the same doubles; NaN and infinities as ``NaN``,
 
 from __future__ import annotations
 
-import csv
 import io
 import math
 from collections.abc import Iterable, Iterator, Sequence
@@ -131,7 +130,7 @@ def stage_rows(stages: Sequence[Stage], b: int, t: int, precision: int,
     for stage in stages:
         try:
             value = fmt_value(stage.at(b, t), precision)
-        except IndexError:  # a stage cut short (T beyond the position table)
+        except (IndexError, LookupError):  # a stage cut short (T beyond the position table)
             value = MISSING
         row = [stage.name, meaning(stage.meaning), value, stage.shape_label]
         if verify_diffs is not None:
@@ -242,6 +241,8 @@ def kind_word(kind: str) -> str:
 
 def csv_text(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
     buf = io.StringIO()
+    import csv  # here: only the CSV format needs it
+
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(header)
     writer.writerows(rows)

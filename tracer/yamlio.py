@@ -1,11 +1,12 @@
 """Read a YAML spec into plain Python values plus a map from field path to line.
 
-PyYAML is used only to *compose* the document into nodes; we turn nodes into
-values ourselves so that:
+PyYAML (libyaml's C parser when installed) is used only to *parse* the text into
+events; we build values from the events ourselves so that:
 - no tag is ever constructed (``!!python/object`` and friends are refused),
 - duplicate keys are errors, not silent overwrites,
 - ``1e-5`` is a number (YAML 1.1 wants ``1.0e-5``; users write ``1e-5``),
-- an alias bomb is refused by counting its expanded size before expanding it,
+- an alias bomb is refused by counting what it stands for, never expanding it,
+- nesting deeper than MAX_DEPTH is refused at once (no recursion anywhere),
 - every value keeps the line and column it came from, for error messages.
 """
 
@@ -13,8 +14,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -22,30 +22,30 @@ from .errors import SpecError
 
 Path = tuple[str | int, ...]
 
-MAX_FILE_BYTES = 256 * 1024 * 1024
-MAX_EXPANDED_NODES = 20_000_000  # a 1024 x 3072 matrix given inline is ~3M nodes
+MAX_FILE_BYTES = 32 * 1024 * 1024  # about 3M numbers given inline (a 768 x 3072 matrix); bigger weights come from the seed
+MAX_EXPANDED_NODES = 20_000_000  # a 1024 x 3072 matrix given inline is ~3M values
 MAX_DEPTH = 32  # the deepest legal value is a [B,T,C] matrix inside two mappings
 
+_INT_RE = re.compile(r"^[-+]?[0-9][0-9_]*$")
 _FLOAT_RE = re.compile(r"^[-+]?(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][-+]?\d+)?$")
 _TAG = "tag:yaml.org,2002:"
 _BOOL_TRUE = {"true", "yes", "on", "y"}
 _BOOL_FALSE = {"false", "no", "off", "n"}
 
 
-@dataclass(frozen=True)
-class Mark:
+class Mark(NamedTuple):  # NamedTuple and a plain class here, not dataclasses: start-up time (see cliparams)
     line: int  # 1-based
     col: int  # 1-based
 
 
-@dataclass
 class Source:
     """Where each value of a loaded document came from."""
 
-    filename: str
-    marks: dict[Path, Mark]
-    raw: dict[Path, str]  # the scalar exactly as written (to quote ``yes`` back)
-    key_marks: dict[Path, Mark] = field(default_factory=dict)  # where each mapping key itself is written
+    def __init__(self, filename: str, marks: dict[Path, Mark], raw: dict[Path, str], key_marks: dict[Path, Mark] | None = None) -> None:
+        self.filename = filename
+        self.marks = marks
+        self.raw = raw  # the scalar exactly as written (to quote ``yes`` back)
+        self.key_marks: dict[Path, Mark] = {} if key_marks is None else key_marks  # where each mapping key itself is written
 
     def mark(self, path: Path) -> Mark | None:
         # fall back to the nearest enclosing value that has a mark
@@ -73,138 +73,236 @@ def format_path(path: Path) -> str:
     return out or "(document)"
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader whose composer we use; construction is ours."""
-
-
 def read_text(path: str) -> str:
+    """The spec's text; refused if it is not a regular file of UTF-8 text no larger than MAX_FILE_BYTES."""
     import os
+    import stat
 
-    if os.path.isdir(path):
-        raise SpecError(f"{path}: is a directory, expected a YAML spec file")
     try:
-        size = os.path.getsize(path)
-        if size > MAX_FILE_BYTES:
-            raise SpecError(f"{path}: file is {size} bytes, larger than the {MAX_FILE_BYTES} a spec may be")
+        st = os.stat(path)
+        if stat.S_ISDIR(st.st_mode):
+            raise SpecError(f"{path}: is a directory, expected a YAML spec file")
+        if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
+            raise SpecError(f"{path}: is not a regular file (a pipe, socket or device), expected a YAML spec file")
         with open(path, "rb") as fh:
-            data = fh.read()
+            data = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(f"{path}: no such file") from None
     except PermissionError:
         raise SpecError(f"{path}: permission denied") from None
     except OSError as e:
         raise SpecError(f"{path}: cannot read: {e.strerror or e}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SpecError(f"{path}: is larger than {MAX_FILE_BYTES // 2**20} MiB, the most a spec may be; "
+                        "draw big weights from the seed instead of writing them out")
     if b"\x00" in data:
         raise SpecError(f"{path}: is a binary file (contains NUL bytes), expected a YAML spec")
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a UTF-8 byte-order mark, as some editors write
     try:
-        text = data.decode("utf-8-sig")
+        text = data[bom:].decode("utf-8")
     except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        raise SpecError(f"{path}:{line}: is not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+        at = bom + e.start
+        line = data[:at].count(b"\n") + 1
+        raise SpecError(f"{path}:{line}: is not UTF-8 text (byte 0x{data[at]:02x} at offset {at})") from None
     if not text.strip():
-        raise SpecError(f"{path}: is empty, expected a YAML mapping with at least 'dims' and 'block'")
+        raise SpecError(f"{path}: is empty, expected a YAML mapping with at least 'dims' and 'input'")
     return text
 
 
+def _parser(text: str) -> Any:
+    """libyaml's parser when PyYAML has it (about 50 times faster), else PyYAML's own: events only, both iterative."""
+    cls = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+    return cls(text)
+
+
 def load(text: str, filename: str) -> tuple[dict[str, Any], Source]:
-    """Compose ``text`` and convert it; the document must be a mapping."""
+    """Build the document from the parser's events; it must be one mapping.
+
+    Composition is ours and iterative: nesting deeper than MAX_DEPTH is refused at the event
+    that opens the level too many, and an alias counts as the values it stands for, so a
+    document that would expand past MAX_EXPANDED_NODES is refused as soon as it gets there,
+    without expanding anything (an aliased value is shared, not copied).
+    """
+    parser = _parser(text)
     try:
-        loader = _Loader(text)
-        try:
-            node = loader.get_single_node()
-        finally:
-            loader.dispose()
+        return _Composer(parser, filename).document()
     except yaml.MarkedYAMLError as e:
-        m = e.problem_mark
-        where = f"{filename}:{m.line + 1}:{m.column + 1}" if m else filename
-        problem = e.problem or "malformed YAML"
-        context = f" ({e.context})" if e.context else ""
-        raise SpecError(f"{where}: YAML syntax error: {problem}{context}") from None
+        raise SpecError(_syntax_message(e, filename)) from None
     except yaml.YAMLError as e:
-        raise SpecError(f"{filename}: YAML error: {e}") from None
-    except RecursionError:
-        raise SpecError(f"{filename}: YAML nesting is too deep (a spec nests at most {MAX_DEPTH} levels)") from None
-    if node is None:
-        raise SpecError(f"{filename}: is empty, expected a YAML mapping with at least 'dims' and 'block'")
-    src = Source(filename, {}, {})
-    if not isinstance(node, yaml.MappingNode):
-        kind = "a list" if isinstance(node, yaml.SequenceNode) else "a single value"
-        raise SpecError(f"{filename}:{node.start_mark.line + 1}:1: the document is {kind}; a spec must be a mapping of keys such as dims, block, weights")
-    size = _expanded_size(node, {}, 0, filename)
-    if size > MAX_EXPANDED_NODES:
-        raise SpecError(
-            f"{filename}: the document expands to {size:,} values (more than {MAX_EXPANDED_NODES:,}); "
-            "anchors and aliases that multiply like this are refused"
-        )
-    value = _convert(node, (), src, 0)
-    return value, src
+        raise SpecError(f"{filename}: YAML error: {' '.join(str(e).split())}") from None
+    finally:
+        parser.dispose()
 
 
-def _expanded_size(node: yaml.Node, memo: dict[int, int], depth: int, filename: str) -> int:
-    """Number of values the node stands for once aliases are expanded (linear time)."""
-    key = id(node)
-    if key in memo:
-        return memo[key]
-    if depth > MAX_DEPTH:
-        m = node.start_mark
-        raise SpecError(f"{filename}:{m.line + 1}:{m.column + 1}: values nest more than {MAX_DEPTH} levels deep")
-    memo[key] = MAX_EXPANDED_NODES + 1  # a cycle (impossible in YAML composition) counts as too big
-    if isinstance(node, yaml.ScalarNode):
-        n = 1
-    elif isinstance(node, yaml.SequenceNode):
-        n = 1
-        for child in node.value:
-            n += _expanded_size(child, memo, depth + 1, filename)
-            if n > MAX_EXPANDED_NODES:
-                break
+def _syntax_message(e: yaml.MarkedYAMLError, filename: str) -> str:
+    m = e.problem_mark or e.context_mark
+    where = f"{filename}:{m.line + 1}:{m.column + 1}" if m else filename
+    problem = e.problem or "malformed YAML"
+    if e.context and problem.startswith("but "):
+        what = f"{e.context} {problem}"  # "expected a single document in the stream but found another document"
+    elif e.context:
+        what = f"{problem} ({e.context})"
     else:
-        n = 1
-        for k, v in node.value:
-            n += _expanded_size(k, memo, depth + 1, filename) + _expanded_size(v, memo, depth + 1, filename)
-            if n > MAX_EXPANDED_NODES:
-                break
-    memo[key] = n
-    return n
+        what = problem
+    cm = e.context_mark
+    if cm is not None and m is not None and cm.line != m.line:
+        what += f"; it started at line {cm.line + 1}, column {cm.column + 1}"
+    return f"{where}: YAML syntax error: {what}"
 
 
-def _convert(node: yaml.Node, path: Path, src: Source, depth: int) -> Any:
-    m = node.start_mark
-    src.marks[path] = Mark(m.line + 1, m.column + 1)
-    where = f"{src.filename}:{m.line + 1}:{m.column + 1}: {format_path(path)}"
-    tag = node.tag or ""
-    if isinstance(node, yaml.ScalarNode):
-        src.raw[path] = node.value
-        return _scalar(node, where)
-    if isinstance(node, yaml.SequenceNode):
-        if tag != _TAG + "seq":
-            raise SpecError(f"{where}: the tag {tag!r} is not allowed; tracer reads plain YAML only")
-        return [_convert(child, path + (i,), src, depth + 1) for i, child in enumerate(node.value)]
-    if isinstance(node, yaml.MappingNode):
-        if tag != _TAG + "map":
-            raise SpecError(f"{where}: the tag {tag!r} is not allowed; tracer reads plain YAML only")
-        out: dict[str, Any] = {}
-        for knode, vnode in node.value:
-            if not isinstance(knode, yaml.ScalarNode) or knode.tag == _TAG + "merge":
-                km = knode.start_mark
-                raise SpecError(f"{src.filename}:{km.line + 1}:{km.column + 1}: {format_path(path)}: keys must be plain names (merge keys '<<' are not supported)")
-            key = knode.value
-            km = knode.start_mark
-            if key in out:
-                first = src.key_marks.get(path + (key,))
-                again = f" (first given at line {first.line})" if first else ""
-                raise SpecError(f"{src.filename}:{km.line + 1}:{km.column + 1}: {format_path(path + (key,))}: duplicate key{again}")
-            src.key_marks[path + (key,)] = Mark(km.line + 1, km.column + 1)
-            out[key] = _convert(vnode, path + (key,), src, depth + 1)
-        return out
-    raise SpecError(f"{where}: unsupported YAML node")
+class _Frame:
+    __slots__ = ("value", "path", "key", "anchor", "start", "is_map")
+
+    def __init__(self, value: Any, path: Path, anchor: str | None, start: int, is_map: bool) -> None:
+        self.value = value
+        self.path = path
+        self.key: str | None = None  # a mapping waiting for the value of this key
+        self.anchor = anchor
+        self.start = start  # values counted before this collection opened
+        self.is_map = is_map
 
 
-def _scalar(node: yaml.ScalarNode, where: str) -> Any:
-    tag, text = node.tag, node.value
+class _Composer:
+    def __init__(self, parser: Any, filename: str) -> None:
+        self.parser = parser
+        self.src = Source(filename, {}, {})
+        self.anchors: dict[str, tuple[Any, int]] = {}  # anchor -> (value, values it stands for)
+        self.count = 0  # values so far, aliases expanded
+        self.aliased = False
+
+    def where(self, mark: Any) -> str:
+        return f"{self.src.filename}:{mark.line + 1}:{mark.column + 1}"
+
+    def document(self) -> tuple[dict[str, Any], Source]:
+        p, name = self.parser, self.src.filename
+        p.get_event()  # stream start
+        if p.check_event(yaml.StreamEndEvent):
+            raise SpecError(f"{name}: is empty, expected a YAML mapping with at least 'dims' and 'input'")
+        p.get_event()  # document start
+        value = self.node()
+        p.get_event()  # document end
+        if not p.check_event(yaml.StreamEndEvent):
+            m = p.peek_event().start_mark
+            raise SpecError(f"{self.where(m)}: a second YAML document ('---'); a spec is one document")
+        if not isinstance(value, dict):
+            kind = "a list" if isinstance(value, list) else ("empty" if value is None else "a single value")
+            m = self.src.marks.get((), Mark(1, 1))
+            raise SpecError(f"{name}:{m.line}:{m.col}: the document is {kind}; a spec must be a mapping of keys such as dims, block, weights")
+        return value, self.src
+
+    def node(self) -> Any:
+        """Read events until one complete node is built; return its value."""
+        p = self.parser
+        stack: list[_Frame] = []
+        while True:
+            ev = p.get_event()
+            if isinstance(ev, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                frame = stack.pop()
+                value = frame.value
+                if frame.anchor is not None:
+                    self.anchors[frame.anchor] = (value, self.count - frame.start)
+            else:
+                path = self.path_of(stack, ev)
+                if path is None:
+                    continue  # a mapping key: stored on its frame
+                m = ev.start_mark
+                self.src.marks[path] = Mark(m.line + 1, m.column + 1)
+                if isinstance(ev, yaml.AliasEvent):
+                    value = self.alias(ev, path)
+                elif isinstance(ev, yaml.ScalarEvent):
+                    self.check_tag(ev, path)
+                    self.src.raw[path] = ev.value
+                    try:
+                        value = self.scalar(ev)
+                    except ValueError as e:
+                        raise SpecError(f"{self.where(m)}: {format_path(path)}: {e}") from None
+                    self.add(1, m)
+                    if ev.anchor is not None:
+                        self.anchors[ev.anchor] = (value, 1)
+                else:
+                    self.check_tag(ev, path)
+                    if len(stack) >= MAX_DEPTH:
+                        raise SpecError(f"{self.where(m)}: {format_path(path)}: values nest more than {MAX_DEPTH} levels deep "
+                                        "(YAML nesting is too deep for a spec: its deepest value is a [B,T,C] matrix inside two mappings)")
+                    self.add(1, m)
+                    is_map = isinstance(ev, yaml.MappingStartEvent)
+                    stack.append(_Frame({} if is_map else [], path, ev.anchor, self.count, is_map))
+                    continue
+            if not stack:
+                return value
+            top = stack[-1]
+            if top.is_map:
+                assert top.key is not None
+                top.value[top.key] = value
+                top.key = None
+            else:
+                top.value.append(value)
+
+    def path_of(self, stack: list[_Frame], ev: Any) -> Path | None:
+        """The path of the node ``ev`` opens; None when ``ev`` is a mapping key (then kept on the frame)."""
+        if not stack:
+            return ()
+        top = stack[-1]
+        if not top.is_map:
+            return top.path + (len(top.value),)
+        if top.key is not None:
+            return top.path + (top.key,)
+        m = ev.start_mark
+        plain_key = isinstance(ev, yaml.ScalarEvent) and ev.tag is None and ev.anchor is None
+        if plain_key and self.resolve(ev) == _TAG + "merge":
+            raise SpecError(f"{self.where(m)}: {format_path(top.path)}: keys must be plain names (merge keys '<<' are not supported)")
+        if not plain_key:
+            raise SpecError(f"{self.where(m)}: {format_path(top.path)}: keys must be plain names "
+                            "(not lists, mappings, anchors or aliases)")
+        key = ev.value
+        if key in top.value:
+            first = self.src.key_marks.get(top.path + (key,))
+            again = f" (first given at line {first.line})" if first else ""
+            raise SpecError(f"{self.where(m)}: {format_path(top.path + (key,))}: duplicate key{again}")
+        self.src.key_marks[top.path + (key,)] = Mark(m.line + 1, m.column + 1)
+        self.add(1, m)
+        top.key = key
+        return None
+
+    def scalar(self, ev: Any) -> Any:
+        text = ev.value
+        if not ev.style:  # plain: numbers first, they are most of a spec
+            if _INT_RE.match(text):
+                return int(text.replace("_", ""))
+            if _FLOAT_RE.match(text):
+                return float(text.replace("_", ""))
+        return _scalar(self.resolve(ev), text, not ev.style)
+
+    def resolve(self, ev: Any) -> str:
+        return str(self.parser.resolve(yaml.ScalarNode, ev.value, ev.implicit))
+
+    def check_tag(self, ev: Any, path: Path) -> None:
+        if ev.tag is not None:  # no tag is needed in a spec: !!python/object and friends are never constructed
+            raise SpecError(f"{self.where(ev.start_mark)}: {format_path(path)}: the tag {ev.tag!r} is not allowed; "
+                            "tracer reads plain YAML only (quote a value to make it text)")
+
+    def alias(self, ev: Any, path: Path) -> Any:
+        if ev.anchor not in self.anchors:
+            raise SpecError(f"{self.where(ev.start_mark)}: {format_path(path)}: the alias *{ev.anchor} refers to no complete "
+                            "anchor before it (an anchor cannot be used inside its own value)")
+        value, size = self.anchors[ev.anchor]
+        self.aliased = True
+        self.add(size, ev.start_mark)
+        return value  # shared, not copied: the validator reads it, nothing writes to it
+
+    def add(self, n: int, mark: Any) -> None:
+        self.count += n
+        if self.count > MAX_EXPANDED_NODES:
+            how = ("once its aliases are expanded; anchors and aliases that multiply like this are refused" if self.aliased
+                   else "; a spec this large cannot be traced here (draw big weights from the seed instead)")
+            raise SpecError(f"{self.where(mark)}: the document has more than {MAX_EXPANDED_NODES:,} values {how}")
+
+
+def _scalar(tag: str, text: str, plain: bool) -> Any:
+    """The value of a scalar YAML resolved to ``tag``; ValueError with a short fact if there is none."""
     if not tag.startswith(_TAG) or tag[len(_TAG):] not in {"str", "int", "float", "bool", "null"}:
-        raise SpecError(f"{where}: the tag {tag!r} is not allowed; tracer reads plain YAML only")
+        raise ValueError(f"the tag {tag!r} is not allowed; tracer reads plain YAML only")
     kind = tag[len(_TAG):]
-    plain = node.style is None
     if kind == "str":
         if plain and _FLOAT_RE.match(text) and any(ch.isdigit() for ch in text):
             return float(text.replace("_", ""))  # 1e-5, 5E-6: numbers, whatever YAML 1.1 says
@@ -228,7 +326,7 @@ def _scalar(node: yaml.ScalarNode, where: str) -> Any:
                 raise ValueError
             return sign * int(t, 10)
         except ValueError:
-            raise SpecError(f"{where}: cannot read {text!r} as an integer") from None
+            raise ValueError(f"cannot read {text!r} as an integer") from None
     # float
     t = text.lower().replace("_", "")
     if t in {".inf", "+.inf"}:
@@ -240,7 +338,7 @@ def _scalar(node: yaml.ScalarNode, where: str) -> Any:
     try:
         return float(t)
     except ValueError:
-        raise SpecError(f"{where}: cannot read {text!r} as a number") from None
+        raise ValueError(f"cannot read {text!r} as a number") from None
 
 
 def is_bool_word(text: str | None) -> bool:

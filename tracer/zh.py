@@ -134,6 +134,8 @@ UI: dict[str, str] = {
     "{name} for sample b={b}, {meaning}:": "样本 b={b} 的 {name}（{meaning}）：",
     "… {n} values": "… 共 {n} 个值",
     "… {n} rows": "… 共 {n} 行",
+    "kept as statistics (--record stats; --keep STAGE keeps one in full):": "只保留了统计量（--record stats；--keep STAGE 可保留某个阶段的全部值）：",
+    "  {name} {shape}: mean {mean}, std {std}, min {min}, max {max}": "  {name} {shape}：均值 {mean}，标准差 {std}，最小 {min}，最大 {max}",
     # violations
     "{kind} violation at stage {stage}": "阶段 {stage} 出现{kind}违规",
     "violation: {kind}": "违规：{kind}",
@@ -266,9 +268,25 @@ TEMPLATES: dict[str, str] = {
     "file is {size} bytes, larger than the {limit} a spec may be": "文件有 {size} 字节，超过了 spec 的上限 {limit}",
     "is a binary file (contains NUL bytes), expected a YAML spec": "是二进制文件（含 NUL 字节），这里需要 YAML spec",
     "is not UTF-8 text (byte {byte} at offset {offset})": "不是 UTF-8 文本（偏移 {offset} 处的字节 {byte}）",
-    "is empty, expected a YAML mapping with at least 'dims' and 'block'": "是空的，这里需要一个至少含 'dims' 和 'block' 的 YAML 映射",
-    "YAML syntax error: {problem}": "YAML 语法错误：{problem}",
-    "YAML error: {problem}": "YAML 错误：{problem}",
+    "is empty, expected a YAML mapping with at least 'dims' and 'input'": "是空的，这里需要一个至少含 'dims' 和 'input' 的 YAML 映射",
+    "is not a regular file (a pipe, socket or device), expected a YAML spec file": "不是普通文件（是管道、套接字或设备），这里需要 YAML spec 文件",
+    "is larger than {n} MiB, the most a spec may be": "超过 {n} MiB，这是 spec 的上限",
+    "draw big weights from the seed instead of writing them out": "大的权重请从 seed 抽取，不要逐个写出",
+    "a second YAML document ('---')": "出现了第二个 YAML 文档（'---'）",
+    "a spec is one document": "一个 spec 只能是一个文档",
+    "values nest more than {n} levels deep (YAML nesting is too deep for a spec: its deepest value is a [B,T,C] matrix inside two mappings)":
+        "数值嵌套超过 {n} 层（对 spec 来说 YAML 嵌套太深：最深的值是两层映射里的 [B,T,C] 矩阵）",
+    "keys must be plain names (not lists, mappings, anchors or aliases)": "键必须是普通名字（不能是列表、映射、锚点或别名）",
+    "tracer reads plain YAML only (quote a value to make it text)": "tracer 只读取普通 YAML（给值加引号即可当作文本）",
+    "the alias *{a} refers to no complete anchor before it (an anchor cannot be used inside its own value)":
+        "别名 *{a} 之前没有完整的锚点（锚点不能在它自己的值里使用）",
+    "the document has more than {n} values once its aliases are expanded": "展开别名后，文档有超过 {n} 个值",
+    "the document has more than {n} values ; a spec this large cannot be traced here (draw big weights from the seed instead)":
+        "文档有超过 {n} 个值；这么大的 spec 无法在这里追踪（大的权重请从 seed 抽取）",
+    "YAML syntax error: {problem!a}; it started at line {l}, column {c}": "YAML 语法错误：{problem}；它从第 {l} 行第 {c} 列开始",
+    "expected {what!t}, received {got!t} (add a vocab list to write tokens as words)": "应为{what}，实际为{got}（若要用词写 token，请加上 vocab 列表）",
+    "YAML syntax error: {problem!a}": "YAML 语法错误：{problem}",
+    "YAML error: {problem!a}": "YAML 错误：{problem}",
     "YAML nesting is too deep (a spec nests at most {n} levels)": "YAML 嵌套太深（spec 最多嵌套 {n} 层）",
     "the document is {kind!t}": "文档是{kind}",
     "the document is {kind!t}; a spec must be a mapping of keys such as dims, block, weights":
@@ -320,7 +338,7 @@ TEMPLATES: dict[str, str] = {
     "step {name} records its attention internals as {prefix}.*, but stage {stage} already exists":
         "步骤 {name} 把注意力内部记录为 {prefix}.*，但阶段 {stage} 已经存在",
     "rename one of the steps": "请给其中一个步骤改名",
-    "a step needs {key} (e.g. {example})": "步骤需要 {key}（例如 {example}）",
+    "a step needs {key} (e.g. {example!a})": "步骤需要 {key}（例如 {example}）",
     "stage {name} is already defined": "阶段 {name} 已经定义过",
     "every step records a stage of its own": "每个步骤记录自己的阶段",
     "unknown op {op}": "未知的 op {op}",
@@ -381,6 +399,36 @@ TEMPLATES: dict[str, str] = {
     "--pos {n} is out of range: T = {t} (positions 0 to {last})": "--pos {n} 超出范围：T = {t}（位置 0 到 {last}）",
     "--steps shows one spec's step list; give one spec (received {n})": "--steps 显示一个 spec 的步骤列表；请只给一个 spec（实际给了 {n} 个）",
     "give at least one spec": "请至少给一个 spec",
+    "--save writes one spec's arrays: give one spec": "--save 写出一个 spec 的数组：请只给一个 spec",
+    "--format csv writes every value of every stage, and --record stats keeps only statistics of the big ones: use --record all or main (or --keep the stages you want)":
+        "--format csv 写出每个阶段的每个值，而 --record stats 对大的阶段只保留统计量：请用 --record all 或 main（或用 --keep 保留想要的阶段）",
+    "{opt} {value}: expected one of {options}": "{opt} {value}：应为 {options} 之一",
+    "{opt} {text}: expected a size such as 4GB, 512MB, 2GiB or a number of bytes, or none for no limit (KB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB powers of 1024)":
+        "{opt} {text}：应为大小，例如 4GB、512MB、2GiB 或字节数，none 表示不设上限（KB、MB、GB、TB 是 1000 的幂；KiB、MiB、GiB、TiB 是 1024 的幂）",
+    "{opt} {text}: the limit must be more than 0 bytes (none turns it off)": "{opt} {text}：上限必须大于 0 字节（none 表示关闭）",
+    "--keep {name}: no such stage": "--keep {name}：没有这个阶段",
+    "this spec's stages: {names}": "这个 spec 的阶段：{names}",
+    "--all shows the attention internals, which --record main does not keep; use --record all or stats, or name the ones to keep with --keep (e.g. --keep attn.scores)":
+        "--all 要显示注意力内部，而 --record main 不保留它们；请用 --record all 或 stats，或用 --keep 指定要保留的（例如 --keep attn.scores）",
+    "this run needs about {need!t}, over --max-memory {limit!a}. Largest: {parts!a}. To record less: {advice!T}; or raise --max-memory if this machine has the memory.":
+        "这次运行约需 {need}，超过 --max-memory {limit}。最大的部分：{parts}。若要少记录：{advice}；或者，如果这台机器有足够的内存，就调高 --max-memory。",
+    "{total} (recorded stages {a}, weights and inputs {b}, working memory {c}, interpreter {d})":
+        "{total}（记录的阶段 {a}，权重和输入 {b}，工作内存 {c}，解释器 {d}）",
+    "{total} (recorded stages {a}, weights and inputs {b}, working memory {c}, interpreter {d}, {extra!a})":
+        "{total}（记录的阶段 {a}，权重和输入 {b}，工作内存 {c}，解释器 {d}，{extra}）",
+    "--record main skips the attention internals (about {n}, {fits!t})": "--record main 不记录注意力内部（约 {n}，{fits}）",
+    "--record stats keeps statistics of big arrays (about {n}, {fits!t})": "--record stats 对大数组只保留统计量（约 {n}，{fits}）",
+    "--record all keeps every stage (about {n}, {fits!t})": "--record all 保留每个阶段（约 {n}，{fits}）",
+    "keep fewer stages in full with --keep": "用 --keep 少保留一些完整的阶段",
+    "none: even --record stats needs about {a}, {b} of it while {stage} runs (the largest array, {label}, has {n} values)":
+        "都不行：即使 --record stats 也约需 {a}，其中 {b} 用在运行 {stage} 时（最大的数组 {label} 有 {n} 个值）",
+    "lower T or B": "请减小 T 或 B",
+    "{path}: ok, needs about {size} to run (--record {r})": "{path}: 通过，运行约需 {size}（--record {r}）",
+    "cannot write {f}: {why}; nothing was written": "无法写入 {f}：{why}；没有写入任何内容",
+    "cannot write there: {f} does not exist": "无法写入：{f} 不存在",
+    "cannot write there: {f} is not a folder": "无法写入：{f} 不是文件夹",
+    "{f} exists and is not an {kind} file; refusing to overwrite it (delete it or choose another name)":
+        "{f} 已存在，且不是 {kind} 文件；拒绝覆盖它（请删除它或换一个名字）",
     "--lang {x}: expected one of zh | en (zh: the book's Chinese, en: English)": "--lang {x}：应为 zh | en 之一（zh：书中的中文，en：英文）",
     "--stage {name}: no stage of that name in {where}": "--stage {name}：{where} 中没有这个名字的阶段",
     "no stage is called {name}": "没有叫 {name} 的阶段",
@@ -690,6 +738,8 @@ FRAGMENTS: dict[str, str] = {
     "encoder layer": "编码器层",
     "decoder layer": "解码器层",
     "{n} weights": "{n} 个权重",
+    "fits": "放得下",
+    "still too much": "仍然太多",
     "queries": "查询",
     "query": "查询",
     "keys": "键",
@@ -739,7 +789,7 @@ FRAGMENTS: dict[str, str] = {
     "a list of {n} layer mapping (one per layer)": "{n} 个层映射组成的列表（每层一个）",
     "a list of {n} layer mappings (one per layer)": "{n} 个层映射组成的列表（每层一个）",
     "a stage name of letters, digits, _ and -": "由字母、数字、_ 和 - 组成的阶段名",
-    "a list of steps such as {example}": "步骤列表，例如 {example}",
+    "a list of steps such as {example!a}": "步骤列表，例如 {example}",
     "token ids or words": "token id 或词",
     "weights": "权重",
     "dims": "维度",

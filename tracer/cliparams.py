@@ -1,0 +1,78 @@
+"""Plain coercion of command-line values, so a run never imports pydantic.
+
+Recent typer (0.2x) coerces every non-boolean parameter through a pydantic
+TypeAdapter.  Importing pydantic and building the adapters costs about 60 ms on
+every call of ``tracer run``, half again what NumPy, PyYAML, rich and typer
+together cost, for parameters that are plain text, whole numbers, flags and lists
+of text.  ``install()`` gives exactly those parameters a plain coercion and leaves
+every other annotation to typer.  On a typer without this machinery it does
+nothing: tracer then just starts a little slower.
+"""
+
+from __future__ import annotations
+
+from typing import Any, get_args, get_origin
+
+_installed = False
+_TRUE = {"1", "true", "t", "yes", "y", "on"}
+_FALSE = {"0", "false", "f", "no", "n", "off"}
+
+
+def _plain(annotation: Any) -> bool:
+    if annotation in (str, int, bool):
+        return True
+    return get_origin(annotation) is list and get_args(annotation) in ((str,), (int,))
+
+
+def install() -> None:
+    global _installed
+    if _installed:
+        return
+    try:
+        from typer import core
+        from typer._click.exceptions import BadParameter
+        from typer._coercion import RuntimeParam, TypeDescriptor
+    except ImportError:  # an older typer: coercion goes through click's own types, no pydantic
+        return
+    original = getattr(core, "build_runtime_param", None)
+    if original is None:
+        return
+
+    def leaf(kind: type, value: Any, param: Any, ctx: Any) -> Any:
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if kind is str:
+            return str(value)
+        if kind is bool:
+            if isinstance(value, bool):
+                return value
+            word = str(value).strip().lower()
+            if word in _TRUE | _FALSE:
+                return word in _TRUE
+            raise BadParameter(f"{value!r} is not true or false.", ctx=ctx, param=param)
+        if isinstance(value, int):
+            return int(value)
+        try:
+            return int(str(value).strip().replace("_", ""), 10)
+        except ValueError:
+            raise BadParameter(f"{value!r} is not a whole number.", ctx=ctx, param=param) from None
+
+    class PlainRuntimeParam(RuntimeParam):
+        def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+            annotation = self.annotation
+            if get_origin(annotation) is list:
+                (kind,) = get_args(annotation)
+                items = value if isinstance(value, (list, tuple)) else [value]
+                return [leaf(kind, item, param, ctx) for item in items]
+            return leaf(annotation, value, param, ctx)
+
+    def build_runtime_param(descriptor: TypeDescriptor) -> Any:
+        info = descriptor.parameter_info
+        simple = (getattr(info, "parser", None) is None and getattr(info, "min", None) is None
+                  and getattr(info, "max", None) is None and descriptor.file_annotation is None)
+        if simple and _plain(descriptor.annotation):
+            return PlainRuntimeParam(parameter_info=info, annotation=descriptor.annotation)
+        return original(descriptor)
+
+    core.build_runtime_param = build_runtime_param
+    _installed = True

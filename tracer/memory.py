@@ -1,0 +1,357 @@
+"""How much memory a run will take, worked out from the spec alone: no NumPy, nothing allocated.
+
+A run holds, at its peak:
+- the interpreter with NumPy, rich, typer and PyYAML loaded (INTERPRETER_BYTES);
+- the values given inline in the spec, as Python lists (PY_VALUE_BYTES each);
+- the weights and the inputs as arrays;
+- every recorded stage: in full, as statistics plus the value at the table's (b, t), or not at all,
+  as the RecordPolicy says (``--record all|main|stats`` and ``--keep``);
+- the working memory of the most demanding step: arrays a step computes that are not recorded
+  in full but are alive while it runs (the attention scores and weights under ``--record main``,
+  a stage kept as statistics until the last step that reads it), and each kernel's temporaries.
+
+Attention is what grows: its scores and weights are [B,H,T,T], B * H * T^2 values each, so
+T = 1024 with 12 heads is 100 MB per array in float64 and T = 100000 is 960 GB.  The executor's
+Recorder keeps each stage as ``plan_stages`` says, so the estimate and what is recorded cannot
+drift apart.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import NamedTuple
+
+from .blocks import ATTN_MEANINGS, Step, internal_prefix
+from .errors import UsageError
+from .spec import Spec, shape_label
+
+RECORD_MODES = ("all", "main", "stats")
+DEFAULT_MAX_MEMORY = "4GB"
+STATS_MIN_VALUES = 1 << 16  # under --record stats, smaller arrays are kept in full: statistics would save little
+INTERPRETER_BYTES = 64 * 2**20  # Python with NumPy, rich, typer and PyYAML imported (see benchmarks/memory.py)
+PY_VALUE_BYTES = 32  # one number given inline: a pointer in its list and a float object
+JSON_VALUE_BYTES = 64  # one value written by --json: a Python float from tolist() and its text
+STATS_BYTES = 256  # shape, mean, std, min, max of one stage
+SUMMARY_TEMP_BYTES = 2 * 8 * 2**20  # statistics are taken over blocks of 1M values: two float64 temporaries
+ITEMSIZE = {"float64": 8, "float32": 4}
+
+_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9, "t": 10**12, "tb": 10**12,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str, option: str = "--max-memory") -> int | None:
+    """'4GB', '512MB', '2GiB', '1.5G', '1000000' (bytes) -> bytes; 'none' -> no limit."""
+    if text.strip().lower() in ("none", "unlimited"):
+        return None
+    m = _SIZE_RE.match(text)
+    unit = m.group(2).lower() if m else ""
+    if not m or unit not in _UNITS:
+        raise UsageError(f"{option} {text!r}: expected a size such as 4GB, 512MB, 2GiB or a number of bytes, or none for no limit "
+                         "(KB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB powers of 1024)")
+    size = int(float(m.group(1)) * _UNITS[unit])
+    if size <= 0:
+        raise UsageError(f"{option} {text!r}: the limit must be more than 0 bytes (none turns it off)")
+    return size
+
+
+def format_size(n: int | float) -> str:
+    for unit, scale in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if n >= scale:
+            v = n / scale
+            return f"{v:.3g} {unit}" if v < 1000 else f"{v:,.0f} {unit}"
+    return f"{int(n)} B"
+
+
+class RecordPolicy(NamedTuple):  # NamedTuples, not dataclasses, here: a tenth of the import time
+    """What the Recorder keeps of each stage: 'full', 'stats' or 'skip'."""
+
+    mode: str = "all"  # all | main | stats
+    keep: frozenset[str] = frozenset()  # stages kept in full whatever the mode
+    b: int = 0  # under stats, the sample and position whose value is kept for the table
+    t: int = 0
+
+    def how(self, name: str, internal: bool, values: int, final: bool) -> str:
+        if name in self.keep:
+            return "full"
+        if self.mode == "main" and internal:
+            return "skip"
+        if self.mode == "stats" and not final and values >= STATS_MIN_VALUES:
+            return "stats"  # the block output (the table's matrix) is always kept in full
+        return "full"
+
+
+class PlannedStage(NamedTuple):
+    name: str
+    axes: tuple[str, ...]
+    shape: tuple[int, ...]
+    itemsize: int
+    internal: bool
+    how: str  # full | stats | skip
+    alias: bool = False  # the same memory as an input, a weight or an earlier stage: costs nothing more
+
+    @property
+    def values(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def full_bytes(self) -> int:
+        return 0 if self.alias else self.values * self.itemsize
+
+    @property
+    def kept_bytes(self) -> int:
+        if self.how == "full":
+            return self.full_bytes
+        if self.how == "stats":
+            return STATS_BYTES + math.prod(n for _, n in _value_axes(self.axes, self.shape)) * self.itemsize
+        return 0
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {shape_label(self.axes, self.shape)}"
+
+
+def _value_axes(axes: tuple[str, ...], shape: tuple[int, ...]) -> list[tuple[str, int]]:
+    """The axes left in a stage's value at one (b, t): B and the first position axis are fixed."""
+    out, seen_t = [], False
+    for a, n in zip(axes, shape):
+        if a == "B" or (a in ("T", "S") and not seen_t):
+            seen_t = seen_t or a != "B"
+            continue
+        out.append((a, n))
+    return out
+
+
+ALIAS_OPS = ("identity", "select", "input", "position_table")  # their stage is a view of an array that exists anyway
+ATTENTION_OPS = ("mha", "cross_mha")
+
+
+def stage_names(spec: Spec) -> list[str]:
+    """Every stage a run records under --record all, in order."""
+    return [s.name for s in plan_stages(spec, RecordPolicy())]
+
+
+def _internals(step: Step) -> list[str]:
+    prefix = internal_prefix(step)
+    return [f"{prefix}.{key}" for key in ATTN_MEANINGS] if step.op in ATTENTION_OPS else []
+
+
+def plan_stages(spec: Spec, policy: RecordPolicy) -> list[PlannedStage]:
+    """The stages the executor records, with their shapes, in order, and how each is kept."""
+    itemsize = ITEMSIZE[spec.dtype]
+    final = spec.steps[-1].name if spec.steps else ""
+    out: list[PlannedStage] = []
+    by_name: dict[str, PlannedStage] = {}
+
+    def add(name: str, internal: bool = False, alias_of: str | None = None) -> None:
+        axes, shape = spec.stage_shapes[name]
+        how = policy.how(name, internal, math.prod(shape), name == final)
+        # An alias costs nothing more, unless it keeps in full an array its source let go.
+        source = by_name.get(alias_of) if alias_of else None
+        alias = alias_of == "" or (source is not None and (source.how == "full" or how != "full"))
+        stage = PlannedStage(name, tuple(axes), tuple(shape), itemsize, internal, how, alias)
+        out.append(stage)
+        by_name[name] = stage
+
+    for step in spec.steps:
+        for name in _internals(step):
+            add(name, internal=True)
+        if step.op in ("input", "position_table"):
+            add(step.name, alias_of="")  # the input, or rows of the position table: counted with them
+        elif step.op in ALIAS_OPS:
+            add(step.name, alias_of=step.inputs[0])
+        else:
+            add(step.name)
+    return out
+
+
+class Estimate:
+    def __init__(self, spec: Spec, policy: RecordPolicy, stages: list[PlannedStage], weights: int, spec_values: int,
+                 working: int, working_at: str) -> None:
+        self.spec = spec
+        self.policy = policy
+        self.stages = stages
+        self.weights = weights  # weights and inputs as arrays
+        self.spec_values = spec_values
+        self.working = working  # the largest working memory of one step
+        self.working_at = working_at  # which step, and what it holds
+        self.extra: dict[str, int] = {}  # --json, --verify
+        self.interpreter = INTERPRETER_BYTES
+
+    @property
+    def recorded(self) -> int:
+        return sum(s.kept_bytes for s in self.stages)
+
+    @property
+    def total(self) -> int:
+        return self.interpreter + self.spec_values + self.weights + self.recorded + self.working + sum(self.extra.values())
+
+    def largest(self, n: int = 3) -> list[tuple[str, int]]:
+        parts = [(f"{s.label} ({'statistics and one slice' if s.how == 'stats' else 'recorded'})", s.kept_bytes)
+                 for s in self.stages if s.kept_bytes]
+        parts.append(("weights and inputs", self.weights))
+        parts.append((f"working memory of {self.working_at}", self.working))
+        parts += list(self.extra.items())
+        return sorted((p for p in parts if p[1]), key=lambda p: -p[1])[:n]
+
+    def breakdown(self) -> str:
+        return (f"{format_size(self.total)} (recorded stages {format_size(self.recorded)}, weights and inputs {format_size(self.weights)}, "
+                f"working memory {format_size(self.working)}, interpreter {format_size(self.interpreter)}"
+                + "".join(f", {k} {format_size(v)}" for k, v in self.extra.items()) + ")")
+
+
+def _input_sizes(spec: Spec) -> dict[str, tuple[int, int]]:
+    """Each input stream: (values, bytes per value) as an array."""
+    d, out = spec.dims, {}
+    for stream, inp in spec.inputs().items():
+        n = (d.S or 0) if stream == "source" else d.T
+        if inp.kind == "tokens":
+            out[stream] = (d.B * n, 8)
+        else:
+            out[stream] = (d.B * n * d.C, ITEMSIZE[spec.dtype])
+    return out
+
+
+def _given_values(spec: Spec) -> int:
+    n = sum(math.prod(w.given_shape or w.shape) for w in spec.weights.values() if w.source == "given")
+    for stream, inp in spec.inputs().items():
+        if inp.value != "random":
+            n += _input_sizes(spec)[stream][0]
+    return n
+
+
+def _op_temporaries(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    """Bytes a kernel holds beyond its inputs, its output and its recorded internals, at its peak."""
+    op = step.op
+    if op == "rms_norm":
+        return in_bytes  # the squares before their mean, then x / rms
+    if op in ("layer_norm", "batch_norm"):
+        return 2 * in_bytes  # x - mean and its squares, then (x - mean) / std
+    if op in ATTENTION_OPS:
+        axes, shape = spec.stage_shapes[f"{internal_prefix(step)}.scores"]
+        T, S = shape[-2], shape[-1]
+        extra = 2 * T * S + out_bytes  # the mask (bool, and its complement) and weights @ V before the heads merge
+        if step.base is not None:
+            extra += 2 * out_bytes  # rotary positions: turned copies of q and k
+        return extra
+    if op in ("ffn", "ffn_hidden"):
+        F = spec.dims.F
+        hidden = out_bytes // (spec.dims.C if op == "ffn" else F) * F  # [B,T,F]
+        act = step.activation or "relu"
+        per = {"relu": 0, "gelu_tanh": 3, "swiglu": 3}.get(act, 0)
+        extra = per * hidden
+        if act == "gelu":  # math.erf through frompyfunc: an object array of Python floats
+            extra = hidden // ITEMSIZE[spec.dtype] * (PY_VALUE_BYTES + 8) + 2 * hidden
+        if op == "ffn":
+            extra += hidden  # the hidden layer itself is not a stage of this step
+        return extra
+    return 0
+
+
+def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
+    """The most memory one step holds beyond what is recorded in full, and which step."""
+    by_name = {s.name: s for s in stages}
+    order = {s.name: i for i, s in enumerate(stages)}
+
+    def transient(name: str) -> int:  # alive while computed and read, whether recorded or not
+        s = by_name[name]
+        return 0 if s.how == "full" or s.alias else s.values * s.itemsize
+
+    # Loading: a drawn weight is made from raw 64-bit words, then doubles (then float32 if asked).
+    itemsize = ITEMSIZE[spec.dtype]
+    drawn = [math.prod(w.shape) for w in spec.weights.values() if w.source == "seed"]
+    drawn += [n for stream, (n, _) in _input_sizes(spec).items() if spec.inputs()[stream].value == "random"]
+    biggest = max(drawn, default=0)
+    best = (biggest * (16 + (itemsize if itemsize != 8 else 0)), "loading the weights")
+    summary = SUMMARY_TEMP_BYTES if any(s.how == "stats" for s in stages) else 0  # summarising works in blocks
+
+    last_use: dict[str, int] = {}
+    for i, step in enumerate(spec.steps):
+        for name in step.inputs:
+            last_use[name] = i
+    for i, step in enumerate(spec.steps):
+        alive = sum(transient(n) for n, last in last_use.items()
+                    if last >= i and n in by_name and order[n] < order[step.name])
+        own = transient(step.name) + sum(transient(n) for n in _internals(step)) + summary
+        in_bytes = sum(by_name[n].values * by_name[n].itemsize for n in step.inputs if n in by_name)
+        own += _op_temporaries(spec, step, in_bytes, by_name[step.name].values * by_name[step.name].itemsize)
+        if alive + own > best[0]:
+            held = "scores and weights" if step.op in ATTENTION_OPS else "its temporaries"
+            best = (alive + own, f"step {step.name} ({held})")
+    return best
+
+
+def estimate(spec: Spec, policy: RecordPolicy, as_json: bool = False, visible: set[str] | None = None, verify: bool = False) -> Estimate:
+    """What a run of ``spec`` under ``policy`` will hold at its peak (see the module's docstring)."""
+    itemsize = ITEMSIZE[spec.dtype]
+    stages = plan_stages(spec, policy)
+    weights = sum(math.prod(w.shape) for w in spec.weights.values()) * itemsize
+    weights += sum(n * size for n, size in _input_sizes(spec).values())
+    working, working_at = _working(spec, stages)
+    est = Estimate(spec, policy, stages, weights, _given_values(spec) * PY_VALUE_BYTES, working, working_at)
+    if as_json:
+        shown = [s for s in stages if s.how == "full" and (visible is None or s.name in visible)]
+        est.extra["--json output"] = sum(s.values for s in shown) * JSON_VALUE_BYTES
+    if verify:
+        est.extra["--verify reference"] = sum(math.prod(w.shape) for w in spec.weights.values()) * PY_VALUE_BYTES
+    return est
+
+
+def check(est: Estimate, limit: int | None, limit_text: str) -> None:
+    """Refuse a run whose estimate is over ``limit``, naming the largest parts and how to record less."""
+    if limit is None or est.total <= limit:
+        return
+    spec = est.spec
+    parts = "; ".join(f"{label} {format_size(n)}" for label, n in est.largest(3))
+    advice = []
+    floor = estimate(spec, RecordPolicy("stats", frozenset(), est.policy.b, est.policy.t))
+    if floor.total > limit:
+        biggest = max(floor.stages, key=lambda s: s.values)
+        advice.append(f"none: even --record stats needs about {format_size(floor.total)}, {format_size(floor.working)} of it "
+                      f"while {floor.working_at} runs (the largest array, {biggest.label}, has {biggest.values:,} values); "
+                      "lower T or B")
+    else:
+        for mode, what in (("main", "skips the attention internals"), ("stats", "keeps statistics of big arrays")):
+            if est.policy.mode == mode:
+                continue
+            alt = estimate(spec, RecordPolicy(mode, est.policy.keep, est.policy.b, est.policy.t), "--json output" in est.extra,
+                           verify="--verify reference" in est.extra)
+            fits = "fits" if alt.total <= limit else "still too much"
+            advice.append(f"--record {mode} {what} (about {format_size(alt.total)}, {fits})")
+        if est.policy.keep:
+            advice.append("keep fewer stages in full with --keep")
+    raise UsageError(
+        f"{spec.path}: this run needs about {est.breakdown()}, over --max-memory {limit_text}"
+        f"{'' if format_size(limit).replace(' ', '') == limit_text else f' ({format_size(limit)})'}. Largest: {parts}. "
+        f"To record less: {'; '.join(advice)}; or raise --max-memory if this machine has the memory."
+    )
+
+
+def policy_for(spec: Spec, record: str, keep: list[str] | None, b: int, t: int, show_all: bool = False) -> RecordPolicy:
+    """Check --record and --keep (and --all) against the spec's stages and build the policy."""
+    if record not in RECORD_MODES:
+        raise UsageError(f"--record {record!r}: expected one of {' | '.join(RECORD_MODES)}")
+    names = stage_names(spec)
+    for name in keep or []:
+        if name not in names:
+            import difflib
+
+            close = difflib.get_close_matches(name, names, n=1)
+            hint = f"did you mean {close[0]!r}?" if close else f"this spec's stages: {', '.join(names)}"
+            raise UsageError(f"--keep {name!r}: no such stage; {hint}")
+    policy = RecordPolicy(record, frozenset(keep or ()), b, t)
+    if show_all and not any(s.internal and s.how != "skip" for s in plan_stages(spec, policy)) and record == "main":
+        raise UsageError("--all shows the attention internals, which --record main does not keep; "
+                         "use --record all or stats, or name the ones to keep with --keep (e.g. --keep attn.scores)")
+    return policy
+
+
+def check_run(spec: Spec, policy: RecordPolicy, max_memory: str, as_json: bool = False, show_all: bool = False,
+              verify: bool = False) -> Estimate:
+    """Estimate a run and refuse it (UsageError, exit 2) if it needs more than --max-memory."""
+    limit = parse_size(max_memory)
+    visible = None if show_all else {s.name for s in plan_stages(spec, policy) if not s.internal}
+    est = estimate(spec, policy, as_json=as_json, visible=visible, verify=verify)
+    check(est, limit, max_memory)
+    return est
