@@ -90,6 +90,7 @@ def test_unknown_language_is_exit_2_with_a_message():
 @pytest.mark.parametrize("command", [
     ["run", "specs/ch17-prenorm.yaml"], ["diff", "specs/ch17-prenorm.yaml", "specs/ch17-postnorm.yaml"],
     ["probe", "specs/ch17-prenorm.yaml"], ["graph", "specs/ch17-prenorm.yaml"], ["stages"],
+    ["validate", "specs/ch17-prenorm.yaml"],
 ])
 def test_every_command_that_prints_words_takes_lang(command):
     en = run_app(*command, "--lang", "en")
@@ -376,6 +377,12 @@ COVERED = [
     "verify: skipped: T = 5 runs past the position table's T_max = 3 rows",
     "perturbing positions 1..4 changed stage norm1 at position 0 by up to 1.09: position 0 depends on later ones, although the mask is causal",
     "first diverging stage: norm1 (differs, largest |A - B| = 1.99999 at b=0, t=1, c=0; at b=0, t=0 the two agree); 8 of 11 stages differ; structure differs; settings differ: block.norm_order",
+    "spec.yaml:4:1: a second YAML document ('---'); a spec is one document",
+    "spec.yaml:1:11: dims.C: the tag '!custom' is not allowed; tracer reads plain YAML only (quote a value to make it text)",
+    "--max-memory 'lots': expected a size such as 4GB, 512MB, 2GiB or a number of bytes, or none for no limit (KB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB powers of 1024)",
+    "--keep 'nrom1': no such stage; did you mean 'norm1'?",
+    "--save out/trace.npz: cannot write there: 'out' does not exist",
+    "specs/ch17-prenorm.yaml: ok, needs about 67.1 MB to run (--record all)",
 ]
 NOT_COVERED = [  # English on purpose: a sentence tracer does not know, and PyYAML's own words inside a covered one
     "something tracer never says",
@@ -513,3 +520,19 @@ def test_zh_export_keeps_the_caption_on_one_line():
     assert caption in text.splitlines()
     table = [line for line in text.splitlines() if line.startswith("│")]
     assert cell_len(table[0]) < cell_len(caption)  # the case that used to wrap
+
+
+def test_validate_in_zh(tmp_path):
+    bad = write_spec(tmp_path, "dims: {C: 3, H: 2, F: 3}\ninput: {tokens: [0]}\nseed: 0\n")
+    res = run_cli("validate", "specs/ch17-prenorm.yaml", str(bad), *ZH)
+    assert res.returncode == 2
+    good, wrong = res.stdout.splitlines()
+    assert re.fullmatch(r"specs/ch17-prenorm\.yaml: 通过，运行约需 [\d.]+ [KMG]?B（--record all）", good), good
+    assert wrong == f"{bad}:1:17: dims.H: H = 2 必须整除 C = 3（每个头的宽度是 d = C / H）"
+
+
+def test_memory_refusal_in_zh():
+    res = run_cli("run", "specs/gpt2-block.yaml", "--max-memory", "400MB", *ZH)
+    assert res.returncode == 2
+    assert res.stderr.startswith("tracer: 错误：specs/gpt2-block.yaml: 这次运行约需 ")
+    assert "超过 --max-memory 400MB。最大的部分：attn.scores [B,H,T,T] = [1,12,1024,1024]" in res.stderr

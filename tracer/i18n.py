@@ -253,7 +253,8 @@ def _line(line: str) -> str:
     return indent + prefix + (found if found is not None else body)
 
 
-_LOCATION = r"(?P<head>[^\s:]+(?::\d+){1,2}|.+?:\d+(?::\d+)?|[^\s:]+): (?P<rest>.+)"
+# what may lead a message and is kept as it is: file:line:col, a field path, an option with its value (--save out.npz)
+_LOCATION = r"(?P<head>[^\s:]+(?::\d+){1,2}|.+?:\d+(?::\d+)?|--[\w-]+ [^\s:]+|[^\s:]+): (?P<rest>.+)"
 
 
 def _translate(text: str, depth: int) -> str | None:
