@@ -16,9 +16,10 @@ English is the key and the fallback.  Three kinds of text are translated, all at
   entries.  A meaning a spec writes itself is printed as written.
 - sentences built elsewhere (spec errors, violations, notes, diff, probe, graph): ``message(text)``
   matches the English against the templates of ``zh.TEMPLATES``, whose placeholders carry
-  file:line:col, field paths, shapes and values over verbatim.  A leading ``file:line:col:`` or
-  ``field.path:`` is kept as it is and the rest translated; a sentence no template covers stays
-  English.
+  file:line:col, field paths, shapes and values over verbatim.  A leading ``file:line:col:``,
+  ``field.path:`` or ``--option value:`` is kept as it is and the rest translated; sentences
+  joined by '; ' are translated one by one; ``zh.FRAGMENTS`` ('a mapping', 'boolean yes') are
+  only tried inside a field marked ``!t``.  A sentence no template covers stays English.
 
 Machine output (JSON, CSV) never goes through here: its keys, status words and messages are
 English in every language, so scripts do not depend on the locale.  Nothing here imports
