@@ -169,7 +169,6 @@ UI: dict[str, str] = {
     "pass": "通过",
     "fail": "不通过",
     "not applicable": "不适用",
-    "causality ": "因果性",
     "permutation equivariance": "置换等变性",
     # tracer stages
     "formula": "公式",
