@@ -12,7 +12,6 @@ medians are compared.  Prints the ratio tracer / PyTorch (the target is at most 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import sys
 import time
@@ -39,7 +38,7 @@ def main() -> int:
     from tracer.spec import load_spec
 
     spec = load_spec(args.spec)
-    spec = dataclasses.replace(spec, dtype=args.dtype)
+    spec = spec._replace(dtype=args.dtype)
     d = spec.dims
     threads = torch.get_num_threads()
     tdtype = {"float64": torch.float64, "float32": torch.float32}[args.dtype]

@@ -284,10 +284,8 @@ def test_dims_follow_from_the_chapter_spec():
 
 
 def test_spec_is_frozen():
-    import dataclasses
-
     spec = load_text(MIN)
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    with pytest.raises(AttributeError):  # Spec is a NamedTuple (cheaper to create at every start than a dataclass)
         spec.dims = spec.dims  # type: ignore[misc]
     with pytest.raises(AttributeError):  # Dims is a NamedTuple (cheaper to import than a dataclass): frozen too
         spec.dims.C = 4  # type: ignore[misc]

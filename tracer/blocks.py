@@ -12,15 +12,12 @@ a spec's shapes are checked before anything runs.  Nothing here imports NumPy.
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 Shape = tuple[tuple[str, ...], tuple[int, ...]]  # (axis letters, sizes)
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at every start; variants via _replace
     name: str  # the stage this step records
     op: str  # an op of OPS
     inputs: tuple[str, ...]  # stage names read
@@ -167,8 +164,7 @@ PRESETS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM}
 DECODER_PRESETS: dict[str, tuple[Step, ...]] = {"pre": DECODER_PRE_NORM, "post": DECODER_POST_NORM}
 
 
-@dataclass(frozen=True)
-class StackSettings:  # a dataclass: callers derive variants with dataclasses.replace
+class StackSettings(NamedTuple):  # variants via _replace
     """What a stack's steps take from the spec's block (or encoder/decoder) section."""
 
     norm: str = "layernorm"  # layernorm | rmsnorm | batchnorm
@@ -200,7 +196,7 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                 changes["base"] = s.position_base
         if step.op == "cross_mha":
             changes["mask"] = "none"
-        out.append(dataclasses.replace(step, **changes) if changes else step)
+        out.append(step._replace(**changes) if changes else step)
     return tuple(out)
 
 
@@ -224,8 +220,8 @@ def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: st
             return lp + stage
 
         for step in template:
-            steps.append(dataclasses.replace(
-                step, name=lp + step.name, inputs=tuple(rename(s) for s in step.inputs),
+            steps.append(step._replace(
+                name=lp + step.name, inputs=tuple(rename(s) for s in step.inputs),
                 weights=(lp + step.weights) if step.weights else None,
             ))
         layer_input = steps[-1].name

@@ -136,7 +136,7 @@ def build() -> list[StageInfo]:
 
     # before the block: tokens or x, learned or sinusoidal positions, or none (rotary acts inside attention)
     for uses_tokens, positions in ((True, "learned"), (False, "learned"), (True, "sinusoidal"), (True, "none"), (True, "rotary")):
-        steps, _ = blocks.entry("", "tokens" if uses_tokens else "x", dataclasses.replace(plain, positions=positions), uses_tokens)
+        steps, _ = blocks.entry("", "tokens" if uses_tokens else "x", plain._replace(positions=positions), uses_tokens)
         entries += _infos(before, steps, _shapes(steps, {}))
 
     layer, shapes = _layer(blocks.PRE_NORM, plain)
@@ -153,7 +153,7 @@ def build() -> list[StageInfo]:
 
     # encoder-decoder: the encoder reads the source (S positions), the decoder's layers read the encoder output
     for side, stream, pos in (("encoder.", "source", "S"), ("decoder.", "target", "T")):
-        steps, _ = blocks.entry(side, stream, dataclasses.replace(plain, positions="sinusoidal"), True)
+        steps, _ = blocks.entry(side, stream, plain._replace(positions="sinusoidal"), True)
         shapes = _shapes(steps, {}, pos)
         entries += _infos(seq2seq, steps, shapes)
     seen: set[tuple[str, str, str]] = set()

@@ -7,7 +7,6 @@ Exit codes: 0 clean, 1 a violation was flagged, 2 the spec or the command line
 is wrong, 3 an internal error (a bug in tracer).
 """
 
-import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -235,7 +234,7 @@ def run(
 
             picked = resolve(load_spec(specs[0]), attention_stage or [])  # an unknown stage is exit 2 before anything runs
             drawn = tuple(f"{internal_prefix(st)}.weights" for st in picked)  # the picture needs them, whatever --record says
-            opts = dataclasses.replace(opts, keep=opts.keep + drawn)
+            opts = opts._replace(keep=opts.keep + drawn)
         outcome = runs.trace_one(specs[0], opts)
         if form == "table":
             from . import render

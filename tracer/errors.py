@@ -6,8 +6,6 @@ file, line, field and shapes.  Nothing here imports NumPy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 EXIT_OK = 0
 EXIT_VIOLATION = 1  # a broadcast / axis / causality / position / nonfinite rule was broken
 EXIT_USAGE = 2  # the spec or the command line is wrong
@@ -38,17 +36,21 @@ class ShapeError(TracerError):
     exit_code = EXIT_USAGE
 
 
-@dataclass
 class Violation:
     """A rule NumPy would let slide: recorded, rendered, and mapped to exit 1."""
 
-    kind: str  # broadcast | axis | causality | position | nonfinite
-    stage: str
-    message: str
-    shapes: dict[str, str] = field(default_factory=dict)
-    rule: str = ""  # the contract that was broken
-    numpy_would: str = ""  # what NumPy would have done instead of failing
-    why: str = ""  # why that is wrong here
+    def __init__(self, kind: str, stage: str, message: str, shapes: dict[str, str] | None = None, rule: str = "",
+                 numpy_would: str = "", why: str = "") -> None:
+        self.kind = kind  # broadcast | axis | causality | position | nonfinite
+        self.stage = stage
+        self.message = message
+        self.shapes = dict(shapes or {})
+        self.rule = rule  # the contract that was broken
+        self.numpy_would = numpy_would  # what NumPy would have done instead of failing
+        self.why = why  # why that is wrong here
+
+    def __repr__(self) -> str:
+        return f"Violation({self.kind!r}, {self.stage!r}, {self.message!r})"
 
     def as_json(self) -> dict[str, object]:
         return {"kind": self.kind, "stage": self.stage, "message": self.message, "shapes": dict(self.shapes)}

@@ -9,7 +9,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -101,12 +100,12 @@ def without_positions_or_mask(spec: Spec) -> Spec:
         if step.op in ("position_table", "sinusoidal"):
             continue
         if step.op == "add_position":
-            step = dataclasses.replace(step, op="identity", inputs=step.inputs[:1])
+            step = step._replace(op="identity", inputs=step.inputs[:1])
         elif step.op in ("mha", "cross_mha"):
-            step = dataclasses.replace(step, mask="none", base=None)
+            step = step._replace(mask="none", base=None)
         steps.append(step)
-    blk = dataclasses.replace(spec.block, positions="none", mask="none", mask_matrix=None)
-    return dataclasses.replace(spec, block=blk, steps=tuple(steps))
+    blk = spec.block._replace(positions="none", mask="none", mask_matrix=None)
+    return spec._replace(block=blk, steps=tuple(steps))
 
 
 def permutation(spec: Spec) -> Property:

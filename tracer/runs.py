@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -40,8 +39,7 @@ def output_format(fmt: str | None, as_json: bool) -> str:
     return "json" if as_json else (fmt or "table")
 
 
-@dataclass(frozen=True)
-class RunOptions:
+class RunOptions(NamedTuple):
     batch: int = 0
     pos: int = 0
     precision: int = 6
@@ -59,8 +57,7 @@ class RunOptions:
     form: str = "table"  # the output format (the memory estimate counts what --format json writes)
 
 
-@dataclass
-class Outcome:
+class Outcome(NamedTuple):
     """One spec's run: its trace, or the error that stopped it."""
 
     path: str
@@ -156,9 +153,9 @@ def attempt(path: str, opts: RunOptions) -> Outcome:
         return Outcome(path, EXIT_INTERNAL, error=f"internal error: {type(e).__name__}: {e} (a bug in tracer; please report it)")
 
 
-@dataclass
 class Summary:
-    outcomes: list[Outcome] = field(default_factory=list)
+    def __init__(self, outcomes: list[Outcome] | None = None) -> None:
+        self.outcomes: list[Outcome] = list(outcomes or [])
 
     @property
     def exit_code(self) -> int:

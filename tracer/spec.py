@@ -10,9 +10,7 @@ norm, output head), every stage's shape inferred, and every weight checked.
 
 from __future__ import annotations
 
-import difflib
 import math
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from . import blocks, yamlio
@@ -64,8 +62,7 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
         return out
 
 
-@dataclass(frozen=True)
-class BlockSpec:
+class BlockSpec(NamedTuple):
     """One stack's settings (the decoder-only model's block, or the encoder's / decoder's)."""
 
     norm_order: str  # pre | post | custom (block.steps given)
@@ -100,8 +97,7 @@ class InputSpec(NamedTuple):
     value: Any  # nested list [B][T] of ints, [B][T][C] of floats, or "random"
 
 
-@dataclass(frozen=True)
-class Spec:
+class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at every start; variants via _replace
     path: str
     name: str
     dims: Dims
@@ -138,6 +134,12 @@ class Spec:
         if self.vocab is None or inp is None or inp.kind != "tokens" or inp.value == "random":
             return None
         return [[self.vocab[t] for t in row] for row in inp.value]
+
+
+def _close_matches(word: str, options: list[str], n: int = 1, cutoff: float = 0.5) -> list[str]:
+    import difflib  # only on the error path: a valid spec never needs a suggestion
+
+    return difflib.get_close_matches(word, options, n=n, cutoff=cutoff)
 
 
 def load_spec(path: str) -> Spec:
@@ -208,7 +210,7 @@ class _Validator:
             raise self.fail(path, f"expected a mapping of {what}, received {self.received(path, mapping)}")
         for key in mapping:
             if key not in allowed:
-                close = difflib.get_close_matches(str(key), [str(a) for a in allowed], n=1, cutoff=0.5)
+                close = _close_matches(str(key), [str(a) for a in allowed], n=1, cutoff=0.5)
                 hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
                 raise self.fail_key(path + (key,), f"unknown key {key!r}{hint}")
         return mapping
@@ -473,7 +475,7 @@ class _Validator:
             raise self.fail(path + ("name",), f"stage {name!r} is already defined; every step records a stage of its own")
         user_ops = tuple(k for k, v in OPS.items() if v.user)
         if isinstance(raw["op"], str) and raw["op"] not in user_ops:
-            close = difflib.get_close_matches(raw["op"], list(user_ops), n=1, cutoff=0.5)
+            close = _close_matches(raw["op"], list(user_ops), n=1, cutoff=0.5)
             hint = f"; did you mean {close[0]!r}?" if close else f"; known ops: {', '.join(user_ops)}"
             raise self.fail(path + ("op",), f"unknown op {raw['op']!r}{hint}")
         op = self.choice(raw["op"], path + ("op",), user_ops)
@@ -485,7 +487,7 @@ class _Validator:
             ipath = path + (("in", j) if isinstance(raw["in"], list) else ("in",))
             if i not in shapes:
                 known = [k for k in shapes if "." not in k]
-                close = difflib.get_close_matches(str(i), known, n=1, cutoff=0.5)
+                close = _close_matches(str(i), known, n=1, cutoff=0.5)
                 hint = f"; did you mean {close[0]!r}?" if close else f"; stages so far: {', '.join(known)}"
                 raise self.fail(ipath, f"no stage {i!r} before this step{hint}")
         weights = raw.get("weights")
@@ -552,7 +554,7 @@ class _Validator:
             if vocab is not None and (isinstance(v, (str, bool)) or (word is not None and word in index and not isinstance(v, int))):
                 w = word if word is not None else str(v)
                 if w not in index:
-                    close = difflib.get_close_matches(w, list(index), n=1, cutoff=0.5)
+                    close = _close_matches(w, list(index), n=1, cutoff=0.5)
                     hint = f"; did you mean {close[0]!r}?" if close else f"; the vocab has {len(index)} words"
                     raise self.fail(p, f"{w!r} is not in the vocab{hint}")
                 return index[w]
@@ -723,7 +725,7 @@ class _Validator:
                     unused = self.unused_reason(str(key), path, block, encoder)
                     if unused:
                         raise self.fail_key(path + (key,), unused)
-                    close = difflib.get_close_matches(str(key), [str(k) for k in expect], n=1, cutoff=0.5)
+                    close = _close_matches(str(key), [str(k) for k in expect], n=1, cutoff=0.5)
                     hint = f"; did you mean {close[0]!r}?" if close else (f"; the model reads: {', '.join(map(str, expect))}" if expect else "")
                     what = "weight group" if isinstance(sub, dict) else "weight"
                     raise self.fail_key(path + (key,), f"{what} {key!r} is given but nothing in the model reads it{hint}")
