@@ -140,3 +140,10 @@ def test_reference_detects_a_wrong_numpy_value():
     assert check.stages["norm2"] == pytest.approx(1e-9, rel=1e-3)
     assert check.stages["output"] < 1e-12
     assert np.isclose(check.max_abs_diff, 1e-9, rtol=1e-3)
+
+
+def test_nan_from_numpy_where_the_reference_has_a_number_is_a_disagreement():
+    import math
+
+    assert reference.max_abs_diff([math.nan, 1.0], [0.5, 1.0]) == math.inf
+    assert reference.max_abs_diff([1.0, 2.0], [math.nan, 2.0]) == 0.0  # the reference's NaN marks "not computed"

@@ -23,7 +23,7 @@ class Verification:
     def as_json(self) -> dict[str, object]:
         p = self.plan
         return {
-            "max_abs_diff": self.max_abs_diff,
+            "max_abs_diff": self.max_abs_diff if self.stages else None,  # null: nothing was verified
             "stages": dict(self.stages),
             "full": p.full,
             "samples": list(p.samples),
