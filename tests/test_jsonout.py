@@ -140,3 +140,11 @@ def test_errors_leave_stdout_empty(tmp_path):
     write_spec(tmp_path, "dims: {C: 3, H: 2, F: 3}\ninput: {tokens: [0]}\nseed: 0\n")
     r = run_cli("run", "spec.yaml", "--json", cwd=tmp_path)
     assert r.returncode == 2 and r.stdout == "" and "dims.H: H = 2 must divide C = 3" in r.stderr
+
+
+def test_an_encoder_decoder_document_names_both_stacks():
+    r = run_cli("run", "specs/encoder-decoder.yaml", "--json")
+    assert r.returncode == 0, r.stderr
+    doc = strict_loads(r.stdout)
+    assert doc["model"] == "encoder-decoder"
+    assert doc["encoder"]["mask"] == "none" and doc["block"]["mask"] == "causal"  # the spec leaves both masks to their defaults

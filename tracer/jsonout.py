@@ -5,7 +5,8 @@ Schema (stable; documented in README):
      "spec": {"path", "name"},
      "ok": bool,                       # false when a violation was flagged
      "dims": {"B","T","C","H","F","d", "V"?, "T_max"?},
-     "block": {"norm_order","mask","eps","final_norm","positions"},
+     "block": {"norm_order","mask","eps","final_norm","positions"},   # an encoder-decoder's decoder
+     "model", "encoder": {...}         # encoder-decoder only: "encoder-decoder" and the encoder's settings
      "steps": [{"name","op","inputs","weights"}],
      "stages": [{"name","meaning","shape","axes","values"}],
                                        # --record stats: "values" null and "stats"
@@ -67,6 +68,10 @@ def steps_json(spec: Spec) -> list[dict[str, Any]]:
              "shape": list(spec.stage_shapes[s.name][1]), "axes": list(spec.stage_shapes[s.name][0])} for s in spec.steps]
 
 
+def _block_json(blk: Any) -> dict[str, Any]:
+    return {"norm_order": blk.norm_order, "mask": blk.mask, "eps": blk.eps, "final_norm": blk.final_norm, "positions": blk.positions}
+
+
 def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None = None,
                weights: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
     spec = trace.spec
@@ -76,11 +81,14 @@ def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None 
         "spec": {"path": spec.path, "name": spec.name},
         "ok": trace.ok,
         "dims": spec.dims.as_dict(),
-        "block": {"norm_order": blk.norm_order, "mask": blk.mask, "eps": blk.eps, "final_norm": blk.final_norm, "positions": blk.positions},
+        "block": _block_json(blk),
         "steps": steps_json(spec),
         "stages": [stage_json(s) for s in stages],
         "violations": [v.as_json() for v in trace.violations],
     }
+    if spec.encoder is not None:  # an encoder-decoder: "block" holds the decoder's settings
+        out["model"] = spec.model
+        out["encoder"] = _block_json(spec.encoder)
     if verify is not None:
         out["verify"] = verify
     out["dtype"] = spec.dtype
