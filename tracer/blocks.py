@@ -271,6 +271,14 @@ ATTN_MEANINGS: dict[str, str] = {
 }
 
 
+ENCODER = "encoder."  # the prefix of every encoder stage of an encoder-decoder
+
+
+def position_axis(stage: str) -> str:
+    """The axis a stage's positions run along: S (the source) for an encoder stage, else T."""
+    return "S" if stage.startswith(ENCODER) else "T"
+
+
 def internal_prefix(step: Step) -> str:
     """Internals of a step named 'attention' are '<prefix>attn.*', of 'cross_attention' '<prefix>cross.*'."""
     head, _, last = step.name.rpartition(".")
