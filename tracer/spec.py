@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from . import blocks, yamlio
 from .blocks import ACTIVATIONS, GROUP_KEYS, NORMS, OPS, TABLES, Shape, StackSettings, Step, group_kind, output_shape
+from .blocks import shape_label as shape_label  # re-exported: the modules above spec import it from here
 from .errors import SpecError
 from .yamlio import Path, Source, format_path
 
@@ -151,10 +152,6 @@ def load_spec(path: str) -> Spec:
 def load_spec_text(text: str, filename: str = "<spec>") -> Spec:
     doc, src = yamlio.load(text, filename)
     return _Validator(src).spec(doc)
-
-
-def shape_label(axes: tuple[str, ...], shape: tuple[int, ...]) -> str:
-    return f"[{','.join(axes)}] = [{','.join(str(n) for n in shape)}]"
 
 
 def group_yaml_path(group: str) -> Path:
