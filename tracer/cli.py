@@ -87,18 +87,19 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
 
 
 def _error(message: str) -> None:
-    from .i18n import message as translated
-    from .i18n import tr
-
-    sys.stderr.write(f"{tr('tracer: error: ')}{translated(message)}\n")
-    sys.stderr.flush()
+    _say("tracer: error: ", message)
 
 
 def _note(text: str) -> None:
-    from .i18n import message as translated
-    from .i18n import tr
+    _say("tracer: note: ", text)
 
-    sys.stderr.write(f"{tr('tracer: note: ')}{translated(text)}\n")
+
+def _say(lead: str, text: str) -> None:
+    """One diagnostic line on stderr, lead and message in the chosen language."""
+    from .i18n import message, tr
+
+    sys.stderr.write(f"{tr(lead)}{message(text)}\n")
+    sys.stderr.flush()
 
 
 def _version(value: bool) -> None:
