@@ -271,6 +271,14 @@ ATTN_MEANINGS: dict[str, str] = {
 }
 
 
+ENCODER = "encoder."  # the prefix of every encoder stage of an encoder-decoder
+
+
+def position_axis(stage: str) -> str:
+    """The axis a stage's positions run along: S (the source) for an encoder stage, else T."""
+    return "S" if stage.startswith(ENCODER) else "T"
+
+
 def internal_prefix(step: Step) -> str:
     """Internals of a step named 'attention' are '<prefix>attn.*', of 'cross_attention' '<prefix>cross.*'."""
     head, _, last = step.name.rpartition(".")
@@ -315,15 +323,15 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int], pos: str =
         if op == "add_position":
             return a_axes, a
         if len(a) != len(b) or not all(x == y or 1 in (x, y) for x, y in zip(a, b)):
-            raise ValueError(f"cannot add {_label(a_axes, a)} and {_label(b_axes, b)}: NumPy cannot broadcast them either")
+            raise ValueError(f"cannot add {shape_label(a_axes, a)} and {shape_label(b_axes, b)}: NumPy cannot broadcast them either")
         return a_axes, tuple(max(x, y) for x, y in zip(a, b))
     if op in ("mha", "cross_mha", "ffn", "ffn_hidden"):
         if op == "mha" and shape[1] != sizes[axes[1]]:
-            raise ValueError(f"mha reads all {axes[1]} = {sizes[axes[1]]} positions (its mask is [{axes[1]},{axes[1]}]), received {_label(axes, shape)}")
+            raise ValueError(f"mha reads all {axes[1]} = {sizes[axes[1]]} positions (its mask is [{axes[1]},{axes[1]}]), received {shape_label(axes, shape)}")
         if op == "cross_mha":
             m_axes, m_shape = ins[1]
             if m_axes[-1:] != ("C",) or len(m_axes) != 3 or m_shape[0] != shape[0]:
-                raise ValueError(f"cross_mha reads memory [B,S,C], received {_label(m_axes, m_shape)}")
+                raise ValueError(f"cross_mha reads memory [B,S,C], received {shape_label(m_axes, m_shape)}")
         if op == "ffn_hidden":
             return axes[:-1] + ("F",), shape[:-1] + (sizes["F"],)
         return axes, shape
@@ -340,7 +348,7 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int], pos: str =
     if op == "select":
         assert step.axis is not None and step.start is not None and step.stop is not None
         if step.axis not in axes:
-            raise ValueError(f"select along {step.axis}, but the input is {_label(axes, shape)}")
+            raise ValueError(f"select along {step.axis}, but the input is {shape_label(axes, shape)}")
         i = axes.index(step.axis)
         if not 0 <= step.start < step.stop <= shape[i]:
             raise ValueError(f"select {step.start}:{step.stop} along {step.axis}, which has size {shape[i]}")
@@ -352,8 +360,8 @@ def _need_width(op: str, axes: tuple[str, ...], shape: tuple[int, ...], letter: 
     """The op's weights are sized for a full last axis: a slice of it (select along C or F) does not fit."""
     if len(axes) != 3 or axes[-1] != letter or shape[-1] != sizes[letter]:
         raise ValueError(f"{op} reads [B,{axes[1] if len(axes) == 3 else 'T'},{letter}] with {letter} = {sizes[letter]}, "
-                         f"received {_label(axes, shape)}")
+                         f"received {shape_label(axes, shape)}")
 
 
-def _label(axes: tuple[str, ...], shape: tuple[int, ...]) -> str:
+def shape_label(axes: tuple[str, ...], shape: tuple[int, ...]) -> str:
     return f"[{','.join(axes)}] = [{','.join(str(n) for n in shape)}]"

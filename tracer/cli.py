@@ -87,18 +87,19 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
 
 
 def _error(message: str) -> None:
-    from .i18n import message as translated
-    from .i18n import tr
-
-    sys.stderr.write(f"{tr('tracer: error: ')}{translated(message)}\n")
-    sys.stderr.flush()
+    _say("tracer: error: ", message)
 
 
 def _note(text: str) -> None:
-    from .i18n import message as translated
-    from .i18n import tr
+    _say("tracer: note: ", text)
 
-    sys.stderr.write(f"{tr('tracer: note: ')}{translated(text)}\n")
+
+def _say(lead: str, text: str) -> None:
+    """One diagnostic line on stderr, lead and message in the chosen language."""
+    from .i18n import message, tr
+
+    sys.stderr.write(f"{tr(lead)}{message(text)}\n")
+    sys.stderr.flush()
 
 
 def _version(value: bool) -> None:
@@ -162,13 +163,21 @@ StageOption = Annotated[list[str] | None, typer.Option(
     "--stage", "-s", autocompletion=complete_stage, show_default=False,
     help="Only this stage (repeatable), in every format; internals such as attn.weights may be named too.")]
 
+PrecisionOption = Annotated[int, typer.Option("--precision", "-p", help="Decimals printed (0 to 17).")]
+NoColorOption = Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")]
+
+
+def check_precision(precision: int) -> None:
+    if not 0 <= precision <= 17:
+        raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
+
 
 @app.command()
 def run(
     specs: Annotated[list[str], typer.Argument(metavar="SPEC", help="The YAML spec(s) to trace. With more than one: a status line each and a summary.", show_default=False)],
     pos: Annotated[int, typer.Option("--pos", "-t", help="Position whose values the table shows.")] = 0,
     batch: Annotated[int, typer.Option("--batch", "-b", help="Sample whose values the table shows.")] = 0,
-    precision: Annotated[int, typer.Option("--precision", "-p", help="Decimals printed (0 to 17).")] = 6,
+    precision: PrecisionOption = 6,
     show_all: Annotated[bool, typer.Option("--all", help="Also show attention internals (attn.q, attn.k, ...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object (schema_version 1) per spec.")] = False,
     fmt: FormatOption = None,
@@ -178,7 +187,7 @@ def run(
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Record NumPy's result at a violation and go on, flagging every violation.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a violation was flagged (for scripts that only collect reports).")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="Print the step list the spec runs, with each stage's shape, and exit.")] = False,
-    no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
+    no_color: NoColorOption = False,
     with_weights: Annotated[bool, typer.Option("--with-weights", help="With --json: also write every weight, so `tracer diff` can name the weight that differs.")] = False,
     attention: Annotated[bool, typer.Option("--attention", help="Draw the first attention stage's weights as heatmaps (one panel per head) instead of the table.")] = False,
     attention_stage: Annotated[list[str] | None, typer.Option("--attention-stage", metavar="NAME", help="Draw this attention stage (e.g. blocks.1.attention, decoder.blocks.0.cross_attention, or all); repeatable; implies --attention.", show_default=False)] = None,
@@ -200,8 +209,7 @@ def run(
         from . import runs
 
         form = runs.output_format(fmt, as_json)
-        if not 0 <= precision <= 17:
-            raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
+        check_precision(precision)
         if with_weights and form != "json":
             raise UsageError("--with-weights only changes the JSON output: give --json (or --format json) too")
         if verify and verify_budget < 1:
@@ -349,13 +357,13 @@ def diff(
     rtol: Annotated[float, typer.Option("--rtol", help="Relative tolerance (see --atol).")] = 1e-9,
     pos: Annotated[int, typer.Option("--pos", "-t", help="Position whose values the table shows.")] = 0,
     batch: Annotated[int, typer.Option("--batch", "-b", help="Sample whose values the table shows.")] = 0,
-    precision: Annotated[int, typer.Option("--precision", "-p", help="Decimals printed (0 to 17).")] = 6,
+    precision: PrecisionOption = 6,
     show_all: Annotated[bool, typer.Option("--all", help="Also compare attention internals (attn.q, attn.k, ...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object instead of the tables.")] = False,
     fmt: FormatOption = None,
     stage: StageOption = None,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Compare even when a side has a violation (else exit 2).")] = False,
-    no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
+    no_color: NoColorOption = False,
     svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)] = None,
     html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)] = None,
     lang: LangOption = None,
@@ -371,8 +379,7 @@ def diff(
         from .runs import output_format
 
         form = output_format(fmt, as_json)
-        if not 0 <= precision <= 17:
-            raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
+        check_precision(precision)
         targets = export_targets(svg, html, [a, b], form)
         result = diffing.diff(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
                               only=tuple(stage or ()))
@@ -392,7 +399,7 @@ def diff(
 @app.command()
 def graph(
     spec: Annotated[str, typer.Argument(help="The YAML spec of the block to draw.", show_default=False)],
-    no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
+    no_color: NoColorOption = False,
     svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write the drawing as an SVG picture.", show_default=False)] = None,
     html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write the drawing as an HTML page.", show_default=False)] = None,
     lang: LangOption = None,
@@ -525,7 +532,7 @@ def stages(
                                                help="Only this stage (blocks.3.norm1 finds norm1).")] = None,
     fmt: FormatOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
-    no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")] = False,
+    no_color: NoColorOption = False,
     lang: LangOption = None,
 ) -> None:
     """List every stage name a trace can record, with its meaning, formula and shape."""

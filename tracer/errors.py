@@ -72,13 +72,3 @@ class BrokenContract(Exception):
         self.why = why
         self.rule = rule
         self.axes = axes or {}  # axis letters of operands whose letters the kernel knows (a bias: its [F] or [C])
-
-
-class ViolationError(TracerError):
-    """Raised by a kernel check; the executor records it and stops (or goes on)."""
-
-    exit_code = EXIT_VIOLATION
-
-    def __init__(self, violation: Violation) -> None:
-        super().__init__(violation.message)
-        self.violation = violation

@@ -174,4 +174,3 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("modern", "RMSNorm, rotary positions, SwiGLU (a LLaMA-style decoder layer)", MODERN),
     Preset("encoder-decoder", "an encoder-decoder with cross-attention (the guide, section 9)", ENCODER_DECODER),
 )}
-NAMES = tuple(PRESETS)

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from .blocks import ATTN_MEANINGS, Step, internal_prefix
+from .blocks import ATTN_MEANINGS, Step, internal_prefix, position_axis
 from .spec import Spec, shape_label
 
 Vec = list[float]
@@ -199,7 +199,7 @@ class Reference:
         for b in samples:
             stages: dict[str, dict[int, Any]] = {}
             for step in self.spec.steps:
-                pos = list(range(self.spec.dims.S or 0)) if step.name.startswith("encoder.") else positions
+                pos = list(range(self.spec.dims.S or 0)) if position_axis(step.name) == "S" else positions
                 self.step(step, b, pos, stages)
             for name, by_pos in stages.items():
                 for t, value in by_pos.items():
@@ -278,7 +278,7 @@ class Reference:
         if step.mask == "explicit":
             blk = self.spec.block_for(step.name)
             explicit = blk.mask_matrix
-        n_keys = (self.spec.dims.S or 0) if cross else (self.spec.dims.S or 0) if step.name.startswith("encoder.") else self.spec.dims.T
+        n_keys = (self.spec.dims.S or 0) if cross or position_axis(step.name) == "S" else self.spec.dims.T
         scale = 1.0 / math.sqrt(d)
         scores, weights, heads, out = {}, {}, {}, {}
         for t in positions:

@@ -20,7 +20,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .blocks import ACTIVATION_NAMES, ATTN_MEANINGS, OPS, Step, internal_prefix
+from .blocks import ACTIVATION_NAMES, ATTN_MEANINGS, ENCODER, OPS, Step, internal_prefix, position_axis
 from .i18n import meaning, message, tr
 from .spec import Spec, shape_label
 
@@ -169,7 +169,7 @@ class Graph:
         return FORMULAS[step.op].format(
             x=x, a=x, b=ins[1] if len(ins) > 1 else "", hidden=hidden_formula(step) if step.op in ("ffn", "ffn_hidden") else "", axis=step.axis or "C", out=step.out or "C",
             start=step.start, stop=step.stop, stream=step.stream or "x", base=step.base or 0.0,
-            pos="S" if step.name.startswith("encoder.") else "T",
+            pos=position_axis(step.name),
         )
 
     def warning(self, step: Step) -> str:
@@ -311,12 +311,12 @@ class Graph:
 
     def exit_section(self, stack: str, steps: list[Step]) -> Section:
         s = self.plain_section(stack, f"after the {'stack' if self.layers(stack) > 1 else 'block'}", "exit", steps)
-        if stack == "encoder.":
+        if stack == ENCODER:
             s.note = f"{steps[-1].name} is the memory: every cross-attention of the decoder reads its keys and values from it."
         return s
 
     def layers(self, stack: str) -> int:
-        blk = self.spec.encoder if stack == "encoder." and self.spec.encoder else self.spec.block
+        blk = self.spec.encoder if stack == ENCODER and self.spec.encoder else self.spec.block
         return blk.layers
 
     def sections(self) -> list[Section]:

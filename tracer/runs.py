@@ -52,7 +52,7 @@ class RunOptions(NamedTuple):
     verify_budget: int = 60_000_000  # scalar operations the reference may take (--verify-budget)
     record: str = "all"  # --record all | main | stats
     keep: tuple[str, ...] = ()  # --keep: stages kept in full whatever --record says
-    max_memory: str = "4GB"  # --max-memory (memory.DEFAULT_MAX_MEMORY)
+    max_memory: str = memory.DEFAULT_MAX_MEMORY  # --max-memory
     save: str | None = None  # --save FILE.npz
     form: str = "table"  # the output format (the memory estimate counts what --format json writes)
 

@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from . import blocks, yamlio
 from .blocks import ACTIVATIONS, GROUP_KEYS, NORMS, OPS, TABLES, Shape, StackSettings, Step, group_kind, output_shape
+from .blocks import shape_label as shape_label  # re-exported: the modules above spec import it from here
 from .errors import SpecError
 from .yamlio import Path, Source, format_path
 
@@ -120,7 +121,7 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
 
     def block_for(self, stage: str) -> BlockSpec:
         """The settings of the stack a stage belongs to: the encoder's for 'encoder.*' stages."""
-        return self.encoder if self.encoder is not None and stage.startswith("encoder.") else self.block
+        return self.encoder if self.encoder is not None and blocks.position_axis(stage) == "S" else self.block
 
     def inputs(self) -> dict[str, InputSpec]:
         """The spec's inputs by stream name (what embed/input steps read)."""
@@ -151,10 +152,6 @@ def load_spec(path: str) -> Spec:
 def load_spec_text(text: str, filename: str = "<spec>") -> Spec:
     doc, src = yamlio.load(text, filename)
     return _Validator(src).spec(doc)
-
-
-def shape_label(axes: tuple[str, ...], shape: tuple[int, ...]) -> str:
-    return f"[{','.join(axes)}] = [{','.join(str(n) for n in shape)}]"
 
 
 def group_yaml_path(group: str) -> Path:
@@ -414,12 +411,12 @@ class _Validator:
         if model == "encoder-decoder":
             assert encoder is not None
             es = encoder.settings()
-            entry, x = blocks.entry("encoder.", "source", es, True)
+            entry, x = blocks.entry(blocks.ENCODER, "source", es, True)
             layer = blocks.configure(blocks.PRESETS[encoder.norm_order], es, preset=True)
-            body, last = blocks.expand(layer, "encoder.", encoder.layers, x, None, plain=False)
+            body, last = blocks.expand(layer, blocks.ENCODER, encoder.layers, x, None, plain=False)
             steps += entry + body
             if encoder.final_norm:
-                steps.append(blocks.final_norm("encoder.", last, es))
+                steps.append(blocks.final_norm(blocks.ENCODER, last, es))
                 last = steps[-1].name
             memory = last
             ds = block.settings()
@@ -446,10 +443,9 @@ class _Validator:
         sizes = dims.as_dict()
         shapes: dict[str, Shape] = {}
         for step in steps:
-            pos = "S" if step.name.startswith("encoder.") else "T"
             ins = [shapes[i] for i in step.inputs]
             try:
-                shapes[step.name] = output_shape(step, ins, sizes, pos)
+                shapes[step.name] = output_shape(step, ins, sizes, blocks.position_axis(step.name))
             except ValueError as e:
                 if step.name.endswith("final_norm") and step.op in NORMS.values():
                     raise self.fail(("block", "final_norm"), f"the final normalisation reads the last step, {step.inputs[0]}: {e}") from None

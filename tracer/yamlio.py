@@ -30,7 +30,6 @@ _INT_RE = re.compile(r"^[-+]?[0-9][0-9_]*$")
 _FLOAT_RE = re.compile(r"^[-+]?(?:\d[\d_]*\.?[\d_]*|\.\d[\d_]*)(?:[eE][-+]?\d+)?$")
 _TAG = "tag:yaml.org,2002:"
 _BOOL_TRUE = {"true", "yes", "on", "y"}
-_BOOL_FALSE = {"false", "no", "off", "n"}
 
 
 class Mark(NamedTuple):  # NamedTuple and a plain class here, not dataclasses: start-up time (see cliparams)
@@ -339,7 +338,3 @@ def _scalar(tag: str, text: str, plain: bool) -> Any:
         return float(t)
     except ValueError:
         raise ValueError(f"cannot read {text!r} as a number") from None
-
-
-def is_bool_word(text: str | None) -> bool:
-    return text is not None and text.lower() in _BOOL_TRUE | _BOOL_FALSE
