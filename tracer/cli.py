@@ -165,6 +165,10 @@ StageOption = Annotated[list[str] | None, typer.Option(
 
 PrecisionOption = Annotated[int, typer.Option("--precision", "-p", help="Decimals printed (0 to 17).")]
 NoColorOption = Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")]
+PosOption = Annotated[int, typer.Option("--pos", "-t", help="Position whose values the table shows.")]
+BatchOption = Annotated[int, typer.Option("--batch", "-b", help="Sample whose values the table shows.")]
+SvgOption = Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)]
+HtmlOption = Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)]
 
 
 def check_precision(precision: int) -> None:
@@ -175,8 +179,8 @@ def check_precision(precision: int) -> None:
 @app.command()
 def run(
     specs: Annotated[list[str], typer.Argument(metavar="SPEC", help="The YAML spec(s) to trace. With more than one: a status line each and a summary.", show_default=False)],
-    pos: Annotated[int, typer.Option("--pos", "-t", help="Position whose values the table shows.")] = 0,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Sample whose values the table shows.")] = 0,
+    pos: PosOption = 0,
+    batch: BatchOption = 0,
     precision: PrecisionOption = 6,
     show_all: Annotated[bool, typer.Option("--all", help="Also show attention internals (attn.q, attn.k, ...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object (schema_version 1) per spec.")] = False,
@@ -191,8 +195,8 @@ def run(
     with_weights: Annotated[bool, typer.Option("--with-weights", help="With --json: also write every weight, so `tracer diff` can name the weight that differs.")] = False,
     attention: Annotated[bool, typer.Option("--attention", help="Draw the first attention stage's weights as heatmaps (one panel per head) instead of the table.")] = False,
     attention_stage: Annotated[list[str] | None, typer.Option("--attention-stage", metavar="NAME", help="Draw this attention stage (e.g. blocks.1.attention, decoder.blocks.0.cross_attention, or all); repeatable; implies --attention.", show_default=False)] = None,
-    svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)] = None,
-    html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)] = None,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
     max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = DEFAULT_MAX_MEMORY,
     record: Annotated[str, typer.Option("--record", metavar="all|main|stats", help="Keep every stage (all), skip the attention internals (main), or keep statistics of big arrays (stats).")] = "all",
     keep: Annotated[list[str] | None, typer.Option("--keep", metavar="STAGE", help="Keep this stage in full whatever --record says (repeatable).")] = None,
@@ -355,8 +359,8 @@ def diff(
     b: Annotated[str, typer.Argument(metavar="B", help="Side B: a YAML spec, or a saved JSON trace.", show_default=False)],
     atol: Annotated[float, typer.Option("--atol", help="Absolute tolerance: equal when |A - B| <= atol + rtol * max(|A|, |B|).")] = 1e-9,
     rtol: Annotated[float, typer.Option("--rtol", help="Relative tolerance (see --atol).")] = 1e-9,
-    pos: Annotated[int, typer.Option("--pos", "-t", help="Position whose values the table shows.")] = 0,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Sample whose values the table shows.")] = 0,
+    pos: PosOption = 0,
+    batch: BatchOption = 0,
     precision: PrecisionOption = 6,
     show_all: Annotated[bool, typer.Option("--all", help="Also compare attention internals (attn.q, attn.k, ...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object instead of the tables.")] = False,
@@ -364,8 +368,8 @@ def diff(
     stage: StageOption = None,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Compare even when a side has a violation (else exit 2).")] = False,
     no_color: NoColorOption = False,
-    svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)] = None,
-    html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)] = None,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
     lang: LangOption = None,
 ) -> None:
     """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
