@@ -357,10 +357,11 @@ class Folder(Checkpoint):
                 if not isinstance(weight_map, dict):
                     raise CheckpointError(f"{index}: expected a 'weight_map' of tensor names to shard files")
                 self.where = {str(k): str(v) for k, v in weight_map.items()}
+                self.main = index
                 return
         for name in self.SINGLE:
             if os.path.isfile(os.path.join(path, name)):
-                self.single = name
+                self.main = os.path.join(path, name)
                 self.where = dict.fromkeys(self.shard(name).keys(), name)
                 return
         found = ", ".join(sorted(os.listdir(path))[:8]) or "nothing"
@@ -423,5 +424,7 @@ def open_checkpoint(path: str) -> Checkpoint:
 
 
 def file_of(ckpt: Checkpoint, key: str) -> str:
-    """The file that holds ``key`` (the shard, for a sharded folder)."""
-    return ckpt.file_of(key) if isinstance(ckpt, Folder) else ckpt.path
+    """The file that holds ``key`` (the shard, for a sharded folder; the index, or model.safetensors, if none does)."""
+    if isinstance(ckpt, Folder):
+        return ckpt.file_of(key) if key in ckpt.where else ckpt.main
+    return ckpt.path
