@@ -308,9 +308,14 @@ class TorchFile(Checkpoint):
                     raise
                 sd = torch.load(path, map_location="cpu", weights_only=True)  # the legacy format cannot be memory-mapped
         except Exception as e:  # torch raises UnpicklingError, RuntimeError, EOFError, ... for a bad file
-            first = " ".join(str(e).split())[:200]
+            if type(e).__name__ == "UnpicklingError":
+                raise CheckpointError(f"{path}: holds Python objects other than tensors, which torch.load(weights_only=True) refuses "
+                                      "to unpickle (and tracer never unpickles otherwise); save the model's state_dict() instead") from None
+            import re
+
+            first = re.sub(r"\x1b\[[0-9;]*m", "", " ".join(str(e).split()))[:160]
             raise CheckpointError(f"{path}: cannot be read as a PyTorch state dict with weights_only=True ({type(e).__name__}: {first}); "
-                                  "the file is truncated, corrupt, or holds more than tensors") from None
+                                  "the file is truncated or corrupt") from None
         if isinstance(sd, dict) and len(sd) == 1 and isinstance(next(iter(sd.values())), dict):
             sd = next(iter(sd.values()))  # {"state_dict": {...}} or {"model": {...}}
         if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
