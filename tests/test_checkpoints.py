@@ -116,7 +116,8 @@ def test_layer_zero_reads_only_layer_zero(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(formats.SafetensorsFile, "raw", lambda self, key: read.append(key) or real(self, key))
     trace = executor.run(load_spec(str(spec)))
     assert trace.ok and read
-    assert all(k.startswith(("transformer.h.0.", "transformer.wte", "transformer.wpe")) for k in read), read
+    # wte is not read whole: no tied head reads it, so only the rows of the 4 tokens are (test_an_untied_run_...)
+    assert all(k.startswith(("transformer.h.0.", "transformer.wpe")) for k in read), read
     assert len(read) == len(set(read))  # the packed q, k, v tensor is read once for the three of them
 
 

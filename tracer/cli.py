@@ -526,7 +526,8 @@ def new(
 
 @app.command("import")
 def import_(
-    checkpoint: Annotated[str, typer.Argument(help="A Hugging Face model folder, or a .safetensors, .npz or PyTorch .pt/.bin file.", show_default=False)],
+    checkpoint: Annotated[str, typer.Argument(metavar="CHECKPOINT", show_default=False,
+                                              help="A Hugging Face model folder, or a .safetensors, .npz or PyTorch .pt/.bin file.")],
     output: Annotated[str | None, typer.Option("--output", "-o", show_default=False,
                                                help="Write the spec to this file (replacing only a spec tracer import wrote) instead of stdout.")] = None,
     layout: Annotated[str | None, typer.Option("--layout", metavar="gpt2|torch|...", show_default=False,
