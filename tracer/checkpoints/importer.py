@@ -133,7 +133,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     lines.append("dims:")
     lines += _mapping("  ", dims, notes)
     lines.append(_line("dtype: float64", _dtype_note(cfg.dtype)))
-    lines.append(_line("seed: 0", "draws the random input" + ("" if cfg.embedding_given or not from_tokens else " and the embedding table")))
+    lines.append(_line("seed: 0", "draws any random input" + ("" if cfg.embedding_given or not from_tokens else " and the embedding table")))
     block = dict(cfg.block, layers=n)
     if not from_tokens:
         block["positions"] = "none"
