@@ -72,6 +72,9 @@ class Checkpoint:
     def __contains__(self, key: str) -> bool:
         return key in self.keys()
 
+    def release(self) -> None:
+        """Let go of memory maps made while reading: the file's pages then stop counting in the run's memory."""
+
     def raw(self, key: str) -> np.ndarray:
         """The tensor as stored (bfloat16 already widened to float32); may be a read-only memory map."""
         raise NotImplementedError
@@ -200,6 +203,9 @@ class SafetensorsFile(Checkpoint):
         if len(data) != width * len(rows):
             raise CheckpointError(f"{self.path}: tensor {key!r} is cut short; the file is truncated")
         return _widen(np.frombuffer(data, dtype=stored).reshape(len(rows), *info.shape[1:]), info.dtype)
+
+    def release(self) -> None:
+        self._handle = None  # safe_open maps the whole file; tensors already read are copies
 
     def raw(self, key: str) -> np.ndarray:
         if self.info(key).dtype == "bfloat16":
@@ -451,6 +457,10 @@ class Folder(Checkpoint):
 
     def raw(self, key: str) -> np.ndarray:
         return self.shard(self.where[key]).raw(key)
+
+    def release(self) -> None:
+        for shard in self.shards.values():
+            shard.release()
 
     def rows(self, key: str, rows: list[int]) -> np.ndarray:
         return self.shard(self.where[key]).rows(key, rows)

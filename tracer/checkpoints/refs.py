@@ -133,11 +133,14 @@ def read_refs(refs: dict[str, TensorRef], dtype: str, allow_nonfinite: bool,
     for name, ref in refs.items():
         by_tensor.setdefault((ref.file, ref.key), []).append(name)
     out: dict[str, np.ndarray] = {}
+    opened: dict[str, Checkpoint] = {}
     for (file, key), names in by_tensor.items():
         first = refs[names[0]]
         only = (rows or {}).get(names[0]) if len(names) == 1 and first.take == Take(key) else None
         try:
-            ckpt = open_checkpoint(file)
+            if file not in opened:
+                opened[file] = open_checkpoint(file)
+            ckpt = opened[file]
             a = ckpt.read(key, dtype) if only is None else ckpt.read_rows(key, only, dtype)
         except CheckpointError as e:
             raise CheckpointError(f"{first.where}: {e}") from None
@@ -149,4 +152,6 @@ def read_refs(refs: dict[str, TensorRef], dtype: str, allow_nonfinite: bool,
         for name in names:
             out[name] = a if not refs[name].take.split and not refs[name].take.transpose else refs[name].take.apply(a)
         del a
+    for ckpt in opened.values():
+        ckpt.release()
     return out
