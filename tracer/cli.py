@@ -524,6 +524,36 @@ def new(
     guarded(body)
 
 
+@app.command("import")
+def import_(
+    checkpoint: Annotated[str, typer.Argument(help="A Hugging Face model folder, or a .safetensors, .npz or PyTorch .pt/.bin file.", show_default=False)],
+    output: Annotated[str | None, typer.Option("--output", "-o", show_default=False,
+                                               help="Write the spec to this file (replacing only a spec tracer import wrote) instead of stdout.")] = None,
+    layout: Annotated[str | None, typer.Option("--layout", metavar="gpt2|torch|...", show_default=False,
+                                               help="How the checkpoint's tensors map onto tracer's weights. Default: config.json's model_type.")] = None,
+    layers: Annotated[str | None, typer.Option("--layers", metavar="FIRST-LAST", show_default=False,
+                                               help="A contiguous range of layers, e.g. 0-1 (default: all).")] = None,
+    tokens: Annotated[str | None, typer.Option("--tokens", metavar="IDS", show_default=False,
+                                               help="Input token ids, e.g. 464,2068,7586 (default: a seeded random input).")] = None,
+    heads: Annotated[int | None, typer.Option("--heads", metavar="H", show_default=False,
+                                              help="Number of heads, when the checkpoint does not record it (a PyTorch state dict).")] = None,
+    length: Annotated[int, typer.Option("--length", metavar="T", help="Positions of the random input when --tokens is not given.")] = 8,
+) -> None:
+    """Write a spec that traces a real checkpoint: dims and settings from its config, weights read from the file."""
+
+    def body() -> int:
+        from .checkpoints.importer import import_checkpoint
+
+        result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length)
+        if output is None:
+            sys.stdout.write(result.text)
+        else:
+            sys.stderr.write(f"wrote {output} ({result.summary}); trace it with: tracer run {output}\n")
+        return EXIT_OK
+
+    guarded(body)
+
+
 def complete_catalogue_name(incomplete: str) -> list[str]:
     from .catalogue import names
 

@@ -69,7 +69,13 @@ def materialise(w: Weight, seed: int | None, dtype: np.dtype) -> np.ndarray:
 
 def load_params(spec: Spec) -> dict[str, np.ndarray]:
     dtype = np.dtype(spec.dtype)
-    return {name: materialise(w, spec.seed, dtype) for name, w in spec.weights.items()}
+    files = {name: w.value for name, w in spec.weights.items() if w.source == "file"}
+    read: dict[str, np.ndarray] = {}
+    if files:  # from checkpoint files: each tensor read once, converted to the spec's dtype
+        from .checkpoints.refs import read_refs
+
+        read = read_refs(files, spec.dtype, spec.allow_nonfinite)
+    return {name: read[name] if name in read else materialise(w, spec.seed, dtype) for name, w in spec.weights.items()}
 
 
 def load_inputs(spec: Spec) -> dict[str, np.ndarray]:

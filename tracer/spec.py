@@ -33,6 +33,8 @@ STEP_KEYS = ("name", "op", "in", "weights", "axis", "start", "stop", "index", "o
 RESERVED_STAGES = ("embed", "input", "position", "x", "memory")
 POSITIONS = ("learned", "sinusoidal", "rotary", "none")
 PAIRINGS = ("interleaved", "half")  # rotary pairs (2i, 2i+1) as in Meta's LLaMA code, or (i, i + d/2) as in Hugging Face
+MODEL_FILE_KEYS = ("file", "layout", "first_layer")  # weights: {file: model.safetensors, layout: gpt2}
+FILE_KEYS = ("file", "key", "transpose")  # one weight: w_q: {file: w.npz, key: attn_q}
 # Not given: biases and beta start at zero, gamma at one (the usual init); the rest comes from the seed.
 DEFAULT_FILL = {"b_q": "zeros", "b_k": "zeros", "b_v": "zeros", "b_o": "zeros", "b1": "zeros", "b2": "zeros",
                 "b3": "zeros", "b": "zeros", "gamma": "ones", "beta": "zeros"}
@@ -102,8 +104,8 @@ class Weight(NamedTuple):
     path: str  # e.g. "ffn.w1", "blocks.1.attn.w_q"
     axes: tuple[str, ...]  # e.g. ("C", "F")
     shape: tuple[int, ...]  # the shape the contract wants
-    source: str  # "given" | "identity" | "zeros" | "ones" | "seed"
-    value: Any = None  # nested list when source == "given"
+    source: str  # "given" | "identity" | "zeros" | "ones" | "seed" | "file"
+    value: Any = None  # nested list when source == "given"; a checkpoints.refs.TensorRef when "file"
     given_shape: tuple[int, ...] | None = None  # shape as given (may differ if NumPy could broadcast it)
 
 
@@ -187,6 +189,7 @@ class _Validator:
     def __init__(self, src: Source) -> None:
         self.src = src
         self.vocab_given = False
+        self.model_source: Any = None  # checkpoints.refs.ModelSource when weights: {file: ..., layout: ...}
 
     # -- messages ---------------------------------------------------------
     def fail(self, path: Path, message: str) -> SpecError:
@@ -265,7 +268,10 @@ class _Validator:
             weights_raw = {}
         if not isinstance(weights_raw, dict):
             raise self.fail(("weights",), f"expected a mapping of weights, received {self.received(('weights',), weights_raw)}")
-        has_table = "position" in weights_raw
+        if "file" in weights_raw:  # the whole model from a checkpoint, through a layout
+            self.model_source = self.model_file(weights_raw)
+            weights_raw = {}
+        has_table = "position" in weights_raw or (self.model_source is not None and self.model_source.has("position"))
         if model == "decoder":
             for key in ("encoder", "decoder"):
                 if key in doc:
@@ -660,6 +666,12 @@ class _Validator:
     def table_rows(self, weights_raw: dict[str, Any], name: str, declared: int | None, default: int | None) -> int:
         letter = TABLES[name][0]
         value = weights_raw.get(name)
+        rows_in_file = self.file_rows(name, value)
+        if rows_in_file is not None:
+            if declared is not None and declared != rows_in_file:
+                source = f"the vocab has {declared} words" if letter == "V" and self.vocab_given else f"dims.{letter} = {declared}"
+                raise self.fail(("weights", name), f"the table in the checkpoint has {rows_in_file} rows but {source}")
+            return rows_in_file
         if isinstance(value, list) and value:
             rows = len(value)
             if declared is not None and declared != rows:
@@ -778,6 +790,17 @@ class _Validator:
     def weight(self, value: Any, path: Path, name: str, axes: tuple[str, ...], dims: Dims, seed: int | None, fill: str | None = None) -> Weight:
         want = tuple(dims.size(a) for a in axes)
         label = shape_label(axes, want)
+        if isinstance(value, dict):
+            return Weight(name, axes, want, "file", self.file_weight(value, path, name, label, want))
+        if value is None and self.model_source is not None:
+            from .checkpoints import refs
+
+            try:
+                ref = refs.model_ref(self.model_source, self.layer_name(name), label, want)
+            except refs.CheckpointError as e:
+                raise SpecError(str(e)) from None
+            if ref is not None:
+                return Weight(name, axes, want, "file", ref)
         if value is None:
             if fill is not None:
                 return Weight(name, axes, want, fill)
@@ -806,6 +829,84 @@ class _Validator:
                 return Weight(name, axes, want, "given", rows, shape)
             raise self.fail(path, f"expected {label}, received {_fmt(shape)}")
         return Weight(name, axes, want, "given", rows, shape)
+
+    # -- weights from checkpoint files ------------------------------------
+    def spec_dir(self) -> str:
+        import os
+
+        return os.path.dirname(self.src.filename) if not self.src.filename.startswith("<") else ""
+
+    def model_file(self, raw: dict[str, Any]) -> Any:
+        """weights: {file: ..., layout: ..., first_layer: N}: open the checkpoint (headers only) and pick the layout."""
+        from .checkpoints import layouts, refs
+
+        raw = self.keys(raw, ("weights",), MODEL_FILE_KEYS, "weights from a checkpoint")
+        path: Path = ("weights", "file")
+        file = raw["file"]
+        if not isinstance(file, str) or not file:
+            raise self.fail(path, f"expected the path of a checkpoint file or model folder, received {self.received(path, file)}")
+        try:
+            ckpt = refs.open_checkpoint(refs.resolve(self.spec_dir(), file))
+            layout_name = raw.get("layout")
+            if layout_name is None:
+                layout_name = layouts.infer(ckpt.config())
+                if layout_name is None:
+                    raise self.fail(path, f"which layout? add layout: {' | '.join(layouts.names())} (the checkpoint has no config.json "
+                                          "whose model_type names one)")
+        except refs.CheckpointError as e:
+            raise self.fail(path, str(e)) from None
+        layout = layouts.layouts().get(layout_name) if isinstance(layout_name, str) else None
+        if layout is None:
+            raise self.fail(("weights", "layout"), f"expected one of {' | '.join(layouts.names())}, received {self.received(('weights', 'layout'), layout_name)}")
+        first = self.integer(raw.get("first_layer", 0), ("weights", "first_layer"), 0, 100_000)
+        return refs.ModelSource(ckpt, layout, first, f"{self.src.where(path)}: {format_path(path)}")
+
+    def layer_name(self, name: str) -> str:
+        """A one-layer decoder's weights are named without 'blocks.0.' (attn.w_q); a layout's table always has it."""
+        if name in TABLES or name.startswith(("blocks.", "encoder.", "decoder.", "final_norm.")):
+            return name
+        return "blocks.0." + name
+
+    def file_ref_fields(self, raw: dict[str, Any], path: Path) -> tuple[str, str | None, bool]:
+        raw = self.keys(raw, path, FILE_KEYS, "fields of a weight read from a file")
+        if "file" not in raw:
+            raise self.fail(path, "a weight given as a mapping reads a file: {file: w.npz, key: attn_q}")
+        file, key = raw["file"], raw.get("key")
+        if not isinstance(file, str) or not file:
+            raise self.fail(path + ("file",), f"expected the path of a .npz, .npy, .safetensors or .pt file, received {self.received(path + ('file',), file)}")
+        if key is not None and not isinstance(key, str):
+            raise self.fail(path + ("key",), f"expected the name of a tensor in the file, received {self.received(path + ('key',), key)}")
+        transpose = self.boolean(raw.get("transpose", False), path + ("transpose",))
+        from .checkpoints import refs
+
+        return refs.resolve(self.spec_dir(), file), key, transpose
+
+    def file_weight(self, raw: dict[str, Any], path: Path, name: str, label: str, want: tuple[int, ...]) -> Any:
+        """w_q: {file: w.npz, key: attn_q}: the tensor's key and shape checked from the file's header."""
+        file, key, transpose = self.file_ref_fields(raw, path)
+        from .checkpoints import refs
+
+        try:
+            return refs.file_ref(file, key, transpose, name, label, want, f"{self.src.where(path)}: {format_path(path)}")
+        except refs.CheckpointError as e:
+            raise SpecError(str(e)) from None
+
+    def file_rows(self, name: str, value: Any) -> int | None:
+        """Rows of a table read from a file (a whole-model checkpoint or {file: ...}): None when it is not."""
+        from_file = isinstance(value, dict) or (value is None and self.model_source is not None)
+        if not from_file:
+            return None
+        from .checkpoints import refs
+
+        if isinstance(value, dict):
+            path: Path = ("weights", name)
+            file, key, transpose = self.file_ref_fields(value, path)
+            try:
+                rows = refs.table_rows(file, key, transpose, f"{self.src.where(path)}: {format_path(path)}")
+            except refs.CheckpointError as e:
+                raise SpecError(str(e)) from None
+            return rows if rows > 0 else None
+        return self.model_source.rows(name)
 
     # -- nested lists -----------------------------------------------------
     def nested(self, value: Any, path: Path, want_int: bool) -> Any:

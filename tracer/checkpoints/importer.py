@@ -1,0 +1,226 @@
+"""`tracer import CHECKPOINT`: write a commented spec that references the checkpoint and runs as it is.
+
+The layout's config reader (hfconfig.py) gives the dims and block settings with where each came
+from; this module picks the layers asked for, the input (--tokens, or a seeded random input) and
+writes the YAML.  The spec is validated before it is written (it must load exactly as written, the
+checkpoint's keys and shapes included), and -o never replaces a file that `tracer import` did not
+write.  Nothing here imports NumPy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, NamedTuple
+
+from ..errors import UsageError
+from . import layouts
+from .formats import CheckpointError, open_checkpoint
+from .hfconfig import ModelConfig
+
+MARK = "# Written by `tracer import`"  # the first line: -o replaces only a file that starts with it
+
+
+class Imported(NamedTuple):
+    text: str
+    summary: str  # one line for stderr: what was written
+
+
+def parse_layers(text: str | None, total: int) -> tuple[int, int]:
+    """--layers 0-1 / 3 -> (first, last), both inclusive, checked against the checkpoint's layers."""
+    if text is None:
+        return 0, total - 1
+    parts = text.split("-")
+    try:
+        first, last = (int(parts[0]), int(parts[-1])) if len(parts) in (1, 2) else (-1, -1)
+    except ValueError:
+        first = last = -1
+    if first < 0 or last < first:
+        raise UsageError(f"--layers {text!r}: expected a layer or a range such as 0-1 (first-last, counting from 0)")
+    if last >= total:
+        raise UsageError(f"--layers {text}: the checkpoint has {total} layer{'s' if total != 1 else ''} (0 to {total - 1})")
+    return first, last
+
+
+def parse_tokens(text: str | None, V: int | None) -> list[int] | None:
+    if text is None:
+        return None
+    try:
+        ids = [int(t) for t in text.replace(" ", "").split(",") if t]
+    except ValueError:
+        raise UsageError(f"--tokens {text!r}: expected token ids separated by commas, such as 464,2068,7586") from None
+    if not ids or min(ids) < 0:
+        raise UsageError(f"--tokens {text!r}: expected token ids 0 or more, separated by commas")
+    if V is not None and max(ids) >= V:
+        raise UsageError(f"--tokens: id {max(ids)} is out of range: the embedding table has V = {V} rows (ids 0 to {V - 1})")
+    return ids
+
+
+def _yaml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value) if value >= 1e-3 or value == 0 else f"{value:g}"
+    if isinstance(value, str):
+        return value if value.replace("_", "").replace("-", "").replace(".", "").replace("/", "").isalnum() else json.dumps(value)
+    return json.dumps(value)
+
+
+COMMENT_COLUMN = 25
+
+
+def _line(text: str, note: str | None) -> str:
+    return f"{text:<{COMMENT_COLUMN - 1}} # {note}" if note else text
+
+
+def _mapping(indent: str, items: dict[str, Any], notes: dict[str, str]) -> list[str]:
+    return [_line(f"{indent}{k}: {_yaml(v)}", notes.get(k)) for k, v in items.items()]
+
+
+def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str | None, tokens: str | None, heads: int | None,
+          length: int) -> tuple[str, str, ModelConfig]:
+    """The spec's text, a one-line summary, and the config it was made from."""
+    ckpt = open_checkpoint(ckpt_path)
+    config = ckpt.config()
+    name = layout_name or layouts.infer(config)
+    if name is None:
+        model_type = (config or {}).get("model_type")
+        why = f"config.json's model_type {model_type!r} names no layout" if model_type else "the checkpoint has no config.json"
+        raise UsageError(f"{ckpt_path}: {why}; give --layout {' | '.join(layouts.names())}")
+    if name not in layouts.names():
+        raise UsageError(f"--layout {name!r}: expected one of {' | '.join(layouts.names())}")
+    layout = layouts.layouts()[name]
+    cfg = layout.read_config(config, ckpt, layout, heads)
+    if length < 1 or length > cfg.dims.get("T_max", length):
+        raise UsageError(f"--length {length}: expected 1 to {cfg.dims.get('T_max', 'T_max')} positions")
+    title = os.path.basename(os.path.normpath(ckpt_path))
+    if cfg.model == "encoder-decoder":
+        if layers is not None:
+            raise UsageError("--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole")
+        return _seq2seq(cfg, title, shown_path, name, tokens, length), f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg
+    first, last = parse_layers(layers, cfg.layers)
+    ids = parse_tokens(tokens, cfg.dims.get("V"))
+    return _decoder(cfg, title, shown_path, name, first, last, ids, length), f"{name}, layers {first}-{last} of {cfg.layers}", cfg
+
+
+def _dtype_note(stored: str) -> str:
+    if stored == "float64":
+        return "as the checkpoint stores it"
+    return f"the checkpoint stores {stored}; its tensors are converted on reading"
+
+
+def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
+    return [
+        f"{MARK} from {title} (layout {name}): {what}.",
+        f"# Settings from {cfg.source}; the comment on each line says which. The weights stay in the checkpoint",
+        "# and are read when the spec runs (only those these layers use). Edit freely: `tracer import -o` replaces",
+        "# this file only while its first line is the one above.",
+    ]
+
+
+def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, last: int, ids: list[int] | None, length: int) -> str:
+    n = last - first + 1
+    whole_end = last == cfg.layers - 1
+    from_tokens = cfg.input == "tokens" and first == 0
+    what = f"layers {first}-{last} of {cfg.layers}" if n != cfg.layers else f"all {cfg.layers} layers"
+    lines = _header(title, name, cfg, what)
+    lines.append(f"name: {json.dumps(f'{title}: {what}')}")
+    dims = {k: v for k, v in cfg.dims.items() if from_tokens or k not in ("V", "T_max")}
+    notes = dict(cfg.notes)
+    if not (from_tokens and ids is not None):
+        dims = {"B": 1, "T": length} | dims
+        notes["T"] = "positions of the seeded random input (--length)"
+    lines.append("dims:")
+    lines += _mapping("  ", dims, notes)
+    lines.append(_line("dtype: float64", _dtype_note(cfg.dtype)))
+    lines.append(_line("seed: 0", "draws the random input" + ("" if cfg.embedding_given or not from_tokens else " and the embedding table")))
+    block = dict(cfg.block, layers=n)
+    if not from_tokens:
+        block["positions"] = "none"
+        notes["positions"] = (f"the input stands for the hidden state entering layer {first}: positions were added before layer 0"
+                              if first > 0 else notes.get("positions", ""))
+    if not whole_end:
+        block["final_norm"] = False
+        block["head"] = "none"
+        notes["final_norm"] = f"left out: the final norm acts after layer {cfg.layers - 1}, which --layers leaves out"
+        notes["head"] = f"left out (no logits): the head reads the last layer, {cfg.layers - 1}"
+    elif not from_tokens and block.get("head", "none") != "none":
+        block["head"] = "none"
+        notes["head"] = "left out: the head needs token input, and this trace starts from a hidden state"
+    lines.append("block:")
+    lines += _mapping("  ", block, notes)
+    lines.append("weights:")
+    weights: dict[str, Any] = {"file": shown, "layout": name}
+    wnotes = {"file": "relative to this spec's folder"}
+    if first:
+        weights["first_layer"] = first
+        wnotes["first_layer"] = f"blocks.0 of this spec is layer {first} of the checkpoint"
+    lines += _mapping("  ", weights, wnotes)
+    lines.append("input:")
+    if not from_tokens:
+        why = f"stands for the hidden state entering layer {first}" if first else "an encoder layer reads vectors, not tokens"
+        lines.append(_line("  x: random", f"[B,T,C] drawn from the seed; {why}"))
+    elif ids is not None:
+        lines.append(f"  tokens: {json.dumps(ids)}")
+    else:
+        lines.append(_line("  tokens: random", "ids drawn from the seed (give your own with --tokens 464,2068,7586)"))
+    return "\n".join(lines) + "\n"
+
+
+def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int) -> str:
+    assert cfg.encoder is not None
+    V = 64
+    ids = parse_tokens(tokens, None)
+    if ids is not None:
+        V = max(V, max(ids) + 1)
+    lines = _header(title, name, cfg, f"encoder-decoder, {cfg.encoder_layers} + {cfg.layers} layers")
+    lines.append(f"name: {json.dumps(f'{title}: encoder-decoder')}")
+    lines.append("model: encoder-decoder")
+    dims = {"C": cfg.dims["C"], "H": cfg.dims["H"], "F": cfg.dims["F"], "V": V}
+    notes = dict(cfg.notes)
+    if ids is None:
+        dims = {"S": length, "T": length} | dims
+    lines.append("dims:")
+    lines += _mapping("  ", dims, notes)
+    lines.append(_line("dtype: float64", _dtype_note(cfg.dtype)))
+    lines.append(_line("seed: 0", "draws the embedding table (not in the checkpoint) and any random input"))
+    for section, settings in (("encoder", dict(cfg.encoder, layers=cfg.encoder_layers)), ("decoder", dict(cfg.block))):
+        lines.append(f"{section}:")
+        lines += _mapping("  ", settings, notes)
+    lines.append("weights:")
+    lines += _mapping("  ", {"file": shown, "layout": name}, {"file": "relative to this spec's folder"})
+    lines.append("input:")
+    for stream in ("source", "target"):
+        lines.append(f"  {stream}: {json.dumps(ids)}" if ids is not None else _line(f"  {stream}: random", "ids drawn from the seed"))
+    return "\n".join(lines) + "\n"
+
+
+def looks_imported(path: str) -> bool:
+    from ..outputs import starts_with
+
+    return starts_with(path, (MARK.encode(),))
+
+
+def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = None, layers: str | None = None,
+                      tokens: str | None = None, heads: int | None = None, length: int = 8) -> Imported:
+    """Build the spec for ``checkpoint``, check that it loads, and write it to ``output`` (or return it for stdout)."""
+    from ..outputs import check_output, write_atomic
+    from ..spec import load_spec_text
+
+    if output is not None:
+        if os.path.isfile(output) and not looks_imported(output):
+            raise UsageError(f"-o {output}: exists and was not written by tracer import; refusing to overwrite it "
+                             "(delete it or choose another name)")
+        check_output(output, "-o", [checkpoint], looks_imported, "yaml")
+        folder = os.path.dirname(os.path.abspath(output))
+        shown = os.path.relpath(os.path.abspath(checkpoint), folder)
+    else:
+        shown = checkpoint
+    try:
+        text, summary, _ = build(checkpoint, shown, layout, layers, tokens, heads, length)
+    except CheckpointError as e:
+        raise UsageError(str(e)) from None
+    load_spec_text(text, output if output is not None else "<stdout>")  # it runs as written, or nothing is written
+    if output is not None:
+        write_atomic(output, lambda fh: fh.write(text.encode("utf-8")))
+    return Imported(text, summary)

@@ -1,0 +1,145 @@
+"""Weights that live in checkpoint files: found and checked when the spec is validated, read when the run starts.
+
+The spec asks for a weight by tracer name and shape; ``model_ref`` (a whole model through a layout)
+or ``file_ref`` (one matrix by key) finds the tensor, checks its key and shape from the headers
+alone and returns a TensorRef, which the spec keeps as the weight's value.  ``read_refs`` reads the
+tensors, each key once (q, k and v share one packed tensor), converts them to the spec's dtype and
+refuses NaN and Inf.  Every message starts with ``where``: the spec's file:line:col and field.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, NamedTuple
+
+from .formats import Checkpoint, CheckpointError, TensorInfo, file_of, open_checkpoint, shape_text
+from .layouts import Layout, Take
+
+if TYPE_CHECKING:
+    import numpy as np
+
+
+class TensorRef(NamedTuple):
+    file: str  # the checkpoint as opened (a file or a model folder)
+    key: str
+    take: Take
+    stored: TensorInfo  # shape and dtype in the file
+    where: str  # "spec.yaml:9:10: weights.file": the start of every message about it
+
+    @property
+    def shown(self) -> str:
+        """The file that holds the tensor (its shard, in a sharded folder)."""
+        return file_of(open_checkpoint(self.file), self.key)
+
+
+class ModelSource(NamedTuple):
+    """``weights: {file: ..., layout: ...}``: every weight the layout maps comes from this checkpoint."""
+
+    ckpt: Checkpoint
+    layout: Layout
+    first_layer: int
+    where: str
+
+    def has(self, name: str) -> bool:
+        found = self.layout.locate(name, self.ckpt.keys(), self.first_layer)
+        return found is not None and found[1]
+
+    def rows(self, name: str) -> int | None:
+        """Rows of a table (embedding, position) in the checkpoint, if the layout maps it and the file holds it."""
+        found = self.layout.locate(name, self.ckpt.keys(), self.first_layer)
+        if found is None or not found[1]:
+            return None
+        shape = found[0].shape(self.ckpt.info(found[0].key).shape)
+        return shape[0] if shape else None
+
+
+def resolve(spec_dir: str, file: str) -> str:
+    """A path as the spec writes it, relative to the spec's folder."""
+    return file if os.path.isabs(file) else os.path.join(spec_dir, file)
+
+
+def _closest(key: str, keys: list[str]) -> str:
+    import difflib  # only on the error path
+
+    close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+    if close:
+        return f"; did you mean {close[0]!r}?"
+    return f"; it holds {len(keys)} tensor{'s' if len(keys) != 1 else ''}" + (f", e.g. {', '.join(repr(k) for k in keys[:3])}" if keys else "")
+
+
+def checked(ckpt: Checkpoint, take: Take, exists: bool, name: str, label: str, want: tuple[int, ...], where: str) -> TensorRef:
+    """The TensorRef for tracer weight ``name`` (``label``: its axes and sizes), or a CheckpointError naming what is wrong."""
+    shown = ckpt.path
+    if not exists:
+        raise CheckpointError(f"{where}: {shown}: no tensor {take.key!r} (for {name} {label}){_closest(take.key, ckpt.keys())}")
+    info = ckpt.info(take.key)
+    got = take.shape(info.shape)
+    if got != want:
+        raise CheckpointError(f"{where}: {file_of(ckpt, take.key)}: tensor {take.key!r}{take.describe()} for {name} {label}: "
+                              f"expected {shape_text(take.stored_shape(want))}, received {shape_text(info.shape)}")
+    if info.dtype not in ("float64", "float32", "float16", "bfloat16"):
+        raise CheckpointError(f"{where}: {file_of(ckpt, take.key)}: tensor {take.key!r} for {name}: expected floating-point numbers, "
+                              f"received {info.dtype}")
+    return TensorRef(ckpt.path, take.key, take, info, where)
+
+
+def model_ref(src: ModelSource, name: str, label: str, want: tuple[int, ...]) -> TensorRef | None:
+    """Weight ``name`` from the whole-model checkpoint, or None when the layout does not map it."""
+    found = src.layout.locate(name, src.ckpt.keys(), src.first_layer)
+    if found is None:
+        return None
+    take, exists = found
+    return checked(src.ckpt, take, exists, name, label, want, src.where)
+
+
+def file_ref(path: str, key: str | None, transpose: bool, name: str, label: str, want: tuple[int, ...], where: str) -> TensorRef:
+    """One weight from one file: ``{file: w.npz, key: attn_q}`` (the key may be left out when the file holds one tensor)."""
+    try:
+        ckpt = open_checkpoint(path)
+    except CheckpointError as e:
+        raise CheckpointError(f"{where}: {e}") from None
+    keys = ckpt.keys()
+    if key is None:
+        if len(keys) != 1:
+            raise CheckpointError(f"{where}: {path} holds {len(keys)} tensors; name one with key: (e.g. key: {keys[0] if keys else 'w'})")
+        key = keys[0]
+    return checked(ckpt, Take(key, transpose=transpose), key in keys, name, label, want, where)
+
+
+def table_rows(path: str, key: str | None, transpose: bool, where: str) -> int:
+    """Rows of a table given as ``{file: ..., key: ...}``: the dims it sets when the spec does not."""
+    try:
+        ckpt = open_checkpoint(path)
+    except CheckpointError as e:
+        raise CheckpointError(f"{where}: {e}") from None
+    keys = ckpt.keys()
+    k = key if key is not None else (keys[0] if len(keys) == 1 else None)
+    if k is None or k not in keys:
+        return -1  # the weight's own check names the problem
+    shape = Take(k, transpose=transpose).shape(ckpt.info(k).shape)
+    return shape[0] if shape else -1
+
+
+def read_refs(refs: dict[str, TensorRef], dtype: str, allow_nonfinite: bool) -> dict[str, np.ndarray]:
+    """Each weight's array in ``dtype``; a tensor shared by several weights (packed q, k, v) is read once."""
+    import numpy as np
+
+    by_tensor: dict[tuple[str, str], list[str]] = {}
+    for name, ref in refs.items():
+        by_tensor.setdefault((ref.file, ref.key), []).append(name)
+    out: dict[str, np.ndarray] = {}
+    for (file, key), names in by_tensor.items():
+        first = refs[names[0]]
+        try:
+            ckpt = open_checkpoint(file)
+            a = ckpt.read(key, dtype)
+        except CheckpointError as e:
+            raise CheckpointError(f"{first.where}: {e}") from None
+        if not allow_nonfinite and not np.isfinite(a).all():
+            n_nan, n_inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+            raise CheckpointError(f"{first.where}: {file_of(ckpt, key)}: tensor {key!r} (for {', '.join(names)}) holds {n_nan} NaN and "
+                                  f"{n_inf} Inf (not finite); add allow_nonfinite: true to study NaN and Inf on purpose")
+        for name in names:
+            out[name] = a if not refs[name].take.split and not refs[name].take.transpose else refs[name].take.apply(a)
+        del a
+    return out
