@@ -337,7 +337,7 @@ def test_bad_options_are_trouble(args, message):
 
 def test_with_weights_needs_json():
     r = run_cli("run", PRE, "--with-weights")
-    assert r.returncode == 2 and "--with-weights only changes the JSON output" in r.stderr
+    assert r.returncode == 2 and "--with-weights adds the weights to the JSON output or the --save archive" in r.stderr
 
 
 # -- the JSON schema ------------------------------------------------------------------

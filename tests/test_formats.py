@@ -87,7 +87,7 @@ def test_unknown_format_is_exit_2_with_a_suggestion():
 def test_with_weights_needs_json():
     r = run_cli("run", PRE, "--format", "csv", "--with-weights")
     assert r.returncode == 2
-    assert "--with-weights only changes the JSON output" in r.stderr
+    assert "--with-weights adds the weights to the JSON output or the --save archive" in r.stderr
 
 
 def test_json_and_csv_are_byte_identical_across_runs():

@@ -192,7 +192,7 @@ def run(
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a violation was flagged (for scripts that only collect reports).")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="Print the step list the spec runs, with each stage's shape, and exit.")] = False,
     no_color: NoColorOption = False,
-    with_weights: Annotated[bool, typer.Option("--with-weights", help="With --json: also write every weight, so `tracer diff` can name the weight that differs.")] = False,
+    with_weights: Annotated[bool, typer.Option("--with-weights", help="With --json: also write every weight, so `tracer diff` can name the weight that differs. With --save: also save them as weights.NAME (a checkpoint for layout: tracer).")] = False,
     attention: Annotated[bool, typer.Option("--attention", help="Draw the first attention stage's weights as heatmaps (one panel per head) instead of the table.")] = False,
     attention_stage: Annotated[list[str] | None, typer.Option("--attention-stage", metavar="NAME", help="Draw this attention stage (e.g. blocks.1.attention, decoder.blocks.0.cross_attention, or all); repeatable; implies --attention.", show_default=False)] = None,
     svg: SvgOption = None,
@@ -214,8 +214,8 @@ def run(
 
         form = runs.output_format(fmt, as_json)
         check_precision(precision)
-        if with_weights and form != "json":
-            raise UsageError("--with-weights only changes the JSON output: give --json (or --format json) too")
+        if with_weights and form != "json" and save is None:
+            raise UsageError("--with-weights adds the weights to the JSON output or the --save archive: give --json or --save too")
         if verify and verify_budget < 1:
             raise UsageError(f"--verify-budget {verify_budget} must be at least 1")
         runs.check_many(specs, steps)

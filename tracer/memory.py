@@ -264,6 +264,10 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
     drawn += [n for stream, (n, _) in _input_sizes(spec).items() if spec.inputs()[stream].value == "random"]
     biggest = max(drawn, default=0)
     best = (biggest * (16 + (itemsize if itemsize != 8 else 0)), "loading the weights")
+    # From a checkpoint: one stored tensor at a time, as stored and converted, then its part (q of a packed q, k, v).
+    read = [w.value.stored.nbytes + 2 * w.value.stored.nbytes // ITEMSIZE.get(w.value.stored.dtype, 2) * itemsize
+            for w in spec.weights.values() if w.source == "file"]
+    best = max(best, (max(read, default=0), "reading the checkpoint"))
     summary = SUMMARY_TEMP_BYTES if any(s.how == "stats" for s in stages) else 0  # summarising works in blocks
 
     last_use: dict[str, int] = {}

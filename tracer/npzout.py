@@ -2,7 +2,9 @@
 
 A stage kept in full is saved under its name (``np.load(path)["attn.scores"]``).  A stage kept as
 statistics (--record stats) is saved as ``NAME.stats`` (mean, std, min, max), ``NAME.shape`` and
-``NAME.at`` (its value at the table's sample and position).
+``NAME.at`` (its value at the table's sample and position).  With --with-weights each weight is saved
+too, as ``weights.NAME`` (``weights.blocks.0.attn.w_q``): the archive is then a checkpoint that a spec
+reads back with ``weights: {file: trace.npz, layout: tracer}``.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ from .executor import Trace
 from .outputs import write_atomic
 
 
-def npz_arrays(trace: Trace) -> dict[str, np.ndarray]:
-    out: dict[str, np.ndarray] = {}
+def npz_arrays(trace: Trace, weights: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    out: dict[str, np.ndarray] = {f"weights.{name}": w for name, w in (weights or {}).items()}
     for name, stage in trace.stages.items():
         if stage.data is not None:
             out[name] = stage.data
@@ -28,7 +30,7 @@ def npz_arrays(trace: Trace) -> dict[str, np.ndarray]:
     return out
 
 
-def save(trace: Trace, path: str) -> None:
-    arrays = npz_arrays(trace)
+def save(trace: Trace, path: str, weights: dict[str, np.ndarray] | None = None) -> None:
+    arrays = npz_arrays(trace, weights)
     savez: Callable[..., None] = np.savez  # stage names as keywords; none is 'allow_pickle'
     write_atomic(path, lambda fh: savez(fh, **arrays))

@@ -126,15 +126,15 @@ def trace_one(path: str, opts: RunOptions) -> Outcome:
         from .verify import verify
 
         check = verify(trace, opts.verify_budget)
-    if opts.save is not None:
-        from .npzout import save
-
-        save(trace, opts.save)
     weights = None
     if opts.with_weights:
         from .params import load_params
 
         weights = load_params(s)
+    if opts.save is not None:
+        from .npzout import save
+
+        save(trace, opts.save, weights)
     code = EXIT_OK if trace.ok or opts.exit_zero else EXIT_VIOLATION
     return Outcome(path, code, trace, check, weights, only, show_all=opts.show_all)
 

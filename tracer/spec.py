@@ -796,7 +796,7 @@ class _Validator:
             from .checkpoints import refs
 
             try:
-                ref = refs.model_ref(self.model_source, self.layer_name(name), label, want)
+                ref = refs.model_ref(self.model_source, self.layer_name(name), label, want, name)
             except refs.CheckpointError as e:
                 raise SpecError(str(e)) from None
             if ref is not None:

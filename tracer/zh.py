@@ -391,7 +391,8 @@ TEMPLATES: dict[str, str] = {
     "{op} reads [B,{pos},{letter}] with {letter} = {n}, received {label}": "{op} 读取 [B,{pos},{letter}]，其中 {letter} = {n}，实际为 {label}",
     # -- the command line --
     "--precision {n} is out of range: give 0 to 17": "--precision {n} 超出范围：请给 0 到 17",
-    "--with-weights only changes the JSON output: give --json (or --format json) too": "--with-weights 只影响 JSON 输出：请同时给 --json（或 --format json）",
+    "--with-weights adds the weights to the JSON output or the --save archive: give --json or --save too":
+        "--with-weights 把权重加入 JSON 输出或 --save 存档：请同时给 --json 或 --save",
     "--verify-budget {n} must be at least 1": "--verify-budget {n} 至少为 1",
     "--attention draws a picture; it does not combine with {opt}": "--attention 画的是图；不能与 {opt} 同用",
     "--svg and --html export one spec's view: give one spec": "--svg 和 --html 导出一个 spec 的视图：请只给一个 spec",

@@ -308,9 +308,14 @@ class TorchFile(Checkpoint):
                     raise
                 sd = torch.load(path, map_location="cpu", weights_only=True)  # the legacy format cannot be memory-mapped
         except Exception as e:  # torch raises UnpicklingError, RuntimeError, EOFError, ... for a bad file
-            first = " ".join(str(e).split())[:200]
+            if type(e).__name__ == "UnpicklingError":
+                raise CheckpointError(f"{path}: holds Python objects other than tensors, which torch.load(weights_only=True) refuses "
+                                      "to unpickle (and tracer never unpickles otherwise); save the model's state_dict() instead") from None
+            import re
+
+            first = re.sub(r"\x1b\[[0-9;]*m", "", " ".join(str(e).split()))[:160]
             raise CheckpointError(f"{path}: cannot be read as a PyTorch state dict with weights_only=True ({type(e).__name__}: {first}); "
-                                  "the file is truncated, corrupt, or holds more than tensors") from None
+                                  "the file is truncated or corrupt") from None
         if isinstance(sd, dict) and len(sd) == 1 and isinstance(next(iter(sd.values())), dict):
             sd = next(iter(sd.values()))  # {"state_dict": {...}} or {"model": {...}}
         if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
@@ -357,10 +362,11 @@ class Folder(Checkpoint):
                 if not isinstance(weight_map, dict):
                     raise CheckpointError(f"{index}: expected a 'weight_map' of tensor names to shard files")
                 self.where = {str(k): str(v) for k, v in weight_map.items()}
+                self.main = index
                 return
         for name in self.SINGLE:
             if os.path.isfile(os.path.join(path, name)):
-                self.single = name
+                self.main = os.path.join(path, name)
                 self.where = dict.fromkeys(self.shard(name).keys(), name)
                 return
         found = ", ".join(sorted(os.listdir(path))[:8]) or "nothing"
@@ -423,5 +429,7 @@ def open_checkpoint(path: str) -> Checkpoint:
 
 
 def file_of(ckpt: Checkpoint, key: str) -> str:
-    """The file that holds ``key`` (the shard, for a sharded folder)."""
-    return ckpt.file_of(key) if isinstance(ckpt, Folder) else ckpt.path
+    """The file that holds ``key`` (the shard, for a sharded folder; the index, or model.safetensors, if none does)."""
+    if isinstance(ckpt, Folder):
+        return ckpt.file_of(key) if key in ckpt.where else ckpt.main
+    return ckpt.path

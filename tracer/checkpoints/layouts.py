@@ -112,10 +112,14 @@ class Layout(NamedTuple):
             fields["i"] = str(layer + first_layer)
         key = take.key.format(**fields)
         present = set(keys)
-        for k in self.candidates(key):
+        candidates = self.candidates(key)
+        for k in candidates:
             if k in present:
                 return take._replace(key=k), True
-        return take._replace(key=key), False
+        # Missing: name it as this checkpoint writes its keys (with the prefix most of its keys have).
+        heads = [k.split(".", 1)[0] for k in present]
+        best = max(candidates, key=lambda k: heads.count(k.split(".", 1)[0]))
+        return take._replace(key=best), False
 
 
 _REGEX: dict[str, re.Pattern[str]] = {}

@@ -69,9 +69,8 @@ def _closest(key: str, keys: list[str]) -> str:
 
 def checked(ckpt: Checkpoint, take: Take, exists: bool, name: str, label: str, want: tuple[int, ...], where: str) -> TensorRef:
     """The TensorRef for tracer weight ``name`` (``label``: its axes and sizes), or a CheckpointError naming what is wrong."""
-    shown = ckpt.path
     if not exists:
-        raise CheckpointError(f"{where}: {shown}: no tensor {take.key!r} (for {name} {label}){_closest(take.key, ckpt.keys())}")
+        raise CheckpointError(f"{where}: {file_of(ckpt, take.key)}: no tensor {take.key!r} (for {name} {label}){_closest(take.key, ckpt.keys())}")
     info = ckpt.info(take.key)
     got = take.shape(info.shape)
     if got != want:
@@ -83,13 +82,14 @@ def checked(ckpt: Checkpoint, take: Take, exists: bool, name: str, label: str, w
     return TensorRef(ckpt.path, take.key, take, info, where)
 
 
-def model_ref(src: ModelSource, name: str, label: str, want: tuple[int, ...]) -> TensorRef | None:
-    """Weight ``name`` from the whole-model checkpoint, or None when the layout does not map it."""
+def model_ref(src: ModelSource, name: str, label: str, want: tuple[int, ...], shown: str) -> TensorRef | None:
+    """Weight ``name`` (as the layout names it; ``shown`` as the spec does) from the whole-model checkpoint,
+    or None when the layout does not map it."""
     found = src.layout.locate(name, src.ckpt.keys(), src.first_layer)
     if found is None:
         return None
     take, exists = found
-    return checked(src.ckpt, take, exists, name, label, want, src.where)
+    return checked(src.ckpt, take, exists, shown, label, want, src.where)
 
 
 def file_ref(path: str, key: str | None, transpose: bool, name: str, label: str, want: tuple[int, ...], where: str) -> TensorRef:
