@@ -337,7 +337,7 @@ def test_nonfinite_tensor_is_refused_unless_allowed(tmp_path: Path) -> None:
 def test_layout_errors(tmp_path: Path, gpt2: dict[str, np.ndarray]) -> None:
     spec, text = gpt2_spec(tmp_path)
     spec.write_text(text.replace("layout: gpt2", "layout: gtp2"))
-    _refused(spec, "weights.layout", "expected one of gpt2 | torch | tracer", "received text 'gtp2'")
+    _refused(spec, "weights.layout", "expected one of gpt2 | llama | torch | tracer", "received text 'gtp2'")
     spec.write_text(text.replace("layout: gpt2", "leyout: gpt2"))
     _refused(spec, "weights.leyout", "did you mean 'layout'?")
     from safetensors.numpy import save_file
@@ -422,7 +422,7 @@ def test_import_never_overwrites_a_users_file(tmp_path: Path, gpt2: dict[str, np
     (("--layers", "one"), ("--layers 'one'", "expected a layer or a range")),
     (("--tokens", "1,99"), ("--tokens", "id 99 is out of range", "V = 64")),
     (("--tokens", "a,b"), ("--tokens 'a,b'", "expected token ids")),
-    (("--layout", "gtp2"), ("--layout 'gtp2'", "expected one of gpt2 | torch | tracer")),
+    (("--layout", "gtp2"), ("--layout 'gtp2'", "expected one of gpt2 | llama | torch | tracer")),
     (("--layout", "tracer"), ("a tracer archive holds weights, not the block's settings",)),
 ])
 def test_import_bad_options(tmp_path: Path, gpt2: dict[str, np.ndarray], args: tuple[str, ...], fragments: tuple[str, ...]) -> None:
@@ -432,7 +432,7 @@ def test_import_bad_options(tmp_path: Path, gpt2: dict[str, np.ndarray], args: t
 def test_import_without_config_needs_layout_and_heads(tmp_path: Path, gpt2: dict[str, np.ndarray]) -> None:
     f = str(tmp_path / "gpt2" / "model.safetensors")
     (tmp_path / "gpt2" / "config.json").unlink()
-    assert_refused(run_app("import", f), "has no config.json", "give --layout gpt2 | torch | tracer")
+    assert_refused(run_app("import", f), "has no config.json", "give --layout gpt2 | llama | torch | tracer")
     assert_refused(run_app("import", f, "--layout", "gpt2"), "does not record the number of heads; give --heads H")
     r = run_app("import", f, "--layout", "gpt2", "--heads", "4")
     assert r.returncode == 0 and "H: 4" in r.stdout and "# --heads" in r.stdout
