@@ -14,48 +14,35 @@ tracer to 1e-12, which shows that float32 is the only difference.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import assert_refused, run_app, run_cli
+from conftest import EXAMPLES, assert_refused, run_app, run_cli
 
 from tracer.spec import load_spec
 
 # -- a LLaMA checkpoint from NumPy ------------------------------------------------------
 
+def _example():
+    spec = importlib.util.spec_from_file_location("tiny_llama", EXAMPLES / "checkpoints" / "tiny_llama.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-def write_llama(folder: Path, layers: int = 2, C: int = 16, H: int = 4, H_kv: int = 2, F: int = 24, V: int = 40,
-                tied: bool = False, prefix: str = "model.", seed: int = 0, **config) -> dict[str, np.ndarray]:
-    """A random LLaMA under Hugging Face's keys (nn.Linear [out, in]) with its config.json; returns the tensors."""
-    from safetensors.numpy import save_file
 
-    rng = np.random.default_rng(seed)
-    d = C // H
+_make = _example().make
 
-    def w(*shape: int) -> np.ndarray:
-        return rng.standard_normal(shape) * 0.3
 
-    t = {f"{prefix}embed_tokens.weight": w(V, C), f"{prefix}norm.weight": 1 + w(C)}
-    for i in range(layers):
-        p = f"{prefix}layers.{i}."
-        t |= {p + "input_layernorm.weight": 1 + w(C), p + "post_attention_layernorm.weight": 1 + w(C),
-              p + "self_attn.q_proj.weight": w(H * d, C), p + "self_attn.k_proj.weight": w(H_kv * d, C),
-              p + "self_attn.v_proj.weight": w(H_kv * d, C), p + "self_attn.o_proj.weight": w(C, H * d),
-              p + "mlp.gate_proj.weight": w(F, C), p + "mlp.up_proj.weight": w(F, C), p + "mlp.down_proj.weight": w(C, F)}
-    if not tied and prefix:
-        t["lm_head.weight"] = w(V, C)
-    folder.mkdir(parents=True, exist_ok=True)
-    save_file(t, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": C, "num_attention_heads": H,
-           "num_key_value_heads": H_kv, "intermediate_size": F, "num_hidden_layers": layers, "vocab_size": V,
-           "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "rope_scaling": None, "hidden_act": "silu",
-           "tie_word_embeddings": tied, "attention_bias": False, "mlp_bias": False, "max_position_embeddings": 64}
-    cfg.update(config)
-    (folder / "config.json").write_text(json.dumps({k: v for k, v in cfg.items() if v is not ...}), encoding="utf-8")
-    return t
+def write_llama(folder: Path, **kwargs) -> dict[str, np.ndarray]:
+    """examples/checkpoints/tiny_llama.py's random LLaMA; keyword arguments the example does not take go to config.json."""
+    own = ("layers", "C", "H", "H_kv", "F", "V", "tied", "prefix", "seed")
+    config = {k: v for k, v in kwargs.items() if k not in own}
+    return _make(str(folder), config=config, **{k: v for k, v in kwargs.items() if k in own})
 
 
 def imported(tmp_path: Path, ckpt: Path, *args: str) -> Path:
@@ -160,9 +147,9 @@ def test_what_tracer_cannot_trace_is_refused(tmp_path, config, fragment):
 
 
 def test_rope_theta_from_either_config_style(tmp_path):
-    write_llama(tmp_path / "new", rope_theta=..., rope_scaling=..., rope_parameters={"rope_type": "default", "rope_theta": 123.0})
+    write_llama(tmp_path / "new", rope_theta=None, rope_parameters={"rope_type": "default", "rope_theta": 123.0})
     assert load_spec(str(imported(tmp_path, tmp_path / "new"))).block.position_base == 123.0
-    write_llama(tmp_path / "none", rope_theta=...)
+    write_llama(tmp_path / "none", rope_theta=None)
     text = imported(tmp_path, tmp_path / "none").read_text()
     assert load_spec(str(tmp_path / "spec.yaml")).block.position_base == 10000.0 and "LLaMA's default rope_theta" in text
 
