@@ -446,3 +446,22 @@ def test_spec_error_from_a_checkpoint_is_a_spec_error(tmp_path: Path) -> None:
     spec, _ = gpt2_spec(tmp_path, file="missing")
     with pytest.raises(SpecError):
         load_spec(str(spec))
+
+
+def test_an_untied_run_reads_only_the_embedding_rows_of_its_tokens(tmp_path: Path) -> None:
+    from safetensors.numpy import save_file
+
+    t = make_gpt2(str(tmp_path / "gpt2"), layers=1)
+    t["transformer.wte.weight"][40] = np.nan  # a row no token of the input reads
+    save_file(t, str(tmp_path / "gpt2" / "model.safetensors"))
+    spec, text = gpt2_spec(tmp_path, layers=1, final=False, head="none")  # tokens 1, 5, 9, 2
+    s = load_spec(str(spec))
+    ex = executor.Executor(s)
+    table = ex.params["embedding"]
+    assert table.shape == (64, 32) and sorted(np.flatnonzero(np.abs(table).sum(axis=1))) == [1, 2, 5, 9]
+    assert np.array_equal(table[[1, 2, 5, 9]], t["transformer.wte.weight"][[1, 2, 5, 9]].astype(np.float64))
+    assert ex.run().ok
+    est = memory.estimate(s, memory.RecordPolicy())
+    assert est.weights < memory.estimate(s._replace(block=s.block._replace(head="tied")), memory.RecordPolicy()).weights
+    spec.write_text(text.replace("[1, 5, 9, 2]", "[1, 5, 40, 2]"))  # now the NaN row is read
+    _refused(spec, "'transformer.wte.weight'", "32 NaN")  # the whole row

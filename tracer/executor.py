@@ -222,7 +222,7 @@ class Executor:
         self.overrides = overrides or {}
         self.trace = Trace(spec, policy=policy or RecordPolicy())
         self.recorder = Recorder(self.trace)
-        self.params = load_params(spec)
+        self.params = load_params(spec, for_run=True)
         self.inputs = load_inputs(spec)
         self.seen_nonfinite = False
 

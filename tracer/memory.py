@@ -213,6 +213,16 @@ def _input_sizes(spec: Spec) -> dict[str, tuple[int, int]]:
     return out
 
 
+def _held_values(spec: Spec, name: str, shape: tuple[int, ...], source: str) -> int:
+    """Values a run holds for one weight: an embedding table from a checkpoint that no tied head reads holds
+    only the rows of the input's tokens (params.embedding_rows); the rest are zero pages, never resident."""
+    if name == "embedding" and source == "file" and spec.block.head != "tied":
+        d = spec.dims
+        tokens = d.B * (d.T + (d.S or 0))
+        return min(shape[0], tokens) * shape[1]
+    return math.prod(shape)
+
+
 def _given_values(spec: Spec) -> int:
     n = sum(math.prod(w.given_shape or w.shape) for w in spec.weights.values() if w.source == "given")
     for stream, inp in spec.inputs().items():
@@ -290,7 +300,7 @@ def estimate(spec: Spec, policy: RecordPolicy, as_json: bool = False, visible: s
     """What a run of ``spec`` under ``policy`` will hold at its peak (see the module's docstring)."""
     itemsize = ITEMSIZE[spec.dtype]
     stages = plan_stages(spec, policy)
-    weights = sum(math.prod(w.shape) for w in spec.weights.values()) * itemsize
+    weights = sum(_held_values(spec, w.path, w.shape, w.source) for w in spec.weights.values()) * itemsize
     weights += sum(n * size for n, size in _input_sizes(spec).values())
     working, working_at = _working(spec, stages)
     est = Estimate(spec, policy, stages, weights, _given_values(spec) * PY_VALUE_BYTES, working, working_at)

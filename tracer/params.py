@@ -67,14 +67,29 @@ def materialise(w: Weight, seed: int | None, dtype: np.dtype) -> np.ndarray:
     return uniform(seed, "weights." + w.path, w.shape, -bound, bound).astype(dtype, copy=False)
 
 
-def load_params(spec: Spec) -> dict[str, np.ndarray]:
+def embedding_rows(spec: Spec) -> list[int] | None:
+    """The embedding rows a run reads when the table comes from a checkpoint and no tied head reads all of it, else None.
+
+    A run then reads only these rows of the file: GPT-2's wte is 50257 rows, a sentence uses a few.
+    """
+    w = spec.weights.get("embedding")
+    if w is None or w.source != "file" or spec.block.head == "tied":
+        return None
+    ids = [load_inputs(spec)[stream] for stream, inp in spec.inputs().items() if inp.kind == "tokens"]
+    return sorted({int(i) for a in ids for i in a.ravel()})
+
+
+def load_params(spec: Spec, for_run: bool = False) -> dict[str, np.ndarray]:
+    """Every weight as an array.  ``for_run``: an embedding table from a checkpoint holds only the rows the input uses
+    (the others stay zero pages, never read nor resident), when no tied head reads the whole table."""
     dtype = np.dtype(spec.dtype)
     files = {name: w.value for name, w in spec.weights.items() if w.source == "file"}
     read: dict[str, np.ndarray] = {}
     if files:  # from checkpoint files: each tensor read once, converted to the spec's dtype
         from .checkpoints.refs import read_refs
 
-        read = read_refs(files, spec.dtype, spec.allow_nonfinite)
+        rows = embedding_rows(spec) if for_run else None
+        read = read_refs(files, spec.dtype, spec.allow_nonfinite, {"embedding": rows} if rows is not None else None)
     return {name: read[name] if name in read else materialise(w, spec.seed, dtype) for name, w in spec.weights.items()}
 
 

@@ -93,6 +93,23 @@ class Checkpoint:
             raise CheckpointError(f"{self.path}: tensor {key!r} reads as {shape_text(out.shape)} but its header says {shape_text(info.shape)}")
         return out
 
+    def read_rows(self, key: str, rows: list[int], dtype: str) -> np.ndarray:
+        """The tensor in ``dtype`` with only ``rows`` read from the file; the other rows are zero pages, never touched."""
+        import numpy as np
+
+        info = self.info(key)
+        if info.dtype not in FLOATS or len(info.shape) != 2:
+            return self.read(key, dtype)
+        out = np.zeros(info.shape, dtype=dtype)  # calloc: pages of rows never written are never resident
+        try:
+            out[rows] = self.rows(key, rows)
+        except (OSError, ValueError, EOFError) as e:
+            raise CheckpointError(f"{self.path}: tensor {key!r} cannot be read ({e}); the file is truncated or corrupt") from None
+        return out
+
+    def rows(self, key: str, rows: list[int]) -> np.ndarray:
+        return self.raw(key)[rows]
+
     def config(self) -> dict[str, Any] | None:
         """config.json of a Hugging Face model folder (or beside a single file), if there is one."""
         folder = self.path if os.path.isdir(self.path) else os.path.dirname(os.path.abspath(self.path))
@@ -163,13 +180,20 @@ class SafetensorsFile(Checkpoint):
     def info(self, key: str) -> TensorInfo:
         return self.tensors[key][0]
 
-    def raw(self, key: str) -> np.ndarray:
+    def mapped(self, key: str) -> np.ndarray:
+        """The tensor memory-mapped as stored (bfloat16 as its raw 16 bits): nothing is read until used."""
         import numpy as np
 
-        info, b, e = self.tensors[key]
-        if info.dtype == "bfloat16":  # NumPy has no bfloat16: its 16 bits are the top half of a float32
-            u16 = np.memmap(self.path, dtype="<u2", mode="r", offset=self.start + b, shape=info.shape)
-            return (u16.astype(np.uint32) << 16).view(np.float32)
+        info, lo, _ = self.tensors[key]
+        stored = "<u2" if info.dtype == "bfloat16" else "<" + next(k for k, v in NPY_DTYPES.items() if v == info.dtype)
+        return np.memmap(self.path, dtype=stored, mode="r", offset=self.start + lo, shape=info.shape)
+
+    def rows(self, key: str, rows: list[int]) -> np.ndarray:
+        return _widen(self.mapped(key)[rows], self.info(key).dtype)  # only these rows' pages are read
+
+    def raw(self, key: str) -> np.ndarray:
+        if self.info(key).dtype == "bfloat16":
+            return _widen(self.mapped(key), "bfloat16")
         if self._handle is None:
             from safetensors import safe_open
 
@@ -181,6 +205,13 @@ class SafetensorsFile(Checkpoint):
             return self._handle.get_tensor(key)
         except Exception as e:
             raise CheckpointError(f"{self.path}: tensor {key!r} cannot be read ({e}); the file is corrupt") from None
+
+
+def _widen(a: np.ndarray, dtype: str) -> np.ndarray:
+    """bfloat16, which NumPy lacks, is the top 16 bits of a float32: shift them into place."""
+    import numpy as np
+
+    return (a.astype(np.uint32) << 16).view(np.float32) if dtype == "bfloat16" else a
 
 
 # -- NumPy ---------------------------------------------------------------------

@@ -120,8 +120,13 @@ def table_rows(path: str, key: str | None, transpose: bool, where: str) -> int:
     return shape[0] if shape else -1
 
 
-def read_refs(refs: dict[str, TensorRef], dtype: str, allow_nonfinite: bool) -> dict[str, np.ndarray]:
-    """Each weight's array in ``dtype``; a tensor shared by several weights (packed q, k, v) is read once."""
+def read_refs(refs: dict[str, TensorRef], dtype: str, allow_nonfinite: bool,
+              rows: dict[str, list[int]] | None = None) -> dict[str, np.ndarray]:
+    """Each weight's array in ``dtype``; a tensor shared by several weights (packed q, k, v) is read once.
+
+    ``rows``: for a table named there (read as stored, no conversion), only those rows are read and checked;
+    the others are zero.
+    """
     import numpy as np
 
     by_tensor: dict[tuple[str, str], list[str]] = {}
@@ -130,13 +135,15 @@ def read_refs(refs: dict[str, TensorRef], dtype: str, allow_nonfinite: bool) -> 
     out: dict[str, np.ndarray] = {}
     for (file, key), names in by_tensor.items():
         first = refs[names[0]]
+        only = (rows or {}).get(names[0]) if len(names) == 1 and first.take == Take(key) else None
         try:
             ckpt = open_checkpoint(file)
-            a = ckpt.read(key, dtype)
+            a = ckpt.read(key, dtype) if only is None else ckpt.read_rows(key, only, dtype)
         except CheckpointError as e:
             raise CheckpointError(f"{first.where}: {e}") from None
-        if not allow_nonfinite and not np.isfinite(a).all():
-            n_nan, n_inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+        checked = a if only is None else a[only]
+        if not allow_nonfinite and not np.isfinite(checked).all():
+            n_nan, n_inf = int(np.isnan(checked).sum()), int(np.isinf(checked).sum())
             raise CheckpointError(f"{first.where}: {file_of(ckpt, key)}: tensor {key!r} (for {', '.join(names)}) holds {n_nan} NaN and "
                                   f"{n_inf} Inf (not finite); add allow_nonfinite: true to study NaN and Inf on purpose")
         for name in names:
