@@ -7,7 +7,6 @@ comparisons against Hugging Face and PyTorch themselves are in test_checkpoints_
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import struct
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, REPO, assert_refused, run_app, run_cli, where
+from conftest import REPO, assert_refused, example_module, run_app, run_cli, where
 
 from tracer import executor, memory
 from tracer.checkpoints import formats
@@ -24,16 +23,7 @@ from tracer.checkpoints.formats import CheckpointError, open_checkpoint
 from tracer.errors import SpecError
 from tracer.spec import load_spec
 
-
-def _example():
-    spec = importlib.util.spec_from_file_location("tiny_gpt2", EXAMPLES / "checkpoints" / "tiny_gpt2.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_gpt2 = _example().make
+make_gpt2 = example_module("checkpoints/tiny_gpt2.py").make
 
 GPT2_SPEC = """\
 dims: {{C: 32, H: 4, F: 128}}

@@ -14,28 +14,19 @@ tracer to 1e-12, which shows that float32 is the only difference.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, assert_refused, run_app, run_cli
+from conftest import assert_refused, example_module, run_app, run_cli
 
 from tracer.spec import load_spec
 
 # -- a LLaMA checkpoint from NumPy ------------------------------------------------------
 
-def _example():
-    spec = importlib.util.spec_from_file_location("tiny_llama", EXAMPLES / "checkpoints" / "tiny_llama.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_make = _example().make
+_make = example_module("checkpoints/tiny_llama.py").make
 
 
 def write_llama(folder: Path, **kwargs) -> dict[str, np.ndarray]:
