@@ -455,3 +455,32 @@ def test_an_untied_run_reads_only_the_embedding_rows_of_its_tokens(tmp_path: Pat
     assert est.weights < memory.estimate(s._replace(block=s.block._replace(head="tied")), memory.RecordPolicy()).weights
     spec.write_text(text.replace("[1, 5, 9, 2]", "[1, 5, 40, 2]"))  # now the NaN row is read
     _refused(spec, "'transformer.wte.weight'", "32 NaN")  # the whole row
+
+
+def test_a_bfloat16_model_traces_as_its_widened_float32_values(tmp_path: Path) -> None:
+    """LLaMA-family checkpoints ship in bf16: a bf16 folder traces exactly as float32 holding the same values."""
+    from safetensors.numpy import save_file
+
+    t = make_gpt2(str(tmp_path / "gpt2"), layers=1)  # float32; rewritten below as bfloat16 and as its exact float32 widening
+    bits = {k: (v.view(np.uint32) >> 16).astype("<u2") for k, v in t.items()}
+    write_safetensors(tmp_path / "gpt2" / "model.safetensors", {k: ("BF16", b.shape, b.tobytes()) for k, b in bits.items()})
+    (tmp_path / "wide").mkdir()
+    save_file({k: (b.astype(np.uint32) << 16).view(np.float32) for k, b in bits.items()}, str(tmp_path / "wide" / "model.safetensors"))
+    a_spec, _ = gpt2_spec(tmp_path, layers=1)
+    b_spec, _ = gpt2_spec(tmp_path, file="wide", layers=1, name="wide.yaml")
+    a, b = executor.run(load_spec(str(a_spec))), executor.run(load_spec(str(b_spec)))
+    for name in a.stages:
+        assert np.array_equal(a.stages[name].array, b.stages[name].array), name
+    r = run_app("import", str(tmp_path / "gpt2"), "--layers", "0")
+    assert r.returncode == 0 and "the checkpoint stores bfloat16" in r.stdout
+
+
+def test_a_float16_model_in_a_float32_spec(tmp_path: Path) -> None:
+    t = make_gpt2(str(tmp_path / "gpt2"), layers=1, dtype="float16")
+    spec, text = gpt2_spec(tmp_path, layers=1)
+    spec.write_text(text + "dtype: float32\n")
+    s = load_spec(str(spec))
+    ex = executor.Executor(s)
+    assert ex.params["ffn.w1"].dtype == np.float32
+    assert np.array_equal(ex.params["ffn.w1"], t["transformer.h.0.mlp.c_fc.weight"].astype(np.float32))
+    assert ex.run().stages["logits"].array.dtype == np.float32

@@ -195,3 +195,18 @@ def test_a_truncated_torch_file_is_refused(tmp_path: Path) -> None:
     r = run_app("run", str(spec))
     assert r.returncode == 2 and "s.yaml:4:17: weights.file: " in r.stderr and "truncated or corrupt" in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_folder_with_pytorch_model_bin(tmp_path: Path) -> None:
+    """An older Hugging Face folder: config.json and pytorch_model.bin (read with weights_only=True)."""
+    model = gpt2_model(tmp_path)
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "config.json").write_text((tmp_path / "gpt2" / "config.json").read_text())
+    torch.save(model.state_dict(), folder / "pytorch_model.bin")
+    spec = tmp_path / "bin.yaml"
+    assert run_app("import", str(folder), "--tokens", ",".join(map(str, TOKENS)), "-o", str(spec)).returncode == 0
+    st = stages_of(spec)
+    with torch.no_grad():
+        hf = model(torch.tensor([TOKENS]))
+    close(st["logits"], hf.logits, "logits")

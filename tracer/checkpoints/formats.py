@@ -409,7 +409,7 @@ class Folder(Checkpoint):
             shard = os.path.join(self.path, name)
             if os.path.basename(name) != name or not os.path.isfile(shard):
                 raise CheckpointError(f"{self.path}: the index names the shard {name!r}, which is not in the folder")
-            self.shards[name] = _open_file(shard)
+            self.shards[name] = _cached(shard)
         return self.shards[name]
 
     def keys(self) -> list[str]:
@@ -442,21 +442,29 @@ def _open_file(path: str) -> Checkpoint:
                           "or a Hugging Face model folder")
 
 
-_OPEN: dict[tuple[str, int, int], Checkpoint] = {}
+_OPEN: dict[tuple[str, int, int, int], Checkpoint] = {}
+MAX_OPEN = 16  # files whose headers are kept (validating a spec, then running it, opens each once)
+
+
+def _cached(path: str) -> Checkpoint:
+    """A checkpoint file, headers read once while the file is unchanged (same inode, size and mtime)."""
+    st = os.stat(path)
+    key = (os.path.realpath(path), st.st_ino, st.st_mtime_ns, st.st_size)
+    if key not in _OPEN:
+        while len(_OPEN) >= MAX_OPEN:
+            del _OPEN[next(iter(_OPEN))]
+        _OPEN[key] = _open_file(path)
+    return _OPEN[key]
 
 
 def open_checkpoint(path: str) -> Checkpoint:
-    """The checkpoint at ``path`` (a file or a model folder), headers read; opened once per process while unchanged."""
+    """The checkpoint at ``path`` (a file or a model folder), headers read, no tensor yet."""
     try:
-        st = os.stat(path)
+        return Folder(path) if os.path.isdir(path) else _cached(path)
     except FileNotFoundError:
         raise CheckpointError(f"{path}: no such file or folder") from None
     except OSError as e:
         raise CheckpointError(f"{path}: cannot read: {e.strerror or e}") from None
-    key = (os.path.realpath(path), st.st_mtime_ns, st.st_size)
-    if key not in _OPEN:
-        _OPEN[key] = Folder(path) if os.path.isdir(path) else _open_file(path)
-    return _OPEN[key]
 
 
 def file_of(ckpt: Checkpoint, key: str) -> str:

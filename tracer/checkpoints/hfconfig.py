@@ -39,6 +39,12 @@ def shape_of(ckpt: Checkpoint, layout: Layout, name: str) -> tuple[int, ...] | N
     return take.shape(ckpt.info(take.key).shape)
 
 
+def stored_dtype(ckpt: Checkpoint, layout: Layout, name: str) -> str:
+    """How the checkpoint stores tracer weight ``name`` (float32, bfloat16, ...)."""
+    found = layout.locate(name, ckpt.keys())
+    return ckpt.info(found[0].key).dtype if found is not None and found[1] else "float32"
+
+
 def _need_heads(heads: int | None, C: int, what: str) -> int:
     if heads is None:
         raise CheckpointError(f"{what} does not record the number of heads; give --heads H (H must divide C = {C})")
@@ -83,8 +89,7 @@ def gpt2(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads:
              "head": "tied" if tied else "separate"}
     notes |= {"eps": "layer_norm_epsilon", "activation": f"activation_function: {act}", "positions": "wpe, a learned table",
               "final_norm": "ln_f", "head": "lm_head = wte (tie_word_embeddings)" if tied else "lm_head.weight, untied"}
-    return ModelConfig(layers, dims, block, notes, ckpt.info(layout.locate("embedding", ckpt.keys())[0].key).dtype,  # type: ignore[index]
-                       "config.json" if config else "tensor shapes")
+    return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json" if config else "tensor shapes")
 
 
 def _rope(cfg: dict[str, Any]) -> tuple[float, str, str]:
@@ -176,7 +181,7 @@ def torch(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads
     notes = {"C": "in_proj_weight is [3C,C]", "H": "--heads (a state dict does not record nhead)", "F": "linear1 is [F,C]",
              "norm_order": "PyTorch's default norm_first=False; use pre if the model was built with norm_first=True",
              "activation": "PyTorch's default; a state dict does not record it", "eps": "PyTorch's default layer_norm_eps"}
-    dtype = ckpt.info(layout.locate(prefix + "attn.w_q", keys)[0].key).dtype  # type: ignore[index]
+    dtype = stored_dtype(ckpt, layout, prefix + "attn.w_q")
     common = {"norm_order": "post", "norm": "layernorm", "eps": 1e-5, "activation": "relu", "positions": "none"}
     if seq2seq:
         enc_layers = layer_count(keys, "encoder.layers.{i}.linear1.weight")
