@@ -155,8 +155,7 @@ def llama(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads
               else "no lm_head in the checkpoint (a bare LlamaModel)"}
     if window:
         notes["mask"] = f"Mistral's sliding_window = {window} keys changes nothing while T <= {window}"
-    return ModelConfig(layers, dims, block, notes, ckpt.info(layout.locate("embedding", ckpt.keys())[0].key).dtype,  # type: ignore[index]
-                       "config.json")
+    return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json")
 
 
 def torch(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads: int | None) -> ModelConfig:
