@@ -44,6 +44,17 @@ def cli():
     return run_cli
 
 
+def example_module(relative: str):
+    """A script under examples/ imported as a module (e.g. "checkpoints/tiny_gpt2.py"), for its functions."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(Path(relative).stem, EXAMPLES / relative)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def write_spec(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
     p = tmp_path / name
     p.write_text(text, encoding="utf-8")

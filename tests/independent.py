@@ -68,31 +68,48 @@ def sinusoidal_table(T, C, base):  # PE[p, 2i] = sin(p / base^(2i/C)), PE[p, 2i+
     return pe
 
 
-def rope(x, base):  # [..., T, d]: pair (2i, 2i+1) read as the complex number x_2i + j x_2i+1, turned by t * base^(-2i/d)
+def rope(x, base, pairing="interleaved"):  # [..., T, d]: pair i read as a complex number, turned by t * base^(-2i/d)
+    """Pair i is (2i, 2i+1) when interleaved (the RoPE paper, Meta's LLaMA); (i, i + d/2) when half (Hugging Face)."""
     T, d = x.shape[-2], x.shape[-1]
-    z = x[..., 0::2] + 1j * x[..., 1::2]  # [..., T, d/2]
+    if pairing == "half":
+        z = x[..., : d // 2] + 1j * x[..., d // 2:]
+    else:
+        z = x[..., 0::2] + 1j * x[..., 1::2]  # [..., T, d/2]
     theta = np.array([base ** (-2 * i / d) for i in range(d // 2)])
     turn = np.exp(1j * np.arange(T)[:, None] * theta[None, :])  # [T, d/2], unit complex numbers
     z = z * turn
     out = np.empty(x.shape)
-    out[..., 0::2], out[..., 1::2] = z.real, z.imag
+    if pairing == "half":
+        out[..., : d // 2], out[..., d // 2:] = z.real, z.imag
+    else:
+        out[..., 0::2], out[..., 1::2] = z.real, z.imag
     return out
 
 
-def attention(xq, xkv, w, H, mask, rope_base=None):
+def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleaved"):
     """Multi-head attention, one sample and one head at a time: [B,T,C], [B,S,C] -> dict of stages.
 
-    mask: "causal" (query i reads keys 0..i), "none", or a [T,S] 0/1 matrix.
+    mask: "causal" (query i reads keys 0..i), "none", or a [T,S] 0/1 matrix.  H_kv key/value heads
+    (grouped-query attention): the key and value heads are repeated, each H / H_kv times in a row,
+    so that query head h meets a copy of key head h // (H / H_kv), as Hugging Face's repeat_kv does.
     """
     B, T, C = xq.shape
     S = xkv.shape[1]
     d = C // H
+    H_kv = H if H_kv is None else H_kv
     q_all = xq @ w["w_q"] + w["b_q"]
     k_all = xkv @ w["w_k"] + w["b_k"]
     v_all = xkv @ w["w_v"] + w["b_v"]
     q = np.zeros((B, H, T, d))
-    k = np.zeros((B, H, S, d))
-    v = np.zeros((B, H, S, d))
+    k = np.zeros((B, H_kv, S, d))
+    v = np.zeros((B, H_kv, S, d))
+    for b in range(B):
+        for g in range(H_kv):
+            cols = slice(g * d, (g + 1) * d)  # key/value head g reads columns g*d .. (g+1)*d - 1
+            k[b, g] = rope(k_all[b, :, cols], rope_base, pairing) if rope_base is not None else k_all[b, :, cols]
+            v[b, g] = v_all[b, :, cols]
+    k_rep = np.concatenate([np.stack([k[:, g]] * (H // H_kv), axis=1) for g in range(H_kv)], axis=1)  # [B,H,S,d]
+    v_rep = np.concatenate([np.stack([v[:, g]] * (H // H_kv), axis=1) for g in range(H_kv)], axis=1)
     scores = np.zeros((B, H, T, S))
     weights = np.zeros((B, H, T, S))
     heads = np.zeros((B, T, C))
@@ -103,15 +120,15 @@ def attention(xq, xkv, w, H, mask, rope_base=None):
     for b in range(B):
         for h in range(H):
             cols = slice(h * d, (h + 1) * d)  # head h reads columns h*d .. (h+1)*d - 1
-            qh, kh, vh = q_all[b, :, cols], k_all[b, :, cols], v_all[b, :, cols]
+            qh, kh, vh = q_all[b, :, cols], k_rep[b, h], v_rep[b, h]
             if rope_base is not None:
-                qh, kh = rope(qh, rope_base), rope(kh, rope_base)
+                qh = rope(qh, rope_base, pairing)
             s = qh @ kh.T / math.sqrt(d)
             wts = np.zeros((T, S))
             for i in range(T):
                 keys = np.flatnonzero(allowed[i])
                 wts[i, keys] = softmax(s[i, keys])
-            q[b, h], k[b, h], v[b, h] = qh, kh, vh
+            q[b, h] = qh
             scores[b, h], weights[b, h] = s, wts
             heads[b, :, cols] = wts @ vh
     out = heads @ w["w_o"] + w["b_o"]
@@ -133,6 +150,7 @@ class Stack:
     base: float = 10000.0
     final_norm: bool = False
     head: str = "none"
+    pairing: str = "interleaved"
 
 
 @dataclass
@@ -140,6 +158,7 @@ class Model:
     H: int
     block: Stack = field(default_factory=Stack)  # decoder-only: the block; encoder-decoder: the decoder
     encoder: Stack | None = None
+    H_kv: int | None = None
 
 
 def stack_from_yaml(section: dict | None, default_mask: str, has_table: bool) -> Stack:
@@ -148,17 +167,18 @@ def stack_from_yaml(section: dict | None, default_mask: str, has_table: bool) ->
         norm_order=s.get("norm_order", "pre"), layers=s.get("layers", 1), mask=s.get("mask", default_mask),
         eps=float(s.get("eps", 1e-5)), norm=s.get("norm", "layernorm"), activation=s.get("activation", "relu"),
         positions=s.get("positions", "learned" if has_table else "none"), base=float(s.get("position_base", 10000.0)),
-        final_norm=s.get("final_norm", False), head=s.get("head", "none"),
+        final_norm=s.get("final_norm", False), head=s.get("head", "none"), pairing=s.get("rotary_pairing", "interleaved"),
     )
 
 
 def model_from_yaml(doc: dict) -> Model:
     """The settings of a spec document (a dict from yaml.safe_load), with the documented defaults."""
     has_table = "position" in (doc.get("weights") or {})
+    H, H_kv = doc["dims"]["H"], doc["dims"].get("H_kv")
     if doc.get("model") == "encoder-decoder":
-        return Model(doc["dims"]["H"], stack_from_yaml(doc.get("decoder"), "causal", has_table),
-                     stack_from_yaml(doc.get("encoder"), "none", has_table))
-    return Model(doc["dims"]["H"], stack_from_yaml(doc.get("block"), "causal", has_table))
+        return Model(H, stack_from_yaml(doc.get("decoder"), "causal", has_table),
+                     stack_from_yaml(doc.get("encoder"), "none", has_table), H_kv)
+    return Model(H, stack_from_yaml(doc.get("block"), "causal", has_table), H_kv=H_kv)
 
 
 # -- the model -------------------------------------------------------------------
@@ -179,8 +199,10 @@ def _norm(st, name, x, p, s: Stack):
     return y
 
 
-def _attend(st, pre, name, xq, xkv, p, H, mask, rope_base):
-    r = attention(xq, xkv, _group(p, pre + ("cross_attn" if name == "cross_attention" else "attn")), H, mask, rope_base)
+def _attend(st, pre, name, xq, xkv, p, H, mask, rope):
+    """H: (query heads, key/value heads); rope: (base, pairing), or None without rotary positions."""
+    base, pairing = rope if rope is not None else (None, "interleaved")
+    r = attention(xq, xkv, _group(p, pre + ("cross_attn" if name == "cross_attention" else "attn")), H[0], mask, base, H[1], pairing)
     inner = "cross" if name == "cross_attention" else "attn"
     for key in ("q", "k", "v", "scores", "weights", "heads"):
         st[f"{pre}{inner}.{key}"] = r[key]
@@ -201,13 +223,13 @@ def _ffn(st, pre, x, p, s: Stack):
     return out
 
 
-def _rope_base(s: Stack):
-    return s.base if s.positions == "rotary" else None
+def _rope(s: Stack):
+    return (s.base, s.pairing) if s.positions == "rotary" else None
 
 
 def pre_norm_layer(st, pre, x, p, s: Stack, H):  # N1 = LN1(X), R = X + MHA(N1), Y = R + FFN(LN2(R))
     n1 = _norm(st, pre + "norm1", x, p, s)
-    r = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope_base(s))
+    r = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s))
     st[pre + "residual1"] = r
     n2 = _norm(st, pre + "norm2", r, p, s)
     y = r + _ffn(st, pre, n2, p, s)
@@ -216,7 +238,7 @@ def pre_norm_layer(st, pre, x, p, s: Stack, H):  # N1 = LN1(X), R = X + MHA(N1),
 
 
 def post_norm_layer(st, pre, x, p, s: Stack, H):  # R = LN1(X + MHA(X)), Y = LN2(R + FFN(R))
-    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope_base(s))
+    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s))
     r = _norm(st, pre + "norm1", st[pre + "residual1"], p, s)
     st[pre + "residual2"] = r + _ffn(st, pre, r, p, s)
     y = _norm(st, pre + "norm2", st[pre + "residual2"], p, s)
@@ -226,7 +248,7 @@ def post_norm_layer(st, pre, x, p, s: Stack, H):  # R = LN1(X + MHA(X)), Y = LN2
 
 def decoder_pre_norm_layer(st, pre, x, memory, p, s: Stack, H):
     n1 = _norm(st, pre + "norm1", x, p, s)
-    r1 = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope_base(s))
+    r1 = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s))
     st[pre + "residual1"] = r1
     n2 = _norm(st, pre + "norm2", r1, p, s)
     r2 = r1 + _attend(st, pre, "cross_attention", n2, memory, p, H, "none", None)
@@ -238,7 +260,7 @@ def decoder_pre_norm_layer(st, pre, x, memory, p, s: Stack, H):
 
 
 def decoder_post_norm_layer(st, pre, x, memory, p, s: Stack, H):
-    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope_base(s))
+    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s))
     n1 = _norm(st, pre + "norm1", st[pre + "residual1"], p, s)
     st[pre + "residual2"] = n1 + _attend(st, pre, "cross_attention", n1, memory, p, H, "none", None)
     n2 = _norm(st, pre + "norm2", st[pre + "residual2"], p, s)
@@ -286,7 +308,7 @@ def decoder_only(m: Model, p, tokens=None, x=None) -> dict[str, np.ndarray]:
     h = _entry(st, "", first, p, s)
     layer = pre_norm_layer if s.norm_order == "pre" else post_norm_layer
     for pre in _layer_prefixes("", s, plain=s.layers == 1):
-        h = layer(st, pre, h, p, s, m.H)
+        h = layer(st, pre, h, p, s, (m.H, m.H_kv))
     _exit(st, "", h, p, s)
     return st
 
@@ -300,13 +322,13 @@ def encoder_decoder(m: Model, p, source, target) -> dict[str, np.ndarray]:
     h = _entry(st, "encoder.", st["encoder.embed"], p, e)
     layer = pre_norm_layer if e.norm_order == "pre" else post_norm_layer
     for pre in _layer_prefixes("encoder.", e, plain=False):
-        h = layer(st, pre, h, p, e, m.H)
+        h = layer(st, pre, h, p, e, (m.H, m.H_kv))
     memory = _exit(st, "encoder.", h, p, replace(e, head="none"))
     st["decoder.embed"] = p["embedding"][np.asarray(target)]
     h = _entry(st, "decoder.", st["decoder.embed"], p, d)
     layer = decoder_pre_norm_layer if d.norm_order == "pre" else decoder_post_norm_layer
     for pre in _layer_prefixes("decoder.", d, plain=False):
-        h = layer(st, pre, h, memory, p, d, m.H)
+        h = layer(st, pre, h, memory, p, d, (m.H, m.H_kv))
     _exit(st, "decoder.", h, p, d)
     return st
 

@@ -7,7 +7,6 @@ comparisons against Hugging Face and PyTorch themselves are in test_checkpoints_
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import struct
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, REPO, assert_refused, run_app, run_cli, where
+from conftest import REPO, assert_refused, example_module, run_app, run_cli, where
 
 from tracer import executor, memory
 from tracer.checkpoints import formats
@@ -24,16 +23,7 @@ from tracer.checkpoints.formats import CheckpointError, open_checkpoint
 from tracer.errors import SpecError
 from tracer.spec import load_spec
 
-
-def _example():
-    spec = importlib.util.spec_from_file_location("tiny_gpt2", EXAMPLES / "checkpoints" / "tiny_gpt2.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-make_gpt2 = _example().make
+make_gpt2 = example_module("checkpoints/tiny_gpt2.py").make
 
 GPT2_SPEC = """\
 dims: {{C: 32, H: 4, F: 128}}
@@ -338,7 +328,7 @@ def test_nonfinite_tensor_is_refused_unless_allowed(tmp_path: Path) -> None:
 def test_layout_errors(tmp_path: Path, gpt2: dict[str, np.ndarray]) -> None:
     spec, text = gpt2_spec(tmp_path)
     spec.write_text(text.replace("layout: gpt2", "layout: gtp2"))
-    _refused(spec, "weights.layout", "expected one of gpt2 | torch | tracer", "received text 'gtp2'")
+    _refused(spec, "weights.layout", "expected one of gpt2 | llama | torch | tracer", "received text 'gtp2'")
     spec.write_text(text.replace("layout: gpt2", "leyout: gpt2"))
     _refused(spec, "weights.leyout", "did you mean 'layout'?")
     from safetensors.numpy import save_file
@@ -423,7 +413,7 @@ def test_import_never_overwrites_a_users_file(tmp_path: Path, gpt2: dict[str, np
     (("--layers", "one"), ("--layers 'one'", "expected a layer or a range")),
     (("--tokens", "1,99"), ("--tokens", "id 99 is out of range", "V = 64")),
     (("--tokens", "a,b"), ("--tokens 'a,b'", "expected token ids")),
-    (("--layout", "gtp2"), ("--layout 'gtp2'", "expected one of gpt2 | torch | tracer")),
+    (("--layout", "gtp2"), ("--layout 'gtp2'", "expected one of gpt2 | llama | torch | tracer")),
     (("--layout", "tracer"), ("a tracer archive holds weights, not the block's settings",)),
 ])
 def test_import_bad_options(tmp_path: Path, gpt2: dict[str, np.ndarray], args: tuple[str, ...], fragments: tuple[str, ...]) -> None:
@@ -433,7 +423,7 @@ def test_import_bad_options(tmp_path: Path, gpt2: dict[str, np.ndarray], args: t
 def test_import_without_config_needs_layout_and_heads(tmp_path: Path, gpt2: dict[str, np.ndarray]) -> None:
     f = str(tmp_path / "gpt2" / "model.safetensors")
     (tmp_path / "gpt2" / "config.json").unlink()
-    assert_refused(run_app("import", f), "has no config.json", "give --layout gpt2 | torch | tracer")
+    assert_refused(run_app("import", f), "has no config.json", "give --layout gpt2 | llama | torch | tracer")
     assert_refused(run_app("import", f, "--layout", "gpt2"), "does not record the number of heads; give --heads H")
     r = run_app("import", f, "--layout", "gpt2", "--heads", "4")
     assert r.returncode == 0 and "H: 4" in r.stdout and "# --heads" in r.stdout

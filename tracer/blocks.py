@@ -31,6 +31,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     activation: str | None = None  # ffn, ffn_hidden: relu | gelu | gelu_tanh | swiglu
     base: float | None = None  # sinusoidal: the base; mha: the rotary base (None: no rotary positions)
     stream: str | None = None  # embed, input: which input the step reads (tokens | x | source | target)
+    pairing: str | None = None  # mha with rotary positions: half pairs (i, i + d/2); None: interleaved (2i, 2i+1)
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
@@ -41,7 +42,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
 
     def params(self) -> dict[str, object]:
         out: dict[str, object] = {}
-        for key in ("axis", "start", "stop", "out", "mask", "activation", "base", "stream"):
+        for key in ("axis", "start", "stop", "out", "mask", "activation", "base", "stream", "pairing"):
             value = getattr(self, key)
             if key == "activation" and self.op == "ffn_out":
                 continue  # kept only so the step shares its weight group's keys; the second half has no activation
@@ -97,7 +98,15 @@ GROUP_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
     "ffn_gated": {"w1": ("C", "F"), "b1": ("F",), "w3": ("C", "F"), "b3": ("F",), "w2": ("F", "C"), "b2": ("C",)},
     "linear": {"w": ("in", "out"), "b": ("out",)},  # letters filled in from the step
 }
+# Grouped-query attention (dims.H_kv < H): keys and values have H_kv heads, C_kv = H_kv * d columns.
+GROUPED_KV_KEYS: dict[str, tuple[str, ...]] = {"w_k": ("C", "C_kv"), "w_v": ("C", "C_kv"), "b_k": ("C_kv",), "b_v": ("C_kv",)}
 TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_max", "C"), "head": ("C", "V")}
+
+
+def group_keys(kind: str, grouped: bool) -> dict[str, tuple[str, ...]]:
+    """A weight group's keys and their axes; ``grouped``: the model has fewer key/value heads than query heads."""
+    keys = GROUP_KEYS[kind]
+    return {**keys, **GROUPED_KV_KEYS} if grouped and kind == "attn" else keys
 
 
 def group_kind(step: Step) -> str | None:
@@ -174,6 +183,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     position_base: float = 10000.0
     layers: int = 1
     final_norm: bool = False
+    rotary_pairing: str = "interleaved"  # interleaved | half
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -194,6 +204,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                 changes["mask"] = s.mask
             if s.positions == "rotary" and step.base is None:
                 changes["base"] = s.position_base
+                if s.rotary_pairing != "interleaved":  # the default stays unnamed: step lists read as before
+                    changes["pairing"] = s.rotary_pairing
         if step.op == "cross_mha":
             changes["mask"] = "none"
         out.append(step._replace(**changes) if changes else step)
@@ -287,17 +299,22 @@ def internal_prefix(step: Step) -> str:
 
 
 def attention_internals(step: Step, q: Shape, kv: Shape, sizes: dict[str, int]) -> dict[str, Shape]:
-    """Axes and sizes of q, k, v, scores, weights, heads for an attention step."""
+    """Axes and sizes of q, k, v, scores, weights, heads for an attention step.
+
+    With grouped-query attention (sizes has H_kv) k and v have their own H_kv heads.
+    """
     (qa, qs), (ka, ks) = q, kv
     H, d = sizes["H"], sizes["d"]
+    kv_letter = "H_kv" if "H_kv" in sizes else "H"
+    H_kv = sizes[kv_letter]
     tq, tk = qa[1], ka[1]
     B = qs[0]
     n_q, n_k = qs[1], ks[1]
     p = internal_prefix(step)
     return {
         f"{p}.q": (("B", "H", tq, "d"), (B, H, n_q, d)),
-        f"{p}.k": (("B", "H", tk, "d"), (ks[0], H, n_k, d)),
-        f"{p}.v": (("B", "H", tk, "d"), (ks[0], H, n_k, d)),
+        f"{p}.k": (("B", kv_letter, tk, "d"), (ks[0], H_kv, n_k, d)),
+        f"{p}.v": (("B", kv_letter, tk, "d"), (ks[0], H_kv, n_k, d)),
         f"{p}.scores": (("B", "H", tq, tk), (B, H, n_q, n_k)),
         f"{p}.weights": (("B", "H", tq, tk), (B, H, n_q, n_k)),
         f"{p}.heads": (("B", tq, "C"), (B, n_q, H * d)),

@@ -185,10 +185,39 @@ def build() -> list[StageInfo]:
             if formula(step) != formula(base[step.name]):
                 entries.append(StageInfo(step.name, variants, f"{step.meaning} (block.{field}: {value})",
                                          formula(step), shapes[step.name][0]))
+    entries += _attention_variants(variants)
     unique: dict[tuple[str, ...], StageInfo] = {}
     for e in sorted(entries, key=lambda e: SECTIONS.index(e.section)):  # stable: catalogue order within a section  # one entry per meaning within a section
         unique.setdefault((e.section, e.name, e.meaning, e.formula), e)
     return list(unique.values())
+
+
+ROTARY_PAIRS = {"interleaved": "(2i, 2i+1)", "half": "(i, i + d/2)"}
+GROUPED = " (grouped-query attention, dims.H_kv < H)"
+
+
+def _attention_variants(section: str) -> list[StageInfo]:
+    """attn.q and attn.k turned by rotary positions (either pairing), and k, v with fewer heads (grouped-query)."""
+    out = []
+    for pairing, pair in ROTARY_PAIRS.items():
+        layer, shapes = _layer(blocks.PRE_NORM, StackSettings(positions="rotary", rotary_pairing=pairing))
+        attention = next(s for s in layer if s.op == "mha")
+        suffix = "" if pairing == "interleaved" else f" (block.rotary_pairing: {pairing})"
+        for info in _internals(section, attention, shapes):
+            if info.name in ("attn.q", "attn.k"):
+                turn = f"; pair i = {pair} of each head turned by the angle t * base^(-2i/d) at position t"
+                out.append(dataclasses.replace(info, meaning=info.meaning + ", turned by rotary positions" + suffix,
+                                               formula=info.formula + turn))
+    layer, _ = _layer(blocks.PRE_NORM, StackSettings())
+    attention = next(s for s in layer if s.op == "mha")
+    x = (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))
+    grouped = blocks.attention_internals(attention, x, x, {**SIZES, "H_kv": 1})
+    for key in ("k", "v"):
+        axes = grouped[f"attn.{key}"][0]
+        out.append(StageInfo(f"attn.{key}", section, ATTN_MEANINGS[key] + GROUPED,
+                             f"{attention.inputs[0]} W_{key.upper()} + b_{key.upper()}, split into H_kv heads of width d; "
+                             "query head h reads head h // (H / H_kv)", axes))
+    return out
 
 
 CATALOGUE: tuple[StageInfo, ...] = tuple(build())

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from . import catalogue, executor, jsonin, yamlio
+from . import catalogue, executor, jsonin, jsonout, yamlio
 from .blocks import Step
 from .errors import EXIT_USAGE, TracerError, UsageError
 from .executor import Stage
@@ -105,8 +105,7 @@ def load_side(path: str, label: str, keep_going: bool) -> Side:
     with np.errstate(all="ignore"):  # NaN and Inf show up as stages, not as warnings
         ex = executor.Executor(spec, keep_going)
         trace = ex.run()
-    b = spec.block
-    block = {"norm_order": b.norm_order, "mask": b.mask, "eps": b.eps, "final_norm": b.final_norm, "positions": b.positions}
+    block = jsonout.block_json(spec.block)
     violations = [v.as_json() for v in trace.violations]
     return Side(label, path, "spec", spec.name, spec.dims.as_dict(), block, spec.dtype, spec.steps,
                 dict(trace.stages), ex.params, violations)

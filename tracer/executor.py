@@ -421,8 +421,9 @@ def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     parts: dict[str, np.ndarray] = {}
 
     def compute(strict: kernels.Strict) -> np.ndarray:
-        parts.update(kernels.mha(xq, xkv, **w, H=ex.spec.dims.H, visible=visible, softmax_over_queries=over_queries,
-                                 rotary_base=step.base, causal=step.mask == "causal", strict=strict))
+        parts.update(kernels.mha(xq, xkv, **w, H=ex.spec.dims.H, H_kv=ex.spec.dims.H_kv, visible=visible,
+                                 softmax_over_queries=over_queries, rotary_base=step.base,
+                                 rotary_pairing=step.pairing or "interleaved", causal=step.mask == "causal", strict=strict))
         return parts["output"]
 
     prefix = internal_prefix(step)

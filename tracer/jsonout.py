@@ -68,8 +68,11 @@ def steps_json(spec: Spec) -> list[dict[str, Any]]:
              "shape": list(spec.stage_shapes[s.name][1]), "axes": list(spec.stage_shapes[s.name][0])} for s in spec.steps]
 
 
-def _block_json(blk: Any) -> dict[str, Any]:
-    return {"norm_order": blk.norm_order, "mask": blk.mask, "eps": blk.eps, "final_norm": blk.final_norm, "positions": blk.positions}
+def block_json(blk: Any) -> dict[str, Any]:
+    out = {"norm_order": blk.norm_order, "mask": blk.mask, "eps": blk.eps, "final_norm": blk.final_norm, "positions": blk.positions}
+    if blk.positions == "rotary" and blk.rotary_pairing != "interleaved":  # named only when not the default
+        out["rotary_pairing"] = blk.rotary_pairing
+    return out
 
 
 def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None = None,
@@ -81,14 +84,14 @@ def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None 
         "spec": {"path": spec.path, "name": spec.name},
         "ok": trace.ok,
         "dims": spec.dims.as_dict(),
-        "block": _block_json(blk),
+        "block": block_json(blk),
         "steps": steps_json(spec),
         "stages": [stage_json(s) for s in stages],
         "violations": [v.as_json() for v in trace.violations],
     }
     if spec.encoder is not None:  # an encoder-decoder: "block" holds the decoder's settings
         out["model"] = spec.model
-        out["encoder"] = _block_json(spec.encoder)
+        out["encoder"] = block_json(spec.encoder)
     if verify is not None:
         out["verify"] = verify
     out["dtype"] = spec.dtype

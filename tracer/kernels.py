@@ -169,15 +169,17 @@ def merge_heads(x: np.ndarray) -> np.ndarray:  # [B,H,T,d] -> [B,T,C]
     return x.transpose(0, 2, 1, 3).reshape(B, T, H * d)
 
 
-def rotary(x: np.ndarray, base: float) -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d], pairs (2i, 2i+1) turned by t * base^(-2i/d)
+def rotary(x: np.ndarray, base: float, pairing: str = "interleaved") -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d], pair i turned by t * base^(-2i/d)
+    """Pair i of a head's d coordinates is (2i, 2i+1) when interleaved (Meta's LLaMA), (i, i + d/2) when half (Hugging Face)."""
     T, d = x.shape[-2], x.shape[-1]
     inv = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # [d/2] turning speeds: fast first, slow last
     angle = np.arange(T, dtype=np.float64)[:, None] * inv[None, :]  # [T, d/2]
     cos, sin = np.cos(angle).astype(x.dtype), np.sin(angle).astype(x.dtype)
-    x1, x2 = x[..., 0::2], x[..., 1::2]
+    first, second = (slice(0, d // 2), slice(d // 2, d)) if pairing == "half" else (slice(0, d, 2), slice(1, d, 2))
+    x1, x2 = x[..., first], x[..., second]
     out = np.empty_like(x)
-    out[..., 0::2] = x1 * cos - x2 * sin
-    out[..., 1::2] = x1 * sin + x2 * cos
+    out[..., first] = x1 * cos - x2 * sin
+    out[..., second] = x1 * sin + x2 * cos
     return out
 
 
@@ -206,30 +208,33 @@ def check_softmax_axis(scores: np.ndarray, over_queries: bool) -> None:  # atten
         )
 
 
-def qk_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:  # [B,H,T,d], [B,H,S,d] -> [B,H,T,S], scaled by 1/sqrt(d)
+def qk_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:  # [B,H,T,d], [B,H_kv,S,d] -> [B,H,T,S], scaled by 1/sqrt(d)
     B, H, T, d = q.shape
+    group = H // k.shape[1]  # query heads per key head: query head h reads key head h // group
     scores = np.empty((B, H, T, k.shape[2]), dtype=np.result_type(q, k))
     for b in range(B):
         for h in range(H):  # one head at a time: contiguous operands for BLAS, cache-sized temporaries
-            np.matmul(np.ascontiguousarray(q[b, h]), np.ascontiguousarray(k[b, h]).T, out=scores[b, h])
+            np.matmul(np.ascontiguousarray(q[b, h]), np.ascontiguousarray(k[b, h // group]).T, out=scores[b, h])
     scores *= 1.0 / math.sqrt(d)
     return scores
 
 
 def attend(scores: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Masked softmax over keys and the mix of values: [B,H,T,S], [B,H,S,d] -> weights [B,H,T,S], mixed [B,H,T,d].
+    """Masked softmax over keys and the mix of values: [B,H,T,S], [B,H_kv,S,d] -> weights [B,H,T,S], mixed [B,H,T,d].
 
     Under a causal mask each block of query rows only reads the keys up to its last row: the weights
-    after it stay exactly 0 and are never exponentiated or multiplied.
+    after it stay exactly 0 and are never exponentiated or multiplied.  Query head h mixes value head
+    h // (H / H_kv).
     """
     B, H, T, S = scores.shape
+    group = H // v.shape[1]
     weights = np.zeros(scores.shape, dtype=scores.dtype)  # calloc: pages the mask leaves at 0 are never written
     mixed = np.empty((B, H, T, v.shape[-1]), dtype=np.result_type(scores, v))
     blocked = None if visible is None else ~visible
     step = ROW_BLOCK if causal else T
     for b in range(B):
         for h in range(H):
-            vh = np.ascontiguousarray(v[b, h])
+            vh = np.ascontiguousarray(v[b, h // group])
             for r0 in range(0, T, step):
                 r1 = min(r0 + step, T)
                 n = r1 if causal else S  # keys this block of rows may read
@@ -247,24 +252,30 @@ def attend(scores: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal
 def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: np.ndarray,
         w_v: np.ndarray, b_v: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None = None,
         causal: bool = False, softmax_over_queries: bool = False, rotary_base: float | None = None,
-        strict: Strict = True) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]
+        rotary_pairing: str = "interleaved", H_kv: int | None = None,
+        strict: Strict = True) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]
     """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
 
     ``causal`` masks keys after each query; ``visible`` ([T,S] bool, True where a query may read a key) is any other mask.
+    ``H_kv`` (grouped-query attention, a divisor of H; None: H) key/value heads, each read by H / H_kv query heads in turn.
     """
     if xkv is None:
         xkv = xq
+    H_kv = H if H_kv is None else H_kv
+    if H % H_kv:
+        raise ShapeError(f"H_kv = {H_kv} key/value heads cannot be shared evenly by H = {H} query heads")
+    kv_bias = "C_kv" if H_kv != H else "C"
     q = split_heads(linear(xq, w_q, b_q, strict, ("b_q", "C")), H)  # [B,H,T,d]
-    k = split_heads(linear(xkv, w_k, b_k, strict, ("b_k", "C")), H)  # [B,H,S,d]
-    v = split_heads(linear(xkv, w_v, b_v, strict, ("b_v", "C")), H)
+    k = split_heads(linear(xkv, w_k, b_k, strict, ("b_k", kv_bias)), H_kv)  # [B,H_kv,S,d]
+    v = split_heads(linear(xkv, w_v, b_v, strict, ("b_v", kv_bias)), H_kv)
     if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets
-        q, k = rotary(q, rotary_base), rotary(k, rotary_base)
+        q, k = rotary(q, rotary_base, rotary_pairing), rotary(k, rotary_base, rotary_pairing)
     scores = qk_scores(q, k)  # [B,H,T,S]
     enforce(strict, check_softmax_axis, scores, softmax_over_queries)
     if softmax_over_queries:  # the violation, computed as NumPy would (only with strict=False)
         weights = np.where(visible, scores, -np.inf) if visible is not None else scores.copy()
         softmax_inplace(weights, axis=-2)
-        mixed = weights @ v
+        mixed = weights @ np.repeat(v, H // H_kv, axis=1)  # each value head to the query heads that read it
     else:
         weights, mixed = attend(scores, v, visible, causal)
     heads = merge_heads(mixed)  # [B,H,T,d] -> [B,T,C]

@@ -172,15 +172,19 @@ def sinusoidal_row(t: int, C: int, base: float) -> Vec:
     return row
 
 
-def rotate(v: Vec, t: int, base: float) -> Vec:
-    """Turn each pair (2i, 2i+1) of a head's vector by the angle t * base^(-2i/d)."""
+def rotate(v: Vec, t: int, base: float, pairing: str = "interleaved") -> Vec:
+    """Turn pair i of a head's vector by the angle t * base^(-2i/d).
+
+    Pair i is (2i, 2i+1) when interleaved, (i, i + d/2) when half (Hugging Face's rotate_half).
+    """
     d = len(v)
     out = list(v)
-    for i in range(0, d, 2):
-        a = t * base ** (-i / d)
+    for i in range(d // 2):
+        a = t * base ** (-2 * i / d)
         c, s = math.cos(a), math.sin(a)
-        out[i] = v[i] * c - v[i + 1] * s
-        out[i + 1] = v[i] * s + v[i + 1] * c
+        j, k = (i, i + d // 2) if pairing == "half" else (2 * i, 2 * i + 1)
+        out[j] = v[j] * c - v[k] * s
+        out[k] = v[j] * s + v[k] * c
     return out
 
 
@@ -260,6 +264,7 @@ class Reference:
 
     def mha(self, step: Step, xq: dict[int, Vec], xkv: dict[int, Vec], positions: list[int], st: dict[str, dict[int, Any]]) -> None:
         g, H, d = step.weights, self.spec.dims.H, self.spec.dims.d
+        group = H // self.spec.dims.kv_heads  # query head h reads key/value head h // group
         cross = step.op == "cross_mha"
         key_positions = sorted(xkv) if cross else positions
 
@@ -267,10 +272,10 @@ class Reference:
             out = {}
             for t in where:
                 full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
-                heads = [full[h * d:(h + 1) * d] for h in range(H)]
+                heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
                 if step.base is not None and name in ("q", "k"):
-                    heads = [rotate(v, t, step.base) for v in heads]
-                out[t] = heads  # [H][d]
+                    heads = [rotate(v, t, step.base, step.pairing or "interleaved") for v in heads]
+                out[t] = heads  # [H][d] for q, [H_kv][d] for k and v
             return out
 
         q, k, v = project("q", xq, positions), project("k", xkv, key_positions), project("v", xkv, key_positions)
@@ -293,7 +298,7 @@ class Reference:
                 s = {}
                 for j in key_positions:
                     acc = 0.0
-                    for a, bb in zip(q[t][h], k[j][h]):
+                    for a, bb in zip(q[t][h], k[j][h // group]):
                         acc += a * bb
                     s[j] = acc * scale
                 s_rows.append([s.get(j, math.nan) for j in range(n_keys)])  # keys not computed: NaN, skipped in comparison
@@ -308,7 +313,7 @@ class Reference:
                 mix = [0.0] * d
                 for j in keys:
                     for c in range(d):
-                        mix[c] += w[j] * v[j][h][c]
+                        mix[c] += w[j] * v[j][h // group][c]
                 w_rows.append(w)
                 mixed.extend(mix)
             scores[t], weights[t], heads[t] = s_rows, w_rows, mixed

@@ -164,6 +164,8 @@ class Graph:
         if step.op in ("mha", "cross_mha"):
             mask = "no mask" if step.op == "cross_mha" or step.mask in (None, "none") else f"{step.mask} mask"
             rotary = f", rotary base {step.base:g}" if step.base is not None else ""
+            if step.pairing == "half":
+                rotary += ", pairs (i, i + d/2)"
             over = ", softmax over queries" if step.axis == "queries" else ""
             return f"{step.op}({', '.join(ins)}), {mask}{rotary}{over}"
         return FORMULAS[step.op].format(
@@ -220,7 +222,10 @@ class Graph:
             memory = step.inputs[-1]
             rows.append(Row(rail, f"{p}.q", f"{step.inputs[0]} W_Q; split into heads", self.shape(f"{p}.q"),
                             ATTN_MEANINGS["q"] + rotary, self.weights(g, ("w_q", "b_q")), kind="internal"))
-            rows.append(Row(rail, f"{p}.k/v", f"{memory} W_K, W_V; split into heads", self.shape(f"{p}.k"),
+            dims = self.spec.dims
+            split = (f"split into H_kv = {dims.H_kv} heads, each read by H / H_kv = {dims.H // dims.H_kv} query heads"
+                     if dims.H_kv is not None else "split into heads")  # grouped-query attention
+            rows.append(Row(rail, f"{p}.k/v", f"{memory} W_K, W_V; {split}", self.shape(f"{p}.k"),
                             f"keys and values from {memory}" + rotary, self.weights(g, ("w_k", "w_v", "b_k", "b_v")), kind="internal"))
         rows.append(Row(rail, f"{p}.scores", "q kᵀ / √d", self.shape(f"{p}.scores"), ATTN_MEANINGS["scores"], kind="internal"))
         over = "queries" if step.axis == "queries" else "keys"

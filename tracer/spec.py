@@ -14,7 +14,7 @@ import math
 from typing import Any, NamedTuple
 
 from . import blocks, yamlio
-from .blocks import ACTIVATIONS, GROUP_KEYS, NORMS, OPS, TABLES, Shape, StackSettings, Step, group_kind, output_shape
+from .blocks import ACTIVATIONS, NORMS, OPS, TABLES, Shape, StackSettings, Step, group_kind, output_shape
 from .blocks import shape_label as shape_label  # re-exported: the modules above spec import it from here
 from .errors import SpecError
 from .yamlio import Path, Source, format_path
@@ -24,14 +24,15 @@ KEYWORDS = ("identity", "zeros", "ones", "random")
 
 TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder", "decoder", "input", "weights",
             "seed", "dtype", "allow_nonfinite")
-DIM_KEYS = ("B", "T", "S", "C", "H", "F", "V", "T_max")
+DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
-              "final_norm", "head")
+              "rotary_pairing", "final_norm", "head")
 INPUT_KEYS = ("tokens", "x")
 SEQ2SEQ_INPUT_KEYS = ("source", "target")
 STEP_KEYS = ("name", "op", "in", "weights", "axis", "start", "stop", "index", "out", "activation", "meaning")
 RESERVED_STAGES = ("embed", "input", "position", "x", "memory")
 POSITIONS = ("learned", "sinusoidal", "rotary", "none")
+PAIRINGS = ("interleaved", "half")  # rotary pairs (2i, 2i+1) as in Meta's LLaMA code, or (i, i + d/2) as in Hugging Face
 MODEL_FILE_KEYS = ("file", "layout", "first_layer")  # weights: {file: model.safetensors, layout: gpt2}
 FILE_KEYS = ("file", "key", "transpose")  # one weight: w_q: {file: w.npz, key: attn_q}
 # Not given: biases and beta start at zero, gamma at one (the usual init); the rest comes from the seed.
@@ -48,13 +49,22 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     V: int | None
     T_max: int | None
     S: int | None = None  # source positions (encoder-decoder only)
+    H_kv: int | None = None  # key/value heads of grouped-query attention (None: as many as H, plain multi-head)
 
     @property
     def d(self) -> int:
         return self.C // self.H
 
+    @property
+    def kv_heads(self) -> int:
+        return self.H if self.H_kv is None else self.H_kv
+
     def size(self, letter: str) -> int:
-        value = self.d if letter == "d" else getattr(self, letter)
+        if letter == "d":
+            return self.d
+        if letter == "C_kv":  # the width of k and v before the split: H_kv heads of width d
+            return self.kv_heads * self.d
+        value = getattr(self, letter)
         if value is None:
             raise KeyError(letter)
         return int(value)
@@ -62,6 +72,8 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     def as_dict(self) -> dict[str, int]:
         out = {k: getattr(self, k) for k in DIM_KEYS if getattr(self, k) is not None}
         out["d"] = self.d
+        if self.H_kv is not None:
+            out["C_kv"] = self.size("C_kv")
         return out
 
 
@@ -79,9 +91,11 @@ class BlockSpec(NamedTuple):
     activation: str = "relu"  # relu | gelu | gelu_tanh | swiglu
     position_base: float = 10000.0
     head: str = "none"  # none | tied | separate
+    rotary_pairing: str = "interleaved"  # interleaved | half
 
     def settings(self) -> StackSettings:
-        return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm)
+        return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
+                             self.rotary_pairing)
 
 
 class Weight(NamedTuple):
@@ -283,6 +297,9 @@ class _Validator:
                 raise self.fail(("dims",), f"missing dimension {k} (dims needs C, H and F; B, T, V, T_max follow from input and tables)")
         if given["C"] % given["H"]:
             raise self.fail(("dims", "H"), f"H = {given['H']} must divide C = {given['C']} (each head has width d = C / H)")
+        if "H_kv" in given and given["H"] % given["H_kv"]:
+            raise self.fail(("dims", "H_kv"), f"H_kv = {given['H_kv']} must divide H = {given['H']} "
+                                              "(each key/value head serves H / H_kv query heads)")
         stacks = [block] + ([encoder] if encoder else [])
         if any(st.positions == "rotary" for st in stacks) and (given["C"] // given["H"]) % 2:
             raise self.fail(("dims", "H"), f"rotary positions rotate pairs of coordinates: d = C / H = {given['C'] // given['H']} must be even")
@@ -309,7 +326,9 @@ class _Validator:
             T_max = self.table_rows(weights_raw, "position", given.get("T_max"), default=max(T, S or 0))
         elif "T_max" in given:
             T_max = given["T_max"]
-        dims = Dims(B=B, T=T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max, S=S)
+        H_kv = given.get("H_kv")
+        dims = Dims(B=B, T=T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max, S=S,
+                    H_kv=None if H_kv == given["H"] else H_kv)  # H_kv = H is plain multi-head attention
         if max_token is not None and V is not None and max_token >= V:
             where: Path = ("input", "tokens") if model == "decoder" else ("input",)
             raise self.fail(where, f"token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {V - 1})")
@@ -371,6 +390,9 @@ class _Validator:
             raise self.fail(p + ("position_base",), f"expected a number above 1 such as 10000, received {self.received(p + ('position_base',), base)}")
         if "position_base" in raw and positions not in ("sinusoidal", "rotary"):
             raise self.fail(p + ("position_base",), f"position_base is for sinusoidal or rotary positions, but positions is {positions}")
+        pairing = self.choice(raw.get("rotary_pairing", "interleaved"), p + ("rotary_pairing",), PAIRINGS)
+        if "rotary_pairing" in raw and positions != "rotary":
+            raise self.fail(p + ("rotary_pairing",), f"rotary_pairing is for rotary positions, but positions is {positions}")
         layers = self.integer(raw.get("layers", 1), p + ("layers",), 1, 1000)
         norm = self.choice(raw.get("norm", "layernorm"), p + ("norm",), tuple(NORMS))
         activation = self.choice(raw.get("activation", "relu"), p + ("activation",), ACTIVATIONS)
@@ -378,7 +400,7 @@ class _Validator:
         if norm_order == "custom" and ("norm" in raw):
             raise self.fail(p + ("norm",), "with custom steps, name the norm op in each step (layer_norm, rms_norm, batch_norm)")
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
-                         float(base), head)
+                         float(base), head, pairing)
         return spec, raw.get("steps")
 
     def boolean(self, value: Any, path: Path) -> bool:
@@ -679,7 +701,7 @@ class _Validator:
                     continue
                 wanted.setdefault(kind, TABLES[kind])
                 continue
-            keys = GROUP_KEYS[kind]
+            keys = blocks.group_keys(kind, dims.H_kv is not None)
             if kind == "linear":
                 in_letter = shapes[step.inputs[0]][0][-1]
                 keys = {"w": (in_letter, step.out or "C"), "b": (step.out or "C",)}

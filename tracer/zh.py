@@ -101,6 +101,8 @@ MEANING_SUFFIXES: tuple[tuple[str, str], ...] = (
     (" (the encoder output: the memory cross-attention reads)", "（编码器的输出：交叉注意力读取的 memory）"),
     (" (block.norm: {x})", "（block.norm: {x}）"),
     (" (block.activation: {x})", "（block.activation: {x}）"),
+    (" (block.rotary_pairing: {x})", "（block.rotary_pairing: {x}）"),
+    (" (grouped-query attention, dims.H_kv < H)", "（分组查询注意力，dims.H_kv < H）"),
 )
 
 # blocks.configure's words for the norms: English word -> (key, the letters that replace LN_)
@@ -312,6 +314,9 @@ TEMPLATES: dict[str, str] = {
         "缺少维度 {k}（dims 需要 C、H 和 F；B、T、V、T_max 由输入和表推出）",
     "H = {h} must divide C = {c} (each head has width d = C / H)": "H = {h} 必须整除 C = {c}（每个头的宽度是 d = C / H）",
     "rotary positions rotate pairs of coordinates: d = C / H = {d} must be even": "旋转位置编码成对转动坐标：d = C / H = {d} 必须是偶数",
+    "H_kv = {hkv} must divide H = {h} (each key/value head serves H / H_kv query heads)":
+        "H_kv = {hkv} 必须整除 H = {h}（每个键/值头供 H / H_kv 个查询头共用）",
+    "rotary_pairing is for rotary positions, but positions is {p}": "rotary_pairing 用于旋转位置编码，但 positions 是 {p}",
     "'{key}' belongs to model: encoder-decoder": "'{key}' 属于 model: encoder-decoder",
     "a decoder-only model has one 'block'": "仅解码器模型只有一个 'block'",
     "an encoder-decoder has 'encoder' and 'decoder' sections instead of 'block'": "编码器—解码器用 'encoder' 和 'decoder' 两部分代替 'block'",
@@ -598,6 +603,11 @@ TEMPLATES: dict[str, str] = {
     "{a} W_Q + b_Q, split into H heads: head h takes columns h*d .. (h+1)*d - 1": "{a} W_Q + b_Q，拆成 H 个头：头 h 取第 h*d .. (h+1)*d - 1 列",
     "{a} W_K + b_K, split into heads": "{a} W_K + b_K，拆成多个头",
     "{a} W_V + b_V, split into heads": "{a} W_V + b_V，拆成多个头",
+    "{a} W_K + b_K, split into H_kv heads of width d": "{a} W_K + b_K，拆成 H_kv 个宽为 d 的头",
+    "{a} W_V + b_V, split into H_kv heads of width d": "{a} W_V + b_V，拆成 H_kv 个宽为 d 的头",
+    "query head h reads head h // (H / H_kv)": "查询头 h 读取第 h // (H / H_kv) 个头",
+    "pair i = {pair} of each head turned by the angle t * base^(-2i/d) at position t":
+        "每个头的第 i 对坐标 {pair} 在位置 t 转过角度 t * base^(-2i/d)",
     "Q_h K_h^T / sqrt(d), one row per query, one column per key": "Q_h K_h^T / sqrt(d)，每个查询一行，每个键一列",
     "softmax over keys of the scores, masked keys set to -inf first (so their weight is 0)":
         "对分数沿键做 softmax，先把被遮挡的键设为 -inf（所以它们的权重为 0）",
@@ -703,6 +713,8 @@ TEMPLATES: dict[str, str] = {
     "queries, keys, values, split into heads, turned by rotary positions": "查询、键、值，拆成多个头，经旋转位置编码转动",
     "{x} W_Q; split into heads": "{x} W_Q；拆成多个头",
     "{m} W_K, W_V; split into heads": "{m} W_K, W_V；拆成多个头",
+    "{m} W_K, W_V; split into H_kv = {hkv} heads, each read by H / H_kv = {g} query heads":
+        "{m} W_K, W_V；拆成 H_kv = {hkv} 个头，每个由 H / H_kv = {g} 个查询头共用",
     "keys and values from {m}": "来自 {m} 的键和值",
     "weights @ v, per head": "weights @ v，每个头分别计算",
     "values mixed by the weights (not recorded)": "按权重混合的值（未记录）",
@@ -827,6 +839,9 @@ for _mask, _mask_zh in (("causal mask", "因果掩码"), ("no mask", "无掩码"
     TEMPLATES[f"{{call}}, {_mask}, rotary base {{base}}"] = f"{{call}}，{_mask_zh}，旋转位置编码底数 {{base}}"
     TEMPLATES[f"{{call}}, {_mask}, softmax over queries"] = f"{{call}}，{_mask_zh}，沿查询做 softmax"
     TEMPLATES[f"{{call}}, {_mask}, rotary base {{base}}, softmax over queries"] = f"{{call}}，{_mask_zh}，旋转位置编码底数 {{base}}，沿查询做 softmax"
+    TEMPLATES[f"{{call}}, {_mask}, rotary base {{base}}, pairs {{pairs}}"] = f"{{call}}，{_mask_zh}，旋转位置编码底数 {{base}}，坐标对 {{pairs}}"
+    TEMPLATES[f"{{call}}, {_mask}, rotary base {{base}}, pairs {{pairs}}, softmax over queries"] = \
+        f"{{call}}，{_mask_zh}，旋转位置编码底数 {{base}}，坐标对 {{pairs}}，沿查询做 softmax"
 
 # The summary line of many specs (runs.Summary.line), every plural.
 for _s in ("spec", "specs"):

@@ -135,7 +135,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     lines.append(_line("dtype: float64", _dtype_note(cfg.dtype)))
     lines.append(_line("seed: 0", "draws any random input" + ("" if cfg.embedding_given or not from_tokens else " and the embedding table")))
     block = dict(cfg.block, layers=n)
-    if not from_tokens:
+    if not from_tokens and block.get("positions") in ("learned", "sinusoidal"):  # rotary acts inside every layer: kept
         block["positions"] = "none"
         notes["positions"] = (f"the input stands for the hidden state entering layer {first}: positions were added before layer 0"
                               if first > 0 else notes.get("positions", ""))

@@ -172,6 +172,24 @@ def _gpt2_table() -> dict[str, Take]:
     return table
 
 
+def _llama_table() -> dict[str, Take]:
+    """Hugging Face LLaMA / Mistral (LlamaForCausalLM): every projection an nn.Linear [out,in], no biases.
+
+    RMSNorm has only a weight (gamma); the MLP is down(silu(gate(x)) * up(x)), tracer's SwiGLU with
+    W_1 = gate, W_3 = up, W_2 = down.  q and k need no permutation: the spec turns them with
+    rotary_pairing: half, as Hugging Face's rotate_half does.
+    """
+    L = "model.layers.{i}."
+    table = {"embedding": Take("model.embed_tokens.weight"), "head": Take("lm_head.weight", transpose=True)}
+    table |= _group("blocks.{i}.", "norm1", {"gamma": Take(L + "input_layernorm.weight")})
+    table |= _group("blocks.{i}.", "attn", {f"w_{x}": Take(f"{L}self_attn.{x}_proj.weight", transpose=True) for x in "qkvo"})
+    table |= _group("blocks.{i}.", "norm2", {"gamma": Take(L + "post_attention_layernorm.weight")})
+    table |= _group("blocks.{i}.", "ffn", {w: Take(f"{L}mlp.{proj}_proj.weight", transpose=True)
+                                           for w, proj in (("w1", "gate"), ("w3", "up"), ("w2", "down"))})
+    table |= _group("", "final_norm", {"gamma": Take("model.norm.weight")})
+    return table
+
+
 def _torch_layer(prefix: str, layer: str, cross: bool) -> dict[str, Take]:
     """One nn.TransformerEncoderLayer (or DecoderLayer, with cross-attention): in_proj packed [3C,C], Linear [out,in]."""
     t = _group(prefix, "attn", _attention(layer + "self_attn.in_proj", layer + "self_attn.out_proj", 0, True))
@@ -200,6 +218,9 @@ def _layouts() -> dict[str, Layout]:
     return {
         "gpt2": Layout("gpt2", "Hugging Face GPT-2 (GPT2Model, GPT2LMHeadModel)", _gpt2_table(), hfconfig.gpt2,
                        aliases=(("", "transformer."),), model_types=("gpt2",)),
+        "llama": Layout("llama", "Hugging Face LLaMA and Mistral-style models (LlamaForCausalLM, MistralForCausalLM)",
+                        _llama_table(), hfconfig.llama,
+                        aliases=(("model.", ""),), model_types=("llama", "mistral")),  # a bare LlamaModel has no 'model.'
         "torch": Layout("torch", "PyTorch nn.TransformerEncoderLayer, nn.TransformerEncoder, nn.Transformer state dicts",
                         _torch_table(), hfconfig.torch,
                         # a lone layer's keys have no 'layers.0.'; an nn.Transformer's encoder traced as a decoder-only stack
