@@ -383,14 +383,14 @@ def diff(
     """
 
     def body() -> int:
-        from . import diff as diffing
         from . import jsonout, textout
+        from .diff import diff as diff_files
         from .runs import output_format
 
         form = output_format(fmt, as_json)
         check_precision(precision)
         targets = export_targets(svg, html, [a, b], form)
-        result = diffing.diff(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
+        result = diff_files(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
                               only=tuple(stage or ()), names=tuple(names or ()))
         if form == "table":
             from .render_diff import diff_view

@@ -18,6 +18,8 @@ equals the same infinity, so a spec diffed with itself always compares equal.
 from __future__ import annotations
 
 import math
+import sys
+import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -737,3 +739,15 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
                         settings=[], weights=None, stages=rows, notes=notes, arrays=report)
     result.hint = hint_for(result, ref, mine)
     return result
+
+
+class _CallableModule(types.ModuleType):
+    """``tracer.diff(a, b, ...)`` is the API's diff (tracer.api.diffing.diff); ``tracer.diff.X`` is this module's X."""
+
+    def __call__(self, a: Any, b: Any, **options: Any) -> Any:
+        from .api.diffing import diff as api_diff
+
+        return api_diff(a, b, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule
