@@ -554,7 +554,8 @@ class DiffResult:
         skipped = len(self.stages) - n
         tail = f"; {skipped} stage{'s' if skipped != 1 else ''} not recorded" if skipped else ""
         if self.same:
-            return f"same: all {n} recorded stages agree within {self.tolerance()}{tail}"
+            agree = f"all {n} recorded stages agree" if n != 1 else "the one recorded stage agrees"
+            return f"same: {agree} within {self.tolerance()}{tail}"
         return f"{self.first_line()}; {len(self.stages_differ)} of {n} recorded stages differ{tail}"
 
 

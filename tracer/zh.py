@@ -714,6 +714,7 @@ TEMPLATES: dict[str, str] = {
         "{label} 中有与 {ref} 的任何阶段都对不上的数组：{names}（用 --map THEIRS=STAGE 命名）",
     "{label} kept {names} as statistics only (--record stats): not compared": "{label} 只保存了 {names} 的统计量（--record stats）：不比较",
     "same: all {n} recorded stages agree within {tol}": "相同：全部 {n} 个已记录的阶段在 {tol} 内一致",
+    "same: the one recorded stage agrees within {tol}": "相同：唯一一个已记录的阶段在 {tol} 内一致",
     "{n} stages not recorded": "{n} 个阶段未记录",
     "{n} stage not recorded": "{n} 个阶段未记录",
     "{n} of {m} recorded stages differ": "{m} 个已记录的阶段中有 {n} 个不同",
