@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 import numpy as np
 
 from ..spec import Spec
+from .display import View
 from .loading import load
 from .trace import Trace
 
@@ -98,19 +99,17 @@ class Diff:
 
         return dumps(self.result.as_json())
 
-    def table(self, precision: int | None = None) -> RenderableType:
-        """The view ``tracer diff`` prints (a rich renderable)."""
+    def table(self, precision: int | None = None) -> View:
+        """The view ``tracer diff`` prints (rich and Jupyter show it)."""
         from ..render_diff import diff_view
 
-        return diff_view(self.result, self.precision if precision is None else precision)
+        return View(diff_view(self.result, self.precision if precision is None else precision))
 
     def __rich__(self) -> RenderableType:
-        return self.table()
+        return self.table().renderable
 
     def _repr_html_(self) -> str:
-        from .display import html
-
-        return html(self.table())
+        return self.table()._repr_html_()
 
     def __repr__(self) -> str:
         return f"<tracer.Diff exit {self.exit_code}: {self.summary}>"

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from ..errors import UsageError, Violation
+from .display import View
 from .loading import SpecLike, load
 
 if TYPE_CHECKING:
@@ -134,23 +135,23 @@ class Trace(Mapping[str, np.ndarray]):
         save(self.run, path)
 
     def table(self, *, batch: int | None = None, pos: int | None = None, precision: int | None = None,
-              show_all: bool | None = None, stages: Sequence[str] | None = None) -> RenderableType:
-        """The view ``tracer run`` prints (a rich renderable): the table, the output matrix, any violation."""
+              show_all: bool | None = None, stages: Sequence[str] | None = None) -> View:
+        """The view ``tracer run`` prints: the table, the output matrix, any violation (rich and Jupyter show it)."""
         from .. import render
         from ..catalogue import select
 
         b, t = self._position(batch, pos)
         only = select(stages, list(self.run.stages), self.spec.path) if stages else None
-        return render.run_view(self.run, b, t, self.precision if precision is None else precision,
-                               self.show_all if show_all is None else show_all, only=only)
+        return View(render.run_view(self.run, b, t, self.precision if precision is None else precision,
+                                    self.show_all if show_all is None else show_all, only=only))
 
-    def attention(self, stage: str | None = None, *, batch: int | None = None) -> RenderableType:
+    def attention(self, stage: str | None = None, *, batch: int | None = None) -> View:
         """The heatmaps ``tracer run --attention`` draws: the first attention step, or the one named
         (``attention``, ``blocks.1.attn``, ``all``)."""
         from ..render_attention import attention_view, resolve
 
         b, _ = self._position(batch, None)
-        return attention_view(self.run, resolve(self.spec, [stage] if stage else []), b)
+        return View(attention_view(self.run, resolve(self.spec, [stage] if stage else []), b))
 
     def _position(self, batch: int | None, pos: int | None) -> tuple[int, int]:
         b = self.batch if batch is None else batch
@@ -159,12 +160,10 @@ class Trace(Mapping[str, np.ndarray]):
         return b, t
 
     def __rich__(self) -> RenderableType:
-        return self.table()
+        return self.table().renderable
 
     def _repr_html_(self) -> str:
-        from .display import html
-
-        return html(self.table())
+        return self.table()._repr_html_()
 
     def __repr__(self) -> str:
         status = "ok" if self.ok else "; ".join(f"{v.kind} violation at {v.stage}" for v in self.run.violations)
