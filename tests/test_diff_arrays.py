@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import numpy as np
@@ -166,8 +167,16 @@ def test_no_array_matching_anything_is_trouble(tmp_path):
     assert_refused(run_app("diff", PRE, save(tmp_path, {"foo": np.zeros(2)})), "no array matches a stage of A", "foo", "--map")
 
 
+def npy_bytes(a):
+    buffer = io.BytesIO()
+    np.save(buffer, a)
+    return buffer.getvalue()
+
+
 @pytest.mark.parametrize("make, fragment", [
-    (lambda p: p.write_bytes(b"not a zip at all"), "not a readable .npz archive"),
+    (lambda p: p.write_bytes(b"not a zip at all"), "is not an .npz archive"),
+    (lambda p: p.write_bytes(b""), "is not an .npz archive"),
+    (lambda p: p.write_bytes(npy_bytes(np.zeros(3))), "holds one bare array (.npy)"),
     (lambda p: p.write_bytes(b"PK\x03\x04garbage"), "not a readable .npz archive"),
     (lambda p: np.savez(p, norm1=np.array([{"a": 1}], dtype=object)), "holds Python objects"),
     (lambda p: np.savez(p, norm1=np.array(["a", "b"])), "expected numbers"),

@@ -37,15 +37,22 @@ class ActivationsError(TracerError):
     exit_code = EXIT_USAGE
 
 
+ZIP_MAGIC, NPY_MAGIC = (b"PK\x03\x04", b"PK\x05\x06"), b"\x93NUMPY"  # a zip file (an empty one: PK\x05\x06), a bare .npy
+
+
 def is_npz(path: str) -> bool:
-    """An .npz by its name, or any file that starts like a zip archive."""
-    if path.lower().endswith(".npz"):
+    """An .npz (or .npy) by its name, or any file that starts like one."""
+    if path.lower().endswith((".npz", ".npy")):
         return True
+    return _head(path).startswith((*ZIP_MAGIC, NPY_MAGIC))
+
+
+def _head(path: str) -> bytes:
     try:
         with open(path, "rb") as fh:
-            return fh.read(4) == b"PK\x03\x04"
+            return fh.read(8)
     except OSError:
-        return False
+        return b""
 
 
 def is_arrays_document(doc: Any) -> bool:
@@ -58,12 +65,15 @@ def read_npz(path: str) -> dict[str, np.ndarray]:
     """Every array of an .npz archive, as float64; pickled objects are never loaded."""
     if not os.path.isfile(path):
         raise ActivationsError(f"{path}: {'is a directory' if os.path.isdir(path) else 'no such file'}, expected an .npz archive of arrays")
+    if not _head(path).startswith((*ZIP_MAGIC, NPY_MAGIC)):
+        raise ActivationsError(f"{path}: is not an .npz archive (an .npz is a zip file of .npy arrays, as np.savez writes it)")
     try:
         archive = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
         raise ActivationsError(f"{path}: not a readable .npz archive ({_short(e)})") from None
     if not isinstance(archive, np.lib.npyio.NpzFile):  # a single .npy array
-        raise ActivationsError(f"{path}: holds one bare array, not an .npz archive of named arrays (write it with np.savez(path, norm1=...))")
+        raise ActivationsError(f"{path}: holds one bare array (.npy), not an archive of named arrays; "
+                               "write one with np.savez('mine.npz', norm1=...)")
     out: dict[str, np.ndarray] = {}
     with archive:
         for name in archive.files:
