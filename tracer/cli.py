@@ -355,7 +355,7 @@ def probe(
 
 @app.command()
 def diff(
-    a: Annotated[str, typer.Argument(metavar="A", help="Side A: a YAML spec, or a trace saved by `tracer run SPEC --json`.", show_default=False)],
+    a: Annotated[str, typer.Argument(metavar="A", help="Side A: a YAML spec, a trace saved by `tracer run SPEC --json`, or arrays (as B).", show_default=False)],
     b: Annotated[str, typer.Argument(metavar="B", help="Side B: a YAML spec, a saved JSON trace, or your own arrays: an .npz "
                                                        "(one array per stage; a --save archive too) or a JSON object of stage name -> nested list.", show_default=False)],
     atol: Annotated[float, typer.Option("--atol", help="Absolute tolerance: equal when |A - B| <= atol + rtol * max(|A|, |B|).")] = 1e-9,
@@ -379,6 +379,7 @@ def diff(
 
     Either side may be the arrays your own implementation recorded (.npz or JSON): the diff then
     names the first stage where they leave tracer's, and what that usually means.
+
     Exit codes as diff(1): 0 the same within tolerance, 1 different, 2 trouble.
     """
 

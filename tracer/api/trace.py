@@ -131,7 +131,7 @@ class Trace(Mapping[str, np.ndarray]):
         from ..npzout import save
         from ..outputs import check_output, looks_like_npz
 
-        check_output(path, "save", [self.spec.path], looks_like_npz, "npz")
+        check_output(path, "Trace.save", [self.spec.path], looks_like_npz, "npz")
         save(self.run, path)
 
     def table(self, *, batch: int | None = None, pos: int | None = None, precision: int | None = None,
