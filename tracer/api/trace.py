@@ -71,8 +71,8 @@ class Trace(Mapping[str, np.ndarray]):
             from ..catalogue import suggest
 
             stopped = f" (the run stopped at a {self.violations[0].kind} violation at {self.violations[0].stage})" if self.violations else ""
-            raise StageNotFound(f"{self.spec.path}: no stage {name!r} in this trace{stopped}{suggest(name, self.run.stages)}; "
-                                f"its stages: {', '.join(self.run.stages)}")
+            hint = suggest(name, self.run.stages) or f"; its stages: {', '.join(self.run.stages)}"
+            raise StageNotFound(f"{self.spec.path}: no stage {name!r} in this trace{stopped}{hint}")
         return found
 
     def __getitem__(self, name: str) -> np.ndarray:
