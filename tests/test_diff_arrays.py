@@ -226,3 +226,20 @@ def test_markdown_and_zh_table(tmp_path):
     with i18n.using("zh"):
         assert "未记录" in i18n.tr("not recorded")
 
+
+
+def test_the_whole_report_in_zh(tmp_path):
+    arrays = main_stages(["no_w_o"])
+    arrays["mystery"] = np.zeros(2)
+    zh = run_app("diff", PRE, save(tmp_path, arrays), "--lang", "zh")
+    assert zh.returncode == 1
+    for chinese in ("数组，9 个", "与 A", "没有批次轴：按 B = 1 读取", "对不上的数组：mystery", "未记录", "第一个出现分歧的阶段：attention",
+                    "8 个已记录的阶段中有", "2 个阶段未记录", "提示：attention 不同，但 norm1 一致", "乘 W_O 之前的各头结果"):
+        assert chinese in zh.stdout, chinese
+
+
+def test_arrays_on_side_a(tmp_path):
+    r = diffing.diff(save(tmp_path, main_stages(["ddof"])), PRE)
+    assert r.exit_code == 1 and r.arrays is not None and r.arrays.label == "A"
+    assert r.first_diverging is not None and r.first_diverging.name == "norm1"
+    assert r.hint is not None and r.hint.diagnosis == hints.DDOF
