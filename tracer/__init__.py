@@ -1,3 +1,58 @@
-"""tracer: a shape-and-value tracer for Transformer blocks."""
+"""tracer: a shape-and-value tracer for Transformer blocks.
+
+The Python API (docs/api.md), loaded on first use so that ``import tracer`` and the command line
+import no NumPy:
+
+- ``tracer.load(path_or_dict)`` -> a validated Spec (a dict is checked like a YAML file);
+- ``tracer.trace(spec_or_path_or_dict, **options)`` -> a Trace: ``t["norm1"]`` is the array,
+  ``t.shape_of("norm1")``, ``t.violations``, ``t.to_json()``, ``t.save(path)``, ``t.attention()``;
+- ``tracer.diff(a, b, ...)`` -> a Diff: ``.first_divergence``, ``.exit_code``, ``.stages``, ``.hint``;
+- ``tracer.recorder("mine.npz")`` -> a context manager recording your own block's arrays;
+- ``TracerError`` and its kin (``SpecError``, ``UsageError``): every error the API raises.
+
+A Trace and a Diff show as the table the terminal shows, in Jupyter and with rich.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+__all__ = ["Diff", "Recorder", "SpecError", "StageShape", "Trace", "TracerError", "UsageError", "diff", "load", "recorder",
+           "trace"]
+
+if TYPE_CHECKING:
+    from .api.diffing import Diff as Diff
+    from .api.diffing import diff as diff
+    from .api.loading import load as load
+    from .api.recorder import Recorder as Recorder
+    from .api.recorder import recorder as recorder
+    from .api.trace import StageShape as StageShape
+    from .api.trace import Trace as Trace
+    from .api.trace import trace as trace
+    from .errors import SpecError as SpecError
+    from .errors import TracerError as TracerError
+    from .errors import UsageError as UsageError
+
+# name -> the module defining it.  `diff` is the module tracer.diff itself, made callable (tracer.diff(a, b) is
+# tracer.api.diffing.diff): importing a submodule binds its name on the package, so a function of that name could not last.
+_LAZY = {"load": "api.loading", "trace": "api.trace", "Trace": "api.trace", "StageShape": "api.trace", "Diff": "api.diffing",
+         "recorder": "api.recorder", "Recorder": "api.recorder", "TracerError": "errors", "SpecError": "errors",
+         "UsageError": "errors"}
+
+
+def __getattr__(name: str) -> Any:
+    import importlib
+
+    if name == "diff":
+        return importlib.import_module(".diff", __name__)
+    if name not in _LAZY:
+        raise AttributeError(f"module 'tracer' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

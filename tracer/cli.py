@@ -355,8 +355,9 @@ def probe(
 
 @app.command()
 def diff(
-    a: Annotated[str, typer.Argument(metavar="A", help="Side A: a YAML spec, or a trace saved by `tracer run SPEC --json`.", show_default=False)],
-    b: Annotated[str, typer.Argument(metavar="B", help="Side B: a YAML spec, or a saved JSON trace.", show_default=False)],
+    a: Annotated[str, typer.Argument(metavar="A", help="Side A: a YAML spec, a trace saved by `tracer run SPEC --json`, or arrays (as B).", show_default=False)],
+    b: Annotated[str, typer.Argument(metavar="B", help="Side B: a YAML spec, a saved JSON trace, or your own arrays: an .npz "
+                                                       "(one array per stage; a --save archive too) or a JSON object of stage name -> nested list.", show_default=False)],
     atol: Annotated[float, typer.Option("--atol", help="Absolute tolerance: equal when |A - B| <= atol + rtol * max(|A|, |B|).")] = 1e-9,
     rtol: Annotated[float, typer.Option("--rtol", help="Relative tolerance (see --atol).")] = 1e-9,
     pos: PosOption = 0,
@@ -367,6 +368,8 @@ def diff(
     fmt: FormatOption = None,
     stage: StageOption = None,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Compare even when a side has a violation (else exit 2).")] = False,
+    names: Annotated[list[str] | None, typer.Option("--map", metavar="THEIRS=OURS", show_default=False,
+                                                    help="Your array THEIRS is tracer's stage OURS (repeatable), or a YAML file of 'theirs: ours' lines.")] = None,
     no_color: NoColorOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
@@ -374,19 +377,22 @@ def diff(
 ) -> None:
     """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
 
+    Either side may be the arrays your own implementation recorded (.npz or JSON): the diff then
+    names the first stage where they leave tracer's, and what that usually means.
+
     Exit codes as diff(1): 0 the same within tolerance, 1 different, 2 trouble.
     """
 
     def body() -> int:
-        from . import diff as diffing
         from . import jsonout, textout
+        from .diff import diff as diff_files
         from .runs import output_format
 
         form = output_format(fmt, as_json)
         check_precision(precision)
         targets = export_targets(svg, html, [a, b], form)
-        result = diffing.diff(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
-                              only=tuple(stage or ()))
+        result = diff_files(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
+                              only=tuple(stage or ()), names=tuple(names or ()))
         if form == "table":
             from .render_diff import diff_view
 

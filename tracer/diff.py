@@ -18,9 +18,11 @@ equals the same infinity, so a spec diffed with itself always compares equal.
 from __future__ import annotations
 
 import math
+import sys
+import types
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -28,8 +30,11 @@ from . import catalogue, executor, jsonin, jsonout, yamlio
 from .blocks import Step
 from .errors import EXIT_USAGE, TracerError, UsageError
 from .executor import Stage
+
+if TYPE_CHECKING:
+    from .hints import Hint
 from .jsonout import SCHEMA_VERSION, array_json
-from .spec import load_spec_text
+from .spec import Spec, load_spec_text
 
 EXIT_SAME = 0
 EXIT_DIFFERENT = 1
@@ -39,7 +44,9 @@ DEFAULT_ATOL = 1e-9
 DEFAULT_RTOL = 1e-9
 
 EQUAL, DIFFERS, SHAPES_DIFFER, ONLY_A, ONLY_B = "equal", "differs", "shapes_differ", "only_in_a", "only_in_b"
-STATUS_WORDS = {EQUAL: "equal", DIFFERS: "differs", SHAPES_DIFFER: "shapes differ", ONLY_A: "only in A", ONLY_B: "only in B"}
+NOT_RECORDED = "not_recorded"  # a stage the user's arrays do not hold: not compared, not a difference
+STATUS_WORDS = {EQUAL: "equal", DIFFERS: "differs", SHAPES_DIFFER: "shapes differ", ONLY_A: "only in A", ONLY_B: "only in B",
+                NOT_RECORDED: "not recorded"}
 SUBLAYERS = ("mha", "ffn_hidden")  # the ops a norm feeds in pre-norm order
 EXPR = {  # a step's right-hand side, in the book's notation
     "layer_norm": "{w}({0})",
@@ -77,7 +84,7 @@ class DiffTrouble(TracerError):
 class Side:
     label: str  # "A" | "B"
     path: str
-    source: str  # "spec" | "trace"
+    source: str  # "spec" | "trace" | "arrays" (another program's arrays: names and values only)
     name: str
     dims: dict[str, int]
     block: dict[str, Any]
@@ -86,29 +93,60 @@ class Side:
     stages: dict[str, Stage]
     weights: dict[str, np.ndarray] | None
     violations: list[dict[str, Any]]
+    spec: Spec | None = None  # the spec a "spec" side was run from (hints recompute its typical bugs)
+
+    @property
+    def is_arrays(self) -> bool:
+        return self.source == ARRAYS
 
     @property
     def has_internals(self) -> bool:
         return any(s.internal for s in self.stages.values())
 
     def describe(self) -> str:
+        if self.is_arrays:
+            return f"{self.label}: {self.path} (arrays, {self.name})"
         return f"{self.label}: {self.path} ({self.source}, {self.name!r})"
 
 
+ARRAYS = "arrays"
+
+
 def load_side(path: str, label: str, keep_going: bool) -> Side:
+    from . import activations
+
+    if activations.is_npz(path):
+        return arrays_side(activations.read_npz(path), path, label)
     text = yamlio.read_text(path)
+    arrays_doc = activations.sniff_json(path, text)
+    if arrays_doc is not None:
+        return arrays_side(activations.read_json(arrays_doc, path), path, label)
     doc = jsonin.sniff(path, text)
     if doc is not None:
         t = jsonin.load_trace(doc, path)
         return Side(label, path, "trace", t.name, t.dims, t.block, t.dtype, t.steps, t.stages, t.weights, t.violations)
-    spec = load_spec_text(text, path)
-    with np.errstate(all="ignore"):  # NaN and Inf show up as stages, not as warnings
-        ex = executor.Executor(spec, keep_going)
-        trace = ex.run()
+    return spec_side(load_spec_text(text, path), path, label, keep_going)
+
+
+def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: executor.Trace | None = None,
+              params: dict[str, np.ndarray] | None = None) -> Side:
+    """A spec run here (or already run: ``trace`` and its ``params``)."""
+    if trace is None or params is None:
+        with np.errstate(all="ignore"):  # NaN and Inf show up as stages, not as warnings
+            ex = executor.Executor(spec, keep_going)
+            trace = ex.run()
+            params = ex.params
     block = jsonout.block_json(spec.block)
     violations = [v.as_json() for v in trace.violations]
     return Side(label, path, "spec", spec.name, spec.dims.as_dict(), block, spec.dtype, spec.steps,
-                dict(trace.stages), ex.params, violations)
+                {n: st for n, st in trace.stages.items() if st.data is not None}, params, violations, spec)
+
+
+def arrays_side(arrays: dict[str, np.ndarray], path: str, label: str) -> Side:
+    """Another program's arrays: stages in name only until matched against the other side (see activations.match)."""
+    from .activations import catalogue_stages, describe
+
+    return Side(label, path, ARRAYS, describe(arrays), {}, {}, None, (), catalogue_stages(arrays), None, [], None)
 
 
 def violation_lines(sides: tuple[Side, Side]) -> list[str]:
@@ -400,6 +438,12 @@ class DiffResult:
     weights: list[WeightRow] | None  # None when a side holds no weights
     stages: list[StageRow]
     notes: list[str] = field(default_factory=list)
+    arrays: ArraysReport | None = None  # when a side is another program's arrays
+    hint: Hint | None = None  # what the first divergence usually means (arrays only)
+
+    @property
+    def compared(self) -> list[StageRow]:
+        return [r for r in self.stages if r.status != NOT_RECORDED]
 
     @property
     def structure_same(self) -> bool:
@@ -415,7 +459,7 @@ class DiffResult:
 
     @property
     def stages_differ(self) -> list[StageRow]:
-        return [r for r in self.stages if r.status != EQUAL]
+        return [r for r in self.stages if r.status not in (EQUAL, NOT_RECORDED)]
 
     @property
     def first_diverging(self) -> StageRow | None:
@@ -433,6 +477,8 @@ class DiffResult:
         return f"atol {self.atol:g}, rtol {self.rtol:g}"
 
     def summary(self) -> str:
+        if self.arrays is not None:
+            return self.arrays_summary()
         n = len(self.stages)
         if self.same:
             unchecked = " (weights not compared)" if self.weights is None else ""
@@ -486,7 +532,30 @@ class DiffResult:
             },
             "stages": [_stage_json(r) for r in self.stages],
             "notes": list(self.notes),
+            **({} if self.arrays is None else {"arrays": self.arrays.as_json()}),
+            **({} if self.hint is None else {"hint": self.hint.english()}),
         }
+
+    def first_line(self) -> str:
+        """first diverging stage: NAME (status, largest |A - B| = D at b=.., t=.., c=..; ...)"""
+        first = self.first_diverging
+        assert first is not None
+        head = f"first diverging stage: {first.name} ({STATUS_WORDS[first.status]}"
+        if first.status == DIFFERS:
+            head += f", largest |A - B| = {first.max_abs_diff:.6g} at {first.where_label()}"
+            if first.where is not None and first.a is not None and first.b is not None:
+                head += f": A {first.a.array[first.where]:.6g}, B {first.b.array[first.where]:.6g}"
+        return head + ")"
+
+    def arrays_summary(self) -> str:
+        assert self.arrays is not None
+        n = len(self.compared)
+        skipped = len(self.stages) - n
+        tail = f"; {skipped} stage{'s' if skipped != 1 else ''} not recorded" if skipped else ""
+        if self.same:
+            agree = f"all {n} recorded stages agree" if n != 1 else "the one recorded stage agrees"
+            return f"same: {agree} within {self.tolerance()}{tail}"
+        return f"{self.first_line()}; {len(self.stages_differ)} of {n} recorded stages differ{tail}"
 
 
 def _number(x: float | None) -> Any:
@@ -536,13 +605,33 @@ def _visible(stages: dict[str, Stage], show_all: bool) -> dict[str, Stage]:
 
 
 def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
-         show_all: bool = False, keep_going: bool = False, only: Sequence[str] = ()) -> DiffResult:
-    """Compare two sides; ``only`` (--stage) restricts the stage rows, shown and compared, to those names."""
+         show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] = ()) -> DiffResult:
+    """Compare two files; ``only`` (--stage) restricts the stage rows, shown and compared, to those names;
+    ``names`` (--map) says which of a side's arrays is which stage."""
+    check_tolerance(atol, rtol)
+    a = load_side(path_a, "A", keep_going)
+    b = load_side(path_b, "B", keep_going)
+    return compare(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going, only=only,
+                   names=names)
+
+
+def check_tolerance(atol: float, rtol: float) -> None:
     for option, value in (("--atol", atol), ("--rtol", rtol)):
         if not math.isfinite(value) or value < 0:
             raise UsageError(f"{option} {value} is not allowed: give a number of 0 or more")
-    a = load_side(path_a, "A", keep_going)
-    b = load_side(path_b, "B", keep_going)
+
+
+def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
+            show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] | dict[str, str] = ()
+            ) -> DiffResult:
+    """Compare two loaded sides (specs, saved traces, or another program's arrays)."""
+    check_tolerance(atol, rtol)
+    if a.is_arrays or b.is_arrays:
+        return compare_arrays_side(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
+                                   only=only, names=names)
+    if names:
+        raise UsageError("--map names the arrays of a file another program wrote (.npz or a JSON object of arrays); "
+                         "neither side is one")
     check_violations((a, b), keep_going)
     _check_index("--batch", batch, "B", a, b)
     _check_index("--pos", pos, "T", a, b)
@@ -580,3 +669,85 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
         stages=compare_stages(stages_a, stages_b, batch, pos, atol, rtol),
         notes=notes,
     )
+
+
+# -- another program's arrays ---------------------------------------------------
+
+@dataclass
+class ArraysReport:
+    """What became of the arrays of the side that holds them: matched, renamed, left over, reshaped."""
+
+    label: str  # the side with the arrays ("B"; "A" when only A holds arrays)
+    path: str
+    reference: str  # the other side's label
+    matched: list[str]  # stage names (the reference's)
+    renamed: dict[str, str]  # stage -> the user's name, where they differ
+    unmatched: list[str]  # the user's arrays that match no stage
+    unbatched: list[str]  # given without the batch axis, read with B = 1
+    not_recorded: list[str]  # the reference's stages the arrays do not hold
+
+    def as_json(self) -> dict[str, Any]:
+        return {"side": self.label, "path": self.path, "matched": list(self.matched), "renamed": dict(self.renamed),
+                "unmatched": list(self.unmatched), "without_batch_axis": list(self.unbatched),
+                "not_recorded": list(self.not_recorded)}
+
+
+def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: int, pos: int, show_all: bool, keep_going: bool,
+                        only: Sequence[str], names: Sequence[str] | dict[str, str]) -> DiffResult:
+    """One side (or both) holds another program's arrays: match them to the other side's stages and compare those."""
+    from . import activations
+    from .hints import hint_for
+
+    mine, ref = (b, a) if b.is_arrays else (a, b)  # both arrays: B's are matched to A's names
+    check_violations((a, b), keep_going)
+    mapping = names if isinstance(names, dict) else activations.parse_map(names)
+    arrays = {n: st.array for n, st in mine.stages.items()}
+    m = activations.match(arrays, mapping, ref.stages, mine.path, f"{ref.label} ({ref.path})")
+    if not m.stages:
+        listed = ", ".join(m.unmatched[:12]) + (", ..." if len(m.unmatched) > 12 else "")
+        stats = f"; kept as statistics only (--record stats): {', '.join(m.stats_only)}" if m.stats_only else ""
+        raise DiffTrouble(f"{mine.path}: no array matches a stage of {ref.label} ({ref.path}); its arrays: {listed or 'none'}{stats}. "
+                          "Name them as tracer's stages (`tracer run SPEC --steps` lists them) or map them: --map THEIRS=STAGE")
+    mine = Side(mine.label, mine.path, ARRAYS, mine.name, {}, {}, None, (), m.stages, None, [])
+    a, b = (ref, mine) if mine.label == "B" else (mine, ref)
+    for option, value, letter in (("--batch", batch, "B"), ("--pos", pos, "T")):
+        n = ref.dims.get(letter, 1) if not ref.is_arrays else 1 << 62
+        if not 0 <= value < n:
+            raise UsageError(f"{option} {value} is out of range: {letter} = {n} in {ref.label} (give 0 to {n - 1})")
+    visible = {n: s for n, s in ref.stages.items() if show_all or not s.internal or n in m.stages}
+    if only:
+        chosen = catalogue.select(only, list(ref.stages), f"{ref.label}") or []
+        visible = {n: s for n, s in ref.stages.items() if n in chosen}
+    mine_stages = {n: s for n, s in m.stages.items() if n in visible}
+    stages_a, stages_b = (visible, mine_stages) if mine.label == "B" else (mine_stages, visible)
+    rows = compare_stages(stages_a, stages_b, batch, pos, atol, rtol)
+    for r in rows:
+        if (r.status == ONLY_A and mine.label == "B") or (r.status == ONLY_B and mine.label == "A"):
+            r.status = NOT_RECORDED
+    notes = []
+    if m.unbatched:
+        notes.append(f"{mine.label} gives {', '.join(m.unbatched)} without the batch axis: read with B = 1")
+    notes += m.reshaped
+    if m.unmatched:
+        notes.append(f"{mine.label} holds arrays that match no stage of {ref.label}: {', '.join(m.unmatched)} "
+                     "(name them with --map THEIRS=STAGE)")
+    if m.stats_only:
+        notes.append(f"{mine.label} kept {', '.join(m.stats_only)} as statistics only (--record stats): not compared")
+    report = ArraysReport(mine.label, mine.path, ref.label, list(m.stages), m.renamed, m.unmatched, m.unbatched,
+                          [r.name for r in rows if r.status == NOT_RECORDED])
+    result = DiffResult(a=a, b=b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, steps=[], structure=[],
+                        settings=[], weights=None, stages=rows, notes=notes, arrays=report)
+    result.hint = hint_for(result, ref, mine)
+    return result
+
+
+class _CallableModule(types.ModuleType):
+    """``tracer.diff(a, b, ...)`` is the API's diff (tracer.api.diffing.diff); ``tracer.diff.X`` is this module's X."""
+
+    def __call__(self, a: Any, b: Any, **options: Any) -> Any:
+        from .api.diffing import diff as api_diff
+
+        return api_diff(a, b, **options)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -12,7 +12,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .diff import DIFFERS, EQUAL, STATUS_WORDS, DiffResult
+from .diff import DIFFERS, EQUAL, NOT_RECORDED, STATUS_WORDS, DiffResult
 from .i18n import tr
 from .textout import (
     FIRST_MARK,
@@ -21,12 +21,14 @@ from .textout import (
     STRUCTURE_HEADER,
     STRUCTURE_TITLE,
     WEIGHTS_HEADER,
+    arrays_lines,
     diff_notes,
     diff_sides,
     diff_stage_header,
     diff_stage_rows,
     diff_stage_title,
     diff_summary,
+    hint_text,
     setting_rows,
     settings_same_text,
     structure_lines,
@@ -38,7 +40,7 @@ from .textout import (
     weights_title,
 )
 
-STATUS_STYLE = {EQUAL: "green", DIFFERS: "bold red"}  # the others (shapes, only in one side): yellow
+STATUS_STYLE = {EQUAL: "green", DIFFERS: "bold red", NOT_RECORDED: "dim"}  # the others (shapes, only in one side): yellow
 LARGEST = "largest |A - B|"
 
 
@@ -103,8 +105,14 @@ def stage_table(r: DiffResult, precision: int) -> Table:
 
 
 def diff_view(r: DiffResult, precision: int) -> Group:
-    parts: list[RenderableType] = [header(r), structure_view(r), settings_view(r, precision)]
+    parts: list[RenderableType] = [header(r)]
+    if r.arrays is not None:  # another program's arrays: no steps or settings to compare
+        parts.append(Text("\n".join(arrays_lines(r))))
+    else:
+        parts += [structure_view(r), settings_view(r, precision)]
     parts += [Text(tr("note: {note}", note=n), style="yellow") for n in diff_notes(r)]
     parts.append(stage_table(r, precision))
     parts.append(Text(diff_summary(r), style="bold green" if r.same else "bold red"))
+    if r.hint is not None:
+        parts.append(Text(hint_text(r), style="bold yellow"))
     return Group(*parts)

@@ -167,6 +167,11 @@ def load_spec(path: str) -> Spec:
 
 def load_spec_text(text: str, filename: str = "<spec>") -> Spec:
     doc, src = yamlio.load(text, filename)
+    return load_spec_doc(doc, src)
+
+
+def load_spec_doc(doc: dict[str, Any], src: Source) -> Spec:
+    """A document already read (YAML, or a Python dict for the API): validated into a Spec."""
     return _Validator(src).spec(doc)
 
 

@@ -395,6 +395,22 @@ def diff_notes(r: DiffResult) -> list[str]:
     return [message(n) for n in r.notes]
 
 
+def arrays_lines(r: DiffResult) -> list[str]:
+    """A diff against another program's arrays: which arrays became which stages (instead of structure and settings)."""
+    assert r.arrays is not None
+    x = r.arrays
+    renamed = ", ".join(f"{theirs} = {ours}" for ours, theirs in x.renamed.items())
+    lines = [message(f"Compared {len(x.matched)} arrays of {x.label} with the stages of the same name in {x.reference}: "
+                     f"{', '.join(x.matched)}")]
+    if renamed:
+        lines.append(message(f"named with --map: {renamed}"))
+    return lines
+
+
+def hint_text(r: DiffResult) -> str:
+    return tr("hint: {hint}", hint=r.hint.text()) if r.hint is not None else ""
+
+
 def diff_summary(r: DiffResult) -> str:
     """The closing line (the JSON's "summary" stays English)."""
     return message(r.summary())
@@ -483,12 +499,16 @@ def diff_stage_rows(r: DiffResult, precision: int) -> list[list[str]]:
 def diff_markdown(r: DiffResult, precision: int) -> str:
     """The diff as Markdown: sides, structure, settings, notes, the stage table and the summary."""
     parts = ["### tracer diff\n", "\n".join(f"- {md_text(line)}" for line in diff_sides(r)) + "\n"]
-    if r.structure_same:
+    if r.arrays is not None:
+        parts.append("\n".join(md_text(line) for line in arrays_lines(r)) + "\n")
+    elif r.structure_same:
         parts.append(md_text(structure_same_text(r)) + "\n")
     else:
         parts.append(f"**{md_text(tr(STRUCTURE_TITLE))}**\n\n" + markdown_table(table_words(STRUCTURE_HEADER), structure_rows(r)))
         parts.append(tr("What differs:") + "\n\n" + "\n".join(f"- {md_text(line)}" for line in structure_lines(r)) + "\n")
-    if r.settings_same:
+    if r.arrays is not None:
+        pass
+    elif r.settings_same:
         parts.append(md_text(settings_same_text(r)) + "\n")
     else:
         if r.settings:
@@ -503,6 +523,8 @@ def diff_markdown(r: DiffResult, precision: int) -> str:
         row[0] = f"`{row[0]}`"
     parts.append(f"**{md_text(diff_stage_title(r))}**\n\n" + markdown_table(diff_stage_header(r), rows))
     parts.append(f"**{md_text(diff_summary(r))}**\n")
+    if r.hint is not None:
+        parts.append(md_text(hint_text(r)) + "\n")
     return "\n".join(parts)
 
 

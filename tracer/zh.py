@@ -207,6 +207,53 @@ UI: dict[str, str] = {
     "only in A": "仅 A 有",
     "only in B": "仅 B 有",
     "  ← first difference": "  ← 第一处不同",
+    # tracer diff against your own arrays: status word and hints (hints.py)
+    "not recorded": "未记录",
+    "hint: {hint}": "提示：{hint}",
+    "{lead}: look at {advice}": "{lead}：请检查{advice}",
+    "{hint}. {diagnosis}": "{hint}。{diagnosis}",
+    "{stage} differs but {prev} agrees": "{stage} 不同，但 {prev} 一致",
+    "{stage} differs and no stage before it was compared": "{stage} 不同，而它之前没有可以比较的阶段",
+    "{stage} has another shape than tracer's": "{stage} 的 shape 与 tracer 的不同",
+    "LayerNorm (divide by C, not C-1; ε inside the square root; mean and variance over the C coordinates of each position, not over T or B)":
+        "LayerNorm（除以 C，不是 C-1；ε 放在平方根里面；均值和方差在每个位置的 C 个坐标上求，不是在 T 或 B 上）",
+    "RMSNorm (the mean of the squares over C, ε inside the square root, no mean subtracted)":
+        "RMSNorm（在 C 上求平方的均值，ε 放在平方根里面，不减均值）",
+    "BatchNorm (mean and variance over B and T, per coordinate)": "BatchNorm（每个坐标在 B 和 T 上求均值和方差）",
+    "attention: the softmax over the keys (the last axis), not the queries; the mask before the softmax, not after; "
+    "the scores divided by sqrt(d); the heads times W_O. Record attn.weights and attn.heads to see which":
+        "注意力：softmax 在键上求（最后一个轴），不是在查询上；掩码在 softmax 之前加，不是之后；分数除以 sqrt(d)；"
+        "各头的结果要乘 W_O。记录 attn.weights 和 attn.heads 可以看出是哪一处",
+    "cross-attention: queries from the decoder, keys and values from the encoder output; the softmax over the keys":
+        "交叉注意力：查询来自解码器，键和值来自编码器输出；softmax 在键上求",
+    "the scores: Q_h K_h^T / sqrt(d) for each head, queries as rows, before the mask":
+        "分数：每个头的 Q_h K_h^T / sqrt(d)，查询为行，在加掩码之前",
+    "the softmax: over the keys (the last axis), not the queries, with the mask applied before it (each row sums to 1)":
+        "softmax：在键上求（最后一个轴），不是在查询上，掩码在它之前加（每一行之和为 1）",
+    "the mixing: the weights times V for each head, the heads concatenated in order, before W_O":
+        "加权求和：每个头的权重乘 V，各头按顺序拼接，在乘 W_O 之前",
+    "the projections: X W_Q + b_Q (likewise K and V), split into H heads of width d":
+        "投影：X W_Q + b_Q（K 和 V 同理），再分成 H 个宽度为 d 的头",
+    "the residual add: both terms, the stream and the sublayer's output": "残差相加：两项都要有，残差流和子层的输出",
+    "the FFN's first layer: act(N_2 W_1 + b_1), reading the second normalisation": "FFN 的第一层：act(N_2 W_1 + b_1)，读取第二次归一化的结果",
+    "the FFN's second layer: hidden W_2 + b_2": "FFN 的第二层：hidden W_2 + b_2",
+    "the FFN: act(N_2 W_1 + b_1) W_2 + b_2, reading the second normalisation": "FFN：act(N_2 W_1 + b_1) W_2 + b_2，读取第二次归一化的结果",
+    "the input: the rows of E for the token ids, plus the rows of P (X = E + P)": "输入：按 token id 取 E 的行，再加上 P 的行（X = E + P）",
+    "the array's shape: record it with tracer's axes, in the book's order (see the shape columns)":
+        "数组的 shape：按 tracer 的轴、书中的顺序记录（见 shape 两列）",
+    "the step that computes it": "计算它的那一步",
+    "Your {stage} equals LayerNorm with the variance divided by C-1 (ddof=1): divide by C":
+        "你的 {stage} 等于方差除以 C-1（ddof=1）的 LayerNorm：应除以 C",
+    "Your {stage} equals LayerNorm with its mean and variance taken over {axis} instead of over C":
+        "你的 {stage} 等于在 {axis} 上、而不是在 C 上求均值和方差的 LayerNorm",
+    "T (the positions)": "T（各位置）",
+    "B (the samples)": "B（各样本）",
+    "Your {stage} equals {term} alone: the residual add is missing (add {other})": "你的 {stage} 只等于 {term}：少了残差相加（加上 {other}）",
+    "Your {stage} equals the heads before W_O: multiply by W_O (and add b_O)": "你的 {stage} 等于乘 W_O 之前的各头结果：应乘 W_O（并加 b_O）",
+    "Your {stage} equals attention with the softmax taken over the queries: take it over the keys (the last axis)":
+        "你的 {stage} 等于在查询上求 softmax 的注意力：应在键上求（最后一个轴）",
+    "Your {stage} equals attention with the mask applied after the softmax: mask the scores first (-inf on future keys), then the softmax":
+        "你的 {stage} 等于在 softmax 之后才加掩码的注意力：应先给分数加掩码（未来的键为 -inf），再求 softmax",
     "Structure: the two step lists, aligned by step name": "结构：两份步骤列表，按步骤名对齐",
     "Settings that differ": "不同的设置",
     "What differs:": "不同之处：",
@@ -666,6 +713,27 @@ TEMPLATES: dict[str, str] = {
     "all {n} stages agree within {tol}": "全部 {n} 个阶段在 {tol} 内一致",
     "structure differs": "结构不同",
     "settings differ: {what!t}": "设置不同：{what}",
+    # -- tracer diff against your own arrays (activations.py, diff.py) --
+    "{label}: {path} (arrays, {n} arrays)": "{label}：{path}（数组，{n} 个）",
+    "{label}: {path} (arrays, {n} array)": "{label}：{path}（数组，{n} 个）",
+    "Compared {n} arrays of {label} with the stages of the same name in {ref}: {names}": "把 {label} 的 {n} 个数组与 {ref} 中同名的阶段比较：{names}",
+    "named with --map: {pairs}": "由 --map 命名：{pairs}",
+    "{label} gives {names} without the batch axis: read with B = 1": "{label} 给出的 {names} 没有批次轴：按 B = 1 读取",
+    "{ref} has {a}, {path} has {b} (expected {e}, or {f} without the batch axis)": "{ref} 是 {a}，{path} 是 {b}（应为 {e}，或去掉批次轴的 {f}）",
+    "{ref} has {a}, {path} has {b} (expected {e})": "{ref} 是 {a}，{path} 是 {b}（应为 {e}）",
+    "{label} holds arrays that match no stage of {ref}: {names} (name them with --map THEIRS=STAGE)":
+        "{label} 中有与 {ref} 的任何阶段都对不上的数组：{names}（用 --map THEIRS=STAGE 命名）",
+    "{label} kept {names} as statistics only (--record stats): not compared": "{label} 只保存了 {names} 的统计量（--record stats）：不比较",
+    "same: all {n} recorded stages agree within {tol}": "相同：全部 {n} 个已记录的阶段在 {tol} 内一致",
+    "same: the one recorded stage agrees within {tol}": "相同：唯一一个已记录的阶段在 {tol} 内一致",
+    "{n} stages not recorded": "{n} 个阶段未记录",
+    "{n} stage not recorded": "{n} 个阶段未记录",
+    "{n} of {m} recorded stages differ": "{m} 个已记录的阶段中有 {n} 个不同",
+    "first diverging stage: {name} ({status!t}, largest |A - B| = {d} at {where}: A {va}, B {vb})":
+        "第一个出现分歧的阶段：{name}（{status}，最大 |A - B| = {d}，位于 {where}：A {va}，B {vb}）",
+    "expected THEIRS=OURS, e.g. --map ln1=norm1": "应为 THEIRS=OURS，例如 --map ln1=norm1",
+    "no array matches a stage of {ref}": "没有一个数组与 {ref} 的阶段对得上",
+    "not a readable .npz archive ({why!a})": "不是可读取的 .npz 归档（{why}）",
     # -- tracer graph --
     "before the block ": "进入块之前",
     "the residual stream, into this path": "残差流，进入这条路径",

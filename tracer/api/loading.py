@@ -1,0 +1,61 @@
+"""tracer.load: a validated Spec from a file path or a Python dict.
+
+A dict goes through the very validation a YAML file does, with the same messages; the location
+is the field path (``<dict>: dims.H: expected a whole number, received 'two'``) where a file has
+line:col.  NumPy arrays, tuples and NumPy numbers in the dict are read as the lists and numbers
+YAML would give.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Union
+
+from ..errors import SpecError
+from ..spec import Spec, load_spec, load_spec_doc
+from ..yamlio import MAX_DEPTH, Path, Source, format_path
+
+DICT_NAME = "<dict>"
+
+SpecLike = Union[Spec, str, "os.PathLike[str]", Mapping[str, Any]]
+
+
+def load(spec: SpecLike, *, name: str = DICT_NAME) -> Spec:
+    """A validated spec: ``spec`` is a path to a YAML (or JSON) spec, a dict of the same fields, or a Spec already loaded.
+
+    ``name`` stands for the file name in a dict's messages. Raises SpecError (a TracerError) with the CLI's message.
+    """
+    if isinstance(spec, Spec):
+        return spec
+    if isinstance(spec, (str, os.PathLike)):
+        return load_spec(os.fspath(spec))
+    if isinstance(spec, Mapping):
+        doc = plain(spec, name)
+        return load_spec_doc(doc, Source(name, {}, {}))
+    raise SpecError(f"{name}: expected a spec: a file path, a dict of spec fields or a loaded Spec, received {type(spec).__name__}")
+
+
+def plain(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The dict as YAML would have read it: mappings with text keys, lists, numbers, text, booleans, None."""
+    out: dict[str, Any] = _plain(doc, (), name, 0)
+    return out
+
+
+def _plain(value: Any, path: Path, name: str, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise SpecError(f"{name}: {format_path(path)}: values nest more than {MAX_DEPTH} levels deep")
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise SpecError(f"{name}: {format_path(path)}: keys must be text, received {key!r}")
+            out[key] = _plain(item, path + (key,), name, depth + 1)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_plain(item, path + (i,), name, depth + 1) for i, item in enumerate(value)]
+    if hasattr(value, "tolist"):  # a NumPy array or number (a torch tensor too)
+        return _plain(value.tolist(), path, name, depth)
+    raise SpecError(f"{name}: {format_path(path)}: expected a number, text, a list or a mapping, received {type(value).__name__}")
