@@ -1,18 +1,24 @@
-"""--save: every recorded stage into one .npz archive, written atomically.
+"""--save: every recorded stage into one .npz archive, written atomically under tracer's mark.
 
 A stage kept in full is saved under its name (``np.load(path)["attn.scores"]``).  A stage kept as
 statistics (--record stats) is saved as ``NAME.stats`` (mean, std, min, max), ``NAME.shape`` and
 ``NAME.at`` (its value at the table's sample and position).
+
+The archive is what ``np.savez`` writes (uncompressed members ``NAME.npy``, ZIP64 when large), but
+built member by member with zipfile: np.savez takes the names as keyword arguments, so a stage named
+``file`` or ``allow_pickle`` would clash with its own parameters.  The zip comment is tracer's mark
+(outputs.npz_mark); np.load ignores it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import zipfile
+from typing import BinaryIO
 
 import numpy as np
 
+from . import outputs
 from .executor import Trace
-from .outputs import write_atomic
 
 
 def npz_arrays(trace: Trace) -> dict[str, np.ndarray]:
@@ -28,7 +34,15 @@ def npz_arrays(trace: Trace) -> dict[str, np.ndarray]:
     return out
 
 
-def save(trace: Trace, path: str) -> None:
+def write_npz(fh: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
+    """The archive np.load reads back, any name being just a name, marked as tracer's."""
+    with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+        for name, array in arrays.items():
+            with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+                np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+        zf.comment = outputs.npz_mark(zf.infolist())
+
+
+def save(trace: Trace, path: str, force: bool = False) -> None:
     arrays = npz_arrays(trace)
-    savez: Callable[..., None] = np.savez  # stage names as keywords; none is 'allow_pickle'
-    write_atomic(path, lambda fh: savez(fh, **arrays))
+    outputs.write_atomic(path, lambda fh: write_npz(fh, arrays), "--save", "npz", force)
