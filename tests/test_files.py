@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from conftest import REPO, SPECS, assert_refused, run_app, write_spec
 
-from tracer import executor, export, outputs
+from tracer import executor, outputs
 from tracer.errors import UsageError
 from tracer.spec import load_spec
 
