@@ -38,6 +38,7 @@ COMMANDS = [
     pytest.param(["stages"], 0, id="stages"),
     pytest.param(["stages", "--json"], 0, id="stages-json"),
     pytest.param(["new", "--preset", "ch17"], 0, id="new"),
+    pytest.param(["--version"], 0, id="version"),
 ]
 
 

@@ -603,11 +603,20 @@ def app_for(args: list[str]) -> typer.Typer:
 
 
 def main() -> None:
-    from .process import install_signals, prepare_streams
+    from .process import ClosedPipe, OutputError, install_signals, prepare_streams
 
     install_signals()  # tracer/__main__.py does it before typer is imported; here for callers of cli.main
     prepare_streams()
-    app_for(sys.argv[1:])()
+    try:
+        try:
+            app_for(sys.argv[1:])()
+        finally:
+            sys.stdout.flush()  # what --version left in the buffer fails here, not as the interpreter exits
+    except ClosedPipe as e:  # outside a command (--help, --version): as guarded() does inside one
+        raise SystemExit(e.exit_code) from None
+    except OutputError as e:
+        _error(str(e))
+        raise SystemExit(e.exit_code) from None
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -120,6 +120,8 @@ def same_file(a: str, b: str) -> bool:
 def mode_allows_write(st: os.stat_result) -> bool:
     """Do the mode bits let this user write the file?  Read as if without privileges: root bypasses
     permissions, and a file its owner made read-only must stay safe from root's runs as well."""
+    if not hasattr(os, "geteuid"):  # no POSIX owners (Windows): the read-only attribute is the owner's write bit
+        return bool(st.st_mode & stat.S_IWUSR)
     if st.st_uid == os.geteuid():
         return bool(st.st_mode & stat.S_IWUSR)
     if st.st_gid == os.getegid() or st.st_gid in os.getgroups():
