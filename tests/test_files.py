@@ -339,3 +339,22 @@ def test_save_keeps_every_stage_whatever_its_name(tmp_path: Path) -> None:
             assert z[name].dtype == stage.array.dtype and np.array_equal(z[name], stage.array), name
             assert z[name].tobytes() == stage.array.tobytes(), name  # bit for bit
     assert outputs.proves_ours(str(out), "npz")
+
+
+# -- every refusal has its Chinese ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("make_refusal", [
+    lambda d: run_app("run", str(docx(d / "t.npz").parent / "ch17.yaml"), "--save", str(d / "t.npz"), "--lang", "zh"),
+    lambda d: (os.symlink(d / "x", d / "l.svg"), run_app("graph", str(d / "ch17.yaml"), "--svg", str(d / "l.svg"), "--lang", "zh"))[1],
+    lambda d: run_app("run", str(d / "ch17.yaml"), "--save", str(d / "a.npz"), "--html", str(d / "a.npz"), "--lang", "zh"),
+    lambda d: ((d / "ro.svg").write_text("x"), (d / "ro.svg").chmod(0o444),
+               run_app("graph", str(d / "ch17.yaml"), "--svg", str(d / "ro.svg"), "--force", "--lang", "zh"))[2],
+    lambda d: run_app("validate", str(d / "ch17.yaml"), "--max-memory", "9" * 400, "--lang", "zh"),
+])
+def test_refusals_are_translated(spec: Path, tmp_path: Path, make_refusal) -> None:
+    import re
+
+    r = make_refusal(tmp_path)
+    assert r.returncode == 2
+    words = re.sub(r"'[^']*'|--[\w-]+|[\w./-]+\.(npz|svg|html|yaml)|\b\d+\b|tracer|EiB|none|sha256", "", r.stderr)
+    assert re.search(r"[\u4e00-\u9fff]", r.stderr) and not re.search(r"\b[a-z]{4,}\b", words), r.stderr
