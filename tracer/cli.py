@@ -4,7 +4,9 @@ Heavy modules (NumPy, the kernels, the renderers) are imported inside the
 commands, so ``tracer --help`` and shell completion stay fast.
 
 Exit codes: 0 clean, 1 a violation was flagged, 2 the spec or the command line
-is wrong, 3 an internal error (a bug in tracer).
+is wrong, 3 an internal error (a bug in tracer).  Around a command (process.py, docs/files.md):
+2 when stdout cannot be written, a quiet 141 when its reader has gone, 130/143/129 on
+SIGINT/SIGTERM/SIGHUP.
 """
 
 import os
