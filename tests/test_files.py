@@ -254,6 +254,26 @@ def test_any_exception_while_writing_removes_the_temporary(tmp_path: Path, error
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_signal_during_a_held_step_is_raised_when_it_ends() -> None:
+    """A signal is delivered to any thread (NumPy's too), and Python runs the handler in the main thread at
+    once, so blocking it is not enough: signals_held notes it and raises it when the step is done."""
+    code = (
+        "import os, signal\n"
+        "from tracer import process\n"
+        "process.install_signals()\n"
+        "try:\n"
+        "    with process.signals_held():\n"
+        "        os.kill(os.getpid(), signal.SIGTERM)\n"
+        "        for _ in range(100000): pass\n"
+        "        print('step finished', flush=True)\n"
+        "except process.Interrupted as e:\n"
+        "    print('raised after it', e.exit_code, flush=True)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert r.stdout.splitlines() == ["step finished", "raised after it 143"], (r.stdout, r.stderr)
+
+
 def _big_spec(tmp_path: Path) -> Path:
     return write_spec(tmp_path, "dims: {B: 4, T: 64, C: 256, H: 4, F: 1024}\nseed: 0\ninput: {x: random}\n", "big.yaml")
 

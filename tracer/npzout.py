@@ -19,6 +19,7 @@ import numpy as np
 
 from . import outputs
 from .executor import Trace
+from .process import signals_held
 
 
 def npz_arrays(trace: Trace) -> dict[str, np.ndarray]:
@@ -35,12 +36,30 @@ def npz_arrays(trace: Trace) -> dict[str, np.ndarray]:
 
 
 def write_npz(fh: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
-    """The archive np.load reads back, any name being just a name, marked as tracer's."""
-    with zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True) as zf:
+    """The archive np.load reads back, any name being just a name, marked as tracer's.
+
+    Ctrl-C or SIGTERM may stop the writing of an array, never the opening or closing of the archive
+    or of a member (signals_held): a zip half-opened cannot be closed, and the signal would end as
+    an internal error instead of exit 130/143."""
+    zf = None
+    try:
+        with signals_held():
+            zf = zipfile.ZipFile(fh, "w", zipfile.ZIP_STORED, allowZip64=True)
         for name, array in arrays.items():
-            with zf.open(f"{name}.npy", "w", force_zip64=True) as member:
+            member = None
+            try:
+                with signals_held():
+                    member = zf.open(f"{name}.npy", "w", force_zip64=True)
                 np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
+            finally:
+                if member is not None:
+                    with signals_held():
+                        member.close()
         zf.comment = outputs.npz_mark(zf.infolist())
+    finally:
+        if zf is not None:
+            with signals_held():
+                zf.close()
 
 
 def save(trace: Trace, path: str, force: bool = False) -> None:

@@ -28,13 +28,13 @@ import errno
 import hashlib
 import os
 import re
-import signal
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, BinaryIO
 
 from .errors import UsageError
+from .process import signals_held
 
 if TYPE_CHECKING:
     import zipfile
@@ -188,21 +188,6 @@ def check_distinct(named: Mapping[str, str | None]) -> None:
 
 # -- writing ---------------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP for a moment (e.g. between creating a temporary file and knowing its name)."""
-    held = {signal.SIGINT, signal.SIGTERM} | ({signal.SIGHUP} if hasattr(signal, "SIGHUP") else set())
-    try:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
-    except (AttributeError, OSError, ValueError):  # no sigmask on this platform
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
-
-
 def write_atomic(path: str, write: Callable[[BinaryIO], object], option: str, kind: str, force: bool = False,
                  replace: bool = True) -> None:
     """Write through ``write(fh)`` to a temporary file beside ``path``, then move it into place if the
@@ -210,7 +195,7 @@ def write_atomic(path: str, write: Callable[[BinaryIO], object], option: str, ki
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
     try:
-        with _signals_held():
+        with signals_held():  # a temporary file whose name was never learnt could not be removed
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)[:100]}{TMP_TAG}", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             write(fh)

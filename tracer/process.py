@@ -19,11 +19,13 @@ codes true whatever happens outside the command:
 from __future__ import annotations
 
 import codecs
+import contextlib
 import errno
 import os
 import signal
 import sys
 import unicodedata
+from collections.abc import Iterator
 from types import FrameType
 from typing import Any, TextIO
 
@@ -57,10 +59,35 @@ class ClosedPipe(TracerError):
     exit_code = EXIT_CLOSED_PIPE
 
 
+_held = 0  # depth of signals_held()
+_pending: int | None = None  # a signal that came while held
+
+
 def _on_signal(signum: int, frame: FrameType | None) -> None:
+    global _pending
     for sig in _SIGNALS:  # one signal is enough: a second one must not cut the cleanup short
         signal.signal(sig, signal.SIG_IGN)
+    if _held:
+        _pending = signum
+        return
     raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Let a short step finish before a signal stops tracer (e.g. creating a temporary file and learning its name).
+
+    Blocking the signal would not do: it is then delivered to another thread (NumPy's), and Python
+    runs the handler in the main thread at once.  Here the handler notes it, and it is raised on leaving."""
+    global _held, _pending
+    _held += 1
+    try:
+        yield
+    finally:
+        _held -= 1
+        if not _held and _pending is not None:
+            signum, _pending = _pending, None
+            raise Interrupted(signum)
 
 
 _SIGNALS = [s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s is not None]
