@@ -55,6 +55,27 @@ def example_module(relative: str):
     return module
 
 
+def run_on_tty(args: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, str]:
+    """Run `python -m tracer ARGS` with stdout and stderr on a pseudo-terminal: its exit code and all it printed."""
+    import pty
+
+    master, slave = pty.openpty()
+    p = subprocess.Popen([sys.executable, "-m", "tracer", *args], cwd=cwd, env=env, stdout=slave, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    p.wait(timeout=60)
+    os.close(master)
+    return p.returncode, b"".join(chunks).decode("utf-8", "replace")
+
+
 def write_spec(tmp_path: Path, text: str, name: str = "spec.yaml") -> Path:
     p = tmp_path / name
     p.write_text(text, encoding="utf-8")

@@ -399,13 +399,17 @@ def test_import_never_overwrites_a_users_file(tmp_path: Path, gpt2: dict[str, np
     mine = tmp_path / "mine.yaml"
     mine.write_text("my notes\n")
     r = run_app("import", str(tmp_path / "gpt2"), "-o", str(mine))
-    assert_refused(r, f"-o {mine}", "was not written by tracer import")
+    assert_refused(r, f"-o {mine}", "is not a YAML file tracer wrote")
     assert mine.read_text() == "my notes\n"
     ours = tmp_path / "ours.yaml"
     assert run_app("import", str(tmp_path / "gpt2"), "-o", str(ours)).returncode == 0
     first = ours.read_text()
     assert run_app("import", str(tmp_path / "gpt2"), "--layers", "0", "-o", str(ours)).returncode == 0
     assert ours.read_text() != first  # its own file: replaced
+    edited = ours.read_text() + "# my note\n"
+    ours.write_text(edited)
+    assert_refused(run_app("import", str(tmp_path / "gpt2"), "-o", str(ours)), "is not a YAML file tracer wrote")
+    assert ours.read_text() == edited  # edited since tracer wrote it: no longer provably its own
 
 
 @pytest.mark.parametrize(("args", "fragments"), [

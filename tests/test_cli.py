@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, SPECS, run_cli, write_spec
+from conftest import REPO, SPECS, run_cli, run_on_tty, write_spec
 
 PRE = "specs/ch17-prenorm.yaml"
 POST = "specs/ch17-postnorm.yaml"
@@ -269,28 +269,13 @@ def test_spec_file_is_not_modified(tmp_path):
 
 
 def test_colour_only_on_a_terminal_and_never_with_no_color(tmp_path):
-    pty = pytest.importorskip("pty")
+    pytest.importorskip("pty")
     write_spec(tmp_path, (SPECS / "ch17-prenorm.yaml").read_text().replace("beta: zeros}\n  norm2", "beta: [0]}\n  norm2"))
 
     def on_tty(*args, env=None):
-        master, slave = pty.openpty()
         full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
         full_env.update({"PYTHONPATH": str(REPO), "COLUMNS": "200", **(env or {})})
-        p = subprocess.Popen([sys.executable, "-m", "tracer", "run", "spec.yaml", *args], cwd=tmp_path, env=full_env,
-                             stdout=slave, stderr=slave)
-        os.close(slave)
-        chunks = []
-        while True:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            chunks.append(data)
-        p.wait(timeout=60)
-        os.close(master)
-        return b"".join(chunks).decode("utf-8", "replace")
+        return run_on_tty(["run", "spec.yaml", *args], tmp_path, full_env)[1]
 
     colour = re.compile(r"\x1b\[[0-9;]*(3[0-7]|38;|9[0-7])[0-9;]*m")
     assert colour.search(on_tty())  # the violation is red on a terminal

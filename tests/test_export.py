@@ -6,6 +6,7 @@ import html
 import os
 import re
 import shutil
+from xml.etree import ElementTree
 
 import pytest
 from conftest import SPECS, run_cli
@@ -43,8 +44,11 @@ def test_run_exports_the_table_with_the_chapter_numbers(specs, tmp_path):
     assert r.returncode == 0, r.stderr
     assert f"wrote {svg}" in r.stderr and f"wrote {page}" in r.stderr
     assert "residual1" in r.stdout  # the terminal still gets the table
-    assert svg.read_text(encoding="utf-8").startswith("<svg")
-    assert page.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    mark, rest = svg.read_text(encoding="utf-8").split("\n", 1)  # tracer's mark, then the picture
+    assert mark.startswith("<!-- tracer ") and " svg sha256=" in mark and rest.startswith("<svg")
+    assert ElementTree.fromstring(svg.read_bytes()).tag.endswith("svg")  # the comment keeps it one valid XML document
+    mark, rest = page.read_text(encoding="utf-8").split("\n", 1)
+    assert " html sha256=" in mark and rest.startswith("<!DOCTYPE html>")
     # Table 17.1: the first row's stages, to six decimals
     for text in (svg_text(svg), html_text(page)):
         for name in ("x", "norm1", "attention", "residual1", "norm2", "hidden", "ffn", "output"):
@@ -129,16 +133,16 @@ def test_refuses_a_file_that_is_not_an_export(specs, tmp_path):
     notes = tmp_path / "notes.md"
     notes.write_text("my notes\n", encoding="utf-8")
     r = run_cli("graph", str(a), "--svg", str(notes))
-    assert r.returncode == 2 and "exists and is not an SVG file; refusing to overwrite it" in r.stderr
+    assert r.returncode == 2 and "exists and is not an SVG file tracer wrote; refusing to overwrite it" in r.stderr
     assert notes.read_text(encoding="utf-8") == "my notes\n"
     r = run_cli("graph", str(a), "--html", str(notes))
-    assert r.returncode == 2 and "is not an HTML file" in r.stderr
+    assert r.returncode == 2 and "is not an HTML file tracer wrote" in r.stderr
 
 
 def test_replaces_an_earlier_export(specs, tmp_path):
     a, _ = specs
     svg = tmp_path / "g.svg"
-    svg.write_text("<svg>STALE EXPORT</svg>", encoding="utf-8")
+    export.write_atomic(export.Target("svg", str(svg)), "<svg>STALE EXPORT</svg>")  # an earlier export, with tracer's mark
     assert run_cli("graph", str(a), "--svg", str(svg)).returncode == 0
     assert "STALE" not in svg.read_text(encoding="utf-8") and "residual1" in svg_text(svg)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
@@ -181,15 +185,16 @@ def test_option_conflicts_exit_2(specs, tmp_path):
 
 def test_a_failed_write_leaves_the_old_file_and_no_temporary(tmp_path, monkeypatch):
     target = tmp_path / "report.svg"
-    target.write_text("<svg>old</svg>", encoding="utf-8")
+    export.write_atomic(export.Target("svg", str(target)), "<svg>old</svg>")
+    old = target.read_bytes()
 
     def refuse(src, dst):
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(os, "replace", refuse)
     with pytest.raises(UsageError, match=r"cannot write '.*report.svg': Permission denied"):
-        export.write_atomic(str(target), "<svg>new</svg>")
-    assert target.read_text(encoding="utf-8") == "<svg>old</svg>"
+        export.write_atomic(export.Target("svg", str(target)), "<svg>new</svg>")
+    assert target.read_bytes() == old
     assert [p.name for p in tmp_path.iterdir()] == ["report.svg"]
 
 

@@ -54,7 +54,7 @@ def test_new_output_file_is_never_overwritten(tmp_path):
     path.write_text("# my edits\n", encoding="utf-8")
     again = run_cli("new", "--preset", "stack", "-o", str(path))
     assert again.returncode == 2
-    assert f"{path}: already exists; tracer new never overwrites a file" in again.stderr
+    assert f"--output {path}: '{path}' already exists; tracer never overwrites a file here" in again.stderr
     assert path.read_text(encoding="utf-8") == "# my edits\n"
 
 

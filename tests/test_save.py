@@ -73,7 +73,8 @@ def test_save_over_the_input_spec_is_refused(spec: Path) -> None:
 def test_save_over_some_other_file_is_refused(spec: Path, tmp_path: Path) -> None:
     notes = tmp_path / "notes.txt"
     notes.write_text("my notes\n")
-    assert_refused(run_app("run", str(spec), "--save", str(notes)), "--save", "exists and is not an NPZ file", "refusing to overwrite it")
+    assert_refused(run_app("run", str(spec), "--save", str(notes)), "--save", "exists and is not an NPZ file tracer wrote",
+                   "refusing to overwrite it", "--force")
     assert notes.read_text() == "my notes\n"
 
 
@@ -99,14 +100,15 @@ def test_save_to_an_unwritable_folder_is_refused(spec: Path, tmp_path: Path) -> 
 
 def test_a_failed_write_leaves_nothing_behind(spec: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "trace.npz"
-    out.write_bytes(b"PK\x03\x04 an earlier trace")
+    assert run_app("run", str(spec), "--save", str(out)).returncode == 0
+    earlier = out.read_bytes()
 
-    def half_then_fail(fh: object, **arrays: object) -> None:
-        fh.write(b"PK\x03\x04 half a file")  # type: ignore[attr-defined]
+    def half_then_fail(fh: object, array: object, **kwargs: object) -> None:
+        fh.write(b"half an array")  # type: ignore[attr-defined]
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(np, "savez", half_then_fail)
+    monkeypatch.setattr(np.lib.format, "write_array", half_then_fail)
     r = run_app("run", str(spec), "--save", str(out))
     assert_refused(r, "cannot write", "trace.npz': No space left on device", "nothing was written")
-    assert out.read_bytes() == b"PK\x03\x04 an earlier trace"  # the old file, whole
+    assert out.read_bytes() == earlier  # the old file, whole
     assert sorted(p.name for p in tmp_path.iterdir()) == ["ch17.yaml", "trace.npz"]

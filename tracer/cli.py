@@ -4,7 +4,9 @@ Heavy modules (NumPy, the kernels, the renderers) are imported inside the
 commands, so ``tracer --help`` and shell completion stay fast.
 
 Exit codes: 0 clean, 1 a violation was flagged, 2 the spec or the command line
-is wrong, 3 an internal error (a bug in tracer).
+is wrong, 3 an internal error (a bug in tracer).  Around a command (process.py, docs/files.md):
+2 when stdout cannot be written, a quiet 141 when its reader has gone, 130/143/129 on
+SIGINT/SIGTERM/SIGHUP.
 """
 
 import os
@@ -46,11 +48,14 @@ def console(no_color: bool = False, stderr: bool = False) -> "Console":
 
     stream = sys.stderr if stderr else sys.stdout
     tty = stream.isatty()
+    width = None if tty else 1000  # piped: as wide as the content, never wrapped at 80
+    if tty and os.environ.get("COLUMNS", "1").strip("0") == "":  # COLUMNS=0 would print nothing: ask the terminal
+        width = os.get_terminal_size(stream.fileno()).columns or 80
     return Console(
         file=stream,
         no_color=no_color or "NO_COLOR" in os.environ or not tty,
         highlight=False,
-        width=None if tty else 1000,  # piped: as wide as the content, never wrapped at 80
+        width=width,
         soft_wrap=not tty,
         emoji=False,
     )
@@ -63,13 +68,20 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
     so every message of the command, errors included, is in that language.
     """
     from . import i18n
+    from .process import ClosedPipe, Interrupted
 
     before = i18n.language()
     try:
         i18n.choose(lang)
         code = fn()
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, not as the interpreter exits
+    except ClosedPipe as e:  # the reader has gone (| head -1): nothing to say, and no verdict to give
+        raise typer.Exit(e.exit_code) from None
     except TracerError as e:
         _error(str(e))
+        raise typer.Exit(e.exit_code) from None
+    except Interrupted as e:  # Ctrl-C, SIGTERM, SIGHUP (process.install_signals), after every cleanup ran
+        _error(e.word)
         raise typer.Exit(e.exit_code) from None
     except KeyboardInterrupt:
         _error("interrupted")
@@ -98,8 +110,11 @@ def _say(lead: str, text: str) -> None:
     """One diagnostic line on stderr, lead and message in the chosen language."""
     from .i18n import message, tr
 
-    sys.stderr.write(f"{tr(lead)}{message(text)}\n")
-    sys.stderr.flush()
+    try:
+        sys.stderr.write(f"{tr(lead)}{message(text)}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # stderr closed or full: the exit code still tells
+        pass
 
 
 def _version(value: bool) -> None:
@@ -169,6 +184,8 @@ PosOption = Annotated[int, typer.Option("--pos", "-t", help="Position whose valu
 BatchOption = Annotated[int, typer.Option("--batch", "-b", help="Sample whose values the table shows.")]
 SvgOption = Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)]
 HtmlOption = Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)]
+ForceOption = Annotated[bool, typer.Option("--force", help="Let the output files replace an existing file tracer cannot prove it wrote "
+                                                        "(never a link, a read-only file or an input; see docs/files.md).")]
 
 
 def check_precision(precision: int) -> None:
@@ -201,6 +218,7 @@ def run(
     record: Annotated[str, typer.Option("--record", metavar="all|main|stats", help="Keep every stage (all), skip the attention internals (main), or keep statistics of big arrays (stats).")] = "all",
     keep: Annotated[list[str] | None, typer.Option("--keep", metavar="STAGE", help="Keep this stage in full whatever --record says (repeatable).")] = None,
     save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write every recorded array to an .npz archive, under its stage name.")] = None,
+    force: ForceOption = False,
     lang: LangOption = None,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix.
@@ -232,9 +250,10 @@ def run(
             raise UsageError(f"--attention draws a picture; it does not combine with {'--steps' if steps else '--format ' + form}")
         if (svg or html) and len(specs) > 1:
             raise UsageError("--svg and --html export one spec's view: give one spec")
-        targets = export_targets(svg, html, list(specs), form)
+        targets = export_targets(svg, html, list(specs), form, force, save)
         opts = runs.RunOptions(batch, pos, precision, show_all, verify, keep_going, exit_zero, with_weights, tuple(stage or ()),
-                               verify_budget, record=record, keep=tuple(keep or ()), max_memory=max_memory, save=save, form=form)
+                               verify_budget, record=record, keep=tuple(keep or ()), max_memory=max_memory, save=save, form=form,
+                               force=force)
         if steps:
             return print_steps(specs[0], form, opts, no_color, targets)
         if len(specs) > 1:
@@ -265,7 +284,7 @@ def run(
             else:
                 view = render.run_view(outcome.trace, batch, pos, precision, show_all, check.stages if check else None,
                                        check.note() if check else "", outcome.only)
-            show(view, no_color, targets, outcome.trace.spec.name)
+            show(view, no_color, targets, outcome.trace.spec.name, force)
         else:
             sys.stdout.write(runs.render_text(outcome, form, opts))
             if form in ("json", "csv") and outcome.trace is not None:
@@ -289,7 +308,7 @@ def print_steps(path: str, form: str, opts: object, no_color: bool, targets: "li
     if form == "table":
         from . import render
 
-        show(render.steps_table(s, only), no_color, targets, s.name)
+        show(render.steps_table(s, only), no_color, targets, s.name, opts.force)
     else:
         sys.stdout.write(runs.steps_text(s, form, only))
     return EXIT_OK
@@ -373,6 +392,7 @@ def diff(
     no_color: NoColorOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
+    force: ForceOption = False,
     lang: LangOption = None,
 ) -> None:
     """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
@@ -390,13 +410,13 @@ def diff(
 
         form = output_format(fmt, as_json)
         check_precision(precision)
-        targets = export_targets(svg, html, [a, b], form)
+        targets = export_targets(svg, html, [a, b], form, force)
         result = diff_files(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
                               only=tuple(stage or ()), names=tuple(names or ()))
         if form == "table":
             from .render_diff import diff_view
 
-            show(diff_view(result, precision), no_color, targets, f"tracer diff {a} {b}")
+            show(diff_view(result, precision), no_color, targets, f"tracer diff {a} {b}", force)
         else:
             writers = {"json": lambda: jsonout.dumps(result.as_json()), "csv": lambda: textout.diff_csv(result),
                        "markdown": lambda: textout.diff_markdown(result, precision)}
@@ -412,6 +432,7 @@ def graph(
     no_color: NoColorOption = False,
     svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write the drawing as an SVG picture.", show_default=False)] = None,
     html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write the drawing as an HTML page.", show_default=False)] = None,
+    force: ForceOption = False,
     lang: LangOption = None,
 ) -> None:
     """Draw the block as Figure 17.1 does: before the block, each residual path with every stage and its shape.
@@ -423,9 +444,9 @@ def graph(
         from .render_graph import graph_view
         from .spec import load_spec
 
-        targets = export_targets(svg, html, [spec], "table")
+        targets = export_targets(svg, html, [spec], "table", force)
         s = load_spec(spec)
-        show(graph_view(s), no_color, targets, s.name)
+        show(graph_view(s), no_color, targets, s.name, force)
         return EXIT_OK
 
     guarded(body, lang)
@@ -469,25 +490,26 @@ def validate(
     guarded(body, lang)
 
 
-def export_targets(svg: str | None, html: str | None, inputs: list[str], form: str) -> "list[Target]":
-    """--svg / --html, checked before anything runs (never over an input, never somewhere unwritable)."""
+def export_targets(svg: str | None, html: str | None, inputs: list[str], form: str, force: bool = False,
+                   save: str | None = None) -> "list[Target]":
+    """--svg / --html, checked before anything runs (never over an input or --save, never somewhere unwritable)."""
     if svg is None and html is None:
         return []
     if form != "table":
         raise UsageError(f"--svg and --html export the table the terminal shows; they do not combine with --format {form}")
     from .export import check_targets
 
-    return check_targets(svg, html, inputs)
+    return check_targets(svg, html, inputs, force, {"--save": save})
 
 
-def show(view: "RenderableType", no_color: bool, targets: "list[Target]", title: str) -> None:
+def show(view: "RenderableType", no_color: bool, targets: "list[Target]", title: str, force: bool = False) -> None:
     """Print the view once; write the exports asked for (at the content's natural width)."""
     console(no_color).print(view)
     if targets:
         from .export import export
         from .i18n import tr
 
-        for path in export(view, targets, title, no_color):
+        for path in export(view, targets, title, no_color, force):
             sys.stderr.write(tr("tracer: wrote {path}", path=path) + "\n")
 
 
@@ -517,13 +539,10 @@ def new(
         if output is None:
             sys.stdout.write(text)
             return EXIT_OK
-        try:
-            with open(output, "x", encoding="utf-8") as fh:  # "x": an existing file is never overwritten
-                fh.write(text)
-        except FileExistsError:
-            raise UsageError(f"{output}: already exists; tracer new never overwrites a file (choose another name)") from None
-        except OSError as e:
-            raise UsageError(f"{output}: cannot write: {e.strerror or e}") from None
+        from .outputs import check_output, write_atomic
+
+        check_output(output, "--output", [], "yaml", replace=False)  # never over an existing file
+        write_atomic(output, lambda fh: fh.write(text.encode("utf-8")), "--output", "yaml", replace=False)
         sys.stderr.write(f"wrote {output} (preset {preset}); trace it with: tracer run {output}\n")
         return EXIT_OK
 
@@ -589,7 +608,9 @@ def stages(
             import json
 
             doc = {"schema_version": 1, "kind": "stages", "stages": [e.as_json() for e in entries]}
-            sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            from .process import is_utf
+
+            sys.stdout.write(json.dumps(doc, ensure_ascii=not is_utf(sys.stdout)) + "\n")
         elif form == "csv":
             sys.stdout.write(textout.catalogue_csv(entries))
         elif form == "markdown":
@@ -621,7 +642,20 @@ def app_for(args: list[str]) -> typer.Typer:
 
 
 def main() -> None:
-    app_for(sys.argv[1:])()
+    from .process import ClosedPipe, OutputError, install_signals, prepare_streams
+
+    install_signals()  # tracer/__main__.py does it before typer is imported; here for callers of cli.main
+    prepare_streams()
+    try:
+        try:
+            app_for(sys.argv[1:])()
+        finally:
+            sys.stdout.flush()  # what --version left in the buffer fails here, not as the interpreter exits
+    except ClosedPipe as e:  # outside a command (--help, --version): as guarded() does inside one
+        raise SystemExit(e.exit_code) from None
+    except OutputError as e:
+        _error(str(e))
+        raise SystemExit(e.exit_code) from None
 
 
 if __name__ == "__main__":  # pragma: no cover

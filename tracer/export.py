@@ -2,14 +2,12 @@
 
 The picture is recorded at the content's natural width, not the terminal's, so
 the same command gives the same file on any terminal or in a pipe.  Files are
-written atomically (a temporary file in the same directory, then os.replace),
-never over an input of the command, and never over a file that is not already
-an export of the same kind.  Nothing here imports NumPy.
+written atomically and begin with tracer's mark, so that only a file tracer wrote is
+ever replaced (outputs.py has the rule, docs/files.md explains it).  Nothing here imports NumPy.
 """
 
 from __future__ import annotations
 
-import functools
 import html
 import io
 import re
@@ -20,12 +18,9 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 
 from . import outputs
-from .errors import UsageError
-from .outputs import check_output, same_file
 
 MAX_WIDTH = 1000  # the piped console's width: no export is wider
 MIN_WIDTH = 20
-SNIFF = {"svg": ("<svg", "<?xml"), "html": ("<!doctype html", "<html")}
 CHAR_WIDTH = 20 * 0.61  # rich's SVG cell: char_height 20 times the default font_aspect_ratio
 SVG_TEXT = re.compile(r'textLength="([0-9.e+-]+)"([^>]*)>([^<]*)</text>')
 
@@ -36,24 +31,15 @@ class Target:
     path: str
 
 
-def _looks_like(path: str, kind: str) -> bool:
-    """Is the existing file an export of this kind (so replacing it loses nothing the user wrote)?"""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(512)
-    except OSError:
-        return False
-    text = head.decode("utf-8", "replace").lstrip("\ufeff \t\r\n").lower()
-    return text.startswith(SNIFF[kind]) or (not head)
+def check_targets(svg: str | None, html: str | None, inputs: list[str], force: bool = False,
+                  others: dict[str, str | None] | None = None) -> list[Target]:
+    """The export files asked for, checked before anything runs: exit 2 rather than lose the user's work.
 
-
-def check_targets(svg: str | None, html: str | None, inputs: list[str]) -> list[Target]:
-    """The export files asked for, checked before anything runs: exit 2 rather than lose the user's work."""
+    ``others``: the command's other outputs (--save), which no export may share a file with."""
     targets = [Target(kind, path) for kind, path in (("svg", svg), ("html", html)) if path is not None]
-    if len(targets) == 2 and same_file(targets[0].path, targets[1].path):
-        raise UsageError(f"--svg and --html name the same file {svg!r}: give each its own name")
+    outputs.check_distinct({**(others or {}), "--svg": svg, "--html": html})
     for t in targets:
-        check_output(t.path, f"--{t.kind}", inputs, functools.partial(_looks_like, kind=t.kind), t.kind)
+        outputs.check_output(t.path, f"--{t.kind}", inputs, t.kind, force)
     return targets
 
 
@@ -112,15 +98,16 @@ def render_exports(renderable: RenderableType, targets: list[Target], title: str
     return out
 
 
-def write_atomic(path: str, text: str) -> None:
-    """Write the whole file or nothing: a temporary file beside it, then os.replace."""
-    data = text.encode("utf-8")
-    outputs.write_atomic(path, lambda fh: fh.write(data))
+def write_atomic(target: Target, text: str, force: bool = False) -> None:
+    """Write the whole file or nothing, under tracer's mark (its first line)."""
+    body = text.encode("utf-8")
+    data = outputs.text_mark(target.kind, body) + body
+    outputs.write_atomic(target.path, lambda fh: fh.write(data), f"--{target.kind}", target.kind, force)
 
 
-def export(renderable: RenderableType, targets: list[Target], title: str, no_color: bool = False) -> list[str]:
+def export(renderable: RenderableType, targets: list[Target], title: str, no_color: bool = False, force: bool = False) -> list[str]:
     """Write every export; return the paths written."""
     texts = render_exports(renderable, targets, title, no_color)
     for t in targets:
-        write_atomic(t.path, texts[t.kind])
+        write_atomic(t, texts[t.kind], force)
     return [t.path for t in targets]

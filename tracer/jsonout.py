@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from typing import Any
 
 import numpy as np
 
 from .executor import Stage, Trace
+from .process import is_utf
 from .spec import Spec
 
 SCHEMA_VERSION = 1
@@ -101,4 +103,4 @@ def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None 
 
 
 def dumps(obj: dict[str, Any]) -> str:
-    return json.dumps(obj, ensure_ascii=False, allow_nan=False) + "\n"
+    return json.dumps(obj, ensure_ascii=not is_utf(sys.stdout), allow_nan=False) + "\n"  # \u escapes where stdout is not UTF

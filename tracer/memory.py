@@ -38,7 +38,8 @@ ITEMSIZE = {"float64": 8, "float32": 4}
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9, "t": 10**12, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([a-zA-Z]*)\s*$")
+_SIZE_RE = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?|\.[0-9]+)\s*([a-zA-Z]*)\s*$")
+MAX_SIZE = 2**60  # 1 EiB: a larger --max-memory is a typo, not a machine
 
 
 def parse_size(text: str, option: str = "--max-memory") -> int | None:
@@ -50,7 +51,13 @@ def parse_size(text: str, option: str = "--max-memory") -> int | None:
     if not m or unit not in _UNITS:
         raise UsageError(f"{option} {text!r}: expected a size such as 4GB, 512MB, 2GiB or a number of bytes, or none for no limit "
                          "(KB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB powers of 1024)")
-    size = int(float(m.group(1)) * _UNITS[unit])
+    shown = text if len(text) <= 40 else f"{text[:20]}...{text[-8:]}"
+    from decimal import Decimal
+
+    number = Decimal(m.group(1))  # exact: a float of 400 digits is inf, and int(inf) an OverflowError
+    if number.adjusted() > 30 or number * _UNITS[unit] > MAX_SIZE:
+        raise UsageError(f"{option} {shown!r}: more than any machine has: at most 1 EiB (none turns the limit off)")
+    size = int(number * _UNITS[unit])
     if size <= 0:
         raise UsageError(f"{option} {text!r}: the limit must be more than 0 bytes (none turns it off)")
     return size

@@ -55,6 +55,7 @@ class RunOptions(NamedTuple):
     max_memory: str = memory.DEFAULT_MAX_MEMORY  # --max-memory
     save: str | None = None  # --save FILE.npz
     form: str = "table"  # the output format (the memory estimate counts what --format json writes)
+    force: bool = False  # --force: --save may replace a file tracer cannot prove it wrote
 
 
 class Outcome(NamedTuple):
@@ -116,9 +117,9 @@ def trace_one(path: str, opts: RunOptions) -> Outcome:
     # memory that takes: a run over --max-memory is refused here, before anything is allocated.
     policy = memory.policy_for(s, opts.record, list(opts.keep) + (only or []), opts.batch, opts.pos, opts.show_all)
     if opts.save is not None:
-        from .outputs import check_output, looks_like_npz
+        from .outputs import check_output
 
-        check_output(opts.save, "--save", [path], looks_like_npz, "npz")
+        check_output(opts.save, "--save", [path], "npz", opts.force)
     memory.check_run(s, policy, opts.max_memory, as_json=opts.form == "json", show_all=opts.show_all, verify=opts.verify)
     trace = executor.run(s, keep_going=opts.keep_going, policy=policy)
     check = None
@@ -134,7 +135,7 @@ def trace_one(path: str, opts: RunOptions) -> Outcome:
     if opts.save is not None:
         from .npzout import save
 
-        save(trace, opts.save, weights)
+        save(trace, opts.save, weights, opts.force)
     code = EXIT_OK if trace.ok or opts.exit_zero else EXIT_VIOLATION
     return Outcome(path, code, trace, check, weights, only, show_all=opts.show_all)
 

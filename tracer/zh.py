@@ -163,6 +163,7 @@ UI: dict[str, str] = {
     "tracer: note: ": "tracer: 注意：",
     "tracer: wrote {path}": "tracer: 已写入 {path}",
     "interrupted": "已中断",
+    "terminated": "已终止",
     # tracer probe
     "{name}: properties": "{name}：性质检查",
     "property": "性质",
@@ -504,7 +505,26 @@ TEMPLATES: dict[str, str] = {
     "--preset {name}: no such preset": "--preset {name}：没有这个预设",
     "the presets are:": "预设有：",
     "already exists": "已经存在",
-    "tracer new never overwrites a file (choose another name)": "tracer new 从不覆盖文件（请换一个名字）",
+    "{f} already exists": "{f} 已经存在",
+    "{f} exists and is not an {kind} file tracer wrote": "{f} 已存在，且不是 tracer 写的 {kind} 文件",
+    "{f} exists and is not a {kind} file tracer wrote": "{f} 已存在，且不是 tracer 写的 {kind} 文件",
+    "refusing to overwrite it (delete it, choose another name, or give --force to replace it)":
+        "拒绝覆盖它（请删除它、换一个名字，或用 --force 替换它）",
+    "{f} is a symbolic link": "{f} 是符号链接",
+    "tracer never writes through or over a link (name the file itself, or remove the link)":
+        "tracer 从不经由链接写入，也不覆盖链接（请给出文件本身，或删除链接）",
+    "{f} exists and is read-only (mode {m})": "{f} 已存在，且是只读的（权限 {m}）",
+    "tracer never replaces a file it may not write (make it writable, or choose another name)":
+        "tracer 从不替换它无权写入的文件（请让它可写，或换一个名字）",
+    "it appeared or changed during the run, and nothing was written": "它在运行期间出现或被改动，没有写入任何内容",
+    "{a} and {b} name the same file {f}: give each its own name": "{a} 和 {b} 指向同一个文件 {f}：请各给一个名字",
+    "the file keeps changing while tracer writes it": "tracer 写入期间文件一直在变",
+    "nothing was written": "没有写入任何内容",
+    "cannot write the output: {why}": "无法写出输出：{why}",
+    "standard output is closed": "标准输出已关闭",
+    "{opt} {text}: more than any machine has: at most 1 EiB (none turns the limit off)":
+        "{opt} {text}：超过任何机器的内存：最多 1 EiB（none 表示不设上限）",
+    "tracer never overwrites a file here (choose another name)": "tracer 不会覆盖这里已有的文件（请换一个名字）",
     "internal error: {what!a}": "内部错误：{what}",
     "internal error: {what!a} (a bug in tracer; please report it)": "内部错误：{what}（这是 tracer 的缺陷，请报告）",
     "this is a bug in tracer": "这是 tracer 的缺陷",

@@ -126,13 +126,14 @@ class Trace(Mapping[str, np.ndarray]):
         stages = visible_stages(self.run, self.show_all if show_all is None else show_all)
         return dumps(trace_json(self.run, stages, None, self.params if with_weights else None))
 
-    def save(self, path: str) -> None:
-        """Every recorded array to an .npz archive, as ``tracer run --save`` writes it (never over a file that is not one)."""
+    def save(self, path: str, *, force: bool = False) -> None:
+        """Every recorded array to an .npz archive, as ``tracer run --save`` writes it: never over a file tracer
+        cannot prove it wrote, unless ``force`` (as --force; docs/files.md gives the rule)."""
         from ..npzout import save
-        from ..outputs import check_output, looks_like_npz
+        from ..outputs import check_output
 
-        check_output(path, "Trace.save", [self.spec.path], looks_like_npz, "npz")
-        save(self.run, path)
+        check_output(path, "Trace.save", [self.spec.path], "npz", force)
+        save(self.run, path, force=force)
 
     def table(self, *, batch: int | None = None, pos: int | None = None, precision: int | None = None,
               show_all: bool | None = None, stages: Sequence[str] | None = None) -> View:

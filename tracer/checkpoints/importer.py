@@ -114,7 +114,7 @@ def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
         f"{MARK} from {title} (layout {name}): {what}.",
         f"# Settings from {cfg.source}; the comment on each line says which. The weights stay in the checkpoint",
         "# and are read when the spec runs (only those these layers use). Edit freely: `tracer import -o` replaces",
-        "# this file only while its first line is the one above.",
+        "# this file only while it is as tracer wrote it (the first line holds its checksum).",
     ]
 
 
@@ -195,23 +195,14 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
     return "\n".join(lines) + "\n"
 
 
-def looks_imported(path: str) -> bool:
-    from ..outputs import starts_with
-
-    return starts_with(path, (MARK.encode(),))
-
-
 def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = None, layers: str | None = None,
                       tokens: str | None = None, heads: int | None = None, length: int = 8) -> Imported:
     """Build the spec for ``checkpoint``, check that it loads, and write it to ``output`` (or return it for stdout)."""
-    from ..outputs import check_output, write_atomic
+    from ..outputs import check_output, text_mark, write_atomic
     from ..spec import load_spec_text
 
     if output is not None:
-        if os.path.isfile(output) and not looks_imported(output):
-            raise UsageError(f"-o {output}: exists and was not written by tracer import; refusing to overwrite it "
-                             "(delete it or choose another name)")
-        check_output(output, "-o", [checkpoint], looks_imported, "yaml")
+        check_output(output, "-o", [checkpoint], "yaml")
         folder = os.path.dirname(os.path.abspath(output))
         shown = os.path.relpath(os.path.abspath(checkpoint), folder)
     else:
@@ -222,5 +213,6 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         raise UsageError(str(e)) from None
     load_spec_text(text, output if output is not None else "<stdout>")  # it runs as written, or nothing is written
     if output is not None:
-        write_atomic(output, lambda fh: fh.write(text.encode("utf-8")))
+        body = text.encode("utf-8")
+        write_atomic(output, lambda fh: fh.write(text_mark("yaml", body) + body), "-o", "yaml")
     return Imported(text, summary)

@@ -1,0 +1,249 @@
+"""The process around a command: signals and the standard streams.
+
+Run by the entry point before typer is imported (so nothing heavy here), these keep tracer's exit
+codes true whatever happens outside the command:
+- SIGINT, SIGTERM and SIGHUP raise ``Interrupted``, a SystemExit: every ``finally`` runs (a
+  temporary file is removed), click does not turn it into "Aborted!", and the exit code is
+  128 + the signal (130 for Ctrl-C, 143 for SIGTERM), as a shell reports a process it stopped.
+- Standard output is wrapped so that a write that fails is a TracerError: a closed pipe
+  (``| head -1``) is ``ClosedPipe``, a quiet exit 141 (128 + SIGPIPE, what grep and cat give);
+  any other failure (``> /dev/full``, ``>&-``) is ``OutputError``, exit 2 with one line on stderr.
+- Standard error is best effort: a message that cannot be written is dropped, the exit code stays.
+- A closed descriptor 0, 1 or 2 is reopened on /dev/null (1 read-only, so writing it fails as it
+  should), so that no file tracer opens later can land on it.
+- A standard stream that cannot encode Unicode (PYTHONIOENCODING=ascii, a POSIX locale without
+  UTF-8 mode) gets ASCII look-alikes (``...`` for ``…``, ``|`` for ``│``, ``+`` for box corners)
+  and ``\\uXXXX`` for the rest, instead of a UnicodeEncodeError.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+import errno
+import os
+import signal
+import sys
+import unicodedata
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any, TextIO
+
+from .errors import EXIT_USAGE, TracerError
+
+EXIT_CLOSED_PIPE = 128 + 13  # SIGPIPE
+
+
+class Interrupted(SystemExit):
+    """A signal asked tracer to stop: exit 128 + the signal number once every cleanup has run."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
+        self.exit_code = 128 + signum
+
+    @property
+    def word(self) -> str:
+        return "interrupted" if self.signum == signal.SIGINT else "terminated"
+
+
+class OutputError(TracerError):
+    """Standard output cannot be written (a full disk, a closed descriptor)."""
+
+    exit_code = EXIT_USAGE
+
+
+class ClosedPipe(TracerError):
+    """The reader of standard output has gone (``| head -1``): stop quietly."""
+
+    exit_code = EXIT_CLOSED_PIPE
+
+
+_held = 0  # depth of signals_held()
+_pending: int | None = None  # a signal that came while held
+
+
+def _on_signal(signum: int, frame: FrameType | None) -> None:
+    global _pending
+    for sig in _SIGNALS:  # one signal is enough: a second one must not cut the cleanup short
+        signal.signal(sig, signal.SIG_IGN)
+    if _held:
+        _pending = signum
+        return
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def signals_held() -> Iterator[None]:
+    """Let a short step finish before a signal stops tracer (e.g. creating a temporary file and learning its name).
+
+    Blocking the signal would not do: it is then delivered to another thread (NumPy's), and Python
+    runs the handler in the main thread at once.  Here the handler notes it, and it is raised on leaving."""
+    global _held, _pending
+    _held += 1
+    try:
+        yield
+    finally:
+        _held -= 1
+        if not _held and _pending is not None:
+            signum, _pending = _pending, None
+            raise Interrupted(signum)
+
+
+_SIGNALS = [s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", "SIGHUP")) if s is not None]
+
+
+def install_signals() -> None:
+    """SIGINT, SIGTERM and SIGHUP raise Interrupted (a signal the parent set to be ignored stays ignored)."""
+    for sig in _SIGNALS:
+        try:
+            if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):
+                signal.signal(sig, _on_signal)
+        except (ValueError, OSError):  # not the main thread
+            return
+
+
+# -- standard streams --------------------------------------------------------------------
+
+class _Stdout:
+    """sys.stdout, with a failed write turned into ClosedPipe or OutputError."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def _fault(self, e: Exception) -> TracerError:
+        _silence(1)  # the buffered rest must not fail again when the interpreter flushes at exit
+        if isinstance(e, BrokenPipeError):
+            return ClosedPipe("standard output was closed by its reader")
+        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        if isinstance(e, OSError) and e.errno == errno.EBADF:
+            why = "standard output is closed"
+        return OutputError(f"cannot write the output: {why}")
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError) as e:
+            raise self._fault(e) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError) as e:
+            raise self._fault(e) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _Stderr:
+    """sys.stderr, best effort: a diagnostic that cannot be written is dropped (the exit code still tells)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except (OSError, ValueError):
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except (OSError, ValueError):
+            _silence(2)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _silence(fd: int) -> None:
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, fd)
+        os.close(null)
+    except OSError:
+        pass
+
+
+def _reserve_descriptors() -> None:
+    """Reopen a closed 0, 1 or 2 on /dev/null; 1 read-only, so that writing the output still fails."""
+    for fd, flags in ((0, os.O_RDONLY), (1, os.O_RDONLY), (2, os.O_WRONLY)):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                new = os.open(os.devnull, flags)
+            except OSError:
+                continue
+            if new != fd:
+                os.dup2(new, fd)
+                os.close(new)
+
+
+def prepare_streams() -> None:
+    """Make stdout fail clearly, stderr best effort, and both safe for any encoding. Idempotent."""
+    _reserve_descriptors()
+    if sys.stdout is None:  # started with 1 closed
+        sys.stdout = open(1, "w", closefd=False)  # noqa: SIM115 (lives as long as the process)
+    if sys.stderr is None:
+        sys.stderr = open(2, "w", closefd=False)  # noqa: SIM115
+    for stream in (sys.stdout, sys.stderr):
+        if not is_utf(stream):
+            reconfigure = getattr(stream, "reconfigure", None)
+            if reconfigure is not None:
+                reconfigure(errors=ASCII_ERRORS)
+    if not isinstance(sys.stdout, _Stdout):
+        sys.stdout = _Stdout(sys.stdout)
+    if not isinstance(sys.stderr, _Stderr):
+        sys.stderr = _Stderr(sys.stderr)
+
+
+def is_utf(stream: object) -> bool:
+    """Can this stream write any character (its encoding is a UTF)?"""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        return codecs.lookup(encoding).name.startswith("utf")
+    except LookupError:
+        return False
+
+
+# -- ASCII look-alikes ---------------------------------------------------------------------
+
+ASCII_ERRORS = "tracer-ascii"
+LOOKALIKES = {
+    "…": "...", "⋯": "...", "⋮": ":", "│": "|", "┃": "|", "║": "|", "─": "-", "━": "-", "═": "=",
+    "┬": "o", "⊕": "+", "▼": "v", "▲": "^", "←": "<-", "→": "->", "↑": "^", "↓": "v", "⇒": "=>",
+    "×": "x", "·": ".", "•": "*", "√": "sqrt", "ᵀ": "^T", "≈": "~", "≤": "<=", "≥": ">=", "≠": "!=",
+    "−": "-", "–": "-", "—": "--", "‘": "'", "’": "'", "“": '"', "”": '"', "⚠": "!", "✓": "ok", "✗": "x",
+    "░": ".", "▒": ":", "▓": "+", "█": "#",  # the attention heatmap's shades, in the same order
+    "；": ";", "，": ",", "：": ":", "（": "(", "）": ")", "　": " ",
+}
+
+
+def ascii_lookalike(ch: str) -> str:
+    """An ASCII stand-in for one character: a look-alike, a box-drawing line, else a \\u escape (also valid JSON)."""
+    if ch in LOOKALIKES:
+        return LOOKALIKES[ch]
+    name = unicodedata.name(ch, "")
+    if name.startswith("BOX DRAWINGS"):
+        words = set(name.split())
+        across, down = words & {"HORIZONTAL", "LEFT", "RIGHT"}, words & {"VERTICAL", "UP", "DOWN"}
+        return "+" if across and down else "|" if down else "-"
+    if name.startswith(("UPPER", "LOWER", "LEFT", "RIGHT")) and "BLOCK" in name or name == "FULL BLOCK":
+        return "#"
+    code = ord(ch)
+    if code > 0xFFFF:  # a JSON string writes it as a surrogate pair
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def _ascii_errors(err: UnicodeError) -> tuple[str, int]:
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    return "".join(ascii_lookalike(ch) for ch in err.object[err.start:err.end]), err.end
+
+
+codecs.register_error(ASCII_ERRORS, _ascii_errors)
