@@ -120,7 +120,8 @@ def scratch_env(root: Path) -> dict[str, str]:
     """`tracer` and `python` on PATH are this checkout's tracer and this interpreter; English; no colour."""
     bindir = root / ".bin"
     bindir.mkdir()
-    shims = {"tracer": f"#!{sys.executable}\nimport sys\nfrom tracer.cli import main\nsys.exit(main())\n",  # as pip's script
+    main = "import sys; sys.argv[0] = 'tracer'; from tracer.cli import main; sys.exit(main())"  # as pip's script does
+    shims = {"tracer": f'#!/bin/sh\nexec "{sys.executable}" -c "{main}" "$@"\n',
              "python": f'#!/bin/sh\nexec "{sys.executable}" "$@"\n'}
     shims["python3"] = shims["python"]
     for name, text in shims.items():
