@@ -108,7 +108,7 @@ def test_the_choices_are_the_validators_choices() -> None:
     assert enum(block["positions"]) == list(spec.POSITIONS)
     assert enum(block["activation"]) == list(blocks.ACTIVATIONS) == enum(DEFS["step"]["properties"]["activation"])
     assert enum(block["norm"]) == list(blocks.NORMS)
-    assert enum(DEFS["weight"]["anyOf"][0]) == list(spec.KEYWORDS)
+    assert enum(DEFS["keyword"]) == list(spec.KEYWORDS)
     assert enum(DEFS["step"]["properties"]["op"]) == [op for op, info in blocks.OPS.items() if info.user]
     axes = {rule["if"]["properties"]["op"]["const"]: enum(rule["then"]["properties"]["axis"])
             for rule in DEFS["step"]["allOf"] if "const" in rule["if"]["properties"]["op"] and "axis" in rule["then"].get("properties", {})}
@@ -245,3 +245,36 @@ def test_the_schema_accepts_the_minimal_specs_the_rejections_start_from() -> Non
     for text in (MIN, STEPS, SEQ2SEQ):
         spec.load_spec_text(text)
         assert schema_errors(text) == []
+
+
+# -- and it accepts what the validator accepts, the unusual cases included ---------------------------
+
+ACCEPTED = [
+    ("a vector NumPy would stretch (flagged when run, not a spec error)", MIN + "weights:\n  norm1: {beta: [0]}\n"),
+    ("a single number for a vector (flagged when run)", MIN + "weights:\n  norm1: {gamma: 2}\n"),
+    ("words as tokens", "vocab: [我, 喜欢, 你]\ndims: {C: 2, H: 2, F: 3}\ninput: {tokens: [我, 喜欢, 你]}\nseed: 0\n"),
+    ("a word YAML reads as a boolean", "vocab: [the, cat, sat, on]\ndims: {C: 2, H: 2, F: 3}\ninput: {tokens: [the, cat, sat, on]}\nseed: 0\n"),
+    ("one list per sample", "dims: {C: 2, H: 2, F: 3}\ninput: {tokens: [[0, 1], [1, 0]]}\nseed: 0\n"),
+    ("x given as [B,T,C]", "dims: {C: 2, H: 2, F: 3}\ninput: {x: [[[1, 0], [0, 1]]]}\nseed: 0\n"),
+    ("random x", "dims: {C: 2, H: 2, F: 3, T: 4}\ninput: {x: random}\nseed: 0\n"),
+    ("an explicit mask", MIN + "block: {mask: [[1, 0, 0], [1, 1, 0], [0, 1, 1]]}\n"),
+    ("eps written 1E-5", MIN + "block: {eps: 1E-5}\n"),
+    ("a whole number written 4.0", "dims: {C: 4.0, H: 2, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n"),
+    ("rotary positions with a base", "dims: {C: 4, H: 2, F: 3}\ninput: {tokens: [0, 1]}\nblock: {positions: rotary, position_base: 500}\nseed: 0\n"),
+    ("a modern stack", "dims: {C: 4, H: 2, F: 8}\ninput: {tokens: [0, 1, 2]}\nseed: 0\n"
+                       "block: {layers: 2, norm: rmsnorm, activation: swiglu, positions: rotary, final_norm: true, head: separate}\n"),
+    ("per-layer weights", "dims: {C: 2, H: 2, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\nblock: {layers: 2}\n"
+                          "weights:\n  blocks:\n    - {norm1: {gamma: ones}, attn: {w_o: identity}}\n    - {ffn: {b1: zeros}}\n"),
+    ("a step reading a one-item list", MIN + "block:\n  steps:\n    - {name: n, op: layer_norm, in: [x], weights: norm1, meaning: mine}\n"),
+    ("linear, relu and select steps", MIN + "block:\n  steps:\n    - {name: up, op: linear, in: x, weights: up, out: F}\n"
+                                            "    - {name: act, op: relu, in: up}\n    - {name: first, op: select, in: act, axis: T, index: 0}\n"
+                                            "weights:\n  up: {w: random, b: [0, 0, 0]}\n"),
+    ("an encoder-decoder with its weights", SEQ2SEQ + "encoder: {layers: 1}\ndecoder: {layers: 1, head: tied}\n"
+                                            "weights:\n  decoder:\n    blocks:\n      - {cross_attn: {w_q: identity}, norm3: {beta: zeros}}\n"),
+]
+
+
+@pytest.mark.parametrize("case,text", ACCEPTED, ids=[c for c, _ in ACCEPTED])
+def test_the_schema_accepts_what_the_validator_accepts(case: str, text: str) -> None:
+    spec.load_spec_text(text)
+    assert schema_errors(text) == []
