@@ -503,9 +503,10 @@ def test_zh_markdown_is_a_table_of_the_same_columns():
     assert "样本 b=0 的 output（块的最终输出，Y）：" in md
 
 
-def test_repo_readme_documents_the_language_choice():
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert "--lang" in readme and "LC_MESSAGES" in readme
+def test_the_docs_document_the_language_choice():
+    for page in ("docs/reference/language.md", "README.zh-CN.md"):
+        text = (REPO / page).read_text(encoding="utf-8")
+        assert "--lang" in text and "LC_MESSAGES" in text, page
 
 
 def test_zh_export_keeps_the_caption_on_one_line():

@@ -173,7 +173,7 @@ def test_draws_are_numpys_own_uniform_doubles_from_the_pcg64_stream():
     """The stream is PCG64 (bits NumPy keeps stable); the doubles are NumPy's Generator.random on it.
 
     Generator.random turns a 64-bit word into (word >> 11) * 2^-53, so this pins tracer's own
-    conversion to NumPy's documented one, on the stream README describes.
+    conversion to NumPy's documented one, on the stream docs/contributing.md describes.
     """
     spec = load_spec_text(SEEDED, "spec.yaml")
     p = load_params(spec)

@@ -580,6 +580,19 @@ def import_(
     guarded(body)
 
 
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the spec format, for an editor to check a spec as you type: tracer schema > spec.schema.json."""
+
+    def body() -> int:
+        from .schema import spec_schema_text
+
+        sys.stdout.write(spec_schema_text())
+        return EXIT_OK
+
+    guarded(body)
+
+
 def complete_catalogue_name(incomplete: str) -> list[str]:
     from .catalogue import names
 

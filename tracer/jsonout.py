@@ -1,6 +1,6 @@
 """Machine output: the trace as one JSON object (schema_version 1), via json.dumps.
 
-Schema (stable; documented in README):
+Schema (stable; documented in docs/reference/output.md):
     {"schema_version": 1,
      "spec": {"path", "name"},
      "ok": bool,                       # false when a violation was flagged

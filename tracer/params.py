@@ -8,7 +8,7 @@ uniform doubles ourselves with exact IEEE arithmetic.  Each weight has its own
 stream, keyed by the seed and the weight's name, so adding a weight to a spec
 never changes the others.
 
-Distributions (documented in README):
+Distributions (documented in docs/reference/spec.md):
 - a matrix [n_in, n_out] (attention W_Q, W_K, W_V, W_O; FFN W_1, W_2):
   uniform on [-1/sqrt(n_in), 1/sqrt(n_in)], PyTorch's nn.Linear default;
 - the embedding table [V,C], the position table [T_max,C] and ``x: random``:

@@ -60,7 +60,7 @@ CUSTOM = f"""\
 # Each step records one stage: {{name, op, in, weights}} (and axis, meaning where it matters).
 #   tracer run FILE --steps      the steps with every stage's shape
 # Ops: layer_norm, rms_norm, batch_norm, mha, add, ffn, ffn_hidden, ffn_out, linear, relu, select,
-# identity (README, "Custom blocks").  Try axis: T on norm1 (exercise 3: an axis violation), or
+# identity (docs/reference/spec.md, "Custom blocks").  Try axis: T on norm1 (exercise 3: an axis violation), or
 # in: [x, attention] -> in: [x, norm1] on residual1, and run again.
 name: "Example 17.2, written as steps"
 dims: {{C: 2, H: 2, F: 3}}   # B and T follow from the input

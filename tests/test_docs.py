@@ -1,0 +1,368 @@
+"""The docs say what tracer does; this test holds them to it (the convention is in docs/contributing.md).
+
+- Every ``sh`` block runs, line by line, in a scratch copy of the repository (specs/ and examples/),
+  each page's blocks in order; a line must exit 0, or the N of its ``# exit N`` comment.
+  ``pip install`` lines are not run; ``# needs torch`` lines are skipped when torch is missing.
+- A ``text`` block right after ``<!-- output: COMMAND -->`` is exactly what COMMAND prints.
+- Each page's ``python`` blocks run in order in one fresh process.
+- Every relative link points to a file that exists, and every ``#anchor`` to a heading of it.
+
+``python tests/test_docs.py --update`` rewrites the ``<!-- output: ... -->`` blocks from a fresh run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import unicodedata
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+
+# Pages other branches write; README and the reference link them already. A link to one of these is
+# checked once the page exists. When every one of them is merged, empty this tuple.
+PENDING_PAGES = ("docs/checkpoints.md", "docs/llama.md", "docs/api.md", "docs/your-implementation.md",
+                 "docs/files.md", "docs/checking.md", "docs/gradients.md")
+
+COPIED = ("specs", "examples")  # what the commands read; the scratch copy holds these and nothing else
+TORCH = importlib.util.find_spec("torch") is not None
+FENCE = re.compile(r"^(\s*)(`{3,})(.*)$")
+OUTPUT_MARK = re.compile(r"^\s*<!--\s*output:\s*(.+?)\s*-->\s*$")
+EXIT = re.compile(r"#\s*exit\s+(\d+)\b")
+NEEDS_TORCH = re.compile(r"#\s*needs torch\b")
+
+
+def pages() -> list[Path]:
+    found = [REPO / "README.md", REPO / "README.zh-CN.md", *sorted((REPO / "docs").rglob("*.md"))]
+    return [p for p in found if p.exists()]
+
+
+def page_id(p: Path) -> str:
+    return p.relative_to(REPO).as_posix()
+
+
+class Block(NamedTuple):
+    lang: str
+    lines: list[str]
+    line: int  # 1-based line of the opening fence
+    output_of: str | None  # the command of an <!-- output: ... --> mark right before the fence
+
+
+def blocks(text: str) -> list[Block]:
+    """Fenced blocks in order: their language, their lines (list indentation removed), and any output mark."""
+    out: list[Block] = []
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        indent, ticks, info = m.group(1), m.group(2), m.group(3).strip()
+        prev = next((lines[j] for j in range(i - 1, -1, -1) if lines[j].strip()), "")
+        mark = OUTPUT_MARK.match(prev)
+        body: list[str] = []
+        j = i + 1
+        while j < len(lines) and not (lines[j].strip().startswith(ticks) and lines[j].strip().strip("`") == ""):
+            body.append(lines[j][len(indent):] if lines[j].startswith(indent) else lines[j].lstrip())
+            j += 1
+        out.append(Block(info.split()[0] if info else "", body, i + 1, mark.group(1) if mark else None))
+        i = j + 1
+    return out
+
+
+class Command(NamedTuple):
+    text: str
+    expect: int
+    line: int
+    output_block: Block | None = None  # the text block this command's stdout must equal
+
+
+def commands(text: str) -> list[Command]:
+    """The commands a page asks the reader to type, in order, with the exit code each must give."""
+    out: list[Command] = []
+    for b in blocks(text):
+        if b.output_of is not None:
+            m = EXIT.search(b.output_of)
+            out.append(Command(b.output_of, int(m.group(1)) if m else 0, b.line, b))
+        if b.lang not in ("sh", "bash", "shell"):
+            continue
+        pending = ""
+        for k, raw in enumerate(b.lines):
+            line = pending + raw.strip()
+            if line.endswith("\\"):
+                pending = line[:-1].rstrip() + " "
+                continue
+            pending = ""
+            if not line or line.startswith("#") or line.startswith("pip install"):
+                continue
+            if NEEDS_TORCH.search(line) and not TORCH:
+                continue
+            m = EXIT.search(line)
+            out.append(Command(line, int(m.group(1)) if m else 0, b.line + 1 + k))
+    return out
+
+
+def python_code(text: str) -> str:
+    return "\n".join("\n".join(b.lines) for b in blocks(text)
+                     if b.lang == "python" and (TORCH or not any(NEEDS_TORCH.search(x) for x in b.lines)))
+
+
+def scratch_env(root: Path) -> dict[str, str]:
+    """`tracer` and `python` on PATH are this checkout's tracer and this interpreter; English; no colour."""
+    bindir = root / ".bin"
+    bindir.mkdir()
+    main = "import sys; sys.argv[0] = 'tracer'; from tracer.cli import main; sys.exit(main())"  # as pip's script does
+    shims = {"tracer": f'#!/bin/sh\nexec "{sys.executable}" -c "{main}" "$@"\n',
+             "python": f'#!/bin/sh\nexec "{sys.executable}" "$@"\n'}
+    shims["python3"] = shims["python"]
+    for name, text in shims.items():
+        (bindir / name).write_text(text)
+        (bindir / name).chmod(0o755)
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "TRACER_DEBUG", "LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")}
+    env.update(LANG="C.UTF-8", PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
+               PYTHONPATH=f"{REPO}{os.pathsep}{env.get('PYTHONPATH', '')}")
+    return env
+
+
+def make_scratch(root: Path) -> dict[str, str]:
+    for name in COPIED:
+        shutil.copytree(REPO / name, root / name, symlinks=True)
+    return scratch_env(root)
+
+
+class Result(NamedTuple):
+    command: Command
+    code: int
+    stdout: str
+    stderr: str
+
+
+def run_commands(cmds: list[Command], root: Path, env: dict[str, str]) -> list[Result]:
+    """Every command in one bash process (one start-up per page), each in its own subshell."""
+    logs = root / ".logs"
+    logs.mkdir(exist_ok=True)
+    script = ["cd " + _quote(str(root))]
+    for i, c in enumerate(cmds):
+        script.append(f"( {c.text}\n) >{logs}/{i}.out 2>{logs}/{i}.err </dev/null; echo $? >{logs}/{i}.rc")
+    subprocess.run(["bash", "-c", "\n".join(script)], env=env, cwd=root, timeout=300, check=False)
+    out = []
+    for i, c in enumerate(cmds):
+        rc = (logs / f"{i}.rc").read_text().strip()
+        out.append(Result(c, int(rc) if rc else -1, (logs / f"{i}.out").read_text(encoding="utf-8", errors="replace"),
+                          (logs / f"{i}.err").read_text(encoding="utf-8", errors="replace")))
+    return out
+
+
+def _quote(s: str) -> str:
+    return "'" + s.replace("'", "'\\''") + "'"
+
+
+def normalise(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.strip("\n").split("\n"))
+
+
+# -- links ------------------------------------------------------------------------------------------
+
+LINK = re.compile(r"\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to hyphens."""
+    text = re.sub(r"`|\*\*|__", "", heading.strip()).lower()
+    kept = "".join(ch for ch in text if ch in " -_" or unicodedata.category(ch)[0] in "LN")
+    return kept.replace(" ", "-")
+
+
+def anchors(text: str) -> set[str]:
+    seen: dict[str, int] = {}
+    out = set()
+    in_code = False
+    for line in text.split("\n"):
+        if FENCE.match(line):
+            in_code = not in_code
+            continue
+        m = re.match(r"^#{1,6}\s+(.*?)\s*#*\s*$", line)
+        if m and not in_code:
+            s = slug(m.group(1))
+            n = seen.get(s, 0)
+            seen[s] = n + 1
+            out.add(s if n == 0 else f"{s}-{n}")
+    return out
+
+
+def prose(text: str) -> str:
+    """The page without its code (fenced blocks and inline code), where links are not links."""
+    keep, in_code = [], False
+    for line in text.split("\n"):
+        if FENCE.match(line):
+            in_code = not in_code
+            continue
+        if not in_code:
+            keep.append(re.sub(r"`[^`]*`", "", line))
+    return "\n".join(keep)
+
+
+def broken_links(page: Path, root: Path = REPO) -> list[str]:
+    bad = []
+    for target in LINK.findall(prose(page.read_text(encoding="utf-8"))):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):  # http:, https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        rel = dest.relative_to(root).as_posix() if dest.is_relative_to(root) else str(dest)
+        if not dest.exists():
+            if rel not in PENDING_PAGES:
+                bad.append(f"{target}: no such file {rel}")
+            continue
+        if anchor and dest.suffix == ".md" and anchor not in anchors(dest.read_text(encoding="utf-8")):
+            bad.append(f"{target}: {rel} has no heading with the anchor #{anchor}")
+    return bad
+
+
+# -- the tests --------------------------------------------------------------------------------------
+
+PAGES = pages()
+
+
+def test_every_doc_page_is_found() -> None:
+    names = {page_id(p) for p in PAGES}
+    assert {"README.md", "README.zh-CN.md", "docs/guide.md", "docs/reference.md", "docs/coursework.md",
+            "docs/contributing.md"} <= names
+
+
+def test_readme_keeps_the_two_fresh_machine_commands() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    sh = [line for b in blocks(text) if b.lang == "sh" for line in b.lines]
+    assert "pip install -e . && tracer run specs/ch17-prenorm.yaml" in sh
+    assert "pip install -e '.[test]' && python -m pytest" in sh  # CI greps the README for it
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if commands(p.read_text(encoding="utf-8"))], ids=page_id)
+def test_commands_run_as_written(page: Path, tmp_path: Path) -> None:
+    cmds = commands(page.read_text(encoding="utf-8"))
+    results = run_commands(cmds, tmp_path, make_scratch(tmp_path))
+    failures = []
+    for r in results:
+        where = f"{page_id(page)}:{r.command.line}: {r.command.text}"
+        if r.code != r.command.expect:
+            failures.append(f"{where}\n  exit {r.code}, the page says {r.command.expect}\n  stderr: {r.stderr.strip()[-600:]}")
+        elif "Traceback (most recent call last)" in r.stderr:
+            failures.append(f"{where}\n  printed a traceback:\n{r.stderr[-600:]}")
+        elif r.command.output_block is not None and normalise(r.stdout) != normalise("\n".join(r.command.output_block.lines)):
+            import difflib
+
+            delta = "\n".join(difflib.unified_diff(normalise("\n".join(r.command.output_block.lines)).split("\n"),
+                                                   normalise(r.stdout).split("\n"), "the page", "tracer prints", lineterm=""))
+            failures.append(f"{where}\n  the output shown differs from what tracer prints "
+                            f"(python tests/test_docs.py --update rewrites it):\n{delta}")
+    assert not failures, "\n\n".join(failures)
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if python_code(p.read_text(encoding="utf-8")).strip()], ids=page_id)
+def test_python_snippets_run(page: Path, tmp_path: Path) -> None:
+    env = make_scratch(tmp_path)
+    script = tmp_path / "snippets.py"
+    script.write_text(python_code(page.read_text(encoding="utf-8")), encoding="utf-8")
+    r = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, f"{page_id(page)}: the python blocks exit {r.returncode}:\n{r.stderr[-2000:]}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_links_point_to_files_and_headings_that_exist(page: Path) -> None:
+    assert broken_links(page) == []
+
+
+# -- the test's own parts: they must be able to fail ------------------------------------------------
+
+SAMPLE = """\
+Intro with a [link](missing.md) and `[not a link](nowhere.md)`.
+
+```sh
+tracer run a.yaml
+tracer run b.yaml   # exit 1
+# a comment line
+pip install -e .
+tracer import x   # needs torch
+tracer run c.yaml \\
+  --pos 1
+```
+
+<!-- output: tracer run a.yaml --pos 2 -->
+```text
+table
+```
+
+1. In a list:
+   ```sh
+   tracer diff a.yaml b.yaml   # exit 1
+   ```
+
+## A heading: `--lang zh|en`
+"""
+
+
+def test_commands_are_parsed_by_the_convention() -> None:
+    got = [(c.text.split("#")[0].strip(), c.expect, c.output_block is not None) for c in commands(SAMPLE)]
+    want = [("tracer run a.yaml", 0, False), ("tracer run b.yaml", 1, False)]
+    if TORCH:
+        want.append(("tracer import x", 0, False))
+    want += [("tracer run c.yaml --pos 1", 0, False), ("tracer run a.yaml --pos 2", 0, True), ("tracer diff a.yaml b.yaml", 1, False)]
+    assert got == want
+
+
+def test_links_and_anchors_are_checked(tmp_path: Path) -> None:
+    assert slug("A heading: `--lang zh|en`") == "a-heading---lang-zhen"
+    assert slug("Memory: `--max-memory`, `--record`") == "memory---max-memory---record"
+    assert slug("中文指南：第一个位置") == "中文指南第一个位置"
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "other.md").write_text("# Other\n\n## A heading: `--lang zh|en`\n", encoding="utf-8")
+    page = tmp_path / "docs" / "page.md"
+    page.write_text(SAMPLE + "[ok](other.md#a-heading---lang-zhen) [bad](other.md#no-such) [self](#a-heading---lang-zhen) "
+                    "[web](https://example.org/x.md) [pending](checking.md)\n", encoding="utf-8")
+    assert broken_links(page, tmp_path) == ["missing.md: no such file docs/missing.md",
+                                            "other.md#no-such: docs/other.md has no heading with the anchor #no-such"]
+
+
+def test_a_failing_command_is_caught(tmp_path: Path) -> None:
+    env = make_scratch(tmp_path)
+    results = run_commands(commands("```sh\ntracer run no-such.yaml\ntracer run specs/ch17-prenorm.yaml   # exit 1\n```\n"), tmp_path, env)
+    assert [(r.code, r.command.expect) for r in results] == [(2, 0), (0, 1)]
+
+
+# -- python tests/test_docs.py --update -------------------------------------------------------------
+
+def update() -> None:
+    """Rewrite every <!-- output: COMMAND --> block with what COMMAND prints now."""
+    for page in PAGES:
+        text = page.read_text(encoding="utf-8")
+        cmds = commands(text)
+        if not any(c.output_block for c in cmds):
+            continue
+        with tempfile.TemporaryDirectory() as d:
+            results = run_commands(cmds, Path(d), make_scratch(Path(d)))
+        lines = text.split("\n")
+        for r in sorted((r for r in results if r.command.output_block), key=lambda r: -r.command.line):
+            b = r.command.output_block
+            assert b is not None
+            indent = FENCE.match(lines[b.line - 1]).group(1)  # type: ignore[union-attr]
+            new = [indent + x if x else x for x in normalise(r.stdout).split("\n")]
+            lines[b.line: b.line + len(b.lines)] = new
+        page.write_text("\n".join(lines), encoding="utf-8")
+        print(f"updated {page_id(page)}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--update"]:
+        update()
+    else:
+        sys.exit("usage: python tests/test_docs.py --update")
