@@ -49,15 +49,14 @@ class Backward:
             self.weight_grads[name] = np.array(g, copy=True)
 
     def run(self, seed: dict[str, np.ndarray]) -> None:
-        for name, g in seed.items():
-            self.send(name, g)
+        for name, s in seed.items():
+            self.send(name, s)
         for step in reversed(self.spec.steps):
             if step.name not in self.trace.stages:
                 continue  # the forward stopped before it
-            g = self.grads.get(step.name)
-            if g is None:  # the loss does not read this stage: its gradient is zero
-                g = self.grads[step.name] = np.zeros_like(self.value(step.name))
-            BACKWARD[step.op](self, step, g)
+            if step.name not in self.grads:  # the loss does not read this stage: its gradient is zero
+                self.grads[step.name] = np.zeros_like(self.value(step.name))
+            BACKWARD[step.op](self, step, self.grads[step.name])
 
 
 def _fit(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:

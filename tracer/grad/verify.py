@@ -32,7 +32,7 @@ SAMPLES = 4  # coordinates per weight
 
 class Check(NamedTuple):
     weight: str
-    index: tuple[int, ...]
+    at: tuple[int, ...]  # the coordinate
     backward: float
     numeric: float
 
@@ -64,14 +64,14 @@ class Verification(NamedTuple):
         if worst is None:
             return head + "nothing to check"
         if self.ok:
-            return head + f"all agree; the largest difference {worst.error:.3g} ({worst.weight}{list(worst.index)})"
+            return head + f"all agree; the largest difference {worst.error:.3g} ({worst.weight}{list(worst.at)})"
         bad = self.failed[0]
-        return head + (f"{len(self.failed)} disagree, the first {bad.weight}{list(bad.index)}: backward {bad.backward!r}, "
+        return head + (f"{len(self.failed)} disagree, the first {bad.weight}{list(bad.at)}: backward {bad.backward!r}, "
                        f"numeric {bad.numeric!r}")
 
     def as_json(self) -> dict[str, object]:
         return {"ok": self.ok, "step": STEP, "rtol": RTOL, "atol": ATOL,
-                "checks": [{"weight": c.weight, "index": list(c.index), "backward": c.backward, "numeric": c.numeric,
+                "checks": [{"weight": c.weight, "index": list(c.at), "backward": c.backward, "numeric": c.numeric,
                             "ok": c.error <= self.tolerance(c)} for c in self.checks]}
 
 
