@@ -354,6 +354,51 @@ def probe(
 
 
 @app.command()
+def grad(
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec to run forward and backward.", show_default=False)],
+    loss: Annotated[str | None, typer.Option("--loss", metavar="next-token|sum-squares", show_default=False,
+                                             help="The scalar whose gradient is traced. Default: the spec's loss:, else next-token with an output head, sum-squares (0.5·ΣY²) without.")] = None,
+    pos: PosOption = 0,
+    batch: BatchOption = 0,
+    precision: PrecisionOption = 6,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show the gradients of the attention internals (attn.q, attn.k, ...).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: run's JSON, each stage with its grad, plus loss and weight_grads.")] = False,
+    fmt: FormatOption = None,
+    stage: StageOption = None,
+    per_layer: Annotated[bool, typer.Option("--per-layer", help="Show one weight's gradient norm in every layer of the stack (--weight), with bars.")] = False,
+    weight: Annotated[str, typer.Option("--weight", metavar="NAME", help="The weight --per-layer compares across layers.")] = "ffn.w2",
+    verify: Annotated[bool, typer.Option("--verify", help="Check a sample of every weight's gradient by central finite differences.")] = False,
+    keep_going: Annotated[bool, typer.Option("--keep-going", help="Take the gradient of what NumPy computed even after a violation.")] = False,
+    save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write the stages, their gradients (grad/STAGE) and the weights' (grad/weights/NAME) to an .npz archive.")] = None,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run (forward and backward) estimated to need more.")] = DEFAULT_MAX_MEMORY,
+    no_color: NoColorOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    lang: LangOption = None,
+) -> None:
+    """The training signal, stage by stage: a loss's gradient with respect to every stage and weight, in backward order."""
+
+    def body() -> int:
+        from .grad.command import GradRequest, execute
+        from .runs import output_format
+
+        form = output_format(fmt, as_json)
+        check_precision(precision)
+        targets = export_targets(svg, html, [spec], form)
+        result = execute(GradRequest(spec, form, loss, batch, pos, precision, show_all, tuple(stage or ()), True, per_layer,
+                                     weight, verify, keep_going, save, max_memory))
+        if isinstance(result.output, str):
+            sys.stdout.write(result.output)
+        else:
+            show(result.output, no_color, targets, result.title)
+        for note in result.notes:
+            _note(note)
+        return result.code
+
+    guarded(body, lang)
+
+
+@app.command()
 def diff(
     a: Annotated[str, typer.Argument(metavar="A", help="Side A: a YAML spec, or a trace saved by `tracer run SPEC --json`.", show_default=False)],
     b: Annotated[str, typer.Argument(metavar="B", help="Side B: a YAML spec, or a saved JSON trace.", show_default=False)],
