@@ -55,7 +55,11 @@ def check_memory(spec: Spec, max_memory: str, as_json: bool) -> memory.Estimate:
                                        + sum(math.prod(w.shape) for w in spec.weights.values()) * itemsize)
     if as_json:
         est.extra["--json gradients"] = est.extra.get("--json output", 0)
-    memory.check(est, limit, max_memory)
+    if limit is not None and est.total > limit:
+        parts = "; ".join(f"{label} {memory.format_size(n)}" for label, n in est.largest(3))
+        raise UsageError(f"{spec.path}: tracer grad keeps every stage and the gradient of each stage and weight: about "
+                         f"{est.breakdown()}, over --max-memory {max_memory}. Largest: {parts}. Lower B, T or the number of "
+                         "layers, or raise --max-memory if this machine has the memory.")
     return est
 
 
