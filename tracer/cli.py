@@ -330,6 +330,7 @@ def probe(
     as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout instead of the table.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a property fails.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal.")] = False,
+    exact: Annotated[bool, typer.Option("--exact", help="Prove causality with the backward pass: every later position's gradient exactly 0.")] = False,
     lang: LangOption = None,
 ) -> None:
     """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows."""
@@ -341,7 +342,7 @@ def probe(
         from .spec import load_spec
 
         s = load_spec(spec)
-        props = run_probe(s)
+        props = run_probe(s, exact)
         ok = all(p.result != FAIL for p in props)
         if as_json:
             sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name},

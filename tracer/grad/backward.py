@@ -20,8 +20,11 @@ ATTN_ORDER = ("heads", "weights", "scores", "q", "k", "v")  # the internals in t
 
 
 class Backward:
-    def __init__(self, trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray]) -> None:
+    def __init__(self, trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
+                 on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None) -> None:
         self.trace = trace
+        self.on_send = on_send  # sees what each step sends to each stage it reads (tracer probe --exact)
+        self.step: Step | None = None
         self.spec = trace.spec
         self.params = params
         self.inputs = inputs
@@ -36,6 +39,8 @@ class Backward:
         shape = self.trace.stages[name].shape
         if g.shape != shape:  # a stage cut short after a position violation (--keep-going)
             g = _fit(g, shape)
+        if self.on_send is not None and self.step is not None:
+            self.on_send(self, self.step, name, g)
         have = self.grads.get(name)
         if have is None:
             self.grads[name] = np.array(g, copy=True)
@@ -56,6 +61,7 @@ class Backward:
                 continue  # the forward stopped before it
             if step.name not in self.grads:  # the loss does not read this stage: its gradient is zero
                 self.grads[step.name] = np.zeros_like(self.value(step.name))
+            self.step = step
             BACKWARD[step.op](self, step, self.grads[step.name])
 
 
@@ -244,11 +250,11 @@ def stage_order(trace: Trace) -> list[str]:
     return out
 
 
-def gradients(trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray], seed: dict[str, np.ndarray]
-              ) -> tuple[dict[str, Stage], dict[str, np.ndarray]]:
+def gradients(trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray], seed: dict[str, np.ndarray],
+              on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None) -> tuple[dict[str, Stage], dict[str, np.ndarray]]:
     """Every recorded stage's gradient (as Stages: same name, axes and meaning as the forward's), in backward
     order, and every weight's gradient, in the spec's weight order (zeros for a weight the loss does not reach)."""
-    bw = Backward(trace, params, inputs)
+    bw = Backward(trace, params, inputs, on_send)
     with np.errstate(all="ignore"):
         bw.run(seed)
     stages = {}
