@@ -198,3 +198,36 @@ def test_post_norm_grows_toward_the_output_and_pre_norm_does_not():
     post = ratio(EXAMPLES / "gradients" / "post-norm-12-layers.yaml")
     assert pre <= 1.0
     assert post >= 2.0 * pre
+
+
+# -- tracer diff --grad ------------------------------------------------------------------------
+GRADIENTS = EXAMPLES / "gradients"
+
+
+def test_diff_grad_compares_the_backward_traces():
+    from tracer.diff import diff
+
+    a, b = str(GRADIENTS / "with-residual.yaml"), str(GRADIENTS / "without-residual.yaml")
+    r = diff(a, b, grad=True, only=("x", "blocks.0.output"))
+    ga = grad(load_spec(a), GradOptions())
+    rows = {row.name: row for row in r.stages}
+    assert np.array_equal(rows["x"].a.array, ga.grads["x"].array)  # A's stage is its gradient, not its value
+    assert rows["x"].status == "differs" and r.exit_code == 1
+    assert [s.name for s in r.stages] == ["blocks.0.output", "x"]  # backward order
+    same = run_app("diff", "--grad", a, a)
+    assert same.returncode == 0, same.stdout[-500:]
+
+
+def test_diff_grad_refuses_a_saved_trace(tmp_path):
+    saved = tmp_path / "t.json"
+    saved.write_text(run_app("run", PRE, "--json").stdout, encoding="utf-8")
+    assert_refused(run_app("diff", "--grad", str(saved), PRE), "--grad runs the backward pass")
+
+
+def test_the_residual_road_carries_more_signal_to_the_input():
+    """The guide's straight road: with the residual adds the output's gradient reaches X undiminished, plus the branches'."""
+    ratios = []
+    for name in ("with-residual.yaml", "without-residual.yaml"):
+        g = grad(load_spec(str(GRADIENTS / name)), GradOptions())
+        ratios.append(np.linalg.norm(g.grads["x"].array) / np.linalg.norm(g.grads["blocks.5.output"].array))
+    assert ratios[0] > 1.5 * ratios[1]

@@ -413,6 +413,7 @@ def diff(
     fmt: FormatOption = None,
     stage: StageOption = None,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Compare even when a side has a violation (else exit 2).")] = False,
+    grad: Annotated[bool, typer.Option("--grad", help="Compare the backward traces: each stage's and weight's gradient of the side's loss (as tracer grad).")] = False,
     no_color: NoColorOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
@@ -432,7 +433,7 @@ def diff(
         check_precision(precision)
         targets = export_targets(svg, html, [a, b], form)
         result = diffing.diff(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
-                              only=tuple(stage or ()))
+                              only=tuple(stage or ()), grad=grad)
         if form == "table":
             from .render_diff import diff_view
 

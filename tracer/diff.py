@@ -95,9 +95,13 @@ class Side:
         return f"{self.label}: {self.path} ({self.source}, {self.name!r})"
 
 
-def load_side(path: str, label: str, keep_going: bool) -> Side:
+def load_side(path: str, label: str, keep_going: bool, grad: bool = False) -> Side:
+    """One side, run from its spec or read from a saved trace; with ``grad`` its stages and weights are
+    the gradients of its loss (tracer grad), in backward order."""
     text = yamlio.read_text(path)
     doc = jsonin.sniff(path, text)
+    if doc is not None and grad:
+        raise UsageError(f"{path}: --grad runs the backward pass, which needs the spec: give a YAML spec, not a saved trace")
     if doc is not None:
         t = jsonin.load_trace(doc, path)
         return Side(label, path, "trace", t.name, t.dims, t.block, t.dtype, t.steps, t.stages, t.weights, t.violations)
@@ -108,8 +112,14 @@ def load_side(path: str, label: str, keep_going: bool) -> Side:
     b = spec.block
     block = {"norm_order": b.norm_order, "mask": b.mask, "eps": b.eps, "final_norm": b.final_norm, "positions": b.positions}
     violations = [v.as_json() for v in trace.violations]
-    return Side(label, path, "spec", spec.name, spec.dims.as_dict(), block, spec.dtype, spec.steps,
-                dict(trace.stages), ex.params, violations)
+    stages, weights = dict(trace.stages), ex.params
+    if grad and (trace.ok or keep_going):
+        from .grad import losses
+        from .grad.run import backward
+
+        g = backward(trace, losses.choose(spec, None))
+        stages, weights = dict(g.grads), g.weight_grads
+    return Side(label, path, "spec", spec.name, spec.dims.as_dict(), block, spec.dtype, spec.steps, stages, weights, violations)
 
 
 def violation_lines(sides: tuple[Side, Side]) -> list[str]:
@@ -537,18 +547,19 @@ def _visible(stages: dict[str, Stage], show_all: bool) -> dict[str, Stage]:
 
 
 def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
-         show_all: bool = False, keep_going: bool = False, only: Sequence[str] = ()) -> DiffResult:
-    """Compare two sides; ``only`` (--stage) restricts the stage rows, shown and compared, to those names."""
+         show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), grad: bool = False) -> DiffResult:
+    """Compare two sides; ``only`` (--stage) restricts the stage rows, shown and compared, to those names;
+    ``grad`` (--grad) compares the gradients of each side's loss instead of the values (docs/gradients.md)."""
     for option, value in (("--atol", atol), ("--rtol", rtol)):
         if not math.isfinite(value) or value < 0:
             raise UsageError(f"{option} {value} is not allowed: give a number of 0 or more")
-    a = load_side(path_a, "A", keep_going)
-    b = load_side(path_b, "B", keep_going)
+    a = load_side(path_a, "A", keep_going, grad)
+    b = load_side(path_b, "B", keep_going, grad)
     check_violations((a, b), keep_going)
     _check_index("--batch", batch, "B", a, b)
     _check_index("--pos", pos, "T", a, b)
 
-    notes = []
+    notes = ["--grad: each stage's and weight's gradient of the side's loss (tracer grad), in backward order"] if grad else []
     stages_a, stages_b = _visible(a.stages, show_all), _visible(b.stages, show_all)
     if only:
         known = list(dict.fromkeys([*a.stages, *b.stages, *(s.name for s in a.steps), *(s.name for s in b.steps)]))
