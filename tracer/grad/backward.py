@@ -42,8 +42,9 @@ class Backward:
         if self.on_send is not None and self.step is not None:
             self.on_send(self, self.step, name, g)
         have = self.grads.get(name)
-        if have is None:
-            self.grads[name] = np.array(g, copy=True)
+        if have is None:  # kept as it is unless another stage's gradient (or a view) holds the same memory
+            shared = not g.flags.owndata or any(g is v for v in self.grads.values())
+            self.grads[name] = np.array(g, copy=True) if shared else g
         else:
             have += g
 

@@ -63,9 +63,12 @@ def check_memory(spec: Spec, max_memory: str, as_json: bool) -> memory.Estimate:
     return est
 
 
-def backward(trace: Trace, loss_name: str) -> GradTrace:
-    """The loss of a forward trace recorded in full, and its gradient with respect to everything."""
-    params, inputs = load_params(trace.spec), load_inputs(trace.spec)
+def backward(trace: Trace, loss_name: str, params: dict[str, np.ndarray] | None = None,
+             inputs: dict[str, np.ndarray] | None = None) -> GradTrace:
+    """The loss of a forward trace recorded in full, and its gradient with respect to everything
+    (``params`` and ``inputs``: the forward's own, when at hand; else drawn again from the spec)."""
+    params = load_params(trace.spec) if params is None else params
+    inputs = load_inputs(trace.spec) if inputs is None else inputs
     with np.errstate(all="ignore"):
         loss = losses.compute(trace, loss_name, inputs)
     grads, weight_grads = gradients(trace, params, inputs, {loss.stage: loss.seed})
@@ -75,12 +78,14 @@ def backward(trace: Trace, loss_name: str) -> GradTrace:
 def grad(spec: Spec, opts: GradOptions) -> GradTrace:
     loss_name = losses.choose(spec, opts.loss)
     check_memory(spec, opts.max_memory, opts.as_json)
-    trace = executor.run(spec, keep_going=opts.keep_going)
+    ex = executor.Executor(spec, keep_going=opts.keep_going)
+    with np.errstate(all="ignore"):
+        trace = ex.run()
     if not trace.ok and not opts.keep_going:
         stopped = any(v.kind != "nonfinite" or not spec.allow_nonfinite for v in trace.violations)
         if stopped:
             return GradTrace(trace, None, {}, {}, {})
-    return backward(trace, loss_name)
+    return backward(trace, loss_name, ex.params, ex.inputs)
 
 
 def grad_path(path: str, opts: GradOptions) -> GradTrace:
