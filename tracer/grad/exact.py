@@ -22,6 +22,7 @@ from ..blocks import Step, internal_prefix
 from ..params import load_inputs, load_params, uniform_ints
 from ..probe import FAIL, NOT_APPLICABLE, PASS, Property
 from ..spec import Spec
+from ..textout import fmt_vector
 from .backward import Backward, gradients
 
 MAX_PASSES = 2048
@@ -93,7 +94,8 @@ def causality(spec: Spec) -> Property:
                     s = int(later[0][1]) + t + 1
                     where = _origin(makers[-1], grads, t) if makers else xname
                     return Property(name, FAIL,
-                                    f"d {out.name}[b={b}, t={t}, {out.axes[-1]}={c}] / d {xname}[t={s}] = {gx[later[0][0], s].tolist()[:4]}... "
+                                    f"d {out.name}[b={b}, t={t}, {out.axes[-1]}={c}] / d {xname}[b={int(later[0][0])}, t={s}] = "
+                                    f"{fmt_vector(gx[later[0][0], s].tolist(), 6)} "
                                     f"is not zero: position {t} depends on position {s}, although the mask is causal; "
                                     f"the dependence enters at stage {where}", where, t)
     whole = len(coords) == W
