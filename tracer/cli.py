@@ -333,7 +333,10 @@ def probe(
     exact: Annotated[bool, typer.Option("--exact", help="Prove causality with the backward pass: every later position's gradient exactly 0.")] = False,
     lang: LangOption = None,
 ) -> None:
-    """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows."""
+    """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows.
+
+    With --exact, causality is proved for the given weights with the backward pass instead.
+    """
 
     def body() -> int:
         from . import jsonout, render
@@ -386,7 +389,7 @@ def grad(
         form = output_format(fmt, as_json)
         check_precision(precision)
         targets = export_targets(svg, html, [spec], form)
-        result = execute(GradRequest(spec, form, loss, batch, pos, precision, show_all, tuple(stage or ()), True, per_layer,
+        result = execute(GradRequest(spec, form, loss, batch, pos, precision, show_all, tuple(stage or ()), per_layer,
                                      weight, verify, keep_going, save, max_memory))
         if isinstance(result.output, str):
             sys.stdout.write(result.output)

@@ -22,7 +22,6 @@ class GradRequest(NamedTuple):
     precision: int = 6
     show_all: bool = False
     stages: tuple[str, ...] = ()
-    weights: bool = True  # the weights view under the table
     per_layer: bool = False
     weight: str = "ffn.w2"  # --per-layer's weight
     verify: bool = False
@@ -89,5 +88,5 @@ def execute(r: GradRequest) -> GradResult:
     if r.form == "csv":
         return GradResult(view.grad_csv(g, stages), code, s.name, (note,) if note else ())
     if r.form == "markdown":
-        return GradResult(view.grad_markdown(g, stages, r.batch, r.pos, r.precision, r.weights and only is None, note), code, s.name)
-    return GradResult(view.grad_view(g, stages, r.batch, r.pos, r.precision, r.weights and only is None, note), code, s.name)
+        return GradResult(view.grad_markdown(g, stages, r.batch, r.pos, r.precision, only is None, note), code, s.name)
+    return GradResult(view.grad_view(g, stages, r.batch, r.pos, r.precision, only is None, note), code, s.name)
