@@ -231,3 +231,15 @@ def test_the_residual_road_carries_more_signal_to_the_input():
         g = grad(load_spec(str(GRADIENTS / name)), GradOptions())
         ratios.append(np.linalg.norm(g.grads["x"].array) / np.linalg.norm(g.grads["blocks.5.output"].array))
     assert ratios[0] > 1.5 * ratios[1]
+
+
+def test_per_layer_table_markdown_and_html(tmp_path):
+    path = str(GRADIENTS / "post-norm-12-layers.yaml")
+    rows = per_layer(grad(load_spec(path), GradOptions()), "ffn.w2")
+    assert [layer for layer, _ in rows] == [f"blocks.{i}" for i in range(12)]
+    md = run_app("grad", path, "--per-layer", "--format", "markdown").stdout
+    assert md.count("| blocks.") == 12 and f"| blocks.11 | {rows[-1][1]:.4g} |" in md
+    r = run_app("grad", path, "--per-layer", "--html", str(tmp_path / "p.html"), "--weight", "attn.w_v")
+    assert r.returncode == 0 and "|dL/d attn.w_v|" in r.stdout and "█" in r.stdout
+    assert (tmp_path / "p.html").read_text(encoding="utf-8").lower().startswith("<!doctype html")
+    assert_refused(run_app("grad", path, "--per-layer", "--weight", "ffn.w9"), "--weight 'ffn.w9': no layer has it")
