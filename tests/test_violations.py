@@ -416,7 +416,7 @@ def test_violation_examples_script_passes():
     r = subprocess.run(["bash", str(EXAMPLES / "violations" / "check.sh")], check=False, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
-    assert len(lines) == 7 and all(line.startswith("ok ") for line in lines), r.stdout
+    assert len(lines) == 9 and all(line.startswith("ok ") for line in lines), r.stdout
 
 
 def test_chapter_specs_have_no_violations():

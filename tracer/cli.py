@@ -349,9 +349,13 @@ def probe(
     as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout instead of the table.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a property fails.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal.")] = False,
+    exact: Annotated[bool, typer.Option("--exact", help="Prove causality with the backward pass: every later position's gradient exactly 0.")] = False,
     lang: LangOption = None,
 ) -> None:
-    """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows."""
+    """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows.
+
+    With --exact, causality is proved for the given weights with the backward pass instead.
+    """
 
     def body() -> int:
         from . import jsonout, render
@@ -360,7 +364,7 @@ def probe(
         from .spec import load_spec
 
         s = load_spec(spec)
-        props = run_probe(s)
+        props = run_probe(s, exact)
         ok = all(p.result != FAIL for p in props)
         if as_json:
             sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name},
@@ -368,6 +372,51 @@ def probe(
         else:
             console(no_color).print(render.probe_table(s, props))
         return EXIT_OK if ok or exit_zero else EXIT_VIOLATION
+
+    guarded(body, lang)
+
+
+@app.command()
+def grad(
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec to run forward and backward.", show_default=False)],
+    loss: Annotated[str | None, typer.Option("--loss", metavar="next-token|sum-squares", show_default=False,
+                                             help="The scalar whose gradient is traced. Default: the spec's loss:, else next-token with an output head, sum-squares (0.5·ΣY²) without.")] = None,
+    pos: PosOption = 0,
+    batch: BatchOption = 0,
+    precision: PrecisionOption = 6,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show the gradients of the attention internals (attn.q, attn.k, ...).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: run's JSON, each stage with its grad, plus loss and weight_grads.")] = False,
+    fmt: FormatOption = None,
+    stage: StageOption = None,
+    per_layer: Annotated[bool, typer.Option("--per-layer", help="Show one weight's gradient norm in every layer of the stack (--weight), with bars.")] = False,
+    weight: Annotated[str, typer.Option("--weight", metavar="NAME", help="The weight --per-layer compares across layers.")] = "ffn.w2",
+    verify: Annotated[bool, typer.Option("--verify", help="Check a sample of every weight's gradient by central finite differences.")] = False,
+    keep_going: Annotated[bool, typer.Option("--keep-going", help="Take the gradient of what NumPy computed even after a violation.")] = False,
+    save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write the stages, their gradients (grad/STAGE) and the weights' (grad/weights/NAME) to an .npz archive.")] = None,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run (forward and backward) estimated to need more.")] = DEFAULT_MAX_MEMORY,
+    no_color: NoColorOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    lang: LangOption = None,
+) -> None:
+    """The training signal, stage by stage: a loss's gradient with respect to every stage and weight, in backward order."""
+
+    def body() -> int:
+        from .grad.command import GradRequest, execute
+        from .runs import output_format
+
+        form = output_format(fmt, as_json)
+        check_precision(precision)
+        targets = export_targets(svg, html, [spec], form, force)
+        result = execute(GradRequest(spec, form, loss, batch, pos, precision, show_all, tuple(stage or ()), per_layer,
+                                     weight, verify, keep_going, save, max_memory))
+        if isinstance(result.output, str):
+            sys.stdout.write(result.output)
+        else:
+            show(result.output, no_color, targets, result.title)
+        for note in result.notes:
+            _note(note)
+        return result.code
 
     guarded(body, lang)
 
@@ -389,6 +438,7 @@ def diff(
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Compare even when a side has a violation (else exit 2).")] = False,
     names: Annotated[list[str] | None, typer.Option("--map", metavar="THEIRS=OURS", show_default=False,
                                                     help="Your array THEIRS is tracer's stage OURS (repeatable), or a YAML file of 'theirs: ours' lines.")] = None,
+    grad: Annotated[bool, typer.Option("--grad", help="Compare the backward traces: each stage's and weight's gradient of the side's loss (as tracer grad).")] = False,
     no_color: NoColorOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
@@ -412,7 +462,7 @@ def diff(
         check_precision(precision)
         targets = export_targets(svg, html, [a, b], form, force)
         result = diff_files(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
-                              only=tuple(stage or ()), names=tuple(names or ()))
+                              only=tuple(stage or ()), names=tuple(names or ()), grad=grad)
         if form == "table":
             from .render_diff import diff_view
 

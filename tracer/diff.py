@@ -112,25 +112,32 @@ class Side:
 ARRAYS = "arrays"
 
 
-def load_side(path: str, label: str, keep_going: bool) -> Side:
+def load_side(path: str, label: str, keep_going: bool, grad: bool = False) -> Side:
+    """One side, run from its spec, read from a saved trace, or another program's arrays; with ``grad`` its
+    stages and weights are the gradients of its loss (tracer grad), in backward order."""
     from . import activations
 
+    needs_spec = f"{path}: --grad runs the backward pass, which needs the spec: give a YAML spec, not saved arrays or a saved trace"
     if activations.is_npz(path):
+        if grad:
+            raise UsageError(needs_spec)
         return arrays_side(activations.read_npz(path), path, label)
     text = yamlio.read_text(path)
     arrays_doc = activations.sniff_json(path, text)
+    doc = jsonin.sniff(path, text) if arrays_doc is None else None
+    if grad and (arrays_doc is not None or doc is not None):
+        raise UsageError(needs_spec)
     if arrays_doc is not None:
         return arrays_side(activations.read_json(arrays_doc, path), path, label)
-    doc = jsonin.sniff(path, text)
     if doc is not None:
         t = jsonin.load_trace(doc, path)
         return Side(label, path, "trace", t.name, t.dims, t.block, t.dtype, t.steps, t.stages, t.weights, t.violations)
-    return spec_side(load_spec_text(text, path), path, label, keep_going)
+    return spec_side(load_spec_text(text, path), path, label, keep_going, grad=grad)
 
 
 def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: executor.Trace | None = None,
-              params: dict[str, np.ndarray] | None = None) -> Side:
-    """A spec run here (or already run: ``trace`` and its ``params``)."""
+              params: dict[str, np.ndarray] | None = None, grad: bool = False) -> Side:
+    """A spec run here (or already run: ``trace`` and its ``params``); ``grad``: its gradients instead (tracer grad)."""
     if trace is None or params is None:
         with np.errstate(all="ignore"):  # NaN and Inf show up as stages, not as warnings
             ex = executor.Executor(spec, keep_going)
@@ -138,8 +145,15 @@ def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: execut
             params = ex.params
     block = jsonout.block_json(spec.block)
     violations = [v.as_json() for v in trace.violations]
-    return Side(label, path, "spec", spec.name, spec.dims.as_dict(), block, spec.dtype, spec.steps,
-                {n: st for n, st in trace.stages.items() if st.data is not None}, params, violations, spec)
+    stages = {n: st for n, st in trace.stages.items() if st.data is not None}
+    weights = params
+    if grad and (trace.ok or keep_going):
+        from .grad import losses
+        from .grad.run import backward
+
+        g = backward(trace, losses.choose(spec, None))
+        stages, weights = dict(g.grads), g.weight_grads
+    return Side(label, path, "spec", spec.name, spec.dims.as_dict(), block, spec.dtype, spec.steps, stages, weights, violations, spec)
 
 
 def arrays_side(arrays: dict[str, np.ndarray], path: str, label: str) -> Side:
@@ -605,14 +619,16 @@ def _visible(stages: dict[str, Stage], show_all: bool) -> dict[str, Stage]:
 
 
 def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
-         show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] = ()) -> DiffResult:
+         show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] = (),
+         grad: bool = False) -> DiffResult:
     """Compare two files; ``only`` (--stage) restricts the stage rows, shown and compared, to those names;
-    ``names`` (--map) says which of a side's arrays is which stage."""
+    ``names`` (--map) says which of a side's arrays is which stage; ``grad`` (--grad) compares the gradients
+    of each side's loss instead of the values (docs/gradients.md)."""
     check_tolerance(atol, rtol)
-    a = load_side(path_a, "A", keep_going)
-    b = load_side(path_b, "B", keep_going)
+    a = load_side(path_a, "A", keep_going, grad)
+    b = load_side(path_b, "B", keep_going, grad)
     return compare(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going, only=only,
-                   names=names)
+                   names=names, grad=grad)
 
 
 def check_tolerance(atol: float, rtol: float) -> None:
@@ -622,9 +638,9 @@ def check_tolerance(atol: float, rtol: float) -> None:
 
 
 def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
-            show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] | dict[str, str] = ()
-            ) -> DiffResult:
-    """Compare two loaded sides (specs, saved traces, or another program's arrays)."""
+            show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] | dict[str, str] = (),
+            grad: bool = False) -> DiffResult:
+    """Compare two loaded sides (specs, saved traces, or another program's arrays; ``grad``: their gradients)."""
     check_tolerance(atol, rtol)
     if a.is_arrays or b.is_arrays:
         return compare_arrays_side(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
@@ -636,7 +652,7 @@ def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAU
     _check_index("--batch", batch, "B", a, b)
     _check_index("--pos", pos, "T", a, b)
 
-    notes = []
+    notes = ["--grad: each stage's and weight's gradient of the side's loss (tracer grad), in backward order"] if grad else []
     stages_a, stages_b = _visible(a.stages, show_all), _visible(b.stages, show_all)
     if only:
         known = list(dict.fromkeys([*a.stages, *b.stages, *(s.name for s in a.steps), *(s.name for s in b.steps)]))

@@ -324,3 +324,197 @@ def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = 
 
 def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: Strict = True) -> np.ndarray:  # [B,T,F], [F,C], [C] -> [B,T,C]
     return linear(h, w2, b2, strict, ("b2", "C"))
+
+
+# -- backward kernels (tracer grad) -----------------------------------------------
+# One per forward kernel above, in the same order: each takes the gradient of the loss with respect to the
+# forward kernel's output (dy) and what the forward read, and returns the gradients with respect to its
+# inputs and weights.  Nothing is recorded here; tracer/grad/backward.py walks the step list.
+
+def reduce_to(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:  # [...] -> shape: the sum over what a broadcast stretched
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    g = g.sum(axis=tuple(range(lead))) if lead > 0 else g
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=axes, keepdims=True) if axes else g
+
+
+def add_backward(dy: np.ndarray, a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:  # [B,T,C] -> da, db
+    return reduce_to(dy, a_shape), reduce_to(dy, b_shape)
+
+
+def _norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, eps: float, axis: int | tuple[int, ...],
+                   centred: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LayerNorm (centred) or RMSNorm over ``axis``: dx, dgamma, dbeta from xhat and 1/sigma."""
+    if centred:
+        xc = x - x.mean(axis=axis, keepdims=True)
+        inv = 1.0 / np.sqrt((xc * xc).mean(axis=axis, keepdims=True) + eps)
+    else:
+        xc = x
+        inv = 1.0 / np.sqrt((x * x).mean(axis=axis, keepdims=True) + eps)
+    xhat = xc * inv
+    dxhat = dy * gamma
+    inner = dxhat - xhat * (dxhat * xhat).mean(axis=axis, keepdims=True)
+    if centred:
+        inner -= dxhat.mean(axis=axis, keepdims=True)
+    lead = tuple(range(dy.ndim - 1))  # gamma and beta are per coordinate: sum over every other axis
+    dgamma = reduce_to((dy * xhat).sum(axis=lead), gamma.shape)
+    return inner * inv, dgamma, (dy.sum(axis=lead))
+
+
+def layer_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float,
+                        axis: int = -1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,T,C] x2, [C], [C] -> dx [B,T,C], dgamma [C], dbeta [C]
+    dx, dgamma, dbeta = _norm_backward(dy, x, gamma, eps, axis, centred=True)
+    return dx, dgamma, reduce_to(dbeta, beta.shape)
+
+
+def linear_backward(dy: np.ndarray, x: np.ndarray, w: np.ndarray, b: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [..., n_out], [..., n_in], [n_in, n_out], [n_out] -> dx, dw, db
+    dy2 = dy.reshape(-1, dy.shape[-1])
+    dw = x.reshape(-1, x.shape[-1]).T @ dy2  # [n_in, n_out]
+    return dy @ w.T, dw, reduce_to(dy2.sum(axis=0), b.shape)
+
+
+def relu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...], [...] pre-activation -> [...]
+    return dy * (z > 0)
+
+
+def gelu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...], d/dz z Phi(z) = Phi(z) + z phi(z)
+    cdf = 0.5 * (1.0 + np.asarray(_erf(z * (1.0 / math.sqrt(2.0)))).astype(z.dtype))
+    pdf = np.exp(-0.5 * z * z) * (1.0 / math.sqrt(2.0 * math.pi))
+    return dy * (cdf + z * pdf)
+
+
+def gelu_tanh_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...]
+    k = math.sqrt(2.0 / math.pi)
+    t = np.tanh(k * (z + 0.044715 * z * z * z))
+    return dy * (0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * z * z))
+
+
+def silu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...], d/dz z s(z) = s (1 + z (1 - s))
+    s = 1.0 / (1.0 + np.exp(-z))
+    return dy * (s * (1.0 + z * (1.0 - s)))
+
+
+ACTIVATION_BACKWARDS = {"relu": relu_backward, "gelu": gelu_backward, "gelu_tanh": gelu_tanh_backward}
+
+
+def softmax_backward(dy: np.ndarray, p: np.ndarray, axis: int = -1) -> np.ndarray:  # dy, p = softmax output -> ds, same shape
+    return p * (dy - (dy * p).sum(axis=axis, keepdims=True))  # a weight of exactly 0 (a masked key) passes exactly 0
+
+
+def split_heads_backward(dx: np.ndarray) -> np.ndarray:  # [B,H,T,d] -> [B,T,C]
+    return merge_heads(dx)
+
+
+def merge_heads_backward(dx: np.ndarray, H: int) -> np.ndarray:  # [B,T,C] -> [B,H,T,d]
+    return split_heads(dx, H)
+
+
+def rotary_backward(dy: np.ndarray, base: float) -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d]: each pair turned back by its angle
+    T, d = dy.shape[-2], dy.shape[-1]
+    inv = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    angle = np.arange(T, dtype=np.float64)[:, None] * inv[None, :]
+    cos, sin = np.cos(angle).astype(dy.dtype), np.sin(angle).astype(dy.dtype)
+    g1, g2 = dy[..., 0::2], dy[..., 1::2]
+    out = np.empty_like(dy)
+    out[..., 0::2] = g1 * cos + g2 * sin  # the transpose of a rotation is the rotation back
+    out[..., 1::2] = -g1 * sin + g2 * cos
+    return out
+
+
+def qk_scores_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [B,H,T,S], [B,H,T,d], [B,H,S,d] -> dq, dk
+    scale = 1.0 / math.sqrt(q.shape[-1])
+    return (ds @ k) * scale, (ds.swapaxes(-1, -2) @ q) * scale
+
+
+def attend_backward(dweights: np.ndarray, dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray,
+                    over_queries: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[B,H,T,S] dweights, [B,H,T,d] dmixed, weights, [B,H,S,d] v -> dscores [B,H,T,S], dv [B,H,S,d], dweights in full.
+
+    ``dweights`` is the gradient reaching the weights from outside the mix (zeros in a block); the mix adds its own.
+    A masked weight is exactly 0, so its score gets exactly 0: nothing flows to a key the query may not read.
+    """
+    dw = dweights + dmixed @ v.swapaxes(-1, -2)
+    dv = weights.swapaxes(-1, -2) @ dmixed
+    return softmax_backward(dw, weights, axis=-2 if over_queries else -1), dv, dw
+
+
+def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[str, np.ndarray], w: dict[str, np.ndarray],
+                 H: int, rotary_base: float | None = None, over_queries: bool = False
+                 ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q, k, v, weights, heads -> dxq, dxkv,
+    the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...)."""
+    g: dict[str, np.ndarray] = {}
+    dw: dict[str, np.ndarray] = {}
+    g["heads"], dw["w_o"], dw["b_o"] = linear_backward(dout, parts["heads"], w["w_o"], w["b_o"])
+    dmixed = merge_heads_backward(g["heads"], H)
+    g["scores"], g["v"], g["weights"] = attend_backward(np.zeros_like(parts["weights"]), dmixed, parts["weights"], parts["v"], over_queries)
+    g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"])
+    dq, dk = g["q"], g["k"]
+    if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
+        dq, dk = rotary_backward(dq, rotary_base), rotary_backward(dk, rotary_base)
+    dxq, dw["w_q"], dw["b_q"] = linear_backward(split_heads_backward(dq), xq, w["w_q"], w["b_q"])
+    dxk, dw["w_k"], dw["b_k"] = linear_backward(split_heads_backward(dk), xkv, w["w_k"], w["b_k"])
+    dxv, dw["w_v"], dw["b_v"] = linear_backward(split_heads_backward(g["v"]), xkv, w["w_v"], w["b_v"])
+    return dxq, dxk + dxv, g, dw
+
+
+def rms_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, eps: float
+                      ) -> tuple[np.ndarray, np.ndarray]:  # [B,T,C] x2, [C] -> dx [B,T,C], dgamma [C]
+    dx, dgamma, _ = _norm_backward(dy, x, gamma, eps, -1, centred=False)
+    return dx, dgamma
+
+
+def batch_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,T,C] x2, [C], [C] -> dx [B,T,C], dgamma [C], dbeta [C]
+    dx, dgamma, dbeta = _norm_backward(dy, x, gamma, eps, (0, 1), centred=True)
+    return dx, dgamma, reduce_to(dbeta, beta.shape)
+
+
+def ffn_hidden_backward(dh: np.ndarray, x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu",
+                        w3: np.ndarray | None = None, b3: np.ndarray | None = None
+                        ) -> tuple[np.ndarray, dict[str, np.ndarray]]:  # [B,T,F], [B,T,C], [C,F], [F] -> dx [B,T,C], {w1, b1, (w3, b3)}
+    z = x @ w1 + b1  # the pre-activation, recomputed (it is not a recorded stage)
+    dw: dict[str, np.ndarray] = {}
+    if activation == "swiglu":
+        assert w3 is not None and b3 is not None
+        gate = x @ w3 + b3
+        dx, dw["w1"], dw["b1"] = linear_backward(silu_backward(dh * gate, z), x, w1, b1)
+        dx3, dw["w3"], dw["b3"] = linear_backward(dh * silu(z), x, w3, b3)
+        return dx + dx3, dw
+    dx, dw["w1"], dw["b1"] = linear_backward(ACTIVATION_BACKWARDS[activation](dh, z), x, w1, b1)
+    return dx, dw
+
+
+def ffn_out_backward(dy: np.ndarray, h: np.ndarray, w2: np.ndarray, b2: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,T,C], [B,T,F], [F,C], [C] -> dh [B,T,F], dw2 [F,C], db2 [C]
+    return linear_backward(dy, h, w2, b2)
+
+
+def embedding_backward(dy: np.ndarray, ids: np.ndarray, V: int) -> np.ndarray:  # [B,T,C], [B,T] ids -> dE [V,C]: rows summed per id
+    dE = np.zeros((V, dy.shape[-1]), dtype=dy.dtype)
+    np.add.at(dE, ids.reshape(-1), dy.reshape(-1, dy.shape[-1]))
+    return dE
+
+
+def position_backward(dy: np.ndarray, T_max: int) -> np.ndarray:  # [T,C] -> dP [T_max,C]: rows past T get nothing
+    dP = np.zeros((T_max, dy.shape[-1]), dtype=dy.dtype)
+    dP[: dy.shape[0]] = dy
+    return dP
+
+
+def add_position_backward(dy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [B,T,C] -> dtokens [B,T,C], dpositions [T,C]
+    return dy, dy.sum(axis=0)
+
+
+def head_backward(dy: np.ndarray, h: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [B,T,V], [B,T,C], [C,V] -> dh [B,T,C], dw [C,V]
+    return dy @ w.T, h.reshape(-1, h.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
+
+
+def select_backward(dy: np.ndarray, shape: tuple[int, ...], axis: int, start: int, stop: int) -> np.ndarray:  # slice -> [input shape], zeros outside
+    dx = np.zeros(shape, dtype=dy.dtype)
+    index = tuple(slice(start, stop) if j == axis else slice(None) for j in range(len(shape)))
+    dx[index] = dy
+    return dx

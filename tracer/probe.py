@@ -146,6 +146,11 @@ def permutation(spec: Spec) -> Property:
                     f"(largest difference {largest:.3g}).{note}")
 
 
-def probe(spec: Spec) -> list[Property]:
+def probe(spec: Spec, exact: bool = False) -> list[Property]:
+    """Both properties; with ``exact`` causality is proved with the backward pass (tracer/grad/exact.py)."""
     with np.errstate(all="ignore"):
+        if exact:
+            from .grad import exact as proof
+
+            return [proof.causality(spec), permutation(spec)]
         return [causality(spec), permutation(spec)]

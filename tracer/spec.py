@@ -23,12 +23,13 @@ MAX_DIM = 10_000_000
 KEYWORDS = ("identity", "zeros", "ones", "random")
 
 TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder", "decoder", "input", "weights",
-            "seed", "dtype", "allow_nonfinite")
+            "seed", "dtype", "allow_nonfinite", "loss")
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "final_norm", "head")
-INPUT_KEYS = ("tokens", "x")
-SEQ2SEQ_INPUT_KEYS = ("source", "target")
+INPUT_KEYS = ("tokens", "x", "targets")
+SEQ2SEQ_INPUT_KEYS = ("source", "target", "targets")
+LOSSES = ("next-token", "sum-squares")  # tracer grad: the scalar whose gradient is traced (tracer/grad/losses.py)
 STEP_KEYS = ("name", "op", "in", "weights", "axis", "start", "stop", "index", "out", "activation", "meaning")
 RESERVED_STAGES = ("embed", "input", "position", "x", "memory")
 POSITIONS = ("learned", "sinusoidal", "rotary", "none")
@@ -131,6 +132,8 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
     vocab: tuple[str, ...] | None = None
     layer_template: tuple[Step, ...] = ()  # one layer's steps, before expansion (for --steps)
     allow_nonfinite: bool = False  # NaN/Inf studied on purpose: flagged, but the run goes on
+    loss: str | None = None  # tracer grad's loss (LOSSES); None: the default for the spec
+    targets: tuple[tuple[int, ...], ...] | None = None  # input.targets: the token ids next-token predicts [B,T]
 
     def axes_shape(self, axes: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(self.dims.size(a) for a in axes)
@@ -311,14 +314,18 @@ class _Validator:
 
         if "input" not in doc:
             raise self.fail((), "missing required section 'input' (tokens: [...] or x: [[...]])")
+        raw_input, raw_targets = doc["input"], None
+        if isinstance(raw_input, dict) and "targets" in raw_input:
+            raw_input = {k: v for k, v in raw_input.items() if k != "targets"}
+            raw_targets = doc["input"]["targets"]
         source = None
         S = None
         if model == "decoder":
             if "S" in given:
                 raise self.fail(("dims", "S"), "S (source positions) belongs to model: encoder-decoder")
-            inp, B, T, max_token = self.input(doc["input"], given, seed, vocab)
+            inp, B, T, max_token = self.input(raw_input, given, seed, vocab)
         else:
-            source, inp, B, S, T, max_token = self.seq2seq_input(doc["input"], given, seed, vocab)
+            source, inp, B, S, T, max_token = self.seq2seq_input(raw_input, given, seed, vocab)
         for letter, found in (("B", B), ("T", T), ("S", S)):
             if found is not None and letter in given and given[letter] != found:
                 raise self.fail(("dims", letter), f"{letter} = {given[letter]} but the input has {letter} = {found}")
@@ -348,6 +355,7 @@ class _Validator:
                 if len(st.mask_matrix) != n:
                     raise self.fail((sec, "mask"), f"expected a [T,T] = [{n},{n}] mask, received {len(st.mask_matrix)} rows")
 
+        loss, targets = self.loss_fields(doc, raw_targets, dims, block.head != "none", model, vocab)
         template = self.template(steps_raw, block, dims)
         steps, shapes = self.expand(model, block, encoder, template, dims, uses_tokens)
         weights = self.weights(weights_raw, dims, seed, steps, shapes, model, block, encoder)
@@ -355,7 +363,32 @@ class _Validator:
             path=self.src.filename, name=name, dims=dims, block=block, input=inp, weights=weights,
             seed=seed, dtype=dtype, steps=steps, stage_shapes=shapes, model=model, encoder=encoder,
             source=source, vocab=vocab, layer_template=template, allow_nonfinite=allow_nonfinite,
+            loss=loss, targets=targets,
         )
+
+    def loss_fields(self, doc: dict[str, Any], raw_targets: Any, dims: Dims, has_head: bool, model: str,
+                    vocab: tuple[str, ...] | None) -> tuple[str | None, tuple[tuple[int, ...], ...] | None]:
+        """loss: and input.targets, for tracer grad; next-token needs the output head."""
+        loss = None
+        if doc.get("loss") is not None:
+            loss = self.choice(doc["loss"], ("loss",), LOSSES)
+            if loss == "next-token" and not has_head:
+                where = "decoder" if model == "encoder-decoder" else "block"
+                raise self.fail(("loss",), f"next-token scores the vocabulary: it needs an output head ({where}.head: tied or separate)")
+        if raw_targets is None:
+            return loss, None
+        path: Path = ("input", "targets")
+        if not has_head:
+            raise self.fail(path, "targets are the tokens next-token predicts: they need an output head (block.head)")
+        rows, shape = self.token_ids(raw_targets, path, vocab)
+        if shape != (dims.B, dims.T):
+            raise self.fail(path, f"expected one target id per sample and position [B,T] = [{dims.B},{dims.T}], "
+                                  f"received [{shape[0]},{shape[1]}]")
+        assert dims.V is not None
+        top = max(t for r in rows for t in r)
+        if top >= dims.V:
+            raise self.fail(path, f"token id {top} is out of range: the vocabulary has V = {dims.V} ids (0 to {dims.V - 1})")
+        return loss, tuple(tuple(r) for r in rows)
 
     def vocab_list(self, raw: Any) -> tuple[str, ...] | None:
         if raw is None:

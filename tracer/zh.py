@@ -293,6 +293,19 @@ UI: dict[str, str] = {
     "masked: the mask hides that key   ": "已遮挡：掩码挡住了这个键   ",
     "\ncolour scale: 0 ": "\n颜色刻度：0 ",
     " max": " 最大",
+    # tracer grad: the training signal (训练信号), its gradient (梯度) at every stage
+    "{name}: the training signal (gradients), stage by stage": "{name}：训练信号（梯度），逐阶段",
+    "gradient at b={b}, t={t}{word}": "b={b}, t={t}{word} 处的梯度",
+    "|gradient|": "|梯度|",
+    "|gradient| / |value|": "|梯度| / |值|",
+    "loss {name} = {value}: {formula}; gradients in backward order, from the loss to the input":
+        "损失 {name} = {value}：{formula}；梯度按反向传播的顺序列出，从损失到输入",
+    "weight gradients, grouped by layer": "权重的梯度，按层分组",
+    "layer": "层",
+    "weight": "权重",
+    "{name}: |dL/d {weight}| of each layer": "{name}：每一层的 |dL/d {weight}|",
+    "loss {name}; last / first layer = {ratio}": "损失 {name}；最后一层 / 第一层 = {ratio}",
+    "/ layer 0": "/ 第 0 层",
 }
 
 

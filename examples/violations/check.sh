@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run every trap in this folder and check that tracer flags it: exit code 1 and the expected
-# violation kind at the expected stage (from `tracer run --json`), plus the probe's causality leak.
+# violation kind at the expected stage (from `tracer run --json`), plus the probe's causality leaks
+# (by perturbation, and proved with the backward pass: --exact).
 # Usage: examples/violations/check.sh        (exits 0 when every trap is caught)
 set -u
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -25,11 +26,19 @@ expect position-beyond-table.yaml position position
 expect fully-masked-row.yaml nonfinite attn.weights
 expect softmax-over-queries.yaml axis attention
 
-out="$("$tracer" probe "$here/ex3-layernorm-over-positions.yaml" --json)"; code=$?
-got="$(printf '%s' "$out" | python3 -c 'import json,sys; p=json.load(sys.stdin)["properties"][0]; print(p["result"], p["stage"])')"
-if [ "$code" -eq 1 ] && [ "$got" = "fail norm1" ]; then
-    echo "ok    probe ex3-layernorm-over-positions.yaml: exit 1, causality $got"
-else
-    echo "FAIL  probe ex3-layernorm-over-positions.yaml: expected exit 1 and 'fail norm1', got exit $code and '$got'"; fail=1
-fi
+expect_leak() {  # expect_leak FILE STAGE [--exact]: the probe's causality check fails at STAGE
+    local file="$here/$1" stage="$2" out code got
+    shift 2
+    out="$("$tracer" probe "$file" --json "$@")"; code=$?
+    got="$(printf '%s' "$out" | python3 -c 'import json,sys; p=json.load(sys.stdin)["properties"][0]; print(p["result"], p["stage"])')"
+    if [ "$code" -eq 1 ] && [ "$got" = "fail $stage" ]; then
+        echo "ok    probe ${*:+$* }$(basename "$file"): exit 1, causality $got"
+    else
+        echo "FAIL  probe ${*:+$* }$(basename "$file"): expected exit 1 and 'fail $stage', got exit $code and '$got'"; fail=1
+    fi
+}
+
+expect_leak ex3-layernorm-over-positions.yaml norm1
+expect_leak ex3-layernorm-over-positions.yaml norm1 --exact     # proved with the backward pass
+expect_leak softmax-over-queries.yaml attn.weights --exact
 exit $fail

@@ -1,0 +1,245 @@
+"""tracer grad: the command's contract (formats, options, errors), the losses, --verify, and the shipped examples."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from conftest import EXAMPLES, SPECS, assert_refused, run_app, run_cli, where, write_spec
+
+from tracer import kernels
+from tracer.grad import losses
+from tracer.grad.run import GradOptions, grad, per_layer
+from tracer.grad.verify import verify
+from tracer.spec import load_spec, load_spec_text
+
+STACK = str(SPECS / "stack-2-layers.yaml")
+PRE = str(SPECS / "ch17-prenorm.yaml")
+
+
+def test_table_in_backward_order_with_weights_view():
+    r = run_app("grad", STACK)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    order = [name for name in ("probs", "logits", "final_norm", "blocks.1.output", "blocks.0.norm1", "x", "embed")
+             if any(line.startswith(f"│ {name} ") for line in lines)]
+    assert order == ["probs", "logits", "final_norm", "blocks.1.output", "blocks.0.norm1", "x", "embed"]
+    first = [i for i, line in enumerate(lines) if line.startswith(("│ probs ", "│ embed "))]
+    assert first == sorted(first)
+    assert "weight gradients, grouped by layer" in r.stdout and "blocks.1" in r.stdout and "ffn.w2" in r.stdout
+    assert "loss next-token = 4.11188" in r.stdout
+
+
+def test_json_is_runs_schema_with_grad_loss_and_weight_grads():
+    r = run_app("grad", STACK, "--json")
+    assert r.returncode == 0
+    doc = json.loads(r.stdout)
+    g = grad(load_spec(STACK), GradOptions())
+    assert doc["schema_version"] == 1 and doc["loss"]["name"] == "next-token"
+    assert doc["loss"]["value"] == g.loss.value
+    for stage in doc["stages"]:
+        assert np.shape(stage["grad"]) == tuple(stage["shape"]) == np.shape(stage["values"])
+        assert np.array_equal(np.array(stage["grad"]), g.grads[stage["name"]].array)
+    assert [w["name"] for w in doc["weight_grads"]] == list(g.weight_grads)
+    for w in doc["weight_grads"]:
+        assert list(np.shape(w["values"])) == w["shape"] == list(g.weights[w["name"]].shape)
+
+
+def test_csv_markdown_stage_and_all():
+    csv = run_app("grad", PRE, "--format", "csv", "--stage", "norm1").stdout.splitlines()
+    assert csv[0].startswith("spec,stage,b,h,t,axis,v0")
+    g = grad(load_spec(PRE), GradOptions())
+    assert [float(v) for v in csv[1].split(",")[6:8]] == g.grads["norm1"].array[0, 0].tolist()
+    assert len(csv) == 1 + 3  # one row per position
+    md = run_app("grad", PRE, "--format", "markdown").stdout
+    assert md.startswith("### ") and "| `output` |" in md and "| embedding |" in md
+    shown = run_app("grad", PRE, "--all").stdout
+    assert "attn.scores" in shown and "attn.scores" not in run_app("grad", PRE).stdout
+
+
+def test_ratio_and_norm_columns_are_the_arrays_own():
+    g = grad(load_spec(PRE), GradOptions())
+    y = g.forward.stages["output"].array
+    assert g.loss.name == "sum-squares" and g.loss.value == pytest.approx(0.5 * float(np.sum(y * y)), rel=1e-15)
+    assert np.array_equal(g.grads["output"].array, y)  # d(0.5 ΣY²)/dY = Y
+    assert g.ratio("output") == pytest.approx(1.0)
+
+
+def test_lang_zh_uses_the_guides_words():
+    r = run_app("grad", PRE, "--lang", "zh")
+    assert r.returncode == 0 and "训练信号" in r.stdout and "梯度" in r.stdout
+
+
+def test_save_writes_gradients_under_grad(tmp_path):
+    out = tmp_path / "g.npz"
+    r = run_app("grad", STACK, "--save", str(out))
+    assert r.returncode == 0
+    z = np.load(out)
+    g = grad(load_spec(STACK), GradOptions())
+    assert np.array_equal(z["grad/blocks.0.norm1"], g.grads["blocks.0.norm1"].array)
+    assert np.array_equal(z["grad/weights/blocks.1.ffn.w2"], g.weight_grads["blocks.1.ffn.w2"])
+    assert np.array_equal(z["blocks.0.norm1"], g.forward.stages["blocks.0.norm1"].array)
+    assert float(z["loss"]) == g.loss.value
+
+
+def test_verify_agrees_and_catches_a_wrong_kernel(monkeypatch):
+    g = grad(load_spec(STACK), GradOptions())
+    v = verify(g)
+    assert v.ok and len({c.weight for c in v.checks}) == len(g.weights)
+
+    def wrong(dy, z):
+        return kernels.relu_backward(dy, z) * 1.01
+
+    monkeypatch.setitem(kernels.ACTIVATION_BACKWARDS, "relu", wrong)
+    bad = verify(grad(load_spec(STACK), GradOptions()))
+    assert not bad.ok and any(c.weight.endswith("ffn.w1") for c in bad.failed)
+
+
+def test_verify_on_the_command_line():
+    r = run_app("grad", PRE, "--verify")
+    assert r.returncode == 0 and "--verify:" in r.stdout and "all agree" in r.stdout
+
+
+def test_next_token_by_hand():
+    text = """dims: {C: 4, H: 2, F: 6}
+seed: 1
+block: {head: tied}
+input: {tokens: [[0, 2, 1]]}
+"""
+    spec = load_spec_text(text)
+    g = grad(spec, GradOptions())
+    p = g.forward.stages["probs"].array
+    assert g.loss.value == pytest.approx(-(math.log(p[0, 0, 2]) + math.log(p[0, 1, 1])) / 2, rel=1e-13)
+    assert not np.any(g.grads["logits"].array[0, 2])  # the last position predicts nothing
+    want = p[0, 0].copy()
+    want[2] -= 1
+    assert np.allclose(g.grads["logits"].array[0, 0], want / 2, rtol=1e-12, atol=1e-15)
+
+
+def test_targets_count_every_position():
+    spec = load_spec_text("dims: {C: 4, H: 2, F: 6}\nseed: 1\nblock: {head: tied}\ninput: {tokens: [[0, 2, 1]], targets: [[1, 1, 0]]}\n")
+    g = grad(spec, GradOptions())
+    p = g.forward.stages["probs"].array
+    assert g.loss.value == pytest.approx(-(math.log(p[0, 0, 1]) + math.log(p[0, 1, 1]) + math.log(p[0, 2, 0])) / 3, rel=1e-13)
+
+
+def test_loss_field_chooses_and_the_option_overrides(tmp_path):
+    text = (SPECS / "stack-2-layers.yaml").read_text(encoding="utf-8") + "loss: sum-squares\n"
+    spec = load_spec_text(text)
+    assert losses.choose(spec, None) == "sum-squares" and losses.choose(spec, "next-token") == "next-token"
+    assert losses.choose(load_spec(STACK), None) == "next-token"
+    r = run_app("grad", str(write_spec(tmp_path, text)))
+    assert "loss sum-squares" in r.stdout
+
+
+@pytest.mark.parametrize("extra, needle, fragment", [
+    ("loss: cross-entropy\n", "cross-entropy", "loss: expected one of"),
+    ("loss: next-token\n", "next-token", "needs an output head"),
+])
+def test_bad_loss_field_is_exit_2_with_its_place(tmp_path, extra, needle, fragment):
+    text = (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8") + extra
+    r = run_app("grad", str(write_spec(tmp_path, text)))
+    assert_refused(r, f"spec.yaml:{where(text, needle)}", fragment)
+
+
+def test_bad_targets_are_exit_2(tmp_path):
+    text = "dims: {C: 4, H: 2, F: 6}\nseed: 1\nblock: {head: tied}\ninput: {tokens: [[0, 2, 1]], targets: [[1, 1]]}\n"
+    assert_refused(run_app("grad", str(write_spec(tmp_path, text))), "input.targets", "[B,T] = [1,3]")
+    text = "dims: {C: 4, H: 2, F: 6}\nseed: 1\ninput: {tokens: [[0, 2, 1]], targets: [[1, 1, 0]]}\n"
+    assert_refused(run_app("grad", str(write_spec(tmp_path, text))), "input.targets", "output head")
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["--loss", "nope"], "--loss nope: expected one of next-token | sum-squares"),
+    (["--loss", "next-token"], "needs an output head"),
+    (["--per-layer"], "--per-layer compares the layers of a stack"),
+    (["--pos", "9"], "--pos 9 is out of range"),
+    (["--max-memory", "1kB"], "over --max-memory 1kB"),
+    (["--stage", "nosuch"], "nosuch"),
+    (["--format", "json", "--per-layer"], "--per-layer"),
+])
+def test_bad_options_are_exit_2_one_line(args, fragment):
+    assert_refused(run_app("grad", PRE, *args), fragment)
+
+
+def test_memory_estimate_counts_the_gradients():
+    from tracer import memory
+    from tracer.grad.run import check_memory
+
+    spec = load_spec(STACK)
+    est = check_memory(spec, "none", False)
+    forward = memory.estimate(spec, memory.RecordPolicy())
+    assert est.total - forward.total == est.extra["backward gradients"] >= forward.recorded
+
+
+def test_violation_stops_before_the_gradient_and_keep_going_takes_it():
+    spec = str(EXAMPLES / "violations" / "ex5-residual-broadcast.yaml")
+    r = run_app("grad", spec)
+    assert r.returncode == 1 and "no gradient" in r.stderr and "residual1" in r.stdout
+    r = run_app("grad", spec, "--keep-going")
+    assert r.returncode == 1 and "training signal" in r.stdout
+
+
+def test_installed_entry_point_end_to_end(tmp_path):
+    r = run_cli("grad", STACK, "--per-layer", "--svg", str(tmp_path / "p.svg"))
+    assert r.returncode == 0 and "blocks.1" in r.stdout and (tmp_path / "p.svg").read_text().startswith("<svg")
+
+
+# -- Xiong et al. 2020 on the shipped examples -----------------------------------------------
+def ratio(path) -> float:
+    rows = per_layer(grad(load_spec(str(path)), GradOptions()), "ffn.w2")
+    return rows[-1][1] / rows[0][1]
+
+
+def test_post_norm_grows_toward_the_output_and_pre_norm_does_not():
+    pre = ratio(EXAMPLES / "gradients" / "pre-norm-12-layers.yaml")
+    post = ratio(EXAMPLES / "gradients" / "post-norm-12-layers.yaml")
+    assert pre <= 1.0
+    assert post >= 2.0 * pre
+
+
+# -- tracer diff --grad ------------------------------------------------------------------------
+GRADIENTS = EXAMPLES / "gradients"
+
+
+def test_diff_grad_compares_the_backward_traces():
+    from tracer.diff import diff
+
+    a, b = str(GRADIENTS / "with-residual.yaml"), str(GRADIENTS / "without-residual.yaml")
+    r = diff(a, b, grad=True, only=("x", "blocks.0.output"))
+    ga = grad(load_spec(a), GradOptions())
+    rows = {row.name: row for row in r.stages}
+    assert np.array_equal(rows["x"].a.array, ga.grads["x"].array)  # A's stage is its gradient, not its value
+    assert rows["x"].status == "differs" and r.exit_code == 1
+    assert [s.name for s in r.stages] == ["blocks.0.output", "x"]  # backward order
+    same = run_app("diff", "--grad", a, a)
+    assert same.returncode == 0, same.stdout[-500:]
+
+
+def test_diff_grad_refuses_a_saved_trace(tmp_path):
+    saved = tmp_path / "t.json"
+    saved.write_text(run_app("run", PRE, "--json").stdout, encoding="utf-8")
+    assert_refused(run_app("diff", "--grad", str(saved), PRE), "--grad runs the backward pass")
+
+
+def test_the_residual_road_carries_more_signal_to_the_input():
+    """The guide's straight road: with the residual adds the output's gradient reaches X undiminished, plus the branches'."""
+    ratios = []
+    for name in ("with-residual.yaml", "without-residual.yaml"):
+        g = grad(load_spec(str(GRADIENTS / name)), GradOptions())
+        ratios.append(np.linalg.norm(g.grads["x"].array) / np.linalg.norm(g.grads["blocks.5.output"].array))
+    assert ratios[0] > 1.5 * ratios[1]
+
+
+def test_per_layer_table_markdown_and_html(tmp_path):
+    path = str(GRADIENTS / "post-norm-12-layers.yaml")
+    rows = per_layer(grad(load_spec(path), GradOptions()), "ffn.w2")
+    assert [layer for layer, _ in rows] == [f"blocks.{i}" for i in range(12)]
+    md = run_app("grad", path, "--per-layer", "--format", "markdown").stdout
+    assert md.count("| blocks.") == 12 and f"| blocks.11 | {rows[-1][1]:.4g} |" in md
+    r = run_app("grad", path, "--per-layer", "--html", str(tmp_path / "p.html"), "--weight", "attn.w_v")
+    assert r.returncode == 0 and "|dL/d attn.w_v|" in r.stdout and "█" in r.stdout
+    assert (tmp_path / "p.html").read_text(encoding="utf-8").lower().startswith("<!doctype html")
+    assert_refused(run_app("grad", path, "--per-layer", "--weight", "ffn.w9"), "--weight 'ffn.w9': no layer has it")

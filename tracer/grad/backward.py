@@ -1,0 +1,272 @@
+"""Walk a spec's step list in reverse: one backward function per op, as the executor has one forward per op.
+
+Each stage's gradient is complete when its step is reached (every step that reads it comes later in
+the forward order), so the walk hands each step its output's gradient and each function adds what it
+owes to its inputs' gradients and to its weights'.  The forward values come from a trace recorded in
+full (every stage, attention internals included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import kernels
+from ..blocks import ATTN_MEANINGS, Step, internal_prefix
+from ..executor import Stage, Trace
+
+ATTN_ORDER = ("heads", "weights", "scores", "q", "k", "v")  # the internals in the order the backward pass reaches them
+
+
+class Backward:
+    def __init__(self, trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
+                 on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None) -> None:
+        self.trace = trace
+        self.on_send = on_send  # sees what each step sends to each stage it reads (tracer probe --exact)
+        self.step: Step | None = None
+        self.spec = trace.spec
+        self.params = params
+        self.inputs = inputs
+        self.grads: dict[str, np.ndarray] = {}
+        self.weight_grads: dict[str, np.ndarray] = {}
+
+    def value(self, name: str) -> np.ndarray:
+        return self.trace.stages[name].array
+
+    def send(self, name: str, g: np.ndarray) -> None:
+        """Add g to the gradient of stage ``name`` (a stage read by several steps gathers from each)."""
+        shape = self.trace.stages[name].shape
+        if g.shape != shape:  # a stage cut short after a position violation (--keep-going)
+            g = _fit(g, shape)
+        if self.on_send is not None and self.step is not None:
+            self.on_send(self, self.step, name, g)
+        have = self.grads.get(name)
+        if have is None:  # kept as it is unless another stage's gradient (or a view) holds the same memory
+            shared = not g.flags.owndata or any(g is v for v in self.grads.values())
+            self.grads[name] = np.array(g, copy=True) if shared else g
+        else:
+            have += g
+
+    def send_weight(self, name: str, g: np.ndarray) -> None:
+        if name in self.weight_grads:
+            self.weight_grads[name] = self.weight_grads[name] + g
+        else:
+            self.weight_grads[name] = np.array(g, copy=True)
+
+    def run(self, seed: dict[str, np.ndarray]) -> None:
+        for name, s in seed.items():
+            self.send(name, s)
+        for step in reversed(self.spec.steps):
+            if step.name not in self.trace.stages:
+                continue  # the forward stopped before it
+            if step.name not in self.grads:  # the loss does not read this stage: its gradient is zero
+                self.grads[step.name] = np.zeros_like(self.value(step.name))
+            self.step = step
+            BACKWARD[step.op](self, step, self.grads[step.name])
+
+
+def _fit(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """g placed into zeros of ``shape`` along its leading part (a forward stage cut to T_max positions)."""
+    out = np.zeros(shape, dtype=g.dtype)
+    out[tuple(slice(0, n) for n in g.shape)] = g[tuple(slice(0, n) for n in shape)]
+    return out
+
+
+# -- entry and exit ----------------------------------------------------------
+def _embed(bw: Backward, step: Step, g: np.ndarray) -> None:
+    table = bw.params["embedding"]
+    bw.send_weight("embedding", kernels.embedding_backward(g, bw.inputs[step.stream or "tokens"], table.shape[0]))
+
+
+def _nothing(bw: Backward, step: Step, g: np.ndarray) -> None:  # input, sinusoidal: no weights, no earlier stage
+    return None
+
+
+def _position_table(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send_weight("position", kernels.position_backward(g, bw.params["position"].shape[0]))
+
+
+def _add_position(bw: Backward, step: Step, g: np.ndarray) -> None:
+    dh, dpos = kernels.add_position_backward(g)
+    bw.send(step.inputs[0], dh)
+    bw.send(step.inputs[1], dpos)
+
+
+def _head(bw: Backward, step: Step, g: np.ndarray) -> None:
+    tied = bw.spec.block.head == "tied"
+    w = bw.params["embedding"].T if tied else bw.params["head"]
+    dh, dw = kernels.head_backward(g, bw.value(step.inputs[0]), w)
+    bw.send(step.inputs[0], dh)
+    bw.send_weight("embedding" if tied else "head", dw.T if tied else dw)
+
+
+def _softmax(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], kernels.softmax_backward(g, bw.value(step.name)))
+
+
+# -- block ops ---------------------------------------------------------------
+def _layer_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
+    x = bw.value(step.inputs[0])
+    gamma, beta = bw.params[f"{step.weights}.gamma"], bw.params[f"{step.weights}.beta"]
+    axis = bw.trace.stages[step.inputs[0]].axes.index(step.axis or "C")
+    dx, dgamma, dbeta = kernels.layer_norm_backward(g, x, gamma, beta, bw.spec.block_for(step.name).eps, axis)
+    bw.send(step.inputs[0], dx)
+    bw.send_weight(f"{step.weights}.gamma", dgamma)
+    bw.send_weight(f"{step.weights}.beta", dbeta)
+
+
+def _rms_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
+    dx, dgamma = kernels.rms_norm_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.gamma"],
+                                           bw.spec.block_for(step.name).eps)
+    bw.send(step.inputs[0], dx)
+    bw.send_weight(f"{step.weights}.gamma", dgamma)
+
+
+def _batch_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
+    gamma, beta = bw.params[f"{step.weights}.gamma"], bw.params[f"{step.weights}.beta"]
+    dx, dgamma, dbeta = kernels.batch_norm_backward(g, bw.value(step.inputs[0]), gamma, beta, bw.spec.block_for(step.name).eps)
+    bw.send(step.inputs[0], dx)
+    bw.send_weight(f"{step.weights}.gamma", dgamma)
+    bw.send_weight(f"{step.weights}.beta", dbeta)
+
+
+def _add(bw: Backward, step: Step, g: np.ndarray) -> None:
+    a, b = (bw.value(n) for n in step.inputs)
+    da, db = kernels.add_backward(g, a.shape, b.shape)
+    bw.send(step.inputs[0], da)
+    bw.send(step.inputs[1], db)
+
+
+def _identity(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], g)
+
+
+def _relu(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], kernels.relu_backward(g, bw.value(step.inputs[0])))
+
+
+def _select(bw: Backward, step: Step, g: np.ndarray) -> None:
+    x = bw.trace.stages[step.inputs[0]]
+    assert step.start is not None and step.stop is not None
+    bw.send(step.inputs[0], kernels.select_backward(g, x.shape, x.axes.index(step.axis or "B"), step.start, step.stop))
+
+
+def _linear(bw: Backward, step: Step, g: np.ndarray) -> None:
+    w, b = bw.params[f"{step.weights}.w"], bw.params[f"{step.weights}.b"]
+    dx, dw, db = kernels.linear_backward(g, bw.value(step.inputs[0]), w, b)
+    bw.send(step.inputs[0], dx)
+    bw.send_weight(f"{step.weights}.w", dw)
+    bw.send_weight(f"{step.weights}.b", db)
+
+
+def _mha(bw: Backward, step: Step, g: np.ndarray) -> None:
+    cross = step.op == "cross_mha"
+    xq = bw.value(step.inputs[0])
+    xkv = bw.value(step.inputs[1]) if cross else xq
+    keys = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")
+    w = {k: bw.params[f"{step.weights}.{k}"] for k in keys}
+    prefix = internal_prefix(step)
+    parts = {k: bw.value(f"{prefix}.{k}") for k in ("q", "k", "v", "weights", "heads")}
+    dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries")
+    for key in ATTN_ORDER:
+        bw.grads[f"{prefix}.{key}"] = internals[key]
+    if cross:
+        bw.send(step.inputs[0], dxq)
+        bw.send(step.inputs[1], dxkv)
+    else:
+        bw.send(step.inputs[0], dxq + dxkv)
+    for k in keys:
+        bw.send_weight(f"{step.weights}.{k}", dw[k])
+
+
+def _ffn_weights(bw: Backward, step: Step) -> dict[str, np.ndarray]:
+    names = ("w1", "b1", "w3", "b3") if step.activation == "swiglu" else ("w1", "b1")
+    return {k: bw.params[f"{step.weights}.{k}"] for k in names}
+
+
+def _hidden_backward(bw: Backward, step: Step, dh: np.ndarray, x_name: str) -> None:
+    p = _ffn_weights(bw, step)
+    dx, dw = kernels.ffn_hidden_backward(dh, bw.value(x_name), p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"))
+    bw.send(x_name, dx)
+    for k, v in dw.items():
+        bw.send_weight(f"{step.weights}.{k}", v)
+
+
+def _out_backward(bw: Backward, step: Step, g: np.ndarray, h: np.ndarray) -> np.ndarray:
+    dh, dw2, db2 = kernels.ffn_out_backward(g, h, bw.params[f"{step.weights}.w2"], bw.params[f"{step.weights}.b2"])
+    bw.send_weight(f"{step.weights}.w2", dw2)
+    bw.send_weight(f"{step.weights}.b2", db2)
+    return dh
+
+
+def _ffn(bw: Backward, step: Step, g: np.ndarray) -> None:  # both halves in one step: the hidden layer is recomputed
+    x = bw.value(step.inputs[0])
+    p = _ffn_weights(bw, step)
+    h = kernels.ffn_hidden(x, p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), strict=False)
+    _hidden_backward(bw, step, _out_backward(bw, step, g, h), step.inputs[0])
+
+
+def _ffn_hidden(bw: Backward, step: Step, g: np.ndarray) -> None:
+    _hidden_backward(bw, step, g, step.inputs[0])
+
+
+def _ffn_out(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], _out_backward(bw, step, g, bw.value(step.inputs[0])))
+
+
+BACKWARD: dict[str, Callable[[Backward, Step, np.ndarray], None]] = {
+    "embed": _embed,
+    "input": _nothing,
+    "position_table": _position_table,
+    "sinusoidal": _nothing,
+    "add_position": _add_position,
+    "head": _head,
+    "softmax": _softmax,
+    "layer_norm": _layer_norm,
+    "rms_norm": _rms_norm,
+    "batch_norm": _batch_norm,
+    "add": _add,
+    "identity": _identity,
+    "relu": _relu,
+    "select": _select,
+    "linear": _linear,
+    "mha": _mha,
+    "cross_mha": _mha,
+    "ffn": _ffn,
+    "ffn_hidden": _ffn_hidden,
+    "ffn_out": _ffn_out,
+}
+
+
+def stage_order(trace: Trace) -> list[str]:
+    """The recorded stages in backward order: the steps reversed, each attention step followed by its internals."""
+    out = []
+    for step in reversed(trace.spec.steps):
+        if step.name not in trace.stages:
+            continue
+        out.append(step.name)
+        if step.op in ("mha", "cross_mha"):
+            out += [f"{internal_prefix(step)}.{k}" for k in ATTN_ORDER if f"{internal_prefix(step)}.{k}" in trace.stages]
+    return out
+
+
+def gradients(trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray], seed: dict[str, np.ndarray],
+              on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None) -> tuple[dict[str, Stage], dict[str, np.ndarray]]:
+    """Every recorded stage's gradient (as Stages: same name, axes and meaning as the forward's), in backward
+    order, and every weight's gradient, in the spec's weight order (zeros for a weight the loss does not reach)."""
+    bw = Backward(trace, params, inputs, on_send)
+    with np.errstate(all="ignore"):
+        bw.run(seed)
+    stages = {}
+    for name in stage_order(trace):
+        fwd = trace.stages[name]
+        g = bw.grads.get(name)
+        if g is None:
+            g = np.zeros_like(fwd.array)
+        stages[name] = Stage(name, g, fwd.axes, fwd.meaning, fwd.internal)
+    weights = {name: bw.weight_grads.get(name, np.zeros_like(w)) for name, w in params.items()}
+    return stages, weights
+
+
+assert set(ATTN_ORDER) == set(ATTN_MEANINGS)

@@ -1,0 +1,92 @@
+"""``tracer grad SPEC``: the options checked, the spec run forward and backward, the result drawn in the chosen format."""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from rich.console import RenderableType
+
+from .. import jsonout, memory, runs
+from ..errors import EXIT_OK, EXIT_VIOLATION, UsageError
+from ..spec import load_spec
+from . import view
+from .run import GradOptions, grad, per_layer
+
+
+class GradRequest(NamedTuple):
+    path: str
+    form: str = "table"  # table | json | csv | markdown
+    loss: str | None = None
+    batch: int = 0
+    pos: int = 0
+    precision: int = 6
+    show_all: bool = False
+    stages: tuple[str, ...] = ()
+    per_layer: bool = False
+    weight: str = "ffn.w2"  # --per-layer's weight
+    verify: bool = False
+    keep_going: bool = False
+    save: str | None = None
+    max_memory: str = memory.DEFAULT_MAX_MEMORY
+
+
+class GradResult(NamedTuple):
+    output: RenderableType | str  # a renderable for the terminal, text for the other formats
+    code: int
+    title: str
+    notes: tuple[str, ...] = ()
+
+
+def execute(r: GradRequest) -> GradResult:
+    s = load_spec(r.path)
+    only = runs.select_stages(s, r.stages)
+    if not 0 <= r.batch < s.dims.B:
+        raise UsageError(f"--batch {r.batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
+    if not 0 <= r.pos < s.dims.T:
+        raise UsageError(f"--pos {r.pos} is out of range: T = {s.dims.T} (positions 0 to {s.dims.T - 1})")
+    if r.per_layer and r.form in ("json", "csv"):
+        raise UsageError(f"--per-layer draws a table and bars; with --format {r.form} use --json's weight_grads instead")
+    if r.save is not None:
+        from ..outputs import check_output, looks_like_npz
+
+        check_output(r.save, "--save", [r.path], looks_like_npz, "npz")
+    g = grad(s, GradOptions(r.loss, r.keep_going, r.max_memory, r.form == "json"))
+    if g.loss is None:  # the forward pass stopped at a violation: show it as run does
+        from ..runs import Outcome, RunOptions, render_text
+
+        outcome = Outcome(r.path, EXIT_VIOLATION, g.forward, only=only, show_all=r.show_all)
+        opts = RunOptions(r.batch, r.pos, r.precision, r.show_all, form=r.form)
+        note = "no gradient: the forward pass stopped at the violation (--keep-going takes the gradient of what NumPy computed)"
+        if r.form == "table":
+            from ..render import run_view
+
+            return GradResult(run_view(g.forward, r.batch, r.pos, r.precision, r.show_all, only=only), EXIT_VIOLATION, s.name, (note,))
+        return GradResult(render_text(outcome, r.form, opts), EXIT_VIOLATION, s.name, (note,))
+    code = EXIT_OK if g.forward.ok else EXIT_VIOLATION
+    check = None
+    if r.verify:
+        from .verify import verify
+
+        check = verify(g)
+        code = max(code, EXIT_OK if check.ok else EXIT_VIOLATION)
+    note = check.note() if check is not None else ""
+    if r.save is not None:
+        import numpy as np
+
+        from ..outputs import write_atomic
+
+        arrays = view.npz_arrays(g)
+        write_atomic(r.save, lambda fh: np.savez(fh, **arrays))
+    if r.per_layer:
+        rows = per_layer(g, r.weight)
+        if r.form == "markdown":
+            return GradResult(view.per_layer_markdown(g, r.weight, rows), code, s.name)
+        return GradResult(view.per_layer_view(g, r.weight, rows), code, s.name)
+    stages = view.shown_grads(g, r.show_all, only)
+    if r.form == "json":
+        return GradResult(jsonout.dumps(view.grad_json(g, stages, check.as_json() if check else None)), code, s.name)
+    if r.form == "csv":
+        return GradResult(view.grad_csv(g, stages), code, s.name, (note,) if note else ())
+    if r.form == "markdown":
+        return GradResult(view.grad_markdown(g, stages, r.batch, r.pos, r.precision, only is None, note), code, s.name)
+    return GradResult(view.grad_view(g, stages, r.batch, r.pos, r.precision, only is None, note), code, s.name)

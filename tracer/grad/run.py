@@ -1,0 +1,137 @@
+"""``tracer grad``: run a spec forward and backward, and collect what the views show."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import NamedTuple
+
+import numpy as np
+
+from .. import executor, memory
+from ..errors import UsageError
+from ..executor import Stage, Trace
+from ..params import load_inputs, load_params
+from ..spec import Spec, load_spec
+from . import losses
+from .backward import gradients
+
+
+class GradTrace:
+    """The forward trace, the loss, and the gradient of the loss with respect to every stage and weight."""
+
+    def __init__(self, forward: Trace, loss: losses.Loss | None, grads: dict[str, Stage], weights: dict[str, np.ndarray],
+                 weight_grads: dict[str, np.ndarray]) -> None:
+        self.forward = forward
+        self.spec: Spec = forward.spec
+        self.loss = loss  # None when the forward run stopped at a violation
+        self.grads = grads  # stage name -> its gradient, as a Stage, in backward order
+        self.weights = weights
+        self.weight_grads = weight_grads
+
+    def ratio(self, name: str) -> float:
+        """|dL/dstage| / |stage|: how big the training signal is next to the value it reaches."""
+        g, v = norm(self.grads[name].array), norm(self.forward.stages[name].array)
+        return g / v if v else (math.inf if g else math.nan)
+
+
+def norm(a: np.ndarray) -> float:
+    return float(np.sqrt(np.sum(np.square(a, dtype=np.float64))))
+
+
+class GradOptions(NamedTuple):
+    loss: str | None = None  # --loss
+    keep_going: bool = False
+    max_memory: str = memory.DEFAULT_MAX_MEMORY
+    as_json: bool = False
+
+
+def check_memory(spec: Spec, max_memory: str, as_json: bool) -> memory.Estimate:
+    """The forward pass recorded in full, plus a gradient the size of every stage and every weight."""
+    limit = memory.parse_size(max_memory)
+    est = memory.estimate(spec, memory.RecordPolicy(), as_json=as_json)
+    itemsize = memory.ITEMSIZE[spec.dtype]
+    est.extra["backward gradients"] = (sum(s.full_bytes for s in est.stages)
+                                       + sum(math.prod(w.shape) for w in spec.weights.values()) * itemsize)
+    if as_json:
+        est.extra["--json gradients"] = est.extra.get("--json output", 0)
+    if limit is not None and est.total > limit:
+        parts = "; ".join(f"{label} {memory.format_size(n)}" for label, n in est.largest(3))
+        raise UsageError(f"{spec.path}: tracer grad keeps every stage and the gradient of each stage and weight: about "
+                         f"{est.breakdown()}, over --max-memory {max_memory}. Largest: {parts}. Lower B, T or the number of "
+                         "layers, or raise --max-memory if this machine has the memory.")
+    return est
+
+
+def backward(trace: Trace, loss_name: str, params: dict[str, np.ndarray] | None = None,
+             inputs: dict[str, np.ndarray] | None = None) -> GradTrace:
+    """The loss of a forward trace recorded in full, and its gradient with respect to everything
+    (``params`` and ``inputs``: the forward's own, when at hand; else drawn again from the spec)."""
+    params = load_params(trace.spec) if params is None else params
+    inputs = load_inputs(trace.spec) if inputs is None else inputs
+    with np.errstate(all="ignore"):
+        loss = losses.compute(trace, loss_name, inputs)
+    grads, weight_grads = gradients(trace, params, inputs, {loss.stage: loss.seed})
+    return GradTrace(trace, loss, grads, params, weight_grads)
+
+
+def grad(spec: Spec, opts: GradOptions) -> GradTrace:
+    loss_name = losses.choose(spec, opts.loss)
+    check_memory(spec, opts.max_memory, opts.as_json)
+    ex = executor.Executor(spec, keep_going=opts.keep_going)
+    with np.errstate(all="ignore"):
+        trace = ex.run()
+    if not trace.ok and not opts.keep_going:
+        stopped = any(v.kind != "nonfinite" or not spec.allow_nonfinite for v in trace.violations)
+        if stopped:
+            return GradTrace(trace, None, {}, {}, {})
+    return backward(trace, loss_name, ex.params, ex.inputs)
+
+
+def grad_path(path: str, opts: GradOptions) -> GradTrace:
+    return grad(load_spec(path), opts)
+
+
+# -- weights grouped by layer ---------------------------------------------------
+_LAYER = re.compile(r"^((?:encoder\.|decoder\.)?blocks\.(\d+))\.")
+
+
+def layer_of(name: str) -> str:
+    """'blocks.3.ffn.w2' -> 'blocks.3'; a weight outside the stack (embedding, final_norm, head) -> its own name's group."""
+    m = _LAYER.match(name)
+    if m:
+        return m.group(1)
+    head, _, _ = name.rpartition(".")
+    return head or name
+
+
+class LayerNorms(NamedTuple):
+    layer: str
+    norms: dict[str, float]  # weight name (without the layer prefix) -> |dL/dW|
+    total: float
+
+
+def weights_by_layer(g: GradTrace) -> list[LayerNorms]:
+    groups: dict[str, dict[str, float]] = {}
+    for name, dw in g.weight_grads.items():
+        layer = layer_of(name)
+        short = name[len(layer) + 1:] if name.startswith(layer + ".") else name
+        groups.setdefault(layer, {})[short] = norm(dw)
+    return [LayerNorms(layer, n, math.sqrt(sum(v * v for v in n.values()))) for layer, n in groups.items()]
+
+
+def per_layer(g: GradTrace, weight: str) -> list[tuple[str, float]]:
+    """|dL/dW| of one weight of every layer of the stack (e.g. 'ffn.w2'), layer 0 first."""
+    out = []
+    for name, dw in g.weight_grads.items():
+        m = _LAYER.match(name)
+        if m and name[len(m.group(1)) + 1:] == weight:
+            out.append((m.group(1), norm(dw)))
+    if not out:
+        known = sorted({n[len(m.group(1)) + 1:] for n in g.weight_grads if (m := _LAYER.match(n))})
+        if not known:
+            raise UsageError(f"{g.spec.path}: --per-layer compares the layers of a stack, and this spec has none (block.layers > 1)")
+        from ..catalogue import suggest
+
+        raise UsageError(f"--weight {weight!r}: no layer has it{suggest(weight, known) or '; the layers have ' + ', '.join(known)}")
+    return out
