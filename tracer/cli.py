@@ -397,6 +397,7 @@ def grad(
     no_color: NoColorOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
+    force: ForceOption = False,
     lang: LangOption = None,
 ) -> None:
     """The training signal, stage by stage: a loss's gradient with respect to every stage and weight, in backward order."""
@@ -409,7 +410,7 @@ def grad(
         check_precision(precision)
         targets = export_targets(svg, html, [spec], form, force)
         result = execute(GradRequest(spec, form, loss, batch, pos, precision, show_all, tuple(stage or ()), per_layer,
-                                     weight, verify, keep_going, save, max_memory))
+                                     weight, verify, keep_going, save, max_memory, force))
         if isinstance(result.output, str):
             sys.stdout.write(result.output)
         else:

@@ -28,6 +28,7 @@ class GradRequest(NamedTuple):
     keep_going: bool = False
     save: str | None = None
     max_memory: str = memory.DEFAULT_MAX_MEMORY
+    force: bool = False  # --force: --save may replace a file tracer cannot prove it wrote (docs/files.md)
 
 
 class GradResult(NamedTuple):
@@ -47,9 +48,9 @@ def execute(r: GradRequest) -> GradResult:
     if r.per_layer and r.form in ("json", "csv"):
         raise UsageError(f"--per-layer draws a table and bars; with --format {r.form} use --json's weight_grads instead")
     if r.save is not None:
-        from ..outputs import check_output, looks_like_npz
+        from ..outputs import check_output
 
-        check_output(r.save, "--save", [r.path], looks_like_npz, "npz")
+        check_output(r.save, "--save", [r.path], "npz", r.force)
     g = grad(s, GradOptions(r.loss, r.keep_going, r.max_memory, r.form == "json"))
     if g.loss is None:  # the forward pass stopped at a violation: show it as run does
         from ..runs import Outcome, RunOptions, render_text
@@ -71,12 +72,11 @@ def execute(r: GradRequest) -> GradResult:
         code = max(code, EXIT_OK if check.ok else EXIT_VIOLATION)
     note = check.note() if check is not None else ""
     if r.save is not None:
-        import numpy as np
-
+        from ..npzout import write_npz
         from ..outputs import write_atomic
 
         arrays = view.npz_arrays(g)
-        write_atomic(r.save, lambda fh: np.savez(fh, **arrays))
+        write_atomic(r.save, lambda fh: write_npz(fh, arrays), "--save", "npz", r.force)
     if r.per_layer:
         rows = per_layer(g, r.weight)
         if r.form == "markdown":
