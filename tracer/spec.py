@@ -197,7 +197,7 @@ class _Validator:
         if isinstance(value, (int, float)) and raw is not None and raw.strip():
             try:
                 float(raw.replace("_", ""))
-                return raw  # a number as written: 1.5, 1e-5
+                return yamlio.abbreviate(raw)  # a number as written: 1.5, 1e-5
             except ValueError:
                 pass
         return repr(raw if raw is not None else value)
@@ -219,7 +219,7 @@ class _Validator:
             else:
                 raise self.fail(path, f"expected a whole number, received {self.received(path, value)}")
         if not lo <= value <= hi:
-            raise self.fail(path, f"expected a whole number from {lo} to {hi:,}, received {self.src.raw.get(path, value)}")
+            raise self.fail(path, f"expected a whole number from {lo} to {hi:,}, received {yamlio.abbreviate(str(self.src.raw.get(path, value)))}")
         return value
 
     def choice(self, value: Any, path: Path, options: tuple[str, ...]) -> str:
@@ -306,7 +306,7 @@ class _Validator:
         dims = Dims(B=B, T=T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max, S=S)
         if max_token is not None and V is not None and max_token >= V:
             where: Path = ("input", "tokens") if model == "decoder" else ("input",)
-            raise self.fail(where, f"token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {V - 1})")
+            raise self.fail(where, f"token id {yamlio.abbreviate(str(max_token))} is out of range: the embedding table has V = {V} rows (ids 0 to {V - 1})")
         for key, spec_in in (("x", inp),):
             if spec_in.kind == "x" and spec_in.value != "random":
                 C_in = len(spec_in.value[0][0])
@@ -345,6 +345,9 @@ class _Validator:
 
     def block(self, raw: Any, p: Path, has_table: bool, default_mask: str) -> tuple[BlockSpec, Any]:
         raw = self.keys(raw if raw is not None else {}, p, BLOCK_KEYS, "block settings")
+        if "steps" in raw and raw["steps"] is None:
+            raise self.fail(p + ("steps",), "expected a list of steps such as {name: norm1, op: layer_norm, in: x, weights: norm1}, "
+                                            "received nothing (null)")
         if "steps" in raw and "norm_order" in raw:
             raise self.fail(p + ("steps",), "give either norm_order (a preset step list) or steps (your own list), not both")
         norm_order = "custom" if "steps" in raw else self.choice(raw.get("norm_order", "pre"), p + ("norm_order",), ("pre", "post"))
@@ -477,6 +480,11 @@ class _Validator:
         op = self.choice(raw["op"], path + ("op",), user_ops)
         info = OPS[op]
         ins = raw["in"] if isinstance(raw["in"], list) else [raw["in"]]
+        for j, i in enumerate(ins):
+            ipath = path + (("in", j) if isinstance(raw["in"], list) else ("in",))
+            if not isinstance(i, str):
+                raise self.fail(ipath, f"expected the name of a stage before this step (e.g. in: x, or in: [x, attention]), "
+                                       f"received {self.received(ipath, i)}")
         if len(ins) != info.arity:
             raise self.fail(path + ("in",), f"{op} reads {info.arity} stage{'s' if info.arity > 1 else ''}, received {len(ins)}")
         for j, i in enumerate(ins):
@@ -633,6 +641,10 @@ class _Validator:
                 raise self.fail(("dims", "V"), f"V = {given['V']} but the vocab has {len(vocab)} words")
             given = dict(given, V=len(vocab))
         default = None if max_token is None else max_token + 1
+        if default is not None and default > MAX_DIM and given.get("V") is None and not isinstance(weights_raw.get("embedding"), list):
+            where: Path = ("input", "tokens") if ("input", "tokens") in self.src.marks else ("input",)
+            raise self.fail(where, f"token id {yamlio.abbreviate(str(max_token))} is out of range: with no embedding table and no dims.V, "
+                                   f"V is the largest token id + 1, at most {MAX_DIM:,} (ids 0 to {MAX_DIM - 1:,})")
         return self.table_rows(weights_raw, "embedding", given.get("V"), default=default)
 
     def table_rows(self, weights_raw: dict[str, Any], name: str, declared: int | None, default: int | None) -> int:

@@ -267,7 +267,7 @@ class _Composer:
         text = ev.value
         if not ev.style:  # plain: numbers first, they are most of a spec
             if _INT_RE.match(text):
-                return int(text.replace("_", ""))
+                return _integer(text.replace("_", ""), 10)
             if _FLOAT_RE.match(text):
                 return float(text.replace("_", ""))
         return _scalar(self.resolve(ev), text, not ev.style)
@@ -297,6 +297,35 @@ class _Composer:
             raise SpecError(f"{self.where(mark)}: the document has more than {MAX_EXPANDED_NODES:,} values {how}")
 
 
+def _integer(text: str, base: int) -> int:
+    """An integer literal; ValueError unless a float64 can hold it (every number in a spec ends up as one).
+
+    The length is checked before converting, so a million-digit literal costs nothing.
+    """
+    digits = text.lstrip("+-")
+    bits_per_digit = {2: 1, 8: 3, 10: math.log2(10), 16: 4}[base]
+    if (len(digits.lstrip("0")) - 1) * bits_per_digit >= 1024:
+        raise ValueError(f"expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), "
+                         f"received an integer of {len(digits.lstrip('0'))} digits")
+    try:
+        value = int(text, base)
+    except ValueError:
+        raise ValueError(f"cannot read {abbreviate(text)!r} as an integer") from None
+    try:
+        float(value)  # rounds to the nearest float64: at 2**1024 - 2**970 and beyond, that is infinity
+    except OverflowError:
+        raise ValueError(f"expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), "
+                         f"received {abbreviate(text)}") from None
+    return value
+
+
+def abbreviate(text: str, most: int = 40) -> str:
+    """Text as written, cut in the middle when longer than ``most`` characters (a 400-digit literal in a message)."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most // 2]}…{text[-8:]} ({len(text)} characters)"
+
+
 def _scalar(tag: str, text: str, plain: bool) -> Any:
     """The value of a scalar YAML resolved to ``tag``; ValueError with a short fact if there is none."""
     if not tag.startswith(_TAG) or tag[len(_TAG):] not in {"str", "int", "float", "bool", "null"}:
@@ -314,18 +343,11 @@ def _scalar(tag: str, text: str, plain: bool) -> Any:
         t = text.replace("_", "")
         sign = -1 if t.startswith("-") else 1
         t = t.lstrip("+-")
-        try:
-            if t.startswith("0x"):
-                return sign * int(t[2:], 16)
-            if t.startswith("0b"):
-                return sign * int(t[2:], 2)
-            if t.startswith("0o"):
-                return sign * int(t[2:], 8)
-            if ":" in t:
-                raise ValueError
-            return sign * int(t, 10)
-        except ValueError:
-            raise ValueError(f"cannot read {text!r} as an integer") from None
+        base = {"0x": 16, "0b": 2, "0o": 8}.get(t[:2], 10)
+        digits = t[2:] if base != 10 else t
+        if ":" in t or not digits:
+            raise ValueError(f"cannot read {text!r} as an integer")
+        return sign * _integer(digits, base)
     # float
     t = text.lower().replace("_", "")
     if t in {".inf", "+.inf"}:

@@ -1,0 +1,91 @@
+"""Issue 13: inputs of the wrong YAML type or of absurd size are refused with exit 2 and one line
+naming file:line:col, the field, expected and received, in every command that reads a spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import assert_refused, run_app, where, write_spec
+
+COMMANDS = ("run", "validate", "graph", "probe")
+HEAD = "dims: {C: 2, H: 2, F: 3}\ninput: {tokens: [0, 1, 2]}\nseed: 0\n"
+BIG = "1" + "0" * 400  # 10**400: more than a float64 holds
+
+
+def refused_everywhere(tmp_path: Path, text: str, needle: str, *fragments: str) -> None:
+    p = write_spec(tmp_path, text)
+    for command in COMMANDS:
+        r = run_app(command, str(p))
+        if command == "validate":  # validate reports on stdout, one line
+            assert r.returncode == 2 and "Traceback" not in r.stdout + r.stderr, (r.stdout, r.stderr)
+            line = r.stdout.strip()
+            assert len(line.splitlines()) == 1, line
+            assert f"{p}:{where(text, needle)}" in line, line
+            for f in fragments:
+                assert f in line, (f, line)
+        else:
+            assert_refused(r, f"{p}:{where(text, needle)}", *fragments)
+
+
+@pytest.mark.parametrize("value, needle, received", [
+    ("[{x: 1}, x]", "{x: 1}", "received a mapping"),
+    ("[[x], x]", "[x]", "received a list"),
+    ("{x: 1}", "{x: 1}", "received a mapping"),
+    ("null", "null", "received nothing (null)"),
+    ("[x, 3]", "3]", "received 3"),
+    ("[x, true]", "true", "received boolean"),
+])
+def test_step_input_of_any_other_type_is_refused(tmp_path: Path, value: str, needle: str, received: str) -> None:
+    text = HEAD + f"block:\n  steps:\n    - {{name: a, op: add, in: {value}}}\n"
+    refused_everywhere(tmp_path, text, needle, "expected the name of a stage", received)
+
+
+def test_steps_null_is_refused(tmp_path: Path) -> None:
+    text = HEAD + "block:\n  steps: null\n"
+    refused_everywhere(tmp_path, text, "null", "block.steps", "expected a list of steps", "received nothing (null)")
+
+
+@pytest.mark.parametrize("text, needle, field", [
+    (HEAD + f"block: {{eps: {BIG}}}\n", BIG, "block.eps"),
+    (HEAD + f"block: {{positions: sinusoidal, position_base: {BIG}}}\n", BIG, "block.position_base"),
+    (HEAD + f"weights: {{norm1: {{gamma: [{BIG}, 1]}}}}\n", BIG, "weights.norm1.gamma[0]"),
+    (f"dims: {{C: 2, H: 2, F: 3}}\ninput: {{x: [[{BIG}, 1]]}}\nseed: 0\n", BIG, "input.x[0][0]"),
+    (f"dims: {{C: 2, H: 2, F: 3}}\ninput: {{tokens: [0, -{BIG}]}}\nseed: 0\n", "-" + BIG, "input.tokens[1]"),
+    (f"dims: {{C: 2, H: 2, F: 3}}\ninput: {{tokens: [0, {BIG}]}}\nseed: 0\n", BIG, "input.tokens[1]"),
+    (HEAD.replace("seed: 0", f"seed: {BIG}"), BIG, "seed"),
+    (HEAD.replace("C: 2", f"C: {BIG}"), BIG, "dims.C"),
+    (HEAD + f"block: {{eps: 0x1{'0' * 256}}}\n", "0x1", "block.eps"),  # 2**1024 in hex
+    (HEAD + f"block: {{eps: {2**1024 - 2**970}}}\n", str(2**1024 - 2**970), "block.eps"),  # the first integer that rounds to inf
+])
+def test_integer_literals_beyond_float64_are_refused(tmp_path: Path, text: str, needle: str, field: str) -> None:
+    refused_everywhere(tmp_path, text, needle, field, "expected a number smaller than about 1.8e308")
+
+
+def test_a_million_digits_cost_nothing(tmp_path: Path) -> None:
+    refused_everywhere(tmp_path, HEAD + f"block: {{eps: 1{'0' * 1_000_000}}}\n", "1000", "block.eps", "1000001 digits")
+
+
+def test_the_largest_integer_a_float64_holds_is_read(tmp_path: Path) -> None:
+    from conftest import load_text
+
+    spec = load_text(HEAD + f"block: {{eps: {2**1024 - 2**971}}}\n")
+    assert spec.block.eps == float(2**1024 - 2**971) == 1.7976931348623157e308
+
+
+@pytest.mark.parametrize("token", ["10000000", "1" + "0" * 300])
+def test_a_huge_token_id_without_an_embedding_is_out_of_range(tmp_path: Path, token: str) -> None:
+    text = f"dims: {{C: 2, H: 2, F: 3}}\ninput: {{tokens: [0, 1, {token}]}}\nseed: 0\n"
+    refused_everywhere(tmp_path, text, "[0, 1", "input.tokens", "is out of range", "at most 10,000,000")
+
+
+def test_the_largest_inferred_vocabulary_is_allowed() -> None:
+    from conftest import load_text
+
+    assert load_text("dims: {C: 2, H: 2, F: 3}\ninput: {tokens: [0, 9999999]}\nseed: 0\n").dims.V == 10_000_000
+
+
+def test_a_long_number_is_shortened_in_messages(tmp_path: Path) -> None:
+    r = run_app("run", str(write_spec(tmp_path, HEAD.replace("seed: 0", "seed: 1" + "0" * 300))))
+    assert_refused(r, "seed", "(301 characters)")
+    assert len(r.stderr) < 300, r.stderr
