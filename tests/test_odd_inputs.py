@@ -89,3 +89,45 @@ def test_a_long_number_is_shortened_in_messages(tmp_path: Path) -> None:
     r = run_app("run", str(write_spec(tmp_path, HEAD.replace("seed: 0", "seed: 1" + "0" * 300))))
     assert_refused(r, "seed", "(301 characters)")
     assert len(r.stderr) < 300, r.stderr
+
+
+# -- a hand-edited JSON trace: no setting may be NaN or infinite (JSON has no such numbers) ----------
+def saved_trace(tmp_path: Path) -> tuple[Path, str]:
+    spec = write_spec(tmp_path, HEAD)
+    r = run_app("run", str(spec), "--json")
+    assert r.returncode == 0, r.stderr
+    return spec, r.stdout
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "1e999", "-1e999", "0", "-0.5"])
+def test_a_trace_whose_eps_is_not_a_positive_number_is_refused(tmp_path: Path, token: str) -> None:
+    spec, text = saved_trace(tmp_path)
+    edited = tmp_path / "edited.json"
+    assert '"eps": 1e-05' in text
+    edited.write_text(text.replace('"eps": 1e-05', f'"eps": {token}'))
+    for extra in ((), ("--json",), ("--format", "csv")):
+        assert_refused(run_app("diff", str(spec), str(edited), *extra), str(edited), "block.eps", token)
+
+
+def test_a_nonfinite_number_in_any_setting_is_refused(tmp_path: Path) -> None:
+    spec, text = saved_trace(tmp_path)
+    edited = tmp_path / "edited.json"
+    edited.write_text(text.replace('"eps": 1e-05', '"eps": 1e-05, "position_base": NaN'))
+    assert_refused(run_app("diff", str(spec), str(edited), "--json"), "block.position_base", "expected a finite number")
+    edited.write_text(text.replace('"violations": []', '"violations": [{"kind": "x", "stage": "y", "message": "z", "shapes": {"a": 1e999}}]'))
+    assert_refused(run_app("diff", str(spec), str(edited), "--json"), "violations[0].shapes.a", "expected a finite number")
+
+
+def test_bare_nan_tokens_among_a_stages_values_read_as_numbers(tmp_path: Path) -> None:
+    import json
+
+    spec, text = saved_trace(tmp_path)
+    doc = json.loads(text)
+    first = doc["stages"][0]
+    first["values"][0][0][0] = "NaN"  # the form tracer writes
+    edited = tmp_path / "edited.json"
+    edited.write_text(json.dumps(doc).replace('"NaN"', "NaN", 1))  # the form Python's json writes
+    r = run_app("diff", str(spec), str(edited), "--json")
+    assert r.returncode == 1, r.stderr  # the stage differs; the diff is written as strict JSON
+    out = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the output"))
+    assert out["first_diverging"] == first["name"]
