@@ -126,6 +126,9 @@ def trace_one(path: str, opts: RunOptions) -> Outcome:
         from .verify import verify
 
         check = verify(trace, opts.verify_budget)
+        failed = check.violation()
+        if failed is not None:  # the numbers disagree with the reference beyond the tolerance: exit 1, like a violation
+            trace.violations.append(failed)
     if opts.save is not None:
         from .npzout import save
 

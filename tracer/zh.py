@@ -115,7 +115,7 @@ ACTIVATION_NAMES = ("GELU (tanh)", "SwiGLU", "GELU", "ReLU")
 
 # -- UI words ----------------------------------------------------------------------------
 
-KINDS = {"broadcast": "广播", "axis": "轴", "position": "位置", "nonfinite": "非有限值", "causality": "因果性"}
+KINDS = {"broadcast": "广播", "axis": "轴", "position": "位置", "nonfinite": "非有限值", "causality": "因果性", "verify": "核对"}
 
 UI: dict[str, str] = {
     # the trace table (Table 17.1's columns)
