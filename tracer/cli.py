@@ -336,19 +336,22 @@ def probe(
 
     def body() -> int:
         from . import jsonout, render
-        from .probe import FAIL
+        from .probe import FAIL, UNMEASURED, unmeasured_error
         from .probe import probe as run_probe
         from .spec import load_spec
 
         s = load_spec(spec)
         props = run_probe(s)
-        ok = all(p.result != FAIL for p in props)
+        ok = all(p.result not in (FAIL, UNMEASURED) for p in props)
         if as_json:
             sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name},
                                             "ok": ok, "properties": [p.as_json() for p in props]}))
         else:
             console(no_color).print(render.probe_table(s, props))
-        return EXIT_OK if ok or exit_zero else EXIT_VIOLATION
+        if any(p.result == FAIL for p in props):
+            return EXIT_OK if exit_zero else EXIT_VIOLATION
+        unmeasured_error(s, props)  # exit 2: the input cannot show the property either way
+        return EXIT_OK
 
     guarded(body, lang)
 

@@ -169,6 +169,7 @@ UI: dict[str, str] = {
     "pass": "通过",
     "fail": "不通过",
     "not applicable": "不适用",
+    "cannot measure": "无法测量",
     "permutation equivariance": "置换等变性",
     # tracer stages
     "formula": "公式",
@@ -606,6 +607,11 @@ TEMPLATES: dict[str, str] = {
     "the block's mask is {mask}, not causal: later positions may be read by design": "块的掩码是 {mask}，不是 causal：按设计可以读取后面的位置",
     "T = 1: there is no later position to perturb": "T = 1：没有后面的位置可以扰动",
     "T = 1: there is nothing to permute": "T = 1：没有可以重排的东西",
+    "stage {stage} is NaN in both runs at {n} of its {m} compared values (stages with such values: {k}): NaN cannot show a change, so the probe "
+    "cannot tell whether the property holds; probe a spec whose run has no NaN":
+        "阶段 {stage} 在两次运行中都是 NaN（比较的 {m} 个值中有 {n} 个；有此类值的阶段：{k}）：NaN 显示不出变化，"
+        "所以探测无法判断性质是否成立；请探测运行中没有 NaN 的 spec",
+    "the probe cannot measure {names}: {evidence!T}": "探测无法测量{names}：{evidence}",
     "an encoder-decoder has two inputs; Example 17.1's property is about one block's rows":
         "编码器—解码器有两份输入；例 17.1 的性质说的是一个块的各行",
     "perturbing {later!t} changed stage {stage} at {earlier!t} by up to {d}: {who!t} on later ones, although the mask is causal":
