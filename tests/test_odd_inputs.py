@@ -131,3 +131,62 @@ def test_bare_nan_tokens_among_a_stages_values_read_as_numbers(tmp_path: Path) -
     assert r.returncode == 1, r.stderr  # the stage differs; the diff is written as strict JSON
     out = json.loads(r.stdout, parse_constant=lambda c: pytest.fail(f"{c} in the output"))
     assert out["first_diverging"] == first["name"]
+
+
+# -- messages and inputs that slipped through ---------------------------------------------------------
+@pytest.mark.parametrize("text, needle, fragments", [
+    (HEAD + "vocab: []\n", "[]", ("vocab", "expected a non-empty list of words, received an empty list")),
+    (HEAD.replace("[0, 1, 2]", "[1, 2]") + "vocab: [a, 1, b]\n", "1, b", ("vocab[1]", "expected a word (text), received the number 1")),
+    (HEAD.replace("[0, 1, 2]", "[0, 1]") + "block: {mask: [[1, 0], [0.5, 1]]}\n", "0.5", ("block.mask[1][0]", "expected 0 (masked) or 1 (may attend), received 0.5")),
+    (HEAD.replace("[0, 1, 2]", "[0, 1]") + "block: {mask: [[1, 0], [true, 1]]}\n", "true", ("block.mask[1][0]", "received boolean")),
+    ("model: encoder-decoder\ndims: {C: 2, H: 2, F: 3}\ninput: {source: [0, 1], target: [1, 0]}\nseed: 0\nencoder: {head: separate}\n",
+     "head", ("encoder.head", "the output head belongs to the decoder")),
+])
+def test_wording_and_unused_settings(tmp_path: Path, text: str, needle: str, fragments: tuple[str, ...]) -> None:
+    refused_everywhere(tmp_path, text, needle, *fragments)
+
+
+def test_quoted_numbers_are_words(tmp_path: Path) -> None:
+    from conftest import load_text
+
+    spec = load_text(HEAD.replace("[0, 1, 2]", "['2', '1']") + "vocab: ['1', '2', on]\n")
+    assert spec.vocab == ("1", "2", "on") and spec.input.value == [[1, 0]]
+
+
+CONTROL = 'name: "a\\x1b[31mred\\x00\\u202e\\nb"\n'
+
+
+@pytest.mark.parametrize("args", [(), ("--format", "markdown"), ("--format", "csv"), ("--json",), ("--steps",)])
+def test_control_characters_from_a_spec_are_never_written_raw(tmp_path: Path, args: tuple[str, ...]) -> None:
+    import re
+
+    text = CONTROL + HEAD.replace("[0, 1, 2]", '["x\\ty", z]') + 'vocab: ["x\\ty", z]\n' + \
+        'block:\n  steps:\n    - {name: n, op: layer_norm, in: x, weights: n, meaning: "m\\x1b]0;t\\x07"}\n'
+    r = run_app("run", str(write_spec(tmp_path, text)), *args)
+    assert r.returncode == 0, r.stderr
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", r.stdout), repr(r.stdout[:300])
+    if "csv" not in args:  # the CSV has no name or meaning column
+        assert "x1b" in r.stdout.replace("\\\\", "\\")  # shown as an escape, not dropped
+
+
+def test_control_characters_in_svg_and_html(tmp_path: Path) -> None:
+    import re
+
+    spec = write_spec(tmp_path, CONTROL + HEAD)
+    r = run_app("graph", str(spec), "--svg", str(tmp_path / "g.svg"), "--html", str(tmp_path / "g.html"))
+    assert r.returncode == 0, r.stderr
+    for name in ("g.svg", "g.html"):
+        assert not re.search("[\x00-\x08\x0b-\x1f]", (tmp_path / name).read_text()), name
+
+
+def test_control_characters_in_keys_are_escaped_in_messages(tmp_path: Path) -> None:
+    r = run_app("run", str(write_spec(tmp_path, HEAD + 'block: {"e\\x1bps": 1}\n')))
+    assert_refused(r, "block.e\\x1bps")
+    assert "\x1b" not in r.stderr
+
+
+def test_printable_leaves_ordinary_text_alone() -> None:
+    from tracer.yamlio import printable
+
+    assert printable("Example 17.2 — 例 17.2, café\u00a0") == "Example 17.2 — 例 17.2, café\u00a0"
+    assert printable("a\x1bb\x00c\nd\u202ee\x9bf") == "a\\x1bb\\x00c\\nd\\u202ee\\x9bf"

@@ -541,7 +541,7 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
     """Compare two sides; ``only`` (--stage) restricts the stage rows, shown and compared, to those names."""
     for option, value in (("--atol", atol), ("--rtol", rtol)):
         if not math.isfinite(value) or value < 0:
-            raise UsageError(f"{option} {value} is not allowed: give a number of 0 or more")
+            raise UsageError(f"{option}: expected a finite number of 0 or more (such as 1e-9), received {value:g}")
     a = load_side(path_a, "A", keep_going)
     b = load_side(path_b, "B", keep_going)
     check_violations((a, b), keep_going)

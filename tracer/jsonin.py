@@ -20,6 +20,7 @@ from .blocks import Step
 from .errors import EXIT_USAGE, TracerError
 from .executor import Stage
 from .jsonout import SCHEMA_VERSION
+from .yamlio import printable
 
 NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 REQUIRED_DIMS = ("B", "T", "C", "H", "F")
@@ -121,7 +122,7 @@ class _Reader:
             raise self.fail(field, f"expected {what}, received {_kind(value)}")
         if not isinstance(value, types):
             raise self.fail(field, f"expected {what}, received {_kind(value)}")
-        return value
+        return printable(value) if isinstance(value, str) else value  # names and meanings are printed: no control characters
 
     def trace(self, doc: Any) -> SavedTrace:
         not_a_trace = "is not a tracer trace (expected the JSON written by `tracer run SPEC --json`)"
@@ -241,7 +242,7 @@ class _Reader:
             for key in ("kind", "stage", "message"):
                 self.want(v.get(key), f"{f}.{key}", str, "text")
             self.settled(v, f)
-            out.append(dict(v))
+            out.append({k: printable(x) if isinstance(x, str) else x for k, x in v.items()})
         return out
 
     def array(self, values: Any, field: str, shape: tuple[int, ...] | None = None) -> np.ndarray:

@@ -173,6 +173,7 @@ class _Validator:
     def __init__(self, src: Source) -> None:
         self.src = src
         self.vocab_given = False
+        self.words: tuple[str, ...] = ()
 
     # -- messages ---------------------------------------------------------
     def fail(self, path: Path, message: str) -> SpecError:
@@ -235,6 +236,7 @@ class _Validator:
         name = doc.get("name", self.src.filename)
         if not isinstance(name, str):
             raise self.fail(("name",), f"expected text, received {self.received(('name',), name)}")
+        name = yamlio.printable(name)  # text from a spec is printed everywhere: control characters as escapes
         seed = None
         if doc.get("seed") is not None:
             seed = self.integer(doc["seed"], ("seed",), 0, 2**63 - 1)
@@ -267,8 +269,9 @@ class _Validator:
             for sec, st in (("encoder", enc_steps_raw), ("decoder", steps_raw)):
                 if st is not None:
                     raise self.fail((sec, "steps"), "custom steps are for decoder-only models; use norm_order here")
-            if block.head != "none" and encoder.head != "none":
-                raise self.fail(("encoder", "head"), "the output head belongs to the decoder")
+            if "head" in (doc.get("encoder") or {}):  # an encoder has no head: a setting nothing reads is an error
+                raise self.fail_key(("encoder", "head"), "the output head belongs to the decoder: "
+                                                         "write head under decoder (an encoder has none)")
 
         dims_raw = self.keys(doc["dims"], ("dims",), DIM_KEYS, "dimensions")
         given = {k: self.integer(v, ("dims", k)) for k, v in dims_raw.items()}
@@ -332,16 +335,22 @@ class _Validator:
             return None
         p: Path = ("vocab",)
         if not isinstance(raw, list) or not raw:
-            raise self.fail(p, f"expected a list of words, received {self.received(p, raw)}")
+            got = "an empty list" if raw == [] else self.received(p, raw)
+            raise self.fail(p, f"expected a non-empty list of words, received {got}")
         seen: dict[str, int] = {}
         for i, w in enumerate(raw):
-            if not isinstance(w, (str, int, float, bool)):
+            if isinstance(w, (int, float)) and not isinstance(w, bool):
+                # tokens: [1, 2] are ids, so a word that reads as a number could never be written as a token
+                raise self.fail(p + (i,), f"expected a word (text), received the number {self.received(p + (i,), w)}; "
+                                          f"quote it ('{self.src.raw.get(p + (i,), w)}') if it is a word: unquoted numbers in tokens are ids")
+            if not isinstance(w, (str, bool)):
                 raise self.fail(p + (i,), f"expected a word, received {self.received(p + (i,), w)}")
-            word = self.src.raw.get(p + (i,), str(w))  # a word as written: 'on' and '1' are words here
+            word = self.src.raw.get(p + (i,), str(w))  # a word as written: 'on' is a word here
             if word in seen:
                 raise self.fail(p + (i,), f"{word!r} is already word {seen[word]}; each word needs its own id")
             seen[word] = i
-        return tuple(seen)
+        self.words = tuple(seen)  # tokens are looked up by the words as written
+        return tuple(map(yamlio.printable, seen))  # what labels print
 
     def block(self, raw: Any, p: Path, has_table: bool, default_mask: str) -> tuple[BlockSpec, Any]:
         raw = self.keys(raw if raw is not None else {}, p, BLOCK_KEYS, "block settings")
@@ -384,14 +393,21 @@ class _Validator:
         return value
 
     def mask_matrix(self, raw: list[Any], path: Path) -> tuple[tuple[bool, ...], ...]:
-        shape = self.rect(self.nested(raw, path, want_int=True), path)
+        shape = self.rect(self.entries(raw, path), path)
         if len(shape) != 2 or shape[0] != shape[1]:
             raise self.fail(path, f"expected causal, none, or a square [T,T] matrix of 0 and 1, received {_fmt(shape)}")
-        for i, row in enumerate(raw):
-            for j, v in enumerate(row):
-                if v not in (0, 1):
-                    raise self.fail(path + (i, j), f"expected 0 (masked) or 1 (may attend), received {v}")
         return tuple(tuple(bool(v) for v in row) for row in raw)
+
+    def entries(self, value: Any, path: Path) -> Any:
+        """A mask's nested lists: every leaf 0 or 1 (checked before the shape, so 0.5 or true is named as such)."""
+        if isinstance(value, list):
+            if not value:
+                raise self.fail(path, "expected rows of 0 and 1, received an empty list")
+            for i, item in enumerate(value):
+                self.entries(item, path + (i,))
+        elif isinstance(value, bool) or value not in (0, 1):
+            raise self.fail(path, f"expected 0 (masked) or 1 (may attend), received {self.received(path, value)}")
+        return value
 
     # -- steps ------------------------------------------------------------
     def template(self, raw: Any, block: BlockSpec, dims: Dims) -> tuple[Step, ...]:
@@ -532,7 +548,7 @@ class _Validator:
         meaning = raw.get("meaning", info.meaning)
         if not isinstance(meaning, str):
             raise self.fail(path + ("meaning",), f"expected text, received {self.received(path + ('meaning',), meaning)}")
-        step = Step(name, op, tuple(ins), weights, meaning, axis, start, stop, out, activation=activation)
+        step = Step(name, op, tuple(ins), weights, yamlio.printable(meaning), axis, start, stop, out, activation=activation)
         try:
             shapes[name] = output_shape(step, [shapes[i] for i in ins], sizes)
         except ValueError as e:
@@ -544,7 +560,7 @@ class _Validator:
     # -- input ------------------------------------------------------------
     def token_ids(self, value: Any, path: Path, vocab: tuple[str, ...] | None) -> tuple[list[list[int]], tuple[int, int]]:
         """Token ids [B][T] from ids or words (when the spec has a vocab)."""
-        index = {w: i for i, w in enumerate(vocab)} if vocab else {}
+        index = {w: i for i, w in enumerate(self.words)} if vocab else {}
 
         def convert(v: Any, p: Path) -> Any:
             if isinstance(v, list):

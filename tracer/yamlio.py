@@ -68,8 +68,21 @@ class Source:
 def format_path(path: Path) -> str:
     out = ""
     for p in path:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+        out += f"[{p}]" if isinstance(p, int) else (f".{printable(p)}" if out else printable(p))
     return out or "(document)"
+
+
+# C0 and C1 controls, DEL, and the bidirectional overrides and isolates (text that reorders what follows it)
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """Text from a spec or a trace as it may be printed anywhere (terminal, Markdown, CSV, SVG, HTML): every
+    control character written as an escape (ESC as \\x1b, NUL as \\x00, a newline as \\n), so a name can
+    neither drive the terminal nor break a table row, a CSV record or an XML document."""
+    if not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(lambda m: {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(m.group(), m.group().encode("unicode_escape").decode("ascii")), text)
 
 
 def read_text(path: str) -> str:
