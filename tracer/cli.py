@@ -330,6 +330,7 @@ def probe(
     as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout instead of the table.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a property fails.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal.")] = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a probe estimated to need more (it holds two runs at once).")] = DEFAULT_MAX_MEMORY,
     lang: LangOption = None,
 ) -> None:
     """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows."""
@@ -341,7 +342,7 @@ def probe(
         from .spec import load_spec
 
         s = load_spec(spec)
-        props = run_probe(s)
+        props = run_probe(s, max_memory)
         ok = all(p.result not in (FAIL, UNMEASURED) for p in props)
         if as_json:
             sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name},
@@ -373,6 +374,7 @@ def diff(
     no_color: NoColorOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a diff estimated to need more (both sides count).")] = DEFAULT_MAX_MEMORY,
     lang: LangOption = None,
 ) -> None:
     """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
@@ -389,7 +391,7 @@ def diff(
         check_precision(precision)
         targets = export_targets(svg, html, [a, b], form)
         result = diffing.diff(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
-                              only=tuple(stage or ()))
+                              only=tuple(stage or ()), max_memory=max_memory)
         if form == "table":
             from .render_diff import diff_view
 

@@ -24,12 +24,12 @@ from typing import Any
 
 import numpy as np
 
-from . import catalogue, executor, jsonin, yamlio
+from . import catalogue, executor, jsonin, memory, yamlio
 from .blocks import Step
 from .errors import EXIT_USAGE, TracerError, UsageError
 from .executor import Stage
 from .jsonout import SCHEMA_VERSION, array_json
-from .spec import load_spec_text
+from .spec import Spec, load_spec_text
 
 EXIT_SAME = 0
 EXIT_DIFFERENT = 1
@@ -95,13 +95,21 @@ class Side:
         return f"{self.label}: {self.path} ({self.source}, {self.name!r})"
 
 
-def load_side(path: str, label: str, keep_going: bool) -> Side:
+def read_side(path: str) -> tuple[Any, Spec | None, int]:
+    """A side read but not run: (the parsed JSON trace or None, the spec or None, bytes it will hold)."""
     text = yamlio.read_text(path)
     doc = jsonin.sniff(path, text)
     if doc is not None:
+        return doc, None, memory.saved_trace_bytes(len(text.encode()))
+    spec = load_spec_text(text, path)
+    return None, spec, memory.run_bytes(spec)
+
+
+def load_side(path: str, label: str, keep_going: bool, read: tuple[Any, Spec | None, int] | None = None) -> Side:
+    doc, spec, _ = read_side(path) if read is None else read
+    if spec is None:
         t = jsonin.load_trace(doc, path)
         return Side(label, path, "trace", t.name, t.dims, t.block, t.dtype, t.steps, t.stages, t.weights, t.violations)
-    spec = load_spec_text(text, path)
     with np.errstate(all="ignore"):  # NaN and Inf show up as stages, not as warnings
         ex = executor.Executor(spec, keep_going)
         trace = ex.run()
@@ -537,13 +545,21 @@ def _visible(stages: dict[str, Stage], show_all: bool) -> dict[str, Stage]:
 
 
 def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
-         show_all: bool = False, keep_going: bool = False, only: Sequence[str] = ()) -> DiffResult:
-    """Compare two sides; ``only`` (--stage) restricts the stage rows, shown and compared, to those names."""
+         show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (),
+         max_memory: str = memory.DEFAULT_MAX_MEMORY) -> DiffResult:
+    """Compare two sides; ``only`` (--stage) restricts the stage rows, shown and compared, to those names.
+
+    Both sides are read, then their memory counted together (each spec side is a full run, a saved
+    trace its parsed values), and a diff over --max-memory is refused before either side runs."""
     for option, value in (("--atol", atol), ("--rtol", rtol)):
         if not math.isfinite(value) or value < 0:
             raise UsageError(f"{option}: expected a finite number of 0 or more (such as 1e-9), received {value:g}")
-    a = load_side(path_a, "A", keep_going)
-    b = load_side(path_b, "B", keep_going)
+    limit = memory.parse_size(max_memory)
+    read_a, read_b = read_side(path_a), read_side(path_b)
+    memory.refuse_over(f"{path_a} and {path_b}: this diff", {"side A": read_a[2], "side B": read_b[2],
+                       "comparing": memory.compare_bytes([r[1] for r in (read_a, read_b)], show_all)}, limit, max_memory)
+    a = load_side(path_a, "A", keep_going, read_a)
+    b = load_side(path_b, "B", keep_going, read_b)
     check_violations((a, b), keep_going)
     _check_index("--batch", batch, "B", a, b)
     _check_index("--pos", pos, "T", a, b)

@@ -298,6 +298,38 @@ def estimate(spec: Spec, policy: RecordPolicy, as_json: bool = False, visible: s
     return est
 
 
+# A saved JSON trace, per byte of its text: the text itself, then json.loads's lists of Python floats (about
+# 32 bytes per ~20-byte value), the object array jsonin builds from them and the float64 array (benchmarks/memory.py).
+SAVED_TRACE_BYTES_PER_BYTE = 4
+
+
+def run_bytes(spec: Spec) -> int:
+    """What one full run of ``spec`` (--record all, as diff and probe run it) holds beyond the interpreter."""
+    return estimate(spec, RecordPolicy()).total - INTERPRETER_BYTES
+
+
+def saved_trace_bytes(text_bytes: int) -> int:
+    return text_bytes * SAVED_TRACE_BYTES_PER_BYTE
+
+
+def compare_bytes(specs: list[Spec | None], show_all: bool) -> int:
+    """Comparing two stages holds a few float64 arrays of the larger one's size (|a - b|, the tolerance, masks);
+    attention internals are compared only with --all."""
+    largest = max((st.values for s in specs if s is not None for st in plan_stages(s, RecordPolicy()) if show_all or not st.internal),
+                  default=0)
+    return 4 * 8 * largest
+
+
+def refuse_over(what: str, parts: dict[str, int], limit: int | None, limit_text: str) -> int:
+    """The interpreter plus ``parts``; UsageError (exit 2) naming the parts if that is over --max-memory."""
+    total = INTERPRETER_BYTES + sum(parts.values())
+    if limit is not None and total > limit:
+        detail = ", ".join(f"{k} {format_size(v)}" for k, v in parts.items())
+        raise UsageError(f"{what} needs about {format_size(total)} ({detail}, interpreter {format_size(INTERPRETER_BYTES)}), "
+                         f"over --max-memory {limit_text}; lower T or B, or raise --max-memory if this machine has the memory")
+    return total
+
+
 def check(est: Estimate, limit: int | None, limit_text: str) -> None:
     """Refuse a run whose estimate is over ``limit``, naming the largest parts and how to record less."""
     if limit is None or est.total <= limit:

@@ -185,8 +185,17 @@ def unmeasured_error(spec: Spec, props: list[Property]) -> None:
         raise UsageError(f"{spec.path}: the probe cannot measure {' and '.join(p.name for p in blind)}: {blind[0].evidence}")
 
 
-def probe(spec: Spec) -> list[Property]:
+def probe(spec: Spec, max_memory: str | None = None) -> list[Property]:
+    """Both properties; with ``max_memory``, refused first (exit 2) if two full runs at once would need more
+    (each property holds the unchanged run while it runs the changed one)."""
     import warnings
+
+    if max_memory is not None:
+        from . import memory
+
+        run = memory.run_bytes(spec)
+        memory.refuse_over(f"{spec.path}: this probe", {"the unchanged run": run, "the changed run": run},
+                           memory.parse_size(max_memory), max_memory)
 
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # NaN and Inf are judged above ("cannot measure"), not warned about
