@@ -252,7 +252,6 @@ def _op_temporaries(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> in
 def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
     """The most memory one step holds beyond what is recorded in full, and which step."""
     by_name = {s.name: s for s in stages}
-    order = {s.name: i for i, s in enumerate(stages)}
 
     def transient(name: str) -> int:  # alive while computed and read, whether recorded or not
         s = by_name[name]
@@ -270,15 +269,20 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
     for i, step in enumerate(spec.steps):
         for name in step.inputs:
             last_use[name] = i
+    # One sweep: a stage is alive from the step after the one that makes it to the last step that reads it.
+    alive = 0
+    leaving = [0] * (len(spec.steps) + 1)  # bytes that stop being alive at step i
     for i, step in enumerate(spec.steps):
-        alive = sum(transient(n) for n, last in last_use.items()
-                    if last >= i and n in by_name and order[n] < order[step.name])
+        alive -= leaving[i]
         own = transient(step.name) + sum(transient(n) for n in _internals(step)) + summary
         in_bytes = sum(by_name[n].values * by_name[n].itemsize for n in step.inputs if n in by_name)
         own += _op_temporaries(spec, step, in_bytes, by_name[step.name].values * by_name[step.name].itemsize)
         if alive + own > best[0]:
             held = "scores and weights" if step.op in ATTENTION_OPS else "its temporaries"
             best = (alive + own, f"step {step.name} ({held})")
+        if last_use.get(step.name, -1) > i:
+            alive += transient(step.name)
+            leaving[last_use[step.name] + 1] += transient(step.name)
     return best
 
 

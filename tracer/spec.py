@@ -461,6 +461,7 @@ class _Validator:
             steps += blocks.head_steps(last)
         sizes = dims.as_dict()
         shapes: dict[str, Shape] = {}
+        step_names = {s.name for s in steps}
         for step in steps:
             ins = [shapes[i] for i in step.inputs]
             try:
@@ -471,7 +472,7 @@ class _Validator:
                 raise self.fail(("block",), f"step {step.name}: {e}") from None  # a custom layer that clashes once stacked
             if step.op in ("mha", "cross_mha"):
                 internals = blocks.attention_internals(step, ins[0], ins[-1], sizes)
-                taken = [n for n in internals if n in shapes or any(s.name == n for s in steps)]
+                taken = [n for n in internals if n in shapes or n in step_names]
                 if taken:
                     raise self.fail(("block",), f"step {step.name} records its attention internals as {taken[0].rsplit('.', 1)[0]}.*, "
                                                 f"but stage {taken[0]!r} already exists; rename one of the steps")
