@@ -65,5 +65,5 @@ def test_diff_is_linear_in_layers(tmp_path: Path) -> None:
     counts = []
     for n in (10, 20):
         spec = str(write_spec(tmp_path, encoder_decoder(n), f"ed{n}.yaml"))
-        counts.append(opcodes(lambda: diffing.diff(spec, spec)))  # both sides run: the executor is counted too
+        counts.append(opcodes(lambda spec=spec: diffing.diff(spec, spec)))  # both sides run: the executor is counted too
     assert counts[1] < LINEAR * counts[0], (counts, counts[1] / counts[0])
