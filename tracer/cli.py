@@ -267,7 +267,8 @@ def run(
                                        check.note() if check else "", outcome.only)
             show(view, no_color, targets, outcome.trace.spec.name)
         else:
-            sys.stdout.write(runs.render_text(outcome, form, opts))
+            for chunk in runs.render_chunks(outcome, form, opts):  # written as made: a big trace is never held as text
+                sys.stdout.write(chunk)
             if form in ("json", "csv") and outcome.trace is not None:
                 from .textout import unreached_note
 
@@ -445,13 +446,12 @@ def validate(
     def body() -> int:
         from . import memory
         from .i18n import message
-        from .spec import load_spec
 
         memory.parse_size(max_memory)
         worst = EXIT_OK
         for path in specs:
             try:
-                s = load_spec(path)
+                s = memory.load_spec_within(path, max_memory)
                 est = memory.check_run(s, memory.policy_for(s, record, None, 0, 0), max_memory)
                 line = f"{path}: ok, needs about {memory.format_size(est.total)} to run (--record {record})"
                 code = EXIT_OK

@@ -2,7 +2,8 @@
 
 A run holds, at its peak:
 - the interpreter with NumPy, rich, typer and PyYAML loaded (INTERPRETER_BYTES);
-- the values given inline in the spec, as Python lists (PY_VALUE_BYTES each);
+- the values given inline in the spec, as read (YAML_VALUE_BYTES each: the parse keeps where each came from);
+- the output text: JSON and CSV are written a stage at a time, so the largest stage's text;
 - the weights and the inputs as arrays;
 - every recorded stage: in full, as statistics plus the value at the table's (b, t), or not at all,
   as the RecordPolicy says (``--record all|main|stats`` and ``--keep``);
@@ -30,8 +31,12 @@ RECORD_MODES = ("all", "main", "stats")
 DEFAULT_MAX_MEMORY = "4GB"
 STATS_MIN_VALUES = 1 << 16  # under --record stats, smaller arrays are kept in full: statistics would save little
 INTERPRETER_BYTES = 64 * 2**20  # Python with NumPy, rich, typer and PyYAML imported (see benchmarks/memory.py)
-PY_VALUE_BYTES = 32  # one number given inline: a pointer in its list and a float object
-JSON_VALUE_BYTES = 64  # one value written by --json: a Python float from tolist() and its text
+PY_VALUE_BYTES = 32  # one number in a Python list: a pointer in its list and a float object
+# One number given inline, while the spec is read: its float and list slot, the parser's event, and the line,
+# column, path and text kept for error messages (measured: 412 bytes at 524,288 inline values; benchmarks/memory_formats.py).
+YAML_VALUE_BYTES = 440
+JSON_VALUE_BYTES = 112  # one value of the stage being written by --json: a Python float from tolist(), its text, the encoder's pieces
+CSV_VALUE_BYTES = 96  # one value of the stage being written as CSV: its text, the row's list of cell strings
 STATS_BYTES = 256  # shape, mean, std, min, max of one stage
 SUMMARY_TEMP_BYTES = 2 * 8 * 2**20  # statistics are taken over blocks of 1M values: two float64 temporaries
 ITEMSIZE = {"float64": 8, "float32": 4}
@@ -176,7 +181,8 @@ class Estimate:
         self.spec_values = spec_values
         self.working = working  # the largest working memory of one step
         self.working_at = working_at  # which step, and what it holds
-        self.extra: dict[str, int] = {}  # --json, --verify
+        self.extra: dict[str, int] = {}  # --json, --format csv, --with-weights, --verify
+        self.form = "table"
         self.interpreter = INTERPRETER_BYTES
 
     @property
@@ -286,17 +292,27 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
     return best
 
 
-def estimate(spec: Spec, policy: RecordPolicy, as_json: bool = False, visible: set[str] | None = None, verify: bool = False) -> Estimate:
-    """What a run of ``spec`` under ``policy`` will hold at its peak (see the module's docstring)."""
+def estimate(spec: Spec, policy: RecordPolicy, as_json: bool = False, visible: set[str] | None = None, verify: bool = False,
+             form: str | None = None, with_weights: bool = False) -> Estimate:
+    """What a run of ``spec`` under ``policy`` will hold at its peak (see the module's docstring).
+
+    JSON and CSV are written a stage (a weight) at a time, so their text costs the largest one, not the sum."""
     itemsize = ITEMSIZE[spec.dtype]
     stages = plan_stages(spec, policy)
     weights = sum(math.prod(w.shape) for w in spec.weights.values()) * itemsize
     weights += sum(n * size for n, size in _input_sizes(spec).values())
     working, working_at = _working(spec, stages)
-    est = Estimate(spec, policy, stages, weights, _given_values(spec) * PY_VALUE_BYTES, working, working_at)
-    if as_json:
-        shown = [s for s in stages if s.how == "full" and (visible is None or s.name in visible)]
-        est.extra["--json output"] = sum(s.values for s in shown) * JSON_VALUE_BYTES
+    est = Estimate(spec, policy, stages, weights, _given_values(spec) * YAML_VALUE_BYTES, working, working_at)
+    est.form = form or ("json" if as_json else "table")
+    form = est.form
+    shown = [s.values for s in stages if s.how == "full" and (visible is None or s.name in visible)]
+    if form == "json":
+        est.extra["--json output"] = max(shown, default=0) * JSON_VALUE_BYTES
+    elif form == "csv":
+        est.extra["--format csv output"] = max(shown, default=0) * CSV_VALUE_BYTES
+    if with_weights:  # a second copy of the weights, written one at a time
+        sizes = [math.prod(w.shape) for w in spec.weights.values()]
+        est.extra["--with-weights"] = sum(sizes) * itemsize + max(sizes, default=0) * JSON_VALUE_BYTES
     if verify:
         est.extra["--verify reference"] = sum(math.prod(w.shape) for w in spec.weights.values()) * PY_VALUE_BYTES
     return est
@@ -305,6 +321,19 @@ def estimate(spec: Spec, policy: RecordPolicy, as_json: bool = False, visible: s
 # A saved JSON trace, per byte of its text: the text itself, then json.loads's lists of Python floats (about
 # 32 bytes per ~20-byte value), the object array jsonin builds from them and the float64 array (benchmarks/memory.py).
 SAVED_TRACE_BYTES_PER_BYTE = 4
+
+
+def load_spec_within(path: str, max_memory: str) -> Spec:
+    """load_spec, refused first (exit 2) if reading the spec's text would take more than --max-memory: each
+    value written in it costs YAML_VALUE_BYTES while it is read, counted from the text before it is parsed."""
+    from . import yamlio
+    from .spec import load_spec_text
+
+    text = yamlio.read_text(path)
+    values = text.count(",") + text.count("\n") + 1  # at most one scalar per separator, roughly
+    refuse_over(f"{path}: reading this spec", {f"its values (about {values:,})": values * YAML_VALUE_BYTES},
+                parse_size(max_memory), max_memory, "draw big weights from the seed instead of writing them out")
+    return load_spec_text(text, path)
 
 
 def run_bytes(spec: Spec) -> int:
@@ -324,13 +353,13 @@ def compare_bytes(specs: list[Spec | None], show_all: bool) -> int:
     return 4 * 8 * largest
 
 
-def refuse_over(what: str, parts: dict[str, int], limit: int | None, limit_text: str) -> int:
+def refuse_over(what: str, parts: dict[str, int], limit: int | None, limit_text: str, advice: str = "lower T or B") -> int:
     """The interpreter plus ``parts``; UsageError (exit 2) naming the parts if that is over --max-memory."""
     total = INTERPRETER_BYTES + sum(parts.values())
     if limit is not None and total > limit:
         detail = ", ".join(f"{k} {format_size(v)}" for k, v in parts.items())
         raise UsageError(f"{what} needs about {format_size(total)} ({detail}, interpreter {format_size(INTERPRETER_BYTES)}), "
-                         f"over --max-memory {limit_text}; lower T or B, or raise --max-memory if this machine has the memory")
+                         f"over --max-memory {limit_text}; {advice}, or raise --max-memory if this machine has the memory")
     return total
 
 
@@ -351,8 +380,8 @@ def check(est: Estimate, limit: int | None, limit_text: str) -> None:
         for mode, what in (("main", "skips the attention internals"), ("stats", "keeps statistics of big arrays")):
             if est.policy.mode == mode:
                 continue
-            alt = estimate(spec, RecordPolicy(mode, est.policy.keep, est.policy.b, est.policy.t), "--json output" in est.extra,
-                           verify="--verify reference" in est.extra)
+            alt = estimate(spec, RecordPolicy(mode, est.policy.keep, est.policy.b, est.policy.t), verify="--verify reference" in est.extra,
+                           form=est.form, with_weights="--with-weights" in est.extra)
             fits = "fits" if alt.total <= limit else "still too much"
             advice.append(f"--record {mode} {what} (about {format_size(alt.total)}, {fits})")
         if est.policy.keep:
@@ -384,10 +413,10 @@ def policy_for(spec: Spec, record: str, keep: list[str] | None, b: int, t: int, 
 
 
 def check_run(spec: Spec, policy: RecordPolicy, max_memory: str, as_json: bool = False, show_all: bool = False,
-              verify: bool = False) -> Estimate:
+              verify: bool = False, form: str | None = None, with_weights: bool = False) -> Estimate:
     """Estimate a run and refuse it (UsageError, exit 2) if it needs more than --max-memory."""
     limit = parse_size(max_memory)
     visible = None if show_all else {s.name for s in plan_stages(spec, policy) if not s.internal}
-    est = estimate(spec, policy, as_json=as_json, visible=visible, verify=verify)
+    est = estimate(spec, policy, as_json=as_json, visible=visible, verify=verify, form=form, with_weights=with_weights)
     check(est, limit, max_memory)
     return est
