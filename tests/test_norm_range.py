@@ -91,3 +91,6 @@ def test_the_tolerance_scales_with_the_values() -> None:
     v = Verification(plan, {"a": 1e-7, "b": 1e-7, "c": math.inf}, {"a": 1.0, "b": 1e6, "c": 1.0}, 1e-9)
     assert v.failing == ["a", "c"]
     assert v.violation() is not None and "1 more stage" in v.violation().message  # type: ignore[union-attr]
+    from tracer import jsonout
+
+    assert json.loads(jsonout.dumps(v.as_json()))["stages"]["c"] == "Infinity"  # strict JSON, never a raise

@@ -54,8 +54,8 @@ class Verification:
     def as_json(self) -> dict[str, object]:
         p = self.plan
         return {
-            "max_abs_diff": self.max_abs_diff if self.stages else None,  # null: nothing was verified
-            "stages": dict(self.stages),
+            "max_abs_diff": _number(self.max_abs_diff) if self.stages else None,  # null: nothing was verified
+            "stages": {name: _number(d) for name, d in self.stages.items()},
             "rtol": self.rtol,
             "failing": self.failing,
             "full": p.full,
@@ -76,6 +76,13 @@ class Verification:
         if p.full:
             return message(head + " (every sample and position)")
         return message(head + f"\nverify: partial: {p.reason}")
+
+
+def _number(x: float) -> object:
+    """A difference as JSON has it: infinity (NaN where the reference has a number) as the string "Infinity"."""
+    from .jsonout import array_json
+
+    return array_json(np.float64(x))
 
 
 def verify(trace: Trace, budget: int = reference.DEFAULT_BUDGET) -> Verification:
