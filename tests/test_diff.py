@@ -327,7 +327,9 @@ def test_violation_is_trouble_unless_keep_going(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (("--pos", "3"), "--pos 3 is out of range: T = 3 in A, 3 in B"),
     (("--batch", "1"), "--batch 1 is out of range"),
-    (("--atol", "-1"), "--atol -1.0 is not allowed"),
+    (("--atol", "-1"), "--atol: expected a finite number of 0 or more (such as 1e-9), received -1"),
+    (("--atol", "inf"), "--atol: expected a finite number of 0 or more (such as 1e-9), received inf"),
+    (("--rtol", "nan"), "--rtol: expected a finite number of 0 or more (such as 1e-9), received nan"),
     (("--precision", "18"), "--precision 18 is out of range"),
 ])
 def test_bad_options_are_trouble(args, message):

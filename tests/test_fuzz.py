@@ -170,3 +170,60 @@ CASES = {
 def test_odd_values_reach_the_cases_that_matter(case: str) -> None:
     """The strategy does produce booleans, NaN, huge and negative numbers..., so the properties above test them."""
     find(ODD_VALUES, CASES[case], settings=settings(database=None, max_examples=5000))
+
+
+# -- issue 13: step inputs of any YAML type, integer literals of any size --------------------------------------
+STEPS_SEED = ("dims: {C: 2, H: 2, F: 3}\ninput: {tokens: [0, 1, 2]}\nseed: 0\nblock:\n  steps:\n"
+              "    - {name: norm1, op: layer_norm, in: x, weights: norm1}\n"
+              "    - {name: attention, op: mha, in: norm1, weights: attn}\n"
+              "    - {name: output, op: add, in: [x, attention]}\n")
+YAML_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=6),
+                         st.sampled_from(["x", "norm1", "attention", "output", "logits", "embed", ""]))
+YAML_ANY = st.recursive(YAML_SCALARS, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(st.text("abxyz", min_size=1, max_size=3), inner, max_size=3)), max_leaves=8)
+FEW = settings(FUZZ, max_examples=max(N // 5, 20))
+
+
+def check_every_command(path: Path) -> None:
+    check_contract(path)
+    for command in ("graph", "probe"):
+        r = run_app(command, str(path), *(ARGS if command == "probe" else ()))
+        assert r.returncode in (0, 1, 2), (command, r.returncode, r.stderr[-3000:])
+        assert "Traceback" not in r.stdout + r.stderr
+
+
+@FEW
+@given(step=st.integers(0, 2), value=YAML_ANY)
+def test_step_inputs_of_any_yaml_type_keep_the_contract(tmp_path_factory: Any, step: int, value: Any) -> None:
+    doc, _ = yamlio.load(STEPS_SEED, "seed.yaml")
+    doc["block"]["steps"][step]["in"] = value
+    text = yaml.safe_dump(doc, allow_unicode=True, sort_keys=False)
+    check_every_command(write(tmp_path_factory.mktemp("fuzz"), text.encode("utf-8")))
+
+
+def _numbers(value: Any) -> list[tuple[Any, ...]]:
+    return [p for p in _paths(value) if p and isinstance(_at(value, p), (int, float)) and not isinstance(_at(value, p), bool)]
+
+
+def _at(doc: Any, path: tuple[Any, ...]) -> Any:
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
+BIG_INTEGERS = st.one_of(st.integers(), st.integers(0, 1000).map(lambda n: 10**n), st.integers(0, 1000).map(lambda n: -(10**n)),
+                         st.integers(1000, 1100).map(lambda n: 2**n + st_int_offset(n)))
+
+
+def st_int_offset(n: int) -> int:
+    return -(2 ** (n - 54)) if n == 1024 else 0  # 2**1024 - 2**970: the first integer that rounds to infinity
+
+
+@FEW
+@given(seed=st.sampled_from(SEEDS + [STEPS_SEED]), which=st.integers(0, 10**6), value=BIG_INTEGERS)
+def test_integer_literals_of_any_size_keep_the_contract(tmp_path_factory: Any, seed: str, which: int, value: int) -> None:
+    doc, _ = yamlio.load(seed, "seed.yaml")
+    paths = _numbers(doc)
+    path = paths[which % len(paths)]
+    _at(doc, path[:-1])[path[-1]] = value
+    check_every_command(write(tmp_path_factory.mktemp("fuzz"), yaml.safe_dump(doc, sort_keys=False).encode("utf-8")))

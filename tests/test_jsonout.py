@@ -90,7 +90,8 @@ def test_verify_adds_the_verify_object():
     _, doc = run_json("specs/ch17-prenorm.yaml", "--verify")
     assert set(doc) == TOP_KEYS | {"verify"}
     v = doc["verify"]
-    assert set(v) == {"max_abs_diff", "stages", "full", "samples", "positions", "note"}
+    assert set(v) == {"max_abs_diff", "stages", "rtol", "failing", "full", "samples", "positions", "note"}
+    assert v["failing"] == [] and v["rtol"] == 1e-9
     assert v["full"] is True and v["samples"] == [0] and v["positions"] == [0, 1, 2] and v["note"] == ""
     assert set(v["stages"]) >= {s["name"] for s in doc["stages"]}
     assert max(v["stages"].values()) == v["max_abs_diff"] < 1e-12

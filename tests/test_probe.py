@@ -166,3 +166,50 @@ def test_random_seeded_spec_with_tokens_and_learned_positions_is_clean(seed):
     trace = executor.run(spec)
     assert trace.violations == [], [v.message for v in trace.violations]
     assert probe.causality(spec).result == "pass"
+
+
+# -- issue 13: a probe that cannot measure says so ------------------------------------------------
+NAN_ROW = """\
+dims: {C: 2, H: 2, F: 3}
+input: {x: [[1, 2], [%s, %s], [3, -1]]}
+allow_nonfinite: true
+seed: 0
+block:
+  steps:
+    - {name: n, op: layer_norm, in: x, weights: n, axis: T}
+"""
+
+
+def test_a_nan_row_makes_the_probe_unable_to_measure_not_pass(tmp_path):
+    spec = write_spec(tmp_path, NAN_ROW % (".nan", ".nan"))
+    r = run_app("probe", str(spec), "--json")
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    doc = json.loads(r.stdout)
+    assert not doc["ok"]
+    assert {p["name"]: p["result"] for p in doc["properties"]} == {"causality": "cannot measure", "permutation equivariance": "cannot measure"}
+    assert props(doc)["causality"]["stage"] == "n"
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tracer: error: ") and "cannot measure" in lines[0], r.stderr
+    assert run_app("probe", str(spec), "--exit-zero").returncode == 2  # not a failure to excuse: nothing was measured
+    text = run_app("probe", str(spec))
+    assert text.returncode == 2 and "cannot measure" in text.stdout
+
+
+def test_without_the_nan_the_same_block_fails(tmp_path):
+    r = run_app("probe", str(write_spec(tmp_path, NAN_ROW % ("0.5", "7"))), "--json")
+    assert r.returncode == 1 and props(json.loads(r.stdout))["causality"]["result"] == "fail"
+
+
+def test_a_nan_in_one_run_only_is_a_change():
+    a = np.array([1.0, np.nan, np.inf, np.nan])
+    b = np.array([1.0, 2.0, np.inf, np.nan])
+    with np.errstate(invalid="ignore"):
+        assert probe._compare(a, b) == (np.inf, 1)
+        assert probe._compare(a[[0, 2, 3]], a[[0, 2, 3]]) == (0.0, 1)
+
+
+def test_no_numpy_warning_reaches_stderr(tmp_path):
+    spec = write_spec(tmp_path, NAN_ROW % (".nan", ".nan"))
+    r = run_cli("probe", str(spec))
+    assert r.returncode == 2
+    assert "Warning" not in r.stderr and "All-NaN" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

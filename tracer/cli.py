@@ -286,7 +286,8 @@ def run(
                                        check.note() if check else "", outcome.only)
             show(view, no_color, targets, outcome.trace.spec.name, force)
         else:
-            sys.stdout.write(runs.render_text(outcome, form, opts))
+            for chunk in runs.render_chunks(outcome, form, opts):  # written as made: a big trace is never held as text
+                sys.stdout.write(chunk)
             if form in ("json", "csv") and outcome.trace is not None:
                 from .textout import unreached_note
 
@@ -350,6 +351,7 @@ def probe(
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a property fails.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal.")] = False,
     exact: Annotated[bool, typer.Option("--exact", help="Prove causality with the backward pass: every later position's gradient exactly 0.")] = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a probe estimated to need more (it holds two runs at once).")] = DEFAULT_MAX_MEMORY,
     lang: LangOption = None,
 ) -> None:
     """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows.
@@ -359,19 +361,22 @@ def probe(
 
     def body() -> int:
         from . import jsonout, render
-        from .probe import FAIL
+        from .probe import FAIL, UNMEASURED, unmeasured_error
         from .probe import probe as run_probe
         from .spec import load_spec
 
         s = load_spec(spec)
-        props = run_probe(s, exact)
-        ok = all(p.result != FAIL for p in props)
+        props = run_probe(s, exact, max_memory)
+        ok = all(p.result not in (FAIL, UNMEASURED) for p in props)
         if as_json:
             sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name},
                                             "ok": ok, "properties": [p.as_json() for p in props]}))
         else:
             console(no_color).print(render.probe_table(s, props))
-        return EXIT_OK if ok or exit_zero else EXIT_VIOLATION
+        if any(p.result == FAIL for p in props):
+            return EXIT_OK if exit_zero else EXIT_VIOLATION
+        unmeasured_error(s, props)  # exit 2: the input cannot show the property either way
+        return EXIT_OK
 
     guarded(body, lang)
 
@@ -444,6 +449,7 @@ def diff(
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a diff estimated to need more (both sides count).")] = DEFAULT_MAX_MEMORY,
     lang: LangOption = None,
 ) -> None:
     """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
@@ -463,7 +469,7 @@ def diff(
         check_precision(precision)
         targets = export_targets(svg, html, [a, b], form, force)
         result = diff_files(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
-                              only=tuple(stage or ()), names=tuple(names or ()), grad=grad)
+                              only=tuple(stage or ()), names=tuple(names or ()), grad=grad, max_memory=max_memory)
         if form == "table":
             from .render_diff import diff_view
 
@@ -518,13 +524,12 @@ def validate(
     def body() -> int:
         from . import memory
         from .i18n import message
-        from .spec import load_spec
 
         memory.parse_size(max_memory)
         worst = EXIT_OK
         for path in specs:
             try:
-                s = load_spec(path)
+                s = memory.load_spec_within(path, max_memory)
                 est = memory.check_run(s, memory.policy_for(s, record, None, 0, 0), max_memory)
                 line = f"{path}: ok, needs about {memory.format_size(est.total)} to run (--record {record})"
                 code = EXIT_OK

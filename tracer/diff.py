@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import catalogue, executor, jsonin, jsonout, yamlio
+from . import catalogue, executor, jsonin, jsonout, memory, yamlio
 from .blocks import Step
 from .errors import EXIT_USAGE, TracerError, UsageError
 from .executor import Stage
@@ -110,29 +110,44 @@ class Side:
 
 
 ARRAYS = "arrays"
+Read = tuple[Any, "Spec | None", "dict[str, np.ndarray] | None", int]  # a saved trace's JSON, a spec, arrays; bytes it will hold
 
 
-def load_side(path: str, label: str, keep_going: bool, grad: bool = False) -> Side:
-    """One side, run from its spec, read from a saved trace, or another program's arrays; with ``grad`` its
-    stages and weights are the gradients of its loss (tracer grad), in backward order."""
+def read_side(path: str, grad: bool = False) -> Read:
+    """A side read but not run: a saved trace's parsed JSON, or a spec, or another program's arrays (one of
+    the three), and the bytes the side will hold; with ``grad`` only a spec will do (its gradients double it)."""
     from . import activations
 
     needs_spec = f"{path}: --grad runs the backward pass, which needs the spec: give a YAML spec, not saved arrays or a saved trace"
     if activations.is_npz(path):
         if grad:
             raise UsageError(needs_spec)
-        return arrays_side(activations.read_npz(path), path, label)
+        arrays = activations.read_npz(path)
+        return None, None, arrays, sum(a.nbytes for a in arrays.values())
     text = yamlio.read_text(path)
     arrays_doc = activations.sniff_json(path, text)
     doc = jsonin.sniff(path, text) if arrays_doc is None else None
     if grad and (arrays_doc is not None or doc is not None):
         raise UsageError(needs_spec)
     if arrays_doc is not None:
-        return arrays_side(activations.read_json(arrays_doc, path), path, label)
+        arrays = activations.read_json(arrays_doc, path)
+        return None, None, arrays, sum(a.nbytes for a in arrays.values())
     if doc is not None:
+        return doc, None, None, memory.saved_trace_bytes(len(text.encode()))
+    spec = load_spec_text(text, path)
+    return None, spec, None, memory.run_bytes(spec) * (2 if grad else 1)  # a gradient the size of every stage and weight
+
+
+def load_side(path: str, label: str, keep_going: bool, read: Read | None = None, grad: bool = False) -> Side:
+    """One side, run from its spec, read from a saved trace, or another program's arrays; with ``grad`` its
+    stages and weights are the gradients of its loss (tracer grad), in backward order."""
+    doc, spec, arrays, _ = read_side(path, grad) if read is None else read
+    if arrays is not None:
+        return arrays_side(arrays, path, label)
+    if spec is None:
         t = jsonin.load_trace(doc, path)
         return Side(label, path, "trace", t.name, t.dims, t.block, t.dtype, t.steps, t.stages, t.weights, t.violations)
-    return spec_side(load_spec_text(text, path), path, label, keep_going, grad=grad)
+    return spec_side(spec, path, label, keep_going, grad=grad)
 
 
 def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: executor.Trace | None = None,
@@ -620,13 +635,20 @@ def _visible(stages: dict[str, Stage], show_all: bool) -> dict[str, Stage]:
 
 def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
          show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] = (),
-         grad: bool = False) -> DiffResult:
+         grad: bool = False, max_memory: str = memory.DEFAULT_MAX_MEMORY) -> DiffResult:
     """Compare two files; ``only`` (--stage) restricts the stage rows, shown and compared, to those names;
     ``names`` (--map) says which of a side's arrays is which stage; ``grad`` (--grad) compares the gradients
-    of each side's loss instead of the values (docs/gradients.md)."""
+    of each side's loss instead of the values (docs/gradients.md).
+
+    Both sides are read, then their memory counted together (each spec side is a full run, a saved
+    trace its parsed values), and a diff over --max-memory is refused before either side runs."""
     check_tolerance(atol, rtol)
-    a = load_side(path_a, "A", keep_going, grad)
-    b = load_side(path_b, "B", keep_going, grad)
+    limit = memory.parse_size(max_memory)
+    read_a, read_b = read_side(path_a, grad), read_side(path_b, grad)
+    memory.refuse_over(f"{path_a} and {path_b}: this diff", {"side A": read_a[3], "side B": read_b[3],
+                       "comparing": memory.compare_bytes([r[1] for r in (read_a, read_b)], show_all)}, limit, max_memory)
+    a = load_side(path_a, "A", keep_going, read_a, grad)
+    b = load_side(path_b, "B", keep_going, read_b, grad)
     return compare(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going, only=only,
                    names=names, grad=grad)
 
@@ -634,7 +656,7 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
 def check_tolerance(atol: float, rtol: float) -> None:
     for option, value in (("--atol", atol), ("--rtol", rtol)):
         if not math.isfinite(value) or value < 0:
-            raise UsageError(f"{option} {value} is not allowed: give a number of 0 or more")
+            raise UsageError(f"{option}: expected a finite number of 0 or more (such as 1e-9), received {value:g}")
 
 
 def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,

@@ -20,6 +20,7 @@ from .blocks import Step
 from .errors import EXIT_USAGE, TracerError
 from .executor import Stage
 from .jsonout import SCHEMA_VERSION
+from .yamlio import printable
 
 NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 REQUIRED_DIMS = ("B", "T", "C", "H", "F")
@@ -57,7 +58,7 @@ def sniff(path: str, text: str) -> Any | None:
     if not is_json_name and not text.lstrip().startswith("{"):
         return None
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_constant=_Unreadable, parse_float=_float)
     except json.JSONDecodeError as e:
         if not is_json_name:
             return None  # a YAML flow mapping, most likely
@@ -69,6 +70,23 @@ def sniff(path: str, text: str) -> Any | None:
     if isinstance(doc, dict) and "dims" in doc:
         return None
     return doc if is_json_name else None
+
+
+class _Unreadable:
+    """A number JSON cannot carry: the tokens NaN / Infinity / -Infinity (Python writes them, JSON has none),
+    or a literal no double holds (1e999).  Kept as written so the reader can name it and its field."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.value = float(text) if text in ("NaN", "Infinity", "-Infinity") else math.copysign(math.inf, float(text))
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _float(text: str) -> float | _Unreadable:
+    value = float(text)
+    return value if math.isfinite(value) else _Unreadable(text)
 
 
 def load_trace(doc: Any, path: str) -> SavedTrace:
@@ -87,6 +105,8 @@ def _kind(value: Any) -> str:
         return "a list"
     if isinstance(value, str):
         return f"text {value!r}"[:60]
+    if isinstance(value, _Unreadable):
+        return f"{value.text[:40]} (not a finite number; only a stage's values may hold \"NaN\", \"Infinity\" or \"-Infinity\", as strings)"
     return repr(value)
 
 
@@ -102,7 +122,7 @@ class _Reader:
             raise self.fail(field, f"expected {what}, received {_kind(value)}")
         if not isinstance(value, types):
             raise self.fail(field, f"expected {what}, received {_kind(value)}")
-        return value
+        return printable(value) if isinstance(value, str) else value  # names and meanings are printed: no control characters
 
     def trace(self, doc: Any) -> SavedTrace:
         not_a_trace = "is not a tracer trace (expected the JSON written by `tracer run SPEC --json`)"
@@ -148,11 +168,26 @@ class _Reader:
         return out
 
     def block(self, raw: dict[str, Any]) -> dict[str, Any]:
-        for key, types, what in (("norm_order", str, "text"), ("mask", str, "text"), ("eps", (int, float), "a number")):
+        for key, types, what in (("norm_order", str, "text"), ("mask", str, "text"), ("eps", (int, float), "a positive number such as 1e-5")):
             if key not in raw:
                 raise self.fail("block", f"missing setting {key}")
             self.want(raw[key], f"block.{key}", types, what)
+        if not raw["eps"] > 0:
+            raise self.fail("block.eps", f"expected a positive number such as 1e-5, received {_kind(raw['eps'])}")
+        self.settled(raw, "block")
         return dict(raw)
+
+    def settled(self, value: Any, field: str) -> None:
+        """No NaN or infinity anywhere in a setting: they have no JSON form, and no setting means them."""
+        stack = [(value, field)]
+        while stack:
+            v, f = stack.pop()
+            if isinstance(v, _Unreadable):
+                raise self.fail(f, f"expected a finite number, received {_kind(v)}")
+            if isinstance(v, dict):
+                stack += [(item, f"{f}.{k}") for k, item in v.items()]
+            elif isinstance(v, list):
+                stack += [(item, f"{f}[{i}]") for i, item in enumerate(v)]
 
     def steps(self, raw: list[Any]) -> tuple[Step, ...]:
         out = []
@@ -206,7 +241,8 @@ class _Reader:
             self.want(v, f, dict, "an object {kind, stage, message}")
             for key in ("kind", "stage", "message"):
                 self.want(v.get(key), f"{f}.{key}", str, "text")
-            out.append(dict(v))
+            self.settled(v, f)
+            out.append({k: printable(x) if isinstance(x, str) else x for k, x in v.items()})
         return out
 
     def array(self, values: Any, field: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
@@ -220,6 +256,11 @@ class _Reader:
         if shape is not None and obj.shape != shape:
             raise self.fail(field, f"expected shape {list(shape)} as the stage's shape says, received {list(obj.shape)}")
         types = set(map(type, obj.flat))
+        if _Unreadable in types:  # a bare NaN or 1e999 among the values: tracer writes strings, Python's json the tokens
+            for where, v in np.ndenumerate(obj):
+                if isinstance(v, _Unreadable):
+                    obj[where] = v.value
+            types = set(map(type, obj.flat))
         if not types <= {float, int, str}:
             bad = next(t for t in types if t not in (float, int, str))
             where = next(i for i, v in np.ndenumerate(obj) if type(v) is bad)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -77,8 +78,42 @@ def block_json(blk: Any) -> dict[str, Any]:
     return out
 
 
+class Streamed:
+    """A list (or, with ``mapping``, an object) written one item at a time by ``chunks``: the stages and
+    weights of a trace, so that only one of them is ever held as Python floats and JSON text."""
+
+    def __init__(self, items: Iterable[Any], mapping: bool = False) -> None:
+        self.items = items
+        self.mapping = mapping
+
+
+def chunks(obj: Any, ascii_only: bool | None = None) -> Iterator[str]:
+    """The text ``dumps(obj)`` writes, piece by piece; a Streamed part is made item by item as it is written.
+    ``ascii_only``: escape all but ASCII (default: where stdout is not UTF, as dumps)."""
+    if ascii_only is None:
+        ascii_only = not is_utf(sys.stdout)
+    if isinstance(obj, dict):
+        yield "{"
+        for i, (key, value) in enumerate(obj.items()):
+            yield (", " if i else "") + json.dumps(key, ensure_ascii=ascii_only) + ": "
+            yield from chunks(value, ascii_only)
+        yield "}"
+    elif isinstance(obj, Streamed):
+        yield "{" if obj.mapping else "["
+        for i, item in enumerate(obj.items):
+            if obj.mapping:
+                key, item = item
+                yield (", " if i else "") + json.dumps(key, ensure_ascii=ascii_only) + ": " + json.dumps(item, ensure_ascii=ascii_only, allow_nan=False)
+            else:
+                yield (", " if i else "") + json.dumps(item, ensure_ascii=ascii_only, allow_nan=False)
+        yield "}" if obj.mapping else "]"
+    else:
+        yield json.dumps(obj, ensure_ascii=ascii_only, allow_nan=False)
+
+
 def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None = None,
-               weights: dict[str, np.ndarray] | None = None) -> dict[str, Any]:
+               weights: dict[str, np.ndarray] | None = None, streamed: bool = False) -> dict[str, Any]:
+    """The trace as one JSON object; with ``streamed``, its stages and weights are Streamed (write it with chunks)."""
     spec = trace.spec
     blk = spec.block
     out: dict[str, Any] = {
@@ -88,7 +123,7 @@ def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None 
         "dims": spec.dims.as_dict(),
         "block": block_json(blk),
         "steps": steps_json(spec),
-        "stages": [stage_json(s) for s in stages],
+        "stages": Streamed(stage_json(s) for s in stages) if streamed else [stage_json(s) for s in stages],
         "violations": [v.as_json() for v in trace.violations],
     }
     if spec.encoder is not None:  # an encoder-decoder: "block" holds the decoder's settings
@@ -98,7 +133,8 @@ def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None 
         out["verify"] = verify
     out["dtype"] = spec.dtype
     if weights is not None:  # --with-weights: lets `tracer diff` name the weight that differs
-        out["weights"] = {name: array_json(w) for name, w in weights.items()}
+        pairs = ((name, array_json(w)) for name, w in weights.items())
+        out["weights"] = Streamed(pairs, mapping=True) if streamed else dict(pairs)
     return out
 
 

@@ -76,10 +76,29 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, a
     enforce(strict, check_norm_axis, x, axis, labels)
     enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
     enforce(strict, check_vector, "beta", beta, x.shape[-1], "C")
-    mu = x.mean(axis=axis, keepdims=True)
-    xc = x - mu
-    var = (xc * xc).mean(axis=axis, keepdims=True)  # divide by the count: the values at hand, not a sample estimate
-    return gamma * (xc / np.sqrt(var + eps)) + beta  # eps keeps the denominator positive when var = 0
+    return gamma * standardise(x, axis, eps) + beta
+
+
+def standardise(x: np.ndarray, axes: int | tuple[int, ...], eps: float, center: bool = True) -> np.ndarray:  # (x - mean) / sqrt(var + eps) over axes
+    """The normalisation every norm shares, computed so that no finite input overflows.
+
+    Each slice is first divided by 2^k, the power of two at or above its largest magnitude (k >= 0):
+    (x - mu) / sqrt(var + eps) = (y - mu_y) / sqrt(var_y + eps / 4^k) with y = x / 2^k.  Dividing by a
+    power of two is exact, so wherever the plain formula does not overflow the result is the same to the
+    last bit; where it would (|x| above ~1e154 in float64, ~1e19 in float32) it stays right instead of 0.
+    The mean is refined once (mu += mean(y - mu)), so a constant slice centres to exactly 0.
+    """
+    _, k = np.frexp(np.max(np.abs(x), axis=axes, keepdims=True))  # max = f 2^k, f in [0.5, 1); NaN, inf, 0 give k = 0
+    k = np.maximum(k, 0)  # only scale down: small values cannot overflow
+    y = np.ldexp(x, -k)
+    if center:
+        mu = y.mean(axis=axes, keepdims=True)
+        mu += (y - mu).mean(axis=axes, keepdims=True)  # the rounding error of the first mean, taken back
+        y = y - mu
+    var = (y * y).mean(axis=axes, keepdims=True)  # divide by the count: the values at hand, not a sample estimate
+    den = np.sqrt(var + np.ldexp(np.asarray(eps, dtype=x.dtype), -2 * k))  # eps keeps the denominator positive when var = 0
+    # eps / 4^k underflows to 0 only for slices near 1e154 or more; a constant one then has var = 0 and y = 0: 0, not 0/0
+    return np.divide(y, den, out=np.zeros_like(y), where=den != 0)
 
 
 def check_norm_axis(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> None:  # statistics over the last axis only
@@ -297,18 +316,14 @@ def check_batch_norm(x: np.ndarray) -> None:  # a text block never normalises ov
 
 def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C], [C] -> [B,T,C], over C
     enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
-    ms = (x * x).mean(axis=-1, keepdims=True)  # no mean subtracted: RMSNorm only rescales
-    return gamma * (x / np.sqrt(ms + eps))
+    return gamma * standardise(x, -1, eps, center=False)  # no mean subtracted: RMSNorm only rescales
 
 
 def batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C] -> [B,T,C], stats over B and T
     enforce(strict, check_batch_norm, x)
     enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
     enforce(strict, check_vector, "beta", beta, x.shape[-1], "C")
-    mu = x.mean(axis=(0, 1), keepdims=True)
-    xc = x - mu
-    var = (xc * xc).mean(axis=(0, 1), keepdims=True)
-    return gamma * (xc / np.sqrt(var + eps)) + beta
+    return gamma * standardise(x, (0, 1), eps) + beta
 
 
 def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu", w3: np.ndarray | None = None,

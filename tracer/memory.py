@@ -2,7 +2,8 @@
 
 A run holds, at its peak:
 - the interpreter with NumPy, rich, typer and PyYAML loaded (INTERPRETER_BYTES);
-- the values given inline in the spec, as Python lists (PY_VALUE_BYTES each);
+- the values given inline in the spec, as read (YAML_VALUE_BYTES each: the parse keeps where each came from);
+- the output text: JSON and CSV are written a stage at a time, so the largest stage's text;
 - the weights and the inputs as arrays;
 - every recorded stage: in full, as statistics plus the value at the table's (b, t), or not at all,
   as the RecordPolicy says (``--record all|main|stats`` and ``--keep``);
@@ -30,8 +31,12 @@ RECORD_MODES = ("all", "main", "stats")
 DEFAULT_MAX_MEMORY = "4GB"
 STATS_MIN_VALUES = 1 << 16  # under --record stats, smaller arrays are kept in full: statistics would save little
 INTERPRETER_BYTES = 64 * 2**20  # Python with NumPy, rich, typer and PyYAML imported (see benchmarks/memory.py)
-PY_VALUE_BYTES = 32  # one number given inline: a pointer in its list and a float object
-JSON_VALUE_BYTES = 64  # one value written by --json: a Python float from tolist() and its text
+PY_VALUE_BYTES = 32  # one number in a Python list: a pointer in its list and a float object
+# One number given inline, while the spec is read: its float and list slot, the parser's event, and the line,
+# column, path and text kept for error messages (measured: 412 bytes at 524,288 inline values; benchmarks/memory_formats.py).
+YAML_VALUE_BYTES = 440
+JSON_VALUE_BYTES = 112  # one value of the stage being written by --json: a Python float from tolist(), its text, the encoder's pieces
+CSV_VALUE_BYTES = 96  # one value of the stage being written as CSV: its text, the row's list of cell strings
 STATS_BYTES = 256  # shape, mean, std, min, max of one stage
 SUMMARY_TEMP_BYTES = 2 * 8 * 2**20  # statistics are taken over blocks of 1M values: two float64 temporaries
 ITEMSIZE = {"float64": 8, "float32": 4}
@@ -183,7 +188,8 @@ class Estimate:
         self.spec_values = spec_values
         self.working = working  # the largest working memory of one step
         self.working_at = working_at  # which step, and what it holds
-        self.extra: dict[str, int] = {}  # --json, --verify
+        self.extra: dict[str, int] = {}  # --json, --format csv, --with-weights, --verify
+        self.form = "table"
         self.interpreter = INTERPRETER_BYTES
 
     @property
@@ -269,7 +275,6 @@ def _op_temporaries(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> in
 def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
     """The most memory one step holds beyond what is recorded in full, and which step."""
     by_name = {s.name: s for s in stages}
-    order = {s.name: i for i, s in enumerate(stages)}
 
     def transient(name: str) -> int:  # alive while computed and read, whether recorded or not
         s = by_name[name]
@@ -291,32 +296,92 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
     for i, step in enumerate(spec.steps):
         for name in step.inputs:
             last_use[name] = i
+    # One sweep: a stage is alive from the step after the one that makes it to the last step that reads it.
+    alive = 0
+    leaving = [0] * (len(spec.steps) + 1)  # bytes that stop being alive at step i
     for i, step in enumerate(spec.steps):
-        alive = sum(transient(n) for n, last in last_use.items()
-                    if last >= i and n in by_name and order[n] < order[step.name])
+        alive -= leaving[i]
         own = transient(step.name) + sum(transient(n) for n in _internals(step)) + summary
         in_bytes = sum(by_name[n].values * by_name[n].itemsize for n in step.inputs if n in by_name)
         own += _op_temporaries(spec, step, in_bytes, by_name[step.name].values * by_name[step.name].itemsize)
         if alive + own > best[0]:
             held = "scores and weights" if step.op in ATTENTION_OPS else "its temporaries"
             best = (alive + own, f"step {step.name} ({held})")
+        if last_use.get(step.name, -1) > i:
+            alive += transient(step.name)
+            leaving[last_use[step.name] + 1] += transient(step.name)
     return best
 
 
-def estimate(spec: Spec, policy: RecordPolicy, as_json: bool = False, visible: set[str] | None = None, verify: bool = False) -> Estimate:
-    """What a run of ``spec`` under ``policy`` will hold at its peak (see the module's docstring)."""
+def estimate(spec: Spec, policy: RecordPolicy, as_json: bool = False, visible: set[str] | None = None, verify: bool = False,
+             form: str | None = None, with_weights: bool = False) -> Estimate:
+    """What a run of ``spec`` under ``policy`` will hold at its peak (see the module's docstring).
+
+    JSON and CSV are written a stage (a weight) at a time, so their text costs the largest one, not the sum."""
     itemsize = ITEMSIZE[spec.dtype]
     stages = plan_stages(spec, policy)
     weights = sum(_held_values(spec, w.path, w.shape, w.source) for w in spec.weights.values()) * itemsize
     weights += sum(n * size for n, size in _input_sizes(spec).values())
     working, working_at = _working(spec, stages)
-    est = Estimate(spec, policy, stages, weights, _given_values(spec) * PY_VALUE_BYTES, working, working_at)
-    if as_json:
-        shown = [s for s in stages if s.how == "full" and (visible is None or s.name in visible)]
-        est.extra["--json output"] = sum(s.values for s in shown) * JSON_VALUE_BYTES
+    est = Estimate(spec, policy, stages, weights, _given_values(spec) * YAML_VALUE_BYTES, working, working_at)
+    est.form = form or ("json" if as_json else "table")
+    form = est.form
+    shown = [s.values for s in stages if s.how == "full" and (visible is None or s.name in visible)]
+    if form == "json":
+        est.extra["--json output"] = max(shown, default=0) * JSON_VALUE_BYTES
+    elif form == "csv":
+        est.extra["--format csv output"] = max(shown, default=0) * CSV_VALUE_BYTES
+    if with_weights:  # a second copy of the weights, written one at a time
+        sizes = [math.prod(w.shape) for w in spec.weights.values()]
+        est.extra["--with-weights"] = sum(sizes) * itemsize + max(sizes, default=0) * JSON_VALUE_BYTES
     if verify:
         est.extra["--verify reference"] = sum(math.prod(w.shape) for w in spec.weights.values()) * PY_VALUE_BYTES
     return est
+
+
+# A saved JSON trace, per byte of its text: the text itself, then json.loads's lists of Python floats (about
+# 32 bytes per ~20-byte value), the object array jsonin builds from them and the float64 array (benchmarks/memory.py).
+SAVED_TRACE_BYTES_PER_BYTE = 4
+
+
+def load_spec_within(path: str, max_memory: str) -> Spec:
+    """load_spec, refused first (exit 2) if reading the spec's text would take more than --max-memory: each
+    value written in it costs YAML_VALUE_BYTES while it is read, counted from the text before it is parsed."""
+    from . import yamlio
+    from .spec import load_spec_text
+
+    text = yamlio.read_text(path)
+    values = text.count(",") + text.count("\n") + 1  # at most one scalar per separator, roughly
+    refuse_over(f"{path}: reading this spec", {f"its values (about {values:,})": values * YAML_VALUE_BYTES},
+                parse_size(max_memory), max_memory, "draw big weights from the seed instead of writing them out")
+    return load_spec_text(text, path)
+
+
+def run_bytes(spec: Spec) -> int:
+    """What one full run of ``spec`` (--record all, as diff and probe run it) holds beyond the interpreter."""
+    return estimate(spec, RecordPolicy()).total - INTERPRETER_BYTES
+
+
+def saved_trace_bytes(text_bytes: int) -> int:
+    return text_bytes * SAVED_TRACE_BYTES_PER_BYTE
+
+
+def compare_bytes(specs: list[Spec | None], show_all: bool) -> int:
+    """Comparing two stages holds a few float64 arrays of the larger one's size (|a - b|, the tolerance, masks);
+    attention internals are compared only with --all."""
+    largest = max((st.values for s in specs if s is not None for st in plan_stages(s, RecordPolicy()) if show_all or not st.internal),
+                  default=0)
+    return 4 * 8 * largest
+
+
+def refuse_over(what: str, parts: dict[str, int], limit: int | None, limit_text: str, advice: str = "lower T or B") -> int:
+    """The interpreter plus ``parts``; UsageError (exit 2) naming the parts if that is over --max-memory."""
+    total = INTERPRETER_BYTES + sum(parts.values())
+    if limit is not None and total > limit:
+        detail = ", ".join(f"{k} {format_size(v)}" for k, v in parts.items())
+        raise UsageError(f"{what} needs about {format_size(total)} ({detail}, interpreter {format_size(INTERPRETER_BYTES)}), "
+                         f"over --max-memory {limit_text}; {advice}, or raise --max-memory if this machine has the memory")
+    return total
 
 
 def check(est: Estimate, limit: int | None, limit_text: str) -> None:
@@ -336,8 +401,8 @@ def check(est: Estimate, limit: int | None, limit_text: str) -> None:
         for mode, what in (("main", "skips the attention internals"), ("stats", "keeps statistics of big arrays")):
             if est.policy.mode == mode:
                 continue
-            alt = estimate(spec, RecordPolicy(mode, est.policy.keep, est.policy.b, est.policy.t), "--json output" in est.extra,
-                           verify="--verify reference" in est.extra)
+            alt = estimate(spec, RecordPolicy(mode, est.policy.keep, est.policy.b, est.policy.t), verify="--verify reference" in est.extra,
+                           form=est.form, with_weights="--with-weights" in est.extra)
             fits = "fits" if alt.total <= limit else "still too much"
             advice.append(f"--record {mode} {what} (about {format_size(alt.total)}, {fits})")
         if est.policy.keep:
@@ -369,10 +434,10 @@ def policy_for(spec: Spec, record: str, keep: list[str] | None, b: int, t: int, 
 
 
 def check_run(spec: Spec, policy: RecordPolicy, max_memory: str, as_json: bool = False, show_all: bool = False,
-              verify: bool = False) -> Estimate:
+              verify: bool = False, form: str | None = None, with_weights: bool = False) -> Estimate:
     """Estimate a run and refuse it (UsageError, exit 2) if it needs more than --max-memory."""
     limit = parse_size(max_memory)
     visible = None if show_all else {s.name for s in plan_stages(spec, policy) if not s.internal}
-    est = estimate(spec, policy, as_json=as_json, visible=visible, verify=verify)
+    est = estimate(spec, policy, as_json=as_json, visible=visible, verify=verify, form=form, with_weights=with_weights)
     check(est, limit, max_memory)
     return est

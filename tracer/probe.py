@@ -14,11 +14,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import executor
+from .errors import UsageError
 from .params import uniform
 from .spec import Spec
 
 MAX_PROBED_POSITIONS = 6
-PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "not applicable"
+PASS, FAIL, NOT_APPLICABLE, UNMEASURED = "pass", "fail", "not applicable", "cannot measure"
 
 
 @dataclass
@@ -36,6 +37,24 @@ class Property:
 def _tolerance(a: np.ndarray) -> float:
     scale = float(np.nanmax(np.abs(a))) if a.size and np.isfinite(a).any() else 1.0
     return 1e-9 * (1.0 + scale)
+
+
+def _compare(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
+    """Largest |a - b| over the cells both runs can show (NaN against a number counts as infinity), and how many
+    cells are NaN in both: those cannot show a change, so they are counted, never passed."""
+    both_nan = np.isnan(a) & np.isnan(b)
+    d = np.where(a == b, 0.0, np.abs(a - b))  # equal infinities are unchanged
+    d = np.where(np.isnan(d) & ~both_nan, np.inf, d)
+    seen = d[~both_nan]
+    return (float(seen.max()) if seen.size else 0.0), int(both_nan.sum())
+
+
+def _unmeasured(name: str, blind: dict[str, int], total: dict[str, int]) -> Property:
+    stage = next(iter(blind))
+    return Property(name, UNMEASURED,
+                    f"stage {stage} is NaN in both runs at {blind[stage]} of its {total[stage]} compared values "
+                    f"(stages with such values: {len(blind)}): NaN cannot show a change, so the probe cannot tell "
+                    "whether the property holds; probe a spec whose run has no NaN", stage)
 
 
 def _upto(stage: executor.Stage, t: int) -> np.ndarray:
@@ -67,6 +86,8 @@ def causality(spec: Spec) -> Property:
         return Property(name, NOT_APPLICABLE, "T = 1: there is no later position to perturb")
     noise = uniform(0, "probe.causality", x.shape, -1.0, 1.0).astype(x.dtype)
     checked, largest = [], 0.0
+    blind: dict[str, int] = {}
+    total: dict[str, int] = {}
     for t in _probe_positions(T):
         x2 = x.copy()
         x2[:, t + 1:, :] += noise[:, t + 1:, :]
@@ -80,7 +101,10 @@ def causality(spec: Spec) -> Property:
             a, b = _upto(stage, t), _upto(changed.stages[stage.name], t)
             if a.shape != b.shape:
                 continue
-            diff = float(np.nanmax(np.abs(a - b))) if a.size else 0.0
+            diff, nan = _compare(a, b)
+            if nan:
+                blind[stage.name] = blind.get(stage.name, 0) + nan
+                total[stage.name] = total.get(stage.name, 0) + a.size
             if diff > _tolerance(a):
                 return Property(name, FAIL,
                                 f"perturbing {_span(t + 1, T - 1)} changed stage {stage.name} at {_span(0, t)} by up to {diff:.3g}: "
@@ -88,6 +112,8 @@ def causality(spec: Spec) -> Property:
                                 stage.name, t)
             largest = max(largest, diff)
         checked.append(t)
+    if blind:
+        return _unmeasured(name, blind, total)
     return Property(name, PASS,
                     f"perturbing the positions after t changed no stage at positions 0..t "
                     f"(checked t = {', '.join(map(str, checked))}; largest change {largest:.3g})")
@@ -121,6 +147,8 @@ def permutation(spec: Spec) -> Property:
     x = base.stages["x"].array
     moved = executor.run(bare, keep_going=True, overrides={"x": x[:, perm]})
     largest = 0.0
+    blind: dict[str, int] = {}
+    total: dict[str, int] = {}
     after_x = list(base.stages)[list(base.stages).index("x") + 1:]
     for stage in (base.stages[n] for n in after_x):
         if stage.name not in moved.stages or stage.axes.count("T") != 1:
@@ -132,12 +160,16 @@ def permutation(spec: Spec) -> Property:
         b = moved.stages[stage.name].array
         if a.shape != b.shape:
             continue
-        diff = float(np.nanmax(np.abs(a - b))) if a.size else 0.0
+        diff, nan = _compare(a, b)
+        if nan:
+            blind[stage.name], total[stage.name] = nan, a.size
         if diff > _tolerance(a):
             return Property(name, FAIL,
                             f"with positions and mask removed, moving row {T - 1} of X to the front did not move stage "
                             f"{stage.name} the same way (largest difference {diff:.3g})", stage.name)
         largest = max(largest, diff)
+    if blind:
+        return _unmeasured(name, blind, total)
     note = ""
     if spec.block.positions != "none" or spec.block.mask != "none":
         note = " Checked with positions and mask removed, as Example 17.1 states it; the spec's own positions and mask are what break it on purpose."
@@ -146,9 +178,28 @@ def permutation(spec: Spec) -> Property:
                     f"(largest difference {largest:.3g}).{note}")
 
 
-def probe(spec: Spec, exact: bool = False) -> list[Property]:
-    """Both properties; with ``exact`` causality is proved with the backward pass (tracer/grad/exact.py)."""
-    with np.errstate(all="ignore"):
+def unmeasured_error(spec: Spec, props: list[Property]) -> None:
+    """A probe that could not measure is not a pass: UsageError (exit 2) naming the properties, after the table."""
+    blind = [p for p in props if p.result == UNMEASURED]
+    if blind:
+        raise UsageError(f"{spec.path}: the probe cannot measure {' and '.join(p.name for p in blind)}: {blind[0].evidence}")
+
+
+def probe(spec: Spec, exact: bool = False, max_memory: str | None = None) -> list[Property]:
+    """Both properties; with ``exact`` causality is proved with the backward pass (tracer/grad/exact.py).
+    With ``max_memory``, refused first (exit 2) if two full runs at once would need more
+    (each property holds the unchanged run while it runs the changed one)."""
+    import warnings
+
+    if max_memory is not None:
+        from . import memory
+
+        run = memory.run_bytes(spec)
+        memory.refuse_over(f"{spec.path}: this probe", {"the unchanged run": run, "the changed run": run},
+                           memory.parse_size(max_memory), max_memory)
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # NaN and Inf are judged above ("cannot measure"), not warned about
         if exact:
             from .grad import exact as proof
 

@@ -105,27 +105,31 @@ def vec_add(a: Vec, b: Vec) -> Vec:
     return [x + y for x, y in zip(a, b)]
 
 
+def _scaled(x: Vec) -> tuple[Vec, int]:
+    """x / 2^k with 2^k at or above the largest magnitude (k >= 0), and k: squares of the result cannot overflow."""
+    m = max(abs(v) for v in x)
+    k = max(math.frexp(m)[1], 0) if math.isfinite(m) else 0
+    return [math.ldexp(v, -k) for v in x], k
+
+
+def _mean(y: Vec) -> float:
+    return math.fsum(y) / len(y) if all(math.isfinite(v) for v in y) else sum(y) / len(y)  # fsum: correctly rounded
+
+
 def layer_norm(x: Vec, gamma: Vec, beta: Vec, eps: float) -> Vec:
-    n = len(x)
-    mu = 0.0
-    for v in x:
-        mu += v
-    mu /= n
-    var = 0.0
-    for v in x:
-        var += (v - mu) * (v - mu)
-    var /= n
-    s = math.sqrt(var + eps)
-    return [gamma[c] * ((x[c] - mu) / s) + beta[c] for c in range(n)]
+    # LN(x) = LN(x / 2^k) with eps / 4^k: the same value, computed without overflow for any finite x
+    y, k = _scaled(x)
+    mu = _mean(y)
+    mu += _mean([v - mu for v in y])  # fsum's mean is rounded once more by the division: a constant row must centre to 0
+    var = _mean([(v - mu) * (v - mu) for v in y])
+    s = math.sqrt(var + math.ldexp(eps, -2 * k))
+    return [gamma[c] * ((y[c] - mu) / s if s else 0.0) + beta[c] for c in range(len(x))]
 
 
 def rms_norm(x: Vec, gamma: Vec, eps: float) -> Vec:
-    ms = 0.0
-    for v in x:
-        ms += v * v
-    ms /= len(x)
-    s = math.sqrt(ms + eps)
-    return [gamma[c] * (x[c] / s) for c in range(len(x))]
+    y, k = _scaled(x)
+    s = math.sqrt(_mean([v * v for v in y]) + math.ldexp(eps, -2 * k))
+    return [gamma[c] * (y[c] / s if s else 0.0) for c in range(len(x))]
 
 
 def matvec(x: Vec, cols: Mat, b: Vec | None = None) -> Vec:
@@ -341,3 +345,10 @@ def max_abs_diff(a: Any, b: Any) -> float:
     if isinstance(a, float) and math.isnan(a):
         return math.inf  # NumPy gave NaN where the reference has a number: they disagree
     return abs(a - b)
+
+
+def max_abs(a: Any) -> float:
+    """Largest |value| over nested lists, NaN (not computed) left out."""
+    if isinstance(a, list):
+        return max((max_abs(x) for x in a), default=0.0)
+    return 0.0 if math.isnan(a) else abs(a)

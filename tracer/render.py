@@ -117,7 +117,7 @@ def probe_table(spec: Spec, props: list) -> Table:  # list[probe.Property]
     table.add_column(tr("property"), overflow="fold")
     table.add_column(tr("result"), overflow="fold")
     table.add_column(tr("evidence"), overflow="fold")
-    style = {"pass": "green", "fail": "bold red", "not applicable": "dim"}
+    style = {"pass": "green", "fail": "bold red", "not applicable": "dim", "cannot measure": "bold yellow"}
     for p in props:
         table.add_row(Text(tr(p.name)), Text(tr(p.result), style=style.get(p.result, "")), Text(message(p.evidence)))
     return table

@@ -9,7 +9,7 @@ summary line closes the run; the exit code is the worst of them (3 > 2 > 1 > 0).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -17,7 +17,7 @@ import numpy as np
 from . import executor, i18n, memory, textout
 from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
 from .executor import Stage, Trace
-from .spec import Spec, load_spec
+from .spec import Spec
 
 if TYPE_CHECKING:
     from .verify import Verification
@@ -88,13 +88,13 @@ class Outcome(NamedTuple):
             detail += i18n.tr(" ({note})", note=self.check.note().splitlines()[0])
         return ("ok" if self.trace.ok else "violation"), detail
 
-    def json(self) -> dict[str, Any]:
+    def json(self, streamed: bool = False) -> dict[str, Any]:
         from . import jsonout
 
         if self.trace is None:
             return {"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": self.path, "name": None}, "ok": False,
                     "error": {"exit_code": self.code, "message": self.error}}
-        return jsonout.trace_json(self.trace, self.stages, self.check.as_json() if self.check else None, self.weights)
+        return jsonout.trace_json(self.trace, self.stages, self.check.as_json() if self.check else None, self.weights, streamed)
 
 
 def select_stages(spec: Spec, requested: Sequence[str]) -> list[str] | None:
@@ -107,7 +107,7 @@ def select_stages(spec: Spec, requested: Sequence[str]) -> list[str] | None:
 
 def trace_one(path: str, opts: RunOptions) -> Outcome:
     """Load, check and run one spec; a TracerError propagates (the caller decides what it costs)."""
-    s = load_spec(path)
+    s = memory.load_spec_within(path, opts.max_memory)  # a spec with millions of inline values is refused before it is parsed
     only = select_stages(s, opts.stages)
     if not 0 <= opts.batch < s.dims.B:
         raise UsageError(f"--batch {opts.batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
@@ -120,13 +120,17 @@ def trace_one(path: str, opts: RunOptions) -> Outcome:
         from .outputs import check_output
 
         check_output(opts.save, "--save", [path], "npz", opts.force)
-    memory.check_run(s, policy, opts.max_memory, as_json=opts.form == "json", show_all=opts.show_all, verify=opts.verify)
+    memory.check_run(s, policy, opts.max_memory, show_all=opts.show_all, verify=opts.verify, form=opts.form,
+                     with_weights=opts.with_weights)
     trace = executor.run(s, keep_going=opts.keep_going, policy=policy)
     check = None
     if opts.verify:
         from .verify import verify
 
         check = verify(trace, opts.verify_budget)
+        failed = check.violation()
+        if failed is not None:  # the numbers disagree with the reference beyond the tolerance: exit 1, like a violation
+            trace.violations.append(failed)
     weights = None
     if opts.with_weights:
         from .params import load_params
@@ -185,12 +189,25 @@ def status_text(o: Outcome) -> str:
 
 def render_text(o: Outcome, fmt: str, opts: RunOptions) -> str:
     """One spec's result as JSON (one line), CSV or Markdown."""
+    return "".join(render_chunks(o, fmt, opts))
+
+
+def render_chunks(o: Outcome, fmt: str, opts: RunOptions) -> Iterator[str]:
+    """render_text's text in pieces, for writing as it is made: JSON and CSV a stage at a time, so their text
+    is never held whole (memory.estimate counts the largest piece)."""
     from . import jsonout
 
     if fmt == "json":
-        return jsonout.dumps(o.json())
+        yield from jsonout.chunks(o.json(streamed=True))
+        yield "\n"
+        return
     if fmt == "csv":
-        return textout.trace_csv([(o.path, o.stages)])
+        yield from textout.trace_csv_chunks([(o.path, o.stages)])
+        return
+    yield markdown_text(o, opts)
+
+
+def markdown_text(o: Outcome, opts: RunOptions) -> str:
     if o.trace is None:
         return f"### {textout.md_text(o.path)}\n\n> **{i18n.tr('error')}**: {textout.md_text(i18n.message(o.error))}\n"
     return textout.run_markdown(o.trace, o.stages, opts.batch, opts.pos, opts.precision,

@@ -198,6 +198,7 @@ class _Validator:
         self.src = src
         self.vocab_given = False
         self.model_source: Any = None  # checkpoints.refs.ModelSource when weights: {file: ..., layout: ...}
+        self.words: tuple[str, ...] = ()
 
     # -- messages ---------------------------------------------------------
     def fail(self, path: Path, message: str) -> SpecError:
@@ -222,7 +223,7 @@ class _Validator:
         if isinstance(value, (int, float)) and raw is not None and raw.strip():
             try:
                 float(raw.replace("_", ""))
-                return raw  # a number as written: 1.5, 1e-5
+                return yamlio.abbreviate(raw)  # a number as written: 1.5, 1e-5
             except ValueError:
                 pass
         return repr(raw if raw is not None else value)
@@ -244,7 +245,7 @@ class _Validator:
             else:
                 raise self.fail(path, f"expected a whole number, received {self.received(path, value)}")
         if not lo <= value <= hi:
-            raise self.fail(path, f"expected a whole number from {lo} to {hi:,}, received {self.src.raw.get(path, value)}")
+            raise self.fail(path, f"expected a whole number from {lo} to {hi:,}, received {yamlio.abbreviate(str(self.src.raw.get(path, value)))}")
         return value
 
     def choice(self, value: Any, path: Path, options: tuple[str, ...]) -> str:
@@ -260,6 +261,7 @@ class _Validator:
         name = doc.get("name", self.src.filename)
         if not isinstance(name, str):
             raise self.fail(("name",), f"expected text, received {self.received(('name',), name)}")
+        name = yamlio.printable(name)  # text from a spec is printed everywhere: control characters as escapes
         seed = None
         if doc.get("seed") is not None:
             seed = self.integer(doc["seed"], ("seed",), 0, 2**63 - 1)
@@ -295,8 +297,9 @@ class _Validator:
             for sec, st in (("encoder", enc_steps_raw), ("decoder", steps_raw)):
                 if st is not None:
                     raise self.fail((sec, "steps"), "custom steps are for decoder-only models; use norm_order here")
-            if block.head != "none" and encoder.head != "none":
-                raise self.fail(("encoder", "head"), "the output head belongs to the decoder")
+            if "head" in (doc.get("encoder") or {}):  # an encoder has no head: a setting nothing reads is an error
+                raise self.fail_key(("encoder", "head"), "the output head belongs to the decoder: "
+                                                         "write head under decoder (an encoder has none)")
 
         dims_raw = self.keys(doc["dims"], ("dims",), DIM_KEYS, "dimensions")
         given = {k: self.integer(v, ("dims", k)) for k, v in dims_raw.items()}
@@ -343,7 +346,7 @@ class _Validator:
                     H_kv=None if H_kv == given["H"] else H_kv)  # H_kv = H is plain multi-head attention
         if max_token is not None and V is not None and max_token >= V:
             where: Path = ("input", "tokens") if model == "decoder" else ("input",)
-            raise self.fail(where, f"token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {V - 1})")
+            raise self.fail(where, f"token id {yamlio.abbreviate(str(max_token))} is out of range: the embedding table has V = {V} rows (ids 0 to {V - 1})")
         for key, spec_in in (("x", inp),):
             if spec_in.kind == "x" and spec_in.value != "random":
                 C_in = len(spec_in.value[0][0])
@@ -395,19 +398,28 @@ class _Validator:
             return None
         p: Path = ("vocab",)
         if not isinstance(raw, list) or not raw:
-            raise self.fail(p, f"expected a list of words, received {self.received(p, raw)}")
+            got = "an empty list" if raw == [] else self.received(p, raw)
+            raise self.fail(p, f"expected a non-empty list of words, received {got}")
         seen: dict[str, int] = {}
         for i, w in enumerate(raw):
-            if not isinstance(w, (str, int, float, bool)):
+            if isinstance(w, (int, float)) and not isinstance(w, bool):
+                # tokens: [1, 2] are ids, so a word that reads as a number could never be written as a token
+                raise self.fail(p + (i,), f"expected a word (text), received the number {self.received(p + (i,), w)}; "
+                                          f"quote it ('{self.src.raw.get(p + (i,), w)}') if it is a word: unquoted numbers in tokens are ids")
+            if not isinstance(w, (str, bool)):
                 raise self.fail(p + (i,), f"expected a word, received {self.received(p + (i,), w)}")
-            word = self.src.raw.get(p + (i,), str(w))  # a word as written: 'on' and '1' are words here
+            word = self.src.raw.get(p + (i,), str(w))  # a word as written: 'on' is a word here
             if word in seen:
                 raise self.fail(p + (i,), f"{word!r} is already word {seen[word]}; each word needs its own id")
             seen[word] = i
-        return tuple(seen)
+        self.words = tuple(seen)  # tokens are looked up by the words as written
+        return tuple(map(yamlio.printable, seen))  # what labels print
 
     def block(self, raw: Any, p: Path, has_table: bool, default_mask: str) -> tuple[BlockSpec, Any]:
         raw = self.keys(raw if raw is not None else {}, p, BLOCK_KEYS, "block settings")
+        if "steps" in raw and raw["steps"] is None:
+            raise self.fail(p + ("steps",), "expected a list of steps such as {name: norm1, op: layer_norm, in: x, weights: norm1}, "
+                                            "received nothing (null)")
         if "steps" in raw and "norm_order" in raw:
             raise self.fail(p + ("steps",), "give either norm_order (a preset step list) or steps (your own list), not both")
         norm_order = "custom" if "steps" in raw else self.choice(raw.get("norm_order", "pre"), p + ("norm_order",), ("pre", "post"))
@@ -447,14 +459,21 @@ class _Validator:
         return value
 
     def mask_matrix(self, raw: list[Any], path: Path) -> tuple[tuple[bool, ...], ...]:
-        shape = self.rect(self.nested(raw, path, want_int=True), path)
+        shape = self.rect(self.entries(raw, path), path)
         if len(shape) != 2 or shape[0] != shape[1]:
             raise self.fail(path, f"expected causal, none, or a square [T,T] matrix of 0 and 1, received {_fmt(shape)}")
-        for i, row in enumerate(raw):
-            for j, v in enumerate(row):
-                if v not in (0, 1):
-                    raise self.fail(path + (i, j), f"expected 0 (masked) or 1 (may attend), received {v}")
         return tuple(tuple(bool(v) for v in row) for row in raw)
+
+    def entries(self, value: Any, path: Path) -> Any:
+        """A mask's nested lists: every leaf 0 or 1 (checked before the shape, so 0.5 or true is named as such)."""
+        if isinstance(value, list):
+            if not value:
+                raise self.fail(path, "expected rows of 0 and 1, received an empty list")
+            for i, item in enumerate(value):
+                self.entries(item, path + (i,))
+        elif isinstance(value, bool) or value not in (0, 1):
+            raise self.fail(path, f"expected 0 (masked) or 1 (may attend), received {self.received(path, value)}")
+        return value
 
     # -- steps ------------------------------------------------------------
     def template(self, raw: Any, block: BlockSpec, dims: Dims) -> tuple[Step, ...]:
@@ -508,6 +527,7 @@ class _Validator:
             steps += blocks.head_steps(last)
         sizes = dims.as_dict()
         shapes: dict[str, Shape] = {}
+        step_names = {s.name for s in steps}
         for step in steps:
             ins = [shapes[i] for i in step.inputs]
             try:
@@ -518,7 +538,7 @@ class _Validator:
                 raise self.fail(("block",), f"step {step.name}: {e}") from None  # a custom layer that clashes once stacked
             if step.op in ("mha", "cross_mha"):
                 internals = blocks.attention_internals(step, ins[0], ins[-1], sizes)
-                taken = [n for n in internals if n in shapes or any(s.name == n for s in steps)]
+                taken = [n for n in internals if n in shapes or n in step_names]
                 if taken:
                     raise self.fail(("block",), f"step {step.name} records its attention internals as {taken[0].rsplit('.', 1)[0]}.*, "
                                                 f"but stage {taken[0]!r} already exists; rename one of the steps")
@@ -543,6 +563,11 @@ class _Validator:
         op = self.choice(raw["op"], path + ("op",), user_ops)
         info = OPS[op]
         ins = raw["in"] if isinstance(raw["in"], list) else [raw["in"]]
+        for j, i in enumerate(ins):
+            ipath = path + (("in", j) if isinstance(raw["in"], list) else ("in",))
+            if not isinstance(i, str):
+                raise self.fail(ipath, f"expected the name of a stage before this step (e.g. in: x, or in: [x, attention]), "
+                                       f"received {self.received(ipath, i)}")
         if len(ins) != info.arity:
             raise self.fail(path + ("in",), f"{op} reads {info.arity} stage{'s' if info.arity > 1 else ''}, received {len(ins)}")
         for j, i in enumerate(ins):
@@ -590,7 +615,7 @@ class _Validator:
         meaning = raw.get("meaning", info.meaning)
         if not isinstance(meaning, str):
             raise self.fail(path + ("meaning",), f"expected text, received {self.received(path + ('meaning',), meaning)}")
-        step = Step(name, op, tuple(ins), weights, meaning, axis, start, stop, out, activation=activation)
+        step = Step(name, op, tuple(ins), weights, yamlio.printable(meaning), axis, start, stop, out, activation=activation)
         try:
             shapes[name] = output_shape(step, [shapes[i] for i in ins], sizes)
         except ValueError as e:
@@ -602,7 +627,7 @@ class _Validator:
     # -- input ------------------------------------------------------------
     def token_ids(self, value: Any, path: Path, vocab: tuple[str, ...] | None) -> tuple[list[list[int]], tuple[int, int]]:
         """Token ids [B][T] from ids or words (when the spec has a vocab)."""
-        index = {w: i for i, w in enumerate(vocab)} if vocab else {}
+        index = {w: i for i, w in enumerate(self.words)} if vocab else {}
 
         def convert(v: Any, p: Path) -> Any:
             if isinstance(v, list):
@@ -699,6 +724,10 @@ class _Validator:
                 raise self.fail(("dims", "V"), f"V = {given['V']} but the vocab has {len(vocab)} words")
             given = dict(given, V=len(vocab))
         default = None if max_token is None else max_token + 1
+        if default is not None and default > MAX_DIM and given.get("V") is None and not isinstance(weights_raw.get("embedding"), list):
+            where: Path = ("input", "tokens") if ("input", "tokens") in self.src.marks else ("input",)
+            raise self.fail(where, f"token id {yamlio.abbreviate(str(max_token))} is out of range: with no embedding table and no dims.V, "
+                                   f"V is the largest token id + 1, at most {MAX_DIM:,} (ids 0 to {MAX_DIM - 1:,})")
         return self.table_rows(weights_raw, "embedding", given.get("V"), default=default)
 
     def table_rows(self, weights_raw: dict[str, Any], name: str, declared: int | None, default: int | None) -> int:

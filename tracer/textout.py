@@ -239,12 +239,13 @@ def kind_word(kind: str) -> str:
 
 # -- generic writers -----------------------------------------------------------------
 
-def csv_text(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+def csv_text(header: Sequence[str] | None, rows: Iterable[Sequence[str]]) -> str:
     buf = io.StringIO()
     import csv  # here: only the CSV format needs it
 
     writer = csv.writer(buf, lineterminator="\n")
-    writer.writerow(header)
+    if header is not None:
+        writer.writerow(header)
     writer.writerows(rows)
     return buf.getvalue()
 
@@ -302,9 +303,16 @@ def position_cells(lead: Sequence[str], index: Sequence[int]) -> list[str]:
 
 def trace_csv(traces: Sequence[tuple[str, Sequence[Stage]]]) -> str:
     """Every (spec path, stages) pair under one header; W is the widest value axis of them all."""
+    return "".join(trace_csv_chunks(traces))
+
+
+def trace_csv_chunks(traces: Sequence[tuple[str, Sequence[Stage]]]) -> Iterator[str]:
+    """trace_csv's text, one stage at a time: a big trace is never held whole as text."""
     width = max((value_width(stages) for _, stages in traces), default=0)
-    rows = (row for path, stages in traces for stage in stages for row in stage_csv_rows(path, stage, width))
-    return csv_text(trace_csv_header(width), rows)
+    yield csv_text(trace_csv_header(width), [])
+    for path, stages in traces:
+        for stage in stages:
+            yield csv_text(None, stage_csv_rows(path, stage, width))
 
 
 def run_markdown(trace: Trace, stages: Sequence[Stage], b: int, t: int, precision: int,

@@ -68,8 +68,21 @@ class Source:
 def format_path(path: Path) -> str:
     out = ""
     for p in path:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+        out += f"[{p}]" if isinstance(p, int) else (f".{printable(p)}" if out else printable(p))
     return out or "(document)"
+
+
+# C0 and C1 controls, DEL, and the bidirectional overrides and isolates (text that reorders what follows it)
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """Text from a spec or a trace as it may be printed anywhere (terminal, Markdown, CSV, SVG, HTML): every
+    control character written as an escape (ESC as \\x1b, NUL as \\x00, a newline as \\n), so a name can
+    neither drive the terminal nor break a table row, a CSV record or an XML document."""
+    if not _UNPRINTABLE.search(text):
+        return text
+    return _UNPRINTABLE.sub(lambda m: {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(m.group(), m.group().encode("unicode_escape").decode("ascii")), text)
 
 
 def read_text(path: str) -> str:
@@ -267,7 +280,7 @@ class _Composer:
         text = ev.value
         if not ev.style:  # plain: numbers first, they are most of a spec
             if _INT_RE.match(text):
-                return int(text.replace("_", ""))
+                return _integer(text.replace("_", ""), 10)
             if _FLOAT_RE.match(text):
                 return float(text.replace("_", ""))
         return _scalar(self.resolve(ev), text, not ev.style)
@@ -297,6 +310,35 @@ class _Composer:
             raise SpecError(f"{self.where(mark)}: the document has more than {MAX_EXPANDED_NODES:,} values {how}")
 
 
+def _integer(text: str, base: int) -> int:
+    """An integer literal; ValueError unless a float64 can hold it (every number in a spec ends up as one).
+
+    The length is checked before converting, so a million-digit literal costs nothing.
+    """
+    digits = text.lstrip("+-")
+    bits_per_digit = {2: 1, 8: 3, 10: math.log2(10), 16: 4}[base]
+    if (len(digits.lstrip("0")) - 1) * bits_per_digit >= 1024:
+        raise ValueError(f"expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), "
+                         f"received an integer of {len(digits.lstrip('0'))} digits")
+    try:
+        value = int(text, base)
+    except ValueError:
+        raise ValueError(f"cannot read {abbreviate(text)!r} as an integer") from None
+    try:
+        float(value)  # rounds to the nearest float64: at 2**1024 - 2**970 and beyond, that is infinity
+    except OverflowError:
+        raise ValueError(f"expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), "
+                         f"received {abbreviate(text)}") from None
+    return value
+
+
+def abbreviate(text: str, most: int = 40) -> str:
+    """Text as written, cut in the middle when longer than ``most`` characters (a 400-digit literal in a message)."""
+    if len(text) <= most:
+        return text
+    return f"{text[:most // 2]}…{text[-8:]} ({len(text)} characters)"
+
+
 def _scalar(tag: str, text: str, plain: bool) -> Any:
     """The value of a scalar YAML resolved to ``tag``; ValueError with a short fact if there is none."""
     if not tag.startswith(_TAG) or tag[len(_TAG):] not in {"str", "int", "float", "bool", "null"}:
@@ -314,18 +356,11 @@ def _scalar(tag: str, text: str, plain: bool) -> Any:
         t = text.replace("_", "")
         sign = -1 if t.startswith("-") else 1
         t = t.lstrip("+-")
-        try:
-            if t.startswith("0x"):
-                return sign * int(t[2:], 16)
-            if t.startswith("0b"):
-                return sign * int(t[2:], 2)
-            if t.startswith("0o"):
-                return sign * int(t[2:], 8)
-            if ":" in t:
-                raise ValueError
-            return sign * int(t, 10)
-        except ValueError:
-            raise ValueError(f"cannot read {text!r} as an integer") from None
+        base = {"0x": 16, "0b": 2, "0o": 8}.get(t[:2], 10)
+        digits = t[2:] if base != 10 else t
+        if ":" in t or not digits:
+            raise ValueError(f"cannot read {text!r} as an integer")
+        return sign * _integer(digits, base)
     # float
     t = text.lower().replace("_", "")
     if t in {".inf", "+.inf"}:

@@ -117,7 +117,7 @@ ACTIVATION_NAMES = ("GELU (tanh)", "SwiGLU", "GELU", "ReLU")
 
 # -- UI words ----------------------------------------------------------------------------
 
-KINDS = {"broadcast": "广播", "axis": "轴", "position": "位置", "nonfinite": "非有限值", "causality": "因果性"}
+KINDS = {"broadcast": "广播", "axis": "轴", "position": "位置", "nonfinite": "非有限值", "causality": "因果性", "verify": "核对"}
 
 UI: dict[str, str] = {
     # the trace table (Table 17.1's columns)
@@ -172,6 +172,7 @@ UI: dict[str, str] = {
     "pass": "通过",
     "fail": "不通过",
     "not applicable": "不适用",
+    "cannot measure": "无法测量",
     "permutation equivariance": "置换等变性",
     # tracer stages
     "formula": "公式",
@@ -383,7 +384,14 @@ TEMPLATES: dict[str, str] = {
     "an encoder-decoder has 'encoder' and 'decoder' sections instead of 'block'": "编码器—解码器用 'encoder' 和 'decoder' 两部分代替 'block'",
     "custom steps are for decoder-only models": "自定义步骤只用于仅解码器模型",
     "use norm_order here": "这里请用 norm_order",
-    "the output head belongs to the decoder": "输出层属于解码器",
+    "the output head belongs to the decoder: write head under decoder (an encoder has none)": "输出层属于解码器：请把 head 写在 decoder 下（编码器没有输出层）",
+    "expected a non-empty list of words, received {got!t}": "应为非空的词列表，实际为{got}",
+    "expected a word (text), received the number {v}; quote it ({q}) if it is a word: unquoted numbers in tokens are ids":
+        "应为词（文本），实际为数字 {v}；如果它是词，请加引号（{q}）：tokens 里不加引号的数字是 id",
+    "expected the name of a stage before this step (e.g. in: x, or in: [x, attention]), received {got!t}":
+        "应为本步骤之前某个阶段的名字（例如 in: x 或 in: [x, attention]），实际为{got}",
+    "expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), received {got}":
+        "应为绝对值小于约 1.8e308 的数（float64 能表示的最大值），实际为{got}",
     "S (source positions) belongs to model: encoder-decoder": "S（源位置数）属于 model: encoder-decoder",
     "{letter} = {given} but the input has {letter} = {found}": "{letter} = {given}，但输入的 {letter} = {found}",
     "an output head needs token input (it scores the vocabulary)": "输出层需要 token 输入（它给词表打分）",
@@ -500,7 +508,7 @@ TEMPLATES: dict[str, str] = {
     "no stage is called {name}": "没有叫 {name} 的阶段",
     "no stage is called {name} (`tracer stages` lists every name)": "没有叫 {name} 的阶段（`tracer stages` 列出所有名字）",
     "{opt} {v} is out of range: {letter} = {a} in A, {b} in B (give 0 to {last})": "{opt} {v} 超出范围：A 中 {letter} = {a}，B 中为 {b}（请给 0 到 {last}）",
-    "{opt} {v} is not allowed: give a number of 0 or more": "{opt} {v} 不允许：请给 0 或更大的数",
+    "expected a finite number of 0 or more (such as 1e-9), received {v}": "应为 0 或更大的有限数（例如 1e-9），实际为 {v}",
     "--svg and --html name the same file {f}: give each its own name": "--svg 和 --html 指向同一个文件 {f}：请各给一个名字",
     "expected a file name such as {f}": "应为文件名，例如 {f}",
     "{opt} would overwrite the input {f}": "{opt} 会覆盖输入 {f}",
@@ -697,6 +705,11 @@ TEMPLATES: dict[str, str] = {
     "the block's mask is {mask}, not causal: later positions may be read by design": "块的掩码是 {mask}，不是 causal：按设计可以读取后面的位置",
     "T = 1: there is no later position to perturb": "T = 1：没有后面的位置可以扰动",
     "T = 1: there is nothing to permute": "T = 1：没有可以重排的东西",
+    "stage {stage} is NaN in both runs at {n} of its {m} compared values (stages with such values: {k}): NaN cannot show a change, so the probe "
+    "cannot tell whether the property holds; probe a spec whose run has no NaN":
+        "阶段 {stage} 在两次运行中都是 NaN（比较的 {m} 个值中有 {n} 个；有此类值的阶段：{k}）：NaN 显示不出变化，"
+        "所以探测无法判断性质是否成立；请探测运行中没有 NaN 的 spec",
+    "the probe cannot measure {names}: {evidence!T}": "探测无法测量{names}：{evidence}",
     "an encoder-decoder has two inputs; Example 17.1's property is about one block's rows":
         "编码器—解码器有两份输入；例 17.1 的性质说的是一个块的各行",
     "perturbing {later!t} changed stage {stage} at {earlier!t} by up to {d}: {who!t} on later ones, although the mask is causal":
