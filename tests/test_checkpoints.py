@@ -410,6 +410,8 @@ def test_import_never_overwrites_a_users_file(tmp_path: Path, gpt2: dict[str, np
     ours.write_text(edited)
     assert_refused(run_app("import", str(tmp_path / "gpt2"), "-o", str(ours)), "is not a YAML file tracer wrote")
     assert ours.read_text() == edited  # edited since tracer wrote it: no longer provably its own
+    assert run_app("import", str(tmp_path / "gpt2"), "-o", str(ours), "--force").returncode == 0
+    assert "# my note" not in ours.read_text()  # --force: the user said so
 
 
 @pytest.mark.parametrize(("args", "fragments"), [

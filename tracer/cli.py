@@ -610,7 +610,7 @@ def import_(
     checkpoint: Annotated[str, typer.Argument(metavar="CHECKPOINT", show_default=False,
                                               help="A Hugging Face model folder, or a .safetensors, .npz or PyTorch .pt/.bin file.")],
     output: Annotated[str | None, typer.Option("--output", "-o", show_default=False,
-                                               help="Write the spec to this file (replacing only a spec tracer import wrote) instead of stdout.")] = None,
+                                               help="Write the spec to this file (replacing only a spec tracer import wrote and nobody edited since, unless --force) instead of stdout.")] = None,
     layout: Annotated[str | None, typer.Option("--layout", metavar="gpt2|torch|...", show_default=False,
                                                help="How the checkpoint's tensors map onto tracer's weights. Default: config.json's model_type.")] = None,
     layers: Annotated[str | None, typer.Option("--layers", metavar="FIRST-LAST", show_default=False,
@@ -620,13 +620,14 @@ def import_(
     heads: Annotated[int | None, typer.Option("--heads", metavar="H", show_default=False,
                                               help="Number of heads, when the checkpoint does not record it (a PyTorch state dict).")] = None,
     length: Annotated[int, typer.Option("--length", metavar="T", help="Positions of the random input when --tokens is not given.")] = 8,
+    force: ForceOption = False,
 ) -> None:
     """Write a spec that traces a real checkpoint: dims and settings from its config, weights read from the file."""
 
     def body() -> int:
         from .checkpoints.importer import import_checkpoint
 
-        result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length)
+        result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length, force)
         if output is None:
             sys.stdout.write(result.text)
         else:

@@ -196,13 +196,13 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
 
 
 def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = None, layers: str | None = None,
-                      tokens: str | None = None, heads: int | None = None, length: int = 8) -> Imported:
+                      tokens: str | None = None, heads: int | None = None, length: int = 8, force: bool = False) -> Imported:
     """Build the spec for ``checkpoint``, check that it loads, and write it to ``output`` (or return it for stdout)."""
     from ..outputs import check_output, text_mark, write_atomic
     from ..spec import load_spec_text
 
     if output is not None:
-        check_output(output, "-o", [checkpoint], "yaml")
+        check_output(output, "-o", [checkpoint], "yaml", force)
         folder = os.path.dirname(os.path.abspath(output))
         shown = os.path.relpath(os.path.abspath(checkpoint), folder)
     else:
@@ -214,5 +214,5 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
     load_spec_text(text, output if output is not None else "<stdout>")  # it runs as written, or nothing is written
     if output is not None:
         body = text.encode("utf-8")
-        write_atomic(output, lambda fh: fh.write(text_mark("yaml", body) + body), "-o", "yaml")
+        write_atomic(output, lambda fh: fh.write(text_mark("yaml", body) + body), "-o", "yaml", force)
     return Imported(text, summary)
