@@ -72,18 +72,25 @@ def where(text: str, needle: str, nth: int = 1) -> str:
     return f"{text.count(chr(10), 0, i) + 1}:{i - text.rfind(chr(10), 0, i)}"
 
 
+def _runner():
+    """typer's CliRunner with stderr apart from stdout: click < 8.2 mixes them unless told not to."""
+    import inspect
+
+    from typer.testing import CliRunner
+
+    return CliRunner(mix_stderr=False) if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters else CliRunner()
+
+
 def run_app(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run `tracer ARGS` in this process (typer's CliRunner): the same app, exit codes and output as run_cli,
     about ten times faster; for tests that run many specs.  run_cli stays the end-to-end check."""
-    from typer.testing import CliRunner
-
     from tracer.cli import app
 
     old = os.getcwd()
     os.chdir(cwd or REPO)
     try:
         env: dict[str, str | None] = {"NO_COLOR": None, "FORCE_COLOR": None, "COLUMNS": None, **dict.fromkeys(LOCALE)}
-        res = CliRunner().invoke(app, list(args), env=env)
+        res = _runner().invoke(app, list(args), env=env)
     finally:
         os.chdir(old)
     if res.exception is not None and not isinstance(res.exception, SystemExit):

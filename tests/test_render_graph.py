@@ -31,7 +31,7 @@ def rows(text: str) -> list[tuple[str, str, str]]:
     """(rail, stage, shape) of every drawn stage row, in order."""
     out = []
     for line in text.splitlines():
-        m = re.match(r"│ (.)   (\(not recorded\)|\S+) +(\[[A-Za-z_,]+\] = \[[0-9,]+\])", line)
+        m = re.match(r"│ (.) {2,5}(\(not recorded\)|\S+) +(\[[A-Za-z_,]+\] = \[[0-9,]+\])", line)  # rich pads the rail by a version's own rule
         if m:
             out.append(m.groups())
     return out

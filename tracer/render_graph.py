@@ -436,7 +436,7 @@ class Figure:
         self.sections = localise(Graph(spec).sections())
         self.widths = _widths(self.sections)
         table_width = sum(self.widths) + 2 * (len(self.widths) - 1)  # one cell of padding each side, none at the edges
-        self.width = max([table_width] + [cell_len(s.title) + 4 for s in self.sections]) + 4  # borders and padding
+        self.width = max([table_width] + [cell_len(s.title) + 4 for s in self.sections]) + 5  # borders and padding, and a cell rich 13 pads the rail with
 
     def header(self) -> Text:
         spec = self.spec

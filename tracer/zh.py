@@ -723,6 +723,12 @@ TEMPLATES: dict[str, str] = {
         "每个头 {nq} × {nk} 个格子，太多，无法逐个打印：每格是一块 {rb} 个{q} × {cb} 个{k}的平均权重（{r} × {c} 块，最后几块较小）",
     "shades are relative to the largest mean in each head": "深浅相对于每个头中最大的均值",
     "a cell is · only when its whole block is masked": "只有整块都被遮挡时格子才是 ·",
+    # slips of a Chinese keyboard and of the tab key (yamlslips)
+    "{what!t} '{char}' ({code}), as a Chinese keyboard types it; YAML reads only ASCII punctuation: type {fix!t} instead":
+        "{what} '{char}'（{code}），是中文输入法打出的；YAML 只认 ASCII 标点：请改为 {fix}",
+    "{what!t} ({code}), as a Chinese keyboard types it; YAML reads only ASCII punctuation: type {fix!t} instead":
+        "{what}（{code}），是中文输入法打出的；YAML 只认 ASCII 标点：请改为 {fix}",
+    "a tab at {line}:{col}; YAML indents with spaces": "第 {line} 行第 {col} 列是制表符（Tab）；YAML 只用空格缩进",
 }
 
 
@@ -730,6 +736,16 @@ TEMPLATES: dict[str, str] = {
 # pattern such as 'dims.{letter} = {n}' cannot take over a sentence.
 FRAGMENTS: dict[str, str] = {
     **KINDS,
+    "a full-width comma": "全角逗号",
+    "a full-width colon": "全角冒号",
+    "a full-width semicolon": "全角分号",
+    "a full-width bracket": "全角方括号",
+    "a full-width brace": "全角花括号",
+    "a full-width parenthesis": "全角圆括号",
+    "a full-width space": "全角空格",
+    "':' and a space": "':' 加一个空格",
+    "',' (YAML separates items with commas)": "','（YAML 用逗号分隔各项）",
+    "a space": "一个空格",
     "{a} or {b}": "{a} 或 {b}",
     "layer {name}": "层 {name}",
     "encoder layer {name}": "编码器层 {name}",
