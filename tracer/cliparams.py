@@ -74,5 +74,5 @@ def install() -> None:
             return PlainRuntimeParam(parameter_info=info, annotation=descriptor.annotation)
         return original(descriptor)
 
-    core.build_runtime_param = build_runtime_param
+    setattr(core, "build_runtime_param", build_runtime_param)  # noqa: B010 (an older typer's stubs have no such attribute)
     _installed = True
