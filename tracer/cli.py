@@ -432,9 +432,11 @@ def validate(
     record: Annotated[str, typer.Option("--record", metavar="all|main|stats", help="The recording the memory estimate assumes.")] = "all",
     lang: LangOption = None,
 ) -> None:
-    """Check each SPEC without running it: one line per spec, 'ok' or the error.
+    """Check each SPEC without running it: one line per spec, 'ok', the violation a run would flag, or the error.
 
-    Exit code: 0 when every spec is valid, 2 when any is not.
+    What the shapes and settings alone show (beta: [0], LayerNorm over T, softmax over queries, positions
+    beyond T_max) is reported as tracer run reports it.  Exit code: the worst of 0 valid, 1 a run would
+    flag a violation, 2 not valid.
     """
 
     def body() -> int:
@@ -450,6 +452,15 @@ def validate(
                 est = memory.check_run(s, memory.policy_for(s, record, None, 0, 0), max_memory)
                 line = f"{path}: ok, needs about {memory.format_size(est.total)} to run (--record {record})"
                 code = EXIT_OK
+                from .static import violations
+
+                found = violations(s)
+                if found:
+                    from .i18n import tr
+                    from .textout import kind_word
+
+                    line = message(f"{path}: {found[0].message}") + tr(" ({kind} violation: tracer run flags it)", kind=kind_word(found[0].kind))
+                    code = EXIT_VIOLATION
             except TracerError as e:
                 line, code = str(e), e.exit_code
             except Exception as e:  # a bug: say so for this spec, go on with the others
