@@ -395,3 +395,45 @@ def test_saved_trace_of_a_stack_keeps_its_layer_stages(tmp_path):
     assert doc["same"] is True
     assert "blocks.1.norm2" in [s["name"] for s in doc["stages"]]
     assert "blocks.0.attn.q" not in [s["name"] for s in doc["stages"]]
+
+
+# -- a label is not a computation: block.steps that compute the preset block are the preset block ------
+PRESET_STEPS = """  steps:
+    - {name: norm1, op: layer_norm, in: x, weights: norm1}
+    - {name: attention, op: mha, in: norm1, weights: attn}
+    - {name: residual1, op: add, in: [x, attention]}
+    - {name: norm2, op: layer_norm, in: residual1, weights: norm2}
+    - {name: hidden, op: ffn_hidden, in: norm2, weights: ffn}
+    - {name: ffn, op: ffn_out, in: hidden, weights: ffn}
+    - {name: output, op: add, in: [residual1, ffn]}
+"""
+
+
+def _written_out(tmp_path, steps: str = PRESET_STEPS):
+    text = (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8")
+    line = next(ln for ln in text.splitlines(keepends=True) if ln.lstrip().startswith("norm_order: pre"))
+    return write_spec(tmp_path, text.replace(line, steps), "custom.yaml")
+
+
+def test_the_preset_written_as_steps_is_the_same_block(tmp_path):
+    ref = tmp_path / "reference.json"
+    r = run_app("run", str(SPECS / "ch17-prenorm.yaml"), "--json")
+    ref.write_text(r.stdout, encoding="utf-8")
+    custom = _written_out(tmp_path)
+    for a in (str(ref), str(SPECS / "ch17-prenorm.yaml")):
+        d = run_app("diff", a, str(custom), "--json")
+        doc = json.loads(d.stdout)
+        assert d.returncode == 0, d.stdout[-800:]
+        assert doc["settings"]["differences"] == [] and doc["structure"]["differences"] == []
+    swapped = _written_out(tmp_path, PRESET_STEPS.replace("in: [x, attention]", "in: [attention, x]"))  # x + U = U + x
+    assert run_app("diff", str(ref), str(swapped)).returncode == 0
+
+
+def test_steps_that_compute_something_else_still_differ(tmp_path):
+    wrong = _written_out(tmp_path, PRESET_STEPS.replace("in: [residual1, ffn]", "in: [x, ffn]"))
+    d = run_app("diff", str(SPECS / "ch17-prenorm.yaml"), str(wrong), "--json")
+    doc = json.loads(d.stdout)
+    assert d.returncode == 1 and doc["structure"]["differences"]
+    assert all(s["field"] != "block.norm_order" for s in doc["settings"]["differences"])
+    post = run_app("diff", str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml"), "--json")
+    assert {"field": "block.norm_order", "a": "pre", "b": "post"} in json.loads(post.stdout)["settings"]["differences"]

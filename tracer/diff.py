@@ -185,7 +185,9 @@ def expr(step: Step) -> str:
 
 
 def _same_step(a: Step, b: Step) -> bool:
-    return (a.op, a.inputs, a.weights) == (b.op, b.inputs, b.weights)
+    """The same computation: the same op on the same stages with the same weights (an add's operands in either order)."""
+    ins_a, ins_b = (sorted(a.inputs), sorted(b.inputs)) if a.op == b.op == "add" else (list(a.inputs), list(b.inputs))
+    return (a.op, ins_a, a.weights) == (b.op, ins_b, b.weights)
 
 
 @dataclass
@@ -305,9 +307,14 @@ class WeightRow:
 
 
 def compare_settings(a: Side, b: Side) -> list[SettingRow]:
+    """Settings that change what is computed.  norm_order is a label when a side writes its own steps
+    (norm_order: custom): the step lists say what each side computes, and structure_lines compares them."""
     rows = []
+    custom = "custom" in (a.block.get("norm_order"), b.block.get("norm_order"))
     for group, da, db in (("dims", a.dims, b.dims), ("block", a.block, b.block)):
         for key in align(list(da), list(db)):
+            if custom and group == "block" and key == "norm_order":
+                continue
             va, vb = da.get(key), db.get(key)
             if va != vb or isinstance(va, bool) != isinstance(vb, bool):  # True == 1 in Python
                 rows.append(SettingRow(f"{group}.{key}", va, vb))
