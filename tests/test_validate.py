@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import json
+from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, SPECS, run_app, run_cli, write_spec
