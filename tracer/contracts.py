@@ -7,6 +7,7 @@ kind, whichever asks.  ``violation`` turns a broken contract into the Violation 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .blocks import Step, shape_label
@@ -61,7 +62,7 @@ def vector(name: str, shape: Shape, width: int, axis: str) -> None:  # exactly [
         numpy_would=f"repeat {name}'s single value across all {width} coordinates without complaint",
         why=f"{name} should hold one learned value per coordinate; a stretched value silently ties all {width} together",
         rule=f"{name} holds exactly one value per coordinate: [{axis}] = [{width}]",
-        axes={name: (axis,)},
+        axes={name: ("?",) * len(shape)},  # its size is not the axis's: no letter would be true
     )
 
 
@@ -140,13 +141,33 @@ def broadcast_why(axes: tuple[str, ...], shapes: list[Shape]) -> str:
     return "; ".join(reasons) + " (a residual adds each sample's and position's own update, section 17.2)"
 
 
-def violation(bc: BrokenContract, stage: str, axes: tuple[str, ...]) -> Violation:
-    """A broken contract as the run flags it at `stage` (whose axes are `axes`)."""
+def operand_axes(step: Step, axes_of: Callable[[str], tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """The axis letters of each operand a kernel may name: the stages the step reads ('left' and 'right' when
+    it adds a stage to itself), so a [B,T,F] operand is labelled [B,T,F], not with the step's own letters."""
+    out = {name: axes_of(name) for name in step.inputs}
+    if len(step.inputs) == 2:
+        out.update(left=axes_of(step.inputs[0]), right=axes_of(step.inputs[1]))
+    return out
+
+
+def violation(bc: BrokenContract, stage: str, axes: tuple[str, ...], operands: dict[str, tuple[str, ...]] | None = None) -> Violation:
+    """A broken contract as the run flags it at `stage` (whose axes are `axes`).  Every shape carries the
+    letters of its own axes: an operand's stage's, a weight's due letters, else the step's; a weight whose
+    size is not its axis's (beta [1] where [C] = [2] is due) is printed [?] = [1]."""
+    operands = operands or {}
+
+    def label(name: str, shape: Shape) -> str:
+        own = bc.axes.get(name) or operands.get(name)
+        if own is not None and len(own) == len(shape):
+            return shape_label(own, shape)
+        if len(operands) == 0 or name not in operands:
+            return axes_label(shape, axes)
+        return shape_label(("?",) * len(shape), shape)
+
     why = bc.why or (broadcast_why(axes, list(bc.operands.values())) if bc.kind == "broadcast" else "")
     return Violation(
         kind=bc.kind, stage=stage, message=f"{stage}: {bc.fact}",
-        shapes={name: shape_label(bc.axes[name], shape) if name in bc.axes else axes_label(shape, axes)
-                for name, shape in bc.operands.items()},
+        shapes={name: label(name, shape) for name, shape in bc.operands.items()},
         rule=bc.rule or bc.fact, numpy_would=bc.numpy_would, why=why,
     )
 

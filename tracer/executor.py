@@ -19,7 +19,7 @@ import numpy as np
 
 from . import kernels
 from .blocks import ATTN_MEANINGS, Step, internal_prefix
-from .contracts import position_violation, violation
+from .contracts import operand_axes, position_violation, violation
 from .errors import BrokenContract, ShapeError, Violation
 from .memory import RecordPolicy, plan_stages
 from .params import load_inputs, load_params
@@ -210,12 +210,13 @@ class Executor:
         return self.spec.stage_shapes[stage][0]
 
     # -- violations -------------------------------------------------------
-    def guarded(self, stage: str, axes: tuple[str, ...], compute: Callable[[kernels.Strict], np.ndarray]) -> np.ndarray:
+    def guarded(self, stage: str, axes: tuple[str, ...], compute: Callable[[kernels.Strict], np.ndarray],
+                operands: dict[str, tuple[str, ...]] | None = None) -> np.ndarray:
         """Run ``compute`` collecting every broken contract; flag each; the result is what NumPy computes."""
         broken: list[BrokenContract] = []
         out = compute(broken)
         for bc in broken:
-            self.flag(violation(bc, stage, axes))
+            self.flag(violation(bc, stage, axes, operands))
         return out
 
     def flag(self, v: Violation) -> None:
@@ -276,7 +277,7 @@ class Executor:
 
     def record_step(self, step: Step, compute: Callable[[kernels.Strict], np.ndarray]) -> np.ndarray:
         axes = self.axes(step.name)
-        return self.rec(step.name, self.guarded(step.name, axes, compute), axes, step.meaning)
+        return self.rec(step.name, self.guarded(step.name, axes, compute, operand_axes(step, self.axes)), axes, step.meaning)
 
 
 # -- entry and exit ----------------------------------------------------------

@@ -21,7 +21,7 @@ from typing import Any
 
 from . import contracts
 from .blocks import Step, internal_prefix
-from .contracts import position_violation, violation
+from .contracts import operand_axes, position_violation, violation
 from .errors import BrokenContract, ShapeError, Violation
 from .spec import Spec
 
@@ -85,7 +85,8 @@ def step_violations(spec: Spec, step: Step) -> list[Violation]:
         return [] if v is None else [v]
     over_queries = step.op in ("mha", "cross_mha") and step.axis == "queries"
     axes = spec.stage_shapes[f"{internal_prefix(step)}.scores" if over_queries else step.name][0]  # as the executor labels them
-    return [violation(bc, step.name, axes) for bc in broken_contracts(spec, step)]
+    operands = None if over_queries else operand_axes(step, lambda name: spec.stage_shapes[name][0])
+    return [violation(bc, step.name, axes, operands) for bc in broken_contracts(spec, step)]
 
 
 def violations(spec: Spec) -> list[Violation]:
