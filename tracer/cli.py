@@ -474,6 +474,35 @@ def validate(
     guarded(body, lang)
 
 
+@app.command()
+def check(
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec whose stage was worked out by hand.", show_default=False)],
+    stage: Annotated[str, typer.Option("--stage", "-s", autocompletion=complete_stage, show_default=False,
+                                       help="The stage whose value was worked out (as tracer run names it).")],
+    expect: Annotated[str, typer.Option("--expect", "-e", metavar="NUMBERS", show_default=False,
+                                        help='The hand-worked value at --pos and --batch, e.g. "[1, -2, -1]".')],
+    pos: Annotated[int, typer.Option("--pos", "-t", help="Position of the value (-1: the last).")] = 0,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sample of the value (-1: the last).")] = 0,
+    precision: Annotated[int, typer.Option("--precision", "-p", help="Decimals that must agree, as tracer run --precision prints them.")] = 6,
+    lang: LangOption = None,
+) -> None:
+    """Check a hand-worked value: right or wrong to the printed precision.
+
+    Exit code: 0 right, 1 wrong, 2 a bad spec, stage or option.
+    """
+
+    def body() -> int:
+        from .check import check as check_value
+        from .i18n import message
+
+        check_precision(precision)
+        verdict = check_value(spec, stage, expect, pos, batch, precision)
+        sys.stdout.write(message(verdict.line) + "\n")
+        return verdict.exit_code
+
+    guarded(body, lang)
+
+
 def export_targets(svg: str | None, html: str | None, inputs: list[str], form: str) -> "list[Target]":
     """--svg / --html, checked before anything runs (never over an input, never somewhere unwritable)."""
     if svg is None and html is None:

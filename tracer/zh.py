@@ -727,6 +727,16 @@ TEMPLATES: dict[str, str] = {
     "{what!t} ({code}), as a Chinese keyboard types it; YAML reads only ASCII punctuation: type {fix!t} instead":
         "{what}（{code}），是中文输入法打出的；YAML 只认 ASCII 标点：请改为 {fix}",
     "a tab at {line}:{col}; YAML indents with spaces": "第 {line} 行第 {col} 列是制表符（Tab）；YAML 只用空格缩进",
+    # tracer check
+    "right: {stage} at b={b}, t={t} is {v} to {p} decimals": "正确：{stage} 在 b={b}, t={t} 处是 {v}（精确到 {p} 位小数）",
+    "wrong: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}": "错误：{stage} 在 b={b}, t={t} 处有 {n} 个数（该阶段是 {shape}）；你给了 {m} 个",
+    "wrong: {stage} at b={b}, t={t}: entry {i} of {v} differs at {p} decimals (counting from 0)": "错误：{stage} 在 b={b}, t={t} 处：{v} 的第 {i} 项在 {p} 位小数上不同（从 0 数起）",
+    "wrong: {stage} at b={b}, t={t}: entries {i!a} of {v} differ at {p} decimals (counting from 0)": "错误：{stage} 在 b={b}, t={t} 处：{v} 的第 {i} 项在 {p} 位小数上不同（从 0 数起）",
+    "cannot check {stage} at b={b}, t={t}: the run stopped at a {stopped!t} before reaching it (tracer run {path})":
+        "无法检查 {stage} 在 b={b}, t={t} 处的值：运行在到达它之前停在了{stopped}（tracer run {path}）",
+    "--expect {text!a}: expected a list of numbers such as [1, -2, -1]": "--expect {text}：应为数的列表，例如 [1, -2, -1]",
+    "{option} {n} is out of range: {axis} = {size} ({what!t} 0 to {last}, or -1 to -{size} from the end)":
+        "{option} {n} 超出范围：{axis} = {size}（{what} 0 到 {last}，或从末尾数 -1 到 -{size}）",
 }
 
 
@@ -734,6 +744,8 @@ TEMPLATES: dict[str, str] = {
 # pattern such as 'dims.{letter} = {n}' cannot take over a sentence.
 FRAGMENTS: dict[str, str] = {
     **KINDS,
+    "positions": "位置",
+    "samples": "样本",
     "a full-width comma": "全角逗号",
     "a full-width colon": "全角冒号",
     "a full-width semicolon": "全角分号",
