@@ -727,6 +727,9 @@ TEMPLATES: dict[str, str] = {
     "{what!t} ({code}), as a Chinese keyboard types it; YAML reads only ASCII punctuation: type {fix!t} instead":
         "{what}（{code}），是中文输入法打出的；YAML 只认 ASCII 标点：请改为 {fix}",
     "a tab at {line}:{col}; YAML indents with spaces": "第 {line} 行第 {col} 列是制表符（Tab）；YAML 只用空格缩进",
+    # examples/coursework/grade.py's notes
+    "lost: {parts}": "失分：{parts}",
+    "{kind!t} violation: {rest!T}": "{kind}违规：{rest}",
     # tracer check
     "right: {stage} at b={b}, t={t} is {v} to {p} decimals": "正确：{stage} 在 b={b}, t={t} 处是 {v}（精确到 {p} 位小数）",
     "wrong: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}": "错误：{stage} 在 b={b}, t={t} 处有 {n} 个数（该阶段是 {shape}）；你给了 {m} 个",
