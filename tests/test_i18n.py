@@ -279,7 +279,7 @@ def test_file_errors_in_zh(tmp_path, make, chinese):
 
 
 @pytest.mark.parametrize("args, chinese", [
-    (["run", "specs/ch17-prenorm.yaml", "--pos", "7"], "--pos 7 超出范围：T = 3（位置 0 到 2）"),
+    (["run", "specs/ch17-prenorm.yaml", "--pos", "7"], "--pos 7 超出范围：T = 3（位置 0 到 2，或从末尾数 -1 到 -3）"),
     (["run", "specs/ch17-prenorm.yaml", "--format", "yaml"], "--format yaml：应为 table | json | csv | markdown 之一"),
     (["run", "specs/ch17-prenorm.yaml", "--stage", "norm9"], "--stage norm9：specs/ch17-prenorm.yaml 中没有这个名字的阶段；是不是想写 'norm2' 或 'norm1'？"),
     (["stages", "nrom1"], "没有叫 'nrom1' 的阶段；是不是想写 'norm1' 或 'norm2'？（`tracer stages` 列出所有名字）"),
@@ -366,7 +366,7 @@ COVERED = [
     "s.yaml:1:4: a: the tag '!custom' is not allowed; tracer reads plain YAML only",
     "spec.yaml:2:17: input.tokens: token id 5 is out of range: the embedding table has V = 2 rows (ids 0 to 1)",
     "--precision 18 is out of range: give 0 to 17",
-    "--pos 7 is out of range: T = 3 (positions 0 to 2)",
+    "--pos 7 is out of range: T = 3 (positions 0 to 2, or -1 to -3 from the end)",
     "--format yaml: expected one of table | json | csv | markdown",
     "norm1: beta has shape [1] where [C] = [2] is due",
     "residual1: x [2, 5, 16] and update0 [1, 5, 16] differ; an elementwise add needs equal shapes",

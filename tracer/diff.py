@@ -533,10 +533,13 @@ def _stage_json(r: StageRow) -> dict[str, Any]:
             "where": None if r.where is None else list(r.where)}
 
 
-def _check_index(option: str, value: int, letter: str, a: Side, b: Side) -> None:
+def _check_index(option: str, value: int, letter: str, a: Side, b: Side) -> int:
+    """The index counted from the front: -1 is the last of the longer side, as in Python."""
     na, nb = a.dims.get(letter, 1), b.dims.get(letter, 1)
-    if not 0 <= value < max(na, nb):
-        raise UsageError(f"{option} {value} is out of range: {letter} = {na} in A, {nb} in B (give 0 to {max(na, nb) - 1})")
+    n = max(na, nb)
+    if not -n <= value < n:
+        raise UsageError(f"{option} {value} is out of range: {letter} = {na} in A, {nb} in B (give 0 to {n - 1}, or -1 to -{n} from the end)")
+    return value % n
 
 
 def _visible(stages: dict[str, Stage], show_all: bool) -> dict[str, Stage]:
@@ -552,8 +555,8 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
     a = load_side(path_a, "A", keep_going)
     b = load_side(path_b, "B", keep_going)
     check_violations((a, b), keep_going)
-    _check_index("--batch", batch, "B", a, b)
-    _check_index("--pos", pos, "T", a, b)
+    batch = _check_index("--batch", batch, "B", a, b)
+    pos = _check_index("--pos", pos, "T", a, b)
 
     notes = []
     stages_a, stages_b = _visible(a.stages, show_all), _visible(b.stages, show_all)
