@@ -122,6 +122,7 @@ UI: dict[str, str] = {
     "stage": "记录名",
     "what it is": "阶段",
     "value at b={b}, t={t}{word}": "b={b}, t={t}{word} 处的值",
+    "value at b=0, t=0{word}": "第一个位置{word}",  # Table 17.1's own head for the value column
     "shape": "整个数组的 shape",
     "max |NumPy - reference|": "max |NumPy - 参考实现|",
     "not checked": "未核对",
@@ -628,8 +629,8 @@ TEMPLATES: dict[str, str] = {
     "{label} normalises after each residual add: {norms}": "{label} 在每次残差相加之后归一化：{norms}",
     "{label} normalises after a residual add: {norms}": "{label} 在一次残差相加之后归一化：{norms}",
     "{label} normalises only what the sublayers read": "{label} 只归一化子层读取的输入",
-    "the residual stream is never normalised": "残差流本身从不归一化",
-    "the residual stream is never normalised: {where!t}": "残差流本身从不归一化：{where}",
+    "the residual stream is never normalised": "残差路径本身从不归一化",
+    "the residual stream is never normalised: {where!t}": "残差路径本身从不归一化：{where}",
     "{name} = {expr} only in A": "{name} = {expr} 只在 A 中",
     "{name} = {expr} only in B": "{name} = {expr} 只在 B 中",
     "{name} = {a} in A, {b} in B": "{name} 在 A 中 = {a}，在 B 中 = {b}",
@@ -658,7 +659,7 @@ TEMPLATES: dict[str, str] = {
     "settings differ: {what!t}": "设置不同：{what}",
     # -- tracer graph --
     "before the block ": "进入块之前",
-    "the residual stream, into this path": "残差流，进入这条路径",
+    "the residual stream, into this path": "残差路径上的值，进入这条路径",
     "x goes two ways: through the steps on the rail, and unchanged into the add.": "x 分两路：一路经过竖线上的各步骤，一路原样进入相加。",
     "{x} goes two ways: through the steps on the rail, and unchanged into the add.": "{x} 分两路：一路经过竖线上的各步骤，一路原样进入相加。",
     "Positions are added here, before the block: a position is not a token appended to the sequence.":
