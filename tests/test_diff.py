@@ -437,3 +437,20 @@ def test_steps_that_compute_something_else_still_differ(tmp_path):
     assert all(s["field"] != "block.norm_order" for s in doc["settings"]["differences"])
     post = run_app("diff", str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml"), "--json")
     assert {"field": "block.norm_order", "a": "pre", "b": "post"} in json.loads(post.stdout)["settings"]["differences"]
+
+
+def test_at_100_columns_a_c2_table_keeps_its_shapes_whole():
+    import io
+
+    from rich.console import Console
+
+    from tracer.render_diff import diff_view
+
+    r = diffing.diff(str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml"))
+    c = Console(width=100, file=io.StringIO(), no_color=True, emoji=False, highlight=False)
+    c.print(diff_view(r, 6))
+    out = c.file.getvalue()
+    assert max(len(line) for line in out.splitlines()) <= 100
+    rows = [line for line in out.splitlines() if line.startswith("│ ") and "[B,T,C] = [1,3,2]" in line]
+    assert len(rows) >= 9  # one shape column (the same on both sides), never folded: was '[B,T,C] =' / '[1,3,2]' twice a row
+    assert "shape in A" not in out
