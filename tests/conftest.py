@@ -19,6 +19,28 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook turns "auto" into a number of workers
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """The whole suite (`python -m pytest`, no paths) runs in parallel with pytest-xdist, a worker a core, unless
+    told otherwise (-n 0, -p no:xdist, --pdb); a file or a test named on the command line runs in this process,
+    where starting workers would cost more than it saves.  Without pytest-xdist everything runs in this process."""
+    opt = config.option
+    whole = getattr(config, "args_source", None) == pytest.Config.ArgsSource.TESTPATHS
+    if (whole and config.pluginmanager.hasplugin("xdist") and getattr(opt, "numprocesses", 0) is None and not getattr(opt, "usepdb", False)
+            and getattr(opt, "dist", "no") == "no" and "PYTEST_XDIST_WORKER" not in os.environ):
+        opt.numprocesses = "auto"
+
+
+# Hypothesis: the same examples every run; CI (which sets CI) gets the full budgets, see test_fuzz.
+try:
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("tracer", derandomize=True, database=None)
+    _hypothesis_settings.load_profile("tracer")
+except ImportError:  # pragma: no cover - hypothesis is in the test extra
+    pass
+
+
 LOCALE = ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")  # tracer's default language follows LC_ALL, LC_MESSAGES, LANG
 
 
@@ -104,18 +126,25 @@ def where(text: str, needle: str, nth: int = 1) -> str:
     return f"{text.count(chr(10), 0, i) + 1}:{i - text.rfind(chr(10), 0, i)}"
 
 
+def _runner():
+    """typer's CliRunner with stderr apart from stdout: click < 8.2 mixes them unless told not to."""
+    import inspect
+
+    from typer.testing import CliRunner
+
+    return CliRunner(mix_stderr=False) if "mix_stderr" in inspect.signature(CliRunner.__init__).parameters else CliRunner()
+
+
 def run_app(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run `tracer ARGS` in this process (typer's CliRunner): the same app, exit codes and output as run_cli,
     about ten times faster; for tests that run many specs.  run_cli stays the end-to-end check."""
-    from typer.testing import CliRunner
-
     from tracer.cli import app
 
     old = os.getcwd()
     os.chdir(cwd or REPO)
     try:
         env: dict[str, str | None] = {"NO_COLOR": None, "FORCE_COLOR": None, "COLUMNS": None, **dict.fromkeys(LOCALE)}
-        res = CliRunner().invoke(app, list(args), env=env)
+        res = _runner().invoke(app, list(args), env=env)
     finally:
         os.chdir(old)
     if res.exception is not None and not isinstance(res.exception, SystemExit):

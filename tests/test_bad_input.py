@@ -240,3 +240,41 @@ def test_bad_option_values(tmp_path: Path) -> None:
 def test_entry_point_gives_the_same_contract(tmp_path: Path) -> None:
     p = write_spec(tmp_path, GOOD.replace("C: 2,", "C: yes,"))
     assert_refused(run_cli("run", str(p)), f"{p}:1:11: dims.C", "boolean 'yes'")
+
+
+# -- what a Chinese keyboard types (full-width punctuation) and a tab key ---------------------------
+WORDS = "dims: {C: 2, H: 2, F: 3}\nvocab: [我, 喜欢, 你, 猫]\ninput: {tokens: [我, 喜欢, 你]}\nseed: 0\n"
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("old,new,char,field", [
+    ("tokens: [我, 喜欢, 你]", "tokens: [我，喜欢，你]", "，", "input.tokens[0]"),  # was: '我，喜欢，你' is not in the vocab
+    ("vocab: [我, 喜欢, 你, 猫]", "vocab: [我，喜欢，你，猫]", "，", "vocab[0]"),  # was: the vocab has 1 words
+    ("dims: {C: 2, H: 2", "dims: {C：2, H: 2", "：", "dims"),  # was: unknown key 'C：2'
+    ("seed: 0", "seed:\u30000", "\u3000", ""),
+])
+def test_a_chinese_keyboards_punctuation_is_named_in_both_languages(tmp_path: Path, lang: str, old: str, new: str, char: str,
+                                                                     field: str) -> None:
+    assert run_app("run", str(write_spec(tmp_path, WORDS))).returncode == 0
+    text = WORDS.replace(old, new)
+    i = text.index(char)
+    at = f"spec.yaml:{text.count(chr(10), 0, i) + 1}:{i - text.rfind(chr(10), 0, i)}: "
+    r = run_app("run", str(write_spec(tmp_path, text)), "--lang", lang)
+    if lang == "en":
+        assert_refused(r, at, f"U+{ord(char):04X}")
+    else:  # the same contract, in Chinese
+        assert r.returncode == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert r.stderr.startswith("tracer: 错误：") and at in r.stderr and f"U+{ord(char):04X}" in r.stderr
+    assert "vocab has" not in r.stderr and "not in the vocab" not in r.stderr and "unknown key" not in r.stderr  # the slip, not what it led to
+    if field:
+        assert f"{at}{field}: " in r.stderr
+    if lang == "zh":
+        assert "中文输入法" in r.stderr and "请改为" in r.stderr
+    else:
+        assert "as a Chinese keyboard types it" in r.stderr and "instead" in r.stderr
+
+
+@pytest.mark.parametrize("lang,words", [("en", "a tab at 2:1; YAML indents with spaces"), ("zh", "第 2 行第 1 列是制表符（Tab）；YAML 只用空格缩进")])
+def test_a_tab_in_the_indentation_is_named_in_both_languages(tmp_path: Path, lang: str, words: str) -> None:
+    r = run_app("validate", str(write_spec(tmp_path, "dims:\n\tC: 2\n")), "--lang", lang)
+    assert r.returncode == 2 and r.stdout.strip().endswith(f"spec.yaml:2:1: {words}"), r.stdout

@@ -205,9 +205,9 @@ def test_exit_codes_0_1_2(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--pos", "3"], "--pos 3 is out of range: T = 3 (positions 0 to 2)"),
-    (["--pos", "-1"], "--pos -1 is out of range: T = 3 (positions 0 to 2)"),
-    (["--batch", "1"], "--batch 1 is out of range: B = 1 (samples 0 to 0)"),
+    (["--pos", "3"], "--pos 3 is out of range: T = 3 (positions 0 to 2, or -1 to -3 from the end)"),
+    (["--pos", "-4"], "--pos -4 is out of range: T = 3 (positions 0 to 2, or -1 to -3 from the end)"),  # -1: the last
+    (["--batch", "1"], "--batch 1 is out of range: B = 1 (samples 0 to 0, or -1 to -1 from the end)"),
     (["--precision", "18"], "--precision 18 is out of range: give 0 to 17"),
     (["--precision", "-1"], "--precision -1 is out of range: give 0 to 17"),
 ])
@@ -281,3 +281,33 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(tmp_path):
     assert colour.search(on_tty())  # the violation is red on a terminal
     assert not colour.search(on_tty("--no-color"))
     assert not colour.search(on_tty(env={"NO_COLOR": "1"}))
+
+
+# -- issue 12: --help in words, --pos counted from the end ----------------------------------------------
+def test_help_shows_no_python_types_and_each_command_its_own_words():
+    from conftest import run_app
+
+    for command in ("run", "diff", "graph", "stages", "validate", "check", "probe", "new"):
+        r = run_app(command, "--help")
+        assert r.returncode == 0
+        assert not re.search(r"<(int|str|float|list\[[a-z]+\])>", r.stdout), (command, r.stdout)
+    stages = " ".join(run_app("stages", "--help").stdout.split())
+    assert "one row per stage name" in stages and "stage and position" not in stages
+    graph = " ".join(run_app("graph", "--help").stdout.split())
+    assert "--lang" in graph and "JSON" not in graph and "CSV" not in graph
+    run = " ".join(run_app("run", "--help").stdout.split())
+    assert "--pos T" in run and "--precision N" in run and "-f, --format FORMAT" in run
+
+
+def test_pos_counts_from_the_end_as_in_python():
+    from conftest import SPECS, run_app
+
+    spec = str(SPECS / "ch17-prenorm.yaml")  # T = 3
+    last, minus1 = run_app("run", spec, "--pos", "2", "--format", "markdown"), run_app("run", spec, "--pos", "-1", "--format", "markdown")
+    assert last.returncode == minus1.returncode == 0 and last.stdout == minus1.stdout and "t=2" in minus1.stdout
+    first = run_app("run", spec, "--pos", "-3")
+    assert first.returncode == 0 and "value at b=0, t=0" in first.stdout
+    beyond = run_app("run", spec, "--pos", "-4")
+    assert beyond.returncode == 2 and "--pos -4 is out of range: T = 3" in beyond.stderr
+    d = run_app("diff", spec, str(SPECS / "ch17-postnorm.yaml"), "--pos", "-1")
+    assert "A at b=0, t=2" in d.stdout

@@ -65,3 +65,46 @@ def test_missing_folder_is_exit_2():
     r = grade(str(COURSE / "no-such-folder"), str(COURSE / "reference"))
     assert r.returncode == 2
     assert "no-such-folder: no such folder" in r.stderr
+
+
+# -- the two hand-in layouts, and the sheet in the book's Chinese ----------------------------------------
+def _flat(tmp_path):
+    flat = tmp_path / "hand-in"
+    if flat.exists():
+        return flat
+    flat.mkdir()
+    for name in ("alice", "bob", "carol"):
+        shutil.copy(COURSE / "students" / name / "prenorm.yaml", flat / f"{name}.yaml")
+    return flat
+
+
+def test_a_flat_folder_of_name_yaml_is_one_student_a_file(tmp_path):
+    r = grade(str(_flat(tmp_path)), str(COURSE / "reference"))
+    assert r.returncode == 0, r.stderr
+    assert "a flat folder of NAME.yaml files, one student each; 3 students" in r.stderr
+    rows = [line.split()[:4] for line in r.stdout.splitlines()[1:4]]
+    assert rows == [["alice", "prenorm", "10/10", "same"], ["bob", "prenorm", "4/10", "different"],
+                    ["carol", "prenorm", "6/10", "violation"]]
+    assert "no reference" not in r.stdout
+    per_student = grade(str(COURSE / "students"), str(COURSE / "reference"))
+    assert "one folder per student (NAME/TASK.yaml); 3 students" in per_student.stderr
+
+
+def test_a_flat_folder_needs_its_task_when_there_are_several(tmp_path):
+    refs = tmp_path / "reference"
+    shutil.copytree(COURSE / "reference", refs)
+    shutil.copy(refs / "prenorm.json", refs / "other.json")
+    r = grade(str(_flat(tmp_path)), str(refs))
+    assert r.returncode != 0 and "give --task, one of other, prenorm" in r.stderr
+    r = grade(str(_flat(tmp_path)), str(refs), "--task", "prenorm")
+    assert r.returncode == 0 and r.stdout.count("prenorm") == 3 and "other" not in r.stdout
+
+
+def test_the_sheet_in_chinese(tmp_path):
+    r = grade(str(_flat(tmp_path)), str(COURSE / "reference"), "--lang", "zh")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].split() == ["学生", "任务", "得分", "结论", "最先分歧的阶段", "说明"]
+    assert lines[1].split()[:4] == ["alice", "prenorm", "10/10", "相同"] and "失分" in lines[2]
+    assert lines[-1] == "已评 3 份：1 份与参考相同，平均分 6.7/10"
+    assert "平铺" in r.stderr

@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, SPECS, run_cli, write_spec
+from conftest import EXAMPLES, SPECS, run_app, write_spec
 
 from tracer import diff as diffing
 from tracer.blocks import POST_NORM, PRE_NORM
@@ -25,7 +25,7 @@ A = 0.5 / math.sqrt(0.25001)
 
 
 def diff_json(*args: str, code: int | None = None) -> dict:
-    r = run_cli("diff", *args, "--json")
+    r = run_app("diff", *args, "--json")
     if code is not None:
         assert r.returncode == code, r.stderr
     assert r.stderr == ""
@@ -37,7 +37,7 @@ def stage(doc: dict, name: str) -> dict:
 
 
 def save_trace(tmp_path, spec: str, name: str, *extra: str) -> str:
-    r = run_cli("run", spec, "--json", *extra)
+    r = run_app("run", spec, "--json", *extra)
     assert r.returncode == 0, r.stderr
     out = tmp_path / name
     out.write_text(r.stdout, encoding="utf-8")
@@ -130,7 +130,7 @@ def test_chapter_pair_first_diverging_stage_worked_by_hand():
 
 
 def test_chapter_pair_table_on_a_pipe():
-    r = run_cli("diff", PRE, POST)
+    r = run_app("diff", PRE, POST)
     assert r.returncode == 1, r.stderr
     out = r.stdout
     assert "\x1b[" not in out  # piped: no colour codes
@@ -153,7 +153,7 @@ def test_swapped_sides_follow_the_new_a_order():
 # -- the same within tolerance -------------------------------------------------
 
 def test_spec_with_itself_is_the_same():
-    r = run_cli("diff", PRE, PRE)
+    r = run_app("diff", PRE, PRE)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1].startswith("same: all 10 stages agree")
 
@@ -197,7 +197,7 @@ def test_all_against_a_trace_saved_without_internals(tmp_path):
 def test_nonfinite_values_round_trip_through_a_saved_trace(tmp_path):
     text = PRE_TEXT.replace("b2: zeros", "b2: [.nan, .inf]") + "allow_nonfinite: true\n"
     spec = str(write_spec(tmp_path, text))
-    r = run_cli("run", spec, "--json", "--keep-going", "--with-weights")
+    r = run_app("run", spec, "--json", "--keep-going", "--with-weights")
     assert r.returncode in (0, 1), r.stderr  # 1 if NaN is flagged as a violation: the trace is written all the same
     saved = tmp_path / "nan.json"
     saved.write_text(r.stdout, encoding="utf-8")
@@ -215,7 +215,7 @@ def w_o(tmp_path, entry: str) -> str:
 
 
 def test_weight_change_below_atol_is_the_same(tmp_path):
-    r = run_cli("diff", PRE, w_o(tmp_path, "1.000000000001"))  # 1e-12, below the default atol 1e-9
+    r = run_app("diff", PRE, w_o(tmp_path, "1.000000000001"))  # 1e-12, below the default atol 1e-9
     assert r.returncode == 0, r.stdout + r.stderr
 
 
@@ -232,8 +232,8 @@ def test_weight_change_above_atol_is_named(tmp_path):
     assert stage(doc, "norm1")["status"] == "equal"
     assert stage(doc, "attention")["value_b"][0] == pytest.approx(-1e-6 * A, abs=1e-15)
     # a looser atol hides it; rtol alone does not, since attention[0] is 0 in A
-    assert run_cli("diff", PRE, w_o(tmp_path, "1.000001"), "--atol", "1e-5").returncode == 0
-    assert run_cli("diff", PRE, w_o(tmp_path, "1.000001"), "--rtol", "1e-5").returncode == 1
+    assert run_app("diff", PRE, w_o(tmp_path, "1.000001"), "--atol", "1e-5").returncode == 0
+    assert run_app("diff", PRE, w_o(tmp_path, "1.000001"), "--rtol", "1e-5").returncode == 1
 
 
 # -- different blocks: reported, never a crash ------------------------------------
@@ -249,7 +249,7 @@ def test_mismatched_dims_are_reported(tmp_path):
     assert stage(doc, "x")["value_a"] is None  # A has no t = 3
     assert len(stage(doc, "x")["value_b"]) == 4
     assert doc["first_diverging"] == "embed"
-    r = run_cli("diff", PRE, str(wide))
+    r = run_app("diff", PRE, str(wide))
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "shapes differ" in r.stdout
 
@@ -275,36 +275,36 @@ def test_trouble_reading_a_side(tmp_path, content, message):
     path = tmp_path / "side.json"
     if content is not None:
         path.write_text(content, encoding="utf-8")
-    r = run_cli("diff", PRE, str(path))
+    r = run_app("diff", PRE, str(path))
     assert r.returncode == 2
     assert message in r.stderr and "Traceback" not in r.stderr
     assert r.stdout == ""
 
 
 def test_unsupported_schema_version_and_malformed_stages(tmp_path):
-    doc = json.loads(run_cli("run", PRE, "--json").stdout)
+    doc = json.loads(run_app("run", PRE, "--json").stdout)
     doc["schema_version"] = 2
     (tmp_path / "v2.json").write_text(json.dumps(doc), encoding="utf-8")
-    r = run_cli("diff", PRE, str(tmp_path / "v2.json"))
+    r = run_app("diff", PRE, str(tmp_path / "v2.json"))
     assert r.returncode == 2 and "schema_version: 2 is not supported" in r.stderr
 
     doc["schema_version"] = 1
     doc["stages"][2]["values"][0].pop()  # x: one row short
     (tmp_path / "short.json").write_text(json.dumps(doc), encoding="utf-8")
-    r = run_cli("diff", str(tmp_path / "short.json"), PRE)
+    r = run_app("diff", str(tmp_path / "short.json"), PRE)
     assert r.returncode == 2
     assert "stages[2] (x).values: expected shape [1, 3, 2]" in r.stderr and "received [1, 2, 2]" in r.stderr
 
-    doc = json.loads(run_cli("run", PRE, "--json").stdout)
+    doc = json.loads(run_app("run", PRE, "--json").stdout)
     doc["stages"][3]["values"][0][0][1] = "one"
     (tmp_path / "word.json").write_text(json.dumps(doc), encoding="utf-8")
-    r = run_cli("diff", PRE, str(tmp_path / "word.json"))
+    r = run_app("diff", PRE, str(tmp_path / "word.json"))
     assert r.returncode == 2 and "stages[3] (norm1).values[0, 0, 1]: expected a number" in r.stderr
 
 
 def test_bad_spec_is_trouble(tmp_path):
     bad = write_spec(tmp_path, PRE_TEXT.replace("C: 2", "C: 3"), "bad.yaml")
-    r = run_cli("diff", str(bad), PRE)
+    r = run_app("diff", str(bad), PRE)
     assert r.returncode == 2
     assert "bad.yaml:" in r.stderr and "H = 2 must divide C = 3" in r.stderr
 
@@ -312,7 +312,7 @@ def test_bad_spec_is_trouble(tmp_path):
 def test_violation_is_trouble_unless_keep_going(tmp_path):
     # beta: [0] where [C] = [2] is due: NumPy would stretch it, tracer flags a broadcast violation.
     viol = str(write_spec(tmp_path, PRE_TEXT.replace("norm1: {gamma: ones, beta: zeros}", "norm1: {gamma: ones, beta: [0]}"), "viol.yaml"))
-    r = run_cli("diff", PRE, viol)
+    r = run_app("diff", PRE, viol)
     assert r.returncode == 2
     assert "B (" in r.stderr and "broadcast violation: norm1: beta has shape [1]" in r.stderr and "--keep-going" in r.stderr
     # With --keep-going: compared. Stretching a zero gives the same numbers, but the weight's shape differs.
@@ -321,7 +321,7 @@ def test_violation_is_trouble_unless_keep_going(tmp_path):
     assert all(s["status"] == "equal" for s in doc["stages"])
     beta = next(w for w in doc["settings"]["weights"] if w["name"] == "norm1.beta")
     assert (beta["status"], beta["shape_a"], beta["shape_b"]) == ("shapes_differ", [2], [1])
-    assert run_cli("diff", viol, viol, "--keep-going").returncode == 0
+    assert run_app("diff", viol, viol, "--keep-going").returncode == 0
 
 
 @pytest.mark.parametrize("args, message", [
@@ -333,12 +333,12 @@ def test_violation_is_trouble_unless_keep_going(tmp_path):
     (("--precision", "18"), "--precision 18 is out of range"),
 ])
 def test_bad_options_are_trouble(args, message):
-    r = run_cli("diff", PRE, POST, *args)
+    r = run_app("diff", PRE, POST, *args)
     assert r.returncode == 2 and message in r.stderr
 
 
 def test_with_weights_needs_json():
-    r = run_cli("run", PRE, "--with-weights")
+    r = run_app("run", PRE, "--with-weights")
     assert r.returncode == 2 and "--with-weights adds the weights to the JSON output or the --save archive" in r.stderr
 
 
@@ -397,3 +397,62 @@ def test_saved_trace_of_a_stack_keeps_its_layer_stages(tmp_path):
     assert doc["same"] is True
     assert "blocks.1.norm2" in [s["name"] for s in doc["stages"]]
     assert "blocks.0.attn.q" not in [s["name"] for s in doc["stages"]]
+
+
+# -- a label is not a computation: block.steps that compute the preset block are the preset block ------
+PRESET_STEPS = """  steps:
+    - {name: norm1, op: layer_norm, in: x, weights: norm1}
+    - {name: attention, op: mha, in: norm1, weights: attn}
+    - {name: residual1, op: add, in: [x, attention]}
+    - {name: norm2, op: layer_norm, in: residual1, weights: norm2}
+    - {name: hidden, op: ffn_hidden, in: norm2, weights: ffn}
+    - {name: ffn, op: ffn_out, in: hidden, weights: ffn}
+    - {name: output, op: add, in: [residual1, ffn]}
+"""
+
+
+def _written_out(tmp_path, steps: str = PRESET_STEPS):
+    text = (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8")
+    line = next(ln for ln in text.splitlines(keepends=True) if ln.lstrip().startswith("norm_order: pre"))
+    return write_spec(tmp_path, text.replace(line, steps), "custom.yaml")
+
+
+def test_the_preset_written_as_steps_is_the_same_block(tmp_path):
+    ref = tmp_path / "reference.json"
+    r = run_app("run", str(SPECS / "ch17-prenorm.yaml"), "--json")
+    ref.write_text(r.stdout, encoding="utf-8")
+    custom = _written_out(tmp_path)
+    for a in (str(ref), str(SPECS / "ch17-prenorm.yaml")):
+        d = run_app("diff", a, str(custom), "--json")
+        doc = json.loads(d.stdout)
+        assert d.returncode == 0, d.stdout[-800:]
+        assert doc["settings"]["differences"] == [] and doc["structure"]["differences"] == []
+    swapped = _written_out(tmp_path, PRESET_STEPS.replace("in: [x, attention]", "in: [attention, x]"))  # x + U = U + x
+    assert run_app("diff", str(ref), str(swapped)).returncode == 0
+
+
+def test_steps_that_compute_something_else_still_differ(tmp_path):
+    wrong = _written_out(tmp_path, PRESET_STEPS.replace("in: [residual1, ffn]", "in: [x, ffn]"))
+    d = run_app("diff", str(SPECS / "ch17-prenorm.yaml"), str(wrong), "--json")
+    doc = json.loads(d.stdout)
+    assert d.returncode == 1 and doc["structure"]["differences"]
+    assert all(s["field"] != "block.norm_order" for s in doc["settings"]["differences"])
+    post = run_app("diff", str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml"), "--json")
+    assert {"field": "block.norm_order", "a": "pre", "b": "post"} in json.loads(post.stdout)["settings"]["differences"]
+
+
+def test_at_100_columns_a_c2_table_keeps_its_shapes_whole():
+    import io
+
+    from rich.console import Console
+
+    from tracer.render_diff import diff_view
+
+    r = diffing.diff(str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml"))
+    c = Console(width=100, file=io.StringIO(), no_color=True, emoji=False, highlight=False)
+    c.print(diff_view(r, 6))
+    out = c.file.getvalue()
+    assert max(len(line) for line in out.splitlines()) <= 100
+    rows = [line for line in out.splitlines() if line.startswith("│ ") and "[B,T,C] = [1,3,2]" in line]
+    assert len(rows) >= 9  # one shape column (the same on both sides), never folded: was '[B,T,C] =' / '[1,3,2]' twice a row
+    assert "shape in A" not in out

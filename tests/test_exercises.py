@@ -9,7 +9,7 @@ import json
 import math
 
 import pytest
-from conftest import EXAMPLES, run_cli
+from conftest import EXAMPLES, run_app, run_cli
 
 EX = EXAMPLES / "exercises"
 SPECS = ["ex1-positions.yaml", "ex2-layernorm.yaml", "ex4-ffn.yaml", "guide-layernorm.yaml"]
@@ -80,3 +80,36 @@ def test_readme_names_every_exercise_spec():
     for name in SPECS + ["ex3-layernorm-over-positions.yaml", "ex5-residual-broadcast.yaml", "examples/exercise6/"]:
         assert name in text, name
     assert sorted(p.name for p in EX.glob("*.yaml")) == sorted(SPECS)
+
+
+# -- the answers are where a student looks only on purpose ----------------------------------------------
+def _checks(path):
+    import shlex
+
+    return [shlex.split(line.split("#")[0])[1:] for line in path.read_text(encoding="utf-8").splitlines()
+            if line.startswith("tracer check ")]
+
+
+def test_the_answers_are_in_answers_not_in_the_specs_or_the_readme():
+    for p in EX.glob("*.yaml"):
+        head = p.read_text(encoding="utf-8").split("\nname:")[0]
+        assert "Answer" not in head and "answers/README.md" in head, p.name
+    readme = (EX / "README.md").read_text(encoding="utf-8")
+    for answer in ("[2,2]", "[1,-2,-1]", "[0,2,1]", "-0.999995", "-1.5"):
+        assert answer not in readme, answer
+    assert "answers/README.md" in readme
+    answers = (EX / "answers" / "README.md").read_text(encoding="utf-8")
+    for answer in ("[2, 2]", "[1, -2, -1]", "[0, 2, 1]", "-0.999995", "-1.5"):
+        assert answer in answers, answer
+
+
+def test_the_answers_check_right_and_the_readmes_placeholders_wrong():
+    right = _checks(EX / "answers" / "README.md")
+    wrong = _checks(EX / "README.md")
+    assert len(right) >= 10 and len(wrong) >= 6
+    for args in right:
+        r = run_app(*args)
+        assert r.returncode == 0 and r.stdout.startswith("right: "), (args, r.stdout, r.stderr)
+    for args in wrong:
+        r = run_app(*args)
+        assert r.returncode == 1 and r.stdout.startswith("wrong: "), (args, r.stdout, r.stderr)

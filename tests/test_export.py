@@ -218,3 +218,22 @@ def test_a_folder_without_write_permission_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "access", lambda path, mode: False)
     with pytest.raises(UsageError, match=r"--svg out.svg: cannot write there: the folder '\.' is not writable"):
         export.check_targets("out.svg", None, [])
+
+
+def test_html_in_chinese_gives_each_wide_character_two_cells(tmp_path):
+    """A browser draws a CJK character about 1.6-2 columns wide: each run is boxed at exactly 2ch a character,
+    so the table's borders stay in line (checked by hand in headless Chromium: before, every Chinese row drifted)."""
+    import re
+
+    from conftest import SPECS, run_app
+
+    page = tmp_path / "zh.html"
+    r = run_app("run", str(SPECS / "ch17-prenorm.yaml"), "--lang", "zh", "--html", str(page))
+    assert r.returncode == 0, r.stderr
+    text = page.read_text(encoding="utf-8")
+    code = text[text.index("<code"):]
+    boxes = re.findall(r'<span style="display:inline-block;width:(\d+)ch;white-space:nowrap">([^<]*)</span>', code)
+    assert boxes and all(int(w) == 2 * len(run) for w, run in boxes)
+    outside = re.sub(r'<span style="display:inline-block;[^"]*">[^<]*</span>', "", code)
+    assert not re.search("[\u4e00-\u9fff\uff0c\uff08\uff09\uff1a]", re.sub(r"<[^>]*>", "", outside))
+    assert "<title>" not in code and "残差" in text  # the page's text is unchanged, only boxed

@@ -9,7 +9,8 @@ this process.  For every one:
 - `tracer validate` agrees with `tracer run` on whether the spec is valid.
 
 Examples are derandomized so CI sees the same thousands every time; set TRACER_FUZZ_RANDOM=1 to
-explore new ones, TRACER_FUZZ_EXAMPLES=N to run more.
+explore new ones, TRACER_FUZZ_EXAMPLES=N to run more.  The full budget (1000 per property) runs when
+CI is set (CI services set it; .ci/run does too); a plain `python -m pytest` runs the first 100.
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ SEEDS = [
     "weights:\n  attn: {w_q: identity, w_k: zeros, w_v: ones, w_o: [[1, 0], [0, 1]], b_o: [0.5, -0.5]}\n  norm1: {gamma: ones}\n"
     "seed: 0\ndtype: float32\n",
 ]
-N = int(os.environ.get("TRACER_FUZZ_EXAMPLES", "1000"))  # per property: 2000 specs in all
+# per property: 1000 in CI (2000 specs in all), 100 by default so that `python -m pytest` stays quick on a laptop
+N = int(os.environ.get("TRACER_FUZZ_EXAMPLES") or (1000 if os.environ.get("CI") else 100))
 FUZZ = settings(max_examples=N, deadline=None, database=None, derandomize=not os.environ.get("TRACER_FUZZ_RANDOM"),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 ARGS = ("--max-memory", "256MB")  # a mutation may ask for huge dims: refusing them is part of the contract
@@ -67,7 +69,8 @@ def check_contract(path: Path) -> None:
         assert r.stdout.strip(), r.stderr  # the table (and, at a violation, its panel)
         assert r.returncode == 1 or "output" in r.stdout or "probs" in r.stdout, r.stdout[-500:]
     v = run_app("validate", str(path), *ARGS)
-    assert v.returncode == (2 if r.returncode == 2 else 0), (r.stderr, v.stdout)
+    # validate reports what shapes and settings show (exit 1) only when the run flags it too; values (NaN) need a run
+    assert v.returncode == 2 if r.returncode == 2 else v.returncode in (0, r.returncode), (r.stderr, v.stdout)
     assert len(v.stdout.splitlines()) == 1
 
 

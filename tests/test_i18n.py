@@ -116,7 +116,7 @@ def test_zh_table_shows_table_17_1_words_and_numbers():
     assert res.returncode == 0, res.stderr
     rows = table_rows(res.stdout)
     header = next(line for line in res.stdout.splitlines() if line.startswith("┃"))
-    assert [c.strip() for c in header.strip("┃").split("┃")] == ["记录名", "阶段", "b=0, t=0 处的值", "整个数组的 shape"]
+    assert [c.strip() for c in header.strip("┃").split("┃")] == ["记录名", "阶段", "第一个位置", "整个数组的 shape"]  # Table 17.1's heads
     for stage, words, value, shape in TABLE_17_1:
         _, meaning, shown, full = rows[stage]
         assert (meaning, shown) == (words, value), stage
@@ -279,7 +279,7 @@ def test_file_errors_in_zh(tmp_path, make, chinese):
 
 
 @pytest.mark.parametrize("args, chinese", [
-    (["run", "specs/ch17-prenorm.yaml", "--pos", "7"], "--pos 7 超出范围：T = 3（位置 0 到 2）"),
+    (["run", "specs/ch17-prenorm.yaml", "--pos", "7"], "--pos 7 超出范围：T = 3（位置 0 到 2，或从末尾数 -1 到 -3）"),
     (["run", "specs/ch17-prenorm.yaml", "--format", "yaml"], "--format yaml：应为 table | json | csv | markdown 之一"),
     (["run", "specs/ch17-prenorm.yaml", "--stage", "norm9"], "--stage norm9：specs/ch17-prenorm.yaml 中没有这个名字的阶段；是不是想写 'norm2' 或 'norm1'？"),
     (["stages", "nrom1"], "没有叫 'nrom1' 的阶段；是不是想写 'norm1' 或 'norm2'？（`tracer stages` 列出所有名字）"),
@@ -366,7 +366,7 @@ COVERED = [
     "s.yaml:1:4: a: the tag '!custom' is not allowed; tracer reads plain YAML only",
     "spec.yaml:2:17: input.tokens: token id 5 is out of range: the embedding table has V = 2 rows (ids 0 to 1)",
     "--precision 18 is out of range: give 0 to 17",
-    "--pos 7 is out of range: T = 3 (positions 0 to 2)",
+    "--pos 7 is out of range: T = 3 (positions 0 to 2, or -1 to -3 from the end)",
     "--format yaml: expected one of table | json | csv | markdown",
     "norm1: beta has shape [1] where [C] = [2] is due",
     "residual1: x [2, 5, 16] and update0 [1, 5, 16] differ; an elementwise add needs equal shapes",
@@ -496,7 +496,7 @@ def test_stages_sections_in_zh():
 def test_zh_markdown_is_a_table_of_the_same_columns():
     md = run_app("run", "specs/ch17-prenorm.yaml", "--format", "markdown", *ZH).stdout
     lines = [line for line in md.splitlines() if line.startswith("|")]
-    assert lines[0] == "| 记录名 | 阶段 | b=0, t=0 处的值 | 整个数组的 shape |"
+    assert lines[0] == "| 记录名 | 阶段 | 第一个位置 | 整个数组的 shape |"
     assert {len(re.findall(r"(?<!\\)\|", line)) for line in lines} == {5}
     for stage, words, value, _ in TABLE_17_1:
         assert f"| `{stage}` | {words} | {value} |" in md
@@ -537,3 +537,23 @@ def test_memory_refusal_in_zh():
     assert res.returncode == 2
     assert res.stderr.startswith("tracer: 错误：specs/gpt2-block.yaml: 这次运行约需 ")
     assert "超过 --max-memory 400MB。最大的部分：attn.scores [B,H,T,T] = [1,12,1024,1024]" in res.stderr
+
+
+def test_zh_value_column_names_b_and_t_where_the_first_position_is_not_exact():
+    out = run_app("run", "specs/ch17-prenorm.yaml", "--pos", "1", "--format", "markdown", *ZH).stdout
+    assert "| b=0, t=1 处的值 |" in out
+
+
+def test_a_quoted_chinese_word_keeps_no_inserted_spaces(tmp_path):
+    p = tmp_path / "spec.yaml"
+    p.write_text("dims: {C: 2, H: 2, F: 3}\nvocab: [我, 喜欢, 你]\ninput: {tokens: ['我，喜欢']}\nseed: 0\n", encoding="utf-8")
+    r = run_app("run", str(p), *ZH)
+    assert r.returncode == 2 and "'我，喜欢' 不在词表中" in r.stderr and "' 我" not in r.stderr
+    assert i18n.spaced("应为'pre'之一") == "应为 'pre' 之一"
+
+
+def test_the_books_terms_not_coined_ones():
+    # the book says 残差路径 (section 17.2, Figure 17.1); "残差流" is not its word
+    assert not any("残差流" in z for z in [*zh.UI.values(), *zh.TEMPLATES.values(), *zh.FRAGMENTS.values(), *zh.MEANINGS.values()])
+    out = run_app("graph", "specs/ch17-prenorm.yaml", *ZH).stdout
+    assert "第一条残差路径" in out and "残差路径上的值" in out

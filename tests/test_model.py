@@ -14,7 +14,7 @@ import math
 import independent as ind
 import numpy as np
 import pytest
-from conftest import EXAMPLES, run_cli, write_spec
+from conftest import EXAMPLES, run_app, write_spec
 from tracing import check_against_independent, flow, trace_text
 
 from tracer.params import load_inputs, load_params
@@ -97,7 +97,7 @@ def test_heads_split_c_and_scale_by_sqrt_d(H):
 
 def test_heads_must_divide_c(tmp_path):
     p = write_spec(tmp_path, "dims: {C: 12, H: 5, F: 8, T: 3}\nseed: 0\ninput: {x: random}\n")
-    r = run_cli("run", str(p))
+    r = run_app("run", str(p))
     assert r.returncode == 2
     assert "H = 5" in r.stderr and "C = 12" in r.stderr and "dims.H" in r.stderr
     assert "spec.yaml:1:" in r.stderr and "Traceback" not in r.stderr
@@ -105,7 +105,7 @@ def test_heads_must_divide_c(tmp_path):
 
 def test_rotary_needs_an_even_head_width(tmp_path):
     p = write_spec(tmp_path, "dims: {C: 6, H: 2, F: 8, T: 3}\nseed: 0\nblock: {positions: rotary}\ninput: {x: random}\n")
-    r = run_cli("run", str(p))
+    r = run_app("run", str(p))
     assert r.returncode == 2
     assert "d = C / H = 3" in r.stderr and "even" in r.stderr
 
@@ -129,8 +129,8 @@ def test_same_spec_twice_gives_identical_stages():
 
 
 def test_same_spec_in_two_processes_gives_identical_json():
-    a = run_cli("run", "specs/stack-2-layers.yaml", "--json", "--with-weights")
-    b = run_cli("run", "specs/stack-2-layers.yaml", "--json", "--with-weights")
+    a = run_app("run", "specs/stack-2-layers.yaml", "--json", "--with-weights")
+    b = run_app("run", "specs/stack-2-layers.yaml", "--json", "--with-weights")
     assert a.returncode == b.returncode == 0, a.stderr
     assert a.stdout == b.stdout
     assert "blocks.1.attn.w_q" in json.loads(a.stdout)["weights"]
@@ -256,7 +256,7 @@ def test_sinusoidal_base_100_reproduces_the_guides_table():
 
 
 def test_cli_prints_the_guides_position_1():
-    r = run_cli("run", "examples/positions/sinusoidal-guide-table.yaml", "--pos", "1", "--precision", "2")
+    r = run_app("run", "examples/positions/sinusoidal-guide-table.yaml", "--pos", "1", "--precision", "2")
     assert r.returncode == 0, r.stderr
     row = next(line for line in r.stdout.splitlines() if line.startswith("│ position"))
     assert "[0.84, 0.54, 0.10, 1.00]" in row and "[T,C] = [4,4]" in row
@@ -356,7 +356,7 @@ def test_words_are_the_same_as_their_ids():
 
 def test_table_labels_positions_with_their_words(tmp_path):
     p = write_spec(tmp_path, WORDS.replace("TOKENS", "[我, 喜欢, 你]"))
-    r = run_cli("run", str(p), "--pos", "1")
+    r = run_app("run", str(p), "--pos", "1")
     assert r.returncode == 0, r.stderr
     assert "value at b=0, t=1 (喜欢)" in r.stdout
     for t, w in enumerate(["我", "喜欢", "你"]):
@@ -366,7 +366,7 @@ def test_table_labels_positions_with_their_words(tmp_path):
 @pytest.mark.parametrize("word,hint", [("喜歡", "did you mean '喜欢'?"), ("她们", "the vocab has 3 words")])
 def test_unknown_word_is_a_spec_error_with_a_suggestion(tmp_path, word, hint):
     p = write_spec(tmp_path, WORDS.replace("TOKENS", f"[我, {word}, 你]"))
-    r = run_cli("run", str(p))
+    r = run_app("run", str(p))
     assert r.returncode == 2
     assert f"spec.yaml:6:21: input.tokens[1]: '{word}' is not in the vocab; {hint}" in r.stderr
     assert "Traceback" not in r.stderr and r.stdout == ""
@@ -460,7 +460,7 @@ def test_blocks_list_mixes_given_and_seeded_layers():
 
 def test_blocks_list_must_have_one_entry_per_layer(tmp_path):
     p = write_spec(tmp_path, stack_spec("[<s>, the]", extra="weights: {blocks: [{}]}"))
-    r = run_cli("run", str(p))
+    r = run_app("run", str(p))
     assert r.returncode == 2
     assert "weights.blocks: expected a list of 2 layer mappings (one per layer), received 1 entries" in r.stderr
 
@@ -481,7 +481,7 @@ def test_head_gives_logits_over_v_and_probabilities(head):
 
 def test_head_needs_token_input(tmp_path):
     p = write_spec(tmp_path, "dims: {C: 4, H: 2, F: 8, T: 2}\nseed: 0\nblock: {head: tied}\ninput: {x: random}\n")
-    r = run_cli("run", str(p))
+    r = run_app("run", str(p))
     assert r.returncode == 2 and "block.head: an output head needs token input" in r.stderr
 
 
@@ -506,7 +506,7 @@ def test_float32_on_request(block):
 
 def test_float32_through_the_cli(tmp_path):
     p = write_spec(tmp_path, stack_spec("[<s>, the, cat]", extra="dtype: float32"))
-    r = run_cli("run", str(p), "--json")
+    r = run_app("run", str(p), "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["dtype"] == "float32"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SPECS, run_cli
+from conftest import SPECS, run_app
 
 from tracer import diff as diffing
 from tracer import executor
@@ -37,35 +37,35 @@ def test_gpt2_preset_has_gpt2_small_sizes():
 
 
 def test_new_prints_the_preset_and_the_output_runs(tmp_path):
-    r = run_cli("new", "--preset", "encoder-decoder")
+    r = run_app("new", "--preset", "encoder-decoder")
     assert r.returncode == 0, r.stderr
     assert r.stdout == PRESETS["encoder-decoder"].text
     assert r.stdout.startswith("#")  # commented
     path = tmp_path / "ed.yaml"
     path.write_text(r.stdout, encoding="utf-8")
-    assert run_cli("run", str(path), "--stage", "probs").returncode == 0
+    assert run_app("run", str(path), "--stage", "probs").returncode == 0
 
 
 def test_new_output_file_is_never_overwritten(tmp_path):
     path = tmp_path / "mine.yaml"
-    r = run_cli("new", "--preset", "ch17", "-o", str(path))
+    r = run_app("new", "--preset", "ch17", "-o", str(path))
     assert r.returncode == 0, r.stderr
     assert path.read_text(encoding="utf-8") == PRESETS["ch17"].text
     path.write_text("# my edits\n", encoding="utf-8")
-    again = run_cli("new", "--preset", "stack", "-o", str(path))
+    again = run_app("new", "--preset", "stack", "-o", str(path))
     assert again.returncode == 2
     assert f"--output {path}: '{path}' already exists; tracer never overwrites a file here" in again.stderr
     assert path.read_text(encoding="utf-8") == "# my edits\n"
 
 
 def test_unknown_or_missing_preset_is_exit_2_with_the_list():
-    r = run_cli("new", "--preset", "gtp2")
+    r = run_app("new", "--preset", "gtp2")
     assert r.returncode == 2
     assert "--preset gtp2: no such preset; did you mean 'gpt2'?" in r.stderr
     assert "encoder-decoder" in r.stderr and r.stdout == ""
-    r = run_cli("new")
+    r = run_app("new")
     assert r.returncode == 2
     assert "give --preset NAME, one of:" in r.stderr
-    listing = run_cli("new", "--list")
+    listing = run_app("new", "--list")
     assert listing.returncode == 0
     assert [line.split()[0] for line in listing.stdout.splitlines()] == list(PRESETS)

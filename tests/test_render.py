@@ -52,3 +52,17 @@ def test_cells_are_not_read_as_markup():
     trace.stages["x"].array = np.full((1, 3, 2), np.nan)
     out = text_of(render.trace_table(trace, 0, 0, 6, False))
     assert "[nan, nan]" in out
+
+
+def test_the_settings_line_wraps_at_80_columns_instead_of_being_cut():
+    import io
+
+    from rich.console import Console
+
+    trace = executor.run(load_spec(str(SPECS / "ch17-prenorm.yaml")))
+    c = Console(width=80, file=io.StringIO(), no_color=True, emoji=False, highlight=False)
+    c.print(render.run_view(trace, 0, 0, 6, False))
+    out = c.file.getvalue()
+    assert max(len(line) for line in out.splitlines()) <= 80
+    flat = " ".join(out.split())
+    assert "V = 3, T_max = 3, d = 1" in flat  # was cut at 80 columns: '… V = 3, T_ma'

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, SPECS, run_cli, write_spec
+from conftest import EXAMPLES, SPECS, run_app, write_spec
 from rich.console import Console
 from rich.style import Style
 
@@ -171,7 +171,7 @@ def test_large_t_is_shown_as_bounded_block_means():
 
 def test_large_t_through_the_cli_stays_small_and_says_so(tmp_path):
     p = write_spec(tmp_path, "dims: {T: 300, C: 6, H: 3, F: 4}\nseed: 2\nblock: {mask: causal}\ninput: {x: random}\n")
-    r = run_cli("run", str(p), "--attention")
+    r = run_app("run", str(p), "--attention")
     assert r.returncode == 0, r.stderr
     assert "300 × 300 cells per head are too many to print" in r.stdout
     assert "block of 10 queries × 10 keys (30 × 30 blocks)" in r.stdout
@@ -199,21 +199,21 @@ def test_a_model_without_attention_is_a_usage_error():
 
 
 def test_cli_attention_exit_codes():
-    r = run_cli("run", PRE, "--attention")
+    r = run_app("run", PRE, "--attention")
     assert r.returncode == 0 and r.stderr == ""
     assert "attn.weights" in r.stdout and "Y = R" not in r.stdout  # the heatmap replaces the stage table
-    r = run_cli("run", str(EXAMPLES / "violations" / "softmax-over-queries.yaml"), "--attention")
+    r = run_app("run", str(EXAMPLES / "violations" / "softmax-over-queries.yaml"), "--attention")
     assert r.returncode == 1 and "violation: axis" in r.stdout and "each column sums to 1" in r.stdout
-    r = run_cli("run", STACK, "--attention-stage", "nope")
+    r = run_app("run", STACK, "--attention-stage", "nope")
     assert r.returncode == 2 and "--attention-stage 'nope': no attention step of that name" in r.stderr
-    r = run_cli("run", PRE, "--attention", "--json")
+    r = run_app("run", PRE, "--attention", "--json")
     assert r.returncode == 2 and "does not combine with --format json" in r.stderr
-    r = run_cli("run", str(EXAMPLES / "violations" / "ex3-layernorm-over-positions.yaml"), "--attention")
+    r = run_app("run", str(EXAMPLES / "violations" / "ex3-layernorm-over-positions.yaml"), "--attention")
     assert r.returncode == 1 and "attn.weights: not recorded (the run stopped at the violation at norm1" in r.stdout
 
 
 def test_cli_all_stages_of_an_encoder_decoder():
-    r = run_cli("run", SEQ2SEQ, "--attention-stage", "all")
+    r = run_app("run", SEQ2SEQ, "--attention-stage", "all")
     assert r.returncode == 0, r.stderr
     names = re.findall(r"^(\S+\.weights) ", r.stdout, flags=re.MULTILINE)
     assert names == ["encoder.blocks.0.attn.weights", "decoder.blocks.0.attn.weights", "decoder.blocks.0.cross.weights"]

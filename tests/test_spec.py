@@ -9,15 +9,11 @@ of them also goes through the installed `tracer` command in a fresh process.
 """
 
 import json
-import os
 from concurrent.futures import ThreadPoolExecutor
-from types import SimpleNamespace
 
 import pytest
-from conftest import SPECS, load_text, run_cli, write_spec
-from typer.testing import CliRunner
+from conftest import SPECS, load_text, run_app, run_cli, write_spec
 
-from tracer.cli import app
 from tracer.errors import SpecError
 
 CH17 = (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8")
@@ -31,13 +27,7 @@ def run_spec(tmp_path, text, name="spec.yaml"):
 
 def run_spec_in_process(tmp_path, text, name="spec.yaml"):
     write_spec(tmp_path, text, name)
-    cwd = os.getcwd()
-    os.chdir(tmp_path)
-    try:
-        r = CliRunner().invoke(app, ["run", name])
-    finally:
-        os.chdir(cwd)
-    return SimpleNamespace(returncode=r.exit_code, stdout=r.stdout, stderr=r.stderr)
+    return run_app("run", name, cwd=tmp_path)
 
 
 def check_spec_error(r, *fragments):

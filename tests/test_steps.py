@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import SPECS, run_app, run_cli, where, write_spec
+from conftest import SPECS, run_app, where, write_spec
 from npblock import (
     PARALLEL_STEPS,
     SANDWICH_STEPS,
@@ -33,7 +33,7 @@ input: {x: random}
 
 def run_bad(tmp_path, text: str):
     write_spec(tmp_path, text)
-    r = run_cli("run", "spec.yaml", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", cwd=tmp_path)
     assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
     assert r.stdout == ""
     assert "Traceback" not in r.stderr
@@ -149,7 +149,7 @@ def test_weight_group_shared_by_different_ops_is_an_error():
 # -- --steps: the list a spec runs ---------------------------------------------------------------------
 @pytest.mark.parametrize("spec, preset", [("ch17-prenorm.yaml", PRE_NORM), ("ch17-postnorm.yaml", POST_NORM)])
 def test_steps_json_lists_the_preset(spec, preset):
-    r = run_cli("run", str(SPECS / spec), "--steps", "--json")
+    r = run_app("run", str(SPECS / spec), "--steps", "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     entry = [("embed", "embed", []), ("position", "position_table", []), ("x", "add_position", ["embed", "position"])]
@@ -166,7 +166,7 @@ def test_steps_table_shows_custom_steps_with_axis_and_shapes(tmp_path):
     - {name: wide, op: linear, in: first, weights: proj, out: F}
 """
     write_spec(tmp_path, text)
-    r = run_cli("run", "spec.yaml", "--steps", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", "--steps", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     rows = [line for line in r.stdout.splitlines() if line.startswith("│")]
     cells = [[c.strip() for c in row.strip("│").split("│")] for row in rows]
@@ -178,7 +178,7 @@ def test_steps_table_shows_custom_steps_with_axis_and_shapes(tmp_path):
         ["5", "wide", "linear", "first", "proj", "out=F", "[B,T,F] = [1,3,6]"],
     ]
     assert "the spec's own steps" in r.stdout
-    r = run_cli("run", "spec.yaml", "--steps", "--json", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", "--steps", "--json", cwd=tmp_path)
     steps = json.loads(r.stdout)["steps"]
     assert steps[3] == {"name": "first", "op": "select", "inputs": ["norm1"], "weights": None, "axis": "B", "start": 1, "stop": 2,
                         "shape": [1, 3, 4], "axes": ["B", "T", "C"]}
@@ -188,7 +188,7 @@ def test_steps_table_shows_custom_steps_with_axis_and_shapes(tmp_path):
 def test_custom_steps_with_final_norm_append_the_stage(tmp_path):
     text = HEAD.replace("seed: 1", "seed: 2") + "block:\n  final_norm: true\n  steps:\n" + PARALLEL_STEPS
     write_spec(tmp_path, text)
-    r = run_cli("run", "spec.yaml", "--json", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert [s["name"] for s in doc["steps"]][-2:] == ["output", "final_norm"]
@@ -231,7 +231,7 @@ def test_custom_block_matches_independent_numpy(tmp_path, kind, model, steps):
     case = random_case(7, kind=kind, mask="causal")
     B, T, C, H, _ = case["dims"]
     write_spec(tmp_path, case["text"])
-    r = run_cli("run", "spec.yaml", "--json", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["ok"] is True and doc["violations"] == []
@@ -264,7 +264,7 @@ def test_random_valid_block_runs_clean_and_matches_numpy(seed):
 def test_random_valid_block_through_the_cli_exits_0(tmp_path, seed):
     case = random_case(1000 + seed, kind=["pre", "post", "sandwich", "parallel"][seed])
     write_spec(tmp_path, case["text"])
-    r = run_cli("run", "spec.yaml", "--json", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", "--json", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     assert doc["ok"] is True and doc["violations"] == []

@@ -157,7 +157,7 @@ def test_weight_of_a_stretchable_shape(tmp_path, group, key, given, letter, widt
         panel=[f"rule: {key} holds exactly one value per coordinate: [{letter}] = [{width}]",
                f"NumPy would: repeat {key}'s single value across all {width} coordinates without complaint",
                f"why it is wrong here: {key} should hold one learned value per coordinate; a stretched value silently ties all {width} together"],
-        shapes={key: f"[{letter}] = [1]"},
+        shapes={key: "[?] = [1]"},  # a [1] is not [{letter}]: no letter would be true (issue 12)
         message=f"{stage}: {key} has shape [1] where [{letter}] = [{width}] is due",
     )
     # --verify cannot follow a stretched weight: it says so (regression: exit 3 in the scalar reference)
@@ -406,7 +406,7 @@ def test_one_stage_breaking_two_rules_is_flagged_twice(tmp_path):
     write_spec(tmp_path, text)
     doc = json.loads(run_app("run", "spec.yaml", "--json", cwd=tmp_path).stdout)
     assert [(v["kind"], v["stage"]) for v in doc["violations"]] == [("axis", "norm1"), ("broadcast", "norm1")]
-    assert doc["violations"][1]["shapes"] == {"beta": "[C] = [1]"}
+    assert doc["violations"][1]["shapes"] == {"beta": "[?] = [1]"}
 
 
 # -- the examples and their script ----------------------------------------------------------------------
@@ -426,3 +426,16 @@ def test_chapter_specs_have_no_violations():
         doc = json.loads(r.stdout)
         assert doc["ok"] is True and doc["violations"] == []
         assert all(not isinstance(v, str) and math.isfinite(v) for s in doc["stages"] for v in np.ravel(s["values"]).tolist())
+
+
+def test_every_operand_shape_carries_its_own_axis_letters(tmp_path):
+    # a custom add of x [B,T,C] and a [B,T,F] stage: each shape with its own letters (was: hidden [B,T,C] = [1,3,1])
+    text = ("dims: {C: 2, H: 2, F: 1}\ninput: {tokens: [0, 1, 2]}\nseed: 0\nblock:\n  steps:\n"
+            "    - {name: hidden, op: ffn_hidden, in: x, weights: ffn}\n    - {name: output, op: add, in: [x, hidden]}\n")
+    r = run_app("run", str(write_spec(tmp_path, text)), "--format", "json")
+    assert r.returncode == 1
+    v = json.loads(r.stdout)["violations"][0]
+    assert v["shapes"] == {"x": "[B,T,C] = [1,3,2]", "hidden": "[B,T,F] = [1,3,1]"}
+    table = run_app("run", str(tmp_path / "spec.yaml")).stdout
+    assert "hidden: [B,T,F] = [1,3,1]" in table and "[B,T,C] = [1,3,1]" not in table
+    assert run_app("validate", str(tmp_path / "spec.yaml")).returncode == 1

@@ -118,3 +118,79 @@ def test_read_text_strips_a_utf8_bom(tmp_path):
     p.write_bytes("\ufeffname: 例 17.2\n".encode("utf-8"))
     doc, _ = load(yamlio.read_text(str(p)))
     assert doc == {"name": "例 17.2"}
+
+
+# -- slips of a Chinese keyboard and of the tab key (tracer.yamlslips) ------------------------------
+@pytest.fixture(params=["libyaml", "python"])
+def parser(request, monkeypatch):
+    """Both parsers PyYAML may use: libyaml's (refuses deep nesting with its own words in 6.0.4) and its own."""
+    import yaml
+
+    if request.param == "python":
+        monkeypatch.delattr(yaml, "CSafeLoader", raising=False)
+    elif not getattr(yaml, "__with_libyaml__", False):
+        pytest.skip("PyYAML built without libyaml")
+    return request.param
+
+
+SLIPS = [  # text, the slipped character (its first occurrence is where the message points), field, what to type
+    ("input: {tokens: [我，喜欢，你]}\n", "，", "input.tokens[0]", "type ',' instead"),
+    ("vocab: [我，喜欢，你，猫]\n", "，", "vocab[0]", "type ',' instead"),
+    ("dims: {C：4, H: 2}\n", "：", "dims", "type ':' and a space instead"),
+    ("dims: {C: 4； H: 2}\n", "；", "dims.C", "YAML separates items with commas"),
+    ("input:\n  tokens: ［0, 1］\n", "［", "input.tokens", "type '[' instead"),
+    ("input: {tokens: [0, 1］}\n", "］", "input.tokens[1]", "type ']' instead"),
+    ("dims: ｛C: 2｝\n", "｛", "dims", "type '{' instead"),
+    ("block:\n  norm_order： pre\n  mask: causal\n", "：", "", "type ':' and a space instead"),
+    ("dims:\n  C：2\n", "：", "dims", "type ':' and a space instead"),
+    ("dims: {C:\u30002}\n", "\u3000", "dims", "type a space instead"),
+    ("dims:\n\u3000\u3000C: 2\n", "\u3000", "", "type a space instead"),
+    ("a: [1, （2）]\n", "（", "a[1]", "type '(' instead"),
+]
+
+
+@pytest.mark.parametrize("text,char,field,fix", SLIPS)
+def test_full_width_punctuation_is_named_where_it_is(parser, text, char, field, fix):
+    with pytest.raises(SpecError) as e:
+        load(text)
+    message = str(e.value)
+    line = text[:text.index(char)].count("\n") + 1
+    col = text.index(char) - text.rfind("\n", 0, text.index(char))
+    assert message.startswith(f"s.yaml:{line}:{col}: "), message
+    assert f"U+{ord(char):04X}" in message and "as a Chinese keyboard types it" in message and fix in message
+    if char != "\u3000":
+        assert f"'{char}'" in message
+    if field:
+        assert f": {field}: " in message
+
+
+@pytest.mark.parametrize("text", [
+    "name: '例 17.2，预归一化'\ndescription: 这是一个块，它有两层（见第 17 章）：预归一化\n",  # free text, quoted or not
+    "a: ['我，喜欢', \"你：猫\"]\n",  # quoted: text, whatever it holds
+    "a: [1, 2]  # 注释，可以有全角标点：［］\n",  # a comment
+    "a: |\n  块标量，里面：随便写［］\nb: 1\n",  # a block scalar
+    "steps:\n  - {name: s, op: add, in: [x, y], meaning: 残差，相加}\n",  # a meaning is text, even in a flow mapping
+])
+def test_full_width_punctuation_in_text_is_text(parser, text):
+    load(text)
+
+
+@pytest.mark.parametrize("text,line,col", [
+    ("dims:\n\tC: 2\n", 2, 1),
+    ("dims:\n  C: 2\n\tH: 2\n", 3, 1),
+    ("dims:\n  \tC: 2\n", 2, 3),
+])
+def test_a_tab_in_the_indentation_is_named(parser, text, line, col):
+    with pytest.raises(SpecError) as e:
+        load(text)
+    assert str(e.value) == f"s.yaml:{line}:{col}: a tab at {line}:{col}; YAML indents with spaces"
+
+
+@pytest.mark.parametrize("text", ["a: " + "[" * 3000 + "]" * 3000 + "\n", "a: " + "{b: " * 3000 + "1" + "}" * 3000 + "\n",
+                                  "a: " + "[" * 40 + "1" + "]" * 40 + "\n"])
+def test_deep_nesting_is_refused_in_tracers_words_by_every_parser(parser, text):
+    # libyaml (PyYAML 6.0.4) stops deep flow nesting itself, at about 1000 levels, before tracer sees level 33
+    with pytest.raises(SpecError) as e:
+        load(text)
+    opener = [i for i, ch in enumerate(text) if ch in "[{"][31]  # the document's mapping is level 1: the 32nd bracket opens level 33
+    assert str(e.value).startswith(f"s.yaml:1:{opener + 1}: a") and "values nest more than 32 levels deep" in str(e.value)

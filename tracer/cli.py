@@ -167,21 +167,24 @@ def complete_lang(incomplete: str) -> list[tuple[str, str]]:
     return [(lang, help_) for lang, help_ in (("zh", "the book's Chinese (简体中文)"), ("en", "English")) if lang.startswith(incomplete)]
 
 
+LANG_HELP = ("Language of the words printed for people: zh (the book's Chinese) or en. Default: the locale "
+             "(LC_ALL, LC_MESSAGES, LANG starting with zh -> zh, else en).")
 LangOption = Annotated[str | None, typer.Option(
     "--lang", metavar="zh|en", autocompletion=complete_lang, show_default=False,
-    help="Language of the words printed for people: zh (the book's Chinese) or en. Default: the locale "
-         "(LC_ALL, LC_MESSAGES, LANG starting with zh -> zh, else en). JSON and CSV are the same in both.")]
+    help=LANG_HELP + " JSON and CSV are the same in both.")]
+PictureLangOption = Annotated[str | None, typer.Option(  # a command with no JSON or CSV output
+    "--lang", metavar="zh|en", autocompletion=complete_lang, show_default=False, help=LANG_HELP)]
 FormatOption = Annotated[str | None, typer.Option(
-    "--format", "-f", autocompletion=complete_format, show_default=False,
+    "--format", "-f", metavar="FORMAT", autocompletion=complete_format, show_default=False,
     help="table (default) | json | csv | markdown. CSV: one row per stage and position; Markdown: a pipe table.")]
 StageOption = Annotated[list[str] | None, typer.Option(
     "--stage", "-s", autocompletion=complete_stage, show_default=False,
     help="Only this stage (repeatable), in every format; internals such as attn.weights may be named too.")]
 
-PrecisionOption = Annotated[int, typer.Option("--precision", "-p", help="Decimals printed (0 to 17).")]
+PrecisionOption = Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")]
 NoColorOption = Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")]
-PosOption = Annotated[int, typer.Option("--pos", "-t", help="Position whose values the table shows.")]
-BatchOption = Annotated[int, typer.Option("--batch", "-b", help="Sample whose values the table shows.")]
+PosOption = Annotated[int, typer.Option("--pos", "-t", metavar="T", help="Position whose values the table shows (-1: the last).")]
+BatchOption = Annotated[int, typer.Option("--batch", "-b", metavar="B", help="Sample whose values the table shows (-1: the last).")]
 SvgOption = Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)]
 HtmlOption = Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)]
 ForceOption = Annotated[bool, typer.Option("--force", help="Let the output files replace an existing file tracer cannot prove it wrote "
@@ -279,10 +282,10 @@ def run(
 
                 from .render_attention import attention_view
 
-                picture = attention_view(outcome.trace, picked, batch)
+                picture = attention_view(outcome.trace, picked, outcome.batch)
                 view = Group(picture, Text(check.note())) if check is not None else picture
             else:
-                view = render.run_view(outcome.trace, batch, pos, precision, show_all, check.stages if check else None,
+                view = render.run_view(outcome.trace, outcome.batch, outcome.pos, precision, show_all, check.stages if check else None,
                                        check.note() if check else "", outcome.only)
             show(view, no_color, targets, outcome.trace.spec.name, force)
         else:
@@ -346,7 +349,7 @@ def run_many(specs: list[str], form: str, opts: object, no_color: bool) -> int:
 
 @app.command()
 def probe(
-    spec: Annotated[str, typer.Argument(help="The YAML spec of the block to probe.", show_default=False)],
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec of the block to probe.", show_default=False)],
     as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout instead of the table.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a property fails.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal.")] = False,
@@ -485,12 +488,12 @@ def diff(
 
 @app.command()
 def graph(
-    spec: Annotated[str, typer.Argument(help="The YAML spec of the block to draw.", show_default=False)],
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec of the block to draw.", show_default=False)],
     no_color: NoColorOption = False,
     svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write the drawing as an SVG picture.", show_default=False)] = None,
     html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write the drawing as an HTML page.", show_default=False)] = None,
     force: ForceOption = False,
-    lang: LangOption = None,
+    lang: PictureLangOption = None,
 ) -> None:
     """Draw the block as Figure 17.1 does: before the block, each residual path with every stage and its shape.
 
@@ -511,14 +514,16 @@ def graph(
 
 @app.command()
 def validate(
-    specs: Annotated[list[str], typer.Argument(help="The YAML specs to check.", show_default=False, metavar="SPEC...")],
+    specs: Annotated[list[str], typer.Argument(help="The YAML specs to check.", show_default=False, metavar="SPEC")],
     max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Report a spec whose run would need more as invalid (as run refuses it).")] = DEFAULT_MAX_MEMORY,
     record: Annotated[str, typer.Option("--record", metavar="all|main|stats", help="The recording the memory estimate assumes.")] = "all",
     lang: LangOption = None,
 ) -> None:
-    """Check each SPEC without running it: one line per spec, 'ok' or the error.
+    """Check each SPEC without running it: one line per spec, 'ok', the violation a run would flag, or the error.
 
-    Exit code: 0 when every spec is valid, 2 when any is not.
+    What the shapes and settings alone show (beta: [0], LayerNorm over T, softmax over queries, positions
+    beyond T_max) is reported as tracer run reports it.  Exit code: the worst of 0 valid, 1 a run would
+    flag a violation, 2 not valid.
     """
 
     def body() -> int:
@@ -533,6 +538,15 @@ def validate(
                 est = memory.check_run(s, memory.policy_for(s, record, None, 0, 0), max_memory)
                 line = f"{path}: ok, needs about {memory.format_size(est.total)} to run (--record {record})"
                 code = EXIT_OK
+                from .static import violations
+
+                found = violations(s)
+                if found:
+                    from .i18n import tr
+                    from .textout import kind_word
+
+                    line = message(f"{path}: {found[0].message}") + tr(" ({kind} violation: tracer run flags it)", kind=kind_word(found[0].kind))
+                    code = EXIT_VIOLATION
             except TracerError as e:
                 line, code = str(e), e.exit_code
             except Exception as e:  # a bug: say so for this spec, go on with the others
@@ -542,6 +556,35 @@ def validate(
             sys.stdout.write(" ".join(message(line).split()) + "\n")  # one line per spec, whatever the message
             worst = max(worst, code)
         return worst
+
+    guarded(body, lang)
+
+
+@app.command()
+def check(
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec whose stage was worked out by hand.", show_default=False)],
+    stage: Annotated[str, typer.Option("--stage", "-s", autocompletion=complete_stage, show_default=False,
+                                       help="The stage whose value was worked out (as tracer run names it).")],
+    expect: Annotated[str, typer.Option("--expect", "-e", metavar="NUMBERS", show_default=False,
+                                        help='The hand-worked value at --pos and --batch, e.g. "[1, -2, -1]".')],
+    pos: Annotated[int, typer.Option("--pos", "-t", metavar="T", help="Position of the value (-1: the last).")] = 0,
+    batch: Annotated[int, typer.Option("--batch", "-b", metavar="B", help="Sample of the value (-1: the last).")] = 0,
+    precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals that must agree, as tracer run --precision prints them.")] = 6,
+    lang: LangOption = None,
+) -> None:
+    """Check a hand-worked value: right or wrong to the printed precision.
+
+    Exit code: 0 right, 1 wrong, 2 a bad spec, stage or option.
+    """
+
+    def body() -> int:
+        from .check import check as check_value
+        from .i18n import message
+
+        check_precision(precision)
+        verdict = check_value(spec, stage, expect, pos, batch, precision)
+        sys.stdout.write(message(verdict.line) + "\n")
+        return verdict.exit_code
 
     guarded(body, lang)
 
@@ -660,7 +703,9 @@ def complete_catalogue_name(incomplete: str) -> list[str]:
 def stages(
     name: Annotated[str | None, typer.Argument(metavar="NAME", autocompletion=complete_catalogue_name, show_default=False,
                                                help="Only this stage (blocks.3.norm1 finds norm1).")] = None,
-    fmt: FormatOption = None,
+    fmt: Annotated[str | None, typer.Option(
+        "--format", "-f", metavar="FORMAT", autocompletion=complete_format, show_default=False,
+        help="table (default) | json | csv | markdown. CSV: one row per stage name; Markdown: a pipe table.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     no_color: NoColorOption = False,
     lang: LangOption = None,

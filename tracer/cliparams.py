@@ -74,5 +74,29 @@ def install() -> None:
             return PlainRuntimeParam(parameter_info=info, annotation=descriptor.annotation)
         return original(descriptor)
 
-    core.build_runtime_param = build_runtime_param
+    setattr(core, "build_runtime_param", build_runtime_param)  # noqa: B010 (an older typer's stubs have no such attribute)
+    _plain_help_words(core)
     _installed = True
+
+
+HELP_WORDS = {"<int>": "INTEGER", "<str>": "TEXT", "<float>": "NUMBER", "<list[str]>": "TEXT...", "<list[int]>": "INTEGER..."}
+
+
+def _plain_help_words(core: Any) -> None:
+    """--help in words, not Python types: `--pos T` (a metavar) or `--atol NUMBER`, never `<int>`;
+    an argument named by its metavar (SPEC...) shows no type after it.  Recent typer only."""
+    param = getattr(core, "_TyperParameter", None)
+    argument = getattr(core, "TyperArgument", None)
+    if param is None or argument is None or not hasattr(param, "display_type"):
+        return
+    original = param.display_type
+
+    def display_type(self: Any, ctx: Any) -> str:
+        label = str(original(self, ctx))
+        return HELP_WORDS.get(label, label.strip("<>").upper())
+
+    def argument_type(self: Any, ctx: Any) -> str | None:
+        return None if self.metavar is not None else display_type(self, ctx)
+
+    param.display_type = display_type
+    argument.display_type_rich = argument_type

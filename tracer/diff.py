@@ -251,7 +251,9 @@ def expr(step: Step) -> str:
 
 
 def _same_step(a: Step, b: Step) -> bool:
-    return (a.op, a.inputs, a.weights) == (b.op, b.inputs, b.weights)
+    """The same computation: the same op on the same stages with the same weights (an add's operands in either order)."""
+    ins_a, ins_b = (sorted(a.inputs), sorted(b.inputs)) if a.op == b.op == "add" else (list(a.inputs), list(b.inputs))
+    return (a.op, ins_a, a.weights) == (b.op, ins_b, b.weights)
 
 
 @dataclass
@@ -371,9 +373,14 @@ class WeightRow:
 
 
 def compare_settings(a: Side, b: Side) -> list[SettingRow]:
+    """Settings that change what is computed.  norm_order is a label when a side writes its own steps
+    (norm_order: custom): the step lists say what each side computes, and structure_lines compares them."""
     rows = []
+    custom = "custom" in (a.block.get("norm_order"), b.block.get("norm_order"))
     for group, da, db in (("dims", a.dims, b.dims), ("block", a.block, b.block)):
         for key in align(list(da), list(db)):
+            if custom and group == "block" and key == "norm_order":
+                continue
             va, vb = da.get(key), db.get(key)
             if va != vb or isinstance(va, bool) != isinstance(vb, bool):  # True == 1 in Python
                 rows.append(SettingRow(f"{group}.{key}", va, vb))
@@ -623,10 +630,13 @@ def _stage_json(r: StageRow) -> dict[str, Any]:
             "where": None if r.where is None else list(r.where)}
 
 
-def _check_index(option: str, value: int, letter: str, a: Side, b: Side) -> None:
+def _check_index(option: str, value: int, letter: str, a: Side, b: Side) -> int:
+    """The index counted from the front: -1 is the last of the longer side, as in Python."""
     na, nb = a.dims.get(letter, 1), b.dims.get(letter, 1)
-    if not 0 <= value < max(na, nb):
-        raise UsageError(f"{option} {value} is out of range: {letter} = {na} in A, {nb} in B (give 0 to {max(na, nb) - 1})")
+    n = max(na, nb)
+    if not -n <= value < n:
+        raise UsageError(f"{option} {value} is out of range: {letter} = {na} in A, {nb} in B (give 0 to {n - 1}, or -1 to -{n} from the end)")
+    return value % n
 
 
 def _visible(stages: dict[str, Stage], show_all: bool) -> dict[str, Stage]:
@@ -671,8 +681,8 @@ def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAU
         raise UsageError("--map names the arrays of a file another program wrote (.npz or a JSON object of arrays); "
                          "neither side is one")
     check_violations((a, b), keep_going)
-    _check_index("--batch", batch, "B", a, b)
-    _check_index("--pos", pos, "T", a, b)
+    batch = _check_index("--batch", batch, "B", a, b)
+    pos = _check_index("--pos", pos, "T", a, b)
 
     notes = ["--grad: each stage's and weight's gradient of the side's loss (tracer grad), in backward order"] if grad else []
     stages_a, stages_b = _visible(a.stages, show_all), _visible(b.stages, show_all)

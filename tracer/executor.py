@@ -19,6 +19,7 @@ import numpy as np
 
 from . import kernels
 from .blocks import ATTN_MEANINGS, Step, internal_prefix
+from .contracts import operand_axes, position_violation, violation
 from .errors import BrokenContract, ShapeError, Violation
 from .memory import RecordPolicy, plan_stages
 from .params import load_inputs, load_params
@@ -167,40 +168,12 @@ class Recorder:
         return array
 
 
-AXIS_WORDS = {"B": "samples", "T": "positions", "C": "coordinates", "F": "hidden units", "H": "heads"}
-
-
-def _axes_label(shape: tuple[int, ...], axes: tuple[str, ...]) -> str:
-    axes = axes[-len(shape):] if len(axes) >= len(shape) else axes
-    return shape_label(axes, shape) if len(axes) == len(shape) else str(list(shape))
-
-
 def _all_finite(a: np.ndarray) -> bool:
     """One pass without a temporary: a finite sum means every entry is finite; otherwise look closely."""
     with np.errstate(all="ignore"):
         if np.isfinite(a.sum()):
             return True
     return bool(np.isfinite(a).all())
-
-
-def _broadcast_why(axes: tuple[str, ...], shapes: list[tuple[int, ...]]) -> str:
-    """Say, in the axes' own words, whose values a stretched operand hands to whom."""
-    reasons = []
-    for i, letter in enumerate(axes):
-        sizes = [s[i] for s in shapes if len(s) == len(axes)]
-        if len(set(sizes)) > 1 and 1 in sizes:
-            n = max(sizes)
-            word = AXIS_WORDS.get(letter, f"entries along {letter}")
-            if letter in ("B", "T"):  # which sample or position the single row came from is not known here
-                one, others = ("sample", "samples") if letter == "B" else ("position", "positions")
-                rest = f"the other {one}" if n == 2 else f"the other {n - 1} {others}"
-                reasons.append(f"one {one}'s update would be handed to all {n} {others}, so {rest} would receive an update "
-                               f"that is not {'its' if n == 2 else 'their'} own")
-            else:
-                reasons.append(f"all {n} {word} would receive the same value")
-    if not reasons:
-        return "each sample and position must add its own update"
-    return "; ".join(reasons) + " (a residual adds each sample's and position's own update, section 17.2)"
 
 
 def visible_keys(spec: Spec, step: Step, n_q: int) -> np.ndarray | None:
@@ -237,18 +210,13 @@ class Executor:
         return self.spec.stage_shapes[stage][0]
 
     # -- violations -------------------------------------------------------
-    def guarded(self, stage: str, axes: tuple[str, ...], compute: Callable[[kernels.Strict], np.ndarray]) -> np.ndarray:
+    def guarded(self, stage: str, axes: tuple[str, ...], compute: Callable[[kernels.Strict], np.ndarray],
+                operands: dict[str, tuple[str, ...]] | None = None) -> np.ndarray:
         """Run ``compute`` collecting every broken contract; flag each; the result is what NumPy computes."""
         broken: list[BrokenContract] = []
         out = compute(broken)
         for bc in broken:
-            why = bc.why or (_broadcast_why(axes, list(bc.operands.values())) if bc.kind == "broadcast" else "")
-            self.flag(Violation(
-                kind=bc.kind, stage=stage, message=f"{stage}: {bc.fact}",
-                shapes={name: shape_label(bc.axes[name], shape) if name in bc.axes else _axes_label(shape, axes)
-                        for name, shape in bc.operands.items()},
-                rule=bc.rule or bc.fact, numpy_would=bc.numpy_would, why=why,
-            ))
+            self.flag(violation(bc, stage, axes, operands))
         return out
 
     def flag(self, v: Violation) -> None:
@@ -309,7 +277,7 @@ class Executor:
 
     def record_step(self, step: Step, compute: Callable[[kernels.Strict], np.ndarray]) -> np.ndarray:
         axes = self.axes(step.name)
-        return self.rec(step.name, self.guarded(step.name, axes, compute), axes, step.meaning)
+        return self.rec(step.name, self.guarded(step.name, axes, compute, operand_axes(step, self.axes)), axes, step.meaning)
 
 
 # -- entry and exit ----------------------------------------------------------
@@ -325,16 +293,10 @@ def _op_input(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
 def _op_position_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     P = ex.params["position"]
     axes = ex.axes(step.name)
-    T, T_max = ex.spec.stage_shapes[step.name][1][0], P.shape[0]
-    if T_max < T:
-        ex.flag(Violation(
-            kind="position", stage=step.name,
-            message=f"{step.name}: {axes[0]} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {T_max - 1})",
-            shapes={"position": shape_label(("T_max", "C"), P.shape), "x": shape_label(("B", axes[0], "C"), (ex.spec.dims.B, T, P.shape[1]))},
-            rule="a learned position table has one row for each position 0 .. T_max-1, and no more",
-            numpy_would=f"slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)",
-            why=f"positions {T_max} to {T - 1} were never trained; the table cannot invent them (section 17.1)",
-        ))
+    T = ex.spec.stage_shapes[step.name][1][0]
+    beyond = position_violation(ex.spec, step)
+    if beyond is not None:
+        ex.flag(beyond)
         return ex.rec(step.name, P, ("T_max", "C"), step.meaning)  # --keep-going traces the T_max positions it covers
     return ex.rec(step.name, P[:T], axes, step.meaning)  # [T,C], shared by every sample
 

@@ -84,6 +84,28 @@ def fix_wide_text(svg: str) -> str:
     return SVG_TEXT.sub(fix, svg)
 
 
+WIDE_RUN = re.compile("[\u1100-\u115f\u2e80-\u303e\u3040-\ua4cf\uac00-\ud7a3\uf900-\ufaff\ufe30-\ufe4f\uff00-\uff60\uffe0-\uffe6"
+                      "\U00020000-\U0003fffd]+")
+
+
+def fix_wide_html(page: str) -> str:
+    """Give each run of wide characters (Chinese) exactly two cells a character in the HTML page.
+
+    A browser's font draws a CJK character about 1.6 to 2 columns wide, not exactly 2, so every row with
+    Chinese would drift out of line with the table's borders; a box of 2ch per character keeps the grid.
+    Only the text inside <code> is touched, never a tag or the page's title.
+    """
+    head, sep, body = page.partition("<code")
+    if not sep:
+        return page
+
+    def box(m: re.Match[str]) -> str:
+        return f'<span style="display:inline-block;width:{cell_len(m.group(0))}ch;white-space:nowrap">{m.group(0)}</span>'
+
+    parts = re.split(r"(<[^>]*>)", body)  # tags at odd indices: only the text between them is boxed
+    return head + sep + "".join(p if i % 2 else WIDE_RUN.sub(box, p) for i, p in enumerate(parts))
+
+
 def render_exports(renderable: RenderableType, targets: list[Target], title: str, no_color: bool = False) -> dict[str, str]:
     """The text of each export asked for, by kind."""
     out: dict[str, str] = {}
@@ -94,7 +116,7 @@ def render_exports(renderable: RenderableType, targets: list[Target], title: str
         if t.kind == "svg":
             out[t.kind] = fix_wide_text(rec.export_svg(title=title, clear=False))
         else:
-            out[t.kind] = rec.export_html(clear=False, inline_styles=True)
+            out[t.kind] = fix_wide_html(rec.export_html(clear=False, inline_styles=True))
     return out
 
 

@@ -337,9 +337,18 @@ _HAN_SPACE_HAN = f"([{_HAN}]) +(?=[{_HAN}])"
 
 def spaced(text: str) -> str:
     """A space between Chinese and Latin text ('应为 pre | post 之一'), as the book sets them, and none
-    between two Chinese words; the Latin itself (paths, shapes, values) is never touched."""
-    text = re.sub(_HAN_SPACE_HAN, r"\1", text)  # a translated field next to Chinese: no space between them
-    return re.sub(_LATIN_THEN_HAN, r"\1 \2", re.sub(_HAN_THEN_LATIN, r"\1 \2", text))
+    between two Chinese words; the Latin itself (paths, shapes, values) is never touched, and a quoted
+    value ('我，喜欢，你') is kept exactly as written: a space inside the quotes would read as part of it."""
+    parts = re.split(r"('[^'\n]*')", text)  # odd indices: quoted values
+    for i in range(0, len(parts), 2):
+        part = re.sub(_HAN_SPACE_HAN, r"\1", parts[i])  # a translated field next to Chinese: no space between them
+        parts[i] = re.sub(_LATIN_THEN_HAN, r"\1 \2", re.sub(_HAN_THEN_LATIN, r"\1 \2", part))
+    for i in range(1, len(parts), 2):  # outside the quotes, the usual space between Chinese and the quoted value
+        if re.search(f"[{_HAN}]$", parts[i - 1]):
+            parts[i - 1] += " "
+        if i + 1 < len(parts) and re.match(f"[{_HAN}]", parts[i + 1]):
+            parts[i + 1] = " " + parts[i + 1]
+    return "".join(parts)
 
 
 # -- width -----------------------------------------------------------------------------

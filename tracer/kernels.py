@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from . import contracts
 from .errors import BrokenContract, ShapeError
 
 Strict = bool | list[BrokenContract]  # raise at the first broken contract | no checks | collect them all
@@ -33,37 +34,11 @@ def enforce(strict: Strict, check: Callable[..., None], *args: Any) -> None:
 
 
 def check_same_shape(a: np.ndarray, b: np.ndarray, names: tuple[str, str] = ("left", "right")) -> None:  # residual: full shapes equal
-    if a.shape == b.shape:
-        return
-    try:
-        out = np.broadcast_shapes(a.shape, b.shape)
-    except ValueError:
-        raise ShapeError(f"cannot add {names[0]} {list(a.shape)} and {names[1]} {list(b.shape)}: the shapes do not match and NumPy cannot broadcast them") from None
-    raise BrokenContract(
-        "broadcast",
-        f"{names[0]} {list(a.shape)} and {names[1]} {list(b.shape)} differ; an elementwise add needs equal shapes",
-        {names[0]: a.shape, names[1]: b.shape},
-        numpy_would=f"stretch the size-1 axes and return {list(out)} without complaint",
-        rule="a residual add takes two arrays of exactly the same shape: same samples, same positions, same width (section 17.2)",
-    )
+    contracts.same_shape(a.shape, b.shape, names)
 
 
 def check_vector(name: str, v: np.ndarray, width: int, axis: str) -> None:  # v must be exactly [width] along the last axis
-    if v.shape == (width,):
-        return
-    try:
-        np.broadcast_shapes(v.shape, (width,))
-    except ValueError:
-        raise ShapeError(f"{name} has shape {list(v.shape)}, expected [{axis}] = [{width}]") from None
-    raise BrokenContract(
-        "broadcast",
-        f"{name} has shape {list(v.shape)} where [{axis}] = [{width}] is due",
-        {name: v.shape},
-        numpy_would=f"repeat {name}'s single value across all {width} coordinates without complaint",
-        why=f"{name} should hold one learned value per coordinate; a stretched value silently ties all {width} together",
-        rule=f"{name} holds exactly one value per coordinate: [{axis}] = [{width}]",
-        axes={name: (axis,)},
-    )
+    contracts.vector(name, v.shape, width, axis)
 
 
 def add(a: np.ndarray, b: np.ndarray, strict: Strict = True, names: tuple[str, str] = ("left", "right")) -> np.ndarray:  # [B,T,C], [B,T,C] -> [B,T,C]
@@ -102,29 +77,7 @@ def standardise(x: np.ndarray, axes: int | tuple[int, ...], eps: float, center: 
 
 
 def check_norm_axis(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> None:  # statistics over the last axis only
-    if axis % x.ndim != x.ndim - 1:
-        raise _axis_contract(x, axis, labels)
-
-
-def _axis_contract(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> BrokenContract:
-    name = labels[axis] if len(labels) == x.ndim else f"axis {axis}"
-    last = labels[-1] if len(labels) == x.ndim else "the last axis"
-    n = x.shape[axis]
-    if name == "T":
-        why = (f"each position's result now depends on all {n} positions: position 0 changes when positions 1..{n - 1} do, "
-               "so the future leaks into earlier positions even though the attention mask is right (section 17.3)")
-    elif name == "B":
-        why = f"each sample's result now depends on the other {n - 1} sample{'s' if n > 2 else ''} of the batch: statistics mix samples"
-    else:
-        why = "the statistics mix entries that must be normalised separately"
-    return BrokenContract(
-        "axis",
-        f"LayerNorm statistics taken over {name} ({n} entries) instead of {last} ({x.shape[-1]} coordinates)",
-        {"x": x.shape},
-        numpy_would=f"average over the {n} entries along {name} and normalise without complaint",
-        why=why,
-        rule="LayerNorm normalises each sample's each position on its own: statistics over C only (section 17.3)",
-    )
+    contracts.norm_axis(x.shape, axis, labels)
 
 
 def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: Strict = True,
@@ -215,16 +168,7 @@ ROW_BLOCK = 256  # query rows per block under a causal mask: keys after the bloc
 
 
 def check_softmax_axis(scores: np.ndarray, over_queries: bool) -> None:  # attention weights: softmax over keys
-    if over_queries:
-        raise BrokenContract(
-            "axis",
-            "softmax taken over queries (axis -2) instead of keys (axis -1)",
-            {"scores": scores.shape},
-            numpy_would="normalise each key's column instead of each query's row, without complaint",
-            why=("a query's weights no longer sum to 1 over what it reads, and each weight depends on the other "
-                 "queries' scores, later positions included"),
-            rule="attention weights are a softmax over keys: each query's row sums to 1",
-        )
+    contracts.softmax_axis(scores.shape, over_queries)
 
 
 def qk_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:  # [B,H,T,d], [B,H_kv,S,d] -> [B,H,T,S], scaled by 1/sqrt(d)
@@ -303,15 +247,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
 
 
 def check_batch_norm(x: np.ndarray) -> None:  # a text block never normalises over samples and positions
-    raise BrokenContract(
-        "axis",
-        f"BatchNorm statistics taken over samples and positions (B x T = {x.shape[0]} x {x.shape[1]}) for each coordinate",
-        {"x": x.shape},
-        numpy_would="average each coordinate over the whole batch and every position, without complaint",
-        why=("one sample's result depends on the other samples and on later positions; sentences differ in length and "
-             "content, so the same position in different sentences is not comparable (guide, section 5)"),
-        rule="text blocks normalise each sample's each position over its own C coordinates (LayerNorm)",
-    )
+    contracts.batch_norm(x.shape)
 
 
 def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C], [C] -> [B,T,C], over C

@@ -39,9 +39,8 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
                 only: Sequence[str] | None = None) -> Table:
     spec = trace.spec
     # Text, not str: rich would read "[nan, 1.0]" or a spec name with "[/]" as console markup.
-    # The caption is one line of settings: never broken at the table's width (a Chinese table is narrower than it).
-    table = Table(title=Text(spec.name), caption=Text(caption(spec), no_wrap=True, overflow="ignore"), title_justify="left",
-                  caption_justify="left")
+    # The settings line goes under the table in run_view: it wraps at the console's width, not the table's.
+    table = Table(title=Text(spec.name), title_justify="left")
     for header in stage_header(spec, b, t, verify_diffs is not None):
         table.add_column(header, overflow="fold", justify="right" if header == tr(VERIFY_HEADER) else "left")
     stages = visible_stages(trace, show_all, only)
@@ -88,7 +87,9 @@ def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
              only: Sequence[str] | None = None) -> Group:
     """The table, then (unless --stage chose the rows) the output matrix, then any violation and the verify note."""
     marks = frozenset(v.stage for v in trace.violations)
-    parts: list[RenderableType] = [trace_table(trace, b, t, precision, show_all, verify_diffs, marks, only)]
+    # the settings line under the table: wrapped at the console's width (80 columns keep d and T_max), never cut
+    parts: list[RenderableType] = [trace_table(trace, b, t, precision, show_all, verify_diffs, marks, only),
+                                   Text(caption(trace.spec), style="dim")]
     if any(s.summary is not None for s in visible_stages(trace, show_all, only)):
         parts.append(stats_note(trace, precision))
     if reached_end(trace) and only is None:

@@ -16,6 +16,7 @@ from .diff import DIFFERS, EQUAL, NOT_RECORDED, STATUS_WORDS, DiffResult
 from .i18n import tr
 from .textout import (
     FIRST_MARK,
+    MISSING,
     SETTINGS_HEADER,
     SETTINGS_TITLE,
     STRUCTURE_HEADER,
@@ -95,13 +96,18 @@ def settings_view(r: DiffResult, precision: int) -> RenderableType:
 
 def stage_table(r: DiffResult, precision: int) -> Table:
     # On a narrow terminal cells wrap (fold), never cut a number short with an ellipsis.
+    # Every shape the same on both sides (the usual case): one shape column, so a C = 2 table fits 100 columns.
     first = r.first_diverging
+    header, text_rows = diff_stage_header(r), diff_stage_rows(r, precision)
+    if all(row[1] == row[2] or MISSING in (row[1], row[2]) for row in text_rows):  # a stage on one side only: its shape
+        header = [header[0], tr("shape"), *header[3:]]
+        text_rows = [[row[0], row[2] if row[1] == MISSING else row[1], *row[3:]] for row in text_rows]
     rows: list[list[RenderableType]] = []
-    for row in diff_stage_rows(r, precision):
+    for row in text_rows:
         is_first = first is not None and row[0] == first.name
         rows.append([Text(row[0], style="bold" if is_first else ""), *row[1:]])
-    return _table(diff_stage_title(r), diff_stage_header(r), rows, status_column=6, right=(tr(LARGEST),),
-                  no_wrap=(tr("stage"),))
+    return _table(diff_stage_title(r), header, rows, status_column=len(header) - 1, right=(tr(LARGEST),),
+                  no_wrap=(tr("stage"), tr("shape")))
 
 
 def diff_view(r: DiffResult, precision: int) -> Group:

@@ -5,7 +5,8 @@ path: the stage the path starts from (┬), every step through it with the
 shape it leaves ([B,T,C] -> [B,H,T,d] -> [B,H,T,T] -> ... -> [B,T,C]), and the
 add (⊕) where the untouched stage joins again.  A custom block, a stack and an
 encoder-decoder are drawn from their own steps, so what is drawn is what runs.
-Shapes come from ``spec.stage_shapes``: nothing is run and NumPy is not imported.
+Shapes come from ``spec.stage_shapes``: nothing is run.  A step that breaks a contract is marked with
+what the run will flag there (tracer.static, the checks `tracer validate` makes too).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from .blocks import ACTIVATION_NAMES, ATTN_MEANINGS, ENCODER, OPS, Step, internal_prefix, position_axis
+from .blocks import ACTIVATION_NAMES, ATTN_MEANINGS, ENCODER, Step, internal_prefix, position_axis
 from .i18n import meaning, message, tr
 from .spec import Spec, shape_label
 
@@ -175,21 +176,15 @@ class Graph:
         )
 
     def warning(self, step: Step) -> str:
-        """A contract the step breaks, visible before anything runs (the run flags it as a violation)."""
-        contract = OPS[step.op].axes[0] if OPS[step.op].axes else None
-        if step.op in ("layer_norm", "mha") and step.axis is not None and step.axis != contract:
-            return f"over {step.axis}, not {contract}: an axis violation when run"
-        if step.op == "batch_norm":
-            return "statistics over B and T: an axis violation when run"
-        if step.op == "add":
-            a, b = (self.spec.stage_shapes[i] for i in step.inputs)
-            if a[1] != b[1]:
-                return f"[{','.join(map(str, a[1]))}] + [{','.join(map(str, b[1]))}]: NumPy would broadcast; a violation when run"
-        if step.op == "position_table":
-            T, T_max = self.spec.stage_shapes[step.name][1][0], self.spec.dims.T_max
-            if T_max is not None and T_max < T:
-                return f"{T} positions but T_max = {T_max} rows: a position violation when run"
-        return ""
+        """The first contract the step breaks, as the run words it (static.py: the checks validate makes too)."""
+        from .static import step_violations
+
+        found = step_violations(self.spec, step)
+        if not found:
+            return ""
+        v = found[0]
+        fact = v.message.removeprefix(f"{v.stage}: ")
+        return f"{v.kind} violation when run: {fact}"
 
     def step_row(self, step: Step, rail: str) -> Row:
         return Row(rail, step.name, self.computes(step), self.shape(step.name), step.meaning, self.step_weights(step),
@@ -441,7 +436,7 @@ class Figure:
         self.sections = localise(Graph(spec).sections())
         self.widths = _widths(self.sections)
         table_width = sum(self.widths) + 2 * (len(self.widths) - 1)  # one cell of padding each side, none at the edges
-        self.width = max([table_width] + [cell_len(s.title) + 4 for s in self.sections]) + 4  # borders and padding
+        self.width = max([table_width] + [cell_len(s.title) + 4 for s in self.sections]) + 5  # borders and padding, and a cell rich 13 pads the rail with
 
     def header(self) -> Text:
         spec = self.spec

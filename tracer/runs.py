@@ -69,6 +69,8 @@ class Outcome(NamedTuple):
     only: list[str] | None = None  # --stage selection, checked against this spec's stages
     error: str = ""
     show_all: bool = False
+    batch: int = 0  # --batch and --pos, counted from the front (-1 given: the last)
+    pos: int = 0
 
     @property
     def stages(self) -> list[Stage]:
@@ -109,10 +111,10 @@ def trace_one(path: str, opts: RunOptions) -> Outcome:
     """Load, check and run one spec; a TracerError propagates (the caller decides what it costs)."""
     s = memory.load_spec_within(path, opts.max_memory)  # a spec with millions of inline values is refused before it is parsed
     only = select_stages(s, opts.stages)
-    if not 0 <= opts.batch < s.dims.B:
-        raise UsageError(f"--batch {opts.batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
-    if not 0 <= opts.pos < s.dims.T:
-        raise UsageError(f"--pos {opts.pos} is out of range: T = {s.dims.T} (positions 0 to {s.dims.T - 1})")
+    from .check import index  # --pos -1 is the last position, as in Python
+
+    opts = opts._replace(batch=index(opts.batch, s.dims.B, "--batch", "B", "samples"),
+                         pos=index(opts.pos, s.dims.T, "--pos", "T", "positions"))
     # What is kept of each stage (--record, --keep; a --stage asked for is kept in full), then the
     # memory that takes: a run over --max-memory is refused here, before anything is allocated.
     policy = memory.policy_for(s, opts.record, list(opts.keep) + (only or []), opts.batch, opts.pos, opts.show_all)
@@ -141,7 +143,7 @@ def trace_one(path: str, opts: RunOptions) -> Outcome:
 
         save(trace, opts.save, weights, opts.force)
     code = EXIT_OK if trace.ok or opts.exit_zero else EXIT_VIOLATION
-    return Outcome(path, code, trace, check, weights, only, show_all=opts.show_all)
+    return Outcome(path, code, trace, check, weights, only, show_all=opts.show_all, batch=opts.batch, pos=opts.pos)
 
 
 def attempt(path: str, opts: RunOptions) -> Outcome:
@@ -210,7 +212,7 @@ def render_chunks(o: Outcome, fmt: str, opts: RunOptions) -> Iterator[str]:
 def markdown_text(o: Outcome, opts: RunOptions) -> str:
     if o.trace is None:
         return f"### {textout.md_text(o.path)}\n\n> **{i18n.tr('error')}**: {textout.md_text(i18n.message(o.error))}\n"
-    return textout.run_markdown(o.trace, o.stages, opts.batch, opts.pos, opts.precision,
+    return textout.run_markdown(o.trace, o.stages, o.batch, o.pos, opts.precision,
                                 o.check.stages if o.check else None, o.check.note() if o.check else "", o.only)
 
 

@@ -119,7 +119,9 @@ VERIFY_HEADER = "max |NumPy - reference|"
 
 
 def stage_header(spec: Spec, b: int, t: int, verify: bool) -> list[str]:
-    head = [tr("stage"), tr("what it is"), tr("value at b={b}, t={t}{word}", b=b, t=t, word=token_label(spec, b, t)), tr("shape")]
+    # Table 17.1 (one sequence) heads its value column 第一个位置: the book's words, where they are exact
+    value = "value at b=0, t=0{word}" if (b, t, spec.dims.B) == (0, 0, 1) else "value at b={b}, t={t}{word}"
+    head = [tr("stage"), tr("what it is"), tr(value, b=b, t=t, word=token_label(spec, b, t)), tr("shape")]
     return head + ([tr(VERIFY_HEADER)] if verify else [])
 
 

@@ -121,9 +121,9 @@ def read_text(path: str) -> str:
     return text
 
 
-def _parser(text: str) -> Any:
+def _parser(text: str, pure: bool = False) -> Any:
     """libyaml's parser when PyYAML has it (about 50 times faster), else PyYAML's own: events only, both iterative."""
-    cls = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+    cls = yaml.SafeLoader if pure else (getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader)
     return cls(text)
 
 
@@ -135,15 +135,50 @@ def load(text: str, filename: str) -> tuple[dict[str, Any], Source]:
     document that would expand past MAX_EXPANDED_NODES is refused as soon as it gets there,
     without expanding anything (an aliased value is shared, not copied).
     """
-    parser = _parser(text)
+    return _load(text, filename, pure=False)
+
+
+def _load(text: str, filename: str, pure: bool) -> tuple[dict[str, Any], Source]:
+    parser = _parser(text, pure)
     try:
-        return _Composer(parser, filename).document()
+        return _Composer(parser, filename, text).document()
     except yaml.MarkedYAMLError as e:
-        raise SpecError(_syntax_message(e, filename)) from None
+        if not pure and isinstance(parser, getattr(yaml, "CSafeLoader", ())) and _nested_too_deep(text, e):
+            return _load(text, filename, pure=True)  # libyaml (PyYAML >= 6.0.4) stopped it in its own words: our composer names the level
+        raise SpecError(_slip_message(text, e, filename) or _syntax_message(e, filename)) from None
     except yaml.YAMLError as e:
         raise SpecError(f"{filename}: YAML error: {' '.join(str(e).split())}") from None
     finally:
         parser.dispose()
+
+
+def _nested_too_deep(text: str, e: yaml.MarkedYAMLError) -> bool:
+    from .yamlslips import explain
+
+    m = e.problem_mark or e.context_mark
+    slip = explain(text, m.line + 1 if m else text.count("\n") + 1, MAX_DEPTH)
+    return slip is not None and slip.kind == "deep"
+
+
+def _slip_message(text: str, e: yaml.MarkedYAMLError, filename: str) -> str | None:
+    """A parser error explained by the slip that caused it (a tab, full-width punctuation, nesting too deep), in tracer's words."""
+    from .yamlslips import describe, explain, tab_message
+
+    m = e.problem_mark or e.context_mark
+    slip = explain(text, m.line + 1 if m else text.count("\n") + 1, MAX_DEPTH)
+    if slip is None:
+        return None
+    where = f"{filename}:{slip.line}:{slip.col}"
+    if slip.kind == "deep":
+        return f"{where}: {_too_deep()}"
+    if slip.kind == "tab":
+        return f"{where}: {tab_message(slip.line, slip.col)}"
+    return f"{where}: {describe(slip.char)}"
+
+
+def _too_deep() -> str:
+    return (f"values nest more than {MAX_DEPTH} levels deep "
+            "(YAML nesting is too deep for a spec: its deepest value is a [B,T,C] matrix inside two mappings)")
 
 
 def _syntax_message(e: yaml.MarkedYAMLError, filename: str) -> str:
@@ -163,20 +198,22 @@ def _syntax_message(e: yaml.MarkedYAMLError, filename: str) -> str:
 
 
 class _Frame:
-    __slots__ = ("value", "path", "key", "anchor", "start", "is_map")
+    __slots__ = ("value", "path", "key", "anchor", "start", "is_map", "flow")
 
-    def __init__(self, value: Any, path: Path, anchor: str | None, start: int, is_map: bool) -> None:
+    def __init__(self, value: Any, path: Path, anchor: str | None, start: int, is_map: bool, flow: bool = False) -> None:
         self.value = value
         self.path = path
         self.key: str | None = None  # a mapping waiting for the value of this key
         self.anchor = anchor
         self.start = start  # values counted before this collection opened
         self.is_map = is_map
+        self.flow = flow  # written [...] or {...}: full-width punctuation inside is a slip, not text
 
 
 class _Composer:
-    def __init__(self, parser: Any, filename: str) -> None:
+    def __init__(self, parser: Any, filename: str, text: str = "") -> None:
         self.parser = parser
+        self.text = text  # to point at a slip inside a scalar that spans lines
         self.src = Source(filename, {}, {})
         self.anchors: dict[str, tuple[Any, int]] = {}  # anchor -> (value, values it stands for)
         self.count = 0  # values so far, aliases expanded
@@ -224,6 +261,8 @@ class _Composer:
                 elif isinstance(ev, yaml.ScalarEvent):
                     self.check_tag(ev, path)
                     self.src.raw[path] = ev.value
+                    if not ev.style and stack:
+                        self.check_slip(ev, path, stack[-1].flow, False)
                     try:
                         value = self.scalar(ev)
                     except ValueError as e:
@@ -234,11 +273,10 @@ class _Composer:
                 else:
                     self.check_tag(ev, path)
                     if len(stack) >= MAX_DEPTH:
-                        raise SpecError(f"{self.where(m)}: {format_path(path)}: values nest more than {MAX_DEPTH} levels deep "
-                                        "(YAML nesting is too deep for a spec: its deepest value is a [B,T,C] matrix inside two mappings)")
+                        raise SpecError(f"{self.where(m)}: {format_path(path)}: {_too_deep()}")
                     self.add(1, m)
                     is_map = isinstance(ev, yaml.MappingStartEvent)
-                    stack.append(_Frame({} if is_map else [], path, ev.anchor, self.count, is_map))
+                    stack.append(_Frame({} if is_map else [], path, ev.anchor, self.count, is_map, bool(ev.flow_style)))
                     continue
             if not stack:
                 return value
@@ -267,6 +305,7 @@ class _Composer:
             raise SpecError(f"{self.where(m)}: {format_path(top.path)}: keys must be plain names "
                             "(not lists, mappings, anchors or aliases)")
         key = ev.value
+        self.check_slip(ev, top.path + (key,), top.flow, True)
         if key in top.value:
             first = self.src.key_marks.get(top.path + (key,))
             again = f" (first given at line {first.line})" if first else ""
@@ -275,6 +314,25 @@ class _Composer:
         self.add(1, m)
         top.key = key
         return None
+
+    def check_slip(self, ev: Any, path: Path, flow: bool, is_key: bool) -> None:
+        """Full-width punctuation where YAML reads structure (see yamlslips): named, with what to type instead."""
+        from .yamlslips import FULL_WIDTH, describe, plain_slip
+
+        if not any(ch in FULL_WIDTH for ch in ev.value):
+            return
+        i = plain_slip(ev.value, path[-1] if path else None, flow, is_key)
+        if i is None:
+            return
+        m = ev.start_mark
+        col = m.column + 1 + i
+        if ev.end_mark.line != m.line:  # folded over lines: find the character on the scalar's first line
+            line = self.text.split("\n", m.line + 1)[m.line] if m.line < self.text.count("\n") + 1 else ""
+            at = line.find(ev.value[i], m.column)
+            col = at + 1 if at >= 0 else m.column + 1
+        field = path[:-1] if is_key else path
+        where = f"{self.src.filename}:{m.line + 1}:{col}: " + (f"{format_path(field)}: " if field else "")
+        raise SpecError(where + describe(ev.value[i]))
 
     def scalar(self, ev: Any) -> Any:
         text = ev.value

@@ -124,6 +124,7 @@ UI: dict[str, str] = {
     "stage": "记录名",
     "what it is": "阶段",
     "value at b={b}, t={t}{word}": "b={b}, t={t}{word} 处的值",
+    "value at b=0, t=0{word}": "第一个位置{word}",  # Table 17.1's own head for the value column
     "shape": "整个数组的 shape",
     "max |NumPy - reference|": "max |NumPy - 参考实现|",
     "not checked": "未核对",
@@ -158,6 +159,7 @@ UI: dict[str, str] = {
     "error": "错误",
     "{kind} at {stage}": "{stage} 处{kind}违规",
     " ({note})": "（{note}）",
+    " ({kind} violation: tracer run flags it)": "（{kind}违规：tracer run 会标出它）",
     # the CLI's own lines
     "tracer: error: ": "tracer: 错误：",
     "tracer: note: ": "tracer: 注意：",
@@ -731,8 +733,8 @@ TEMPLATES: dict[str, str] = {
     "{label} normalises after each residual add: {norms}": "{label} 在每次残差相加之后归一化：{norms}",
     "{label} normalises after a residual add: {norms}": "{label} 在一次残差相加之后归一化：{norms}",
     "{label} normalises only what the sublayers read": "{label} 只归一化子层读取的输入",
-    "the residual stream is never normalised": "残差流本身从不归一化",
-    "the residual stream is never normalised: {where!t}": "残差流本身从不归一化：{where}",
+    "the residual stream is never normalised": "残差路径本身从不归一化",
+    "the residual stream is never normalised: {where!t}": "残差路径本身从不归一化：{where}",
     "{name} = {expr} only in A": "{name} = {expr} 只在 A 中",
     "{name} = {expr} only in B": "{name} = {expr} 只在 B 中",
     "{name} = {a} in A, {b} in B": "{name} 在 A 中 = {a}，在 B 中 = {b}",
@@ -782,7 +784,7 @@ TEMPLATES: dict[str, str] = {
     "not a readable .npz archive ({why!a})": "不是可读取的 .npz 归档（{why}）",
     # -- tracer graph --
     "before the block ": "进入块之前",
-    "the residual stream, into this path": "残差流，进入这条路径",
+    "the residual stream, into this path": "残差路径上的值，进入这条路径",
     "x goes two ways: through the steps on the rail, and unchanged into the add.": "x 分两路：一路经过竖线上的各步骤，一路原样进入相加。",
     "{x} goes two ways: through the steps on the rail, and unchanged into the add.": "{x} 分两路：一路经过竖线上的各步骤，一路原样进入相加。",
     "Positions are added here, before the block: a position is not a token appended to the sequence.":
@@ -816,10 +818,7 @@ TEMPLATES: dict[str, str] = {
     "{mask!t}; softmax over keys": "{mask}；沿键做 softmax",
     "{mask!t}; softmax over queries": "{mask}；沿查询做 softmax",
     "layer_norm({x}) over {axis}": "沿 {axis} 做 layer_norm({x})",
-    "over {axis}, not {c}: an axis violation when run": "沿 {axis} 而不是 {c}：运行时是轴违规",
-    "statistics over B and T: an axis violation when run": "统计量跨 B 和 T：运行时是轴违规",
-    "{a} + {b}: NumPy would broadcast; a violation when run": "{a} + {b}：NumPy 会广播；运行时是违规",
-    "{t} positions but T_max = {n} rows: a position violation when run": "{t} 个位置，但 T_max = {n} 行：运行时是位置违规",
+    "{kind!t} violation when run: {fact!T}": "运行时是{kind}违规：{fact}",
     "FFN hidden layer, inside the step (not recorded)": "FFN 隐藏层，在步骤内部（未记录）",
     "{x} W_Q, W_K, W_V; split into H = {h} heads": "{x} W_Q, W_K, W_V；拆成 H = {h} 个头",
     "{x} W_Q, W_K, W_V; split into H = {h} heads; q, k turned (rotary)": "{x} W_Q, W_K, W_V；拆成 H = {h} 个头；q、k 转动（旋转位置编码）",
@@ -850,6 +849,25 @@ TEMPLATES: dict[str, str] = {
         "每个头 {nq} × {nk} 个格子，太多，无法逐个打印：每格是一块 {rb} 个{q} × {cb} 个{k}的平均权重（{r} × {c} 块，最后几块较小）",
     "shades are relative to the largest mean in each head": "深浅相对于每个头中最大的均值",
     "a cell is · only when its whole block is masked": "只有整块都被遮挡时格子才是 ·",
+    # slips of a Chinese keyboard and of the tab key (yamlslips)
+    "{what!t} '{char}' ({code}), as a Chinese keyboard types it; YAML reads only ASCII punctuation: type {fix!t} instead":
+        "{what} '{char}'（{code}），是中文输入法打出的；YAML 只认 ASCII 标点：请改为 {fix}",
+    "{what!t} ({code}), as a Chinese keyboard types it; YAML reads only ASCII punctuation: type {fix!t} instead":
+        "{what}（{code}），是中文输入法打出的；YAML 只认 ASCII 标点：请改为 {fix}",
+    "a tab at {line}:{col}; YAML indents with spaces": "第 {line} 行第 {col} 列是制表符（Tab）；YAML 只用空格缩进",
+    # examples/coursework/grade.py's notes
+    "lost: {parts}": "失分：{parts}",
+    "{kind!t} violation: {rest!T}": "{kind}违规：{rest}",
+    # tracer check
+    "right: {stage} at b={b}, t={t} is {v} to {p} decimals": "正确：{stage} 在 b={b}, t={t} 处是 {v}（精确到 {p} 位小数）",
+    "wrong: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}": "错误：{stage} 在 b={b}, t={t} 处有 {n} 个数（该阶段是 {shape}）；你给了 {m} 个",
+    "wrong: {stage} at b={b}, t={t}: entry {i} of {v} differs at {p} decimals (counting from 0)": "错误：{stage} 在 b={b}, t={t} 处：{v} 的第 {i} 项在 {p} 位小数上不同（从 0 数起）",
+    "wrong: {stage} at b={b}, t={t}: entries {i!a} of {v} differ at {p} decimals (counting from 0)": "错误：{stage} 在 b={b}, t={t} 处：{v} 的第 {i} 项在 {p} 位小数上不同（从 0 数起）",
+    "cannot check {stage} at b={b}, t={t}: the run stopped at a {stopped!t} before reaching it (tracer run {path})":
+        "无法检查 {stage} 在 b={b}, t={t} 处的值：运行在到达它之前停在了{stopped}（tracer run {path}）",
+    "--expect {text!a}: expected a list of numbers such as [1, -2, -1]": "--expect {text}：应为数的列表，例如 [1, -2, -1]",
+    "{option} {n} is out of range: {axis} = {size} ({what!t} 0 to {last}, or -1 to -{size} from the end)":
+        "{option} {n} 超出范围：{axis} = {size}（{what} 0 到 {last}，或从末尾数 -1 到 -{size}）",
 }
 
 
@@ -857,6 +875,18 @@ TEMPLATES: dict[str, str] = {
 # pattern such as 'dims.{letter} = {n}' cannot take over a sentence.
 FRAGMENTS: dict[str, str] = {
     **KINDS,
+    "positions": "位置",
+    "samples": "样本",
+    "a full-width comma": "全角逗号",
+    "a full-width colon": "全角冒号",
+    "a full-width semicolon": "全角分号",
+    "a full-width bracket": "全角方括号",
+    "a full-width brace": "全角花括号",
+    "a full-width parenthesis": "全角圆括号",
+    "a full-width space": "全角空格",
+    "':' and a space": "':' 加一个空格",
+    "',' (YAML separates items with commas)": "','（YAML 用逗号分隔各项）",
+    "a space": "一个空格",
     "{a} or {b}": "{a} 或 {b}",
     "layer {name}": "层 {name}",
     "encoder layer {name}": "编码器层 {name}",
