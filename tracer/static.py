@@ -62,8 +62,11 @@ def broken_contracts(spec: Spec, step: Step) -> list[BrokenContract]:
         with contextlib.suppress(ShapeError):  # shapes NumPy cannot combine at all: the spec validator's business, not a violation
             _enforce(broken, contracts.same_shape, ins[0][1], ins[1][1], names)
     elif step.op in ("mha", "cross_mha"):
-        for key in ("b_q", "b_k", "b_v"):
-            _vector(spec, broken, g, key, C, "C")
+        grouped = spec.dims.kv_heads != spec.dims.H  # k and v are H_kv heads wide: [C_kv]
+        kv_width, kv_axis = (spec.dims.size("C_kv"), "C_kv") if grouped else (C, "C")
+        _vector(spec, broken, g, "b_q", C, "C")
+        for key in ("b_k", "b_v"):
+            _vector(spec, broken, g, key, kv_width, kv_axis)
         _enforce(broken, contracts.softmax_axis, shapes[f"{internal_prefix(step)}.scores"][1], step.axis == "queries")
         _vector(spec, broken, g, "b_o", C, "C")
     elif step.op in ("ffn", "ffn_hidden"):

@@ -238,7 +238,7 @@ UI: dict[str, str] = {
         "加权求和：每个头的权重乘 V，各头按顺序拼接，在乘 W_O 之前",
     "the projections: X W_Q + b_Q (likewise K and V), split into H heads of width d":
         "投影：X W_Q + b_Q（K 和 V 同理），再分成 H 个宽度为 d 的头",
-    "the residual add: both terms, the stream and the sublayer's output": "残差相加：两项都要有，残差流和子层的输出",
+    "the residual add: both terms, the stream and the sublayer's output": "残差相加：两项都要有，残差路径上的值和子层的输出",
     "the FFN's first layer: act(N_2 W_1 + b_1), reading the second normalisation": "FFN 的第一层：act(N_2 W_1 + b_1)，读取第二次归一化的结果",
     "the FFN's second layer: hidden W_2 + b_2": "FFN 的第二层：hidden W_2 + b_2",
     "the FFN: act(N_2 W_1 + b_1) W_2 + b_2, reading the second normalisation": "FFN：act(N_2 W_1 + b_1) W_2 + b_2，读取第二次归一化的结果",
