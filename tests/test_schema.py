@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO, SPECS, run_app
+from conftest import EXAMPLES, REPO, SPECS, example_module, run_app
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema checks the spec schema (pip install -e '.[test]')")
 
@@ -379,3 +379,17 @@ def test_the_schema_rejects_what_the_validator_rejects_in_file_fields(files: Pat
     with pytest.raises(SpecError):
         load_beside(files, text)
     assert schema_errors(text), f"the schema accepts {case!r}, which tracer rejects"
+
+
+IMPORTS = [("checkpoints/tiny_gpt2.py", ()), ("checkpoints/tiny_gpt2.py", ("--layers", "1-1")),
+           ("checkpoints/tiny_llama.py", ("--tokens", "5,17,3,8")), ("checkpoints/tiny_llama.py", ("--layers", "1"))]
+
+
+@pytest.mark.parametrize("script,options", IMPORTS, ids=[f"{s.split('/')[-1]} {' '.join(o)}" for s, o in IMPORTS])
+def test_the_specs_tracer_import_writes_validate(tmp_path: Path, script: str, options: tuple[str, ...]) -> None:
+    """Written by tracer, so the editor must not underline a line of them: weights {file, layout, first_layer}, H_kv, the pairing."""
+    pytest.importorskip("safetensors", reason="the example checkpoints are safetensors files")
+    example_module(script).make(str(tmp_path / "model"))
+    r = run_app("import", str(tmp_path / "model"), "-o", str(tmp_path / "spec.yaml"), *options)
+    assert r.returncode == 0, r.stderr
+    assert schema_errors((tmp_path / "spec.yaml").read_text(encoding="utf-8")) == []
