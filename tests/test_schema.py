@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO, SPECS, run_app
+from conftest import EXAMPLES, REPO, SPECS, example_module, run_app
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema checks the spec schema (pip install -e '.[test]')")
 
@@ -113,6 +113,16 @@ def test_the_choices_are_the_validators_choices() -> None:
     axes = {rule["if"]["properties"]["op"]["const"]: enum(rule["then"]["properties"]["axis"])
             for rule in DEFS["step"]["allOf"] if "const" in rule["if"]["properties"]["op"] and "axis" in rule["then"].get("properties", {})}
     assert axes == {op: list(info.axes) for op, info in blocks.OPS.items() if info.axes}
+    assert enum(block["rotary_pairing"]) == list(spec.PAIRINGS)
+    assert enum(SCHEMA["properties"]["loss"]) == list(spec.LOSSES)
+
+
+def test_the_checkpoint_fields_are_the_validators() -> None:
+    from tracer.checkpoints import layouts
+
+    assert list(DEFS["model_file"]["properties"]) == list(spec.MODEL_FILE_KEYS)
+    assert list(DEFS["file_weight"]["properties"]) == list(spec.FILE_KEYS)
+    assert enum(DEFS["model_file"]["properties"]["layout"]) == list(layouts.names())
 
 
 def test_every_weight_key_of_every_group_is_named() -> None:
@@ -149,6 +159,8 @@ def test_shipped_specs_are_found() -> None:
 MIN = "dims: {C: 2, H: 2, F: 3}\ninput: {tokens: [0, 1, 2]}\nseed: 0\n"
 STEPS = MIN + "block:\n  steps:\n    - {name: norm1, op: layer_norm, in: x, weights: norm1}\n"
 SEQ2SEQ = "model: encoder-decoder\ndims: {C: 2, H: 2, F: 3}\ninput: {source: [0, 1], target: [1, 0]}\nseed: 0\n"
+ROTARY = "dims: {C: 4, H: 2, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n"  # d = 2: rotary turns pairs
+HEAD = MIN + "block: {head: tied}\n"
 
 REJECTED = [
     # required fields
@@ -230,6 +242,31 @@ REJECTED = [
     ("block in an encoder-decoder", SEQ2SEQ + "block: {layers: 1}\n"),
     ("tokens in an encoder-decoder", SEQ2SEQ.replace("{source: [0, 1], target: [1, 0]}", "{tokens: [0, 1]}")),
     ("steps in a decoder", SEQ2SEQ + "decoder:\n  steps:\n    - {name: norm1, op: layer_norm, in: x, weights: norm1}\n"),
+    # grouped-query attention, the rotary pairing
+    ("H_kv zero", "dims: {C: 4, H: 2, H_kv: 0, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n"),
+    ("H_kv not whole", "dims: {C: 4, H: 2, H_kv: 1.5, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n"),
+    ("rotary_pairing", ROTARY + "block: {positions: rotary, rotary_pairing: pairs}\n"),
+    ("rotary_pairing without rotary positions", ROTARY + "block: {positions: sinusoidal, rotary_pairing: half}\n"),
+    ("rotary_pairing without positions", ROTARY + "block: {rotary_pairing: half}\n"),
+    # tracer grad: the loss and the targets
+    ("loss", MIN + "loss: cross-entropy\n"),
+    ("next-token without a head", MIN + "loss: next-token\n"),
+    ("next-token with head none", MIN + "loss: next-token\nblock: {head: none}\n"),
+    ("next-token in an encoder-decoder without a head", SEQ2SEQ + "loss: next-token\n"),
+    ("targets without a head", MIN.replace("tokens: [0, 1, 2]", "tokens: [0, 1, 2], targets: [1, 2, 0]")),
+    ("targets with x", "dims: {C: 2, H: 2, F: 3}\ninput: {x: [[1, 0], [0, 1]], targets: [0, 1]}\nseed: 0\nblock: {head: tied}\n"),
+    ("targets negative", HEAD.replace("tokens: [0, 1, 2]", "tokens: [0, 1, 2], targets: [1, -1, 0]")),
+    ("targets nested too deep", HEAD.replace("tokens: [0, 1, 2]", "tokens: [0, 1, 2], targets: [[[1, 2, 0]]]")),
+    ("unknown seq2seq input key", SEQ2SEQ.replace("target: [1, 0]", "target: [1, 0], target_ids: [0, 1]")),
+    # weights read from files
+    ("unknown field of a weight from a file", MIN + "weights:\n  attn: {w_q: {file: w.npz, kee: attn_q}}\n"),
+    ("a weight mapping without file", MIN + "weights:\n  attn: {w_q: {key: attn_q}}\n"),
+    ("an empty file name", MIN + "weights:\n  attn: {w_q: {file: ''}}\n"),
+    ("key not text", MIN + "weights:\n  attn: {w_q: {file: w.npz, key: [a]}}\n"),
+    ("transpose maybe", MIN + "weights:\n  attn: {w_q: {file: w.npz, transpose: maybe}}\n"),
+    ("a group beside a checkpoint", MIN + "weights: {file: model.safetensors, layout: gpt2, attn: {w_q: identity}}\n"),
+    ("layout without file", MIN + "weights: {layout: gpt2}\n"),
+    ("checkpoint file not text", MIN + "weights: {file: [a], layout: gpt2}\n"),
 ]
 
 
@@ -242,7 +279,7 @@ def test_the_schema_rejects_what_the_validator_rejects(case: str, text: str) -> 
 
 def test_the_schema_accepts_the_minimal_specs_the_rejections_start_from() -> None:
     """Each rejection above is about its one change, not about the spec it changes."""
-    for text in (MIN, STEPS, SEQ2SEQ):
+    for text in (MIN, STEPS, SEQ2SEQ, ROTARY, HEAD):
         spec.load_spec_text(text)
         assert schema_errors(text) == []
 
@@ -271,6 +308,19 @@ ACCEPTED = [
                                             "weights:\n  up: {w: random, b: [0, 0, 0]}\n"),
     ("an encoder-decoder with its weights", SEQ2SEQ + "encoder: {layers: 1}\ndecoder: {layers: 1, head: tied}\n"
                                             "weights:\n  decoder:\n    blocks:\n      - {cross_attn: {w_q: identity}, norm3: {beta: zeros}}\n"),
+    ("grouped-query attention", "dims: {C: 4, H: 2, H_kv: 1, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n"
+                                "weights:\n  attn: {w_k: [[1, 0], [0, 1], [0, 0], [0, 0]], b_v: [0, 0]}\n"),
+    ("H_kv = H", "dims: {C: 4, H: 2, H_kv: 2, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n"),
+    ("rotary pairs (i, i + d/2)", ROTARY + "block: {positions: rotary, rotary_pairing: half}\n"),
+    ("rotary pairs (2i, 2i+1), written out", ROTARY + "block: {positions: rotary, position_base: 500, rotary_pairing: interleaved}\n"),
+    ("next-token with targets", MIN.replace("tokens: [0, 1, 2]", "tokens: [0, 1, 2], targets: [1, 2, 0]")
+                                + "loss: next-token\nblock: {head: separate}\n"),
+    ("targets as words, one list per sample", "vocab: [我, 喜欢, 你]\ndims: {C: 2, H: 2, F: 3}\nseed: 0\nblock: {head: tied}\n"
+                                              "input: {tokens: [[我, 喜欢], [你, 我]], targets: [[喜欢, 你], [我, 喜欢]]}\n"),
+    ("sum-squares without a head", MIN + "loss: sum-squares\n"),
+    ("sum-squares with x", "dims: {C: 2, H: 2, F: 3}\ninput: {x: [[1, 0], [0, 1]]}\nseed: 0\nloss: sum-squares\n"),
+    ("an encoder-decoder's targets", SEQ2SEQ.replace("target: [1, 0]", "target: [1, 0], targets: [0, 1]")
+                                     + "decoder: {head: tied}\nloss: next-token\n"),
 ]
 
 
@@ -278,3 +328,68 @@ ACCEPTED = [
 def test_the_schema_accepts_what_the_validator_accepts(case: str, text: str) -> None:
     spec.load_spec_text(text)
     assert schema_errors(text) == []
+
+
+# -- weights from files: the validator opens them, so these specs sit beside real files ---------------
+
+X_INPUT = "dims: {C: 2, H: 2, F: 3}\ninput: {x: [[1, 0], [0, 1]]}\nseed: 0\n"
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> Path:
+    """w.npz with one matrix q; t.npz, a whole two-layer model in the tracer layout (as tracer run --save names it)."""
+    np = pytest.importorskip("numpy")
+    np.savez(tmp_path / "w.npz", q=np.eye(2))
+    weights = spec.load_spec_text(X_INPUT).weights
+    np.savez(tmp_path / "t.npz", **{f"weights.blocks.{i}.{name}": np.zeros(w.shape) for i in (0, 1) for name, w in weights.items()})
+    return tmp_path
+
+
+def load_beside(folder: Path, text: str) -> spec.Spec:
+    path = folder / "spec.yaml"
+    path.write_text(text, encoding="utf-8")
+    return spec.load_spec(str(path))
+
+
+FROM_FILES = [
+    ("one matrix from a file", X_INPUT + "weights:\n  attn: {w_q: {file: w.npz, key: q}}\n"),
+    ("one matrix transposed", X_INPUT + "weights:\n  attn: {w_o: {file: w.npz, key: q, transpose: true}}\n"),
+    ("the whole model", X_INPUT + "weights: {file: t.npz, layout: tracer}\n"),
+    ("the whole model from its second layer", X_INPUT + "weights: {file: t.npz, layout: tracer, first_layer: 1}\n"),
+]
+
+
+@pytest.mark.parametrize("case,text", FROM_FILES, ids=[c for c, _ in FROM_FILES])
+def test_the_schema_accepts_weights_from_files(files: Path, case: str, text: str) -> None:
+    loaded = load_beside(files, text)
+    assert any(w.source == "file" for w in loaded.weights.values())
+    assert schema_errors(text) == []
+
+
+FROM_FILES_REJECTED = [
+    ("an unknown layout", X_INPUT + "weights: {file: t.npz, layout: bert}\n"),
+    ("first_layer negative", X_INPUT + "weights: {file: t.npz, layout: tracer, first_layer: -1}\n"),
+    ("first_layer not whole", X_INPUT + "weights: {file: t.npz, layout: tracer, first_layer: 1.5}\n"),
+    ("an unknown checkpoint field", X_INPUT + "weights: {file: t.npz, layout: tracer, layers: 2}\n"),
+]
+
+
+@pytest.mark.parametrize("case,text", FROM_FILES_REJECTED, ids=[c for c, _ in FROM_FILES_REJECTED])
+def test_the_schema_rejects_what_the_validator_rejects_in_file_fields(files: Path, case: str, text: str) -> None:
+    with pytest.raises(SpecError):
+        load_beside(files, text)
+    assert schema_errors(text), f"the schema accepts {case!r}, which tracer rejects"
+
+
+IMPORTS = [("checkpoints/tiny_gpt2.py", ()), ("checkpoints/tiny_gpt2.py", ("--layers", "1-1")),
+           ("checkpoints/tiny_llama.py", ("--tokens", "5,17,3,8")), ("checkpoints/tiny_llama.py", ("--layers", "1"))]
+
+
+@pytest.mark.parametrize("script,options", IMPORTS, ids=[f"{s.split('/')[-1]} {' '.join(o)}" for s, o in IMPORTS])
+def test_the_specs_tracer_import_writes_validate(tmp_path: Path, script: str, options: tuple[str, ...]) -> None:
+    """Written by tracer, so the editor must not underline a line of them: weights {file, layout, first_layer}, H_kv, the pairing."""
+    pytest.importorskip("safetensors", reason="the example checkpoints are safetensors files")
+    example_module(script).make(str(tmp_path / "model"))
+    r = run_app("import", str(tmp_path / "model"), "-o", str(tmp_path / "spec.yaml"), *options)
+    assert r.returncode == 0, r.stderr
+    assert schema_errors((tmp_path / "spec.yaml").read_text(encoding="utf-8")) == []
