@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 # Pages other branches write; README and the reference link them already. A link to one of these is
 # checked once the page exists. When every one of them is merged, empty this tuple.
-PENDING_PAGES = ("docs/checking.md",)
+PENDING_PAGES: tuple[str, ...] = ()  # pages linked before their branch is merged (none now)
 
 COPIED = ("specs", "examples", "README.md")  # what the commands read; the scratch copy holds these and nothing else
 TORCH = importlib.util.find_spec("torch") is not None
