@@ -201,8 +201,10 @@ def test_ctrl_c_at_start_up_is_exit_130_without_a_traceback(delay_ms: int) -> No
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert b"Traceback" not in err, err.decode()
-    if p.returncode == 0:  # the run had finished already: a complete table
-        assert b"residual1" in out
+    if p.returncode in (0, -signal.SIGINT):  # the run had finished already: a complete table
+        # (-SIGINT: the signal came while the interpreter was shutting down, after tracer's last line,
+        # when Python has put the default handlers back; nothing is left to interrupt or clean up)
+        assert b"residual1" in out and b"t=2:" in out
     else:
         assert p.returncode == 130, err
         assert err.decode().strip().splitlines()[-1] == "tracer: error: interrupted"
