@@ -102,6 +102,39 @@ def test_verify_on_the_command_line():
     assert r.returncode == 0 and "--verify:" in r.stdout and "all agree" in r.stdout
 
 
+GQA = SPECS / "variants" / "grouped-query.yaml"  # H = 4 query heads, H_kv = 2, rotary_pairing: half
+
+
+def test_verify_grouped_query_half_pairing_on_the_command_line():
+    r = run_app("grad", str(GQA), "--verify")
+    assert r.returncode == 0, r.stderr
+    assert "--verify:" in r.stdout and "all agree" in r.stdout and "[C,C_kv] = [16,8]" in r.stdout
+
+
+@pytest.mark.parametrize("H_kv", [1, 2])
+def test_verify_grouped_query_half_pairing_catches_wrong_kernels(monkeypatch, H_kv):
+    spec = load_spec_text(GQA.read_text(encoding="utf-8").replace("H_kv: 2", f"H_kv: {H_kv}"))
+    v = verify(grad(spec, GradOptions()))
+    assert v.ok and len({c.weight for c in v.checks}) == len(spec.weights)
+    turn, scores = kernels.rotary_backward, kernels.qk_scores_backward
+
+    def interleaved(dy, base, pairing="interleaved"):  # the pairing ignored: turned back in the wrong pairs
+        return turn(dy, base)
+
+    monkeypatch.setattr(kernels, "rotary_backward", interleaved)
+    bad = verify(grad(spec, GradOptions()))
+    assert not bad.ok and {c.weight for c in bad.failed} >= {"attn.w_q", "attn.w_k"}
+    monkeypatch.setattr(kernels, "rotary_backward", turn)
+
+    def first_of_group(ds, q, k):  # dk from the first query head of each group only: the group sum forgotten
+        G = q.shape[1] // k.shape[1]
+        return scores(ds, q, k)[0], scores(ds[:, ::G], q[:, ::G], k)[1]
+
+    monkeypatch.setattr(kernels, "qk_scores_backward", first_of_group)
+    bad = verify(grad(spec, GradOptions()))
+    assert not bad.ok and "attn.w_k" in {c.weight for c in bad.failed} and "attn.w_v" not in {c.weight for c in bad.failed}
+
+
 def test_next_token_by_hand():
     text = """dims: {C: 4, H: 2, F: 6}
 seed: 1

@@ -32,7 +32,7 @@ def test_batchnorm_leaks():
 
 
 @pytest.mark.parametrize("name", ["ch17-prenorm.yaml", "ch17-postnorm.yaml", "stack-2-layers.yaml", "encoder-decoder.yaml",
-                                  "variants/rotary.yaml"])
+                                  "variants/rotary.yaml", "variants/grouped-query.yaml"])
 def test_causal_specs_are_proved(name):
     p = exact.causality(load_spec(str(SPECS / name)))
     assert p.result == PASS and "exactly 0.0" in p.evidence and "all " in p.evidence

@@ -72,14 +72,18 @@ def compare(text: str, loss: str | None = None, keep_going: bool = False):
 
 
 def block_spec(order="pre", mask="causal", layers=1, norm="layernorm", activation="relu", positions="learned",
-               head="none", final_norm=False, B=2, T=5, C=8, H=2, F=12, seed=3, tokens=True, extra="") -> str:
+               head="none", final_norm=False, B=2, T=5, C=8, H=2, F=12, seed=3, tokens=True, extra="",
+               H_kv=None, pairing=None) -> str:
+    turn = f", rotary_pairing: {pairing}" if pairing else ""
     block = (f"{{norm_order: {order}, mask: {mask}, layers: {layers}, norm: {norm}, activation: {activation}, "
-             f"positions: {positions}, head: {head}, final_norm: {str(final_norm).lower()}}}")
+             f"positions: {positions}, head: {head}, final_norm: {str(final_norm).lower()}{turn}}}")
     tables = f", V: 11, T_max: {T + 2}" if positions == "learned" else ", V: 11"
     inp = "tokens: random" if tokens else "x: random"
     dims = f"{{B: {B}, T: {T}, C: {C}, H: {H}, F: {F}{tables if tokens else ''}}}"
     if not tokens and positions == "learned":
         dims = f"{{B: {B}, T: {T}, C: {C}, H: {H}, F: {F}, T_max: {T + 2}}}"
+    if H_kv is not None:
+        dims = dims.replace(f"H: {H},", f"H: {H}, H_kv: {H_kv},")
     return f"dims: {dims}\nseed: {seed}\nblock: {block}\ninput: {{{inp}}}\n{extra}"
 
 
@@ -121,6 +125,25 @@ def test_positions(positions, order):
     compare(block_spec(order, positions=positions, layers=2, H=2, C=8, seed=13))
 
 
+@pytest.mark.parametrize("H_kv", [1, 2, None])
+@pytest.mark.parametrize("pairing", ["interleaved", "half"])
+@pytest.mark.parametrize("order", ["pre", "post"])
+def test_grouped_query_and_rotary_pairings(H_kv, pairing, order):
+    """H = 4 query heads sharing H_kv key/value heads (None: 4, plain multi-head), rotary turned in either pairing."""
+    text = block_spec(order, positions="rotary", pairing=pairing, layers=2, head="separate", final_norm=True,
+                      B=3, T=5, C=16, H=4, H_kv=H_kv, seed=37 + (H_kv or 4), extra=gamma_beta_weights(2, ["final_norm"], 16))
+    gt = compare(text)
+    assert gt.loss is not None and gt.loss.name == "next-token"
+    kv = H_kv or 4
+    assert gt.grads["blocks.1.attn.k"].array.shape == (3, kv, 5, 4)
+    assert gt.weight_grads["blocks.0.attn.w_v"].shape == (16, 4 * kv)
+
+
+@pytest.mark.parametrize("H_kv", [1, 2])
+def test_grouped_query_sum_squares_none_mask(H_kv):
+    compare(block_spec("pre", mask="none", positions="rotary", pairing="half", C=16, H=4, H_kv=H_kv, seed=41))
+
+
 def test_given_input_matrix_gets_its_gradient():
     gt = compare(block_spec("pre", tokens=False, positions="none", seed=17))
     assert np.any(gt.grads["input"].array != 0)
@@ -156,9 +179,24 @@ input: {{source: random, target: random}}
     assert any(n.endswith("cross.weights") for n in gt.grads)
 
 
+@pytest.mark.parametrize("H_kv", [1, 2])
+def test_encoder_decoder_grouped_query(H_kv):
+    """Cross-attention's keys and values come from the encoder's memory, in H_kv heads as the self-attention's."""
+    text = f"""model: encoder-decoder
+dims: {{B: 2, S: 5, T: 4, C: 16, H: 4, H_kv: {H_kv}, F: 12, V: 9}}
+seed: 43
+encoder: {{layers: 1, norm_order: pre, positions: rotary, rotary_pairing: half, final_norm: true}}
+decoder: {{layers: 2, norm_order: post, positions: rotary, rotary_pairing: half, final_norm: true, head: tied}}
+input: {{source: random, target: random}}
+"""
+    gt = compare(text)
+    assert gt.grads["decoder.blocks.0.cross.v"].array.shape == (2, H_kv, 5, 4)
+
+
 def test_shipped_specs():
     from conftest import SPECS
 
     for name in ("stack-2-layers.yaml", "encoder-decoder.yaml", "ch17-prenorm.yaml", "ch17-postnorm.yaml",
-                 "variants/rotary.yaml", "variants/swiglu.yaml", "variants/modern-decoder.yaml"):
+                 "variants/rotary.yaml", "variants/swiglu.yaml", "variants/modern-decoder.yaml",
+                 "variants/grouped-query.yaml"):
         compare((SPECS / name).read_text(encoding="utf-8"))

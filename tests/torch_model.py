@@ -31,11 +31,18 @@ def batch_norm(x, gamma, beta, eps):
     return (x - mean) / torch.sqrt(var + eps) * gamma + beta
 
 
-def rope(x, base):  # [B,H,T,d]: pairs (2i, 2i+1) as complex numbers turned by t * base^(-2i/d)
+def rope_turn(x, base, pairing="interleaved"):  # [B,H,T,d]: pair i turned by t * base^(-2i/d)
+    """interleaved: pairs (2i, 2i+1) as complex numbers (the RoPE paper); half: Hugging Face's rotate_half,
+    x cos + rotate_half(x) sin with the angles repeated over both halves, so pair i is (i, i + d/2)."""
     T, d = x.shape[-2], x.shape[-1]
-    z = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous())
     theta = torch.tensor([base ** (-2 * i / d) for i in range(d // 2)], dtype=torch.float64)
-    turn = torch.polar(torch.ones(T, d // 2, dtype=torch.float64), torch.arange(T, dtype=torch.float64)[:, None] * theta)
+    angle = torch.arange(T, dtype=torch.float64)[:, None] * theta  # [T, d/2]
+    if pairing == "half":
+        cos, sin = torch.cat([angle.cos(), angle.cos()], dim=-1), torch.cat([angle.sin(), angle.sin()], dim=-1)
+        rotated = torch.cat([-x[..., d // 2:], x[..., : d // 2]], dim=-1)
+        return x * cos + rotated * sin
+    z = torch.view_as_complex(x.reshape(*x.shape[:-1], d // 2, 2).contiguous())
+    turn = torch.polar(torch.ones(T, d // 2, dtype=torch.float64), angle)
     return torch.view_as_real(z * turn).reshape(x.shape)
 
 
@@ -50,19 +57,23 @@ class Recorder:
         return t
 
 
-def attention(st, prefix, xq, xkv, w, H, mask, rope_base):
+def attention(st, prefix, xq, xkv, w, H, mask, rope):
+    """H: (query heads, key/value heads or None); rope: (base, pairing), or None.  Grouped-query attention as
+    Hugging Face's repeat_kv: each key/value head repeated H / H_kv times in a row, after k and v are recorded."""
+    H, H_kv = H[0], H[1] or H[0]
     B, T, C = xq.shape
     S = xkv.shape[1]
     d = C // H
 
-    def heads(x, n):
-        return x.reshape(B, n, H, d).transpose(1, 2)
+    def heads(x, n, count):
+        return x.reshape(B, n, count, d).transpose(1, 2)
 
-    q, k = heads(xq @ w["w_q"] + w["b_q"], T), heads(xkv @ w["w_k"] + w["b_k"], S)
-    v = heads(xkv @ w["w_v"] + w["b_v"], S)
-    if rope_base is not None:
-        q, k = rope(q, rope_base), rope(k, rope_base)
+    q, k = heads(xq @ w["w_q"] + w["b_q"], T, H), heads(xkv @ w["w_k"] + w["b_k"], S, H_kv)
+    v = heads(xkv @ w["w_v"] + w["b_v"], S, H_kv)
+    if rope is not None:
+        q, k = rope_turn(q, *rope), rope_turn(k, *rope)
     q, k, v = st(prefix + ".q", q), st(prefix + ".k", k), st(prefix + ".v", v)
+    k, v = k.repeat_interleave(H // H_kv, dim=1), v.repeat_interleave(H // H_kv, dim=1)  # query head h reads h // (H/H_kv)
     scores = st(prefix + ".scores", q @ k.transpose(-1, -2) / math.sqrt(d))
     if isinstance(mask, str):
         allowed = torch.tril(torch.ones(T, S, dtype=torch.bool)) if mask == "causal" else torch.ones(T, S, dtype=torch.bool)
@@ -87,10 +98,10 @@ def norm(st, name, x, p, s):
     return st(name, batch_norm(x, g["gamma"], g["beta"], s.eps))
 
 
-def attend(st, pre, name, xq, xkv, p, H, mask, rope_base):
+def attend(st, pre, name, xq, xkv, p, H, mask, rope):
     inner = "cross" if name == "cross_attention" else "attn"
     w = group(p, pre + ("cross_attn" if name == "cross_attention" else "attn"))
-    return st(pre + name, attention(st, pre + inner, xq, xkv, w, H, mask, rope_base))
+    return st(pre + name, attention(st, pre + inner, xq, xkv, w, H, mask, rope))
 
 
 def ffn(st, pre, x, p, s):
@@ -106,8 +117,8 @@ def ffn(st, pre, x, p, s):
     return st(pre + "ffn", hidden @ g["w2"] + g["b2"])
 
 
-def rope_base(s):
-    return s.base if s.positions == "rotary" else None
+def rope_base(s):  # (base, pairing) with rotary positions, else None
+    return (s.base, s.pairing) if s.positions == "rotary" else None
 
 
 def pre_norm_layer(st, pre, x, p, s, H):
@@ -174,7 +185,7 @@ def decoder_only(m, p, tokens=None, x=None):
     layer = pre_norm_layer if s.norm_order == "pre" else post_norm_layer
     prefixes = [""] if s.layers == 1 else [f"blocks.{i}." for i in range(s.layers)]
     for pre in prefixes:
-        h = layer(st, pre, h, p, s, m.H)
+        h = layer(st, pre, h, p, s, (m.H, m.H_kv))
     exit_(st, "", h, p, s)
     return st.stages
 
@@ -185,11 +196,11 @@ def encoder_decoder(m, p, source, target):
     h = entry(st, "encoder.", st("encoder.embed", p["embedding"][torch.as_tensor(source)]), p, e)
     layer = pre_norm_layer if e.norm_order == "pre" else post_norm_layer
     for i in range(e.layers):
-        h = layer(st, f"encoder.blocks.{i}.", h, p, e, m.H)
+        h = layer(st, f"encoder.blocks.{i}.", h, p, e, (m.H, m.H_kv))
     memory = exit_(st, "encoder.", h, p, e, head=False)
     h = entry(st, "decoder.", st("decoder.embed", p["embedding"][torch.as_tensor(target)]), p, d)
     layer = decoder_pre_norm_layer if d.norm_order == "pre" else decoder_post_norm_layer
     for i in range(d.layers):
-        h = layer(st, f"decoder.blocks.{i}.", h, memory, p, d, m.H)
+        h = layer(st, f"decoder.blocks.{i}.", h, memory, p, d, (m.H, m.H_kv))
     exit_(st, "decoder.", h, p, d)
     return st.stages

@@ -143,10 +143,14 @@ def merge_heads(x: np.ndarray) -> np.ndarray:  # [B,H,T,d] -> [B,T,C]
 
 def rotary(x: np.ndarray, base: float, pairing: str = "interleaved") -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d], pair i turned by t * base^(-2i/d)
     """Pair i of a head's d coordinates is (2i, 2i+1) when interleaved (Meta's LLaMA), (i, i + d/2) when half (Hugging Face)."""
+    return _turn(x, base, pairing, 1.0)
+
+
+def _turn(x: np.ndarray, base: float, pairing: str, sign: float) -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d]: sign -1 turns back
     T, d = x.shape[-2], x.shape[-1]
     inv = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # [d/2] turning speeds: fast first, slow last
     angle = np.arange(T, dtype=np.float64)[:, None] * inv[None, :]  # [T, d/2]
-    cos, sin = np.cos(angle).astype(x.dtype), np.sin(angle).astype(x.dtype)
+    cos, sin = np.cos(angle).astype(x.dtype), (sign * np.sin(angle)).astype(x.dtype)
     first, second = (slice(0, d // 2), slice(d // 2, d)) if pairing == "half" else (slice(0, d, 2), slice(1, d, 2))
     x1, x2 = x[..., first], x[..., second]
     out = np.empty_like(x)
@@ -363,40 +367,45 @@ def merge_heads_backward(dx: np.ndarray, H: int) -> np.ndarray:  # [B,T,C] -> [B
     return split_heads(dx, H)
 
 
-def rotary_backward(dy: np.ndarray, base: float) -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d]: each pair turned back by its angle
-    T, d = dy.shape[-2], dy.shape[-1]
-    inv = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
-    angle = np.arange(T, dtype=np.float64)[:, None] * inv[None, :]
-    cos, sin = np.cos(angle).astype(dy.dtype), np.sin(angle).astype(dy.dtype)
-    g1, g2 = dy[..., 0::2], dy[..., 1::2]
-    out = np.empty_like(dy)
-    out[..., 0::2] = g1 * cos + g2 * sin  # the transpose of a rotation is the rotation back
-    out[..., 1::2] = -g1 * sin + g2 * cos
-    return out
+def rotary_backward(dy: np.ndarray, base: float, pairing: str = "interleaved") -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d]: each pair turned back by its angle
+    return _turn(dy, base, pairing, -1.0)  # the transpose of a rotation is the rotation back (the same pairs)
 
 
-def qk_scores_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [B,H,T,S], [B,H,T,d], [B,H,S,d] -> dq, dk
+def _by_group(x: np.ndarray, H_kv: int) -> np.ndarray:  # [B,H,...] -> [B,H_kv,H/H_kv,...]: query head h at [h // (H/H_kv), h % (H/H_kv)]
+    return x.reshape(x.shape[0], H_kv, x.shape[1] // H_kv, *x.shape[2:])
+
+
+def qk_scores_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [B,H,T,S], [B,H,T,d], [B,H_kv,S,d] -> dq, dk
+    """dk of a key head sums what each of the H / H_kv query heads that read it sends back."""
     scale = 1.0 / math.sqrt(q.shape[-1])
-    return (ds @ k) * scale, (ds.swapaxes(-1, -2) @ q) * scale
+    H_kv = k.shape[1]
+    ds_g = _by_group(ds, H_kv)  # [B,H_kv,G,T,S]
+    dq = (ds_g @ k[:, :, None]).reshape(q.shape) * scale
+    dk = (ds_g.swapaxes(-1, -2) @ _by_group(q, H_kv)).sum(axis=2) * scale
+    return dq, dk
 
 
 def attend_backward(dweights: np.ndarray, dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray,
                     over_queries: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """[B,H,T,S] dweights, [B,H,T,d] dmixed, weights, [B,H,S,d] v -> dscores [B,H,T,S], dv [B,H,S,d], dweights in full.
+    """[B,H,T,S] dweights, [B,H,T,d] dmixed, weights, [B,H_kv,S,d] v -> dscores [B,H,T,S], dv [B,H_kv,S,d], dweights in full.
 
     ``dweights`` is the gradient reaching the weights from outside the mix (zeros in a block); the mix adds its own.
     A masked weight is exactly 0, so its score gets exactly 0: nothing flows to a key the query may not read.
+    Value head g is read by the H / H_kv query heads h with h // (H / H_kv) = g: its gradient sums theirs.
     """
-    dw = dweights + dmixed @ v.swapaxes(-1, -2)
-    dv = weights.swapaxes(-1, -2) @ dmixed
+    H_kv = v.shape[1]
+    dmixed_g = _by_group(dmixed, H_kv)  # [B,H_kv,G,T,d]
+    dw = dweights + (dmixed_g @ v[:, :, None].swapaxes(-1, -2)).reshape(weights.shape)
+    dv = (_by_group(weights, H_kv).swapaxes(-1, -2) @ dmixed_g).sum(axis=2)
     return softmax_backward(dw, weights, axis=-2 if over_queries else -1), dv, dw
 
 
 def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[str, np.ndarray], w: dict[str, np.ndarray],
-                 H: int, rotary_base: float | None = None, over_queries: bool = False
+                 H: int, rotary_base: float | None = None, over_queries: bool = False, rotary_pairing: str = "interleaved"
                  ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q, k, v, weights, heads -> dxq, dxkv,
-    the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...)."""
+    """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q [B,H,T,d], k, v [B,H_kv,S,d], weights, heads -> dxq, dxkv,
+    the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...;
+    w_k, w_v [C,C_kv] under grouped-query attention, H_kv read from k)."""
     g: dict[str, np.ndarray] = {}
     dw: dict[str, np.ndarray] = {}
     g["heads"], dw["w_o"], dw["b_o"] = linear_backward(dout, parts["heads"], w["w_o"], w["b_o"])
@@ -405,7 +414,7 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
     g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"])
     dq, dk = g["q"], g["k"]
     if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
-        dq, dk = rotary_backward(dq, rotary_base), rotary_backward(dk, rotary_base)
+        dq, dk = rotary_backward(dq, rotary_base, rotary_pairing), rotary_backward(dk, rotary_base, rotary_pairing)
     dxq, dw["w_q"], dw["b_q"] = linear_backward(split_heads_backward(dq), xq, w["w_q"], w["b_q"])
     dxk, dw["w_k"], dw["b_k"] = linear_backward(split_heads_backward(dk), xkv, w["w_k"], w["b_k"])
     dxv, dw["w_v"], dw["b_v"] = linear_backward(split_heads_backward(g["v"]), xkv, w["w_v"], w["b_v"])

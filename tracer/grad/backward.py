@@ -168,7 +168,8 @@ def _mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     w = {k: bw.params[f"{step.weights}.{k}"] for k in keys}
     prefix = internal_prefix(step)
     parts = {k: bw.value(f"{prefix}.{k}") for k in ("q", "k", "v", "weights", "heads")}
-    dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries")
+    dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
+                                                       step.pairing or "interleaved")
     for key in ATTN_ORDER:
         bw.grads[f"{prefix}.{key}"] = internals[key]
     if cross:
