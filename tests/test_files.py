@@ -14,6 +14,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from pathlib import Path
@@ -213,20 +214,27 @@ def test_mode_bits_are_read_for_the_class_this_user_is_in() -> None:
 
 
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None, reason="needs root to run as another user (setpriv)")
-def test_another_users_run_leaves_a_read_only_file(spec: Path, tmp_path: Path) -> None:
-    tmp_path.chmod(0o777)
-    spec.chmod(0o644)
-    out = tmp_path / "t.npz"
-    assert run_app("run", str(spec), "--save", str(out)).returncode == 0
-    out.chmod(0o444)
-    before = snapshot(out)
-    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "tracer", "run",
-                        str(spec), "--save", str(out)], cwd=REPO, capture_output=True, text=True, timeout=120,
-                       env=dict(os.environ, PYTHONPATH=str(REPO), HOME=str(tmp_path)))
-    if "No module named" in r.stderr or "Permission denied" in r.stderr and "tracer:" not in r.stderr:
-        pytest.skip("the unprivileged user cannot read this checkout or its packages")
-    assert r.returncode == 2 and "is read-only" in r.stderr, r.stderr
-    assert snapshot(out) == before
+def test_another_users_run_leaves_a_read_only_file(spec: Path) -> None:
+    # pytest's tmp_path lies under a folder only root may enter: work in a fresh world-readable one instead
+    folder = Path(tempfile.mkdtemp(prefix="tracer-other-user-"))
+    try:
+        folder.chmod(0o777)
+        theirs = folder / "spec.yaml"
+        shutil.copyfile(spec, theirs)
+        theirs.chmod(0o644)
+        out = folder / "t.npz"
+        assert run_app("run", str(theirs), "--save", str(out)).returncode == 0
+        out.chmod(0o444)
+        before = snapshot(out)
+        r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-m", "tracer", "run",
+                            str(theirs), "--save", str(out)], cwd=REPO, capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, PYTHONPATH=str(REPO), HOME=str(folder)))
+        if "No module named" in r.stderr or ("Permission denied" in r.stderr and "tracer:" not in r.stderr):
+            pytest.skip("the unprivileged user cannot read this checkout or its packages")
+        assert r.returncode == 2 and "is read-only" in r.stderr, r.stderr
+        assert snapshot(out) == before
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # -- 6: temporary files are removed on every exit path ----------------------------------------------
