@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -89,11 +90,6 @@ def wall(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
 
 def cold(spec_path: str, d: Any, pre: bool, dtype: str, threads: int, repeat: int) -> None:
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
-    if dtype != "float64":  # a twin of the spec in the other dtype, in a scratch directory
-        scratch = Path(tempfile.mkdtemp(prefix="tracer-bench-"))
-        twin = scratch / Path(spec_path).name
-        twin.write_text(Path(spec_path).read_text(encoding="utf-8") + f"\ndtype: {dtype}\n", encoding="utf-8")
-        spec_path = str(twin)
     run = [sys.executable, "-m", "tracer", "run", spec_path]
     tiny = [sys.executable, "-m", "tracer", "run", str(TINY)]
     big_t: list[float] = []
@@ -201,7 +197,16 @@ def main() -> int:
     print(f"spec: {spec.name}  [B,T,C] = [{d.B},{d.T},{d.C}], H = {d.H}, F = {d.F}, {args.dtype}")
     print(blas_line())
     print(f"PyTorch {torch.__version__}: {torch.get_num_threads()} threads; load average {os.getloadavg()[0]:.1f}")
-    cold(args.spec, d, pre, args.dtype, args.threads, args.repeat)
+    scratch = Path(tempfile.mkdtemp(prefix="tracer-bench-"))
+    try:
+        spec_path = args.spec
+        if args.dtype != "float64":  # the cold run reads a twin of the spec in the other dtype
+            twin = scratch / Path(args.spec).name
+            twin.write_text(Path(args.spec).read_text(encoding="utf-8") + f"\ndtype: {args.dtype}\n", encoding="utf-8")
+            spec_path = str(twin)
+        cold(spec_path, d, pre, args.dtype, args.threads, args.repeat)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     if not args.skip_warm:
         warm(spec, d, pre, args.dtype, args.repeat)
     return 0
