@@ -68,3 +68,14 @@ def test_a_stage_the_run_never_reaches():
 def test_through_the_entry_point():
     r = run_cli("check", str(SPECS / "ch17-prenorm.yaml"), "--stage", "x", "--expect", "[1, 0]")
     assert r.returncode == 0 and r.stdout.startswith("right: x at b=0, t=0 is [1, 0]")
+
+
+def test_a_stage_the_run_never_reaches_in_chinese():
+    from tracer.zh import KINDS
+
+    r = run_app("check", str(EXAMPLES / "violations" / "beta-typo.yaml"), "--stage", "output", "--expect", "[0, 0]",
+                "--lang", "zh")
+    assert r.returncode == 1 and len(r.stdout.strip().splitlines()) == 1
+    sentence = r.stdout.split("tracer run")[0]  # the path at the end names the violations folder
+    assert "violation" not in sentence and "stage" not in sentence  # no English fragment left in the sentence
+    assert "norm1" in sentence and KINDS["broadcast"] in sentence

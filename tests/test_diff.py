@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -453,6 +454,47 @@ def test_at_100_columns_a_c2_table_keeps_its_shapes_whole():
     c.print(diff_view(r, 6))
     out = c.file.getvalue()
     assert max(len(line) for line in out.splitlines()) <= 100
-    rows = [line for line in out.splitlines() if line.startswith("│ ") and "[B,T,C] = [1,3,2]" in line]
+    rows = [line for line in out.splitlines() if "│" in line and "[B,T,C] = [1,3,2]" in line]
     assert len(rows) >= 9  # one shape column (the same on both sides), never folded: was '[B,T,C] =' / '[1,3,2]' twice a row
     assert "shape in A" not in out
+
+
+# -- the stage table on a 100-column terminal -------------------------------------------------------------
+STAGES_A_B = ["embed", "position", "x", "norm1", "attention", "residual1", "norm2", "hidden", "ffn", "residual2", "output"]
+
+
+def diff_on_tty(columns: int, *args: str) -> list[str]:
+    import os
+
+    from conftest import REPO, run_on_tty
+
+    env = {**os.environ, "COLUMNS": str(columns), "LINES": "40", "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
+    code, out = run_on_tty(["diff", PRE, POST, *args], REPO, env)
+    assert code == 1, out
+    return re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out).replace("\r", "").splitlines()
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_c2_diff_fits_100_columns_without_wrapping_a_cell(lang):
+    from rich.cells import cell_len
+
+    lines = diff_on_tty(100, "--lang", lang)
+    assert max(cell_len(line) for line in lines) <= 100
+    lines = lines[next(i for i, line in enumerate(lines) if "|A - B| <=" in line):]  # the stage table, after its title
+    rows = {name: [i for i, line in enumerate(lines) if re.match(rf"^\W*{re.escape(name)}\s", line)] for name in STAGES_A_B}
+    for name, at in rows.items():
+        assert len(at) == 1, (name, at)  # each stage on exactly one line
+    order = [rows[name][0] for name in STAGES_A_B]
+    assert order == sorted(order)
+    for name, nxt in zip(STAGES_A_B, STAGES_A_B[1:]):
+        if name != "hidden":  # [B,T,F] with F = 3: wider than a C = 2 value, it may wrap between its numbers
+            assert rows[nxt][0] == rows[name][0] + 1, f"the row of {name} is not one line"
+    numbers = re.findall(r"-?\d+\.\d{6}", "\n".join(lines))
+    assert len(numbers) >= 40  # every value is printed whole: none cut to '…'
+    assert "…" not in "\n".join(lines)
+
+
+def test_a_wide_terminal_keeps_the_full_headers():
+    text = "\n".join(diff_on_tty(200))
+    assert "largest |A - B|" in text and "first difference" in text
+    assert all(re.search(rf"^\W*{n}\s", text, re.M) for n in STAGES_A_B)

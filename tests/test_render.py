@@ -66,3 +66,16 @@ def test_the_settings_line_wraps_at_80_columns_instead_of_being_cut():
     assert max(len(line) for line in out.splitlines()) <= 80
     flat = " ".join(out.split())
     assert "V = 3, T_max = 3, d = 1" in flat  # was cut at 80 columns: '… V = 3, T_ma'
+
+
+def test_the_settings_line_never_breaks_inside_a_pair():
+    from rich.console import Console
+
+    trace = executor.run(load_spec(str(SPECS / "ch17-prenorm.yaml")))
+    pairs = [f"{k} = {v}" for k, v in trace.spec.dims.as_dict().items()]
+    for width in range(30, 101):
+        c = Console(width=width, file=io.StringIO(), no_color=True, emoji=False, highlight=False)
+        c.print(render.run_view(trace, 0, 0, 6, False))
+        lines = c.file.getvalue().splitlines()
+        for pair in pairs:
+            assert any(pair in line for line in lines), (width, pair)  # 'H = 2' whole on one line

@@ -7,11 +7,13 @@ F = 3), worked out by hand, not copied from tracer's output.
 from __future__ import annotations
 
 import io
+import os
 import re
 import subprocess
 import sys
 
-from conftest import EXAMPLES, REPO, SPECS, run_cli, write_spec
+import pytest
+from conftest import EXAMPLES, REPO, SPECS, run_cli, run_on_tty, write_spec
 from rich.console import Console
 
 from tracer.render_graph import Graph, graph_view
@@ -160,3 +162,53 @@ def test_cli_graph_bad_spec_exit_2(tmp_path):
     p = write_spec(tmp_path, "dims: {C: 3, H: 2, F: 3}\ninput: {x: [[1, 2, 3]]}\n")
     r = run_cli("graph", str(p))
     assert r.returncode == 2 and "H = 2 must divide C = 3" in r.stderr and r.stdout == ""
+
+
+# -- a narrow terminal: the rail runs down every wrapped line ------------------------------------------------
+ALL_SPECS = sorted(str(p) for p in [*SPECS.glob("*.yaml"), *(SPECS / "variants").glob("*.yaml")])
+PATH_LINE = re.compile(r"^│ (\S)")  # a row's first cell inside a panel: the rail (┬ │ ⊕) or nothing
+
+
+def check_rails(text: str, width: int) -> int:
+    """Every line from a path's ┬ to its ⊕ starts with the rail; no line is wider than the terminal.
+    Returns how many wrapped lines (rail, no stage) were seen, so a test can make sure it saw some."""
+    from rich.cells import cell_len
+
+    wrapped, on_path = 0, False
+    for line in text.splitlines():
+        assert cell_len(line) <= width, line
+        if line.startswith(("╭", "╰")):
+            assert not on_path, "a path ended without its ⊕ row"
+            continue
+        if not line.startswith("│ "):
+            continue
+        m = PATH_LINE.match(line)
+        rail = m.group(1) if m else ""
+        if rail == "┬":
+            on_path = True
+        elif on_path:
+            assert rail in ("│", "⊕"), f"the rail is lost on a line of the path: {line!r}"
+            if rail == "│" and re.match(r"^│ │\s{12}", line):
+                wrapped += 1
+            if rail == "⊕":
+                on_path = False
+    return wrapped
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("path", ALL_SPECS, ids=lambda p: p.split("specs/")[-1])
+def test_every_wrapped_line_of_a_path_keeps_the_rail_at_80_columns(path, lang):
+    from tracer.i18n import using
+
+    with using(lang):
+        text = draw(path, width=80)
+    assert check_rails(text, 80) > 0  # the 80-column drawing does wrap rows on the rail
+
+
+@pytest.mark.parametrize(("spec", "lang"), [("gpt2-block.yaml", "en"), ("ch17-prenorm.yaml", "zh")])
+def test_graph_on_an_80_column_terminal_keeps_the_rail(spec, lang):
+    env = {**os.environ, "COLUMNS": "80", "LINES": "40", "PYTHONPATH": str(REPO), "NO_COLOR": "1"}
+    code, out = run_on_tty(["graph", str(SPECS / spec), "--lang", lang], REPO, env)
+    assert code == 0, out
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out).replace("\r", "")
+    assert check_rails(text, 80) > 0

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
-from rich.console import Group, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -82,6 +85,31 @@ def violation_panel(v: Violation) -> RenderableType:
     return Panel(body, title=tr("violation: {kind}", kind=kind_word(v.kind)), expand=False, border_style="red")
 
 
+class Pairs:
+    """A line of settings wrapped at the console's width between its 'X = n' pairs, never inside one.
+
+    (rich breaks at any whitespace, a no-break space too, so the line is filled here, unit by unit.)
+    """
+
+    UNIT = re.compile(r"\S+ = \S+|\S+")
+
+    def __init__(self, text: str, style: str = "") -> None:
+        self.text, self.style = text, style
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines: list[str] = []
+        for unit in self.UNIT.findall(self.text):
+            if lines and cell_len(f"{lines[-1]} {unit}") <= options.max_width:
+                lines[-1] += f" {unit}"
+            else:
+                lines.append(unit)
+        yield Text("\n".join(lines), style=self.style)  # a unit wider than the console still folds
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        units = [cell_len(u) for u in self.UNIT.findall(self.text)] or [0]
+        return Measurement(max(units), cell_len(self.text))
+
+
 def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
              verify_diffs: dict[str, float] | None = None, verify_note: str = "",
              only: Sequence[str] | None = None) -> Group:
@@ -89,7 +117,7 @@ def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
     marks = frozenset(v.stage for v in trace.violations)
     # the settings line under the table: wrapped at the console's width (80 columns keep d and T_max), never cut
     parts: list[RenderableType] = [trace_table(trace, b, t, precision, show_all, verify_diffs, marks, only),
-                                   Text(caption(trace.spec), style="dim")]
+                                   Pairs(caption(trace.spec), style="dim")]
     if any(s.summary is not None for s in visible_stages(trace, show_all, only)):
         parts.append(stats_note(trace, precision))
     if reached_end(trace) and only is None:

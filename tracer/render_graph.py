@@ -374,6 +374,12 @@ def localise(sections: list[Section]) -> list[Section]:
     return sections
 
 
+def _rail(row: Row, height: int) -> Text:
+    """The rail cell, `height` lines tall: a path's rail runs down every line of its row, wrapped ones too."""
+    below = RAIL["through"] if row.rail in ("source", "through") else RAIL[""]
+    return Text(RAIL[row.rail] + ("\n" + below) * (height - 1), style="bold cyan" if row.rail in ("source", "add") else "cyan")
+
+
 def _cells(row: Row) -> list[Text]:
     style = STYLE[row.kind]
     computes = Text(row.computes, style=style)
@@ -385,10 +391,8 @@ def _cells(row: Row) -> list[Text]:
         computes.append(f"\n⚠ {row.warning}", style="bold yellow")
     weights = Text(row.weights, style=style)
     height = max(len(computes.plain.split("\n")), len(weights.plain.split("\n")))
-    below = RAIL["through"] if row.rail in ("source", "through") else RAIL[""]
-    rail = Text(RAIL[row.rail] + ("\n" + below) * (height - 1), style="bold cyan" if row.rail in ("source", "add") else "cyan")
     return [
-        rail,
+        _rail(row, height),
         Text(row.stage or tr("(not recorded)"), style=("bold " + style) if row.rail == "add" else style),
         Text(row.shape, style="bold" if row.kind in ("step", "input") else style),
         computes,
@@ -405,18 +409,47 @@ def _widths(sections: list[Section]) -> list[int]:
     return widths
 
 
+class RailTable:
+    """A section's rows as a table whose rail runs the full height of each row, however narrow the console.
+
+    The rail column cannot see how tall its row wraps, so the table is laid out once to learn the
+    column widths, every cell is wrapped at its width (as the table will wrap it), and the rail is
+    drawn that many lines tall.
+    """
+
+    def __init__(self, rows: list[Row], widths: list[int] | None) -> None:
+        self.rows, self.widths = rows, widths
+
+    def table(self, heights: list[int] | None = None) -> Table:
+        table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False, header_style="dim")
+        for i, name in enumerate(COLUMNS):
+            table.add_column(tr(name), min_width=self.widths[i] if self.widths else None, overflow="fold", no_wrap=i <= 2)
+        for k, row in enumerate(self.rows):
+            cells = _cells(row)
+            if heights is not None:
+                cells[0] = _rail(row, heights[k])
+            table.add_row(*cells)
+        return table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        first = self.table()
+        widths = [w - first._get_padding_width(i) for i, w in enumerate(first._calculate_column_widths(console, options))]
+        heights = [max(len(cell.wrap(console, width, overflow="fold", no_wrap=i <= 2))
+                       for i, (cell, width) in enumerate(zip(_cells(row), widths)) if i > 0)
+                   for row in self.rows]
+        yield self.table(heights)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.table())
+
+
 def section_panel(s: Section, widths: list[int] | None, panel_width: int | None) -> RenderableType:
     """One section as a panel; with `widths`, every panel's columns line up (when the console has room)."""
     if s.kind == "skipped":
         return Text(f"  ⋮ {s.title}", style="italic")
-    table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False, header_style="dim")
-    for i, name in enumerate(COLUMNS):
-        table.add_column(tr(name), min_width=widths[i] if widths else None, overflow="fold", no_wrap=i <= 2)
-    for row in s.rows:
-        table.add_row(*_cells(row))
-    body: RenderableType = table
+    body: RenderableType = RailTable(s.rows, widths)
     if s.note:
-        body = Group(table, Text(s.note, style="italic"))
+        body = Group(body, Text(s.note, style="italic"))
     return Panel(body, title=Text(s.title, style="bold"), title_align="left", width=panel_width, expand=False,
                  padding=(0, 1), border_style="cyan" if s.kind == "path" else "")
 

@@ -875,6 +875,8 @@ TEMPLATES: dict[str, str] = {
 # pattern such as 'dims.{letter} = {n}' cannot take over a sentence.
 FRAGMENTS: dict[str, str] = {
     **KINDS,
+    "{kind!t} violation at stage {stage}": "阶段 {stage} 的{kind}违规",  # where `tracer check` found the run stopped
+    "the end of the run": "运行的末尾",
     "positions": "位置",
     "samples": "样本",
     "a full-width comma": "全角逗号",
