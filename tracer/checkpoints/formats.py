@@ -17,6 +17,7 @@ import json
 import math
 import os
 import struct
+from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import SpecError
@@ -57,27 +58,27 @@ def shape_text(shape: tuple[int, ...]) -> str:
     return "[" + ",".join(str(n) for n in shape) + "]"
 
 
-class Checkpoint:
+class Checkpoint(ABC):
     """A checkpoint opened for reading: its keys and each tensor's shape and dtype, read one at a time."""
 
     path: str
     kind: str = "checkpoint"
 
-    def keys(self) -> list[str]:
-        raise NotImplementedError
+    @abstractmethod
+    def keys(self) -> list[str]: ...
 
-    def info(self, key: str) -> TensorInfo:
-        raise NotImplementedError
+    @abstractmethod
+    def info(self, key: str) -> TensorInfo: ...
 
     def __contains__(self, key: str) -> bool:
         return key in self.keys()
 
-    def release(self) -> None:
+    def release(self) -> None:  # noqa: B027 (a hook: most formats hold no memory map, so nothing to do)
         """Let go of memory maps made while reading: the file's pages then stop counting in the run's memory."""
 
+    @abstractmethod
     def raw(self, key: str) -> np.ndarray:
         """The tensor as stored (bfloat16 already widened to float32); may be a read-only memory map."""
-        raise NotImplementedError
 
     def read(self, key: str, dtype: str) -> np.ndarray:
         """The tensor converted to ``dtype``: a new array of its own, whatever the file holds."""
