@@ -28,6 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from child import run_tracer  # benchmarks/child.py, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -37,15 +39,6 @@ t0 = time.perf_counter()
 {body}
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
 sys.stderr.write(f"\nBENCH {{peak}} {{time.perf_counter() - t0}}\n")
-"""
-RUN = """
-sys.argv = {argv!r}
-from tracer.cli import main
-try:
-    main()
-except SystemExit as e:
-    if e.code not in (0, None):
-        raise
 """
 READ_LAYER = """
 import numpy, safetensors  # loaded by any run before the checkpoint is opened: not part of reading it
@@ -150,7 +143,7 @@ def main() -> int:
 
     def tracer_run(spec: Path, *extra: str) -> tuple[float, int]:
         argv = ["tracer", "run", str(spec), "--max-memory", "none", *extra]
-        runs = [child(RUN.format(argv=argv), threads) for _ in range(args.repeat)]
+        runs = [child(run_tracer(argv), threads) for _ in range(args.repeat)]
         return statistics.median(w for w, _, _ in runs), max(p for _, p, _ in runs)
 
     # -- speed: a cold tracer run against HF's forward over the same layers ---------------------------

@@ -19,26 +19,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from child import PEAK_CHILD, run_tracer  # benchmarks/child.py, beside this script
+
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 BOUND = 1.5
 
-CHILD = r"""
-import resource, sys
-{body}
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-sys.stderr.write(f"\nPEAK {{peak * (1 if sys.platform == 'darwin' else 1024)}}\n")
-"""
 IMPORTS = "import numpy, yaml, rich.console, rich.table, typer\nimport tracer.cli, tracer.executor, tracer.render, tracer.memory"
-RUN = """
-sys.argv = {argv!r}
-from tracer.cli import main
-try:
-    main()
-except SystemExit as e:
-    if e.code not in (0, None):
-        raise
-"""
 
 
 HELD = """
@@ -73,7 +60,7 @@ def child(code: str) -> subprocess.CompletedProcess[str]:
 
 
 def peak_of(body: str) -> int:
-    lines = [ln for ln in child(CHILD.format(body=body)).stderr.splitlines() if ln.startswith("PEAK ")]
+    lines = [ln for ln in child(PEAK_CHILD.format(body=body)).stderr.splitlines() if ln.startswith("PEAK ")]
     return int(lines[-1].split()[1])
 
 
@@ -95,7 +82,7 @@ def main() -> int:
     print(f"interpreter with a run's imports {mb(interpreter)}  (ru_maxrss of a process that only imports)")
     status = 0
     for mode in ("all", "main", "stats"):
-        peak = peak_of(RUN.format(argv=["tracer", "run", spec_path, "--record", mode]))
+        peak = peak_of(run_tracer(["tracer", "run", spec_path, "--record", mode]))
         recorded, weights, n, est = held(spec_path, mode)
         base = interpreter + weights + recorded
         ratio = peak / base

@@ -20,20 +20,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from child import PEAK_CHILD, run_tracer  # benchmarks/child.py, beside this script
+
 REPO = Path(__file__).resolve().parent.parent
 
-CHILD = r"""
-import resource, sys
-sys.argv = {argv!r}
-from tracer.cli import main
-try:
-    main()
-except SystemExit as e:
-    if e.code not in (0, 1, None):
-        raise
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-sys.stderr.write(f"\nPEAK {{peak * (1 if sys.platform == 'darwin' else 1024)}}\n")
-"""
 FORMATS = [[], ["--json"], ["--json", "--all"], ["--json", "--with-weights"], ["--format", "csv"], ["--format", "markdown"]]
 
 
@@ -43,7 +33,7 @@ def env() -> dict[str, str]:
 
 def peak(argv: list[str]) -> int:
     with open(os.devnull, "w") as null:
-        r = subprocess.run([sys.executable, "-c", CHILD.format(argv=["tracer", *argv, "--max-memory", "none"])], cwd=REPO,
+        r = subprocess.run([sys.executable, "-c", PEAK_CHILD.format(body=run_tracer(["tracer", *argv, "--max-memory", "none"], ok=(0, 1)))], cwd=REPO,
                            env=env(), stdout=null, stderr=subprocess.PIPE, text=True)
     found = [ln for ln in r.stderr.splitlines() if ln.startswith("PEAK ")]
     if not found:
