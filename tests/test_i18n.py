@@ -382,7 +382,7 @@ COVERED = [
     "--max-memory 'lots': expected a size such as 4GB, 512MB, 2GiB or a number of bytes, or none for no limit (KB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB powers of 1024)",
     "--keep 'nrom1': no such stage; did you mean 'norm1'?",
     "--save out/trace.npz: cannot write there: 'out' does not exist",
-    "specs/ch17-prenorm.yaml: ok, needs about 67.1 MB to run (--record all)",
+    "specs/ch17-prenorm.yaml: ok, needs about 67.1 MB to run (--record auto)",
 ]
 NOT_COVERED = [  # English on purpose: a sentence tracer does not know, and PyYAML's own words inside a covered one
     "something tracer never says",
@@ -528,12 +528,12 @@ def test_validate_in_zh(tmp_path):
     res = run_cli("validate", "specs/ch17-prenorm.yaml", str(bad), *ZH)
     assert res.returncode == 2
     good, wrong = res.stdout.splitlines()
-    assert re.fullmatch(r"specs/ch17-prenorm\.yaml: 通过，运行约需 [\d.]+ [KMG]?B（--record all）", good), good
+    assert re.fullmatch(r"specs/ch17-prenorm\.yaml: 通过，运行约需 [\d.]+ [KMG]?B（--record auto）", good), good
     assert wrong == f"{bad}:1:17: dims.H: H = 2 必须整除 C = 3（每个头的宽度是 d = C / H）"
 
 
 def test_memory_refusal_in_zh():
-    res = run_cli("run", "specs/gpt2-block.yaml", "--max-memory", "400MB", *ZH)
+    res = run_cli("run", "specs/gpt2-block.yaml", "--max-memory", "400MB", "--record", "all", *ZH)
     assert res.returncode == 2
     assert res.stderr.startswith("tracer: 错误：specs/gpt2-block.yaml: 这次运行约需 ")
     assert "超过 --max-memory 400MB。最大的部分：attn.scores [B,H,T,T] = [1,12,1024,1024]" in res.stderr

@@ -209,3 +209,60 @@ def test_linear_checks_inner_dimension_and_bias():
         kernels.linear(np.ones((1, 2, 3)), np.ones((4, 5)), np.zeros(5))
     with pytest.raises(BrokenContract, match=r"bias has shape \[1\]"):
         kernels.linear(np.ones((1, 2, 4)), np.ones((4, 5)), np.zeros(1))
+
+
+def _mha_case(rng, B, T, S, C, H, H_kv, dtype):
+    C_kv = C // H * H_kv
+    w = {"w_q": rand(rng, C, C), "w_k": rand(rng, C, C_kv), "w_v": rand(rng, C, C_kv), "w_o": rand(rng, C, C),
+         "b_q": rand(rng, C), "b_k": rand(rng, C_kv), "b_v": rand(rng, C_kv), "b_o": rand(rng, C)}
+    w = {k: v.astype(dtype) for k, v in w.items()}
+    return rand(rng, B, T, C).astype(dtype), rand(rng, B, S, C).astype(dtype), w
+
+
+@pytest.mark.parametrize("case", [
+    # B, T, S, C, H, H_kv, mask, rotary, dtype: T around and across the 256-row blocks, grouped heads, both dtypes
+    (1, 3, 3, 4, 2, 2, "causal", None, np.float64), (2, 257, 257, 8, 2, 1, "causal", None, np.float64),
+    (1, 600, 600, 16, 4, 2, "causal", 10000.0, np.float64), (1, 300, 300, 12, 3, 3, "none", None, np.float32),
+    (2, 5, 7, 8, 2, 2, "none", None, np.float64), (1, 520, 520, 8, 2, 2, "explicit", None, np.float64),
+    (1, 700, 700, 8, 1, 1, "causal", None, np.float32),
+], ids=str)
+def test_attention_without_keeping_scores_is_the_same_to_the_last_bit(case):
+    """keep_weights=False works a block of rows at a time in one buffer and skips the scores after the mask:
+    every value it reads must be the same call on the same operands, so the output is identical bit for bit."""
+    B, T, S, C, H, H_kv, mask, base, dtype = case
+    rng = np.random.default_rng(T + S + H)
+    xq, xkv, w = _mha_case(rng, B, T, S, C, H, H_kv, dtype)
+    visible = rng.random((T, S)) < 0.7 if mask == "explicit" else None
+    if visible is not None:
+        visible[:, 0] = True  # every query reads a key
+    kw = {"H": H, "H_kv": H_kv, "visible": visible, "causal": mask == "causal", "rotary_base": base}
+    kept = kernels.mha(xq, None if S == T else xkv, **w, **kw)
+    lean = kernels.mha(xq, None if S == T else xkv, **w, **kw, keep_weights=False)
+    assert "scores" not in lean and "weights" not in lean
+    for key in ("q", "k", "v", "heads", "output"):
+        assert lean[key].dtype == kept[key].dtype and np.array_equal(lean[key], kept[key]), key
+    assert kept["weights"].shape == (B, H, T, S)
+
+
+def test_attention_without_keeping_makes_them_when_a_value_is_not_finite():
+    rng = np.random.default_rng(3)
+    xq, _, w = _mha_case(rng, 1, 300, 300, 8, 2, 2, np.float64)
+    xq[0, 5, 0] = np.inf  # a score goes non-finite: the executor must be able to record and flag where
+    with np.errstate(all="ignore"):
+        lean = kernels.mha(xq, **w, H=2, causal=True, keep_weights=False)
+    assert "scores" in lean and not np.isfinite(lean["scores"]).all()
+    visible = np.ones((4, 4), dtype=bool)
+    visible[2] = False  # a query that may read no key: its weights are 0/0
+    xq, _, w = _mha_case(rng, 1, 4, 4, 8, 2, 2, np.float64)
+    with np.errstate(all="ignore"):
+        lean = kernels.mha(xq, **w, H=2, visible=visible, keep_weights=False)
+    assert "weights" in lean and np.isnan(lean["weights"][0, :, 2]).all()
+
+
+def test_attention_without_keeping_makes_them_when_an_unread_score_could_overflow():
+    rng = np.random.default_rng(4)
+    xq, _, w = _mha_case(rng, 1, 300, 300, 8, 2, 2, np.float64)
+    xq *= 1e160  # q.k can overflow, also after the mask where the lean path would not look
+    with np.errstate(all="ignore"):
+        lean = kernels.mha(xq, **w, H=2, causal=True, keep_weights=False)
+    assert "scores" in lean

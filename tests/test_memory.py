@@ -51,7 +51,7 @@ def _held(trace: executor.Trace, free: list[np.ndarray]) -> int:
     seen = list(free)
     total = 0
     for s in trace.stages.values():
-        a = s.data if s.data is not None else s.summary.value  # type: ignore[union-attr]
+        a = s.data if s.data is not None else (s.summary or s.point).value  # type: ignore[union-attr]
         if any(np.shares_memory(a, b) for b in seen):
             continue
         seen.append(a)
@@ -61,7 +61,7 @@ def _held(trace: executor.Trace, free: list[np.ndarray]) -> int:
 
 @pytest.mark.parametrize("name", ["ch17-prenorm.yaml", "ch17-postnorm.yaml", "stack-2-layers.yaml", "encoder-decoder.yaml",
                                   "variants/modern-decoder.yaml"])
-@pytest.mark.parametrize("mode", memory.RECORD_MODES)
+@pytest.mark.parametrize("mode", memory.POLICY_MODES)
 def test_estimate_of_recorded_stages_matches_a_real_run(name: str, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(memory, "STATS_MIN_VALUES", 4)  # small specs: let stats mode summarise
     spec = load_spec(str(SPECS / name))
@@ -70,7 +70,7 @@ def test_estimate_of_recorded_stages_matches_a_real_run(name: str, mode: str, mo
     ex = executor.Executor(spec, policy=policy)
     trace = ex.run()
     planned = {s.name: s.how for s in est.stages if s.how != "skip"}
-    kept = {n: ("stats" if s.summary is not None else "full") for n, s in trace.stages.items()}
+    kept = {n: ("stats" if s.summary is not None else "point" if s.point is not None else "full") for n, s in trace.stages.items()}
     assert kept == planned  # the Recorder keeps exactly what the estimate counted
     n_stats = sum(1 for s in est.stages if s.how == "stats")
     real = _held(trace, list(ex.inputs.values()) + list(ex.params.values()))
@@ -98,15 +98,32 @@ def test_float32_halves_the_arrays(tmp_path: Path) -> None:
 
 def test_recording_less_is_estimated_smaller() -> None:
     spec = load_spec(str(SPECS / "gpt2-block.yaml"))
-    all_, main, stats = (memory.estimate(spec, memory.RecordPolicy(m)) for m in ("all", "main", "stats"))
-    assert all_.recorded > main.recorded > stats.recorded
+    all_, main, stats, table = (memory.estimate(spec, memory.RecordPolicy(m)) for m in ("all", "main", "stats", "table"))
+    assert all_.recorded > main.recorded > stats.recorded > table.recorded
     assert main.recorded == all_.recorded - sum(s.full_bytes for s in all_.stages if s.internal)
-    # scores and weights are computed all the same: under main they are working memory, not recorded
-    assert main.working >= 2 * 12 * 1024 * 1024 * 8
+    # under stats the scores and weights are made whole to be summarised: working memory, not recorded
+    assert stats.working >= 2 * 12 * 1024 * 1024 * 8
+    # under main and table nobody keeps them: attention works a block of 256 rows at a time, never a [B,H,T,T] array
+    assert main.working < 12 * 1024 * 1024 * 8 and table.working < 12 * 1024 * 1024 * 8
+    assert table.total < main.total < all_.total
+
+
+def test_auto_keeps_the_least_for_the_plain_table_and_everything_for_other_outputs() -> None:
+    assert memory.record_mode("auto", table=True) == "table"
+    assert memory.record_mode("auto", table=False) == "all"
+    assert [memory.record_mode(m, table=True) for m in ("all", "main", "stats")] == ["all", "main", "stats"]
+    with pytest.raises(UsageError):
+        memory.record_mode("table", table=True)  # an internal mode, not an option value
+
+
+def test_the_plain_table_of_a_huge_t_is_refused_without_blaming_attention(tmp_path: Path) -> None:
+    r = run_app("run", str(write_spec(tmp_path, HUGE_T)))
+    assert_refused(r, "spec.yaml: this run needs about", "over --max-memory 4GB", "lower T or B")
+    assert "attn.scores" not in r.stderr and "TB" not in r.stderr  # no [B,H,T,T] array is made for the table
 
 
 def test_huge_t_is_refused_naming_the_largest_stages(tmp_path: Path) -> None:
-    r = run_app("run", str(write_spec(tmp_path, HUGE_T)))
+    r = run_app("run", str(write_spec(tmp_path, HUGE_T)), "--record", "all")
     assert_refused(r, "spec.yaml: this run needs about", "over --max-memory 4GB",
                    "attn.scores [B,H,T,T] = [1,12,100000,100000]", "960 GB", "lower T or B")
 
@@ -119,22 +136,24 @@ def test_huge_t_is_refused_without_allocating(tmp_path: Path) -> None:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    code = "import sys; from tracer.cli import main; sys.argv = ['tracer', 'run', sys.argv[1]]; main()"
+    code = "import sys; from tracer.cli import main; sys.argv = ['tracer', 'run', sys.argv[1], '--record', sys.argv[2]]; main()"
     env = dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1")
-    r = subprocess.run([sys.executable, "-c", code, str(p)], env=env, capture_output=True, text=True, timeout=60, preexec_fn=cap)
-    assert r.returncode == 2, r.stderr
-    assert "over --max-memory" in r.stderr and "Traceback" not in r.stderr
+    for record in ("auto", "all"):
+        r = subprocess.run([sys.executable, "-c", code, str(p), record], env=env, capture_output=True, text=True, timeout=60,
+                           preexec_fn=cap)
+        assert r.returncode == 2, r.stderr
+        assert "over --max-memory" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_limit_names_the_recording_that_fits(tmp_path: Path) -> None:
     spec = str(SPECS / "gpt2-block.yaml")
-    est = {m: memory.estimate(load_spec(spec), memory.RecordPolicy(m)).total for m in memory.RECORD_MODES}
+    est = {m: memory.estimate(load_spec(spec), memory.RecordPolicy(m)).total for m in memory.POLICY_MODES}
     between = (est["stats"] + est["all"]) // 2  # stats fits, all does not
-    r = run_app("run", spec, "--max-memory", str(between))
+    r = run_app("run", spec, "--max-memory", str(between), "--record", "all")
     assert_refused(r, "--record stats keeps statistics of big arrays", "fits")
     assert r.stderr.count("fits") == 1 or est["main"] <= between
 
 
 def test_no_limit(tmp_path: Path) -> None:
-    r = run_app("validate", str(write_spec(tmp_path, HUGE_T)), "--max-memory", "none")
+    r = run_app("validate", str(write_spec(tmp_path, HUGE_T)), "--max-memory", "none", "--record", "all")
     assert r.returncode == 0 and ": ok, needs about" in r.stdout and "TB" in r.stdout

@@ -218,7 +218,7 @@ def run(
     svg: SvgOption = None,
     html: HtmlOption = None,
     max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = DEFAULT_MAX_MEMORY,
-    record: Annotated[str, typer.Option("--record", metavar="all|main|stats", help="Keep every stage (all), skip the attention internals (main), or keep statistics of big arrays (stats).")] = "all",
+    record: Annotated[str, typer.Option("--record", metavar="auto|all|main|stats", help="Keep what the output shows (auto: for the table, each stage's value at --batch/--pos and the block output), every stage (all), all but the attention internals (main), or statistics of big arrays (stats).")] = "auto",
     keep: Annotated[list[str] | None, typer.Option("--keep", metavar="STAGE", help="Keep this stage in full whatever --record says (repeatable).")] = None,
     save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write every recorded array to an .npz archive, under its stage name.")] = None,
     force: ForceOption = False,
@@ -516,7 +516,7 @@ def graph(
 def validate(
     specs: Annotated[list[str], typer.Argument(help="The YAML specs to check.", show_default=False, metavar="SPEC")],
     max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Report a spec whose run would need more as invalid (as run refuses it).")] = DEFAULT_MAX_MEMORY,
-    record: Annotated[str, typer.Option("--record", metavar="all|main|stats", help="The recording the memory estimate assumes.")] = "all",
+    record: Annotated[str, typer.Option("--record", metavar="auto|all|main|stats", help="The recording the memory estimate assumes (auto: a plain `tracer run`).")] = "auto",
     lang: LangOption = None,
 ) -> None:
     """Check each SPEC without running it: one line per spec, 'ok', the violation a run would flag, or the error.
@@ -535,7 +535,7 @@ def validate(
         for path in specs:
             try:
                 s = memory.load_spec_within(path, max_memory)
-                est = memory.check_run(s, memory.policy_for(s, record, None, 0, 0), max_memory)
+                est = memory.check_run(s, memory.policy_for(s, memory.record_mode(record, table=True), None, 0, 0), max_memory)
                 line = f"{path}: ok, needs about {memory.format_size(est.total)} to run (--record {record})"
                 code = EXIT_OK
                 from .static import violations

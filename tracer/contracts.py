@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from .spec import Spec
 
 Shape = tuple[int, ...]
+ROW_BLOCK = 256  # attention works a block of query rows at a time (kernels.attend); tracer.memory counts one block
 AXIS_WORDS = {"B": "samples", "T": "positions", "C": "coordinates", "F": "hidden units", "H": "heads"}
 
 

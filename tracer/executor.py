@@ -2,7 +2,7 @@
 
 Recording is an identity wrap: ``x = rec("norm1", layer_norm(x, ...))``.
 The Recorder keeps each stage in full, as statistics plus the value the table
-shows, or not at all, as the RecordPolicy says (``--record``); that changes what
+shows, as that value alone, or not at all, as the RecordPolicy says (``--record``); that changes what
 is kept, never what is computed.  A step's output is let go after the last step
 that reads it, so an array not recorded in full does not outlive its use.
 A kernel's BrokenContract becomes a Violation naming the stage; by default the
@@ -42,15 +42,25 @@ class Summary(NamedTuple):
         return {"mean": self.mean, "std": self.std, "min": self.min, "max": self.max, "b": self.b, "t": self.t}
 
 
+class Point(NamedTuple):
+    """A stage kept as its value at one (b, t) alone (the plain table under --record auto): its shape and that value."""
+
+    shape: tuple[int, ...]
+    b: int
+    t: int
+    value: np.ndarray | None  # the stage's value at (b, t), as Stage.at gives it; None: the stage has no such (b, t)
+
+
 class Stage:  # plain classes here, not dataclasses: tracer starts on every call, and each dataclass costs ~0.3 ms
     def __init__(self, name: str, data: np.ndarray | None, axes: tuple[str, ...], meaning: str, internal: bool = False,
-                 summary: Summary | None = None) -> None:
+                 summary: Summary | None = None, point: Point | None = None) -> None:
         self.name = name
-        self.data = data  # the whole array; None when the stage was kept as statistics (then summary is set)
+        self.data = data  # the whole array; None when the stage was kept as statistics (summary) or one value (point)
         self.axes = axes
         self.meaning = meaning
         self.internal = internal  # attention internals: shown with --all
         self.summary = summary
+        self.point = point
 
     def __repr__(self) -> str:
         return f"Stage({self.name!r}, {self.shape_label}{', statistics' if self.data is None else ''})"
@@ -59,7 +69,8 @@ class Stage:  # plain classes here, not dataclasses: tracer starts on every call
     def array(self) -> np.ndarray:
         """The whole array; a stage kept as statistics (--record stats) has none: LookupError."""
         if self.data is None:
-            raise LookupError(f"{self.name} was kept as statistics (--record stats), not in full")
+            how = "as statistics (--record stats)" if self.summary is not None else "as its value at one position (--record auto)"
+            raise LookupError(f"{self.name} was kept {how}, not in full")
         return self.data
 
     @array.setter
@@ -70,8 +81,9 @@ class Stage:  # plain classes here, not dataclasses: tracer starts on every call
     def shape(self) -> tuple[int, ...]:
         if self.data is not None:
             return tuple(self.data.shape)
-        assert self.summary is not None, "a stage holds its array or its summary"
-        return self.summary.shape
+        kept = self.summary or self.point
+        assert kept is not None, "a stage holds its array, its summary or its point"
+        return kept.shape
 
     @property
     def shape_label(self) -> str:
@@ -84,10 +96,14 @@ class Stage:  # plain classes here, not dataclasses: tracer starts on every call
         asking for another raises LookupError.
         """
         if self.data is None:
-            assert self.summary is not None
-            if (b, t) != (self.summary.b, self.summary.t):
-                raise LookupError(f"{self.name} was kept as statistics, with its value at b={self.summary.b}, t={self.summary.t} only")
-            return self.summary.value
+            kept = self.summary or self.point
+            assert kept is not None
+            if (b, t) != (kept.b, kept.t):
+                raise LookupError(f"{self.name} was kept {'as statistics, ' if self.summary is not None else ''}"
+                                  f"with its value at b={kept.b}, t={kept.t} only")
+            if kept.value is None:
+                raise IndexError(f"{self.name} {self.shape_label} has no value at b={b}, t={t}")
+            return kept.value
         return value_at(self.data, self.axes, b, t)
 
 
@@ -114,6 +130,13 @@ def _blocks(a: np.ndarray, limit: int = 1 << 20) -> Iterator[np.ndarray]:
         yield from _blocks(part, limit)
 
 
+def _value_copy(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> np.ndarray | None:
+    try:
+        return np.array(value_at(array, axes, b, t))  # a copy: the big array can go
+    except IndexError:  # a stage cut short (T beyond the position table), or one sample selected (B = 1)
+        return None
+
+
 def summarise(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> Summary:
     n = max(array.size, 1)
     total, lo, hi = 0.0, np.inf, -np.inf
@@ -122,11 +145,8 @@ def summarise(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> Summa
         lo, hi = float(np.minimum(lo, part.min(initial=np.inf))), float(np.maximum(hi, part.max(initial=-np.inf)))  # NaN wins
     mean = total / n
     sq = sum(float(np.square(part - mean, dtype=np.float64).sum()) for part in _blocks(array))
-    try:
-        value = np.array(value_at(array, axes, b, t))  # a copy: the big array can go
-    except IndexError:  # a stage cut short (T beyond the position table)
-        value = np.full(0, np.nan)
-    return Summary(tuple(array.shape), mean, float(np.sqrt(sq / n)), lo, hi, b, t, value)
+    value = _value_copy(array, axes, b, t)
+    return Summary(tuple(array.shape), mean, float(np.sqrt(sq / n)), lo, hi, b, t, np.full(0, np.nan) if value is None else value)
 
 
 class Trace:
@@ -165,15 +185,15 @@ class Recorder:
         elif how == "stats":
             p = self.trace.policy
             self.trace.stages[name] = Stage(name, None, axes, meaning, internal, summarise(array, axes, p.b, p.t))
+        elif how == "point":
+            self.point(name, array, axes, meaning, internal)
         return array
 
-
-def _all_finite(a: np.ndarray) -> bool:
-    """One pass without a temporary: a finite sum means every entry is finite; otherwise look closely."""
-    with np.errstate(all="ignore"):
-        if np.isfinite(a.sum()):
-            return True
-    return bool(np.isfinite(a).all())
+    def point(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> None:
+        """Keep the stage's value at the policy's (b, t) alone."""
+        p = self.trace.policy
+        self.trace.stages[name] = Stage(name, None, axes, meaning, internal, point=Point(tuple(array.shape), p.b, p.t,
+                                                                                         _value_copy(array, axes, p.b, p.t)))
 
 
 def visible_keys(spec: Spec, step: Step, n_q: int) -> np.ndarray | None:
@@ -201,9 +221,11 @@ class Executor:
 
     def rec(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
         self.recorder(name, array, axes, meaning, internal)
-        if not self.seen_nonfinite and array.dtype.kind == "f" and not _all_finite(array):
+        if not self.seen_nonfinite and array.dtype.kind == "f" and not kernels.all_finite(array):
             self.seen_nonfinite = True
             self.flag(self.nonfinite(name, array, axes))
+            if name not in self.trace.stages and self.trace.policy.mode == "table":  # the table shows the flagged stage
+                self.recorder.point(name, array, axes, meaning, internal)
         return array
 
     def axes(self, stage: str) -> tuple[str, ...]:
@@ -378,19 +400,24 @@ def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     xkv = inputs[1] if step.op == "cross_mha" else xq
     g = step.weights
     w = {k: ex.params[f"{g}.{k}"] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
-    visible = ex.visible(step, xq.shape[1])
     over_queries = step.axis == "queries"
+    causal = step.mask == "causal"
+    visible = None if causal and not over_queries else ex.visible(step, xq.shape[1])  # attend masks causal blocks itself
     parts: dict[str, np.ndarray] = {}
+    prefix = internal_prefix(step)
+    # scores and weights ([B,H,T,S] each) are made only when they are kept; the output is the same either way
+    keep = any(ex.recorder.how.get(f"{prefix}.{key}", "full") != "skip" for key in ("scores", "weights"))
 
     def compute(strict: kernels.Strict) -> np.ndarray:
         parts.update(kernels.mha(xq, xkv, **w, H=ex.spec.dims.H, H_kv=ex.spec.dims.H_kv, visible=visible,
                                  softmax_over_queries=over_queries, rotary_base=step.base,
-                                 rotary_pairing=step.pairing or "interleaved", causal=step.mask == "causal", strict=strict))
+                                 rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict))
         return parts["output"]
 
-    prefix = internal_prefix(step)
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
     for key, meaning in ATTN_MEANINGS.items():
+        if key not in parts:  # scores and weights not made: not kept, and finite (attend makes them when not)
+            continue
         if step.base is not None and key in ("q", "k"):
             meaning += ", turned by rotary positions"
         shown = step.op == "cross_mha" and key == "weights"  # the cross-attention weights are in the default table

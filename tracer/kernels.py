@@ -168,11 +168,11 @@ def sinusoidal(T: int, C: int, base: float, dtype: np.dtype) -> np.ndarray:  # -
     return pe.astype(dtype, copy=False)
 
 
-ROW_BLOCK = 256  # query rows per block under a causal mask: keys after the block are never touched
+ROW_BLOCK = contracts.ROW_BLOCK  # query rows per block: under a causal mask, keys after the block are never touched
 
 
-def check_softmax_axis(scores: np.ndarray, over_queries: bool) -> None:  # attention weights: softmax over keys
-    contracts.softmax_axis(scores.shape, over_queries)
+def check_softmax_axis(scores: tuple[int, ...], over_queries: bool) -> None:  # attention weights [B,H,T,S]: softmax over keys
+    contracts.softmax_axis(scores, over_queries)
 
 
 def qk_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:  # [B,H,T,d], [B,H_kv,S,d] -> [B,H,T,S], scaled by 1/sqrt(d)
@@ -186,45 +186,96 @@ def qk_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:  # [B,H,T,d], [B,H_kv
     return scores
 
 
-def attend(scores: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Masked softmax over keys and the mix of values: [B,H,T,S], [B,H_kv,S,d] -> weights [B,H,T,S], mixed [B,H,T,d].
+def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal: bool,
+           keep: bool = True) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+    """Scores, masked softmax over keys and the mix of values, a block of query rows at a time:
+    [B,H,T,d], [B,H_kv,S,d], [B,H_kv,S,d] -> scores [B,H,T,S], weights [B,H,T,S], mixed [B,H,T,d].
 
-    Under a causal mask each block of query rows only reads the keys up to its last row: the weights
-    after it stay exactly 0 and are never exponentiated or multiplied.  Query head h mixes value head
-    h // (H / H_kv).
+    Query head h reads key and value head h // (H / H_kv).  Under a causal mask each block of rows reads
+    only the keys up to its last row: the weights after it stay exactly 0 and are never exponentiated or
+    multiplied, and their scores are a separate product (kept, they are recorded; they are never read).
+    ``keep=False`` returns (None, None, mixed): a block's scores and weights live in one scratch buffer,
+    reused, instead of two [B,H,T,S] arrays, and the scores after the mask are not computed.  Every value
+    that is read is the same call on the same operands either way, so ``mixed`` is the same to the last bit.
+    Without keep, a score that is not finite (or could overflow where it is not computed) or a mixed value
+    that is not finite makes it start again with keep=True: the executor then records and flags where it began.
     """
-    B, H, T, S = scores.shape
-    group = H // v.shape[1]
-    weights = np.zeros(scores.shape, dtype=scores.dtype)  # calloc: pages the mask leaves at 0 are never written
-    mixed = np.empty((B, H, T, v.shape[-1]), dtype=np.result_type(scores, v))
-    blocked = None if visible is None else ~visible
-    step = ROW_BLOCK if causal else T
+    B, H, T, d = q.shape
+    S = k.shape[2]
+    group = H // k.shape[1]
+    dtype = np.result_type(q, k)
+    scale = 1.0 / math.sqrt(d)
+    if not keep and causal and min(ROW_BLOCK, T) < S and not _products_fit(q, k, scale):
+        return attend(q, k, v, visible, causal, keep=True)
+    scores = np.empty((B, H, T, S), dtype=dtype) if keep else None
+    weights = np.zeros((B, H, T, S), dtype=dtype) if keep else None  # calloc: pages the mask leaves at 0 are never written
+    scratch = None if keep else np.empty((min(ROW_BLOCK, T), S), dtype=dtype)  # reused by every block
+    mixed = np.empty((B, H, T, d), dtype=np.result_type(dtype, v))
+    blocked = None if visible is None or causal else ~visible
     for b in range(B):
-        for h in range(H):
+        for h in range(H):  # one head at a time: contiguous operands for BLAS, cache-sized temporaries
+            qh = np.ascontiguousarray(q[b, h])
+            kt = np.ascontiguousarray(k[b, h // group]).T
             vh = np.ascontiguousarray(v[b, h // group])
-            for r0 in range(0, T, step):
-                r1 = min(r0 + step, T)
-                n = r1 if causal else S  # keys this block of rows may read
-                w = weights[b, h, r0:r1, :n]
-                np.copyto(w, scores[b, h, r0:r1, :n])
-                if causal:
-                    np.copyto(w, -np.inf, where=np.triu(np.ones((r1 - r0, n), dtype=bool), k=r0 + 1))
+            for r0 in range(0, T, ROW_BLOCK):
+                r1 = min(r0 + ROW_BLOCK, T)
+                n = min(r1, S) if causal else S  # keys this block of rows may read
+                s = scores[b, h, r0:r1] if scores is not None else scratch[: r1 - r0]  # type: ignore[index]
+                read = s[:, :n]
+                np.matmul(qh[r0:r1], kt[:, :n], out=read)
+                read *= scale
+                if scores is not None and weights is not None:
+                    if n < S:  # the scores after the mask: recorded, never read
+                        np.matmul(qh[r0:r1], kt[:, n:], out=s[:, n:])
+                        s[:, n:] *= scale
+                    w = weights[b, h, r0:r1, :n]
+                    np.copyto(w, read)
+                else:
+                    if not all_finite(read):
+                        return attend(q, k, v, visible, causal, keep=True)
+                    w = read
+                if causal and r0 < n:  # only the diagonal square of the block has keys after its rows
+                    np.copyto(w[:, r0:n], -np.inf, where=_after(r1 - r0, n - r0))
                 elif blocked is not None:
-                    np.copyto(w, -np.inf, where=blocked)
+                    np.copyto(w, -np.inf, where=blocked[r0:r1])
                 softmax_inplace(w)
                 np.matmul(w, vh[:n], out=mixed[b, h, r0:r1])
-    return weights, mixed
+    if not keep and not all_finite(mixed):  # a row that may read no key at all: 0/0
+        return attend(q, k, v, visible, causal, keep=True)
+    return scores, weights, mixed
+
+
+def _after(rows: int, cols: int) -> np.ndarray:  # [rows, cols] bool: True where key j comes after query i
+    return np.triu(np.ones((rows, cols), dtype=bool), k=1)
+
+
+def _products_fit(q: np.ndarray, k: np.ndarray, scale: float) -> bool:
+    """Whether no score q.k * scale can overflow: the scores after a causal mask are not computed without keep."""
+    with np.errstate(all="ignore"):
+        bound = float(np.abs(q).max(initial=0.0)) * float(np.abs(k).max(initial=0.0)) * q.shape[-1] * scale
+    return math.isfinite(bound) and bound < float(np.finfo(np.result_type(q, k)).max)
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """One pass without a temporary: a finite sum means every entry is finite; otherwise look closely."""
+    with np.errstate(all="ignore"):
+        if np.isfinite(a.sum()):
+            return True
+    return bool(np.isfinite(a).all())
 
 
 def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: np.ndarray,
         w_v: np.ndarray, b_v: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None = None,
         causal: bool = False, softmax_over_queries: bool = False, rotary_base: float | None = None,
-        rotary_pairing: str = "interleaved", H_kv: int | None = None,
+        rotary_pairing: str = "interleaved", H_kv: int | None = None, keep_weights: bool = True,
         strict: Strict = True) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]
     """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
 
-    ``causal`` masks keys after each query; ``visible`` ([T,S] bool, True where a query may read a key) is any other mask.
+    ``causal`` masks keys after each query (block by block: no [T,S] mask is made); ``visible`` ([T,S] bool, True where
+    a query may read a key) is any other mask.
     ``H_kv`` (grouped-query attention, a divisor of H; None: H) key/value heads, each read by H / H_kv query heads in turn.
+    ``keep_weights=False``: no "scores" and "weights" in the result (two [B,H,T,S] arrays never made), unless a
+    score or a mixed value is not finite; the output is the same to the last bit.
     """
     if xkv is None:
         xkv = xq
@@ -237,17 +288,23 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     v = split_heads(linear(xkv, w_v, b_v, strict, ("b_v", kv_bias)), H_kv)
     if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets
         q, k = rotary(q, rotary_base, rotary_pairing), rotary(k, rotary_base, rotary_pairing)
-    scores = qk_scores(q, k)  # [B,H,T,S]
-    enforce(strict, check_softmax_axis, scores, softmax_over_queries)
+    enforce(strict, check_softmax_axis, q.shape[:3] + k.shape[2:3], softmax_over_queries)
+    parts = {"q": q, "k": k, "v": v}
     if softmax_over_queries:  # the violation, computed as NumPy would (only with strict=False)
+        if causal and visible is None:
+            visible = ~causal_mask(q.shape[2])
+        scores = qk_scores(q, k)  # [B,H,T,S]
         weights = np.where(visible, scores, -np.inf) if visible is not None else scores.copy()
         softmax_inplace(weights, axis=-2)
         mixed = weights @ np.repeat(v, H // H_kv, axis=1)  # each value head to the query heads that read it
+        parts.update(scores=scores, weights=weights)
     else:
-        weights, mixed = attend(scores, v, visible, causal)
+        kept_scores, kept_weights, mixed = attend(q, k, v, visible, causal, keep_weights)
+        if kept_scores is not None and kept_weights is not None:
+            parts.update(scores=kept_scores, weights=kept_weights)
     heads = merge_heads(mixed)  # [B,H,T,d] -> [B,T,C]
-    out = linear(heads, w_o, b_o, strict, ("b_o", "C"))
-    return {"q": q, "k": k, "v": v, "scores": scores, "weights": weights, "heads": heads, "output": out}
+    parts.update(heads=heads, output=linear(heads, w_o, b_o, strict, ("b_o", "C")))
+    return parts
 
 
 def check_batch_norm(x: np.ndarray) -> None:  # a text block never normalises over samples and positions

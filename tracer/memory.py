@@ -5,11 +5,12 @@ A run holds, at its peak:
 - the values given inline in the spec, as read (YAML_VALUE_BYTES each: the parse keeps where each came from);
 - the output text: JSON and CSV are written a stage at a time, so the largest stage's text;
 - the weights and the inputs as arrays;
-- every recorded stage: in full, as statistics plus the value at the table's (b, t), or not at all,
-  as the RecordPolicy says (``--record all|main|stats`` and ``--keep``);
+- every recorded stage: in full, as statistics plus the value at the table's (b, t), as that value alone,
+  or not at all, as the RecordPolicy says (``--record auto|all|main|stats`` and ``--keep``);
 - the working memory of the most demanding step: arrays a step computes that are not recorded
-  in full but are alive while it runs (the attention scores and weights under ``--record main``,
-  a stage kept as statistics until the last step that reads it), and each kernel's temporaries.
+  in full but are alive while it runs (a stage not kept in full, until the last step that reads it;
+  attention's scores and weights are made only when kept: otherwise a block of rows at a time), and each
+  kernel's temporaries.
 
 Attention is what grows: its scores and weights are [B,H,T,T], B * H * T^2 values each, so
 T = 1024 with 12 heads is 100 MB per array in float64 and T = 100000 is 960 GB.  The executor's
@@ -24,10 +25,12 @@ import re
 from typing import NamedTuple
 
 from .blocks import ATTN_MEANINGS, Step, internal_prefix
+from .contracts import ROW_BLOCK
 from .errors import UsageError
 from .spec import Spec, shape_label
 
-RECORD_MODES = ("all", "main", "stats")
+RECORD_MODES = ("auto", "all", "main", "stats")  # --record; auto is "table" for the plain table, else "all" (record_mode)
+POLICY_MODES = ("all", "main", "stats", "table")  # RecordPolicy.mode
 DEFAULT_MAX_MEMORY = "4GB"
 STATS_MIN_VALUES = 1 << 16  # under --record stats, smaller arrays are kept in full: statistics would save little
 INTERPRETER_BYTES = 64 * 2**20  # Python with NumPy, rich, typer and PyYAML imported (see benchmarks/memory.py)
@@ -38,6 +41,7 @@ YAML_VALUE_BYTES = 440
 JSON_VALUE_BYTES = 112  # one value of the stage being written by --json: a Python float from tolist(), its text, the encoder's pieces
 CSV_VALUE_BYTES = 96  # one value of the stage being written as CSV: its text, the row's list of cell strings
 STATS_BYTES = 256  # shape, mean, std, min, max of one stage
+DRAW_CHUNK = 1 << 15  # values drawn at a time from a weight's stream (params.uniform)
 SUMMARY_TEMP_BYTES = 2 * 8 * 2**20  # statistics are taken over blocks of 1M values: two float64 temporaries
 ITEMSIZE = {"float64": 8, "float32": 4}
 
@@ -77,18 +81,21 @@ def format_size(n: int | float) -> str:
 
 
 class RecordPolicy(NamedTuple):  # NamedTuples, not dataclasses, here: a tenth of the import time
-    """What the Recorder keeps of each stage: 'full', 'stats' or 'skip'."""
+    """What the Recorder keeps of each stage: 'full', 'stats', 'point' (the value at (b, t) alone) or 'skip'."""
 
-    mode: str = "all"  # all | main | stats
+    mode: str = "all"  # all | main | stats | table (what the plain table shows: --record auto)
     keep: frozenset[str] = frozenset()  # stages kept in full whatever the mode
     b: int = 0  # under stats, the sample and position whose value is kept for the table
     t: int = 0
 
-    def how(self, name: str, internal: bool, values: int, final: bool) -> str:
+    def how(self, name: str, internal: bool, values: int, final: bool, shown: bool = False) -> str:
+        """``shown``: an internal stage the default table shows all the same (the cross-attention weights)."""
         if name in self.keep:
             return "full"
-        if self.mode == "main" and internal:
+        if (self.mode == "main" or (self.mode == "table" and not shown)) and internal:
             return "skip"
+        if self.mode == "table" and not final:
+            return "point"  # the table shows its value at (b, t); the block output is shown in full
         if self.mode == "stats" and not final and values >= STATS_MIN_VALUES:
             return "stats"  # the block output (the table's matrix) is always kept in full
         return "full"
@@ -100,7 +107,7 @@ class PlannedStage(NamedTuple):
     shape: tuple[int, ...]
     itemsize: int
     internal: bool
-    how: str  # full | stats | skip
+    how: str  # full | stats | point | skip
     alias: bool = False  # the same memory as an input, a weight or an earlier stage: costs nothing more
 
     @property
@@ -115,8 +122,11 @@ class PlannedStage(NamedTuple):
     def kept_bytes(self) -> int:
         if self.how == "full":
             return self.full_bytes
+        value = math.prod(n for _, n in _value_axes(self.axes, self.shape)) * self.itemsize
         if self.how == "stats":
-            return STATS_BYTES + math.prod(n for _, n in _value_axes(self.axes, self.shape)) * self.itemsize
+            return STATS_BYTES + value
+        if self.how == "point":
+            return value
         return 0
 
     @property
@@ -156,9 +166,9 @@ def plan_stages(spec: Spec, policy: RecordPolicy) -> list[PlannedStage]:
     out: list[PlannedStage] = []
     by_name: dict[str, PlannedStage] = {}
 
-    def add(name: str, internal: bool = False, alias_of: str | None = None) -> None:
+    def add(name: str, internal: bool = False, alias_of: str | None = None, shown: bool = False) -> None:
         axes, shape = spec.stage_shapes[name]
-        how = policy.how(name, internal, math.prod(shape), name == final)
+        how = policy.how(name, internal, math.prod(shape), name == final, shown)
         # An alias costs nothing more, unless it keeps in full an array its source let go.
         source = by_name.get(alias_of) if alias_of else None
         alias = alias_of == "" or (source is not None and (source.how == "full" or how != "full"))
@@ -168,7 +178,7 @@ def plan_stages(spec: Spec, policy: RecordPolicy) -> list[PlannedStage]:
 
     for step in spec.steps:
         for name in _internals(step):
-            add(name, internal=True)
+            add(name, internal=True, shown=step.op == "cross_mha" and name.endswith(".weights"))
         if step.op in ("input", "position_table"):
             add(step.name, alias_of="")  # the input, or rows of the position table: counted with them
         elif step.op in ALIAS_OPS:
@@ -201,7 +211,8 @@ class Estimate:
         return self.interpreter + self.spec_values + self.weights + self.recorded + self.working + sum(self.extra.values())
 
     def largest(self, n: int = 3) -> list[tuple[str, int]]:
-        parts = [(f"{s.label} ({'statistics and one slice' if s.how == 'stats' else 'recorded'})", s.kept_bytes)
+        kept = {"stats": "statistics and one slice", "point": "one slice"}
+        parts = [(f"{s.label} ({kept.get(s.how, 'recorded')})", s.kept_bytes)
                  for s in self.stages if s.kept_bytes]
         parts.append(("weights and inputs", self.weights))
         parts.append((f"working memory of {self.working_at}", self.working))
@@ -254,7 +265,10 @@ def _op_temporaries(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> in
     if op in ATTENTION_OPS:
         axes, shape = spec.stage_shapes[f"{internal_prefix(step)}.scores"]
         T, S = shape[-2], shape[-1]
-        extra = 2 * T * S + out_bytes  # the mask (bool, and its complement) and weights @ V before the heads merge
+        block = min(T, ROW_BLOCK)
+        # the mask: [T,S] bool and its complement, or a causal block's square; weights @ V before the heads merge
+        extra = (block * block if step.mask == "causal" and step.axis != "queries" else 2 * T * S) + out_bytes
+        extra += block * S * ITEMSIZE[spec.dtype]  # one block of rows' scores, when they are not kept
         if step.base is not None:
             extra += 2 * out_bytes  # rotary positions: turned copies of q and k
         return extra
@@ -280,12 +294,19 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
         s = by_name[name]
         return 0 if s.how == "full" or s.alias else s.values * s.itemsize
 
-    # Loading: a drawn weight is made from raw 64-bit words, then doubles (then float32 if asked).
+    def made(step: Step) -> list[str]:  # attention's scores and weights are made only when one of them is kept
+        names = _internals(step)
+        if all(by_name[n].how == "skip" for n in names if n.endswith((".scores", ".weights"))):
+            names = [n for n in names if not n.endswith((".scores", ".weights"))]
+        return names
+
+    # Loading: a drawn weight is made a chunk at a time from raw 64-bit words, then doubles (then float32 if asked),
+    # straight into the weight's array (counted with the weights).
     itemsize = ITEMSIZE[spec.dtype]
     drawn = [math.prod(w.shape) for w in spec.weights.values() if w.source == "seed"]
     drawn += [n for stream, (n, _) in _input_sizes(spec).items() if spec.inputs()[stream].value == "random"]
-    biggest = max(drawn, default=0)
-    best = (biggest * (16 + (itemsize if itemsize != 8 else 0)), "loading the weights")
+    biggest = min(max(drawn, default=0), DRAW_CHUNK)
+    best = (biggest * (16 + (8 if itemsize != 8 else 0)), "loading the weights")  # a chunk of raw words and their doubles
     # From a checkpoint: one stored tensor at a time, as stored and converted, then its part (q of a packed q, k, v).
     read = [(w.value.stored.nbytes + 2 * w.value.stored.nbytes // ITEMSIZE.get(w.value.stored.dtype, 2) * itemsize)
             * _held_values(spec, w.path, w.shape, w.source) // math.prod(w.shape) for w in spec.weights.values() if w.source == "file"]
@@ -301,11 +322,11 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
     leaving = [0] * (len(spec.steps) + 1)  # bytes that stop being alive at step i
     for i, step in enumerate(spec.steps):
         alive -= leaving[i]
-        own = transient(step.name) + sum(transient(n) for n in _internals(step)) + summary
+        own = transient(step.name) + sum(transient(n) for n in made(step)) + summary
         in_bytes = sum(by_name[n].values * by_name[n].itemsize for n in step.inputs if n in by_name)
         own += _op_temporaries(spec, step, in_bytes, by_name[step.name].values * by_name[step.name].itemsize)
         if alive + own > best[0]:
-            held = "scores and weights" if step.op in ATTENTION_OPS else "its temporaries"
+            held = "scores and weights" if step.op in ATTENTION_OPS and len(made(step)) == len(_internals(step)) else "its temporaries"
             best = (alive + own, f"step {step.name} ({held})")
         if last_use.get(step.name, -1) > i:
             alive += transient(step.name)
@@ -392,7 +413,11 @@ def check(est: Estimate, limit: int | None, limit_text: str) -> None:
     parts = "; ".join(f"{label} {format_size(n)}" for label, n in est.largest(3))
     advice = []
     floor = estimate(spec, RecordPolicy("stats", frozenset(), est.policy.b, est.policy.t))
-    if floor.total > limit:
+    if est.policy.mode == "table":  # the plain table already keeps the least: each stage's value at one position
+        advice.append(f"none: the table keeps only each stage's value at one position and the block output, and "
+                      f"{est.working_at} alone holds {format_size(est.working)}; lower T or B"
+                      + ("; keep fewer stages in full with --keep" if est.policy.keep else ""))
+    elif floor.total > limit:
         biggest = max(floor.stages, key=lambda s: s.values)
         advice.append(f"none: even --record stats needs about {format_size(floor.total)}, {format_size(floor.working)} of it "
                       f"while {floor.working_at} runs (the largest array, {biggest.label}, has {biggest.values:,} values); "
@@ -414,9 +439,20 @@ def check(est: Estimate, limit: int | None, limit_text: str) -> None:
     )
 
 
-def policy_for(spec: Spec, record: str, keep: list[str] | None, b: int, t: int, show_all: bool = False) -> RecordPolicy:
-    """Check --record and --keep (and --all) against the spec's stages and build the policy."""
+def record_mode(record: str, table: bool) -> str:
+    """--record as a RecordPolicy mode: ``auto`` keeps what the output shows.  The plain table (``table``: no --all,
+    --json, --format csv, --save, --verify or --with-weights) shows each stage's value at (b, t) and the block output
+    in full, so only those are kept ("table"); any other output reads every stage ("all")."""
     if record not in RECORD_MODES:
+        raise UsageError(f"--record {record!r}: expected one of {' | '.join(RECORD_MODES)}")
+    if record == "auto":
+        return "table" if table else "all"
+    return record
+
+
+def policy_for(spec: Spec, record: str, keep: list[str] | None, b: int, t: int, show_all: bool = False) -> RecordPolicy:
+    """Check --record (a mode record_mode returned) and --keep (and --all) against the spec's stages and build the policy."""
+    if record not in POLICY_MODES:
         raise UsageError(f"--record {record!r}: expected one of {' | '.join(RECORD_MODES)}")
     names = stage_names(spec)
     for name in keep or []:

@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from .memory import DRAW_CHUNK
 from .spec import Spec, Weight
 
 
@@ -32,17 +33,30 @@ def stream(seed: int, name: str) -> np.random.PCG64:
     return np.random.PCG64(np.random.SeedSequence([seed, key]))
 
 
-def uniform(seed: int, name: str, shape: tuple[int, ...], lo: float, hi: float) -> np.ndarray:
+CHUNK = DRAW_CHUNK  # words drawn at a time: the raw words and their doubles stay in the cache; only the result is fresh memory
+
+
+def uniform(seed: int, name: str, shape: tuple[int, ...], lo: float, hi: float, dtype: np.dtype | type = np.float64) -> np.ndarray:
+    """Uniform doubles on [lo, hi) from the weight's own stream, as ``dtype`` (each double rounded once).
+
+    Word k (the top 53 bits of a raw 64-bit word) becomes lo + k * ((hi - lo) / 2^53): k is exact as a double and
+    (hi - lo) / 2^53 is an exact power-of-two scaling, so each value is rounded once, to the same double on every
+    machine.  The stream is drawn in chunks straight into the result (a chunked draw is the same stream).
+    """
     n = math.prod(shape)
-    raw = stream(seed, name).random_raw(n)
-    raw >>= np.uint64(11)
-    u = raw.astype(np.float64)
-    del raw
-    # lo + (hi - lo) * (53 bits / 2**53), worked in u's buffer: the same doubles without three more arrays
-    u *= 1.0 / 9007199254740992.0  # [0, 1)
-    u *= hi - lo
-    u += lo
-    return u.reshape(shape)
+    bits = stream(seed, name)
+    out = np.empty(n, dtype=dtype)
+    scale = (hi - lo) / 9007199254740992.0  # (hi - lo) / 2^53
+    wide = out if out.dtype == np.float64 else np.empty(min(n, CHUNK), dtype=np.float64)
+    for i in range(0, n, CHUNK):
+        raw = bits.random_raw(min(CHUNK, n - i))
+        raw >>= np.uint64(11)  # 53 bits: exact as a double
+        part = wide[i:i + raw.size] if wide is out else wide[:raw.size]
+        np.multiply(raw, scale, out=part, casting="unsafe")
+        part += lo
+        if wide is not out:
+            out[i:i + raw.size] = part  # one rounding, double to the spec's dtype
+    return out.reshape(shape)
 
 
 def uniform_ints(seed: int, name: str, shape: tuple[int, ...], high: int) -> np.ndarray:
@@ -64,7 +78,7 @@ def materialise(w: Weight, seed: int | None, dtype: np.dtype) -> np.ndarray:
         bound = 1.0
     else:
         bound = 1.0 / math.sqrt(w.shape[0])
-    return uniform(seed, "weights." + w.path, w.shape, -bound, bound).astype(dtype, copy=False)
+    return uniform(seed, "weights." + w.path, w.shape, -bound, bound, dtype)
 
 
 def embedding_rows(spec: Spec) -> list[int] | None:
@@ -106,7 +120,7 @@ def load_inputs(spec: Spec) -> dict[str, np.ndarray]:
                 assert d.V is not None
                 out[stream] = uniform_ints(spec.seed, f"input.{stream}", (d.B, n), d.V)
             else:
-                out[stream] = uniform(spec.seed, "input.x", (d.B, n, d.C), -1.0, 1.0).astype(spec.dtype, copy=False)
+                out[stream] = uniform(spec.seed, "input.x", (d.B, n, d.C), -1.0, 1.0, np.dtype(spec.dtype))
         elif inp.kind == "tokens":
             out[stream] = np.asarray(inp.value, dtype=np.int64)
         else:

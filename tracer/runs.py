@@ -50,7 +50,7 @@ class RunOptions(NamedTuple):
     with_weights: bool = False
     stages: tuple[str, ...] = ()  # --stage names, as given
     verify_budget: int = 60_000_000  # scalar operations the reference may take (--verify-budget)
-    record: str = "all"  # --record all | main | stats
+    record: str = "all"  # --record auto | all | main | stats (the command line's default is auto)
     keep: tuple[str, ...] = ()  # --keep: stages kept in full whatever --record says
     max_memory: str = memory.DEFAULT_MAX_MEMORY  # --max-memory
     save: str | None = None  # --save FILE.npz
@@ -117,7 +117,9 @@ def trace_one(path: str, opts: RunOptions) -> Outcome:
                          pos=index(opts.pos, s.dims.T, "--pos", "T", "positions"))
     # What is kept of each stage (--record, --keep; a --stage asked for is kept in full), then the
     # memory that takes: a run over --max-memory is refused here, before anything is allocated.
-    policy = memory.policy_for(s, opts.record, list(opts.keep) + (only or []), opts.batch, opts.pos, opts.show_all)
+    table = opts.form == "table" and not (opts.show_all or opts.verify or opts.with_weights) and opts.save is None
+    policy = memory.policy_for(s, memory.record_mode(opts.record, table), list(opts.keep) + (only or []), opts.batch, opts.pos,
+                               opts.show_all)
     if opts.save is not None:
         from .outputs import check_output
 
