@@ -46,18 +46,12 @@ def parse_expect(text: str) -> list[float]:
     return numbers
 
 
-def index(value: int, size: int, option: str, axis: str, what: str) -> int:
-    """--pos / --batch as Python reads an index: -1 is the last, -size the first."""
-    if -size <= value < size:
-        return value % size
-    raise UsageError(f"{option} {value} is out of range: {axis} = {size} ({what} 0 to {size - 1}, or -1 to -{size} from the end)")
-
-
 def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, precision: int = 6) -> Verdict:
     """Run the spec and compare one stage's value at (batch, pos) with the expected numbers."""
     from . import executor
     from .catalogue import select
     from .memory import DEFAULT_MAX_MEMORY, check_run, policy_for
+    from .runs import index
     from .spec import load_spec
 
     numbers = parse_expect(expect)

@@ -51,29 +51,49 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, a
     enforce(strict, check_norm_axis, x, axis, labels)
     enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
     enforce(strict, check_vector, "beta", beta, x.shape[-1], "C")
-    return gamma * standardise(x, axis, eps) + beta
+    return _affine(standardise(x, axis, eps), gamma, beta)
+
+
+def _affine(y: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None) -> np.ndarray:  # gamma * y + beta
+    """gamma * y (+ beta), in y's own buffer when the vectors fit it (the same numbers); else NumPy's broadcast (--keep-going)."""
+    fits = all(v.shape == y.shape[-1:] and v.dtype == y.dtype for v in (gamma, beta) if v is not None)
+    if not fits:
+        return gamma * y if beta is None else gamma * y + beta
+    y *= gamma
+    if beta is not None:
+        y += beta
+    return y
 
 
 def standardise(x: np.ndarray, axes: int | tuple[int, ...], eps: float, center: bool = True) -> np.ndarray:  # (x - mean) / sqrt(var + eps) over axes
-    """The normalisation every norm shares, computed so that no finite input overflows.
+    """The normalisation every norm shares, computed so that no finite input overflows; a new array.
 
     Each slice is first divided by 2^k, the power of two at or above its largest magnitude (k >= 0):
     (x - mu) / sqrt(var + eps) = (y - mu_y) / sqrt(var_y + eps / 4^k) with y = x / 2^k.  Dividing by a
     power of two is exact, so wherever the plain formula does not overflow the result is the same to the
     last bit; where it would (|x| above ~1e154 in float64, ~1e19 in float32) it stays right instead of 0.
     The mean is refined once (mu += mean(y - mu)), so a constant slice centres to exactly 0.
+    Two arrays the size of x are made (the result and one scratch), each written in place.
     """
-    _, k = np.frexp(np.max(np.abs(x), axis=axes, keepdims=True))  # max = f 2^k, f in [0.5, 1); NaN, inf, 0 give k = 0
+    with np.errstate(invalid="ignore"):  # NaN slices: their k is 0 below and NaN spreads as it should
+        top = np.maximum(x.max(axis=axes, keepdims=True), -x.min(axis=axes, keepdims=True))  # max |x| without |x|
+    _, k = np.frexp(top)  # top = f 2^k, f in [0.5, 1); NaN, inf, 0 give k = 0
     k = np.maximum(k, 0)  # only scale down: small values cannot overflow
     y = np.ldexp(x, -k)
+    scratch = np.empty_like(y)
     if center:
         mu = y.mean(axis=axes, keepdims=True)
-        mu += (y - mu).mean(axis=axes, keepdims=True)  # the rounding error of the first mean, taken back
-        y = y - mu
-    var = (y * y).mean(axis=axes, keepdims=True)  # divide by the count: the values at hand, not a sample estimate
+        mu += np.subtract(y, mu, out=scratch).mean(axis=axes, keepdims=True)  # the rounding error of the first mean, taken back
+        np.subtract(y, mu, out=y)
+    var = np.multiply(y, y, out=scratch).mean(axis=axes, keepdims=True)  # divide by the count: the values at hand, not a sample estimate
+    del scratch
     den = np.sqrt(var + np.ldexp(np.asarray(eps, dtype=x.dtype), -2 * k))  # eps keeps the denominator positive when var = 0
     # eps / 4^k underflows to 0 only for slices near 1e154 or more; a constant one then has var = 0 and y = 0: 0, not 0/0
-    return np.divide(y, den, out=np.zeros_like(y), where=den != 0)
+    zero = den == 0
+    np.divide(y, den, out=y, where=~zero)
+    if zero.any():
+        np.copyto(y, 0, where=np.broadcast_to(zero, y.shape))
+    return y
 
 
 def check_norm_axis(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> None:  # statistics over the last axis only
@@ -189,7 +209,7 @@ def qk_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:  # [B,H,T,d], [B,H_kv
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal: bool,
            keep: bool = True) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
     """Scores, masked softmax over keys and the mix of values, a block of query rows at a time:
-    [B,H,T,d], [B,H_kv,S,d], [B,H_kv,S,d] -> scores [B,H,T,S], weights [B,H,T,S], mixed [B,H,T,d].
+    [B,H,T,d], [B,H_kv,S,d], [B,H_kv,S,d] -> scores [B,H,T,S], weights [B,H,T,S], heads [B,T,C] (the mixes merged).
 
     Query head h reads key and value head h // (H / H_kv).  Under a causal mask each block of rows reads
     only the keys up to its last row: the weights after it stay exactly 0 and are never exponentiated or
@@ -210,13 +230,11 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
     scores = np.empty((B, H, T, S), dtype=dtype) if keep else None
     weights = np.zeros((B, H, T, S), dtype=dtype) if keep else None  # calloc: pages the mask leaves at 0 are never written
     scratch = None if keep else np.empty((min(ROW_BLOCK, T), S), dtype=dtype)  # reused by every block
-    mixed = np.empty((B, H, T, d), dtype=np.result_type(dtype, v))
+    mixed = np.empty((B, T, H, d), dtype=np.result_type(dtype, v))  # [B,T,H,d]: the heads side by side, merged as they are made
     blocked = None if visible is None or causal else ~visible
     for b in range(B):
-        for h in range(H):  # one head at a time: contiguous operands for BLAS, cache-sized temporaries
-            qh = np.ascontiguousarray(q[b, h])
-            kt = np.ascontiguousarray(k[b, h // group]).T
-            vh = np.ascontiguousarray(v[b, h // group])
+        for h in range(H):  # one head at a time: cache-sized temporaries; BLAS reads the strided [T,d] views as they are
+            qh, kt, vh = q[b, h], k[b, h // group].T, v[b, h // group]
             for r0 in range(0, T, ROW_BLOCK):
                 r1 = min(r0 + ROW_BLOCK, T)
                 n = min(r1, S) if causal else S  # keys this block of rows may read
@@ -239,10 +257,10 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
                 elif blocked is not None:
                     np.copyto(w, -np.inf, where=blocked[r0:r1])
                 softmax_inplace(w)
-                np.matmul(w, vh[:n], out=mixed[b, h, r0:r1])
+                np.matmul(w, vh[:n], out=mixed[b, r0:r1, h])
     if not keep and not all_finite(mixed):  # a row that may read no key at all: 0/0
         return attend(q, k, v, visible, causal, keep=True)
-    return scores, weights, mixed
+    return scores, weights, mixed.reshape(B, T, H * d)
 
 
 def _after(rows: int, cols: int) -> np.ndarray:  # [rows, cols] bool: True where key j comes after query i
@@ -298,11 +316,11 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         softmax_inplace(weights, axis=-2)
         mixed = weights @ np.repeat(v, H // H_kv, axis=1)  # each value head to the query heads that read it
         parts.update(scores=scores, weights=weights)
+        heads = merge_heads(mixed)  # [B,H,T,d] -> [B,T,C]
     else:
-        kept_scores, kept_weights, mixed = attend(q, k, v, visible, causal, keep_weights)
+        kept_scores, kept_weights, heads = attend(q, k, v, visible, causal, keep_weights)
         if kept_scores is not None and kept_weights is not None:
             parts.update(scores=kept_scores, weights=kept_weights)
-    heads = merge_heads(mixed)  # [B,H,T,d] -> [B,T,C]
     parts.update(heads=heads, output=linear(heads, w_o, b_o, strict, ("b_o", "C")))
     return parts
 
@@ -313,14 +331,14 @@ def check_batch_norm(x: np.ndarray) -> None:  # a text block never normalises ov
 
 def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C], [C] -> [B,T,C], over C
     enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
-    return gamma * standardise(x, -1, eps, center=False)  # no mean subtracted: RMSNorm only rescales
+    return _affine(standardise(x, -1, eps, center=False), gamma)  # no mean subtracted: RMSNorm only rescales
 
 
 def batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C] -> [B,T,C], stats over B and T
     enforce(strict, check_batch_norm, x)
     enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
     enforce(strict, check_vector, "beta", beta, x.shape[-1], "C")
-    return gamma * standardise(x, (0, 1), eps) + beta
+    return _affine(standardise(x, (0, 1), eps), gamma, beta)
 
 
 def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu", w3: np.ndarray | None = None,

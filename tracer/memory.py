@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .blocks import ATTN_MEANINGS, Step, internal_prefix
 from .contracts import ROW_BLOCK
@@ -61,10 +61,16 @@ def parse_size(text: str, option: str = "--max-memory") -> int | None:
         raise UsageError(f"{option} {text!r}: expected a size such as 4GB, 512MB, 2GiB or a number of bytes, or none for no limit "
                          "(KB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB powers of 1024)")
     shown = text if len(text) <= 40 else f"{text[:20]}...{text[-8:]}"
-    from decimal import Decimal
+    digits = m.group(1)
+    if digits.isdigit() and len(digits) <= 18:  # a whole number: exact as an int (the default 4GB; no decimal import)
+        number: Any = int(digits)
+        too_big = number * _UNITS[unit] > MAX_SIZE
+    else:
+        from decimal import Decimal
 
-    number = Decimal(m.group(1))  # exact: a float of 400 digits is inf, and int(inf) an OverflowError
-    if number.adjusted() > 30 or number * _UNITS[unit] > MAX_SIZE:
+        number = Decimal(digits)  # exact: a float of 400 digits is inf, and int(inf) an OverflowError
+        too_big = number.adjusted() > 30 or number * _UNITS[unit] > MAX_SIZE
+    if too_big:
         raise UsageError(f"{option} {shown!r}: more than any machine has: at most 1 EiB (none turns the limit off)")
     size = int(number * _UNITS[unit])
     if size <= 0:

@@ -24,7 +24,6 @@ import errno
 import os
 import signal
 import sys
-import unicodedata
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any, TextIO
@@ -226,6 +225,8 @@ def ascii_lookalike(ch: str) -> str:
     """An ASCII stand-in for one character: a look-alike, a box-drawing line, else a \\u escape (also valid JSON)."""
     if ch in LOOKALIKES:
         return LOOKALIKES[ch]
+    import unicodedata  # here: only an ASCII-only terminal needs it
+
     name = unicodedata.name(ch, "")
     if name.startswith("BOX DRAWINGS"):
         words = set(name.split())

@@ -107,12 +107,17 @@ def select_stages(spec: Spec, requested: Sequence[str]) -> list[str] | None:
     return select(requested, list(spec.stage_shapes), spec.path)
 
 
+def index(value: int, size: int, option: str, axis: str, what: str) -> int:
+    """--pos / --batch as Python reads an index: -1 is the last, -size the first."""
+    if -size <= value < size:
+        return value % size
+    raise UsageError(f"{option} {value} is out of range: {axis} = {size} ({what} 0 to {size - 1}, or -1 to -{size} from the end)")
+
+
 def trace_one(path: str, opts: RunOptions) -> Outcome:
     """Load, check and run one spec; a TracerError propagates (the caller decides what it costs)."""
     s = memory.load_spec_within(path, opts.max_memory)  # a spec with millions of inline values is refused before it is parsed
     only = select_stages(s, opts.stages)
-    from .check import index  # --pos -1 is the last position, as in Python
-
     opts = opts._replace(batch=index(opts.batch, s.dims.B, "--batch", "B", "samples"),
                          pos=index(opts.pos, s.dims.T, "--pos", "T", "positions"))
     # What is kept of each stage (--record, --keep; a --stage asked for is kept in full), then the

@@ -317,6 +317,8 @@ class _Composer:
 
     def check_slip(self, ev: Any, path: Path, flow: bool, is_key: bool) -> None:
         """Full-width punctuation where YAML reads structure (see yamlslips): named, with what to type instead."""
+        if ev.value.isascii():  # no full-width character: the common case, without importing yamlslips
+            return
         from .yamlslips import FULL_WIDTH, describe, plain_slip
 
         if not any(ch in FULL_WIDTH for ch in ev.value):
