@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from operator import mul
 from typing import Any
 
 from .blocks import ATTN_MEANINGS, Step, internal_prefix, position_axis
@@ -133,14 +134,14 @@ def rms_norm(x: Vec, gamma: Vec, eps: float) -> Vec:
 
 
 def matvec(x: Vec, cols: Mat, b: Vec | None = None) -> Vec:
-    """x [n_in] times W [n_in, n_out] given as its columns, plus b [n_out]."""
-    out = []
-    for j, col in enumerate(cols):
-        acc = 0.0
-        for xi, wi in zip(x, col):
-            acc += xi * wi
-        out.append(acc + (b[j] if b is not None else 0.0))
-    return out
+    """x [n_in] times W [n_in, n_out] given as its columns, plus b [n_out].
+
+    Each entry is the sum of x_i w_i in doubles, by ``sum`` (in C, twice as fast as the loop written out in Python;
+    left to right, and from Python 3.12 with a compensation that makes it, if anything, a little more exact).
+    """
+    if b is None:
+        return [float(sum(map(mul, x, col))) for col in cols]
+    return [sum(map(mul, x, col)) + bj for col, bj in zip(cols, b)]
 
 
 def relu(x: Vec) -> Vec:
@@ -194,10 +195,14 @@ def rotate(v: Vec, t: int, base: float, pairing: str = "interleaved") -> Vec:
 
 # -- the model ---------------------------------------------------------------
 class Reference:
-    def __init__(self, spec: Spec, params: dict[str, Any], inputs: dict[str, Any]) -> None:
+    def __init__(self, spec: Spec, params: dict[str, Any], inputs: dict[str, Any], columns: dict[str, Mat] | None = None) -> None:
+        """``columns``: matrices by their columns (W.T as nested lists), which then need not be in ``params`` too."""
         self.spec = spec
         self.w = params  # nested lists
-        self.cols = {k: [list(c) for c in zip(*v)] for k, v in params.items() if _is_matrix(v) and k not in ("embedding", "position")}
+        given = columns or {}
+        self.cols = {k: [list(c) for c in zip(*v)] for k, v in params.items()
+                     if _is_matrix(v) and k not in ("embedding", "position") and k not in given}
+        self.cols.update(given)
         if spec.block.head == "tied":
             self.cols["head"] = [list(row) for row in params["embedding"]]  # columns of E^T are rows of E
         self.inputs = inputs  # by stream: token ids [B][T] or input rows [B][T][C]

@@ -96,9 +96,13 @@ def verify(trace: Trace, budget: int = reference.DEFAULT_BUDGET) -> Verification
         return Verification(reference.Plan([], [], False, 0, plan.full_cost, reason), {})
     if plan.skipped:
         return Verification(plan, {})
-    params = {k: v.tolist() for k, v in load_params(spec).items()}
+    arrays = load_params(spec)
+    by_columns = [k for k, v in arrays.items() if v.ndim == 2 and k not in ("embedding", "position")]  # read a column at a time
+    columns = {k: arrays[k].T.tolist() for k in by_columns}  # W.T made by NumPy: a copy the reference would make in Python
+    params = {k: v.tolist() for k, v in arrays.items() if k not in columns}
+    del arrays
     inputs = {k: v.tolist() for k, v in load_inputs(spec).items()}
-    ref = reference.Reference(spec, params, inputs).run(plan.samples, plan.positions)
+    ref = reference.Reference(spec, params, inputs, columns).run(plan.samples, plan.positions)
     diffs: dict[str, float] = {}
     scales: dict[str, float] = {}
     for name, stage in trace.stages.items():
