@@ -5,6 +5,7 @@ refuses where NumPy would broadcast) are tested too.
 """
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -266,3 +267,33 @@ def test_attention_without_keeping_makes_them_when_an_unread_score_could_overflo
     with np.errstate(all="ignore"):
         lean = kernels.mha(xq, **w, H=2, causal=True, keep_weights=False)
     assert "scores" in lean
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_attention_heads_on_threads_give_the_same_numbers_as_in_turn(keep, monkeypatch):
+    """kernels.attend shares whole heads between Python threads (tracer/blas.py): one thread or three, the same bits."""
+    from tracer import blas
+
+    rng = np.random.default_rng(11)
+    xq, _, w = _mha_case(rng, 2, 300, 300, 24, 6, 3, np.float64)
+    results = []
+    for n in (1, 3):
+        monkeypatch.setattr(blas, "workers", lambda tasks, work, at_least=0, n=n: n)
+        results.append(kernels.mha(xq, **w, H=6, H_kv=3, causal=True, keep_weights=keep))
+    for key in results[0]:
+        assert np.array_equal(results[0][key], results[1][key]), key
+
+
+def test_blas_threads_come_back_after_a_single_threaded_block():
+    from tracer import blas
+
+    found = blas._openblas()
+    if found is None:
+        pytest.skip("NumPy's BLAS here is not an OpenBLAS tracer can find: attention runs its heads in turn")
+    get, _ = found
+    before = get()
+    with blas.single_threaded():
+        assert get() == 1
+    assert get() == before
+    assert blas.workers(12, 1 << 30) == min(12, before, os.cpu_count() or 1)
+    assert blas.workers(12, 10) == 1 and blas.workers(1, 1 << 30) == 1

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import contracts
+from . import blas, contracts
 from .errors import BrokenContract, ShapeError
 
 Strict = bool | list[BrokenContract]  # raise at the first broken contract | no checks | collect them all
@@ -229,11 +229,12 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
         return attend(q, k, v, visible, causal, keep=True)
     scores = np.empty((B, H, T, S), dtype=dtype) if keep else None
     weights = np.zeros((B, H, T, S), dtype=dtype) if keep else None  # calloc: pages the mask leaves at 0 are never written
-    scratch = None if keep else np.empty((min(ROW_BLOCK, T), S), dtype=dtype)  # reused by every block
     mixed = np.empty((B, T, H, d), dtype=np.result_type(dtype, v))  # [B,T,H,d]: the heads side by side, merged as they are made
     blocked = None if visible is None or causal else ~visible
-    for b in range(B):
-        for h in range(H):  # one head at a time: cache-sized temporaries; BLAS reads the strided [T,d] views as they are
+
+    def heads(pairs: list[tuple[int, int]]) -> bool:  # False: the lean path met a score that is not finite
+        scratch = None if keep else np.empty((min(ROW_BLOCK, T), S), dtype=dtype)  # reused by every block
+        for b, h in pairs:  # a head at a time: cache-sized temporaries; BLAS reads the strided [T,d] views as they are
             qh, kt, vh = q[b, h], k[b, h // group].T, v[b, h // group]
             for r0 in range(0, T, ROW_BLOCK):
                 r1 = min(r0 + ROW_BLOCK, T)
@@ -250,7 +251,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
                     np.copyto(w, read)
                 else:
                     if not all_finite(read):
-                        return attend(q, k, v, visible, causal, keep=True)
+                        return False
                     w = read
                 if causal and r0 < n:  # only the diagonal square of the block has keys after its rows
                     np.copyto(w[:, r0:n], -np.inf, where=_after(r1 - r0, n - r0))
@@ -258,6 +259,19 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
                     np.copyto(w, -np.inf, where=blocked[r0:r1])
                 softmax_inplace(w)
                 np.matmul(w, vh[:n], out=mixed[b, r0:r1, h])
+        return True
+
+    pairs = [(b, h) for b in range(B) for h in range(H)]
+    n_workers = blas.workers(len(pairs), B * H * T * S * d)
+    if n_workers == 1:
+        finite = heads(pairs)
+    else:  # whole heads on Python threads, each calling a one-thread BLAS (see tracer/blas.py): the same numbers
+        from concurrent.futures import ThreadPoolExecutor
+
+        with blas.single_threaded(), ThreadPoolExecutor(n_workers) as pool:
+            finite = all(list(pool.map(heads, [pairs[i::n_workers] for i in range(n_workers)])))
+    if not finite:
+        return attend(q, k, v, visible, causal, keep=True)
     if not keep and not all_finite(mixed):  # a row that may read no key at all: 0/0
         return attend(q, k, v, visible, causal, keep=True)
     return scores, weights, mixed.reshape(B, T, H * d)

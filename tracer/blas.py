@@ -1,0 +1,80 @@
+"""The BLAS NumPy calls, and how many threads it runs: attention's heads go on Python threads instead.
+
+Attention is many small products (a head and a block of 256 query rows at a time). A multi-threaded
+BLAS splits each one between its threads, which then wait for each other at its end: dozens of
+waits per head, and on a shared, loaded machine each wait can cost a scheduler slice (measured here:
+a 12-head, 1024-position attention took 0.2 s on a quiet machine and over 1 s under load). So
+``kernels.attend`` runs whole heads on as many Python threads as the BLAS has, each calling the BLAS
+with one thread (NumPy lets go of the GIL in its loops and BLAS calls). Each head is then computed by
+one thread start to end: the numbers do not depend on how the heads were shared out.
+
+Only OpenBLAS (the BLAS in NumPy's own wheels) is told; with any other, or where it cannot be found,
+``workers`` is 1 and attention runs its heads in turn, as before.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+_lock = threading.Lock()
+_found: tuple[Callable[[], int], Callable[[int], None]] | None | bool = False  # False: not looked for yet
+
+
+def _openblas() -> tuple[Callable[[], int], Callable[[int], None]] | None:
+    """OpenBLAS's get/set_num_threads, from the library already loaded in this process (Linux), or None."""
+    global _found
+    if _found is not False:
+        return _found  # type: ignore[return-value]
+    _found = None
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            paths = sorted({line.split()[-1] for line in maps if "openblas" in line.rsplit("/", 1)[-1].lower()})
+    except OSError:
+        return None
+    import ctypes
+
+    for path in paths:
+        try:
+            lib: Any = ctypes.CDLL(path)
+        except OSError:
+            continue
+        for name in ("scipy_openblas{}64_", "scipy_openblas{}", "openblas{}64_", "openblas{}"):
+            get, put = getattr(lib, name.format("_get_num_threads"), None), getattr(lib, name.format("_set_num_threads"), None)
+            if get is not None and put is not None:
+                get.restype, get.argtypes = ctypes.c_int, []
+                put.restype, put.argtypes = None, [ctypes.c_int]
+                _found = (get, put)
+                return _found
+    return None
+
+
+def workers(tasks: int, work: int, at_least: int = 1 << 20) -> int:
+    """How many Python threads should share ``tasks`` heads of ``work`` scalar operations in all: the BLAS's threads
+    (OPENBLAS_NUM_THREADS and the like are respected), or 1 when the BLAS is unknown or the work small."""
+    if tasks < 2 or work < at_least:
+        return 1
+    found = _openblas()
+    if found is None:
+        return 1
+    return max(1, min(tasks, found[0](), os.cpu_count() or 1))
+
+
+@contextmanager
+def single_threaded() -> Iterator[None]:
+    """The BLAS runs each call on one thread inside the block (the callers are the threads)."""
+    found = _openblas()
+    if found is None:
+        yield
+        return
+    get, put = found
+    with _lock:
+        before = get()
+        put(1)
+        try:
+            yield
+        finally:
+            put(before)
