@@ -12,7 +12,12 @@ Cold (what a user waits for): each repeat starts fresh processes, in turn,
     no_grad), which builds the layer and times its first forward (the cold one) with perf_counter.
 tracer's cold time is the median of (big run - tiny run); it is compared with the FASTER PyTorch path.
 
-Warm (a loop inside one process): tracer's trace (and trace + weight drawing) against the faster path.
+Warm (a loop inside one process): tracer's trace, keeping what `tracer run SPEC` keeps (and trace + weight
+drawing), against the faster path.
+
+Verify and diff (skip with --skip-verify, --skip-diff): `tracer run SPEC --verify` minus `tracer run SPEC`
+against the time the reference's budget promises (tracer.reference.OPS_PER_SECOND), and `tracer diff SPEC TWIN`
+(the spec in the other dtype) against one run.
 The runs alternate so that load on a shared machine hits both alike; medians are compared.
 """
 
@@ -120,11 +125,47 @@ def cold(spec_path: str, d: Any, pre: bool, dtype: str, threads: int, repeat: in
     print(f"  cold ratio tracer / PyTorch ({best}, the faster): {mine / med[best]:.2f}; target <= 1.00")
 
 
+def verify_and_diff(spec_path: str, dtype: str, repeat: int, scratch: Path, do_verify: bool, do_diff: bool) -> None:
+    """--verify against what its budget promises, and tracer diff of the spec against its other-dtype twin
+    against one run: whole fresh processes, interleaved, medians."""
+    from tracer.reference import DEFAULT_BUDGET, OPS_PER_SECOND
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
+    base = [sys.executable, "-m", "tracer"]
+    other = "float32" if dtype == "float64" else "float64"
+    twin = scratch / f"twin-{other}.yaml"
+    twin.write_text(Path(spec_path).read_text(encoding="utf-8") + f"\ndtype: {other}\n", encoding="utf-8")
+    one_t: list[float] = []
+    verify_t: list[float] = []
+    diff_t: list[float] = []
+    for _ in range(repeat):
+        one_t.append(wall(base + ["run", spec_path], env)[0])
+        if do_verify:
+            verify_t.append(wall(base + ["run", spec_path, "--verify"], env)[0])
+        if do_diff:
+            t0 = time.perf_counter()
+            subprocess.run(base + ["diff", spec_path, str(twin)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=False)  # exit 1: the two dtypes differ, as they should
+            diff_t.append(time.perf_counter() - t0)
+    one = statistics.median(one_t)
+    print(f"VERIFY AND DIFF, whole fresh processes, {repeat} interleaved repeats; one run: median {one * 1000:.0f} ms")
+    if do_verify:
+        own = statistics.median(verify_t) - one
+        promised = DEFAULT_BUDGET / OPS_PER_SECOND
+        print(f"  tracer run --verify: median {statistics.median(verify_t) * 1000:.0f} ms; the reference's own part "
+              f"{own:.2f} s against its budget's {DEFAULT_BUDGET:,} operations at {OPS_PER_SECOND / 1e6:.0f} million a second "
+              f"= {promised:.1f} s: ratio {own / promised:.2f}; target <= 1.50")
+    if do_diff:
+        print(f"  tracer diff against the {other} twin: median {statistics.median(diff_t) * 1000:.0f} ms: "
+              f"{statistics.median(diff_t) / one:.2f} x one run; target <= 2.20")
+
+
 def warm(spec: Any, d: Any, pre: bool, dtype: str, repeat: int) -> None:
     import numpy as np
     import torch
 
     from tracer import executor
+    from tracer.memory import RecordPolicy
 
     tdtype = getattr(torch, dtype)
     layer = make_torch_layer(torch, d, pre, tdtype)
@@ -144,12 +185,12 @@ def warm(spec: Any, d: Any, pre: bool, dtype: str, repeat: int) -> None:
 
     def run_tracer() -> tuple[float, float]:
         t0 = time.perf_counter()
-        ex = executor.Executor(spec)  # draws the weights and the input from the seed
+        ex = executor.Executor(spec, policy=RecordPolicy("table"))  # as `tracer run SPEC` keeps it; draws the weights
         t1 = time.perf_counter()
         with np.errstate(all="ignore"):
             trace = ex.run()
         t2 = time.perf_counter()
-        assert trace.ok and len(trace.stages) > 10
+        assert trace.ok and len(trace.stages) >= 9
         return t2 - t1, t2 - t0
 
     for p in PATHS:
@@ -181,6 +222,8 @@ def main() -> int:
     ap.add_argument("--dtype", choices=("float64", "float32"), default="float64")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="PyTorch's threads (NumPy's BLAS uses every CPU)")
     ap.add_argument("--skip-warm", action="store_true")
+    ap.add_argument("--skip-verify", action="store_true", help="do not time tracer run --verify (about 10 s a repeat)")
+    ap.add_argument("--skip-diff", action="store_true", help="do not time tracer diff against the other dtype's twin")
     args = ap.parse_args()
     try:
         import torch
@@ -205,6 +248,8 @@ def main() -> int:
             twin.write_text(Path(args.spec).read_text(encoding="utf-8") + f"\ndtype: {args.dtype}\n", encoding="utf-8")
             spec_path = str(twin)
         cold(spec_path, d, pre, args.dtype, args.threads, args.repeat)
+        if not (args.skip_verify and args.skip_diff):
+            verify_and_diff(spec_path, args.dtype, args.repeat, scratch, not args.skip_verify, not args.skip_diff)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     if not args.skip_warm:

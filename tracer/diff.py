@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import catalogue, executor, jsonin, jsonout, memory, yamlio
-from .blocks import Step
+from .blocks import Step, internal_prefix
 from .errors import EXIT_USAGE, TracerError, UsageError
 from .executor import Stage
 
@@ -138,24 +138,30 @@ def read_side(path: str, grad: bool = False) -> Read:
     return None, spec, None, memory.run_bytes(spec) * (2 if grad else 1)  # a gradient the size of every stage and weight
 
 
-def load_side(path: str, label: str, keep_going: bool, read: Read | None = None, grad: bool = False) -> Side:
+def load_side(path: str, label: str, keep_going: bool, read: Read | None = None, grad: bool = False, lean: bool = False) -> Side:
     """One side, run from its spec, read from a saved trace, or another program's arrays; with ``grad`` its
-    stages and weights are the gradients of its loss (tracer grad), in backward order."""
+    stages and weights are the gradients of its loss (tracer grad), in backward order; ``lean``: a spec's run
+    keeps no attention internals but the cross-attention weights (the stages a diff without --all compares)."""
     doc, spec, arrays, _ = read_side(path, grad) if read is None else read
     if arrays is not None:
         return arrays_side(arrays, path, label)
     if spec is None:
         t = jsonin.load_trace(doc, path)
         return Side(label, path, "trace", t.name, t.dims, t.block, t.dtype, t.steps, t.stages, t.weights, t.violations)
-    return spec_side(spec, path, label, keep_going, grad=grad)
+    return spec_side(spec, path, label, keep_going, grad=grad, lean=lean)
 
 
 def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: executor.Trace | None = None,
-              params: dict[str, np.ndarray] | None = None, grad: bool = False) -> Side:
-    """A spec run here (or already run: ``trace`` and its ``params``); ``grad``: its gradients instead (tracer grad)."""
+              params: dict[str, np.ndarray] | None = None, grad: bool = False, lean: bool = False) -> Side:
+    """A spec run here (or already run: ``trace`` and its ``params``); ``grad``: its gradients instead (tracer grad);
+    ``lean``: run keeping no attention internals but the cross-attention weights (see load_side)."""
     if trace is None or params is None:
+        policy = None
+        if lean:
+            shown = frozenset(f"{internal_prefix(st)}.weights" for st in spec.steps if st.op == "cross_mha")
+            policy = memory.RecordPolicy("main", shown)
         with np.errstate(all="ignore"):  # NaN and Inf show up as stages, not as warnings
-            ex = executor.Executor(spec, keep_going)
+            ex = executor.Executor(spec, keep_going, policy=policy)
             trace = ex.run()
             params = ex.params
     block = jsonout.block_json(spec.block)
@@ -657,8 +663,11 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
     read_a, read_b = read_side(path_a, grad), read_side(path_b, grad)
     memory.refuse_over(f"{path_a} and {path_b}: this diff", {"side A": read_a[3], "side B": read_b[3],
                        "comparing": memory.compare_bytes([r[1] for r in (read_a, read_b)], show_all)}, limit, max_memory)
-    a = load_side(path_a, "A", keep_going, read_a, grad)
-    b = load_side(path_b, "B", keep_going, read_b, grad)
+    # Without --all or --stage, attention internals are not compared: a spec side need not keep them (the cross-attention
+    # weights excepted, which the table shows), unless the other side holds a program's own arrays, which may be them.
+    lean = not (show_all or only or grad or read_a[2] is not None or read_b[2] is not None)
+    a = load_side(path_a, "A", keep_going, read_a, grad, lean)
+    b = load_side(path_b, "B", keep_going, read_b, grad, lean)
     return compare(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going, only=only,
                    names=names, grad=grad)
 

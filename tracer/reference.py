@@ -25,6 +25,7 @@ from .spec import Spec, shape_label
 
 Vec = list[float]
 Mat = list[list[float]]
+OPS_PER_SECOND = 15_000_000  # scalar multiply-adds a second the reference is promised to run at (--verify-budget's help)
 DEFAULT_BUDGET = 60_000_000  # scalar multiply-adds: about four seconds of pure Python
 
 
