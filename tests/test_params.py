@@ -115,3 +115,22 @@ def test_dtype(dtype):
     p, x = params_of(BASE.replace("input: {tokens: random}", "input: {x: random}").replace(", V: 50", "") + f"dtype: {dtype}\n")
     assert {a.dtype for a in p.values()} == {np.dtype(dtype)}
     assert x.dtype == np.dtype(dtype)
+
+
+def test_drawing_on_two_threads_or_one_chunk_at_a_time_gives_the_same_numbers(monkeypatch):
+    """Big specs draw their weights on two threads, each in chunks straight into the array: the same numbers as
+    drawing them one after the other, and as one draw of every word at once (the stream's own order)."""
+    from tracer import params
+
+    spec = load_spec(str(SPECS / "stack-2-layers.yaml"))
+    monkeypatch.setattr(params, "PARALLEL_VALUES", 0)
+    both = load_params(spec)
+    monkeypatch.setattr(params, "PARALLEL_VALUES", 1 << 62)
+    one = load_params(spec)
+    assert both.keys() == one.keys() and all(np.array_equal(both[k], one[k]) for k in one)
+    monkeypatch.setattr(params, "CHUNK", 7)  # chunks that do not divide the sizes
+    chunked = params.uniform(3, "weights.x", (5, 11), -0.5, 0.5)
+    raw = params.stream(3, "weights.x").random_raw(55) >> np.uint64(11)
+    whole = (raw.astype(np.float64) * (1.0 / 2**53) * 1.0 - 0.5).reshape(5, 11)  # the documented formula, at once
+    assert np.array_equal(chunked, whole)
+    assert np.array_equal(params.uniform(3, "weights.x", (5, 11), -0.5, 0.5, np.float32), whole.astype(np.float32))

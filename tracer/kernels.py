@@ -266,10 +266,8 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
     if n_workers == 1:
         finite = heads(pairs)
     else:  # whole heads on Python threads, each calling a one-thread BLAS (see tracer/blas.py): the same numbers
-        from concurrent.futures import ThreadPoolExecutor
-
-        with blas.single_threaded(), ThreadPoolExecutor(n_workers) as pool:
-            finite = all(list(pool.map(heads, [pairs[i::n_workers] for i in range(n_workers)])))
+        with blas.single_threaded():
+            finite = all(blas.on_threads(heads, [pairs[i::n_workers] for i in range(n_workers)]))
     if not finite:
         return attend(q, k, v, visible, causal, keep=True)
     if not keep and not all_finite(mixed):  # a row that may read no key at all: 0/0

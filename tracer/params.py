@@ -19,6 +19,7 @@ Distributions (documented in docs/reference/spec.md):
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
@@ -106,11 +107,15 @@ def load_params(spec: Spec, for_run: bool = False) -> dict[str, np.ndarray]:
         rows = embedding_rows(spec) if for_run else None
         read = read_refs(files, spec.dtype, spec.allow_nonfinite, {"embedding": rows} if rows is not None else None)
     drawn = [name for name, w in spec.weights.items() if name not in read and w.source == "seed"]
-    if sum(math.prod(spec.weights[n].shape) for n in drawn) >= PARALLEL_VALUES:  # each weight has its own stream:
-        from concurrent.futures import ThreadPoolExecutor  # two at a time give the same numbers (the bit generator
+    if sum(math.prod(spec.weights[n].shape) for n in drawn) >= PARALLEL_VALUES and (os.cpu_count() or 1) > 1:
+        from .blas import on_threads  # each weight has its own stream: two threads give the same numbers (the bit
 
-        with ThreadPoolExecutor(2) as pool:  # works without the GIL), in about half the time on two cores
-            read.update(zip(drawn, pool.map(lambda n: materialise(spec.weights[n], spec.seed, dtype), drawn)))
+        def draw(names: list[str]) -> list[np.ndarray]:  # generator works without the GIL), in about half the time
+            return [materialise(spec.weights[n], spec.seed, dtype) for n in names]
+
+        halves = [drawn[0::2], drawn[1::2]]
+        for names, arrays in zip(halves, on_threads(draw, halves)):
+            read.update(zip(names, arrays))
     return {name: read[name] if name in read else materialise(w, spec.seed, dtype) for name, w in spec.weights.items()}
 
 
