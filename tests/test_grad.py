@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -222,16 +223,69 @@ def test_installed_entry_point_end_to_end(tmp_path):
 
 
 # -- Xiong et al. 2020 on the shipped examples -----------------------------------------------
-def ratio(path) -> float:
-    rows = per_layer(grad(load_spec(str(path)), GradOptions()), "ffn.w2")
-    return rows[-1][1] / rows[0][1]
+PRE_STACK = EXAMPLES / "gradients" / "pre-norm-12-layers.yaml"
+POST_STACK = EXAMPLES / "gradients" / "post-norm-12-layers.yaml"
 
 
-def test_post_norm_grows_toward_the_output_and_pre_norm_does_not():
-    pre = ratio(EXAMPLES / "gradients" / "pre-norm-12-layers.yaml")
-    post = ratio(EXAMPLES / "gradients" / "post-norm-12-layers.yaml")
-    assert pre <= 1.0
-    assert post >= 2.0 * pre
+def w2_norms(path, seed: int | None = None, layers: int | None = None) -> list[float]:
+    """|dL/d ffn.w2| of every layer, layer 0 first, of a shipped stack (with another seed or depth when given)."""
+    text = path.read_text(encoding="utf-8")
+    if seed is not None:
+        text, n = re.subn(r"(?m)^seed: \d+$", f"seed: {seed}", text)
+        assert n == 1
+    if layers is not None:
+        text, n = re.subn(r"(?m)^  layers: \d+$", f"  layers: {layers}", text)
+        assert n == 1
+    return [v for _, v in per_layer(grad(load_spec_text(text, str(path)), GradOptions()), "ffn.w2")]
+
+
+def rank_correlation(values: list[float]) -> float:
+    """Spearman's rho of the values with the layer index: +1 rising at every layer, -1 falling at every layer."""
+    ranks = np.argsort(np.argsort(values))
+    return float(np.corrcoef(np.arange(len(values)), ranks)[0, 1])
+
+
+def assert_xiong_shape(pre: list[float], post: list[float]) -> None:
+    """Pre-Norm's gradient shrinks toward the output, steadily; Post-Norm's stays level (every layer within
+    0.75 to 1.33 of layer 0: no layer stands out, the last included); so, relative to its first layer, Post-Norm's
+    last layer keeps at least 1.5 times what Pre-Norm's keeps."""
+    assert pre[-1] / pre[0] <= 1.0 and rank_correlation(pre) <= -0.8, pre
+    assert all(0.75 <= v / post[0] <= 1.33 for v in post), post
+    assert post[-1] / post[0] >= 1.5 * (pre[-1] / pre[0]), (pre, post)
+
+
+def test_shipped_stacks_show_pre_norm_shrinking_and_post_norm_level():
+    assert_xiong_shape(w2_norms(PRE_STACK), w2_norms(POST_STACK))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_the_shape_holds_for_other_seeds(seed):
+    assert_xiong_shape(w2_norms(PRE_STACK, seed), w2_norms(POST_STACK, seed))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_last_layer_gradient_with_depth_as_in_xiong_theorem_1(seed):
+    """Xiong et al.'s Theorem 1: Post-LN's last-layer gradient does not depend on the depth; Pre-LN's shrinks with it."""
+    post = [w2_norms(POST_STACK, seed, layers)[-1] for layers in (3, 12)]
+    pre = [w2_norms(PRE_STACK, seed, layers)[-1] for layers in (3, 12)]
+    assert 0.85 <= post[1] / post[0] <= 1.15, post
+    assert pre[1] / pre[0] <= 0.75, pre
+
+
+def test_sum_squares_of_a_post_norm_output_is_nearly_constant():
+    """Why the shipped stacks use next-token: 0.5*sum(Y^2) of a LayerNorm output (gamma 1, beta 0) is
+    0.5*C*var/(var + eps) per row, so almost nothing passes back through the last LayerNorm."""
+    spec = load_spec(str(POST_STACK))
+    squares = grad(spec, GradOptions(loss="sum-squares"))
+    d = spec.dims
+    assert squares.loss is not None and squares.loss.stage == "blocks.11.output"
+    assert abs(squares.loss.value - 0.5 * d.B * d.T * d.C) < 1e-4 * 0.5 * d.B * d.T * d.C
+
+    def passed_back(g) -> float:  # |dL/d the last LayerNorm's input| / |dL/d its output|
+        return float(np.linalg.norm(g.grads["blocks.11.residual2"].array) / np.linalg.norm(g.grads["blocks.11.output"].array))
+
+    assert passed_back(squares) < 1e-4
+    assert passed_back(grad(spec, GradOptions())) > 0.1  # next-token: the signal passes
 
 
 # -- tracer diff --grad ------------------------------------------------------------------------
