@@ -182,7 +182,8 @@ def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep
           batch: int = 0, pos: int = 0, precision: int = 6, show_all: bool = False) -> Trace:
     """Run a spec (a path, a dict of spec fields, or a loaded Spec) and return its Trace.
 
-    The options are ``tracer run``'s: ``keep_going`` (--keep-going), ``record`` (all | main | stats),
+    The options are ``tracer run``'s: ``keep_going`` (--keep-going), ``record`` (all | main | stats; auto is all here:
+    a Trace hands out every stage's array),
     ``keep`` (--keep), ``max_memory`` (--max-memory: '4GB', '512MB', 'none'); ``batch``, ``pos``,
     ``precision`` and ``show_all`` (--all) choose what the table shows.
     """
@@ -192,7 +193,7 @@ def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep
     _check_position(s, batch, pos)
     if not 0 <= precision <= 17:
         raise UsageError(f"precision {precision} is out of range: give 0 to 17")
-    policy = memory.policy_for(s, record, list(keep), batch, pos, show_all)
+    policy = memory.policy_for(s, memory.record_mode(record, table=False), list(keep), batch, pos, show_all)
     memory.check_run(s, policy, max_memory, show_all=show_all)
     with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings
         ex = executor.Executor(s, keep_going, policy=policy)
