@@ -126,9 +126,9 @@ def test_verify_grouped_query_half_pairing_catches_wrong_kernels(monkeypatch, H_
     assert not bad.ok and {c.weight for c in bad.failed} >= {"attn.w_q", "attn.w_k"}
     monkeypatch.setattr(kernels, "rotary_backward", turn)
 
-    def first_of_group(ds, q, k):  # dk from the first query head of each group only: the group sum forgotten
+    def first_of_group(ds, q, k, *causal):  # dk from the first query head of each group only: the group sum forgotten
         G = q.shape[1] // k.shape[1]
-        return scores(ds, q, k)[0], scores(ds[:, ::G], q[:, ::G], k)[1]
+        return scores(ds, q, k, *causal)[0], scores(ds[:, ::G], q[:, ::G], k, *causal)[1]
 
     monkeypatch.setattr(kernels, "qk_scores_backward", first_of_group)
     bad = verify(grad(spec, GradOptions()))

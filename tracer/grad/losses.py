@@ -83,7 +83,7 @@ def next_token(trace: Trace, ids: np.ndarray) -> Loss:
     logp = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
     picked = np.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]  # [B,T]
     value = float(-(picked * counted).sum() / n)
-    seed = np.zeros_like(probs)
+    seed = np.zeros(probs.shape, dtype=probs.dtype)  # calloc: only the picked entries are written
     b, t = np.nonzero(counted)
     seed[b, t, targets[b, t]] = -1.0 / (n * probs[b, t, targets[b, t]])  # d(-log p)/dp, averaged
     return Loss("next-token", value, probs_name, seed, FORMULAS["next-token"])
