@@ -61,7 +61,7 @@ class Backward:
     def run(self, seed: dict[str, np.ndarray]) -> None:
         for name, s in seed.items():
             self.send(name, s)
-            self.owned.discard(name)  # the caller's array: never written
+            self.owned.discard(name)  # the caller's array (the loss's seed may be a forward stage itself): never written
         for step in reversed(self.spec.steps):
             if step.name not in self.trace.stages:
                 continue  # the forward stopped before it

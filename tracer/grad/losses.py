@@ -92,7 +92,8 @@ def next_token(trace: Trace, ids: np.ndarray) -> Loss:
 def sum_squares(trace: Trace) -> Loss:
     name = output_stage(trace.spec)
     y = trace.stages[name].array
-    return Loss("sum-squares", float(0.5 * np.sum(y * y)), name, y.copy(), FORMULAS["sum-squares"].format(stage=name))
+    # d(0.5 ΣY²)/dY = Y: the seed is Y itself, not a copy (the backward pass never writes into its seed)
+    return Loss("sum-squares", float(0.5 * np.sum(y * y)), name, y, FORMULAS["sum-squares"].format(stage=name))
 
 
 def compute(trace: Trace, name: str, inputs: dict[str, np.ndarray]) -> Loss:
