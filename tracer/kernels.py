@@ -363,11 +363,9 @@ def silu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...
 ACTIVATION_BACKWARDS = {"relu": relu_backward, "gelu": gelu_backward, "gelu_tanh": gelu_tanh_backward}
 
 
-def softmax_backward(dy: np.ndarray, p: np.ndarray, axis: int = -1, out: np.ndarray | None = None
-                     ) -> np.ndarray:  # dy, p = softmax output -> ds, same shape
-    """p * (dy - sum(dy * p)), computed in one array (``out``, or a fresh one).
-    A weight of exactly 0 (a masked key) passes exactly 0."""
-    ds = np.multiply(dy, p, out=out)
+def softmax_backward(dy: np.ndarray, p: np.ndarray, axis: int = -1) -> np.ndarray:  # dy, p = softmax output -> ds, same shape
+    """p * (dy - sum(dy * p)), computed in one fresh array.  A weight of exactly 0 (a masked key) passes exactly 0."""
+    ds = np.multiply(dy, p)
     np.subtract(dy, ds.sum(axis=axis, keepdims=True), out=ds)
     return np.multiply(ds, p, out=ds)
 
@@ -418,14 +416,13 @@ def qk_scores_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray, causal: boo
     return dq, dk
 
 
-def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, causal: bool = False, over_queries: bool = False,
-                    mixed: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """[B,H,T,d] dmixed, [B,H,T,S] weights, [B,H_kv,S,d] v -> dscores [B,H,T,S], dv [B,H_kv,S,d], dweights [B,H,T,S].
+def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, mixed: np.ndarray, causal: bool = False,
+                    over_queries: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[B,H,T,d] dmixed, [B,H,T,S] weights, [B,H_kv,S,d] v, [B,H,T,d] mixed -> dscores [B,H,T,S], dv [B,H_kv,S,d], dweights [B,H,T,S].
 
     dweights = dmixed v^T in full, masked keys included (the weights are a stage: their gradient is shown).
     The softmax's gradient, dscores = weights * (dweights - D), takes each row's D = sum_j dweights * weights
-    as dmixed . mixed when the forward's ``mixed`` [B,H,T,d] (= weights v) is given: the same sum, from
-    d numbers instead of S.  A masked weight is exactly 0, so its score gets exactly 0: nothing flows to a
+    as dmixed . mixed, with the forward's ``mixed`` (= weights v): the same sum, from d numbers instead of S.  A masked weight is exactly 0, so its score gets exactly 0: nothing flows to a
     key the query may not read.  Under a causal mask those zeros are never computed (dscores is calloc'd
     and only the blocks of rows up to the diagonal are written, as ``attend`` does) and never multiplied
     (dv reads each key block's later rows only).  Value head g is read by the H / H_kv query heads h with
@@ -444,19 +441,14 @@ def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, caus
     for b in range(B):
         for h in range(H):
             dm, w, dw, vh = dmixed[b, h], weights[b, h], dweights[b, h], v[b, h // group]
-            rowsum = None if mixed is None or not by_rows else np.einsum("td,td->t", dm, mixed[b, h])[:, None]
-            for r0 in range(0, T, step):
-                r1 = min(r0 + step, T)
-                np.matmul(dm[r0:r1], vh.T, out=dw[r0:r1])
-                if dscores is None:
-                    continue
-                n = r1 if blocked else S  # keys this block of rows may read
-                dwb, wb, dsb = dw[r0:r1, :n], w[r0:r1, :n], dscores[b, h, r0:r1, :n]
-                if rowsum is None:
-                    softmax_backward(dwb, wb, out=dsb)
-                else:  # the same p * (dy - D), with D from the d-wide dot product
-                    np.subtract(dwb, rowsum[r0:r1], out=dsb)
-                    dsb *= wb
+            np.matmul(dm, vh.T, out=dw)
+            if dscores is not None:
+                rowsum = np.einsum("td,td->t", dm, mixed[b, h])[:, None]  # D of each query row
+                for r0 in range(0, T, step):
+                    r1 = min(r0 + step, T)
+                    n = r1 if blocked else S  # keys this block of rows may read
+                    dsb = np.subtract(dw[r0:r1, :n], rowsum[r0:r1], out=dscores[b, h, r0:r1, :n])
+                    dsb *= w[r0:r1, :n]
             dvh = dv[b, h // group]
             for c0 in range(0, S, step):
                 c1 = min(c0 + step, S)
@@ -478,8 +470,8 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
     dw: dict[str, np.ndarray] = {}
     g["heads"], dw["w_o"], dw["b_o"] = linear_backward(dout, parts["heads"], w["w_o"], w["b_o"])
     dmixed = merge_heads_backward(g["heads"], H)
-    g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], causal, over_queries,
-                                                        merge_heads_backward(parts["heads"], H))
+    g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], merge_heads_backward(parts["heads"], H),
+                                                        causal, over_queries)
     g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"], causal)
     dq, dk = g["q"], g["k"]
     if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
