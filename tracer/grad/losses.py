@@ -79,9 +79,13 @@ def next_token(trace: Trace, ids: np.ndarray) -> Loss:
     probs = trace.stages[probs_name].array
     targets, counted = token_targets(spec, ids)
     n = int(counted.sum())
-    shifted = logits - logits.max(axis=-1, keepdims=True)  # log softmax from the logits: exact where probs underflow
-    logp = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    picked = np.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]  # [B,T]
+    # log softmax from the logits (exact where probs underflow), at the targets only: one [B,T,V] temporary
+    top = logits.max(axis=-1, keepdims=True)
+    e = np.subtract(logits, top)
+    log_total = np.log(np.exp(e, out=e).sum(axis=-1, keepdims=True))
+    del e
+    at_target = np.take_along_axis(logits, targets[..., None], axis=-1) - top
+    picked = (at_target - log_total)[..., 0]  # [B,T]: log probs[b, t, target]
     value = float(-(picked * counted).sum() / n)
     seed = np.zeros(probs.shape, dtype=probs.dtype)  # calloc: only the picked entries are written
     b, t = np.nonzero(counted)
