@@ -144,6 +144,7 @@ def main() -> int:
     last: dict[str, Any] = {}
 
     def run_tracer() -> float:
+        last.clear()  # the previous run's trace and gradients go first, as zero_grad(set_to_none=True) frees torch's
         t0 = time.perf_counter()
         ex = executor.Executor(spec)  # draws the weights and the input from the seed, as tracer grad does
         with np.errstate(all="ignore"):
