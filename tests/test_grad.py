@@ -67,6 +67,25 @@ def test_ratio_and_norm_columns_are_the_arrays_own():
     assert g.ratio("output") == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("spec, loss", [(STACK, "sum-squares"), (STACK, "next-token"), (PRE, None),
+                                        (str(SPECS / "encoder-decoder.yaml"), None)])
+def test_the_backward_pass_writes_into_no_forward_stage(spec, loss):
+    """The backward works in place only in arrays of its own: the forward stages (the sum-squares seed is the
+    output stage itself) and the gradients two stages share (a residual add) keep their values."""
+    from tracer import executor
+
+    s = load_spec(spec)
+    g = grad(s, GradOptions(loss=loss))
+    fresh = executor.run(s)
+    for name, stage in fresh.stages.items():
+        assert np.array_equal(g.forward.stages[name].array, stage.array), name
+    alone = grad(s, GradOptions(loss=loss))  # a second pass: the same gradients, to the bit
+    for name, stage in g.grads.items():
+        assert np.array_equal(stage.array, alone.grads[name].array), name
+    if g.loss is not None and g.loss.name == "sum-squares":
+        assert np.array_equal(g.grads[g.loss.stage].array, fresh.stages[g.loss.stage].array)
+
+
 def test_lang_zh_uses_the_guides_words():
     r = run_app("grad", PRE, "--lang", "zh")
     assert r.returncode == 0 and "训练信号" in r.stdout and "梯度" in r.stdout
