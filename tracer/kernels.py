@@ -309,7 +309,7 @@ def _norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, eps: float,
     Three arrays of x's size in all (xhat, dxhat, one scratch), each op written into one of them: the
     same arithmetic as the plain formulas, without a fresh temporary per operation.
     """
-    xhat = x - x.mean(axis=axis, keepdims=True) if centred else np.array(x, dtype=np.result_type(x, dy), copy=True)
+    xhat = x - x.mean(axis=axis, keepdims=True) if centred else np.array(x, copy=True)
     scratch = np.multiply(xhat, xhat)
     inv = 1.0 / np.sqrt(scratch.mean(axis=axis, keepdims=True) + eps)
     xhat *= inv
@@ -422,11 +422,12 @@ def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, mixe
 
     dweights = dmixed v^T in full, masked keys included (the weights are a stage: their gradient is shown).
     The softmax's gradient, dscores = weights * (dweights - D), takes each row's D = sum_j dweights * weights
-    as dmixed . mixed, with the forward's ``mixed`` (= weights v): the same sum, from d numbers instead of S.  A masked weight is exactly 0, so its score gets exactly 0: nothing flows to a
-    key the query may not read.  Under a causal mask those zeros are never computed (dscores is calloc'd
-    and only the blocks of rows up to the diagonal are written, as ``attend`` does) and never multiplied
-    (dv reads each key block's later rows only).  Value head g is read by the H / H_kv query heads h with
-    h // (H / H_kv) = g: its gradient sums theirs.
+    as dmixed . mixed, with the forward's ``mixed`` (= weights v): the same sum, from d numbers instead of S.
+    A masked weight is exactly 0, so its score gets exactly 0: nothing flows to a key the query may not read.
+    Under a causal mask those zeros are never computed (dscores is calloc'd and only the blocks of rows up
+    to the diagonal are written, as ``attend`` does) and never multiplied (dv reads each key block's later
+    rows only).  Value head g is read by the H / H_kv query heads h with h // (H / H_kv) = g: its gradient
+    sums theirs.
     """
     B, H, T, S = weights.shape
     H_kv, d = v.shape[1], v.shape[-1]
