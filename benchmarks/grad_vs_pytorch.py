@@ -1,28 +1,54 @@
-"""Time `tracer grad` on the GPT-2-sized block against loss.backward() in PyTorch on the same block.
+"""Time `tracer grad` on the GPT-2-sized block against loss.backward() in PyTorch on the same block: cold and warm.
 
     pip install -e '.[bench]'          # torch==2.13.0, CPU
-    python benchmarks/grad_vs_pytorch.py [--spec specs/gpt2-block.yaml] [--repeat 3] [--T 256]
+    python benchmarks/grad_vs_pytorch.py [--spec specs/gpt2-block.yaml] [--repeat 3] [--T 256] [--skip-cold]
 
-Both sides: the same block with the same weights (tracer's, copied into nn.TransformerEncoderLayer),
-the same input, float64, causal mask, pre-norm, no dropout, CPU, the same number of threads, and the
-same loss, 0.5 * sum of Y^2.  tracer: forward with every stage recorded, the loss, and the backward
-pass with every stage's and weight's gradient kept.  PyTorch: forward, the loss and loss.backward()
-(weight gradients only).  "cold" is each side's first call in this process; then the runs alternate
-(tracer, torch, ...) and the medians are compared.  The aim: tracer at most 1.0x PyTorch's forward
-plus backward.  The largest difference of the weight gradients is printed as a check.
+Both sides: the same dims, float64, causal mask, pre-norm, no dropout, CPU, the same number of threads,
+and the same loss, 0.5 * sum of Y^2.  tracer: forward with every stage recorded, the loss, and the
+backward pass with every stage's and weight's gradient kept.  PyTorch: nn.TransformerEncoderLayer's
+forward (training-mode path), the loss and loss.backward() (weight gradients only).
+
+Cold (what a user waits for): each repeat starts fresh processes, in turn,
+  - ``python -m tracer grad SPEC`` (draws the weights, runs forward and backward, renders the table, exits),
+  - ``python -m tracer grad specs/ch17-prenorm.yaml`` (a tiny spec: the start-up alone),
+  - a PyTorch process that builds the layer and times its first forward + backward with perf_counter.
+tracer's cold time is the median of (big run - tiny run), compared with PyTorch's median.
+
+Warm (one process): the same weights (tracer's, copied into the torch layer) and input on both sides;
+"first" is each side's first call in this process, then the runs alternate (tracer, torch, ...) and
+the medians are compared; the largest difference of the weight gradients is printed as a check.
+The aim: tracer at most 1.0x PyTorch's forward plus backward.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from vs_pytorch import blas_line, wall  # benchmarks/vs_pytorch.py, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+TINY = ROOT / "specs" / "ch17-prenorm.yaml"
+TORCH_CHILD = r"""
+import sys, time, torch
+B, T, C, H, F, threads = map(int, sys.argv[1:])
+torch.set_num_threads(threads)
+layer = torch.nn.TransformerEncoderLayer(C, H, F, dropout=0.0, activation="relu", batch_first=True, norm_first=True,
+                                         dtype=torch.float64).train()
+x = torch.rand(B, T, C, dtype=torch.float64)
+mask = torch.nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64)
+t0 = time.perf_counter()
+y = layer(x, src_mask=mask, is_causal=True)
+loss = 0.5 * (y * y).sum()
+loss.backward()
+print(time.perf_counter() - t0)
+"""
 
 TORCH_NAMES = {  # tracer's weight -> (torch parameter, transposed?)
     "attn.w_o": ("self_attn.out_proj.weight", True), "attn.b_o": ("self_attn.out_proj.bias", False),
@@ -46,11 +72,36 @@ def torch_layer(torch: Any, params: dict[str, Any], C: int, H: int, F: int, eps:
     return layer.train()  # dropout is 0: train() only keeps the autograd path torch uses for training
 
 
+def cold(spec_path: str, d: Any, threads: int, repeat: int) -> None:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
+    big = [sys.executable, "-m", "tracer", "grad", spec_path]
+    tiny = [sys.executable, "-m", "tracer", "grad", str(TINY)]
+    torch_cmd = [sys.executable, "-c", TORCH_CHILD, *map(str, (d.B, d.T, d.C, d.H, d.F, threads))]
+    big_t: list[float] = []
+    tiny_t: list[float] = []
+    torch_t: list[float] = []
+    for _ in range(repeat):
+        big_t.append(wall(big, env)[0])
+        tiny_t.append(wall(tiny, env)[0])
+        torch_t.append(float(wall(torch_cmd, env)[1]))
+    diffs = [b - t for b, t in zip(big_t, tiny_t, strict=True)]
+    mine, theirs = statistics.median(diffs), statistics.median(torch_t)
+    print(f"COLD, whole fresh processes, {repeat} interleaved repeats")
+    print(f"  tracer grad {Path(spec_path).name}: median {statistics.median(big_t) * 1000:.0f} ms "
+          f"(runs {', '.join(f'{t * 1000:.0f}' for t in big_t)})")
+    print(f"  tracer grad {TINY.name} (start-up): median {statistics.median(tiny_t) * 1000:.0f} ms")
+    print(f"  tracer, grad minus start-up: median {mine * 1000:.0f} ms (runs {', '.join(f'{t * 1000:.0f}' for t in diffs)})")
+    print(f"  PyTorch first forward + loss.backward(), training-mode: median {theirs * 1000:.0f} ms "
+          f"(runs {', '.join(f'{t * 1000:.0f}' for t in torch_t)}; building the layer and input not counted)")
+    print(f"  cold ratio tracer / PyTorch: {mine / theirs:.2f}; target <= 1.00")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--spec", default=str(ROOT / "specs" / "gpt2-block.yaml"))
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--T", type=int, default=None, help="Fewer positions than the spec's, for a quick run.")
+    ap.add_argument("--T", type=int, default=None, help="Fewer positions than the spec's, for a quick warm run (the cold run uses the spec's).")
+    ap.add_argument("--skip-cold", action="store_true")
     args = ap.parse_args()
     try:
         import torch
@@ -72,6 +123,11 @@ def main() -> int:
     spec = spec._replace(dtype="float64")
     d = spec.dims
     threads = torch.get_num_threads()
+    print(f"spec: {spec.name}  [B,T,C] = [{d.B},{d.T},{d.C}], H = {d.H}, F = {d.F}, float64, {threads} threads, {args.repeat} runs each")
+    print(blas_line())
+    print(f"PyTorch {torch.__version__}: {threads} threads; load average {os.getloadavg()[0]:.1f}")
+    if not args.skip_cold:
+        cold(args.spec, load_spec(args.spec).dims, threads, args.repeat)
     params = load_params(spec)
     layer = torch_layer(torch, params, d.C, d.H, d.F, spec.block.eps)
     x = torch.from_numpy(executor.Executor(spec).inputs["x"].copy())
@@ -88,34 +144,42 @@ def main() -> int:
     last: dict[str, Any] = {}
 
     def run_tracer() -> float:
+        last.clear()  # the previous run's trace and gradients go first, as zero_grad(set_to_none=True) frees torch's
         t0 = time.perf_counter()
         ex = executor.Executor(spec)  # draws the weights and the input from the seed, as tracer grad does
         with np.errstate(all="ignore"):
             trace = ex.run()
+            t1 = time.perf_counter()
             g = backward(trace, "sum-squares", ex.params, ex.inputs)
-        t = time.perf_counter() - t0
+        t2 = time.perf_counter()
         assert trace.ok and g.loss is not None
         last["g"] = g
-        return t
+        forward_t.append(t1 - t0)
+        backward_t.append(t2 - t1)
+        return t2 - t0
 
+    forward_t: list[float] = []  # weights drawn and the forward traced
+    backward_t: list[float] = []  # the loss and the backward pass
     cold_tracer, cold_torch = run_tracer(), run_torch()
     torch_t, tracer_t = [], []
     for _ in range(args.repeat):
         tracer_t.append(run_tracer())
         torch_t.append(run_torch())
     tm, tr = statistics.median(torch_t), statistics.median(tracer_t)
+    fw, bw = statistics.median(forward_t[1:]), statistics.median(backward_t[1:])
     named = dict(layer.named_parameters())
     worst = 0.0
     for ours, (theirs, transposed) in TORCH_NAMES.items():
         grad = named[theirs].grad
         want = (grad.T if transposed else grad).numpy()
         worst = max(worst, float(np.max(np.abs(last["g"].weight_grads[ours] - want))))
-    print(f"spec: {spec.name}  [B,T,C] = [{d.B},{d.T},{d.C}], H = {d.H}, F = {d.F}, float64, {threads} threads, {args.repeat} runs each")
-    print(f"cold (first call): tracer grad {cold_tracer * 1000:.0f} ms, PyTorch forward + backward {cold_torch * 1000:.0f} ms")
-    print(f"PyTorch forward + loss.backward(): median {tm * 1000:.0f} ms")
-    print(f"tracer forward + backward, every stage and its gradient kept: median {tr * 1000:.0f} ms")
-    print(f"ratio tracer / PyTorch: {tr / tm:.2f} (median), {cold_tracer / cold_torch:.2f} (cold); target <= 1.00")
-    print(f"largest |tracer - PyTorch| over the weight gradients: {worst:.3g}")
+    print(f"WARM, one process{f', T = {d.T}' if args.T is not None else ''}, {args.repeat} interleaved repeats")
+    print(f"  first call: tracer grad {cold_tracer * 1000:.0f} ms, PyTorch forward + backward {cold_torch * 1000:.0f} ms")
+    print(f"  PyTorch forward + loss.backward(): median {tm * 1000:.0f} ms")
+    print(f"  tracer forward + backward, every stage and its gradient kept: median {tr * 1000:.0f} ms "
+          f"(forward with the weights drawn {fw * 1000:.0f} ms, loss and backward {bw * 1000:.0f} ms)")
+    print(f"  warm ratio tracer / PyTorch: {tr / tm:.2f} (median), {cold_tracer / cold_torch:.2f} (first call); target <= 1.00")
+    print(f"  largest |tracer - PyTorch| over the weight gradients: {worst:.3g}")
     return 0
 
 

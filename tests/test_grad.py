@@ -68,6 +68,25 @@ def test_ratio_and_norm_columns_are_the_arrays_own():
     assert g.ratio("output") == pytest.approx(1.0)
 
 
+@pytest.mark.parametrize("spec, loss", [(STACK, "sum-squares"), (STACK, "next-token"), (PRE, None),
+                                        (str(SPECS / "encoder-decoder.yaml"), None)])
+def test_the_backward_pass_writes_into_no_forward_stage(spec, loss):
+    """The backward works in place only in arrays of its own: the forward stages (the sum-squares seed is the
+    output stage itself) and the gradients two stages share (a residual add) keep their values."""
+    from tracer import executor
+
+    s = load_spec(spec)
+    g = grad(s, GradOptions(loss=loss))
+    fresh = executor.run(s)
+    for name, stage in fresh.stages.items():
+        assert np.array_equal(g.forward.stages[name].array, stage.array), name
+    alone = grad(s, GradOptions(loss=loss))  # a second pass: the same gradients, to the bit
+    for name, stage in g.grads.items():
+        assert np.array_equal(stage.array, alone.grads[name].array), name
+    if g.loss is not None and g.loss.name == "sum-squares":
+        assert np.array_equal(g.grads[g.loss.stage].array, fresh.stages[g.loss.stage].array)
+
+
 def test_lang_zh_uses_the_guides_words():
     r = run_app("grad", PRE, "--lang", "zh")
     assert r.returncode == 0 and "训练信号" in r.stdout and "梯度" in r.stdout
@@ -127,9 +146,9 @@ def test_verify_grouped_query_half_pairing_catches_wrong_kernels(monkeypatch, H_
     assert not bad.ok and {c.weight for c in bad.failed} >= {"attn.w_q", "attn.w_k"}
     monkeypatch.setattr(kernels, "rotary_backward", turn)
 
-    def first_of_group(ds, q, k):  # dk from the first query head of each group only: the group sum forgotten
+    def first_of_group(ds, q, k, *causal):  # dk from the first query head of each group only: the group sum forgotten
         G = q.shape[1] // k.shape[1]
-        return scores(ds, q, k)[0], scores(ds[:, ::G], q[:, ::G], k)[1]
+        return scores(ds, q, k, *causal)[0], scores(ds[:, ::G], q[:, ::G], k, *causal)[1]
 
     monkeypatch.setattr(kernels, "qk_scores_backward", first_of_group)
     bad = verify(grad(spec, GradOptions()))

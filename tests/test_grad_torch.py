@@ -139,6 +139,22 @@ def test_grouped_query_and_rotary_pairings(H_kv, pairing, order):
     assert gt.weight_grads["blocks.0.attn.w_v"].shape == (16, 4 * kv)
 
 
+@pytest.mark.parametrize("H_kv", [1, None])
+@pytest.mark.parametrize("loss", ["next-token", "sum-squares"])
+def test_causal_row_blocks(monkeypatch, H_kv, loss):
+    """Under a causal mask the backward works in blocks of ROW_BLOCK query rows, as the forward does, and never
+    touches the keys after a block: blocks of 2 rows over T = 7 (a short last block), grouped and plain heads."""
+    from tracer import kernels
+
+    monkeypatch.setattr(kernels, "ROW_BLOCK", 2)
+    gt = compare(block_spec("pre", positions="rotary", layers=2, head="tied", final_norm=True, B=2, T=7, C=16, H=4,
+                            H_kv=H_kv, seed=47), loss=loss)
+    for layer in (0, 1):
+        scores = gt.grads[f"blocks.{layer}.attn.scores"].array
+        assert np.any(np.tril(scores) != 0) and not np.any(np.triu(scores, k=1))  # exactly 0 after the diagonal
+        assert np.any(np.triu(gt.grads[f"blocks.{layer}.attn.weights"].array, k=1) != 0)  # the weights' gradient is whole
+
+
 @pytest.mark.parametrize("H_kv", [1, 2])
 def test_grouped_query_sum_squares_none_mask(H_kv):
     compare(block_spec("pre", mask="none", positions="rotary", pairing="half", C=16, H=4, H_kv=H_kv, seed=41))

@@ -372,6 +372,9 @@ def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: Strict = True
 # One per forward kernel above, in the same order: each takes the gradient of the loss with respect to the
 # forward kernel's output (dy) and what the forward read, and returns the gradients with respect to its
 # inputs and weights.  Nothing is recorded here; tracer/grad/backward.py walks the step list.
+# Every weight gradient a kernel returns is a fresh array (or a view of one) that nothing else holds.
+# Speed: fresh memory is expensive to touch, so a kernel works in place in the temporaries it made
+# (``out=``) and hands GEMMs strided or transposed views rather than copies (BLAS reads both as they are).
 
 def reduce_to(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:  # [...] -> shape: the sum over what a broadcast stretched
     if g.shape == shape:
@@ -388,21 +391,24 @@ def add_backward(dy: np.ndarray, a_shape: tuple[int, ...], b_shape: tuple[int, .
 
 def _norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, eps: float, axis: int | tuple[int, ...],
                    centred: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """LayerNorm (centred) or RMSNorm over ``axis``: dx, dgamma, dbeta from xhat and 1/sigma."""
-    if centred:
-        xc = x - x.mean(axis=axis, keepdims=True)
-        inv = 1.0 / np.sqrt((xc * xc).mean(axis=axis, keepdims=True) + eps)
-    else:
-        xc = x
-        inv = 1.0 / np.sqrt((x * x).mean(axis=axis, keepdims=True) + eps)
-    xhat = xc * inv
-    dxhat = dy * gamma
-    inner = dxhat - xhat * (dxhat * xhat).mean(axis=axis, keepdims=True)
-    if centred:
-        inner -= dxhat.mean(axis=axis, keepdims=True)
+    """LayerNorm (centred) or RMSNorm over ``axis``: dx, dgamma, dbeta from xhat and 1/sigma.
+
+    Three arrays of x's size in all (xhat, dxhat, one scratch), each op written into one of them: the
+    same arithmetic as the plain formulas, without a fresh temporary per operation.
+    """
+    xhat = x - x.mean(axis=axis, keepdims=True) if centred else np.array(x, copy=True)
+    scratch = np.multiply(xhat, xhat)
+    inv = 1.0 / np.sqrt(scratch.mean(axis=axis, keepdims=True) + eps)
+    xhat *= inv
+    dxhat = np.multiply(dy, gamma)
     lead = tuple(range(dy.ndim - 1))  # gamma and beta are per coordinate: sum over every other axis
-    dgamma = reduce_to((dy * xhat).sum(axis=lead), gamma.shape)
-    return inner * inv, dgamma, (dy.sum(axis=lead))
+    dgamma = reduce_to(np.multiply(dy, xhat, out=scratch).sum(axis=lead), gamma.shape)
+    mean_dxhat = dxhat.mean(axis=axis, keepdims=True) if centred else None
+    np.multiply(xhat, np.multiply(dxhat, xhat, out=scratch).mean(axis=axis, keepdims=True), out=scratch)
+    inner = np.subtract(dxhat, scratch, out=dxhat)  # dxhat - xhat * mean(dxhat * xhat)
+    if mean_dxhat is not None:
+        inner -= mean_dxhat
+    return np.multiply(inner, inv, out=inner), dgamma, (dy.sum(axis=lead))
 
 
 def layer_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float,
@@ -413,9 +419,11 @@ def layer_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, beta: 
 
 def linear_backward(dy: np.ndarray, x: np.ndarray, w: np.ndarray, b: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [..., n_out], [..., n_in], [n_in, n_out], [n_out] -> dx, dw, db
+    """Two GEMMs on 2-D operands: x and w enter transposed as views (BLAS reads them so), never copied."""
     dy2 = dy.reshape(-1, dy.shape[-1])
     dw = x.reshape(-1, x.shape[-1]).T @ dy2  # [n_in, n_out]
-    return dy @ w.T, dw, reduce_to(dy2.sum(axis=0), b.shape)
+    dx = (dy2 @ w.T).reshape(*dy.shape[:-1], w.shape[0])
+    return dx, dw, reduce_to(dy2.sum(axis=0), b.shape)
 
 
 def relu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...], [...] pre-activation -> [...]
@@ -443,7 +451,10 @@ ACTIVATION_BACKWARDS = {"relu": relu_backward, "gelu": gelu_backward, "gelu_tanh
 
 
 def softmax_backward(dy: np.ndarray, p: np.ndarray, axis: int = -1) -> np.ndarray:  # dy, p = softmax output -> ds, same shape
-    return p * (dy - (dy * p).sum(axis=axis, keepdims=True))  # a weight of exactly 0 (a masked key) passes exactly 0
+    """p * (dy - sum(dy * p)), computed in one fresh array.  A weight of exactly 0 (a masked key) passes exactly 0."""
+    ds = np.multiply(dy, p)
+    np.subtract(dy, ds.sum(axis=axis, keepdims=True), out=ds)
+    return np.multiply(ds, p, out=ds)
 
 
 def split_heads_backward(dx: np.ndarray) -> np.ndarray:  # [B,H,T,d] -> [B,T,C]
@@ -458,54 +469,109 @@ def rotary_backward(dy: np.ndarray, base: float, pairing: str = "interleaved") -
     return _turn(dy, base, pairing, -1.0)  # the transpose of a rotation is the rotation back (the same pairs)
 
 
-def _by_group(x: np.ndarray, H_kv: int) -> np.ndarray:  # [B,H,...] -> [B,H_kv,H/H_kv,...]: query head h at [h // (H/H_kv), h % (H/H_kv)]
-    return x.reshape(x.shape[0], H_kv, x.shape[1] // H_kv, *x.shape[2:])
+def _heads_last(B: int, n: int, H: int, d: int, dtype: np.dtype, zero: bool = False) -> np.ndarray:
+    """A [B,H,n,d] array laid out as [B,n,H*d]: merge_heads of it is a view, no copy, and each head's rows are strided."""
+    return (np.zeros if zero else np.empty)((B, n, H, d), dtype=dtype).transpose(0, 2, 1, 3)
 
 
-def qk_scores_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [B,H,T,S], [B,H,T,d], [B,H_kv,S,d] -> dq, dk
-    """dk of a key head sums what each of the H / H_kv query heads that read it sends back."""
-    scale = 1.0 / math.sqrt(q.shape[-1])
-    H_kv = k.shape[1]
-    ds_g = _by_group(ds, H_kv)  # [B,H_kv,G,T,S]
-    dq = (ds_g @ k[:, :, None]).reshape(q.shape) * scale
-    dk = (ds_g.swapaxes(-1, -2) @ _by_group(q, H_kv)).sum(axis=2) * scale
+def qk_scores_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray, causal: bool = False
+                       ) -> tuple[np.ndarray, np.ndarray]:  # [B,H,T,S], [B,H,T,d], [B,H_kv,S,d] -> dq, dk
+    """dq = ds k / sqrt(d), dk = ds^T q / sqrt(d), one head at a time; dk of a key head sums what each of the
+    H / H_kv query heads that read it sends back.  Under a causal mask ds is exactly 0 after the diagonal,
+    so a block of query rows reads only the keys up to its last row, and a block of keys only the queries
+    from its first one on: those zeros are never multiplied."""
+    B, H, T, d = q.shape
+    H_kv, S = k.shape[1], k.shape[2]
+    group = H // H_kv
+    dtype = np.result_type(ds, q, k)
+    dq, dk = _heads_last(B, T, H, d, dtype), _heads_last(B, S, H_kv, d, dtype, zero=True)
+    step = ROW_BLOCK if causal else max(T, S)
+    for b in range(B):
+        for h in range(H):
+            dsh, qh, kh, dkh = ds[b, h], q[b, h], k[b, h // group], dk[b, h // group]
+            for r0 in range(0, T, step):
+                r1 = min(r0 + step, T)
+                n = r1 if causal else S  # keys this block of rows reads
+                np.matmul(dsh[r0:r1, :n], kh[:n], out=dq[b, h, r0:r1])
+            for c0 in range(0, S, step):
+                c1 = min(c0 + step, S)
+                first = c0 if causal else 0  # queries that read this block of keys
+                dkh[c0:c1] += dsh[first:, c0:c1].T @ qh[first:]
+    scale = 1.0 / math.sqrt(d)
+    dq *= scale
+    dk *= scale
     return dq, dk
 
 
-def attend_backward(dweights: np.ndarray, dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray,
+def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, mixed: np.ndarray, causal: bool = False,
                     over_queries: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """[B,H,T,S] dweights, [B,H,T,d] dmixed, weights, [B,H_kv,S,d] v -> dscores [B,H,T,S], dv [B,H_kv,S,d], dweights in full.
+    """[B,H,T,d] dmixed, [B,H,T,S] weights, [B,H_kv,S,d] v, [B,H,T,d] mixed -> dscores [B,H,T,S], dv [B,H_kv,S,d], dweights [B,H,T,S].
 
-    ``dweights`` is the gradient reaching the weights from outside the mix (zeros in a block); the mix adds its own.
+    dweights = dmixed v^T in full, masked keys included (the weights are a stage: their gradient is shown).
+    The softmax's gradient, dscores = weights * (dweights - D), takes each row's D = sum_j dweights * weights
+    as dmixed . mixed, with the forward's ``mixed`` (= weights v): the same sum, from d numbers instead of S.
     A masked weight is exactly 0, so its score gets exactly 0: nothing flows to a key the query may not read.
-    Value head g is read by the H / H_kv query heads h with h // (H / H_kv) = g: its gradient sums theirs.
+    Under a causal mask those zeros are never computed (dscores is calloc'd and only the blocks of rows up
+    to the diagonal are written, as ``attend`` does) and never multiplied (dv reads each key block's later
+    rows only).  Value head g is read by the H / H_kv query heads h with h // (H / H_kv) = g: its gradient
+    sums theirs.
     """
-    H_kv = v.shape[1]
-    dmixed_g = _by_group(dmixed, H_kv)  # [B,H_kv,G,T,d]
-    dw = dweights + (dmixed_g @ v[:, :, None].swapaxes(-1, -2)).reshape(weights.shape)
-    dv = (_by_group(weights, H_kv).swapaxes(-1, -2) @ dmixed_g).sum(axis=2)
-    return softmax_backward(dw, weights, axis=-2 if over_queries else -1), dv, dw
+    B, H, T, S = weights.shape
+    H_kv, d = v.shape[1], v.shape[-1]
+    group = H // H_kv
+    dtype = np.result_type(dmixed, weights, v)
+    dweights = np.empty((B, H, T, S), dtype=dtype)
+    by_rows = not over_queries  # the softmax was over keys: its gradient row by row, in blocks of rows
+    blocked = causal and by_rows
+    dscores = (np.zeros if blocked else np.empty)((B, H, T, S), dtype=dtype) if by_rows else None
+    dv = _heads_last(B, S, H_kv, d, dtype, zero=True)
+    step = ROW_BLOCK if blocked else max(T, S)
+    for b in range(B):
+        for h in range(H):
+            dm, w, dw, vh = dmixed[b, h], weights[b, h], dweights[b, h], v[b, h // group]
+            np.matmul(dm, vh.T, out=dw)
+            if dscores is not None:
+                rowsum = np.einsum("td,td->t", dm, mixed[b, h])[:, None]  # D of each query row
+                for r0 in range(0, T, step):
+                    r1 = min(r0 + step, T)
+                    n = r1 if blocked else S  # keys this block of rows may read
+                    dsb = np.subtract(dw[r0:r1, :n], rowsum[r0:r1], out=dscores[b, h, r0:r1, :n])
+                    dsb *= w[r0:r1, :n]
+            dvh = dv[b, h // group]
+            for c0 in range(0, S, step):
+                c1 = min(c0 + step, S)
+                first = c0 if blocked else 0  # queries that may read this block of keys
+                dvh[c0:c1] += w[first:, c0:c1].T @ dm[first:]
+    if dscores is None:  # a softmax over queries (the violation, with --keep-going): over the whole array
+        dscores = softmax_backward(dweights, weights, axis=-2)
+    return dscores, dv, dweights
 
 
 def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[str, np.ndarray], w: dict[str, np.ndarray],
-                 H: int, rotary_base: float | None = None, over_queries: bool = False, rotary_pairing: str = "interleaved"
-                 ) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+                 H: int, rotary_base: float | None = None, over_queries: bool = False, rotary_pairing: str = "interleaved",
+                 causal: bool = False) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q [B,H,T,d], k, v [B,H_kv,S,d], weights, heads -> dxq, dxkv,
     the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...;
-    w_k, w_v [C,C_kv] under grouped-query attention, H_kv read from k)."""
+    w_k, w_v [C,C_kv] under grouped-query attention, H_kv read from k).  Self-attention (xkv is xq):
+    dxkv is None, its part already added into dxq.  ``causal``: the forward masked with attend's causal blocks."""
     g: dict[str, np.ndarray] = {}
     dw: dict[str, np.ndarray] = {}
     g["heads"], dw["w_o"], dw["b_o"] = linear_backward(dout, parts["heads"], w["w_o"], w["b_o"])
     dmixed = merge_heads_backward(g["heads"], H)
-    g["scores"], g["v"], g["weights"] = attend_backward(np.zeros_like(parts["weights"]), dmixed, parts["weights"], parts["v"], over_queries)
-    g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"])
+    g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], merge_heads_backward(parts["heads"], H),
+                                                        causal, over_queries)
+    g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"], causal)
     dq, dk = g["q"], g["k"]
     if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
         dq, dk = rotary_backward(dq, rotary_base, rotary_pairing), rotary_backward(dk, rotary_base, rotary_pairing)
     dxq, dw["w_q"], dw["b_q"] = linear_backward(split_heads_backward(dq), xq, w["w_q"], w["b_q"])
-    dxk, dw["w_k"], dw["b_k"] = linear_backward(split_heads_backward(dk), xkv, w["w_k"], w["b_k"])
+    dxkv, dw["w_k"], dw["b_k"] = linear_backward(split_heads_backward(dk), xkv, w["w_k"], w["b_k"])
     dxv, dw["w_v"], dw["b_v"] = linear_backward(split_heads_backward(g["v"]), xkv, w["w_v"], w["b_v"])
-    return dxq, dxk + dxv, g, dw
+    dxkv += dxv
+    if xkv is xq:
+        dxq += dxkv
+        return dxq, None, g, dw
+    return dxq, dxkv, g, dw
 
 
 def rms_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, eps: float
@@ -521,16 +587,22 @@ def batch_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, beta: 
 
 
 def ffn_hidden_backward(dh: np.ndarray, x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu",
-                        w3: np.ndarray | None = None, b3: np.ndarray | None = None
+                        w3: np.ndarray | None = None, b3: np.ndarray | None = None, h: np.ndarray | None = None
                         ) -> tuple[np.ndarray, dict[str, np.ndarray]]:  # [B,T,F], [B,T,C], [C,F], [F] -> dx [B,T,C], {w1, b1, (w3, b3)}
-    z = x @ w1 + b1  # the pre-activation, recomputed (it is not a recorded stage)
+    """``h``: the forward's output, when at hand.  ReLU's gradient reads it (h > 0 exactly where z > 0, NaN
+    included), so the pre-activation z is not computed again; the other activations recompute z."""
     dw: dict[str, np.ndarray] = {}
+    if activation == "relu" and h is not None:
+        dx, dw["w1"], dw["b1"] = linear_backward(ACTIVATION_BACKWARDS["relu"](dh, h), x, w1, b1)
+        return dx, dw
+    z = x @ w1 + b1  # the pre-activation, recomputed (it is not a recorded stage)
     if activation == "swiglu":
         assert w3 is not None and b3 is not None
         gate = x @ w3 + b3
         dx, dw["w1"], dw["b1"] = linear_backward(silu_backward(dh * gate, z), x, w1, b1)
         dx3, dw["w3"], dw["b3"] = linear_backward(dh * silu(z), x, w3, b3)
-        return dx + dx3, dw
+        dx += dx3
+        return dx, dw
     dx, dw["w1"], dw["b1"] = linear_backward(ACTIVATION_BACKWARDS[activation](dh, z), x, w1, b1)
     return dx, dw
 

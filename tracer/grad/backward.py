@@ -30,6 +30,7 @@ class Backward:
         self.inputs = inputs
         self.grads: dict[str, np.ndarray] = {}
         self.weight_grads: dict[str, np.ndarray] = {}
+        self.owned: set[str] = set()  # stages whose gradient array is theirs alone: the next one adds into it in place
 
     def value(self, name: str) -> np.ndarray:
         return self.trace.stages[name].array
@@ -42,28 +43,36 @@ class Backward:
         if self.on_send is not None and self.step is not None:
             self.on_send(self, self.step, name, g)
         have = self.grads.get(name)
-        if have is None:  # kept as it is unless another stage's gradient (or a view) holds the same memory
-            shared = not g.flags.owndata or any(g is v for v in self.grads.values())
-            self.grads[name] = np.array(g, copy=True) if shared else g
-        else:
+        if have is None:  # kept as it is, never copied: shared with another stage (a residual add) until a second gradient comes
+            if g.flags.owndata and g.flags.writeable and not any(g is v for v in self.grads.values()):
+                self.owned.add(name)
+            self.grads[name] = g
+        elif name in self.owned:
             have += g
+        else:  # copy on write: the first gradient is also another stage's (or a view): the sum is a new array
+            self.grads[name] = have + g
+            self.owned.add(name)
 
     def send_weight(self, name: str, g: np.ndarray) -> None:
-        if name in self.weight_grads:
-            self.weight_grads[name] = self.weight_grads[name] + g
-        else:
-            self.weight_grads[name] = np.array(g, copy=True)
+        """The kernels return weight gradients no one else holds (kernels.py): kept without a copy."""
+        have = self.weight_grads.get(name)
+        self.weight_grads[name] = g if have is None else have + g
 
     def run(self, seed: dict[str, np.ndarray]) -> None:
         for name, s in seed.items():
             self.send(name, s)
+            self.owned.discard(name)  # the caller's array (the loss's seed may be a forward stage itself): never written
         for step in reversed(self.spec.steps):
             if step.name not in self.trace.stages:
                 continue  # the forward stopped before it
             if step.name not in self.grads:  # the loss does not read this stage: its gradient is zero
-                self.grads[step.name] = np.zeros_like(self.value(step.name))
+                self.grads[step.name] = _zeros(self.value(step.name))
             self.step = step
             BACKWARD[step.op](self, step, self.grads[step.name])
+
+
+def _zeros(like: np.ndarray) -> np.ndarray:  # np.zeros, not zeros_like: calloc'd pages cost nothing until written
+    return np.zeros(like.shape, dtype=like.dtype)
 
 
 def _fit(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
@@ -169,14 +178,12 @@ def _mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     prefix = internal_prefix(step)
     parts = {k: bw.value(f"{prefix}.{k}") for k in ("q", "k", "v", "weights", "heads")}
     dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
-                                                       step.pairing or "interleaved")
+                                                       step.pairing or "interleaved", causal=step.mask == "causal")
     for key in ATTN_ORDER:
         bw.grads[f"{prefix}.{key}"] = internals[key]
-    if cross:
-        bw.send(step.inputs[0], dxq)
+    bw.send(step.inputs[0], dxq)
+    if dxkv is not None:  # cross-attention: keys and values read the other stage
         bw.send(step.inputs[1], dxkv)
-    else:
-        bw.send(step.inputs[0], dxq + dxkv)
     for k in keys:
         bw.send_weight(f"{step.weights}.{k}", dw[k])
 
@@ -186,9 +193,9 @@ def _ffn_weights(bw: Backward, step: Step) -> dict[str, np.ndarray]:
     return {k: bw.params[f"{step.weights}.{k}"] for k in names}
 
 
-def _hidden_backward(bw: Backward, step: Step, dh: np.ndarray, x_name: str) -> None:
+def _hidden_backward(bw: Backward, step: Step, dh: np.ndarray, x_name: str, h: np.ndarray) -> None:
     p = _ffn_weights(bw, step)
-    dx, dw = kernels.ffn_hidden_backward(dh, bw.value(x_name), p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"))
+    dx, dw = kernels.ffn_hidden_backward(dh, bw.value(x_name), p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), h)
     bw.send(x_name, dx)
     for k, v in dw.items():
         bw.send_weight(f"{step.weights}.{k}", v)
@@ -205,11 +212,11 @@ def _ffn(bw: Backward, step: Step, g: np.ndarray) -> None:  # both halves in one
     x = bw.value(step.inputs[0])
     p = _ffn_weights(bw, step)
     h = kernels.ffn_hidden(x, p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), strict=False)
-    _hidden_backward(bw, step, _out_backward(bw, step, g, h), step.inputs[0])
+    _hidden_backward(bw, step, _out_backward(bw, step, g, h), step.inputs[0], h)
 
 
 def _ffn_hidden(bw: Backward, step: Step, g: np.ndarray) -> None:
-    _hidden_backward(bw, step, g, step.inputs[0])
+    _hidden_backward(bw, step, g, step.inputs[0], bw.value(step.name))
 
 
 def _ffn_out(bw: Backward, step: Step, g: np.ndarray) -> None:
@@ -264,9 +271,9 @@ def gradients(trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.
         fwd = trace.stages[name]
         g = bw.grads.get(name)
         if g is None:
-            g = np.zeros_like(fwd.array)
+            g = _zeros(fwd.array)
         stages[name] = Stage(name, g, fwd.axes, fwd.meaning, fwd.internal)
-    weights = {name: bw.weight_grads.get(name, np.zeros_like(w)) for name, w in params.items()}
+    weights = {name: bw.weight_grads[name] if name in bw.weight_grads else _zeros(w) for name, w in params.items()}
     return stages, weights
 
 

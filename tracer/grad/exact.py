@@ -77,7 +77,7 @@ def causality(spec: Spec) -> Property:
     for b in range(B):
         for t in range(T - 1):
             for c in coords:
-                seed = np.zeros_like(out.array)
+                seed = np.zeros(out.array.shape, dtype=out.array.dtype)
                 seed[(b, t) + (0,) * (out.array.ndim - 3) + (c,)] = 1.0
                 makers: list[Step] = []
 

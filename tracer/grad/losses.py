@@ -79,11 +79,15 @@ def next_token(trace: Trace, ids: np.ndarray) -> Loss:
     probs = trace.stages[probs_name].array
     targets, counted = token_targets(spec, ids)
     n = int(counted.sum())
-    shifted = logits - logits.max(axis=-1, keepdims=True)  # log softmax from the logits: exact where probs underflow
-    logp = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
-    picked = np.take_along_axis(logp, targets[..., None], axis=-1)[..., 0]  # [B,T]
+    # log softmax from the logits (exact where probs underflow), at the targets only: one [B,T,V] temporary
+    top = logits.max(axis=-1, keepdims=True)
+    e = np.subtract(logits, top)
+    log_total = np.log(np.exp(e, out=e).sum(axis=-1, keepdims=True))
+    del e
+    at_target = np.take_along_axis(logits, targets[..., None], axis=-1) - top
+    picked = (at_target - log_total)[..., 0]  # [B,T]: log probs[b, t, target]
     value = float(-(picked * counted).sum() / n)
-    seed = np.zeros_like(probs)
+    seed = np.zeros(probs.shape, dtype=probs.dtype)  # calloc: only the picked entries are written
     b, t = np.nonzero(counted)
     seed[b, t, targets[b, t]] = -1.0 / (n * probs[b, t, targets[b, t]])  # d(-log p)/dp, averaged
     return Loss("next-token", value, probs_name, seed, FORMULAS["next-token"])
@@ -92,7 +96,8 @@ def next_token(trace: Trace, ids: np.ndarray) -> Loss:
 def sum_squares(trace: Trace) -> Loss:
     name = output_stage(trace.spec)
     y = trace.stages[name].array
-    return Loss("sum-squares", float(0.5 * np.sum(y * y)), name, y.copy(), FORMULAS["sum-squares"].format(stage=name))
+    # d(0.5 ΣY²)/dY = Y: the seed is Y itself, not a copy (the backward pass never writes into its seed)
+    return Loss("sum-squares", float(0.5 * np.sum(y * y)), name, y, FORMULAS["sum-squares"].format(stage=name))
 
 
 def compute(trace: Trace, name: str, inputs: dict[str, np.ndarray]) -> Loss:

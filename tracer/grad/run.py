@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import executor, memory
 from ..errors import UsageError
-from ..executor import Stage, Trace
+from ..executor import Stage, Trace, _blocks
 from ..params import load_inputs, load_params
 from ..spec import Spec, load_spec
 from . import losses
@@ -29,14 +30,36 @@ class GradTrace:
         self.weights = weights
         self.weight_grads = weight_grads
 
+        self._norms: dict[str, float] = {}  # stage name -> |dL/dstage|, each taken once
+
+    def grad_norm(self, name: str) -> float:
+        """|dL/dstage|."""
+        if name not in self._norms:
+            self._norms[name] = norm(self.grads[name].array)
+        return self._norms[name]
+
     def ratio(self, name: str) -> float:
         """|dL/dstage| / |stage|: how big the training signal is next to the value it reaches."""
-        g, v = norm(self.grads[name].array), norm(self.forward.stages[name].array)
+        g, v = self.grad_norm(name), norm(self.forward.stages[name].array)
         return g / v if v else (math.inf if g else math.nan)
 
 
 def norm(a: np.ndarray) -> float:
-    return float(np.sqrt(np.sum(np.square(a, dtype=np.float64))))
+    """The Euclidean norm, summed in float64 one block of about a million values at a time: no temporary
+    the size of a [B,H,T,S] stage (a float64 block is a dot product with itself, without any)."""
+    if a.flags.c_contiguous:
+        flat = a.reshape(-1)
+        parts: Iterable[np.ndarray] = (flat[i:i + NORM_BLOCK] for i in range(0, flat.size, NORM_BLOCK))
+    else:
+        parts = _blocks(a, NORM_BLOCK)
+    return float(np.sqrt(sum(_squares(p) for p in parts)))
+
+
+def _squares(p: np.ndarray) -> float:
+    return float(np.dot(p, p) if p.dtype == np.float64 and p.ndim == 1 else np.sum(np.square(p, dtype=np.float64)))
+
+
+NORM_BLOCK = 1 << 20
 
 
 class GradOptions(NamedTuple):

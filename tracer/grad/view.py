@@ -19,7 +19,7 @@ from ..executor import Stage
 from ..i18n import meaning, tr
 from ..spec import shape_label
 from ..textout import MISSING, fmt_value, markdown_table, md_text, token_label
-from .run import GradTrace, norm, weights_by_layer
+from .run import GradTrace, weights_by_layer
 
 BAR_WIDTH = 40
 
@@ -47,7 +47,7 @@ def grad_rows(g: GradTrace, stages: Sequence[Stage], b: int, t: int, precision: 
             value = fmt_value(stage.at(b, t), precision)
         except (IndexError, LookupError):
             value = MISSING
-        rows.append([stage.name, meaning(stage.meaning), value, fmt_norm(norm(stage.array)), fmt_norm(g.ratio(stage.name)),
+        rows.append([stage.name, meaning(stage.meaning), value, fmt_norm(g.grad_norm(stage.name)), fmt_norm(g.ratio(stage.name)),
                      stage.shape_label])
     return rows
 
@@ -163,7 +163,7 @@ def grad_json(g: GradTrace, stages: Sequence[Stage], verify: dict[str, Any] | No
     out = trace_json(g.forward, fwd, verify)
     for entry, stage in zip(out["stages"], stages):
         entry["grad"] = array_json(stage.array)
-        entry["grad_norm"] = _number(norm(stage.array))
+        entry["grad_norm"] = _number(g.grad_norm(stage.name))
     out["loss"] = {"name": g.loss.name, "value": _number(g.loss.value), "stage": g.loss.stage, "formula": g.loss.formula}
     out["weight_grads"] = [{"name": n, "shape": list(dw.shape), "values": array_json(dw)} for n, dw in g.weight_grads.items()]
     return out
