@@ -5,11 +5,16 @@ moment ends with one line and exit 130, never a traceback.  Once the command is 
 ends at once (``_leave``) instead of tearing the interpreter down.
 """
 
+import os
 import sys
 from typing import NoReturn
 
 
 def main() -> None:
+    # Before NumPy loads OpenBLAS: its idle threads then sleep at once, instead of spinning for about 0.1 s after
+    # every product on the cores that attention's own threads are about to use (tracer/blas.py); measured here,
+    # a GPT-2-sized attention took 0.05 s instead of 0.1 s.  A value the user set is kept.
+    os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     try:
         from .process import install_signals
 
@@ -39,8 +44,6 @@ def _leave(code: object) -> NoReturn:
         sys.stderr.flush()
     except BaseException:
         raise SystemExit(code) from None
-    import os
-
     os._exit(code)
 
 

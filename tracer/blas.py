@@ -9,7 +9,9 @@ with one thread (NumPy lets go of the GIL in its loops and BLAS calls). Each hea
 one thread start to end: the numbers do not depend on how the heads were shared out.
 
 Only OpenBLAS (the BLAS in NumPy's own wheels) is told; with any other, or where it cannot be found,
-``workers`` is 1 and attention runs its heads in turn, as before.
+``workers`` is 1 and attention runs its heads in turn, as before.  The ``tracer`` command also sets
+OPENBLAS_THREAD_TIMEOUT (unless set) so that OpenBLAS's own idle threads sleep at once instead of spinning
+on the cores these threads need (tracer/__main__.py).
 """
 
 from __future__ import annotations

@@ -217,22 +217,22 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
     ``keep=False`` returns (None, None, mixed): a block's scores and weights live in one scratch buffer,
     reused, instead of two [B,H,T,S] arrays, and the scores after the mask are not computed.  Every value
     that is read is the same call on the same operands either way, so ``mixed`` is the same to the last bit.
-    Without keep, a score that is not finite (or could overflow where it is not computed) or a mixed value
-    that is not finite makes it start again with keep=True: the executor then records and flags where it began.
+    Without keep, q or k not finite, a product q.k that could overflow, or a mixed value that is not finite
+    makes it start again with keep=True: the executor then records and flags where it began.
     """
     B, H, T, d = q.shape
     S = k.shape[2]
     group = H // k.shape[1]
     dtype = np.result_type(q, k)
     scale = 1.0 / math.sqrt(d)
-    if not keep and causal and min(ROW_BLOCK, T) < S and not _products_fit(q, k, scale):
+    if not keep and not _products_fit(q, k, scale):  # a score could be inf or NaN: make them all, to be recorded and flagged
         return attend(q, k, v, visible, causal, keep=True)
     scores = np.empty((B, H, T, S), dtype=dtype) if keep else None
     weights = np.zeros((B, H, T, S), dtype=dtype) if keep else None  # calloc: pages the mask leaves at 0 are never written
     mixed = np.empty((B, T, H, d), dtype=np.result_type(dtype, v))  # [B,T,H,d]: the heads side by side, merged as they are made
     blocked = None if visible is None or causal else ~visible
 
-    def heads(pairs: list[tuple[int, int]]) -> bool:  # False: the lean path met a score that is not finite
+    def heads(pairs: list[tuple[int, int]]) -> None:
         scratch = None if keep else np.empty((min(ROW_BLOCK, T), S), dtype=dtype)  # reused by every block
         for b, h in pairs:  # a head at a time: cache-sized temporaries; BLAS reads the strided [T,d] views as they are
             qh, kt, vh = q[b, h], k[b, h // group].T, v[b, h // group]
@@ -249,9 +249,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
                         s[:, n:] *= scale
                     w = weights[b, h, r0:r1, :n]
                     np.copyto(w, read)
-                else:
-                    if not all_finite(read):
-                        return False
+                else:  # every score is finite: q and k are, and no product can overflow (_products_fit)
                     w = read
                 if causal and r0 < n:  # only the diagonal square of the block has keys after its rows
                     np.copyto(w[:, r0:n], -np.inf, where=_after(r1 - r0, n - r0))
@@ -259,17 +257,14 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
                     np.copyto(w, -np.inf, where=blocked[r0:r1])
                 softmax_inplace(w)
                 np.matmul(w, vh[:n], out=mixed[b, r0:r1, h])
-        return True
 
     pairs = [(b, h) for b in range(B) for h in range(H)]
     n_workers = blas.workers(len(pairs), B * H * T * S * d)
     if n_workers == 1:
-        finite = heads(pairs)
+        heads(pairs)
     else:  # whole heads on Python threads, each calling a one-thread BLAS (see tracer/blas.py): the same numbers
         with blas.single_threaded():
-            finite = all(blas.on_threads(heads, [pairs[i::n_workers] for i in range(n_workers)]))
-    if not finite:
-        return attend(q, k, v, visible, causal, keep=True)
+            blas.on_threads(heads, [pairs[i::n_workers] for i in range(n_workers)])
     if not keep and not all_finite(mixed):  # a row that may read no key at all: 0/0
         return attend(q, k, v, visible, causal, keep=True)
     return scores, weights, mixed.reshape(B, T, H * d)
@@ -280,7 +275,7 @@ def _after(rows: int, cols: int) -> np.ndarray:  # [rows, cols] bool: True where
 
 
 def _products_fit(q: np.ndarray, k: np.ndarray, scale: float) -> bool:
-    """Whether no score q.k * scale can overflow: the scores after a causal mask are not computed without keep."""
+    """Whether every score q.k * scale is finite: q and k are, and no product can overflow (one pass over each)."""
     with np.errstate(all="ignore"):
         bound = float(np.abs(q).max(initial=0.0)) * float(np.abs(k).max(initial=0.0)) * q.shape[-1] * scale
     return math.isfinite(bound) and bound < float(np.finfo(np.result_type(q, k)).max)
