@@ -212,6 +212,14 @@ def differences(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> tuple
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     with np.errstate(all="ignore"):
+        if np.isfinite(a.sum()) and np.isfinite(b.sum()):  # every value finite (the common case): two arrays, in place
+            d = np.subtract(a, b)
+            np.abs(d, out=d)
+            tol = np.abs(a)
+            np.maximum(tol, np.abs(b), out=tol)
+            tol *= rtol
+            tol += atol  # atol + rtol * max(|a|, |b|), the same numbers as below
+            return d, tol
         d = np.abs(a - b)
         finite = np.isfinite(a) & np.isfinite(b)
         same_nonfinite = (np.isnan(a) & np.isnan(b)) | (np.isinf(a) & (a == b))
@@ -221,12 +229,24 @@ def differences(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> tuple
     return d, tol
 
 
+COMPARE_BLOCK = 1 << 16  # values compared at a time: the temporaries stay small and in the cache
+
+
 def compare_arrays(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> Comparison:  # same shape
-    d, tol = differences(a, b, atol, rtol)
-    if d.size == 0:
+    """Equal within the tolerance everywhere, the largest |a - b| and where it is first found: a block at a time."""
+    shape = np.shape(a)
+    flat_a, flat_b = np.ravel(a), np.ravel(b)
+    if flat_a.size == 0:
         return Comparison(True, 0.0, None)
-    where = tuple(int(i) for i in np.unravel_index(int(np.argmax(d)), d.shape))
-    return Comparison(bool(np.all(d <= tol)), float(d[where]), where)
+    equal, best, at = True, -1.0, 0
+    for i in range(0, flat_a.size, COMPARE_BLOCK):
+        d, tol = differences(flat_a[i:i + COMPARE_BLOCK], flat_b[i:i + COMPARE_BLOCK], atol, rtol)
+        equal = equal and bool(np.all(d <= tol))
+        j = int(np.argmax(d))
+        if d[j] > best:  # strictly: the first place the largest difference is found, as argmax over the whole
+            best, at = float(d[j]), i + j
+    where = tuple(int(i) for i in np.unravel_index(at, shape))
+    return Comparison(equal, best, where)
 
 
 # -- alignment ----------------------------------------------------------------
