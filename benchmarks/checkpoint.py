@@ -147,7 +147,7 @@ def main() -> int:
         return statistics.median(w for w, _, _ in runs), max(p for _, p, _ in runs)
 
     # -- speed: a cold tracer run against HF's forward over the same layers ---------------------------
-    t_one, peak_one = tracer_run(one)
+    t_one, _ = tracer_run(one)  # as a user types it: the table, --record auto
     t_full, _ = tracer_run(full, "--record", "main")
     _, _, err = child(HF.format(threads=threads, folder=str(folder), tokens=tokens, repeat=args.repeat), threads)
     hf = json.loads(tagged(err, "HF"))
@@ -162,6 +162,7 @@ def main() -> int:
 
     # -- memory: the layer-0 run against its tensors and recorded stages -----------------------------
     spec = load_spec(str(one))
+    _, peak_one = tracer_run(one, "--record", "all")  # every stage kept, as the estimate below counts them
     est = memory.estimate(spec, memory.RecordPolicy())
     _, base, _ = child("import numpy, yaml, rich.console, rich.table, typer, safetensors\nimport tracer.cli, tracer.executor, tracer.render", threads)
     must = est.weights + est.recorded
