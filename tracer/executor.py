@@ -63,11 +63,12 @@ class Stage:  # plain classes here, not dataclasses: tracer starts on every call
         self.point = point
 
     def __repr__(self) -> str:
-        return f"Stage({self.name!r}, {self.shape_label}{', statistics' if self.data is None else ''})"
+        kept = ", statistics" if self.summary is not None else ", one value" if self.point is not None else ""
+        return f"Stage({self.name!r}, {self.shape_label}{kept})"
 
     @property
     def array(self) -> np.ndarray:
-        """The whole array; a stage kept as statistics (--record stats) has none: LookupError."""
+        """The whole array; a stage kept as statistics (--record stats) or as one value (the table) has none: LookupError."""
         if self.data is None:
             how = "as statistics (--record stats)" if self.summary is not None else "as its value at one position (--record auto)"
             raise LookupError(f"{self.name} was kept {how}, not in full")
