@@ -91,7 +91,7 @@ class RecordPolicy(NamedTuple):  # NamedTuples, not dataclasses, here: a tenth o
 
     mode: str = "all"  # all | main | stats | table (what the plain table shows: --record auto)
     keep: frozenset[str] = frozenset()  # stages kept in full whatever the mode
-    b: int = 0  # under stats, the sample and position whose value is kept for the table
+    b: int = 0  # under stats and table, the sample and position whose value is kept for the table
     t: int = 0
 
     def how(self, name: str, internal: bool, values: int, final: bool, shown: bool = False) -> str:
