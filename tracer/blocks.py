@@ -298,6 +298,11 @@ def internal_prefix(step: Step) -> str:
     return head + {"attention": "attn", "cross_attention": "cross"}.get(last, last)
 
 
+def shown_internal(step: Step, key: str) -> bool:
+    """Whether the default table shows this attention internal (``key`` as in ATTN_MEANINGS): the cross-attention weights."""
+    return step.op == "cross_mha" and key == "weights"
+
+
 def attention_internals(step: Step, q: Shape, kv: Shape, sizes: dict[str, int]) -> dict[str, Shape]:
     """Axes and sizes of q, k, v, scores, weights, heads for an attention step.
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from . import catalogue, executor, jsonin, jsonout, memory, yamlio
-from .blocks import Step, internal_prefix
+from .blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from .errors import EXIT_USAGE, TracerError, UsageError
 from .executor import Stage
 
@@ -158,7 +158,7 @@ def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: execut
     if trace is None or params is None:
         policy = None
         if lean:
-            shown = frozenset(f"{internal_prefix(st)}.weights" for st in spec.steps if st.op == "cross_mha")
+            shown = frozenset(f"{internal_prefix(st)}.{key}" for st in spec.steps for key in ATTN_MEANINGS if shown_internal(st, key))
             policy = memory.RecordPolicy("main", shown)
         with np.errstate(all="ignore"):  # NaN and Inf show up as stages, not as warnings
             ex = executor.Executor(spec, keep_going, policy=policy)

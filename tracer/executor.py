@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import kernels
-from .blocks import ATTN_MEANINGS, Step, internal_prefix
+from .blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from .contracts import operand_axes, position_violation, violation
 from .errors import BrokenContract, ShapeError, Violation
 from .memory import RecordPolicy, plan_stages
@@ -421,7 +421,7 @@ def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
             continue
         if step.base is not None and key in ("q", "k"):
             meaning += ", turned by rotary positions"
-        shown = step.op == "cross_mha" and key == "weights"  # the cross-attention weights are in the default table
+        shown = shown_internal(step, key)  # the cross-attention weights are in the default table
         ex.rec(f"{prefix}.{key}", parts[key], ex.axes(f"{prefix}.{key}"), meaning, internal=not shown)
     return ex.rec(step.name, out, ex.axes(step.name), step.meaning)
 

@@ -24,7 +24,7 @@ import math
 import re
 from typing import Any, NamedTuple
 
-from .blocks import ATTN_MEANINGS, Step, internal_prefix
+from .blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from .contracts import ROW_BLOCK
 from .errors import UsageError
 from .spec import Spec, shape_label
@@ -184,7 +184,7 @@ def plan_stages(spec: Spec, policy: RecordPolicy) -> list[PlannedStage]:
 
     for step in spec.steps:
         for name in _internals(step):
-            add(name, internal=True, shown=step.op == "cross_mha" and name.endswith(".weights"))
+            add(name, internal=True, shown=shown_internal(step, name.rpartition(".")[2]))
         if step.op in ("input", "position_table"):
             add(step.name, alias_of="")  # the input, or rows of the position table: counted with them
         elif step.op in ALIAS_OPS:
