@@ -264,17 +264,20 @@ def rank_correlation(values: list[float]) -> float:
     return float(np.corrcoef(np.arange(len(values)), ranks)[0, 1])
 
 
-def assert_xiong_shape(pre: list[float], post: list[float]) -> None:
-    """Pre-Norm's gradient shrinks toward the output, steadily; Post-Norm's stays level (every layer within
-    0.75 to 1.33 of layer 0: no layer stands out, the last included); so, relative to its first layer, Post-Norm's
-    last layer keeps at least 1.5 times what Pre-Norm's keeps."""
+def assert_xiong_shape(pre: list[float], post: list[float], rising: float = 0.3) -> None:
+    """Xiong et al.'s Figure 3 at initialisation (Xavier init): Pre-Norm's gradient shrinks toward the output at
+    every layer or nearly; Post-Norm's grows toward the output (positive rank correlation with the layer index,
+    the last layer at least the first); so, relative to its first layer, Post-Norm's last layer keeps at least
+    twice what Pre-Norm's keeps (the issue's figure)."""
     assert pre[-1] / pre[0] <= 1.0 and rank_correlation(pre) <= -0.8, pre
-    assert all(0.75 <= v / post[0] <= 1.33 for v in post), post
-    assert post[-1] / post[0] >= 1.5 * (pre[-1] / pre[0]), (pre, post)
+    assert rank_correlation(post) >= rising and post[-1] >= 0.97 * post[0], post
+    assert post[-1] / post[0] >= 2.0 * (pre[-1] / pre[0]), (pre, post)
 
 
-def test_shipped_stacks_show_pre_norm_shrinking_and_post_norm_level():
-    assert_xiong_shape(w2_norms(PRE_STACK), w2_norms(POST_STACK))
+def test_shipped_stacks_show_pre_norm_shrinking_and_post_norm_growing():
+    pre, post = w2_norms(PRE_STACK), w2_norms(POST_STACK)
+    assert_xiong_shape(pre, post, rising=0.7)  # the documented seed: Post-Norm rises clearly
+    assert post[-1] >= 1.1 * post[0], post
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
@@ -282,13 +285,27 @@ def test_the_shape_holds_for_other_seeds(seed):
     assert_xiong_shape(w2_norms(PRE_STACK, seed), w2_norms(POST_STACK, seed))
 
 
+def test_the_default_init_shows_pre_norm_shrinking_and_post_norm_level():
+    """With nn.Linear's default bound (not the paper's Xavier init), Post-Norm stays level: the growth is the init's
+    (docs/gradients.md shows both)."""
+    def default_init(path):
+        text, n = re.subn(r"(?m)^init: xavier$", "init: default", path.read_text(encoding="utf-8"))
+        assert n == 1
+        return [v for _, v in per_layer(grad(load_spec_text(text, str(path)), GradOptions()), "ffn.w2")]
+    pre, post = default_init(PRE_STACK), default_init(POST_STACK)
+    assert pre[-1] / pre[0] <= 0.7 and rank_correlation(pre) <= -0.8, pre
+    assert all(0.75 <= v / post[0] <= 1.33 for v in post), post
+    assert post[-1] / post[0] >= 1.5 * (pre[-1] / pre[0]), (pre, post)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_last_layer_gradient_with_depth_as_in_xiong_theorem_1(seed):
-    """Xiong et al.'s Theorem 1: Post-LN's last-layer gradient does not depend on the depth; Pre-LN's shrinks with it."""
+    """Xiong et al.'s Theorem 1: Post-LN's last-layer gradient does not shrink with the depth; Pre-LN's shrinks
+    as 1/sqrt(L) (from 3 to 12 layers: about 0.5)."""
     post = [w2_norms(POST_STACK, seed, layers)[-1] for layers in (3, 12)]
     pre = [w2_norms(PRE_STACK, seed, layers)[-1] for layers in (3, 12)]
-    assert 0.85 <= post[1] / post[0] <= 1.15, post
-    assert pre[1] / pre[0] <= 0.75, pre
+    assert 0.9 <= post[1] / post[0] <= 1.4, post
+    assert 0.35 <= pre[1] / pre[0] <= 0.6, pre
 
 
 def test_sum_squares_of_a_post_norm_output_is_nearly_constant():

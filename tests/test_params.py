@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import SPECS, load_text
+from conftest import SPECS, load_text, run_cli
 
 from tracer.params import load_input, load_params
 from tracer.spec import load_spec
@@ -86,6 +86,31 @@ def test_documented_distributions():
     # tokens: random -> ids uniform on 0..V-1
     assert tokens.shape == (2, 16) and tokens.dtype == np.int64
     assert tokens.min() >= 0 and tokens.max() <= 49
+
+
+def test_init_xavier_scales_drawn_matrices_by_fan_in_plus_fan_out():
+    """init: xavier draws each matrix [n_in, n_out] on +-sqrt(6/(n_in+n_out)) from the same stream as the default
+    (so it is the default matrix scaled), and leaves the tables and a vector drawn on purpose as they were."""
+    text = BASE + "block: {positions: learned, head: separate}\nweights: {ffn: {b1: random}}\n"
+    text = text.replace("block: {positions: learned}\n", "")
+    d, _ = params_of(text)
+    x, _ = params_of(text + "init: xavier\n")
+    C, F, V = 64, 256, 50
+    for k, (n_in, n_out) in {"attn.w_q": (C, C), "attn.w_o": (C, C), "ffn.w1": (C, F), "ffn.w2": (F, C), "head": (C, V)}.items():
+        xavier, default = math.sqrt(6 / (n_in + n_out)), 1 / math.sqrt(n_in)
+        check_uniform(x[k], xavier)
+        assert np.allclose(x[k] / xavier, d[k] / default, rtol=0, atol=1e-15), k  # the same draws, another bound
+        assert not np.array_equal(x[k], d[k]), k
+    for k in ("embedding", "position", "ffn.b1", "norm1.gamma", "attn.b_q"):
+        assert np.array_equal(x[k], d[k]), k
+    assert np.array_equal(params_of(text + "init: default\n")[0]["ffn.w1"], d["ffn.w1"])  # the word for the default
+
+
+def test_init_refuses_an_unknown_word(tmp_path):
+    (tmp_path / "spec.yaml").write_text(BASE + "init: glorot\n", encoding="utf-8")
+    r = run_cli("run", "spec.yaml", cwd=tmp_path)
+    assert r.returncode == 2 and r.stdout == "" and "Traceback" not in r.stderr
+    assert r.stderr.startswith("tracer: error: spec.yaml:6:7: init: ") and "default" in r.stderr and "xavier" in r.stderr, r.stderr
 
 
 def test_random_tokens_cover_the_vocabulary():

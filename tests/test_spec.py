@@ -64,7 +64,7 @@ CASES = [
     ("unknown top key suggests", MIN + "blok: {mask: causal}\n",
      ["blok: unknown key 'blok'; did you mean 'block'?"]),
     ("unknown key lists known keys", MIN + "zzz: 1\n",
-     ["zzz: unknown key 'zzz'; known keys: name, description, model, vocab, dims, block, encoder, decoder, input, weights, seed, dtype, allow_nonfinite"]),
+     ["zzz: unknown key 'zzz'; known keys: name, description, model, vocab, dims, block, encoder, decoder, input, weights, seed, init, dtype, allow_nonfinite"]),
     ("unknown dims key", "dims: {C: 2, H: 2, F: 3, Tmax: 4}\ninput: {tokens: [0, 1]}\nseed: 0\n",
      ["dims.Tmax: unknown key 'Tmax'; did you mean 'T_max'?"]),
     ("unknown block key", MIN + "block: {normorder: pre}\n",

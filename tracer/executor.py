@@ -210,13 +210,14 @@ def visible_keys(spec: Spec, step: Step, n_q: int) -> np.ndarray | None:
 
 class Executor:
     def __init__(self, spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
-                 policy: RecordPolicy | None = None) -> None:
+                 policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None) -> None:
+        """``params``: every weight, already loaded (a run that repeats the forward pass, such as grad --verify)."""
         self.spec = spec
         self.keep_going = keep_going
         self.overrides = overrides or {}
         self.trace = Trace(spec, policy=policy or RecordPolicy())
         self.recorder = Recorder(self.trace)
-        self.params = load_params(spec, for_run=True)
+        self.params = load_params(spec, for_run=True) if params is None else params
         self.inputs = load_inputs(spec)
         self.seen_nonfinite = False
 

@@ -9,8 +9,11 @@ stream, keyed by the seed and the weight's name, so adding a weight to a spec
 never changes the others.
 
 Distributions (documented in docs/reference/spec.md):
-- a matrix [n_in, n_out] (attention W_Q, W_K, W_V, W_O; FFN W_1, W_2):
-  uniform on [-1/sqrt(n_in), 1/sqrt(n_in)], PyTorch's nn.Linear default;
+- a matrix [n_in, n_out] (attention W_Q, W_K, W_V, W_O; FFN W_1, W_2, W_3; the separate head):
+  uniform on [-1/sqrt(n_in), 1/sqrt(n_in)], PyTorch's nn.Linear default; with ``init: xavier``,
+  uniform on [-sqrt(6/(n_in+n_out)), sqrt(6/(n_in+n_out))] (Glorot and Bengio 2010: the original
+  Transformer's, nn.Transformer's and Xiong et al. 2020's). Same stream, another bound;
+- a vector drawn on purpose (``b1: random``): uniform on [-1/sqrt(n), 1/sqrt(n)];
 - the embedding table [V,C], the position table [T_max,C] and ``x: random``:
   uniform on [-1, 1];
 - ``tokens: random``: ids uniform on 0..V-1.
@@ -66,7 +69,16 @@ def uniform_ints(seed: int, name: str, shape: tuple[int, ...], high: int) -> np.
     return np.minimum((u * high).astype(np.int64), high - 1)
 
 
-def materialise(w: Weight, seed: int | None, dtype: np.dtype) -> np.ndarray:
+def bound(w: Weight, init: str = "default") -> float:
+    """Drawn values are uniform on [-bound, bound] (the module docstring gives the rules)."""
+    if w.path == "embedding" or w.path == "position":
+        return 1.0
+    if init == "xavier" and len(w.shape) == 2:
+        return math.sqrt(6.0 / (w.shape[0] + w.shape[1]))
+    return 1.0 / math.sqrt(w.shape[0])
+
+
+def materialise(w: Weight, seed: int | None, dtype: np.dtype, init: str = "default") -> np.ndarray:
     if w.source == "given":
         return np.asarray(w.value, dtype=dtype)
     if w.source == "zeros":
@@ -76,11 +88,8 @@ def materialise(w: Weight, seed: int | None, dtype: np.dtype) -> np.ndarray:
     if w.source == "identity":
         return np.eye(w.shape[0], dtype=dtype)
     assert seed is not None, "spec validation guarantees a seed for drawn weights"
-    if w.path in ("embedding", "position"):
-        bound = 1.0
-    else:
-        bound = 1.0 / math.sqrt(w.shape[0])
-    return uniform(seed, "weights." + w.path, w.shape, -bound, bound, dtype)
+    b = bound(w, init)
+    return uniform(seed, "weights." + w.path, w.shape, -b, b, dtype)
 
 
 def embedding_rows(spec: Spec) -> list[int] | None:
@@ -111,12 +120,12 @@ def load_params(spec: Spec, for_run: bool = False) -> dict[str, np.ndarray]:
         from .blas import on_threads  # each weight has its own stream: two threads give the same numbers (the bit
 
         def draw(names: list[str]) -> list[np.ndarray]:  # generator works without the GIL), in about half the time
-            return [materialise(spec.weights[n], spec.seed, dtype) for n in names]
+            return [materialise(spec.weights[n], spec.seed, dtype, spec.init) for n in names]
 
         halves = [drawn[0::2], drawn[1::2]]
         for names, arrays in zip(halves, on_threads(draw, halves)):
             read.update(zip(names, arrays))
-    return {name: read[name] if name in read else materialise(w, spec.seed, dtype) for name, w in spec.weights.items()}
+    return {name: read[name] if name in read else materialise(w, spec.seed, dtype, spec.init) for name, w in spec.weights.items()}
 
 
 def load_inputs(spec: Spec) -> dict[str, np.ndarray]:

@@ -23,12 +23,13 @@ MAX_DIM = 10_000_000
 KEYWORDS = ("identity", "zeros", "ones", "random")
 
 TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder", "decoder", "input", "weights",
-            "seed", "dtype", "allow_nonfinite", "loss")
+            "seed", "init", "dtype", "allow_nonfinite", "loss")
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "final_norm", "head")
 INPUT_KEYS = ("tokens", "x", "targets")
 SEQ2SEQ_INPUT_KEYS = ("source", "target", "targets")
+INITS = ("default", "xavier")  # how drawn matrices are scaled (tracer/params.py)
 LOSSES = ("next-token", "sum-squares")  # tracer grad: the scalar whose gradient is traced (tracer/grad/losses.py)
 STEP_KEYS = ("name", "op", "in", "weights", "axis", "start", "stop", "index", "out", "activation", "meaning")
 RESERVED_STAGES = ("embed", "input", "position", "x", "memory")
@@ -133,6 +134,7 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
     layer_template: tuple[Step, ...] = ()  # one layer's steps, before expansion (for --steps)
     allow_nonfinite: bool = False  # NaN/Inf studied on purpose: flagged, but the run goes on
     loss: str | None = None  # tracer grad's loss (LOSSES); None: the default for the spec
+    init: str = "default"  # the bound of drawn matrices (INITS): default ±1/sqrt(n_in), xavier ±sqrt(6/(n_in+n_out))
     targets: tuple[tuple[int, ...], ...] | None = None  # input.targets: the token ids next-token predicts [B,T]
 
     def axes_shape(self, axes: tuple[str, ...]) -> tuple[int, ...]:
@@ -265,6 +267,7 @@ class _Validator:
         seed = None
         if doc.get("seed") is not None:
             seed = self.integer(doc["seed"], ("seed",), 0, 2**63 - 1)
+        init = self.choice(doc.get("init", "default"), ("init",), INITS)
         dtype = self.choice(doc.get("dtype", "float64"), ("dtype",), ("float64", "float32"))
         allow_nonfinite = doc.get("allow_nonfinite", False)
         if not isinstance(allow_nonfinite, bool):
@@ -366,7 +369,7 @@ class _Validator:
             path=self.src.filename, name=name, dims=dims, block=block, input=inp, weights=weights,
             seed=seed, dtype=dtype, steps=steps, stage_shapes=shapes, model=model, encoder=encoder,
             source=source, vocab=vocab, layer_template=template, allow_nonfinite=allow_nonfinite,
-            loss=loss, targets=targets,
+            loss=loss, targets=targets, init=init,
         )
 
     def loss_fields(self, doc: dict[str, Any], raw_targets: Any, dims: Dims, has_head: bool, model: str,

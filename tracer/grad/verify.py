@@ -19,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import executor
+from ..memory import RecordPolicy
 from ..params import uniform_ints
 from ..spec import Spec
 from . import losses
@@ -76,8 +77,9 @@ class Verification(NamedTuple):
 
 
 def _loss(spec: Spec, params: dict[str, np.ndarray], loss_name: str) -> float:
-    ex = executor.Executor(spec, keep_going=True)
-    ex.params = params
+    """The loss of one forward pass with these weights, keeping in full only the stages the loss reads."""
+    keep = frozenset([losses.output_stage(spec)] + [s.name for s in spec.steps if s.op in ("head", "softmax")])
+    ex = executor.Executor(spec, keep_going=True, policy=RecordPolicy("table", keep), params=params)
     with np.errstate(all="ignore"):
         return losses.compute(ex.run(), loss_name, ex.inputs).value
 
