@@ -89,6 +89,7 @@ GPT2 = """\
 name: "GPT-2-small-sized block (768 / 3072, 12 heads, 1024 positions)"
 dims: {B: 1, T: 1024, C: 768, H: 12, F: 3072}
 seed: 0                  # draws every weight not given: matrices uniform on [-1/sqrt(n_in), 1/sqrt(n_in)]
+init: default            # or xavier: matrices uniform on [-sqrt(6/(n_in+n_out)), sqrt(6/(n_in+n_out))]
 block:
   norm_order: pre        # GPT-2 normalises before each sublayer
   mask: causal
