@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import kernels
 from ..blocks import ATTN_MEANINGS, Step, internal_prefix
-from ..executor import Stage, Trace
+from ..executor import Stage, Trace, visible_keys
 
 ATTN_ORDER = ("heads", "weights", "scores", "q", "k", "v")  # the internals in the order the backward pass reaches them
 
@@ -176,11 +176,15 @@ def _mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     keys = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")
     w = {k: bw.params[f"{step.weights}.{k}"] for k in keys}
     prefix = internal_prefix(step)
-    parts = {k: bw.value(f"{prefix}.{k}") for k in ("q", "k", "v", "weights", "heads")}
+    # the weights not recorded (tracer grad's plain table shows neither them nor their gradient): made again head by head
+    parts = {k: bw.value(f"{prefix}.{k}") for k in ("q", "k", "v", "weights", "heads") if f"{prefix}.{k}" in bw.trace.stages}
+    causal = step.mask == "causal"
+    visible = None if causal or "weights" in parts else visible_keys(bw.spec, step, xq.shape[1])
     dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
-                                                       step.pairing or "interleaved", causal=step.mask == "causal")
+                                                       step.pairing or "interleaved", causal=causal, visible=visible)
     for key in ATTN_ORDER:
-        bw.grads[f"{prefix}.{key}"] = internals[key]
+        if key in internals:
+            bw.grads[f"{prefix}.{key}"] = internals[key]
     bw.send(step.inputs[0], dxq)
     if dxkv is not None:  # cross-attention: keys and values read the other stage
         bw.send(step.inputs[1], dxkv)

@@ -10,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .. import executor, memory
+from ..blocks import internal_prefix, shown_internal
 from ..errors import UsageError
 from ..executor import Stage, Trace, _blocks
 from ..params import load_inputs, load_params
@@ -67,6 +68,9 @@ class GradOptions(NamedTuple):
     keep_going: bool = False
     max_memory: str = memory.DEFAULT_MAX_MEMORY
     as_json: bool = False
+    # keep the attention scores and weights ([B,H,T,S] each) and their gradients; False when the output shows
+    # neither (the plain table): the backward pass makes each head's weights again instead, the same numbers
+    internals: bool = True
 
 
 def check_memory(spec: Spec, max_memory: str, as_json: bool) -> memory.Estimate:
@@ -98,10 +102,19 @@ def backward(trace: Trace, loss_name: str, params: dict[str, np.ndarray] | None 
     return GradTrace(trace, loss, grads, params, weight_grads)
 
 
+def lean_policy(spec: Spec) -> memory.RecordPolicy:
+    """Every stage in full but the attention scores and weights that no view shows (the cross-attention
+    weights are in the plain table; a softmax over queries, the violation, is traced as it is)."""
+    kept = [s.name for s in memory.plan_stages(spec, memory.RecordPolicy()) if s.internal]
+    lean = {f"{internal_prefix(step)}.{key}" for step in spec.steps if step.op in ("mha", "cross_mha") and step.axis != "queries"
+            and not any(shown_internal(step, key) for key in ("scores", "weights")) for key in ("scores", "weights")}
+    return memory.RecordPolicy(mode="main", keep=frozenset(kept) - lean)
+
+
 def grad(spec: Spec, opts: GradOptions) -> GradTrace:
     loss_name = losses.choose(spec, opts.loss)
     check_memory(spec, opts.max_memory, opts.as_json)
-    ex = executor.Executor(spec, keep_going=opts.keep_going)
+    ex = executor.Executor(spec, keep_going=opts.keep_going, policy=None if opts.internals else lean_policy(spec))
     with np.errstate(all="ignore"):
         trace = ex.run()
     if not trace.ok and not opts.keep_going:

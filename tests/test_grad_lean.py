@@ -1,0 +1,90 @@
+"""tracer grad's plain table keeps no attention scores and weights: the backward pass makes each head's weights
+again (kernels.attention_backward).  Every gradient it keeps must be the full trace's to the last bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import EXAMPLES, SPECS, run_app
+
+from tracer import blas, kernels
+from tracer.grad.run import GradOptions, grad
+from tracer.spec import load_spec, load_spec_text
+
+
+def same_to_the_bit(text_or_path: str, expect_lean: bool = True) -> None:
+    spec = load_spec(text_or_path) if text_or_path.endswith(".yaml") else load_spec_text(text_or_path)
+    full = grad(spec, GradOptions())
+    lean = grad(spec, GradOptions(internals=False))
+    assert full.loss is not None and lean.loss is not None
+    assert lean.loss.value == full.loss.value
+    dropped = set(full.grads) - set(lean.grads)
+    assert set(lean.grads) <= set(full.grads) and list(lean.grads) == [n for n in full.grads if n in lean.grads]
+    assert all(n.endswith((".scores", ".weights")) for n in dropped)
+    assert bool(dropped) == expect_lean
+    assert not dropped & set(lean.forward.stages)  # not traced either
+    for name, stage in lean.grads.items():
+        assert np.array_equal(stage.array, full.grads[name].array, equal_nan=True), name
+    assert list(lean.weight_grads) == list(full.weight_grads)
+    for name, dw in lean.weight_grads.items():
+        assert np.array_equal(dw, full.weight_grads[name], equal_nan=True), name
+    assert any(np.any(dw != 0) for dw in lean.weight_grads.values())
+
+
+def block(mask: str = "causal", T: int = 7, H: int = 4, H_kv: int | None = None, B: int = 2, extra: str = "",
+          positions: str = "rotary", layers: int = 2, order: str = "pre") -> str:
+    kv = f", H_kv: {H_kv}" if H_kv else ""
+    return (f"dims: {{B: {B}, T: {T}, C: 16, H: {H}{kv}, F: 24, V: 11}}\nseed: 5\n"
+            f"block: {{norm_order: {order}, mask: {mask}, layers: {layers}, positions: {positions}, head: tied, final_norm: true}}\n"
+            f"input: {{tokens: random}}\n{extra}")
+
+
+@pytest.mark.parametrize("name", ["stack-2-layers.yaml", "encoder-decoder.yaml", "ch17-prenorm.yaml", "ch17-postnorm.yaml",
+                                  "variants/rotary.yaml", "variants/swiglu.yaml", "variants/modern-decoder.yaml",
+                                  "variants/grouped-query.yaml", "variants/gelu.yaml", "variants/rmsnorm.yaml"])
+def test_shipped_specs(name):
+    same_to_the_bit(str(SPECS / name))
+
+
+def test_none_and_explicit_masks():
+    same_to_the_bit(block(mask="none", positions="learned", order="post"))
+    mask = [[1, 0, 1, 0], [0, 1, 0, 0], [1, 1, 1, 0], [1, 0, 0, 1]]
+    same_to_the_bit(block(mask=str(mask), T=4))
+    same_to_the_bit(str(EXAMPLES / "guide" / "mask-none.yaml"))
+
+
+@pytest.mark.parametrize("H_kv", [None, 2, 1])
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_row_blocks_grouped_heads_and_threads(monkeypatch, H_kv, threads):
+    """Blocks of 2 query rows over T = 7 (a short last block), grouped and plain heads, on 1 to 3 Python threads
+    (the heads shared out as the big specs have them: here forced, the blocks being small)."""
+    monkeypatch.setattr(kernels, "ROW_BLOCK", 2)
+    monkeypatch.setattr(blas, "workers", lambda tasks, work, at_least=0: min(tasks, threads))
+    same_to_the_bit(block(H_kv=H_kv))
+
+
+def test_cross_attention_weights_are_kept_because_the_table_shows_them():
+    text = """model: encoder-decoder
+dims: {B: 2, S: 5, T: 4, C: 8, H: 2, F: 12, V: 9}
+seed: 31
+encoder: {layers: 1, norm_order: pre, positions: sinusoidal}
+decoder: {layers: 1, norm_order: post, positions: rotary, head: separate}
+input: {source: random, target: random}
+"""
+    same_to_the_bit(text)
+    lean = grad(load_spec_text(text), GradOptions(internals=False))
+    assert "decoder.blocks.0.cross.weights" in lean.grads and "decoder.blocks.0.attn.weights" not in lean.grads
+
+
+def test_the_plain_output_prints_what_all_prints():
+    """The command keeps the internals for --all (and --json, --save, a --stage naming them) only: the rows both show agree."""
+    spec = str(SPECS / "stack-2-layers.yaml")
+    plain, every = run_app("grad", spec, "--format", "csv"), run_app("grad", spec, "--format", "csv", "--all")
+    assert plain.returncode == every.returncode == 0
+    def rows(out: str) -> list[str]:  # the values, without the header and the padding to the widest stage
+        return [line.rstrip(",") for line in out.splitlines()[1:]]
+
+    assert len(rows(plain.stdout)) > 100 and set(rows(plain.stdout)) < set(rows(every.stdout))
+    assert "attn.weights" in every.stdout and "attn.weights" not in plain.stdout
+    one = run_app("grad", spec, "--stage", "blocks.0.attn.weights", "--format", "csv")
+    assert one.returncode == 0 and rows(one.stdout) == [r for r in rows(every.stdout) if ",blocks.0.attn.weights," in r]
