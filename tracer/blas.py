@@ -108,3 +108,16 @@ def on_threads(fn: Callable[[Any], R], parts: list[Any]) -> list[R]:
     if errors:
         raise errors[0]
     return results
+
+
+def both(first: Callable[[], R], second: Callable[[], R], work: int) -> tuple[R, R]:
+    """first() and second(), two independent products of ``work`` scalar operations in all: at once, each on its own
+    thread calling a one-thread BLAS, when the BLAS is OpenBLAS with two threads or more and the work is big; else in
+    turn.  Each product is computed by one thread start to end, as in turn: the same numbers (OpenBLAS splits a
+    product between its threads by rows and columns of the result, never along the sum)."""
+    if workers(2, work) < 2:
+        return first(), second()
+    with single_threaded():
+        a, b = on_threads(lambda f: f(), [first, second])
+    return a, b
+

@@ -422,11 +422,12 @@ def layer_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, beta: 
 
 def linear_backward(dy: np.ndarray, x: np.ndarray, w: np.ndarray, b: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [..., n_out], [..., n_in], [n_in, n_out], [n_out] -> dx, dw, db
-    """Two GEMMs on 2-D operands: x and w enter transposed as views (BLAS reads them so), never copied."""
+    """Two GEMMs on 2-D operands: x and w enter transposed as views (BLAS reads them so), never copied; big ones at once,
+    each on its own thread (blas.both: the same numbers)."""
     dy2 = dy.reshape(-1, dy.shape[-1])
-    dw = x.reshape(-1, x.shape[-1]).T @ dy2  # [n_in, n_out]
-    dx = (dy2 @ w.T).reshape(*dy.shape[:-1], w.shape[0])
-    return dx, dw, reduce_to(dy2.sum(axis=0), b.shape)
+    x2 = x.reshape(-1, x.shape[-1])
+    dw, dx2 = blas.both(lambda: x2.T @ dy2, lambda: dy2 @ w.T, 2 * dy2.shape[0] * w.size)  # [n_in, n_out], [rows, n_in]
+    return dx2.reshape(*dy.shape[:-1], w.shape[0]), dw, reduce_to(dy2.sum(axis=0), b.shape)
 
 
 def relu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...], [...] pre-activation -> [...]
