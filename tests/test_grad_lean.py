@@ -91,13 +91,16 @@ def test_the_plain_output_prints_what_all_prints():
 
 
 @pytest.mark.skipif(blas.workers(2, 1 << 30) < 2, reason="the BLAS is not OpenBLAS with two threads: linear_backward runs its products in turn")
-def test_linear_backward_products_at_once_are_the_products_in_turn(monkeypatch):
-    """dW and dX of a big linear layer on two threads, each with a one-thread BLAS: the same numbers as in turn."""
+def test_linear_backward_products_at_once(monkeypatch):
+    """dW and dX of a big linear layer on two threads, each with a one-thread BLAS: the numbers of a one-thread BLAS
+    in turn, and those of the whole BLAS but for the last bits of a sum it blocks differently."""
     rng = np.random.default_rng(2)
     dy, x, w, b = rng.standard_normal((2, 300, 384)), rng.standard_normal((2, 300, 200)), rng.standard_normal((200, 384)), np.zeros(384)
     at_once = kernels.linear_backward(dy, x, w, b)
     monkeypatch.setattr(blas, "workers", lambda tasks, work, at_least=0: 1)
-    in_turn = kernels.linear_backward(dy, x, w, b)
-    for a, c in zip(at_once, in_turn, strict=True):
-        assert np.array_equal(a, c)
-    assert np.allclose(in_turn[1], x.reshape(-1, 200).T @ dy.reshape(-1, 384))
+    with blas.single_threaded():
+        one_thread = kernels.linear_backward(dy, x, w, b)
+    whole = kernels.linear_backward(dy, x, w, b)
+    for a, c, d in zip(at_once, one_thread, whole, strict=True):
+        assert np.array_equal(a, c) and np.allclose(a, d, rtol=1e-13, atol=1e-13)
+    assert np.allclose(whole[1], x.reshape(-1, 200).T @ dy.reshape(-1, 384)) and np.array_equal(whole[2], dy.sum(axis=(0, 1)))

@@ -113,8 +113,10 @@ def on_threads(fn: Callable[[Any], R], parts: list[Any]) -> list[R]:
 def both(first: Callable[[], R], second: Callable[[], R], work: int) -> tuple[R, R]:
     """first() and second(), two independent products of ``work`` scalar operations in all: at once, each on its own
     thread calling a one-thread BLAS, when the BLAS is OpenBLAS with two threads or more and the work is big; else in
-    turn.  Each product is computed by one thread start to end, as in turn: the same numbers (OpenBLAS splits a
-    product between its threads by rows and columns of the result, never along the sum)."""
+    turn.  Each product is computed by one thread start to end: the numbers of a one-thread BLAS.  (OpenBLAS splits
+    a product between its threads by rows and columns of the result; for some lengths of the sum it also blocks the
+    sum differently, so a last bit can differ from a two-thread product, as it differs between machines with other
+    core counts.  On the shipped specs and the GPT-2-sized block every gradient is the same to the bit.)"""
     if workers(2, work) < 2:
         return first(), second()
     with single_threaded():
