@@ -104,3 +104,30 @@ def test_linear_backward_products_at_once(monkeypatch):
     for a, c, d in zip(at_once, one_thread, whole, strict=True):
         assert np.array_equal(a, c) and np.allclose(a, d, rtol=1e-13, atol=1e-13)
     assert np.allclose(whole[1], x.reshape(-1, 200).T @ dy.reshape(-1, 384)) and np.array_equal(whole[2], dy.sum(axis=(0, 1)))
+
+
+def test_the_table_keeps_one_value_per_stage_and_prints_what_all_prints():
+    """The table and Markdown keep each stage and its gradient at (b, t) with their norms, the arrays let go during the
+    backward pass (GradOptions.point); --all keeps every array: the rows both print agree."""
+    spec = str(SPECS / "stack-2-layers.yaml")
+    plain = run_app("grad", spec, "--format", "markdown", "--batch", "1", "--pos", "2")
+    every = run_app("grad", spec, "--format", "markdown", "--batch", "1", "--pos", "2", "--all")
+    assert plain.returncode == every.returncode == 0
+    rows = [line for line in plain.stdout.splitlines() if line.startswith("| `")]
+    assert len(rows) > 15 and set(rows) < set(every.stdout.splitlines())
+    g = grad(load_spec(spec), GradOptions(internals=False, point=(1, 2)))
+    full = grad(load_spec(spec), GradOptions())
+    assert all(s.data is None and s.point is not None for s in g.grads.values())
+    assert all(s.data is None for s in g.forward.stages.values() if s.name in g.grads)  # let go, the values too
+    for name, stage in g.grads.items():
+        assert np.array_equal(stage.at(1, 2), full.grads[name].at(1, 2)), name
+        assert g.grad_norm(name) == full.grad_norm(name) and g.ratio(name) == full.ratio(name), name
+    for name, dw in g.weight_grads.items():
+        assert np.array_equal(dw, full.weight_grads[name]), name
+
+
+def test_a_violation_is_shown_as_before():
+    """A forward pass that breaks a rule is traced again in full, so the flagged attention weights are in the table."""
+    r = run_app("grad", str(EXAMPLES / "violations" / "fully-masked-row.yaml"))
+    assert r.returncode == 1
+    assert any(line.startswith("│ attn.weights") and "violation" in line for line in r.stdout.splitlines())

@@ -8,22 +8,51 @@ full (every stage, attention internals included).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import kernels
 from ..blocks import ATTN_MEANINGS, Step, internal_prefix
-from ..executor import Stage, Trace, visible_keys
+from ..executor import Point, Stage, Trace, _blocks, _value_copy, visible_keys
 
 ATTN_ORDER = ("heads", "weights", "scores", "q", "k", "v")  # the internals in the order the backward pass reaches them
 
 
+def norm(a: np.ndarray) -> float:
+    """The Euclidean norm, summed in float64 one block of about a million values at a time: no temporary
+    the size of a [B,H,T,S] stage (a float64 block is a dot product with itself, without any)."""
+    if a.flags.c_contiguous:
+        flat = a.reshape(-1)
+        parts: Iterable[np.ndarray] = (flat[i:i + NORM_BLOCK] for i in range(0, flat.size, NORM_BLOCK))
+    else:
+        parts = _blocks(a, NORM_BLOCK)
+    return float(np.sqrt(sum(_squares(p) for p in parts)))
+
+
+def _squares(p: np.ndarray) -> float:
+    return float(np.dot(p, p) if p.dtype == np.float64 and p.ndim == 1 else np.sum(np.square(p, dtype=np.float64)))
+
+
+NORM_BLOCK = 1 << 20
+
+
+class Norms(NamedTuple):
+    grad: float  # |dL/dstage|
+    value: float  # |stage|
+
+
 class Backward:
     def __init__(self, trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
-                 on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None) -> None:
+                 on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None,
+                 point: tuple[int, int] | None = None) -> None:
         self.trace = trace
         self.on_send = on_send  # sees what each step sends to each stage it reads (tracer probe --exact)
+        # the table's (b, t): once the walk is done with a stage, its gradient and value are kept as their values at
+        # (b, t) and their norms, and the arrays go (their memory serves the rest of the walk)
+        self.point = point
+        self.released: dict[str, tuple[Point, Norms]] = {}
         self.step: Step | None = None
         self.spec = trace.spec
         self.params = params
@@ -69,6 +98,23 @@ class Backward:
                 self.grads[step.name] = _zeros(self.value(step.name))
             self.step = step
             BACKWARD[step.op](self, step, self.grads[step.name])
+            if self.point is not None:
+                self.release(step)
+
+    def release(self, step: Step) -> None:
+        """The stage of a step the walk has just done, and its attention internals: no later step reads their values
+        (the readers of a stage come after it in the forward order) nor sends to their gradients."""
+        assert self.point is not None
+        b, t = self.point
+        for name in [step.name] + internal_names(step):
+            fwd = self.trace.stages.get(name)
+            if fwd is None or fwd.data is None:
+                continue
+            g = self.grads.pop(name)
+            self.owned.discard(name)
+            self.released[name] = (Point(tuple(g.shape), b, t, _value_copy(g, fwd.axes, b, t)), Norms(norm(g), norm(fwd.data)))
+            kept = Point(tuple(fwd.data.shape), b, t, _value_copy(fwd.data, fwd.axes, b, t))
+            self.trace.stages[name] = Stage(name, None, fwd.axes, fwd.meaning, fwd.internal, point=kept)
 
 
 def _zeros(like: np.ndarray) -> np.ndarray:  # np.zeros, not zeros_like: calloc'd pages cost nothing until written
@@ -251,6 +297,11 @@ BACKWARD: dict[str, Callable[[Backward, Step, np.ndarray], None]] = {
 }
 
 
+def internal_names(step: Step) -> list[str]:
+    """An attention step's internals in the order the backward pass reaches them; none for another step."""
+    return [f"{internal_prefix(step)}.{k}" for k in ATTN_ORDER] if step.op in ("mha", "cross_mha") else []
+
+
 def stage_order(trace: Trace) -> list[str]:
     """The recorded stages in backward order: the steps reversed, each attention step followed by its internals."""
     out = []
@@ -258,27 +309,32 @@ def stage_order(trace: Trace) -> list[str]:
         if step.name not in trace.stages:
             continue
         out.append(step.name)
-        if step.op in ("mha", "cross_mha"):
-            out += [f"{internal_prefix(step)}.{k}" for k in ATTN_ORDER if f"{internal_prefix(step)}.{k}" in trace.stages]
+        out += [name for name in internal_names(step) if name in trace.stages]
     return out
 
 
 def gradients(trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray], seed: dict[str, np.ndarray],
-              on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None) -> tuple[dict[str, Stage], dict[str, np.ndarray]]:
+              on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None, point: tuple[int, int] | None = None
+              ) -> tuple[dict[str, Stage], dict[str, np.ndarray], dict[str, Norms]]:
     """Every recorded stage's gradient (as Stages: same name, axes and meaning as the forward's), in backward
-    order, and every weight's gradient, in the spec's weight order (zeros for a weight the loss does not reach)."""
-    bw = Backward(trace, params, inputs, on_send)
+    order, and every weight's gradient, in the spec's weight order (zeros for a weight the loss does not reach).
+    With ``point`` (b, t), each stage and its gradient are kept as their values at (b, t) only (Stage.point), the
+    norms of both given in the third dict, and the arrays let go during the walk; else the third dict is empty."""
+    bw = Backward(trace, params, inputs, on_send, point)
     with np.errstate(all="ignore"):
         bw.run(seed)
     stages = {}
     for name in stage_order(trace):
         fwd = trace.stages[name]
+        if name in bw.released:
+            stages[name] = Stage(name, None, fwd.axes, fwd.meaning, fwd.internal, point=bw.released[name][0])
+            continue
         g = bw.grads.get(name)
         if g is None:
             g = _zeros(fwd.array)
         stages[name] = Stage(name, g, fwd.axes, fwd.meaning, fwd.internal)
     weights = {name: bw.weight_grads[name] if name in bw.weight_grads else _zeros(w) for name, w in params.items()}
-    return stages, weights
+    return stages, weights, {name: norms for name, (_, norms) in bw.released.items()}
 
 
 assert set(ATTN_ORDER) == set(ATTN_MEANINGS)
