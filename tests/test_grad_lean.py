@@ -8,6 +8,7 @@ import pytest
 from conftest import EXAMPLES, SPECS, run_app
 
 from tracer import blas, kernels
+from tracer.grad.backward import Backward
 from tracer.grad.run import GradOptions, grad
 from tracer.spec import load_spec, load_spec_text
 
@@ -131,3 +132,32 @@ def test_a_violation_is_shown_as_before():
     r = run_app("grad", str(EXAMPLES / "violations" / "fully-masked-row.yaml"))
     assert r.returncode == 1
     assert any(line.startswith("│ attn.weights") and "violation" in line for line in r.stdout.splitlines())
+
+
+def test_relu_gradient_written_over_the_hidden_stage_only_when_nothing_else_holds_it():
+    """With GradOptions.point, ReLU's gradient is written over the hidden stage's value (its own step is the last to read
+    it), not when the walk still holds that memory (here the loss's seed: the block output is the hidden stage itself)."""
+    head = "dims: {B: 2, T: 4, C: 8, H: 2, F: 12}\nseed: 9\ninput: {x: random}\n"
+    alias = """block:
+  steps:
+    - {name: norm1, op: layer_norm, in: x, weights: norm1}
+    - {name: hidden, op: ffn_hidden, in: norm1, weights: ffn}
+    - {name: same, op: identity, in: hidden}
+"""
+    for text, spared in ((head + "block: {norm_order: pre, mask: causal, positions: none}\n", True), (head + alias, False)):
+        spec = load_spec_text(text)
+        full = grad(spec, GradOptions())
+        seen: list[bool] = []
+
+        def spy(self: Backward, name: str, seen: list[bool] = seen, spare=Backward.spare) -> bool:
+            seen.append(spare(self, name))
+            return seen[-1]
+
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(Backward, "spare", spy)
+            lean = grad(spec, GradOptions(internals=False, point=(1, 3)))
+        assert seen == [spared]
+        for name, stage in lean.grads.items():
+            assert np.array_equal(stage.at(1, 3), full.grads[name].at(1, 3)) and lean.grad_norm(name) == full.grad_norm(name), name
+            assert lean.ratio(name) == full.ratio(name), name
+        assert all(np.array_equal(dw, full.weight_grads[n]) for n, dw in lean.weight_grads.items())

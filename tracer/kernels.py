@@ -430,8 +430,9 @@ def linear_backward(dy: np.ndarray, x: np.ndarray, w: np.ndarray, b: np.ndarray
     return dx2.reshape(*dy.shape[:-1], w.shape[0]), dw, reduce_to(dy2.sum(axis=0), b.shape)
 
 
-def relu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...], [...] pre-activation -> [...]
-    return dy * (z > 0)
+def relu_backward(dy: np.ndarray, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:  # [...], [...] pre-activation -> [...]
+    """``out``: an array to write the result into (it may be z itself: the mask is taken first)."""
+    return np.multiply(dy, z > 0, out=out)
 
 
 def gelu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...], d/dz z Phi(z) = Phi(z) + z phi(z)
@@ -660,13 +661,15 @@ def batch_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, beta: 
 
 
 def ffn_hidden_backward(dh: np.ndarray, x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu",
-                        w3: np.ndarray | None = None, b3: np.ndarray | None = None, h: np.ndarray | None = None
-                        ) -> tuple[np.ndarray, dict[str, np.ndarray]]:  # [B,T,F], [B,T,C], [C,F], [F] -> dx [B,T,C], {w1, b1, (w3, b3)}
+                        w3: np.ndarray | None = None, b3: np.ndarray | None = None, h: np.ndarray | None = None,
+                        spare_h: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray]]:  # [B,T,F], [B,T,C], [C,F], [F] -> dx [B,T,C], {w1, b1, (w3, b3)}
     """``h``: the forward's output, when at hand.  ReLU's gradient reads it (h > 0 exactly where z > 0, NaN
-    included), so the pre-activation z is not computed again; the other activations recompute z."""
+    included), so the pre-activation z is not computed again; the other activations recompute z.
+    ``spare_h``: no one needs h afterwards: ReLU's gradient is written over it instead of into a fresh [B,T,F] array."""
     dw: dict[str, np.ndarray] = {}
     if activation == "relu" and h is not None:
-        dx, dw["w1"], dw["b1"] = linear_backward(ACTIVATION_BACKWARDS["relu"](dh, h), x, w1, b1)
+        dz = relu_backward(dh, h, out=h) if spare_h else ACTIVATION_BACKWARDS["relu"](dh, h)
+        dx, dw["w1"], dw["b1"] = linear_backward(dz, x, w1, b1)
         return dx, dw
     z = x @ w1 + b1  # the pre-activation, recomputed (it is not a recorded stage)
     if activation == "swiglu":

@@ -52,7 +52,7 @@ class Backward:
         # the table's (b, t): once the walk is done with a stage, its gradient and value are kept as their values at
         # (b, t) and their norms, and the arrays go (their memory serves the rest of the walk)
         self.point = point
-        self.released: dict[str, tuple[Point, Norms]] = {}
+        self.released: dict[str, tuple[Point, Norms, Point]] = {}  # stage -> its gradient, the norms, its value
         self.step: Step | None = None
         self.spec = trace.spec
         self.params = params
@@ -97,24 +97,42 @@ class Backward:
             if step.name not in self.grads:  # the loss does not read this stage: its gradient is zero
                 self.grads[step.name] = _zeros(self.value(step.name))
             self.step = step
+            if self.point is not None:  # before the step, which may write over its own value (spare)
+                self.keep_point(step.name)
             BACKWARD[step.op](self, step, self.grads[step.name])
             if self.point is not None:
                 self.release(step)
 
+    def keep_point(self, name: str) -> None:
+        """The stage's gradient (complete once its step is reached) and value, as their values at (b, t) and their norms."""
+        assert self.point is not None
+        b, t = self.point
+        fwd, g = self.trace.stages[name], self.grads[name]
+        if fwd.data is not None and name not in self.released:
+            self.released[name] = (Point(tuple(g.shape), b, t, _value_copy(g, fwd.axes, b, t)), Norms(norm(g), norm(fwd.data)),
+                                   Point(tuple(fwd.data.shape), b, t, _value_copy(fwd.data, fwd.axes, b, t)))
+
+    def spare(self, name: str) -> bool:
+        """Whether the step of stage ``name`` may write over the stage's value: it is kept as one value (keep_point
+        has taken it) and no other array the walk still holds (a stage, a gradient, a weight, an input) shares its memory."""
+        a = self.trace.stages[name].data
+        if self.point is None or a is None or name not in self.released or not a.flags.writeable:
+            return False
+        held = [s.data for n, s in self.trace.stages.items() if n != name and s.data is not None]
+        held += [*self.grads.values(), *self.params.values(), *self.inputs.values()]
+        return not any(np.may_share_memory(a, other) for other in held)
+
     def release(self, step: Step) -> None:
         """The stage of a step the walk has just done, and its attention internals: no later step reads their values
         (the readers of a stage come after it in the forward order) nor sends to their gradients."""
-        assert self.point is not None
-        b, t = self.point
         for name in [step.name] + internal_names(step):
             fwd = self.trace.stages.get(name)
             if fwd is None or fwd.data is None:
                 continue
-            g = self.grads.pop(name)
+            self.keep_point(name)  # the internals: their gradients are made by the step itself
+            del self.grads[name]
             self.owned.discard(name)
-            self.released[name] = (Point(tuple(g.shape), b, t, _value_copy(g, fwd.axes, b, t)), Norms(norm(g), norm(fwd.data)))
-            kept = Point(tuple(fwd.data.shape), b, t, _value_copy(fwd.data, fwd.axes, b, t))
-            self.trace.stages[name] = Stage(name, None, fwd.axes, fwd.meaning, fwd.internal, point=kept)
+            self.trace.stages[name] = Stage(name, None, fwd.axes, fwd.meaning, fwd.internal, point=self.released[name][2])
 
 
 def _zeros(like: np.ndarray) -> np.ndarray:  # np.zeros, not zeros_like: calloc'd pages cost nothing until written
@@ -243,9 +261,10 @@ def _ffn_weights(bw: Backward, step: Step) -> dict[str, np.ndarray]:
     return {k: bw.params[f"{step.weights}.{k}"] for k in names}
 
 
-def _hidden_backward(bw: Backward, step: Step, dh: np.ndarray, x_name: str, h: np.ndarray) -> None:
+def _hidden_backward(bw: Backward, step: Step, dh: np.ndarray, x_name: str, h: np.ndarray, spare_h: bool = False) -> None:
     p = _ffn_weights(bw, step)
-    dx, dw = kernels.ffn_hidden_backward(dh, bw.value(x_name), p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), h)
+    dx, dw = kernels.ffn_hidden_backward(dh, bw.value(x_name), p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), h,
+                                         spare_h)
     bw.send(x_name, dx)
     for k, v in dw.items():
         bw.send_weight(f"{step.weights}.{k}", v)
@@ -266,7 +285,7 @@ def _ffn(bw: Backward, step: Step, g: np.ndarray) -> None:  # both halves in one
 
 
 def _ffn_hidden(bw: Backward, step: Step, g: np.ndarray) -> None:
-    _hidden_backward(bw, step, g, step.inputs[0], bw.value(step.name))
+    _hidden_backward(bw, step, g, step.inputs[0], bw.value(step.name), bw.spare(step.name))
 
 
 def _ffn_out(bw: Backward, step: Step, g: np.ndarray) -> None:
@@ -334,7 +353,7 @@ def gradients(trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.
             g = _zeros(fwd.array)
         stages[name] = Stage(name, g, fwd.axes, fwd.meaning, fwd.internal)
     weights = {name: bw.weight_grads[name] if name in bw.weight_grads else _zeros(w) for name, w in params.items()}
-    return stages, weights, {name: norms for name, (_, norms) in bw.released.items()}
+    return stages, weights, {name: norms for name, (_, norms, _) in bw.released.items()}
 
 
 assert set(ATTN_ORDER) == set(ATTN_MEANINGS)
