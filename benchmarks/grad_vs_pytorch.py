@@ -23,8 +23,13 @@ The aim: tracer at most 1.0x PyTorch's forward plus backward.
 
 from __future__ import annotations
 
-import argparse
 import os
+
+# As the tracer command does (tracer/__main__.py), before NumPy loads OpenBLAS: its idle threads sleep at once instead
+# of spinning for about 0.1 s after each product on the cores that tracer's own threads (attention, blas.both) need.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import argparse
 import statistics
 import sys
 import time
@@ -151,7 +156,7 @@ def main() -> int:
         with np.errstate(all="ignore"):
             trace = ex.run()
             t1 = time.perf_counter()
-            g = backward(trace, "sum-squares", ex.params, ex.inputs)
+            g = backward(trace, "sum-squares", ex.params, ex.inputs, (0, 0))  # the table's b, t: arrays let go as tracer grad does
         t2 = time.perf_counter()
         assert trace.ok and g.loss is not None
         last["g"] = g
