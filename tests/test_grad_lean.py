@@ -161,3 +161,28 @@ def test_relu_gradient_written_over_the_hidden_stage_only_when_nothing_else_hold
             assert np.array_equal(stage.at(1, 3), full.grads[name].at(1, 3)) and lean.grad_norm(name) == full.grad_norm(name), name
             assert lean.ratio(name) == full.ratio(name), name
         assert all(np.array_equal(dw, full.weight_grads[n]) for n, dw in lean.weight_grads.items())
+
+
+@pytest.mark.parametrize("norm", ["layer", "rms"])
+@pytest.mark.parametrize("threads", [2, 3])
+def test_a_big_norm_shares_its_rows_between_threads(monkeypatch, norm, threads):
+    """LayerNorm and RMSNorm over the last axis of a big array: rows computed on 2 or 3 threads, the same bits as in
+    one piece (a constant row, huge and tiny values included)."""
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal((2, 333, 400)) * np.array([1.0, 1e200])[:, None, None]
+    x[0, 7] = 3.0
+    x[1, 9, :5] = 1e-300
+    g, b = rng.standard_normal(400), rng.standard_normal(400)
+
+    def run() -> np.ndarray:
+        return kernels.layer_norm(x, g, b, 1e-5) if norm == "layer" else kernels.rms_norm(x, g, 1e-5)
+
+    monkeypatch.setattr(kernels, "ROWS_ON_THREADS", 1000)
+    calls: list[int] = []
+    on_threads = blas.on_threads
+    monkeypatch.setattr(blas, "on_threads", lambda fn, parts: calls.append(len(parts)) or on_threads(fn, parts))
+    monkeypatch.setattr(blas, "workers", lambda tasks, work, at_least=0: threads)
+    shared = run()
+    monkeypatch.setattr(blas, "workers", lambda tasks, work, at_least=0: 1)
+    alone = run()
+    assert calls == [threads] and np.array_equal(shared, alone) and np.all(np.isfinite(alone))

@@ -51,7 +51,26 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, a
     enforce(strict, check_norm_axis, x, axis, labels)
     enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
     enforce(strict, check_vector, "beta", beta, x.shape[-1], "C")
+    if axis in (-1, x.ndim - 1):
+        return _by_rows(lambda rows, out: _affine(standardise(rows, -1, eps, out=out), gamma, beta), x, gamma, beta)
     return _affine(standardise(x, axis, eps), gamma, beta)
+
+
+def _by_rows(norm: Callable[[np.ndarray, np.ndarray | None], np.ndarray], x: np.ndarray, *vectors: np.ndarray) -> np.ndarray:
+    """A norm over the last axis, ``norm(rows, out)``, of a big x: the rows shared out between threads, each
+    writing its part of one result (every row is computed alone: the same numbers as in one piece).  Else in one piece."""
+    fits = x.flags.c_contiguous and x.ndim >= 2 and all(v.shape == x.shape[-1:] and v.dtype == x.dtype for v in vectors)
+    n = blas.workers(2, x.size, at_least=ROWS_ON_THREADS) if fits else 1
+    if n < 2:
+        return norm(x, None)
+    rows = x.reshape(-1, x.shape[-1])
+    out = np.empty_like(rows)
+    cut = [len(rows) * i // n for i in range(n + 1)]
+    blas.on_threads(lambda part: norm(rows[part], out[part]), [slice(a, b) for a, b in zip(cut, cut[1:])])
+    return out.reshape(x.shape)
+
+
+ROWS_ON_THREADS = 1 << 18  # values from which a norm over the last axis shares its rows between threads
 
 
 def _affine(y: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None) -> np.ndarray:  # gamma * y + beta
@@ -65,21 +84,22 @@ def _affine(y: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None) ->
     return y
 
 
-def standardise(x: np.ndarray, axes: int | tuple[int, ...], eps: float, center: bool = True) -> np.ndarray:  # (x - mean) / sqrt(var + eps) over axes
-    """The normalisation every norm shares, computed so that no finite input overflows; a new array.
+def standardise(x: np.ndarray, axes: int | tuple[int, ...], eps: float, center: bool = True,
+                out: np.ndarray | None = None) -> np.ndarray:  # (x - mean) / sqrt(var + eps) over axes, into out if given
+    """The normalisation every norm shares, computed so that no finite input overflows; a new array (or out).
 
     Each slice is first divided by 2^k, the power of two at or above its largest magnitude (k >= 0):
     (x - mu) / sqrt(var + eps) = (y - mu_y) / sqrt(var_y + eps / 4^k) with y = x / 2^k.  Dividing by a
     power of two is exact, so wherever the plain formula does not overflow the result is the same to the
     last bit; where it would (|x| above ~1e154 in float64, ~1e19 in float32) it stays right instead of 0.
     The mean is refined once (mu += mean(y - mu)), so a constant slice centres to exactly 0.
-    Two arrays the size of x are made (the result and one scratch), each written in place.
+    Two arrays the size of x are made (the result, or ``out`` when given, and one scratch), each written in place.
     """
     with np.errstate(invalid="ignore"):  # NaN slices: their k is 0 below and NaN spreads as it should
         top = np.maximum(x.max(axis=axes, keepdims=True), -x.min(axis=axes, keepdims=True))  # max |x| without |x|
     _, k = np.frexp(top)  # top = f 2^k, f in [0.5, 1); NaN, inf, 0 give k = 0
     k = np.maximum(k, 0)  # only scale down: small values cannot overflow
-    y = np.ldexp(x, -k)
+    y = np.ldexp(x, -k, out=out)
     scratch = np.empty_like(y)
     if center:
         mu = y.mean(axis=axes, keepdims=True)
@@ -346,7 +366,8 @@ def check_batch_norm(x: np.ndarray) -> None:  # a text block never normalises ov
 
 def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C], [C] -> [B,T,C], over C
     enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
-    return _affine(standardise(x, -1, eps, center=False), gamma)  # no mean subtracted: RMSNorm only rescales
+    # no mean subtracted: RMSNorm only rescales
+    return _by_rows(lambda rows, out: _affine(standardise(rows, -1, eps, center=False, out=out), gamma), x, gamma)
 
 
 def batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C] -> [B,T,C], stats over B and T
