@@ -186,3 +186,16 @@ def test_a_big_norm_shares_its_rows_between_threads(monkeypatch, norm, threads):
     monkeypatch.setattr(blas, "workers", lambda tasks, work, at_least=0: 1)
     alone = run()
     assert calls == [threads] and np.array_equal(shared, alone) and np.all(np.isfinite(alone))
+
+
+def test_threads_keep_the_callers_numpy_errstate():
+    """Kernels on threads (attention, big norms, dW and dX at once) silence NaN and Inf warnings as their caller does."""
+    import warnings
+
+    inf = [np.array([np.inf, 1.0]), np.array([np.inf])]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with np.errstate(all="ignore"):
+            assert [bool(np.isnan(r).any()) for r in blas.on_threads(lambda a: a - a, inf)] == [True, True]
+        with pytest.raises(RuntimeWarning):
+            blas.on_threads(lambda a: a - a, inf)
