@@ -4,8 +4,9 @@
     python benchmarks/grad_vs_pytorch.py [--spec specs/gpt2-block.yaml] [--repeat 3] [--T 256] [--skip-cold]
 
 Both sides: the same dims, float64, causal mask, pre-norm, no dropout, CPU, the same number of threads,
-and the same loss, 0.5 * sum of Y^2.  tracer: forward with every stage recorded, the loss, and the
-backward pass with every stage's and weight's gradient kept.  PyTorch: nn.TransformerEncoderLayer's
+and the same loss, 0.5 * sum of Y^2.  tracer: what ``tracer grad SPEC`` does for its table: forward with every
+stage recorded but the [B,H,T,T] attention scores and weights (the table shows neither), the loss, and the
+backward pass with every stage's and weight's gradient kept (each head's attention weights made again).  PyTorch: nn.TransformerEncoderLayer's
 forward (training-mode path), the loss and loss.backward() (weight gradients only).
 
 Cold (what a user waits for): each repeat starts fresh processes, in turn,
@@ -22,8 +23,13 @@ The aim: tracer at most 1.0x PyTorch's forward plus backward.
 
 from __future__ import annotations
 
-import argparse
 import os
+
+# As the tracer command does (tracer/__main__.py), before NumPy loads OpenBLAS: its idle threads sleep at once instead
+# of spinning for about 0.1 s after each product on the cores that tracer's own threads (attention, blas.both) need.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
+import argparse
 import statistics
 import sys
 import time
@@ -111,7 +117,7 @@ def main() -> int:
     import numpy as np
 
     from tracer import executor
-    from tracer.grad.run import backward
+    from tracer.grad.run import backward, lean_policy
     from tracer.params import load_params
     from tracer.spec import load_spec
 
@@ -146,11 +152,11 @@ def main() -> int:
     def run_tracer() -> float:
         last.clear()  # the previous run's trace and gradients go first, as zero_grad(set_to_none=True) frees torch's
         t0 = time.perf_counter()
-        ex = executor.Executor(spec)  # draws the weights and the input from the seed, as tracer grad does
+        ex = executor.Executor(spec, policy=lean_policy(spec))  # draws the weights and the input from the seed, as tracer grad does
         with np.errstate(all="ignore"):
             trace = ex.run()
             t1 = time.perf_counter()
-            g = backward(trace, "sum-squares", ex.params, ex.inputs)
+            g = backward(trace, "sum-squares", ex.params, ex.inputs, (0, 0))  # the table's b, t: arrays let go as tracer grad does
         t2 = time.perf_counter()
         assert trace.ok and g.loss is not None
         last["g"] = g
@@ -176,7 +182,7 @@ def main() -> int:
     print(f"WARM, one process{f', T = {d.T}' if args.T is not None else ''}, {args.repeat} interleaved repeats")
     print(f"  first call: tracer grad {cold_tracer * 1000:.0f} ms, PyTorch forward + backward {cold_torch * 1000:.0f} ms")
     print(f"  PyTorch forward + loss.backward(): median {tm * 1000:.0f} ms")
-    print(f"  tracer forward + backward, every stage and its gradient kept: median {tr * 1000:.0f} ms "
+    print(f"  tracer forward + backward, as tracer grad's table: median {tr * 1000:.0f} ms "
           f"(forward with the weights drawn {fw * 1000:.0f} ms, loss and backward {bw * 1000:.0f} ms)")
     print(f"  warm ratio tracer / PyTorch: {tr / tm:.2f} (median), {cold_tracer / cold_torch:.2f} (first call); target <= 1.00")
     print(f"  largest |tracer - PyTorch| over the weight gradients: {worst:.3g}")

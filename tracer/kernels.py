@@ -51,7 +51,26 @@ def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, a
     enforce(strict, check_norm_axis, x, axis, labels)
     enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
     enforce(strict, check_vector, "beta", beta, x.shape[-1], "C")
+    if axis in (-1, x.ndim - 1):
+        return _by_rows(lambda rows, out: _affine(standardise(rows, -1, eps, out=out), gamma, beta), x, gamma, beta)
     return _affine(standardise(x, axis, eps), gamma, beta)
+
+
+def _by_rows(norm: Callable[[np.ndarray, np.ndarray | None], np.ndarray], x: np.ndarray, *vectors: np.ndarray) -> np.ndarray:
+    """A norm over the last axis, ``norm(rows, out)``, of a big x: the rows shared out between threads, each
+    writing its part of one result (every row is computed alone: the same numbers as in one piece).  Else in one piece."""
+    fits = x.flags.c_contiguous and x.ndim >= 2 and all(v.shape == x.shape[-1:] and v.dtype == x.dtype for v in vectors)
+    n = blas.workers(2, x.size, at_least=ROWS_ON_THREADS) if fits else 1
+    if n < 2:
+        return norm(x, None)
+    rows = x.reshape(-1, x.shape[-1])
+    out = np.empty_like(rows)
+    cut = [len(rows) * i // n for i in range(n + 1)]
+    blas.on_threads(lambda part: norm(rows[part], out[part]), [slice(a, b) for a, b in zip(cut, cut[1:])])
+    return out.reshape(x.shape)
+
+
+ROWS_ON_THREADS = 1 << 18  # values from which a norm over the last axis shares its rows between threads
 
 
 def _affine(y: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None) -> np.ndarray:  # gamma * y + beta
@@ -65,21 +84,22 @@ def _affine(y: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None) ->
     return y
 
 
-def standardise(x: np.ndarray, axes: int | tuple[int, ...], eps: float, center: bool = True) -> np.ndarray:  # (x - mean) / sqrt(var + eps) over axes
-    """The normalisation every norm shares, computed so that no finite input overflows; a new array.
+def standardise(x: np.ndarray, axes: int | tuple[int, ...], eps: float, center: bool = True,
+                out: np.ndarray | None = None) -> np.ndarray:  # (x - mean) / sqrt(var + eps) over axes, into out if given
+    """The normalisation every norm shares, computed so that no finite input overflows; a new array (or out).
 
     Each slice is first divided by 2^k, the power of two at or above its largest magnitude (k >= 0):
     (x - mu) / sqrt(var + eps) = (y - mu_y) / sqrt(var_y + eps / 4^k) with y = x / 2^k.  Dividing by a
     power of two is exact, so wherever the plain formula does not overflow the result is the same to the
     last bit; where it would (|x| above ~1e154 in float64, ~1e19 in float32) it stays right instead of 0.
     The mean is refined once (mu += mean(y - mu)), so a constant slice centres to exactly 0.
-    Two arrays the size of x are made (the result and one scratch), each written in place.
+    Two arrays the size of x are made (the result, or ``out`` when given, and one scratch), each written in place.
     """
     with np.errstate(invalid="ignore"):  # NaN slices: their k is 0 below and NaN spreads as it should
         top = np.maximum(x.max(axis=axes, keepdims=True), -x.min(axis=axes, keepdims=True))  # max |x| without |x|
     _, k = np.frexp(top)  # top = f 2^k, f in [0.5, 1); NaN, inf, 0 give k = 0
     k = np.maximum(k, 0)  # only scale down: small values cannot overflow
-    y = np.ldexp(x, -k)
+    y = np.ldexp(x, -k, out=out)
     scratch = np.empty_like(y)
     if center:
         mu = y.mean(axis=axes, keepdims=True)
@@ -241,21 +261,15 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
                 n = min(r1, S) if causal else S  # keys this block of rows may read
                 s = scores[b, h, r0:r1] if scores is not None else scratch[: r1 - r0]  # type: ignore[index]
                 read = s[:, :n]
-                np.matmul(qh[r0:r1], kt[:, :n], out=read)
-                read *= scale
+                _scaled_scores(qh[r0:r1], kt[:, :n], scale, read)
                 if scores is not None and weights is not None:
                     if n < S:  # the scores after the mask: recorded, never read
-                        np.matmul(qh[r0:r1], kt[:, n:], out=s[:, n:])
-                        s[:, n:] *= scale
+                        _scaled_scores(qh[r0:r1], kt[:, n:], scale, s[:, n:])
                     w = weights[b, h, r0:r1, :n]
                     np.copyto(w, read)
                 else:  # every score is finite: q and k are, and no product can overflow (_products_fit)
                     w = read
-                if causal and r0 < n:  # only the diagonal square of the block has keys after its rows
-                    np.copyto(w[:, r0:n], -np.inf, where=_after(r1 - r0, n - r0))
-                elif blocked is not None:
-                    np.copyto(w, -np.inf, where=blocked[r0:r1])
-                softmax_inplace(w)
+                _masked_softmax(w, r0, r1, n, causal, blocked)
                 np.matmul(w, vh[:n], out=mixed[b, r0:r1, h])
 
     pairs = [(b, h) for b in range(B) for h in range(H)]
@@ -268,6 +282,20 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
     if not keep and not all_finite(mixed):  # a row that may read no key at all: 0/0
         return attend(q, k, v, visible, causal, keep=True)
     return scores, weights, mixed.reshape(B, T, H * d)
+
+
+def _scaled_scores(q_rows: np.ndarray, kt: np.ndarray, scale: float, out: np.ndarray) -> None:  # [r,d], [d,n] -> out [r,n] = q k^T * scale
+    np.matmul(q_rows, kt, out=out)
+    out *= scale
+
+
+def _masked_softmax(w: np.ndarray, r0: int, r1: int, n: int, causal: bool, blocked: np.ndarray | None) -> None:  # [r,n] scores of rows r0:r1 -> weights, in place
+    """The block's scores masked (-inf after each row under causal, where ``blocked`` [T,S] is True otherwise) and softmaxed."""
+    if causal and r0 < n:  # only the diagonal square of the block has keys after its rows
+        np.copyto(w[:, r0:n], -np.inf, where=_after(r1 - r0, n - r0))
+    elif blocked is not None:
+        np.copyto(w, -np.inf, where=blocked[r0:r1])
+    softmax_inplace(w)
 
 
 def _after(rows: int, cols: int) -> np.ndarray:  # [rows, cols] bool: True where key j comes after query i
@@ -338,7 +366,8 @@ def check_batch_norm(x: np.ndarray) -> None:  # a text block never normalises ov
 
 def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C], [C] -> [B,T,C], over C
     enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
-    return _affine(standardise(x, -1, eps, center=False), gamma)  # no mean subtracted: RMSNorm only rescales
+    # no mean subtracted: RMSNorm only rescales
+    return _by_rows(lambda rows, out: _affine(standardise(rows, -1, eps, center=False, out=out), gamma), x, gamma)
 
 
 def batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C] -> [B,T,C], stats over B and T
@@ -414,15 +443,17 @@ def layer_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, beta: 
 
 def linear_backward(dy: np.ndarray, x: np.ndarray, w: np.ndarray, b: np.ndarray
                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [..., n_out], [..., n_in], [n_in, n_out], [n_out] -> dx, dw, db
-    """Two GEMMs on 2-D operands: x and w enter transposed as views (BLAS reads them so), never copied."""
+    """Two GEMMs on 2-D operands: x and w enter transposed as views (BLAS reads them so), never copied; big ones at once,
+    each on its own thread (blas.both: the same numbers)."""
     dy2 = dy.reshape(-1, dy.shape[-1])
-    dw = x.reshape(-1, x.shape[-1]).T @ dy2  # [n_in, n_out]
-    dx = (dy2 @ w.T).reshape(*dy.shape[:-1], w.shape[0])
-    return dx, dw, reduce_to(dy2.sum(axis=0), b.shape)
+    x2 = x.reshape(-1, x.shape[-1])
+    dw, dx2 = blas.both(lambda: x2.T @ dy2, lambda: dy2 @ w.T, 2 * dy2.shape[0] * w.size)  # [n_in, n_out], [rows, n_in]
+    return dx2.reshape(*dy.shape[:-1], w.shape[0]), dw, reduce_to(dy2.sum(axis=0), b.shape)
 
 
-def relu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...], [...] pre-activation -> [...]
-    return dy * (z > 0)
+def relu_backward(dy: np.ndarray, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:  # [...], [...] pre-activation -> [...]
+    """``out``: an array to write the result into (it may be z itself: the mask is taken first)."""
+    return np.multiply(dy, z > 0, out=out)
 
 
 def gelu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...], d/dz z Phi(z) = Phi(z) + z phi(z)
@@ -483,19 +514,24 @@ def qk_scores_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray, causal: boo
     step = ROW_BLOCK if causal else max(T, S)
     for b in range(B):
         for h in range(H):
-            dsh, qh, kh, dkh = ds[b, h], q[b, h], k[b, h // group], dk[b, h // group]
-            for r0 in range(0, T, step):
-                r1 = min(r0 + step, T)
-                n = r1 if causal else S  # keys this block of rows reads
-                np.matmul(dsh[r0:r1, :n], kh[:n], out=dq[b, h, r0:r1])
-            for c0 in range(0, S, step):
-                c1 = min(c0 + step, S)
-                first = c0 if causal else 0  # queries that read this block of keys
-                dkh[c0:c1] += dsh[first:, c0:c1].T @ qh[first:]
+            _qk_head_backward(ds[b, h], q[b, h], k[b, h // group], dq[b, h], dk[b, h // group], causal, step)
     scale = 1.0 / math.sqrt(d)
     dq *= scale
     dk *= scale
     return dq, dk
+
+
+def _qk_head_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray, dq: np.ndarray, dk: np.ndarray, causal: bool,
+                      step: int) -> None:  # [T,S], [T,d], [S,d] -> dq [T,d] written, dk [S,d] added to; unscaled
+    T, S = ds.shape
+    for r0 in range(0, T, step):
+        r1 = min(r0 + step, T)
+        n = r1 if causal else S  # keys this block of rows reads
+        np.matmul(ds[r0:r1, :n], k[:n], out=dq[r0:r1])
+    for c0 in range(0, S, step):
+        c1 = min(c0 + step, S)
+        first = c0 if causal else 0  # queries that read this block of keys
+        dk[c0:c1] += ds[first:, c0:c1].T @ q[first:]
 
 
 def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, mixed: np.ndarray, causal: bool = False,
@@ -523,39 +559,103 @@ def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, mixe
     step = ROW_BLOCK if blocked else max(T, S)
     for b in range(B):
         for h in range(H):
-            dm, w, dw, vh = dmixed[b, h], weights[b, h], dweights[b, h], v[b, h // group]
-            np.matmul(dm, vh.T, out=dw)
-            if dscores is not None:
-                rowsum = np.einsum("td,td->t", dm, mixed[b, h])[:, None]  # D of each query row
-                for r0 in range(0, T, step):
-                    r1 = min(r0 + step, T)
-                    n = r1 if blocked else S  # keys this block of rows may read
-                    dsb = np.subtract(dw[r0:r1, :n], rowsum[r0:r1], out=dscores[b, h, r0:r1, :n])
-                    dsb *= w[r0:r1, :n]
-            dvh = dv[b, h // group]
-            for c0 in range(0, S, step):
-                c1 = min(c0 + step, S)
-                first = c0 if blocked else 0  # queries that may read this block of keys
-                dvh[c0:c1] += w[first:, c0:c1].T @ dm[first:]
+            _softmax_head_backward(dmixed[b, h], weights[b, h], v[b, h // group], mixed[b, h], dweights[b, h],
+                                   None if dscores is None else dscores[b, h], dv[b, h // group], blocked, step)
     if dscores is None:  # a softmax over queries (the violation, with --keep-going): over the whole array
         dscores = softmax_backward(dweights, weights, axis=-2)
     return dscores, dv, dweights
 
 
+def _softmax_head_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, mixed: np.ndarray, dw: np.ndarray,
+                           ds: np.ndarray | None, dv: np.ndarray, blocked: bool, step: int) -> None:
+    """One head: [T,d] dmixed, [T,S] weights, [S,d] v, [T,d] mixed -> dw [T,S] = dm v^T written in full, ds [T,S] written
+    in the blocks of rows up to the diagonal when ``blocked`` (else in full; None: not at all), dv [S,d] added to.
+    ``ds`` may be ``dw`` itself: each block of dw is read once, just before it is overwritten."""
+    T, S = w.shape
+    np.matmul(dm, v.T, out=dw)
+    if ds is not None:
+        rowsum = np.einsum("td,td->t", dm, mixed)[:, None]  # D of each query row
+        for r0 in range(0, T, step):
+            r1 = min(r0 + step, T)
+            n = r1 if blocked else S  # keys this block of rows may read
+            dsb = np.subtract(dw[r0:r1, :n], rowsum[r0:r1], out=ds[r0:r1, :n])
+            dsb *= w[r0:r1, :n]
+    for c0 in range(0, S, step):
+        c1 = min(c0 + step, S)
+        first = c0 if blocked else 0  # queries that may read this block of keys
+        dv[c0:c1] += w[first:, c0:c1].T @ dm[first:]
+
+
+def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, mixed: np.ndarray,
+                       visible: np.ndarray | None, causal: bool
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,H,T,d] dmixed, q, [B,H_kv,S,d] k, v, [B,H,T,d] mixed -> dq, dk, dv
+    """attend_backward and qk_scores_backward in one, without the [B,H,T,S] weights: each head's weights are made
+    again from q and k by the very calls ``attend`` made them with (so to the last bit), into a [T,S] buffer
+    reused head after head, and the head's dweights and dscores share a second one.  The numbers are those of
+    the two kernels to the last bit (a test checks it); only the [B,H,T,S] arrays are never made: for a
+    caller that shows neither the weights nor their gradient.  ``visible`` is attend's mask other than causal.
+
+    Whole key heads (with the H / H_kv query heads that read each) run on Python threads, each calling a
+    one-thread BLAS, as ``attend`` does: each head is computed by one thread, start to end, in the same order.
+    """
+    B, H, T, d = q.shape
+    H_kv, S = k.shape[1], k.shape[2]
+    group = H // H_kv
+    wtype = np.result_type(q, k)
+    dtype = np.result_type(dmixed, wtype, v)
+    dq = _heads_last(B, T, H, d, np.result_type(dtype, q, k))
+    dk = _heads_last(B, S, H_kv, d, np.result_type(dtype, q, k), zero=True)
+    dv = _heads_last(B, S, H_kv, d, dtype, zero=True)
+    scale = 1.0 / math.sqrt(d)
+    blocked = None if visible is None or causal else ~visible
+    step = ROW_BLOCK if causal else max(T, S)
+
+    def heads(pairs: list[tuple[int, int]]) -> None:
+        w, ds = np.empty((T, S), dtype=wtype), np.empty((T, S), dtype=dtype)  # reused by every head
+        for b, g in pairs:
+            kt = k[b, g].T
+            for h in range(g * group, (g + 1) * group):
+                for r0 in range(0, T, ROW_BLOCK):  # the weights, as attend makes them (after the diagonal: not written, not read)
+                    r1 = min(r0 + ROW_BLOCK, T)
+                    n = min(r1, S) if causal else S
+                    _scaled_scores(q[b, h, r0:r1], kt[:, :n], scale, w[r0:r1, :n])
+                    _masked_softmax(w[r0:r1, :n], r0, r1, n, causal, blocked)
+                _softmax_head_backward(dmixed[b, h], w, v[b, g], mixed[b, h], ds, ds, dv[b, g], causal, step)
+                _qk_head_backward(ds, q[b, h], k[b, g], dq[b, h], dk[b, g], causal, step)
+
+    pairs = [(b, g) for b in range(B) for g in range(H_kv)]
+    n_workers = blas.workers(len(pairs), B * H * T * S * d)
+    if n_workers == 1:
+        heads(pairs)
+    else:  # as attend: whole key heads on Python threads, each calling a one-thread BLAS (tracer/blas.py)
+        with blas.single_threaded():
+            blas.on_threads(heads, [pairs[i::n_workers] for i in range(n_workers)])
+    dq *= scale
+    dk *= scale
+    return dq, dk, dv
+
+
 def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[str, np.ndarray], w: dict[str, np.ndarray],
                  H: int, rotary_base: float | None = None, over_queries: bool = False, rotary_pairing: str = "interleaved",
-                 causal: bool = False) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
+                 causal: bool = False, visible: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q [B,H,T,d], k, v [B,H_kv,S,d], weights, heads -> dxq, dxkv,
     the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...;
     w_k, w_v [C,C_kv] under grouped-query attention, H_kv read from k).  Self-attention (xkv is xq):
-    dxkv is None, its part already added into dxq.  ``causal``: the forward masked with attend's causal blocks."""
+    dxkv is None, its part already added into dxq.  ``causal``: the forward masked with attend's causal blocks.
+    Without ``parts["weights"]`` the weights are made again head by head (attention_backward, with attend's mask
+    ``visible`` when not causal) and the result has no "weights" and "scores": the same numbers otherwise."""
     g: dict[str, np.ndarray] = {}
     dw: dict[str, np.ndarray] = {}
     g["heads"], dw["w_o"], dw["b_o"] = linear_backward(dout, parts["heads"], w["w_o"], w["b_o"])
     dmixed = merge_heads_backward(g["heads"], H)
-    g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], merge_heads_backward(parts["heads"], H),
-                                                        causal, over_queries)
-    g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"], causal)
+    mixed = merge_heads_backward(parts["heads"], H)
+    if "weights" in parts:
+        g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], mixed, causal, over_queries)
+        g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"], causal)
+    else:
+        assert not over_queries, "a softmax over queries is traced with its weights"
+        g["q"], g["k"], g["v"] = attention_backward(dmixed, parts["q"], parts["k"], parts["v"], mixed, visible, causal)
     dq, dk = g["q"], g["k"]
     if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
         dq, dk = rotary_backward(dq, rotary_base, rotary_pairing), rotary_backward(dk, rotary_base, rotary_pairing)
@@ -582,13 +682,15 @@ def batch_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, beta: 
 
 
 def ffn_hidden_backward(dh: np.ndarray, x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu",
-                        w3: np.ndarray | None = None, b3: np.ndarray | None = None, h: np.ndarray | None = None
-                        ) -> tuple[np.ndarray, dict[str, np.ndarray]]:  # [B,T,F], [B,T,C], [C,F], [F] -> dx [B,T,C], {w1, b1, (w3, b3)}
+                        w3: np.ndarray | None = None, b3: np.ndarray | None = None, h: np.ndarray | None = None,
+                        spare_h: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray]]:  # [B,T,F], [B,T,C], [C,F], [F] -> dx [B,T,C], {w1, b1, (w3, b3)}
     """``h``: the forward's output, when at hand.  ReLU's gradient reads it (h > 0 exactly where z > 0, NaN
-    included), so the pre-activation z is not computed again; the other activations recompute z."""
+    included), so the pre-activation z is not computed again; the other activations recompute z.
+    ``spare_h``: no one needs h afterwards: ReLU's gradient is written over it instead of into a fresh [B,T,F] array."""
     dw: dict[str, np.ndarray] = {}
     if activation == "relu" and h is not None:
-        dx, dw["w1"], dw["b1"] = linear_backward(ACTIVATION_BACKWARDS["relu"](dh, h), x, w1, b1)
+        dz = relu_backward(dh, h, out=h) if spare_h else ACTIVATION_BACKWARDS["relu"](dh, h)
+        dx, dw["w1"], dw["b1"] = linear_backward(dz, x, w1, b1)
         return dx, dw
     z = x @ w1 + b1  # the pre-activation, recomputed (it is not a recorded stage)
     if activation == "swiglu":

@@ -8,22 +8,51 @@ full (every stage, attention internals included).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 import numpy as np
 
 from .. import kernels
 from ..blocks import ATTN_MEANINGS, Step, internal_prefix
-from ..executor import Stage, Trace
+from ..executor import Point, Stage, Trace, _blocks, _value_copy, visible_keys
 
 ATTN_ORDER = ("heads", "weights", "scores", "q", "k", "v")  # the internals in the order the backward pass reaches them
 
 
+def norm(a: np.ndarray) -> float:
+    """The Euclidean norm, summed in float64 one block of about a million values at a time: no temporary
+    the size of a [B,H,T,S] stage (a float64 block is a dot product with itself, without any)."""
+    if a.flags.c_contiguous:
+        flat = a.reshape(-1)
+        parts: Iterable[np.ndarray] = (flat[i:i + NORM_BLOCK] for i in range(0, flat.size, NORM_BLOCK))
+    else:
+        parts = _blocks(a, NORM_BLOCK)
+    return float(np.sqrt(sum(_squares(p) for p in parts)))
+
+
+def _squares(p: np.ndarray) -> float:
+    return float(np.dot(p, p) if p.dtype == np.float64 and p.ndim == 1 else np.sum(np.square(p, dtype=np.float64)))
+
+
+NORM_BLOCK = 1 << 20
+
+
+class Norms(NamedTuple):
+    grad: float  # |dL/dstage|
+    value: float  # |stage|
+
+
 class Backward:
     def __init__(self, trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
-                 on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None) -> None:
+                 on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None,
+                 point: tuple[int, int] | None = None) -> None:
         self.trace = trace
         self.on_send = on_send  # sees what each step sends to each stage it reads (tracer probe --exact)
+        # the table's (b, t): once the walk is done with a stage, its gradient and value are kept as their values at
+        # (b, t) and their norms, and the arrays go (their memory serves the rest of the walk)
+        self.point = point
+        self.released: dict[str, tuple[Point, Norms, Point]] = {}  # stage -> its gradient, the norms, its value
         self.step: Step | None = None
         self.spec = trace.spec
         self.params = params
@@ -68,7 +97,42 @@ class Backward:
             if step.name not in self.grads:  # the loss does not read this stage: its gradient is zero
                 self.grads[step.name] = _zeros(self.value(step.name))
             self.step = step
+            if self.point is not None:  # before the step, which may write over its own value (spare)
+                self.keep_point(step.name)
             BACKWARD[step.op](self, step, self.grads[step.name])
+            if self.point is not None:
+                self.release(step)
+
+    def keep_point(self, name: str) -> None:
+        """The stage's gradient (complete once its step is reached) and value, as their values at (b, t) and their norms."""
+        assert self.point is not None
+        b, t = self.point
+        fwd, g = self.trace.stages[name], self.grads[name]
+        if fwd.data is not None and name not in self.released:
+            self.released[name] = (Point(tuple(g.shape), b, t, _value_copy(g, fwd.axes, b, t)), Norms(norm(g), norm(fwd.data)),
+                                   Point(tuple(fwd.data.shape), b, t, _value_copy(fwd.data, fwd.axes, b, t)))
+
+    def spare(self, name: str) -> bool:
+        """Whether the step of stage ``name`` may write over the stage's value: it is kept as one value (keep_point
+        has taken it) and no other array the walk still holds (a stage, a gradient, a weight, an input) shares its memory."""
+        a = self.trace.stages[name].data
+        if self.point is None or a is None or name not in self.released or not a.flags.writeable:
+            return False
+        held = [s.data for n, s in self.trace.stages.items() if n != name and s.data is not None]
+        held += [*self.grads.values(), *self.params.values(), *self.inputs.values()]
+        return not any(np.may_share_memory(a, other) for other in held)
+
+    def release(self, step: Step) -> None:
+        """The stage of a step the walk has just done, and its attention internals: no later step reads their values
+        (the readers of a stage come after it in the forward order) nor sends to their gradients."""
+        for name in [step.name] + internal_names(step):
+            fwd = self.trace.stages.get(name)
+            if fwd is None or fwd.data is None:
+                continue
+            self.keep_point(name)  # the internals: their gradients are made by the step itself
+            del self.grads[name]
+            self.owned.discard(name)
+            self.trace.stages[name] = Stage(name, None, fwd.axes, fwd.meaning, fwd.internal, point=self.released[name][2])
 
 
 def _zeros(like: np.ndarray) -> np.ndarray:  # np.zeros, not zeros_like: calloc'd pages cost nothing until written
@@ -176,11 +240,15 @@ def _mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     keys = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")
     w = {k: bw.params[f"{step.weights}.{k}"] for k in keys}
     prefix = internal_prefix(step)
-    parts = {k: bw.value(f"{prefix}.{k}") for k in ("q", "k", "v", "weights", "heads")}
+    # the weights not recorded (tracer grad's plain table shows neither them nor their gradient): made again head by head
+    parts = {k: bw.value(f"{prefix}.{k}") for k in ("q", "k", "v", "weights", "heads") if f"{prefix}.{k}" in bw.trace.stages}
+    causal = step.mask == "causal"
+    visible = None if causal or "weights" in parts else visible_keys(bw.spec, step, xq.shape[1])
     dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
-                                                       step.pairing or "interleaved", causal=step.mask == "causal")
+                                                       step.pairing or "interleaved", causal=causal, visible=visible)
     for key in ATTN_ORDER:
-        bw.grads[f"{prefix}.{key}"] = internals[key]
+        if key in internals:
+            bw.grads[f"{prefix}.{key}"] = internals[key]
     bw.send(step.inputs[0], dxq)
     if dxkv is not None:  # cross-attention: keys and values read the other stage
         bw.send(step.inputs[1], dxkv)
@@ -193,9 +261,10 @@ def _ffn_weights(bw: Backward, step: Step) -> dict[str, np.ndarray]:
     return {k: bw.params[f"{step.weights}.{k}"] for k in names}
 
 
-def _hidden_backward(bw: Backward, step: Step, dh: np.ndarray, x_name: str, h: np.ndarray) -> None:
+def _hidden_backward(bw: Backward, step: Step, dh: np.ndarray, x_name: str, h: np.ndarray, spare_h: bool = False) -> None:
     p = _ffn_weights(bw, step)
-    dx, dw = kernels.ffn_hidden_backward(dh, bw.value(x_name), p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), h)
+    dx, dw = kernels.ffn_hidden_backward(dh, bw.value(x_name), p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), h,
+                                         spare_h)
     bw.send(x_name, dx)
     for k, v in dw.items():
         bw.send_weight(f"{step.weights}.{k}", v)
@@ -216,7 +285,7 @@ def _ffn(bw: Backward, step: Step, g: np.ndarray) -> None:  # both halves in one
 
 
 def _ffn_hidden(bw: Backward, step: Step, g: np.ndarray) -> None:
-    _hidden_backward(bw, step, g, step.inputs[0], bw.value(step.name))
+    _hidden_backward(bw, step, g, step.inputs[0], bw.value(step.name), bw.spare(step.name))
 
 
 def _ffn_out(bw: Backward, step: Step, g: np.ndarray) -> None:
@@ -247,6 +316,11 @@ BACKWARD: dict[str, Callable[[Backward, Step, np.ndarray], None]] = {
 }
 
 
+def internal_names(step: Step) -> list[str]:
+    """An attention step's internals in the order the backward pass reaches them; none for another step."""
+    return [f"{internal_prefix(step)}.{k}" for k in ATTN_ORDER] if step.op in ("mha", "cross_mha") else []
+
+
 def stage_order(trace: Trace) -> list[str]:
     """The recorded stages in backward order: the steps reversed, each attention step followed by its internals."""
     out = []
@@ -254,27 +328,32 @@ def stage_order(trace: Trace) -> list[str]:
         if step.name not in trace.stages:
             continue
         out.append(step.name)
-        if step.op in ("mha", "cross_mha"):
-            out += [f"{internal_prefix(step)}.{k}" for k in ATTN_ORDER if f"{internal_prefix(step)}.{k}" in trace.stages]
+        out += [name for name in internal_names(step) if name in trace.stages]
     return out
 
 
 def gradients(trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray], seed: dict[str, np.ndarray],
-              on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None) -> tuple[dict[str, Stage], dict[str, np.ndarray]]:
+              on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None, point: tuple[int, int] | None = None
+              ) -> tuple[dict[str, Stage], dict[str, np.ndarray], dict[str, Norms]]:
     """Every recorded stage's gradient (as Stages: same name, axes and meaning as the forward's), in backward
-    order, and every weight's gradient, in the spec's weight order (zeros for a weight the loss does not reach)."""
-    bw = Backward(trace, params, inputs, on_send)
+    order, and every weight's gradient, in the spec's weight order (zeros for a weight the loss does not reach).
+    With ``point`` (b, t), each stage and its gradient are kept as their values at (b, t) only (Stage.point), the
+    norms of both given in the third dict, and the arrays let go during the walk; else the third dict is empty."""
+    bw = Backward(trace, params, inputs, on_send, point)
     with np.errstate(all="ignore"):
         bw.run(seed)
     stages = {}
     for name in stage_order(trace):
         fwd = trace.stages[name]
+        if name in bw.released:
+            stages[name] = Stage(name, None, fwd.axes, fwd.meaning, fwd.internal, point=bw.released[name][0])
+            continue
         g = bw.grads.get(name)
         if g is None:
             g = _zeros(fwd.array)
         stages[name] = Stage(name, g, fwd.axes, fwd.meaning, fwd.internal)
     weights = {name: bw.weight_grads[name] if name in bw.weight_grads else _zeros(w) for name, w in params.items()}
-    return stages, weights
+    return stages, weights, {name: norms for name, (_, norms, _) in bw.released.items()}
 
 
 assert set(ATTN_ORDER) == set(ATTN_MEANINGS)

@@ -51,7 +51,11 @@ def execute(r: GradRequest) -> GradResult:
         from ..outputs import check_output
 
         check_output(r.save, "--save", [r.path], "npz", r.force)
-    g = grad(s, GradOptions(r.loss, r.keep_going, r.max_memory, r.form == "json"))
+    # the [B,H,T,S] attention scores and weights and their gradients are kept only for an output that shows them
+    internals = r.show_all or r.form == "json" or r.save is not None or any(n.endswith((".scores", ".weights")) for n in only or ())
+    # the plain table and Markdown show each stage's gradient at (b, t) and its norm only
+    point = (r.batch, r.pos) if r.form in ("table", "markdown") and not internals else None
+    g = grad(s, GradOptions(r.loss, r.keep_going, r.max_memory, r.form == "json", internals, point))
     if g.loss is None:  # the forward pass stopped at a violation: show it as run does
         from ..runs import Outcome, RunOptions, render_text
 

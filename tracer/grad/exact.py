@@ -86,7 +86,7 @@ def causality(spec: Spec) -> Property:
                     if _dirty(g, trace.stages[stage].axes, t) and not _dirty(bw.grads[step.name], trace.stages[step.name].axes, t):
                         makers.append(step)
 
-                grads, _ = gradients(trace, params, inputs, {out.name: seed}, watch)
+                grads, _, _ = gradients(trace, params, inputs, {out.name: seed}, watch)
                 passes += 1
                 gx = grads[xname].array
                 if _dirty(gx, grads[xname].axes, t):

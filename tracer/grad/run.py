@@ -4,25 +4,25 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import executor, memory
+from ..blocks import internal_prefix, shown_internal
 from ..errors import UsageError
-from ..executor import Stage, Trace, _blocks
+from ..executor import Stage, Trace
 from ..params import load_inputs, load_params
 from ..spec import Spec, load_spec
 from . import losses
-from .backward import gradients
+from .backward import Norms, gradients, norm
 
 
 class GradTrace:
     """The forward trace, the loss, and the gradient of the loss with respect to every stage and weight."""
 
     def __init__(self, forward: Trace, loss: losses.Loss | None, grads: dict[str, Stage], weights: dict[str, np.ndarray],
-                 weight_grads: dict[str, np.ndarray]) -> None:
+                 weight_grads: dict[str, np.ndarray], norms: dict[str, Norms] | None = None) -> None:
         self.forward = forward
         self.spec: Spec = forward.spec
         self.loss = loss  # None when the forward run stopped at a violation
@@ -30,7 +30,9 @@ class GradTrace:
         self.weights = weights
         self.weight_grads = weight_grads
 
-        self._norms: dict[str, float] = {}  # stage name -> |dL/dstage|, each taken once
+        # stage name -> |dL/dstage| and |stage|, each taken once (given for the stages kept as one value: GradOptions.point)
+        self._norms: dict[str, float] = {name: n.grad for name, n in (norms or {}).items()}
+        self._value_norms: dict[str, float] = {name: n.value for name, n in (norms or {}).items()}
 
     def grad_norm(self, name: str) -> float:
         """|dL/dstage|."""
@@ -40,26 +42,10 @@ class GradTrace:
 
     def ratio(self, name: str) -> float:
         """|dL/dstage| / |stage|: how big the training signal is next to the value it reaches."""
-        g, v = self.grad_norm(name), norm(self.forward.stages[name].array)
+        if name not in self._value_norms:
+            self._value_norms[name] = norm(self.forward.stages[name].array)
+        g, v = self.grad_norm(name), self._value_norms[name]
         return g / v if v else (math.inf if g else math.nan)
-
-
-def norm(a: np.ndarray) -> float:
-    """The Euclidean norm, summed in float64 one block of about a million values at a time: no temporary
-    the size of a [B,H,T,S] stage (a float64 block is a dot product with itself, without any)."""
-    if a.flags.c_contiguous:
-        flat = a.reshape(-1)
-        parts: Iterable[np.ndarray] = (flat[i:i + NORM_BLOCK] for i in range(0, flat.size, NORM_BLOCK))
-    else:
-        parts = _blocks(a, NORM_BLOCK)
-    return float(np.sqrt(sum(_squares(p) for p in parts)))
-
-
-def _squares(p: np.ndarray) -> float:
-    return float(np.dot(p, p) if p.dtype == np.float64 and p.ndim == 1 else np.sum(np.square(p, dtype=np.float64)))
-
-
-NORM_BLOCK = 1 << 20
 
 
 class GradOptions(NamedTuple):
@@ -67,6 +53,12 @@ class GradOptions(NamedTuple):
     keep_going: bool = False
     max_memory: str = memory.DEFAULT_MAX_MEMORY
     as_json: bool = False
+    # keep the attention scores and weights ([B,H,T,S] each) and their gradients; False when the output shows
+    # neither (the plain table): the backward pass makes each head's weights again instead, the same numbers
+    internals: bool = True
+    # the table's (b, t): keep each stage and its gradient as their values there and their norms, all the table and
+    # Markdown show, and let the arrays go as the backward pass is done with them (their memory serves the rest of it)
+    point: tuple[int, int] | None = None
 
 
 def check_memory(spec: Spec, max_memory: str, as_json: bool) -> memory.Estimate:
@@ -87,28 +79,41 @@ def check_memory(spec: Spec, max_memory: str, as_json: bool) -> memory.Estimate:
 
 
 def backward(trace: Trace, loss_name: str, params: dict[str, np.ndarray] | None = None,
-             inputs: dict[str, np.ndarray] | None = None) -> GradTrace:
+             inputs: dict[str, np.ndarray] | None = None, point: tuple[int, int] | None = None) -> GradTrace:
     """The loss of a forward trace recorded in full, and its gradient with respect to everything
-    (``params`` and ``inputs``: the forward's own, when at hand; else drawn again from the spec)."""
+    (``params`` and ``inputs``: the forward's own, when at hand; else drawn again from the spec; ``point``: see
+    GradOptions)."""
     params = load_params(trace.spec) if params is None else params
     inputs = load_inputs(trace.spec) if inputs is None else inputs
     with np.errstate(all="ignore"):
         loss = losses.compute(trace, loss_name, inputs)
-    grads, weight_grads = gradients(trace, params, inputs, {loss.stage: loss.seed})
-    return GradTrace(trace, loss, grads, params, weight_grads)
+    grads, weight_grads, norms = gradients(trace, params, inputs, {loss.stage: loss.seed}, point=point)
+    return GradTrace(trace, loss, grads, params, weight_grads, norms)
+
+
+def lean_policy(spec: Spec) -> memory.RecordPolicy:
+    """Every stage in full but the attention scores and weights that no view shows (the cross-attention
+    weights are in the plain table; a softmax over queries, the violation, is traced as it is)."""
+    kept = [s.name for s in memory.plan_stages(spec, memory.RecordPolicy()) if s.internal]
+    lean = {f"{internal_prefix(step)}.{key}" for step in spec.steps if step.op in ("mha", "cross_mha") and step.axis != "queries"
+            and not any(shown_internal(step, key) for key in ("scores", "weights")) for key in ("scores", "weights")}
+    return memory.RecordPolicy(mode="main", keep=frozenset(kept) - lean)
 
 
 def grad(spec: Spec, opts: GradOptions) -> GradTrace:
     loss_name = losses.choose(spec, opts.loss)
     check_memory(spec, opts.max_memory, opts.as_json)
-    ex = executor.Executor(spec, keep_going=opts.keep_going)
+    ex = executor.Executor(spec, keep_going=opts.keep_going, policy=None if opts.internals else lean_policy(spec))
     with np.errstate(all="ignore"):
         trace = ex.run()
+        if not trace.ok and not opts.internals:  # traced again in full: every stage a violation names is there to show
+            ex = executor.Executor(spec, keep_going=opts.keep_going)
+            trace = ex.run()
     if not trace.ok and not opts.keep_going:
         stopped = any(v.kind != "nonfinite" or not spec.allow_nonfinite for v in trace.violations)
         if stopped:
             return GradTrace(trace, None, {}, {}, {})
-    return backward(trace, loss_name, ex.params, ex.inputs)
+    return backward(trace, loss_name, ex.params, ex.inputs, opts.point)
 
 
 def grad_path(path: str, opts: GradOptions) -> GradTrace:
