@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from conftest import EXAMPLES, SPECS, assert_refused, run_app, run_cli, where, write_spec
 
-from tracer import kernels
+from tracer import executor, kernels
 from tracer.grad import losses
 from tracer.grad.run import GradOptions, grad, per_layer
-from tracer.grad.verify import verify
+from tracer.grad.verify import Forward, verify
+from tracer.params import load_inputs, load_params
 from tracer.spec import load_spec, load_spec_text
 
 STACK = str(SPECS / "stack-2-layers.yaml")
@@ -115,6 +116,22 @@ def test_verify_agrees_and_catches_a_wrong_kernel(monkeypatch):
     monkeypatch.setitem(kernels.ACTIVATION_BACKWARDS, "relu", wrong)
     bad = verify(grad(load_spec(STACK), GradOptions()))
     assert not bad.ok and any(c.weight.endswith("ffn.w1") for c in bad.failed)
+
+
+@pytest.mark.parametrize("path", [STACK, str(SPECS / "encoder-decoder.yaml")])
+def test_verify_passes_from_a_weights_layer_give_the_whole_passes_loss(path):
+    """--verify starts a perturbed weight's pass at its layer's first step, from the stages of one whole pass:
+    with the weights as they are, that loss is the whole pass's to the bit, for every weight, twice (nothing it
+    starts from is written over); and a layer's weight does start later than step 0."""
+    spec = load_spec(path)
+    params = {k: v.astype(np.float64) for k, v in load_params(spec).items()}
+    forward = Forward(spec, params, losses.choose(spec, None))
+    whole = losses.compute(executor.run(spec, keep_going=True), forward.loss_name, load_inputs(spec)).value
+    starts = set()
+    for name in params:
+        assert forward.loss(name) == whole and forward.loss(name) == whole, name
+        starts.add(forward.start(name)[0])
+    assert 0 in starts and len(starts) > 2, starts
 
 
 def test_verify_on_the_command_line():

@@ -281,10 +281,14 @@ class Executor:
         return visible_keys(self.spec, step, n_q)
 
     # -- the run ----------------------------------------------------------
-    def run(self) -> Trace:
-        stages: dict[str, np.ndarray] = {}
+    def run(self, start: int = 0, live: dict[str, np.ndarray] | None = None) -> Trace:
+        """Every step in order; ``start``, ``live``: from step ``start`` on, the stages before it that later steps
+        read given (grad --verify's passes, where a perturbed weight cannot change the steps before its layer)."""
+        stages: dict[str, np.ndarray] = dict(live or {})
         last_use = {name: i for i, step in enumerate(self.spec.steps) for name in step.inputs}
         for i, step in enumerate(self.spec.steps):
+            if i < start:
+                continue
             if self.stopped:
                 break
             try:

@@ -23,7 +23,7 @@ from ..memory import RecordPolicy
 from ..params import uniform_ints
 from ..spec import Spec
 from . import losses
-from .run import GradTrace, backward
+from .run import _LAYER, GradTrace, backward  # _LAYER: a stack's layer, blocks.3 or encoder.blocks.0
 
 STEP = 1e-6
 RTOL = 1e-6
@@ -76,12 +76,34 @@ class Verification(NamedTuple):
                             "ok": c.error <= self.tolerance(c)} for c in self.checks]}
 
 
-def _loss(spec: Spec, params: dict[str, np.ndarray], loss_name: str) -> float:
-    """The loss of one forward pass with these weights, keeping in full only the stages the loss reads."""
-    keep = frozenset([losses.output_stage(spec)] + [s.name for s in spec.steps if s.op in ("head", "softmax")])
-    ex = executor.Executor(spec, keep_going=True, policy=RecordPolicy("table", keep), params=params)
-    with np.errstate(all="ignore"):
-        return losses.compute(ex.run(), loss_name, ex.inputs).value
+class Forward:
+    """The loss of forward passes with perturbed weights.  A weight of layer l (``blocks.l.``...) cannot change the
+    steps before that layer's first step, so a pass starts there, from the stages one unperturbed pass recorded;
+    it keeps in full only the stages the loss reads."""
+
+    def __init__(self, spec: Spec, params: dict[str, np.ndarray], loss_name: str) -> None:
+        self.spec, self.params, self.loss_name = spec, params, loss_name
+        self.keep = frozenset([losses.output_stage(spec)] + [s.name for s in spec.steps if s.op in ("head", "softmax")])
+        with np.errstate(all="ignore"):
+            trace = executor.Executor(spec, keep_going=True, params=params).run()  # every stage kept in full
+        self.recorded = {name: st.data for name, st in trace.stages.items() if st.data is not None}
+
+    def start(self, weight: str) -> tuple[int, dict[str, np.ndarray]]:
+        """The first step the weight can change, and the stages before it that the steps from there read."""
+        m = _LAYER.match(weight)
+        steps = self.spec.steps
+        first = next((i for i, st in enumerate(steps) if m and st.name.startswith(m.group(1) + ".")), 0)
+        before = {st.name for st in steps[:first]}
+        read = {n for st in steps[first:] for n in st.inputs if n in before}
+        if not read <= self.recorded.keys():
+            return 0, {}
+        return first, {n: self.recorded[n] for n in read}
+
+    def loss(self, weight: str) -> float:
+        first, live = self.start(weight)
+        ex = executor.Executor(self.spec, keep_going=True, policy=RecordPolicy("table", self.keep), params=self.params)
+        with np.errstate(all="ignore"):
+            return losses.compute(ex.run(first, live), self.loss_name, ex.inputs).value
 
 
 def coordinates(spec: Spec, name: str, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
@@ -99,14 +121,15 @@ def verify(g: GradTrace) -> Verification:
     base = backward(executor.run(spec, keep_going=True), g.loss.name) if g.spec.dtype != "float64" else g
     params = {k: v.astype(np.float64) for k, v in base.weights.items()}
     checks = []
+    forward = Forward(spec, params, g.loss.name)
     for name, w in params.items():
         for index in coordinates(spec, name, w.shape):
             h = STEP * max(1.0, abs(float(w[index])))
             old = w[index]
             w[index] = old + h
-            up = _loss(spec, params, g.loss.name)
+            up = forward.loss(name)
             w[index] = old - h
-            down = _loss(spec, params, g.loss.name)
+            down = forward.loss(name)
             w[index] = old
             checks.append(Check(name, index, float(base.weight_grads[name][index]), (up - down) / (2 * h)))
     assert base.loss is not None
