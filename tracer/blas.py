@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 
 R = TypeVar("R")
+Item = TypeVar("Item")
 
 _lock = threading.Lock()
 _found: tuple[Callable[[], int], Callable[[int], None]] | None | bool = False  # False: not looked for yet
@@ -111,6 +112,18 @@ def on_threads(fn: Callable[[Any], R], parts: list[Any]) -> list[R]:
     if errors:
         raise errors[0]
     return results
+
+
+def by_heads(heads: Callable[[list[Item]], None], items: list[Item], work: int) -> None:
+    """heads(items) with the items dealt out to Python threads, each calling a one-thread BLAS, when the BLAS has
+    threads to spare and ``work`` (scalar operations in all) is big; else in one call.  Each item is computed by one
+    thread, start to end, in the same order: the same numbers either way (attention's heads, forward and backward)."""
+    n = workers(len(items), work)
+    if n == 1:
+        heads(items)
+        return
+    with single_threaded():
+        on_threads(heads, [items[i::n] for i in range(n)])
 
 
 def both(first: Callable[[], R], second: Callable[[], R], work: int) -> tuple[R, R]:

@@ -272,13 +272,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
                 _masked_softmax(w, r0, r1, n, causal, blocked)
                 np.matmul(w, vh[:n], out=mixed[b, r0:r1, h])
 
-    pairs = [(b, h) for b in range(B) for h in range(H)]
-    n_workers = blas.workers(len(pairs), B * H * T * S * d)
-    if n_workers == 1:
-        heads(pairs)
-    else:  # whole heads on Python threads, each calling a one-thread BLAS (see tracer/blas.py): the same numbers
-        with blas.single_threaded():
-            blas.on_threads(heads, [pairs[i::n_workers] for i in range(n_workers)])
+    blas.by_heads(heads, [(b, h) for b in range(B) for h in range(H)], B * H * T * S * d)
     if not keep and not all_finite(mixed):  # a row that may read no key at all: 0/0
         return attend(q, k, v, visible, causal, keep=True)
     return scores, weights, mixed.reshape(B, T, H * d)
@@ -623,13 +617,7 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
                 _softmax_head_backward(dmixed[b, h], w, v[b, g], mixed[b, h], ds, ds, dv[b, g], causal, step)
                 _qk_head_backward(ds, q[b, h], k[b, g], dq[b, h], dk[b, g], causal, step)
 
-    pairs = [(b, g) for b in range(B) for g in range(H_kv)]
-    n_workers = blas.workers(len(pairs), B * H * T * S * d)
-    if n_workers == 1:
-        heads(pairs)
-    else:  # as attend: whole key heads on Python threads, each calling a one-thread BLAS (tracer/blas.py)
-        with blas.single_threaded():
-            blas.on_threads(heads, [pairs[i::n_workers] for i in range(n_workers)])
+    blas.by_heads(heads, [(b, g) for b in range(B) for g in range(H_kv)], B * H * T * S * d)  # whole key heads
     dq *= scale
     dk *= scale
     return dq, dk, dv

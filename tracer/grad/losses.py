@@ -43,6 +43,11 @@ def output_stage(spec: Spec) -> str:
     return spec.steps[-1].name
 
 
+def stages_read(spec: Spec) -> frozenset[str]:
+    """The stages a loss reads: the block output (sum-squares), the logits and the probabilities (next-token)."""
+    return frozenset([output_stage(spec)] + [s.name for s in spec.steps if s.op in ("head", "softmax")])
+
+
 def choose(spec: Spec, option: str | None) -> str:
     """--loss, else the spec's loss:, else next-token with a head and sum-squares without."""
     if option is not None:

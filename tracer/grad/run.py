@@ -95,8 +95,10 @@ def lean_policy(spec: Spec) -> memory.RecordPolicy:
     """Every stage in full but the attention scores and weights that no view shows (the cross-attention
     weights are in the plain table; a softmax over queries, the violation, is traced as it is)."""
     kept = [s.name for s in memory.plan_stages(spec, memory.RecordPolicy()) if s.internal]
-    lean = {f"{internal_prefix(step)}.{key}" for step in spec.steps if step.op in ("mha", "cross_mha") and step.axis != "queries"
-            and not any(shown_internal(step, key) for key in ("scores", "weights")) for key in ("scores", "weights")}
+    pair = ("scores", "weights")  # made again together by the backward pass, so dropped together
+    lean = {f"{internal_prefix(step)}.{key}" for step in spec.steps
+            if step.op in ("mha", "cross_mha") and step.axis != "queries" and not any(shown_internal(step, k) for k in pair)
+            for key in pair}
     return memory.RecordPolicy(mode="main", keep=frozenset(kept) - lean)
 
 
@@ -121,12 +123,12 @@ def grad_path(path: str, opts: GradOptions) -> GradTrace:
 
 
 # -- weights grouped by layer ---------------------------------------------------
-_LAYER = re.compile(r"^((?:encoder\.|decoder\.)?blocks\.(\d+))\.")
+LAYER = re.compile(r"^((?:encoder\.|decoder\.)?blocks\.(\d+))\.")
 
 
 def layer_of(name: str) -> str:
     """'blocks.3.ffn.w2' -> 'blocks.3'; a weight outside the stack (embedding, final_norm, head) -> its own name's group."""
-    m = _LAYER.match(name)
+    m = LAYER.match(name)
     if m:
         return m.group(1)
     head, _, _ = name.rpartition(".")
@@ -152,11 +154,11 @@ def per_layer(g: GradTrace, weight: str) -> list[tuple[str, float]]:
     """|dL/dW| of one weight of every layer of the stack (e.g. 'ffn.w2'), layer 0 first."""
     out = []
     for name, dw in g.weight_grads.items():
-        m = _LAYER.match(name)
+        m = LAYER.match(name)
         if m and name[len(m.group(1)) + 1:] == weight:
             out.append((m.group(1), norm(dw)))
     if not out:
-        known = sorted({n[len(m.group(1)) + 1:] for n in g.weight_grads if (m := _LAYER.match(n))})
+        known = sorted({n[len(m.group(1)) + 1:] for n in g.weight_grads if (m := LAYER.match(n))})
         if not known:
             raise UsageError(f"{g.spec.path}: --per-layer compares the layers of a stack, and this spec has none (block.layers > 1)")
         from ..catalogue import suggest

@@ -23,7 +23,7 @@ from ..memory import RecordPolicy
 from ..params import uniform_ints
 from ..spec import Spec
 from . import losses
-from .run import _LAYER, GradTrace, backward  # _LAYER: a stack's layer, blocks.3 or encoder.blocks.0
+from .run import LAYER, GradTrace, backward
 
 STEP = 1e-6
 RTOL = 1e-6
@@ -83,14 +83,14 @@ class Forward:
 
     def __init__(self, spec: Spec, params: dict[str, np.ndarray], loss_name: str) -> None:
         self.spec, self.params, self.loss_name = spec, params, loss_name
-        self.keep = frozenset([losses.output_stage(spec)] + [s.name for s in spec.steps if s.op in ("head", "softmax")])
+        self.keep = losses.stages_read(spec)
         with np.errstate(all="ignore"):
             trace = executor.Executor(spec, keep_going=True, params=params).run()  # every stage kept in full
         self.recorded = {name: st.data for name, st in trace.stages.items() if st.data is not None}
 
     def start(self, weight: str) -> tuple[int, dict[str, np.ndarray]]:
         """The first step the weight can change, and the stages before it that the steps from there read."""
-        m = _LAYER.match(weight)
+        m = LAYER.match(weight)  # a stack's layer: blocks.3, encoder.blocks.0
         steps = self.spec.steps
         first = next((i for i, st in enumerate(steps) if m and st.name.startswith(m.group(1) + ".")), 0)
         before = {st.name for st in steps[:first]}
