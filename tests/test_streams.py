@@ -21,6 +21,7 @@ from conftest import EXAMPLES, REPO, SPECS, run_on_tty
 PRE, POST = str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml")
 VIOLATION = str(EXAMPLES / "violations" / "ex5-residual-broadcast.yaml")
 ED = str(SPECS / "encoder-decoder.yaml")
+STACK = str(SPECS / "stack-2-layers.yaml")
 
 # (command, its exit code when all goes well)
 COMMANDS = [
@@ -107,6 +108,21 @@ def test_a_pipe_closed_after_one_line(args: list[str], code: int) -> None:
     assert first
     assert b"Traceback" not in err, err
     assert p.returncode in (code, 141), (p.returncode, err)  # done before the reader left, or stopped quietly
+
+
+def test_a_reader_gone_during_one_big_write_is_a_quiet_141() -> None:
+    """tracer grad --json writes its whole text at once (107 kB here, more than a pipe holds): the reader takes 10
+    bytes and goes while the write waits; that is the quiet 141 too, not exit 0 with the output cut short."""
+    p = subprocess.Popen([sys.executable, "-m", "tracer", "grad", STACK, "--json"], cwd=REPO, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, env=env())
+    assert p.stdout is not None and p.stderr is not None
+    assert p.stdout.read(10) == b'{"schema_v'
+    p.stdout.close()
+    err = p.stderr.read()
+    p.wait(timeout=180)
+    p.stderr.close()
+    assert b"Traceback" not in err and b"error" not in err, err
+    assert p.returncode == 141, (p.returncode, err)
 
 
 def test_many_clean_specs_into_head_never_claim_a_violation() -> None:

@@ -104,6 +104,9 @@ def install_signals() -> None:
 
 # -- standard streams --------------------------------------------------------------------
 
+BIG_WRITE = 1 << 16  # characters: more than a pipe's buffer holds (64 KiB on Linux)
+
+
 class _Stdout:
     """sys.stdout, with a failed write turned into ClosedPipe or OutputError."""
 
@@ -121,7 +124,20 @@ class _Stdout:
 
     def write(self, text: str) -> int:
         try:
-            return self._stream.write(text)
+            buffer = getattr(self._stream, "buffer", None)
+            if len(text) <= BIG_WRITE or buffer is None:
+                return self._stream.write(text)
+            # A big write goes to the bytes layer, until all of it is written: there, a write that a pipe's reader
+            # cut short by going away returns a short count, without an error, and the text layer drops the rest
+            # silently (seen here: exit 0 with the output cut); the rest's own write then fails as it should.
+            self._stream.flush()
+            data = memoryview(text.encode(self._stream.encoding, self._stream.errors or "strict"))
+            while data:
+                n = buffer.write(data)
+                if not n:  # a stream that takes nothing more (non-blocking, full): an error, not a silent loss
+                    raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+                data = data[n:]
+            return len(text)
         except (OSError, ValueError) as e:
             raise self._fault(e) from None
 
