@@ -8,7 +8,7 @@ import json
 
 from conftest import REPO, run_app, write_spec
 
-from tracer import runs
+from tracer import executor, runs
 
 PRE = "specs/ch17-prenorm.yaml"
 POST = "specs/ch17-postnorm.yaml"
@@ -108,7 +108,7 @@ def test_a_bug_in_one_spec_is_exit_3_and_the_others_still_run(monkeypatch):
         raise ZeroDivisionError("division by zero")
 
     monkeypatch.delenv("TRACER_DEBUG", raising=False)
-    monkeypatch.setattr(runs.executor, "run", broken)
+    monkeypatch.setattr(executor, "run", broken)
     o = runs.attempt(PRE, runs.RunOptions())
     assert o.code == 3
     assert o.status() == ("error", f"{PRE}: internal error: ZeroDivisionError: division by zero (a bug in tracer; please report it)")

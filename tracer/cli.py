@@ -269,7 +269,7 @@ def run(
             picked = resolve(load_spec(specs[0]), attention_stage or [])  # an unknown stage is exit 2 before anything runs
             drawn = tuple(f"{internal_prefix(st)}.weights" for st in picked)  # the picture needs them, whatever --record says
             opts = opts._replace(keep=opts.keep + drawn)
-        outcome = runs.trace_one(specs[0], opts)
+        outcome = runs.trace_one(specs[0], opts, meanwhile=lambda: _meanwhile(form))
         if form == "table":
             from . import render
 
@@ -300,6 +300,16 @@ def run(
         return outcome.code
 
     guarded(body, lang)
+
+
+def _meanwhile(form: str) -> None:
+    """While runs.trace_one draws a big spec's weights: this process reuses the memory of the stages it lets go
+    (process.keep_freed_memory), and the table's renderer and rich are imported (they would be after the run)."""
+    from .process import keep_freed_memory
+
+    keep_freed_memory()
+    if form == "table":
+        from . import render  # noqa: F401
 
 
 def print_steps(path: str, form: str, opts: object, no_color: bool, targets: "list[Target]") -> int:

@@ -210,15 +210,17 @@ def visible_keys(spec: Spec, step: Step, n_q: int) -> np.ndarray | None:
 
 class Executor:
     def __init__(self, spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
-                 policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None) -> None:
-        """``params``: every weight, already loaded (a run that repeats the forward pass, such as grad --verify)."""
+                 policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None,
+                 inputs: dict[str, np.ndarray] | None = None) -> None:
+        """``params``, ``inputs``: every weight and input stream, already loaded (a run that repeats the forward pass,
+        such as grad --verify, or drawn meanwhile: tracer run, params.draw_params)."""
         self.spec = spec
         self.keep_going = keep_going
         self.overrides = overrides or {}
         self.trace = Trace(spec, policy=policy or RecordPolicy())
         self.recorder = Recorder(self.trace)
         self.params = load_params(spec, for_run=True) if params is None else params
-        self.inputs = load_inputs(spec)
+        self.inputs = load_inputs(spec) if inputs is None else inputs
         self.seen_nonfinite = False
 
     def rec(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
@@ -486,6 +488,7 @@ OPS: dict[str, Callable[[Executor, Step, list[np.ndarray]], np.ndarray]] = {
 
 
 def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
-        policy: RecordPolicy | None = None) -> Trace:
+        policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None,
+        inputs: dict[str, np.ndarray] | None = None) -> Trace:
     with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings on stderr
-        return Executor(spec, keep_going, overrides, policy).run()
+        return Executor(spec, keep_going, overrides, policy, params, inputs).run()

@@ -299,8 +299,12 @@ def _after(rows: int, cols: int) -> np.ndarray:  # [rows, cols] bool: True where
 def _products_fit(q: np.ndarray, k: np.ndarray, scale: float) -> bool:
     """Whether every score q.k * scale is finite: q and k are, and no product can overflow (one pass over each)."""
     with np.errstate(all="ignore"):
-        bound = float(np.abs(q).max(initial=0.0)) * float(np.abs(k).max(initial=0.0)) * q.shape[-1] * scale
+        bound = _largest(q) * _largest(k) * q.shape[-1] * scale
     return math.isfinite(bound) and bound < float(np.finfo(np.result_type(q, k)).max) / 4  # a margin for rounding
+
+
+def _largest(a: np.ndarray) -> float:  # max |a| (0 when empty; NaN when a holds one), with no |a| array made
+    return float(np.maximum(a.max(initial=0.0), -a.min(initial=0.0)))
 
 
 def all_finite(a: np.ndarray) -> bool:

@@ -9,17 +9,17 @@ summary line closes the run; the exit code is the worst of them (3 > 2 > 1 > 0).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import numpy as np
-
-from . import executor, i18n, memory, textout
+from . import i18n, memory, textout
 from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
-from .executor import Stage, Trace
 from .spec import Spec
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from .executor import Stage, Trace
     from .verify import Verification
 
 # catalogue, jsonout (and json), verify are imported where they are used: a plain `tracer run SPEC`
@@ -114,8 +114,13 @@ def index(value: int, size: int, option: str, axis: str, what: str) -> int:
     raise UsageError(f"{option} {value} is out of range: {axis} = {size} ({what} 0 to {size - 1}, or -1 to -{size} from the end)")
 
 
-def trace_one(path: str, opts: RunOptions) -> Outcome:
-    """Load, check and run one spec; a TracerError propagates (the caller decides what it costs)."""
+def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | None = None) -> Outcome:
+    """Load, check and run one spec; a TracerError propagates (the caller decides what it costs).
+
+    ``meanwhile``: called while a big spec's weights are drawn on a helper thread (params.draw_params), for work
+    the caller would do after the run anyway (the command line imports its renderer); the executor and its kernels
+    are imported then too.
+    """
     s = memory.load_spec_within(path, opts.max_memory)  # a spec with millions of inline values is refused before it is parsed
     only = select_stages(s, opts.stages)
     opts = opts._replace(batch=index(opts.batch, s.dims.B, "--batch", "B", "samples"),
@@ -131,7 +136,14 @@ def trace_one(path: str, opts: RunOptions) -> Outcome:
         check_output(opts.save, "--save", [path], "npz", opts.force)
     memory.check_run(s, policy, opts.max_memory, show_all=opts.show_all, verify=opts.verify, form=opts.form,
                      with_weights=opts.with_weights)
-    trace = executor.run(s, keep_going=opts.keep_going, policy=policy)
+    from .params import draw_inputs, draw_params
+
+    params, inputs = draw_params(s), draw_inputs(s)  # a big spec's seeded draws start on a helper thread
+    if meanwhile is not None and (params.helped or inputs.helped):
+        meanwhile()
+    from . import executor
+
+    trace = executor.run(s, keep_going=opts.keep_going, policy=policy, params=params.result(), inputs=inputs.result())
     check = None
     if opts.verify:
         from .verify import verify
