@@ -229,7 +229,7 @@ def draw_params(spec: Spec) -> Draws:
     """Every weight, as load_params(spec, for_run=True) gives them (``result()``); a big spec's seeded draws are
     started on a helper thread (Draws), in the order of the spec's weights, which is the order the steps read them."""
     drawn = [name for name, w in spec.weights.items() if w.source == "seed"]
-    if sum(math.prod(spec.weights[n].shape) for n in drawn) < PARALLEL_VALUES or (os.cpu_count() or 1) < 2:
+    if not drawn or sum(math.prod(spec.weights[n].shape) for n in drawn) < PARALLEL_VALUES or (os.cpu_count() or 1) < 2:
         return Draws(load_params(spec, for_run=True), [])
     import hashlib  # noqa: F401  (stream's imports, here: on the helper they would wait for the caller's GIL)
 
