@@ -5,7 +5,7 @@ import os
 
 import numpy as np
 import pytest
-from conftest import SPECS, load_text, run_app, write_spec
+from conftest import SPECS, load_text, run_app, run_cli, write_spec
 
 from tracer import params, process, runs
 from tracer.params import Draws, draw_inputs, draw_params, fill_uniform, load_inputs, load_params, uniform
@@ -144,3 +144,18 @@ def test_import_tracer_leaves_the_allocator_alone(monkeypatch):
 @pytest.mark.skipif(not hasattr(os, "confstr") or not os.confstr("CS_GNU_LIBC_VERSION"), reason="mallopt is glibc's")
 def test_keep_freed_memory_is_taken_by_glibc():
     assert process.keep_freed_memory() is True
+
+
+@pytest.mark.parametrize("command", ["run", "grad"])
+@pytest.mark.parametrize("where", ["weights:\n  norm1: {gamma: [1000000000000000000000000000000000000000000, 1, 1, 1]}\n",
+                                   "input: {x: [[[1000000000000000000000000000000000000000000, 1, 1, 1], [1, 2, 3, 4]]]}\n"])
+def test_a_given_value_beyond_float32_is_the_runs_violation_not_a_numpy_warning(tmp_path, where, command):
+    """The weights and inputs are made before the run (draw_params; grad's executor): NumPy's overflow warning
+    must not reach stderr there either."""
+    text = "dims: {B: 1, T: 2, C: 4, H: 1, F: 8}\ndtype: float32\nseed: 1\n" + where
+    if "input:" not in where:
+        text += "input: {x: random}\n"
+    r = run_cli(command, str(write_spec(tmp_path, text)))
+    assert r.returncode == 1, r.stderr
+    assert "Warning" not in r.stderr and "overflow" not in r.stderr, r.stderr
+    assert "non-finite" in r.stdout + r.stderr

@@ -227,7 +227,14 @@ def _pieces(out: np.ndarray, seed: int, name: str, lo: float, hi: float) -> list
 
 def draw_params(spec: Spec) -> Draws:
     """Every weight, as load_params(spec, for_run=True) gives them (``result()``); a big spec's seeded draws are
-    started on a helper thread (Draws), in the order of the spec's weights, which is the order the steps read them."""
+    started on a helper thread (Draws), in the order of the spec's weights, which is the order the steps read them.
+    A given value that overflows the spec's dtype is the run's violation, not a warning (as in executor.run; the
+    helper thread inherits the setting)."""
+    with np.errstate(all="ignore"):
+        return _draw_params(spec)
+
+
+def _draw_params(spec: Spec) -> Draws:
     drawn = [name for name, w in spec.weights.items() if w.source == "seed"]
     if not drawn or sum(math.prod(spec.weights[n].shape) for n in drawn) < PARALLEL_VALUES or (os.cpu_count() or 1) < 2:
         return Draws(load_params(spec, for_run=True), [])
@@ -250,7 +257,12 @@ def draw_params(spec: Spec) -> Draws:
 
 
 def draw_inputs(spec: Spec) -> Draws:
-    """load_inputs(spec) (``result()``), a big random input matrix started on a helper thread (see Draws)."""
+    """load_inputs(spec) (``result()``), a big random input matrix started on a helper thread (see Draws, draw_params)."""
+    with np.errstate(all="ignore"):
+        return _draw_inputs(spec)
+
+
+def _draw_inputs(spec: Spec) -> Draws:
     d = spec.dims
     arrays: dict[str, np.ndarray] = {}
     jobs: list[Callable[[], None]] = []

@@ -105,8 +105,8 @@ def lean_policy(spec: Spec) -> memory.RecordPolicy:
 def grad(spec: Spec, opts: GradOptions) -> GradTrace:
     loss_name = losses.choose(spec, opts.loss)
     check_memory(spec, opts.max_memory, opts.as_json)
-    ex = executor.Executor(spec, keep_going=opts.keep_going, policy=None if opts.internals else lean_policy(spec))
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"):  # NaN and Inf (a given value beyond float32 too) are violations, not warnings
+        ex = executor.Executor(spec, keep_going=opts.keep_going, policy=None if opts.internals else lean_policy(spec))
         trace = ex.run()
         if not trace.ok and not opts.internals:  # traced again in full: every stage a violation names is there to show
             ex = executor.Executor(spec, keep_going=opts.keep_going)
