@@ -2,10 +2,13 @@
 same numbers as load_params, whoever draws which piece; errors on the helper reach the caller."""
 
 import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
-from conftest import SPECS, load_text, run_app, run_cli, write_spec
+from conftest import REPO, SPECS, load_text, run_app, run_cli, write_spec
 
 from tracer import params, process, runs
 from tracer.params import Draws, draw_inputs, draw_params, fill_uniform, load_inputs, load_params, uniform
@@ -34,7 +37,8 @@ def test_the_doubles_are_the_documented_formula_of_the_raw_words():
     assert np.array_equal(uniform(9, "weights.a", (100,), -0.25, 0.25), expected)
 
 
-def test_were_numpys_doubles_ever_different_the_raw_words_are_converted_here(monkeypatch):
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_were_numpys_doubles_ever_different_the_raw_words_are_converted_here(monkeypatch, dtype):
     class Changed:  # a NumPy whose Generator.random gave other doubles than k / 2^53
         def __init__(self, bits):
             self.bits = bits
@@ -42,18 +46,20 @@ def test_were_numpys_doubles_ever_different_the_raw_words_are_converted_here(mon
         def random(self, out):
             out[...] = 0.5
 
-    expected = uniform(9, "weights.a", (100,), -0.25, 0.25)
+    expected = uniform(9, "weights.a", (100,), -0.25, 0.25, dtype)
     monkeypatch.setattr(np.random, "Generator", Changed)
-    assert np.array_equal(uniform(9, "weights.a", (100,), -0.25, 0.25), expected)
-    piece = np.empty(30)
+    assert np.array_equal(uniform(9, "weights.a", (100,), -0.25, 0.25, dtype), expected)
+    piece = np.empty(30, dtype=dtype)
     fill_uniform(piece, 9, "weights.a", 50, -0.25, 0.25)
     assert np.array_equal(piece, expected[50:80])
 
 
 def big(monkeypatch, piece=1000):
-    """Every seeded spec counts as big, and a weight is drawn in pieces of ``piece`` values."""
+    """Every seeded spec counts as big, a weight is drawn in pieces of ``piece`` values, and the machine has two
+    cores (a one-core machine starts no helper)."""
     monkeypatch.setattr(params, "PARALLEL_VALUES", 0)
     monkeypatch.setattr(params, "PIECE", piece)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
 
 
 @pytest.mark.parametrize("path", ["stack-2-layers.yaml", "gpt2-block.yaml", "ch17-postnorm.yaml"])
@@ -85,18 +91,39 @@ def test_a_small_spec_starts_no_helper():
     assert not draw_params(small).helped and not draw_inputs(small).helped
 
 
-def test_an_error_on_the_helper_is_raised_by_result():
+def test_an_error_on_the_helper_is_raised_by_result(monkeypatch):
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
     started = []
 
     def fails():
         started.append("fails")
         raise MemoryError("no room for the weight")
 
-    drawing = Draws({}, [fails] + [lambda i=i: started.append(i) for i in range(3)])  # the helper takes the first
+    drawing = Draws({}, [fails] + [lambda i=i: started.append(i) for i in range(3)])
     assert drawing.helped
+    deadline = time.monotonic() + 10
+    while "fails" not in started and time.monotonic() < deadline:  # result() not called yet: only the helper draws
+        time.sleep(0.001)
+    assert started[:1] == ["fails"]
     with pytest.raises(MemoryError, match="no room"):
         drawing.result()
-    assert "fails" in started
+    assert started == ["fails"]  # after the error no piece is started, by the helper or by result()
+
+
+def test_a_run_that_fails_before_the_weights_are_used_stops_the_helper(monkeypatch, tmp_path):
+    big(monkeypatch, piece=100)
+    fill = params.fill_uniform
+    monkeypatch.setattr(params, "fill_uniform", lambda *a: time.sleep(0.002) or fill(*a))  # 490 pieces: about 1 s
+    made: list[Draws] = []
+    real = params.draw_params
+    monkeypatch.setattr(params, "draw_params", lambda spec: made.append(real(spec)) or made[-1])
+
+    def broken() -> None:
+        raise OSError("the renderer could not be imported")
+
+    with pytest.raises(OSError):
+        runs.trace_one(str(write_spec(tmp_path, BIG)), runs.RunOptions(), meanwhile=broken)
+    assert made and made[0]._jobs == []  # what the helper had not started is dropped
 
 
 def test_the_run_waits_for_every_piece_and_traces_the_same_numbers(monkeypatch, tmp_path):
@@ -130,6 +157,7 @@ def test_the_command_lets_glibc_reuse_freed_memory_only_for_a_big_run(monkeypatc
 
 
 def test_import_tracer_leaves_the_allocator_alone(monkeypatch):
+    """A guard: the library's trace (which draws its own weights) must never reach the command's allocator setting."""
     import tracer
 
     def refuse():
@@ -143,7 +171,9 @@ def test_import_tracer_leaves_the_allocator_alone(monkeypatch):
 
 @pytest.mark.skipif(not hasattr(os, "confstr") or not os.confstr("CS_GNU_LIBC_VERSION"), reason="mallopt is glibc's")
 def test_keep_freed_memory_is_taken_by_glibc():
-    assert process.keep_freed_memory() is True
+    code = "from tracer.process import keep_freed_memory; print(keep_freed_memory())"  # not in the test process
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert done.stdout.strip() == "True", done.stderr
 
 
 @pytest.mark.parametrize("command", ["run", "grad"])

@@ -62,7 +62,8 @@ def fill_uniform(out: np.ndarray, seed: int, name: str, start: int, lo: float, h
     Word k (the top 53 bits of a raw 64-bit word) becomes lo + k * ((hi - lo) / 2^53): k is exact as a double and
     (hi - lo) / 2^53 is an exact power-of-two scaling, so each value is rounded once, to the same double on every
     machine.  PCG64's own doubles (``Generator.random``) are exactly k / 2^53, one word each, so they are filled
-    straight into the result and scaled there (k / 2^53 * (hi - lo) is the same single rounding): three passes and
+    straight into the result and scaled there (k / 2^53 * (hi - lo) is the same single rounding while
+    (hi - lo) / 2^53 is a normal double, as for every bound tracer draws with): in float64 three passes and
     no temporary, and any part of a weight can be drawn on its own (the stream advanced to ``start``).  That rests
     on NumPy keeping its doubles as they are, so the first value is checked against the raw word; were it ever
     different, the words are converted here instead (``_from_words``): the same numbers.  A narrower dtype is
@@ -209,6 +210,11 @@ class Draws:
                 with self._lock:
                     self._failed.append(e)
                 return
+
+    def stop(self) -> None:
+        """Start no piece more (a run that failed before its weights were used); result() would then be incomplete."""
+        with self._lock:
+            self._jobs.clear()
 
     def result(self) -> dict[str, np.ndarray]:
         self._work()

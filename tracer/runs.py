@@ -136,14 +136,21 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
         check_output(opts.save, "--save", [path], "npz", opts.force)
     memory.check_run(s, policy, opts.max_memory, show_all=opts.show_all, verify=opts.verify, form=opts.form,
                      with_weights=opts.with_weights)
-    from .params import draw_inputs, draw_params
+    from . import params as made
 
-    params, inputs = draw_params(s), draw_inputs(s)  # a big spec's seeded draws start on a helper thread
-    if meanwhile is not None and (params.helped or inputs.helped):
-        meanwhile()
-    from . import executor
+    to_params, to_inputs = made.draw_params(s), None  # a big spec's seeded draws start on a helper thread
+    try:
+        to_inputs = made.draw_inputs(s)
+        if meanwhile is not None and (to_params.helped or to_inputs.helped):
+            meanwhile()
+        from . import executor
 
-    trace = executor.run(s, keep_going=opts.keep_going, policy=policy, params=params.result(), inputs=inputs.result())
+        drawn = to_params.result(), to_inputs.result()
+    finally:  # on an error before the run, the helpers start nothing more
+        for drawing in (to_params, to_inputs):
+            if drawing is not None:
+                drawing.stop()
+    trace = executor.run(s, keep_going=opts.keep_going, policy=policy, params=drawn[0], inputs=drawn[1])
     check = None
     if opts.verify:
         from .verify import verify
