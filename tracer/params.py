@@ -273,9 +273,10 @@ def _draw_inputs(spec: Spec) -> Draws:
     arrays: dict[str, np.ndarray] = {}
     jobs: list[Callable[[], None]] = []
     for name, inp in spec.inputs().items():
-        if inp.value == "random" and inp.kind == "x" and d.B * d.T * d.C >= PIECE and (os.cpu_count() or 1) > 1:
+        n = d.S if name == "source" else d.T  # as _input makes it
+        if inp.value == "random" and inp.kind == "x" and n is not None and d.B * n * d.C >= PIECE and (os.cpu_count() or 1) > 1:
             assert spec.seed is not None
-            arrays[name] = np.empty((d.B, d.T, d.C), dtype=np.dtype(spec.dtype))
+            arrays[name] = np.empty((d.B, n, d.C), dtype=np.dtype(spec.dtype))
             jobs += _pieces(arrays[name], spec.seed, "input.x", -1.0, 1.0)
         else:
             arrays[name] = _input(spec, name, inp)
