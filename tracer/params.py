@@ -45,7 +45,7 @@ def stream(seed: int, name: str, start: int = 0) -> np.random.PCG64:
     return bits
 
 
-PARALLEL_VALUES = 1 << 20  # seeded weights of a million values or more are drawn on two threads
+PARALLEL_VALUES = 1 << 20  # seeded weights of a million values or more are drawn on a helper thread and the caller's (Draws)
 CHUNK = DRAW_CHUNK  # words drawn at a time: the raw words and their doubles stay in the cache; only the result is fresh memory
 
 
@@ -146,26 +146,9 @@ def embedding_rows(spec: Spec) -> list[int] | None:
 
 def load_params(spec: Spec, for_run: bool = False) -> dict[str, np.ndarray]:
     """Every weight as an array.  ``for_run``: an embedding table from a checkpoint holds only the rows the input uses
-    (the others stay zero pages, never read nor resident), when no tied head reads the whole table."""
-    dtype = np.dtype(spec.dtype)
-    files = {name: w.value for name, w in spec.weights.items() if w.source == "file"}
-    read: dict[str, np.ndarray] = {}
-    if files:  # from checkpoint files: each tensor read once, converted to the spec's dtype
-        from .checkpoints.refs import read_refs
-
-        rows = embedding_rows(spec) if for_run else None
-        read = read_refs(files, spec.dtype, spec.allow_nonfinite, {"embedding": rows} if rows is not None else None)
-    drawn = [name for name, w in spec.weights.items() if name not in read and w.source == "seed"]
-    if sum(math.prod(spec.weights[n].shape) for n in drawn) >= PARALLEL_VALUES and (os.cpu_count() or 1) > 1:
-        from .blas import on_threads  # each weight has its own stream: two threads give the same numbers (the bit
-
-        def draw(names: list[str]) -> list[np.ndarray]:  # generator works without the GIL), in about half the time
-            return [materialise(spec.weights[n], spec.seed, dtype, spec.init) for n in names]
-
-        halves = [drawn[0::2], drawn[1::2]]
-        for names, arrays in zip(halves, on_threads(draw, halves)):
-            read.update(zip(names, arrays))
-    return {name: read[name] if name in read else materialise(w, spec.seed, dtype, spec.init) for name, w in spec.weights.items()}
+    (the others stay zero pages, never read nor resident), when no tied head reads the whole table.  Big seeded
+    draws are shared between a helper thread and this one (Draws: the same numbers)."""
+    return _draws(spec, for_run).result()
 
 
 PIECE = 1 << 20  # values a Draws job draws: a big weight is shared out in pieces of its stream
@@ -237,29 +220,39 @@ def draw_params(spec: Spec) -> Draws:
     A given value that overflows the spec's dtype is the run's violation, not a warning (as in executor.run; the
     helper thread inherits the setting)."""
     with np.errstate(all="ignore"):
-        return _draw_params(spec)
+        return _draws(spec, for_run=True)
 
 
-def _draw_params(spec: Spec) -> Draws:
-    drawn = [name for name, w in spec.weights.items() if w.source == "seed"]
-    if not drawn or sum(math.prod(spec.weights[n].shape) for n in drawn) < PARALLEL_VALUES or (os.cpu_count() or 1) < 2:
-        return Draws(load_params(spec, for_run=True), [])
-    import hashlib  # noqa: F401  (stream's imports, here: on the helper they would wait for the caller's GIL)
-
-    import numpy.random  # noqa: F401
-
-    seed = spec.seed
-    assert seed is not None, "spec validation guarantees a seed for drawn weights"
+def _draws(spec: Spec, for_run: bool) -> Draws:
+    """load_params's weights: read from checkpoint files, made from keywords and given values, and drawn, a big
+    spec's seeded weights in pieces started on a helper thread, in the spec's order (the order the steps read them)."""
     dtype = np.dtype(spec.dtype)
-    others = {name: w for name, w in spec.weights.items() if name not in drawn}  # given, constant, read from a file
-    arrays = load_params(spec._replace(weights=others), for_run=True) if others else {}
+    files = {name: w.value for name, w in spec.weights.items() if w.source == "file"}
+    read: dict[str, np.ndarray] = {}
+    if files:  # from checkpoint files: each tensor read once, converted to the spec's dtype
+        from .checkpoints.refs import read_refs
+
+        rows = embedding_rows(spec) if for_run else None
+        read = read_refs(files, spec.dtype, spec.allow_nonfinite, {"embedding": rows} if rows is not None else None)
+    drawn = [name for name, w in spec.weights.items() if name not in read and w.source == "seed"]
+    big = sum(math.prod(spec.weights[n].shape) for n in drawn) >= PARALLEL_VALUES and (os.cpu_count() or 1) > 1
+    if big:
+        import hashlib  # noqa: F401  (stream's imports, here: on the helper they would wait for the caller's GIL)
+
+        import numpy.random  # noqa: F401
+    arrays: dict[str, np.ndarray] = {}
     jobs: list[Callable[[], None]] = []
-    for name in drawn:
-        w = spec.weights[name]
-        b = bound(w, spec.init)
-        arrays[name] = np.empty(w.shape, dtype=dtype)  # written by the pieces (fresh memory: nothing is touched yet)
-        jobs += _pieces(arrays[name], seed, "weights." + w.path, -b, b)
-    return Draws({name: arrays[name] for name in spec.weights}, jobs)
+    for name, w in spec.weights.items():
+        if name in read:
+            arrays[name] = read[name]
+        elif big and name in drawn:
+            assert spec.seed is not None, "spec validation guarantees a seed for drawn weights"
+            b = bound(w, spec.init)
+            arrays[name] = np.empty(w.shape, dtype=dtype)  # written by the pieces (fresh memory: nothing is touched yet)
+            jobs += _pieces(arrays[name], spec.seed, "weights." + w.path, -b, b)
+        else:
+            arrays[name] = materialise(w, spec.seed, dtype, spec.init)
+    return Draws(arrays, jobs)
 
 
 def draw_inputs(spec: Spec) -> Draws:
