@@ -115,8 +115,7 @@ def main() -> int:
         return 2
     # Every measurement runs in a child of this process, which stays small (no torch here): ru_maxrss is a
     # high-water mark, and on Linux a child's starts from its parent's.
-    from tracer import memory
-    from tracer.spec import load_spec
+    from tracer.spec import load_spec, memory
 
     threads = args.threads
     tmp = tempfile.TemporaryDirectory(prefix="tracer-ckpt-bench-")
@@ -164,7 +163,7 @@ def main() -> int:
     spec = load_spec(str(one))
     _, peak_one = tracer_run(one, "--record", "all")  # every stage kept, as the estimate below counts them
     est = memory.estimate(spec, memory.RecordPolicy())
-    _, base, _ = child("import numpy, yaml, rich.console, rich.table, typer, safetensors\nimport tracer.cli, tracer.executor, tracer.render", threads)
+    _, base, _ = child("import numpy, yaml, rich.console, rich.table, typer, safetensors\nimport tracer.cli.app, tracer.engine.executor, tracer.views.tables", threads)
     must = est.weights + est.recorded
     print(f"layer 0, --record all: peak {peak_one / 1e6:.0f} MB; its tensors and inputs {est.weights / 1e6:.0f} MB + recorded stages "
           f"{est.recorded / 1e6:.0f} MB = {must / 1e6:.0f} MB; interpreter baseline {base / 1e6:.0f} MB")

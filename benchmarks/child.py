@@ -16,5 +16,5 @@ sys.stderr.write(f"\nPEAK {{peak * (1 if sys.platform == 'darwin' else 1024)}}\n
 def run_tracer(argv: list[str], ok: tuple[int, ...] = (0,)) -> str:
     """Python source that runs ``tracer`` with ``argv`` (argv[0] included) in the child itself; an exit code
     outside ``ok`` is raised, so the child fails."""
-    return (f"import sys\nsys.argv = {argv!r}\nfrom tracer.cli import main\ntry:\n    main()\n"
+    return (f"import sys\nsys.argv = {argv!r}\nfrom tracer.cli.app import main\ntry:\n    main()\n"
             f"except SystemExit as e:\n    if e.code not in {(*ok, None)!r}:\n        raise\n")

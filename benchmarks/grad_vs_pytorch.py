@@ -116,9 +116,9 @@ def main() -> int:
         return 2
     import numpy as np
 
-    from tracer import executor
+    from tracer.engine import executor
+    from tracer.engine.params import load_params
     from tracer.grad.run import backward, lean_policy
-    from tracer.params import load_params
     from tracer.spec import load_spec
 
     spec = load_spec(args.spec)

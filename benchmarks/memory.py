@@ -25,13 +25,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 BOUND = 1.5
 
-IMPORTS = "import numpy, yaml, rich.console, rich.table, typer\nimport tracer.cli, tracer.executor, tracer.render, tracer.memory"
+IMPORTS = "import numpy, yaml, rich.console, rich.table, typer\nimport tracer.cli.app, tracer.engine.executor, tracer.views.tables, tracer.spec.memory"
 
 
 HELD = """
 import json, sys
 import numpy as np
-from tracer import executor, memory
+from tracer.engine import executor
+from tracer.spec import memory
 from tracer.spec import load_spec
 
 spec = load_spec({spec!r})

@@ -43,7 +43,7 @@ def peak(argv: list[str]) -> int:
 
 ESTIMATE = r"""
 import sys
-from tracer import memory, yamlio
+from tracer.spec import memory, yamlio
 from tracer.spec import load_spec
 argv = {argv!r}
 path = argv[1]

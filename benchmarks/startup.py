@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 BOUND = 1.15
 FLOOR = [sys.executable, "-c", "import numpy, yaml, rich.console, rich.table, typer"]
-# What a user types: the `tracer` script pip installs beside this interpreter (it runs `tracer.cli.main` in this
+# What a user types: the `tracer` script pip installs beside this interpreter (it runs `tracer.cli.app.main` in this
 # interpreter, without a shell shim in front), else `python -m tracer` when tracer is not installed.
 _SCRIPT = Path(sys.executable).with_name("tracer")
 RUN = ([str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "tracer"]) + ["run", "specs/ch17-prenorm.yaml"]

@@ -16,7 +16,7 @@ Warm (a loop inside one process): tracer's trace, keeping what `tracer run SPEC`
 drawing), against the faster path.
 
 Verify and diff (skip with --skip-verify, --skip-diff): `tracer run SPEC --verify` minus `tracer run SPEC`
-against the time the reference's budget promises (tracer.reference.OPS_PER_SECOND), and `tracer diff SPEC TWIN`
+against the time the reference's budget promises (tracer.engine.reference.OPS_PER_SECOND), and `tracer diff SPEC TWIN`
 (the spec in the other dtype) against one run.
 The runs alternate so that load on a shared machine hits both alike; medians are compared.
 """
@@ -128,7 +128,7 @@ def cold(spec_path: str, d: Any, pre: bool, dtype: str, threads: int, repeat: in
 def verify_and_diff(spec_path: str, dtype: str, repeat: int, scratch: Path, do_verify: bool, do_diff: bool) -> None:
     """--verify against what its budget promises, and tracer diff of the spec against its other-dtype twin
     against one run: whole fresh processes, interleaved, medians."""
-    from tracer.reference import DEFAULT_BUDGET, OPS_PER_SECOND
+    from tracer.engine.reference import DEFAULT_BUDGET, OPS_PER_SECOND
 
     env = dict(os.environ, PYTHONPATH=str(ROOT), COLUMNS="200")
     base = [sys.executable, "-m", "tracer"]
@@ -164,8 +164,8 @@ def warm(spec: Any, d: Any, pre: bool, dtype: str, repeat: int) -> None:
     import numpy as np
     import torch
 
-    from tracer import executor
-    from tracer.memory import RecordPolicy
+    from tracer.engine import executor
+    from tracer.spec.memory import RecordPolicy
 
     tdtype = getattr(torch, dtype)
     layer = make_torch_layer(torch, d, pre, tdtype)

@@ -113,7 +113,7 @@ def load_text(text: str, filename: str = "spec.yaml"):
 
 def trace_of(text: str, keep_going: bool = False):
     """Run a spec given as YAML text through the executor (in process)."""
-    from tracer import executor
+    from tracer.engine import executor
 
     return executor.run(load_text(text), keep_going=keep_going)
 
@@ -138,7 +138,7 @@ def _runner():
 def run_app(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """Run `tracer ARGS` in this process (typer's CliRunner): the same app, exit codes and output as run_cli,
     about ten times faster; for tests that run many specs.  run_cli stays the end-to-end check."""
-    from tracer.cli import app
+    from tracer.cli.app import app
 
     old = os.getcwd()
     os.chdir(cwd or REPO)

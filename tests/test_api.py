@@ -17,7 +17,7 @@ from conftest import EXAMPLES, REPO, SPECS, run_cli
 from rich.console import Console
 
 import tracer
-from tracer.api import display
+from tracer.views import display
 
 PRE = str(SPECS / "ch17-prenorm.yaml")
 

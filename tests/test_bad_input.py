@@ -76,7 +76,7 @@ def test_utf8_byte_order_mark_is_fine(tmp_path: Path) -> None:
 
 
 def test_too_large_file_is_refused_before_parsing(tmp_path: Path) -> None:
-    from tracer import yamlio
+    from tracer.spec import yamlio
 
     p = tmp_path / "big.yaml"
     with open(p, "wb") as fh:
@@ -206,7 +206,7 @@ def test_alias_bomb_is_refused_within_bounded_memory(tmp_path: Path) -> None:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    code = "import sys; from tracer.cli import main; sys.argv = ['tracer', 'validate', sys.argv[1]]; main()"
+    code = "import sys; from tracer.cli.app import main; sys.argv = ['tracer', 'validate', sys.argv[1]]; main()"
     env = dict(os.environ, PYTHONPATH=str(REPO))
     r = subprocess.run([sys.executable, "-c", code, str(p)], env=env, capture_output=True, text=True, timeout=60, preexec_fn=cap)
     assert r.returncode == 2, r.stderr

@@ -9,9 +9,10 @@ import sys
 import pytest
 from conftest import EXAMPLES, REPO, SPECS, run_cli
 
-from tracer import catalogue, executor
-from tracer.presets import PRESETS
+from tracer.engine import executor
+from tracer.model import catalogue
 from tracer.spec import load_spec, load_spec_text
+from tracer.spec.presets import PRESETS
 
 SHIPPED = sorted(SPECS.glob("**/*.yaml")) + sorted((EXAMPLES / "positions").glob("*.yaml"))
 
@@ -54,7 +55,7 @@ def test_stack_and_encoder_names_find_their_layer_stage():
 
 
 def test_catalogue_presets_and_cli_import_no_numpy():
-    code = "import sys, tracer.catalogue, tracer.presets, tracer.cli; print('numpy' in sys.modules)"
+    code = "import sys, tracer.model.catalogue, tracer.spec.presets, tracer.cli.app; print('numpy' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], check=False, cwd=REPO, capture_output=True, text=True)
     assert r.stdout.strip() == "False", r.stderr
 

@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_refused, example_module, run_app, run_cli, where
 
-from tracer import executor, memory
 from tracer.checkpoints import formats
 from tracer.checkpoints.formats import CheckpointError, open_checkpoint
+from tracer.engine import executor
 from tracer.errors import SpecError
-from tracer.spec import load_spec
+from tracer.spec import load_spec, memory
 
 make_gpt2 = example_module("checkpoints/tiny_gpt2.py").make
 
@@ -346,7 +346,7 @@ def test_layout_is_inferred_from_config_json(tmp_path: Path, gpt2: dict[str, np.
 
 def test_validate_reads_headers_only_and_loads_no_numpy(tmp_path: Path, gpt2: dict[str, np.ndarray]) -> None:
     spec, _ = gpt2_spec(tmp_path)
-    code = (f"import sys\nsys.argv = ['tracer', 'validate', {str(spec)!r}]\nfrom tracer.cli import main\n"
+    code = (f"import sys\nsys.argv = ['tracer', 'validate', {str(spec)!r}]\nfrom tracer.cli.app import main\n"
             "try:\n    main()\nexcept SystemExit as e:\n    print('EXIT', e.code, 'numpy' in sys.modules, file=sys.stderr)\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
                        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})

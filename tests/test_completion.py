@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import run_cli
 
-from tracer.presets import PRESETS
+from tracer.spec.presets import PRESETS
 
 
 def complete(line: str) -> list[str]:

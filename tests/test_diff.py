@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 from conftest import EXAMPLES, SPECS, run_app, write_spec
 
-from tracer import diff as diffing
-from tracer.blocks import POST_NORM, PRE_NORM
+from tracer.compare import core as diffing
+from tracer.model.blocks import POST_NORM, PRE_NORM
 
 PRE = str(SPECS / "ch17-prenorm.yaml")
 POST = str(SPECS / "ch17-postnorm.yaml")
@@ -56,7 +56,7 @@ def test_align_keeps_a_order_and_places_b_only_after_their_b_predecessor():
 def test_stage_rows_only_in_a_and_only_in_b():
     one = {"x": np.zeros((1, 2)), "gone": np.ones(2)}
     two = {"x": np.zeros((1, 2)), "fresh": np.ones(3)}
-    from tracer.executor import Stage
+    from tracer.engine.executor import Stage
 
     a = {k: Stage(k, v, ("T", "C")[-v.ndim:], "") for k, v in one.items()}
     b = {k: Stage(k, v, ("T", "C")[-v.ndim:], "") for k, v in two.items()}
@@ -447,7 +447,7 @@ def test_at_100_columns_a_c2_table_keeps_its_shapes_whole():
 
     from rich.console import Console
 
-    from tracer.render_diff import diff_view
+    from tracer.compare.view import diff_view
 
     r = diffing.diff(str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml"))
     c = Console(width=100, file=io.StringIO(), no_color=True, emoji=False, highlight=False)

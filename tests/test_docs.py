@@ -119,7 +119,7 @@ def scratch_env(root: Path) -> dict[str, str]:
     """`tracer` and `python` on PATH are this checkout's tracer and this interpreter; English; no colour."""
     bindir = root / ".bin"
     bindir.mkdir()
-    main = "import sys; sys.argv[0] = 'tracer'; from tracer.cli import main; sys.exit(main())"  # as pip's script does
+    main = "import sys; sys.argv[0] = 'tracer'; from tracer.cli.app import main; sys.exit(main())"  # as pip's script does
     shims = {"tracer": f'#!/bin/sh\nexec "{sys.executable}" -c "{main}" "$@"\n',
              "python": f'#!/bin/sh\nexec "{sys.executable}" "$@"\n'}
     shims["python3"] = shims["python"]

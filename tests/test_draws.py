@@ -10,8 +10,10 @@ import numpy as np
 import pytest
 from conftest import REPO, SPECS, load_text, run_app, run_cli, write_spec
 
-from tracer import params, process, runs
-from tracer.params import Draws, draw_inputs, draw_params, fill_uniform, load_inputs, load_params, uniform
+from tracer import process
+from tracer.engine import params
+from tracer.engine.params import Draws, draw_inputs, draw_params, fill_uniform, load_inputs, load_params, uniform
+from tracer.run import command as runs
 from tracer.spec import load_spec
 
 BIG = """

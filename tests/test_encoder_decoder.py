@@ -11,8 +11,8 @@ import pytest
 from conftest import SPECS, run_cli, write_spec
 from tracing import check_against_independent, trace_text
 
-from tracer.params import load_params
-from tracer.verify import verify
+from tracer.engine.params import load_params
+from tracer.run.crosscheck import verify
 
 SEQ2SEQ = """
 model: encoder-decoder

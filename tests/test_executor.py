@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from conftest import SPECS, trace_of
 
-from tracer import executor
+from tracer.engine import executor
 from tracer.spec import load_spec
 
 PRE = str(SPECS / "ch17-prenorm.yaml")

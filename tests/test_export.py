@@ -13,8 +13,8 @@ from conftest import SPECS, run_cli
 from rich.table import Table
 from rich.text import Text
 
-from tracer import export
 from tracer.errors import UsageError
+from tracer.views import export
 
 PRE = SPECS / "ch17-prenorm.yaml"
 POST = SPECS / "ch17-postnorm.yaml"

@@ -23,7 +23,8 @@ import numpy as np
 import pytest
 from conftest import REPO, SPECS, assert_refused, run_app, write_spec
 
-from tracer import executor, outputs
+from tracer import files as outputs
+from tracer.engine import executor
 from tracer.errors import UsageError
 from tracer.spec import load_spec
 

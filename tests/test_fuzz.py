@@ -26,7 +26,7 @@ from conftest import SPECS, run_app
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from tracer import yamlio
+from tracer.spec import yamlio
 
 SEEDS = [
     (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8"),

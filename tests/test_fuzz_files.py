@@ -29,7 +29,8 @@ from conftest import SPECS, run_app
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tracer import export, outputs
+from tracer import files as outputs
+from tracer.views import export
 
 N = int(os.environ.get("TRACER_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(max_examples=N, deadline=None, database=None, derandomize=not os.environ.get("TRACER_FUZZ_RANDOM"),
@@ -101,7 +102,7 @@ def make(folder: Path, kind: str, name: str, spec: Path, previous: str | None) -
 
 
 def _tiny_npz(fh: Any) -> None:
-    from tracer.npzout import write_npz
+    from tracer.views.npz import write_npz
 
     write_npz(fh, {"x": np.arange(3.0)})
 

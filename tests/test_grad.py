@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 from conftest import EXAMPLES, SPECS, assert_refused, run_app, run_cli, where, write_spec
 
-from tracer import executor, kernels
+from tracer.engine import executor, kernels
+from tracer.engine.params import load_inputs, load_params
 from tracer.grad import losses
+from tracer.grad.finite_diff import Forward, verify
 from tracer.grad.run import GradOptions, grad, per_layer
-from tracer.grad.verify import Forward, verify
-from tracer.params import load_inputs, load_params
 from tracer.spec import load_spec, load_spec_text
 
 STACK = str(SPECS / "stack-2-layers.yaml")
@@ -74,7 +74,7 @@ def test_ratio_and_norm_columns_are_the_arrays_own():
 def test_the_backward_pass_writes_into_no_forward_stage(spec, loss):
     """The backward works in place only in arrays of its own: the forward stages (the sum-squares seed is the
     output stage itself) and the gradients two stages share (a residual add) keep their values."""
-    from tracer import executor
+    from tracer.engine import executor
 
     s = load_spec(spec)
     g = grad(s, GradOptions(loss=loss))
@@ -235,8 +235,8 @@ def test_bad_options_are_exit_2_one_line(args, fragment):
 
 
 def test_memory_estimate_counts_the_gradients():
-    from tracer import memory
     from tracer.grad.run import check_memory
+    from tracer.spec import memory
 
     spec = load_spec(STACK)
     est = check_memory(spec, "none", False)
@@ -346,7 +346,7 @@ GRADIENTS = EXAMPLES / "gradients"
 
 
 def test_diff_grad_compares_the_backward_traces():
-    from tracer.diff import diff
+    from tracer.compare.core import diff
 
     a, b = str(GRADIENTS / "with-residual.yaml"), str(GRADIENTS / "without-residual.yaml")
     r = diff(a, b, grad=True, only=("x", "blocks.0.output"))

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from conftest import EXAMPLES, SPECS, run_app
 
-from tracer import blas, kernels
-from tracer.grad.backward import Backward
+from tracer.engine import blas, kernels
+from tracer.engine.backward import Backward
 from tracer.grad.run import GradOptions, grad
 from tracer.spec import load_spec, load_spec_text
 

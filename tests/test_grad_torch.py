@@ -14,9 +14,9 @@ import yaml
 torch = pytest.importorskip("torch", reason="the autograd comparison needs torch (the optional extra)")
 import torch_model as tm  # noqa: E402  (needs torch)
 
+from tracer.engine.params import load_inputs, load_params  # noqa: E402
 from tracer.grad import losses  # noqa: E402
 from tracer.grad.run import GradOptions, grad  # noqa: E402
-from tracer.params import load_inputs, load_params  # noqa: E402
 from tracer.spec import load_spec_text  # noqa: E402
 
 TOL = 1e-10
@@ -144,7 +144,7 @@ def test_grouped_query_and_rotary_pairings(H_kv, pairing, order):
 def test_causal_row_blocks(monkeypatch, H_kv, loss):
     """Under a causal mask the backward works in blocks of ROW_BLOCK query rows, as the forward does, and never
     touches the keys after a block: blocks of 2 rows over T = 7 (a short last block), grouped and plain heads."""
-    from tracer import kernels
+    from tracer.engine import kernels
 
     monkeypatch.setattr(kernels, "ROW_BLOCK", 2)
     gt = compare(block_spec("pre", positions="rotary", layers=2, head="tied", final_norm=True, B=2, T=7, C=16, H=4,

@@ -16,8 +16,9 @@ import pytest
 from conftest import assert_refused, run_app, run_cli, where, write_spec
 from tracing import check_against_independent, flow, trace_text
 
-from tracer import kernels, verify
-from tracer.params import load_params
+from tracer.engine import kernels
+from tracer.engine.params import load_params
+from tracer.run import crosscheck as verify
 
 LLAMA_LIKE = """name: gqa
 dims: {{B: 2, T: 5, C: 16, H: 4, H_kv: {H_kv}, F: 24}}

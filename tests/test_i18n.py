@@ -9,8 +9,9 @@ import pytest
 from conftest import EXAMPLES, REPO, SPECS, load_text, run_app, run_cli, write_spec
 from rich.cells import cell_len
 
-from tracer import blocks, catalogue, i18n, zh
+from tracer import i18n, zh
 from tracer.errors import TracerError
+from tracer.model import blocks, catalogue
 
 ZH = ("--lang", "zh")
 HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -511,8 +512,10 @@ def test_the_docs_document_the_language_choice():
 
 def test_zh_export_keeps_the_caption_on_one_line():
     """An export is as wide as the content wants; the Chinese table is narrower than its caption, which must not wrap."""
-    from tracer import executor, export, render
+    from tracer.engine import executor
     from tracer.spec import load_spec
+    from tracer.views import export
+    from tracer.views import tables as render
 
     with i18n.using("zh"):
         view = render.run_view(executor.run(load_spec(str(SPECS / "ch17-prenorm.yaml"))), 0, 0, 6, False)

@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 from conftest import SPECS, load_text, run_cli, write_spec
 
-from tracer import executor, jsonout, render
+from tracer.engine import executor
+from tracer.views import tables as render
+from tracer.views import trace_json as jsonout
 
 TOP_KEYS = {"schema_version", "spec", "ok", "dims", "block", "dtype", "steps", "stages", "violations"}
 STAGE_KEYS = {"name", "meaning", "shape", "axes", "values"}

@@ -1,4 +1,4 @@
-"""Each NumPy kernel against the scalar ops of tracer.reference, on random inputs, to 1e-12.
+"""Each NumPy kernel against the scalar ops of tracer.engine.reference, on random inputs, to 1e-12.
 
 Shapes cover B > 1, H > 1, d > 1, T = 1, and both masks.  The contract checks (what a kernel
 refuses where NumPy would broadcast) are tested too.
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import load_text
 
-from tracer import kernels, reference
+from tracer.engine import kernels, reference
 from tracer.errors import BrokenContract, ShapeError
 
 TOL = 1e-12
@@ -272,7 +272,7 @@ def test_attention_without_keeping_makes_them_when_an_unread_score_could_overflo
 @pytest.mark.parametrize("keep", [True, False])
 def test_attention_heads_on_threads_give_the_same_numbers_as_in_turn(keep, monkeypatch):
     """kernels.attend shares whole heads between Python threads (tracer/blas.py): one thread or three, the same bits."""
-    from tracer import blas
+    from tracer.engine import blas
 
     rng = np.random.default_rng(11)
     xq, _, w = _mha_case(rng, 2, 300, 300, 24, 6, 3, np.float64)
@@ -285,7 +285,7 @@ def test_attention_heads_on_threads_give_the_same_numbers_as_in_turn(keep, monke
 
 
 def test_blas_threads_come_back_after_a_single_threaded_block():
-    from tracer import blas
+    from tracer.engine import blas
 
     found = blas._openblas()
     if found is None:

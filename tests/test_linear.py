@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from conftest import write_spec
 
-from tracer import diff as diffing
-from tracer import memory
-from tracer.spec import load_spec_text
+from tracer.compare import core as diffing
+from tracer.spec import load_spec_text, memory
 
 LINEAR = 2.3  # doubling the layers may cost at most this much more
 

@@ -1,4 +1,4 @@
-"""tracer.memory: sizes, the estimate against what a run really holds, and refusing a run over --max-memory."""
+"""tracer.spec.memory: sizes, the estimate against what a run really holds, and refusing a run over --max-memory."""
 
 from __future__ import annotations
 
@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 from conftest import REPO, SPECS, assert_refused, run_app, write_spec
 
-from tracer import cli, executor, memory
+from tracer.cli import app as cli
+from tracer.engine import executor
 from tracer.errors import UsageError
-from tracer.spec import load_spec
+from tracer.spec import load_spec, memory
 
 HUGE_T = """\
 name: GPT-2 width, 100000 positions
@@ -136,7 +137,7 @@ def test_huge_t_is_refused_without_allocating(tmp_path: Path) -> None:
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    code = "import sys; from tracer.cli import main; sys.argv = ['tracer', 'run', sys.argv[1], '--record', sys.argv[2]]; main()"
+    code = "import sys; from tracer.cli.app import main; sys.argv = ['tracer', 'run', sys.argv[1], '--record', sys.argv[2]]; main()"
     env = dict(os.environ, PYTHONPATH=str(REPO), OPENBLAS_NUM_THREADS="1")
     for record in ("auto", "all"):
         r = subprocess.run([sys.executable, "-c", code, str(p), record], env=env, capture_output=True, text=True, timeout=60,

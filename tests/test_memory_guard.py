@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import SPECS, assert_refused, run_app, write_spec
 
-from tracer import executor, memory
-from tracer.spec import load_spec
+from tracer.engine import executor
+from tracer.spec import load_spec, memory
 
 BIG = "dims: {C: 64, H: 4, F: 128, T: 6000}\ninput: {x: random}\nseed: 0\n"
 PRE = str(SPECS / "ch17-prenorm.yaml")
@@ -57,9 +57,9 @@ def test_a_saved_trace_counts_by_its_size(tmp_path: Path) -> None:
 
 # -- the estimate covers output text, parsed YAML and --with-weights; JSON and CSV are streamed -------------------
 def test_streamed_json_is_the_same_text_as_json_dumps() -> None:
-    from tracer import executor as ex
-    from tracer import jsonout
-    from tracer.params import load_params
+    from tracer.engine import executor as ex
+    from tracer.engine.params import load_params
+    from tracer.views import trace_json as jsonout
 
     spec = load_spec(str(SPECS / "guide-walkthrough.yaml"))
     trace = ex.run(spec)
@@ -71,8 +71,8 @@ def test_streamed_json_is_the_same_text_as_json_dumps() -> None:
 
 
 def test_streamed_csv_is_the_same_text() -> None:
-    from tracer import executor as ex
-    from tracer import textout
+    from tracer.engine import executor as ex
+    from tracer.views import text as textout
 
     trace = ex.run(load_spec(PRE))
     traces = [(PRE, list(trace.stages.values()))]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import SPECS, assert_refused, run_app
 
-from tracer.memory import MAX_SIZE, parse_size
+from tracer.spec.memory import MAX_SIZE, parse_size
 
 PRE = str(SPECS / "ch17-prenorm.yaml")
 SYNTAX = "expected a size such as 4GB"

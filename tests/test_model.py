@@ -17,7 +17,7 @@ import pytest
 from conftest import EXAMPLES, run_app, write_spec
 from tracing import check_against_independent, flow, trace_text
 
-from tracer.params import load_inputs, load_params
+from tracer.engine.params import load_inputs, load_params
 from tracer.spec import load_spec_text
 
 # -- batches: per-position operations stay per sample (section 17.5, last paragraph) ----------------

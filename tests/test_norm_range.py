@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import SPECS, run_app, write_spec
 
-from tracer import kernels, reference
+from tracer.engine import kernels, reference
 
 ONES = np.ones(2)
 ZEROS = np.zeros(2)
@@ -85,12 +85,12 @@ def test_a_verify_failure_is_a_violation(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_the_tolerance_scales_with_the_values() -> None:
-    from tracer.verify import Verification
+    from tracer.run.crosscheck import Verification
 
     plan = reference.Plan([0], [0], True, 1, 1, "")
     v = Verification(plan, {"a": 1e-7, "b": 1e-7, "c": math.inf}, {"a": 1.0, "b": 1e6, "c": 1.0}, 1e-9)
     assert v.failing == ["a", "c"]
     assert v.violation() is not None and "1 more stage" in v.violation().message  # type: ignore[union-attr]
-    from tracer import jsonout
+    from tracer.views import trace_json as jsonout
 
     assert json.loads(jsonout.dumps(v.as_json()))["stages"]["c"] == "Infinity"  # strict JSON, never a raise

@@ -186,7 +186,7 @@ def test_control_characters_in_keys_are_escaped_in_messages(tmp_path: Path) -> N
 
 
 def test_printable_leaves_ordinary_text_alone() -> None:
-    from tracer.yamlio import printable
+    from tracer.spec.yamlio import printable
 
     assert printable("Example 17.2 — 例 17.2, café\u00a0") == "Example 17.2 — 例 17.2, café\u00a0"
     assert printable("a\x1bb\x00c\nd\u202ee\x9bf") == "a\\x1bb\\x00c\\nd\\u202ee\\x9bf"

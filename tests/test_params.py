@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from conftest import SPECS, load_text, run_cli
 
-from tracer.params import load_input, load_params
+from tracer.engine.params import load_input, load_params
 from tracer.spec import load_spec
 
 BASE = """
@@ -145,7 +145,7 @@ def test_dtype(dtype):
 def test_drawing_on_two_threads_or_one_chunk_at_a_time_gives_the_same_numbers(monkeypatch):
     """Big specs draw their weights on two threads, each in chunks straight into the array: the same numbers as
     drawing them one after the other, and as one draw of every word at once (the stream's own order)."""
-    from tracer import params
+    from tracer.engine import params
 
     spec = load_spec(str(SPECS / "stack-2-layers.yaml"))
     monkeypatch.setattr(params, "PARALLEL_VALUES", 0)

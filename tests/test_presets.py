@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from conftest import SPECS, run_app
 
-from tracer import diff as diffing
-from tracer import executor
-from tracer.presets import PRESETS
+from tracer.compare import core as diffing
+from tracer.engine import executor
 from tracer.spec import load_spec_text
+from tracer.spec.presets import PRESETS
 
 
 @pytest.mark.parametrize("name", list(PRESETS))

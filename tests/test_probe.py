@@ -9,7 +9,7 @@ import pytest
 from conftest import SPECS, run_app, run_cli, write_spec
 from npblock import random_case
 
-from tracer import probe
+from tracer.probe import properties as probe
 from tracer.spec import load_spec_text
 
 LEAK = """\
@@ -160,7 +160,7 @@ def test_random_seeded_spec_with_tokens_and_learned_positions_is_clean(seed):
     text = (f"dims: {{B: {B}, T: {T}, C: {H * d}, H: {H}, F: {F}, V: {V}, T_max: {T + seed % 3}}}\n"
             f"seed: {seed}\ninput: {{tokens: random}}\n"
             f"block: {{norm_order: {order}, mask: causal, positions: learned, final_norm: {str(seed % 3 == 0).lower()}}}\n")
-    from tracer import executor
+    from tracer.engine import executor
 
     spec = load_spec_text(text)
     trace = executor.run(spec)

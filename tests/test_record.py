@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from conftest import SPECS, assert_refused, run_app, run_cli
 
-from tracer import executor, memory, params
-from tracer.spec import load_spec
+from tracer.engine import executor, params
+from tracer.spec import load_spec, memory
 
 CH17 = str(SPECS / "ch17-prenorm.yaml")
 

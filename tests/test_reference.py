@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from conftest import SPECS, load_text, trace_of
 
-from tracer import executor, reference
-from tracer.params import load_inputs, load_params
+from tracer.engine import executor, reference
+from tracer.engine.params import load_inputs, load_params
+from tracer.run.crosscheck import verify
 from tracer.spec import load_spec
-from tracer.verify import verify
 
 BOOK_Y = [[1.999980, 2.999940], [0.999912, 1.476742], [2.999964, 3.746396]]
 

@@ -6,8 +6,9 @@ import numpy as np
 from conftest import SPECS
 from rich.console import Console
 
-from tracer import executor, render
+from tracer.engine import executor
 from tracer.spec import load_spec
+from tracer.views import tables as render
 
 
 def test_fmt_number():

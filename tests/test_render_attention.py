@@ -16,17 +16,9 @@ from conftest import EXAMPLES, SPECS, run_app, write_spec
 from rich.console import Console
 from rich.style import Style
 
-from tracer import executor
+from tracer.engine import executor
 from tracer.errors import UsageError
-from tracer.render_attention import (
-    BINS,
-    GLYPHS,
-    MASKED,
-    attention_view,
-    make_grid,
-    panel_text,
-    resolve,
-)
+from tracer.run.attention import BINS, GLYPHS, MASKED, attention_view, make_grid, panel_text, resolve
 from tracer.spec import load_spec, load_spec_text
 
 PRE = str(SPECS / "ch17-prenorm.yaml")

@@ -16,7 +16,7 @@ import pytest
 from conftest import EXAMPLES, REPO, SPECS, run_cli, run_on_tty, write_spec
 from rich.console import Console
 
-from tracer.render_graph import Graph, graph_view
+from tracer.graph.view import Graph, graph_view
 from tracer.spec import load_spec, load_spec_text
 
 PRE = str(SPECS / "ch17-prenorm.yaml")
@@ -149,7 +149,7 @@ def test_a_narrow_console_folds_instead_of_dropping_columns():
 
 
 def test_cli_graph_does_not_import_numpy():
-    code = (f"import sys\nfrom tracer.cli import main\nsys.argv = ['tracer', 'graph', {PRE!r}]\n"
+    code = (f"import sys\nfrom tracer.cli.app import main\nsys.argv = ['tracer', 'graph', {PRE!r}]\n"
             "try:\n    main()\nexcept SystemExit as e:\n    assert e.code == 0, e.code\n"
             "assert 'numpy' not in sys.modules, 'numpy was imported'\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": ""},

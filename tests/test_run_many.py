@@ -8,7 +8,8 @@ import json
 
 from conftest import REPO, run_app, write_spec
 
-from tracer import executor, runs
+from tracer.engine import executor
+from tracer.run import command as runs
 
 PRE = "specs/ch17-prenorm.yaml"
 POST = "specs/ch17-postnorm.yaml"

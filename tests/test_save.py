@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from conftest import SPECS, assert_refused, run_app, run_cli
 
-from tracer import executor, memory
-from tracer.spec import load_spec
+from tracer.engine import executor
+from tracer.spec import load_spec, memory
 
 
 @pytest.fixture

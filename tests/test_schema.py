@@ -17,12 +17,14 @@ from conftest import EXAMPLES, REPO, SPECS, example_module, run_app
 
 jsonschema = pytest.importorskip("jsonschema", reason="jsonschema checks the spec schema (pip install -e '.[test]')")
 
-from tracer import blocks, spec, yamlio  # noqa: E402
+from tracer import spec  # noqa: E402
 from tracer.errors import SpecError  # noqa: E402
-from tracer.presets import PRESETS  # noqa: E402
-from tracer.schema import spec_schema_text  # noqa: E402
+from tracer.model import blocks  # noqa: E402
+from tracer.spec import yamlio  # noqa: E402
+from tracer.spec.presets import PRESETS  # noqa: E402
+from tracer.spec.schema import spec_schema_text  # noqa: E402
 
-SCHEMA_FILE = REPO / "tracer" / "schema" / "spec.schema.json"
+SCHEMA_FILE = REPO / "tracer" / "spec" / "schema" / "spec.schema.json"
 SCHEMA = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.Draft7Validator(SCHEMA)
 DEFS = SCHEMA["definitions"]
@@ -71,7 +73,7 @@ def test_tracer_schema_prints_the_shipped_file() -> None:
 
 
 def test_tracer_schema_imports_no_numpy() -> None:
-    code = ("import sys\nsys.argv = ['tracer', 'schema']\nfrom tracer.cli import main\n"
+    code = ("import sys\nsys.argv = ['tracer', 'schema']\nfrom tracer.cli.app import main\n"
             "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
             "sys.stderr.write(f'exit={code} numpy={\"numpy\" in sys.modules}\\n')\n")
     r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
@@ -84,7 +86,7 @@ def test_the_schema_ships_as_package_data() -> None:
     tomllib = pytest.importorskip("tomllib", reason="tomllib is in the standard library from Python 3.11")
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
     data = project["tool"]["setuptools"]["package-data"]
-    assert any(Path("tracer/schema/spec.schema.json").match(f"{pkg.replace('.', '/')}/{pattern}")
+    assert any(Path("tracer/spec/schema/spec.schema.json").match(f"{pkg.replace('.', '/')}/{pattern}")
                for pkg, patterns in data.items() for pattern in patterns)
 
 

@@ -14,20 +14,20 @@ import sys
 import pytest
 from conftest import REPO, SPECS
 
-HEAVY = ("numpy", "tracer.kernels", "tracer.executor", "tracer.params", "pydantic")
+HEAVY = ("numpy", "tracer.engine.kernels", "tracer.engine.executor", "tracer.engine.params", "pydantic")
 
 PROBE = """
 import json, sys
 sys.argv = {argv!r}
 code = 0
 if sys.argv[1:]:
-    from tracer.cli import main
+    from tracer.cli.app import main
     try:
         main()
     except SystemExit as e:
         code = e.code
 else:
-    import tracer.cli
+    import tracer.cli.app
 sys.stdout.flush()
 sys.__stderr__.write("\\nMODULES " + json.dumps({{"code": code, "loaded": [m for m in {heavy!r} if m in sys.modules]}}) + "\\n")
 """
@@ -87,7 +87,7 @@ def test_a_named_command_builds_alone_and_behaves_the_same():
     # main() builds only the command the first word names (typer builds every command's parameters at start-up).
     from typer.testing import CliRunner
 
-    from tracer.cli import app, app_for
+    from tracer.cli.app import app, app_for
 
     slim = app_for(["run", "specs/ch17-prenorm.yaml"])
     assert [c.callback.__name__ for c in slim.registered_commands] == ["run"]

@@ -19,9 +19,9 @@ from npblock import (
     sandwich,
 )
 
-from tracer import executor
-from tracer.blocks import POST_NORM, PRE_NORM
+from tracer.engine import executor
 from tracer.errors import SpecError
+from tracer.model.blocks import POST_NORM, PRE_NORM
 from tracer.spec import load_spec_text
 
 HEAD = """\

@@ -18,10 +18,11 @@ import pytest
 from conftest import EXAMPLES, SPECS
 from hypothesis import given, settings
 
-from tracer import diff as diffing
-from tracer import executor, textout
-from tracer.executor import Stage
+from tracer.compare import core as diffing
+from tracer.engine import executor
+from tracer.engine.executor import Stage
 from tracer.spec import load_spec, load_spec_text
+from tracer.views import text as textout
 
 PRE = str(SPECS / "ch17-prenorm.yaml")
 POST = str(SPECS / "ch17-postnorm.yaml")

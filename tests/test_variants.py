@@ -13,7 +13,7 @@ import pytest
 from conftest import SPECS, run_cli, write_spec
 from tracing import check_against_independent, flow, independent_stages, trace_text
 
-from tracer.params import load_params
+from tracer.engine.params import load_params
 from tracer.spec import load_spec_text
 
 

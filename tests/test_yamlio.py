@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracer import yamlio
 from tracer.errors import SpecError
+from tracer.spec import yamlio
 
 
 def load(text):
@@ -120,7 +120,7 @@ def test_read_text_strips_a_utf8_bom(tmp_path):
     assert doc == {"name": "例 17.2"}
 
 
-# -- slips of a Chinese keyboard and of the tab key (tracer.yamlslips) ------------------------------
+# -- slips of a Chinese keyboard and of the tab key (tracer.spec.yamlslips) ------------------------------
 @pytest.fixture(params=["libyaml", "python"])
 def parser(request, monkeypatch):
     """Both parsers PyYAML may use: libyaml's (refuses deep nesting with its own words in 6.0.4) and its own."""

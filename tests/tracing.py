@@ -9,8 +9,8 @@ import independent as ind
 import numpy as np
 import yaml
 
-from tracer import executor
-from tracer.params import load_inputs, load_params
+from tracer.engine import executor
+from tracer.engine.params import load_inputs, load_params
 from tracer.spec import load_spec, load_spec_text
 
 

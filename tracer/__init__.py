@@ -23,30 +23,28 @@ __all__ = ["Diff", "Recorder", "SpecError", "StageShape", "Trace", "TracerError"
            "trace"]
 
 if TYPE_CHECKING:
-    from .api.diffing import Diff as Diff
-    from .api.diffing import diff as diff
-    from .api.loading import load as load
-    from .api.recorder import Recorder as Recorder
-    from .api.recorder import recorder as recorder
-    from .api.trace import StageShape as StageShape
-    from .api.trace import Trace as Trace
-    from .api.trace import trace as trace
-    from .errors import SpecError as SpecError
-    from .errors import TracerError as TracerError
-    from .errors import UsageError as UsageError
+    from tracer.api.loading import load as load
+    from tracer.api.recording import Recorder as Recorder
+    from tracer.api.recording import recorder as recorder
+    from tracer.api.tracing import StageShape as StageShape
+    from tracer.api.tracing import Trace as Trace
+    from tracer.api.tracing import trace as trace
+    from tracer.compare.sides import Diff as Diff
+    from tracer.compare.sides import diff as diff
+    from tracer.errors import SpecError as SpecError
+    from tracer.errors import TracerError as TracerError
+    from tracer.errors import UsageError as UsageError
 
-# name -> the module defining it.  `diff` is the module tracer.diff itself, made callable (tracer.diff(a, b) is
-# tracer.api.diffing.diff): importing a submodule binds its name on the package, so a function of that name could not last.
-_LAZY = {"load": "api.loading", "trace": "api.trace", "Trace": "api.trace", "StageShape": "api.trace", "Diff": "api.diffing",
-         "recorder": "api.recorder", "Recorder": "api.recorder", "TracerError": "errors", "SpecError": "errors",
-         "UsageError": "errors"}
+# name -> the module defining it.  No module of the package is named like one of these functions, so importing a
+# submodule never rebinds them.
+_LAZY = {"load": "api.loading", "trace": "api.tracing", "Trace": "api.tracing", "StageShape": "api.tracing", "diff": "compare.sides",
+         "Diff": "compare.sides", "recorder": "api.recording", "Recorder": "api.recording", "TracerError": "errors",
+         "SpecError": "errors", "UsageError": "errors"}
 
 
 def __getattr__(name: str) -> Any:
     import importlib
 
-    if name == "diff":
-        return importlib.import_module(".diff", __name__)
     if name not in _LAZY:
         raise AttributeError(f"module 'tracer' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)

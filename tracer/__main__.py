@@ -16,10 +16,10 @@ def main() -> None:
     # a GPT-2-sized attention took 0.05 s instead of 0.1 s.  A value the user set is kept.
     os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
     try:
-        from .process import install_signals
+        from tracer.process import install_signals
 
         install_signals()
-        from .cli import main as cli_main
+        from tracer.cli.app import main as cli_main
 
         cli_main()
     except KeyboardInterrupt:  # before the handlers were in place

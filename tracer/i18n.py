@@ -58,7 +58,7 @@ def choose(option: str | None, environ: Mapping[str, str] | None = None) -> str:
 
     An unknown --lang is a UsageError (exit 2), reported in the locale's language.
     """
-    from .errors import UsageError
+    from tracer.errors import UsageError
 
     set_language(from_locale(environ))
     if option is None:
@@ -150,7 +150,7 @@ def fill(template: str, fields: Mapping[str, object]) -> str:
 @lru_cache(maxsize=1)
 def _templates() -> tuple[tuple[Template, ...], tuple[Template, ...]]:
     """(sentences, fragments): fragments are only tried inside a translated field."""
-    from . import zh
+    from tracer import zh
 
     return (tuple(compile_template(en, z) for en, z in zh.TEMPLATES.items()),
             tuple(compile_template(en, z) for en, z in zh.FRAGMENTS.items()))
@@ -161,7 +161,7 @@ def _templates() -> tuple[tuple[Template, ...], tuple[Template, ...]]:
 def tr(text: str, **fields: object) -> str:
     """A UI word or line in the current language: the English template looked up, the fields filled in."""
     if _current == "zh":
-        from . import zh
+        from tracer import zh
 
         text = zh.UI.get(text, text)
     return fill(text, fields) if fields else text
@@ -186,7 +186,7 @@ def zh_meaning(text: str) -> str | None:
     the activation entry with its name; suffixes ('(pre-norm decoder layer)', ', turned by rotary
     positions', '(block.norm: rmsnorm)') are translated on their own.
     """
-    from . import zh
+    from tracer import zh
 
     for suffix, zh_suffix in zh.MEANING_SUFFIXES:
         m = re.fullmatch(r"(.+?)" + re.escape(suffix).replace(r"\{x\}", "(?P<x>.+?)"), text, re.DOTALL)
@@ -214,7 +214,7 @@ def zh_meaning(text: str) -> str | None:
 
 
 def _meaning_entry(base: str, norm: str, letters: str, act: str | None) -> str | None:
-    from . import zh
+    from tracer import zh
 
     entry = zh.MEANINGS.get(base)
     if entry is None:
@@ -301,7 +301,7 @@ def _fragment(text: str, depth: int) -> str | None:
 
 @lru_cache(maxsize=8192)
 def _sentence(text: str, depth: int, leads_translated: bool) -> str | None:
-    from . import zh
+    from tracer import zh
 
     if not leads_translated and text in zh.UI:
         return zh.UI[text]

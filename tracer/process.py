@@ -28,7 +28,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any, TextIO
 
-from .errors import EXIT_USAGE, TracerError
+from tracer.errors import EXIT_USAGE, TracerError
 
 EXIT_CLOSED_PIPE = 128 + 13  # SIGPIPE
 

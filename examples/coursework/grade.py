@@ -37,7 +37,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tracer.diff import DEFAULT_ATOL, DEFAULT_RTOL, diff
+from tracer.compare.core import DEFAULT_ATOL, DEFAULT_RTOL, diff
 from tracer.errors import TracerError
 
 RUBRIC = {"runs": 2, "contract": 2, "structure": 2, "settings": 2, "stages": 2}

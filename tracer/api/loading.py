@@ -12,9 +12,9 @@ import os
 from collections.abc import Mapping
 from typing import Any, Union
 
-from ..errors import SpecError
-from ..spec import Spec, load_spec, load_spec_doc
-from ..yamlio import MAX_DEPTH, Path, Source, format_path
+from tracer.errors import SpecError
+from tracer.spec import Spec, load_spec, load_spec_doc
+from tracer.spec.yamlio import MAX_DEPTH, Path, Source, format_path
 
 DICT_NAME = "<dict>"
 

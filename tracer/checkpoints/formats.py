@@ -20,7 +20,7 @@ import struct
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from ..errors import SpecError
+from tracer.errors import SpecError
 
 if TYPE_CHECKING:
     import numpy as np

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from .formats import Checkpoint, CheckpointError
+from tracer.checkpoints.formats import Checkpoint, CheckpointError
 
 if TYPE_CHECKING:
-    from .layouts import Layout
+    from tracer.checkpoints.layouts import Layout
 
 
 class ModelConfig(NamedTuple):
@@ -57,7 +57,7 @@ ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu"
 
 
 def gpt2(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads: int | None) -> ModelConfig:
-    from .layouts import layer_count
+    from tracer.checkpoints.layouts import layer_count
 
     cfg = config or {}
     wte = shape_of(ckpt, layout, "embedding")
@@ -108,7 +108,7 @@ def _rope(cfg: dict[str, Any]) -> tuple[float, str, str]:
 
 def llama(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads: int | None) -> ModelConfig:
     """Hugging Face LLaMA / Mistral: RMSNorm, SwiGLU, rotary positions turned as rotate_half does, grouped-query attention."""
-    from .layouts import layer_count
+    from tracer.checkpoints.layouts import layer_count
 
     if not config:
         raise CheckpointError(f"{ckpt.path}: a LLaMA checkpoint needs its config.json (heads, key/value heads, rope_theta, "
@@ -164,7 +164,7 @@ def torch(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads
     A state dict does not record norm_first, the activation or eps: the spec gets PyTorch's defaults
     (post-norm, relu, 1e-5) and a comment saying so.
     """
-    from .layouts import layer_count
+    from tracer.checkpoints.layouts import layer_count
 
     keys = ckpt.keys()
     seq2seq = any(k.startswith("decoder.layers.") for k in keys)

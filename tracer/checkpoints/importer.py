@@ -13,10 +13,10 @@ import json
 import os
 from typing import Any, NamedTuple
 
-from ..errors import UsageError
-from . import layouts
-from .formats import CheckpointError, open_checkpoint
-from .hfconfig import ModelConfig
+from tracer.checkpoints import layouts
+from tracer.checkpoints.formats import CheckpointError, open_checkpoint
+from tracer.checkpoints.hfconfig import ModelConfig
+from tracer.errors import UsageError
 
 MARK = "# Written by `tracer import`"  # the first line: -o replaces only a file that starts with it
 
@@ -198,8 +198,8 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
 def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = None, layers: str | None = None,
                       tokens: str | None = None, heads: int | None = None, length: int = 8, force: bool = False) -> Imported:
     """Build the spec for ``checkpoint``, check that it loads, and write it to ``output`` (or return it for stdout)."""
-    from ..outputs import check_output, text_mark, write_atomic
-    from ..spec import load_spec_text
+    from tracer.files import check_output, text_mark, write_atomic
+    from tracer.spec import load_spec_text
 
     if output is not None:
         check_output(output, "-o", [checkpoint], "yaml", force)

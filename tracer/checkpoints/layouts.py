@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 if TYPE_CHECKING:
     import numpy as np
 
-    from .formats import Checkpoint
-    from .hfconfig import ModelConfig
+    from tracer.checkpoints.formats import Checkpoint
+    from tracer.checkpoints.hfconfig import ModelConfig
 
 
 class Take(NamedTuple):
@@ -213,7 +213,7 @@ def _torch_table() -> dict[str, Take]:
 
 
 def _layouts() -> dict[str, Layout]:
-    from . import hfconfig
+    from tracer.checkpoints import hfconfig
 
     return {
         "gpt2": Layout("gpt2", "Hugging Face GPT-2 (GPT2Model, GPT2LMHeadModel)", _gpt2_table(), hfconfig.gpt2,

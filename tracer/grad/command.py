@@ -6,11 +6,12 @@ from typing import NamedTuple
 
 from rich.console import RenderableType
 
-from .. import jsonout, memory, runs
-from ..errors import EXIT_OK, EXIT_VIOLATION, UsageError
-from ..spec import load_spec
-from . import view
-from .run import GradOptions, grad, per_layer
+from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
+from tracer.grad import view
+from tracer.grad.run import GradOptions, grad, per_layer
+from tracer.run import command as runs
+from tracer.spec import load_spec, memory
+from tracer.views import trace_json as jsonout
 
 
 class GradRequest(NamedTuple):
@@ -48,7 +49,7 @@ def execute(r: GradRequest) -> GradResult:
     if r.per_layer and r.form in ("json", "csv"):
         raise UsageError(f"--per-layer draws a table and bars; with --format {r.form} use --json's weight_grads instead")
     if r.save is not None:
-        from ..outputs import check_output
+        from tracer.files import check_output
 
         check_output(r.save, "--save", [r.path], "npz", r.force)
     # the [B,H,T,S] attention scores and weights and their gradients are kept only for an output that shows them
@@ -57,27 +58,27 @@ def execute(r: GradRequest) -> GradResult:
     point = (r.batch, r.pos) if r.form in ("table", "markdown") and not internals else None
     g = grad(s, GradOptions(r.loss, r.keep_going, r.max_memory, r.form == "json", internals, point))
     if g.loss is None:  # the forward pass stopped at a violation: show it as run does
-        from ..runs import Outcome, RunOptions, render_text
+        from tracer.run.command import Outcome, RunOptions, render_text
 
         outcome = Outcome(r.path, EXIT_VIOLATION, g.forward, only=only, show_all=r.show_all)
         opts = RunOptions(r.batch, r.pos, r.precision, r.show_all, form=r.form)
         note = "no gradient: the forward pass stopped at the violation (--keep-going takes the gradient of what NumPy computed)"
         if r.form == "table":
-            from ..render import run_view
+            from tracer.views.tables import run_view
 
             return GradResult(run_view(g.forward, r.batch, r.pos, r.precision, r.show_all, only=only), EXIT_VIOLATION, s.name, (note,))
         return GradResult(render_text(outcome, r.form, opts), EXIT_VIOLATION, s.name, (note,))
     code = EXIT_OK if g.forward.ok else EXIT_VIOLATION
     check = None
     if r.verify:
-        from .verify import verify
+        from tracer.grad.finite_diff import verify
 
         check = verify(g)
         code = max(code, EXIT_OK if check.ok else EXIT_VIOLATION)
     note = check.note() if check is not None else ""
     if r.save is not None:
-        from ..npzout import write_npz
-        from ..outputs import write_atomic
+        from tracer.files import write_atomic
+        from tracer.views.npz import write_npz
 
         arrays = view.npz_arrays(g)
         write_atomic(r.save, lambda fh: write_npz(fh, arrays), "--save", "npz", r.force)

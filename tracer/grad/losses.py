@@ -13,9 +13,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import UsageError
-from ..executor import Trace
-from ..spec import LOSSES, Spec
+from tracer.engine.executor import Trace
+from tracer.errors import UsageError
+from tracer.spec import LOSSES, Spec
 
 FORMULAS = {
     "next-token": "-mean over b, t of log probs[b, t, next token]",
@@ -52,7 +52,7 @@ def choose(spec: Spec, option: str | None) -> str:
     """--loss, else the spec's loss:, else next-token with a head and sum-squares without."""
     if option is not None:
         if option not in LOSSES:
-            from ..catalogue import suggest
+            from tracer.model.catalogue import suggest
 
             raise UsageError(f"--loss {option}: expected one of {' | '.join(LOSSES)}{suggest(option, LOSSES)}")
         if option == "next-token" and not has_head(spec):

@@ -8,14 +8,14 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .. import executor, memory
-from ..blocks import internal_prefix, shown_internal
-from ..errors import UsageError
-from ..executor import Stage, Trace
-from ..params import load_inputs, load_params
-from ..spec import Spec, load_spec
-from . import losses
-from .backward import Norms, gradients, norm
+from tracer.engine import executor
+from tracer.engine.backward import Norms, gradients, norm
+from tracer.engine.executor import Stage, Trace
+from tracer.engine.params import load_inputs, load_params
+from tracer.errors import UsageError
+from tracer.grad import losses
+from tracer.model.blocks import internal_prefix, shown_internal
+from tracer.spec import Spec, load_spec, memory
 
 
 class GradTrace:
@@ -161,7 +161,7 @@ def per_layer(g: GradTrace, weight: str) -> list[tuple[str, float]]:
         known = sorted({n[len(m.group(1)) + 1:] for n in g.weight_grads if (m := LAYER.match(n))})
         if not known:
             raise UsageError(f"{g.spec.path}: --per-layer compares the layers of a stack, and this spec has none (block.layers > 1)")
-        from ..catalogue import suggest
+        from tracer.model.catalogue import suggest
 
         raise UsageError(f"--weight {weight!r}: no layer has it{suggest(weight, known) or '; the layers have ' + ', '.join(known)}")
     return out

@@ -14,12 +14,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from .. import textout
-from ..executor import Stage
-from ..i18n import meaning, tr
-from ..spec import shape_label
-from ..textout import MISSING, fmt_value, markdown_table, md_text, token_label
-from .run import GradTrace, weights_by_layer
+from tracer.engine.executor import Stage
+from tracer.grad.run import GradTrace, weights_by_layer
+from tracer.i18n import meaning, tr
+from tracer.spec import shape_label
+from tracer.views import text as textout
+from tracer.views.text import MISSING, fmt_value, markdown_table, md_text, token_label
 
 BAR_WIDTH = 40
 
@@ -156,7 +156,7 @@ def grad_csv(g: GradTrace, stages: Sequence[Stage]) -> str:
 
 def grad_json(g: GradTrace, stages: Sequence[Stage], verify: dict[str, Any] | None = None) -> dict[str, Any]:
     """The run's JSON (schema_version 1) with each stage also carrying "grad", plus "loss" and "weight_grads"."""
-    from ..jsonout import array_json, trace_json
+    from tracer.views.trace_json import array_json, trace_json
 
     assert g.loss is not None
     fwd = [g.forward.stages[s.name] for s in stages]
@@ -178,7 +178,7 @@ def npz_arrays(g: GradTrace) -> dict[str, Any]:
     every weight's as grad/weights/<weight>, and the loss as loss."""
     import numpy as np
 
-    from ..npzout import npz_arrays as forward_arrays
+    from tracer.views.npz import npz_arrays as forward_arrays
 
     assert g.loss is not None
     out: dict[str, Any] = dict(forward_arrays(g.forward))

@@ -1,0 +1,202 @@
+"""tracer.trace: run a spec and hold every stage, as a mapping of stage name -> ndarray.
+
+    >>> t = tracer.trace("specs/ch17-prenorm.yaml")
+    >>> t["norm1"]                # the whole [B,T,C] array
+    >>> t.shape_of("attn.weights")  # [B,H,T,T] = [1,2,3,3]
+    >>> t                          # in Jupyter (or rich.print(t)): the table `tracer run` prints
+
+The run is the CLI's (same executor, same --record, --keep and --max-memory checks); a violation
+does not raise: it is in ``.violations`` (``.ok`` is False), as `tracer run` exits 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+import numpy as np
+
+from tracer.api.loading import SpecLike, load
+from tracer.errors import UsageError, Violation
+from tracer.views.display import View
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from tracer.engine.executor import Stage
+    from tracer.engine.executor import Trace as RunTrace
+    from tracer.spec import Spec
+
+
+class StageNotFound(UsageError, KeyError):
+    """``trace[name]`` for a stage the trace does not hold (a TracerError, and a KeyError as a mapping's should be)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class StageShape(NamedTuple):
+    """A stage's shape with its axis letters: ``str()`` gives ``[B,T,C] = [1,3,2]``."""
+
+    axes: tuple[str, ...]
+    sizes: tuple[int, ...]
+
+    def __str__(self) -> str:
+        from tracer.model.blocks import shape_label
+
+        return shape_label(self.axes, self.sizes)
+
+    def size(self, letter: str) -> int:
+        """The size of the axis with this letter (the first, when a letter repeats: [B,H,T,T])."""
+        if letter not in self.axes:
+            raise UsageError(f"no axis {letter!r} in {self}")
+        return self.sizes[self.axes.index(letter)]
+
+
+class Trace(Mapping[str, np.ndarray]):
+    """Every recorded stage of one run: ``trace[name]`` is its array, iteration gives the names in order."""
+
+    def __init__(self, spec: Spec, run: RunTrace, params: dict[str, np.ndarray], *, batch: int = 0, pos: int = 0,
+                 precision: int = 6, show_all: bool = False) -> None:
+        self.spec = spec
+        self.run = run  # the executor's Trace (stages, violations, policy)
+        self.params = params  # every weight, by name (norm1.gamma, attn.w_q, ...)
+        self.batch, self.pos, self.precision, self.show_all = batch, pos, precision, show_all
+
+    # -- the mapping ---------------------------------------------------------------------
+    def stage(self, name: str) -> Stage:
+        """The stage record (array, axes, meaning); StageNotFound for a name the trace does not hold."""
+        found = self.run.stages.get(name)
+        if found is None:
+            from tracer.model.catalogue import suggest
+
+            stopped = f" (the run stopped at a {self.violations[0].kind} violation at {self.violations[0].stage})" if self.violations else ""
+            hint = suggest(name, self.run.stages) or f"; its stages: {', '.join(self.run.stages)}"
+            raise StageNotFound(f"{self.spec.path}: no stage {name!r} in this trace{stopped}{hint}")
+        return found
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        stage = self.stage(name)
+        if stage.data is None:
+            raise StageNotFound(f"{self.spec.path}: {name} was kept as statistics (record='stats'), not in full; "
+                                f"trace again with keep=[{name!r}] or record='all'")
+        return stage.data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.run.stages)
+
+    def __len__(self) -> int:
+        return len(self.run.stages)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.run.stages
+
+    # -- what the table shows ------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def output(self) -> np.ndarray:
+        """The block's result (the last step's stage)."""
+        return self[self.run.output.name]
+
+    def shape_of(self, name: str) -> StageShape:
+        stage = self.stage(name)
+        return StageShape(tuple(stage.axes), tuple(stage.shape))
+
+    def meaning(self, name: str) -> str:
+        return self.stage(name).meaning
+
+    @property
+    def violations(self) -> list[Violation]:
+        return list(self.run.violations)
+
+    @property
+    def ok(self) -> bool:
+        """No violation was flagged (``tracer run`` would exit 0)."""
+        return self.run.ok
+
+    # -- output: JSON, archive, views ----------------------------------------------------
+    def to_json(self, *, show_all: bool | None = None, with_weights: bool = False) -> str:
+        """The JSON ``tracer run SPEC --json`` prints (one line), ``show_all`` as --all, ``with_weights`` as --with-weights."""
+        from tracer.views.text import visible_stages
+        from tracer.views.trace_json import dumps, trace_json
+
+        stages = visible_stages(self.run, self.show_all if show_all is None else show_all)
+        return dumps(trace_json(self.run, stages, None, self.params if with_weights else None))
+
+    def save(self, path: str, *, force: bool = False) -> None:
+        """Every recorded array to an .npz archive, as ``tracer run --save`` writes it: never over a file tracer
+        cannot prove it wrote, unless ``force`` (as --force; docs/files.md gives the rule)."""
+        from tracer.files import check_output
+        from tracer.views.npz import save
+
+        check_output(path, "Trace.save", [self.spec.path], "npz", force)
+        save(self.run, path, force=force)
+
+    def table(self, *, batch: int | None = None, pos: int | None = None, precision: int | None = None,
+              show_all: bool | None = None, stages: Sequence[str] | None = None) -> View:
+        """The view ``tracer run`` prints: the table, the output matrix, any violation (rich and Jupyter show it)."""
+        from tracer.model.catalogue import select
+        from tracer.views import tables as render
+
+        b, t = self._position(batch, pos)
+        only = select(stages, list(self.run.stages), self.spec.path) if stages else None
+        return View(render.run_view(self.run, b, t, self.precision if precision is None else precision,
+                                    self.show_all if show_all is None else show_all, only=only))
+
+    def attention(self, stage: str | None = None, *, batch: int | None = None) -> View:
+        """The heatmaps ``tracer run --attention`` draws: the first attention step, or the one named
+        (``attention``, ``blocks.1.attn``, ``all``)."""
+        from tracer.run.attention import attention_view, resolve
+
+        b, _ = self._position(batch, None)
+        return View(attention_view(self.run, resolve(self.spec, [stage] if stage else []), b))
+
+    def _position(self, batch: int | None, pos: int | None) -> tuple[int, int]:
+        b = self.batch if batch is None else batch
+        t = self.pos if pos is None else pos
+        _check_position(self.spec, b, t)
+        return b, t
+
+    def __rich__(self) -> RenderableType:
+        return self.table().renderable
+
+    def _repr_html_(self) -> str:
+        return self.table()._repr_html_()
+
+    def __repr__(self) -> str:
+        status = "ok" if self.ok else "; ".join(f"{v.kind} violation at {v.stage}" for v in self.run.violations)
+        return f"<tracer.Trace {self.spec.name!r}: {len(self)} stages, {status}>"
+
+
+def _check_position(spec: Spec, batch: int, pos: int) -> None:
+    if not 0 <= batch < spec.dims.B:
+        raise UsageError(f"batch {batch} is out of range: B = {spec.dims.B} (samples 0 to {spec.dims.B - 1})")
+    if not 0 <= pos < spec.dims.T:
+        raise UsageError(f"pos {pos} is out of range: T = {spec.dims.T} (positions 0 to {spec.dims.T - 1})")
+
+
+def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep: Sequence[str] = (), max_memory: str = "4GB",
+          batch: int = 0, pos: int = 0, precision: int = 6, show_all: bool = False) -> Trace:
+    """Run a spec (a path, a dict of spec fields, or a loaded Spec) and return its Trace.
+
+    The options are ``tracer run``'s: ``keep_going`` (--keep-going), ``record`` (all | main | stats; auto is all here:
+    a Trace hands out every stage's array),
+    ``keep`` (--keep), ``max_memory`` (--max-memory: '4GB', '512MB', 'none'); ``batch``, ``pos``,
+    ``precision`` and ``show_all`` (--all) choose what the table shows.
+    """
+    from tracer.engine import executor
+    from tracer.spec import memory
+
+    s = load(spec)
+    _check_position(s, batch, pos)
+    if not 0 <= precision <= 17:
+        raise UsageError(f"precision {precision} is out of range: give 0 to 17")
+    policy = memory.policy_for(s, memory.record_mode(record, table=False), list(keep), batch, pos, show_all)
+    memory.check_run(s, policy, max_memory, show_all=show_all)
+    with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings
+        ex = executor.Executor(s, keep_going, policy=policy)
+        run = ex.run()
+    return Trace(s, run, ex.params, batch=batch, pos=pos, precision=precision, show_all=show_all)

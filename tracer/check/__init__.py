@@ -1,0 +1,2 @@
+"""`tracer check`: is a hand-worked answer right, to the printed precision?
+"""

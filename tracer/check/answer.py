@@ -1,0 +1,84 @@
+"""`tracer check SPEC --stage NAME --expect "[1, -2, -1]"`: is a hand-worked answer right?
+
+The spec is run as `tracer run` runs it; the stage's value at one sample and position ([C], [F], ...)
+is compared with the numbers the student gives, to the printed precision: an entry is right when it
+rounds to what `tracer run --precision P` prints (|given - value| <= half a unit in the last of the
+P decimals).  Right: exit 0.  Wrong: exit 1, naming the entries that differ but not the values (the
+student looks them up with `tracer run` on purpose).  A bad --expect, stage, --pos or --batch: exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, NamedTuple
+
+from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
+
+
+class Verdict(NamedTuple):
+    right: bool
+    line: str  # one line, English (the CLI translates it)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.right else EXIT_VIOLATION
+
+
+def parse_expect(text: str) -> list[float]:
+    """'[1, -2, -1]', '1, -2, -1' or '[[1, 0], [0, 1]]' (flattened, row by row) -> numbers."""
+    try:
+        value: Any = json.loads(text if text.strip().startswith("[") else f"[{text}]")
+    except ValueError:
+        value = None
+    numbers: list[float] = []
+
+    def walk(v: Any) -> bool:
+        if isinstance(v, list):
+            return all(walk(x) for x in v)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            numbers.append(float(v))
+            return True
+        return False
+
+    if value is None or not walk(value) or not numbers:
+        raise UsageError(f"--expect {text!r}: expected a list of numbers such as [1, -2, -1]")
+    return numbers
+
+
+def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, precision: int = 6) -> Verdict:
+    """Run the spec and compare one stage's value at (batch, pos) with the expected numbers."""
+    from tracer.engine import executor
+    from tracer.model.catalogue import select
+    from tracer.run.command import index
+    from tracer.spec import load_spec
+    from tracer.spec.memory import DEFAULT_MAX_MEMORY, check_run, policy_for
+
+    numbers = parse_expect(expect)
+    s = load_spec(path)
+    name = (select([stage], list(s.stage_shapes), s.path) or [stage])[0]
+    b = index(batch, s.dims.B, "--batch", "B", "samples")
+    t = index(pos, s.dims.T, "--pos", "T", "positions")
+    policy = policy_for(s, "all", [name], b, t)
+    check_run(s, policy, DEFAULT_MAX_MEMORY)
+    trace = executor.run(s, policy=policy)
+    where = f"{name} at b={b}, t={t}"  # zh.py's templates take the stage, b and t apart
+    if name not in trace.stages:
+        first = trace.violations[0] if trace.violations else None
+        stopped = f"{first.kind} violation at stage {first.stage}" if first else "the end of the run"
+        return Verdict(False, f"cannot check {where}: the run stopped at a {stopped} before reaching it (tracer run {path})")
+    actual = [float(x) for x in trace.stages[name].at(b, t).ravel()]
+    shape = trace.stages[name].shape_label
+    if len(actual) != len(numbers):
+        return Verdict(False, f"wrong: {where} has {len(actual)} numbers (the stage is {shape}); you gave {len(numbers)}")
+    half = 0.5 * 10.0 ** -precision
+    wrong = [i for i, (x, y) in enumerate(zip(actual, numbers)) if not abs(x - y) <= half * (1 + 1e-9) + 1e-12]
+    if not wrong:
+        return Verdict(True, f"right: {where} is {_shown(numbers)} to {precision} decimals")
+    which = ", ".join(str(i) for i in wrong)
+    return Verdict(False, f"wrong: {where}: entr{'y' if len(wrong) == 1 else 'ies'} {which} of {_shown(numbers)} "
+                          f"differ{'s' if len(wrong) == 1 else ''} at {precision} decimals (counting from 0)")
+
+
+def _shown(numbers: list[float]) -> str:
+    return "[" + ", ".join(f"{x:g}" for x in numbers) + "]"

@@ -1,0 +1,791 @@
+"""The command line: parse options, call one library function, render, print once.
+
+Heavy modules (NumPy, the kernels, the renderers) are imported inside the
+commands, so ``tracer --help`` and shell completion stay fast.
+
+Exit codes: 0 clean, 1 a violation was flagged, 2 the spec or the command line
+is wrong, 3 an internal error (a bug in tracer).  Around a command (process.py, docs/files.md):
+2 when stdout cannot be written, a quiet 141 when its reader has gone, 130/143/129 on
+SIGINT/SIGTERM/SIGHUP.
+"""
+
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from tracer.cli import options as cliparams
+from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
+
+DEFAULT_MAX_MEMORY = "4GB"  # memory.DEFAULT_MAX_MEMORY; repeated here so --help imports nothing more
+
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+
+    from tracer.views.export import Target
+
+APP_SETTINGS: dict[str, Any] = {
+    "name": "tracer",
+    "help": "Trace a Transformer block stage by stage: values, shapes, and the broadcast and axis mistakes NumPy lets slide.",
+    "no_args_is_help": True,
+    "pretty_exceptions_enable": False,
+    "rich_markup_mode": None,
+    "context_settings": {"help_option_names": ["-h", "--help"]},
+}
+app = typer.Typer(**APP_SETTINGS)
+
+cliparams.install()  # plain text and numbers need no pydantic (see cliparams)
+
+T = TypeVar("T")
+BUG_REPORT = "this is a bug in tracer; please report it with the spec and the command you ran (set TRACER_DEBUG=1 to see the traceback)"
+
+
+def console(no_color: bool = False, stderr: bool = False) -> "Console":
+    """A console that never wraps or colours piped output."""
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    tty = stream.isatty()
+    width = None if tty else 1000  # piped: as wide as the content, never wrapped at 80
+    if tty and os.environ.get("COLUMNS", "1").strip("0") == "":  # COLUMNS=0 would print nothing: ask the terminal
+        width = os.get_terminal_size(stream.fileno()).columns or 80
+    return Console(
+        file=stream,
+        no_color=no_color or "NO_COLOR" in os.environ or not tty,
+        highlight=False,
+        width=width,
+        soft_wrap=not tty,
+        emoji=False,
+    )
+
+
+def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
+    """The one exit path: TracerError -> its exit code and a message; anything else -> 3.
+
+    ``lang`` is --lang: the language is chosen first (an unknown one is exit 2, like any bad option),
+    so every message of the command, errors included, is in that language.
+    """
+    from tracer import i18n
+    from tracer.process import ClosedPipe, Interrupted
+
+    before = i18n.language()
+    try:
+        i18n.choose(lang)
+        code = fn()
+        sys.stdout.flush()  # a full disk or a closed pipe shows here, not as the interpreter exits
+    except ClosedPipe as e:  # the reader has gone (| head -1): nothing to say, and no verdict to give
+        raise typer.Exit(e.exit_code) from None
+    except TracerError as e:
+        _error(str(e))
+        raise typer.Exit(e.exit_code) from None
+    except Interrupted as e:  # Ctrl-C, SIGTERM, SIGHUP (process.install_signals), after every cleanup ran
+        _error(e.word)
+        raise typer.Exit(e.exit_code) from None
+    except KeyboardInterrupt:
+        _error("interrupted")
+        raise typer.Exit(130) from None
+    except typer.Exit:
+        raise
+    except Exception as e:  # a bug: say so, without a traceback unless asked
+        if os.environ.get("TRACER_DEBUG"):
+            raise
+        _error(f"internal error: {type(e).__name__}: {e}\n{BUG_REPORT}")
+        raise typer.Exit(EXIT_INTERNAL) from None
+    finally:
+        i18n.set_language(before)  # in-process callers (tests, CliRunner) get back the language they had
+    raise typer.Exit(code)
+
+
+def _error(message: str) -> None:
+    _say("tracer: error: ", message)
+
+
+def _note(text: str) -> None:
+    _say("tracer: note: ", text)
+
+
+def _say(lead: str, text: str) -> None:
+    """One diagnostic line on stderr, lead and message in the chosen language."""
+    from tracer.i18n import message, tr
+
+    try:
+        sys.stderr.write(f"{tr(lead)}{message(text)}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):  # stderr closed or full: the exit code still tells
+        pass
+
+
+def _version(value: bool) -> None:
+    if value:
+        from tracer import __version__
+
+        sys.stdout.write(f"tracer {__version__}\n")
+        raise typer.Exit(EXIT_OK)
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """Trace a Transformer block stage by stage: values, shapes, and the broadcast and axis mistakes NumPy lets slide."""
+
+
+# -- completion: values of --format, --preset and --stage (no NumPy: completion runs on every Tab) --
+
+def complete_format(incomplete: str) -> list[str]:
+    from tracer.run.command import FORMATS
+
+    return [f for f in FORMATS if f.startswith(incomplete)]
+
+
+def complete_preset(incomplete: str) -> list[tuple[str, str]]:
+    from tracer.spec.presets import PRESETS
+
+    return [(name, p.summary) for name, p in PRESETS.items() if name.startswith(incomplete)]
+
+
+def complete_stage(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Stage names of the spec(s) already on the command line, else every name `tracer stages` knows."""
+    from tracer.model.catalogue import names
+
+    known: list[str] = []
+    # While completing, click may stop parsing at the option being completed: the spec paths are then in ctx.args.
+    given = [*(ctx.params.get("specs") or ()), ctx.params.get("a"), ctx.params.get("b"), *ctx.args]
+    for path in dict.fromkeys(p for p in given if isinstance(p, str)):
+        try:
+            from tracer.spec import load_spec
+
+            known += [n for n in load_spec(path).stage_shapes if n not in known]
+        except Exception:  # a half-typed or broken spec: fall back to the catalogue
+            continue
+    return [n for n in (known or names()) if n.startswith(incomplete)]
+
+
+def complete_lang(incomplete: str) -> list[tuple[str, str]]:
+    return [(lang, help_) for lang, help_ in (("zh", "the book's Chinese (简体中文)"), ("en", "English")) if lang.startswith(incomplete)]
+
+
+LANG_HELP = ("Language of the words printed for people: zh (the book's Chinese) or en. Default: the locale "
+             "(LC_ALL, LC_MESSAGES, LANG starting with zh -> zh, else en).")
+LangOption = Annotated[str | None, typer.Option(
+    "--lang", metavar="zh|en", autocompletion=complete_lang, show_default=False,
+    help=LANG_HELP + " JSON and CSV are the same in both.")]
+PictureLangOption = Annotated[str | None, typer.Option(  # a command with no JSON or CSV output
+    "--lang", metavar="zh|en", autocompletion=complete_lang, show_default=False, help=LANG_HELP)]
+FormatOption = Annotated[str | None, typer.Option(
+    "--format", "-f", metavar="FORMAT", autocompletion=complete_format, show_default=False,
+    help="table (default) | json | csv | markdown. CSV: one row per stage and position; Markdown: a pipe table.")]
+StageOption = Annotated[list[str] | None, typer.Option(
+    "--stage", "-s", autocompletion=complete_stage, show_default=False,
+    help="Only this stage (repeatable), in every format; internals such as attn.weights may be named too.")]
+
+PrecisionOption = Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")]
+NoColorOption = Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal (NO_COLOR is honoured too).")]
+PosOption = Annotated[int, typer.Option("--pos", "-t", metavar="T", help="Position whose values the table shows (-1: the last).")]
+BatchOption = Annotated[int, typer.Option("--batch", "-b", metavar="B", help="Sample whose values the table shows (-1: the last).")]
+SvgOption = Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)]
+HtmlOption = Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)]
+ForceOption = Annotated[bool, typer.Option("--force", help="Let the output files replace an existing file tracer cannot prove it wrote "
+                                                        "(never a link, a read-only file or an input; see docs/files.md).")]
+
+
+def check_precision(precision: int) -> None:
+    if not 0 <= precision <= 17:
+        raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
+
+
+@app.command()
+def run(
+    specs: Annotated[list[str], typer.Argument(metavar="SPEC", help="The YAML spec(s) to trace. With more than one: a status line each and a summary.", show_default=False)],
+    pos: PosOption = 0,
+    batch: BatchOption = 0,
+    precision: PrecisionOption = 6,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show attention internals (attn.q, attn.k, ...).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object (schema_version 1) per spec.")] = False,
+    fmt: FormatOption = None,
+    stage: StageOption = None,
+    verify: Annotated[bool, typer.Option("--verify", help="Run the scalar reference beside NumPy; print the largest difference per stage.")] = False,
+    verify_budget: Annotated[int, typer.Option("--verify-budget", help="Scalar operations the reference may take (about 15 million a second); beyond it, verify what is exact on its own.")] = 60_000_000,
+    keep_going: Annotated[bool, typer.Option("--keep-going", help="Record NumPy's result at a violation and go on, flagging every violation.")] = False,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a violation was flagged (for scripts that only collect reports).")] = False,
+    steps: Annotated[bool, typer.Option("--steps", help="Print the step list the spec runs, with each stage's shape, and exit.")] = False,
+    no_color: NoColorOption = False,
+    with_weights: Annotated[bool, typer.Option("--with-weights", help="With --json: also write every weight, so `tracer diff` can name the weight that differs. With --save: also save them as weights.NAME (a checkpoint for layout: tracer).")] = False,
+    attention: Annotated[bool, typer.Option("--attention", help="Draw the first attention stage's weights as heatmaps (one panel per head) instead of the table.")] = False,
+    attention_stage: Annotated[list[str] | None, typer.Option("--attention-stage", metavar="NAME", help="Draw this attention stage (e.g. blocks.1.attention, decoder.blocks.0.cross_attention, or all); repeatable; implies --attention.", show_default=False)] = None,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = DEFAULT_MAX_MEMORY,
+    record: Annotated[str, typer.Option("--record", metavar="auto|all|main|stats", help="Keep what the output shows (auto: for the table, each stage's value at --batch/--pos and the block output), every stage (all), all but the attention internals (main), or statistics of big arrays (stats).")] = "auto",
+    keep: Annotated[list[str] | None, typer.Option("--keep", metavar="STAGE", help="Keep this stage in full whatever --record says (repeatable).")] = None,
+    save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write every recorded array to an .npz archive, under its stage name.")] = None,
+    force: ForceOption = False,
+    lang: LangOption = None,
+) -> None:
+    """Trace SPEC and print one row per stage (Table 17.1), then the output matrix.
+
+    Several specs run in one process: one status line each (ok, violation, error) and a summary;
+    the exit code is the worst of them.
+    """
+
+    def body() -> int:
+        from tracer.run import command as runs
+
+        form = runs.output_format(fmt, as_json)
+        check_precision(precision)
+        if with_weights and form != "json" and save is None:
+            raise UsageError("--with-weights adds the weights to the JSON output or the --save archive: give --json or --save too")
+        if verify and verify_budget < 1:
+            raise UsageError(f"--verify-budget {verify_budget} must be at least 1")
+        runs.check_many(specs, steps)
+        from tracer.spec.memory import parse_size
+
+        parse_size(max_memory)
+        if save is not None and len(specs) > 1:
+            raise UsageError("--save writes one spec's arrays: give one spec")
+        if form == "csv" and record == "stats":
+            raise UsageError("--format csv writes every value of every stage, and --record stats keeps only statistics of "
+                             "the big ones: use --record all or main (or --keep the stages you want)")
+        draw = attention or bool(attention_stage)
+        if draw and (form != "table" or steps):
+            raise UsageError(f"--attention draws a picture; it does not combine with {'--steps' if steps else '--format ' + form}")
+        if (svg or html) and len(specs) > 1:
+            raise UsageError("--svg and --html export one spec's view: give one spec")
+        targets = export_targets(svg, html, list(specs), form, force, save)
+        opts = runs.RunOptions(batch, pos, precision, show_all, verify, keep_going, exit_zero, with_weights, tuple(stage or ()),
+                               verify_budget, record=record, keep=tuple(keep or ()), max_memory=max_memory, save=save, form=form,
+                               force=force)
+        if steps:
+            return print_steps(specs[0], form, opts, no_color, targets)
+        if len(specs) > 1:
+            return run_many(specs, form, opts, no_color)
+        if draw:
+            from tracer.model.blocks import internal_prefix
+            from tracer.run.attention import resolve
+            from tracer.spec import load_spec
+
+            picked = resolve(load_spec(specs[0]), attention_stage or [])  # an unknown stage is exit 2 before anything runs
+            drawn = tuple(f"{internal_prefix(st)}.weights" for st in picked)  # the picture needs them, whatever --record says
+            opts = opts._replace(keep=opts.keep + drawn)
+        outcome = runs.trace_one(specs[0], opts, meanwhile=lambda: _meanwhile(form))
+        if form == "table":
+            from tracer.views import tables as render
+
+            check = outcome.check
+            assert outcome.trace is not None
+            view: RenderableType
+            if draw:
+                from rich.console import Group
+                from rich.text import Text
+
+                from tracer.run.attention import attention_view
+
+                picture = attention_view(outcome.trace, picked, outcome.batch)
+                view = Group(picture, Text(check.note())) if check is not None else picture
+            else:
+                view = render.run_view(outcome.trace, outcome.batch, outcome.pos, precision, show_all, check.stages if check else None,
+                                       check.note() if check else "", outcome.only)
+            show(view, no_color, targets, outcome.trace.spec.name, force)
+        else:
+            for chunk in runs.render_chunks(outcome, form, opts):  # written as made: a big trace is never held as text
+                sys.stdout.write(chunk)
+            if form in ("json", "csv") and outcome.trace is not None:
+                from tracer.views.text import unreached_note
+
+                note = unreached_note(outcome.trace, outcome.only)
+                if note:
+                    _note(note)
+        return outcome.code
+
+    guarded(body, lang)
+
+
+def _meanwhile(form: str) -> None:
+    """While runs.trace_one draws a big spec's weights: this process reuses the memory of the stages it lets go
+    (process.keep_freed_memory), and the table's renderer and rich are imported (they would be after the run)."""
+    from tracer.process import keep_freed_memory
+
+    keep_freed_memory()
+    if form == "table":
+        from tracer.views import tables as render  # noqa: F401
+
+
+def print_steps(path: str, form: str, opts: object, no_color: bool, targets: "list[Target]") -> int:
+    from tracer.run import command as runs
+    from tracer.spec import load_spec
+
+    assert isinstance(opts, runs.RunOptions)
+    s = load_spec(path)
+    only = runs.select_stages(s, opts.stages)
+    if form == "table":
+        from tracer.views import tables as render
+
+        show(render.steps_table(s, only), no_color, targets, s.name, opts.force)
+    else:
+        sys.stdout.write(runs.steps_text(s, form, only))
+    return EXIT_OK
+
+
+def run_many(specs: list[str], form: str, opts: object, no_color: bool) -> int:
+    """Each spec in turn, in this process. Table: status lines on stdout. JSON (one object per line),
+    CSV (one header) and Markdown: the results on stdout, the status lines on stderr."""
+    from rich.text import Text
+
+    from tracer.run import command as runs
+    from tracer.views import text as textout
+
+    assert isinstance(opts, runs.RunOptions)
+    status_out = console(no_color, stderr=form != "table")
+    style = {"ok": "green", "violation": "bold red", "error": "bold yellow"}
+    summary = runs.Summary()
+    csv_parts = []
+    for path in specs:
+        o = runs.attempt(path, opts)
+        summary.outcomes.append(o)
+        if form == "csv":
+            if o.trace is not None:
+                csv_parts.append((o.path, o.stages))
+        elif form != "table":
+            sys.stdout.write(runs.render_text(o, form, opts) + ("\n" if form == "markdown" else ""))
+            sys.stdout.flush()
+        word = o.status()[0]
+        status_out.print(Text(runs.status_text(o), style=style[word]) if word != "ok" else Text(runs.status_text(o)))
+    if form == "csv":
+        sys.stdout.write(textout.trace_csv(csv_parts))
+    status_out.print(Text(summary.line(), style="bold"))
+    return summary.exit_code
+
+
+@app.command()
+def probe(
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec of the block to probe.", show_default=False)],
+    as_json: Annotated[bool, typer.Option("--json", help="Write one JSON object to stdout instead of the table.")] = False,
+    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a property fails.")] = False,
+    no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal.")] = False,
+    exact: Annotated[bool, typer.Option("--exact", help="Prove causality with the backward pass: every later position's gradient exactly 0.")] = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a probe estimated to need more (it holds two runs at once).")] = DEFAULT_MAX_MEMORY,
+    lang: LangOption = None,
+) -> None:
+    """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows.
+
+    With --exact, causality is proved for the given weights with the backward pass instead.
+    """
+
+    def body() -> int:
+        from tracer.probe.properties import FAIL, UNMEASURED, unmeasured_error
+        from tracer.probe.properties import probe as run_probe
+        from tracer.spec import load_spec
+        from tracer.views import tables as render
+        from tracer.views import trace_json as jsonout
+
+        s = load_spec(spec)
+        props = run_probe(s, exact, max_memory)
+        ok = all(p.result not in (FAIL, UNMEASURED) for p in props)
+        if as_json:
+            sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name},
+                                            "ok": ok, "properties": [p.as_json() for p in props]}))
+        else:
+            console(no_color).print(render.probe_table(s, props))
+        if any(p.result == FAIL for p in props):
+            return EXIT_OK if exit_zero else EXIT_VIOLATION
+        unmeasured_error(s, props)  # exit 2: the input cannot show the property either way
+        return EXIT_OK
+
+    guarded(body, lang)
+
+
+@app.command()
+def grad(
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec to run forward and backward.", show_default=False)],
+    loss: Annotated[str | None, typer.Option("--loss", metavar="next-token|sum-squares", show_default=False,
+                                             help="The scalar whose gradient is traced. Default: the spec's loss:, else next-token with an output head, sum-squares (0.5·ΣY²) without.")] = None,
+    pos: PosOption = 0,
+    batch: BatchOption = 0,
+    precision: PrecisionOption = 6,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show the gradients of the attention internals (attn.q, attn.k, ...).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: run's JSON, each stage with its grad, plus loss and weight_grads.")] = False,
+    fmt: FormatOption = None,
+    stage: StageOption = None,
+    per_layer: Annotated[bool, typer.Option("--per-layer", help="Show one weight's gradient norm in every layer of the stack (--weight), with bars.")] = False,
+    weight: Annotated[str, typer.Option("--weight", metavar="NAME", help="The weight --per-layer compares across layers.")] = "ffn.w2",
+    verify: Annotated[bool, typer.Option("--verify", help="Check a sample of every weight's gradient by central finite differences.")] = False,
+    keep_going: Annotated[bool, typer.Option("--keep-going", help="Take the gradient of what NumPy computed even after a violation.")] = False,
+    save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write the stages, their gradients (grad/STAGE) and the weights' (grad/weights/NAME) to an .npz archive.")] = None,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run (forward and backward) estimated to need more.")] = DEFAULT_MAX_MEMORY,
+    no_color: NoColorOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
+    lang: LangOption = None,
+) -> None:
+    """The training signal, stage by stage: a loss's gradient with respect to every stage and weight, in backward order."""
+
+    def body() -> int:
+        from tracer.grad.command import GradRequest, execute
+        from tracer.run.command import output_format
+
+        form = output_format(fmt, as_json)
+        check_precision(precision)
+        targets = export_targets(svg, html, [spec], form, force)
+        result = execute(GradRequest(spec, form, loss, batch, pos, precision, show_all, tuple(stage or ()), per_layer,
+                                     weight, verify, keep_going, save, max_memory, force))
+        if isinstance(result.output, str):
+            sys.stdout.write(result.output)
+        else:
+            show(result.output, no_color, targets, result.title)
+        for note in result.notes:
+            _note(note)
+        return result.code
+
+    guarded(body, lang)
+
+
+@app.command()
+def diff(
+    a: Annotated[str, typer.Argument(metavar="A", help="Side A: a YAML spec, a trace saved by `tracer run SPEC --json`, or arrays (as B).", show_default=False)],
+    b: Annotated[str, typer.Argument(metavar="B", help="Side B: a YAML spec, a saved JSON trace, or your own arrays: an .npz "
+                                                       "(one array per stage; a --save archive too) or a JSON object of stage name -> nested list.", show_default=False)],
+    atol: Annotated[float, typer.Option("--atol", help="Absolute tolerance: equal when |A - B| <= atol + rtol * max(|A|, |B|).")] = 1e-9,
+    rtol: Annotated[float, typer.Option("--rtol", help="Relative tolerance (see --atol).")] = 1e-9,
+    pos: PosOption = 0,
+    batch: BatchOption = 0,
+    precision: PrecisionOption = 6,
+    show_all: Annotated[bool, typer.Option("--all", help="Also compare attention internals (attn.q, attn.k, ...).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object instead of the tables.")] = False,
+    fmt: FormatOption = None,
+    stage: StageOption = None,
+    keep_going: Annotated[bool, typer.Option("--keep-going", help="Compare even when a side has a violation (else exit 2).")] = False,
+    names: Annotated[list[str] | None, typer.Option("--map", metavar="THEIRS=OURS", show_default=False,
+                                                    help="Your array THEIRS is tracer's stage OURS (repeatable), or a YAML file of 'theirs: ours' lines.")] = None,
+    grad: Annotated[bool, typer.Option("--grad", help="Compare the backward traces: each stage's and weight's gradient of the side's loss (as tracer grad).")] = False,
+    no_color: NoColorOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a diff estimated to need more (both sides count).")] = DEFAULT_MAX_MEMORY,
+    lang: LangOption = None,
+) -> None:
+    """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
+
+    Either side may be the arrays your own implementation recorded (.npz or JSON): the diff then
+    names the first stage where they leave tracer's, and what that usually means.
+
+    Exit codes as diff(1): 0 the same within tolerance, 1 different, 2 trouble.
+    """
+
+    def body() -> int:
+        from tracer.compare.core import diff as diff_files
+        from tracer.run.command import output_format
+        from tracer.views import text as textout
+        from tracer.views import trace_json as jsonout
+
+        form = output_format(fmt, as_json)
+        check_precision(precision)
+        targets = export_targets(svg, html, [a, b], form, force)
+        result = diff_files(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
+                              only=tuple(stage or ()), names=tuple(names or ()), grad=grad, max_memory=max_memory)
+        if form == "table":
+            from tracer.compare.view import diff_view
+
+            show(diff_view(result, precision), no_color, targets, f"tracer diff {a} {b}", force)
+        else:
+            writers = {"json": lambda: jsonout.dumps(result.as_json()), "csv": lambda: textout.diff_csv(result),
+                       "markdown": lambda: textout.diff_markdown(result, precision)}
+            sys.stdout.write(writers[form]())
+        return result.exit_code
+
+    guarded(body, lang)
+
+
+@app.command()
+def graph(
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec of the block to draw.", show_default=False)],
+    no_color: NoColorOption = False,
+    svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write the drawing as an SVG picture.", show_default=False)] = None,
+    html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write the drawing as an HTML page.", show_default=False)] = None,
+    force: ForceOption = False,
+    lang: PictureLangOption = None,
+) -> None:
+    """Draw the block as Figure 17.1 does: before the block, each residual path with every stage and its shape.
+
+    Drawn from the spec's own step list and shapes; nothing is run.
+    """
+
+    def body() -> int:
+        from tracer.graph.view import graph_view
+        from tracer.spec import load_spec
+
+        targets = export_targets(svg, html, [spec], "table", force)
+        s = load_spec(spec)
+        show(graph_view(s), no_color, targets, s.name, force)
+        return EXIT_OK
+
+    guarded(body, lang)
+
+
+@app.command()
+def validate(
+    specs: Annotated[list[str], typer.Argument(help="The YAML specs to check.", show_default=False, metavar="SPEC")],
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Report a spec whose run would need more as invalid (as run refuses it).")] = DEFAULT_MAX_MEMORY,
+    record: Annotated[str, typer.Option("--record", metavar="auto|all|main|stats", help="The recording the memory estimate assumes (auto: a plain `tracer run`).")] = "auto",
+    lang: LangOption = None,
+) -> None:
+    """Check each SPEC without running it: one line per spec, 'ok', the violation a run would flag, or the error.
+
+    What the shapes and settings alone show (beta: [0], LayerNorm over T, softmax over queries, positions
+    beyond T_max) is reported as tracer run reports it.  Exit code: the worst of 0 valid, 1 a run would
+    flag a violation, 2 not valid.
+    """
+
+    def body() -> int:
+        from tracer.i18n import message
+        from tracer.spec import memory
+
+        memory.parse_size(max_memory)
+        worst = EXIT_OK
+        for path in specs:
+            try:
+                s = memory.load_spec_within(path, max_memory)
+                est = memory.check_run(s, memory.policy_for(s, memory.record_mode(record, table=True), None, 0, 0), max_memory)
+                line = f"{path}: ok, needs about {memory.format_size(est.total)} to run (--record {record})"
+                code = EXIT_OK
+                from tracer.spec.preflight import violations
+
+                found = violations(s)
+                if found:
+                    from tracer.i18n import tr
+                    from tracer.views.text import kind_word
+
+                    line = message(f"{path}: {found[0].message}") + tr(" ({kind} violation: tracer run flags it)", kind=kind_word(found[0].kind))
+                    code = EXIT_VIOLATION
+            except TracerError as e:
+                line, code = str(e), e.exit_code
+            except Exception as e:  # a bug: say so for this spec, go on with the others
+                if os.environ.get("TRACER_DEBUG"):
+                    raise
+                line, code = f"{path}: internal error: {type(e).__name__}: {e}; {BUG_REPORT}", EXIT_INTERNAL
+            sys.stdout.write(" ".join(message(line).split()) + "\n")  # one line per spec, whatever the message
+            worst = max(worst, code)
+        return worst
+
+    guarded(body, lang)
+
+
+@app.command()
+def check(
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec whose stage was worked out by hand.", show_default=False)],
+    stage: Annotated[str, typer.Option("--stage", "-s", autocompletion=complete_stage, show_default=False,
+                                       help="The stage whose value was worked out (as tracer run names it).")],
+    expect: Annotated[str, typer.Option("--expect", "-e", metavar="NUMBERS", show_default=False,
+                                        help='The hand-worked value at --pos and --batch, e.g. "[1, -2, -1]".')],
+    pos: Annotated[int, typer.Option("--pos", "-t", metavar="T", help="Position of the value (-1: the last).")] = 0,
+    batch: Annotated[int, typer.Option("--batch", "-b", metavar="B", help="Sample of the value (-1: the last).")] = 0,
+    precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals that must agree, as tracer run --precision prints them.")] = 6,
+    lang: LangOption = None,
+) -> None:
+    """Check a hand-worked value: right or wrong to the printed precision.
+
+    Exit code: 0 right, 1 wrong, 2 a bad spec, stage or option.
+    """
+
+    def body() -> int:
+        from tracer.check.answer import check as check_value
+        from tracer.i18n import message
+
+        check_precision(precision)
+        verdict = check_value(spec, stage, expect, pos, batch, precision)
+        sys.stdout.write(message(verdict.line) + "\n")
+        return verdict.exit_code
+
+    guarded(body, lang)
+
+
+def export_targets(svg: str | None, html: str | None, inputs: list[str], form: str, force: bool = False,
+                   save: str | None = None) -> "list[Target]":
+    """--svg / --html, checked before anything runs (never over an input or --save, never somewhere unwritable)."""
+    if svg is None and html is None:
+        return []
+    if form != "table":
+        raise UsageError(f"--svg and --html export the table the terminal shows; they do not combine with --format {form}")
+    from tracer.views.export import check_targets
+
+    return check_targets(svg, html, inputs, force, {"--save": save})
+
+
+def show(view: "RenderableType", no_color: bool, targets: "list[Target]", title: str, force: bool = False) -> None:
+    """Print the view once; write the exports asked for (at the content's natural width)."""
+    console(no_color).print(view)
+    if targets:
+        from tracer.i18n import tr
+        from tracer.views.export import export
+
+        for path in export(view, targets, title, no_color, force):
+            sys.stderr.write(tr("tracer: wrote {path}", path=path) + "\n")
+
+
+@app.command()
+def new(
+    preset: Annotated[str | None, typer.Option("--preset", "-P", autocompletion=complete_preset, show_default=False,
+                                               help="ch17 | custom | gpt2 | stack | modern | encoder-decoder")] = None,
+    output: Annotated[str | None, typer.Option("--output", "-o", show_default=False,
+                                               help="Write the spec to this file (never over an existing one) instead of stdout.")] = None,
+    list_presets: Annotated[bool, typer.Option("--list", help="List the presets, one line each, and exit.")] = False,
+) -> None:
+    """Print a commented spec to start from: `tracer new --preset ch17 > my-block.yaml`."""
+
+    def body() -> int:
+        from tracer.model.catalogue import suggest
+        from tracer.spec.presets import PRESETS
+
+        listing = "".join(f"  {name:<16} {p.summary}\n" for name, p in PRESETS.items())
+        if list_presets:
+            sys.stdout.write(listing)
+            return EXIT_OK
+        if preset is None:
+            raise UsageError("give --preset NAME, one of:\n" + listing.rstrip("\n"))
+        if preset not in PRESETS:
+            raise UsageError(f"--preset {preset}: no such preset{suggest(preset, PRESETS)}\nthe presets are:\n" + listing.rstrip("\n"))
+        text = PRESETS[preset].text
+        if output is None:
+            sys.stdout.write(text)
+            return EXIT_OK
+        from tracer.files import check_output, write_atomic
+
+        check_output(output, "--output", [], "yaml", replace=False)  # never over an existing file
+        write_atomic(output, lambda fh: fh.write(text.encode("utf-8")), "--output", "yaml", replace=False)
+        sys.stderr.write(f"wrote {output} (preset {preset}); trace it with: tracer run {output}\n")
+        return EXIT_OK
+
+    guarded(body)
+
+
+@app.command("import")
+def import_(
+    checkpoint: Annotated[str, typer.Argument(metavar="CHECKPOINT", show_default=False,
+                                              help="A Hugging Face model folder, or a .safetensors, .npz or PyTorch .pt/.bin file.")],
+    output: Annotated[str | None, typer.Option("--output", "-o", show_default=False,
+                                               help="Write the spec to this file (replacing only a spec tracer import wrote and nobody edited since, unless --force) instead of stdout.")] = None,
+    layout: Annotated[str | None, typer.Option("--layout", metavar="gpt2|torch|...", show_default=False,
+                                               help="How the checkpoint's tensors map onto tracer's weights. Default: config.json's model_type.")] = None,
+    layers: Annotated[str | None, typer.Option("--layers", metavar="FIRST-LAST", show_default=False,
+                                               help="A contiguous range of layers, e.g. 0-1 (default: all).")] = None,
+    tokens: Annotated[str | None, typer.Option("--tokens", metavar="IDS", show_default=False,
+                                               help="Input token ids, e.g. 464,2068,7586 (default: a seeded random input).")] = None,
+    heads: Annotated[int | None, typer.Option("--heads", metavar="H", show_default=False,
+                                              help="Number of heads, when the checkpoint does not record it (a PyTorch state dict).")] = None,
+    length: Annotated[int, typer.Option("--length", metavar="T", help="Positions of the random input when --tokens is not given.")] = 8,
+    force: ForceOption = False,
+) -> None:
+    """Write a spec that traces a real checkpoint: dims and settings from its config, weights read from the file."""
+
+    def body() -> int:
+        from tracer.checkpoints.importer import import_checkpoint
+
+        result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length, force)
+        if output is None:
+            sys.stdout.write(result.text)
+        else:
+            sys.stderr.write(f"wrote {output} ({result.summary}); trace it with: tracer run {output}\n")
+        return EXIT_OK
+
+    guarded(body)
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of the spec format, for an editor to check a spec as you type: tracer schema > spec.schema.json."""
+
+    def body() -> int:
+        from tracer.spec.schema import spec_schema_text
+
+        sys.stdout.write(spec_schema_text())
+        return EXIT_OK
+
+    guarded(body)
+
+
+def complete_catalogue_name(incomplete: str) -> list[str]:
+    from tracer.model.catalogue import names
+
+    return [n for n in names() if n.startswith(incomplete)]
+
+
+@app.command()
+def stages(
+    name: Annotated[str | None, typer.Argument(metavar="NAME", autocompletion=complete_catalogue_name, show_default=False,
+                                               help="Only this stage (blocks.3.norm1 finds norm1).")] = None,
+    fmt: Annotated[str | None, typer.Option(
+        "--format", "-f", metavar="FORMAT", autocompletion=complete_format, show_default=False,
+        help="table (default) | json | csv | markdown. CSV: one row per stage name; Markdown: a pipe table.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    no_color: NoColorOption = False,
+    lang: LangOption = None,
+) -> None:
+    """List every stage name a trace can record, with its meaning, formula and shape."""
+
+    def body() -> int:
+        from tracer.model import catalogue
+        from tracer.run.command import output_format
+        from tracer.views import text as textout
+
+        form = output_format(fmt, as_json)
+        entries = catalogue.lookup(name) if name is not None else list(catalogue.CATALOGUE)
+        note = "" if name is not None else catalogue.STACK_NOTE
+        if form == "json":
+            import json
+
+            doc = {"schema_version": 1, "kind": "stages", "stages": [e.as_json() for e in entries]}
+            from tracer.process import is_utf
+
+            sys.stdout.write(json.dumps(doc, ensure_ascii=not is_utf(sys.stdout)) + "\n")
+        elif form == "csv":
+            sys.stdout.write(textout.catalogue_csv(entries))
+        elif form == "markdown":
+            sys.stdout.write(textout.catalogue_markdown(entries, note))
+        else:
+            from tracer.views.tables import catalogue_view
+
+            console(no_color).print(catalogue_view(entries, note))
+        return EXIT_OK
+
+    guarded(body, lang)
+
+
+def app_for(args: list[str]) -> typer.Typer:
+    """The whole app, or, when the first word names a command, an app holding that command alone.
+
+    typer builds every command's parameters at each start (about a millisecond a command); a run needs one.
+    The command behaves exactly as in the whole app (same callback, options, help and exit codes).
+    """
+    if not args or os.environ.get("_TRACER_COMPLETE"):
+        return app
+    info = next((c for c in app.registered_commands if (c.name or getattr(c.callback, "__name__", "")) == args[0]), None)
+    if info is None:
+        return app
+    slim = typer.Typer(**APP_SETTINGS)
+    slim.registered_callback = app.registered_callback
+    slim.registered_commands = [info]
+    return slim
+
+
+def main() -> None:
+    from tracer.process import ClosedPipe, OutputError, install_signals, prepare_streams
+
+    install_signals()  # tracer/__main__.py does it before typer is imported; here for callers of cli.main
+    prepare_streams()
+    try:
+        try:
+            app_for(sys.argv[1:])()
+        finally:
+            sys.stdout.flush()  # what --version left in the buffer fails here, not as the interpreter exits
+    except ClosedPipe as e:  # outside a command (--help, --version): as guarded() does inside one
+        raise SystemExit(e.exit_code) from None
+    except OutputError as e:
+        _error(str(e))
+        raise SystemExit(e.exit_code) from None
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,251 @@
+"""Arrays another program recorded, read and matched to a trace's stage names (``tracer diff SPEC mine.npz``).
+
+Three kinds of file hold them: an ``.npz`` with one array per stage (numpy's ``savez``, the
+recorder helper, or tracer's own ``--save`` archive) and a JSON object of stage name -> nested
+list.  Every file is checked here, at the edge: a file that cannot be read, an array of Python
+objects (never unpickled: ``allow_pickle=False``) or of text is an ActivationsError (exit 2, one
+line naming the file and the array).
+
+The user's arrays may keep their own names: ``--map theirs=ours`` (repeatable) or a YAML file of
+``theirs: ours`` lines says which is which; an array named like a stage matches it directly, and
+an array that matches nothing is listed, never silently dropped.  An array without the batch
+axis (``[T,C]`` for ``[B,T,C]`` with B = 1) is read with B = 1, and the diff says so.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from tracer.compare.saved import _Reader
+from tracer.engine.executor import Stage
+from tracer.errors import EXIT_USAGE, TracerError, UsageError
+from tracer.model import catalogue
+from tracer.spec import yamlio
+
+STATS_SUFFIXES = (".stats", ".shape", ".at")  # a stage --save kept as statistics (--record stats)
+UNKNOWN_AXIS = "?"
+
+
+class ActivationsError(TracerError):
+    """A file of arrays that cannot be read (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+ZIP_MAGIC, NPY_MAGIC = (b"PK\x03\x04", b"PK\x05\x06"), b"\x93NUMPY"  # a zip file (an empty one: PK\x05\x06), a bare .npy
+
+
+def is_npz(path: str) -> bool:
+    """An .npz (or .npy) by its name, or any file that starts like one."""
+    if path.lower().endswith((".npz", ".npy")):
+        return True
+    return _head(path).startswith((*ZIP_MAGIC, NPY_MAGIC))
+
+
+def _head(path: str) -> bytes:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(8)
+    except OSError:
+        return b""
+
+
+def is_arrays_document(doc: Any) -> bool:
+    """A JSON object that is neither a saved trace nor a spec: stage name -> nested list."""
+    return (isinstance(doc, dict) and bool(doc) and not {"schema_version", "stages", "kind", "dims"} & set(doc)
+            and all(isinstance(v, list) for v in doc.values()))
+
+
+def read_npz(path: str) -> dict[str, np.ndarray]:
+    """Every array of an .npz archive, as float64; pickled objects are never loaded."""
+    if not os.path.isfile(path):
+        raise ActivationsError(f"{path}: {'is a directory' if os.path.isdir(path) else 'no such file'}, expected an .npz archive of arrays")
+    if not _head(path).startswith((*ZIP_MAGIC, NPY_MAGIC)):
+        raise ActivationsError(f"{path}: is not an .npz archive (an .npz is a zip file of .npy arrays, as np.savez writes it)")
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
+        raise ActivationsError(f"{path}: not a readable .npz archive ({_short(e)})") from None
+    if not isinstance(archive, np.lib.npyio.NpzFile):  # a single .npy array
+        raise ActivationsError(f"{path}: holds one bare array (.npy), not an archive of named arrays; "
+                               "write one with np.savez('mine.npz', norm1=...)")
+    out: dict[str, np.ndarray] = {}
+    with archive:
+        for name in archive.files:
+            try:
+                array = archive[name]
+            except ValueError:  # object arrays need pickle: refused
+                raise ActivationsError(f"{path}: array {name!r} holds Python objects; tracer reads arrays of numbers only "
+                                       "(and never unpickles)") from None
+            except (OSError, EOFError, zipfile.BadZipFile) as e:
+                raise ActivationsError(f"{path}: array {name!r} cannot be read ({_short(e)})") from None
+            out[name] = numeric(array, f"{path}: array {name!r}")
+    if not out:
+        raise ActivationsError(f"{path}: the archive holds no arrays")
+    return out
+
+
+def read_json(doc: dict[str, Any], path: str) -> dict[str, np.ndarray]:
+    """A JSON object of stage name -> nested list (NaN and infinities as "NaN", "Infinity", "-Infinity")."""
+    reader = _Reader(path)
+    return {name: reader.array(value, name) for name, value in doc.items()}
+
+
+def numeric(value: Any, what: str) -> np.ndarray:
+    """An array-like of numbers (a torch tensor too) as a float64 array; anything else is an ActivationsError."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, without importing torch
+        value = value.detach().cpu().numpy()
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError) as e:
+        raise ActivationsError(f"{what}: not an array of numbers ({_short(e)})") from None
+    if array.dtype.kind not in "biuf":
+        raise ActivationsError(f"{what}: expected numbers, received an array of dtype {array.dtype}")
+    return array.astype(np.float64)
+
+
+def _short(e: BaseException) -> str:
+    return " ".join(str(e).split())[:160] or type(e).__name__
+
+
+# -- names: --map and matching ---------------------------------------------------------
+
+def parse_map(items: Sequence[str]) -> dict[str, str]:
+    """``--map theirs=ours`` items, or YAML files of ``theirs: ours`` lines -> {theirs: ours}."""
+    out: dict[str, str] = {}
+    for item in items:
+        if "=" in item:
+            theirs, _, ours = (part.strip() for part in item.partition("="))
+            if not theirs or not ours:
+                raise UsageError(f"--map {item}: expected THEIRS=OURS, e.g. --map ln1=norm1")
+            pairs = [(theirs, ours, f"--map {item}")]
+        else:
+            pairs = _map_file(item)
+        for theirs, ours, where in pairs:
+            if theirs in out and out[theirs] != ours:
+                raise UsageError(f"{where}: {theirs!r} is already mapped to {out[theirs]!r}")
+            out[theirs] = ours
+    return out
+
+
+def _map_file(path: str) -> list[tuple[str, str, str]]:
+    if not os.path.exists(path):
+        raise UsageError(f"--map {path}: expected THEIRS=OURS (e.g. --map ln1=norm1) or a YAML file of 'theirs: ours' lines; "
+                         "no such file")
+    doc, src = yamlio.load(yamlio.read_text(path), path)
+    pairs = []
+    for theirs, ours in doc.items():
+        if not isinstance(ours, str) or not ours:
+            raise UsageError(f"{src.where((theirs,))}: {theirs}: expected a tracer stage name, received {ours!r}")
+        pairs.append((str(theirs), ours, src.where_key((theirs,))))
+    return pairs
+
+
+class Matched(NamedTuple):
+    """The user's arrays as stages of the reference side, and what the diff should say about them."""
+
+    stages: dict[str, Stage]  # under the reference's stage names, in the reference's order
+    renamed: dict[str, str]  # ours -> theirs, where the names differ
+    unmatched: list[str]  # the user's arrays that match no stage
+    unbatched: list[str]  # stages given without the batch axis, read with B = 1
+    reshaped: list[str]  # notes on shapes that differ
+    stats_only: list[str]  # stages a --save archive kept as statistics: not comparable
+
+
+def match(arrays: Mapping[str, np.ndarray], names: Mapping[str, str], reference: Mapping[str, Stage], path: str,
+          ref_label: str) -> Matched:
+    """Put the user's arrays under the reference's stage names (``names``: theirs -> ours)."""
+    stats_only = sorted({n[: -len(s)] for n in arrays for s in STATS_SUFFIXES if n.endswith(s) and n[: -len(s)] + ".stats" in arrays})
+    plain = {n: a for n, a in arrays.items() if not any(n == base + s for base in stats_only for s in STATS_SUFFIXES)}
+    for theirs, ours in names.items():
+        if theirs not in plain:
+            raise UsageError(f"--map {theirs}={ours}: {path} has no array {theirs!r}{catalogue.suggest(theirs, plain)} "
+                             f"(its arrays: {', '.join(plain) or 'none'})")
+        if ours not in reference:
+            raise UsageError(f"--map {theirs}={ours}: {ref_label} has no stage {ours!r}{catalogue.suggest(ours, reference)}")
+    by_ours: dict[str, str] = {}
+    for theirs, ours in names.items():
+        if ours in by_ours:
+            raise UsageError(f"--map: {by_ours[ours]!r} and {theirs!r} are both mapped to the stage {ours!r}")
+        by_ours[ours] = theirs
+    unmatched = []
+    for theirs in plain:
+        if theirs in names:
+            continue
+        if theirs in reference and theirs not in by_ours:
+            by_ours[theirs] = theirs
+        else:
+            unmatched.append(theirs)
+    stages: dict[str, Stage] = {}
+    unbatched: list[str] = []
+    reshaped: list[str] = []
+    for ours, ref in reference.items():
+        if ours not in by_ours:
+            continue
+        array = plain[by_ours[ours]]
+        axes = ref.axes
+        if array.shape != ref.shape:
+            if ref.axes[:1] == ("B",) and ref.shape[0] == 1 and array.shape == ref.shape[1:]:
+                array = array[np.newaxis]
+                unbatched.append(ours)
+            else:
+                axes = guess_axes(array.shape, ref)
+                reshaped.append(f"{ours}: {ref_label} has {ref.shape_label}, {path} has {shape_text(axes, array.shape)}"
+                                f"{_expected(ref)}")
+        stages[ours] = Stage(ours, array, axes, ref.meaning, ref.internal)
+    renamed = {ours: theirs for ours, theirs in by_ours.items() if ours != theirs}
+    return Matched(stages, renamed, unmatched, unbatched, reshaped, stats_only)
+
+
+def _expected(ref: Stage) -> str:
+    shape = list(ref.shape)
+    if ref.axes[:1] == ("B",) and ref.shape[0] == 1:
+        return f" (expected {shape}, or {shape[1:]} without the batch axis)"
+    return f" (expected {shape})"
+
+
+def guess_axes(shape: tuple[int, ...], ref: Stage) -> tuple[str, ...]:
+    """Letters for an array of another shape: each size that only one of the reference's axes has gets its letter."""
+    letters = []
+    for n in shape:
+        owners = {a for a, m in zip(ref.axes, ref.shape) if m == n}
+        letters.append(owners.pop() if len(owners) == 1 else UNKNOWN_AXIS)
+    return tuple(letters)
+
+
+def shape_text(axes: tuple[str, ...], shape: tuple[int, ...]) -> str:
+    if all(a == UNKNOWN_AXIS for a in axes):
+        return str(list(shape))
+    return f"[{','.join(axes)}] = [{','.join(str(n) for n in shape)}]"
+
+
+def catalogue_stages(arrays: Mapping[str, np.ndarray]) -> dict[str, Stage]:
+    """Arrays with no spec beside them (both sides files of arrays): axis letters from the catalogue, by name."""
+    entries = {e.name: e for e in catalogue.CATALOGUE}
+    out = {}
+    for name, array in arrays.items():
+        entry = entries.get(name) or entries.get(catalogue.base_name(name))
+        axes = entry.axes if entry is not None and len(entry.axes) == array.ndim else (UNKNOWN_AXIS,) * array.ndim
+        out[name] = Stage(name, array, axes, entry.meaning if entry else "", internal=False)
+    return out
+
+
+def describe(arrays: Mapping[str, np.ndarray]) -> str:
+    return f"{len(arrays)} array{'s' if len(arrays) != 1 else ''}"
+
+
+def sniff_json(path: str, text: str) -> dict[str, Any] | None:
+    """The parsed document when ``path`` is a JSON object of arrays, else None."""
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return doc if is_arrays_document(doc) else None

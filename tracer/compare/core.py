@@ -1,0 +1,820 @@
+"""tracer diff: two blocks side by side, stage by stage.
+
+Each side is a YAML spec (run here) or a trace saved by ``tracer run --json``.
+The comparison has three parts, each plain data (no rich; render_diff draws it):
+
+- structure: the two step lists aligned by step name, and what differs
+  (section 17.6: pre-norm attention reads norm1(x), post-norm reads x);
+- settings: dims, block settings, dtype and weights (which weight, largest difference);
+- stages: one row per stage name, aligned, with a status and the largest
+  absolute difference over the whole array; the first row that is not equal
+  is the first diverging stage.
+
+Two arrays are equal when every element satisfies
+``|a - b| <= atol + rtol * max(|a|, |b|)``; NaN equals NaN and an infinity
+equals the same infinity, so a spec diffed with itself always compares equal.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tracer.compare import saved as jsonin
+from tracer.engine import executor
+from tracer.engine.executor import Stage
+from tracer.errors import EXIT_USAGE, TracerError, UsageError
+from tracer.model import catalogue
+from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
+from tracer.spec import memory, yamlio
+from tracer.views import trace_json as jsonout
+
+if TYPE_CHECKING:
+    from tracer.compare.hints import Hint
+from tracer.spec import Spec, load_spec_text
+from tracer.views.trace_json import SCHEMA_VERSION, array_json
+
+EXIT_SAME = 0
+EXIT_DIFFERENT = 1
+# Far above the rounding noise of float64 (reordered sums of 768 terms stay below 1e-12 relative)
+# and far below the sixth decimal the tables print.
+DEFAULT_ATOL = 1e-9
+DEFAULT_RTOL = 1e-9
+
+EQUAL, DIFFERS, SHAPES_DIFFER, ONLY_A, ONLY_B = "equal", "differs", "shapes_differ", "only_in_a", "only_in_b"
+NOT_RECORDED = "not_recorded"  # a stage the user's arrays do not hold: not compared, not a difference
+STATUS_WORDS = {EQUAL: "equal", DIFFERS: "differs", SHAPES_DIFFER: "shapes differ", ONLY_A: "only in A", ONLY_B: "only in B",
+                NOT_RECORDED: "not recorded"}
+SUBLAYERS = ("mha", "ffn_hidden")  # the ops a norm feeds in pre-norm order
+EXPR = {  # a step's right-hand side, in the book's notation
+    "layer_norm": "{w}({0})",
+    "rms_norm": "{w}({0})",
+    "batch_norm": "{w}({0})",
+    "mha": "MHA({0})",
+    "cross_mha": "MHA({0}, memory {1})",
+    "add": "{0} + {1}",
+    "add_position": "{0} + {1}",
+    "identity": "{0}",
+    "relu": "ReLU({0})",
+    "ffn": "FFN({0})",
+    "ffn_hidden": "{act}({0} W1 + b1)",
+    "ffn_out": "{0} W2 + b2",
+    "linear": "{0} W + b",
+    "embed": "rows of E",
+    "input": "the given input",
+    "position_table": "rows of P",
+    "sinusoidal": "sinusoidal table",
+    "head": "{0} W_head",
+    "softmax": "softmax({0})",
+}
+ACT_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU", "swiglu": "SwiGLU"}
+
+
+class DiffTrouble(TracerError):
+    """A side cannot be compared (e.g. a violation without --keep-going): exit 2, as diff(1)."""
+
+    exit_code = EXIT_USAGE
+
+
+# -- the two sides ------------------------------------------------------------
+
+@dataclass
+class Side:
+    label: str  # "A" | "B"
+    path: str
+    source: str  # "spec" | "trace" | "arrays" (another program's arrays: names and values only)
+    name: str
+    dims: dict[str, int]
+    block: dict[str, Any]
+    dtype: str | None
+    steps: tuple[Step, ...]
+    stages: dict[str, Stage]
+    weights: dict[str, np.ndarray] | None
+    violations: list[dict[str, Any]]
+    spec: Spec | None = None  # the spec a "spec" side was run from (hints recompute its typical bugs)
+
+    @property
+    def is_arrays(self) -> bool:
+        return self.source == ARRAYS
+
+    @property
+    def has_internals(self) -> bool:
+        return any(s.internal for s in self.stages.values())
+
+    def describe(self) -> str:
+        if self.is_arrays:
+            return f"{self.label}: {self.path} (arrays, {self.name})"
+        return f"{self.label}: {self.path} ({self.source}, {self.name!r})"
+
+
+ARRAYS = "arrays"
+Read = tuple[Any, "Spec | None", "dict[str, np.ndarray] | None", int]  # a saved trace's JSON, a spec, arrays; bytes it will hold
+
+
+def read_side(path: str, grad: bool = False) -> Read:
+    """A side read but not run: a saved trace's parsed JSON, or a spec, or another program's arrays (one of
+    the three), and the bytes the side will hold; with ``grad`` only a spec will do (its gradients double it)."""
+    from tracer.compare import arrays as activations
+
+    needs_spec = f"{path}: --grad runs the backward pass, which needs the spec: give a YAML spec, not saved arrays or a saved trace"
+    if activations.is_npz(path):
+        if grad:
+            raise UsageError(needs_spec)
+        arrays = activations.read_npz(path)
+        return None, None, arrays, sum(a.nbytes for a in arrays.values())
+    text = yamlio.read_text(path)
+    arrays_doc = activations.sniff_json(path, text)
+    doc = jsonin.sniff(path, text) if arrays_doc is None else None
+    if grad and (arrays_doc is not None or doc is not None):
+        raise UsageError(needs_spec)
+    if arrays_doc is not None:
+        arrays = activations.read_json(arrays_doc, path)
+        return None, None, arrays, sum(a.nbytes for a in arrays.values())
+    if doc is not None:
+        return doc, None, None, memory.saved_trace_bytes(len(text.encode()))
+    spec = load_spec_text(text, path)
+    return None, spec, None, memory.run_bytes(spec) * (2 if grad else 1)  # a gradient the size of every stage and weight
+
+
+def load_side(path: str, label: str, keep_going: bool, read: Read | None = None, grad: bool = False, lean: bool = False) -> Side:
+    """One side, run from its spec, read from a saved trace, or another program's arrays; with ``grad`` its
+    stages and weights are the gradients of its loss (tracer grad), in backward order; ``lean``: a spec's run
+    keeps no attention internals but the cross-attention weights (the stages a diff without --all compares)."""
+    doc, spec, arrays, _ = read_side(path, grad) if read is None else read
+    if arrays is not None:
+        return arrays_side(arrays, path, label)
+    if spec is None:
+        t = jsonin.load_trace(doc, path)
+        return Side(label, path, "trace", t.name, t.dims, t.block, t.dtype, t.steps, t.stages, t.weights, t.violations)
+    return spec_side(spec, path, label, keep_going, grad=grad, lean=lean)
+
+
+def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: executor.Trace | None = None,
+              params: dict[str, np.ndarray] | None = None, grad: bool = False, lean: bool = False) -> Side:
+    """A spec run here (or already run: ``trace`` and its ``params``); ``grad``: its gradients instead (tracer grad);
+    ``lean``: run keeping no attention internals but the cross-attention weights (see load_side)."""
+    if trace is None or params is None:
+        policy = None
+        if lean:
+            shown = frozenset(f"{internal_prefix(st)}.{key}" for st in spec.steps for key in ATTN_MEANINGS if shown_internal(st, key))
+            policy = memory.RecordPolicy("main", shown)
+        with np.errstate(all="ignore"):  # NaN and Inf show up as stages, not as warnings
+            ex = executor.Executor(spec, keep_going, policy=policy)
+            trace = ex.run()
+            params = ex.params
+    block = jsonout.block_json(spec.block)
+    violations = [v.as_json() for v in trace.violations]
+    stages = {n: st for n, st in trace.stages.items() if st.data is not None}
+    weights = params
+    if grad and (trace.ok or keep_going):
+        from tracer.grad import losses
+        from tracer.grad.run import backward
+
+        g = backward(trace, losses.choose(spec, None))
+        stages, weights = dict(g.grads), g.weight_grads
+    return Side(label, path, "spec", spec.name, spec.dims.as_dict(), block, spec.dtype, spec.steps, stages, weights, violations, spec)
+
+
+def arrays_side(arrays: dict[str, np.ndarray], path: str, label: str) -> Side:
+    """Another program's arrays: stages in name only until matched against the other side (see activations.match)."""
+    from tracer.compare.arrays import catalogue_stages, describe
+
+    return Side(label, path, ARRAYS, describe(arrays), {}, {}, None, (), catalogue_stages(arrays), None, [], None)
+
+
+def violation_lines(sides: tuple[Side, Side]) -> list[str]:
+    # a violation's message starts with its stage: "norm1: beta has shape [1] where [C] = [2] is due"
+    return [f"{s.label} ({s.path}): {v['kind']} violation: {v['message']}" for s in sides for v in s.violations]
+
+
+def check_violations(sides: tuple[Side, Side], keep_going: bool) -> None:
+    if keep_going:
+        return
+    found = violation_lines(sides)
+    if found:
+        raise DiffTrouble("\n  ".join(["a side has a violation, so its later stages are not comparable:"] + found)
+                          + "\n(give --keep-going to compare anyway, with NumPy's result recorded at each violation)")
+
+
+# -- comparing arrays ---------------------------------------------------------
+
+@dataclass
+class Comparison:
+    equal: bool
+    max_abs_diff: float
+    where: tuple[int, ...] | None  # index of the largest difference
+
+
+def differences(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> tuple[np.ndarray, np.ndarray]:  # same shape
+    """|a - b| and the tolerance, element by element: equal where d <= tol."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        if np.isfinite(a.sum()) and np.isfinite(b.sum()):  # every value finite (the common case): two arrays, in place
+            d = np.subtract(a, b)
+            np.abs(d, out=d)
+            tol = np.abs(a)
+            np.maximum(tol, np.abs(b), out=tol)
+            tol *= rtol
+            tol += atol  # atol + rtol * max(|a|, |b|), the same numbers as below
+            return d, tol
+        d = np.abs(a - b)
+        finite = np.isfinite(a) & np.isfinite(b)
+        same_nonfinite = (np.isnan(a) & np.isnan(b)) | (np.isinf(a) & (a == b))
+        d[same_nonfinite] = 0.0
+        d[~finite & ~same_nonfinite] = math.inf  # NaN against a number, inf against a number
+        tol = np.where(finite, atol + rtol * np.maximum(np.abs(a), np.abs(b)), 0.0)
+    return d, tol
+
+
+COMPARE_BLOCK = 1 << 16  # values compared at a time: the temporaries stay small and in the cache
+
+
+def compare_arrays(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> Comparison:  # same shape
+    """Equal within the tolerance everywhere, the largest |a - b| and where it is first found: a block at a time."""
+    shape = np.shape(a)
+    flat_a, flat_b = np.ravel(a), np.ravel(b)
+    if flat_a.size == 0:
+        return Comparison(True, 0.0, None)
+    equal, best, at = True, -1.0, 0
+    for i in range(0, flat_a.size, COMPARE_BLOCK):
+        d, tol = differences(flat_a[i:i + COMPARE_BLOCK], flat_b[i:i + COMPARE_BLOCK], atol, rtol)
+        equal = equal and bool(np.all(d <= tol))
+        j = int(np.argmax(d))
+        if d[j] > best:  # strictly: the first place the largest difference is found, as argmax over the whole
+            best, at = float(d[j]), i + j
+    where = tuple(int(i) for i in np.unravel_index(at, shape))
+    return Comparison(equal, best, where)
+
+
+# -- alignment ----------------------------------------------------------------
+
+def align(a_names: list[str], b_names: list[str]) -> list[str]:
+    """A's order; a name only in B goes right after the name that precedes it in B."""
+    merged = list(a_names)
+    seen = set(merged)
+    for i, name in enumerate(b_names):
+        if name in seen:
+            continue
+        at = merged.index(b_names[i - 1]) + 1 if i else 0
+        merged.insert(at, name)
+        seen.add(name)
+    return merged
+
+
+# -- structure ----------------------------------------------------------------
+
+def expr(step: Step) -> str:
+    template = EXPR.get(step.op)
+    try:
+        if template is not None:
+            return template.format(*step.inputs, w=step.weights, act=ACT_NAMES.get(step.activation or "relu", "act"))
+    except IndexError:  # fewer inputs than the op's usual form (a hand-edited trace)
+        pass
+    return f"{step.op}({', '.join(step.inputs)}{'; ' + step.weights if step.weights else ''})"
+
+
+def _same_step(a: Step, b: Step) -> bool:
+    """The same computation: the same op on the same stages with the same weights (an add's operands in either order)."""
+    ins_a, ins_b = (sorted(a.inputs), sorted(b.inputs)) if a.op == b.op == "add" else (list(a.inputs), list(b.inputs))
+    return (a.op, ins_a, a.weights) == (b.op, ins_b, b.weights)
+
+
+@dataclass
+class StepRow:
+    name: str
+    a: Step | None
+    b: Step | None
+
+    @property
+    def status(self) -> str:
+        if self.a is None:
+            return ONLY_B
+        if self.b is None:
+            return ONLY_A
+        return EQUAL if _same_step(self.a, self.b) else DIFFERS
+
+
+def _reads(name: str, steps: dict[str, Step]) -> str:
+    """What a sublayer reads: a norm is shown with its own input, norm1(x)."""
+    s = steps.get(name)
+    return f"{name}({s.inputs[0]})" if s is not None and s.op == "layer_norm" and s.inputs else name
+
+
+def _stream_norms(steps: dict[str, Step]) -> list[Step]:
+    """Norms that normalise a residual add and carry the stream on (post-norm order)."""
+    readers: dict[str, list[Step]] = {}
+    for s in steps.values():
+        for i in s.inputs:
+            readers.setdefault(i, []).append(s)
+    out = []
+    for s in steps.values():
+        if s.op != "layer_norm" or not s.inputs:
+            continue
+        source = steps.get(s.inputs[0])
+        feeds_stream = any(r.op not in SUBLAYERS for r in readers.get(s.name, []))
+        if source is not None and source.op == "add" and feeds_stream:
+            out.append(s)
+    return out
+
+
+def _sublayer_norms(steps: dict[str, Step]) -> list[tuple[Step, str]]:
+    """Norms read only by sublayers (pre-norm order): (norm, the sublayer that reads it)."""
+    out = []
+    for s in steps.values():
+        if s.op != "layer_norm":
+            continue
+        readers = [r for r in steps.values() if s.name in r.inputs]
+        if readers and all(r.op in SUBLAYERS for r in readers):
+            out.append((s, readers[0].name))
+    return out
+
+
+def structure_lines(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...]) -> list[str]:
+    """What differs between the two step lists, one sentence each; empty when they are the same."""
+    A = {s.name: s for s in a_steps}
+    B = {s.name: s for s in b_steps}
+    rows = [StepRow(n, A.get(n), B.get(n)) for n in align(list(A), list(B))]
+    lines: list[str] = []
+    told: set[str] = set()
+    for r in rows:  # what each sublayer reads
+        a, b = r.a, r.b
+        if a is not None and b is not None and a.op == b.op and a.op in SUBLAYERS and a.inputs != b.inputs and a.inputs and b.inputs:
+            lines.append(f"{r.name} reads {_reads(a.inputs[0], A)} in A, {_reads(b.inputs[0], B)} in B")
+            told.add(r.name)
+    stream = {"A": _stream_norms(A), "B": _stream_norms(B)}
+    if [s.name for s in stream["A"]] != [s.name for s in stream["B"]]:  # where each side normalises
+        for label, steps in (("A", A), ("B", B)):
+            norms = stream[label]
+            adds = [s for s in steps.values() if s.op == "add"]
+            told.update(s.name for s in norms)
+            if norms:
+                which = "each residual add" if len(norms) == len(adds) else "a residual add"
+                lines.append(f"{label} normalises after {which}: " + ", ".join(f"{s.name}({s.inputs[0]})" for s in norms))
+            else:
+                fed = _sublayer_norms(steps)
+                told.update(s.name for s, _ in fed)
+                where = ", ".join(f"{s.name}({s.inputs[0]}) feeds {reader}" for s, reader in fed)
+                lines.append(f"{label} normalises only what the sublayers read; the residual stream is never normalised"
+                             + (f": {where}" if where else ""))
+    for r in rows:  # every other step computed differently
+        a, b = r.a, r.b
+        if b is None and a is not None:
+            lines.append(f"{r.name} = {expr(a)} only in A")
+        elif a is None and b is not None:
+            lines.append(f"{r.name} = {expr(b)} only in B")
+        elif a is not None and b is not None and not _same_step(a, b) and r.name not in told:
+            line = f"{r.name} = {expr(a)} in A, {expr(b)} in B"
+            if a.weights != b.weights:
+                line += f" (weights {a.weights} in A, {b.weights} in B)"
+            lines.append(line)
+    common_a = [n for n in A if n in B]
+    common_b = [n for n in B if n in A]
+    if common_a != common_b:
+        lines.append(f"step order differs: A {', '.join(A)}; B {', '.join(B)}")
+    return lines
+
+
+# -- settings -----------------------------------------------------------------
+
+@dataclass
+class SettingRow:
+    field: str  # dims.T, block.eps, dtype
+    a: Any
+    b: Any
+
+
+@dataclass
+class WeightRow:
+    name: str
+    status: str
+    shape_a: tuple[int, ...] | None
+    shape_b: tuple[int, ...] | None
+    max_abs_diff: float | None = None
+    where: tuple[int, ...] | None = None
+    value_a: float | None = None  # at `where`
+    value_b: float | None = None
+
+
+def compare_settings(a: Side, b: Side) -> list[SettingRow]:
+    """Settings that change what is computed.  norm_order is a label when a side writes its own steps
+    (norm_order: custom): the step lists say what each side computes, and structure_lines compares them."""
+    rows = []
+    custom = "custom" in (a.block.get("norm_order"), b.block.get("norm_order"))
+    for group, da, db in (("dims", a.dims, b.dims), ("block", a.block, b.block)):
+        for key in align(list(da), list(db)):
+            if custom and group == "block" and key == "norm_order":
+                continue
+            va, vb = da.get(key), db.get(key)
+            if va != vb or isinstance(va, bool) != isinstance(vb, bool):  # True == 1 in Python
+                rows.append(SettingRow(f"{group}.{key}", va, vb))
+    if a.dtype is not None and b.dtype is not None and a.dtype != b.dtype:
+        rows.append(SettingRow("dtype", a.dtype, b.dtype))
+    return rows
+
+
+def compare_weights(a: Side, b: Side, atol: float, rtol: float) -> tuple[list[WeightRow] | None, str]:
+    missing = [s for s in (a, b) if s.weights is None]
+    if missing:
+        who = " and ".join(f"{s.label} ({s.path})" for s in missing)
+        return None, (f"weights not compared: {who} holds no weights "
+                      "(save a trace with `tracer run SPEC --json --with-weights` to include them)")
+    assert a.weights is not None and b.weights is not None
+    rows = []
+    for name in align(list(a.weights), list(b.weights)):
+        wa, wb = a.weights.get(name), b.weights.get(name)
+        if wa is None or wb is None:
+            rows.append(WeightRow(name, ONLY_B if wa is None else ONLY_A,
+                                  None if wa is None else wa.shape, None if wb is None else wb.shape))
+        elif wa.shape != wb.shape:
+            rows.append(WeightRow(name, SHAPES_DIFFER, wa.shape, wb.shape))
+        else:
+            c = compare_arrays(wa, wb, atol, rtol)
+            va = float(wa[c.where]) if c.where is not None else None
+            vb = float(wb[c.where]) if c.where is not None else None
+            rows.append(WeightRow(name, EQUAL if c.equal else DIFFERS, wa.shape, wb.shape, c.max_abs_diff, c.where, va, vb))
+    return rows, ""
+
+
+# -- stages -------------------------------------------------------------------
+
+@dataclass
+class StageRow:
+    name: str
+    status: str
+    a: Stage | None
+    b: Stage | None
+    value_a: np.ndarray | None  # at (batch, pos); None when that side has no such row
+    value_b: np.ndarray | None
+    max_abs_diff: float | None = None
+    where: tuple[int, ...] | None = None
+
+    def where_label(self) -> str:
+        if self.where is None or self.a is None:
+            return ""
+        return ", ".join(f"{axis.lower()}={i}" for axis, i in zip(self.a.axes, self.where))
+
+
+def _value_at(stage: Stage | None, batch: int, pos: int) -> np.ndarray | None:
+    if stage is None:
+        return None
+    try:
+        return np.asarray(stage.at(batch, pos))
+    except IndexError:  # this side has fewer samples or positions
+        return None
+
+
+def compare_stages(a: dict[str, Stage], b: dict[str, Stage], batch: int, pos: int, atol: float, rtol: float) -> list[StageRow]:
+    rows = []
+    for name in align(list(a), list(b)):
+        sa, sb = a.get(name), b.get(name)
+        va, vb = _value_at(sa, batch, pos), _value_at(sb, batch, pos)
+        if sb is None:
+            rows.append(StageRow(name, ONLY_A, sa, None, va, None))
+        elif sa is None:
+            rows.append(StageRow(name, ONLY_B, None, sb, None, vb))
+        elif sa.array.shape != sb.array.shape or sa.axes != sb.axes:
+            rows.append(StageRow(name, SHAPES_DIFFER, sa, sb, va, vb))
+        else:
+            c = compare_arrays(sa.array, sb.array, atol, rtol)
+            rows.append(StageRow(name, EQUAL if c.equal else DIFFERS, sa, sb, va, vb, c.max_abs_diff, c.where))
+    return rows
+
+
+# -- the whole comparison -----------------------------------------------------
+
+@dataclass
+class DiffResult:
+    a: Side
+    b: Side
+    atol: float
+    rtol: float
+    batch: int
+    pos: int
+    show_all: bool
+    steps: list[StepRow]
+    structure: list[str]  # what differs between the step lists, one sentence each
+    settings: list[SettingRow]
+    weights: list[WeightRow] | None  # None when a side holds no weights
+    stages: list[StageRow]
+    notes: list[str] = field(default_factory=list)
+    arrays: ArraysReport | None = None  # when a side is another program's arrays
+    hint: Hint | None = None  # what the first divergence usually means (arrays only)
+
+    @property
+    def compared(self) -> list[StageRow]:
+        return [r for r in self.stages if r.status != NOT_RECORDED]
+
+    @property
+    def structure_same(self) -> bool:
+        return not self.structure
+
+    @property
+    def weights_differ(self) -> list[WeightRow]:
+        return [w for w in self.weights or [] if w.status != EQUAL]
+
+    @property
+    def settings_same(self) -> bool:
+        return not self.settings and not self.weights_differ
+
+    @property
+    def stages_differ(self) -> list[StageRow]:
+        return [r for r in self.stages if r.status not in (EQUAL, NOT_RECORDED)]
+
+    @property
+    def first_diverging(self) -> StageRow | None:
+        return next(iter(self.stages_differ), None)
+
+    @property
+    def same(self) -> bool:
+        return self.structure_same and self.settings_same and not self.stages_differ
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_SAME if self.same else EXIT_DIFFERENT
+
+    def tolerance(self) -> str:
+        return f"atol {self.atol:g}, rtol {self.rtol:g}"
+
+    def summary(self) -> str:
+        if self.arrays is not None:
+            return self.arrays_summary()
+        n = len(self.stages)
+        if self.same:
+            unchecked = " (weights not compared)" if self.weights is None else ""
+            return f"same: all {n} stages agree within {self.tolerance()}; same structure and settings{unchecked}"
+        parts = []
+        first = self.first_diverging
+        if first is not None:
+            head = f"first diverging stage: {first.name} ({STATUS_WORDS[first.status]}"
+            if first.status == DIFFERS:
+                head += f", largest |A - B| = {first.max_abs_diff:.6g} at {first.where_label()}"
+                if first.value_a is not None and first.value_b is not None and first.value_a.shape == first.value_b.shape \
+                        and compare_arrays(first.value_a, first.value_b, self.atol, self.rtol).equal:
+                    head += f"; at b={self.batch}, t={self.pos} the two agree"
+            parts.append(head + ")")
+            parts.append(f"{len(self.stages_differ)} of {n} stages differ")
+        else:
+            parts.append(f"all {n} stages agree within {self.tolerance()}")
+        if not self.structure_same:
+            parts.append("structure differs")
+        if not self.settings_same:
+            changed = [s.field for s in self.settings]
+            weights = self.weights_differ
+            if len(weights) > 3:
+                changed.append(f"{len(weights)} weights")
+            else:
+                changed += [f"weights.{w.name}" for w in weights]
+            parts.append("settings differ: " + ", ".join(changed))
+        return "; ".join(parts)
+
+    def as_json(self) -> dict[str, Any]:
+        first = self.first_diverging
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "diff",
+            "same": self.same,
+            "first_diverging": first.name if first else None,
+            "summary": self.summary(),
+            "a": _side_json(self.a),
+            "b": _side_json(self.b),
+            "tolerance": {"atol": self.atol, "rtol": self.rtol},
+            "position": {"batch": self.batch, "pos": self.pos},
+            "structure": {
+                "same": self.structure_same,
+                "steps": [{"name": r.name, "status": r.status, "a": _step_json(r.a), "b": _step_json(r.b)} for r in self.steps],
+                "differences": list(self.structure),
+            },
+            "settings": {
+                "same": self.settings_same,
+                "differences": [{"field": s.field, "a": s.a, "b": s.b} for s in self.settings],
+                "weights": None if self.weights is None else [_weight_json(w) for w in self.weights],
+            },
+            "stages": [_stage_json(r) for r in self.stages],
+            "notes": list(self.notes),
+            **({} if self.arrays is None else {"arrays": self.arrays.as_json()}),
+            **({} if self.hint is None else {"hint": self.hint.english()}),
+        }
+
+    def first_line(self) -> str:
+        """first diverging stage: NAME (status, largest |A - B| = D at b=.., t=.., c=..; ...)"""
+        first = self.first_diverging
+        assert first is not None
+        head = f"first diverging stage: {first.name} ({STATUS_WORDS[first.status]}"
+        if first.status == DIFFERS:
+            head += f", largest |A - B| = {first.max_abs_diff:.6g} at {first.where_label()}"
+            if first.where is not None and first.a is not None and first.b is not None:
+                head += f": A {first.a.array[first.where]:.6g}, B {first.b.array[first.where]:.6g}"
+        return head + ")"
+
+    def arrays_summary(self) -> str:
+        assert self.arrays is not None
+        n = len(self.compared)
+        skipped = len(self.stages) - n
+        tail = f"; {skipped} stage{'s' if skipped != 1 else ''} not recorded" if skipped else ""
+        if self.same:
+            agree = f"all {n} recorded stages agree" if n != 1 else "the one recorded stage agrees"
+            return f"same: {agree} within {self.tolerance()}{tail}"
+        return f"{self.first_line()}; {len(self.stages_differ)} of {n} recorded stages differ{tail}"
+
+
+def _number(x: float | None) -> Any:
+    return None if x is None else array_json(np.asarray(x, dtype=np.float64))
+
+
+def _side_json(s: Side) -> dict[str, Any]:
+    return {"path": s.path, "source": s.source, "name": s.name, "ok": not s.violations,
+            "violations": [{k: v.get(k) for k in ("kind", "stage", "message")} for v in s.violations]}
+
+
+def _step_json(s: Step | None) -> dict[str, Any] | None:
+    if s is None:
+        return None
+    return {"op": s.op, "inputs": list(s.inputs), "weights": s.weights, "expr": expr(s)}
+
+
+def _weight_json(w: WeightRow) -> dict[str, Any]:
+    return {"name": w.name, "status": w.status,
+            "shape_a": None if w.shape_a is None else list(w.shape_a),
+            "shape_b": None if w.shape_b is None else list(w.shape_b),
+            "max_abs_diff": _number(w.max_abs_diff),
+            "where": None if w.where is None else list(w.where),
+            "a": _number(w.value_a), "b": _number(w.value_b)}
+
+
+def _stage_json(r: StageRow) -> dict[str, Any]:
+    return {"name": r.name, "status": r.status,
+            "shape_a": None if r.a is None else list(r.a.array.shape),
+            "shape_b": None if r.b is None else list(r.b.array.shape),
+            "axes_a": None if r.a is None else list(r.a.axes),
+            "axes_b": None if r.b is None else list(r.b.axes),
+            "value_a": None if r.value_a is None else array_json(r.value_a),
+            "value_b": None if r.value_b is None else array_json(r.value_b),
+            "max_abs_diff": _number(r.max_abs_diff),
+            "where": None if r.where is None else list(r.where)}
+
+
+def _check_index(option: str, value: int, letter: str, a: Side, b: Side) -> int:
+    """The index counted from the front: -1 is the last of the longer side, as in Python."""
+    na, nb = a.dims.get(letter, 1), b.dims.get(letter, 1)
+    n = max(na, nb)
+    if not -n <= value < n:
+        raise UsageError(f"{option} {value} is out of range: {letter} = {na} in A, {nb} in B (give 0 to {n - 1}, or -1 to -{n} from the end)")
+    return value % n
+
+
+def _visible(stages: dict[str, Stage], show_all: bool) -> dict[str, Stage]:
+    return {n: s for n, s in stages.items() if show_all or not s.internal}
+
+
+def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
+         show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] = (),
+         grad: bool = False, max_memory: str = memory.DEFAULT_MAX_MEMORY) -> DiffResult:
+    """Compare two files; ``only`` (--stage) restricts the stage rows, shown and compared, to those names;
+    ``names`` (--map) says which of a side's arrays is which stage; ``grad`` (--grad) compares the gradients
+    of each side's loss instead of the values (docs/gradients.md).
+
+    Both sides are read, then their memory counted together (each spec side is a full run, a saved
+    trace its parsed values), and a diff over --max-memory is refused before either side runs."""
+    check_tolerance(atol, rtol)
+    limit = memory.parse_size(max_memory)
+    read_a, read_b = read_side(path_a, grad), read_side(path_b, grad)
+    memory.refuse_over(f"{path_a} and {path_b}: this diff", {"side A": read_a[3], "side B": read_b[3],
+                       "comparing": memory.compare_bytes([r[1] for r in (read_a, read_b)], show_all)}, limit, max_memory)
+    # Without --all or --stage, attention internals are not compared: a spec side need not keep them (the cross-attention
+    # weights excepted, which the table shows), unless the other side holds a program's own arrays, which may be them.
+    lean = not (show_all or only or grad or read_a[2] is not None or read_b[2] is not None)
+    a = load_side(path_a, "A", keep_going, read_a, grad, lean)
+    b = load_side(path_b, "B", keep_going, read_b, grad, lean)
+    return compare(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going, only=only,
+                   names=names, grad=grad)
+
+
+def check_tolerance(atol: float, rtol: float) -> None:
+    for option, value in (("--atol", atol), ("--rtol", rtol)):
+        if not math.isfinite(value) or value < 0:
+            raise UsageError(f"{option}: expected a finite number of 0 or more (such as 1e-9), received {value:g}")
+
+
+def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
+            show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] | dict[str, str] = (),
+            grad: bool = False) -> DiffResult:
+    """Compare two loaded sides (specs, saved traces, or another program's arrays; ``grad``: their gradients)."""
+    check_tolerance(atol, rtol)
+    if a.is_arrays or b.is_arrays:
+        return compare_arrays_side(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
+                                   only=only, names=names)
+    if names:
+        raise UsageError("--map names the arrays of a file another program wrote (.npz or a JSON object of arrays); "
+                         "neither side is one")
+    check_violations((a, b), keep_going)
+    batch = _check_index("--batch", batch, "B", a, b)
+    pos = _check_index("--pos", pos, "T", a, b)
+
+    notes = ["--grad: each stage's and weight's gradient of the side's loss (tracer grad), in backward order"] if grad else []
+    stages_a, stages_b = _visible(a.stages, show_all), _visible(b.stages, show_all)
+    if only:
+        known = list(dict.fromkeys([*a.stages, *b.stages, *(s.name for s in a.steps), *(s.name for s in b.steps)]))
+        chosen = catalogue.select(only, known, "A or B") or []
+        stages_a = {n: s for n, s in a.stages.items() if n in chosen}
+        stages_b = {n: s for n, s in b.stages.items() if n in chosen}
+    elif show_all:
+        lacking = [s for s in (a, b) if s.source == "trace" and not s.has_internals]
+        if lacking and (a.has_internals or b.has_internals):
+            who = " and ".join(f"{s.label} ({s.path})" for s in lacking)
+            notes.append(f"{who} was saved without --all: attention internals are not compared")
+            stages_a, stages_b = _visible(a.stages, False), _visible(b.stages, False)
+    for s in (a, b):
+        for letter, value, option in (("B", batch, "--batch"), ("T", pos, "--pos")):
+            if value >= s.dims.get(letter, 1):
+                notes.append(f"{s.label} has {letter} = {s.dims.get(letter)}: no value to show at {option} {value}")
+    if keep_going:
+        notes += violation_lines((a, b))
+    weights, weights_note = compare_weights(a, b, atol, rtol)
+    if weights_note:
+        notes.append(weights_note)
+    A = {s.name: s for s in a.steps}
+    B = {s.name: s for s in b.steps}
+    return DiffResult(
+        a=a, b=b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all,
+        steps=[StepRow(n, A.get(n), B.get(n)) for n in align(list(A), list(B))],
+        structure=structure_lines(a.steps, b.steps),
+        settings=compare_settings(a, b),
+        weights=weights,
+        stages=compare_stages(stages_a, stages_b, batch, pos, atol, rtol),
+        notes=notes,
+    )
+
+
+# -- another program's arrays ---------------------------------------------------
+
+@dataclass
+class ArraysReport:
+    """What became of the arrays of the side that holds them: matched, renamed, left over, reshaped."""
+
+    label: str  # the side with the arrays ("B"; "A" when only A holds arrays)
+    path: str
+    reference: str  # the other side's label
+    matched: list[str]  # stage names (the reference's)
+    renamed: dict[str, str]  # stage -> the user's name, where they differ
+    unmatched: list[str]  # the user's arrays that match no stage
+    unbatched: list[str]  # given without the batch axis, read with B = 1
+    not_recorded: list[str]  # the reference's stages the arrays do not hold
+
+    def as_json(self) -> dict[str, Any]:
+        return {"side": self.label, "path": self.path, "matched": list(self.matched), "renamed": dict(self.renamed),
+                "unmatched": list(self.unmatched), "without_batch_axis": list(self.unbatched),
+                "not_recorded": list(self.not_recorded)}
+
+
+def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: int, pos: int, show_all: bool, keep_going: bool,
+                        only: Sequence[str], names: Sequence[str] | dict[str, str]) -> DiffResult:
+    """One side (or both) holds another program's arrays: match them to the other side's stages and compare those."""
+    from tracer.compare import arrays as activations
+    from tracer.compare.hints import hint_for
+
+    mine, ref = (b, a) if b.is_arrays else (a, b)  # both arrays: B's are matched to A's names
+    check_violations((a, b), keep_going)
+    mapping = names if isinstance(names, dict) else activations.parse_map(names)
+    arrays = {n: st.array for n, st in mine.stages.items()}
+    m = activations.match(arrays, mapping, ref.stages, mine.path, f"{ref.label} ({ref.path})")
+    if not m.stages:
+        listed = ", ".join(m.unmatched[:12]) + (", ..." if len(m.unmatched) > 12 else "")
+        stats = f"; kept as statistics only (--record stats): {', '.join(m.stats_only)}" if m.stats_only else ""
+        raise DiffTrouble(f"{mine.path}: no array matches a stage of {ref.label} ({ref.path}); its arrays: {listed or 'none'}{stats}. "
+                          "Name them as tracer's stages (`tracer run SPEC --steps` lists them) or map them: --map THEIRS=STAGE")
+    mine = Side(mine.label, mine.path, ARRAYS, mine.name, {}, {}, None, (), m.stages, None, [])
+    a, b = (ref, mine) if mine.label == "B" else (mine, ref)
+    for option, value, letter in (("--batch", batch, "B"), ("--pos", pos, "T")):
+        n = ref.dims.get(letter, 1) if not ref.is_arrays else 1 << 62
+        if not 0 <= value < n:
+            raise UsageError(f"{option} {value} is out of range: {letter} = {n} in {ref.label} (give 0 to {n - 1})")
+    visible = {n: s for n, s in ref.stages.items() if show_all or not s.internal or n in m.stages}
+    if only:
+        chosen = catalogue.select(only, list(ref.stages), f"{ref.label}") or []
+        visible = {n: s for n, s in ref.stages.items() if n in chosen}
+    mine_stages = {n: s for n, s in m.stages.items() if n in visible}
+    stages_a, stages_b = (visible, mine_stages) if mine.label == "B" else (mine_stages, visible)
+    rows = compare_stages(stages_a, stages_b, batch, pos, atol, rtol)
+    for r in rows:
+        if (r.status == ONLY_A and mine.label == "B") or (r.status == ONLY_B and mine.label == "A"):
+            r.status = NOT_RECORDED
+    notes = []
+    if m.unbatched:
+        notes.append(f"{mine.label} gives {', '.join(m.unbatched)} without the batch axis: read with B = 1")
+    notes += m.reshaped
+    if m.unmatched:
+        notes.append(f"{mine.label} holds arrays that match no stage of {ref.label}: {', '.join(m.unmatched)} "
+                     "(name them with --map THEIRS=STAGE)")
+    if m.stats_only:
+        notes.append(f"{mine.label} kept {', '.join(m.stats_only)} as statistics only (--record stats): not compared")
+    report = ArraysReport(mine.label, mine.path, ref.label, list(m.stages), m.renamed, m.unmatched, m.unbatched,
+                          [r.name for r in rows if r.status == NOT_RECORDED])
+    result = DiffResult(a=a, b=b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, steps=[], structure=[],
+                        settings=[], weights=None, stages=rows, notes=notes, arrays=report)
+    result.hint = hint_for(result, ref, mine)
+    return result

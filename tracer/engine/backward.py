@@ -1,0 +1,359 @@
+"""Walk a spec's step list in reverse: one backward function per op, as the executor has one forward per op.
+
+Each stage's gradient is complete when its step is reached (every step that reads it comes later in
+the forward order), so the walk hands each step its output's gradient and each function adds what it
+owes to its inputs' gradients and to its weights'.  The forward values come from a trace recorded in
+full (every stage, attention internals included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
+
+import numpy as np
+
+from tracer.engine import kernels
+from tracer.engine.executor import Point, Stage, Trace, _blocks, _value_copy, visible_keys
+from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix
+
+ATTN_ORDER = ("heads", "weights", "scores", "q", "k", "v")  # the internals in the order the backward pass reaches them
+
+
+def norm(a: np.ndarray) -> float:
+    """The Euclidean norm, summed in float64 one block of about a million values at a time: no temporary
+    the size of a [B,H,T,S] stage (a float64 block is a dot product with itself, without any)."""
+    if a.flags.c_contiguous:
+        flat = a.reshape(-1)
+        parts: Iterable[np.ndarray] = (flat[i:i + NORM_BLOCK] for i in range(0, flat.size, NORM_BLOCK))
+    else:
+        parts = _blocks(a, NORM_BLOCK)
+    return float(np.sqrt(sum(_squares(p) for p in parts)))
+
+
+def _squares(p: np.ndarray) -> float:
+    return float(np.dot(p, p) if p.dtype == np.float64 and p.ndim == 1 else np.sum(np.square(p, dtype=np.float64)))
+
+
+NORM_BLOCK = 1 << 20
+
+
+class Norms(NamedTuple):
+    grad: float  # |dL/dstage|
+    value: float  # |stage|
+
+
+class Backward:
+    def __init__(self, trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
+                 on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None,
+                 point: tuple[int, int] | None = None) -> None:
+        self.trace = trace
+        self.on_send = on_send  # sees what each step sends to each stage it reads (tracer probe --exact)
+        # the table's (b, t): once the walk is done with a stage, its gradient and value are kept as their values at
+        # (b, t) and their norms, and the arrays go (their memory serves the rest of the walk)
+        self.point = point
+        self.released: dict[str, tuple[Point, Norms, Point]] = {}  # stage -> its gradient, the norms, its value
+        self.step: Step | None = None
+        self.spec = trace.spec
+        self.params = params
+        self.inputs = inputs
+        self.grads: dict[str, np.ndarray] = {}
+        self.weight_grads: dict[str, np.ndarray] = {}
+        self.owned: set[str] = set()  # stages whose gradient array is theirs alone: the next one adds into it in place
+
+    def value(self, name: str) -> np.ndarray:
+        return self.trace.stages[name].array
+
+    def send(self, name: str, g: np.ndarray) -> None:
+        """Add g to the gradient of stage ``name`` (a stage read by several steps gathers from each)."""
+        shape = self.trace.stages[name].shape
+        if g.shape != shape:  # a stage cut short after a position violation (--keep-going)
+            g = _fit(g, shape)
+        if self.on_send is not None and self.step is not None:
+            self.on_send(self, self.step, name, g)
+        have = self.grads.get(name)
+        if have is None:  # kept as it is, never copied: shared with another stage (a residual add) until a second gradient comes
+            if g.flags.owndata and g.flags.writeable and not any(g is v for v in self.grads.values()):
+                self.owned.add(name)
+            self.grads[name] = g
+        elif name in self.owned:
+            have += g
+        else:  # copy on write: the first gradient is also another stage's (or a view): the sum is a new array
+            self.grads[name] = have + g
+            self.owned.add(name)
+
+    def send_weight(self, name: str, g: np.ndarray) -> None:
+        """The kernels return weight gradients no one else holds (kernels.py): kept without a copy."""
+        have = self.weight_grads.get(name)
+        self.weight_grads[name] = g if have is None else have + g
+
+    def run(self, seed: dict[str, np.ndarray]) -> None:
+        for name, s in seed.items():
+            self.send(name, s)
+            self.owned.discard(name)  # the caller's array (the loss's seed may be a forward stage itself): never written
+        for step in reversed(self.spec.steps):
+            if step.name not in self.trace.stages:
+                continue  # the forward stopped before it
+            if step.name not in self.grads:  # the loss does not read this stage: its gradient is zero
+                self.grads[step.name] = _zeros(self.value(step.name))
+            self.step = step
+            if self.point is not None:  # before the step, which may write over its own value (spare)
+                self.keep_point(step.name)
+            BACKWARD[step.op](self, step, self.grads[step.name])
+            if self.point is not None:
+                self.release(step)
+
+    def keep_point(self, name: str) -> None:
+        """The stage's gradient (complete once its step is reached) and value, as their values at (b, t) and their norms."""
+        assert self.point is not None
+        b, t = self.point
+        fwd, g = self.trace.stages[name], self.grads[name]
+        if fwd.data is not None and name not in self.released:
+            self.released[name] = (Point(tuple(g.shape), b, t, _value_copy(g, fwd.axes, b, t)), Norms(norm(g), norm(fwd.data)),
+                                   Point(tuple(fwd.data.shape), b, t, _value_copy(fwd.data, fwd.axes, b, t)))
+
+    def spare(self, name: str) -> bool:
+        """Whether the step of stage ``name`` may write over the stage's value: it is kept as one value (keep_point
+        has taken it) and no other array the walk still holds (a stage, a gradient, a weight, an input) shares its memory."""
+        a = self.trace.stages[name].data
+        if self.point is None or a is None or name not in self.released or not a.flags.writeable:
+            return False
+        held = [s.data for n, s in self.trace.stages.items() if n != name and s.data is not None]
+        held += [*self.grads.values(), *self.params.values(), *self.inputs.values()]
+        return not any(np.may_share_memory(a, other) for other in held)
+
+    def release(self, step: Step) -> None:
+        """The stage of a step the walk has just done, and its attention internals: no later step reads their values
+        (the readers of a stage come after it in the forward order) nor sends to their gradients."""
+        for name in [step.name] + internal_names(step):
+            fwd = self.trace.stages.get(name)
+            if fwd is None or fwd.data is None:
+                continue
+            self.keep_point(name)  # the internals: their gradients are made by the step itself
+            del self.grads[name]
+            self.owned.discard(name)
+            self.trace.stages[name] = Stage(name, None, fwd.axes, fwd.meaning, fwd.internal, point=self.released[name][2])
+
+
+def _zeros(like: np.ndarray) -> np.ndarray:  # np.zeros, not zeros_like: calloc'd pages cost nothing until written
+    return np.zeros(like.shape, dtype=like.dtype)
+
+
+def _fit(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """g placed into zeros of ``shape`` along its leading part (a forward stage cut to T_max positions)."""
+    out = np.zeros(shape, dtype=g.dtype)
+    out[tuple(slice(0, n) for n in g.shape)] = g[tuple(slice(0, n) for n in shape)]
+    return out
+
+
+# -- entry and exit ----------------------------------------------------------
+def _embed(bw: Backward, step: Step, g: np.ndarray) -> None:
+    table = bw.params["embedding"]
+    bw.send_weight("embedding", kernels.embedding_backward(g, bw.inputs[step.stream or "tokens"], table.shape[0]))
+
+
+def _nothing(bw: Backward, step: Step, g: np.ndarray) -> None:  # input, sinusoidal: no weights, no earlier stage
+    return None
+
+
+def _position_table(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send_weight("position", kernels.position_backward(g, bw.params["position"].shape[0]))
+
+
+def _add_position(bw: Backward, step: Step, g: np.ndarray) -> None:
+    dh, dpos = kernels.add_position_backward(g)
+    bw.send(step.inputs[0], dh)
+    bw.send(step.inputs[1], dpos)
+
+
+def _head(bw: Backward, step: Step, g: np.ndarray) -> None:
+    tied = bw.spec.block.head == "tied"
+    w = bw.params["embedding"].T if tied else bw.params["head"]
+    dh, dw = kernels.head_backward(g, bw.value(step.inputs[0]), w)
+    bw.send(step.inputs[0], dh)
+    bw.send_weight("embedding" if tied else "head", dw.T if tied else dw)
+
+
+def _softmax(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], kernels.softmax_backward(g, bw.value(step.name)))
+
+
+# -- block ops ---------------------------------------------------------------
+def _layer_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
+    x = bw.value(step.inputs[0])
+    gamma, beta = bw.params[f"{step.weights}.gamma"], bw.params[f"{step.weights}.beta"]
+    axis = bw.trace.stages[step.inputs[0]].axes.index(step.axis or "C")
+    dx, dgamma, dbeta = kernels.layer_norm_backward(g, x, gamma, beta, bw.spec.block_for(step.name).eps, axis)
+    bw.send(step.inputs[0], dx)
+    bw.send_weight(f"{step.weights}.gamma", dgamma)
+    bw.send_weight(f"{step.weights}.beta", dbeta)
+
+
+def _rms_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
+    dx, dgamma = kernels.rms_norm_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.gamma"],
+                                           bw.spec.block_for(step.name).eps)
+    bw.send(step.inputs[0], dx)
+    bw.send_weight(f"{step.weights}.gamma", dgamma)
+
+
+def _batch_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
+    gamma, beta = bw.params[f"{step.weights}.gamma"], bw.params[f"{step.weights}.beta"]
+    dx, dgamma, dbeta = kernels.batch_norm_backward(g, bw.value(step.inputs[0]), gamma, beta, bw.spec.block_for(step.name).eps)
+    bw.send(step.inputs[0], dx)
+    bw.send_weight(f"{step.weights}.gamma", dgamma)
+    bw.send_weight(f"{step.weights}.beta", dbeta)
+
+
+def _add(bw: Backward, step: Step, g: np.ndarray) -> None:
+    a, b = (bw.value(n) for n in step.inputs)
+    da, db = kernels.add_backward(g, a.shape, b.shape)
+    bw.send(step.inputs[0], da)
+    bw.send(step.inputs[1], db)
+
+
+def _identity(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], g)
+
+
+def _relu(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], kernels.relu_backward(g, bw.value(step.inputs[0])))
+
+
+def _select(bw: Backward, step: Step, g: np.ndarray) -> None:
+    x = bw.trace.stages[step.inputs[0]]
+    assert step.start is not None and step.stop is not None
+    bw.send(step.inputs[0], kernels.select_backward(g, x.shape, x.axes.index(step.axis or "B"), step.start, step.stop))
+
+
+def _linear(bw: Backward, step: Step, g: np.ndarray) -> None:
+    w, b = bw.params[f"{step.weights}.w"], bw.params[f"{step.weights}.b"]
+    dx, dw, db = kernels.linear_backward(g, bw.value(step.inputs[0]), w, b)
+    bw.send(step.inputs[0], dx)
+    bw.send_weight(f"{step.weights}.w", dw)
+    bw.send_weight(f"{step.weights}.b", db)
+
+
+def _mha(bw: Backward, step: Step, g: np.ndarray) -> None:
+    cross = step.op == "cross_mha"
+    xq = bw.value(step.inputs[0])
+    xkv = bw.value(step.inputs[1]) if cross else xq
+    keys = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")
+    w = {k: bw.params[f"{step.weights}.{k}"] for k in keys}
+    prefix = internal_prefix(step)
+    # the weights not recorded (tracer grad's plain table shows neither them nor their gradient): made again head by head
+    parts = {k: bw.value(f"{prefix}.{k}") for k in ("q", "k", "v", "weights", "heads") if f"{prefix}.{k}" in bw.trace.stages}
+    causal = step.mask == "causal"
+    visible = None if causal or "weights" in parts else visible_keys(bw.spec, step, xq.shape[1])
+    dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
+                                                       step.pairing or "interleaved", causal=causal, visible=visible)
+    for key in ATTN_ORDER:
+        if key in internals:
+            bw.grads[f"{prefix}.{key}"] = internals[key]
+    bw.send(step.inputs[0], dxq)
+    if dxkv is not None:  # cross-attention: keys and values read the other stage
+        bw.send(step.inputs[1], dxkv)
+    for k in keys:
+        bw.send_weight(f"{step.weights}.{k}", dw[k])
+
+
+def _ffn_weights(bw: Backward, step: Step) -> dict[str, np.ndarray]:
+    names = ("w1", "b1", "w3", "b3") if step.activation == "swiglu" else ("w1", "b1")
+    return {k: bw.params[f"{step.weights}.{k}"] for k in names}
+
+
+def _hidden_backward(bw: Backward, step: Step, dh: np.ndarray, x_name: str, h: np.ndarray, spare_h: bool = False) -> None:
+    p = _ffn_weights(bw, step)
+    dx, dw = kernels.ffn_hidden_backward(dh, bw.value(x_name), p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), h,
+                                         spare_h)
+    bw.send(x_name, dx)
+    for k, v in dw.items():
+        bw.send_weight(f"{step.weights}.{k}", v)
+
+
+def _out_backward(bw: Backward, step: Step, g: np.ndarray, h: np.ndarray) -> np.ndarray:
+    dh, dw2, db2 = kernels.ffn_out_backward(g, h, bw.params[f"{step.weights}.w2"], bw.params[f"{step.weights}.b2"])
+    bw.send_weight(f"{step.weights}.w2", dw2)
+    bw.send_weight(f"{step.weights}.b2", db2)
+    return dh
+
+
+def _ffn(bw: Backward, step: Step, g: np.ndarray) -> None:  # both halves in one step: the hidden layer is recomputed
+    x = bw.value(step.inputs[0])
+    p = _ffn_weights(bw, step)
+    h = kernels.ffn_hidden(x, p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), strict=False)
+    _hidden_backward(bw, step, _out_backward(bw, step, g, h), step.inputs[0], h)
+
+
+def _ffn_hidden(bw: Backward, step: Step, g: np.ndarray) -> None:
+    _hidden_backward(bw, step, g, step.inputs[0], bw.value(step.name), bw.spare(step.name))
+
+
+def _ffn_out(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], _out_backward(bw, step, g, bw.value(step.inputs[0])))
+
+
+BACKWARD: dict[str, Callable[[Backward, Step, np.ndarray], None]] = {
+    "embed": _embed,
+    "input": _nothing,
+    "position_table": _position_table,
+    "sinusoidal": _nothing,
+    "add_position": _add_position,
+    "head": _head,
+    "softmax": _softmax,
+    "layer_norm": _layer_norm,
+    "rms_norm": _rms_norm,
+    "batch_norm": _batch_norm,
+    "add": _add,
+    "identity": _identity,
+    "relu": _relu,
+    "select": _select,
+    "linear": _linear,
+    "mha": _mha,
+    "cross_mha": _mha,
+    "ffn": _ffn,
+    "ffn_hidden": _ffn_hidden,
+    "ffn_out": _ffn_out,
+}
+
+
+def internal_names(step: Step) -> list[str]:
+    """An attention step's internals in the order the backward pass reaches them; none for another step."""
+    return [f"{internal_prefix(step)}.{k}" for k in ATTN_ORDER] if step.op in ("mha", "cross_mha") else []
+
+
+def stage_order(trace: Trace) -> list[str]:
+    """The recorded stages in backward order: the steps reversed, each attention step followed by its internals."""
+    out = []
+    for step in reversed(trace.spec.steps):
+        if step.name not in trace.stages:
+            continue
+        out.append(step.name)
+        out += [name for name in internal_names(step) if name in trace.stages]
+    return out
+
+
+def gradients(trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray], seed: dict[str, np.ndarray],
+              on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None, point: tuple[int, int] | None = None
+              ) -> tuple[dict[str, Stage], dict[str, np.ndarray], dict[str, Norms]]:
+    """Every recorded stage's gradient (as Stages: same name, axes and meaning as the forward's), in backward
+    order, and every weight's gradient, in the spec's weight order (zeros for a weight the loss does not reach).
+    With ``point`` (b, t), each stage and its gradient are kept as their values at (b, t) only (Stage.point), the
+    norms of both given in the third dict, and the arrays let go during the walk; else the third dict is empty."""
+    bw = Backward(trace, params, inputs, on_send, point)
+    with np.errstate(all="ignore"):
+        bw.run(seed)
+    stages = {}
+    for name in stage_order(trace):
+        fwd = trace.stages[name]
+        if name in bw.released:
+            stages[name] = Stage(name, None, fwd.axes, fwd.meaning, fwd.internal, point=bw.released[name][0])
+            continue
+        g = bw.grads.get(name)
+        if g is None:
+            g = _zeros(fwd.array)
+        stages[name] = Stage(name, g, fwd.axes, fwd.meaning, fwd.internal)
+    weights = {name: bw.weight_grads[name] if name in bw.weight_grads else _zeros(w) for name, w in params.items()}
+    return stages, weights, {name: norms for name, (_, norms, _) in bw.released.items()}
+
+
+assert set(ATTN_ORDER) == set(ATTN_MEANINGS)

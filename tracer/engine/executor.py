@@ -1,0 +1,494 @@
+"""Run a spec's step list through the kernels and record every stage.
+
+Recording is an identity wrap: ``x = rec("norm1", layer_norm(x, ...))``.
+The Recorder keeps each stage in full, as statistics plus the value the table
+shows, as that value alone, or not at all, as the RecordPolicy says (``--record``); that changes what
+is kept, never what is computed.  A step's output is let go after the last step
+that reads it, so an array not recorded in full does not outlive its use.
+A kernel's BrokenContract becomes a Violation naming the stage; by default the
+run stops there, with ``keep_going`` NumPy's result is recorded and the run
+goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+import numpy as np
+
+from tracer.engine import kernels
+from tracer.engine.params import load_inputs, load_params
+from tracer.errors import BrokenContract, ShapeError, Violation
+from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
+from tracer.model.contracts import operand_axes, position_violation, violation
+from tracer.spec import Spec, shape_label
+from tracer.spec.memory import RecordPolicy, plan_stages
+
+
+class Summary(NamedTuple):
+    """A stage kept as statistics (--record stats): shape, mean, std, min, max, and the value at (b, t)."""
+
+    shape: tuple[int, ...]
+    mean: float
+    std: float
+    min: float
+    max: float
+    b: int
+    t: int
+    value: np.ndarray  # the stage's value at (b, t), as Stage.at gives it
+
+    def as_json(self) -> dict[str, float | int]:
+        return {"mean": self.mean, "std": self.std, "min": self.min, "max": self.max, "b": self.b, "t": self.t}
+
+
+class Point(NamedTuple):
+    """A stage kept as its value at one (b, t) alone (the plain table under --record auto): its shape and that value."""
+
+    shape: tuple[int, ...]
+    b: int
+    t: int
+    value: np.ndarray | None  # the stage's value at (b, t), as Stage.at gives it; None: the stage has no such (b, t)
+
+
+class Stage:  # plain classes here, not dataclasses: tracer starts on every call, and each dataclass costs ~0.3 ms
+    def __init__(self, name: str, data: np.ndarray | None, axes: tuple[str, ...], meaning: str, internal: bool = False,
+                 summary: Summary | None = None, point: Point | None = None) -> None:
+        self.name = name
+        self.data = data  # the whole array; None when the stage was kept as statistics (summary) or one value (point)
+        self.axes = axes
+        self.meaning = meaning
+        self.internal = internal  # attention internals: shown with --all
+        self.summary = summary
+        self.point = point
+
+    def __repr__(self) -> str:
+        kept = ", statistics" if self.summary is not None else ", one value" if self.point is not None else ""
+        return f"Stage({self.name!r}, {self.shape_label}{kept})"
+
+    @property
+    def array(self) -> np.ndarray:
+        """The whole array; a stage kept as statistics (--record stats) or as one value (the table) has none: LookupError."""
+        if self.data is None:
+            how = "as statistics (--record stats)" if self.summary is not None else "as its value at one position (--record auto)"
+            raise LookupError(f"{self.name} was kept {how}, not in full")
+        return self.data
+
+    @array.setter
+    def array(self, value: np.ndarray) -> None:
+        self.data = value
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        if self.data is not None:
+            return tuple(self.data.shape)
+        kept = self.summary or self.point
+        assert kept is not None, "a stage holds its array, its summary or its point"
+        return kept.shape
+
+    @property
+    def shape_label(self) -> str:
+        return shape_label(self.axes, self.shape)
+
+    def at(self, b: int, t: int) -> np.ndarray:
+        """The stage's value for sample b at (query) position t: [C], [F], [H,d] or [H,T].
+
+        A stage kept as statistics holds the value at the (b, t) it was recorded for only;
+        asking for another raises LookupError.
+        """
+        if self.data is None:
+            kept = self.summary or self.point
+            assert kept is not None
+            if (b, t) != (kept.b, kept.t):
+                raise LookupError(f"{self.name} was kept {'as statistics, ' if self.summary is not None else ''}"
+                                  f"with its value at b={kept.b}, t={kept.t} only")
+            if kept.value is None:
+                raise IndexError(f"{self.name} {self.shape_label} has no value at b={b}, t={t}")
+            return kept.value
+        return value_at(self.data, self.axes, b, t)
+
+
+def value_at(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> np.ndarray:
+    index: list[int | slice] = []
+    seen_t = False
+    for axis in axes:
+        if axis == "B":
+            index.append(b)
+        elif axis in ("T", "S") and not seen_t:
+            index.append(t)
+            seen_t = True
+        else:
+            index.append(slice(None))
+    return array[tuple(index)]
+
+
+def _blocks(a: np.ndarray, limit: int = 1 << 20) -> Iterator[np.ndarray]:
+    """Sub-arrays along the leading axes of at most ~limit values: statistics without a full-size temporary."""
+    if a.size <= limit or a.ndim <= 1:
+        yield a
+        return
+    for part in a:
+        yield from _blocks(part, limit)
+
+
+def _value_copy(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> np.ndarray | None:
+    try:
+        return np.array(value_at(array, axes, b, t))  # a copy: the big array can go
+    except IndexError:  # a stage cut short (T beyond the position table), or one sample selected (B = 1)
+        return None
+
+
+def summarise(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> Summary:
+    n = max(array.size, 1)
+    total, lo, hi = 0.0, np.inf, -np.inf
+    for part in _blocks(array):
+        total += float(part.sum(dtype=np.float64))
+        lo, hi = float(np.minimum(lo, part.min(initial=np.inf))), float(np.maximum(hi, part.max(initial=-np.inf)))  # NaN wins
+    mean = total / n
+    sq = sum(float(np.square(part - mean, dtype=np.float64).sum()) for part in _blocks(array))
+    value = _value_copy(array, axes, b, t)
+    return Summary(tuple(array.shape), mean, float(np.sqrt(sq / n)), lo, hi, b, t, np.full(0, np.nan) if value is None else value)
+
+
+class Trace:
+    def __init__(self, spec: Spec, stages: dict[str, Stage] | None = None, violations: list[Violation] | None = None,
+                 policy: RecordPolicy | None = None) -> None:
+        self.spec = spec
+        self.stages: dict[str, Stage] = {} if stages is None else stages
+        self.violations: list[Violation] = [] if violations is None else violations
+        self.policy = RecordPolicy() if policy is None else policy
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    @property
+    def last(self) -> Stage:
+        return next(reversed(self.stages.values()))
+
+    @property
+    def output(self) -> Stage:
+        """The block's result: the last step's stage (or the last stage recorded, if the run stopped early)."""
+        return self.stages.get(self.spec.steps[-1].name) or self.last
+
+
+class Recorder:
+    """Keeps each stage as the policy says (full, statistics, or not at all); returns the array unchanged."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+        self.how = {s.name: s.how for s in plan_stages(trace.spec, trace.policy)}
+
+    def __call__(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
+        how = self.how.get(name, "full")
+        if how == "full":
+            self.trace.stages[name] = Stage(name, array, axes, meaning, internal)
+        elif how == "stats":
+            p = self.trace.policy
+            self.trace.stages[name] = Stage(name, None, axes, meaning, internal, summarise(array, axes, p.b, p.t))
+        elif how == "point":
+            self.point(name, array, axes, meaning, internal)
+        return array
+
+    def point(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> None:
+        """Keep the stage's value at the policy's (b, t) alone."""
+        p = self.trace.policy
+        self.trace.stages[name] = Stage(name, None, axes, meaning, internal, point=Point(tuple(array.shape), p.b, p.t,
+                                                                                         _value_copy(array, axes, p.b, p.t)))
+
+
+def visible_keys(spec: Spec, step: Step, n_q: int) -> np.ndarray | None:
+    """[T,T] bool, True where query i may read key j; None when every key is visible."""
+    if step.mask == "causal":
+        return ~kernels.causal_mask(n_q)
+    if step.mask == "explicit":
+        blk = spec.block_for(step.name)
+        assert blk.mask_matrix is not None
+        return np.array(blk.mask_matrix, dtype=bool)[:n_q, :n_q]  # fewer rows when cut at T_max
+    return None
+
+
+class Executor:
+    def __init__(self, spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
+                 policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None,
+                 inputs: dict[str, np.ndarray] | None = None) -> None:
+        """``params``, ``inputs``: every weight and input stream, already loaded (a run that repeats the forward pass,
+        such as grad --verify, or drawn meanwhile: tracer run, params.draw_params)."""
+        self.spec = spec
+        self.keep_going = keep_going
+        self.overrides = overrides or {}
+        self.trace = Trace(spec, policy=policy or RecordPolicy())
+        self.recorder = Recorder(self.trace)
+        self.params = load_params(spec, for_run=True) if params is None else params
+        self.inputs = load_inputs(spec) if inputs is None else inputs
+        self.seen_nonfinite = False
+
+    def rec(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
+        self.recorder(name, array, axes, meaning, internal)
+        if not self.seen_nonfinite and array.dtype.kind == "f" and not kernels.all_finite(array):
+            self.seen_nonfinite = True
+            self.flag(self.nonfinite(name, array, axes))
+            if name not in self.trace.stages and self.trace.policy.mode == "table":  # the table shows the flagged stage
+                self.recorder.point(name, array, axes, meaning, internal)
+        return array
+
+    def axes(self, stage: str) -> tuple[str, ...]:
+        return self.spec.stage_shapes[stage][0]
+
+    # -- violations -------------------------------------------------------
+    def guarded(self, stage: str, axes: tuple[str, ...], compute: Callable[[kernels.Strict], np.ndarray],
+                operands: dict[str, tuple[str, ...]] | None = None) -> np.ndarray:
+        """Run ``compute`` collecting every broken contract; flag each; the result is what NumPy computes."""
+        broken: list[BrokenContract] = []
+        out = compute(broken)
+        for bc in broken:
+            self.flag(violation(bc, stage, axes, operands))
+        return out
+
+    def flag(self, v: Violation) -> None:
+        """Record a violation; the run stops after the current step unless keep_going."""
+        self.trace.violations.append(v)
+
+    @property
+    def stopped(self) -> bool:
+        if self.keep_going:
+            return False
+        # NaN and Inf a spec studies on purpose (allow_nonfinite) are flagged but do not end the run
+        return any(v.kind != "nonfinite" or not self.spec.allow_nonfinite for v in self.trace.violations)
+
+    def nonfinite(self, name: str, a: np.ndarray, axes: tuple[str, ...]) -> Violation:
+        n_nan, n_inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
+        first = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
+        where = ", ".join(f"{letter}={i}" for letter, i in zip(axes, first))
+        why = "NaN and Inf spread to every later stage that reads them"
+        blk = self.spec.block_for(name)
+        if name.endswith(".weights") and blk.mask_matrix is not None:
+            visible = np.array(blk.mask_matrix, dtype=bool)
+            rows = [int(i) for i in np.flatnonzero(~visible.any(axis=-1))]
+            if rows:
+                why = (f"query position{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows))} may read no key at all: "
+                       "the softmax of a row that is entirely -inf is 0/0 = NaN")
+        elif self.spec.dtype == "float32":
+            why += "; float32 overflows above about 3.4e38"
+        return Violation(
+            kind="nonfinite", stage=name,
+            message=f"{name}: first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}",
+            shapes={name: shape_label(axes, a.shape)},
+            rule="every stage of a block must be finite",
+            numpy_would="carry on quietly, printing at most a RuntimeWarning",
+            why=why,
+        )
+
+    def visible(self, step: Step, n_q: int) -> np.ndarray | None:
+        return visible_keys(self.spec, step, n_q)
+
+    # -- the run ----------------------------------------------------------
+    def run(self, start: int = 0, live: dict[str, np.ndarray] | None = None) -> Trace:
+        """Every step in order; ``start``, ``live``: from step ``start`` on, the stages before it that later steps
+        read given (grad --verify's passes, where a perturbed weight cannot change the steps before its layer)."""
+        stages: dict[str, np.ndarray] = dict(live or {})
+        last_use = {name: i for i, step in enumerate(self.spec.steps) for name in step.inputs}
+        for i, step in enumerate(self.spec.steps):
+            if i < start:
+                continue
+            if self.stopped:
+                break
+            try:
+                if step.name in self.overrides:  # the probe's perturbed or permuted stage
+                    stages[step.name] = self.rec(step.name, self.overrides[step.name], self.axes(step.name), step.meaning)
+                else:
+                    stages[step.name] = OPS[step.op](self, step, [stages[n] for n in step.inputs])
+            except ShapeError as e:
+                raise ShapeError(f"stage {step.name} ({step.formula()}): {e}") from None
+            for name in step.inputs:
+                if last_use[name] == i:
+                    stages.pop(name, None)  # no later step reads it: it lives on only if recorded
+        return self.trace
+
+    def record_step(self, step: Step, compute: Callable[[kernels.Strict], np.ndarray]) -> np.ndarray:
+        axes = self.axes(step.name)
+        return self.rec(step.name, self.guarded(step.name, axes, compute, operand_axes(step, self.axes)), axes, step.meaning)
+
+
+# -- entry and exit ----------------------------------------------------------
+def _op_embed(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    table, ids = ex.params["embedding"], ex.inputs[step.stream or "tokens"]
+    return ex.record_step(step, lambda strict: table[ids])  # [V,C] rows -> [B,T,C]
+
+
+def _op_input(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    return ex.record_step(step, lambda strict: ex.inputs[step.stream or "x"])
+
+
+def _op_position_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    P = ex.params["position"]
+    axes = ex.axes(step.name)
+    T = ex.spec.stage_shapes[step.name][1][0]
+    beyond = position_violation(ex.spec, step)
+    if beyond is not None:
+        ex.flag(beyond)
+        return ex.rec(step.name, P, ("T_max", "C"), step.meaning)  # --keep-going traces the T_max positions it covers
+    return ex.rec(step.name, P[:T], axes, step.meaning)  # [T,C], shared by every sample
+
+
+def _op_sinusoidal(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    T, C = ex.spec.stage_shapes[step.name][1]
+    base = step.base
+    assert base is not None, "spec validation sets the base of a sinusoidal step"
+    return ex.record_step(step, lambda strict: kernels.sinusoidal(T, C, base, np.dtype(ex.spec.dtype)))
+
+
+def _op_add_position(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    h, pos = inputs
+    if h.shape[1] > pos.shape[0]:  # after a position violation: only the positions the table covers
+        h = h[:, : pos.shape[0]]
+    return ex.record_step(step, lambda strict: h + pos)  # [B,T,C] + [T,C]: the contract broadcast over B
+
+
+def _op_head(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (h,) = inputs
+    w = ex.params["embedding"].T if ex.spec.block.head == "tied" else ex.params["head"]  # [C,V]
+    return ex.record_step(step, lambda strict: h @ w)
+
+
+def _op_softmax(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    return ex.record_step(step, lambda strict: kernels.softmax(inputs[0]))
+
+
+# -- block ops ---------------------------------------------------------------
+def _op_layer_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
+    labels = ex.axes(step.inputs[0])
+    axis = labels.index(step.axis or "C")
+    return ex.record_step(step, lambda strict: kernels.layer_norm(x, g, b, ex.spec.block_for(step.name).eps, axis, strict, labels))
+
+
+def _op_rms_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    g = ex.params[f"{step.weights}.gamma"]
+    return ex.record_step(step, lambda strict: kernels.rms_norm(x, g, ex.spec.block_for(step.name).eps, strict))
+
+
+def _op_batch_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
+    return ex.record_step(step, lambda strict: kernels.batch_norm(x, g, b, ex.spec.block_for(step.name).eps, strict))
+
+
+def _op_add(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    a, b = inputs
+    names = (step.inputs[0], step.inputs[1]) if step.inputs[0] != step.inputs[1] else ("left", "right")
+    return ex.record_step(step, lambda strict: kernels.add(a, b, strict, names))
+
+
+def _op_identity(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    return ex.record_step(step, lambda strict: inputs[0])
+
+
+def _op_relu(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    return ex.record_step(step, lambda strict: kernels.relu(inputs[0]))
+
+
+def _op_select(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    i = ex.axes(step.inputs[0]).index(step.axis or "B")
+    index = tuple(slice(step.start, step.stop) if j == i else slice(None) for j in range(x.ndim))
+    return ex.record_step(step, lambda strict: x[index])  # keeps the axis: [B,T,C] -> [1,T,C]
+
+
+def _op_linear(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    w, b = ex.params[f"{step.weights}.w"], ex.params[f"{step.weights}.b"]
+    return ex.record_step(step, lambda strict: kernels.linear(x, w, b, strict, ("b", step.out or "C")))
+
+
+def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    xq = inputs[0]
+    xkv = inputs[1] if step.op == "cross_mha" else xq
+    g = step.weights
+    w = {k: ex.params[f"{g}.{k}"] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
+    over_queries = step.axis == "queries"
+    causal = step.mask == "causal"
+    visible = None if causal and not over_queries else ex.visible(step, xq.shape[1])  # attend masks causal blocks itself
+    parts: dict[str, np.ndarray] = {}
+    prefix = internal_prefix(step)
+    # scores and weights ([B,H,T,S] each) are made only when they are kept; the output is the same either way
+    keep = any(ex.recorder.how.get(f"{prefix}.{key}", "full") != "skip" for key in ("scores", "weights"))
+
+    def compute(strict: kernels.Strict) -> np.ndarray:
+        parts.update(kernels.mha(xq, xkv, **w, H=ex.spec.dims.H, H_kv=ex.spec.dims.H_kv, visible=visible,
+                                 softmax_over_queries=over_queries, rotary_base=step.base,
+                                 rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict))
+        return parts["output"]
+
+    out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
+    for key, meaning in ATTN_MEANINGS.items():
+        if key not in parts:  # scores and weights not made: not kept, and finite (attend makes them when not)
+            continue
+        if step.base is not None and key in ("q", "k"):
+            meaning += ", turned by rotary positions"
+        shown = shown_internal(step, key)  # the cross-attention weights are in the default table
+        ex.rec(f"{prefix}.{key}", parts[key], ex.axes(f"{prefix}.{key}"), meaning, internal=not shown)
+    return ex.rec(step.name, out, ex.axes(step.name), step.meaning)
+
+
+def _ffn_params(ex: Executor, step: Step) -> dict[str, np.ndarray]:
+    keys = ("w1", "b1", "w2", "b2") + (("w3", "b3") if step.activation == "swiglu" else ())
+    return {k: ex.params[f"{step.weights}.{k}"] for k in keys}
+
+
+def _op_ffn(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    p = _ffn_params(ex, step)
+    act = step.activation or "relu"
+
+    def compute(strict: kernels.Strict) -> np.ndarray:
+        h = kernels.ffn_hidden(x, p["w1"], p["b1"], act, p.get("w3"), p.get("b3"), strict)
+        return kernels.ffn_out(h, p["w2"], p["b2"], strict)
+
+    return ex.record_step(step, compute)
+
+
+def _op_ffn_hidden(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    p = _ffn_params(ex, step)
+    act = step.activation or "relu"
+    return ex.record_step(step, lambda strict: kernels.ffn_hidden(x, p["w1"], p["b1"], act, p.get("w3"), p.get("b3"), strict))
+
+
+def _op_ffn_out(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (h,) = inputs
+    w2, b2 = ex.params[f"{step.weights}.w2"], ex.params[f"{step.weights}.b2"]
+    return ex.record_step(step, lambda strict: kernels.ffn_out(h, w2, b2, strict))
+
+
+OPS: dict[str, Callable[[Executor, Step, list[np.ndarray]], np.ndarray]] = {
+    "embed": _op_embed,
+    "input": _op_input,
+    "position_table": _op_position_table,
+    "sinusoidal": _op_sinusoidal,
+    "add_position": _op_add_position,
+    "head": _op_head,
+    "softmax": _op_softmax,
+    "layer_norm": _op_layer_norm,
+    "rms_norm": _op_rms_norm,
+    "batch_norm": _op_batch_norm,
+    "add": _op_add,
+    "identity": _op_identity,
+    "relu": _op_relu,
+    "select": _op_select,
+    "linear": _op_linear,
+    "mha": _op_mha,
+    "cross_mha": _op_mha,
+    "ffn": _op_ffn,
+    "ffn_hidden": _op_ffn_hidden,
+    "ffn_out": _op_ffn_out,
+}
+
+
+def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
+        policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None,
+        inputs: dict[str, np.ndarray] | None = None) -> Trace:
+    with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings on stderr
+        return Executor(spec, keep_going, overrides, policy, params, inputs).run()

@@ -1,0 +1,729 @@
+"""Pure NumPy kernels: no I/O, no recording.  The contract sits on the def line.
+
+Each kernel checks its operands against its axis contract before computing and
+raises BrokenContract (a short fact) where NumPy would silently broadcast.
+``strict=False`` skips the checks and returns what NumPy would have computed;
+``strict`` given as a list collects every broken contract into it and computes
+what NumPy would have (the executor's way: one stage may break several rules).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from tracer.engine import blas
+from tracer.errors import BrokenContract, ShapeError
+from tracer.model import contracts
+
+Strict = bool | list[BrokenContract]  # raise at the first broken contract | no checks | collect them all
+
+
+def enforce(strict: Strict, check: Callable[..., None], *args: Any) -> None:
+    """Run one contract check as ``strict`` says: raise, skip, or collect into the list."""
+    if strict is False:
+        return
+    try:
+        check(*args)
+    except BrokenContract as bc:
+        if not isinstance(strict, list):
+            raise
+        strict.append(bc)
+
+
+def check_same_shape(a: np.ndarray, b: np.ndarray, names: tuple[str, str] = ("left", "right")) -> None:  # residual: full shapes equal
+    contracts.same_shape(a.shape, b.shape, names)
+
+
+def check_vector(name: str, v: np.ndarray, width: int, axis: str) -> None:  # v must be exactly [width] along the last axis
+    contracts.vector(name, v.shape, width, axis)
+
+
+def add(a: np.ndarray, b: np.ndarray, strict: Strict = True, names: tuple[str, str] = ("left", "right")) -> np.ndarray:  # [B,T,C], [B,T,C] -> [B,T,C]
+    enforce(strict, check_same_shape, a, b, names)
+    return a + b
+
+
+def layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, axis: int = -1, strict: Strict = True,
+               labels: tuple[str, ...] = ()) -> np.ndarray:  # [B,T,C], [C], [C] -> [B,T,C], stats over C
+    enforce(strict, check_norm_axis, x, axis, labels)
+    enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
+    enforce(strict, check_vector, "beta", beta, x.shape[-1], "C")
+    if axis in (-1, x.ndim - 1):
+        return _by_rows(lambda rows, out: _affine(standardise(rows, -1, eps, out=out), gamma, beta), x, gamma, beta)
+    return _affine(standardise(x, axis, eps), gamma, beta)
+
+
+def _by_rows(norm: Callable[[np.ndarray, np.ndarray | None], np.ndarray], x: np.ndarray, *vectors: np.ndarray) -> np.ndarray:
+    """A norm over the last axis, ``norm(rows, out)``, of a big x: the rows shared out between threads, each
+    writing its part of one result (every row is computed alone: the same numbers as in one piece).  Else in one piece."""
+    fits = x.flags.c_contiguous and x.ndim >= 2 and all(v.shape == x.shape[-1:] and v.dtype == x.dtype for v in vectors)
+    n = blas.workers(2, x.size, at_least=ROWS_ON_THREADS) if fits else 1
+    if n < 2:
+        return norm(x, None)
+    rows = x.reshape(-1, x.shape[-1])
+    out = np.empty_like(rows)
+    cut = [len(rows) * i // n for i in range(n + 1)]
+    blas.on_threads(lambda part: norm(rows[part], out[part]), [slice(a, b) for a, b in zip(cut, cut[1:])])
+    return out.reshape(x.shape)
+
+
+ROWS_ON_THREADS = 1 << 18  # values from which a norm over the last axis shares its rows between threads
+
+
+def _affine(y: np.ndarray, gamma: np.ndarray, beta: np.ndarray | None = None) -> np.ndarray:  # gamma * y + beta
+    """gamma * y (+ beta), in y's own buffer when the vectors fit it (the same numbers); else NumPy's broadcast (--keep-going)."""
+    fits = all(v.shape == y.shape[-1:] and v.dtype == y.dtype for v in (gamma, beta) if v is not None)
+    if not fits:
+        return gamma * y if beta is None else gamma * y + beta
+    y *= gamma
+    if beta is not None:
+        y += beta
+    return y
+
+
+def standardise(x: np.ndarray, axes: int | tuple[int, ...], eps: float, center: bool = True,
+                out: np.ndarray | None = None) -> np.ndarray:  # (x - mean) / sqrt(var + eps) over axes, into out if given
+    """The normalisation every norm shares, computed so that no finite input overflows; a new array (or out).
+
+    Each slice is first divided by 2^k, the power of two at or above its largest magnitude (k >= 0):
+    (x - mu) / sqrt(var + eps) = (y - mu_y) / sqrt(var_y + eps / 4^k) with y = x / 2^k.  Dividing by a
+    power of two is exact, so wherever the plain formula does not overflow the result is the same to the
+    last bit; where it would (|x| above ~1e154 in float64, ~1e19 in float32) it stays right instead of 0.
+    The mean is refined once (mu += mean(y - mu)), so a constant slice centres to exactly 0.
+    Two arrays the size of x are made (the result, or ``out`` when given, and one scratch), each written in place.
+    """
+    with np.errstate(invalid="ignore"):  # NaN slices: their k is 0 below and NaN spreads as it should
+        top = np.maximum(x.max(axis=axes, keepdims=True), -x.min(axis=axes, keepdims=True))  # max |x| without |x|
+    _, k = np.frexp(top)  # top = f 2^k, f in [0.5, 1); NaN, inf, 0 give k = 0
+    k = np.maximum(k, 0)  # only scale down: small values cannot overflow
+    y = np.ldexp(x, -k, out=out)
+    scratch = np.empty_like(y)
+    if center:
+        mu = y.mean(axis=axes, keepdims=True)
+        mu += np.subtract(y, mu, out=scratch).mean(axis=axes, keepdims=True)  # the rounding error of the first mean, taken back
+        np.subtract(y, mu, out=y)
+    var = np.multiply(y, y, out=scratch).mean(axis=axes, keepdims=True)  # divide by the count: the values at hand, not a sample estimate
+    del scratch
+    den = np.sqrt(var + np.ldexp(np.asarray(eps, dtype=x.dtype), -2 * k))  # eps keeps the denominator positive when var = 0
+    # eps / 4^k underflows to 0 only for slices near 1e154 or more; a constant one then has var = 0 and y = 0: 0, not 0/0
+    zero = den == 0
+    np.divide(y, den, out=y, where=~zero)
+    if zero.any():
+        np.copyto(y, 0, where=np.broadcast_to(zero, y.shape))
+    return y
+
+
+def check_norm_axis(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> None:  # statistics over the last axis only
+    contracts.norm_axis(x.shape, axis, labels)
+
+
+def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: Strict = True,
+           bias: tuple[str, str] = ("bias", "out")) -> np.ndarray:  # [..., n_in], [n_in, n_out], [n_out] -> [..., n_out]
+    if x.shape[-1] != w.shape[0]:
+        raise ShapeError(f"cannot multiply [..., {x.shape[-1]}] by a [{w.shape[0]}, {w.shape[1]}] matrix")
+    enforce(strict, check_vector, bias[0], b, w.shape[1], bias[1])  # bias: its name in the spec and its axis letter
+    if b.shape == (w.shape[1],):
+        y = x @ w
+        y += b  # in place: no second [..., n_out] array
+        return y
+    return x @ w + b  # NumPy's own broadcast, for --keep-going
+
+
+def relu(x: np.ndarray) -> np.ndarray:  # [...] -> [...]
+    return np.maximum(x, 0.0)
+
+
+_erf = np.frompyfunc(math.erf, 1, 1)
+
+
+def gelu(x: np.ndarray) -> np.ndarray:  # [...] -> [...], exact: x * Phi(x) = x/2 (1 + erf(x / sqrt 2))
+    return (0.5 * x * (1.0 + np.asarray(_erf(x * (1.0 / math.sqrt(2.0)))).astype(x.dtype))).astype(x.dtype, copy=False)
+
+
+def gelu_tanh(x: np.ndarray) -> np.ndarray:  # [...] -> [...], GPT-2's tanh approximation
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)))
+
+
+def silu(x: np.ndarray) -> np.ndarray:  # [...] -> [...], x * sigmoid(x)
+    return x / (1.0 + np.exp(-x))
+
+
+ACTIVATIONS = {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}
+
+
+def softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:  # [..., T_q, T_k] -> same, normalised over keys (axis -1)
+    m = s.max(axis=axis, keepdims=True)  # subtract the max so exp never overflows
+    e = np.exp(s - m)
+    return e / e.sum(axis=axis, keepdims=True)
+
+
+def softmax_inplace(s: np.ndarray, axis: int = -1) -> None:  # like softmax, in the array itself (no [B,H,T,T] temporaries)
+    m = s.max(axis=axis, keepdims=True)
+    np.subtract(s, m, out=s)  # subtract the max so exp never overflows
+    np.exp(s, out=s)
+    np.divide(s, s.sum(axis=axis, keepdims=True), out=s)
+
+
+def causal_mask(T: int) -> np.ndarray:  # -> [T,T] bool, True where key j is after query i
+    return np.triu(np.ones((T, T), dtype=bool), k=1)
+
+
+def split_heads(x: np.ndarray, H: int) -> np.ndarray:  # [B,T,C] -> [B,H,T,d]
+    B, T, C = x.shape
+    return x.reshape(B, T, H, C // H).transpose(0, 2, 1, 3)
+
+
+def merge_heads(x: np.ndarray) -> np.ndarray:  # [B,H,T,d] -> [B,T,C]
+    B, H, T, d = x.shape
+    return x.transpose(0, 2, 1, 3).reshape(B, T, H * d)
+
+
+def rotary(x: np.ndarray, base: float, pairing: str = "interleaved") -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d], pair i turned by t * base^(-2i/d)
+    """Pair i of a head's d coordinates is (2i, 2i+1) when interleaved (Meta's LLaMA), (i, i + d/2) when half (Hugging Face)."""
+    return _turn(x, base, pairing, 1.0)
+
+
+def _turn(x: np.ndarray, base: float, pairing: str, sign: float) -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d]: sign -1 turns back
+    T, d = x.shape[-2], x.shape[-1]
+    inv = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # [d/2] turning speeds: fast first, slow last
+    angle = np.arange(T, dtype=np.float64)[:, None] * inv[None, :]  # [T, d/2]
+    cos, sin = np.cos(angle).astype(x.dtype), (sign * np.sin(angle)).astype(x.dtype)
+    first, second = (slice(0, d // 2), slice(d // 2, d)) if pairing == "half" else (slice(0, d, 2), slice(1, d, 2))
+    x1, x2 = x[..., first], x[..., second]
+    out = np.empty_like(x)
+    out[..., first] = x1 * cos - x2 * sin
+    out[..., second] = x1 * sin + x2 * cos
+    return out
+
+
+def sinusoidal(T: int, C: int, base: float, dtype: np.dtype) -> np.ndarray:  # -> [T,C]; even columns sin, odd cos
+    i2 = np.arange(0, C, 2, dtype=np.float64)  # 2i
+    angle = np.arange(T, dtype=np.float64)[:, None] / base ** (i2 / C)[None, :]  # [T, ceil(C/2)]
+    pe = np.empty((T, C), dtype=np.float64)
+    pe[:, 0::2] = np.sin(angle)
+    pe[:, 1::2] = np.cos(angle[:, : C // 2])
+    return pe.astype(dtype, copy=False)
+
+
+ROW_BLOCK = contracts.ROW_BLOCK  # query rows per block: under a causal mask, keys after the block are never touched
+
+
+def check_softmax_axis(scores: tuple[int, ...], over_queries: bool) -> None:  # attention weights [B,H,T,S]: softmax over keys
+    contracts.softmax_axis(scores, over_queries)
+
+
+def qk_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:  # [B,H,T,d], [B,H_kv,S,d] -> [B,H,T,S], scaled by 1/sqrt(d)
+    B, H, T, d = q.shape
+    group = H // k.shape[1]  # query heads per key head: query head h reads key head h // group
+    scores = np.empty((B, H, T, k.shape[2]), dtype=np.result_type(q, k))
+    for b in range(B):
+        for h in range(H):  # one head at a time: contiguous operands for BLAS, cache-sized temporaries
+            np.matmul(np.ascontiguousarray(q[b, h]), np.ascontiguousarray(k[b, h // group]).T, out=scores[b, h])
+    scores *= 1.0 / math.sqrt(d)
+    return scores
+
+
+def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal: bool,
+           keep: bool = True) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+    """Scores, masked softmax over keys and the mix of values, a block of query rows at a time:
+    [B,H,T,d], [B,H_kv,S,d], [B,H_kv,S,d] -> scores [B,H,T,S], weights [B,H,T,S], heads [B,T,C] (the mixes merged).
+
+    Query head h reads key and value head h // (H / H_kv).  Under a causal mask each block of rows reads
+    only the keys up to its last row: the weights after it stay exactly 0 and are never exponentiated or
+    multiplied, and their scores are a separate product (kept, they are recorded; they are never read).
+    ``keep=False`` returns (None, None, mixed): a block's scores and weights live in one scratch buffer,
+    reused, instead of two [B,H,T,S] arrays, and the scores after the mask are not computed.  Every value
+    that is read is the same call on the same operands either way, so ``mixed`` is the same to the last bit.
+    Without keep, q or k not finite, a product q.k that could overflow, or a mixed value that is not finite
+    makes it start again with keep=True: the executor then records and flags where it began.
+    """
+    B, H, T, d = q.shape
+    S = k.shape[2]
+    group = H // k.shape[1]
+    dtype = np.result_type(q, k)
+    scale = 1.0 / math.sqrt(d)
+    if not keep and not _products_fit(q, k, scale):  # a score could be inf or NaN: make them all, to be recorded and flagged
+        return attend(q, k, v, visible, causal, keep=True)
+    scores = np.empty((B, H, T, S), dtype=dtype) if keep else None
+    weights = np.zeros((B, H, T, S), dtype=dtype) if keep else None  # calloc: pages the mask leaves at 0 are never written
+    mixed = np.empty((B, T, H, d), dtype=np.result_type(dtype, v))  # [B,T,H,d]: the heads side by side, merged as they are made
+    blocked = None if visible is None or causal else ~visible
+
+    def heads(pairs: list[tuple[int, int]]) -> None:
+        scratch = None if keep else np.empty((min(ROW_BLOCK, T), S), dtype=dtype)  # reused by every block
+        for b, h in pairs:  # a head at a time: cache-sized temporaries; BLAS reads the strided [T,d] views as they are
+            qh, kt, vh = q[b, h], k[b, h // group].T, v[b, h // group]
+            for r0 in range(0, T, ROW_BLOCK):
+                r1 = min(r0 + ROW_BLOCK, T)
+                n = min(r1, S) if causal else S  # keys this block of rows may read
+                s = scores[b, h, r0:r1] if scores is not None else scratch[: r1 - r0]  # type: ignore[index]
+                read = s[:, :n]
+                _scaled_scores(qh[r0:r1], kt[:, :n], scale, read)
+                if scores is not None and weights is not None:
+                    if n < S:  # the scores after the mask: recorded, never read
+                        _scaled_scores(qh[r0:r1], kt[:, n:], scale, s[:, n:])
+                    w = weights[b, h, r0:r1, :n]
+                    np.copyto(w, read)
+                else:  # every score is finite: q and k are, and no product can overflow (_products_fit)
+                    w = read
+                _masked_softmax(w, r0, r1, n, causal, blocked)
+                np.matmul(w, vh[:n], out=mixed[b, r0:r1, h])
+
+    blas.by_heads(heads, [(b, h) for b in range(B) for h in range(H)], B * H * T * S * d)
+    if not keep and not all_finite(mixed):  # a row that may read no key at all: 0/0
+        return attend(q, k, v, visible, causal, keep=True)
+    return scores, weights, mixed.reshape(B, T, H * d)
+
+
+def _scaled_scores(q_rows: np.ndarray, kt: np.ndarray, scale: float, out: np.ndarray) -> None:  # [r,d], [d,n] -> out [r,n] = q k^T * scale
+    np.matmul(q_rows, kt, out=out)
+    out *= scale
+
+
+def _masked_softmax(w: np.ndarray, r0: int, r1: int, n: int, causal: bool, blocked: np.ndarray | None) -> None:  # [r,n] scores of rows r0:r1 -> weights, in place
+    """The block's scores masked (-inf after each row under causal, where ``blocked`` [T,S] is True otherwise) and softmaxed."""
+    if causal and r0 < n:  # only the diagonal square of the block has keys after its rows
+        np.copyto(w[:, r0:n], -np.inf, where=_after(r1 - r0, n - r0))
+    elif blocked is not None:
+        np.copyto(w, -np.inf, where=blocked[r0:r1])
+    softmax_inplace(w)
+
+
+def _after(rows: int, cols: int) -> np.ndarray:  # [rows, cols] bool: True where key j comes after query i
+    return np.triu(np.ones((rows, cols), dtype=bool), k=1)
+
+
+def _products_fit(q: np.ndarray, k: np.ndarray, scale: float) -> bool:
+    """Whether every score q.k * scale is finite: q and k are, and no product can overflow (one pass over each)."""
+    with np.errstate(all="ignore"):
+        bound = _largest(q) * _largest(k) * q.shape[-1] * scale
+    return math.isfinite(bound) and bound < float(np.finfo(np.result_type(q, k)).max) / 4  # a margin for rounding
+
+
+def _largest(a: np.ndarray) -> float:  # max |a| (0 when empty; NaN when a holds one), with no |a| array made
+    return float(np.maximum(a.max(initial=0.0), -a.min(initial=0.0)))
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """One pass without a temporary: a finite sum means every entry is finite; otherwise look closely."""
+    with np.errstate(all="ignore"):
+        if np.isfinite(a.sum()):
+            return True
+    return bool(np.isfinite(a).all())
+
+
+def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: np.ndarray, w_k: np.ndarray, b_k: np.ndarray,
+        w_v: np.ndarray, b_v: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None = None,
+        causal: bool = False, softmax_over_queries: bool = False, rotary_base: float | None = None,
+        rotary_pairing: str = "interleaved", H_kv: int | None = None, keep_weights: bool = True,
+        strict: Strict = True) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]
+    """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
+
+    ``causal`` masks keys after each query (block by block: no [T,S] mask is made); ``visible`` ([T,S] bool, True where
+    a query may read a key) is any other mask.
+    ``H_kv`` (grouped-query attention, a divisor of H; None: H) key/value heads, each read by H / H_kv query heads in turn.
+    ``keep_weights=False``: no "scores" and "weights" in the result (two [B,H,T,S] arrays never made), unless a
+    score or a mixed value is not finite; the output is the same to the last bit.
+    """
+    if xkv is None:
+        xkv = xq
+    H_kv = H if H_kv is None else H_kv
+    if H % H_kv:
+        raise ShapeError(f"H_kv = {H_kv} key/value heads cannot be shared evenly by H = {H} query heads")
+    kv_bias = "C_kv" if H_kv != H else "C"
+    q = split_heads(linear(xq, w_q, b_q, strict, ("b_q", "C")), H)  # [B,H,T,d]
+    k = split_heads(linear(xkv, w_k, b_k, strict, ("b_k", kv_bias)), H_kv)  # [B,H_kv,S,d]
+    v = split_heads(linear(xkv, w_v, b_v, strict, ("b_v", kv_bias)), H_kv)
+    if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets
+        q, k = rotary(q, rotary_base, rotary_pairing), rotary(k, rotary_base, rotary_pairing)
+    enforce(strict, check_softmax_axis, q.shape[:3] + k.shape[2:3], softmax_over_queries)
+    parts = {"q": q, "k": k, "v": v}
+    if softmax_over_queries:  # the violation, computed as NumPy would (only with strict=False)
+        if causal and visible is None:
+            visible = ~causal_mask(q.shape[2])
+        scores = qk_scores(q, k)  # [B,H,T,S]
+        weights = np.where(visible, scores, -np.inf) if visible is not None else scores.copy()
+        softmax_inplace(weights, axis=-2)
+        mixed = weights @ np.repeat(v, H // H_kv, axis=1)  # each value head to the query heads that read it
+        parts.update(scores=scores, weights=weights)
+        heads = merge_heads(mixed)  # [B,H,T,d] -> [B,T,C]
+    else:
+        kept_scores, kept_weights, heads = attend(q, k, v, visible, causal, keep_weights)
+        if kept_scores is not None and kept_weights is not None:
+            parts.update(scores=kept_scores, weights=kept_weights)
+    parts.update(heads=heads, output=linear(heads, w_o, b_o, strict, ("b_o", "C")))
+    return parts
+
+
+def check_batch_norm(x: np.ndarray) -> None:  # a text block never normalises over samples and positions
+    contracts.batch_norm(x.shape)
+
+
+def rms_norm(x: np.ndarray, gamma: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C], [C] -> [B,T,C], over C
+    enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
+    # no mean subtracted: RMSNorm only rescales
+    return _by_rows(lambda rows, out: _affine(standardise(rows, -1, eps, center=False, out=out), gamma), x, gamma)
+
+
+def batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C] -> [B,T,C], stats over B and T
+    enforce(strict, check_batch_norm, x)
+    enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
+    enforce(strict, check_vector, "beta", beta, x.shape[-1], "C")
+    return _affine(standardise(x, (0, 1), eps), gamma, beta)
+
+
+def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu", w3: np.ndarray | None = None,
+               b3: np.ndarray | None = None, strict: Strict = True) -> np.ndarray:  # [B,T,C], [C,F], [F] -> [B,T,F]
+    if activation == "swiglu":  # gated: silu(x W_1 + b_1) * (x W_3 + b_3)
+        assert w3 is not None and b3 is not None
+        return silu(linear(x, w1, b1, strict, ("b1", "F"))) * linear(x, w3, b3, strict, ("b3", "F"))
+    h = linear(x, w1, b1, strict, ("b1", "F"))
+    if activation == "relu":
+        return np.maximum(h, 0.0, out=h)  # in place: h is ours
+    return ACTIVATIONS[activation](h)
+
+
+def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: Strict = True) -> np.ndarray:  # [B,T,F], [F,C], [C] -> [B,T,C]
+    return linear(h, w2, b2, strict, ("b2", "C"))
+
+
+# -- backward kernels (tracer grad) -----------------------------------------------
+# One per forward kernel above, in the same order: each takes the gradient of the loss with respect to the
+# forward kernel's output (dy) and what the forward read, and returns the gradients with respect to its
+# inputs and weights.  Nothing is recorded here; tracer/grad/backward.py walks the step list.
+# Every weight gradient a kernel returns is a fresh array (or a view of one) that nothing else holds.
+# Speed: fresh memory is expensive to touch, so a kernel works in place in the temporaries it made
+# (``out=``) and hands GEMMs strided or transposed views rather than copies (BLAS reads both as they are).
+
+def reduce_to(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:  # [...] -> shape: the sum over what a broadcast stretched
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    g = g.sum(axis=tuple(range(lead))) if lead > 0 else g
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and g.shape[i] != 1)
+    return g.sum(axis=axes, keepdims=True) if axes else g
+
+
+def add_backward(dy: np.ndarray, a_shape: tuple[int, ...], b_shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:  # [B,T,C] -> da, db
+    return reduce_to(dy, a_shape), reduce_to(dy, b_shape)
+
+
+def _norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, eps: float, axis: int | tuple[int, ...],
+                   centred: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """LayerNorm (centred) or RMSNorm over ``axis``: dx, dgamma, dbeta from xhat and 1/sigma.
+
+    Three arrays of x's size in all (xhat, dxhat, one scratch), each op written into one of them: the
+    same arithmetic as the plain formulas, without a fresh temporary per operation.
+    """
+    xhat = x - x.mean(axis=axis, keepdims=True) if centred else np.array(x, copy=True)
+    scratch = np.multiply(xhat, xhat)
+    inv = 1.0 / np.sqrt(scratch.mean(axis=axis, keepdims=True) + eps)
+    xhat *= inv
+    dxhat = np.multiply(dy, gamma)
+    lead = tuple(range(dy.ndim - 1))  # gamma and beta are per coordinate: sum over every other axis
+    dgamma = reduce_to(np.multiply(dy, xhat, out=scratch).sum(axis=lead), gamma.shape)
+    mean_dxhat = dxhat.mean(axis=axis, keepdims=True) if centred else None
+    np.multiply(xhat, np.multiply(dxhat, xhat, out=scratch).mean(axis=axis, keepdims=True), out=scratch)
+    inner = np.subtract(dxhat, scratch, out=dxhat)  # dxhat - xhat * mean(dxhat * xhat)
+    if mean_dxhat is not None:
+        inner -= mean_dxhat
+    return np.multiply(inner, inv, out=inner), dgamma, (dy.sum(axis=lead))
+
+
+def layer_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float,
+                        axis: int = -1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,T,C] x2, [C], [C] -> dx [B,T,C], dgamma [C], dbeta [C]
+    dx, dgamma, dbeta = _norm_backward(dy, x, gamma, eps, axis, centred=True)
+    return dx, dgamma, reduce_to(dbeta, beta.shape)
+
+
+def linear_backward(dy: np.ndarray, x: np.ndarray, w: np.ndarray, b: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [..., n_out], [..., n_in], [n_in, n_out], [n_out] -> dx, dw, db
+    """Two GEMMs on 2-D operands: x and w enter transposed as views (BLAS reads them so), never copied; big ones at once,
+    each on its own thread (blas.both: the same numbers)."""
+    dy2 = dy.reshape(-1, dy.shape[-1])
+    x2 = x.reshape(-1, x.shape[-1])
+    dw, dx2 = blas.both(lambda: x2.T @ dy2, lambda: dy2 @ w.T, 2 * dy2.shape[0] * w.size)  # [n_in, n_out], [rows, n_in]
+    return dx2.reshape(*dy.shape[:-1], w.shape[0]), dw, reduce_to(dy2.sum(axis=0), b.shape)
+
+
+def relu_backward(dy: np.ndarray, z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:  # [...], [...] pre-activation -> [...]
+    """``out``: an array to write the result into (it may be z itself: the mask is taken first)."""
+    return np.multiply(dy, z > 0, out=out)
+
+
+def gelu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...], d/dz z Phi(z) = Phi(z) + z phi(z)
+    cdf = 0.5 * (1.0 + np.asarray(_erf(z * (1.0 / math.sqrt(2.0)))).astype(z.dtype))
+    pdf = np.exp(-0.5 * z * z) * (1.0 / math.sqrt(2.0 * math.pi))
+    return dy * (cdf + z * pdf)
+
+
+def gelu_tanh_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...]
+    k = math.sqrt(2.0 / math.pi)
+    t = np.tanh(k * (z + 0.044715 * z * z * z))
+    return dy * (0.5 * (1.0 + t) + 0.5 * z * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * z * z))
+
+
+def silu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...], d/dz z s(z) = s (1 + z (1 - s))
+    s = 1.0 / (1.0 + np.exp(-z))
+    return dy * (s * (1.0 + z * (1.0 - s)))
+
+
+ACTIVATION_BACKWARDS = {"relu": relu_backward, "gelu": gelu_backward, "gelu_tanh": gelu_tanh_backward}
+
+
+def softmax_backward(dy: np.ndarray, p: np.ndarray, axis: int = -1) -> np.ndarray:  # dy, p = softmax output -> ds, same shape
+    """p * (dy - sum(dy * p)), computed in one fresh array.  A weight of exactly 0 (a masked key) passes exactly 0."""
+    ds = np.multiply(dy, p)
+    np.subtract(dy, ds.sum(axis=axis, keepdims=True), out=ds)
+    return np.multiply(ds, p, out=ds)
+
+
+def split_heads_backward(dx: np.ndarray) -> np.ndarray:  # [B,H,T,d] -> [B,T,C]
+    return merge_heads(dx)
+
+
+def merge_heads_backward(dx: np.ndarray, H: int) -> np.ndarray:  # [B,T,C] -> [B,H,T,d]
+    return split_heads(dx, H)
+
+
+def rotary_backward(dy: np.ndarray, base: float, pairing: str = "interleaved") -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d]: each pair turned back by its angle
+    return _turn(dy, base, pairing, -1.0)  # the transpose of a rotation is the rotation back (the same pairs)
+
+
+def _heads_last(B: int, n: int, H: int, d: int, dtype: np.dtype, zero: bool = False) -> np.ndarray:
+    """A [B,H,n,d] array laid out as [B,n,H*d]: merge_heads of it is a view, no copy, and each head's rows are strided."""
+    return (np.zeros if zero else np.empty)((B, n, H, d), dtype=dtype).transpose(0, 2, 1, 3)
+
+
+def qk_scores_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray, causal: bool = False
+                       ) -> tuple[np.ndarray, np.ndarray]:  # [B,H,T,S], [B,H,T,d], [B,H_kv,S,d] -> dq, dk
+    """dq = ds k / sqrt(d), dk = ds^T q / sqrt(d), one head at a time; dk of a key head sums what each of the
+    H / H_kv query heads that read it sends back.  Under a causal mask ds is exactly 0 after the diagonal,
+    so a block of query rows reads only the keys up to its last row, and a block of keys only the queries
+    from its first one on: those zeros are never multiplied."""
+    B, H, T, d = q.shape
+    H_kv, S = k.shape[1], k.shape[2]
+    group = H // H_kv
+    dtype = np.result_type(ds, q, k)
+    dq, dk = _heads_last(B, T, H, d, dtype), _heads_last(B, S, H_kv, d, dtype, zero=True)
+    step = ROW_BLOCK if causal else max(T, S)
+    for b in range(B):
+        for h in range(H):
+            _qk_head_backward(ds[b, h], q[b, h], k[b, h // group], dq[b, h], dk[b, h // group], causal, step)
+    scale = 1.0 / math.sqrt(d)
+    dq *= scale
+    dk *= scale
+    return dq, dk
+
+
+def _qk_head_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray, dq: np.ndarray, dk: np.ndarray, causal: bool,
+                      step: int) -> None:  # [T,S], [T,d], [S,d] -> dq [T,d] written, dk [S,d] added to; unscaled
+    T, S = ds.shape
+    for r0 in range(0, T, step):
+        r1 = min(r0 + step, T)
+        n = r1 if causal else S  # keys this block of rows reads
+        np.matmul(ds[r0:r1, :n], k[:n], out=dq[r0:r1])
+    for c0 in range(0, S, step):
+        c1 = min(c0 + step, S)
+        first = c0 if causal else 0  # queries that read this block of keys
+        dk[c0:c1] += ds[first:, c0:c1].T @ q[first:]
+
+
+def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, mixed: np.ndarray, causal: bool = False,
+                    over_queries: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """[B,H,T,d] dmixed, [B,H,T,S] weights, [B,H_kv,S,d] v, [B,H,T,d] mixed -> dscores [B,H,T,S], dv [B,H_kv,S,d], dweights [B,H,T,S].
+
+    dweights = dmixed v^T in full, masked keys included (the weights are a stage: their gradient is shown).
+    The softmax's gradient, dscores = weights * (dweights - D), takes each row's D = sum_j dweights * weights
+    as dmixed . mixed, with the forward's ``mixed`` (= weights v): the same sum, from d numbers instead of S.
+    A masked weight is exactly 0, so its score gets exactly 0: nothing flows to a key the query may not read.
+    Under a causal mask those zeros are never computed (dscores is calloc'd and only the blocks of rows up
+    to the diagonal are written, as ``attend`` does) and never multiplied (dv reads each key block's later
+    rows only).  Value head g is read by the H / H_kv query heads h with h // (H / H_kv) = g: its gradient
+    sums theirs.
+    """
+    B, H, T, S = weights.shape
+    H_kv, d = v.shape[1], v.shape[-1]
+    group = H // H_kv
+    dtype = np.result_type(dmixed, weights, v)
+    dweights = np.empty((B, H, T, S), dtype=dtype)
+    by_rows = not over_queries  # the softmax was over keys: its gradient row by row, in blocks of rows
+    blocked = causal and by_rows
+    dscores = (np.zeros if blocked else np.empty)((B, H, T, S), dtype=dtype) if by_rows else None
+    dv = _heads_last(B, S, H_kv, d, dtype, zero=True)
+    step = ROW_BLOCK if blocked else max(T, S)
+    for b in range(B):
+        for h in range(H):
+            _softmax_head_backward(dmixed[b, h], weights[b, h], v[b, h // group], mixed[b, h], dweights[b, h],
+                                   None if dscores is None else dscores[b, h], dv[b, h // group], blocked, step)
+    if dscores is None:  # a softmax over queries (the violation, with --keep-going): over the whole array
+        dscores = softmax_backward(dweights, weights, axis=-2)
+    return dscores, dv, dweights
+
+
+def _softmax_head_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, mixed: np.ndarray, dw: np.ndarray,
+                           ds: np.ndarray | None, dv: np.ndarray, blocked: bool, step: int) -> None:
+    """One head: [T,d] dmixed, [T,S] weights, [S,d] v, [T,d] mixed -> dw [T,S] = dm v^T written in full, ds [T,S] written
+    in the blocks of rows up to the diagonal when ``blocked`` (else in full; None: not at all), dv [S,d] added to.
+    ``ds`` may be ``dw`` itself: each block of dw is read once, just before it is overwritten."""
+    T, S = w.shape
+    np.matmul(dm, v.T, out=dw)
+    if ds is not None:
+        rowsum = np.einsum("td,td->t", dm, mixed)[:, None]  # D of each query row
+        for r0 in range(0, T, step):
+            r1 = min(r0 + step, T)
+            n = r1 if blocked else S  # keys this block of rows may read
+            dsb = np.subtract(dw[r0:r1, :n], rowsum[r0:r1], out=ds[r0:r1, :n])
+            dsb *= w[r0:r1, :n]
+    for c0 in range(0, S, step):
+        c1 = min(c0 + step, S)
+        first = c0 if blocked else 0  # queries that may read this block of keys
+        dv[c0:c1] += w[first:, c0:c1].T @ dm[first:]
+
+
+def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, mixed: np.ndarray,
+                       visible: np.ndarray | None, causal: bool
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,H,T,d] dmixed, q, [B,H_kv,S,d] k, v, [B,H,T,d] mixed -> dq, dk, dv
+    """attend_backward and qk_scores_backward in one, without the [B,H,T,S] weights: each head's weights are made
+    again from q and k by the very calls ``attend`` made them with (so to the last bit), into a [T,S] buffer
+    reused head after head, and the head's dweights and dscores share a second one.  The numbers are those of
+    the two kernels to the last bit (a test checks it); only the [B,H,T,S] arrays are never made: for a
+    caller that shows neither the weights nor their gradient.  ``visible`` is attend's mask other than causal.
+
+    Whole key heads (with the H / H_kv query heads that read each) run on Python threads, each calling a
+    one-thread BLAS, as ``attend`` does: each head is computed by one thread, start to end, in the same order.
+    """
+    B, H, T, d = q.shape
+    H_kv, S = k.shape[1], k.shape[2]
+    group = H // H_kv
+    wtype = np.result_type(q, k)
+    dtype = np.result_type(dmixed, wtype, v)
+    dq = _heads_last(B, T, H, d, np.result_type(dtype, q, k))
+    dk = _heads_last(B, S, H_kv, d, np.result_type(dtype, q, k), zero=True)
+    dv = _heads_last(B, S, H_kv, d, dtype, zero=True)
+    scale = 1.0 / math.sqrt(d)
+    blocked = None if visible is None or causal else ~visible
+    step = ROW_BLOCK if causal else max(T, S)
+
+    def heads(pairs: list[tuple[int, int]]) -> None:
+        w, ds = np.empty((T, S), dtype=wtype), np.empty((T, S), dtype=dtype)  # reused by every head
+        for b, g in pairs:
+            kt = k[b, g].T
+            for h in range(g * group, (g + 1) * group):
+                for r0 in range(0, T, ROW_BLOCK):  # the weights, as attend makes them (after the diagonal: not written, not read)
+                    r1 = min(r0 + ROW_BLOCK, T)
+                    n = min(r1, S) if causal else S
+                    _scaled_scores(q[b, h, r0:r1], kt[:, :n], scale, w[r0:r1, :n])
+                    _masked_softmax(w[r0:r1, :n], r0, r1, n, causal, blocked)
+                _softmax_head_backward(dmixed[b, h], w, v[b, g], mixed[b, h], ds, ds, dv[b, g], causal, step)
+                _qk_head_backward(ds, q[b, h], k[b, g], dq[b, h], dk[b, g], causal, step)
+
+    blas.by_heads(heads, [(b, g) for b in range(B) for g in range(H_kv)], B * H * T * S * d)  # whole key heads
+    dq *= scale
+    dk *= scale
+    return dq, dk, dv
+
+
+def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[str, np.ndarray], w: dict[str, np.ndarray],
+                 H: int, rotary_base: float | None = None, over_queries: bool = False, rotary_pairing: str = "interleaved",
+                 causal: bool = False, visible: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q [B,H,T,d], k, v [B,H_kv,S,d], weights, heads -> dxq, dxkv,
+    the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...;
+    w_k, w_v [C,C_kv] under grouped-query attention, H_kv read from k).  Self-attention (xkv is xq):
+    dxkv is None, its part already added into dxq.  ``causal``: the forward masked with attend's causal blocks.
+    Without ``parts["weights"]`` the weights are made again head by head (attention_backward, with attend's mask
+    ``visible`` when not causal) and the result has no "weights" and "scores": the same numbers otherwise."""
+    g: dict[str, np.ndarray] = {}
+    dw: dict[str, np.ndarray] = {}
+    g["heads"], dw["w_o"], dw["b_o"] = linear_backward(dout, parts["heads"], w["w_o"], w["b_o"])
+    dmixed = merge_heads_backward(g["heads"], H)
+    mixed = merge_heads_backward(parts["heads"], H)
+    if "weights" in parts:
+        g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], mixed, causal, over_queries)
+        g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"], causal)
+    else:
+        assert not over_queries, "a softmax over queries is traced with its weights"
+        g["q"], g["k"], g["v"] = attention_backward(dmixed, parts["q"], parts["k"], parts["v"], mixed, visible, causal)
+    dq, dk = g["q"], g["k"]
+    if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
+        dq, dk = rotary_backward(dq, rotary_base, rotary_pairing), rotary_backward(dk, rotary_base, rotary_pairing)
+    dxq, dw["w_q"], dw["b_q"] = linear_backward(split_heads_backward(dq), xq, w["w_q"], w["b_q"])
+    dxkv, dw["w_k"], dw["b_k"] = linear_backward(split_heads_backward(dk), xkv, w["w_k"], w["b_k"])
+    dxv, dw["w_v"], dw["b_v"] = linear_backward(split_heads_backward(g["v"]), xkv, w["w_v"], w["b_v"])
+    dxkv += dxv
+    if xkv is xq:
+        dxq += dxkv
+        return dxq, None, g, dw
+    return dxq, dxkv, g, dw
+
+
+def rms_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, eps: float
+                      ) -> tuple[np.ndarray, np.ndarray]:  # [B,T,C] x2, [C] -> dx [B,T,C], dgamma [C]
+    dx, dgamma, _ = _norm_backward(dy, x, gamma, eps, -1, centred=False)
+    return dx, dgamma
+
+
+def batch_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,T,C] x2, [C], [C] -> dx [B,T,C], dgamma [C], dbeta [C]
+    dx, dgamma, dbeta = _norm_backward(dy, x, gamma, eps, (0, 1), centred=True)
+    return dx, dgamma, reduce_to(dbeta, beta.shape)
+
+
+def ffn_hidden_backward(dh: np.ndarray, x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu",
+                        w3: np.ndarray | None = None, b3: np.ndarray | None = None, h: np.ndarray | None = None,
+                        spare_h: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray]]:  # [B,T,F], [B,T,C], [C,F], [F] -> dx [B,T,C], {w1, b1, (w3, b3)}
+    """``h``: the forward's output, when at hand.  ReLU's gradient reads it (h > 0 exactly where z > 0, NaN
+    included), so the pre-activation z is not computed again; the other activations recompute z.
+    ``spare_h``: no one needs h afterwards: ReLU's gradient is written over it instead of into a fresh [B,T,F] array."""
+    dw: dict[str, np.ndarray] = {}
+    if activation == "relu" and h is not None:
+        dz = relu_backward(dh, h, out=h) if spare_h else ACTIVATION_BACKWARDS["relu"](dh, h)
+        dx, dw["w1"], dw["b1"] = linear_backward(dz, x, w1, b1)
+        return dx, dw
+    z = x @ w1 + b1  # the pre-activation, recomputed (it is not a recorded stage)
+    if activation == "swiglu":
+        assert w3 is not None and b3 is not None
+        gate = x @ w3 + b3
+        dx, dw["w1"], dw["b1"] = linear_backward(silu_backward(dh * gate, z), x, w1, b1)
+        dx3, dw["w3"], dw["b3"] = linear_backward(dh * silu(z), x, w3, b3)
+        dx += dx3
+        return dx, dw
+    dx, dw["w1"], dw["b1"] = linear_backward(ACTIVATION_BACKWARDS[activation](dh, z), x, w1, b1)
+    return dx, dw
+
+
+def ffn_out_backward(dy: np.ndarray, h: np.ndarray, w2: np.ndarray, b2: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,T,C], [B,T,F], [F,C], [C] -> dh [B,T,F], dw2 [F,C], db2 [C]
+    return linear_backward(dy, h, w2, b2)
+
+
+def embedding_backward(dy: np.ndarray, ids: np.ndarray, V: int) -> np.ndarray:  # [B,T,C], [B,T] ids -> dE [V,C]: rows summed per id
+    dE = np.zeros((V, dy.shape[-1]), dtype=dy.dtype)
+    np.add.at(dE, ids.reshape(-1), dy.reshape(-1, dy.shape[-1]))
+    return dE
+
+
+def position_backward(dy: np.ndarray, T_max: int) -> np.ndarray:  # [T,C] -> dP [T_max,C]: rows past T get nothing
+    dP = np.zeros((T_max, dy.shape[-1]), dtype=dy.dtype)
+    dP[: dy.shape[0]] = dy
+    return dP
+
+
+def add_position_backward(dy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [B,T,C] -> dtokens [B,T,C], dpositions [T,C]
+    return dy, dy.sum(axis=0)
+
+
+def head_backward(dy: np.ndarray, h: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [B,T,V], [B,T,C], [C,V] -> dh [B,T,C], dw [C,V]
+    return dy @ w.T, h.reshape(-1, h.shape[-1]).T @ dy.reshape(-1, dy.shape[-1])
+
+
+def select_backward(dy: np.ndarray, shape: tuple[int, ...], axis: int, start: int, stop: int) -> np.ndarray:  # slice -> [input shape], zeros outside
+    dx = np.zeros(shape, dtype=dy.dtype)
+    index = tuple(slice(start, stop) if j == axis else slice(None) for j in range(len(shape)))
+    dx[index] = dy
+    return dx

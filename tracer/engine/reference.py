@@ -1,0 +1,360 @@
+"""The scalar reference: the same model with plain Python loops over floats.
+
+No NumPy in its arithmetic (NumPy only hands over the weights as nested lists
+and receives the answers for comparison), so it is an independent check of the
+vectorised path, as the chapter's reference.py is.  Every op is written out
+per position; attention loops over heads and keys.
+
+The reference costs about layers * B * T * (4C^2 + 2CF + 2TC) scalar operations.
+When that is over the budget it verifies a prefix of positions of the first
+sample: with a causal mask everywhere the first positions depend on nothing
+later, so they are exact on their own.  Without a mask (or with an encoder,
+whose every position reads every source position) only a full run is exact; if
+that is too big, verification is skipped and says why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from operator import mul
+from typing import Any
+
+from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, position_axis
+from tracer.spec import Spec, shape_label
+
+Vec = list[float]
+Mat = list[list[float]]
+OPS_PER_SECOND = 15_000_000  # scalar multiply-adds a second the reference is promised to run at (--verify-budget's help)
+DEFAULT_BUDGET = 60_000_000  # scalar multiply-adds: about four seconds of pure Python
+
+
+@dataclass
+class Plan:
+    samples: list[int]
+    positions: list[int]
+    full: bool
+    cost: int  # scalar operations the plan takes
+    full_cost: int  # scalar operations a full run would take
+    reason: str  # why the plan is partial or skipped ("" when full)
+
+    @property
+    def skipped(self) -> bool:
+        return not self.positions
+
+
+def position_cost(spec: Spec, keys: int) -> int:
+    """Scalar operations for one position through every step."""
+    C, F, V = spec.dims.C, spec.dims.F, spec.dims.V or 0
+    cost = 0
+    for step in spec.steps:
+        if step.op in ("mha", "cross_mha"):
+            cost += 4 * C * C + 2 * keys * C
+        elif step.op in ("ffn_hidden", "ffn_out", "ffn"):
+            cost += C * F * (3 if step.activation == "swiglu" else 1) * (2 if step.op == "ffn" else 1)
+        elif step.op == "linear":
+            cost += C * max(C, F)
+        elif step.op == "head":
+            cost += C * V
+        else:
+            cost += 5 * C
+    return cost
+
+
+def unsupported(spec: Spec) -> str:
+    """Why the reference cannot follow this step list ("" when it can)."""
+    d = spec.dims
+    if d.T_max is not None and any(s.op == "position_table" for s in spec.steps) and max(d.T, d.S or 0) > d.T_max:
+        return f"T = {max(d.T, d.S or 0)} runs past the position table's T_max = {d.T_max} rows"
+    for w in spec.weights.values():
+        if w.given_shape is not None and w.given_shape != w.shape:
+            return f"weights.{w.path} is {list(w.given_shape)} where {shape_label(w.axes, w.shape)} is due"
+    for step in spec.steps:
+        if (step.op in ("select", "batch_norm") or (step.op == "layer_norm" and step.axis not in (None, "C"))
+                or (step.op == "mha" and step.axis == "queries")):
+            return (f"step {step.formula()} breaks the per-position contract the reference is written for; "
+                    "the violation report is the check here")
+    return ""
+
+
+def plan(spec: Spec, budget: int = DEFAULT_BUDGET) -> Plan:
+    B, T = spec.dims.B, spec.dims.T
+    keys = max(T, spec.dims.S or 0)
+    full_cost = B * (T + (spec.dims.S or 0)) * position_cost(spec, keys)
+    reason = unsupported(spec)
+    if reason:
+        return Plan([], [], False, 0, full_cost, reason)
+    if full_cost <= budget:
+        return Plan(list(range(B)), list(range(T)), True, full_cost, full_cost, "")
+    too_big = f"a full reference run takes ~{full_cost:,} scalar operations (budget {budget:,})"
+    causal = all(s.mask == "causal" for s in spec.steps if s.op == "mha") and not any(s.op == "cross_mha" for s in spec.steps)
+    if not causal:
+        return Plan([], [], False, 0, full_cost,
+                    f"{too_big}; without a causal mask on every attention step each position reads all keys, "
+                    "so no prefix is exact on its own")
+    k = 0
+    while k < T and (k + 1) * position_cost(spec, k + 1) <= budget:
+        k += 1
+    if k == 0:
+        return Plan([], [], False, 0, full_cost,
+                    f"even one position takes ~{position_cost(spec, 1):,} scalar operations (budget {budget:,})")
+    return Plan([0], list(range(k)), False, k * position_cost(spec, k), full_cost,
+                f"{too_big}; under the causal mask positions 0..{k - 1} of sample 0 are exact on their own, so those are verified")
+
+
+# -- scalar ops ------------------------------------------------------------
+def vec_add(a: Vec, b: Vec) -> Vec:
+    return [x + y for x, y in zip(a, b)]
+
+
+def _scaled(x: Vec) -> tuple[Vec, int]:
+    """x / 2^k with 2^k at or above the largest magnitude (k >= 0), and k: squares of the result cannot overflow."""
+    m = max(abs(v) for v in x)
+    k = max(math.frexp(m)[1], 0) if math.isfinite(m) else 0
+    return [math.ldexp(v, -k) for v in x], k
+
+
+def _mean(y: Vec) -> float:
+    return math.fsum(y) / len(y) if all(math.isfinite(v) for v in y) else sum(y) / len(y)  # fsum: correctly rounded
+
+
+def layer_norm(x: Vec, gamma: Vec, beta: Vec, eps: float) -> Vec:
+    # LN(x) = LN(x / 2^k) with eps / 4^k: the same value, computed without overflow for any finite x
+    y, k = _scaled(x)
+    mu = _mean(y)
+    mu += _mean([v - mu for v in y])  # fsum's mean is rounded once more by the division: a constant row must centre to 0
+    var = _mean([(v - mu) * (v - mu) for v in y])
+    s = math.sqrt(var + math.ldexp(eps, -2 * k))
+    return [gamma[c] * ((y[c] - mu) / s if s else 0.0) + beta[c] for c in range(len(x))]
+
+
+def rms_norm(x: Vec, gamma: Vec, eps: float) -> Vec:
+    y, k = _scaled(x)
+    s = math.sqrt(_mean([v * v for v in y]) + math.ldexp(eps, -2 * k))
+    return [gamma[c] * (y[c] / s if s else 0.0) for c in range(len(x))]
+
+
+def matvec(x: Vec, cols: Mat, b: Vec | None = None) -> Vec:
+    """x [n_in] times W [n_in, n_out] given as its columns, plus b [n_out].
+
+    Each entry is the sum of x_i w_i in doubles, by ``sum`` (in C, twice as fast as the loop written out in Python;
+    left to right, and from Python 3.12 with a compensation that makes it, if anything, a little more exact).
+    """
+    if b is None:
+        return [float(sum(map(mul, x, col))) for col in cols]
+    return [sum(map(mul, x, col)) + bj for col, bj in zip(cols, b)]
+
+
+def relu(x: Vec) -> Vec:
+    return [v if v > 0.0 else 0.0 for v in x]
+
+
+def gelu(x: Vec) -> Vec:
+    return [0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x]
+
+
+def gelu_tanh(x: Vec) -> Vec:
+    k = math.sqrt(2.0 / math.pi)
+    return [0.5 * v * (1.0 + math.tanh(k * (v + 0.044715 * v * v * v))) for v in x]
+
+
+def silu(v: float) -> float:
+    return v / (1.0 + math.exp(-v))
+
+
+def softmax(x: Vec) -> Vec:
+    m = max(x)
+    e = [math.exp(v - m) for v in x]
+    z = sum(e)
+    return [v / z for v in e]
+
+
+def sinusoidal_row(t: int, C: int, base: float) -> Vec:
+    row = []
+    for c in range(C):
+        i2 = c - (c % 2)  # 2i for both the sin column 2i and the cos column 2i+1
+        angle = t / base ** (i2 / C)
+        row.append(math.sin(angle) if c % 2 == 0 else math.cos(angle))
+    return row
+
+
+def rotate(v: Vec, t: int, base: float, pairing: str = "interleaved") -> Vec:
+    """Turn pair i of a head's vector by the angle t * base^(-2i/d).
+
+    Pair i is (2i, 2i+1) when interleaved, (i, i + d/2) when half (Hugging Face's rotate_half).
+    """
+    d = len(v)
+    out = list(v)
+    for i in range(d // 2):
+        a = t * base ** (-2 * i / d)
+        c, s = math.cos(a), math.sin(a)
+        j, k = (i, i + d // 2) if pairing == "half" else (2 * i, 2 * i + 1)
+        out[j] = v[j] * c - v[k] * s
+        out[k] = v[j] * s + v[k] * c
+    return out
+
+
+# -- the model ---------------------------------------------------------------
+class Reference:
+    def __init__(self, spec: Spec, params: dict[str, Any], inputs: dict[str, Any], columns: dict[str, Mat] | None = None) -> None:
+        """``columns``: matrices by their columns (W.T as nested lists), which then need not be in ``params`` too."""
+        self.spec = spec
+        self.w = params  # nested lists
+        given = columns or {}
+        self.cols = {k: [list(c) for c in zip(*v)] for k, v in params.items()
+                     if _is_matrix(v) and k not in ("embedding", "position") and k not in given}
+        self.cols.update(given)
+        if spec.block.head == "tied":
+            self.cols["head"] = [list(row) for row in params["embedding"]]  # columns of E^T are rows of E
+        self.inputs = inputs  # by stream: token ids [B][T] or input rows [B][T][C]
+
+    def run(self, samples: list[int], positions: list[int]) -> dict[str, dict[tuple[int, int], Any]]:
+        out: dict[str, dict[tuple[int, int], Any]] = {}
+        for b in samples:
+            stages: dict[str, dict[int, Any]] = {}
+            for step in self.spec.steps:
+                pos = list(range(self.spec.dims.S or 0)) if position_axis(step.name) == "S" else positions
+                self.step(step, b, pos, stages)
+            for name, by_pos in stages.items():
+                for t, value in by_pos.items():
+                    out.setdefault(name, {})[(b, t)] = value
+        return out
+
+    def step(self, step: Step, b: int, positions: list[int], st: dict[str, dict[int, Any]]) -> None:
+        ins = [st[i] for i in step.inputs]
+        g = step.weights
+        eps = self.spec.block_for(step.name).eps
+        op = step.op
+        if op == "embed":
+            ids = self.inputs[step.stream or "tokens"][b]
+            st[step.name] = {t: list(self.w["embedding"][ids[t]]) for t in positions}
+        elif op == "input":
+            st[step.name] = {t: list(self.inputs[step.stream or "x"][b][t]) for t in positions}
+        elif op == "position_table":
+            st[step.name] = {t: list(self.w["position"][t]) for t in positions}
+        elif op == "sinusoidal":
+            assert step.base is not None
+            st[step.name] = {t: sinusoidal_row(t, self.spec.dims.C, step.base) for t in positions}
+        elif op in ("add", "add_position"):
+            st[step.name] = {t: vec_add(ins[0][t], ins[1][t]) for t in positions}
+        elif op == "identity":
+            st[step.name] = dict(ins[0])
+        elif op == "layer_norm":
+            st[step.name] = {t: layer_norm(ins[0][t], self.w[f"{g}.gamma"], self.w[f"{g}.beta"], eps) for t in positions}
+        elif op == "rms_norm":
+            st[step.name] = {t: rms_norm(ins[0][t], self.w[f"{g}.gamma"], eps) for t in positions}
+        elif op == "relu":
+            st[step.name] = {t: relu(ins[0][t]) for t in positions}
+        elif op == "linear":
+            st[step.name] = {t: matvec(ins[0][t], self.cols[f"{g}.w"], self.w[f"{g}.b"]) for t in positions}
+        elif op == "ffn":
+            st[step.name] = {t: self.ffn_out(g, self.ffn_hidden(g, ins[0][t], step.activation)) for t in positions}
+        elif op == "ffn_hidden":
+            st[step.name] = {t: self.ffn_hidden(g, ins[0][t], step.activation) for t in positions}
+        elif op == "ffn_out":
+            st[step.name] = {t: self.ffn_out(g, ins[0][t]) for t in positions}
+        elif op in ("mha", "cross_mha"):
+            self.mha(step, ins[0], ins[-1], positions, st)
+        elif op == "head":
+            st[step.name] = {t: matvec(ins[0][t], self.cols["head"]) for t in positions}
+        elif op == "softmax":
+            st[step.name] = {t: softmax(ins[0][t]) for t in positions}
+        else:
+            raise KeyError(f"the reference has no op {op!r}")
+
+    def ffn_hidden(self, g: str | None, x: Vec, activation: str | None) -> Vec:
+        a = matvec(x, self.cols[f"{g}.w1"], self.w[f"{g}.b1"])
+        if activation == "swiglu":
+            up = matvec(x, self.cols[f"{g}.w3"], self.w[f"{g}.b3"])
+            return [silu(u) * v for u, v in zip(a, up)]
+        return {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}[activation or "relu"](a)
+
+    def ffn_out(self, g: str | None, h: Vec) -> Vec:
+        return matvec(h, self.cols[f"{g}.w2"], self.w[f"{g}.b2"])
+
+    def mha(self, step: Step, xq: dict[int, Vec], xkv: dict[int, Vec], positions: list[int], st: dict[str, dict[int, Any]]) -> None:
+        g, H, d = step.weights, self.spec.dims.H, self.spec.dims.d
+        group = H // self.spec.dims.kv_heads  # query head h reads key/value head h // group
+        cross = step.op == "cross_mha"
+        key_positions = sorted(xkv) if cross else positions
+
+        def project(name: str, x: dict[int, Vec], where: list[int]) -> dict[int, list[Vec]]:
+            out = {}
+            for t in where:
+                full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
+                heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
+                if step.base is not None and name in ("q", "k"):
+                    heads = [rotate(v, t, step.base, step.pairing or "interleaved") for v in heads]
+                out[t] = heads  # [H][d] for q, [H_kv][d] for k and v
+            return out
+
+        q, k, v = project("q", xq, positions), project("k", xkv, key_positions), project("v", xkv, key_positions)
+        explicit = None
+        if step.mask == "explicit":
+            blk = self.spec.block_for(step.name)
+            explicit = blk.mask_matrix
+        n_keys = (self.spec.dims.S or 0) if cross or position_axis(step.name) == "S" else self.spec.dims.T
+        scale = 1.0 / math.sqrt(d)
+        scores, weights, heads, out = {}, {}, {}, {}
+        for t in positions:
+            if explicit is not None:
+                keys = [j for j in key_positions if explicit[t][j]]
+            elif step.mask == "causal":
+                keys = [j for j in key_positions if j <= t]  # the causal mask: keys up to t
+            else:
+                keys = list(key_positions)
+            s_rows, w_rows, mixed = [], [], []
+            for h in range(H):
+                s = {}
+                for j in key_positions:
+                    acc = 0.0
+                    for a, bb in zip(q[t][h], k[j][h // group]):
+                        acc += a * bb
+                    s[j] = acc * scale
+                s_rows.append([s.get(j, math.nan) for j in range(n_keys)])  # keys not computed: NaN, skipped in comparison
+                if not keys:  # a fully masked row: softmax is 0/0
+                    w_rows.append([math.nan] * n_keys)
+                    mixed.extend([math.nan] * d)
+                    continue
+                m = max(s[j] for j in keys)  # subtract the max so exp never overflows
+                e = {j: math.exp(s[j] - m) for j in keys}
+                z = sum(e.values())
+                w = [e[j] / z if j in e else 0.0 for j in range(n_keys)]
+                mix = [0.0] * d
+                for j in keys:
+                    for c in range(d):
+                        mix[c] += w[j] * v[j][h // group][c]
+                w_rows.append(w)
+                mixed.extend(mix)
+            scores[t], weights[t], heads[t] = s_rows, w_rows, mixed
+            out[t] = matvec(mixed, self.cols[f"{g}.w_o"], self.w[f"{g}.b_o"])
+        prefix = internal_prefix(step)
+        found: dict[str, dict[int, Any]] = {"q": q, "k": {t: k[t] for t in positions if t in k}, "v": {t: v[t] for t in positions if t in v},
+                 "scores": scores, "weights": weights, "heads": heads}
+        for key in ATTN_MEANINGS:
+            st[f"{prefix}.{key}"] = found[key]
+        st[step.name] = out
+
+
+def _is_matrix(v: Any) -> bool:
+    return isinstance(v, list) and bool(v) and isinstance(v[0], list)
+
+
+def max_abs_diff(a: Any, b: Any) -> float:
+    """Largest |a - b| over nested lists; NaN in the reference marks 'not computed'."""
+    if isinstance(a, list):
+        return max((max_abs_diff(x, y) for x, y in zip(a, b)), default=0.0)
+    if isinstance(b, float) and math.isnan(b):
+        return 0.0
+    if a == b:  # also covers equal infinities
+        return 0.0
+    if isinstance(a, float) and math.isnan(a):
+        return math.inf  # NumPy gave NaN where the reference has a number: they disagree
+    return abs(a - b)
+
+
+def max_abs(a: Any) -> float:
+    """Largest |value| over nested lists, NaN (not computed) left out."""
+    if isinstance(a, list):
+        return max((max_abs(x) for x in a), default=0.0)
+    return 0.0 if math.isnan(a) else abs(a)

@@ -1,0 +1,502 @@
+"""Figure 17.1 in the terminal (``tracer graph SPEC``): the block drawn from the spec's own step list.
+
+Before the block: token and position rows, added into X.  Then each residual
+path: the stage the path starts from (┬), every step through it with the
+shape it leaves ([B,T,C] -> [B,H,T,d] -> [B,H,T,T] -> ... -> [B,T,C]), and the
+add (⊕) where the untouched stage joins again.  A custom block, a stack and an
+encoder-decoder are drawn from their own steps, so what is drawn is what runs.
+Shapes come from ``spec.stage_shapes``: nothing is run.  A step that breaks a contract is marked with
+what the run will flag there (tracer.spec.preflight, the checks `tracer validate` makes too).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from tracer.i18n import meaning, message, tr
+from tracer.model.blocks import ACTIVATION_NAMES, ATTN_MEANINGS, ENCODER, Step, internal_prefix, position_axis
+from tracer.spec import Spec, shape_label
+
+ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+ENTRY = ("embed", "input", "position", "x")
+EXIT = ("final_norm", "logits", "probs")
+PREFIX = re.compile(r"^((?:encoder|decoder)\.)?(blocks\.(\d+)\.)?")
+MAX_LAYERS_DRAWN = 4  # a deeper stack draws its first and last layer and says how many are between
+RAIL = {"": "  ", "source": "┬ ", "through": "│ ", "add": "⊕ "}
+WEIGHT_KEYS: dict[str, tuple[str, ...]] = {
+    "layer_norm": ("gamma", "beta"), "batch_norm": ("gamma", "beta"), "rms_norm": ("gamma",),
+    "ffn_hidden": ("w1", "b1", "w3", "b3"), "ffn_out": ("w2", "b2"), "ffn": ("w1", "b1", "w3", "b3", "w2", "b2"),
+    "linear": ("w", "b"), "mha": ("w_o", "b_o"), "cross_mha": ("w_o", "b_o"),
+}
+COLUMNS = ("", "stage", "shape", "computes", "stored weights")
+FORMULAS = {  # what a step computes, by op ({hidden}: act(x W_1 + b_1), or SwiGLU's gated product)
+    "input": "input.{stream}, as given",
+    "position_table": "rows 0 .. {pos}-1 of P",
+    "sinusoidal": "sin / cos of the position, base {base:g}",
+    "add": "{a} + {b}",
+    "add_position": "{a} + {b}",
+    "softmax": "softmax({x}) over V",
+    "layer_norm": "layer_norm({x}) over {axis}",
+    "rms_norm": "rms_norm({x}) over C",
+    "batch_norm": "batch_norm({x}) over B and T",
+    "ffn_hidden": "{hidden}",
+    "ffn_out": "{x} W_2 + b_2",
+    "ffn": "{hidden} W_2 + b_2",
+    "linear": "{x} W + b, to width {out}",
+    "select": "{x}, {axis} {start}:{stop} (the axis kept)",
+    "relu": "ReLU({x})",
+    "identity": "{x}",
+}
+
+
+@dataclass
+class Row:
+    rail: str  # "" | source | through | add
+    stage: str  # the recorded stage ('' for a shape inside a step that no stage records)
+    computes: str
+    shape: str
+    meaning: str
+    weights: str = ""
+    kind: str = "step"  # step | internal | unrecorded | input
+    warning: str = ""
+
+
+@dataclass
+class Section:
+    title: str
+    rows: list[Row] = field(default_factory=list)
+    note: str = ""
+    kind: str = "path"  # entry | path | exit | stream | skipped
+
+
+def hidden_formula(step: Step) -> str:
+    """The FFN's hidden layer: act(x W_1 + b_1), or SwiGLU's gated product."""
+    x = step.inputs[0]
+    if step.activation == "swiglu":
+        return f"(SiLU({x} W_1 + b_1) * ({x} W_3 + b_3))"
+    return f"{ACTIVATION_NAMES.get(step.activation or 'relu', 'ReLU')}({x} W_1 + b_1)"
+
+
+# -- reading the step list ---------------------------------------------------
+class Graph:
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.steps = spec.steps
+        self.index = {s.name: i for i, s in enumerate(spec.steps)}
+        self.by_name = {s.name: s for s in spec.steps}
+
+    def shape(self, stage: str) -> str:
+        return shape_label(*self.spec.stage_shapes[stage])
+
+    def is_ancestor(self, a: str, b: str) -> bool:
+        """Does stage b (transitively) read stage a?  Steps are in order, so the search stops before a."""
+        if a not in self.index:
+            return False
+        floor = self.index[a]
+        seen: set[str] = set()
+        todo = [b]
+        while todo:
+            name = todo.pop()
+            step = self.by_name.get(name)
+            if step is None or name in seen:
+                continue
+            seen.add(name)
+            for i in step.inputs:
+                if i == a:
+                    return True
+                if self.index.get(i, -1) > floor:
+                    todo.append(i)
+        return False
+
+    def residual(self, step: Step) -> tuple[str, str] | None:
+        """(skip, main) for an add that adds a stage back to something computed from it."""
+        if step.op != "add":
+            return None
+        a, b = step.inputs
+        if self.is_ancestor(a, b):
+            return a, b
+        if self.is_ancestor(b, a):
+            return b, a
+        return None
+
+    # -- rows -------------------------------------------------------------
+    def weights(self, group: str | None, keys: tuple[str, ...]) -> str:
+        """'attn.w_q/w_k/w_v [C,C] = [2,2]; attn.b_q/b_k/b_v [C] = [2]': the stored values a step reads."""
+        if group is None:
+            return ""
+        found: dict[tuple[tuple[str, ...], tuple[int, ...]], list[str]] = {}
+        for key in keys:
+            w = self.spec.weights.get(f"{group}.{key}")
+            if w is not None:
+                found.setdefault((w.axes, w.shape), []).append(key)
+        return "\n".join(f"{group}.{'/'.join(names)} {shape_label(*shape)}" for shape, names in found.items())
+
+    def table(self, name: str) -> str:
+        w = self.spec.weights.get(name)
+        return f"{name} {shape_label(w.axes, w.shape)}" if w is not None else ""
+
+    def step_weights(self, step: Step) -> str:
+        if step.op == "embed":
+            return self.table("embedding")
+        if step.op == "position_table":
+            return self.table("position")
+        if step.op == "head":
+            if self.spec.block.head == "tied":
+                return self.table("embedding") + " (tied: logits use Eᵀ)"
+            return self.table("head")
+        return self.weights(step.weights, WEIGHT_KEYS.get(step.op, ()))
+
+    def computes(self, step: Step) -> str:
+        """What the step does, in the book's notation where it has one."""
+        ins = step.inputs
+        x = ins[0] if ins else ""
+        if step.op == "embed":
+            return f"rows of E for the {step.stream} tokens" if step.stream in ("source", "target") else "rows of E for the tokens"
+        if step.op == "head":
+            return f"{x} Eᵀ" if self.spec.block.head == "tied" else f"{x} W_head"
+        if step.op in ("mha", "cross_mha"):
+            mask = "no mask" if step.op == "cross_mha" or step.mask in (None, "none") else f"{step.mask} mask"
+            rotary = f", rotary base {step.base:g}" if step.base is not None else ""
+            if step.pairing == "half":
+                rotary += ", pairs (i, i + d/2)"
+            over = ", softmax over queries" if step.axis == "queries" else ""
+            return f"{step.op}({', '.join(ins)}), {mask}{rotary}{over}"
+        return FORMULAS[step.op].format(
+            x=x, a=x, b=ins[1] if len(ins) > 1 else "", hidden=hidden_formula(step) if step.op in ("ffn", "ffn_hidden") else "", axis=step.axis or "C", out=step.out or "C",
+            start=step.start, stop=step.stop, stream=step.stream or "x", base=step.base or 0.0,
+            pos=position_axis(step.name),
+        )
+
+    def warning(self, step: Step) -> str:
+        """The first contract the step breaks, as the run words it (static.py: the checks validate makes too)."""
+        from tracer.spec.preflight import step_violations
+
+        found = step_violations(self.spec, step)
+        if not found:
+            return ""
+        v = found[0]
+        fact = v.message.removeprefix(f"{v.stage}: ")
+        return f"{v.kind} violation when run: {fact}"
+
+    def step_row(self, step: Step, rail: str) -> Row:
+        return Row(rail, step.name, self.computes(step), self.shape(step.name), step.meaning, self.step_weights(step),
+                   warning=self.warning(step))
+
+    def rows(self, step: Step, rail: str) -> list[Row]:
+        """A step's rows: attention shows its internals first; a one-stage FFN its unrecorded hidden shape."""
+        out: list[Row] = []
+        if step.op in ("mha", "cross_mha"):
+            out += self.attention_rows(step, rail)
+        elif step.op == "ffn":
+            axes, sizes = self.spec.stage_shapes[step.inputs[0]]
+            out.append(Row(rail, "", hidden_formula(step), shape_label(axes[:-1] + ("F",), sizes[:-1] + (self.spec.dims.F,)),
+                           "FFN hidden layer, inside the step (not recorded)", kind="unrecorded"))
+        out.append(self.step_row(step, rail))
+        return out
+
+    def attention_rows(self, step: Step, rail: str) -> list[Row]:
+        p = internal_prefix(step)
+        g = step.weights
+        shapes = self.spec.stage_shapes
+        rotary = ", turned by rotary positions" if step.base is not None else ""
+        turned = "; q, k turned (rotary)" if step.base is not None else ""
+        rows: list[Row] = []
+        if shapes[f"{p}.q"] == shapes[f"{p}.k"] and step.op == "mha":
+            rows.append(Row(rail, f"{p}.q/k/v", f"{step.inputs[0]} W_Q, W_K, W_V; split into H = {self.spec.dims.H} heads{turned}",
+                            self.shape(f"{p}.q"), "queries, keys, values, split into heads" + rotary,
+                            self.weights(g, ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v")), kind="internal"))
+        else:
+            memory = step.inputs[-1]
+            rows.append(Row(rail, f"{p}.q", f"{step.inputs[0]} W_Q; split into heads", self.shape(f"{p}.q"),
+                            ATTN_MEANINGS["q"] + rotary, self.weights(g, ("w_q", "b_q")), kind="internal"))
+            dims = self.spec.dims
+            split = (f"split into H_kv = {dims.H_kv} heads, each read by H / H_kv = {dims.H // dims.H_kv} query heads"
+                     if dims.H_kv is not None else "split into heads")  # grouped-query attention
+            rows.append(Row(rail, f"{p}.k/v", f"{memory} W_K, W_V; {split}", self.shape(f"{p}.k"),
+                            f"keys and values from {memory}" + rotary, self.weights(g, ("w_k", "w_v", "b_k", "b_v")), kind="internal"))
+        rows.append(Row(rail, f"{p}.scores", "q kᵀ / √d", self.shape(f"{p}.scores"), ATTN_MEANINGS["scores"], kind="internal"))
+        over = "queries" if step.axis == "queries" else "keys"
+        mask = "no mask" if step.op == "cross_mha" or step.mask in (None, "none") else f"{step.mask} mask"
+        rows.append(Row(rail, f"{p}.weights", f"{mask}; softmax over {over}", self.shape(f"{p}.weights"), ATTN_MEANINGS["weights"],
+                        kind="internal"))
+        axes, sizes = shapes[f"{p}.q"]
+        rows.append(Row(rail, "", "weights @ v, per head", shape_label(axes, sizes), "values mixed by the weights (not recorded)",
+                        kind="unrecorded"))
+        rows.append(Row(rail, f"{p}.heads", "concatenate the heads", self.shape(f"{p}.heads"), ATTN_MEANINGS["heads"], kind="internal"))
+        return rows
+
+    # -- sections ---------------------------------------------------------
+    def groups(self) -> list[tuple[str, str, int | None, list[Step]]]:
+        """Consecutive steps by (kind, stack, layer): entry, layer i, exit."""
+        out: list[tuple[str, str, int | None, list[Step]]] = []
+        key: tuple[str, str, int | None]
+        for step in self.steps:
+            m = PREFIX.match(step.name)
+            assert m is not None
+            stack, rest = m.group(1) or "", step.name[m.end():]
+            if m.group(2):
+                key = ("layer", stack, int(m.group(3)))
+            elif rest in ENTRY:
+                key = ("entry", stack, None)
+            elif step.op in ("head", "softmax") and out and out[-1][0] == "exit":
+                key = out[-1][:3]  # the output head belongs with the decoder's final norm
+            elif rest in EXIT or step.op in ("head", "softmax"):
+                key = ("exit", stack, None)
+            else:
+                key = ("layer", stack, None)
+            if out and out[-1][:3] == key:
+                out[-1][3].append(step)
+            else:
+                out.append((*key, [step]))
+        return out
+
+    def plain_section(self, stack: str, where: str, kind: str, steps: list[Step]) -> Section:
+        """A section without a residual path: 'before the block', 'after the stack'."""
+        who = stack.rstrip(".") + ": " if stack else ""
+        return Section(f"{who}{where}", [r for step in steps for r in self.rows(step, "")], kind=kind)
+
+    def entry_section(self, stack: str, steps: list[Step]) -> Section:
+        s = self.plain_section(stack, "before the block", "entry", steps)
+        ops = {st.op for st in steps}
+        if "add_position" in ops:
+            s.note = "Positions are added here, before the block: a position is not a token appended to the sequence."
+        elif any(st.base is not None for st in self.steps if st.op in ("mha", "cross_mha") and st.name.startswith(stack)):
+            s.note = "Rotary positions: no position vectors are added; q and k are turned inside each attention."
+        else:
+            s.note = "No positions: the block cannot tell the order of the tokens."
+        return s
+
+    def layer_sections(self, label: str, steps: list[Step]) -> list[Section]:
+        sections: list[Section] = []
+        start = 0
+        for k, step in enumerate(steps):
+            pair = self.residual(step)
+            if pair is None:
+                continue
+            skip = pair[0]
+            chunk = steps[start:k]
+            start = k + 1
+            n = len(sections)
+            title = f"{label}{ORDINALS[n] if n < len(ORDINALS) else f'residual path {n + 1}:'}"
+            s = Section(f"{title}{' residual path' if n < len(ORDINALS) else ''}: {step.name} = {' + '.join(step.inputs)}")
+            names = [st.name for st in chunk]
+            if skip not in names:
+                s.rows.append(Row("source", skip, "", self.shape(skip), "the residual stream, into this path", kind="input"))
+            rail = "" if skip in names else "through"
+            for st in chunk:
+                if st.name == skip:
+                    s.rows += self.rows(st, "source")
+                    rail = "through"
+                else:
+                    s.rows += self.rows(st, rail)
+            s.rows += self.rows(step, "add")
+            s.note = f"{skip} goes two ways: through the steps on the rail, and unchanged into the add."
+            sections.append(s)
+        rest = steps[start:]
+        if rest:
+            rows = [r for st in rest for r in self.rows(st, "")]
+            if sections:
+                sections[-1].rows += rows
+            else:
+                sections.append(Section(f"{label}no residual add: the steps in order", rows, kind="stream"))
+        return sections
+
+    def exit_section(self, stack: str, steps: list[Step]) -> Section:
+        s = self.plain_section(stack, f"after the {'stack' if self.layers(stack) > 1 else 'block'}", "exit", steps)
+        if stack == ENCODER:
+            s.note = f"{steps[-1].name} is the memory: every cross-attention of the decoder reads its keys and values from it."
+        return s
+
+    def layers(self, stack: str) -> int:
+        blk = self.spec.encoder if stack == ENCODER and self.spec.encoder else self.spec.block
+        return blk.layers
+
+    def sections(self) -> list[Section]:
+        out: list[Section] = []
+        groups = self.groups()
+        for kind, stack, layer, steps in groups:
+            if kind == "entry":
+                out.append(self.entry_section(stack, steps))
+            elif kind == "exit":
+                out.append(self.exit_section(stack, steps))
+            else:
+                n = self.layers(stack)
+                if layer is not None and n > MAX_LAYERS_DRAWN and 0 < layer < n - 1:
+                    if layer == 1:
+                        out.append(Section(f"{stack}blocks.1 to {stack}blocks.{n - 2}: {n - 2} more layers, the same steps "
+                                           f"as {stack}blocks.0, each with its own weights", kind="skipped"))
+                    continue
+                who = stack.rstrip(".") + " " if stack else ""
+                label = f"{who}layer blocks.{layer}: " if layer is not None else (f"{who}layer: " if who else "")
+                out += self.layer_sections(label, steps)
+        return out
+
+
+# -- drawing -----------------------------------------------------------------
+STYLE = {"step": "", "internal": "dim", "unrecorded": "dim italic", "input": "cyan"}
+
+
+def _kind(spec: Spec) -> str:
+    if spec.model == "encoder-decoder":
+        return "encoder-decoder"
+    order = "the spec's own steps" if spec.block.norm_order == "custom" else f"{spec.block.norm_order}-norm"
+    layers = spec.block.layers
+    return f"{order}, {layers} layer{'s' if layers > 1 else ''}"
+
+
+def legend() -> Text:
+    t = Text()
+    t.append("┬ … ⊕ ", style="bold cyan")
+    t.append(tr("a residual path: the stage at ┬ goes through the steps on the rail, and unchanged into the add at ⊕\n"))
+    t.append(tr("attn.* and cross.* "), style="dim")
+    t.append(tr("rows are attention internals (tracer run --all prints their values); "))
+    t.append(tr("(not recorded) "), style="dim italic")
+    t.append(tr("is a shape inside a step; shapes are [axes] = [sizes]"))
+    return t
+
+
+def localise(sections: list[Section]) -> list[Section]:
+    """Titles, notes and cells in the current language (built in English, translated here at the edge)."""
+    for s in sections:
+        s.title, s.note = message(s.title), message(s.note)
+        for row in s.rows:
+            row.computes, row.warning, row.weights = message(row.computes), message(row.warning), message(row.weights)
+            translated = meaning(row.meaning)
+            row.meaning = message(row.meaning) if translated == row.meaning else translated
+    return sections
+
+
+def _rail(row: Row, height: int) -> Text:
+    """The rail cell, `height` lines tall: a path's rail runs down every line of its row, wrapped ones too."""
+    below = RAIL["through"] if row.rail in ("source", "through") else RAIL[""]
+    return Text(RAIL[row.rail] + ("\n" + below) * (height - 1), style="bold cyan" if row.rail in ("source", "add") else "cyan")
+
+
+def _cells(row: Row) -> list[Text]:
+    style = STYLE[row.kind]
+    computes = Text(row.computes, style=style)
+    if row.kind in ("step", "input") and row.meaning:
+        if row.computes:
+            computes.append("\n")
+        computes.append(row.meaning, style="dim")
+    if row.warning:
+        computes.append(f"\n⚠ {row.warning}", style="bold yellow")
+    weights = Text(row.weights, style=style)
+    height = max(len(computes.plain.split("\n")), len(weights.plain.split("\n")))
+    return [
+        _rail(row, height),
+        Text(row.stage or tr("(not recorded)"), style=("bold " + style) if row.rail == "add" else style),
+        Text(row.shape, style="bold" if row.kind in ("step", "input") else style),
+        computes,
+        weights,
+    ]
+
+
+def _widths(sections: list[Section]) -> list[int]:
+    widths = [cell_len(tr(c)) for c in COLUMNS]
+    for s in sections:
+        for row in s.rows:
+            for i, cell in enumerate(_cells(row)):
+                widths[i] = max([widths[i]] + [cell_len(line) for line in cell.plain.split("\n")])
+    return widths
+
+
+class RailTable:
+    """A section's rows as a table whose rail runs the full height of each row, however narrow the console.
+
+    The rail column cannot see how tall its row wraps, so the table is laid out once to learn the
+    column widths, every cell is wrapped at its width (as the table will wrap it), and the rail is
+    drawn that many lines tall.
+    """
+
+    def __init__(self, rows: list[Row], widths: list[int] | None) -> None:
+        self.rows, self.widths = rows, widths
+
+    def table(self, heights: list[int] | None = None) -> Table:
+        table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False, header_style="dim")
+        for i, name in enumerate(COLUMNS):
+            table.add_column(tr(name), min_width=self.widths[i] if self.widths else None, overflow="fold", no_wrap=i <= 2)
+        for k, row in enumerate(self.rows):
+            cells = _cells(row)
+            if heights is not None:
+                cells[0] = _rail(row, heights[k])
+            table.add_row(*cells)
+        return table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        first = self.table()
+        widths = [w - first._get_padding_width(i) for i, w in enumerate(first._calculate_column_widths(console, options))]
+        heights = [max(len(cell.wrap(console, width, overflow="fold", no_wrap=i <= 2))
+                       for i, (cell, width) in enumerate(zip(_cells(row), widths)) if i > 0)
+                   for row in self.rows]
+        yield self.table(heights)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        return Measurement.get(console, options, self.table())
+
+
+def section_panel(s: Section, widths: list[int] | None, panel_width: int | None) -> RenderableType:
+    """One section as a panel; with `widths`, every panel's columns line up (when the console has room)."""
+    if s.kind == "skipped":
+        return Text(f"  ⋮ {s.title}", style="italic")
+    body: RenderableType = RailTable(s.rows, widths)
+    if s.note:
+        body = Group(body, Text(s.note, style="italic"))
+    return Panel(body, title=Text(s.title, style="bold"), title_align="left", width=panel_width, expand=False,
+                 padding=(0, 1), border_style="cyan" if s.kind == "path" else "")
+
+
+def _out_stage(s: Section) -> Row | None:
+    for row in reversed(s.rows):
+        if row.kind in ("step", "input") and row.stage:
+            return row
+    return None
+
+
+class Figure:
+    """The whole drawing.  Its natural width lines every panel's columns up; a narrower console folds them."""
+
+    def __init__(self, spec: Spec) -> None:
+        self.spec = spec
+        self.sections = localise(Graph(spec).sections())
+        self.widths = _widths(self.sections)
+        table_width = sum(self.widths) + 2 * (len(self.widths) - 1)  # one cell of padding each side, none at the edges
+        self.width = max([table_width] + [cell_len(s.title) + 4 for s in self.sections]) + 5  # borders and padding, and a cell rich 13 pads the rail with
+
+    def header(self) -> Text:
+        spec = self.spec
+        head = Text()
+        head.append(spec.name, style="bold")
+        head.append("\n" + tr("{kind}; {dims}", kind=message(_kind(spec)), dims=", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
+                    + "\n")
+        head.append_text(legend())
+        return head
+
+    def parts(self, aligned: bool) -> list[RenderableType]:
+        parts: list[RenderableType] = [self.header()]
+        for i, s in enumerate(self.sections):
+            parts.append(section_panel(s, self.widths if aligned else None, self.width if aligned else None))
+            nxt = self.sections[i + 1] if i + 1 < len(self.sections) else None
+            out = _out_stage(s)
+            if nxt is not None and out is not None and nxt.kind not in ("entry", "skipped") and s.kind != "skipped":
+                parts.append(Text(f"   ▼ {out.stage} {out.shape}", style="cyan"))
+        return parts
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield Group(*self.parts(aligned=self.width <= options.max_width))
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widest = max([self.width] + [cell_len(line) for line in self.header().plain.split("\n")])
+        return Measurement(min(self.width, 40), widest)
+
+
+def graph_view(spec: Spec) -> Figure:
+    return Figure(spec)

@@ -1,0 +1,267 @@
+"""Every stage name tracer records, with its meaning, formula and shape (``tracer stages``).
+
+The catalogue is built from the step lists themselves (blocks.py): the entry
+steps, the pre-norm and post-norm layers, the encoder-decoder's decoder layers,
+the attention internals, the final norm and the output head.  So a name and its
+meaning here are exactly what a trace records, and one name that means
+different things in different blocks (``norm1`` is LN_1(X) before attention in
+pre-norm, LN_1(X + U) after it in post-norm) is listed once per meaning.
+Nothing here imports NumPy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from tracer.errors import UsageError
+from tracer.model import blocks
+from tracer.model.blocks import ATTN_MEANINGS, StackSettings, Step
+
+
+@dataclass(frozen=True)
+class StageInfo:
+    name: str  # as a trace records it (layer stages of a stack get blocks.N. in front)
+    section: str  # where it appears
+    meaning: str  # the words the trace table prints
+    formula: str
+    axes: tuple[str, ...]
+
+    @property
+    def shape(self) -> str:
+        return f"[{','.join(self.axes)}]"
+
+    def as_json(self) -> dict[str, object]:
+        return {"name": self.name, "section": self.section, "meaning": self.meaning, "formula": self.formula,
+                "shape": self.shape, "axes": list(self.axes)}
+
+
+# What each op computes, in terms of the stages it reads ({0}, {1}).
+FORMULAS: dict[str, str] = {
+    "embed": "E[token id]: one row of the token table E per position",
+    "input": "the matrix given as input.x",
+    "position_table": "P[0:T]: rows 0 .. T-1 of the learned table P [T_max,C]",
+    "sinusoidal": "PE[t, 2i] = sin(t / base^(2i/C)), PE[t, 2i+1] = cos(t / base^(2i/C))",
+    "add_position": "{0} + {1} (the position table added to every sample)",
+    "identity": "{0}",
+    "layer_norm": "gamma * ({0} - mean) / sqrt(var + eps) + beta, mean and var over the C coordinates of each row",
+    "rms_norm": "gamma * {0} / sqrt(mean({0}^2) + eps), over the C coordinates of each row (no mean subtracted, no beta)",
+    "batch_norm": "gamma * ({0} - mean) / sqrt(var + eps) + beta, mean and var over samples and positions (B and T)",
+    "mha": "concat over heads h of softmax(mask(Q_h K_h^T / sqrt(d))) V_h, times W_O, plus b_O; "
+           "Q = {0} W_Q + b_Q, K = {0} W_K + b_K, V = {0} W_V + b_V",
+    "cross_mha": "as MHA, with Q = {0} W_Q + b_Q and K, V from {1} (the encoder output); no mask",
+    "add": "{0} + {1}, the same shape on both sides (a residual add)",
+    "ffn": "act({0} W_1 + b_1) W_2 + b_2",
+    "ffn_out": "{0} W_2 + b_2",
+    "linear": "{0} W + b",
+    "relu": "max({0}, 0)",
+    "select": "{0}[start:stop] along one axis",
+    "head": "{0} E^T (head: tied) or {0} W_head (head: separate)",
+    "softmax": "exp({0} - max) / sum over V of exp({0} - max)",
+}
+ACTIVATION_FORMULAS = {
+    "relu": "ReLU({0} W_1 + b_1) = max({0} W_1 + b_1, 0)",
+    "gelu": "GELU({0} W_1 + b_1), GELU(z) = z Phi(z) = z/2 (1 + erf(z / sqrt 2))",
+    "gelu_tanh": "GELU({0} W_1 + b_1), GPT-2's tanh approximation z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))",
+    "swiglu": "silu({0} W_1 + b_1) * ({0} W_3 + b_3), silu(z) = z sigmoid(z)",
+}
+INTERNAL_FORMULAS = {
+    "q": "{0} W_Q + b_Q, split into H heads: head h takes columns h*d .. (h+1)*d - 1",
+    "k": "{1} W_K + b_K, split into heads",
+    "v": "{1} W_V + b_V, split into heads",
+    "scores": "Q_h K_h^T / sqrt(d), one row per query, one column per key",
+    "weights": "softmax over keys of the scores, masked keys set to -inf first (so their weight is 0)",
+    "heads": "weights_h V_h for every head, concatenated back to width C",
+}
+SIZES = {"B": 2, "T": 3, "S": 4, "C": 8, "H": 2, "d": 4, "F": 16, "V": 5, "T_max": 6}  # only the axes are used
+
+SECTIONS = (
+    "before the block",
+    "pre-norm layer (norm_order: pre, Example 17.2)",
+    "post-norm layer (norm_order: post, section 17.6)",
+    "attention internals (shown with --all)",
+    "after the last layer",
+    "encoder-decoder (model: encoder-decoder)",
+    "variants (block.norm, block.activation)",
+)
+STACK_NOTE = ("In a stack (block.layers > 1) every layer stage is prefixed with its layer: blocks.0.norm1, "
+              "blocks.1.norm1, ...; in an encoder-decoder with encoder.blocks.N. and decoder.blocks.N.")
+
+
+def formula(step: Step) -> str:
+    template = ACTIVATION_FORMULAS[step.activation or "relu"] if step.op == "ffn_hidden" else FORMULAS.get(step.op, step.op)
+    return template.format(*step.inputs)
+
+
+def _infos(section: str, steps: Iterable[Step], shapes: dict[str, blocks.Shape], prefix: str = "") -> list[StageInfo]:
+    """Entries for steps whose shapes were inferred; attention steps bring their internals."""
+    out = []
+    for step in steps:
+        out.append(StageInfo(prefix + step.name, section, step.meaning, formula(step), shapes[step.name][0]))
+    return out
+
+
+def _shapes(steps: Sequence[Step], known: dict[str, blocks.Shape], pos: str = "T") -> dict[str, blocks.Shape]:
+    shapes = dict(known)
+    for step in steps:
+        ins = [shapes[i] for i in step.inputs]
+        shapes[step.name] = blocks.output_shape(step, ins, SIZES, pos)
+        if step.op in ("mha", "cross_mha"):
+            shapes.update(blocks.attention_internals(step, ins[0], ins[-1], SIZES))
+    return shapes
+
+
+def _internals(section: str, step: Step, shapes: dict[str, blocks.Shape], prefix: str = "") -> list[StageInfo]:
+    p = blocks.internal_prefix(step)
+    kv = step.inputs[-1]
+    return [StageInfo(f"{prefix}{p}.{key}", section, meaning, INTERNAL_FORMULAS[key].format(step.inputs[0], kv),
+                      shapes[f"{p}.{key}"][0]) for key, meaning in ATTN_MEANINGS.items()]
+
+
+def _layer(template: tuple[Step, ...], settings: StackSettings, memory: bool = False) -> tuple[tuple[Step, ...], dict[str, blocks.Shape]]:
+    layer = blocks.configure(template, settings, preset=True)
+    known: dict[str, blocks.Shape] = {"x": (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))}
+    if memory:
+        known["memory"] = (("B", "S", "C"), (SIZES["B"], SIZES["S"], SIZES["C"]))
+    return layer, _shapes(layer, known)
+
+
+def build() -> list[StageInfo]:
+    entries: list[StageInfo] = []
+    before, pre, post, internals, after, seq2seq, variants = SECTIONS
+    plain = StackSettings()
+
+    # before the block: tokens or x, learned or sinusoidal positions, or none (rotary acts inside attention)
+    for uses_tokens, positions in ((True, "learned"), (False, "learned"), (True, "sinusoidal"), (True, "none"), (True, "rotary")):
+        steps, _ = blocks.entry("", "tokens" if uses_tokens else "x", plain._replace(positions=positions), uses_tokens)
+        entries += _infos(before, steps, _shapes(steps, {}))
+
+    layer, shapes = _layer(blocks.PRE_NORM, plain)
+    entries += _infos(pre, layer, shapes)
+    attention = next(s for s in layer if s.op == "mha")
+    entries += _internals(internals, attention, shapes)
+    layer, shapes = _layer(blocks.POST_NORM, plain)
+    entries += _infos(post, layer, shapes)
+
+    last = layer[-1].name
+    tail_shapes = _shapes([], {last: shapes[last]})
+    tail = [blocks.final_norm("", last, plain)] + blocks.head_steps("final_norm")
+    entries += _infos(after, tail, _shapes(tail, tail_shapes))
+
+    # encoder-decoder: the encoder reads the source (S positions), the decoder's layers read the encoder output
+    for side, stream, pos in (("encoder.", "source", "S"), ("decoder.", "target", "T")):
+        steps, _ = blocks.entry(side, stream, plain._replace(positions="sinusoidal"), True)
+        shapes = _shapes(steps, {}, pos)
+        entries += _infos(seq2seq, steps, shapes)
+    seen: set[tuple[str, str, str]] = set()
+    for order in ("pre", "post"):
+        layer, shapes = _layer(blocks.DECODER_PRESETS[order], plain, memory=True)
+        for info in _infos(seq2seq, layer, shapes, prefix="decoder.blocks.N."):
+            if (info.name, info.meaning, info.formula) not in seen:  # post-norm: only what differs from pre-norm
+                seen.add((info.name, info.meaning, info.formula))
+                entries.append(dataclasses.replace(info, meaning=info.meaning + f" ({order}-norm decoder layer)"))
+        if order == "pre":  # the attention internals: self-attention (attn.*) and cross-attention (cross.*)
+            for step in (s for s in layer if s.op in ("mha", "cross_mha")):
+                entries += _internals(seq2seq, step, shapes, prefix="decoder.blocks.N.")
+    entries.append(StageInfo("encoder.blocks.N.<stage>", seq2seq, "an encoder layer: the pre-norm or post-norm layer's "
+                             "stages over the S source positions, attention unmasked", "as the layer stage of that name",
+                             ("B", "S", "C")))
+    for side, pos, what in (("encoder.", "S", "the encoder output: the memory cross-attention reads"),
+                            ("decoder.", "T", "the decoder output")):
+        step = blocks.final_norm(side, "output", plain)
+        entries.append(StageInfo(step.name, seq2seq, f"{step.meaning} ({what})", FORMULAS["layer_norm"].format(what.split(":")[0]),
+                                 ("B", pos, "C")))
+
+    # variants: the same names, other arithmetic
+    for field, value in (("norm", "rmsnorm"), ("norm", "batchnorm"), ("activation", "gelu"), ("activation", "gelu_tanh"),
+                         ("activation", "swiglu")):
+        variant = StackSettings(norm=value) if field == "norm" else StackSettings(activation=value)
+        layer, shapes = _layer(blocks.PRE_NORM, variant)
+        base = {s.name: s for s in blocks.configure(blocks.PRE_NORM, plain, preset=True)}
+        for step in layer:
+            if formula(step) != formula(base[step.name]):
+                entries.append(StageInfo(step.name, variants, f"{step.meaning} (block.{field}: {value})",
+                                         formula(step), shapes[step.name][0]))
+    entries += _attention_variants(variants)
+    unique: dict[tuple[str, ...], StageInfo] = {}
+    for e in sorted(entries, key=lambda e: SECTIONS.index(e.section)):  # stable: catalogue order within a section  # one entry per meaning within a section
+        unique.setdefault((e.section, e.name, e.meaning, e.formula), e)
+    return list(unique.values())
+
+
+ROTARY_PAIRS = {"interleaved": "(2i, 2i+1)", "half": "(i, i + d/2)"}
+GROUPED = " (grouped-query attention, dims.H_kv < H)"
+
+
+def _attention_variants(section: str) -> list[StageInfo]:
+    """attn.q and attn.k turned by rotary positions (either pairing), and k, v with fewer heads (grouped-query)."""
+    out = []
+    for pairing, pair in ROTARY_PAIRS.items():
+        layer, shapes = _layer(blocks.PRE_NORM, StackSettings(positions="rotary", rotary_pairing=pairing))
+        attention = next(s for s in layer if s.op == "mha")
+        suffix = "" if pairing == "interleaved" else f" (block.rotary_pairing: {pairing})"
+        for info in _internals(section, attention, shapes):
+            if info.name in ("attn.q", "attn.k"):
+                turn = f"; pair i = {pair} of each head turned by the angle t * base^(-2i/d) at position t"
+                out.append(dataclasses.replace(info, meaning=info.meaning + ", turned by rotary positions" + suffix,
+                                               formula=info.formula + turn))
+    layer, _ = _layer(blocks.PRE_NORM, StackSettings())
+    attention = next(s for s in layer if s.op == "mha")
+    x = (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))
+    grouped = blocks.attention_internals(attention, x, x, {**SIZES, "H_kv": 1})
+    for key in ("k", "v"):
+        axes = grouped[f"attn.{key}"][0]
+        out.append(StageInfo(f"attn.{key}", section, ATTN_MEANINGS[key] + GROUPED,
+                             f"{attention.inputs[0]} W_{key.upper()} + b_{key.upper()}, split into H_kv heads of width d; "
+                             "query head h reads head h // (H / H_kv)", axes))
+    return out
+
+
+CATALOGUE: tuple[StageInfo, ...] = tuple(build())
+
+
+def base_name(name: str) -> str:
+    """'blocks.3.norm1' -> 'norm1'; 'decoder.blocks.0.cross.q' -> 'decoder.blocks.N.cross.q'."""
+    if name.startswith("decoder.blocks."):
+        return re.sub(r"^decoder\.blocks\.\d+\.", "decoder.blocks.N.", name)
+    if name.startswith("encoder.blocks."):
+        return re.sub(r"^encoder\.blocks\.\d+\.", "", name)
+    return re.sub(r"^blocks\.\d+\.", "", name)
+
+
+def lookup(name: str) -> list[StageInfo]:
+    """Every meaning a recorded stage name can have; UsageError (exit 2) with the closest names if none."""
+    base = base_name(name)
+    wanted = {name, base} | ({"encoder.blocks.N.<stage>"} if name.startswith("encoder.blocks.") else set())
+    found = [e for e in CATALOGUE if e.name in wanted]
+    if not found:
+        raise UsageError(f"no stage is called {name!r}{suggest(name, names())} (`tracer stages` lists every name)")
+    return found
+
+
+def names() -> list[str]:
+    return list(dict.fromkeys(e.name for e in CATALOGUE))
+
+
+def suggest(name: str, known: Iterable[str]) -> str:
+    """'; did you mean ...?': names that end in '.NAME' (norm1 -> blocks.0.norm1), else the closest spellings."""
+    known = list(known)
+    close = [k for k in known if k.endswith("." + name)][:3] or difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    return "; did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
+
+
+def select(requested: Sequence[str], known: Sequence[str], where: str) -> list[str] | None:
+    """``--stage`` names checked against the stages a run records; None when none were asked for.
+
+    An unknown name is a UsageError (exit 2) naming the closest known ones.
+    """
+    if not requested:
+        return None
+    for name in requested:
+        if name not in known:
+            raise UsageError(f"--stage {name}: no stage of that name in {where}{suggest(name, known)} "
+                             "(`tracer run SPEC --steps` lists a spec's stages, `tracer stages` what each name means)")
+    return list(dict.fromkeys(requested))

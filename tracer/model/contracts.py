@@ -1,0 +1,192 @@
+"""The axis contracts of the kernels, stated on shapes alone (no NumPy): the facts a run flags.
+
+kernels.check_* call these with their arrays' shapes while running; tracer.spec.preflight calls them with
+the spec's shapes before anything runs (`tracer validate`, `tracer graph`).  One wording, one
+kind, whichever asks.  ``violation`` turns a broken contract into the Violation the run reports.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from tracer.errors import BrokenContract, ShapeError, Violation
+from tracer.model.blocks import Step, shape_label
+
+if TYPE_CHECKING:
+    from tracer.spec import Spec
+
+Shape = tuple[int, ...]
+ROW_BLOCK = 256  # attention works a block of query rows at a time (kernels.attend); tracer.spec.memory counts one block
+AXIS_WORDS = {"B": "samples", "T": "positions", "C": "coordinates", "F": "hidden units", "H": "heads"}
+
+
+def broadcast_shapes(*shapes: Shape) -> Shape:
+    """NumPy's broadcasting rule on shapes; ValueError when they cannot be combined."""
+    n = max(len(s) for s in shapes)
+    out = []
+    for i in range(n):
+        sizes = {s[len(s) - n + i] for s in shapes if len(s) - n + i >= 0} - {1}
+        if len(sizes) > 1:
+            raise ValueError(f"shapes {[list(s) for s in shapes]} cannot be broadcast")
+        out.append(sizes.pop() if sizes else 1)
+    return tuple(out)
+
+
+def same_shape(a: Shape, b: Shape, names: tuple[str, str] = ("left", "right")) -> None:  # residual: full shapes equal
+    if a == b:
+        return
+    try:
+        out = broadcast_shapes(a, b)
+    except ValueError:
+        raise ShapeError(f"cannot add {names[0]} {list(a)} and {names[1]} {list(b)}: the shapes do not match and NumPy cannot broadcast them") from None
+    raise BrokenContract(
+        "broadcast",
+        f"{names[0]} {list(a)} and {names[1]} {list(b)} differ; an elementwise add needs equal shapes",
+        {names[0]: a, names[1]: b},
+        numpy_would=f"stretch the size-1 axes and return {list(out)} without complaint",
+        rule="a residual add takes two arrays of exactly the same shape: same samples, same positions, same width (section 17.2)",
+    )
+
+
+def vector(name: str, shape: Shape, width: int, axis: str) -> None:  # exactly [width] along the last axis
+    if shape == (width,):
+        return
+    try:
+        broadcast_shapes(shape, (width,))
+    except ValueError:
+        raise ShapeError(f"{name} has shape {list(shape)}, expected [{axis}] = [{width}]") from None
+    raise BrokenContract(
+        "broadcast",
+        f"{name} has shape {list(shape)} where [{axis}] = [{width}] is due",
+        {name: shape},
+        numpy_would=f"repeat {name}'s single value across all {width} coordinates without complaint",
+        why=f"{name} should hold one learned value per coordinate; a stretched value silently ties all {width} together",
+        rule=f"{name} holds exactly one value per coordinate: [{axis}] = [{width}]",
+        axes={name: ("?",) * len(shape)},  # its size is not the axis's: no letter would be true
+    )
+
+
+def norm_axis(shape: Shape, axis: int, labels: tuple[str, ...]) -> None:  # statistics over the last axis only
+    if axis % len(shape) == len(shape) - 1:
+        return
+    name = labels[axis] if len(labels) == len(shape) else f"axis {axis}"
+    last = labels[-1] if len(labels) == len(shape) else "the last axis"
+    n = shape[axis]
+    if name == "T":
+        why = (f"each position's result now depends on all {n} positions: position 0 changes when positions 1..{n - 1} do, "
+               "so the future leaks into earlier positions even though the attention mask is right (section 17.3)")
+    elif name == "B":
+        why = f"each sample's result now depends on the other {n - 1} sample{'s' if n > 2 else ''} of the batch: statistics mix samples"
+    else:
+        why = "the statistics mix entries that must be normalised separately"
+    raise BrokenContract(
+        "axis",
+        f"LayerNorm statistics taken over {name} ({n} entries) instead of {last} ({shape[-1]} coordinates)",
+        {"x": shape},
+        numpy_would=f"average over the {n} entries along {name} and normalise without complaint",
+        why=why,
+        rule="LayerNorm normalises each sample's each position on its own: statistics over C only (section 17.3)",
+    )
+
+
+def softmax_axis(scores: Shape, over_queries: bool) -> None:  # attention weights: softmax over keys
+    if over_queries:
+        raise BrokenContract(
+            "axis",
+            "softmax taken over queries (axis -2) instead of keys (axis -1)",
+            {"scores": scores},
+            numpy_would="normalise each key's column instead of each query's row, without complaint",
+            why=("a query's weights no longer sum to 1 over what it reads, and each weight depends on the other "
+                 "queries' scores, later positions included"),
+            rule="attention weights are a softmax over keys: each query's row sums to 1",
+        )
+
+
+def batch_norm(x: Shape) -> None:  # a text block never normalises over samples and positions
+    raise BrokenContract(
+        "axis",
+        f"BatchNorm statistics taken over samples and positions (B x T = {x[0]} x {x[1]}) for each coordinate",
+        {"x": x},
+        numpy_would="average each coordinate over the whole batch and every position, without complaint",
+        why=("one sample's result depends on the other samples and on later positions; sentences differ in length and "
+             "content, so the same position in different sentences is not comparable (guide, section 5)"),
+        rule="text blocks normalise each sample's each position over its own C coordinates (LayerNorm)",
+    )
+
+
+# -- as the run reports them --------------------------------------------------------------------
+
+def axes_label(shape: Shape, axes: tuple[str, ...]) -> str:
+    axes = axes[-len(shape):] if len(axes) >= len(shape) else axes
+    return shape_label(axes, shape) if len(axes) == len(shape) else str(list(shape))
+
+
+def broadcast_why(axes: tuple[str, ...], shapes: list[Shape]) -> str:
+    """Say, in the axes' own words, whose values a stretched operand hands to whom."""
+    reasons = []
+    for i, letter in enumerate(axes):
+        sizes = [s[i] for s in shapes if len(s) == len(axes)]
+        if len(set(sizes)) > 1 and 1 in sizes:
+            n = max(sizes)
+            word = AXIS_WORDS.get(letter, f"entries along {letter}")
+            if letter in ("B", "T"):  # which sample or position the single row came from is not known here
+                one, others = ("sample", "samples") if letter == "B" else ("position", "positions")
+                rest = f"the other {one}" if n == 2 else f"the other {n - 1} {others}"
+                reasons.append(f"one {one}'s update would be handed to all {n} {others}, so {rest} would receive an update "
+                               f"that is not {'its' if n == 2 else 'their'} own")
+            else:
+                reasons.append(f"all {n} {word} would receive the same value")
+    if not reasons:
+        return "each sample and position must add its own update"
+    return "; ".join(reasons) + " (a residual adds each sample's and position's own update, section 17.2)"
+
+
+def operand_axes(step: Step, axes_of: Callable[[str], tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+    """The axis letters of each operand a kernel may name: the stages the step reads ('left' and 'right' when
+    it adds a stage to itself), so a [B,T,F] operand is labelled [B,T,F], not with the step's own letters."""
+    out = {name: axes_of(name) for name in step.inputs}
+    if len(step.inputs) == 2:
+        out.update(left=axes_of(step.inputs[0]), right=axes_of(step.inputs[1]))
+    return out
+
+
+def violation(bc: BrokenContract, stage: str, axes: tuple[str, ...], operands: dict[str, tuple[str, ...]] | None = None) -> Violation:
+    """A broken contract as the run flags it at `stage` (whose axes are `axes`).  Every shape carries the
+    letters of its own axes: an operand's stage's, a weight's due letters, else the step's; a weight whose
+    size is not its axis's (beta [1] where [C] = [2] is due) is printed [?] = [1]."""
+    operands = operands or {}
+
+    def label(name: str, shape: Shape) -> str:
+        own = bc.axes.get(name) or operands.get(name)
+        if own is not None and len(own) == len(shape):
+            return shape_label(own, shape)
+        if len(operands) == 0 or name not in operands:
+            return axes_label(shape, axes)
+        return shape_label(("?",) * len(shape), shape)
+
+    why = bc.why or (broadcast_why(axes, list(bc.operands.values())) if bc.kind == "broadcast" else "")
+    return Violation(
+        kind=bc.kind, stage=stage, message=f"{stage}: {bc.fact}",
+        shapes={name: label(name, shape) for name, shape in bc.operands.items()},
+        rule=bc.rule or bc.fact, numpy_would=bc.numpy_would, why=why,
+    )
+
+
+def position_violation(spec: Spec, step: Step) -> Violation | None:
+    """T positions but a learned table of fewer rows: known from the shapes alone."""
+    pos = spec.weights.get("position")
+    if pos is None:
+        return None
+    axes = spec.stage_shapes[step.name][0]
+    T, (T_max, C) = spec.stage_shapes[step.name][1][0], pos.given_shape or pos.shape
+    if T_max >= T:
+        return None
+    return Violation(
+        kind="position", stage=step.name,
+        message=f"{step.name}: {axes[0]} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {T_max - 1})",
+        shapes={"position": shape_label(("T_max", "C"), (T_max, C)), "x": shape_label(("B", axes[0], "C"), (spec.dims.B, T, C))},
+        rule="a learned position table has one row for each position 0 .. T_max-1, and no more",
+        numpy_would=f"slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)",
+        why=f"positions {T_max} to {T - 1} were never trained; the table cannot invent them (section 17.1)",
+    )

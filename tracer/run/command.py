@@ -1,0 +1,263 @@
+"""`tracer run`: trace one spec or many in one process, and write the result in the chosen format.
+
+One spec: its table (or JSON, CSV, Markdown) exactly as before.  Many specs: each
+is loaded and run in turn inside this process (no start-up per spec), each gets
+a one-line status (ok, violation kind and stage, or the error message), and a
+summary line closes the run; the exit code is the worst of them (3 > 2 > 1 > 0).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from tracer import i18n
+from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
+from tracer.spec import Spec, memory
+from tracer.views import text as textout
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from tracer.engine.executor import Stage, Trace
+    from tracer.run.crosscheck import Verification
+
+# catalogue, jsonout (and json), verify are imported where they are used: a plain `tracer run SPEC`
+# needs none of them, and every import is start-up time (benchmarks/startup.py).
+
+FORMATS = ("table", "json", "csv", "markdown")
+
+
+def output_format(fmt: str | None, as_json: bool) -> str:
+    """--format, with --json as its alias; an unknown or contradictory choice is a UsageError."""
+    if fmt is not None and fmt not in FORMATS:
+        from tracer.model.catalogue import suggest
+
+        raise UsageError(f"--format {fmt}: expected one of {' | '.join(FORMATS)}{suggest(fmt, FORMATS)}")
+    if as_json and fmt not in (None, "json"):
+        raise UsageError(f"--json is short for --format json; it cannot be combined with --format {fmt}")
+    return "json" if as_json else (fmt or "table")
+
+
+class RunOptions(NamedTuple):
+    batch: int = 0
+    pos: int = 0
+    precision: int = 6
+    show_all: bool = False
+    verify: bool = False
+    keep_going: bool = False
+    exit_zero: bool = False
+    with_weights: bool = False
+    stages: tuple[str, ...] = ()  # --stage names, as given
+    verify_budget: int = 60_000_000  # scalar operations the reference may take (--verify-budget)
+    record: str = "all"  # --record auto | all | main | stats (the command line's default is auto)
+    keep: tuple[str, ...] = ()  # --keep: stages kept in full whatever --record says
+    max_memory: str = memory.DEFAULT_MAX_MEMORY  # --max-memory
+    save: str | None = None  # --save FILE.npz
+    form: str = "table"  # the output format (the memory estimate counts what --format json writes)
+    force: bool = False  # --force: --save may replace a file tracer cannot prove it wrote
+
+
+class Outcome(NamedTuple):
+    """One spec's run: its trace, or the error that stopped it."""
+
+    path: str
+    code: int
+    trace: Trace | None = None
+    check: Verification | None = None
+    weights: dict[str, np.ndarray] | None = None
+    only: list[str] | None = None  # --stage selection, checked against this spec's stages
+    error: str = ""
+    show_all: bool = False
+    batch: int = 0  # --batch and --pos, counted from the front (-1 given: the last)
+    pos: int = 0
+
+    @property
+    def stages(self) -> list[Stage]:
+        assert self.trace is not None
+        return textout.visible_stages(self.trace, self.show_all, self.only)
+
+    def status(self) -> tuple[str, str]:
+        """('ok' | 'violation' | 'error', the rest of the line in the current language)."""
+        if self.trace is None:
+            message = " ".join(i18n.message(self.error).split())  # one line
+            return "error", message if message.startswith(self.path) else f"{self.path}: {message}"
+        detail = self.path
+        if not self.trace.ok:
+            detail += ": " + "; ".join(i18n.tr("{kind} at {stage}", kind=i18n.tr(v.kind), stage=v.stage)
+                                       for v in self.trace.violations)
+        if self.check is not None:
+            detail += i18n.tr(" ({note})", note=self.check.note().splitlines()[0])
+        return ("ok" if self.trace.ok else "violation"), detail
+
+    def json(self, streamed: bool = False) -> dict[str, Any]:
+        from tracer.views import trace_json as jsonout
+
+        if self.trace is None:
+            return {"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": self.path, "name": None}, "ok": False,
+                    "error": {"exit_code": self.code, "message": self.error}}
+        return jsonout.trace_json(self.trace, self.stages, self.check.as_json() if self.check else None, self.weights, streamed)
+
+
+def select_stages(spec: Spec, requested: Sequence[str]) -> list[str] | None:
+    if not requested:
+        return None
+    from tracer.model.catalogue import select
+
+    return select(requested, list(spec.stage_shapes), spec.path)
+
+
+def index(value: int, size: int, option: str, axis: str, what: str) -> int:
+    """--pos / --batch as Python reads an index: -1 is the last, -size the first."""
+    if -size <= value < size:
+        return value % size
+    raise UsageError(f"{option} {value} is out of range: {axis} = {size} ({what} 0 to {size - 1}, or -1 to -{size} from the end)")
+
+
+def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | None = None) -> Outcome:
+    """Load, check and run one spec; a TracerError propagates (the caller decides what it costs).
+
+    ``meanwhile``: called while a big spec's weights are drawn on a helper thread (params.draw_params), for work
+    the caller would do after the run anyway (the command line imports its renderer); the executor and its kernels
+    are imported then too.
+    """
+    s = memory.load_spec_within(path, opts.max_memory)  # a spec with millions of inline values is refused before it is parsed
+    only = select_stages(s, opts.stages)
+    opts = opts._replace(batch=index(opts.batch, s.dims.B, "--batch", "B", "samples"),
+                         pos=index(opts.pos, s.dims.T, "--pos", "T", "positions"))
+    # What is kept of each stage (--record, --keep; a --stage asked for is kept in full), then the
+    # memory that takes: a run over --max-memory is refused here, before anything is allocated.
+    table = opts.form == "table" and not (opts.show_all or opts.verify or opts.with_weights) and opts.save is None
+    policy = memory.policy_for(s, memory.record_mode(opts.record, table), list(opts.keep) + (only or []), opts.batch, opts.pos,
+                               opts.show_all)
+    if opts.save is not None:
+        from tracer.files import check_output
+
+        check_output(opts.save, "--save", [path], "npz", opts.force)
+    memory.check_run(s, policy, opts.max_memory, show_all=opts.show_all, verify=opts.verify, form=opts.form,
+                     with_weights=opts.with_weights)
+    from tracer.engine import params as made
+
+    to_params, to_inputs = made.draw_params(s), None  # a big spec's seeded draws start on a helper thread
+    try:
+        to_inputs = made.draw_inputs(s)
+        if meanwhile is not None and (to_params.helped or to_inputs.helped):
+            meanwhile()
+        from tracer.engine import executor
+
+        drawn = to_params.result(), to_inputs.result()
+    finally:  # on an error before the run, the helpers start nothing more
+        for drawing in (to_params, to_inputs):
+            if drawing is not None:
+                drawing.stop()
+    trace = executor.run(s, keep_going=opts.keep_going, policy=policy, params=drawn[0], inputs=drawn[1])
+    check = None
+    if opts.verify:
+        from tracer.run.crosscheck import verify
+
+        check = verify(trace, opts.verify_budget)
+        failed = check.violation()
+        if failed is not None:  # the numbers disagree with the reference beyond the tolerance: exit 1, like a violation
+            trace.violations.append(failed)
+    weights = None
+    if opts.with_weights:
+        from tracer.engine.params import load_params
+
+        weights = load_params(s)
+    if opts.save is not None:
+        from tracer.views.npz import save
+
+        save(trace, opts.save, weights, opts.force)
+    code = EXIT_OK if trace.ok or opts.exit_zero else EXIT_VIOLATION
+    return Outcome(path, code, trace, check, weights, only, show_all=opts.show_all, batch=opts.batch, pos=opts.pos)
+
+
+def attempt(path: str, opts: RunOptions) -> Outcome:
+    """trace_one for one of many specs: an error becomes this spec's outcome, and the run goes on."""
+    try:
+        return trace_one(path, opts)
+    except TracerError as e:
+        return Outcome(path, e.exit_code, error=str(e))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except Exception as e:  # a bug in tracer: reported as this spec's outcome, exit 3 at the end
+        if os.environ.get("TRACER_DEBUG"):
+            raise
+        return Outcome(path, EXIT_INTERNAL, error=f"internal error: {type(e).__name__}: {e} (a bug in tracer; please report it)")
+
+
+class Summary:
+    def __init__(self, outcomes: list[Outcome] | None = None) -> None:
+        self.outcomes: list[Outcome] = list(outcomes or [])
+
+    @property
+    def exit_code(self) -> int:
+        return max((o.code for o in self.outcomes), default=EXIT_OK)
+
+    def line(self) -> str:
+        counts = {"ok": 0, "violation": 0, "error": 0}
+        for o in self.outcomes:
+            counts[o.status()[0]] += 1
+        words = {"ok": "ok", "violation": "with a violation" if counts["violation"] == 1 else "with violations",
+                 "error": "error" if counts["error"] == 1 else "errors"}
+        n = len(self.outcomes)
+        parts = ", ".join(f"{counts[k]} {words[k]}" for k in counts)
+        return i18n.message(f"{n} spec{'s' if n != 1 else ''}: {parts}; exit code {self.exit_code}")
+
+
+STATUS_WIDTH = 10
+
+
+def status_text(o: Outcome) -> str:
+    word, detail = o.status()
+    return f"{i18n.ljust(i18n.tr(word), STATUS_WIDTH)} {detail}"  # padded by terminal cells: 通过 takes four
+
+
+# -- the formats other than the rich table -------------------------------------------
+
+def render_text(o: Outcome, fmt: str, opts: RunOptions) -> str:
+    """One spec's result as JSON (one line), CSV or Markdown."""
+    return "".join(render_chunks(o, fmt, opts))
+
+
+def render_chunks(o: Outcome, fmt: str, opts: RunOptions) -> Iterator[str]:
+    """render_text's text in pieces, for writing as it is made: JSON and CSV a stage at a time, so their text
+    is never held whole (memory.estimate counts the largest piece)."""
+    from tracer.views import trace_json as jsonout
+
+    if fmt == "json":
+        yield from jsonout.chunks(o.json(streamed=True))
+        yield "\n"
+        return
+    if fmt == "csv":
+        yield from textout.trace_csv_chunks([(o.path, o.stages)])
+        return
+    yield markdown_text(o, opts)
+
+
+def markdown_text(o: Outcome, opts: RunOptions) -> str:
+    if o.trace is None:
+        return f"### {textout.md_text(o.path)}\n\n> **{i18n.tr('error')}**: {textout.md_text(i18n.message(o.error))}\n"
+    return textout.run_markdown(o.trace, o.stages, o.batch, o.pos, opts.precision,
+                                o.check.stages if o.check else None, o.check.note() if o.check else "", o.only)
+
+
+def steps_text(s: Spec, fmt: str, only: list[str] | None) -> str:
+    """``--steps`` as JSON, CSV or Markdown."""
+    from tracer.views import trace_json as jsonout
+
+    if fmt == "json":
+        steps = [step for step in jsonout.steps_json(s) if only is None or step["name"] in only]
+        return jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name}, "steps": steps})
+    if fmt == "csv":
+        return textout.csv_text(textout.STEP_HEADER, textout.step_rows(s, only))
+    return textout.steps_markdown(s, only)
+
+
+def check_many(specs: Sequence[str], steps: bool) -> None:
+    if steps and len(specs) > 1:
+        raise UsageError(f"--steps shows one spec's step list; give one spec (received {len(specs)})")
+    if not specs:
+        raise UsageError("give at least one spec")
+

@@ -1,0 +1,563 @@
+"""Plain text: the number formats and table rows the rich renderers share, and the CSV and Markdown writers.
+
+Nothing here imports rich.  A table is a header and rows of strings; render.py
+and render_diff.py draw them with rich, this module writes them as CSV (the csv
+module, one header, "\\n" line ends) or as a Markdown pipe table.  Neither
+depends on the terminal: the same trace always gives the same bytes.
+
+CSV layout of a trace (``tracer run --format csv``): one row per stage and
+position, columns
+
+    spec, stage, b, h, t, axis, v0, v1, ..., v{W-1}
+
+``b`` is the sample, ``h`` the head, ``t`` the position (T, or S for an
+encoder's stages, or the query position of a [B,H,T,*] stage); a stage without
+that axis leaves the cell empty ([T,C] ``position`` has no ``b``).  ``axis`` is
+the letter of the axis the values run along (C, F, V, d, or T / S: the keys of
+``attn.scores`` and ``attn.weights``).  W is the widest such axis among the
+stages written; shorter rows end in empty cells.  Values are written with
+repr, so they read back to the same doubles; NaN and infinities as ``NaN``,
+``Infinity``, ``-Infinity`` (as in the JSON).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tracer.i18n import meaning, message, tr
+
+if TYPE_CHECKING:
+    from tracer.compare.core import DiffResult
+    from tracer.engine.executor import Stage, Trace
+    from tracer.errors import Violation
+    from tracer.spec import Spec
+
+MAX_VALUES = 8  # a vector longer than this prints its first HEAD values and a count
+HEAD = 3
+MAX_ROWS = 6  # a matrix taller than this prints its first HEAD rows, a count, and its last row
+MISSING = "—"
+NONFINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
+# -- numbers -------------------------------------------------------------------
+
+def fmt_number(v: float, precision: int) -> str:
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if abs(v) >= 1e15:  # fixed point would print dozens of digits
+        return f"{v:.{precision}e}"
+    s = f"{v:.{precision}f}"
+    if s.startswith("-") and not s.strip("-0."):  # -0.000000 prints as 0.000000
+        s = s[1:]
+    return s
+
+
+def fmt_vector(values: Iterable[float], precision: int, limit: int = MAX_VALUES) -> str:
+    vals = [float(v) for v in values]
+    if len(vals) > limit:
+        head = ", ".join(fmt_number(v, precision) for v in vals[:HEAD])
+        return f"[{head}, {tr('… {n} values', n=len(vals))}]"
+    return "[" + ", ".join(fmt_number(v, precision) for v in vals) + "]"
+
+
+def fmt_value(a: np.ndarray, precision: int) -> str:
+    """A stage's value at one position: a vector, or one row per head."""
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return fmt_number(float(a), precision)
+    if a.ndim == 1:
+        return fmt_vector(a.tolist(), precision)
+    rows = [fmt_value(r, precision) for r in a[:HEAD]] if len(a) > MAX_ROWS else [fmt_value(r, precision) for r in a]
+    if len(a) > MAX_ROWS:
+        rows.append(tr("… {n} rows", n=len(a)))
+    return "[" + ", ".join(rows) + "]"
+
+
+def fmt_diff(d: float | None, precision: int) -> str:
+    """A difference to `precision` significant digits (0 prints as 0, not 0.000000)."""
+    return MISSING if d is None else f"{d:.{max(precision, 1)}g}"
+
+
+def fmt_setting(value: Any) -> str:
+    if value is None:
+        return MISSING
+    if isinstance(value, bool):
+        return str(value).lower()
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def exact(v: float) -> str:
+    """A float as CSV writes it: repr (reads back to the same double); NaN and infinities spelled as in the JSON."""
+    s = repr(float(v))
+    return NONFINITE.get(s, s)
+
+
+# -- rows shared by the rich tables and the text formats --------------------------
+
+def token_label(spec: Spec, b: int, t: int) -> str:
+    """' (我)': the word at sample b, position t, when the spec has a vocab."""
+    words = spec.tokens_text()
+    if words is None or t >= len(words[b]):
+        return ""
+    return f" ({words[b][t]})"
+
+
+def caption(spec: Spec) -> str:
+    order = "custom steps" if spec.block.norm_order == "custom" else f"{spec.block.norm_order}-norm"
+    return tr("{order}, mask {mask}, eps {eps}; {dims}", order=tr(order), mask=spec.block.mask, eps=f"{spec.block.eps:g}",
+              dims=", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
+
+
+VERIFY_HEADER = "max |NumPy - reference|"
+
+
+def stage_header(spec: Spec, b: int, t: int, verify: bool) -> list[str]:
+    # Table 17.1 (one sequence) heads its value column 第一个位置: the book's words, where they are exact
+    value = "value at b=0, t=0{word}" if (b, t, spec.dims.B) == (0, 0, 1) else "value at b={b}, t={t}{word}"
+    head = [tr("stage"), tr("what it is"), tr(value, b=b, t=t, word=token_label(spec, b, t)), tr("shape")]
+    return head + ([tr(VERIFY_HEADER)] if verify else [])
+
+
+def stage_rows(stages: Sequence[Stage], b: int, t: int, precision: int,
+               verify_diffs: dict[str, float] | None = None) -> list[list[str]]:
+    """One row per stage: name, what it is, its value at sample b and position t, its shape."""
+    rows = []
+    for stage in stages:
+        try:
+            value = fmt_value(stage.at(b, t), precision)
+        except (IndexError, LookupError):  # a stage cut short (T beyond the position table)
+            value = MISSING
+        row = [stage.name, meaning(stage.meaning), value, stage.shape_label]
+        if verify_diffs is not None:
+            d = verify_diffs.get(stage.name)
+            row.append(tr("not checked") if d is None else f"{d:.3g}")
+        rows.append(row)
+    return rows
+
+
+def visible_stages(trace: Trace, show_all: bool, only: Sequence[str] | None = None) -> list[Stage]:
+    """The stages a view shows: those named in ``only`` (--stage), else the steps' stages, the
+    attention internals too with ``show_all``, and any stage flagged by a violation."""
+    if only is not None:
+        return [s for s in trace.stages.values() if s.name in only]
+    flagged = {v.stage for v in trace.violations}
+    return [s for s in trace.stages.values() if show_all or not s.internal or s.name in flagged]
+
+
+def unreached_note(trace: Trace, only: Sequence[str] | None) -> str:
+    """A note for --stage names the run never recorded (it stopped at a violation); '' when there are none."""
+    missing = [name for name in only or () if name not in trace.stages]
+    if not missing:
+        return ""
+    where = f" at {trace.violations[0].stage}" if trace.violations else ""
+    return message(f"not recorded: {', '.join(missing)} (the run stopped at the violation{where}; "
+                   "--keep-going records every stage)")
+
+
+def reached_end(trace: Trace) -> bool:
+    """Did the run record the last step (clean, or --keep-going past a violation)?"""
+    return trace.spec.steps[-1].name in trace.stages
+
+
+def matrix_lines(trace: Trace, stage: Stage, b: int, precision: int) -> list[str]:
+    """The full [T, C] matrix of one sample (rows elided when tall): a header line, then one line per row."""
+    if stage.axes[0] == "B" and b >= stage.array.shape[0]:  # a select along B kept fewer samples
+        n = stage.array.shape[0]
+        return [message(f"{stage.name} holds {n} sample{'s' if n > 1 else ''} (b = 0 to {n - 1}): there is no sample b={b} to show")]
+    a = np.asarray(stage.array[b]) if stage.axes[0] == "B" else np.asarray(stage.array)
+    lines = [tr("{name} for sample b={b}, {meaning}:", name=stage.name, b=b, meaning=meaning(stage.meaning))]
+    rows = list(range(len(a)))
+    if len(rows) > MAX_ROWS:
+        rows = rows[:HEAD] + [-1] + rows[-1:]
+    for i in rows:
+        if i == -1:
+            lines.append("  " + tr("… {n} rows", n=len(a)))
+            continue
+        word = token_label(trace.spec, b, i) if stage.axes[1:2] == ("T",) else ""
+        lines.append(f"  t={i}{word}: " + fmt_vector(np.ravel(a[i]).tolist(), precision))
+    return lines
+
+
+STEP_HEADER = ["#", "stage", "op", "reads", "weights", "settings", "shape"]  # CSV keeps these English words
+
+
+def step_header() -> list[str]:
+    """The step list's header in the current language (table and Markdown)."""
+    return [tr(h) for h in STEP_HEADER]
+
+
+def step_rows(spec: Spec, only: Sequence[str] | None = None) -> list[list[str]]:
+    """The step list a spec runs (``tracer run --steps``), with every stage's shape."""
+    from tracer.spec import shape_label
+
+    rows = []
+    for i, step in enumerate(spec.steps, 1):
+        if only is not None and step.name not in only:
+            continue
+        settings = ", ".join(f"{k}={v}" for k, v in step.params().items() if k != "stream")
+        if step.op == "select":
+            settings = f"axis={step.axis}, {step.start}:{step.stop}"
+        rows.append([str(i), step.name, step.op, ", ".join(step.inputs), step.weights or "", settings,
+                     shape_label(*spec.stage_shapes[step.name])])
+    return rows
+
+
+def step_list_title(spec: Spec) -> str:
+    kind = "preset " + spec.block.norm_order + "-norm" if spec.block.norm_order != "custom" else "the spec's own steps"
+    if spec.model == "encoder-decoder":
+        kind = "encoder-decoder"
+    return message(f"{spec.name}: {kind}")
+
+
+def violation_lines(v: Violation) -> list[tuple[str, str]]:
+    """A violation as (label, text) pairs: the rule, each operand's shape, what NumPy would do, why it is wrong."""
+    out = [("", message(v.message))]
+    if v.rule:
+        out.append((tr("rule"), message(v.rule)))
+    out += [("", f"  {name}: {shape}") for name, shape in v.shapes.items()]
+    if v.numpy_would:
+        out.append((tr("NumPy would"), message(v.numpy_would)))
+    if v.why:
+        out.append((tr("why it is wrong here"), message(v.why)))
+    return out
+
+
+def violation_title(v: Violation) -> str:
+    """'broadcast violation at stage norm1'; in zh the kind's word and the kind itself: 广播（broadcast）."""
+    return tr("{kind} violation at stage {stage}", kind=kind_word(v.kind), stage=v.stage)
+
+
+def kind_word(kind: str) -> str:
+    word = tr(kind)
+    return kind if word == kind else f"{word}（{kind}）"
+
+
+# -- generic writers -----------------------------------------------------------------
+
+def csv_text(header: Sequence[str] | None, rows: Iterable[Sequence[str]]) -> str:
+    buf = io.StringIO()
+    import csv  # here: only the CSV format needs it
+
+    writer = csv.writer(buf, lineterminator="\n")
+    if header is not None:
+        writer.writerow(header)
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def md_cell(text: str) -> str:
+    """A table cell: pipes escaped, line breaks as <br>, so the row stays one row."""
+    return str(text).replace("\\", "\\\\").replace("<", "\\<").replace("|", "\\|").replace("\n", "<br>")
+
+
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    lines = ["| " + " | ".join(md_cell(h) for h in header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(md_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def md_text(text: str) -> str:
+    """Running text: backquotes and '<' escaped, so a name or '<s>' is not read as code or HTML."""
+    return str(text).replace("\\", "\\\\").replace("`", "\\`").replace("<", "\\<")
+
+
+# -- tracer run ----------------------------------------------------------------------
+
+TRACE_CSV_COLUMNS = ["spec", "stage", "b", "h", "t", "axis"]
+_LEAD_COLUMN = {"B": "b", "H": "h"}  # every other leading axis (T, S, T_max) is a position: t
+
+
+def value_width(stages: Iterable[Stage]) -> int:
+    return max((s.array.shape[-1] for s in stages if s.array.ndim), default=0)
+
+
+def trace_csv_header(width: int) -> list[str]:
+    return TRACE_CSV_COLUMNS + [f"v{i}" for i in range(width)]
+
+
+def stage_csv_rows(spec_path: str, stage: Stage, width: int) -> Iterator[list[str]]:
+    """One row per position of a stage: its leading axes become the b, h, t cells, its last axis the
+    values, padded with empty cells to ``width``."""
+    a = np.asarray(stage.array)
+    if a.ndim == 0:
+        a = a.reshape(1)
+    lead = [_LEAD_COLUMN.get(axis, "t") for axis in stage.axes[:-1]]
+    rows = a.reshape(-1, a.shape[-1])
+    padding = [""] * (width - a.shape[-1])
+    for index, row in zip(np.ndindex(*a.shape[:-1]), rows):
+        yield [spec_path, stage.name, *position_cells(lead, index), stage.axes[-1]] + [exact(v) for v in row.tolist()] + padding
+
+
+def position_cells(lead: Sequence[str], index: Sequence[int]) -> list[str]:
+    """The b, h, t cells of one row (empty where the stage has no such axis)."""
+    cells = {"b": "", "h": "", "t": ""}
+    for column, i in zip(lead, index):
+        cells[column] = str(i)
+    return [cells["b"], cells["h"], cells["t"]]
+
+
+def trace_csv(traces: Sequence[tuple[str, Sequence[Stage]]]) -> str:
+    """Every (spec path, stages) pair under one header; W is the widest value axis of them all."""
+    return "".join(trace_csv_chunks(traces))
+
+
+def trace_csv_chunks(traces: Sequence[tuple[str, Sequence[Stage]]]) -> Iterator[str]:
+    """trace_csv's text, one stage at a time: a big trace is never held whole as text."""
+    width = max((value_width(stages) for _, stages in traces), default=0)
+    yield csv_text(trace_csv_header(width), [])
+    for path, stages in traces:
+        for stage in stages:
+            yield csv_text(None, stage_csv_rows(path, stage, width))
+
+
+def run_markdown(trace: Trace, stages: Sequence[Stage], b: int, t: int, precision: int,
+                 verify_diffs: dict[str, float] | None = None, verify_note: str = "", only: Sequence[str] | None = None) -> str:
+    """The run as Markdown: a heading, the stage table, its caption, the output matrix (unless --stage chose
+    the rows), violations."""
+    spec = trace.spec
+    flagged = {v.stage for v in trace.violations}
+    rows = stage_rows(stages, b, t, precision, verify_diffs)
+    for row in rows:
+        row[0] = f"`{row[0]}`" + (" " + tr("  ← violation").strip() if row[0] in flagged else "")
+    parts = [f"### {md_text(spec.name)}\n", markdown_table(stage_header(spec, b, t, verify_diffs is not None), rows),
+             md_text(caption(spec)) + "\n"]
+    if only is None and reached_end(trace):
+        head, *lines = matrix_lines(trace, trace.output, b, precision)
+        parts.append(md_text(head) + "\n\n```\n" + "\n".join(line.strip() for line in lines) + "\n```\n")
+    if unreached_note(trace, only):
+        parts.append(md_text(unreached_note(trace, only)) + "\n")
+    for v in trace.violations:
+        parts.append(violation_markdown(v))
+    if verify_note:
+        parts.append("\n".join(md_text(line) + "  " for line in verify_note.splitlines()).rstrip() + "\n")
+    return "\n".join(parts)
+
+
+def violation_markdown(v: Violation) -> str:
+    title = tr("{kind} violation at stage {stage}", kind=kind_word(v.kind), stage="\0")
+    lines = [f"> **{md_text(title).replace(chr(0), f'`{v.stage}`')}**"]
+    for label, text in violation_lines(v):
+        head = f"**{md_text(tr('{label}: ', label=label).strip())}** " if label else ""
+        lines.append(f"> - {head}{md_text(text.strip())}")
+    return "\n".join(lines) + "\n"
+
+
+def steps_markdown(spec: Spec, only: Sequence[str] | None = None) -> str:
+    return f"### {md_text(step_list_title(spec))}\n\n" + markdown_table(step_header(), step_rows(spec, only))
+
+
+# -- tracer diff ---------------------------------------------------------------------
+
+DIFF_CSV_COLUMNS = ["spec_a", "spec_b", "stage", "stage_status", "b", "h", "t", "status", "max_abs_diff"]
+
+
+def diff_csv(r: DiffResult) -> str:
+    """One row per stage and position: is this row of the stage equal in A and B, and by how much does it differ.
+
+    A stage whose shapes differ, or that only one side has, is one row with empty b, h, t.
+    """
+    from tracer.compare.core import DIFFERS, EQUAL, differences
+
+    def rows() -> Iterator[list[str]]:
+        for row in r.stages:
+            head = [r.a.path, r.b.path, row.name, row.status]
+            if row.status not in (EQUAL, DIFFERS):
+                yield head + ["", "", "", row.status, ""]
+                continue
+            assert row.a is not None and row.b is not None
+            d, tol = differences(row.a.array, row.b.array, r.atol, r.rtol)
+            lead = [_LEAD_COLUMN.get(axis, "t") for axis in row.a.axes[:-1]]
+            width = d.shape[-1] if d.ndim else 1
+            flat_d, flat_tol = d.reshape(-1, width), tol.reshape(-1, width)
+            for index, dr, tol_row in zip(np.ndindex(*d.shape[:-1]), flat_d, flat_tol):
+                status = EQUAL if bool(np.all(dr <= tol_row)) else DIFFERS
+                yield head + [*position_cells(lead, index), status, exact(float(dr.max()) if dr.size else 0.0)]
+
+    return csv_text(DIFF_CSV_COLUMNS, rows())
+
+
+def diff_sides(r: DiffResult) -> list[str]:
+    return [message(s.describe()) for s in (r.a, r.b)]
+
+
+def structure_same_text(r: DiffResult) -> str:
+    return message(f"Structure: the same {len(r.steps)} steps ({', '.join(row.name for row in r.steps)})")
+
+
+def table_words(words: Sequence[str]) -> list[str]:
+    """Headers and titles in the current language (the module's constants stay English for CSV and JSON)."""
+    return [tr(w) for w in words]
+
+
+def structure_lines(r: DiffResult) -> list[str]:
+    """What differs between the step lists, one sentence each, in the current language."""
+    return [message(line) for line in r.structure]
+
+
+def diff_notes(r: DiffResult) -> list[str]:
+    return [message(n) for n in r.notes]
+
+
+def arrays_lines(r: DiffResult) -> list[str]:
+    """A diff against another program's arrays: which arrays became which stages (instead of structure and settings)."""
+    assert r.arrays is not None
+    x = r.arrays
+    renamed = ", ".join(f"{theirs} = {ours}" for ours, theirs in x.renamed.items())
+    lines = [message(f"Compared {len(x.matched)} arrays of {x.label} with the stages of the same name in {x.reference}: "
+                     f"{', '.join(x.matched)}")]
+    if renamed:
+        lines.append(message(f"named with --map: {renamed}"))
+    return lines
+
+
+def hint_text(r: DiffResult) -> str:
+    return tr("hint: {hint}", hint=r.hint.text()) if r.hint is not None else ""
+
+
+def diff_summary(r: DiffResult) -> str:
+    """The closing line (the JSON's "summary" stays English)."""
+    return message(r.summary())
+
+
+STRUCTURE_TITLE = "Structure: the two step lists, aligned by step name"
+STRUCTURE_HEADER = ["step", "A", "B", ""]
+
+
+def structure_rows(r: DiffResult) -> list[list[str]]:
+    from tracer.compare.core import EQUAL, STATUS_WORDS, expr
+
+    return [[row.name, MISSING if row.a is None else tr(expr(row.a)), MISSING if row.b is None else tr(expr(row.b)),
+             "" if row.status == EQUAL else tr(STATUS_WORDS[row.status])] for row in r.steps]
+
+
+def settings_same_text(r: DiffResult) -> str:
+    compared = [tr("dims"), tr("block settings")] + (["dtype"] if r.a.dtype and r.b.dtype else [])
+    if r.weights is not None:
+        compared.append(tr("all {n} weights (within {tol})", n=len(r.weights), tol=r.tolerance()))
+    return tr("Settings: the same {first} and {last}", first=tr(", ").join(compared[:-1]), last=compared[-1])
+
+
+SETTINGS_TITLE = "Settings that differ"
+SETTINGS_HEADER = ["setting", "A", "B"]
+WEIGHTS_HEADER = ["weight", "shape A", "shape B", "largest |A - B|", "at", "A there", "B there", "status"]
+
+
+def setting_rows(r: DiffResult) -> list[list[str]]:
+    return [[s.field, fmt_setting(s.a), fmt_setting(s.b)] for s in r.settings]
+
+
+def weights_title(r: DiffResult) -> str:
+    others = len(r.weights or []) - len(r.weights_differ)
+    rest = "none equal" if not others else f"{others} other{'s' if others > 1 else ''} equal within {r.tolerance()}"
+    return message(f"Weights that differ ({rest})")
+
+
+def weights_same_text(r: DiffResult) -> str:
+    return message(f"Weights: all {len(r.weights or [])} the same within {r.tolerance()}")
+
+
+def weight_rows(r: DiffResult, precision: int) -> list[list[str]]:
+    from tracer.compare.core import STATUS_WORDS
+
+    return [[w.name,
+             MISSING if w.shape_a is None else str(list(w.shape_a)),
+             MISSING if w.shape_b is None else str(list(w.shape_b)),
+             fmt_diff(w.max_abs_diff, precision),
+             MISSING if w.where is None else str(list(w.where)),
+             MISSING if w.value_a is None else fmt_number(w.value_a, precision),
+             MISSING if w.value_b is None else fmt_number(w.value_b, precision),
+             tr(STATUS_WORDS[w.status])] for w in r.weights_differ]
+
+
+def diff_stage_title(r: DiffResult) -> str:
+    return message(f"Stages, aligned by name (equal: |A - B| <= atol + rtol * max(|A|, |B|), {r.tolerance()})")
+
+
+def diff_stage_header(r: DiffResult) -> list[str]:
+    at = f"b={r.batch}, t={r.pos}"
+    return [tr("stage"), tr("shape in A"), tr("shape in B"), tr("A at {at}", at=at), tr("B at {at}", at=at),
+            tr("largest |A - B|"), tr("status")]
+
+
+FIRST_MARK = "  ← first difference"
+
+
+def diff_stage_rows(r: DiffResult, precision: int) -> list[list[str]]:
+    from tracer.compare.core import STATUS_WORDS
+
+    first = r.first_diverging
+    rows = []
+    for row in r.stages:
+        mark = tr(FIRST_MARK) if first is not None and row.name == first.name else ""
+        rows.append([row.name,
+                     MISSING if row.a is None else row.a.shape_label,
+                     MISSING if row.b is None else row.b.shape_label,
+                     MISSING if row.value_a is None else fmt_value(row.value_a, precision),
+                     MISSING if row.value_b is None else fmt_value(row.value_b, precision),
+                     fmt_diff(row.max_abs_diff, precision),
+                     tr(STATUS_WORDS[row.status]) + mark])
+    return rows
+
+
+def diff_markdown(r: DiffResult, precision: int) -> str:
+    """The diff as Markdown: sides, structure, settings, notes, the stage table and the summary."""
+    parts = ["### tracer diff\n", "\n".join(f"- {md_text(line)}" for line in diff_sides(r)) + "\n"]
+    if r.arrays is not None:
+        parts.append("\n".join(md_text(line) for line in arrays_lines(r)) + "\n")
+    elif r.structure_same:
+        parts.append(md_text(structure_same_text(r)) + "\n")
+    else:
+        parts.append(f"**{md_text(tr(STRUCTURE_TITLE))}**\n\n" + markdown_table(table_words(STRUCTURE_HEADER), structure_rows(r)))
+        parts.append(tr("What differs:") + "\n\n" + "\n".join(f"- {md_text(line)}" for line in structure_lines(r)) + "\n")
+    if r.arrays is not None:
+        pass
+    elif r.settings_same:
+        parts.append(md_text(settings_same_text(r)) + "\n")
+    else:
+        if r.settings:
+            parts.append(f"**{tr(SETTINGS_TITLE)}**\n\n" + markdown_table(table_words(SETTINGS_HEADER), setting_rows(r)))
+        if r.weights_differ:
+            parts.append(f"**{md_text(weights_title(r))}**\n\n" + markdown_table(table_words(WEIGHTS_HEADER), weight_rows(r, precision)))
+        elif r.weights is not None:
+            parts.append(md_text(weights_same_text(r)) + "\n")
+    parts += [f"> {md_text(tr('note: {note}', note=n))}\n" for n in diff_notes(r)]
+    rows = diff_stage_rows(r, precision)
+    for row in rows:
+        row[0] = f"`{row[0]}`"
+    parts.append(f"**{md_text(diff_stage_title(r))}**\n\n" + markdown_table(diff_stage_header(r), rows))
+    parts.append(f"**{md_text(diff_summary(r))}**\n")
+    if r.hint is not None:
+        parts.append(md_text(hint_text(r)) + "\n")
+    return "\n".join(parts)
+
+
+# -- tracer stages ---------------------------------------------------------------------
+
+CATALOGUE_HEADER = ["stage", "what it is", "formula", "shape"]
+CATALOGUE_CSV_COLUMNS = ["stage", "section", "meaning", "formula", "shape"]
+
+
+def by_section(entries: Sequence[Any]) -> dict[str, list[list[str]]]:  # Sequence[catalogue.StageInfo]
+    """Catalogue rows grouped by section, in catalogue order, in the current language (the CSV keeps English)."""
+    out: dict[str, list[list[str]]] = {}
+    for e in entries:
+        out.setdefault(tr(e.section), []).append([e.name, meaning(e.meaning), message(e.formula), e.shape])
+    return out
+
+
+def catalogue_csv(entries: Sequence[Any]) -> str:
+    return csv_text(CATALOGUE_CSV_COLUMNS, [[e.name, e.section, e.meaning, e.formula, e.shape] for e in entries])
+
+
+def catalogue_markdown(entries: Sequence[Any], note: str) -> str:
+    parts = []
+    for section, rows in by_section(entries).items():
+        parts.append(f"### {md_text(section)}\n\n" + markdown_table([tr(h) for h in CATALOGUE_HEADER], [[f"`{r[0]}`", *r[1:]] for r in rows]))
+    return "\n".join(parts) + ("\n" + md_text(tr(note)) + "\n" if note else "")
