@@ -11,7 +11,7 @@ from rich.cells import cell_len
 
 from tracer import i18n, zh
 from tracer.errors import TracerError
-from tracer.model import blocks, catalogue
+from tracer.model import blocks, catalogue, ops
 
 ZH = ("--lang", "zh")
 HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -142,7 +142,7 @@ def test_every_built_in_meaning_has_the_books_words():
     """Every meaning the step lists can produce (presets x norms x activations x positions, stacks,
     encoder-decoder, internals, the catalogue) is translated; none is left in English."""
     meanings = {e.meaning for e in catalogue.CATALOGUE}
-    meanings |= {info.meaning for info in blocks.OPS.values()} | set(blocks.ATTN_MEANINGS.values())
+    meanings |= {info.meaning for info in ops.OPS.values()} | set(blocks.ATTN_MEANINGS.values())
     for norm in blocks.NORMS:
         for activation in blocks.ACTIVATIONS:
             settings = blocks.StackSettings(norm=norm, activation=activation)

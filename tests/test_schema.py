@@ -19,7 +19,7 @@ jsonschema = pytest.importorskip("jsonschema", reason="jsonschema checks the spe
 
 from tracer import spec  # noqa: E402
 from tracer.errors import SpecError  # noqa: E402
-from tracer.model import blocks  # noqa: E402
+from tracer.model import blocks, ops  # noqa: E402
 from tracer.spec import yamlio  # noqa: E402
 from tracer.spec.presets import PRESETS  # noqa: E402
 from tracer.spec.schema import spec_schema_text  # noqa: E402
@@ -111,10 +111,10 @@ def test_the_choices_are_the_validators_choices() -> None:
     assert enum(block["activation"]) == list(blocks.ACTIVATIONS) == enum(DEFS["step"]["properties"]["activation"])
     assert enum(block["norm"]) == list(blocks.NORMS)
     assert enum(DEFS["keyword"]) == list(spec.KEYWORDS)
-    assert enum(DEFS["step"]["properties"]["op"]) == [op for op, info in blocks.OPS.items() if info.user]
+    assert enum(DEFS["step"]["properties"]["op"]) == [op for op, info in ops.OPS.items() if info.user]
     axes = {rule["if"]["properties"]["op"]["const"]: enum(rule["then"]["properties"]["axis"])
             for rule in DEFS["step"]["allOf"] if "const" in rule["if"]["properties"]["op"] and "axis" in rule["then"].get("properties", {})}
-    assert axes == {op: list(info.axes) for op, info in blocks.OPS.items() if info.axes}
+    assert axes == {op: list(info.axes) for op, info in ops.OPS.items() if info.axes}
     assert enum(block["rotary_pairing"]) == list(spec.PAIRINGS)
     assert enum(SCHEMA["properties"]["loss"]) == list(spec.LOSSES)
 
@@ -129,12 +129,12 @@ def test_the_checkpoint_fields_are_the_validators() -> None:
 
 def test_every_weight_key_of_every_group_is_named() -> None:
     group = DEFS["group"]["properties"]
-    for kind, keys in blocks.GROUP_KEYS.items():
+    for kind, keys in ops.WEIGHT_GROUPS.items():
         assert set(keys) <= set(group), kind
-    assert set(DEFS["attn_group"]["properties"]) == set(blocks.GROUP_KEYS["attn"])
-    assert set(DEFS["ffn_group"]["properties"]) == set(blocks.GROUP_KEYS["ffn_gated"])
-    assert set(DEFS["norm_group"]["properties"]) == set(blocks.GROUP_KEYS["norm"])
-    assert set(blocks.TABLES) <= set(DEFS["weights"]["properties"])
+    assert set(DEFS["attn_group"]["properties"]) == set(ops.WEIGHT_GROUPS["attn"])
+    assert set(DEFS["ffn_group"]["properties"]) == set(ops.WEIGHT_GROUPS["ffn_gated"])
+    assert set(DEFS["norm_group"]["properties"]) == set(ops.WEIGHT_GROUPS["norm"])
+    assert set(ops.TABLES) <= set(DEFS["weights"]["properties"])
 
 
 # -- every spec we ship validates -------------------------------------------------------------------

@@ -213,10 +213,19 @@ def zh_meaning(text: str) -> str | None:
     return None
 
 
+_OP_MEANINGS: dict[str, str] = {}  # each op's own meaning, from its record (tracer.model.ops)
+
+
+def add_meanings(meanings: Mapping[str, str]) -> None:
+    """The Chinese of meanings declared outside the catalogue: each op's record holds its own."""
+    _OP_MEANINGS.update(meanings)
+    zh_meaning.cache_clear()
+
+
 def _meaning_entry(base: str, norm: str, letters: str, act: str | None) -> str | None:
     from tracer import zh
 
-    entry = zh.MEANINGS.get(base)
+    entry = zh.MEANINGS.get(base) or _OP_MEANINGS.get(base)
     if entry is None:
         return None
     prose = f" {act} " if act else "激活"

@@ -23,11 +23,6 @@ from __future__ import annotations
 
 MEANINGS: dict[str, str] = {
     # before the block
-    "token embeddings, rows of E": "token 嵌入，取 E 的行",
-    "input matrix given in the spec": "spec 中直接给出的输入矩阵",
-    "position vectors, rows of P": "位置向量，取 P 的行",
-    "sinusoidal position vectors": "正余弦位置向量",
-    "token + position, X": "token 与位置相加，X",
     "X (rotary positions act inside attention)": "X（旋转位置编码在注意力内部起作用）",
     "X (no positions)": "X（没有位置信息）",
     # the pre-norm layer (Table 17.1, word for word)
@@ -70,23 +65,8 @@ MEANINGS: dict[str, str] = {
     "scores QK^T / sqrt(d), before the mask": "分数 QK^T / sqrt(d)，掩码之前",
     "attention weights, softmax over keys after the mask": "注意力权重，掩码之后沿键做 softmax",
     "heads mixed and concatenated, before W_O": "各头混合后拼接，乘 W_O 之前",
-    # the ops' own meanings (a custom step that writes no meaning)
-    "LayerNorm": "层归一化（LayerNorm）",
-    "RMSNorm, x / sqrt(mean(x^2) + eps) * gamma": "RMSNorm，x / sqrt(mean(x^2) + eps) * gamma",
-    "BatchNorm, statistics over samples and positions": "BatchNorm，统计量跨样本和位置",
-    "multi-head self-attention": "多头自注意力",
-    "cross-attention: queries from the decoder, keys and values from the encoder": "交叉注意力：查询来自解码器，键和值来自编码器",
-    "elementwise add (residual)": "逐元素相加（残差）",
-    "position-wise FFN, act(x W_1 + b_1) W_2 + b_2": "逐位置前馈网络，{actf}(x W_1 + b_1) W_2 + b_2",
-    "FFN first half, act(x W_1 + b_1)": "FFN 前半部分，{actf}(x W_1 + b_1)",
-    "FFN second half, h W_2 + b_2": "FFN 后半部分，h W_2 + b_2",
-    "x W + b": "线性变换，x W + b",
-    "ReLU, max(x, 0)": "ReLU，max(x, 0)",
-    "a slice start:stop along one axis (keeps the axis)": "沿一个轴取切片 start:stop（保留该轴）",
-    "the input, unchanged": "输入，原样不变",
+    # the ops' own meanings are in their records (tracer/model/ops.py)
     "token embeddings": "token 嵌入",
-    "output head: logits over the vocabulary": "输出层：词表上的 logits",
-    "softmax over the vocabulary": "沿词表做 softmax",
     "an encoder layer: the pre-norm or post-norm layer's stages over the S source positions, attention unmasked":
         "编码器层：Pre-Norm 或 Post-Norm 层的各阶段，作用于 S 个源位置，注意力不加掩码",
 }

@@ -42,7 +42,7 @@ class StageShape(NamedTuple):
     sizes: tuple[int, ...]
 
     def __str__(self) -> str:
-        from tracer.model.blocks import shape_label
+        from tracer.model.shapes import shape_label
 
         return shape_label(self.axes, self.sizes)
 

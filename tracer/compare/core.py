@@ -30,6 +30,7 @@ from tracer.engine.executor import Stage
 from tracer.errors import EXIT_USAGE, TracerError, UsageError
 from tracer.model import catalogue
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
+from tracer.model.ops import OPS
 from tracer.spec import memory, yamlio
 from tracer.views import trace_json as jsonout
 
@@ -50,27 +51,6 @@ NOT_RECORDED = "not_recorded"  # a stage the user's arrays do not hold: not comp
 STATUS_WORDS = {EQUAL: "equal", DIFFERS: "differs", SHAPES_DIFFER: "shapes differ", ONLY_A: "only in A", ONLY_B: "only in B",
                 NOT_RECORDED: "not recorded"}
 SUBLAYERS = ("mha", "ffn_hidden")  # the ops a norm feeds in pre-norm order
-EXPR = {  # a step's right-hand side, in the book's notation
-    "layer_norm": "{w}({0})",
-    "rms_norm": "{w}({0})",
-    "batch_norm": "{w}({0})",
-    "mha": "MHA({0})",
-    "cross_mha": "MHA({0}, memory {1})",
-    "add": "{0} + {1}",
-    "add_position": "{0} + {1}",
-    "identity": "{0}",
-    "relu": "ReLU({0})",
-    "ffn": "FFN({0})",
-    "ffn_hidden": "{act}({0} W1 + b1)",
-    "ffn_out": "{0} W2 + b2",
-    "linear": "{0} W + b",
-    "embed": "rows of E",
-    "input": "the given input",
-    "position_table": "rows of P",
-    "sinusoidal": "sinusoidal table",
-    "head": "{0} W_head",
-    "softmax": "softmax({0})",
-}
 ACT_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU", "swiglu": "SwiGLU"}
 
 
@@ -269,7 +249,9 @@ def align(a_names: list[str], b_names: list[str]) -> list[str]:
 # -- structure ----------------------------------------------------------------
 
 def expr(step: Step) -> str:
-    template = EXPR.get(step.op)
+    """The step's right-hand side in the book's notation (its record's ``expr``); a hand-edited trace's unknown op as a call."""
+    op = OPS.get(step.op)
+    template = None if op is None else op.expr
     try:
         if template is not None:
             return template.format(*step.inputs, w=step.weights, act=ACT_NAMES.get(step.activation or "relu", "act"))

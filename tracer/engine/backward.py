@@ -16,6 +16,7 @@ import numpy as np
 from tracer.engine import kernels
 from tracer.engine.executor import Point, Stage, Trace, _blocks, _value_copy, visible_keys
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix
+from tracer.model.ops import OPS
 
 ATTN_ORDER = ("heads", "weights", "scores", "q", "k", "v")  # the internals in the order the backward pass reaches them
 
@@ -99,7 +100,7 @@ class Backward:
             self.step = step
             if self.point is not None:  # before the step, which may write over its own value (spare)
                 self.keep_point(step.name)
-            BACKWARD[step.op](self, step, self.grads[step.name])
+            OPS[step.op].run_backward()(self, step, self.grads[step.name])
             if self.point is not None:
                 self.release(step)
 
@@ -147,26 +148,29 @@ def _fit(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 
 
 # -- entry and exit ----------------------------------------------------------
-def _embed(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_embed(bw: Backward, step: Step, g: np.ndarray) -> None:
     table = bw.params["embedding"]
     bw.send_weight("embedding", kernels.embedding_backward(g, bw.inputs[step.stream or "tokens"], table.shape[0]))
 
 
-def _nothing(bw: Backward, step: Step, g: np.ndarray) -> None:  # input, sinusoidal: no weights, no earlier stage
+def backward_input(bw: Backward, step: Step, g: np.ndarray) -> None:  # no weights, no earlier stage
     return None
 
 
-def _position_table(bw: Backward, step: Step, g: np.ndarray) -> None:
+backward_sinusoidal = backward_input  # no weights, no earlier stage
+
+
+def backward_position_table(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send_weight("position", kernels.position_backward(g, bw.params["position"].shape[0]))
 
 
-def _add_position(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_add_position(bw: Backward, step: Step, g: np.ndarray) -> None:
     dh, dpos = kernels.add_position_backward(g)
     bw.send(step.inputs[0], dh)
     bw.send(step.inputs[1], dpos)
 
 
-def _head(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_head(bw: Backward, step: Step, g: np.ndarray) -> None:
     tied = bw.spec.block.head == "tied"
     w = bw.params["embedding"].T if tied else bw.params["head"]
     dh, dw = kernels.head_backward(g, bw.value(step.inputs[0]), w)
@@ -174,12 +178,12 @@ def _head(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send_weight("embedding" if tied else "head", dw.T if tied else dw)
 
 
-def _softmax(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_softmax(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], kernels.softmax_backward(g, bw.value(step.name)))
 
 
 # -- block ops ---------------------------------------------------------------
-def _layer_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_layer_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
     x = bw.value(step.inputs[0])
     gamma, beta = bw.params[f"{step.weights}.gamma"], bw.params[f"{step.weights}.beta"]
     axis = bw.trace.stages[step.inputs[0]].axes.index(step.axis or "C")
@@ -189,14 +193,14 @@ def _layer_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send_weight(f"{step.weights}.beta", dbeta)
 
 
-def _rms_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_rms_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
     dx, dgamma = kernels.rms_norm_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.gamma"],
                                            bw.spec.block_for(step.name).eps)
     bw.send(step.inputs[0], dx)
     bw.send_weight(f"{step.weights}.gamma", dgamma)
 
 
-def _batch_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_batch_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
     gamma, beta = bw.params[f"{step.weights}.gamma"], bw.params[f"{step.weights}.beta"]
     dx, dgamma, dbeta = kernels.batch_norm_backward(g, bw.value(step.inputs[0]), gamma, beta, bw.spec.block_for(step.name).eps)
     bw.send(step.inputs[0], dx)
@@ -204,28 +208,28 @@ def _batch_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send_weight(f"{step.weights}.beta", dbeta)
 
 
-def _add(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_add(bw: Backward, step: Step, g: np.ndarray) -> None:
     a, b = (bw.value(n) for n in step.inputs)
     da, db = kernels.add_backward(g, a.shape, b.shape)
     bw.send(step.inputs[0], da)
     bw.send(step.inputs[1], db)
 
 
-def _identity(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_identity(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], g)
 
 
-def _relu(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_relu(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], kernels.relu_backward(g, bw.value(step.inputs[0])))
 
 
-def _select(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_select(bw: Backward, step: Step, g: np.ndarray) -> None:
     x = bw.trace.stages[step.inputs[0]]
     assert step.start is not None and step.stop is not None
     bw.send(step.inputs[0], kernels.select_backward(g, x.shape, x.axes.index(step.axis or "B"), step.start, step.stop))
 
 
-def _linear(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_linear(bw: Backward, step: Step, g: np.ndarray) -> None:
     w, b = bw.params[f"{step.weights}.w"], bw.params[f"{step.weights}.b"]
     dx, dw, db = kernels.linear_backward(g, bw.value(step.inputs[0]), w, b)
     bw.send(step.inputs[0], dx)
@@ -233,7 +237,7 @@ def _linear(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send_weight(f"{step.weights}.b", db)
 
 
-def _mha(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     cross = step.op == "cross_mha"
     xq = bw.value(step.inputs[0])
     xkv = bw.value(step.inputs[1]) if cross else xq
@@ -277,43 +281,19 @@ def _out_backward(bw: Backward, step: Step, g: np.ndarray, h: np.ndarray) -> np.
     return dh
 
 
-def _ffn(bw: Backward, step: Step, g: np.ndarray) -> None:  # both halves in one step: the hidden layer is recomputed
+def backward_ffn(bw: Backward, step: Step, g: np.ndarray) -> None:  # both halves in one step: the hidden layer is recomputed
     x = bw.value(step.inputs[0])
     p = _ffn_weights(bw, step)
     h = kernels.ffn_hidden(x, p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), strict=False)
     _hidden_backward(bw, step, _out_backward(bw, step, g, h), step.inputs[0], h)
 
 
-def _ffn_hidden(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_ffn_hidden(bw: Backward, step: Step, g: np.ndarray) -> None:
     _hidden_backward(bw, step, g, step.inputs[0], bw.value(step.name), bw.spare(step.name))
 
 
-def _ffn_out(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_ffn_out(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], _out_backward(bw, step, g, bw.value(step.inputs[0])))
-
-
-BACKWARD: dict[str, Callable[[Backward, Step, np.ndarray], None]] = {
-    "embed": _embed,
-    "input": _nothing,
-    "position_table": _position_table,
-    "sinusoidal": _nothing,
-    "add_position": _add_position,
-    "head": _head,
-    "softmax": _softmax,
-    "layer_norm": _layer_norm,
-    "rms_norm": _rms_norm,
-    "batch_norm": _batch_norm,
-    "add": _add,
-    "identity": _identity,
-    "relu": _relu,
-    "select": _select,
-    "linear": _linear,
-    "mha": _mha,
-    "cross_mha": _mha,
-    "ffn": _ffn,
-    "ffn_hidden": _ffn_hidden,
-    "ffn_out": _ffn_out,
-}
 
 
 def internal_names(step: Step) -> list[str]:

@@ -22,7 +22,9 @@ from tracer.engine.params import load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.contracts import operand_axes, position_violation, violation
-from tracer.spec import Spec, shape_label
+from tracer.model.ops import OPS
+from tracer.model.shapes import shape_label
+from tracer.spec import Spec
 from tracer.spec.memory import RecordPolicy, plan_stages
 
 
@@ -297,7 +299,7 @@ class Executor:
                 if step.name in self.overrides:  # the probe's perturbed or permuted stage
                     stages[step.name] = self.rec(step.name, self.overrides[step.name], self.axes(step.name), step.meaning)
                 else:
-                    stages[step.name] = OPS[step.op](self, step, [stages[n] for n in step.inputs])
+                    stages[step.name] = OPS[step.op].run_forward()(self, step, [stages[n] for n in step.inputs])
             except ShapeError as e:
                 raise ShapeError(f"stage {step.name} ({step.formula()}): {e}") from None
             for name in step.inputs:
@@ -310,17 +312,18 @@ class Executor:
         return self.rec(step.name, self.guarded(step.name, axes, compute, operand_axes(step, self.axes)), axes, step.meaning)
 
 
-# -- entry and exit ----------------------------------------------------------
-def _op_embed(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+# -- each op's step, forward_NAME, as its record names it (tracer.model.ops) ---
+# entry and exit
+def forward_embed(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     table, ids = ex.params["embedding"], ex.inputs[step.stream or "tokens"]
     return ex.record_step(step, lambda strict: table[ids])  # [V,C] rows -> [B,T,C]
 
 
-def _op_input(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_input(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     return ex.record_step(step, lambda strict: ex.inputs[step.stream or "x"])
 
 
-def _op_position_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_position_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     P = ex.params["position"]
     axes = ex.axes(step.name)
     T = ex.spec.stage_shapes[step.name][1][0]
@@ -331,32 +334,32 @@ def _op_position_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np
     return ex.rec(step.name, P[:T], axes, step.meaning)  # [T,C], shared by every sample
 
 
-def _op_sinusoidal(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_sinusoidal(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     T, C = ex.spec.stage_shapes[step.name][1]
     base = step.base
     assert base is not None, "spec validation sets the base of a sinusoidal step"
     return ex.record_step(step, lambda strict: kernels.sinusoidal(T, C, base, np.dtype(ex.spec.dtype)))
 
 
-def _op_add_position(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_add_position(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     h, pos = inputs
     if h.shape[1] > pos.shape[0]:  # after a position violation: only the positions the table covers
         h = h[:, : pos.shape[0]]
     return ex.record_step(step, lambda strict: h + pos)  # [B,T,C] + [T,C]: the contract broadcast over B
 
 
-def _op_head(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_head(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (h,) = inputs
     w = ex.params["embedding"].T if ex.spec.block.head == "tied" else ex.params["head"]  # [C,V]
     return ex.record_step(step, lambda strict: h @ w)
 
 
-def _op_softmax(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_softmax(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     return ex.record_step(step, lambda strict: kernels.softmax(inputs[0]))
 
 
 # -- block ops ---------------------------------------------------------------
-def _op_layer_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_layer_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
     labels = ex.axes(step.inputs[0])
@@ -364,46 +367,46 @@ def _op_layer_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nda
     return ex.record_step(step, lambda strict: kernels.layer_norm(x, g, b, ex.spec.block_for(step.name).eps, axis, strict, labels))
 
 
-def _op_rms_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_rms_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g = ex.params[f"{step.weights}.gamma"]
     return ex.record_step(step, lambda strict: kernels.rms_norm(x, g, ex.spec.block_for(step.name).eps, strict))
 
 
-def _op_batch_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_batch_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
     return ex.record_step(step, lambda strict: kernels.batch_norm(x, g, b, ex.spec.block_for(step.name).eps, strict))
 
 
-def _op_add(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_add(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     a, b = inputs
     names = (step.inputs[0], step.inputs[1]) if step.inputs[0] != step.inputs[1] else ("left", "right")
     return ex.record_step(step, lambda strict: kernels.add(a, b, strict, names))
 
 
-def _op_identity(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_identity(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     return ex.record_step(step, lambda strict: inputs[0])
 
 
-def _op_relu(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_relu(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     return ex.record_step(step, lambda strict: kernels.relu(inputs[0]))
 
 
-def _op_select(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_select(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     i = ex.axes(step.inputs[0]).index(step.axis or "B")
     index = tuple(slice(step.start, step.stop) if j == i else slice(None) for j in range(x.ndim))
     return ex.record_step(step, lambda strict: x[index])  # keeps the axis: [B,T,C] -> [1,T,C]
 
 
-def _op_linear(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_linear(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     w, b = ex.params[f"{step.weights}.w"], ex.params[f"{step.weights}.b"]
     return ex.record_step(step, lambda strict: kernels.linear(x, w, b, strict, ("b", step.out or "C")))
 
 
-def _op_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     xq = inputs[0]
     xkv = inputs[1] if step.op == "cross_mha" else xq
     g = step.weights
@@ -438,7 +441,7 @@ def _ffn_params(ex: Executor, step: Step) -> dict[str, np.ndarray]:
     return {k: ex.params[f"{step.weights}.{k}"] for k in keys}
 
 
-def _op_ffn(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_ffn(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     p = _ffn_params(ex, step)
     act = step.activation or "relu"
@@ -450,41 +453,17 @@ def _op_ffn(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     return ex.record_step(step, compute)
 
 
-def _op_ffn_hidden(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_ffn_hidden(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     p = _ffn_params(ex, step)
     act = step.activation or "relu"
     return ex.record_step(step, lambda strict: kernels.ffn_hidden(x, p["w1"], p["b1"], act, p.get("w3"), p.get("b3"), strict))
 
 
-def _op_ffn_out(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_ffn_out(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (h,) = inputs
     w2, b2 = ex.params[f"{step.weights}.w2"], ex.params[f"{step.weights}.b2"]
     return ex.record_step(step, lambda strict: kernels.ffn_out(h, w2, b2, strict))
-
-
-OPS: dict[str, Callable[[Executor, Step, list[np.ndarray]], np.ndarray]] = {
-    "embed": _op_embed,
-    "input": _op_input,
-    "position_table": _op_position_table,
-    "sinusoidal": _op_sinusoidal,
-    "add_position": _op_add_position,
-    "head": _op_head,
-    "softmax": _op_softmax,
-    "layer_norm": _op_layer_norm,
-    "rms_norm": _op_rms_norm,
-    "batch_norm": _op_batch_norm,
-    "add": _op_add,
-    "identity": _op_identity,
-    "relu": _op_relu,
-    "select": _op_select,
-    "linear": _op_linear,
-    "mha": _op_mha,
-    "cross_mha": _op_mha,
-    "ffn": _op_ffn,
-    "ffn_hidden": _op_ffn_hidden,
-    "ffn_out": _op_ffn_out,
-}
 
 
 def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,

@@ -21,7 +21,9 @@ from operator import mul
 from typing import Any
 
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, position_axis
-from tracer.spec import Spec, shape_label
+from tracer.model.ops import OPS
+from tracer.model.shapes import shape_label
+from tracer.spec import Spec
 
 Vec = list[float]
 Mat = list[list[float]]
@@ -70,7 +72,7 @@ def unsupported(spec: Spec) -> str:
         if w.given_shape is not None and w.given_shape != w.shape:
             return f"weights.{w.path} is {list(w.given_shape)} where {shape_label(w.axes, w.shape)} is due"
     for step in spec.steps:
-        if (step.op in ("select", "batch_norm") or (step.op == "layer_norm" and step.axis not in (None, "C"))
+        if (OPS[step.op].reference is None or (step.op == "layer_norm" and step.axis not in (None, "C"))
                 or (step.op == "mha" and step.axis == "queries")):
             return (f"step {step.formula()} breaks the per-position contract the reference is written for; "
                     "the violation report is the check here")
@@ -221,46 +223,8 @@ class Reference:
         return out
 
     def step(self, step: Step, b: int, positions: list[int], st: dict[str, dict[int, Any]]) -> None:
-        ins = [st[i] for i in step.inputs]
-        g = step.weights
-        eps = self.spec.block_for(step.name).eps
-        op = step.op
-        if op == "embed":
-            ids = self.inputs[step.stream or "tokens"][b]
-            st[step.name] = {t: list(self.w["embedding"][ids[t]]) for t in positions}
-        elif op == "input":
-            st[step.name] = {t: list(self.inputs[step.stream or "x"][b][t]) for t in positions}
-        elif op == "position_table":
-            st[step.name] = {t: list(self.w["position"][t]) for t in positions}
-        elif op == "sinusoidal":
-            assert step.base is not None
-            st[step.name] = {t: sinusoidal_row(t, self.spec.dims.C, step.base) for t in positions}
-        elif op in ("add", "add_position"):
-            st[step.name] = {t: vec_add(ins[0][t], ins[1][t]) for t in positions}
-        elif op == "identity":
-            st[step.name] = dict(ins[0])
-        elif op == "layer_norm":
-            st[step.name] = {t: layer_norm(ins[0][t], self.w[f"{g}.gamma"], self.w[f"{g}.beta"], eps) for t in positions}
-        elif op == "rms_norm":
-            st[step.name] = {t: rms_norm(ins[0][t], self.w[f"{g}.gamma"], eps) for t in positions}
-        elif op == "relu":
-            st[step.name] = {t: relu(ins[0][t]) for t in positions}
-        elif op == "linear":
-            st[step.name] = {t: matvec(ins[0][t], self.cols[f"{g}.w"], self.w[f"{g}.b"]) for t in positions}
-        elif op == "ffn":
-            st[step.name] = {t: self.ffn_out(g, self.ffn_hidden(g, ins[0][t], step.activation)) for t in positions}
-        elif op == "ffn_hidden":
-            st[step.name] = {t: self.ffn_hidden(g, ins[0][t], step.activation) for t in positions}
-        elif op == "ffn_out":
-            st[step.name] = {t: self.ffn_out(g, ins[0][t]) for t in positions}
-        elif op in ("mha", "cross_mha"):
-            self.mha(step, ins[0], ins[-1], positions, st)
-        elif op == "head":
-            st[step.name] = {t: matvec(ins[0][t], self.cols["head"]) for t in positions}
-        elif op == "softmax":
-            st[step.name] = {t: softmax(ins[0][t]) for t in positions}
-        else:
-            raise KeyError(f"the reference has no op {op!r}")
+        """One step for sample b at ``positions``, by its op's reference_NAME (its record names it: tracer.model.ops)."""
+        st[step.name] = OPS[step.op].run_reference()(self, step, b, positions, [st[i] for i in step.inputs], st)
 
     def ffn_hidden(self, g: str | None, x: Vec, activation: str | None) -> Vec:
         a = matvec(x, self.cols[f"{g}.w1"], self.w[f"{g}.b1"])
@@ -334,6 +298,85 @@ class Reference:
         for key in ATTN_MEANINGS:
             st[f"{prefix}.{key}"] = found[key]
         st[step.name] = out
+
+
+# -- each op's step, reference_NAME, as its record names it: the stage's value by position ----------
+Values = dict[int, Any]  # position -> the stage's value there
+
+
+def reference_embed(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    ids = r.inputs[step.stream or "tokens"][b]
+    return {t: list(r.w["embedding"][ids[t]]) for t in positions}
+
+
+def reference_input(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    return {t: list(r.inputs[step.stream or "x"][b][t]) for t in positions}
+
+
+def reference_position_table(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values],
+                             st: dict[str, Values]) -> Values:
+    return {t: list(r.w["position"][t]) for t in positions}
+
+
+def reference_sinusoidal(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    assert step.base is not None
+    return {t: sinusoidal_row(t, r.spec.dims.C, step.base) for t in positions}
+
+
+def reference_add(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    return {t: vec_add(ins[0][t], ins[1][t]) for t in positions}
+
+
+reference_add_position = reference_add
+
+
+def reference_identity(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    return dict(ins[0])
+
+
+def reference_layer_norm(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    g, eps = step.weights, r.spec.block_for(step.name).eps
+    return {t: layer_norm(ins[0][t], r.w[f"{g}.gamma"], r.w[f"{g}.beta"], eps) for t in positions}
+
+
+def reference_rms_norm(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    g, eps = step.weights, r.spec.block_for(step.name).eps
+    return {t: rms_norm(ins[0][t], r.w[f"{g}.gamma"], eps) for t in positions}
+
+
+def reference_relu(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    return {t: relu(ins[0][t]) for t in positions}
+
+
+def reference_linear(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    g = step.weights
+    return {t: matvec(ins[0][t], r.cols[f"{g}.w"], r.w[f"{g}.b"]) for t in positions}
+
+
+def reference_ffn(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    g = step.weights
+    return {t: r.ffn_out(g, r.ffn_hidden(g, ins[0][t], step.activation)) for t in positions}
+
+
+def reference_ffn_hidden(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    return {t: r.ffn_hidden(step.weights, ins[0][t], step.activation) for t in positions}
+
+
+def reference_ffn_out(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    return {t: r.ffn_out(step.weights, ins[0][t]) for t in positions}
+
+
+def reference_mha(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    r.mha(step, ins[0], ins[-1], positions, st)  # records the internals too
+    return st[step.name]
+
+
+def reference_head(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    return {t: matvec(ins[0][t], r.cols["head"]) for t in positions}
+
+
+def reference_softmax(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    return {t: softmax(ins[0][t]) for t in positions}
 
 
 def _is_matrix(v: Any) -> bool:

@@ -17,7 +17,7 @@ from rich.text import Text
 from tracer.engine.executor import Stage
 from tracer.grad.run import GradTrace, weights_by_layer
 from tracer.i18n import meaning, tr
-from tracer.spec import shape_label
+from tracer.model.shapes import shape_label
 from tracer.views import text as textout
 from tracer.views.text import MISSING, fmt_value, markdown_table, md_text, token_label
 

@@ -23,7 +23,9 @@ from rich.text import Text
 
 from tracer.i18n import meaning, message, tr
 from tracer.model.blocks import ACTIVATION_NAMES, ATTN_MEANINGS, ENCODER, Step, internal_prefix, position_axis
-from tracer.spec import Spec, shape_label
+from tracer.model.ops import OPS, TABLES
+from tracer.model.shapes import shape_label
+from tracer.spec import Spec
 
 ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
 ENTRY = ("embed", "input", "position", "x")
@@ -31,30 +33,7 @@ EXIT = ("final_norm", "logits", "probs")
 PREFIX = re.compile(r"^((?:encoder|decoder)\.)?(blocks\.(\d+)\.)?")
 MAX_LAYERS_DRAWN = 4  # a deeper stack draws its first and last layer and says how many are between
 RAIL = {"": "  ", "source": "┬ ", "through": "│ ", "add": "⊕ "}
-WEIGHT_KEYS: dict[str, tuple[str, ...]] = {
-    "layer_norm": ("gamma", "beta"), "batch_norm": ("gamma", "beta"), "rms_norm": ("gamma",),
-    "ffn_hidden": ("w1", "b1", "w3", "b3"), "ffn_out": ("w2", "b2"), "ffn": ("w1", "b1", "w3", "b3", "w2", "b2"),
-    "linear": ("w", "b"), "mha": ("w_o", "b_o"), "cross_mha": ("w_o", "b_o"),
-}
 COLUMNS = ("", "stage", "shape", "computes", "stored weights")
-FORMULAS = {  # what a step computes, by op ({hidden}: act(x W_1 + b_1), or SwiGLU's gated product)
-    "input": "input.{stream}, as given",
-    "position_table": "rows 0 .. {pos}-1 of P",
-    "sinusoidal": "sin / cos of the position, base {base:g}",
-    "add": "{a} + {b}",
-    "add_position": "{a} + {b}",
-    "softmax": "softmax({x}) over V",
-    "layer_norm": "layer_norm({x}) over {axis}",
-    "rms_norm": "rms_norm({x}) over C",
-    "batch_norm": "batch_norm({x}) over B and T",
-    "ffn_hidden": "{hidden}",
-    "ffn_out": "{x} W_2 + b_2",
-    "ffn": "{hidden} W_2 + b_2",
-    "linear": "{x} W + b, to width {out}",
-    "select": "{x}, {axis} {start}:{stop} (the axis kept)",
-    "relu": "ReLU({x})",
-    "identity": "{x}",
-}
 
 
 @dataclass
@@ -144,35 +123,28 @@ class Graph:
         return f"{name} {shape_label(w.axes, w.shape)}" if w is not None else ""
 
     def step_weights(self, step: Step) -> str:
-        if step.op == "embed":
-            return self.table("embedding")
-        if step.op == "position_table":
-            return self.table("position")
-        if step.op == "head":
-            if self.spec.block.head == "tied":
+        op = OPS[step.op]
+        if op.weights in TABLES:  # embedding, position, head: a table of its own
+            if step.op == "head" and self.spec.block.head == "tied":
                 return self.table("embedding") + " (tied: logits use Eᵀ)"
-            return self.table("head")
-        return self.weights(step.weights, WEIGHT_KEYS.get(step.op, ()))
+            return self.table(op.weights)
+        return self.weights(step.weights, op.graph_weights)
 
     def computes(self, step: Step) -> str:
-        """What the step does, in the book's notation where it has one."""
+        """What the step does, in the book's notation where it has one: its record's ``graph`` template, filled in."""
         ins = step.inputs
         x = ins[0] if ins else ""
-        if step.op == "embed":
-            return f"rows of E for the {step.stream} tokens" if step.stream in ("source", "target") else "rows of E for the tokens"
-        if step.op == "head":
-            return f"{x} Eᵀ" if self.spec.block.head == "tied" else f"{x} W_head"
-        if step.op in ("mha", "cross_mha"):
-            mask = "no mask" if step.op == "cross_mha" or step.mask in (None, "none") else f"{step.mask} mask"
-            rotary = f", rotary base {step.base:g}" if step.base is not None else ""
-            if step.pairing == "half":
-                rotary += ", pairs (i, i + d/2)"
-            over = ", softmax over queries" if step.axis == "queries" else ""
-            return f"{step.op}({', '.join(ins)}), {mask}{rotary}{over}"
-        return FORMULAS[step.op].format(
-            x=x, a=x, b=ins[1] if len(ins) > 1 else "", hidden=hidden_formula(step) if step.op in ("ffn", "ffn_hidden") else "", axis=step.axis or "C", out=step.out or "C",
-            start=step.start, stop=step.stop, stream=step.stream or "x", base=step.base or 0.0,
-            pos=position_axis(step.name),
+        mask = "no mask" if step.op == "cross_mha" or step.mask in (None, "none") else f"{step.mask} mask"
+        rotary = f", rotary base {step.base:g}" if step.base is not None else ""
+        if step.pairing == "half":
+            rotary += ", pairs (i, i + d/2)"
+        return OPS[step.op].graph.format(
+            x=x, a=x, b=ins[1] if len(ins) > 1 else "", hidden=hidden_formula(step) if step.op in ("ffn", "ffn_hidden") else "",
+            axis=step.axis or "C", out=step.out or "C", start=step.start, stop=step.stop, stream=step.stream or "x",
+            base=step.base or 0.0, pos=position_axis(step.name), ins=", ".join(ins), mask=mask, rotary=rotary,
+            over=", softmax over queries" if step.axis == "queries" else "",
+            tokens=f"{step.stream} tokens" if step.stream in ("source", "target") else "tokens",
+            head="Eᵀ" if self.spec.block.head == "tied" else "W_head",
         )
 
     def warning(self, step: Step) -> str:

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-Shape = tuple[tuple[str, ...], tuple[int, ...]]  # (axis letters, sizes)
+from tracer.model.ops import GROUPED_KV_KEYS, OPS, WEIGHT_GROUPS
+from tracer.model.shapes import Shape
 
 
 class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at every start; variants via _replace
@@ -51,66 +52,18 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
         return out
 
 
-class OpInfo(NamedTuple):  # NamedTuples, not dataclasses: a tenth of the import time, and tracer starts on every call
-    arity: int
-    group: str | None  # kind of weight group the op reads, a key of GROUP_KEYS (or a table name)
-    meaning: str
-    axes: tuple[str, ...] = ()  # allowed 'axis' values; the first is the contract
-    user: bool = True  # may a spec's own steps use it
-
-
-OPS: dict[str, OpInfo] = {
-    "layer_norm": OpInfo(1, "norm", "LayerNorm", ("C", "T", "B")),
-    "rms_norm": OpInfo(1, "rms", "RMSNorm, x / sqrt(mean(x^2) + eps) * gamma"),
-    "batch_norm": OpInfo(1, "norm", "BatchNorm, statistics over samples and positions"),
-    "mha": OpInfo(1, "attn", "multi-head self-attention", ("keys", "queries")),
-    "cross_mha": OpInfo(2, "attn", "cross-attention: queries from the decoder, keys and values from the encoder"),
-    "add": OpInfo(2, None, "elementwise add (residual)"),
-    "ffn": OpInfo(1, "ffn", "position-wise FFN, act(x W_1 + b_1) W_2 + b_2"),
-    "ffn_hidden": OpInfo(1, "ffn", "FFN first half, act(x W_1 + b_1)"),
-    "ffn_out": OpInfo(1, "ffn", "FFN second half, h W_2 + b_2"),
-    "linear": OpInfo(1, "linear", "x W + b"),
-    "relu": OpInfo(1, None, "ReLU, max(x, 0)"),
-    "select": OpInfo(1, None, "a slice start:stop along one axis (keeps the axis)", ("B", "T", "C", "F")),
-    "identity": OpInfo(1, None, "the input, unchanged"),
-    # entry and exit steps, built from the spec's settings
-    "embed": OpInfo(0, "embedding", "token embeddings, rows of E", user=False),
-    "input": OpInfo(0, None, "input matrix given in the spec", user=False),
-    "position_table": OpInfo(0, "position", "position vectors, rows of P", user=False),
-    "sinusoidal": OpInfo(0, None, "sinusoidal position vectors", user=False),
-    "add_position": OpInfo(2, None, "token + position, X", user=False),
-    "head": OpInfo(1, "head", "output head: logits over the vocabulary", user=False),
-    "softmax": OpInfo(1, None, "softmax over the vocabulary", user=False),
-}
-
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
 ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "swiglu": "SwiGLU"}
 NORMS = {"layernorm": "layer_norm", "rmsnorm": "rms_norm", "batchnorm": "batch_norm"}
 
-GROUP_KEYS: dict[str, dict[str, tuple[str, ...]]] = {
-    "norm": {"gamma": ("C",), "beta": ("C",)},
-    "rms": {"gamma": ("C",)},
-    "attn": {
-        "w_q": ("C", "C"), "w_k": ("C", "C"), "w_v": ("C", "C"), "w_o": ("C", "C"),
-        "b_q": ("C",), "b_k": ("C",), "b_v": ("C",), "b_o": ("C",),
-    },
-    "ffn": {"w1": ("C", "F"), "b1": ("F",), "w2": ("F", "C"), "b2": ("C",)},
-    "ffn_gated": {"w1": ("C", "F"), "b1": ("F",), "w3": ("C", "F"), "b3": ("F",), "w2": ("F", "C"), "b2": ("C",)},
-    "linear": {"w": ("in", "out"), "b": ("out",)},  # letters filled in from the step
-}
-# Grouped-query attention (dims.H_kv < H): keys and values have H_kv heads, C_kv = H_kv * d columns.
-GROUPED_KV_KEYS: dict[str, tuple[str, ...]] = {"w_k": ("C", "C_kv"), "w_v": ("C", "C_kv"), "b_k": ("C_kv",), "b_v": ("C_kv",)}
-TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_max", "C"), "head": ("C", "V")}
-
-
 def group_keys(kind: str, grouped: bool) -> dict[str, tuple[str, ...]]:
     """A weight group's keys and their axes; ``grouped``: the model has fewer key/value heads than query heads."""
-    keys = GROUP_KEYS[kind]
+    keys = WEIGHT_GROUPS[kind]
     return {**keys, **GROUPED_KV_KEYS} if grouped and kind == "attn" else keys
 
 
 def group_kind(step: Step) -> str | None:
-    kind = OPS[step.op].group
+    kind = OPS[step.op].weights
     if kind == "ffn" and step.activation == "swiglu":
         return "ffn_gated"
     return kind
@@ -327,63 +280,8 @@ def attention_internals(step: Step, q: Shape, kv: Shape, sizes: dict[str, int]) 
 
 
 def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int], pos: str = "T") -> Shape:
-    """The stage's axes and sizes; raises ValueError with a short fact if the op cannot apply."""
-    op = step.op
-    if op == "embed" or op == "input":
-        return ("B", pos, "C"), (sizes["B"], sizes[pos], sizes["C"])
-    if op in ("position_table", "sinusoidal"):
-        return (pos, "C"), (sizes[pos], sizes["C"])
-    axes, shape = ins[0]
-    if op in ("relu", "identity", "softmax"):
-        return axes, shape
-    if op in ("layer_norm", "rms_norm", "batch_norm", "mha", "cross_mha", "ffn", "ffn_hidden"):  # weights are [C] or [C,*]
-        _need_width(op, axes, shape, "C", sizes)
-    if op in ("layer_norm", "rms_norm", "batch_norm"):
-        return axes, shape
-    if op in ("add", "add_position"):
-        (a_axes, a), (b_axes, b) = ins
-        if op == "add_position":
-            return a_axes, a
-        if len(a) != len(b) or not all(x == y or 1 in (x, y) for x, y in zip(a, b)):
-            raise ValueError(f"cannot add {shape_label(a_axes, a)} and {shape_label(b_axes, b)}: NumPy cannot broadcast them either")
-        return a_axes, tuple(max(x, y) for x, y in zip(a, b))
-    if op in ("mha", "cross_mha", "ffn", "ffn_hidden"):
-        if op == "mha" and shape[1] != sizes[axes[1]]:
-            raise ValueError(f"mha reads all {axes[1]} = {sizes[axes[1]]} positions (its mask is [{axes[1]},{axes[1]}]), received {shape_label(axes, shape)}")
-        if op == "cross_mha":
-            m_axes, m_shape = ins[1]
-            if m_axes[-1:] != ("C",) or len(m_axes) != 3 or m_shape[0] != shape[0]:
-                raise ValueError(f"cross_mha reads memory [B,S,C], received {shape_label(m_axes, m_shape)}")
-        if op == "ffn_hidden":
-            return axes[:-1] + ("F",), shape[:-1] + (sizes["F"],)
-        return axes, shape
-    if op == "ffn_out":
-        _need_width(op, axes, shape, "F", sizes)
-        return axes[:-1] + ("C",), shape[:-1] + (sizes["C"],)
-    if op == "linear":
-        _need_width(op, axes, shape, axes[-1], sizes)  # W is [in,out], in = the input's last axis
-        out = step.out or "C"
-        return axes[:-1] + (out,), shape[:-1] + (sizes[out],)
-    if op == "head":
-        _need_width(op, axes, shape, "C", sizes)
-        return axes[:-1] + ("V",), shape[:-1] + (sizes["V"],)
-    if op == "select":
-        assert step.axis is not None and step.start is not None and step.stop is not None
-        if step.axis not in axes:
-            raise ValueError(f"select along {step.axis}, but the input is {shape_label(axes, shape)}")
-        i = axes.index(step.axis)
-        if not 0 <= step.start < step.stop <= shape[i]:
-            raise ValueError(f"select {step.start}:{step.stop} along {step.axis}, which has size {shape[i]}")
-        return axes, shape[:i] + (step.stop - step.start,) + shape[i + 1:]
-    raise ValueError(f"unknown op {op!r}")
-
-
-def _need_width(op: str, axes: tuple[str, ...], shape: tuple[int, ...], letter: str, sizes: dict[str, int]) -> None:
-    """The op's weights are sized for a full last axis: a slice of it (select along C or F) does not fit."""
-    if len(axes) != 3 or axes[-1] != letter or shape[-1] != sizes[letter]:
-        raise ValueError(f"{op} reads [B,{axes[1] if len(axes) == 3 else 'T'},{letter}] with {letter} = {sizes[letter]}, "
-                         f"received {shape_label(axes, shape)}")
-
-
-def shape_label(axes: tuple[str, ...], shape: tuple[int, ...]) -> str:
-    return f"[{','.join(axes)}] = [{','.join(str(n) for n in shape)}]"
+    """The stage's axes and sizes, by its op's record; raises ValueError with a short fact if the op cannot apply."""
+    op = OPS.get(step.op)
+    if op is None:
+        raise ValueError(f"unknown op {step.op!r}")
+    return op.shape(step, ins, sizes, pos)

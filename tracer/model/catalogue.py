@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from tracer.errors import UsageError
 from tracer.model import blocks
 from tracer.model.blocks import ATTN_MEANINGS, StackSettings, Step
+from tracer.model.ops import OPS
+from tracer.model.shapes import Shape
 
 
 @dataclass(frozen=True)
@@ -39,29 +41,7 @@ class StageInfo:
                 "shape": self.shape, "axes": list(self.axes)}
 
 
-# What each op computes, in terms of the stages it reads ({0}, {1}).
-FORMULAS: dict[str, str] = {
-    "embed": "E[token id]: one row of the token table E per position",
-    "input": "the matrix given as input.x",
-    "position_table": "P[0:T]: rows 0 .. T-1 of the learned table P [T_max,C]",
-    "sinusoidal": "PE[t, 2i] = sin(t / base^(2i/C)), PE[t, 2i+1] = cos(t / base^(2i/C))",
-    "add_position": "{0} + {1} (the position table added to every sample)",
-    "identity": "{0}",
-    "layer_norm": "gamma * ({0} - mean) / sqrt(var + eps) + beta, mean and var over the C coordinates of each row",
-    "rms_norm": "gamma * {0} / sqrt(mean({0}^2) + eps), over the C coordinates of each row (no mean subtracted, no beta)",
-    "batch_norm": "gamma * ({0} - mean) / sqrt(var + eps) + beta, mean and var over samples and positions (B and T)",
-    "mha": "concat over heads h of softmax(mask(Q_h K_h^T / sqrt(d))) V_h, times W_O, plus b_O; "
-           "Q = {0} W_Q + b_Q, K = {0} W_K + b_K, V = {0} W_V + b_V",
-    "cross_mha": "as MHA, with Q = {0} W_Q + b_Q and K, V from {1} (the encoder output); no mask",
-    "add": "{0} + {1}, the same shape on both sides (a residual add)",
-    "ffn": "act({0} W_1 + b_1) W_2 + b_2",
-    "ffn_out": "{0} W_2 + b_2",
-    "linear": "{0} W + b",
-    "relu": "max({0}, 0)",
-    "select": "{0}[start:stop] along one axis",
-    "head": "{0} E^T (head: tied) or {0} W_head (head: separate)",
-    "softmax": "exp({0} - max) / sum over V of exp({0} - max)",
-}
+# What an FFN's first half computes, by its activation ({0}: the stage it reads); every other op's formula is in its record.
 ACTIVATION_FORMULAS = {
     "relu": "ReLU({0} W_1 + b_1) = max({0} W_1 + b_1, 0)",
     "gelu": "GELU({0} W_1 + b_1), GELU(z) = z Phi(z) = z/2 (1 + erf(z / sqrt 2))",
@@ -92,11 +72,11 @@ STACK_NOTE = ("In a stack (block.layers > 1) every layer stage is prefixed with 
 
 
 def formula(step: Step) -> str:
-    template = ACTIVATION_FORMULAS[step.activation or "relu"] if step.op == "ffn_hidden" else FORMULAS.get(step.op, step.op)
+    template = ACTIVATION_FORMULAS[step.activation or "relu"] if step.op == "ffn_hidden" else OPS[step.op].formula
     return template.format(*step.inputs)
 
 
-def _infos(section: str, steps: Iterable[Step], shapes: dict[str, blocks.Shape], prefix: str = "") -> list[StageInfo]:
+def _infos(section: str, steps: Iterable[Step], shapes: dict[str, Shape], prefix: str = "") -> list[StageInfo]:
     """Entries for steps whose shapes were inferred; attention steps bring their internals."""
     out = []
     for step in steps:
@@ -104,7 +84,7 @@ def _infos(section: str, steps: Iterable[Step], shapes: dict[str, blocks.Shape],
     return out
 
 
-def _shapes(steps: Sequence[Step], known: dict[str, blocks.Shape], pos: str = "T") -> dict[str, blocks.Shape]:
+def _shapes(steps: Sequence[Step], known: dict[str, Shape], pos: str = "T") -> dict[str, Shape]:
     shapes = dict(known)
     for step in steps:
         ins = [shapes[i] for i in step.inputs]
@@ -114,16 +94,16 @@ def _shapes(steps: Sequence[Step], known: dict[str, blocks.Shape], pos: str = "T
     return shapes
 
 
-def _internals(section: str, step: Step, shapes: dict[str, blocks.Shape], prefix: str = "") -> list[StageInfo]:
+def _internals(section: str, step: Step, shapes: dict[str, Shape], prefix: str = "") -> list[StageInfo]:
     p = blocks.internal_prefix(step)
     kv = step.inputs[-1]
     return [StageInfo(f"{prefix}{p}.{key}", section, meaning, INTERNAL_FORMULAS[key].format(step.inputs[0], kv),
                       shapes[f"{p}.{key}"][0]) for key, meaning in ATTN_MEANINGS.items()]
 
 
-def _layer(template: tuple[Step, ...], settings: StackSettings, memory: bool = False) -> tuple[tuple[Step, ...], dict[str, blocks.Shape]]:
+def _layer(template: tuple[Step, ...], settings: StackSettings, memory: bool = False) -> tuple[tuple[Step, ...], dict[str, Shape]]:
     layer = blocks.configure(template, settings, preset=True)
-    known: dict[str, blocks.Shape] = {"x": (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))}
+    known: dict[str, Shape] = {"x": (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))}
     if memory:
         known["memory"] = (("B", "S", "C"), (SIZES["B"], SIZES["S"], SIZES["C"]))
     return layer, _shapes(layer, known)
@@ -172,7 +152,7 @@ def build() -> list[StageInfo]:
     for side, pos, what in (("encoder.", "S", "the encoder output: the memory cross-attention reads"),
                             ("decoder.", "T", "the decoder output")):
         step = blocks.final_norm(side, "output", plain)
-        entries.append(StageInfo(step.name, seq2seq, f"{step.meaning} ({what})", FORMULAS["layer_norm"].format(what.split(":")[0]),
+        entries.append(StageInfo(step.name, seq2seq, f"{step.meaning} ({what})", OPS["layer_norm"].formula.format(what.split(":")[0]),
                                  ("B", pos, "C")))
 
     # variants: the same names, other arithmetic

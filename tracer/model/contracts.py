@@ -11,9 +11,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tracer.errors import BrokenContract, ShapeError, Violation
-from tracer.model.blocks import Step, shape_label
+from tracer.model.shapes import shape_label
 
 if TYPE_CHECKING:
+    from tracer.model.blocks import Step
     from tracer.spec import Spec
 
 Shape = tuple[int, ...]

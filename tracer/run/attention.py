@@ -27,7 +27,9 @@ from tracer.engine.executor import Trace, visible_keys
 from tracer.errors import UsageError
 from tracer.i18n import meaning, message, tr
 from tracer.model.blocks import Step, internal_prefix
-from tracer.spec import Spec, shape_label
+from tracer.model.ops import OPS
+from tracer.model.shapes import shape_label
+from tracer.spec import Spec
 from tracer.views.tables import violation_panel
 
 GLYPHS = "░▒▓█"  # (0, 1/4], (1/4, 1/2], (1/2, 3/4], (3/4, 1] of the scale
@@ -41,12 +43,11 @@ PER_ROW = 4  # head panels side by side, at most
 LABEL_CELLS = 12  # a token label longer than this is cut, with an ellipsis
 # low to high: blue, cyan, green, yellow, orange; every step readable on a dark and on a light background
 PALETTE = ((70, 110, 200), (40, 175, 205), (80, 190, 90), (235, 190, 35), (240, 100, 40))
-ATTENTION_OPS = ("mha", "cross_mha")
 
 
 # -- which attention ---------------------------------------------------------
 def attention_steps(spec: Spec) -> list[Step]:
-    return [s for s in spec.steps if s.op in ATTENTION_OPS]
+    return [s for s in spec.steps if OPS[s.op].attention]
 
 
 def resolve(spec: Spec, names: Iterable[str]) -> list[Step]:

@@ -15,8 +15,9 @@ from typing import Any, NamedTuple
 
 from tracer.errors import SpecError
 from tracer.model import blocks
-from tracer.model.blocks import ACTIVATIONS, NORMS, OPS, TABLES, Shape, StackSettings, Step, group_kind, output_shape
-from tracer.model.blocks import shape_label as shape_label  # re-exported: the modules above spec import it from here
+from tracer.model.blocks import ACTIVATIONS, NORMS, StackSettings, Step, group_kind, output_shape
+from tracer.model.ops import OPS, TABLES
+from tracer.model.shapes import Shape, shape_label
 from tracer.spec import yamlio
 from tracer.spec.yamlio import Path, Source, format_path
 
@@ -582,7 +583,7 @@ class _Validator:
                 hint = f"; did you mean {close[0]!r}?" if close else f"; stages so far: {', '.join(known)}"
                 raise self.fail(ipath, f"no stage {i!r} before this step{hint}")
         weights = raw.get("weights")
-        if info.group is not None:
+        if info.weights is not None:
             if not isinstance(weights, str) or not weights or not all(ch.isalnum() or ch == "_" for ch in weights):
                 raise self.fail(path, f"{op} needs weights: the name of its weight group (e.g. weights: {'norm1' if op.endswith('norm') else op})")
             if weights in TABLES or weights in ("blocks", "encoder", "decoder", "final_norm"):

@@ -26,15 +26,15 @@ from typing import Any, NamedTuple
 
 from tracer.errors import UsageError
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
-from tracer.model.contracts import ROW_BLOCK
-from tracer.spec import Spec, shape_label
+from tracer.model.ops import OPS
+from tracer.model.shapes import ITEMSIZE, PY_VALUE_BYTES, shape_label
+from tracer.spec import Spec
 
 RECORD_MODES = ("auto", "all", "main", "stats")  # --record; auto is "table" for the plain table, else "all" (record_mode)
 POLICY_MODES = ("all", "main", "stats", "table")  # RecordPolicy.mode
 DEFAULT_MAX_MEMORY = "4GB"
 STATS_MIN_VALUES = 1 << 16  # under --record stats, smaller arrays are kept in full: statistics would save little
 INTERPRETER_BYTES = 64 * 2**20  # Python with NumPy, rich, typer and PyYAML imported (see benchmarks/memory.py)
-PY_VALUE_BYTES = 32  # one number in a Python list: a pointer in its list and a float object
 # One number given inline, while the spec is read: its float and list slot, the parser's event, and the line,
 # column, path and text kept for error messages (measured: 412 bytes at 524,288 inline values; benchmarks/memory_formats.py).
 YAML_VALUE_BYTES = 440
@@ -43,7 +43,6 @@ CSV_VALUE_BYTES = 96  # one value of the stage being written as CSV: its text, t
 STATS_BYTES = 256  # shape, mean, std, min, max of one stage
 DRAW_CHUNK = 1 << 15  # values drawn at a time from a weight's stream (params.uniform)
 SUMMARY_TEMP_BYTES = 2 * 8 * 2**20  # statistics are taken over blocks of 1M values: two float64 temporaries
-ITEMSIZE = {"float64": 8, "float32": 4}
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9, "t": 10**12, "tb": 10**12,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -151,8 +150,6 @@ def _value_axes(axes: tuple[str, ...], shape: tuple[int, ...]) -> list[tuple[str
     return out
 
 
-ALIAS_OPS = ("identity", "select", "input", "position_table")  # their stage is a view of an array that exists anyway
-ATTENTION_OPS = ("mha", "cross_mha")
 
 
 def stage_names(spec: Spec) -> list[str]:
@@ -162,7 +159,7 @@ def stage_names(spec: Spec) -> list[str]:
 
 def _internals(step: Step) -> list[str]:
     prefix = internal_prefix(step)
-    return [f"{prefix}.{key}" for key in ATTN_MEANINGS] if step.op in ATTENTION_OPS else []
+    return [f"{prefix}.{key}" for key in ATTN_MEANINGS] if OPS[step.op].attention else []
 
 
 def plan_stages(spec: Spec, policy: RecordPolicy) -> list[PlannedStage]:
@@ -185,9 +182,10 @@ def plan_stages(spec: Spec, policy: RecordPolicy) -> list[PlannedStage]:
     for step in spec.steps:
         for name in _internals(step):
             add(name, internal=True, shown=shown_internal(step, name.rpartition(".")[2]))
-        if step.op in ("input", "position_table"):
+        view = OPS[step.op].view  # a stage that is a view of an array that exists anyway
+        if view == "given":
             add(step.name, alias_of="")  # the input, or rows of the position table: counted with them
-        elif step.op in ALIAS_OPS:
+        elif view == "input":
             add(step.name, alias_of=step.inputs[0])
         else:
             add(step.name)
@@ -261,37 +259,6 @@ def _given_values(spec: Spec) -> int:
     return n
 
 
-def _op_temporaries(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
-    """Bytes a kernel holds beyond its inputs, its output and its recorded internals, at its peak."""
-    op = step.op
-    if op == "rms_norm":
-        return in_bytes  # the squares before their mean, then x / rms
-    if op in ("layer_norm", "batch_norm"):
-        return 2 * in_bytes  # x - mean and its squares, then (x - mean) / std
-    if op in ATTENTION_OPS:
-        axes, shape = spec.stage_shapes[f"{internal_prefix(step)}.scores"]
-        T, S = shape[-2], shape[-1]
-        block = min(T, ROW_BLOCK)
-        # the mask: [T,S] bool and its complement, or a causal block's square; weights @ V before the heads merge
-        extra = (block * block if step.mask == "causal" and step.axis != "queries" else 2 * T * S) + out_bytes
-        extra += block * S * ITEMSIZE[spec.dtype]  # one block of rows' scores, when they are not kept
-        if step.base is not None:
-            extra += 2 * out_bytes  # rotary positions: turned copies of q and k
-        return extra
-    if op in ("ffn", "ffn_hidden"):
-        F = spec.dims.F
-        hidden = out_bytes // (spec.dims.C if op == "ffn" else F) * F  # [B,T,F]
-        act = step.activation or "relu"
-        per = {"relu": 0, "gelu_tanh": 3, "swiglu": 3}.get(act, 0)
-        extra = per * hidden
-        if act == "gelu":  # math.erf through frompyfunc: an object array of Python floats
-            extra = hidden // ITEMSIZE[spec.dtype] * (PY_VALUE_BYTES + 8) + 2 * hidden
-        if op == "ffn":
-            extra += hidden  # the hidden layer itself is not a stage of this step
-        return extra
-    return 0
-
-
 def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
     """The most memory one step holds beyond what is recorded in full, and which step."""
     by_name = {s.name: s for s in stages}
@@ -330,9 +297,9 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
         alive -= leaving[i]
         own = transient(step.name) + sum(transient(n) for n in made(step)) + summary
         in_bytes = sum(by_name[n].values * by_name[n].itemsize for n in step.inputs if n in by_name)
-        own += _op_temporaries(spec, step, in_bytes, by_name[step.name].values * by_name[step.name].itemsize)
+        own += OPS[step.op].temporary_bytes(spec, step, in_bytes, by_name[step.name].values * by_name[step.name].itemsize)
         if alive + own > best[0]:
-            held = "scores and weights" if step.op in ATTENTION_OPS and len(made(step)) == len(_internals(step)) else "its temporaries"
+            held = "scores and weights" if OPS[step.op].attention and len(made(step)) == len(_internals(step)) else "its temporaries"
             best = (alive + own, f"step {step.name} ({held})")
         if last_use.get(step.name, -1) > i:
             alive += transient(step.name)

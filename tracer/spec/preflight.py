@@ -15,70 +15,16 @@ Violations that depend on the values (NaN, Inf) are only known by running.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable
-from typing import Any
-
-from tracer.errors import BrokenContract, ShapeError, Violation
-from tracer.model import contracts
+from tracer.errors import BrokenContract, Violation
 from tracer.model.blocks import Step, internal_prefix
 from tracer.model.contracts import operand_axes, position_violation, violation
+from tracer.model.ops import OPS
 from tracer.spec import Spec
 
 
-def _enforce(broken: list[BrokenContract], check: Callable[..., None], *args: Any) -> None:
-    try:
-        check(*args)
-    except BrokenContract as bc:
-        broken.append(bc)
-
-
-def _vector(spec: Spec, broken: list[BrokenContract], group: str | None, key: str, width: int, axis: str) -> None:
-    w = spec.weights.get(f"{group}.{key}")
-    if w is not None:
-        _enforce(broken, contracts.vector, key, w.given_shape or w.shape, width, axis)
-
-
 def broken_contracts(spec: Spec, step: Step) -> list[BrokenContract]:
-    """The contracts `step` breaks, in the order its kernel checks them."""
-    broken: list[BrokenContract] = []
-    shapes = spec.stage_shapes
-    ins = [shapes[i] for i in step.inputs]
-    C, F = spec.dims.C, spec.dims.F
-    g = step.weights
-    if step.op == "layer_norm":
-        labels, sizes = ins[0]
-        _enforce(broken, contracts.norm_axis, sizes, labels.index(step.axis or "C"), labels)
-        for key in ("gamma", "beta"):
-            _vector(spec, broken, g, key, sizes[-1], "C")
-    elif step.op == "rms_norm":
-        _vector(spec, broken, g, "gamma", ins[0][1][-1], "C")
-    elif step.op == "batch_norm":
-        _enforce(broken, contracts.batch_norm, ins[0][1])
-        for key in ("gamma", "beta"):
-            _vector(spec, broken, g, key, ins[0][1][-1], "C")
-    elif step.op == "add" and len(ins) == 2:
-        names = (step.inputs[0], step.inputs[1]) if step.inputs[0] != step.inputs[1] else ("left", "right")
-        with contextlib.suppress(ShapeError):  # shapes NumPy cannot combine at all: the spec validator's business, not a violation
-            _enforce(broken, contracts.same_shape, ins[0][1], ins[1][1], names)
-    elif step.op in ("mha", "cross_mha"):
-        grouped = spec.dims.kv_heads != spec.dims.H  # k and v are H_kv heads wide: [C_kv]
-        kv_width, kv_axis = (spec.dims.size("C_kv"), "C_kv") if grouped else (C, "C")
-        _vector(spec, broken, g, "b_q", C, "C")
-        for key in ("b_k", "b_v"):
-            _vector(spec, broken, g, key, kv_width, kv_axis)
-        _enforce(broken, contracts.softmax_axis, shapes[f"{internal_prefix(step)}.scores"][1], step.axis == "queries")
-        _vector(spec, broken, g, "b_o", C, "C")
-    elif step.op in ("ffn", "ffn_hidden"):
-        for key in ("b1", "b3"):
-            _vector(spec, broken, g, key, F or 0, "F")
-        if step.op == "ffn":
-            _vector(spec, broken, g, "b2", C, "C")
-    elif step.op == "ffn_out":
-        _vector(spec, broken, g, "b2", C, "C")
-    elif step.op == "linear":
-        _vector(spec, broken, g, "b", shapes[step.name][1][-1], step.out or "C")
-    return broken
+    """The contracts `step` breaks, in the order its kernel checks them (its op's record states them on shapes)."""
+    return OPS[step.op].broken_contracts(spec, step)
 
 
 def step_violations(spec: Spec, step: Step) -> list[Violation]:

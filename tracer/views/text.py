@@ -195,7 +195,7 @@ def step_header() -> list[str]:
 
 def step_rows(spec: Spec, only: Sequence[str] | None = None) -> list[list[str]]:
     """The step list a spec runs (``tracer run --steps``), with every stage's shape."""
-    from tracer.spec import shape_label
+    from tracer.model.shapes import shape_label
 
     rows = []
     for i, step in enumerate(spec.steps, 1):

@@ -1,0 +1,409 @@
+"""Every op tracer knows, one record each: everything the code knows about an op, declared once.
+
+A record holds:
+
+- ``arity``, ``weights`` (the kind of weight group it reads: a key of WEIGHT_GROUPS, or a table of TABLES),
+  ``axes`` (the values its ``axis`` may take, the first being the contract) and ``user`` (may a spec's own
+  ``block.steps`` use it): what the spec validator checks;
+- ``shape``: the stage's axes and sizes from its inputs' (raises ValueError with a short fact when the op cannot
+  apply), so a spec's shapes are known before anything runs;
+- ``preflight``: the kernel's axis contracts stated on the spec's shapes (``tracer validate``, ``tracer graph``);
+- ``meaning`` and ``zh``: the op in a few words, in English and in the book's Chinese (a custom step that writes
+  no meaning of its own is shown with these);
+- ``formula`` (``tracer stages``: what it computes from the stages it reads, ``{0}``, ``{1}``), ``expr``
+  (``tracer diff``: its right-hand side in the book's notation), ``graph`` and ``graph_weights`` (``tracer graph``:
+  what its box computes, and which of its weights the box lists);
+- ``temporaries``: the bytes its kernel holds at its peak beyond its inputs, output and recorded internals (the
+  memory estimate); ``view``: its stage is a view of an array that exists anyway (its input, or a given array);
+- ``forward``, ``backward``, ``reference``: where its engine code is, as ``module:function``: the executor's step,
+  the backward pass's step and the scalar reference's step.  The engine is the NumPy layer above this one, so the
+  record names its code instead of importing it; ``tests/model/test_ops.py`` resolves every name.  An op the
+  scalar reference cannot follow per position says why in ``reference_skip`` instead.
+
+Adding an op: write its record here, its kernels (tracer/engine/kernels.py) and its three engine steps, and
+its tests; the completeness test says what is missing.  Nothing here imports NumPy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from tracer import i18n
+from tracer.errors import BrokenContract, ShapeError
+from tracer.model import contracts
+from tracer.model.contracts import ROW_BLOCK
+from tracer.model.shapes import ITEMSIZE, PY_VALUE_BYTES, Shape, shape_label
+
+if TYPE_CHECKING:
+    from tracer.model.blocks import Step
+    from tracer.spec import Spec
+
+ShapeRule = Callable[["Step", "list[Shape]", "Mapping[str, int]", str], Shape]
+Preflight = Callable[["Spec", "Step", "list[BrokenContract]"], None]
+Temporaries = Callable[["Spec", "Step", int, int], int]
+
+
+class Op(NamedTuple):  # NamedTuples, not dataclasses: a tenth of the import time, and tracer starts on every call
+    name: str
+    arity: int
+    meaning: str
+    zh: str
+    formula: str
+    expr: str
+    graph: str
+    shape: ShapeRule
+    forward: str
+    backward: str
+    reference: str | None
+    weights: str | None = None
+    axes: tuple[str, ...] = ()
+    user: bool = True
+    graph_weights: tuple[str, ...] = ()
+    preflight: Preflight | None = None
+    temporaries: Temporaries | None = None
+    view: str | None = None  # "input": a view of the stage it reads; "given": of an input or a weight table
+    reference_skip: str = ""  # why the scalar reference cannot follow the op per position (with reference None)
+    attention: bool = False  # records the attention internals (q, k, v, scores, weights, heads)
+
+    def run_forward(self) -> Callable[..., Any]:
+        return _resolve(self.forward)
+
+    def run_backward(self) -> Callable[..., Any]:
+        return _resolve(self.backward)
+
+    def run_reference(self) -> Callable[..., Any]:
+        if self.reference is None:
+            raise KeyError(f"the reference has no op {self.name!r}: {self.reference_skip}")
+        return _resolve(self.reference)
+
+    def temporary_bytes(self, spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+        return 0 if self.temporaries is None else self.temporaries(spec, step, in_bytes, out_bytes)
+
+    def broken_contracts(self, spec: Spec, step: Step) -> list[BrokenContract]:
+        broken: list[BrokenContract] = []
+        if self.preflight is not None:
+            self.preflight(spec, step, broken)
+        return broken
+
+
+_RESOLVED: dict[str, Callable[..., Any]] = {}
+
+
+def _resolve(ref: str) -> Callable[..., Any]:
+    """The function a record names as ``module:function``, imported on first use."""
+    fn = _RESOLVED.get(ref)
+    if fn is None:
+        module, _, name = ref.partition(":")
+        fn = _RESOLVED[ref] = getattr(importlib.import_module(module), name)
+    return fn
+
+
+# -- weights ----------------------------------------------------------------------------
+# A weight group's keys and their axes, by the kind of group an op reads.
+WEIGHT_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
+    "norm": {"gamma": ("C",), "beta": ("C",)},
+    "rms": {"gamma": ("C",)},
+    "attn": {
+        "w_q": ("C", "C"), "w_k": ("C", "C"), "w_v": ("C", "C"), "w_o": ("C", "C"),
+        "b_q": ("C",), "b_k": ("C",), "b_v": ("C",), "b_o": ("C",),
+    },
+    "ffn": {"w1": ("C", "F"), "b1": ("F",), "w2": ("F", "C"), "b2": ("C",)},
+    "ffn_gated": {"w1": ("C", "F"), "b1": ("F",), "w3": ("C", "F"), "b3": ("F",), "w2": ("F", "C"), "b2": ("C",)},
+    "linear": {"w": ("in", "out"), "b": ("out",)},  # letters filled in from the step
+}
+# Grouped-query attention (dims.H_kv < H): keys and values have H_kv heads, C_kv = H_kv * d columns.
+GROUPED_KV_KEYS: dict[str, tuple[str, ...]] = {"w_k": ("C", "C_kv"), "w_v": ("C", "C_kv"), "b_k": ("C_kv",), "b_v": ("C_kv",)}
+# The tables entry and exit ops read, by their weight name.
+TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_max", "C"), "head": ("C", "V")}
+
+
+# -- shapes -------------------------------------------------------------------------------
+
+def _need_width(op: str, axes: tuple[str, ...], shape: tuple[int, ...], letter: str, sizes: Mapping[str, int]) -> None:
+    """The op's weights are sized for a full last axis: a slice of it (select along C or F) does not fit."""
+    if len(axes) != 3 or axes[-1] != letter or shape[-1] != sizes[letter]:
+        raise ValueError(f"{op} reads [B,{axes[1] if len(axes) == 3 else 'T'},{letter}] with {letter} = {sizes[letter]}, "
+                         f"received {shape_label(axes, shape)}")
+
+
+def _stream(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # embed, input: [B,T,C]
+    return ("B", pos, "C"), (sizes["B"], sizes[pos], sizes["C"])
+
+
+def _table(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # positions: [T,C]
+    return (pos, "C"), (sizes[pos], sizes["C"])
+
+
+def _same(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:
+    return ins[0]
+
+
+def _same_over_c(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # norms, ffn: weights [C] or [C,*]
+    axes, shape = ins[0]
+    _need_width(step.op, axes, shape, "C", sizes)
+    return axes, shape
+
+
+def _first(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # add_position: [B,T,C] + [T,C]
+    return ins[0]
+
+
+def _add_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:
+    (a_axes, a), (b_axes, b) = ins
+    if len(a) != len(b) or not all(x == y or 1 in (x, y) for x, y in zip(a, b)):
+        raise ValueError(f"cannot add {shape_label(a_axes, a)} and {shape_label(b_axes, b)}: NumPy cannot broadcast them either")
+    return a_axes, tuple(max(x, y) for x, y in zip(a, b))
+
+
+def _mha_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:
+    axes, shape = _same_over_c(step, ins, sizes, pos)
+    if shape[1] != sizes[axes[1]]:
+        raise ValueError(f"mha reads all {axes[1]} = {sizes[axes[1]]} positions (its mask is [{axes[1]},{axes[1]}]), received {shape_label(axes, shape)}")
+    return axes, shape
+
+
+def _cross_mha_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:
+    axes, shape = _same_over_c(step, ins, sizes, pos)
+    m_axes, m_shape = ins[1]
+    if m_axes[-1:] != ("C",) or len(m_axes) != 3 or m_shape[0] != shape[0]:
+        raise ValueError(f"cross_mha reads memory [B,S,C], received {shape_label(m_axes, m_shape)}")
+    return axes, shape
+
+
+def _to_f(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # ffn_hidden: [B,T,C] -> [B,T,F]
+    axes, shape = _same_over_c(step, ins, sizes, pos)
+    return axes[:-1] + ("F",), shape[:-1] + (sizes["F"],)
+
+
+def _f_to_c(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # ffn_out: [B,T,F] -> [B,T,C]
+    axes, shape = ins[0]
+    _need_width(step.op, axes, shape, "F", sizes)
+    return axes[:-1] + ("C",), shape[:-1] + (sizes["C"],)
+
+
+def _linear_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:
+    axes, shape = ins[0]
+    _need_width(step.op, axes, shape, axes[-1], sizes)  # W is [in,out], in = the input's last axis
+    out = step.out or "C"
+    return axes[:-1] + (out,), shape[:-1] + (sizes[out],)
+
+
+def _head_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # [B,T,C] -> [B,T,V]
+    axes, shape = ins[0]
+    _need_width(step.op, axes, shape, "C", sizes)
+    return axes[:-1] + ("V",), shape[:-1] + (sizes["V"],)
+
+
+def _select_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:
+    axes, shape = ins[0]
+    if step.axis is None or step.start is None or step.stop is None:
+        raise ValueError("select needs its axis, start and stop")
+    if step.axis not in axes:
+        raise ValueError(f"select along {step.axis}, but the input is {shape_label(axes, shape)}")
+    i = axes.index(step.axis)
+    if not 0 <= step.start < step.stop <= shape[i]:
+        raise ValueError(f"select {step.start}:{step.stop} along {step.axis}, which has size {shape[i]}")
+    return axes, shape[:i] + (step.stop - step.start,) + shape[i + 1:]
+
+
+# -- contracts on the spec's shapes (tracer validate, tracer graph) ----------------------------
+
+def _enforce(broken: list[BrokenContract], check: Callable[..., None], *args: Any) -> None:
+    try:
+        check(*args)
+    except BrokenContract as bc:
+        broken.append(bc)
+
+
+def _vector(spec: Spec, broken: list[BrokenContract], group: str | None, key: str, width: int, axis: str) -> None:
+    w = spec.weights.get(f"{group}.{key}")
+    if w is not None:
+        _enforce(broken, contracts.vector, key, w.given_shape or w.shape, width, axis)
+
+
+def _ins(spec: Spec, step: Step) -> list[Shape]:
+    return [spec.stage_shapes[i] for i in step.inputs]
+
+
+def _layer_norm_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None:
+    labels, sizes = _ins(spec, step)[0]
+    _enforce(broken, contracts.norm_axis, sizes, labels.index(step.axis or "C"), labels)
+    for key in ("gamma", "beta"):
+        _vector(spec, broken, step.weights, key, sizes[-1], "C")
+
+
+def _rms_norm_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None:
+    _vector(spec, broken, step.weights, "gamma", _ins(spec, step)[0][1][-1], "C")
+
+
+def _batch_norm_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None:
+    sizes = _ins(spec, step)[0][1]
+    _enforce(broken, contracts.batch_norm, sizes)
+    for key in ("gamma", "beta"):
+        _vector(spec, broken, step.weights, key, sizes[-1], "C")
+
+
+def _add_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None:
+    ins = _ins(spec, step)
+    if len(ins) == 2:
+        names = (step.inputs[0], step.inputs[1]) if step.inputs[0] != step.inputs[1] else ("left", "right")
+        with contextlib.suppress(ShapeError):  # shapes NumPy cannot combine at all: the spec validator's business, not a violation
+            _enforce(broken, contracts.same_shape, ins[0][1], ins[1][1], names)
+
+
+def _attention_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None:
+    from tracer.model.blocks import internal_prefix  # blocks builds on this module's records
+
+    C, g = spec.dims.C, step.weights
+    grouped = spec.dims.kv_heads != spec.dims.H  # k and v are H_kv heads wide: [C_kv]
+    kv_width, kv_axis = (spec.dims.size("C_kv"), "C_kv") if grouped else (C, "C")
+    _vector(spec, broken, g, "b_q", C, "C")
+    for key in ("b_k", "b_v"):
+        _vector(spec, broken, g, key, kv_width, kv_axis)
+    _enforce(broken, contracts.softmax_axis, spec.stage_shapes[f"{internal_prefix(step)}.scores"][1], step.axis == "queries")
+    _vector(spec, broken, g, "b_o", C, "C")
+
+
+def _ffn_hidden_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None:
+    for key in ("b1", "b3"):
+        _vector(spec, broken, step.weights, key, spec.dims.F or 0, "F")
+
+
+def _ffn_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None:
+    _ffn_hidden_contracts(spec, step, broken)
+    _vector(spec, broken, step.weights, "b2", spec.dims.C, "C")
+
+
+def _ffn_out_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None:
+    _vector(spec, broken, step.weights, "b2", spec.dims.C, "C")
+
+
+def _linear_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None:
+    _vector(spec, broken, step.weights, "b", spec.stage_shapes[step.name][1][-1], step.out or "C")
+
+
+# -- working memory (the memory estimate) ---------------------------------------------------
+
+def _rms_norm_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    return in_bytes  # the squares before their mean, then x / rms
+
+
+def _norm_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    return 2 * in_bytes  # x - mean and its squares, then (x - mean) / std
+
+
+def _attention_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    from tracer.model.blocks import internal_prefix  # blocks builds on this module's records
+
+    axes, shape = spec.stage_shapes[f"{internal_prefix(step)}.scores"]
+    T, S = shape[-2], shape[-1]
+    block = min(T, ROW_BLOCK)
+    # the mask: [T,S] bool and its complement, or a causal block's square; weights @ V before the heads merge
+    extra = (block * block if step.mask == "causal" and step.axis != "queries" else 2 * T * S) + out_bytes
+    extra += block * S * ITEMSIZE[spec.dtype]  # one block of rows' scores, when they are not kept
+    if step.base is not None:
+        extra += 2 * out_bytes  # rotary positions: turned copies of q and k
+    return extra
+
+
+def _ffn_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    F = spec.dims.F
+    hidden = out_bytes // (spec.dims.C if step.op == "ffn" else F) * F  # [B,T,F]
+    act = step.activation or "relu"
+    extra = {"relu": 0, "gelu_tanh": 3, "swiglu": 3}.get(act, 0) * hidden
+    if act == "gelu":  # math.erf through frompyfunc: an object array of Python floats
+        extra = hidden // ITEMSIZE[spec.dtype] * (PY_VALUE_BYTES + 8) + 2 * hidden
+    if step.op == "ffn":
+        extra += hidden  # the hidden layer itself is not a stage of this step
+    return extra
+
+
+# -- the records ---------------------------------------------------------------------------------
+_EX, _BW, _REF = "tracer.engine.executor:forward_", "tracer.engine.backward:backward_", "tracer.engine.reference:reference_"
+_PER_POSITION = "breaks the per-position contract the reference is written for"
+
+
+def _op(name: str, arity: int, meaning: str, zh: str, formula: str, expr: str, graph: str, shape: ShapeRule, *,
+        preflight: Preflight | None, temporaries: Temporaries | None, reference: bool = True, impl: str = "",
+        **parts: Any) -> Op:
+    """A record whose engine steps are forward_NAME, backward_NAME and reference_NAME (``impl``: another op's NAME).
+
+    ``preflight`` and ``temporaries`` are always stated, None where the op has no contract on shapes or holds no
+    temporary array, so that a record cannot leave them out by accident."""
+    impl = impl or name
+    return Op(name, arity, meaning, zh, formula, expr, graph, shape, _EX + impl, _BW + impl,
+              (_REF + impl) if reference else None, preflight=preflight, temporaries=temporaries, **parts)
+
+
+_RECORDS = (
+    # entry and exit steps, built from the spec's settings
+    _op("embed", 0, "token embeddings, rows of E", "token 嵌入，取 E 的行",
+        "E[token id]: one row of the token table E per position", "rows of E", "rows of E for the {tokens}", _stream,
+        weights="embedding", user=False, preflight=None, temporaries=None),
+    _op("input", 0, "input matrix given in the spec", "spec 中直接给出的输入矩阵",
+        "the matrix given as input.x", "the given input", "input.{stream}, as given", _stream, user=False, view="given", preflight=None, temporaries=None),
+    _op("position_table", 0, "position vectors, rows of P", "位置向量，取 P 的行",
+        "P[0:T]: rows 0 .. T-1 of the learned table P [T_max,C]", "rows of P", "rows 0 .. {pos}-1 of P", _table,
+        weights="position", user=False, view="given", preflight=None, temporaries=None),
+    _op("sinusoidal", 0, "sinusoidal position vectors", "正余弦位置向量",
+        "PE[t, 2i] = sin(t / base^(2i/C)), PE[t, 2i+1] = cos(t / base^(2i/C))", "sinusoidal table",
+        "sin / cos of the position, base {base:g}", _table, user=False, preflight=None, temporaries=None),
+    _op("add_position", 2, "token + position, X", "token 与位置相加，X",
+        "{0} + {1} (the position table added to every sample)", "{0} + {1}", "{a} + {b}", _first, user=False, preflight=None, temporaries=None),
+    _op("head", 1, "output head: logits over the vocabulary", "输出层：词表上的 logits",
+        "{0} E^T (head: tied) or {0} W_head (head: separate)", "{0} W_head", "{x} {head}", _head_shape,
+        weights="head", user=False, preflight=None, temporaries=None),
+    _op("softmax", 1, "softmax over the vocabulary", "沿词表做 softmax",
+        "exp({0} - max) / sum over V of exp({0} - max)", "softmax({0})", "softmax({x}) over V", _same, user=False, preflight=None, temporaries=None),
+    # the block's ops
+    _op("layer_norm", 1, "LayerNorm", "层归一化（LayerNorm）",
+        "gamma * ({0} - mean) / sqrt(var + eps) + beta, mean and var over the C coordinates of each row", "{w}({0})",
+        "layer_norm({x}) over {axis}", _same_over_c, weights="norm", axes=("C", "T", "B"), graph_weights=("gamma", "beta"),
+        preflight=_layer_norm_contracts, temporaries=_norm_bytes),
+    _op("rms_norm", 1, "RMSNorm, x / sqrt(mean(x^2) + eps) * gamma", "RMSNorm，x / sqrt(mean(x^2) + eps) * gamma",
+        "gamma * {0} / sqrt(mean({0}^2) + eps), over the C coordinates of each row (no mean subtracted, no beta)", "{w}({0})",
+        "rms_norm({x}) over C", _same_over_c, weights="rms", graph_weights=("gamma",), preflight=_rms_norm_contracts,
+        temporaries=_rms_norm_bytes),
+    _op("batch_norm", 1, "BatchNorm, statistics over samples and positions", "BatchNorm，统计量跨样本和位置",
+        "gamma * ({0} - mean) / sqrt(var + eps) + beta, mean and var over samples and positions (B and T)", "{w}({0})",
+        "batch_norm({x}) over B and T", _same_over_c, weights="norm", graph_weights=("gamma", "beta"),
+        preflight=_batch_norm_contracts, temporaries=_norm_bytes, reference=False, reference_skip=_PER_POSITION),
+    _op("mha", 1, "multi-head self-attention", "多头自注意力",
+        "concat over heads h of softmax(mask(Q_h K_h^T / sqrt(d))) V_h, times W_O, plus b_O; "
+        "Q = {0} W_Q + b_Q, K = {0} W_K + b_K, V = {0} W_V + b_V", "MHA({0})", "mha({ins}), {mask}{rotary}{over}", _mha_shape,
+        weights="attn", axes=("keys", "queries"), graph_weights=("w_o", "b_o"), preflight=_attention_contracts,
+        temporaries=_attention_bytes, attention=True),
+    _op("cross_mha", 2, "cross-attention: queries from the decoder, keys and values from the encoder",
+        "交叉注意力：查询来自解码器，键和值来自编码器",
+        "as MHA, with Q = {0} W_Q + b_Q and K, V from {1} (the encoder output); no mask", "MHA({0}, memory {1})",
+        "cross_mha({ins}), {mask}{rotary}{over}", _cross_mha_shape, weights="attn", graph_weights=("w_o", "b_o"),
+        preflight=_attention_contracts, temporaries=_attention_bytes, attention=True, impl="mha"),
+    _op("add", 2, "elementwise add (residual)", "逐元素相加（残差）",
+        "{0} + {1}, the same shape on both sides (a residual add)", "{0} + {1}", "{a} + {b}", _add_shape,
+        preflight=_add_contracts, temporaries=None),
+    _op("ffn", 1, "position-wise FFN, act(x W_1 + b_1) W_2 + b_2", "逐位置前馈网络，{actf}(x W_1 + b_1) W_2 + b_2",
+        "act({0} W_1 + b_1) W_2 + b_2", "FFN({0})", "{hidden} W_2 + b_2", _same_over_c, weights="ffn",
+        graph_weights=("w1", "b1", "w3", "b3", "w2", "b2"), preflight=_ffn_contracts, temporaries=_ffn_bytes),
+    _op("ffn_hidden", 1, "FFN first half, act(x W_1 + b_1)", "FFN 前半部分，{actf}(x W_1 + b_1)",
+        "act({0} W_1 + b_1)", "{act}({0} W1 + b1)", "{hidden}", _to_f, weights="ffn", graph_weights=("w1", "b1", "w3", "b3"),
+        preflight=_ffn_hidden_contracts, temporaries=_ffn_bytes),
+    _op("ffn_out", 1, "FFN second half, h W_2 + b_2", "FFN 后半部分，h W_2 + b_2",
+        "{0} W_2 + b_2", "{0} W2 + b2", "{x} W_2 + b_2", _f_to_c, weights="ffn", graph_weights=("w2", "b2"),
+        preflight=_ffn_out_contracts, temporaries=None),
+    _op("linear", 1, "x W + b", "线性变换，x W + b",
+        "{0} W + b", "{0} W + b", "{x} W + b, to width {out}", _linear_shape, weights="linear", graph_weights=("w", "b"),
+        preflight=_linear_contracts, temporaries=None),
+    _op("relu", 1, "ReLU, max(x, 0)", "ReLU，max(x, 0)", "max({0}, 0)", "ReLU({0})", "ReLU({x})", _same, preflight=None, temporaries=None),
+    _op("select", 1, "a slice start:stop along one axis (keeps the axis)", "沿一个轴取切片 start:stop（保留该轴）",
+        "{0}[start:stop] along one axis", "select({0})", "{x}, {axis} {start}:{stop} (the axis kept)", _select_shape,
+        axes=("B", "T", "C", "F"), view="input", reference=False, reference_skip=_PER_POSITION, preflight=None, temporaries=None),
+    _op("identity", 1, "the input, unchanged", "输入，原样不变", "{0}", "{0}", "{x}", _same, view="input", preflight=None, temporaries=None),
+)
+
+OPS: dict[str, Op] = {op.name: op for op in _RECORDS}
+USER_OPS: tuple[str, ...] = tuple(name for name, op in OPS.items() if op.user)
+
+i18n.add_meanings({op.meaning: op.zh for op in _RECORDS})
