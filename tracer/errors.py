@@ -6,10 +6,13 @@ file, line, field and shapes.  Nothing here imports NumPy.
 
 from __future__ import annotations
 
+import signal
+
 EXIT_OK = 0
 EXIT_VIOLATION = 1  # a broadcast / axis / causality / position / nonfinite rule was broken
 EXIT_USAGE = 2  # the spec or the command line is wrong
 EXIT_INTERNAL = 3  # a bug in tracer itself
+EXIT_CLOSED_PIPE = 128 + 13  # the reader of standard output went away (SIGPIPE), as grep and cat give
 
 
 class TracerError(Exception):
@@ -72,3 +75,57 @@ class BrokenContract(Exception):
         self.why = why
         self.rule = rule
         self.axes = axes or {}  # axis letters of operands whose letters the kernel knows (a bias: its [F] or [C])
+
+
+# -- the command's surroundings (tracer.process) ----------------------------------------------------
+
+class Interrupted(SystemExit):
+    """A signal asked tracer to stop: exit 128 + the signal number once every cleanup has run."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(128 + signum)
+        self.signum = signum
+        self.exit_code = 128 + signum
+
+    @property
+    def word(self) -> str:
+        return "interrupted" if self.signum == signal.SIGINT else "terminated"
+
+
+class OutputError(TracerError):
+    """Standard output cannot be written (a full disk, a closed descriptor)."""
+
+    exit_code = EXIT_USAGE
+
+
+class ClosedPipe(TracerError):
+    """The reader of standard output has gone (``| head -1``): stop quietly."""
+
+    exit_code = EXIT_CLOSED_PIPE
+
+
+# -- files and arrays a command reads ----------------------------------------------------------
+
+class TraceFileError(TracerError):
+    """A JSON file that cannot be read as a saved tracer trace."""
+
+    exit_code = EXIT_USAGE
+
+
+class ArraysFileError(TracerError):
+    """A file of arrays that cannot be read (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+class DiffTrouble(TracerError):
+    """A side cannot be compared (e.g. a violation without --keep-going): exit 2, as diff(1)."""
+
+    exit_code = EXIT_USAGE
+
+
+class StageNotFound(UsageError, KeyError):
+    """``trace[name]`` for a stage the trace does not hold (a TracerError, and a KeyError as a mapping's should be)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""

@@ -28,35 +28,7 @@ from collections.abc import Iterator
 from types import FrameType
 from typing import Any, TextIO
 
-from tracer.errors import EXIT_USAGE, TracerError
-
-EXIT_CLOSED_PIPE = 128 + 13  # SIGPIPE
-
-
-class Interrupted(SystemExit):
-    """A signal asked tracer to stop: exit 128 + the signal number once every cleanup has run."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(128 + signum)
-        self.signum = signum
-        self.exit_code = 128 + signum
-
-    @property
-    def word(self) -> str:
-        return "interrupted" if self.signum == signal.SIGINT else "terminated"
-
-
-class OutputError(TracerError):
-    """Standard output cannot be written (a full disk, a closed descriptor)."""
-
-    exit_code = EXIT_USAGE
-
-
-class ClosedPipe(TracerError):
-    """The reader of standard output has gone (``| head -1``): stop quietly."""
-
-    exit_code = EXIT_CLOSED_PIPE
-
+from tracer.errors import ClosedPipe, Interrupted, OutputError, TracerError
 
 _held = 0  # depth of signals_held()
 _pending: int | None = None  # a signal that came while held

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from tracer.api.loading import SpecLike, load
-from tracer.errors import UsageError, Violation
+from tracer.errors import StageNotFound, UsageError, Violation
 from tracer.views.display import View
 
 if TYPE_CHECKING:
@@ -26,13 +26,6 @@ if TYPE_CHECKING:
     from tracer.engine.executor import Stage
     from tracer.engine.executor import Trace as RunTrace
     from tracer.spec import Spec
-
-
-class StageNotFound(UsageError, KeyError):
-    """``trace[name]`` for a stage the trace does not hold (a TracerError, and a KeyError as a mapping's should be)."""
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0]) if self.args else ""
 
 
 class StageShape(NamedTuple):

@@ -68,7 +68,7 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
     so every message of the command, errors included, is in that language.
     """
     from tracer import i18n
-    from tracer.process import ClosedPipe, Interrupted
+    from tracer.errors import ClosedPipe, Interrupted
 
     before = i18n.language()
     try:
@@ -771,7 +771,8 @@ def app_for(args: list[str]) -> typer.Typer:
 
 
 def main() -> None:
-    from tracer.process import ClosedPipe, OutputError, install_signals, prepare_streams
+    from tracer.errors import ClosedPipe, OutputError
+    from tracer.process import install_signals, prepare_streams
 
     install_signals()  # tracer/__main__.py does it before typer is imported; here for callers of cli.main
     prepare_streams()

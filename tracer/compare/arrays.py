@@ -3,7 +3,7 @@
 Three kinds of file hold them: an ``.npz`` with one array per stage (numpy's ``savez``, the
 recorder helper, or tracer's own ``--save`` archive) and a JSON object of stage name -> nested
 list.  Every file is checked here, at the edge: a file that cannot be read, an array of Python
-objects (never unpickled: ``allow_pickle=False``) or of text is an ActivationsError (exit 2, one
+objects (never unpickled: ``allow_pickle=False``) or of text is an ArraysFileError (exit 2, one
 line naming the file and the array).
 
 The user's arrays may keep their own names: ``--map theirs=ours`` (repeatable) or a YAML file of
@@ -24,18 +24,12 @@ import numpy as np
 
 from tracer.compare.saved import _Reader
 from tracer.engine.executor import Stage
-from tracer.errors import EXIT_USAGE, TracerError, UsageError
+from tracer.errors import ArraysFileError, UsageError
 from tracer.model import catalogue
 from tracer.spec import yamlio
 
 STATS_SUFFIXES = (".stats", ".shape", ".at")  # a stage --save kept as statistics (--record stats)
 UNKNOWN_AXIS = "?"
-
-
-class ActivationsError(TracerError):
-    """A file of arrays that cannot be read (exit 2)."""
-
-    exit_code = EXIT_USAGE
 
 
 ZIP_MAGIC, NPY_MAGIC = (b"PK\x03\x04", b"PK\x05\x06"), b"\x93NUMPY"  # a zip file (an empty one: PK\x05\x06), a bare .npy
@@ -65,15 +59,15 @@ def is_arrays_document(doc: Any) -> bool:
 def read_npz(path: str) -> dict[str, np.ndarray]:
     """Every array of an .npz archive, as float64; pickled objects are never loaded."""
     if not os.path.isfile(path):
-        raise ActivationsError(f"{path}: {'is a directory' if os.path.isdir(path) else 'no such file'}, expected an .npz archive of arrays")
+        raise ArraysFileError(f"{path}: {'is a directory' if os.path.isdir(path) else 'no such file'}, expected an .npz archive of arrays")
     if not _head(path).startswith((*ZIP_MAGIC, NPY_MAGIC)):
-        raise ActivationsError(f"{path}: is not an .npz archive (an .npz is a zip file of .npy arrays, as np.savez writes it)")
+        raise ArraysFileError(f"{path}: is not an .npz archive (an .npz is a zip file of .npy arrays, as np.savez writes it)")
     try:
         archive = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise ActivationsError(f"{path}: not a readable .npz archive ({_short(e)})") from None
+        raise ArraysFileError(f"{path}: not a readable .npz archive ({_short(e)})") from None
     if not isinstance(archive, np.lib.npyio.NpzFile):  # a single .npy array
-        raise ActivationsError(f"{path}: holds one bare array (.npy), not an archive of named arrays; "
+        raise ArraysFileError(f"{path}: holds one bare array (.npy), not an archive of named arrays; "
                                "write one with np.savez('mine.npz', norm1=...)")
     out: dict[str, np.ndarray] = {}
     with archive:
@@ -81,13 +75,13 @@ def read_npz(path: str) -> dict[str, np.ndarray]:
             try:
                 array = archive[name]
             except ValueError:  # object arrays need pickle: refused
-                raise ActivationsError(f"{path}: array {name!r} holds Python objects; tracer reads arrays of numbers only "
+                raise ArraysFileError(f"{path}: array {name!r} holds Python objects; tracer reads arrays of numbers only "
                                        "(and never unpickles)") from None
             except (OSError, EOFError, zipfile.BadZipFile) as e:
-                raise ActivationsError(f"{path}: array {name!r} cannot be read ({_short(e)})") from None
+                raise ArraysFileError(f"{path}: array {name!r} cannot be read ({_short(e)})") from None
             out[name] = numeric(array, f"{path}: array {name!r}")
     if not out:
-        raise ActivationsError(f"{path}: the archive holds no arrays")
+        raise ArraysFileError(f"{path}: the archive holds no arrays")
     return out
 
 
@@ -98,15 +92,15 @@ def read_json(doc: dict[str, Any], path: str) -> dict[str, np.ndarray]:
 
 
 def numeric(value: Any, what: str) -> np.ndarray:
-    """An array-like of numbers (a torch tensor too) as a float64 array; anything else is an ActivationsError."""
+    """An array-like of numbers (a torch tensor too) as a float64 array; anything else is an ArraysFileError."""
     if hasattr(value, "detach") and hasattr(value, "cpu"):  # a torch tensor, without importing torch
         value = value.detach().cpu().numpy()
     try:
         array = np.asarray(value)
     except (ValueError, TypeError) as e:
-        raise ActivationsError(f"{what}: not an array of numbers ({_short(e)})") from None
+        raise ArraysFileError(f"{what}: not an array of numbers ({_short(e)})") from None
     if array.dtype.kind not in "biuf":
-        raise ActivationsError(f"{what}: expected numbers, received an array of dtype {array.dtype}")
+        raise ArraysFileError(f"{what}: expected numbers, received an array of dtype {array.dtype}")
     return array.astype(np.float64)
 
 

@@ -27,7 +27,7 @@ import numpy as np
 from tracer.compare import saved as jsonin
 from tracer.engine import executor
 from tracer.engine.executor import Stage
-from tracer.errors import EXIT_USAGE, TracerError, UsageError
+from tracer.errors import DiffTrouble, UsageError
 from tracer.model import catalogue
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.ops import OPS
@@ -52,12 +52,6 @@ STATUS_WORDS = {EQUAL: "equal", DIFFERS: "differs", SHAPES_DIFFER: "shapes diffe
                 NOT_RECORDED: "not recorded"}
 SUBLAYERS = ("mha", "ffn_hidden")  # the ops a norm feeds in pre-norm order
 ACT_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU", "swiglu": "SwiGLU"}
-
-
-class DiffTrouble(TracerError):
-    """A side cannot be compared (e.g. a violation without --keep-going): exit 2, as diff(1)."""
-
-    exit_code = EXIT_USAGE
 
 
 # -- the two sides ------------------------------------------------------------

@@ -17,19 +17,13 @@ from typing import Any
 import numpy as np
 
 from tracer.engine.executor import Stage
-from tracer.errors import EXIT_USAGE, TracerError
+from tracer.errors import TraceFileError
 from tracer.model.blocks import Step
 from tracer.spec.yamlio import printable
 from tracer.views.trace_json import SCHEMA_VERSION
 
 NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 REQUIRED_DIMS = ("B", "T", "C", "H", "F")
-
-
-class TraceFileError(TracerError):
-    """A JSON file that cannot be read as a saved tracer trace."""
-
-    exit_code = EXIT_USAGE
 
 
 @dataclass
