@@ -8,7 +8,7 @@ import pytest
 from conftest import EXAMPLES, SPECS, run_app
 
 from tracer.probe import exact
-from tracer.probe.properties import FAIL, NOT_APPLICABLE, PASS
+from tracer.probe.result import FAIL, NOT_APPLICABLE, PASS
 from tracer.spec import load_spec, load_spec_text
 
 VIOLATIONS = EXAMPLES / "violations"

@@ -47,7 +47,7 @@ def test_default_is_the_same_in_cli_and_memory() -> None:
     assert memory.parse_size(memory.DEFAULT_MAX_MEMORY) == 4 * 10**9
 
 
-def _held(trace: executor.Trace, free: list[np.ndarray]) -> int:
+def _held(trace: executor.Recording, free: list[np.ndarray]) -> int:
     """Bytes of the recorded arrays, each buffer once; views of ``free`` arrays (inputs, weights) cost nothing."""
     seen = list(free)
     total = 0

@@ -19,6 +19,7 @@ from conftest import EXAMPLES, SPECS
 from hypothesis import given, settings
 
 from tracer.compare import core as diffing
+from tracer.compare import text as difftext
 from tracer.engine import executor
 from tracer.engine.executor import Stage
 from tracer.spec import load_spec, load_spec_text
@@ -117,8 +118,8 @@ def test_markdown_marks_the_violation_row_and_quotes_the_panel():
 
 def test_diff_csv_one_row_per_position_and_where_the_rows_part():
     r = diffing.diff(PRE, POST)
-    rows = rows_of(textout.diff_csv(r))
-    assert rows[0] == textout.DIFF_CSV_COLUMNS
+    rows = rows_of(difftext.diff_csv(r))
+    assert rows[0] == difftext.DIFF_CSV_COLUMNS
     norm1 = {row[6]: row for row in rows if row[2] == "norm1"}
     # Post-norm's first row of X + MHA(X) is [2, 1]; LN maps it and X's [1, 0] to the same [a, -a] ...
     assert norm1["0"][3:] == ["differs", "0", "", "0", "equal", "0.0"]
@@ -131,7 +132,7 @@ def test_diff_csv_one_row_per_position_and_where_the_rows_part():
 
 def test_diff_markdown_has_the_stage_table_and_the_summary():
     r = diffing.diff(PRE, POST)
-    md = textout.diff_markdown(r, 6)
+    md = difftext.diff_markdown(r, 6)
     assert "- attention reads norm1(x) in A, x in B" in md
     table = [line for line in md.splitlines() if line.startswith("| `")]
     assert len(table) == len(r.stages)

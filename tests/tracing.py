@@ -14,11 +14,11 @@ from tracer.engine.params import load_inputs, load_params
 from tracer.spec import load_spec, load_spec_text
 
 
-def trace_text(text: str, keep_going: bool = False) -> executor.Trace:
+def trace_text(text: str, keep_going: bool = False) -> executor.Recording:
     return executor.run(load_spec_text(text, "spec.yaml"), keep_going=keep_going)
 
 
-def trace_file(path: str | Path, keep_going: bool = False) -> executor.Trace:
+def trace_file(path: str | Path, keep_going: bool = False) -> executor.Recording:
     return executor.run(load_spec(str(path)), keep_going=keep_going)
 
 
@@ -27,7 +27,7 @@ def flow(a: np.ndarray) -> str:
     return json.dumps(np.asarray(a).tolist())
 
 
-def independent_stages(trace: executor.Trace, text: str) -> dict[str, np.ndarray]:
+def independent_stages(trace: executor.Recording, text: str) -> dict[str, np.ndarray]:
     """The independent model's stages for the spec ``text``, with tracer's weights and input.
 
     The weights (seeded or given) and the token ids are tracer's own: what is checked here is
@@ -44,7 +44,7 @@ def independent_stages(trace: executor.Trace, text: str) -> dict[str, np.ndarray
     return ind.decoder_only(model, params, x=inputs["x"])
 
 
-def check_against_independent(text: str, tol: float = 1e-10) -> executor.Trace:
+def check_against_independent(text: str, tol: float = 1e-10) -> executor.Recording:
     trace = trace_text(text)
     assert trace.ok, [v.message for v in trace.violations]
     ind.assert_matches(trace, independent_stages(trace, text), tol)

@@ -17,28 +17,28 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from tracer.version import __version__ as __version__
 
 __all__ = ["Diff", "Recorder", "SpecError", "StageShape", "Trace", "TracerError", "UsageError", "diff", "load", "recorder",
            "trace"]
 
 if TYPE_CHECKING:
-    from tracer.api.loading import load as load
-    from tracer.api.recording import Recorder as Recorder
-    from tracer.api.recording import recorder as recorder
-    from tracer.api.tracing import StageShape as StageShape
-    from tracer.api.tracing import Trace as Trace
-    from tracer.api.tracing import trace as trace
+    from tracer.compare.recording import Recorder as Recorder
+    from tracer.compare.recording import recorder as recorder
     from tracer.compare.sides import Diff as Diff
     from tracer.compare.sides import diff as diff
     from tracer.errors import SpecError as SpecError
     from tracer.errors import TracerError as TracerError
     from tracer.errors import UsageError as UsageError
+    from tracer.run.result import StageShape as StageShape
+    from tracer.run.result import Trace as Trace
+    from tracer.run.result import trace as trace
+    from tracer.spec.loading import load as load
 
 # name -> the module defining it.  No module of the package is named like one of these functions, so importing a
 # submodule never rebinds them.
-_LAZY = {"load": "api.loading", "trace": "api.tracing", "Trace": "api.tracing", "StageShape": "api.tracing", "diff": "compare.sides",
-         "Diff": "compare.sides", "recorder": "api.recording", "Recorder": "api.recording", "TracerError": "errors",
+_LAZY = {"load": "spec.loading", "trace": "run.result", "Trace": "run.result", "StageShape": "run.result", "diff": "compare.sides",
+         "Diff": "compare.sides", "recorder": "compare.recording", "Recorder": "compare.recording", "TracerError": "errors",
          "SpecError": "errors", "UsageError": "errors"}
 
 

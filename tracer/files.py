@@ -45,7 +45,7 @@ NPZ_MARK = re.compile(rb"tracer (\S+) npz sha256=([0-9a-f]{64})")
 
 
 def _version() -> bytes:
-    from tracer import __version__
+    from tracer.version import __version__
 
     return __version__.encode("ascii")
 

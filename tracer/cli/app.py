@@ -119,7 +119,7 @@ def _say(lead: str, text: str) -> None:
 
 def _version(value: bool) -> None:
     if value:
-        from tracer import __version__
+        from tracer.version import __version__
 
         sys.stdout.write(f"tracer {__version__}\n")
         raise typer.Exit(EXIT_OK)
@@ -374,8 +374,9 @@ def probe(
     """
 
     def body() -> int:
-        from tracer.probe.properties import FAIL, UNMEASURED, unmeasured_error
         from tracer.probe.properties import probe as run_probe
+        from tracer.probe.properties import unmeasured_error
+        from tracer.probe.result import FAIL, UNMEASURED
         from tracer.spec import load_spec
         from tracer.views import tables as render
         from tracer.views import trace_json as jsonout
@@ -476,9 +477,9 @@ def diff(
     """
 
     def body() -> int:
+        from tracer.compare import text as difftext
         from tracer.compare.core import diff as diff_files
         from tracer.run.command import output_format
-        from tracer.views import text as textout
         from tracer.views import trace_json as jsonout
 
         form = output_format(fmt, as_json)
@@ -491,8 +492,8 @@ def diff(
 
             show(diff_view(result, precision), no_color, targets, f"tracer diff {a} {b}", force)
         else:
-            writers = {"json": lambda: jsonout.dumps(result.as_json()), "csv": lambda: textout.diff_csv(result),
-                       "markdown": lambda: textout.diff_markdown(result, precision)}
+            writers = {"json": lambda: jsonout.dumps(result.as_json()), "csv": lambda: difftext.diff_csv(result),
+                       "markdown": lambda: difftext.diff_markdown(result, precision)}
             sys.stdout.write(writers[form]())
         return result.exit_code
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tracer.compare import saved as jsonin
+from tracer.compare.status import DIFFERS, EQUAL, NOT_RECORDED, ONLY_A, ONLY_B, SHAPES_DIFFER, STATUS_WORDS
 from tracer.engine import executor
 from tracer.engine.executor import Stage
 from tracer.errors import DiffTrouble, UsageError
@@ -46,10 +47,6 @@ EXIT_DIFFERENT = 1
 DEFAULT_ATOL = 1e-9
 DEFAULT_RTOL = 1e-9
 
-EQUAL, DIFFERS, SHAPES_DIFFER, ONLY_A, ONLY_B = "equal", "differs", "shapes_differ", "only_in_a", "only_in_b"
-NOT_RECORDED = "not_recorded"  # a stage the user's arrays do not hold: not compared, not a difference
-STATUS_WORDS = {EQUAL: "equal", DIFFERS: "differs", SHAPES_DIFFER: "shapes differ", ONLY_A: "only in A", ONLY_B: "only in B",
-                NOT_RECORDED: "not recorded"}
 SUBLAYERS = ("mha", "ffn_hidden")  # the ops a norm feeds in pre-norm order
 ACT_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU", "swiglu": "SwiGLU"}
 
@@ -127,7 +124,7 @@ def load_side(path: str, label: str, keep_going: bool, read: Read | None = None,
     return spec_side(spec, path, label, keep_going, grad=grad, lean=lean)
 
 
-def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: executor.Trace | None = None,
+def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: executor.Recording | None = None,
               params: dict[str, np.ndarray] | None = None, grad: bool = False, lean: bool = False) -> Side:
     """A spec run here (or already run: ``trace`` and its ``params``); ``grad``: its gradients instead (tracer grad);
     ``lean``: run keeping no attention internals but the cross-attention weights (see load_side)."""

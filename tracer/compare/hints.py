@@ -95,7 +95,7 @@ def _kind(name: str, stage: Stage | None, steps: dict[str, Step]) -> str:
 
 def hint_for(result: DiffResult, ref: Side, mine: Side) -> Hint | None:
     """The hint for the first diverging stage of a diff against another program's arrays; None when all agree."""
-    from tracer.compare.core import EQUAL, SHAPES_DIFFER
+    from tracer.compare.status import EQUAL, SHAPES_DIFFER
 
     first = result.first_diverging
     if first is None:

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 import numpy as np
 
-from tracer.api.loading import load
-from tracer.api.tracing import Trace
+from tracer.run.result import Trace
 from tracer.spec import Spec
+from tracer.spec.loading import load
 from tracer.views.display import View
 
 if TYPE_CHECKING:

@@ -13,11 +13,10 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from tracer.compare.core import DIFFERS, EQUAL, NOT_RECORDED, STATUS_WORDS, DiffResult
-from tracer.i18n import tr
-from tracer.views.text import (
+from tracer.compare.core import DiffResult
+from tracer.compare.status import DIFFERS, EQUAL, NOT_RECORDED, STATUS_WORDS
+from tracer.compare.text import (
     FIRST_MARK,
-    MISSING,
     SETTINGS_HEADER,
     SETTINGS_TITLE,
     STRUCTURE_HEADER,
@@ -41,6 +40,8 @@ from tracer.views.text import (
     weights_same_text,
     weights_title,
 )
+from tracer.i18n import tr
+from tracer.views.text import MISSING
 
 STATUS_STYLE = {EQUAL: "green", DIFFERS: "bold red", NOT_RECORDED: "dim"}  # the others (shapes, only in one side): yellow
 LARGEST = "largest |A - B|"

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tracer.engine import kernels
-from tracer.engine.executor import Point, Stage, Trace, _blocks, _value_copy, visible_keys
+from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, visible_keys
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix
 from tracer.model.ops import OPS
 
@@ -45,7 +45,7 @@ class Norms(NamedTuple):
 
 
 class Backward:
-    def __init__(self, trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
+    def __init__(self, trace: Recording, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
                  on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None,
                  point: tuple[int, int] | None = None) -> None:
         self.trace = trace
@@ -301,7 +301,7 @@ def internal_names(step: Step) -> list[str]:
     return [f"{internal_prefix(step)}.{k}" for k in ATTN_ORDER] if step.op in ("mha", "cross_mha") else []
 
 
-def stage_order(trace: Trace) -> list[str]:
+def stage_order(trace: Recording) -> list[str]:
     """The recorded stages in backward order: the steps reversed, each attention step followed by its internals."""
     out = []
     for step in reversed(trace.spec.steps):
@@ -312,7 +312,7 @@ def stage_order(trace: Trace) -> list[str]:
     return out
 
 
-def gradients(trace: Trace, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray], seed: dict[str, np.ndarray],
+def gradients(trace: Recording, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray], seed: dict[str, np.ndarray],
               on_send: Callable[[Backward, Step, str, np.ndarray], None] | None = None, point: tuple[int, int] | None = None
               ) -> tuple[dict[str, Stage], dict[str, np.ndarray], dict[str, Norms]]:
     """Every recorded stage's gradient (as Stages: same name, axes and meaning as the forward's), in backward

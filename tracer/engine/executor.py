@@ -152,7 +152,7 @@ def summarise(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> Summa
     return Summary(tuple(array.shape), mean, float(np.sqrt(sq / n)), lo, hi, b, t, np.full(0, np.nan) if value is None else value)
 
 
-class Trace:
+class Recording:
     def __init__(self, spec: Spec, stages: dict[str, Stage] | None = None, violations: list[Violation] | None = None,
                  policy: RecordPolicy | None = None) -> None:
         self.spec = spec
@@ -177,7 +177,7 @@ class Trace:
 class Recorder:
     """Keeps each stage as the policy says (full, statistics, or not at all); returns the array unchanged."""
 
-    def __init__(self, trace: Trace) -> None:
+    def __init__(self, trace: Recording) -> None:
         self.trace = trace
         self.how = {s.name: s.how for s in plan_stages(trace.spec, trace.policy)}
 
@@ -219,7 +219,7 @@ class Executor:
         self.spec = spec
         self.keep_going = keep_going
         self.overrides = overrides or {}
-        self.trace = Trace(spec, policy=policy or RecordPolicy())
+        self.trace = Recording(spec, policy=policy or RecordPolicy())
         self.recorder = Recorder(self.trace)
         self.params = load_params(spec, for_run=True) if params is None else params
         self.inputs = load_inputs(spec) if inputs is None else inputs
@@ -285,7 +285,7 @@ class Executor:
         return visible_keys(self.spec, step, n_q)
 
     # -- the run ----------------------------------------------------------
-    def run(self, start: int = 0, live: dict[str, np.ndarray] | None = None) -> Trace:
+    def run(self, start: int = 0, live: dict[str, np.ndarray] | None = None) -> Recording:
         """Every step in order; ``start``, ``live``: from step ``start`` on, the stages before it that later steps
         read given (grad --verify's passes, where a perturbed weight cannot change the steps before its layer)."""
         stages: dict[str, np.ndarray] = dict(live or {})
@@ -468,6 +468,6 @@ def forward_ffn_out(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nd
 
 def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
         policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None,
-        inputs: dict[str, np.ndarray] | None = None) -> Trace:
+        inputs: dict[str, np.ndarray] | None = None) -> Recording:
     with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings on stderr
         return Executor(spec, keep_going, overrides, policy, params, inputs).run()

@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tracer.engine.executor import Trace
+from tracer.engine.executor import Recording
 from tracer.errors import UsageError
 from tracer.spec import LOSSES, Spec
 
@@ -77,7 +77,7 @@ def token_targets(spec: Spec, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return targets, counted
 
 
-def next_token(trace: Trace, ids: np.ndarray) -> Loss:
+def next_token(trace: Recording, ids: np.ndarray) -> Loss:
     spec = trace.spec
     probs_name = next(s.name for s in spec.steps if s.op == "softmax")
     logits = trace.stages[next(s.name for s in spec.steps if s.op == "head")].array
@@ -98,14 +98,14 @@ def next_token(trace: Trace, ids: np.ndarray) -> Loss:
     return Loss("next-token", value, probs_name, seed, FORMULAS["next-token"])
 
 
-def sum_squares(trace: Trace) -> Loss:
+def sum_squares(trace: Recording) -> Loss:
     name = output_stage(trace.spec)
     y = trace.stages[name].array
     # d(0.5 ΣY²)/dY = Y: the seed is Y itself, not a copy (the backward pass never writes into its seed)
     return Loss("sum-squares", float(0.5 * np.sum(y * y)), name, y, FORMULAS["sum-squares"].format(stage=name))
 
 
-def compute(trace: Trace, name: str, inputs: dict[str, np.ndarray]) -> Loss:
+def compute(trace: Recording, name: str, inputs: dict[str, np.ndarray]) -> Loss:
     if name == "next-token":
         stream = "target" if trace.spec.source is not None else "tokens"
         return next_token(trace, inputs[stream])

@@ -10,7 +10,7 @@ import numpy as np
 
 from tracer.engine import executor
 from tracer.engine.backward import Norms, gradients, norm
-from tracer.engine.executor import Stage, Trace
+from tracer.engine.executor import Recording, Stage
 from tracer.engine.params import load_inputs, load_params
 from tracer.errors import UsageError
 from tracer.grad import losses
@@ -21,7 +21,7 @@ from tracer.spec import Spec, load_spec, memory
 class GradTrace:
     """The forward trace, the loss, and the gradient of the loss with respect to every stage and weight."""
 
-    def __init__(self, forward: Trace, loss: losses.Loss | None, grads: dict[str, Stage], weights: dict[str, np.ndarray],
+    def __init__(self, forward: Recording, loss: losses.Loss | None, grads: dict[str, Stage], weights: dict[str, np.ndarray],
                  weight_grads: dict[str, np.ndarray], norms: dict[str, Norms] | None = None) -> None:
         self.forward = forward
         self.spec: Spec = forward.spec
@@ -78,7 +78,7 @@ def check_memory(spec: Spec, max_memory: str, as_json: bool) -> memory.Estimate:
     return est
 
 
-def backward(trace: Trace, loss_name: str, params: dict[str, np.ndarray] | None = None,
+def backward(trace: Recording, loss_name: str, params: dict[str, np.ndarray] | None = None,
              inputs: dict[str, np.ndarray] | None = None, point: tuple[int, int] | None = None) -> GradTrace:
     """The loss of a forward trace recorded in full, and its gradient with respect to everything
     (``params`` and ``inputs``: the forward's own, when at hand; else drawn again from the spec; ``point``: see

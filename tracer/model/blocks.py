@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from tracer.model.ops import GROUPED_KV_KEYS, OPS, WEIGHT_GROUPS
+from tracer.model.ops import GROUPED_KV_KEYS, OPS, WEIGHT_GROUPS, internal_prefix
 from tracer.model.shapes import Shape
 
 
@@ -242,13 +242,6 @@ ENCODER = "encoder."  # the prefix of every encoder stage of an encoder-decoder
 def position_axis(stage: str) -> str:
     """The axis a stage's positions run along: S (the source) for an encoder stage, else T."""
     return "S" if stage.startswith(ENCODER) else "T"
-
-
-def internal_prefix(step: Step) -> str:
-    """Internals of a step named 'attention' are '<prefix>attn.*', of 'cross_attention' '<prefix>cross.*'."""
-    head, _, last = step.name.rpartition(".")
-    head = head + "." if head else ""
-    return head + {"attention": "attn", "cross_attention": "cross"}.get(last, last)
 
 
 def shown_internal(step: Step, key: str) -> bool:

@@ -101,6 +101,13 @@ def _resolve(ref: str) -> Callable[..., Any]:
     return fn
 
 
+def internal_prefix(step: Step) -> str:  # attention records its internals under this prefix
+    """Internals of a step named 'attention' are '<prefix>attn.*', of 'cross_attention' '<prefix>cross.*'."""
+    head, _, last = step.name.rpartition(".")
+    head = head + "." if head else ""
+    return head + {"attention": "attn", "cross_attention": "cross"}.get(last, last)
+
+
 # -- weights ----------------------------------------------------------------------------
 # A weight group's keys and their axes, by the kind of group an op reads.
 WEIGHT_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
@@ -255,8 +262,6 @@ def _add_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None
 
 
 def _attention_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None:
-    from tracer.model.blocks import internal_prefix  # blocks builds on this module's records
-
     C, g = spec.dims.C, step.weights
     grouped = spec.dims.kv_heads != spec.dims.H  # k and v are H_kv heads wide: [C_kv]
     kv_width, kv_axis = (spec.dims.size("C_kv"), "C_kv") if grouped else (C, "C")
@@ -296,8 +301,6 @@ def _norm_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
 
 
 def _attention_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
-    from tracer.model.blocks import internal_prefix  # blocks builds on this module's records
-
     axes, shape = spec.stage_shapes[f"{internal_prefix(step)}.scores"]
     T, S = shape[-2], shape[-1]
     block = min(T, ROW_BLOCK)

@@ -21,7 +21,7 @@ from tracer.engine import executor
 from tracer.engine.backward import Backward, gradients
 from tracer.engine.params import load_inputs, load_params, uniform_ints
 from tracer.model.blocks import Step, internal_prefix
-from tracer.probe.properties import FAIL, NOT_APPLICABLE, PASS, Property
+from tracer.probe.result import FAIL, NOT_APPLICABLE, PASS, Property
 from tracer.spec import Spec
 from tracer.views.text import fmt_vector
 

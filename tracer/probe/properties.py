@@ -9,31 +9,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from tracer.engine import executor
 from tracer.engine.params import uniform
 from tracer.errors import UsageError
+from tracer.probe.result import FAIL, NOT_APPLICABLE, PASS, UNMEASURED, Property
 from tracer.spec import Spec
 
 MAX_PROBED_POSITIONS = 6
-PASS, FAIL, NOT_APPLICABLE, UNMEASURED = "pass", "fail", "not applicable", "cannot measure"
-
-
-@dataclass
-class Property:
-    name: str
-    result: str  # pass | fail | not applicable
-    evidence: str
-    stage: str | None = None  # the first stage where the property broke
-    position: int | None = None
-
-    def as_json(self) -> dict[str, object]:
-        return {"name": self.name, "result": self.result, "evidence": self.evidence, "stage": self.stage, "position": self.position}
-
-
 def _tolerance(a: np.ndarray) -> float:
     scale = float(np.nanmax(np.abs(a))) if a.size and np.isfinite(a).any() else 1.0
     return 1e-9 * (1.0 + scale)

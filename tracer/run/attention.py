@@ -23,7 +23,7 @@ from rich.style import Style
 from rich.table import Table
 from rich.text import Text
 
-from tracer.engine.executor import Trace, visible_keys
+from tracer.engine.executor import Recording, visible_keys
 from tracer.errors import UsageError
 from tracer.i18n import meaning, message, tr
 from tracer.model.blocks import Step, internal_prefix
@@ -315,7 +315,7 @@ def mask_words(step: Step) -> str:
     }.get(step.mask or "none", str(step.mask))
 
 
-def stage_view(trace: Trace, step: Step, b: int) -> RenderableType:
+def stage_view(trace: Recording, step: Step, b: int) -> RenderableType:
     spec = trace.spec
     name = internal_prefix(step) + ".weights"
     stage = trace.stages.get(name)
@@ -356,7 +356,7 @@ def stage_view(trace: Trace, step: Step, b: int) -> RenderableType:
     return Group(head, Tiles(panels), Legend(g0.mode, 1.0))
 
 
-def attention_view(trace: Trace, steps: list[Step], b: int) -> Group:
+def attention_view(trace: Recording, steps: list[Step], b: int) -> Group:
     parts: list[RenderableType] = [Text(tr("{name}: attention weights", name=trace.spec.name), style="bold")]
     for step in steps:
         parts += [Text(""), stage_view(trace, step, b)]

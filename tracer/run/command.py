@@ -20,7 +20,7 @@ from tracer.views import text as textout
 if TYPE_CHECKING:
     import numpy as np
 
-    from tracer.engine.executor import Stage, Trace
+    from tracer.engine.executor import Recording, Stage
     from tracer.run.crosscheck import Verification
 
 # catalogue, jsonout (and json), verify are imported where they are used: a plain `tracer run SPEC`
@@ -64,7 +64,7 @@ class Outcome(NamedTuple):
 
     path: str
     code: int
-    trace: Trace | None = None
+    trace: Recording | None = None
     check: Verification | None = None
     weights: dict[str, np.ndarray] | None = None
     only: list[str] | None = None  # --stage selection, checked against this spec's stages

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tracer.engine import reference
-from tracer.engine.executor import Trace
+from tracer.engine.executor import Recording
 from tracer.engine.params import load_inputs, load_params
 from tracer.errors import Violation
 
@@ -85,7 +85,7 @@ def _number(x: float) -> object:
     return array_json(np.float64(x))
 
 
-def verify(trace: Trace, budget: int = reference.DEFAULT_BUDGET) -> Verification:
+def verify(trace: Recording, budget: int = reference.DEFAULT_BUDGET) -> Verification:
     spec = trace.spec
     plan = reference.plan(spec, budget)
     if trace.violations:

@@ -20,11 +20,11 @@ from typing import BinaryIO
 import numpy as np
 
 from tracer import files as outputs
-from tracer.engine.executor import Trace
+from tracer.engine.executor import Recording
 from tracer.process import signals_held
 
 
-def npz_arrays(trace: Trace, weights: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+def npz_arrays(trace: Recording, weights: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {f"weights.{name}": w for name, w in (weights or {}).items()}
     for name, stage in trace.stages.items():
         if stage.data is not None:
@@ -64,6 +64,6 @@ def write_npz(fh: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
                 zf.close()
 
 
-def save(trace: Trace, path: str, weights: dict[str, np.ndarray] | None = None, force: bool = False) -> None:
+def save(trace: Recording, path: str, weights: dict[str, np.ndarray] | None = None, force: bool = False) -> None:
     arrays = npz_arrays(trace, weights)
     outputs.write_atomic(path, lambda fh: write_npz(fh, arrays), "--save", "npz", force)

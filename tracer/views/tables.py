@@ -1,4 +1,4 @@
-"""Renderers: turn a Trace into rich renderables.  They never print."""
+"""Renderers: turn a Recording into rich renderables.  They never print."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from tracer.engine.executor import Stage, Trace
+from tracer.engine.executor import Recording, Stage
 from tracer.errors import Violation
 from tracer.i18n import message, tr
 from tracer.spec import Spec
@@ -37,7 +37,7 @@ from tracer.views.text import (  # noqa: F401  (fmt_number, fmt_value: the forma
 )
 
 
-def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
+def trace_table(trace: Recording, b: int, t: int, precision: int, show_all: bool,
                 verify_diffs: dict[str, float] | None = None, marks: frozenset[str] = frozenset(),
                 only: Sequence[str] | None = None) -> Table:
     spec = trace.spec
@@ -55,12 +55,12 @@ def trace_table(trace: Trace, b: int, t: int, precision: int, show_all: bool,
     return table
 
 
-def matrix(trace: Trace, stage: Stage, b: int, precision: int) -> RenderableType:
+def matrix(trace: Recording, stage: Stage, b: int, precision: int) -> RenderableType:
     """The full [T, C] matrix of one sample (rows and columns elided when large)."""
     return Text("\n".join(matrix_lines(trace, stage, b, precision)))
 
 
-def stats_note(trace: Trace, precision: int) -> Text:
+def stats_note(trace: Recording, precision: int) -> Text:
     """The stages kept as statistics (--record stats): their mean, std, min and max."""
     lines = [tr("kept as statistics (--record stats; --keep STAGE keeps one in full):")]
     for stage in trace.stages.values():
@@ -110,7 +110,7 @@ class Pairs:
         return Measurement(max(units), cell_len(self.text))
 
 
-def run_view(trace: Trace, b: int, t: int, precision: int, show_all: bool,
+def run_view(trace: Recording, b: int, t: int, precision: int, show_all: bool,
              verify_diffs: dict[str, float] | None = None, verify_note: str = "",
              only: Sequence[str] | None = None) -> Group:
     """The table, then (unless --stage chose the rows) the output matrix, then any violation and the verify note."""

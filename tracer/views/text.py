@@ -32,8 +32,7 @@ import numpy as np
 from tracer.i18n import meaning, message, tr
 
 if TYPE_CHECKING:
-    from tracer.compare.core import DiffResult
-    from tracer.engine.executor import Stage, Trace
+    from tracer.engine.executor import Recording, Stage
     from tracer.errors import Violation
     from tracer.spec import Spec
 
@@ -142,7 +141,7 @@ def stage_rows(stages: Sequence[Stage], b: int, t: int, precision: int,
     return rows
 
 
-def visible_stages(trace: Trace, show_all: bool, only: Sequence[str] | None = None) -> list[Stage]:
+def visible_stages(trace: Recording, show_all: bool, only: Sequence[str] | None = None) -> list[Stage]:
     """The stages a view shows: those named in ``only`` (--stage), else the steps' stages, the
     attention internals too with ``show_all``, and any stage flagged by a violation."""
     if only is not None:
@@ -151,7 +150,7 @@ def visible_stages(trace: Trace, show_all: bool, only: Sequence[str] | None = No
     return [s for s in trace.stages.values() if show_all or not s.internal or s.name in flagged]
 
 
-def unreached_note(trace: Trace, only: Sequence[str] | None) -> str:
+def unreached_note(trace: Recording, only: Sequence[str] | None) -> str:
     """A note for --stage names the run never recorded (it stopped at a violation); '' when there are none."""
     missing = [name for name in only or () if name not in trace.stages]
     if not missing:
@@ -161,12 +160,12 @@ def unreached_note(trace: Trace, only: Sequence[str] | None) -> str:
                    "--keep-going records every stage)")
 
 
-def reached_end(trace: Trace) -> bool:
+def reached_end(trace: Recording) -> bool:
     """Did the run record the last step (clean, or --keep-going past a violation)?"""
     return trace.spec.steps[-1].name in trace.stages
 
 
-def matrix_lines(trace: Trace, stage: Stage, b: int, precision: int) -> list[str]:
+def matrix_lines(trace: Recording, stage: Stage, b: int, precision: int) -> list[str]:
     """The full [T, C] matrix of one sample (rows elided when tall): a header line, then one line per row."""
     if stage.axes[0] == "B" and b >= stage.array.shape[0]:  # a select along B kept fewer samples
         n = stage.array.shape[0]
@@ -271,7 +270,7 @@ def md_text(text: str) -> str:
 # -- tracer run ----------------------------------------------------------------------
 
 TRACE_CSV_COLUMNS = ["spec", "stage", "b", "h", "t", "axis"]
-_LEAD_COLUMN = {"B": "b", "H": "h"}  # every other leading axis (T, S, T_max) is a position: t
+LEAD_COLUMN = {"B": "b", "H": "h"}  # every other leading axis (T, S, T_max) is a position: t
 
 
 def value_width(stages: Iterable[Stage]) -> int:
@@ -288,7 +287,7 @@ def stage_csv_rows(spec_path: str, stage: Stage, width: int) -> Iterator[list[st
     a = np.asarray(stage.array)
     if a.ndim == 0:
         a = a.reshape(1)
-    lead = [_LEAD_COLUMN.get(axis, "t") for axis in stage.axes[:-1]]
+    lead = [LEAD_COLUMN.get(axis, "t") for axis in stage.axes[:-1]]
     rows = a.reshape(-1, a.shape[-1])
     padding = [""] * (width - a.shape[-1])
     for index, row in zip(np.ndindex(*a.shape[:-1]), rows):
@@ -317,7 +316,7 @@ def trace_csv_chunks(traces: Sequence[tuple[str, Sequence[Stage]]]) -> Iterator[
             yield csv_text(None, stage_csv_rows(path, stage, width))
 
 
-def run_markdown(trace: Trace, stages: Sequence[Stage], b: int, t: int, precision: int,
+def run_markdown(trace: Recording, stages: Sequence[Stage], b: int, t: int, precision: int,
                  verify_diffs: dict[str, float] | None = None, verify_note: str = "", only: Sequence[str] | None = None) -> str:
     """The run as Markdown: a heading, the stage table, its caption, the output matrix (unless --stage chose
     the rows), violations."""
@@ -351,191 +350,6 @@ def violation_markdown(v: Violation) -> str:
 
 def steps_markdown(spec: Spec, only: Sequence[str] | None = None) -> str:
     return f"### {md_text(step_list_title(spec))}\n\n" + markdown_table(step_header(), step_rows(spec, only))
-
-
-# -- tracer diff ---------------------------------------------------------------------
-
-DIFF_CSV_COLUMNS = ["spec_a", "spec_b", "stage", "stage_status", "b", "h", "t", "status", "max_abs_diff"]
-
-
-def diff_csv(r: DiffResult) -> str:
-    """One row per stage and position: is this row of the stage equal in A and B, and by how much does it differ.
-
-    A stage whose shapes differ, or that only one side has, is one row with empty b, h, t.
-    """
-    from tracer.compare.core import DIFFERS, EQUAL, differences
-
-    def rows() -> Iterator[list[str]]:
-        for row in r.stages:
-            head = [r.a.path, r.b.path, row.name, row.status]
-            if row.status not in (EQUAL, DIFFERS):
-                yield head + ["", "", "", row.status, ""]
-                continue
-            assert row.a is not None and row.b is not None
-            d, tol = differences(row.a.array, row.b.array, r.atol, r.rtol)
-            lead = [_LEAD_COLUMN.get(axis, "t") for axis in row.a.axes[:-1]]
-            width = d.shape[-1] if d.ndim else 1
-            flat_d, flat_tol = d.reshape(-1, width), tol.reshape(-1, width)
-            for index, dr, tol_row in zip(np.ndindex(*d.shape[:-1]), flat_d, flat_tol):
-                status = EQUAL if bool(np.all(dr <= tol_row)) else DIFFERS
-                yield head + [*position_cells(lead, index), status, exact(float(dr.max()) if dr.size else 0.0)]
-
-    return csv_text(DIFF_CSV_COLUMNS, rows())
-
-
-def diff_sides(r: DiffResult) -> list[str]:
-    return [message(s.describe()) for s in (r.a, r.b)]
-
-
-def structure_same_text(r: DiffResult) -> str:
-    return message(f"Structure: the same {len(r.steps)} steps ({', '.join(row.name for row in r.steps)})")
-
-
-def table_words(words: Sequence[str]) -> list[str]:
-    """Headers and titles in the current language (the module's constants stay English for CSV and JSON)."""
-    return [tr(w) for w in words]
-
-
-def structure_lines(r: DiffResult) -> list[str]:
-    """What differs between the step lists, one sentence each, in the current language."""
-    return [message(line) for line in r.structure]
-
-
-def diff_notes(r: DiffResult) -> list[str]:
-    return [message(n) for n in r.notes]
-
-
-def arrays_lines(r: DiffResult) -> list[str]:
-    """A diff against another program's arrays: which arrays became which stages (instead of structure and settings)."""
-    assert r.arrays is not None
-    x = r.arrays
-    renamed = ", ".join(f"{theirs} = {ours}" for ours, theirs in x.renamed.items())
-    lines = [message(f"Compared {len(x.matched)} arrays of {x.label} with the stages of the same name in {x.reference}: "
-                     f"{', '.join(x.matched)}")]
-    if renamed:
-        lines.append(message(f"named with --map: {renamed}"))
-    return lines
-
-
-def hint_text(r: DiffResult) -> str:
-    return tr("hint: {hint}", hint=r.hint.text()) if r.hint is not None else ""
-
-
-def diff_summary(r: DiffResult) -> str:
-    """The closing line (the JSON's "summary" stays English)."""
-    return message(r.summary())
-
-
-STRUCTURE_TITLE = "Structure: the two step lists, aligned by step name"
-STRUCTURE_HEADER = ["step", "A", "B", ""]
-
-
-def structure_rows(r: DiffResult) -> list[list[str]]:
-    from tracer.compare.core import EQUAL, STATUS_WORDS, expr
-
-    return [[row.name, MISSING if row.a is None else tr(expr(row.a)), MISSING if row.b is None else tr(expr(row.b)),
-             "" if row.status == EQUAL else tr(STATUS_WORDS[row.status])] for row in r.steps]
-
-
-def settings_same_text(r: DiffResult) -> str:
-    compared = [tr("dims"), tr("block settings")] + (["dtype"] if r.a.dtype and r.b.dtype else [])
-    if r.weights is not None:
-        compared.append(tr("all {n} weights (within {tol})", n=len(r.weights), tol=r.tolerance()))
-    return tr("Settings: the same {first} and {last}", first=tr(", ").join(compared[:-1]), last=compared[-1])
-
-
-SETTINGS_TITLE = "Settings that differ"
-SETTINGS_HEADER = ["setting", "A", "B"]
-WEIGHTS_HEADER = ["weight", "shape A", "shape B", "largest |A - B|", "at", "A there", "B there", "status"]
-
-
-def setting_rows(r: DiffResult) -> list[list[str]]:
-    return [[s.field, fmt_setting(s.a), fmt_setting(s.b)] for s in r.settings]
-
-
-def weights_title(r: DiffResult) -> str:
-    others = len(r.weights or []) - len(r.weights_differ)
-    rest = "none equal" if not others else f"{others} other{'s' if others > 1 else ''} equal within {r.tolerance()}"
-    return message(f"Weights that differ ({rest})")
-
-
-def weights_same_text(r: DiffResult) -> str:
-    return message(f"Weights: all {len(r.weights or [])} the same within {r.tolerance()}")
-
-
-def weight_rows(r: DiffResult, precision: int) -> list[list[str]]:
-    from tracer.compare.core import STATUS_WORDS
-
-    return [[w.name,
-             MISSING if w.shape_a is None else str(list(w.shape_a)),
-             MISSING if w.shape_b is None else str(list(w.shape_b)),
-             fmt_diff(w.max_abs_diff, precision),
-             MISSING if w.where is None else str(list(w.where)),
-             MISSING if w.value_a is None else fmt_number(w.value_a, precision),
-             MISSING if w.value_b is None else fmt_number(w.value_b, precision),
-             tr(STATUS_WORDS[w.status])] for w in r.weights_differ]
-
-
-def diff_stage_title(r: DiffResult) -> str:
-    return message(f"Stages, aligned by name (equal: |A - B| <= atol + rtol * max(|A|, |B|), {r.tolerance()})")
-
-
-def diff_stage_header(r: DiffResult) -> list[str]:
-    at = f"b={r.batch}, t={r.pos}"
-    return [tr("stage"), tr("shape in A"), tr("shape in B"), tr("A at {at}", at=at), tr("B at {at}", at=at),
-            tr("largest |A - B|"), tr("status")]
-
-
-FIRST_MARK = "  ← first difference"
-
-
-def diff_stage_rows(r: DiffResult, precision: int) -> list[list[str]]:
-    from tracer.compare.core import STATUS_WORDS
-
-    first = r.first_diverging
-    rows = []
-    for row in r.stages:
-        mark = tr(FIRST_MARK) if first is not None and row.name == first.name else ""
-        rows.append([row.name,
-                     MISSING if row.a is None else row.a.shape_label,
-                     MISSING if row.b is None else row.b.shape_label,
-                     MISSING if row.value_a is None else fmt_value(row.value_a, precision),
-                     MISSING if row.value_b is None else fmt_value(row.value_b, precision),
-                     fmt_diff(row.max_abs_diff, precision),
-                     tr(STATUS_WORDS[row.status]) + mark])
-    return rows
-
-
-def diff_markdown(r: DiffResult, precision: int) -> str:
-    """The diff as Markdown: sides, structure, settings, notes, the stage table and the summary."""
-    parts = ["### tracer diff\n", "\n".join(f"- {md_text(line)}" for line in diff_sides(r)) + "\n"]
-    if r.arrays is not None:
-        parts.append("\n".join(md_text(line) for line in arrays_lines(r)) + "\n")
-    elif r.structure_same:
-        parts.append(md_text(structure_same_text(r)) + "\n")
-    else:
-        parts.append(f"**{md_text(tr(STRUCTURE_TITLE))}**\n\n" + markdown_table(table_words(STRUCTURE_HEADER), structure_rows(r)))
-        parts.append(tr("What differs:") + "\n\n" + "\n".join(f"- {md_text(line)}" for line in structure_lines(r)) + "\n")
-    if r.arrays is not None:
-        pass
-    elif r.settings_same:
-        parts.append(md_text(settings_same_text(r)) + "\n")
-    else:
-        if r.settings:
-            parts.append(f"**{tr(SETTINGS_TITLE)}**\n\n" + markdown_table(table_words(SETTINGS_HEADER), setting_rows(r)))
-        if r.weights_differ:
-            parts.append(f"**{md_text(weights_title(r))}**\n\n" + markdown_table(table_words(WEIGHTS_HEADER), weight_rows(r, precision)))
-        elif r.weights is not None:
-            parts.append(md_text(weights_same_text(r)) + "\n")
-    parts += [f"> {md_text(tr('note: {note}', note=n))}\n" for n in diff_notes(r)]
-    rows = diff_stage_rows(r, precision)
-    for row in rows:
-        row[0] = f"`{row[0]}`"
-    parts.append(f"**{md_text(diff_stage_title(r))}**\n\n" + markdown_table(diff_stage_header(r), rows))
-    parts.append(f"**{md_text(diff_summary(r))}**\n")
-    if r.hint is not None:
-        parts.append(md_text(hint_text(r)) + "\n")
-    return "\n".join(parts)
 
 
 # -- tracer stages ---------------------------------------------------------------------

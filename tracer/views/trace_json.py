@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from tracer.engine.executor import Stage, Trace
+from tracer.engine.executor import Recording, Stage
 from tracer.process import is_utf
 from tracer.spec import Spec
 
@@ -111,7 +111,7 @@ def chunks(obj: Any, ascii_only: bool | None = None) -> Iterator[str]:
         yield json.dumps(obj, ensure_ascii=ascii_only, allow_nan=False)
 
 
-def trace_json(trace: Trace, stages: list[Stage], verify: dict[str, Any] | None = None,
+def trace_json(trace: Recording, stages: list[Stage], verify: dict[str, Any] | None = None,
                weights: dict[str, np.ndarray] | None = None, streamed: bool = False) -> dict[str, Any]:
     """The trace as one JSON object; with ``streamed``, its stages and weights are Streamed (write it with chunks)."""
     spec = trace.spec

@@ -16,15 +16,14 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from tracer.api.loading import SpecLike, load
 from tracer.errors import StageNotFound, UsageError, Violation
+from tracer.spec.loading import SpecLike, load
 from tracer.views.display import View
 
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from tracer.engine.executor import Stage
-    from tracer.engine.executor import Trace as RunTrace
+    from tracer.engine.executor import Recording, Stage
     from tracer.spec import Spec
 
 
@@ -49,7 +48,7 @@ class StageShape(NamedTuple):
 class Trace(Mapping[str, np.ndarray]):
     """Every recorded stage of one run: ``trace[name]`` is its array, iteration gives the names in order."""
 
-    def __init__(self, spec: Spec, run: RunTrace, params: dict[str, np.ndarray], *, batch: int = 0, pos: int = 0,
+    def __init__(self, spec: Spec, run: Recording, params: dict[str, np.ndarray], *, batch: int = 0, pos: int = 0,
                  precision: int = 6, show_all: bool = False) -> None:
         self.spec = spec
         self.run = run  # the executor's Trace (stages, violations, policy)
