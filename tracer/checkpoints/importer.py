@@ -1,6 +1,6 @@
 """`tracer import CHECKPOINT`: write a commented spec that references the checkpoint and runs as it is.
 
-The layout's config reader (hfconfig.py) gives the dims and block settings with where each came
+The family's config reader (families/) gives the dims and block settings with where each came
 from; this module picks the layers asked for, the input (--tokens, or a seeded random input) and
 writes the YAML.  The spec is validated before it is written (it must load exactly as written, the
 checkpoint's keys and shapes included), and -o never replaces a file that `tracer import` did not
@@ -14,9 +14,9 @@ import os
 from typing import Any, NamedTuple
 
 from ..errors import UsageError
-from . import layouts
+from . import families as layouts
+from .families.base import ModelConfig
 from .formats import CheckpointError, open_checkpoint
-from .hfconfig import ModelConfig
 
 MARK = "# Written by `tracer import`"  # the first line: -o replaces only a file that starts with it
 

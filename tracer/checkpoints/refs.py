@@ -12,8 +12,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, NamedTuple
 
+from .families.base import Layout, Take
 from .formats import Checkpoint, CheckpointError, TensorInfo, file_of, open_checkpoint, shape_text
-from .layouts import Layout, Take
 
 if TYPE_CHECKING:
     import numpy as np
