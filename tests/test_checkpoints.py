@@ -17,10 +17,11 @@ import numpy as np
 import pytest
 from conftest import REPO, assert_refused, example_module, run_app, run_cli, where
 
-from tracer.checkpoints import formats
-from tracer.checkpoints.formats import CheckpointError, open_checkpoint
+from tracer.checkpoints import families, formats
+from tracer.checkpoints.families.base import Layout, Take
+from tracer.checkpoints.formats import open_checkpoint
 from tracer.engine import executor
-from tracer.errors import SpecError
+from tracer.errors import CheckpointError, SpecError
 from tracer.spec import load_spec, memory
 
 make_gpt2 = example_module("checkpoints/tiny_gpt2.py").make
@@ -135,6 +136,77 @@ def test_sharded_folder_opens_only_the_shards_it_needs(tmp_path: Path, monkeypat
     same = executor.run(load_spec(str(spec2)))
     assert np.array_equal(trace.stages["output"].array, same.stages["output"].array)
     assert load_file(str(folder / "model-00002-of-00002.safetensors"))  # the shard exists; it was simply never opened
+
+
+# -- the families: one file each (table + config reader), one registry ----------------------------
+# Families whose checkpoints carry no config.json, so no model_type picks them (--layout only).  A new
+# Hugging Face family must list its model_types; one without config.json must be named here on purpose.
+NO_CONFIG_JSON = {"torch", "tracer"}
+
+
+def missing_parts(family: Layout) -> list[str]:
+    """What a registered family lacks: its table, its config reader in its own file, its model_types."""
+    import inspect
+
+    module = sys.modules.get(getattr(family.read_config, "__module__", ""))
+    missing = []
+    if not family.name or not family.summary:
+        missing.append("name and summary")
+    if not family.table or not all(isinstance(k, str) and isinstance(t, Take) and t.key for k, t in family.table.items()):
+        missing.append("layout table")
+    if not callable(family.read_config) or len(inspect.signature(family.read_config).parameters) != 4:
+        missing.append("config reader (config, checkpoint, layout, heads)")
+    elif (module is None or not module.__name__.startswith("tracer.checkpoints.families.") or module.__name__.endswith(".base")
+          or getattr(getattr(module, "LAYOUT", None), "name", None) != family.name or getattr(module, "read_config", None) is not family.read_config
+          or not callable(getattr(module, "table", None))):
+        missing.append("one file holding table(), the config reader and LAYOUT")
+    if not isinstance(family.model_types, tuple) or not all(isinstance(t, str) and t for t in family.model_types):
+        missing.append("model_types (a tuple of names)")
+    elif bool(family.model_types) == (family.name in NO_CONFIG_JSON):
+        missing.append("model_types" if family.model_types == () else "model_types, or leave it out of NO_CONFIG_JSON")
+    return missing
+
+
+@pytest.mark.parametrize("name", families.names())
+def test_every_registered_family_has_its_parts(name: str) -> None:
+    family = families.layouts()[name]
+    assert missing_parts(family) == []
+    module = sys.modules[family.read_config.__module__]
+    assert module.LAYOUT is family and module.table() == family.table  # the registry lists the file's own LAYOUT, built from its table
+
+
+def test_a_family_without_a_part_is_caught() -> None:
+    """The check above can fail: each part taken away from a real family is named."""
+    gpt2, torch = families.layouts()["gpt2"], families.layouts()["torch"]
+    assert missing_parts(gpt2._replace(table={})) == ["layout table"]
+    assert missing_parts(gpt2._replace(model_types=())) == ["model_types"]
+    assert missing_parts(torch._replace(model_types=("torch",))) == ["model_types, or leave it out of NO_CONFIG_JSON"]
+    assert missing_parts(gpt2._replace(read_config=torch.read_config)) == ["one file holding table(), the config reader and LAYOUT"]
+    assert missing_parts(gpt2._replace(read_config=lambda config, ckpt: None)) == ["config reader (config, checkpoint, layout, heads)"]
+
+
+def test_every_layout_and_model_type_name_picks_exactly_one_family() -> None:
+    registered = families.FAMILIES
+    assert families.names() == tuple(f.name for f in registered) == tuple(families.layouts())
+    assert len(set(families.names())) == len(registered)
+    for family in registered:
+        assert families.layouts()[family.name] is family
+        for model_type in family.model_types:
+            assert [f.name for f in registered if model_type in f.model_types] == [family.name], model_type
+            assert families.infer({"model_type": model_type}) == family.name
+            assert model_type not in families.names() or model_type == family.name  # a model_type never names another --layout
+    assert families.infer({"model_type": "bert"}) is None and families.infer(None) is None and families.infer({}) is None
+    # Every family file in the folder is registered (writing the file is not enough: add it to FAMILIES).
+    folder = REPO / "tracer" / "checkpoints" / "families"
+    files = {p.stem for p in folder.glob("*.py")} - {"__init__", "base"}
+    assert files == {f.read_config.__module__.rsplit(".", 1)[1] for f in registered}
+
+
+def test_the_families_import_no_numpy() -> None:
+    code = "import sys, tracer.checkpoints.families, tracer.checkpoints.refs, tracer.checkpoints.importer; print('numpy' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                       env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0 and r.stdout.strip() == "False", r.stderr
 
 
 # -- the spec's file weights --------------------------------------------------------

@@ -120,11 +120,11 @@ def test_the_choices_are_the_validators_choices() -> None:
 
 
 def test_the_checkpoint_fields_are_the_validators() -> None:
-    from tracer.checkpoints import layouts
+    from tracer.checkpoints import families
 
     assert list(DEFS["model_file"]["properties"]) == list(spec.MODEL_FILE_KEYS)
     assert list(DEFS["file_weight"]["properties"]) == list(spec.FILE_KEYS)
-    assert enum(DEFS["model_file"]["properties"]["layout"]) == list(layouts.names())
+    assert enum(DEFS["model_file"]["properties"]["layout"]) == list(families.names())
 
 
 def test_every_weight_key_of_every_group_is_named() -> None:

@@ -27,6 +27,10 @@ class SpecError(TracerError):
     exit_code = EXIT_USAGE
 
 
+class CheckpointError(SpecError):
+    """A checkpoint file cannot be opened or a tensor in it cannot be read (exit 2)."""
+
+
 class UsageError(TracerError):
     """The command line asks for something impossible (e.g. --pos beyond T)."""
 

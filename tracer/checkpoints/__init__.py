@@ -3,24 +3,28 @@
 - formats.py: open a checkpoint lazily (.safetensors, .npz, .npy, a Hugging Face model folder,
   sharded or not, and PyTorch .pt/.bin through torch.load(weights_only=True) when torch is
   installed); headers are read without NumPy, one tensor at a time on demand.
-- layouts.py: a layout is data, a table of tracer weight names -> checkpoint keys plus small named
-  conversions (split a packed q/k/v, transpose an nn.Linear [out,in]).
-- hfconfig.py: one function per layout reads config.json (or the tensor shapes) into the spec's own
-  dims and block settings, each with a note of where it came from.
+- families/: one file per checkpoint family (gpt2.py, llama.py, pytorch.py, tracer_npz.py), each
+  its layout table (tracer weight names -> checkpoint keys plus small named conversions: split a
+  packed q/k/v, transpose an nn.Linear [out,in]) and its config reader (config.json or the tensor
+  shapes -> the spec's dims and block settings, each with a note of where it came from, refusing
+  what tracer cannot trace faithfully); base.py holds what they share (Take, Layout, ModelConfig);
+  families/__init__.py is the registry (``--layout`` names, config.json model_types).
 - refs.py: what spec.py and params.py call: find and check a weight's tensor at validation (key,
   shape, dtype; every error with the spec's file:line:col), read it when the run starts.
 - importer.py: `tracer import CHECKPOINT`: a commented spec that references the checkpoint.
 
-Adding a layout (e.g. llama) is one table and one config-reading function:
-1. In layouts.py, write ``_llama_table()``: ``{"blocks.{i}.attn.w_q": Take("model.layers.{i}.self_attn.q_proj.weight",
+Adding a family (e.g. llama) is one file, one line in the registry, and its tests:
+1. families/llama.py: ``table()``: ``{"blocks.{i}.attn.w_q": Take("model.layers.{i}.self_attn.q_proj.weight",
    transpose=True), ...}``; tracer's weight names are those of ``tracer stages`` / GROUP_KEYS, with
    ``{i}`` for the layer; ``Take(key, split=, part=, axis=, transpose=)`` says how the stored tensor
-   becomes tracer's [in, out] matrix.  ``aliases`` lists other prefixes a checkpoint may use.
-2. In hfconfig.py, write ``llama(config, ckpt, layout, heads) -> ModelConfig``: dims and block
-   settings from config.json (``shape_of`` gives a weight's shape), and a note for each.
-3. Register ``Layout("llama", summary, _llama_table(), hfconfig.llama, aliases, model_types=("llama",
-   "mistral"))`` in ``_layouts()``; `tracer import --layout llama` and ``weights: {file: ..., layout: llama}``
-   then work, and config.json's model_type picks it when --layout is left out.
+   becomes tracer's [in, out] matrix.
+2. In the same file, ``read_config(config, ckpt, layout, heads) -> ModelConfig``: dims and block
+   settings from config.json (``shape_of`` gives a weight's shape), and a note for each; and
+   ``LAYOUT = Layout("llama", summary, table(), read_config, aliases, model_types=("llama", "mistral"))``,
+   where ``aliases`` lists other prefixes a checkpoint may use.
+3. Add ``llama.LAYOUT`` to FAMILIES in families/__init__.py; `tracer import --layout llama` and
+   ``weights: {file: ..., layout: llama}`` then work, and config.json's model_type picks it when
+   --layout is left out.  tests/test_checkpoints.py checks that every family has its parts.
 Nothing in this package imports NumPy at module level: `tracer validate` checks checkpoint weights
 from the headers alone.
 """

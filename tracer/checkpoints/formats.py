@@ -20,7 +20,7 @@ import struct
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tracer.errors import SpecError
+from tracer.errors import CheckpointError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -36,10 +36,6 @@ MAX_HEADER = 100 * 2**20  # a safetensors header above 100 MB is corrupt (the fo
 TORCH_ADVICE = ("install torch to read it (pip install 'tracer[torch]'), or convert it once to safetensors: "
                 "python -c \"import torch; from safetensors.torch import save_file; "
                 "save_file(torch.load('model.pt', weights_only=True), 'model.safetensors')\"")
-
-
-class CheckpointError(SpecError):
-    """A checkpoint file cannot be opened or a tensor in it cannot be read (exit 2)."""
 
 
 class TensorInfo(NamedTuple):

@@ -1,6 +1,6 @@
 """`tracer import CHECKPOINT`: write a commented spec that references the checkpoint and runs as it is.
 
-The layout's config reader (hfconfig.py) gives the dims and block settings with where each came
+The family's config reader (families/) gives the dims and block settings with where each came
 from; this module picks the layers asked for, the input (--tokens, or a seeded random input) and
 writes the YAML.  The spec is validated before it is written (it must load exactly as written, the
 checkpoint's keys and shapes included), and -o never replaces a file that `tracer import` did not
@@ -13,10 +13,10 @@ import json
 import os
 from typing import Any, NamedTuple
 
-from tracer.checkpoints import layouts
-from tracer.checkpoints.formats import CheckpointError, open_checkpoint
-from tracer.checkpoints.hfconfig import ModelConfig
-from tracer.errors import UsageError
+from tracer.checkpoints import families as layouts
+from tracer.checkpoints.families.base import ModelConfig
+from tracer.checkpoints.formats import open_checkpoint
+from tracer.errors import CheckpointError, UsageError
 
 MARK = "# Written by `tracer import`"  # the first line: -o replaces only a file that starts with it
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, NamedTuple
 
-from tracer.checkpoints.formats import Checkpoint, CheckpointError, TensorInfo, file_of, open_checkpoint, shape_text
-from tracer.checkpoints.layouts import Layout, Take
+from tracer.checkpoints.families.base import Layout, Take
+from tracer.checkpoints.formats import Checkpoint, TensorInfo, file_of, open_checkpoint, shape_text
+from tracer.errors import CheckpointError
 
 if TYPE_CHECKING:
     import numpy as np

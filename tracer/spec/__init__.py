@@ -910,7 +910,8 @@ class _Validator:
 
     def model_file(self, raw: dict[str, Any]) -> Any:
         """weights: {file: ..., layout: ..., first_layer: N}: open the checkpoint (headers only) and pick the layout."""
-        from tracer.checkpoints import layouts, refs
+        from tracer.checkpoints import families as layouts
+        from tracer.checkpoints import refs
 
         raw = self.keys(raw, ("weights",), MODEL_FILE_KEYS, "weights from a checkpoint")
         path: Path = ("weights", "file")

@@ -1,7 +1,7 @@
-"""Layouts: how a checkpoint's tensors map onto tracer's weights.  A layout is data.
+"""What every checkpoint family is made of: the layout record, its table's conversions, and the config it reads.
 
-Each layout is one table: a tracer weight name (``{i}`` stands for a layer) -> a Take, the checkpoint
-key it comes from plus the few small conversions real checkpoints need:
+A family's layout is data: one table, a tracer weight name (``{i}`` stands for a layer) -> a Take,
+the checkpoint key it comes from plus the few small conversions real checkpoints need:
 - ``split=3, part=1, axis=1``: the middle third of a packed tensor (q, k, v packed in GPT-2's
   ``c_attn`` [C,3C] or PyTorch's ``in_proj_weight`` [3C,C]);
 - ``transpose=True``: ``nn.Linear`` stores [out, in]; tracer's matrices are [in, out].
@@ -9,7 +9,11 @@ key it comes from plus the few small conversions real checkpoints need:
 ``h.0...``); the first that exists wins.  A tracer weight the table does not name is drawn from the
 spec's seed, as when it is not given (an ``nn.Transformer`` has no embedding table).
 
-How the config becomes the spec's settings is in hfconfig.py: one reading function per layout.
+A family's config reader, ``(config or None, checkpoint, layout, heads) -> ModelConfig``, says what
+the spec's dims and block settings are and, for each, where it came from (written into the imported
+spec as a comment).  Whatever the config sets that tracer cannot trace faithfully is refused there,
+naming the setting, rather than traced wrongly.
+
 Nothing here imports NumPy, except Take.apply.
 """
 
@@ -19,11 +23,11 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tracer.checkpoints.formats import Checkpoint
+from tracer.errors import CheckpointError
+
 if TYPE_CHECKING:
     import numpy as np
-
-    from tracer.checkpoints.formats import Checkpoint
-    from tracer.checkpoints.hfconfig import ModelConfig
 
 
 class Take(NamedTuple):
@@ -70,7 +74,23 @@ class Take(NamedTuple):
         return np.ascontiguousarray(a)
 
 
+class ModelConfig(NamedTuple):
+    layers: int  # layers in the checkpoint (the decoder's, for an encoder-decoder)
+    dims: dict[str, int]  # C, H, F and, where known, V and T_max
+    block: dict[str, Any]  # the spec's block settings (the decoder's, for an encoder-decoder)
+    notes: dict[str, str]  # setting -> where it came from, written as a comment
+    dtype: str  # what the checkpoint stores (float32, bfloat16, ...)
+    source: str  # "config.json" or "tensor shapes"
+    model: str = "decoder"  # decoder | encoder-decoder
+    encoder: dict[str, Any] | None = None  # encoder-decoder: the encoder's settings
+    encoder_layers: int = 0
+    input: str = "tokens"  # tokens | x: what the first layer reads
+    embedding_given: bool = True  # False: the checkpoint has no embedding table (drawn from the seed)
+
+
 class Layout(NamedTuple):
+    """One checkpoint family: its name (``--layout``, ``weights.layout``), its table and its config reader."""
+
     name: str
     summary: str
     table: dict[str, Take]
@@ -139,8 +159,8 @@ def layer_count(keys: list[str], pattern: str) -> int:
     return max(found) + 1 if found else 0
 
 
-# -- the tables ------------------------------------------------------------------
-def _attention(q: str, o: str, split_axis: int, transpose: bool) -> dict[str, Take]:
+# -- building tables -------------------------------------------------------------------
+def packed_attention(q: str, o: str, split_axis: int, transpose: bool) -> dict[str, Take]:
     """A packed q, k, v weight and bias plus the output projection, as one layer's 'attn' group."""
     out: dict[str, Take] = {}
     for part, letter in enumerate("qkv"):
@@ -151,102 +171,36 @@ def _attention(q: str, o: str, split_axis: int, transpose: bool) -> dict[str, Ta
     return out
 
 
-def _group(prefix: str, group: str, takes: dict[str, Take]) -> dict[str, Take]:
-    return {f"{prefix}{group}.{k}": v for k, v in takes.items()}
+def group(prefix: str, name: str, takes: dict[str, Take]) -> dict[str, Take]:
+    """``takes`` as the weights of tracer group ``name`` ('attn', 'norm1') under ``prefix`` ('blocks.{i}.')."""
+    return {f"{prefix}{name}.{k}": v for k, v in takes.items()}
 
 
-def _norm(key: str) -> dict[str, Take]:
+def norm(key: str) -> dict[str, Take]:
+    """A LayerNorm's weight and bias as tracer's gamma and beta."""
     return {"gamma": Take(f"{key}.weight"), "beta": Take(f"{key}.bias")}
 
 
-def _gpt2_table() -> dict[str, Take]:
-    L = "h.{i}."
-    table = {"embedding": Take("wte.weight"), "position": Take("wpe.weight"), "head": Take("lm_head.weight", transpose=True)}
-    table |= _group("blocks.{i}.", "norm1", _norm(L + "ln_1"))
-    # Conv1D stores [in, out] already: c_attn is [C,3C] with q, k, v side by side along axis 1.
-    table |= _group("blocks.{i}.", "attn", _attention(L + "attn.c_attn", L + "attn.c_proj", 1, False))
-    table |= _group("blocks.{i}.", "norm2", _norm(L + "ln_2"))
-    table |= _group("blocks.{i}.", "ffn", {"w1": Take(L + "mlp.c_fc.weight"), "b1": Take(L + "mlp.c_fc.bias"),
-                                           "w2": Take(L + "mlp.c_proj.weight"), "b2": Take(L + "mlp.c_proj.bias")})
-    table |= _group("", "final_norm", _norm("ln_f"))
-    return table
-
-
-def _llama_table() -> dict[str, Take]:
-    """Hugging Face LLaMA / Mistral (LlamaForCausalLM): every projection an nn.Linear [out,in], no biases.
-
-    RMSNorm has only a weight (gamma); the MLP is down(silu(gate(x)) * up(x)), tracer's SwiGLU with
-    W_1 = gate, W_3 = up, W_2 = down.  q and k need no permutation: the spec turns them with
-    rotary_pairing: half, as Hugging Face's rotate_half does.
-    """
-    L = "model.layers.{i}."
-    table = {"embedding": Take("model.embed_tokens.weight"), "head": Take("lm_head.weight", transpose=True)}
-    table |= _group("blocks.{i}.", "norm1", {"gamma": Take(L + "input_layernorm.weight")})
-    table |= _group("blocks.{i}.", "attn", {f"w_{x}": Take(f"{L}self_attn.{x}_proj.weight", transpose=True) for x in "qkvo"})
-    table |= _group("blocks.{i}.", "norm2", {"gamma": Take(L + "post_attention_layernorm.weight")})
-    table |= _group("blocks.{i}.", "ffn", {w: Take(f"{L}mlp.{proj}_proj.weight", transpose=True)
-                                           for w, proj in (("w1", "gate"), ("w3", "up"), ("w2", "down"))})
-    table |= _group("", "final_norm", {"gamma": Take("model.norm.weight")})
-    return table
-
-
-def _torch_layer(prefix: str, layer: str, cross: bool) -> dict[str, Take]:
-    """One nn.TransformerEncoderLayer (or DecoderLayer, with cross-attention): in_proj packed [3C,C], Linear [out,in]."""
-    t = _group(prefix, "attn", _attention(layer + "self_attn.in_proj", layer + "self_attn.out_proj", 0, True))
-    if cross:
-        t |= _group(prefix, "cross_attn", _attention(layer + "multihead_attn.in_proj", layer + "multihead_attn.out_proj", 0, True))
-    t |= _group(prefix, "ffn", {"w1": Take(layer + "linear1.weight", transpose=True), "b1": Take(layer + "linear1.bias"),
-                                "w2": Take(layer + "linear2.weight", transpose=True), "b2": Take(layer + "linear2.bias")})
-    for n in ("norm1", "norm2") + (("norm3",) if cross else ()):
-        t |= _group(prefix, n, _norm(layer + n))
-    return t
-
-
-def _torch_table() -> dict[str, Take]:
-    table = _torch_layer("blocks.{i}.", "layers.{i}.", cross=False)  # a decoder-only trace of an encoder stack (or one layer)
-    table |= _group("", "final_norm", _norm("norm"))
-    table |= _torch_layer("encoder.blocks.{i}.", "encoder.layers.{i}.", cross=False)
-    table |= _group("encoder.", "final_norm", _norm("encoder.norm"))
-    table |= _torch_layer("decoder.blocks.{i}.", "decoder.layers.{i}.", cross=True)
-    table |= _group("decoder.", "final_norm", _norm("decoder.norm"))
-    return table
-
-
-def _layouts() -> dict[str, Layout]:
-    from tracer.checkpoints import hfconfig
-
-    return {
-        "gpt2": Layout("gpt2", "Hugging Face GPT-2 (GPT2Model, GPT2LMHeadModel)", _gpt2_table(), hfconfig.gpt2,
-                       aliases=(("", "transformer."),), model_types=("gpt2",)),
-        "llama": Layout("llama", "Hugging Face LLaMA and Mistral-style models (LlamaForCausalLM, MistralForCausalLM)",
-                        _llama_table(), hfconfig.llama,
-                        aliases=(("model.", ""),), model_types=("llama", "mistral")),  # a bare LlamaModel has no 'model.'
-        "torch": Layout("torch", "PyTorch nn.TransformerEncoderLayer, nn.TransformerEncoder, nn.Transformer state dicts",
-                        _torch_table(), hfconfig.torch,
-                        # a lone layer's keys have no 'layers.0.'; an nn.Transformer's encoder traced as a decoder-only stack
-                        aliases=(("layers.0.", ""), ("layers.", "encoder.layers."), ("norm.", "encoder.norm."))),
-        "tracer": Layout("tracer", "tracer's own --save archive (weights.NAME) or an .npz keyed by tracer's weight names",
-                         {"{name}": Take("weights.{name}")}, hfconfig.tracer,
-                         aliases=(("weights.blocks.0.", "weights."), ("weights.", ""), ("weights.blocks.0.", ""))),
-    }
-
-
-_CACHE: dict[str, Layout] = {}
-
-
-def layouts() -> dict[str, Layout]:
-    if not _CACHE:
-        _CACHE.update(_layouts())
-    return _CACHE
-
-
-def names() -> tuple[str, ...]:
-    return tuple(layouts())
-
-
-def infer(config: dict[str, Any] | None) -> str | None:
-    """The layout a Hugging Face config.json's model_type names, if one does."""
-    if not config:
+# -- reading configs -------------------------------------------------------------------
+def shape_of(ckpt: Checkpoint, layout: Layout, name: str) -> tuple[int, ...] | None:
+    """The shape tracer weight ``name`` has in this checkpoint (after the layout's conversion), or None."""
+    found = layout.locate(name, ckpt.keys())
+    if found is None or not found[1]:
         return None
-    model_type = config.get("model_type")
-    return next((lay.name for lay in layouts().values() if model_type in lay.model_types), None)
+    take, _ = found
+    return take.shape(ckpt.info(take.key).shape)
+
+
+def stored_dtype(ckpt: Checkpoint, layout: Layout, name: str) -> str:
+    """How the checkpoint stores tracer weight ``name`` (float32, bfloat16, ...)."""
+    found = layout.locate(name, ckpt.keys())
+    return ckpt.info(found[0].key).dtype if found is not None and found[1] else "float32"
+
+
+def need_heads(heads: int | None, C: int, what: str) -> int:
+    """--heads, for a checkpoint whose config does not record the number of heads."""
+    if heads is None:
+        raise CheckpointError(f"{what} does not record the number of heads; give --heads H (H must divide C = {C})")
+    if heads < 1 or C % heads:
+        raise CheckpointError(f"--heads {heads}: H must divide C = {C} (each head has width d = C / H)")
+    return heads
