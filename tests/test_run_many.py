@@ -113,5 +113,5 @@ def test_a_bug_in_one_spec_is_exit_3_and_the_others_still_run(monkeypatch):
     o = runs.attempt(PRE, runs.RunOptions())
     assert o.code == 3
     assert o.status() == ("error", f"{PRE}: internal error: ZeroDivisionError: division by zero (a bug in tracer; please report it)")
-    s = runs.Summary([o, runs.Outcome("x.yaml", 2, error="x.yaml: no such file")])
+    s = runs.RunSummary([o, runs.Outcome("x.yaml", 2, error="x.yaml: no such file")])
     assert s.exit_code == 3

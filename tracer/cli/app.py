@@ -339,7 +339,7 @@ def run_many(specs: list[str], form: str, opts: object, no_color: bool) -> int:
     assert isinstance(opts, runs.RunOptions)
     status_out = console(no_color, stderr=form != "table")
     style = {"ok": "green", "violation": "bold red", "error": "bold yellow"}
-    summary = runs.Summary()
+    summary = runs.RunSummary()
     csv_parts = []
     for path in specs:
         o = runs.attempt(path, opts)

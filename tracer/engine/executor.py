@@ -28,7 +28,7 @@ from tracer.spec import Spec
 from tracer.spec.memory import RecordPolicy, plan_stages
 
 
-class Summary(NamedTuple):
+class Stats(NamedTuple):
     """A stage kept as statistics (--record stats): shape, mean, std, min, max, and the value at (b, t)."""
 
     shape: tuple[int, ...]
@@ -55,7 +55,7 @@ class Point(NamedTuple):
 
 class Stage:  # plain classes here, not dataclasses: tracer starts on every call, and each dataclass costs ~0.3 ms
     def __init__(self, name: str, data: np.ndarray | None, axes: tuple[str, ...], meaning: str, internal: bool = False,
-                 summary: Summary | None = None, point: Point | None = None) -> None:
+                 summary: Stats | None = None, point: Point | None = None) -> None:
         self.name = name
         self.data = data  # the whole array; None when the stage was kept as statistics (summary) or one value (point)
         self.axes = axes
@@ -140,7 +140,7 @@ def _value_copy(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> np.
         return None
 
 
-def summarise(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> Summary:
+def summarise(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> Stats:
     n = max(array.size, 1)
     total, lo, hi = 0.0, np.inf, -np.inf
     for part in _blocks(array):
@@ -149,7 +149,7 @@ def summarise(array: np.ndarray, axes: tuple[str, ...], b: int, t: int) -> Summa
     mean = total / n
     sq = sum(float(np.square(part - mean, dtype=np.float64).sum()) for part in _blocks(array))
     value = _value_copy(array, axes, b, t)
-    return Summary(tuple(array.shape), mean, float(np.sqrt(sq / n)), lo, hi, b, t, np.full(0, np.nan) if value is None else value)
+    return Stats(tuple(array.shape), mean, float(np.sqrt(sq / n)), lo, hi, b, t, np.full(0, np.nan) if value is None else value)
 
 
 class Recording:

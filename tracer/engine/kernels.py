@@ -152,7 +152,7 @@ def silu(x: np.ndarray) -> np.ndarray:  # [...] -> [...], x * sigmoid(x)
     return x / (1.0 + np.exp(-x))
 
 
-ACTIVATIONS = {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}
+ACTIVATION_FUNCTIONS = {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}
 
 
 def softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:  # [..., T_q, T_k] -> same, normalised over keys (axis -1)
@@ -384,7 +384,7 @@ def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = 
     h = linear(x, w1, b1, strict, ("b1", "F"))
     if activation == "relu":
         return np.maximum(h, 0.0, out=h)  # in place: h is ours
-    return ACTIVATIONS[activation](h)
+    return ACTIVATION_FUNCTIONS[activation](h)
 
 
 def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: Strict = True) -> np.ndarray:  # [B,T,F], [F,C], [C] -> [B,T,C]

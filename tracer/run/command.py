@@ -187,7 +187,7 @@ def attempt(path: str, opts: RunOptions) -> Outcome:
         return Outcome(path, EXIT_INTERNAL, error=f"internal error: {type(e).__name__}: {e} (a bug in tracer; please report it)")
 
 
-class Summary:
+class RunSummary:
     def __init__(self, outcomes: list[Outcome] | None = None) -> None:
         self.outcomes: list[Outcome] = list(outcomes or [])
 

@@ -22,7 +22,7 @@ def table() -> dict[str, Take]:
     return table
 
 
-ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
+HF_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 
 
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads: int | None) -> ModelConfig:
@@ -42,8 +42,8 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         if cfg.get(key, ok) != ok:
             raise CheckpointError(f"config.json: {key} = {cfg[key]}: tracer's attention scales scores by 1/sqrt(d) only")
     act = cfg.get("activation_function", "gelu_new")
-    if act not in ACTIVATIONS:
-        raise CheckpointError(f"config.json: activation_function {act!r}: expected one of {', '.join(ACTIVATIONS)}")
+    if act not in HF_ACTIVATIONS:
+        raise CheckpointError(f"config.json: activation_function {act!r}: expected one of {', '.join(HF_ACTIVATIONS)}")
     H = int(cfg["n_head"]) if "n_head" in cfg else need_heads(heads, C, f"{ckpt.path} without config.json")
     tied = bool(cfg.get("tie_word_embeddings", True)) or shape_of(ckpt, layout, "head") is None
     dims = {"C": C, "H": H, "F": w1[1] if w1 else int(cfg.get("n_inner") or 4 * C), "V": V}
@@ -52,7 +52,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         dims["T_max"] = wpe[0]
         notes["T_max"] = "n_positions (rows of wpe)"
     block = {"norm_order": "pre", "layers": layers, "norm": "layernorm", "eps": float(cfg.get("layer_norm_epsilon", 1e-5)),
-             "activation": ACTIVATIONS[act], "positions": "learned", "mask": "causal", "final_norm": True,
+             "activation": HF_ACTIVATIONS[act], "positions": "learned", "mask": "causal", "final_norm": True,
              "head": "tied" if tied else "separate"}
     notes |= {"eps": "layer_norm_epsilon", "activation": f"activation_function: {act}", "positions": "wpe, a learned table",
               "final_norm": "ln_f", "head": "lm_head = wte (tie_word_embeddings)" if tied else "lm_head.weight, untied"}
