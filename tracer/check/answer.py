@@ -50,15 +50,14 @@ def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, prec
     """Run the spec and compare one stage's value at (batch, pos) with the expected numbers."""
     from tracer.engine import executor
     from tracer.model.catalogue import select
-    from tracer.run.command import index
     from tracer.spec import load_spec
+    from tracer.spec.choices import position
     from tracer.spec.memory import DEFAULT_MAX_MEMORY, check_run, policy_for
 
     numbers = parse_expect(expect)
     s = load_spec(path)
     name = (select([stage], list(s.stage_shapes), s.path) or [stage])[0]
-    b = index(batch, s.dims.B, "--batch", "B", "samples")
-    t = index(pos, s.dims.T, "--pos", "T", "positions")
+    b, t = position(s, batch, pos)
     policy = policy_for(s, "all", [name], b, t)
     check_run(s, policy, DEFAULT_MAX_MEMORY)
     trace = executor.run(s, policy=policy)

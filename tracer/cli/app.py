@@ -192,8 +192,9 @@ ForceOption = Annotated[bool, typer.Option("--force", help="Let the output files
 
 
 def check_precision(precision: int) -> None:
-    if not 0 <= precision <= 17:
-        raise UsageError(f"--precision {precision} is out of range: give 0 to 17")
+    from tracer.spec.choices import precision as checked
+
+    checked(precision)
 
 
 @app.command()

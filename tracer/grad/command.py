@@ -11,6 +11,7 @@ from tracer.grad import view
 from tracer.grad.run import GradOptions, grad, per_layer
 from tracer.run import command as runs
 from tracer.spec import load_spec, memory
+from tracer.spec.choices import position
 from tracer.views import trace_json as jsonout
 
 
@@ -42,10 +43,8 @@ class GradResult(NamedTuple):
 def execute(r: GradRequest) -> GradResult:
     s = load_spec(r.path)
     only = runs.select_stages(s, r.stages)
-    if not 0 <= r.batch < s.dims.B:
-        raise UsageError(f"--batch {r.batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
-    if not 0 <= r.pos < s.dims.T:
-        raise UsageError(f"--pos {r.pos} is out of range: T = {s.dims.T} (positions 0 to {s.dims.T - 1})")
+    batch, pos = position(s, r.batch, r.pos)
+    r = r._replace(batch=batch, pos=pos)
     if r.per_layer and r.form in ("json", "csv"):
         raise UsageError(f"--per-layer draws a table and bars; with --format {r.form} use --json's weight_grads instead")
     if r.save is not None:

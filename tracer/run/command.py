@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer import i18n
 from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
-from tracer.spec import Spec, memory
+from tracer.spec import Spec, choices, memory
 from tracer.views import text as textout
 
 if TYPE_CHECKING:
@@ -108,13 +108,6 @@ def select_stages(spec: Spec, requested: Sequence[str]) -> list[str] | None:
     return select(requested, list(spec.stage_shapes), spec.path)
 
 
-def index(value: int, size: int, option: str, axis: str, what: str) -> int:
-    """--pos / --batch as Python reads an index: -1 is the last, -size the first."""
-    if -size <= value < size:
-        return value % size
-    raise UsageError(f"{option} {value} is out of range: {axis} = {size} ({what} 0 to {size - 1}, or -1 to -{size} from the end)")
-
-
 def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | None = None) -> Outcome:
     """Load, check and run one spec; a TracerError propagates (the caller decides what it costs).
 
@@ -124,8 +117,8 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
     """
     s = memory.load_spec_within(path, opts.max_memory)  # a spec with millions of inline values is refused before it is parsed
     only = select_stages(s, opts.stages)
-    opts = opts._replace(batch=index(opts.batch, s.dims.B, "--batch", "B", "samples"),
-                         pos=index(opts.pos, s.dims.T, "--pos", "T", "positions"))
+    b, t = choices.position(s, opts.batch, opts.pos)
+    opts = opts._replace(batch=b, pos=t)
     # What is kept of each stage (--record, --keep; a --stage asked for is kept in full), then the
     # memory that takes: a run over --max-memory is refused here, before anything is allocated.
     table = opts.form == "table" and not (opts.show_all or opts.verify or opts.with_weights) and opts.save is None

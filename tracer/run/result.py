@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from tracer.errors import StageNotFound, UsageError, Violation
+from tracer.spec import choices
+from tracer.spec.choices import position
 from tracer.spec.loading import SpecLike, load
 from tracer.views.display import View
 
@@ -147,10 +149,7 @@ class Trace(Mapping[str, np.ndarray]):
         return View(attention_view(self.run, resolve(self.spec, [stage] if stage else []), b))
 
     def _position(self, batch: int | None, pos: int | None) -> tuple[int, int]:
-        b = self.batch if batch is None else batch
-        t = self.pos if pos is None else pos
-        _check_position(self.spec, b, t)
-        return b, t
+        return position(self.spec, self.batch if batch is None else batch, self.pos if pos is None else pos, ("batch", "pos"))
 
     def __rich__(self) -> RenderableType:
         return self.table().renderable
@@ -161,13 +160,6 @@ class Trace(Mapping[str, np.ndarray]):
     def __repr__(self) -> str:
         status = "ok" if self.ok else "; ".join(f"{v.kind} violation at {v.stage}" for v in self.run.violations)
         return f"<tracer.Trace {self.spec.name!r}: {len(self)} stages, {status}>"
-
-
-def _check_position(spec: Spec, batch: int, pos: int) -> None:
-    if not 0 <= batch < spec.dims.B:
-        raise UsageError(f"batch {batch} is out of range: B = {spec.dims.B} (samples 0 to {spec.dims.B - 1})")
-    if not 0 <= pos < spec.dims.T:
-        raise UsageError(f"pos {pos} is out of range: T = {spec.dims.T} (positions 0 to {spec.dims.T - 1})")
 
 
 def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep: Sequence[str] = (), max_memory: str = "4GB",
@@ -183,9 +175,8 @@ def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep
     from tracer.spec import memory
 
     s = load(spec)
-    _check_position(s, batch, pos)
-    if not 0 <= precision <= 17:
-        raise UsageError(f"precision {precision} is out of range: give 0 to 17")
+    batch, pos = position(s, batch, pos, ("batch", "pos"))
+    choices.precision(precision, "precision")
     policy = memory.policy_for(s, memory.record_mode(record, table=False), list(keep), batch, pos, show_all)
     memory.check_run(s, policy, max_memory, show_all=show_all)
     with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings
