@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +12,9 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
 EXAMPLES = REPO / "examples"
+# The scripts of this interpreter's environment, where pip put the `tracer` entry point: tests run that one, never
+# whichever `tracer` PATH finds (the virtual environment need not be activated).
+BIN = Path(sys.executable).parent
 
 # In-process tests import this checkout's tracer, not whichever copy `pip install -e` points at.
 if str(REPO) not in sys.path:
@@ -45,9 +47,15 @@ LOCALE = ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")  # tracer's default langu
 
 
 def _entry_point() -> list[str]:
-    exe = shutil.which("tracer")
-    # Fall back to the module when the console script is not on PATH (it is after `pip install -e .`).
-    return [exe] if exe else [sys.executable, "-m", "tracer"]
+    """The `tracer` script pip installed beside this interpreter; the module when it is not installed."""
+    exe = BIN / ("tracer.exe" if os.name == "nt" else "tracer")
+    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "tracer"]
+
+
+def bin_first(env: dict[str, str]) -> dict[str, str]:
+    """env with this interpreter's scripts first on PATH: a shell script's `tracer` and `python3` are this
+    environment's, whether or not it is activated."""
+    return {**env, "PATH": str(BIN) + os.pathsep + env.get("PATH", os.defpath)}
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None,

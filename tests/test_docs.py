@@ -116,10 +116,11 @@ def python_code(text: str) -> str:
 
 
 def scratch_env(root: Path) -> dict[str, str]:
-    """`tracer` and `python` on PATH are this checkout's tracer and this interpreter; English; no colour."""
+    """`tracer` and `python` on PATH are this checkout's tracer and this interpreter, and the other scripts of its
+    environment come next (whether or not it is activated); English; no colour."""
     bindir = root / ".bin"
     bindir.mkdir()
-    main = "import sys; sys.argv[0] = 'tracer'; from tracer.cli import main; sys.exit(main())"  # as pip's script does
+    main = "import sys; sys.argv[0] = 'tracer'; from tracer.__main__ import main; sys.exit(main())"  # as pip's script does
     shims = {"tracer": f'#!/bin/sh\nexec "{sys.executable}" -c "{main}" "$@"\n',
              "python": f'#!/bin/sh\nexec "{sys.executable}" "$@"\n'}
     shims["python3"] = shims["python"]
@@ -128,7 +129,7 @@ def scratch_env(root: Path) -> dict[str, str]:
         (bindir / name).chmod(0o755)
     env = {k: v for k, v in os.environ.items()
            if k not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "TRACER_DEBUG", "LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")}
-    env.update(LANG="C.UTF-8", PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
+    env.update(LANG="C.UTF-8", PATH=os.pathsep.join([str(bindir), str(Path(sys.executable).parent), env.get("PATH", os.defpath)]),
                PYTHONPATH=f"{REPO}{os.pathsep}{env.get('PYTHONPATH', '')}")
     return env
 
