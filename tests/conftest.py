@@ -1,4 +1,4 @@
-"""Shared test helpers: run the installed `tracer` entry point against this checkout."""
+"""Shared test helpers: run the installed `tracer` entry point against this checkout; the `slow` marker and --slow."""
 
 from __future__ import annotations
 
@@ -20,6 +20,10 @@ BIN = Path(sys.executable).parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+# As the tracer command does (tracer/__main__.py), before NumPy loads OpenBLAS: its idle threads sleep at once instead
+# of spinning on the cores that the other test workers need.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook turns "auto" into a number of workers
 def pytest_cmdline_main(config: pytest.Config) -> None:
@@ -33,7 +37,38 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         opt.numprocesses = "auto"
 
 
-# Hypothesis: the same examples every run; CI (which sets CI) gets the full budgets, see test_fuzz.
+SLOW_REASON = "slow: run it with `python -m pytest --slow` (CI does)"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="also run the tests marked slow, and the full hypothesis budgets (CI runs with it: .ci/run)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without --slow, a test marked slow is skipped with a reason that says how to run it."""
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason=SLOW_REASON)
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def slow_run() -> bool:
+    """True under --slow (everything, as CI runs it): the slow tests, the docs' long commands (tests/test_docs.py)
+    and the full budgets of the property tests (which CI, setting CI, gets without it too)."""
+    return _SLOW[0]
+
+
+_SLOW = [False]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _SLOW[0] = bool(config.getoption("--slow", default=False))
+
+
+# Hypothesis: the same examples every run; --slow or CI gets the full budgets, see test_fuzz.
 try:
     from hypothesis import settings as _hypothesis_settings
 
