@@ -1,9 +1,8 @@
-"""Shared test helpers: run the installed `tracer` entry point against this checkout."""
+"""Shared test helpers: run the installed `tracer` entry point against this checkout; the `slow` marker and --slow."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,10 +12,17 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
 EXAMPLES = REPO / "examples"
+# The scripts of this interpreter's environment, where pip put the `tracer` entry point: tests run that one, never
+# whichever `tracer` PATH finds (the virtual environment need not be activated).
+BIN = Path(sys.executable).parent
 
 # In-process tests import this checkout's tracer, not whichever copy `pip install -e` points at.
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
+
+# As the tracer command does (tracer/__main__.py), before NumPy loads OpenBLAS: its idle threads sleep at once instead
+# of spinning on the cores that the other test workers need.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook turns "auto" into a number of workers
@@ -31,7 +37,38 @@ def pytest_cmdline_main(config: pytest.Config) -> None:
         opt.numprocesses = "auto"
 
 
-# Hypothesis: the same examples every run; CI (which sets CI) gets the full budgets, see test_fuzz.
+SLOW_REASON = "slow: run it with `python -m pytest --slow` (CI does)"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--slow", action="store_true", default=False,
+                     help="also run the tests marked slow, and the full hypothesis budgets (CI runs with it: .ci/run)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Without --slow, a test marked slow is skipped with a reason that says how to run it."""
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason=SLOW_REASON)
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)
+
+
+def slow_run() -> bool:
+    """True under --slow (everything, as CI runs it): the slow tests, the docs' long commands (tests/test_docs.py)
+    and the full budgets of the property tests (which CI, setting CI, gets without it too)."""
+    return _SLOW[0]
+
+
+_SLOW = [False]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _SLOW[0] = bool(config.getoption("--slow", default=False))
+
+
+# Hypothesis: the same examples every run; --slow or CI gets the full budgets, see test_fuzz.
 try:
     from hypothesis import settings as _hypothesis_settings
 
@@ -45,9 +82,15 @@ LOCALE = ("LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")  # tracer's default langu
 
 
 def _entry_point() -> list[str]:
-    exe = shutil.which("tracer")
-    # Fall back to the module when the console script is not on PATH (it is after `pip install -e .`).
-    return [exe] if exe else [sys.executable, "-m", "tracer"]
+    """The `tracer` script pip installed beside this interpreter; the module when it is not installed."""
+    exe = BIN / ("tracer.exe" if os.name == "nt" else "tracer")
+    return [str(exe)] if exe.is_file() else [sys.executable, "-m", "tracer"]
+
+
+def bin_first(env: dict[str, str]) -> dict[str, str]:
+    """env with this interpreter's scripts first on PATH: a shell script's `tracer` and `python3` are this
+    environment's, whether or not it is activated."""
+    return {**env, "PATH": str(BIN) + os.pathsep + env.get("PATH", os.defpath)}
 
 
 def run_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None, stdin: str | None = None,

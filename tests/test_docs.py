@@ -2,8 +2,11 @@
 
 - Every ``sh`` block runs, line by line, in a scratch copy of the repository (specs/, examples/, README.md),
   each page's blocks in order; a line must exit 0, or the N of its ``# exit N`` comment.
-  ``pip install`` lines are not run; ``# needs torch`` lines are skipped when torch is missing.
-- A ``text`` block right after ``<!-- output: COMMAND -->`` is exactly what COMMAND prints.
+  ``pip install`` lines are not run; ``# needs torch`` lines are skipped when torch is missing; ``# slow`` lines
+  (seconds each) run only under ``python -m pytest --slow``.
+- A ``text`` block right after ``<!-- output: COMMAND -->`` is exactly what COMMAND prints, except where it shows a
+  machine-dependent number as a bound: ``≤ 1e-15`` in the block stands for ``= X`` with |X| at most 1e-15.
+  When COMMAND is the command typed just before it, that one run's output is compared (it is not run twice).
 - Each page's ``python`` blocks run in order in one fresh process.
 - Every relative link points to a file that exists, and every ``#anchor`` to a heading of it.
 
@@ -37,6 +40,8 @@ FENCE = re.compile(r"^(\s*)(`{3,})(.*)$")
 OUTPUT_MARK = re.compile(r"^\s*<!--\s*output:\s*(.+?)\s*-->\s*$")
 EXIT = re.compile(r"#\s*exit\s+(\d+)\b")
 NEEDS_TORCH = re.compile(r"#\s*needs torch\b")
+SLOW = re.compile(r"#\s*slow\b")  # a command that takes seconds: run under --slow only
+COMMENT = re.compile(r"\s+#.*$")  # a shell comment after a command (# exit 1, # needs torch, ...)
 
 
 def pages() -> list[Path]:
@@ -83,15 +88,27 @@ class Command(NamedTuple):
     expect: int
     line: int
     output_block: Block | None = None  # the text block this command's stdout must equal
+    again: bool = False  # the command typed just before it, as written: that run's output is this one's
 
 
-def commands(text: str) -> list[Command]:
-    """The commands a page asks the reader to type, in order, with the exit code each must give."""
+def commands(text: str, slow: bool = True) -> list[Command]:
+    """The commands a page asks the reader to type, in order, with the exit code each must give
+    (without the ``# slow`` ones unless slow)."""
     out: list[Command] = []
+    seen: list[str] = []  # every command of the page so far, run or left out
+
+    def runs(line: str) -> bool:
+        seen.append(line)
+        return not (NEEDS_TORCH.search(line) and not TORCH) and not (SLOW.search(line) and not slow)
+
     for b in blocks(text):
         if b.output_of is not None:
             m = EXIT.search(b.output_of)
-            out.append(Command(b.output_of, int(m.group(1)) if m else 0, b.line, b))
+            expect = int(m.group(1)) if m else 0
+            again = bool(seen) and bool(out) and seen[-1] == out[-1].text and out[-1].expect == expect \
+                and COMMENT.sub("", out[-1].text) == COMMENT.sub("", b.output_of)
+            if runs(b.output_of):
+                out.append(Command(b.output_of, expect, b.line, b, again))
         if b.lang not in ("sh", "bash", "shell"):
             continue
         pending = ""
@@ -101,9 +118,7 @@ def commands(text: str) -> list[Command]:
                 pending = line[:-1].rstrip() + " "
                 continue
             pending = ""
-            if not line or line.startswith("#") or line.startswith("pip install"):
-                continue
-            if NEEDS_TORCH.search(line) and not TORCH:
+            if not line or line.startswith("#") or line.startswith("pip install") or not runs(line):
                 continue
             m = EXIT.search(line)
             out.append(Command(line, int(m.group(1)) if m else 0, b.line + 1 + k))
@@ -116,10 +131,11 @@ def python_code(text: str) -> str:
 
 
 def scratch_env(root: Path) -> dict[str, str]:
-    """`tracer` and `python` on PATH are this checkout's tracer and this interpreter; English; no colour."""
+    """`tracer` and `python` on PATH are this checkout's tracer and this interpreter, and the other scripts of its
+    environment come next (whether or not it is activated); English; no colour."""
     bindir = root / ".bin"
     bindir.mkdir()
-    main = "import sys; sys.argv[0] = 'tracer'; from tracer.cli.app import main; sys.exit(main())"  # as pip's script does
+    main = "import sys; sys.argv[0] = 'tracer'; from tracer.__main__ import main; sys.exit(main())"  # as pip's script does
     shims = {"tracer": f'#!/bin/sh\nexec "{sys.executable}" -c "{main}" "$@"\n',
              "python": f'#!/bin/sh\nexec "{sys.executable}" "$@"\n'}
     shims["python3"] = shims["python"]
@@ -128,7 +144,7 @@ def scratch_env(root: Path) -> dict[str, str]:
         (bindir / name).chmod(0o755)
     env = {k: v for k, v in os.environ.items()
            if k not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS", "TRACER_DEBUG", "LC_ALL", "LC_MESSAGES", "LANG", "LANGUAGE")}
-    env.update(LANG="C.UTF-8", PATH=f"{bindir}{os.pathsep}{env.get('PATH', '')}",
+    env.update(LANG="C.UTF-8", PATH=os.pathsep.join([str(bindir), str(Path(sys.executable).parent), env.get("PATH", os.defpath)]),
                PYTHONPATH=f"{REPO}{os.pathsep}{env.get('PYTHONPATH', '')}")
     return env
 
@@ -150,15 +166,21 @@ class Result(NamedTuple):
 
 
 def run_commands(cmds: list[Command], root: Path, env: dict[str, str]) -> list[Result]:
-    """Every command in one bash process (one start-up per page), each in its own subshell."""
+    """Every command in one bash process (one start-up per page), each in its own subshell; a command typed
+    again right away (Command.again) is not run twice: the run before it is its result."""
     logs = root / ".logs"
     logs.mkdir(exist_ok=True)
     script = ["cd " + _quote(str(root))]
+    runs = []  # for each command, the index of the run whose result it takes
     for i, c in enumerate(cmds):
+        if c.again and i > 0:
+            runs.append(runs[-1])
+            continue
+        runs.append(i)
         script.append(f"( {c.text}\n) >{logs}/{i}.out 2>{logs}/{i}.err </dev/null; echo $? >{logs}/{i}.rc")
-    subprocess.run(["bash", "-c", "\n".join(script)], env=env, cwd=root, timeout=300, check=False)
+    subprocess.run(["bash", "-c", "\n".join(script)], env=env, cwd=root, timeout=600, check=False)
     out = []
-    for i, c in enumerate(cmds):
+    for c, i in zip(cmds, runs):
         rc = (logs / f"{i}.rc").read_text().strip()
         out.append(Result(c, int(rc) if rc else -1, (logs / f"{i}.out").read_text(encoding="utf-8", errors="replace"),
                           (logs / f"{i}.err").read_text(encoding="utf-8", errors="replace")))
@@ -171,6 +193,26 @@ def _quote(s: str) -> str:
 
 def normalise(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.strip("\n").split("\n"))
+
+
+# A number that depends on the machine (a difference at rounding level: 0 on one, 1.39e-17 on another) is shown as
+# a bound: `≤ 1e-15` in a text block stands for `= X` in what tracer prints, with |X| at most 1e-15.
+BOUND = re.compile(r"≤ (\d+(?:\.\d*)?(?:e[-+]?\d+)?)")
+NUMBER = r"= (-?(?:\d+(?:\.\d*)?|\.\d+)(?:e[-+]?\d+)?|-?inf|nan)"
+
+
+def line_matches(shown: str, printed: str) -> bool:
+    """One line of a text block against the line tracer printed: equal, but for the bounds."""
+    parts = BOUND.split(shown)  # text, bound, text, bound, ..., text
+    if len(parts) == 1:
+        return shown == printed
+    m = re.fullmatch("".join(re.escape(p) if i % 2 == 0 else NUMBER for i, p in enumerate(parts)), printed)
+    return m is not None and all(abs(float(x)) <= float(bound) for x, bound in zip(m.groups(), parts[1::2]))
+
+
+def output_matches(shown: str, printed: str) -> bool:
+    a, b = normalise(shown).split("\n"), normalise(printed).split("\n")
+    return len(a) == len(b) and all(line_matches(x, y) for x, y in zip(a, b))
 
 
 # -- links ------------------------------------------------------------------------------------------
@@ -250,8 +292,8 @@ def test_readme_keeps_the_two_fresh_machine_commands() -> None:
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if commands(p.read_text(encoding="utf-8"))], ids=page_id)
-def test_commands_run_as_written(page: Path, tmp_path: Path) -> None:
-    cmds = commands(page.read_text(encoding="utf-8"))
+def test_commands_run_as_written(page: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    cmds = commands(page.read_text(encoding="utf-8"), slow=bool(request.config.getoption("--slow", default=True)))
     results = run_commands(cmds, tmp_path, make_scratch(tmp_path))
     failures = []
     for r in results:
@@ -260,7 +302,7 @@ def test_commands_run_as_written(page: Path, tmp_path: Path) -> None:
             failures.append(f"{where}\n  exit {r.code}, the page says {r.command.expect}\n  stderr: {r.stderr.strip()[-600:]}")
         elif "Traceback (most recent call last)" in r.stderr:
             failures.append(f"{where}\n  printed a traceback:\n{r.stderr[-600:]}")
-        elif r.command.output_block is not None and normalise(r.stdout) != normalise("\n".join(r.command.output_block.lines)):
+        elif r.command.output_block is not None and not output_matches("\n".join(r.command.output_block.lines), r.stdout):
             import difflib
 
             delta = "\n".join(difflib.unified_diff(normalise("\n".join(r.command.output_block.lines)).split("\n"),
@@ -295,8 +337,18 @@ tracer run b.yaml   # exit 1
 # a comment line
 pip install -e .
 tracer import x   # needs torch
+tracer grad big.yaml   # slow
 tracer run c.yaml \\
   --pos 1
+```
+
+<!-- output: tracer run a.yaml --pos 2 -->
+```text
+table
+```
+
+```sh
+tracer run a.yaml --pos 2
 ```
 
 <!-- output: tracer run a.yaml --pos 2 -->
@@ -314,12 +366,27 @@ table
 
 
 def test_commands_are_parsed_by_the_convention() -> None:
-    got = [(c.text.split("#")[0].strip(), c.expect, c.output_block is not None) for c in commands(SAMPLE)]
-    want = [("tracer run a.yaml", 0, False), ("tracer run b.yaml", 1, False)]
+    got = [(c.text.split("#")[0].strip(), c.expect, c.output_block is not None, c.again) for c in commands(SAMPLE)]
+    want = [("tracer run a.yaml", 0, False, False), ("tracer run b.yaml", 1, False, False)]
     if TORCH:
-        want.append(("tracer import x", 0, False))
-    want += [("tracer run c.yaml --pos 1", 0, False), ("tracer run a.yaml --pos 2", 0, True), ("tracer diff a.yaml b.yaml", 1, False)]
+        want.append(("tracer import x", 0, False, False))
+    want += [("tracer grad big.yaml", 0, False, False), ("tracer run c.yaml --pos 1", 0, False, False),
+             ("tracer run a.yaml --pos 2", 0, True, False),  # not the command typed just before
+             ("tracer run a.yaml --pos 2", 0, False, False), ("tracer run a.yaml --pos 2", 0, True, True),  # typed just before
+             ("tracer diff a.yaml b.yaml", 1, False, False)]
     assert got == want
+    assert [c.text for c in commands(SAMPLE, slow=False)] == [c.text for c in commands(SAMPLE) if "big.yaml" not in c.text]
+
+
+def test_a_bound_in_an_output_block_holds_within_the_bound_only() -> None:
+    shown = "verify: largest |NumPy - reference| over all stages ≤ 1e-15 (every sample and position)"
+    for printed, ok in [("= 1.39e-17", True), ("= 0", True), ("= 1e-15", True), ("= 3.2e-15", False), ("= 0.5", False),
+                        ("= nan", False), ("= inf", False), ("≤ 1e-15", False)]:
+        line = f"verify: largest |NumPy - reference| over all stages {printed} (every sample and position)"
+        assert line_matches(shown, line) is ok, printed
+    assert not line_matches(shown, "verify: largest |NumPy - reference| over all stages = 0 (every sample)")  # the rest: as written
+    assert output_matches(f"a\n{shown}\n", f"a\n{shown.replace('≤ 1e-15', '= 2e-17')}") and not output_matches(shown, f"a\n{shown}")
+    assert line_matches("x = 1.39e-17", "x = 1.39e-17") and not line_matches("x = 1.39e-17", "x = 0")  # no bound: exact
 
 
 def test_links_and_anchors_are_checked(tmp_path: Path) -> None:
@@ -357,7 +424,10 @@ def update() -> None:
             b = r.command.output_block
             assert b is not None
             indent = FENCE.match(lines[b.line - 1]).group(1)  # type: ignore[union-attr]
-            new = [indent + x if x else x for x in normalise(r.stdout).split("\n")]
+            printed, shown = normalise(r.stdout).split("\n"), normalise("\n".join(b.lines)).split("\n")
+            if len(printed) == len(shown):  # a bound that still holds stays a bound
+                printed = [old if BOUND.search(old) and line_matches(old, new) else new for old, new in zip(shown, printed)]
+            new = [indent + x if x else x for x in printed]
             lines[b.line: b.line + len(b.lines)] = new
         page.write_text("\n".join(lines), encoding="utf-8")
         print(f"updated {page_id(page)}")

@@ -9,7 +9,7 @@ import shutil
 from xml.etree import ElementTree
 
 import pytest
-from conftest import SPECS, run_cli
+from conftest import SPECS, run_app, run_cli
 from rich.table import Table
 from rich.text import Text
 
@@ -112,7 +112,7 @@ def test_never_overwrites_an_input(specs, cmd):
     target = b if cmd == "diff-b" else a
     args = ["diff", str(a), str(b)] if cmd.startswith("diff") else [cmd, str(a)]
     for opt in ("--svg", "--html"):
-        r = run_cli(*args, opt, str(target))
+        r = run_app(*args, opt, str(target))
         assert r.returncode == 2
         assert f"{opt} {target} would overwrite the input" in r.stderr
         assert r.stdout == ""
@@ -122,9 +122,9 @@ def test_never_overwrites_an_input(specs, cmd):
 def test_never_overwrites_an_input_by_another_name(specs, tmp_path):
     a, _ = specs
     os.link(a, tmp_path / "same.svg")
-    r = run_cli("run", str(a), "--svg", str(tmp_path / "same.svg"))
+    r = run_app("run", str(a), "--svg", str(tmp_path / "same.svg"))
     assert r.returncode == 2 and "would overwrite the input" in r.stderr
-    r = run_cli("run", str(a), "--svg", str(tmp_path / "." / "pre.yaml"))
+    r = run_app("run", str(a), "--svg", str(tmp_path / "." / "pre.yaml"))
     assert r.returncode == 2 and "would overwrite the input" in r.stderr
 
 
@@ -132,10 +132,10 @@ def test_refuses_a_file_that_is_not_an_export(specs, tmp_path):
     a, _ = specs
     notes = tmp_path / "notes.md"
     notes.write_text("my notes\n", encoding="utf-8")
-    r = run_cli("graph", str(a), "--svg", str(notes))
+    r = run_app("graph", str(a), "--svg", str(notes))
     assert r.returncode == 2 and "exists and is not an SVG file tracer wrote; refusing to overwrite it" in r.stderr
     assert notes.read_text(encoding="utf-8") == "my notes\n"
-    r = run_cli("graph", str(a), "--html", str(notes))
+    r = run_app("graph", str(a), "--html", str(notes))
     assert r.returncode == 2 and "is not an HTML file tracer wrote" in r.stderr
 
 
@@ -155,7 +155,7 @@ def test_replaces_an_earlier_export(specs, tmp_path):
 ])
 def test_unwritable_places_exit_2(specs, tmp_path, where, message):
     a, _ = specs
-    r = run_cli("graph", str(a), "--svg", str(tmp_path / where) if where != "." else str(tmp_path))
+    r = run_app("graph", str(a), "--svg", str(tmp_path / where) if where != "." else str(tmp_path))
     assert r.returncode == 2
     assert message.format(folder=tmp_path) in r.stderr
     assert r.stdout == ""
@@ -168,7 +168,7 @@ def test_read_only_folder_exit_2(specs, tmp_path):
     ro.mkdir()
     ro.chmod(0o555)
     try:
-        r = run_cli("graph", str(a), "--svg", str(ro / "x.svg"))
+        r = run_app("graph", str(a), "--svg", str(ro / "x.svg"))
         assert r.returncode == 2 and "is not writable" in r.stderr
     finally:
         ro.chmod(0o755)
@@ -176,9 +176,9 @@ def test_read_only_folder_exit_2(specs, tmp_path):
 
 def test_option_conflicts_exit_2(specs, tmp_path):
     a, _ = specs
-    r = run_cli("run", str(a), "--svg", str(tmp_path / "x.svg"), "--html", str(tmp_path / "x.svg"))
+    r = run_app("run", str(a), "--svg", str(tmp_path / "x.svg"), "--html", str(tmp_path / "x.svg"))
     assert r.returncode == 2 and "name the same file" in r.stderr
-    r = run_cli("run", str(a), "--json", "--svg", str(tmp_path / "x.svg"))
+    r = run_app("run", str(a), "--json", "--svg", str(tmp_path / "x.svg"))
     assert r.returncode == 2 and "do not combine with --format json" in r.stderr
     assert not (tmp_path / "x.svg").exists()
 

@@ -13,6 +13,7 @@ and checks the rule of tracer/outputs.py (docs/files.md):
 - every output written is a regular file with tracer's mark; no temporary file is left.
 
 Derandomized like tests/test_fuzz.py; TRACER_FUZZ_RANDOM=1 explores new cases, TRACER_FUZZ_EXAMPLES=N runs more.
+150 scenes under `python -m pytest --slow` or when CI is set, as tests/test_fuzz.py; 50 in a plain run.
 """
 
 from __future__ import annotations
@@ -25,14 +26,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from conftest import SPECS, run_app
+from conftest import SPECS, run_app, slow_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tracer import files as outputs
 from tracer.views import export
 
-N = int(os.environ.get("TRACER_FUZZ_EXAMPLES", "150"))
+N = int(os.environ.get("TRACER_FUZZ_EXAMPLES") or (150 if os.environ.get("CI") or slow_run() else 50))
 FUZZ = settings(max_examples=N, deadline=None, database=None, derandomize=not os.environ.get("TRACER_FUZZ_RANDOM"),
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -259,6 +260,7 @@ def test_installed_entry_point_end_to_end(tmp_path):
 
 
 # -- Xiong et al. 2020 on the shipped examples -----------------------------------------------
+# Each backward pass through a 12-layer stack takes seconds: these experiments are marked slow (python -m pytest --slow).
 PRE_STACK = EXAMPLES / "gradients" / "pre-norm-12-layers.yaml"
 POST_STACK = EXAMPLES / "gradients" / "post-norm-12-layers.yaml"
 
@@ -272,7 +274,12 @@ def w2_norms(path, seed: int | None = None, layers: int | None = None) -> list[f
     if layers is not None:
         text, n = re.subn(r"(?m)^  layers: \d+$", f"  layers: {layers}", text)
         assert n == 1
-    return [v for _, v in per_layer(grad(load_spec_text(text, str(path)), GradOptions()), "ffn.w2")]
+    return list(_w2_norms(text, str(path)))
+
+
+@functools.cache
+def _w2_norms(text: str, name: str) -> tuple[float, ...]:  # the same spec text, the same numbers: worked out once a process
+    return tuple(v for _, v in per_layer(grad(load_spec_text(text, name), GradOptions()), "ffn.w2"))
 
 
 def rank_correlation(values: list[float]) -> float:
@@ -291,17 +298,20 @@ def assert_xiong_shape(pre: list[float], post: list[float], rising: float = 0.3)
     assert post[-1] / post[0] >= 2.0 * (pre[-1] / pre[0]), (pre, post)
 
 
+@pytest.mark.slow
 def test_shipped_stacks_show_pre_norm_shrinking_and_post_norm_growing():
     pre, post = w2_norms(PRE_STACK), w2_norms(POST_STACK)
     assert_xiong_shape(pre, post, rising=0.7)  # the documented seed: Post-Norm rises clearly
     assert post[-1] >= 1.1 * post[0], post
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
 def test_the_shape_holds_for_other_seeds(seed):
     assert_xiong_shape(w2_norms(PRE_STACK, seed), w2_norms(POST_STACK, seed))
 
 
+@pytest.mark.slow
 def test_the_default_init_shows_pre_norm_shrinking_and_post_norm_level():
     """With nn.Linear's default bound (not the paper's Xavier init), Post-Norm stays level: the growth is the init's
     (docs/gradients.md shows both)."""
@@ -315,6 +325,7 @@ def test_the_default_init_shows_pre_norm_shrinking_and_post_norm_level():
     assert post[-1] / post[0] >= 1.5 * (pre[-1] / pre[0]), (pre, post)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_last_layer_gradient_with_depth_as_in_xiong_theorem_1(seed):
     """Xiong et al.'s Theorem 1: Post-LN's last-layer gradient does not shrink with the depth; Pre-LN's shrinks
@@ -325,6 +336,7 @@ def test_last_layer_gradient_with_depth_as_in_xiong_theorem_1(seed):
     assert 0.35 <= pre[1] / pre[0] <= 0.6, pre
 
 
+@pytest.mark.slow
 def test_sum_squares_of_a_post_norm_output_is_nearly_constant():
     """Why the shipped stacks use next-token: 0.5*sum(Y^2) of a LayerNorm output (gamma 1, beta 0) is
     0.5*C*var/(var + eps) per row, so almost nothing passes back through the last LayerNorm."""
@@ -374,6 +386,7 @@ def test_the_residual_road_carries_more_signal_to_the_input():
     assert ratios[0] > 1.5 * ratios[1]
 
 
+@pytest.mark.slow
 def test_per_layer_table_markdown_and_html(tmp_path):
     path = str(GRADIENTS / "post-norm-12-layers.yaml")
     rows = per_layer(grad(load_spec(path), GradOptions()), "ffn.w2")

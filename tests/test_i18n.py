@@ -195,8 +195,8 @@ VIOLATIONS = sorted((EXAMPLES / "violations").glob("*.yaml"))
 
 @pytest.mark.parametrize("path", VIOLATIONS, ids=lambda p: p.stem)
 def test_violation_panels_in_zh(path):
-    en = run_cli("run", str(path), "--lang", "en")
-    res = run_cli("run", str(path), *ZH)
+    en = run_app("run", str(path), "--lang", "en")
+    res = run_app("run", str(path), *ZH)
     assert res.returncode == en.returncode == 1
     panel = res.stdout[res.stdout.index("╭"):]
     kind = re.search(r"violation: (\w+)", en.stdout).group(1)
@@ -257,8 +257,8 @@ DIMS = "dims: {C: 2, H: 2, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n"
 ])
 def test_spec_errors_in_zh_keep_file_line_col(tmp_path, text, chinese):
     spec = write_spec(tmp_path, text)
-    en = run_cli("run", str(spec), "--lang", "en")
-    res = run_cli("run", str(spec), *ZH)
+    en = run_app("run", str(spec), "--lang", "en")
+    res = run_app("run", str(spec), *ZH)
     assert en.returncode == res.returncode == 2 and res.stdout == ""
     assert res.stderr.startswith("tracer: 错误：") and "Traceback" not in res.stderr
     assert chinese in res.stderr, res.stderr
@@ -275,7 +275,7 @@ def test_spec_errors_in_zh_keep_file_line_col(tmp_path, text, chinese):
 ])
 def test_file_errors_in_zh(tmp_path, make, chinese):
     path = make(tmp_path)
-    res = run_cli("run", str(path), *ZH)
+    res = run_app("run", str(path), *ZH)
     assert res.returncode == 2 and chinese in res.stderr, res.stderr
 
 

@@ -56,6 +56,7 @@ def test_a_saved_trace_counts_by_its_size(tmp_path: Path) -> None:
 
 
 # -- the estimate covers output text, parsed YAML and --with-weights; JSON and CSV are streamed -------------------
+@pytest.mark.slow  # the GPT-2-sized walkthrough's every value, written twice as JSON text
 def test_streamed_json_is_the_same_text_as_json_dumps() -> None:
     from tracer.engine import executor as ex
     from tracer.engine.params import load_params

@@ -23,22 +23,26 @@ VIOLATION = str(EXAMPLES / "violations" / "ex5-residual-broadcast.yaml")
 ED = str(SPECS / "encoder-decoder.yaml")
 STACK = str(SPECS / "stack-2-layers.yaml")
 
-# (command, its exit code when all goes well)
+# (command, its exit code when all goes well).  Every fault meets every command under --slow; the quick run keeps
+# one of each way of writing: a table, Chinese words, streamed JSON of many specs, a diff (exit 1), and --version
+# (written outside any command).  Each case is a fresh process.
+SLOW = pytest.mark.slow
 COMMANDS = [
     pytest.param(["run", PRE], 0, id="run"),
-    pytest.param(["run", VIOLATION], 1, id="run-violation-panel"),
+    pytest.param(["run", VIOLATION], 1, id="run-violation-panel", marks=SLOW),
     pytest.param(["run", ED, "--attention-stage", "all", "--lang", "zh"], 0, id="run-attention-zh"),
-    pytest.param(["run", str(SPECS / "gpt2-block.yaml"), "--record", "stats", "--stage", "norm1"], 0, id="run-elided-vectors"),
-    pytest.param(["run", PRE, POST], 0, id="run-many"),
+    pytest.param(["run", str(SPECS / "gpt2-block.yaml"), "--record", "stats", "--stage", "norm1"], 0, id="run-elided-vectors",
+                 marks=SLOW),
+    pytest.param(["run", PRE, POST], 0, id="run-many", marks=SLOW),
     pytest.param(["run", PRE, POST, "--json"], 0, id="run-many-json"),
-    pytest.param(["run", PRE, "--format", "csv"], 0, id="run-csv"),
-    pytest.param(["validate", PRE, POST], 0, id="validate-many"),
+    pytest.param(["run", PRE, "--format", "csv"], 0, id="run-csv", marks=SLOW),
+    pytest.param(["validate", PRE, POST], 0, id="validate-many", marks=SLOW),
     pytest.param(["diff", PRE, POST], 1, id="diff"),
-    pytest.param(["probe", PRE], 0, id="probe"),
-    pytest.param(["graph", ED], 0, id="graph"),
-    pytest.param(["stages"], 0, id="stages"),
-    pytest.param(["stages", "--json"], 0, id="stages-json"),
-    pytest.param(["new", "--preset", "ch17"], 0, id="new"),
+    pytest.param(["probe", PRE], 0, id="probe", marks=SLOW),
+    pytest.param(["graph", ED], 0, id="graph", marks=SLOW),
+    pytest.param(["stages"], 0, id="stages", marks=SLOW),
+    pytest.param(["stages", "--json"], 0, id="stages-json", marks=SLOW),
+    pytest.param(["new", "--preset", "ch17"], 0, id="new", marks=SLOW),
     pytest.param(["--version"], 0, id="version"),
 ]
 

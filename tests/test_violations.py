@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, REPO, run_app, run_cli, where, write_spec
+from conftest import EXAMPLES, REPO, bin_first, run_app, run_cli, where, write_spec
 from npblock import attention, causal, ffn, layer_norm, spec_text
 
 # The chapter's Example 17.2 weights (section 17.5), used by the small traps.
@@ -411,7 +411,7 @@ def test_one_stage_breaking_two_rules_is_flagged_twice(tmp_path):
 
 # -- the examples and their script ----------------------------------------------------------------------
 def test_violation_examples_script_passes():
-    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    env = bin_first({k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")})  # its tracer, python3
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     r = subprocess.run(["bash", str(EXAMPLES / "violations" / "check.sh")], check=False, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr

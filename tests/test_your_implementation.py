@@ -8,14 +8,14 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLES, REPO, SPECS, run_cli
+from conftest import EXAMPLES, REPO, SPECS, bin_first, run_cli
 
 HERE = EXAMPLES / "your-implementation"
 PRE = str(SPECS / "ch17-prenorm.yaml")
 
 
 def env() -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    out = bin_first({k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")})  # check.sh's tracer, python3
     out["PYTHONPATH"] = str(REPO) + os.pathsep + out.get("PYTHONPATH", "")
     out["LANG"] = "C.UTF-8"
     return out
