@@ -78,7 +78,7 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
     except ClosedPipe as e:  # the reader has gone (| head -1): nothing to say, and no verdict to give
         raise typer.Exit(e.exit_code) from None
     except TracerError as e:
-        _error(str(e))
+        _error(e.message)
         raise typer.Exit(e.exit_code) from None
     except Interrupted as e:  # Ctrl-C, SIGTERM, SIGHUP (process.install_signals), after every cleanup ran
         _error(e.word)

@@ -233,6 +233,10 @@ def message(text: str) -> str:
     Multi-line text is translated line by line; a line's leading ``file:line:col:`` and
     ``field.path:`` are kept verbatim.
     """
+    from tracer.messages import Message
+
+    if isinstance(text, Message):
+        return text.render()
     if _current == "en" or not text:
         return text
     return "\n".join(_line(line) for line in text.split("\n"))

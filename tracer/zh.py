@@ -995,3 +995,16 @@ for _s in ("spec", "specs"):
         for _e in ("error", "errors"):
             TEMPLATES[f"{{n}} {_s}: {{ok}} ok, {{v}} {_v}, {{e}} {_e}; exit code {{code}}"] = \
                 "{n} 个 spec：{ok} 个通过，{v} 个有违规，{e} 个出错；退出码 {code}"
+
+
+# -- the catalogue of messages (tracer.messages): keyed by the English template --------------------
+
+def _plain(key: str) -> str:
+    return key.replace("!t}", "}").replace("!T}", "}").replace("!a}", "}")
+
+
+MESSAGES: dict[str, str] = {_plain(k): v for k, v in {**FRAGMENTS, **TEMPLATES}.items()}
+# nmsg(singular, plural, n): one Chinese form for both
+PLURALS: dict[tuple[str, str], str] = {}
+# join(parts, sep): the separator in Chinese
+SEPARATORS = {"; ": "；", ", ": "，"}
