@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["Message", "msg", "nmsg", "join", "at", "render", "fill"]
+__all__ = ["Message", "msg", "nmsg", "join", "at", "render", "fill", "message_of"]
 
 
 def _language(lang: str | None) -> str:
@@ -130,7 +130,7 @@ class Plural(Message):
         return self.singular, self.plural, self.fields
 
     @classmethod
-    def _make(cls, *args: Any) -> Plural:  # type: ignore[override]
+    def _make(cls, *args: Any) -> Plural:
         return cls._make_plural(*args)
 
     @property
@@ -167,7 +167,7 @@ class Located(Message):
     body: object
 
     @classmethod
-    def _make(cls, where: str, body: object) -> Located:  # type: ignore[override]
+    def _make(cls, where: str, body: object) -> Located:
         self = str.__new__(cls, f"{where}: {body}")
         self.template, self.fields, self.where, self.body = "", {}, where, body
         return self
@@ -200,6 +200,12 @@ def join(parts: Iterable[object], sep: str = "; ") -> Message:
 def at(where: object, body: object) -> Message:
     """``where: body``: a location (file:line:col, a field path, an option and its value) kept as it is."""
     return Located._make(str(where), body)
+
+
+def message_of(error: BaseException) -> str:
+    """The Message (or plain str) an exception was raised with, for a message that quotes it; else its str."""
+    args = error.args
+    return args[0] if len(args) == 1 and isinstance(args[0], str) else str(error)
 
 
 def render(text: object, lang: str | None = None) -> str:
