@@ -14,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from tracer.messages import msg
+
 Shape = tuple[tuple[str, ...], tuple[int, ...]]  # (axis letters, sizes)
 
 
@@ -345,15 +347,15 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int], pos: str =
         if op == "add_position":
             return a_axes, a
         if len(a) != len(b) or not all(x == y or 1 in (x, y) for x, y in zip(a, b)):
-            raise ValueError(f"cannot add {shape_label(a_axes, a)} and {shape_label(b_axes, b)}: NumPy cannot broadcast them either")
+            raise ValueError(msg("cannot add {a_axes} and {b_axes}: NumPy cannot broadcast them either", a_axes=shape_label(a_axes, a), b_axes=shape_label(b_axes, b)))
         return a_axes, tuple(max(x, y) for x, y in zip(a, b))
     if op in ("mha", "cross_mha", "ffn", "ffn_hidden"):
         if op == "mha" and shape[1] != sizes[axes[1]]:
-            raise ValueError(f"mha reads all {axes[1]} = {sizes[axes[1]]} positions (its mask is [{axes[1]},{axes[1]}]), received {shape_label(axes, shape)}")
+            raise ValueError(msg("mha reads all {axes} = {sizes} positions (its mask is [{axes},{axes}]), received {axes2}", axes=axes[1], sizes=sizes[axes[1]], axes2=shape_label(axes, shape)))
         if op == "cross_mha":
             m_axes, m_shape = ins[1]
             if m_axes[-1:] != ("C",) or len(m_axes) != 3 or m_shape[0] != shape[0]:
-                raise ValueError(f"cross_mha reads memory [B,S,C], received {shape_label(m_axes, m_shape)}")
+                raise ValueError(msg("cross_mha reads memory [B,S,C], received {m_axes}", m_axes=shape_label(m_axes, m_shape)))
         if op == "ffn_hidden":
             return axes[:-1] + ("F",), shape[:-1] + (sizes["F"],)
         return axes, shape
@@ -370,19 +372,18 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int], pos: str =
     if op == "select":
         assert step.axis is not None and step.start is not None and step.stop is not None
         if step.axis not in axes:
-            raise ValueError(f"select along {step.axis}, but the input is {shape_label(axes, shape)}")
+            raise ValueError(msg("select along {axis}, but the input is {axes}", axis=step.axis, axes=shape_label(axes, shape)))
         i = axes.index(step.axis)
         if not 0 <= step.start < step.stop <= shape[i]:
-            raise ValueError(f"select {step.start}:{step.stop} along {step.axis}, which has size {shape[i]}")
+            raise ValueError(msg("select {start}:{stop} along {axis}, which has size {shape}", start=step.start, stop=step.stop, axis=step.axis, shape=shape[i]))
         return axes, shape[:i] + (step.stop - step.start,) + shape[i + 1:]
-    raise ValueError(f"unknown op {op!r}")
+    raise ValueError(msg("unknown op {op}", op=repr(op)))
 
 
 def _need_width(op: str, axes: tuple[str, ...], shape: tuple[int, ...], letter: str, sizes: dict[str, int]) -> None:
     """The op's weights are sized for a full last axis: a slice of it (select along C or F) does not fit."""
     if len(axes) != 3 or axes[-1] != letter or shape[-1] != sizes[letter]:
-        raise ValueError(f"{op} reads [B,{axes[1] if len(axes) == 3 else 'T'},{letter}] with {letter} = {sizes[letter]}, "
-                         f"received {shape_label(axes, shape)}")
+        raise ValueError(msg("{op} reads [B,{x},{letter}] with {letter} = {sizes}, received {axes}", op=op, x=axes[1] if len(axes) == 3 else 'T', letter=letter, sizes=sizes[letter], axes=shape_label(axes, shape)))
 
 
 def shape_label(axes: tuple[str, ...], shape: tuple[int, ...]) -> str:

@@ -13,6 +13,8 @@ import json
 import math
 from typing import Any, NamedTuple
 
+from tracer.messages import msg
+
 from .errors import EXIT_OK, EXIT_VIOLATION, UsageError
 
 
@@ -42,7 +44,7 @@ def parse_expect(text: str) -> list[float]:
         return False
 
     if value is None or not walk(value) or not numbers:
-        raise UsageError(f"--expect {text!r}: expected a list of numbers such as [1, -2, -1]")
+        raise UsageError(msg("--expect {text}: expected a list of numbers such as [1, -2, -1]", text=repr(text)))
     return numbers
 
 
@@ -57,8 +59,8 @@ def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, prec
     numbers = parse_expect(expect)
     s = load_spec(path)
     name = (select([stage], list(s.stage_shapes), s.path) or [stage])[0]
-    b = index(batch, s.dims.B, "--batch", "B", "samples")
-    t = index(pos, s.dims.T, "--pos", "T", "positions")
+    b = index(batch, s.dims.B, "--batch", "B", msg("samples"))
+    t = index(pos, s.dims.T, "--pos", "T", msg("positions"))
     policy = policy_for(s, "all", [name], b, t)
     check_run(s, policy, DEFAULT_MAX_MEMORY)
     trace = executor.run(s, policy=policy)

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tracer.messages import at, msg
+
 from .blocks import Step, shape_label
 from .errors import BrokenContract, ShapeError, Violation
 
@@ -28,7 +30,7 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
     for i in range(n):
         sizes = {s[len(s) - n + i] for s in shapes if len(s) - n + i >= 0} - {1}
         if len(sizes) > 1:
-            raise ValueError(f"shapes {[list(s) for s in shapes]} cannot be broadcast")
+            raise ValueError(msg("shapes {x} cannot be broadcast", x=[list(s) for s in shapes]))
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 
@@ -39,13 +41,13 @@ def same_shape(a: Shape, b: Shape, names: tuple[str, str] = ("left", "right")) -
     try:
         out = broadcast_shapes(a, b)
     except ValueError:
-        raise ShapeError(f"cannot add {names[0]} {list(a)} and {names[1]} {list(b)}: the shapes do not match and NumPy cannot broadcast them") from None
+        raise ShapeError(msg("cannot add {names} {a} and {names2} {b}: the shapes do not match and NumPy cannot broadcast them", names=names[0], a=list(a), names2=names[1], b=list(b))) from None
     raise BrokenContract(
         "broadcast",
-        f"{names[0]} {list(a)} and {names[1]} {list(b)} differ; an elementwise add needs equal shapes",
+        msg("{names} {a} and {names2} {b} differ; an elementwise add needs equal shapes", names=names[0], a=list(a), names2=names[1], b=list(b)),
         {names[0]: a, names[1]: b},
-        numpy_would=f"stretch the size-1 axes and return {list(out)} without complaint",
-        rule="a residual add takes two arrays of exactly the same shape: same samples, same positions, same width (section 17.2)",
+        numpy_would=msg("stretch the size-1 axes and return {out} without complaint", out=list(out)),
+        rule=msg("a residual add takes two arrays of exactly the same shape: same samples, same positions, same width (section 17.2)"),
     )
 
 
@@ -55,14 +57,14 @@ def vector(name: str, shape: Shape, width: int, axis: str) -> None:  # exactly [
     try:
         broadcast_shapes(shape, (width,))
     except ValueError:
-        raise ShapeError(f"{name} has shape {list(shape)}, expected [{axis}] = [{width}]") from None
+        raise ShapeError(msg("{name} has shape {shape}, expected [{axis}] = [{width}]", name=name, shape=list(shape), axis=axis, width=width)) from None
     raise BrokenContract(
         "broadcast",
-        f"{name} has shape {list(shape)} where [{axis}] = [{width}] is due",
+        msg("{name} has shape {shape} where [{axis}] = [{width}] is due", name=name, shape=list(shape), axis=axis, width=width),
         {name: shape},
-        numpy_would=f"repeat {name}'s single value across all {width} coordinates without complaint",
-        why=f"{name} should hold one learned value per coordinate; a stretched value silently ties all {width} together",
-        rule=f"{name} holds exactly one value per coordinate: [{axis}] = [{width}]",
+        numpy_would=msg("repeat {name}'s single value across all {width} coordinates without complaint", name=name, width=width),
+        why=msg("{name} should hold one learned value per coordinate; a stretched value silently ties all {width} together", name=name, width=width),
+        rule=msg("{name} holds exactly one value per coordinate: [{axis}] = [{width}]", name=name, axis=axis, width=width),
         axes={name: ("?",) * len(shape)},  # its size is not the axis's: no letter would be true
     )
 
@@ -82,11 +84,11 @@ def norm_axis(shape: Shape, axis: int, labels: tuple[str, ...]) -> None:  # stat
         why = "the statistics mix entries that must be normalised separately"
     raise BrokenContract(
         "axis",
-        f"LayerNorm statistics taken over {name} ({n} entries) instead of {last} ({shape[-1]} coordinates)",
+        msg("LayerNorm statistics taken over {name} ({n} entries) instead of {last} ({shape} coordinates)", name=name, n=n, last=last, shape=shape[-1]),
         {"x": shape},
-        numpy_would=f"average over the {n} entries along {name} and normalise without complaint",
+        numpy_would=msg("average over the {n} entries along {name} and normalise without complaint", n=n, name=name),
         why=why,
-        rule="LayerNorm normalises each sample's each position on its own: statistics over C only (section 17.3)",
+        rule=msg("LayerNorm normalises each sample's each position on its own: statistics over C only (section 17.3)"),
     )
 
 
@@ -94,24 +96,22 @@ def softmax_axis(scores: Shape, over_queries: bool) -> None:  # attention weight
     if over_queries:
         raise BrokenContract(
             "axis",
-            "softmax taken over queries (axis -2) instead of keys (axis -1)",
+            msg("softmax taken over queries (axis -2) instead of keys (axis -1)"),
             {"scores": scores},
-            numpy_would="normalise each key's column instead of each query's row, without complaint",
-            why=("a query's weights no longer sum to 1 over what it reads, and each weight depends on the other "
-                 "queries' scores, later positions included"),
-            rule="attention weights are a softmax over keys: each query's row sums to 1",
+            numpy_would=msg("normalise each key's column instead of each query's row, without complaint"),
+            why=(msg("a query's weights no longer sum to 1 over what it reads, and each weight depends on the other queries' scores, later positions included")),
+            rule=msg("attention weights are a softmax over keys: each query's row sums to 1"),
         )
 
 
 def batch_norm(x: Shape) -> None:  # a text block never normalises over samples and positions
     raise BrokenContract(
         "axis",
-        f"BatchNorm statistics taken over samples and positions (B x T = {x[0]} x {x[1]}) for each coordinate",
+        msg("BatchNorm statistics taken over samples and positions (B x T = {x} x {x2}) for each coordinate", x=x[0], x2=x[1]),
         {"x": x},
-        numpy_would="average each coordinate over the whole batch and every position, without complaint",
-        why=("one sample's result depends on the other samples and on later positions; sentences differ in length and "
-             "content, so the same position in different sentences is not comparable (guide, section 5)"),
-        rule="text blocks normalise each sample's each position over its own C coordinates (LayerNorm)",
+        numpy_would=msg("average each coordinate over the whole batch and every position, without complaint"),
+        why=(msg("one sample's result depends on the other samples and on later positions; sentences differ in length and content, so the same position in different sentences is not comparable (guide, section 5)")),
+        rule=msg("text blocks normalise each sample's each position over its own C coordinates (LayerNorm)"),
     )
 
 
@@ -167,7 +167,7 @@ def violation(bc: BrokenContract, stage: str, axes: tuple[str, ...], operands: d
 
     why = bc.why or (broadcast_why(axes, list(bc.operands.values())) if bc.kind == "broadcast" else "")
     return Violation(
-        kind=bc.kind, stage=stage, message=f"{stage}: {bc.fact}",
+        kind=bc.kind, stage=stage, message=at(stage, bc.fact),
         shapes={name: label(name, shape) for name, shape in bc.operands.items()},
         rule=bc.rule or bc.fact, numpy_would=bc.numpy_would, why=why,
     )
@@ -184,9 +184,9 @@ def position_violation(spec: Spec, step: Step) -> Violation | None:
         return None
     return Violation(
         kind="position", stage=step.name,
-        message=f"{step.name}: {axes[0]} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {T_max - 1})",
+        message=msg("{name}: {axes} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {x})", name=step.name, axes=axes[0], T=T, T_max=T_max, x=T_max - 1),
         shapes={"position": shape_label(("T_max", "C"), (T_max, C)), "x": shape_label(("B", axes[0], "C"), (spec.dims.B, T, C))},
-        rule="a learned position table has one row for each position 0 .. T_max-1, and no more",
-        numpy_would=f"slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)",
-        why=f"positions {T_max} to {T - 1} were never trained; the table cannot invent them (section 17.1)",
+        rule=msg("a learned position table has one row for each position 0 .. T_max-1, and no more"),
+        numpy_would=msg("slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)", T=T, T_max=T_max),
+        why=msg("positions {T_max} to {x} were never trained; the table cannot invent them (section 17.1)", T_max=T_max, x=T - 1),
     )

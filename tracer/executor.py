@@ -17,6 +17,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tracer.messages import message_of, msg
+
 from . import kernels
 from .blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from .contracts import operand_axes, position_violation, violation
@@ -272,10 +274,10 @@ class Executor:
             why += "; float32 overflows above about 3.4e38"
         return Violation(
             kind="nonfinite", stage=name,
-            message=f"{name}: first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}",
+            message=msg("{name}: first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}", name=name, n_nan=n_nan, n_inf=n_inf, where=where),
             shapes={name: shape_label(axes, a.shape)},
-            rule="every stage of a block must be finite",
-            numpy_would="carry on quietly, printing at most a RuntimeWarning",
+            rule=msg("every stage of a block must be finite"),
+            numpy_would=msg("carry on quietly, printing at most a RuntimeWarning"),
             why=why,
         )
 
@@ -299,7 +301,7 @@ class Executor:
                 else:
                     stages[step.name] = OPS[step.op](self, step, [stages[n] for n in step.inputs])
             except ShapeError as e:
-                raise ShapeError(f"stage {step.name} ({step.formula()}): {e}") from None
+                raise ShapeError(msg("stage {name} ({formula}): {e}", name=step.name, formula=step.formula(), e=message_of(e))) from None
             for name in step.inputs:
                 if last_use[name] == i:
                     stages.pop(name, None)  # no later step reads it: it lives on only if recorded

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tracer.messages import msg
+
 from . import executor
 from .errors import UsageError
 from .params import uniform
@@ -182,7 +184,7 @@ def unmeasured_error(spec: Spec, props: list[Property]) -> None:
     """A probe that could not measure is not a pass: UsageError (exit 2) naming the properties, after the table."""
     blind = [p for p in props if p.result == UNMEASURED]
     if blind:
-        raise UsageError(f"{spec.path}: the probe cannot measure {' and '.join(p.name for p in blind)}: {blind[0].evidence}")
+        raise UsageError(msg("{path}: the probe cannot measure {names}: {evidence}", path=spec.path, names=' and '.join(p.name for p in blind), evidence=blind[0].evidence))
 
 
 def probe(spec: Spec, exact: bool = False, max_memory: str | None = None) -> list[Property]:

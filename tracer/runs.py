@@ -12,6 +12,8 @@ import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tracer.messages import Message, msg, nmsg
+
 from . import i18n, memory, textout
 from .errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
 from .spec import Spec
@@ -33,9 +35,9 @@ def output_format(fmt: str | None, as_json: bool) -> str:
     if fmt is not None and fmt not in FORMATS:
         from .catalogue import suggest
 
-        raise UsageError(f"--format {fmt}: expected one of {' | '.join(FORMATS)}{suggest(fmt, FORMATS)}")
+        raise UsageError(msg("--format {fmt}: expected one of {names}{fmt2}", fmt=fmt, names=' | '.join(FORMATS), fmt2=suggest(fmt, FORMATS)))
     if as_json and fmt not in (None, "json"):
-        raise UsageError(f"--json is short for --format json; it cannot be combined with --format {fmt}")
+        raise UsageError(msg("--json is short for --format json; it cannot be combined with --format {fmt}", fmt=fmt))
     return "json" if as_json else (fmt or "table")
 
 
@@ -107,11 +109,11 @@ def select_stages(spec: Spec, requested: Sequence[str]) -> list[str] | None:
     return select(requested, list(spec.stage_shapes), spec.path)
 
 
-def index(value: int, size: int, option: str, axis: str, what: str) -> int:
+def index(value: int, size: int, option: str, axis: str, what: Message) -> int:
     """--pos / --batch as Python reads an index: -1 is the last, -size the first."""
     if -size <= value < size:
         return value % size
-    raise UsageError(f"{option} {value} is out of range: {axis} = {size} ({what} 0 to {size - 1}, or -1 to -{size} from the end)")
+    raise UsageError(msg("{option} {value} is out of range: {axis} = {size} ({what} 0 to {x}, or -1 to -{size} from the end)", option=option, value=value, axis=axis, size=size, what=what, x=size - 1))
 
 
 def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | None = None) -> Outcome:
@@ -123,8 +125,8 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
     """
     s = memory.load_spec_within(path, opts.max_memory)  # a spec with millions of inline values is refused before it is parsed
     only = select_stages(s, opts.stages)
-    opts = opts._replace(batch=index(opts.batch, s.dims.B, "--batch", "B", "samples"),
-                         pos=index(opts.pos, s.dims.T, "--pos", "T", "positions"))
+    opts = opts._replace(batch=index(opts.batch, s.dims.B, "--batch", "B", msg("samples")),
+                         pos=index(opts.pos, s.dims.T, "--pos", "T", msg("positions")))
     # What is kept of each stage (--record, --keep; a --stage asked for is kept in full), then the
     # memory that takes: a run over --max-memory is refused here, before anything is allocated.
     table = opts.form == "table" and not (opts.show_all or opts.verify or opts.with_weights) and opts.save is None
@@ -177,7 +179,7 @@ def attempt(path: str, opts: RunOptions) -> Outcome:
     try:
         return trace_one(path, opts)
     except TracerError as e:
-        return Outcome(path, e.exit_code, error=str(e))
+        return Outcome(path, e.exit_code, error=e.message)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as e:  # a bug in tracer: reported as this spec's outcome, exit 3 at the end
@@ -198,11 +200,10 @@ class Summary:
         counts = {"ok": 0, "violation": 0, "error": 0}
         for o in self.outcomes:
             counts[o.status()[0]] += 1
-        words = {"ok": "ok", "violation": "with a violation" if counts["violation"] == 1 else "with violations",
-                 "error": "error" if counts["error"] == 1 else "errors"}
+        parts = msg("{ok} ok, {v}, {e}", ok=counts["ok"], v=nmsg("{n} with a violation", "{n} with violations", counts["violation"]),
+                    e=nmsg("{n} error", "{n} errors", counts["error"]))
         n = len(self.outcomes)
-        parts = ", ".join(f"{counts[k]} {words[k]}" for k in counts)
-        return i18n.message(f"{n} spec{'s' if n != 1 else ''}: {parts}; exit code {self.exit_code}")
+        return i18n.message(nmsg("{n} spec: {parts}; exit code {code}", "{n} specs: {parts}; exit code {code}", n, parts=parts, code=self.exit_code))
 
 
 STATUS_WIDTH = 10
@@ -256,7 +257,7 @@ def steps_text(s: Spec, fmt: str, only: list[str] | None) -> str:
 
 def check_many(specs: Sequence[str], steps: bool) -> None:
     if steps and len(specs) > 1:
-        raise UsageError(f"--steps shows one spec's step list; give one spec (received {len(specs)})")
+        raise UsageError(msg("--steps shows one spec's step list; give one spec (received {n})", n=len(specs)))
     if not specs:
-        raise UsageError("give at least one spec")
+        raise UsageError(msg("give at least one spec"))
 

@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tracer.messages import msg, nmsg
+
 from .i18n import meaning, message, tr
 
 if TYPE_CHECKING:
@@ -156,9 +158,10 @@ def unreached_note(trace: Trace, only: Sequence[str] | None) -> str:
     missing = [name for name in only or () if name not in trace.stages]
     if not missing:
         return ""
-    where = f" at {trace.violations[0].stage}" if trace.violations else ""
-    return message(f"not recorded: {', '.join(missing)} (the run stopped at the violation{where}; "
-                   "--keep-going records every stage)")
+    if trace.violations:
+        return message(msg("not recorded: {names} (the run stopped at the violation at {stage}; --keep-going records every stage)",
+                           names=', '.join(missing), stage=trace.violations[0].stage))
+    return message(msg("not recorded: {names} (the run stopped at the violation; --keep-going records every stage)", names=', '.join(missing)))
 
 
 def reached_end(trace: Trace) -> bool:
@@ -170,7 +173,7 @@ def matrix_lines(trace: Trace, stage: Stage, b: int, precision: int) -> list[str
     """The full [T, C] matrix of one sample (rows elided when tall): a header line, then one line per row."""
     if stage.axes[0] == "B" and b >= stage.array.shape[0]:  # a select along B kept fewer samples
         n = stage.array.shape[0]
-        return [message(f"{stage.name} holds {n} sample{'s' if n > 1 else ''} (b = 0 to {n - 1}): there is no sample b={b} to show")]
+        return [message(nmsg("{name} holds {n} sample (b = 0 to {x}): there is no sample b={b} to show", "{name} holds {n} samples (b = 0 to {x}): there is no sample b={b} to show", n, name=stage.name, x=n - 1, b=b))]
     a = np.asarray(stage.array[b]) if stage.axes[0] == "B" else np.asarray(stage.array)
     lines = [tr("{name} for sample b={b}, {meaning}:", name=stage.name, b=b, meaning=meaning(stage.meaning))]
     rows = list(range(len(a)))
@@ -210,10 +213,13 @@ def step_rows(spec: Spec, only: Sequence[str] | None = None) -> list[list[str]]:
 
 
 def step_list_title(spec: Spec) -> str:
-    kind = "preset " + spec.block.norm_order + "-norm" if spec.block.norm_order != "custom" else "the spec's own steps"
     if spec.model == "encoder-decoder":
-        kind = "encoder-decoder"
-    return message(f"{spec.name}: {kind}")
+        return message(msg("{name}: encoder-decoder", name=spec.name))
+    if spec.block.norm_order == "pre":
+        return message(msg("{name}: preset pre-norm", name=spec.name))
+    if spec.block.norm_order == "post":
+        return message(msg("{name}: preset post-norm", name=spec.name))
+    return message(msg("{name}: the spec's own steps", name=spec.name))
 
 
 def violation_lines(v: Violation) -> list[tuple[str, str]]:
@@ -388,7 +394,7 @@ def diff_sides(r: DiffResult) -> list[str]:
 
 
 def structure_same_text(r: DiffResult) -> str:
-    return message(f"Structure: the same {len(r.steps)} steps ({', '.join(row.name for row in r.steps)})")
+    return message(msg("Structure: the same {n} steps ({names})", n=len(r.steps), names=', '.join(row.name for row in r.steps)))
 
 
 def table_words(words: Sequence[str]) -> list[str]:
@@ -410,10 +416,9 @@ def arrays_lines(r: DiffResult) -> list[str]:
     assert r.arrays is not None
     x = r.arrays
     renamed = ", ".join(f"{theirs} = {ours}" for ours, theirs in x.renamed.items())
-    lines = [message(f"Compared {len(x.matched)} arrays of {x.label} with the stages of the same name in {x.reference}: "
-                     f"{', '.join(x.matched)}")]
+    lines = [message(msg("Compared {n} arrays of {label} with the stages of the same name in {reference}: {names}", n=len(x.matched), label=x.label, reference=x.reference, names=', '.join(x.matched)))]
     if renamed:
-        lines.append(message(f"named with --map: {renamed}"))
+        lines.append(message(msg("named with --map: {renamed}", renamed=renamed)))
     return lines
 
 
@@ -455,12 +460,12 @@ def setting_rows(r: DiffResult) -> list[list[str]]:
 
 def weights_title(r: DiffResult) -> str:
     others = len(r.weights or []) - len(r.weights_differ)
-    rest = "none equal" if not others else f"{others} other{'s' if others > 1 else ''} equal within {r.tolerance()}"
-    return message(f"Weights that differ ({rest})")
+    rest = msg("none equal") if not others else nmsg("{n} other equal within {tol}", "{n} others equal within {tol}", others, tol=r.tolerance())
+    return message(msg("Weights that differ ({rest})", rest=rest))
 
 
 def weights_same_text(r: DiffResult) -> str:
-    return message(f"Weights: all {len(r.weights or [])} the same within {r.tolerance()}")
+    return message(msg("Weights: all {n} the same within {tolerance}", n=len(r.weights or []), tolerance=r.tolerance()))
 
 
 def weight_rows(r: DiffResult, precision: int) -> list[list[str]]:
@@ -477,7 +482,7 @@ def weight_rows(r: DiffResult, precision: int) -> list[list[str]]:
 
 
 def diff_stage_title(r: DiffResult) -> str:
-    return message(f"Stages, aligned by name (equal: |A - B| <= atol + rtol * max(|A|, |B|), {r.tolerance()})")
+    return message(msg("Stages, aligned by name (equal: |A - B| <= atol + rtol * max(|A|, |B|), {tolerance})", tolerance=r.tolerance()))
 
 
 def diff_stage_header(r: DiffResult) -> list[str]:

@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tracer.messages import msg
+
 from . import reference
 from .errors import Violation
 from .executor import Trace
@@ -45,10 +47,9 @@ class Verification:
         more = f"; {len(failing) - 1} more stage{'s' if len(failing) > 2 else ''} differ too" if len(failing) > 1 else ""
         return Violation(
             "verify", name,
-            f"NumPy and the scalar reference differ by {self.stages[name]:.3g} at stage {name}, above the tolerance "
-            f"{self.allowed(name):.3g}{more}",
-            rule=f"--verify: every stage agrees with tracer/reference.py to within {self.rtol:g} x max(1, largest |value|)",
-            why="one of the two computations is wrong for this input: the trace's numbers cannot be trusted",
+            msg("NumPy and the scalar reference differ by {stages} at stage {name}, above the tolerance {name2}{more}", stages=f"{self.stages[name]:.3g}", name=name, name2=f"{self.allowed(name):.3g}", more=more),
+            rule=msg("--verify: every stage agrees with tracer/reference.py to within {rtol} x max(1, largest |value|)", rtol=f"{self.rtol:g}"),
+            why=msg("one of the two computations is wrong for this input: the trace's numbers cannot be trusted"),
         )
 
     def as_json(self) -> dict[str, object]:
@@ -71,7 +72,7 @@ class Verification:
 
         p = self.plan
         if p.skipped:
-            return message(f"verify: skipped: {p.reason}")
+            return message(msg("verify: skipped: {reason}", reason=p.reason))
         head = f"verify: largest |NumPy - reference| over all stages = {self.max_abs_diff:.3g}"
         if p.full:
             return message(head + " (every sample and position)")

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from tracer.messages import msg
+
 from ..errors import UsageError, Violation
 from .display import View
 from .loading import SpecLike, load
@@ -49,7 +51,7 @@ class StageShape(NamedTuple):
     def size(self, letter: str) -> int:
         """The size of the axis with this letter (the first, when a letter repeats: [B,H,T,T])."""
         if letter not in self.axes:
-            raise UsageError(f"no axis {letter!r} in {self}")
+            raise UsageError(msg("no axis {letter} in {x}", letter=repr(letter), x=self))
         return self.sizes[self.axes.index(letter)]
 
 
@@ -173,9 +175,9 @@ class Trace(Mapping[str, np.ndarray]):
 
 def _check_position(spec: Spec, batch: int, pos: int) -> None:
     if not 0 <= batch < spec.dims.B:
-        raise UsageError(f"batch {batch} is out of range: B = {spec.dims.B} (samples 0 to {spec.dims.B - 1})")
+        raise UsageError(msg("batch {batch} is out of range: B = {B} (samples 0 to {x})", batch=batch, B=spec.dims.B, x=spec.dims.B - 1))
     if not 0 <= pos < spec.dims.T:
-        raise UsageError(f"pos {pos} is out of range: T = {spec.dims.T} (positions 0 to {spec.dims.T - 1})")
+        raise UsageError(msg("pos {pos} is out of range: T = {T} (positions 0 to {x})", pos=pos, T=spec.dims.T, x=spec.dims.T - 1))
 
 
 def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep: Sequence[str] = (), max_memory: str = "4GB",
@@ -192,7 +194,7 @@ def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep
     s = load(spec)
     _check_position(s, batch, pos)
     if not 0 <= precision <= 17:
-        raise UsageError(f"precision {precision} is out of range: give 0 to 17")
+        raise UsageError(msg("precision {precision} is out of range: give 0 to 17", precision=precision))
     policy = memory.policy_for(s, memory.record_mode(record, table=False), list(keep), batch, pos, show_all)
     memory.check_run(s, policy, max_memory, show_all=show_all)
     with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings

@@ -6,6 +6,8 @@ from typing import NamedTuple
 
 from rich.console import RenderableType
 
+from tracer.messages import msg
+
 from .. import jsonout, memory, runs
 from ..errors import EXIT_OK, EXIT_VIOLATION, UsageError
 from ..spec import load_spec
@@ -42,11 +44,11 @@ def execute(r: GradRequest) -> GradResult:
     s = load_spec(r.path)
     only = runs.select_stages(s, r.stages)
     if not 0 <= r.batch < s.dims.B:
-        raise UsageError(f"--batch {r.batch} is out of range: B = {s.dims.B} (samples 0 to {s.dims.B - 1})")
+        raise UsageError(msg("--batch {batch} is out of range: B = {B} (samples 0 to {x})", batch=r.batch, B=s.dims.B, x=s.dims.B - 1))
     if not 0 <= r.pos < s.dims.T:
-        raise UsageError(f"--pos {r.pos} is out of range: T = {s.dims.T} (positions 0 to {s.dims.T - 1})")
+        raise UsageError(msg("--pos {pos} is out of range: T = {T} (positions 0 to {x})", pos=r.pos, T=s.dims.T, x=s.dims.T - 1))
     if r.per_layer and r.form in ("json", "csv"):
-        raise UsageError(f"--per-layer draws a table and bars; with --format {r.form} use --json's weight_grads instead")
+        raise UsageError(msg("--per-layer draws a table and bars; with --format {form} use --json's weight_grads instead", form=r.form))
     if r.save is not None:
         from ..outputs import check_output
 
