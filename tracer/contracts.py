@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from tracer.messages import at, msg
+from tracer.messages import Message, at, join, msg, nmsg
 
 from .blocks import Step, shape_label
 from .errors import BrokenContract, ShapeError, Violation
@@ -76,12 +76,13 @@ def norm_axis(shape: Shape, axis: int, labels: tuple[str, ...]) -> None:  # stat
     last = labels[-1] if len(labels) == len(shape) else "the last axis"
     n = shape[axis]
     if name == "T":
-        why = (f"each position's result now depends on all {n} positions: position 0 changes when positions 1..{n - 1} do, "
-               "so the future leaks into earlier positions even though the attention mask is right (section 17.3)")
+        why = msg("each position's result now depends on all {n} positions: position 0 changes when positions 1..{m} do, "
+                  "so the future leaks into earlier positions even though the attention mask is right (section 17.3)", n=n, m=n - 1)
     elif name == "B":
-        why = f"each sample's result now depends on the other {n - 1} sample{'s' if n > 2 else ''} of the batch: statistics mix samples"
+        why = nmsg("each sample's result now depends on the other {n} sample of the batch: statistics mix samples",
+                   "each sample's result now depends on the other {n} samples of the batch: statistics mix samples", n - 1)
     else:
-        why = "the statistics mix entries that must be normalised separately"
+        why = msg("the statistics mix entries that must be normalised separately")
     raise BrokenContract(
         "axis",
         msg("LayerNorm statistics taken over {name} ({n} entries) instead of {last} ({shape} coordinates)", name=name, n=n, last=last, shape=shape[-1]),
@@ -122,24 +123,25 @@ def axes_label(shape: Shape, axes: tuple[str, ...]) -> str:
     return shape_label(axes, shape) if len(axes) == len(shape) else str(list(shape))
 
 
-def broadcast_why(axes: tuple[str, ...], shapes: list[Shape]) -> str:
+def broadcast_why(axes: tuple[str, ...], shapes: list[Shape]) -> Message:
     """Say, in the axes' own words, whose values a stretched operand hands to whom."""
     reasons = []
     for i, letter in enumerate(axes):
         sizes = [s[i] for s in shapes if len(s) == len(axes)]
         if len(set(sizes)) > 1 and 1 in sizes:
             n = max(sizes)
-            word = AXIS_WORDS.get(letter, f"entries along {letter}")
-            if letter in ("B", "T"):  # which sample or position the single row came from is not known here
-                one, others = ("sample", "samples") if letter == "B" else ("position", "positions")
-                rest = f"the other {one}" if n == 2 else f"the other {n - 1} {others}"
-                reasons.append(f"one {one}'s update would be handed to all {n} {others}, so {rest} would receive an update "
-                               f"that is not {'its' if n == 2 else 'their'} own")
+            word = msg(AXIS_WORDS[letter]) if letter in AXIS_WORDS else msg("entries along {letter}", letter=letter)
+            if letter == "B":  # which sample or position the single row came from is not known here
+                reasons.append(msg("one sample's update would be handed to all {n} samples, so the other sample would receive an update that is not its own", n=n) if n == 2 else
+                               msg("one sample's update would be handed to all {n} samples, so the other {m} samples would receive an update that is not their own", n=n, m=n - 1))
+            elif letter == "T":
+                reasons.append(msg("one position's update would be handed to all {n} positions, so the other position would receive an update that is not its own", n=n) if n == 2 else
+                               msg("one position's update would be handed to all {n} positions, so the other {m} positions would receive an update that is not their own", n=n, m=n - 1))
             else:
-                reasons.append(f"all {n} {word} would receive the same value")
+                reasons.append(msg("all {n} {what} would receive the same value", n=n, what=word))
     if not reasons:
-        return "each sample and position must add its own update"
-    return "; ".join(reasons) + " (a residual adds each sample's and position's own update, section 17.2)"
+        return msg("each sample and position must add its own update")
+    return msg("{last} (a residual adds each sample's and position's own update, section 17.2)", last=join(reasons))
 
 
 def operand_axes(step: Step, axes_of: Callable[[str], tuple[str, ...]]) -> dict[str, tuple[str, ...]]:

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tracer.messages import message_of, msg
+from tracer.messages import Message, join, message_of, msg, nmsg
 
 from . import kernels
 from .blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
@@ -262,16 +262,16 @@ class Executor:
         n_nan, n_inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
         first = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
         where = ", ".join(f"{letter}={i}" for letter, i in zip(axes, first))
-        why = "NaN and Inf spread to every later stage that reads them"
+        why: Message = msg("NaN and Inf spread to every later stage that reads them")
         blk = self.spec.block_for(name)
         if name.endswith(".weights") and blk.mask_matrix is not None:
             visible = np.array(blk.mask_matrix, dtype=bool)
             rows = [int(i) for i in np.flatnonzero(~visible.any(axis=-1))]
             if rows:
-                why = (f"query position{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows))} may read no key at all: "
-                       "the softmax of a row that is entirely -inf is 0/0 = NaN")
+                why = nmsg("query position {rows} may read no key at all: the softmax of a row that is entirely -inf is 0/0 = NaN",
+                           "query positions {rows} may read no key at all: the softmax of a row that is entirely -inf is 0/0 = NaN", len(rows), rows=', '.join(map(str, rows)))
         elif self.spec.dtype == "float32":
-            why += "; float32 overflows above about 3.4e38"
+            why = join([why, msg("float32 overflows above about 3.4e38")])
         return Violation(
             kind="nonfinite", stage=name,
             message=msg("{name}: first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}", name=name, n_nan=n_nan, n_inf=n_inf, where=where),

@@ -1241,12 +1241,15 @@ MESSAGES.update({
     '{f} cannot be examined: {why}': '无法检查 {f}：{why}',
     '; kept as statistics only (--record stats): {names}': '；只保存了统计量（--record stats）：{names}',
     '{ok} ok, {v}, {e}': '{ok} 个通过，{v}，{e}',
+    'entries along {letter}': '沿 {letter} 的各项',
 })
 PLURALS.update({
     ('{n} level of nesting', '{n} levels of nesting'): '{n} 层嵌套',
     ('{op} reads {n} stage, received {m}', '{op} reads {n} stages, received {m}'): '{op} 读取 {n} 个阶段，实际给了 {m} 个',
     ('expected a list of {n} layer mapping (one per layer), received {got}', 'expected a list of {n} layer mappings (one per layer), received {got}'): '应为{n} 个层映射组成的列表（每层一个），实际为{got}',
     ('{name} holds {n} sample (b = 0 to {x}): there is no sample b={b} to show', '{name} holds {n} samples (b = 0 to {x}): there is no sample b={b} to show'): '{name} 只有 {n} 个样本（b = 0 到 {x}）：没有样本 b={b} 可显示',
+    ("each sample's result now depends on the other {n} sample of the batch: statistics mix samples", "each sample's result now depends on the other {n} samples of the batch: statistics mix samples"): '每个样本的结果现在依赖这批中另外 {n} 个样本：统计量混合了样本',
+    ('query position {rows} may read no key at all: the softmax of a row that is entirely -inf is 0/0 = NaN', 'query positions {rows} may read no key at all: the softmax of a row that is entirely -inf is 0/0 = NaN'): '查询位置 {rows} 一个键也不能读：整行都是 -inf 的 softmax 是 0/0 = NaN',
     ('{n} with a violation', '{n} with violations'): '{n} 个有违规',
     ('{n} error', '{n} errors'): '{n} 个出错',
     ('{n} spec: {parts}; exit code {code}', '{n} specs: {parts}; exit code {code}'): '{n} 个 spec：{parts}；退出码 {code}',
