@@ -308,11 +308,11 @@ class Legend:
 
 def mask_words(step: Step) -> str:
     if step.op == "cross_mha":
-        return "cross-attention, no mask: every target position reads every source position"
+        return msg("cross-attention, no mask: every target position reads every source position")
     return {
-        "causal": "causal mask: a query reads only its own and earlier positions",
-        "none": "no mask: every query reads every key",
-        "explicit": "explicit mask from the spec (block.mask)",
+        "causal": msg("causal mask: a query reads only its own and earlier positions"),
+        "none": msg("no mask: every query reads every key"),
+        "explicit": msg("explicit mask from the spec (block.mask)"),
     }.get(step.mask or "none", str(step.mask))
 
 

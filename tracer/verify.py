@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from tracer.messages import msg
+from tracer.messages import join, msg
 
 from . import reference
 from .errors import Violation
@@ -73,10 +73,10 @@ class Verification:
         p = self.plan
         if p.skipped:
             return message(msg("verify: skipped: {reason}", reason=p.reason))
-        head = f"verify: largest |NumPy - reference| over all stages = {self.max_abs_diff:.3g}"
+        x = f"{self.max_abs_diff:.3g}"
         if p.full:
-            return message(head + " (every sample and position)")
-        return message(head + f"\nverify: partial: {p.reason}")
+            return message(msg("verify: largest |NumPy - reference| over all stages = {x} (every sample and position)", x=x))
+        return message(join([msg("verify: largest |NumPy - reference| over all stages = {x}", x=x), msg("verify: partial: {reason}", reason=p.reason)], "\n"))
 
 
 def _number(x: float) -> object:
@@ -92,8 +92,11 @@ def verify(trace: Trace, budget: int = reference.DEFAULT_BUDGET) -> Verification
     if trace.violations:
         # The reference computes the block its contracts define; a run that broke one has no faithful counterpart.
         v = trace.violations[0]
-        why = f" ({plan.reason})" if plan.skipped and plan.reason else ""
-        reason = f"the run flagged a {v.kind} violation at stage {v.stage}{why}; the reference only computes blocks that keep every contract"
+        if plan.skipped and plan.reason:
+            reason = msg("the run flagged a {kind} violation at stage {stage} ({reason}); the reference only computes blocks that keep every contract",
+                         kind=msg(v.kind), stage=v.stage, reason=plan.reason)
+        else:
+            reason = msg("the run flagged a {kind} violation at stage {stage}; the reference only computes blocks that keep every contract", kind=msg(v.kind), stage=v.stage)
         return Verification(reference.Plan([], [], False, 0, plan.full_cost, reason), {})
     if plan.skipped:
         return Verification(plan, {})
