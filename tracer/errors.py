@@ -1,7 +1,9 @@
 """One exception family, rooted in TracerError, and the exit codes it maps to.
 
 Inner code raises a short fact; the edge (spec loader, executor, CLI) adds the
-file, line, field and shapes.  Nothing here imports NumPy.
+file, line, field and shapes.  A message is a ``tracer.messages.Message`` (``msg(...)``): its
+str is the English, and the edge that prints it renders it in the chosen language; a plain str
+is still accepted (and printed as written).  Nothing here imports NumPy.
 """
 
 from __future__ import annotations
@@ -19,6 +21,12 @@ class TracerError(Exception):
     """Base of every error tracer reports to a user."""
 
     exit_code = EXIT_INTERNAL
+
+    @property
+    def message(self) -> str:
+        """What to tell the user: the Message (or plain str) it was raised with; ``str(error)`` is its English."""
+        first = self.args[0] if self.args else ""
+        return first if isinstance(first, str) and len(self.args) == 1 else str(self)
 
 
 class SpecError(TracerError):

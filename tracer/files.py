@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, BinaryIO
 
 from tracer.errors import UsageError
+from tracer.messages import Message, at, join, msg
 from tracer.process import signals_held
 
 if TYPE_CHECKING:
@@ -136,30 +137,32 @@ def mode_allows_write(st: os.stat_result) -> bool:
     return bool(st.st_mode & stat.S_IWOTH)
 
 
-def refusal(path: str, kind: str, force: bool = False, replace: bool = True) -> tuple[os.stat_result | None, str | None]:
-    """What is at ``path`` now (never following a link), and why it may not be replaced (None: it may)."""
+def refusal(path: str, kind: str, force: bool = False, replace: bool = True) -> tuple[os.stat_result | None, Message | None]:
+    """What is at ``path`` now (never following a link), and why it may not be replaced (None: it may): a message
+    that starts with the path, quoted."""
+    f = repr(path)
     try:
         st = os.lstat(path)
     except FileNotFoundError:
         return None, None
     except OSError as e:
-        return None, f"cannot be examined: {e.strerror or e}"
+        return None, msg("{f} cannot be examined: {why}", f=f, why=e.strerror or e)
     if stat.S_ISLNK(st.st_mode):
-        return st, ("is a symbolic link; tracer never writes through or over a link "
-                    "(name the file itself, or remove the link)")
+        return st, join([msg("{f} is a symbolic link", f=f), msg("tracer never writes through or over a link (name the file itself, or remove the link)")])
     if stat.S_ISDIR(st.st_mode):
-        return st, f"is a directory; give a file name inside it, e.g. {os.path.join(path, 'trace.' + kind)}"
+        return st, join([msg("{f} is a directory", f=f), msg("give a file name inside it, e.g. {g}", g=os.path.join(path, 'trace.' + kind))])
     if not stat.S_ISREG(st.st_mode):
-        return st, "exists and is not a regular file"
+        return st, msg("{f} exists and is not a regular file", f=f)
     if not replace:
-        return st, "already exists; tracer never overwrites a file here (choose another name)"
+        return st, join([msg("{f} already exists", f=f), msg("tracer never overwrites a file here (choose another name)")])
     if not mode_allows_write(st) or not os.access(path, os.W_OK):
-        return st, (f"exists and is read-only (mode {stat.S_IMODE(st.st_mode):04o}); tracer never replaces a file "
-                    "it may not write (make it writable, or choose another name)")
+        return st, join([msg("{f} exists and is read-only (mode {m})", f=f, m=f"{stat.S_IMODE(st.st_mode):04o}"),
+                         msg("tracer never replaces a file it may not write (make it writable, or choose another name)")])
     if not force and not proves_ours(path, kind):
-        article = "a" if kind == "yaml" else "an"  # a YAML; an SVG, an HTML, an NPZ
-        return st, (f"exists and is not {article} {kind.upper()} file tracer wrote; refusing to overwrite it "
-                    "(delete it, choose another name, or give --force to replace it)")
+        refuse = msg("refusing to overwrite it (delete it, choose another name, or give --force to replace it)")
+        if kind == "yaml":  # a YAML; an SVG, an HTML, an NPZ
+            return st, join([msg("{f} exists and is not a {kind} file tracer wrote", f=f, kind=kind.upper()), refuse])
+        return st, join([msg("{f} exists and is not an {kind} file tracer wrote", f=f, kind=kind.upper()), refuse])
     return st, None
 
 
@@ -167,22 +170,23 @@ def check_output(path: str, option: str, inputs: Iterable[str], kind: str, force
     """Refuse ``option PATH`` before the run if writing it would fail or destroy something (exit 2)."""
     opt = f"{option} {path}"
     if not path or path.endswith((os.sep, "/")):
-        raise UsageError(f"{opt}: expected a file name such as report.{kind}")
+        raise UsageError(msg("{opt}: expected a file name such as report.{kind}", opt=opt, kind=kind))
     for inp in inputs:
         if same_file(path, inp):
-            raise UsageError(f"{opt} would overwrite the input {inp!r}; choose another file name")
+            raise UsageError(msg("{opt} would overwrite the input {inp}; choose another file name", opt=opt, inp=repr(inp)))
     _, why = refusal(path, kind, force, replace)
     if why is not None and os.path.isdir(path):
-        raise UsageError(f"{opt}: {path!r} {why}")
+        raise UsageError(at(opt, why))
     folder = os.path.dirname(os.path.abspath(path))
     shown = os.path.dirname(path) or "."  # the folder as the user wrote it
     if not os.path.isdir(folder):
-        what = "is not a folder" if os.path.exists(folder) else "does not exist"
-        raise UsageError(f"{opt}: cannot write there: {shown!r} {what}")
+        if os.path.exists(folder):
+            raise UsageError(at(opt, msg("cannot write there: {f} is not a folder", f=repr(shown))))
+        raise UsageError(at(opt, msg("cannot write there: {f} does not exist", f=repr(shown))))
     if not os.access(folder, os.W_OK | os.X_OK):
-        raise UsageError(f"{opt}: cannot write there: the folder {shown!r} is not writable")
+        raise UsageError(at(opt, msg("cannot write there: the folder {f} is not writable", f=repr(shown))))
     if why is not None:
-        raise UsageError(f"{opt}: {path!r} {why}")
+        raise UsageError(at(opt, why))
 
 
 def check_distinct(named: Mapping[str, str | None]) -> None:
@@ -191,7 +195,7 @@ def check_distinct(named: Mapping[str, str | None]) -> None:
     for i, (opt_a, a) in enumerate(given):
         for opt_b, b in given[i + 1:]:
             if same_file(a, b):
-                raise UsageError(f"{opt_a} and {opt_b} name the same file {a!r}: give each its own name")
+                raise UsageError(msg("{opt_a} and {opt_b} name the same file {a}: give each its own name", opt_a=opt_a, opt_b=opt_b, a=repr(a)))
 
 
 # -- writing ---------------------------------------------------------------------------------
@@ -213,7 +217,7 @@ def write_atomic(path: str, write: Callable[[BinaryIO], object], option: str, ki
         _commit(tmp, path, option, kind, force, replace)
         tmp = None
     except OSError as e:
-        raise UsageError(f"cannot write {path!r}: {e.strerror or e}; nothing was written") from None
+        raise UsageError(msg("cannot write {path}: {x}; nothing was written", path=repr(path), x=e.strerror or e)) from None
     finally:
         if tmp is not None:
             with contextlib.suppress(OSError):
@@ -225,7 +229,7 @@ def _commit(tmp: str, path: str, option: str, kind: str, force: bool, replace: b
     for _ in range(3):
         st, why = refusal(path, kind, force, replace)
         if why is not None:
-            raise UsageError(f"{option} {path}: {path!r} {why}; it appeared or changed during the run, and nothing was written")
+            raise UsageError(at(f"{option} {path}", join([why, msg("it appeared or changed during the run, and nothing was written")])))
         if st is not None:
             os.replace(tmp, path)  # ours (or --force), checked just now: the residual window docs/files.md describes
             _sync_folder(path)
@@ -243,7 +247,7 @@ def _commit(tmp: str, path: str, option: str, kind: str, force: bool, replace: b
         os.unlink(tmp)
         _sync_folder(path)
         return
-    raise UsageError(f"{option} {path}: the file keeps changing while tracer writes it; nothing was written")
+    raise UsageError(msg("{option} {path}: the file keeps changing while tracer writes it; nothing was written", option=option, path=path))
 
 
 def _mode_for(path: str) -> int:

@@ -242,6 +242,9 @@ def message(text: str) -> str:
     Multi-line text is translated line by line; a line's leading ``file:line:col:`` and
     ``field.path:`` are kept verbatim.
     """
+    render = getattr(text, "render", None)  # a tracer.messages.Message (which builds on this module): keyed, not parsed
+    if render is not None:
+        return str(render())
     if _current == "en" or not text:
         return text
     return "\n".join(_line(line) for line in text.split("\n"))

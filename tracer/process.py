@@ -29,6 +29,7 @@ from types import FrameType
 from typing import Any, TextIO
 
 from tracer.errors import ClosedPipe, Interrupted, OutputError, TracerError
+from tracer.messages import msg
 
 _held = 0  # depth of signals_held()
 _pending: int | None = None  # a signal that came while held
@@ -88,11 +89,11 @@ class _Stdout:
     def _fault(self, e: Exception) -> TracerError:
         _silence(1)  # the buffered rest must not fail again when the interpreter flushes at exit
         if isinstance(e, BrokenPipeError):
-            return ClosedPipe("standard output was closed by its reader")
+            return ClosedPipe(msg("standard output was closed by its reader"))
         why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         if isinstance(e, OSError) and e.errno == errno.EBADF:
             why = "standard output is closed"
-        return OutputError(f"cannot write the output: {why}")
+        return OutputError(msg("cannot write the output: {why}", why=why))
 
     def write(self, text: str) -> int:
         try:

@@ -14,6 +14,7 @@ import math
 from typing import Any, NamedTuple
 
 from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
+from tracer.messages import msg
 
 
 class Verdict(NamedTuple):
@@ -42,7 +43,7 @@ def parse_expect(text: str) -> list[float]:
         return False
 
     if value is None or not walk(value) or not numbers:
-        raise UsageError(f"--expect {text!r}: expected a list of numbers such as [1, -2, -1]")
+        raise UsageError(msg("--expect {text}: expected a list of numbers such as [1, -2, -1]", text=repr(text)))
     return numbers
 
 

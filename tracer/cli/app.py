@@ -18,6 +18,7 @@ import typer
 
 from tracer.cli import options as cliparams
 from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
+from tracer.messages import at, msg
 
 DEFAULT_MAX_MEMORY = "4GB"  # memory.DEFAULT_MAX_MEMORY; repeated here so --help imports nothing more
 
@@ -78,7 +79,7 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
     except ClosedPipe as e:  # the reader has gone (| head -1): nothing to say, and no verdict to give
         raise typer.Exit(e.exit_code) from None
     except TracerError as e:
-        _error(str(e))
+        _error(e.message)
         raise typer.Exit(e.exit_code) from None
     except Interrupted as e:  # Ctrl-C, SIGTERM, SIGHUP (process.install_signals), after every cleanup ran
         _error(e.word)
@@ -237,23 +238,22 @@ def run(
         form = runs.output_format(fmt, as_json)
         check_precision(precision)
         if with_weights and form != "json" and save is None:
-            raise UsageError("--with-weights adds the weights to the JSON output or the --save archive: give --json or --save too")
+            raise UsageError(msg("--with-weights adds the weights to the JSON output or the --save archive: give --json or --save too"))
         if verify and verify_budget < 1:
-            raise UsageError(f"--verify-budget {verify_budget} must be at least 1")
+            raise UsageError(msg("--verify-budget {verify_budget} must be at least 1", verify_budget=verify_budget))
         runs.check_many(specs, steps)
         from tracer.spec.memory import parse_size
 
         parse_size(max_memory)
         if save is not None and len(specs) > 1:
-            raise UsageError("--save writes one spec's arrays: give one spec")
+            raise UsageError(msg("--save writes one spec's arrays: give one spec"))
         if form == "csv" and record == "stats":
-            raise UsageError("--format csv writes every value of every stage, and --record stats keeps only statistics of "
-                             "the big ones: use --record all or main (or --keep the stages you want)")
+            raise UsageError(msg("--format csv writes every value of every stage, and --record stats keeps only statistics of the big ones: use --record all or main (or --keep the stages you want)"))
         draw = attention or bool(attention_stage)
         if draw and (form != "table" or steps):
-            raise UsageError(f"--attention draws a picture; it does not combine with {'--steps' if steps else '--format ' + form}")
+            raise UsageError(msg("--attention draws a picture; it does not combine with {x}", x='--steps' if steps else '--format ' + form))
         if (svg or html) and len(specs) > 1:
-            raise UsageError("--svg and --html export one spec's view: give one spec")
+            raise UsageError(msg("--svg and --html export one spec's view: give one spec"))
         targets = export_targets(svg, html, list(specs), form, force, save)
         opts = runs.RunOptions(batch, pos, precision, show_all, verify, keep_going, exit_zero, with_weights, tuple(stage or ()),
                                verify_budget, record=record, keep=tuple(keep or ()), max_memory=max_memory, save=save, form=form,
@@ -560,7 +560,7 @@ def validate(
                     from tracer.i18n import tr
                     from tracer.views.text import kind_word
 
-                    line = message(f"{path}: {found[0].message}") + tr(" ({kind} violation: tracer run flags it)", kind=kind_word(found[0].kind))
+                    line = message(at(path, found[0].message)) + tr(" ({kind} violation: tracer run flags it)", kind=kind_word(found[0].kind))
                     code = EXIT_VIOLATION
             except TracerError as e:
                 line, code = str(e), e.exit_code
@@ -610,7 +610,7 @@ def export_targets(svg: str | None, html: str | None, inputs: list[str], form: s
     if svg is None and html is None:
         return []
     if form != "table":
-        raise UsageError(f"--svg and --html export the table the terminal shows; they do not combine with --format {form}")
+        raise UsageError(msg("--svg and --html export the table the terminal shows; they do not combine with --format {form}", form=form))
     from tracer.views.export import check_targets
 
     return check_targets(svg, html, inputs, force, {"--save": save})

@@ -25,6 +25,7 @@ import numpy as np
 from tracer.compare.saved import _Reader
 from tracer.engine.executor import Stage
 from tracer.errors import ArraysFileError, UsageError
+from tracer.messages import msg
 from tracer.model import catalogue
 from tracer.spec import yamlio
 
@@ -59,29 +60,27 @@ def is_arrays_document(doc: Any) -> bool:
 def read_npz(path: str) -> dict[str, np.ndarray]:
     """Every array of an .npz archive, as float64; pickled objects are never loaded."""
     if not os.path.isfile(path):
-        raise ArraysFileError(f"{path}: {'is a directory' if os.path.isdir(path) else 'no such file'}, expected an .npz archive of arrays")
+        raise ArraysFileError(msg("{path}: {x}, expected an .npz archive of arrays", path=path, x='is a directory' if os.path.isdir(path) else 'no such file'))
     if not _head(path).startswith((*ZIP_MAGIC, NPY_MAGIC)):
-        raise ArraysFileError(f"{path}: is not an .npz archive (an .npz is a zip file of .npy arrays, as np.savez writes it)")
+        raise ArraysFileError(msg("{path}: is not an .npz archive (an .npz is a zip file of .npy arrays, as np.savez writes it)", path=path))
     try:
         archive = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise ArraysFileError(f"{path}: not a readable .npz archive ({_short(e)})") from None
+        raise ArraysFileError(msg("{path}: not a readable .npz archive ({e})", path=path, e=_short(e))) from None
     if not isinstance(archive, np.lib.npyio.NpzFile):  # a single .npy array
-        raise ArraysFileError(f"{path}: holds one bare array (.npy), not an archive of named arrays; "
-                               "write one with np.savez('mine.npz', norm1=...)")
+        raise ArraysFileError(msg("{path}: holds one bare array (.npy), not an archive of named arrays; write one with np.savez('mine.npz', norm1=...)", path=path))
     out: dict[str, np.ndarray] = {}
     with archive:
         for name in archive.files:
             try:
                 array = archive[name]
             except ValueError:  # object arrays need pickle: refused
-                raise ArraysFileError(f"{path}: array {name!r} holds Python objects; tracer reads arrays of numbers only "
-                                       "(and never unpickles)") from None
+                raise ArraysFileError(msg("{path}: array {name} holds Python objects; tracer reads arrays of numbers only (and never unpickles)", path=path, name=repr(name))) from None
             except (OSError, EOFError, zipfile.BadZipFile) as e:
-                raise ArraysFileError(f"{path}: array {name!r} cannot be read ({_short(e)})") from None
+                raise ArraysFileError(msg("{path}: array {name} cannot be read ({e})", path=path, name=repr(name), e=_short(e))) from None
             out[name] = numeric(array, f"{path}: array {name!r}")
     if not out:
-        raise ArraysFileError(f"{path}: the archive holds no arrays")
+        raise ArraysFileError(msg("{path}: the archive holds no arrays", path=path))
     return out
 
 
@@ -98,9 +97,9 @@ def numeric(value: Any, what: str) -> np.ndarray:
     try:
         array = np.asarray(value)
     except (ValueError, TypeError) as e:
-        raise ArraysFileError(f"{what}: not an array of numbers ({_short(e)})") from None
+        raise ArraysFileError(msg("{what}: not an array of numbers ({e})", what=what, e=_short(e))) from None
     if array.dtype.kind not in "biuf":
-        raise ArraysFileError(f"{what}: expected numbers, received an array of dtype {array.dtype}")
+        raise ArraysFileError(msg("{what}: expected numbers, received an array of dtype {dtype}", what=what, dtype=array.dtype))
     return array.astype(np.float64)
 
 
@@ -117,26 +116,25 @@ def parse_map(items: Sequence[str]) -> dict[str, str]:
         if "=" in item:
             theirs, _, ours = (part.strip() for part in item.partition("="))
             if not theirs or not ours:
-                raise UsageError(f"--map {item}: expected THEIRS=OURS, e.g. --map ln1=norm1")
+                raise UsageError(msg("--map {item}: expected THEIRS=OURS, e.g. --map ln1=norm1", item=item))
             pairs = [(theirs, ours, f"--map {item}")]
         else:
             pairs = _map_file(item)
         for theirs, ours, where in pairs:
             if theirs in out and out[theirs] != ours:
-                raise UsageError(f"{where}: {theirs!r} is already mapped to {out[theirs]!r}")
+                raise UsageError(msg("{where}: {theirs} is already mapped to {out}", where=where, theirs=repr(theirs), out=repr(out[theirs])))
             out[theirs] = ours
     return out
 
 
 def _map_file(path: str) -> list[tuple[str, str, str]]:
     if not os.path.exists(path):
-        raise UsageError(f"--map {path}: expected THEIRS=OURS (e.g. --map ln1=norm1) or a YAML file of 'theirs: ours' lines; "
-                         "no such file")
+        raise UsageError(msg("--map {path}: expected THEIRS=OURS (e.g. --map ln1=norm1) or a YAML file of 'theirs: ours' lines; no such file", path=path))
     doc, src = yamlio.load(yamlio.read_text(path), path)
     pairs = []
     for theirs, ours in doc.items():
         if not isinstance(ours, str) or not ours:
-            raise UsageError(f"{src.where((theirs,))}: {theirs}: expected a tracer stage name, received {ours!r}")
+            raise UsageError(msg("{where}: {theirs}: expected a tracer stage name, received {ours}", where=src.where((theirs,)), theirs=theirs, ours=repr(ours)))
         pairs.append((str(theirs), ours, src.where_key((theirs,))))
     return pairs
 
@@ -159,14 +157,13 @@ def match(arrays: Mapping[str, np.ndarray], names: Mapping[str, str], reference:
     plain = {n: a for n, a in arrays.items() if not any(n == base + s for base in stats_only for s in STATS_SUFFIXES)}
     for theirs, ours in names.items():
         if theirs not in plain:
-            raise UsageError(f"--map {theirs}={ours}: {path} has no array {theirs!r}{catalogue.suggest(theirs, plain)} "
-                             f"(its arrays: {', '.join(plain) or 'none'})")
+            raise UsageError(msg("--map {theirs}={ours}: {path} has no array {theirs2}{theirs3} (its arrays: {x})", theirs=theirs, ours=ours, path=path, theirs2=repr(theirs), theirs3=catalogue.suggest(theirs, plain), x=', '.join(plain) or 'none'))
         if ours not in reference:
-            raise UsageError(f"--map {theirs}={ours}: {ref_label} has no stage {ours!r}{catalogue.suggest(ours, reference)}")
+            raise UsageError(msg("--map {theirs}={ours}: {ref_label} has no stage {ours2}{ours3}", theirs=theirs, ours=ours, ref_label=ref_label, ours2=repr(ours), ours3=catalogue.suggest(ours, reference)))
     by_ours: dict[str, str] = {}
     for theirs, ours in names.items():
         if ours in by_ours:
-            raise UsageError(f"--map: {by_ours[ours]!r} and {theirs!r} are both mapped to the stage {ours!r}")
+            raise UsageError(msg("--map: {by_ours} and {theirs} are both mapped to the stage {ours}", by_ours=repr(by_ours[ours]), theirs=repr(theirs), ours=repr(ours)))
         by_ours[ours] = theirs
     unmatched = []
     for theirs in plain:

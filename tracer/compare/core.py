@@ -29,6 +29,7 @@ from tracer.compare.status import DIFFERS, EQUAL, NOT_RECORDED, ONLY_A, ONLY_B, 
 from tracer.engine import executor
 from tracer.engine.executor import Stage
 from tracer.errors import DiffTrouble, UsageError
+from tracer.messages import msg
 from tracer.model import catalogue
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.ops import OPS
@@ -636,7 +637,7 @@ def _check_index(option: str, value: int, letter: str, a: Side, b: Side) -> int:
     na, nb = a.dims.get(letter, 1), b.dims.get(letter, 1)
     n = max(na, nb)
     if not -n <= value < n:
-        raise UsageError(f"{option} {value} is out of range: {letter} = {na} in A, {nb} in B (give 0 to {n - 1}, or -1 to -{n} from the end)")
+        raise UsageError(msg("{option} {value} is out of range: {letter} = {na} in A, {nb} in B (give 0 to {x}, or -1 to -{n} from the end)", option=option, value=value, letter=letter, na=na, nb=nb, x=n - 1, n=n))
     return value % n
 
 
@@ -670,7 +671,7 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
 def check_tolerance(atol: float, rtol: float) -> None:
     for option, value in (("--atol", atol), ("--rtol", rtol)):
         if not math.isfinite(value) or value < 0:
-            raise UsageError(f"{option}: expected a finite number of 0 or more (such as 1e-9), received {value:g}")
+            raise UsageError(msg("{option}: expected a finite number of 0 or more (such as 1e-9), received {value}", option=option, value=f"{value:g}"))
 
 
 def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
@@ -682,8 +683,7 @@ def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAU
         return compare_arrays_side(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
                                    only=only, names=names)
     if names:
-        raise UsageError("--map names the arrays of a file another program wrote (.npz or a JSON object of arrays); "
-                         "neither side is one")
+        raise UsageError(msg("--map names the arrays of a file another program wrote (.npz or a JSON object of arrays); neither side is one"))
     check_violations((a, b), keep_going)
     batch = _check_index("--batch", batch, "B", a, b)
     pos = _check_index("--pos", pos, "T", a, b)
@@ -757,15 +757,14 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
     m = activations.match(arrays, mapping, ref.stages, mine.path, f"{ref.label} ({ref.path})")
     if not m.stages:
         listed = ", ".join(m.unmatched[:12]) + (", ..." if len(m.unmatched) > 12 else "")
-        stats = f"; kept as statistics only (--record stats): {', '.join(m.stats_only)}" if m.stats_only else ""
-        raise DiffTrouble(f"{mine.path}: no array matches a stage of {ref.label} ({ref.path}); its arrays: {listed or 'none'}{stats}. "
-                          "Name them as tracer's stages (`tracer run SPEC --steps` lists them) or map them: --map THEIRS=STAGE")
+        stats = msg("; kept as statistics only (--record stats): {names}", names=', '.join(m.stats_only)) if m.stats_only else ""
+        raise DiffTrouble(msg("{path}: no array matches a stage of {label} ({path2}); its arrays: {x}{stats}. Name them as tracer's stages (`tracer run SPEC --steps` lists them) or map them: --map THEIRS=STAGE", path=mine.path, label=ref.label, path2=ref.path, x=listed or 'none', stats=stats))
     mine = Side(mine.label, mine.path, ARRAYS, mine.name, {}, {}, None, (), m.stages, None, [])
     a, b = (ref, mine) if mine.label == "B" else (mine, ref)
     for option, value, letter in (("--batch", batch, "B"), ("--pos", pos, "T")):
         n = ref.dims.get(letter, 1) if not ref.is_arrays else 1 << 62
         if not 0 <= value < n:
-            raise UsageError(f"{option} {value} is out of range: {letter} = {n} in {ref.label} (give 0 to {n - 1})")
+            raise UsageError(msg("{option} {value} is out of range: {letter} = {n} in {label} (give 0 to {x})", option=option, value=value, letter=letter, n=n, label=ref.label, x=n - 1))
     visible = {n: s for n, s in ref.stages.items() if show_all or not s.internal or n in m.stages}
     if only:
         chosen = catalogue.select(only, list(ref.stages), f"{ref.label}") or []

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from tracer.errors import UsageError
+from tracer.messages import msg
 
 ZIP_MAGIC = b"PK\x03\x04"
 
@@ -41,10 +42,9 @@ class Recorder:
 
     def __call__(self, name: str, array: Any) -> Any:
         if not isinstance(name, str) or not name:
-            raise UsageError(f"recorder: a stage name is text such as 'norm1', received {name!r}")
+            raise UsageError(msg("recorder: a stage name is text such as 'norm1', received {name}", name=repr(name)))
         if name in self.arrays:
-            raise UsageError(f"recorder: {name!r} is recorded twice; give each stage its own name "
-                             "(in a stack of layers: blocks.0.norm1, blocks.1.norm1, ...)")
+            raise UsageError(msg("recorder: {name} is recorded twice; give each stage its own name (in a stack of layers: blocks.0.norm1, blocks.1.norm1, ...)", name=repr(name)))
         self.arrays[name] = _copy(name, array)
         return array
 
@@ -64,12 +64,12 @@ class Recorder:
     def save(self) -> None:
         """Write the archive now (the with-block does this at its end)."""
         if not self.arrays:
-            raise UsageError(f"recorder: nothing was recorded, so {self.path} was not written; call rec('norm1', array) inside the block")
+            raise UsageError(msg("recorder: nothing was recorded, so {path} was not written; call rec('norm1', array) inside the block", path=self.path))
         check_target(self.path)
         try:
             write_npz(self.path, self.arrays)
         except OSError as e:
-            raise UsageError(f"recorder: cannot write {self.path!r}: {e.strerror or e}; nothing was written") from None
+            raise UsageError(msg("recorder: cannot write {path}: {x}; nothing was written", path=repr(self.path), x=e.strerror or e)) from None
         self.written = True
 
     def __repr__(self) -> str:
@@ -86,27 +86,26 @@ def _copy(name: str, array: Any) -> np.ndarray:
         array = array.detach().cpu().numpy()
     out = np.array(array, copy=True)  # later in-place changes to the caller's array do not reach the archive
     if out.dtype.kind not in "biuf":
-        raise UsageError(f"recorder: {name!r} is not an array of numbers (dtype {out.dtype})")
+        raise UsageError(msg("recorder: {name} is not an array of numbers (dtype {dtype})", name=repr(name), dtype=out.dtype))
     return out
 
 
 def check_target(path: str) -> None:
     """Refuse a path that is not ours to write: a folder, a missing folder, a file that is not an .npz archive."""
     if not path or path.endswith(("/", os.sep)):
-        raise UsageError(f"recorder: {path!r}: expected a file name such as mine.npz")
+        raise UsageError(msg("recorder: {path}: expected a file name such as mine.npz", path=repr(path)))
     if os.path.isdir(path):
-        raise UsageError(f"recorder: {path!r} is a directory; give a file name inside it, e.g. {os.path.join(path, 'mine.npz')}")
+        raise UsageError(msg("recorder: {path} is a directory; give a file name inside it, e.g. {names}", path=repr(path), names=os.path.join(path, 'mine.npz')))
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
-        raise UsageError(f"recorder: cannot write {path!r}: the folder {os.path.dirname(path)!r} does not exist")
+        raise UsageError(msg("recorder: cannot write {path}: the folder {path2} does not exist", path=repr(path), path2=repr(os.path.dirname(path))))
     if os.path.lexists(path):
         if os.path.islink(path) or not os.path.isfile(path):
-            raise UsageError(f"recorder: {path!r} exists and is not a regular file; refusing to replace it")
+            raise UsageError(msg("recorder: {path} exists and is not a regular file; refusing to replace it", path=repr(path)))
         with open(path, "rb") as fh:
             head = fh.read(4)
         if head and head != ZIP_MAGIC:
-            raise UsageError(f"recorder: {path!r} exists and is not an .npz archive; refusing to overwrite it "
-                             "(delete it or choose another name)")
+            raise UsageError(msg("recorder: {path} exists and is not an .npz archive; refusing to overwrite it (delete it or choose another name)", path=repr(path)))
 
 
 def write_npz(path: str, arrays: dict[str, np.ndarray]) -> None:

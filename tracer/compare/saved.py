@@ -18,6 +18,7 @@ import numpy as np
 
 from tracer.engine.executor import Stage
 from tracer.errors import TraceFileError
+from tracer.messages import Message, at, msg
 from tracer.model.blocks import Step
 from tracer.spec.yamlio import printable
 from tracer.views.trace_json import SCHEMA_VERSION
@@ -56,9 +57,9 @@ def sniff(path: str, text: str) -> Any | None:
     except json.JSONDecodeError as e:
         if not is_json_name:
             return None  # a YAML flow mapping, most likely
-        raise TraceFileError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from None
+        raise TraceFileError(msg("{path}:{lineno}:{colno}: not valid JSON: {msg}", path=path, lineno=e.lineno, colno=e.colno, msg=e.msg)) from None
     except RecursionError:
-        raise TraceFileError(f"{path}: JSON nests too deeply to be a tracer trace") from None
+        raise TraceFileError(msg("{path}: JSON nests too deeply to be a tracer trace", path=path)) from None
     if isinstance(doc, dict) and ("schema_version" in doc or "stages" in doc):
         return doc
     if isinstance(doc, dict) and "dims" in doc:
@@ -90,15 +91,15 @@ def load_trace(doc: Any, path: str) -> SavedTrace:
 
 def _kind(value: Any) -> str:
     if isinstance(value, bool):
-        return f"boolean {str(value).lower()}"
+        return msg("boolean {v}", v=str(value).lower())
     if value is None:
         return "null"
     if isinstance(value, dict):
-        return "an object"
+        return msg("an object")
     if isinstance(value, list):
-        return "a list"
+        return msg("a list")
     if isinstance(value, str):
-        return f"text {value!r}"[:60]
+        return msg("text {v}", v=repr(value)[:55])
     if isinstance(value, _Unreadable):
         return f"{value.text[:40]} (not a finite number; only a stage's values may hold \"NaN\", \"Infinity\" or \"-Infinity\", as strings)"
     return repr(value)
@@ -109,65 +110,65 @@ class _Reader:
         self.path = path
 
     def fail(self, field: str, message: str) -> TraceFileError:
-        return TraceFileError(f"{self.path}: {field}: {message}")
+        return TraceFileError(at(self.path, at(field, message)))
 
-    def want(self, value: Any, field: str, types: type | tuple[type, ...], what: str) -> Any:
+    def want(self, value: Any, field: str, types: type | tuple[type, ...], what: Message) -> Any:
         if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
-            raise self.fail(field, f"expected {what}, received {_kind(value)}")
+            raise self.fail(field, msg("expected {what}, received {value}", what=what, value=_kind(value)))
         if not isinstance(value, types):
-            raise self.fail(field, f"expected {what}, received {_kind(value)}")
+            raise self.fail(field, msg("expected {what}, received {value}", what=what, value=_kind(value)))
         return printable(value) if isinstance(value, str) else value  # names and meanings are printed: no control characters
 
     def trace(self, doc: Any) -> SavedTrace:
         not_a_trace = "is not a tracer trace (expected the JSON written by `tracer run SPEC --json`)"
         if not isinstance(doc, dict):
-            raise TraceFileError(f"{self.path}: {not_a_trace}; the document is {_kind(doc)}")
+            raise TraceFileError(msg("{path}: {not_a_trace}; the document is {doc}", path=self.path, not_a_trace=not_a_trace, doc=_kind(doc)))
         if doc.get("kind") == "diff":
-            raise TraceFileError(f"{self.path}: is the output of `tracer diff --json`, not a trace; save a trace with `tracer run SPEC --json`")
+            raise TraceFileError(msg("{path}: is the output of `tracer diff --json`, not a trace; save a trace with `tracer run SPEC --json`", path=self.path))
         if "schema_version" not in doc or "stages" not in doc:
             missing = "schema_version" if "schema_version" not in doc else "stages"
-            raise TraceFileError(f"{self.path}: {not_a_trace}; it has no {missing!r} field")
+            raise TraceFileError(msg("{path}: {not_a_trace}; it has no {missing} field", path=self.path, not_a_trace=not_a_trace, missing=repr(missing)))
         version = doc["schema_version"]
         if version != SCHEMA_VERSION or isinstance(version, bool):
-            raise self.fail("schema_version", f"{_kind(version)} is not supported: this tracer reads schema_version {SCHEMA_VERSION}")
+            raise self.fail("schema_version", msg("{version} is not supported: this tracer reads schema_version {SCHEMA_VERSION}", version=_kind(version), SCHEMA_VERSION=SCHEMA_VERSION))
 
-        spec = self.want(doc.get("spec", {}), "spec", dict, "an object {path, name}")
-        name = self.want(spec.get("name", self.path), "spec.name", str, "text")
-        spec_path = self.want(spec.get("path", ""), "spec.path", str, "text")
-        dims = self.dims(self.want(doc.get("dims"), "dims", dict, "an object of dimensions {B, T, C, H, F, ...}"))
-        block = self.block(self.want(doc.get("block"), "block", dict, "an object {norm_order, mask, eps, ...}"))
+        spec = self.want(doc.get("spec", {}), "spec", dict, msg("an object {path, name}"))
+        name = self.want(spec.get("name", self.path), "spec.name", str, msg("text"))
+        spec_path = self.want(spec.get("path", ""), "spec.path", str, msg("text"))
+        dims = self.dims(self.want(doc.get("dims"), "dims", dict, msg("an object of dimensions {B, T, C, H, F, ...}")))
+        block = self.block(self.want(doc.get("block"), "block", dict, msg("an object {norm_order, mask, eps, ...}")))
         dtype = doc.get("dtype")
         if dtype is not None:
-            self.want(dtype, "dtype", str, "text")
-        steps = self.steps(self.want(doc.get("steps"), "steps", list, "a list of steps"))
-        stages = self.stages(self.want(doc["stages"], "stages", list, "a list of stages"), {s.name for s in steps})
-        violations = self.violations(self.want(doc.get("violations", []), "violations", list, "a list of violations"))
-        ok = self.want(doc.get("ok", not violations), "ok", bool, "true or false")
+            self.want(dtype, "dtype", str, msg("text"))
+        steps = self.steps(self.want(doc.get("steps"), "steps", list, msg("a list of steps")))
+        stages = self.stages(self.want(doc["stages"], "stages", list, msg("a list of stages")), {s.name for s in steps})
+        violations = self.violations(self.want(doc.get("violations", []), "violations", list, msg("a list of violations")))
+        ok = self.want(doc.get("ok", not violations), "ok", bool, msg("true or false"))
         weights = None
         if "weights" in doc:
-            raw = self.want(doc["weights"], "weights", dict, "an object {weight name: nested list}")
+            raw = self.want(doc["weights"], "weights", dict, msg("an object {weight name: nested list}"))
             weights = {k: self.array(v, f"weights.{k}") for k, v in raw.items()}
         return SavedTrace(self.path, spec_path, name, ok, dims, block, dtype, steps, stages, violations, weights)
 
     def dims(self, raw: dict[str, Any]) -> dict[str, int]:
         for key in REQUIRED_DIMS:
             if key not in raw:
-                raise self.fail("dims", f"missing dimension {key}")
+                raise self.fail("dims", msg("missing dimension {key}", key=key))
         out = {}
         for key, value in raw.items():
-            self.want(value, f"dims.{key}", int, "a whole number")
+            self.want(value, f"dims.{key}", int, msg("a whole number"))
             if value < 1:
-                raise self.fail(f"dims.{key}", f"expected a whole number of 1 or more, received {value}")
+                raise self.fail(f"dims.{key}", msg("expected a whole number of 1 or more, received {value}", value=value))
             out[key] = value
         return out
 
     def block(self, raw: dict[str, Any]) -> dict[str, Any]:
-        for key, types, what in (("norm_order", str, "text"), ("mask", str, "text"), ("eps", (int, float), "a positive number such as 1e-5")):
+        for key, types, what in (("norm_order", str, msg("text")), ("mask", str, msg("text")), ("eps", (int, float), msg("a positive number such as 1e-5"))):
             if key not in raw:
-                raise self.fail("block", f"missing setting {key}")
+                raise self.fail("block", msg("missing setting {key}", key=key))
             self.want(raw[key], f"block.{key}", types, what)
         if not raw["eps"] > 0:
-            raise self.fail("block.eps", f"expected a positive number such as 1e-5, received {_kind(raw['eps'])}")
+            raise self.fail("block.eps", msg("expected a positive number such as 1e-5, received {eps}", eps=_kind(raw['eps'])))
         self.settled(raw, "block")
         return dict(raw)
 
@@ -177,7 +178,7 @@ class _Reader:
         while stack:
             v, f = stack.pop()
             if isinstance(v, _Unreadable):
-                raise self.fail(f, f"expected a finite number, received {_kind(v)}")
+                raise self.fail(f, msg("expected a finite number, received {v}", v=_kind(v)))
             if isinstance(v, dict):
                 stack += [(item, f"{f}.{k}") for k, item in v.items()]
             elif isinstance(v, list):
@@ -187,43 +188,42 @@ class _Reader:
         out = []
         for i, s in enumerate(raw):
             f = f"steps[{i}]"
-            self.want(s, f, dict, "an object {name, op, inputs, weights}")
-            name = self.want(s.get("name"), f + ".name", str, "text")
-            op = self.want(s.get("op"), f + ".op", str, "text")
-            inputs = self.want(s.get("inputs"), f + ".inputs", list, "a list of stage names")
+            self.want(s, f, dict, msg("an object {name, op, inputs, weights}"))
+            name = self.want(s.get("name"), f + ".name", str, msg("text"))
+            op = self.want(s.get("op"), f + ".op", str, msg("text"))
+            inputs = self.want(s.get("inputs"), f + ".inputs", list, msg("a list of stage names"))
             for j, n in enumerate(inputs):
-                self.want(n, f"{f}.inputs[{j}]", str, "a stage name")
+                self.want(n, f"{f}.inputs[{j}]", str, msg("a stage name"))
             weights = s.get("weights")
             if weights is not None:
-                self.want(weights, f + ".weights", str, "a weight group name or null")
+                self.want(weights, f + ".weights", str, msg("a weight group name or null"))
             out.append(Step(name, op, tuple(inputs), weights))
         return tuple(out)
 
     def stages(self, raw: list[Any], step_names: set[str]) -> dict[str, Stage]:
         """Stages in the saved order; a stage no step records is an attention internal (attn.q, blocks.0.attn.q)."""
         if not raw:
-            raise self.fail("stages", "expected at least one stage, received an empty list")
+            raise self.fail("stages", msg("expected at least one stage, received an empty list"))
         out: dict[str, Stage] = {}
         for i, s in enumerate(raw):
             f = f"stages[{i}]"
-            self.want(s, f, dict, "an object {name, meaning, shape, axes, values}")
-            name = self.want(s.get("name"), f + ".name", str, "text")
+            self.want(s, f, dict, msg("an object {name, meaning, shape, axes, values}"))
+            name = self.want(s.get("name"), f + ".name", str, msg("text"))
             f = f"stages[{i}] ({name})"
             if name in out:
-                raise self.fail(f + ".name", "appears twice; stage names are unique in a trace")
-            meaning = self.want(s.get("meaning", ""), f + ".meaning", str, "text")
-            shape = self.want(s.get("shape"), f + ".shape", list, "a list of whole numbers")
+                raise self.fail(f + ".name", msg("appears twice; stage names are unique in a trace"))
+            meaning = self.want(s.get("meaning", ""), f + ".meaning", str, msg("text"))
+            shape = self.want(s.get("shape"), f + ".shape", list, msg("a list of whole numbers"))
             for n in shape:
                 if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-                    raise self.fail(f + ".shape", f"expected whole numbers of 0 or more, received {_kind(n)}")
-            axes = self.want(s.get("axes"), f + ".axes", list, "a list of axis letters")
+                    raise self.fail(f + ".shape", msg("expected whole numbers of 0 or more, received {n}", n=_kind(n)))
+            axes = self.want(s.get("axes"), f + ".axes", list, msg("a list of axis letters"))
             if len(axes) != len(shape) or not all(isinstance(a, str) for a in axes):
                 raise self.fail(f + ".axes", f"expected {len(shape)} axis letters (one per entry of shape {shape}), received {axes!r}"[:200])
             if "values" not in s:
-                raise self.fail(f, "missing values")
+                raise self.fail(f, msg("missing values"))
             if s["values"] is None and "stats" in s:
-                raise self.fail(f + ".values", "the stage was kept as statistics (tracer run --record stats); "
-                                               "comparing needs every value: save the trace with --record all")
+                raise self.fail(f + ".values", msg("the stage was kept as statistics (tracer run --record stats); comparing needs every value: save the trace with --record all"))
             array = self.array(s["values"], f + ".values", tuple(shape))
             out[name] = Stage(name, array, tuple(axes), meaning, internal=name not in step_names)
         return out
@@ -232,9 +232,9 @@ class _Reader:
         out = []
         for i, v in enumerate(raw):
             f = f"violations[{i}]"
-            self.want(v, f, dict, "an object {kind, stage, message}")
+            self.want(v, f, dict, msg("an object {kind, stage, message}"))
             for key in ("kind", "stage", "message"):
-                self.want(v.get(key), f"{f}.{key}", str, "text")
+                self.want(v.get(key), f"{f}.{key}", str, msg("text"))
             self.settled(v, f)
             out.append({k: printable(x) if isinstance(x, str) else x for k, x in v.items()})
         return out
@@ -242,13 +242,13 @@ class _Reader:
     def array(self, values: Any, field: str, shape: tuple[int, ...] | None = None) -> np.ndarray:
         """A nested list of numbers (or the nonfinite strings) -> float64 array, checked against shape."""
         if not isinstance(values, list):
-            raise self.fail(field, f"expected a nested list of numbers, received {_kind(values)}")
+            raise self.fail(field, msg("expected a nested list of numbers, received {values}", values=_kind(values)))
         try:
             obj = np.array(values, dtype=object)
         except ValueError:
-            raise self.fail(field, "ragged: the rows of this nested list have different lengths") from None
+            raise self.fail(field, msg("ragged: the rows of this nested list have different lengths")) from None
         if shape is not None and obj.shape != shape:
-            raise self.fail(field, f"expected shape {list(shape)} as the stage's shape says, received {list(obj.shape)}")
+            raise self.fail(field, msg("expected shape {shape} as the stage's shape says, received {shape2}", shape=list(shape), shape2=list(obj.shape)))
         types = set(map(type, obj.flat))
         if _Unreadable in types:  # a bare NaN or 1e999 among the values: tracer writes strings, Python's json the tokens
             for where, v in np.ndenumerate(obj):
@@ -258,14 +258,14 @@ class _Reader:
         if not types <= {float, int, str}:
             bad = next(t for t in types if t not in (float, int, str))
             where = next(i for i, v in np.ndenumerate(obj) if type(v) is bad)
-            raise self.fail(f"{field}{list(where)}", f"expected a number, received {_kind(obj[where])}")
+            raise self.fail(f"{field}{list(where)}", msg("expected a number, received {obj}", obj=_kind(obj[where])))
         if str in types:
             for where, v in np.ndenumerate(obj):
                 if isinstance(v, str):
                     if v not in NONFINITE:
-                        raise self.fail(f"{field}{list(where)}", f"expected a number or one of \"NaN\", \"Infinity\", \"-Infinity\", received {_kind(v)}")
+                        raise self.fail(f"{field}{list(where)}", msg('expected a number or one of "NaN", "Infinity", "-Infinity", received {v}', v=_kind(v)))
                     obj[where] = NONFINITE[v]
         try:
             return obj.astype(np.float64)
         except OverflowError:
-            raise self.fail(field, "holds a whole number too large for a double") from None
+            raise self.fail(field, msg("holds a whole number too large for a double")) from None

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 import numpy as np
 
+from tracer.messages import msg
 from tracer.run.result import Trace
 from tracer.spec import Spec
 from tracer.spec.loading import load
@@ -139,8 +140,7 @@ def side(value: object, label: str, keep_going: bool = False) -> Side:
         return arrays_side(arrays, "<arrays>", label)
     from tracer.errors import UsageError
 
-    raise UsageError(f"side {label}: expected a path, a Spec, a spec dict, a Trace or a mapping of stage name -> array, "
-                     f"received {type(value).__name__}")
+    raise UsageError(msg("side {label}: expected a path, a Spec, a spec dict, a Trace or a mapping of stage name -> array, received {name__}", label=label, name__=type(value).__name__))
 
 
 def diff(a: SideLike, b: SideLike, *, names: Mapping[str, str] | Sequence[str] = (), atol: float = 1e-9, rtol: float = 1e-9,

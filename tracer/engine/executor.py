@@ -20,6 +20,7 @@ import numpy as np
 from tracer.engine import kernels
 from tracer.engine.params import load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
+from tracer.messages import Message, join, message_of, msg, nmsg
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.contracts import operand_axes, position_violation, violation
 from tracer.model.ops import OPS
@@ -262,22 +263,22 @@ class Executor:
         n_nan, n_inf = int(np.isnan(a).sum()), int(np.isinf(a).sum())
         first = tuple(int(i) for i in np.argwhere(~np.isfinite(a))[0])
         where = ", ".join(f"{letter}={i}" for letter, i in zip(axes, first))
-        why = "NaN and Inf spread to every later stage that reads them"
+        why: Message = msg("NaN and Inf spread to every later stage that reads them")
         blk = self.spec.block_for(name)
         if name.endswith(".weights") and blk.mask_matrix is not None:
             visible = np.array(blk.mask_matrix, dtype=bool)
             rows = [int(i) for i in np.flatnonzero(~visible.any(axis=-1))]
             if rows:
-                why = (f"query position{'s' if len(rows) > 1 else ''} {', '.join(map(str, rows))} may read no key at all: "
-                       "the softmax of a row that is entirely -inf is 0/0 = NaN")
+                why = nmsg("query position {rows} may read no key at all: the softmax of a row that is entirely -inf is 0/0 = NaN",
+                           "query positions {rows} may read no key at all: the softmax of a row that is entirely -inf is 0/0 = NaN", len(rows), rows=', '.join(map(str, rows)))
         elif self.spec.dtype == "float32":
-            why += "; float32 overflows above about 3.4e38"
+            why = join([why, msg("float32 overflows above about 3.4e38")])
         return Violation(
             kind="nonfinite", stage=name,
-            message=f"{name}: first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}",
+            message=msg("{name}: first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}", name=name, n_nan=n_nan, n_inf=n_inf, where=where),
             shapes={name: shape_label(axes, a.shape)},
-            rule="every stage of a block must be finite",
-            numpy_would="carry on quietly, printing at most a RuntimeWarning",
+            rule=msg("every stage of a block must be finite"),
+            numpy_would=msg("carry on quietly, printing at most a RuntimeWarning"),
             why=why,
         )
 
@@ -301,7 +302,7 @@ class Executor:
                 else:
                     stages[step.name] = OPS[step.op].run_forward()(self, step, [stages[n] for n in step.inputs])
             except ShapeError as e:
-                raise ShapeError(f"stage {step.name} ({step.formula()}): {e}") from None
+                raise ShapeError(msg("stage {name} ({formula}): {e}", name=step.name, formula=step.formula(), e=message_of(e))) from None
             for name in step.inputs:
                 if last_use[name] == i:
                     stages.pop(name, None)  # no later step reads it: it lives on only if recorded

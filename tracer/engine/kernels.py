@@ -17,6 +17,7 @@ import numpy as np
 
 from tracer.engine import blas
 from tracer.errors import BrokenContract, ShapeError
+from tracer.messages import msg
 from tracer.model import contracts
 
 Strict = bool | list[BrokenContract]  # raise at the first broken contract | no checks | collect them all
@@ -124,7 +125,7 @@ def check_norm_axis(x: np.ndarray, axis: int, labels: tuple[str, ...]) -> None: 
 def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: Strict = True,
            bias: tuple[str, str] = ("bias", "out")) -> np.ndarray:  # [..., n_in], [n_in, n_out], [n_out] -> [..., n_out]
     if x.shape[-1] != w.shape[0]:
-        raise ShapeError(f"cannot multiply [..., {x.shape[-1]}] by a [{w.shape[0]}, {w.shape[1]}] matrix")
+        raise ShapeError(msg("cannot multiply [..., {shape}] by a [{shape2}, {shape3}] matrix", shape=x.shape[-1], shape2=w.shape[0], shape3=w.shape[1]))
     enforce(strict, check_vector, bias[0], b, w.shape[1], bias[1])  # bias: its name in the spec and its axis letter
     if b.shape == (w.shape[1],):
         y = x @ w
@@ -333,7 +334,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         xkv = xq
     H_kv = H if H_kv is None else H_kv
     if H % H_kv:
-        raise ShapeError(f"H_kv = {H_kv} key/value heads cannot be shared evenly by H = {H} query heads")
+        raise ShapeError(msg("H_kv = {H_kv} key/value heads cannot be shared evenly by H = {H} query heads", H_kv=H_kv, H=H))
     kv_bias = "C_kv" if H_kv != H else "C"
     q = split_heads(linear(xq, w_q, b_q, strict, ("b_q", "C")), H)  # [B,H,T,d]
     k = split_heads(linear(xkv, w_k, b_k, strict, ("b_k", kv_bias)), H_kv)  # [B,H_kv,S,d]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from operator import mul
 from typing import Any
 
+from tracer.messages import join, msg
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, position_axis
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
@@ -67,15 +68,15 @@ def unsupported(spec: Spec) -> str:
     """Why the reference cannot follow this step list ("" when it can)."""
     d = spec.dims
     if d.T_max is not None and any(s.op == "position_table" for s in spec.steps) and max(d.T, d.S or 0) > d.T_max:
-        return f"T = {max(d.T, d.S or 0)} runs past the position table's T_max = {d.T_max} rows"
+        return msg("T = {t} runs past the position table's T_max = {n} rows", t=max(d.T, d.S or 0), n=d.T_max)
     for w in spec.weights.values():
         if w.given_shape is not None and w.given_shape != w.shape:
-            return f"weights.{w.path} is {list(w.given_shape)} where {shape_label(w.axes, w.shape)} is due"
+            return msg("weights.{w} is {given} where {due} is due", w=w.path, given=list(w.given_shape), due=shape_label(w.axes, w.shape))
     for step in spec.steps:
         if (OPS[step.op].reference is None or (step.op == "layer_norm" and step.axis not in (None, "C"))
                 or (step.op == "mha" and step.axis == "queries")):
-            return (f"step {step.formula()} breaks the per-position contract the reference is written for; "
-                    "the violation report is the check here")
+            return join([msg("step {formula} breaks the per-position contract the reference is written for", formula=step.formula()),
+                         msg("the violation report is the check here")])
     return ""
 
 
@@ -88,20 +89,19 @@ def plan(spec: Spec, budget: int = DEFAULT_BUDGET) -> Plan:
         return Plan([], [], False, 0, full_cost, reason)
     if full_cost <= budget:
         return Plan(list(range(B)), list(range(T)), True, full_cost, full_cost, "")
-    too_big = f"a full reference run takes ~{full_cost:,} scalar operations (budget {budget:,})"
+    too_big = msg("a full reference run takes ~{n} scalar operations (budget {b})", n=f"{full_cost:,}", b=f"{budget:,}")
     causal = all(s.mask == "causal" for s in spec.steps if s.op == "mha") and not any(s.op == "cross_mha" for s in spec.steps)
     if not causal:
         return Plan([], [], False, 0, full_cost,
-                    f"{too_big}; without a causal mask on every attention step each position reads all keys, "
-                    "so no prefix is exact on its own")
+                    join([too_big, msg("without a causal mask on every attention step each position reads all keys, so no prefix is exact on its own")]))
     k = 0
     while k < T and (k + 1) * position_cost(spec, k + 1) <= budget:
         k += 1
     if k == 0:
         return Plan([], [], False, 0, full_cost,
-                    f"even one position takes ~{position_cost(spec, 1):,} scalar operations (budget {budget:,})")
+                    msg("even one position takes ~{n} scalar operations (budget {b})", n=f"{position_cost(spec, 1):,}", b=f"{budget:,}"))
     return Plan([0], list(range(k)), False, k * position_cost(spec, k), full_cost,
-                f"{too_big}; under the causal mask positions 0..{k - 1} of sample 0 are exact on their own, so those are verified")
+                join([too_big, msg("under the causal mask positions 0..{k} of sample 0 are exact on their own, so those are verified", k=k - 1)]))
 
 
 # -- scalar ops ------------------------------------------------------------

@@ -9,6 +9,7 @@ from rich.console import RenderableType
 from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
 from tracer.grad import view
 from tracer.grad.run import GradOptions, grad, per_layer
+from tracer.messages import msg
 from tracer.run import command as runs
 from tracer.spec import load_spec, memory
 from tracer.spec.choices import position
@@ -46,7 +47,7 @@ def execute(r: GradRequest) -> GradResult:
     batch, pos = position(s, r.batch, r.pos)
     r = r._replace(batch=batch, pos=pos)
     if r.per_layer and r.form in ("json", "csv"):
-        raise UsageError(f"--per-layer draws a table and bars; with --format {r.form} use --json's weight_grads instead")
+        raise UsageError(msg("--per-layer draws a table and bars; with --format {form} use --json's weight_grads instead", form=r.form))
     if r.save is not None:
         from tracer.files import check_output
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from tracer.engine.executor import Recording
 from tracer.errors import UsageError
+from tracer.messages import msg
 from tracer.spec import LOSSES, Spec
 
 FORMULAS = {
@@ -54,9 +55,9 @@ def choose(spec: Spec, option: str | None) -> str:
         if option not in LOSSES:
             from tracer.model.catalogue import suggest
 
-            raise UsageError(f"--loss {option}: expected one of {' | '.join(LOSSES)}{suggest(option, LOSSES)}")
+            raise UsageError(msg("--loss {option}: expected one of {names}{option2}", option=option, names=' | '.join(LOSSES), option2=suggest(option, LOSSES)))
         if option == "next-token" and not has_head(spec):
-            raise UsageError("--loss next-token scores the vocabulary: the spec needs an output head (block.head: tied or separate)")
+            raise UsageError(msg("--loss next-token scores the vocabulary: the spec needs an output head (block.head: tied or separate)"))
         return option
     if spec.loss is not None:
         return spec.loss
@@ -68,8 +69,7 @@ def token_targets(spec: Spec, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if spec.targets is not None:
         return np.asarray(spec.targets, dtype=np.int64), np.ones(ids.shape, dtype=bool)
     if ids.shape[1] < 2:
-        raise UsageError(f"{spec.path}: next-token needs T >= 2 (position t predicts token t+1), received T = {ids.shape[1]}; "
-                         "give input.targets or use --loss sum-squares")
+        raise UsageError(msg("{path}: next-token needs T >= 2 (position t predicts token t+1), received T = {shape}; give input.targets or use --loss sum-squares", path=spec.path, shape=ids.shape[1]))
     targets = np.zeros_like(ids)
     targets[:, :-1] = ids[:, 1:]
     counted = np.ones(ids.shape, dtype=bool)

@@ -14,6 +14,7 @@ from tracer.engine.executor import Recording, Stage
 from tracer.engine.params import load_inputs, load_params
 from tracer.errors import UsageError
 from tracer.grad import losses
+from tracer.messages import msg
 from tracer.model.blocks import internal_prefix, shown_internal
 from tracer.spec import Spec, load_spec, memory
 
@@ -72,9 +73,7 @@ def check_memory(spec: Spec, max_memory: str, as_json: bool) -> memory.Estimate:
         est.extra["--json gradients"] = est.extra.get("--json output", 0)
     if limit is not None and est.total > limit:
         parts = "; ".join(f"{label} {memory.format_size(n)}" for label, n in est.largest(3))
-        raise UsageError(f"{spec.path}: tracer grad keeps every stage and the gradient of each stage and weight: about "
-                         f"{est.breakdown()}, over --max-memory {max_memory}. Largest: {parts}. Lower B, T or the number of "
-                         "layers, or raise --max-memory if this machine has the memory.")
+        raise UsageError(msg("{path}: tracer grad keeps every stage and the gradient of each stage and weight: about {breakdown}, over --max-memory {max_memory}. Largest: {parts}. Lower B, T or the number of layers, or raise --max-memory if this machine has the memory.", path=spec.path, breakdown=est.breakdown(), max_memory=max_memory, parts=parts))
     return est
 
 
@@ -160,8 +159,8 @@ def per_layer(g: GradTrace, weight: str) -> list[tuple[str, float]]:
     if not out:
         known = sorted({n[len(m.group(1)) + 1:] for n in g.weight_grads if (m := LAYER.match(n))})
         if not known:
-            raise UsageError(f"{g.spec.path}: --per-layer compares the layers of a stack, and this spec has none (block.layers > 1)")
+            raise UsageError(msg("{path}: --per-layer compares the layers of a stack, and this spec has none (block.layers > 1)", path=g.spec.path))
         from tracer.model.catalogue import suggest
 
-        raise UsageError(f"--weight {weight!r}: no layer has it{suggest(weight, known) or '; the layers have ' + ', '.join(known)}")
+        raise UsageError(msg("--weight {weight}: no layer has it{x}", weight=repr(weight), x=suggest(weight, known) or '; the layers have ' + ', '.join(known)))
     return out

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tracer.errors import UsageError
+from tracer.messages import Message, msg
 from tracer.model import blocks
 from tracer.model.blocks import ATTN_MEANINGS, StackSettings, Step
 from tracer.model.ops import OPS
@@ -218,7 +219,7 @@ def lookup(name: str) -> list[StageInfo]:
     wanted = {name, base} | ({"encoder.blocks.N.<stage>"} if name.startswith("encoder.blocks.") else set())
     found = [e for e in CATALOGUE if e.name in wanted]
     if not found:
-        raise UsageError(f"no stage is called {name!r}{suggest(name, names())} (`tracer stages` lists every name)")
+        raise UsageError(msg("no stage is called {name}{name2} (`tracer stages` lists every name)", name=repr(name), name2=suggest(name, names())))
     return found
 
 
@@ -226,11 +227,14 @@ def names() -> list[str]:
     return list(dict.fromkeys(e.name for e in CATALOGUE))
 
 
-def suggest(name: str, known: Iterable[str]) -> str:
+def suggest(name: str, known: Iterable[str]) -> Message | str:
     """'; did you mean ...?': names that end in '.NAME' (norm1 -> blocks.0.norm1), else the closest spellings."""
     known = list(known)
-    close = [k for k in known if k.endswith("." + name)][:3] or difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-    return "; did you mean " + " or ".join(repr(c) for c in close) + "?" if close else ""
+    close = [repr(k) for k in known if k.endswith("." + name)][:3] or [repr(c) for c in difflib.get_close_matches(name, known, n=3, cutoff=0.6)]
+    if not close:
+        return ""
+    names = close[0] if len(close) == 1 else msg("{a} or {b}", a=close[0], b=close[1]) if len(close) == 2 else msg("{a} or {b} or {c}", a=close[0], b=close[1], c=close[2])
+    return msg("; did you mean {names}?", names=names)
 
 
 def select(requested: Sequence[str], known: Sequence[str], where: str) -> list[str] | None:
@@ -242,6 +246,5 @@ def select(requested: Sequence[str], known: Sequence[str], where: str) -> list[s
         return None
     for name in requested:
         if name not in known:
-            raise UsageError(f"--stage {name}: no stage of that name in {where}{suggest(name, known)} "
-                             "(`tracer run SPEC --steps` lists a spec's stages, `tracer stages` what each name means)")
+            raise UsageError(msg("--stage {name}: no stage of that name in {where}{name2} (`tracer run SPEC --steps` lists a spec's stages, `tracer stages` what each name means)", name=name, where=where, name2=suggest(name, known)))
     return list(dict.fromkeys(requested))

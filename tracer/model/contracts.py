@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tracer.errors import BrokenContract, ShapeError, Violation
+from tracer.messages import Message, at, join, msg, nmsg
 from tracer.model.shapes import shape_label
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ def broadcast_shapes(*shapes: Shape) -> Shape:
     for i in range(n):
         sizes = {s[len(s) - n + i] for s in shapes if len(s) - n + i >= 0} - {1}
         if len(sizes) > 1:
-            raise ValueError(f"shapes {[list(s) for s in shapes]} cannot be broadcast")
+            raise ValueError(msg("shapes {x} cannot be broadcast", x=[list(s) for s in shapes]))
         out.append(sizes.pop() if sizes else 1)
     return tuple(out)
 
@@ -40,13 +41,13 @@ def same_shape(a: Shape, b: Shape, names: tuple[str, str] = ("left", "right")) -
     try:
         out = broadcast_shapes(a, b)
     except ValueError:
-        raise ShapeError(f"cannot add {names[0]} {list(a)} and {names[1]} {list(b)}: the shapes do not match and NumPy cannot broadcast them") from None
+        raise ShapeError(msg("cannot add {names} {a} and {names2} {b}: the shapes do not match and NumPy cannot broadcast them", names=names[0], a=list(a), names2=names[1], b=list(b))) from None
     raise BrokenContract(
         "broadcast",
-        f"{names[0]} {list(a)} and {names[1]} {list(b)} differ; an elementwise add needs equal shapes",
+        msg("{names} {a} and {names2} {b} differ; an elementwise add needs equal shapes", names=names[0], a=list(a), names2=names[1], b=list(b)),
         {names[0]: a, names[1]: b},
-        numpy_would=f"stretch the size-1 axes and return {list(out)} without complaint",
-        rule="a residual add takes two arrays of exactly the same shape: same samples, same positions, same width (section 17.2)",
+        numpy_would=msg("stretch the size-1 axes and return {out} without complaint", out=list(out)),
+        rule=msg("a residual add takes two arrays of exactly the same shape: same samples, same positions, same width (section 17.2)"),
     )
 
 
@@ -56,14 +57,14 @@ def vector(name: str, shape: Shape, width: int, axis: str) -> None:  # exactly [
     try:
         broadcast_shapes(shape, (width,))
     except ValueError:
-        raise ShapeError(f"{name} has shape {list(shape)}, expected [{axis}] = [{width}]") from None
+        raise ShapeError(msg("{name} has shape {shape}, expected [{axis}] = [{width}]", name=name, shape=list(shape), axis=axis, width=width)) from None
     raise BrokenContract(
         "broadcast",
-        f"{name} has shape {list(shape)} where [{axis}] = [{width}] is due",
+        msg("{name} has shape {shape} where [{axis}] = [{width}] is due", name=name, shape=list(shape), axis=axis, width=width),
         {name: shape},
-        numpy_would=f"repeat {name}'s single value across all {width} coordinates without complaint",
-        why=f"{name} should hold one learned value per coordinate; a stretched value silently ties all {width} together",
-        rule=f"{name} holds exactly one value per coordinate: [{axis}] = [{width}]",
+        numpy_would=msg("repeat {name}'s single value across all {width} coordinates without complaint", name=name, width=width),
+        why=msg("{name} should hold one learned value per coordinate; a stretched value silently ties all {width} together", name=name, width=width),
+        rule=msg("{name} holds exactly one value per coordinate: [{axis}] = [{width}]", name=name, axis=axis, width=width),
         axes={name: ("?",) * len(shape)},  # its size is not the axis's: no letter would be true
     )
 
@@ -75,19 +76,20 @@ def norm_axis(shape: Shape, axis: int, labels: tuple[str, ...]) -> None:  # stat
     last = labels[-1] if len(labels) == len(shape) else "the last axis"
     n = shape[axis]
     if name == "T":
-        why = (f"each position's result now depends on all {n} positions: position 0 changes when positions 1..{n - 1} do, "
-               "so the future leaks into earlier positions even though the attention mask is right (section 17.3)")
+        why = msg("each position's result now depends on all {n} positions: position 0 changes when positions 1..{m} do, "
+                  "so the future leaks into earlier positions even though the attention mask is right (section 17.3)", n=n, m=n - 1)
     elif name == "B":
-        why = f"each sample's result now depends on the other {n - 1} sample{'s' if n > 2 else ''} of the batch: statistics mix samples"
+        why = nmsg("each sample's result now depends on the other {n} sample of the batch: statistics mix samples",
+                   "each sample's result now depends on the other {n} samples of the batch: statistics mix samples", n - 1)
     else:
-        why = "the statistics mix entries that must be normalised separately"
+        why = msg("the statistics mix entries that must be normalised separately")
     raise BrokenContract(
         "axis",
-        f"LayerNorm statistics taken over {name} ({n} entries) instead of {last} ({shape[-1]} coordinates)",
+        msg("LayerNorm statistics taken over {name} ({n} entries) instead of {last} ({shape} coordinates)", name=name, n=n, last=last, shape=shape[-1]),
         {"x": shape},
-        numpy_would=f"average over the {n} entries along {name} and normalise without complaint",
+        numpy_would=msg("average over the {n} entries along {name} and normalise without complaint", n=n, name=name),
         why=why,
-        rule="LayerNorm normalises each sample's each position on its own: statistics over C only (section 17.3)",
+        rule=msg("LayerNorm normalises each sample's each position on its own: statistics over C only (section 17.3)"),
     )
 
 
@@ -95,24 +97,22 @@ def softmax_axis(scores: Shape, over_queries: bool) -> None:  # attention weight
     if over_queries:
         raise BrokenContract(
             "axis",
-            "softmax taken over queries (axis -2) instead of keys (axis -1)",
+            msg("softmax taken over queries (axis -2) instead of keys (axis -1)"),
             {"scores": scores},
-            numpy_would="normalise each key's column instead of each query's row, without complaint",
-            why=("a query's weights no longer sum to 1 over what it reads, and each weight depends on the other "
-                 "queries' scores, later positions included"),
-            rule="attention weights are a softmax over keys: each query's row sums to 1",
+            numpy_would=msg("normalise each key's column instead of each query's row, without complaint"),
+            why=(msg("a query's weights no longer sum to 1 over what it reads, and each weight depends on the other queries' scores, later positions included")),
+            rule=msg("attention weights are a softmax over keys: each query's row sums to 1"),
         )
 
 
 def batch_norm(x: Shape) -> None:  # a text block never normalises over samples and positions
     raise BrokenContract(
         "axis",
-        f"BatchNorm statistics taken over samples and positions (B x T = {x[0]} x {x[1]}) for each coordinate",
+        msg("BatchNorm statistics taken over samples and positions (B x T = {x} x {x2}) for each coordinate", x=x[0], x2=x[1]),
         {"x": x},
-        numpy_would="average each coordinate over the whole batch and every position, without complaint",
-        why=("one sample's result depends on the other samples and on later positions; sentences differ in length and "
-             "content, so the same position in different sentences is not comparable (guide, section 5)"),
-        rule="text blocks normalise each sample's each position over its own C coordinates (LayerNorm)",
+        numpy_would=msg("average each coordinate over the whole batch and every position, without complaint"),
+        why=(msg("one sample's result depends on the other samples and on later positions; sentences differ in length and content, so the same position in different sentences is not comparable (guide, section 5)")),
+        rule=msg("text blocks normalise each sample's each position over its own C coordinates (LayerNorm)"),
     )
 
 
@@ -123,24 +123,25 @@ def axes_label(shape: Shape, axes: tuple[str, ...]) -> str:
     return shape_label(axes, shape) if len(axes) == len(shape) else str(list(shape))
 
 
-def broadcast_why(axes: tuple[str, ...], shapes: list[Shape]) -> str:
+def broadcast_why(axes: tuple[str, ...], shapes: list[Shape]) -> Message:
     """Say, in the axes' own words, whose values a stretched operand hands to whom."""
     reasons = []
     for i, letter in enumerate(axes):
         sizes = [s[i] for s in shapes if len(s) == len(axes)]
         if len(set(sizes)) > 1 and 1 in sizes:
             n = max(sizes)
-            word = AXIS_WORDS.get(letter, f"entries along {letter}")
-            if letter in ("B", "T"):  # which sample or position the single row came from is not known here
-                one, others = ("sample", "samples") if letter == "B" else ("position", "positions")
-                rest = f"the other {one}" if n == 2 else f"the other {n - 1} {others}"
-                reasons.append(f"one {one}'s update would be handed to all {n} {others}, so {rest} would receive an update "
-                               f"that is not {'its' if n == 2 else 'their'} own")
+            word = msg(AXIS_WORDS[letter]) if letter in AXIS_WORDS else msg("entries along {letter}", letter=letter)
+            if letter == "B":  # which sample or position the single row came from is not known here
+                reasons.append(msg("one sample's update would be handed to all {n} samples, so the other sample would receive an update that is not its own", n=n) if n == 2 else
+                               msg("one sample's update would be handed to all {n} samples, so the other {m} samples would receive an update that is not their own", n=n, m=n - 1))
+            elif letter == "T":
+                reasons.append(msg("one position's update would be handed to all {n} positions, so the other position would receive an update that is not its own", n=n) if n == 2 else
+                               msg("one position's update would be handed to all {n} positions, so the other {m} positions would receive an update that is not their own", n=n, m=n - 1))
             else:
-                reasons.append(f"all {n} {word} would receive the same value")
+                reasons.append(msg("all {n} {what} would receive the same value", n=n, what=word))
     if not reasons:
-        return "each sample and position must add its own update"
-    return "; ".join(reasons) + " (a residual adds each sample's and position's own update, section 17.2)"
+        return msg("each sample and position must add its own update")
+    return msg("{last} (a residual adds each sample's and position's own update, section 17.2)", last=join(reasons))
 
 
 def operand_axes(step: Step, axes_of: Callable[[str], tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
@@ -168,7 +169,7 @@ def violation(bc: BrokenContract, stage: str, axes: tuple[str, ...], operands: d
 
     why = bc.why or (broadcast_why(axes, list(bc.operands.values())) if bc.kind == "broadcast" else "")
     return Violation(
-        kind=bc.kind, stage=stage, message=f"{stage}: {bc.fact}",
+        kind=bc.kind, stage=stage, message=at(stage, bc.fact),
         shapes={name: label(name, shape) for name, shape in bc.operands.items()},
         rule=bc.rule or bc.fact, numpy_would=bc.numpy_would, why=why,
     )
@@ -185,9 +186,9 @@ def position_violation(spec: Spec, step: Step) -> Violation | None:
         return None
     return Violation(
         kind="position", stage=step.name,
-        message=f"{step.name}: {axes[0]} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {T_max - 1})",
+        message=msg("{name}: {axes} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {x})", name=step.name, axes=axes[0], T=T, T_max=T_max, x=T_max - 1),
         shapes={"position": shape_label(("T_max", "C"), (T_max, C)), "x": shape_label(("B", axes[0], "C"), (spec.dims.B, T, C))},
-        rule="a learned position table has one row for each position 0 .. T_max-1, and no more",
-        numpy_would=f"slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)",
-        why=f"positions {T_max} to {T - 1} were never trained; the table cannot invent them (section 17.1)",
+        rule=msg("a learned position table has one row for each position 0 .. T_max-1, and no more"),
+        numpy_would=msg("slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)", T=T, T_max=T_max),
+        why=msg("positions {T_max} to {x} were never trained; the table cannot invent them (section 17.1)", T_max=T_max, x=T - 1),
     )

@@ -14,6 +14,7 @@ import numpy as np
 from tracer.engine import executor
 from tracer.engine.params import uniform
 from tracer.errors import UsageError
+from tracer.messages import msg
 from tracer.probe.result import FAIL, NOT_APPLICABLE, PASS, UNMEASURED, Property
 from tracer.spec import Spec
 
@@ -36,9 +37,7 @@ def _compare(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
 def _unmeasured(name: str, blind: dict[str, int], total: dict[str, int]) -> Property:
     stage = next(iter(blind))
     return Property(name, UNMEASURED,
-                    f"stage {stage} is NaN in both runs at {blind[stage]} of its {total[stage]} compared values "
-                    f"(stages with such values: {len(blind)}): NaN cannot show a change, so the probe cannot tell "
-                    "whether the property holds; probe a spec whose run has no NaN", stage)
+                    msg("stage {stage} is NaN in both runs at {blind} of its {total} compared values (stages with such values: {n}): NaN cannot show a change, so the probe cannot tell whether the property holds; probe a spec whose run has no NaN", stage=stage, blind=blind[stage], total=total[stage], n=len(blind)), stage)
 
 
 def _upto(stage: executor.Stage, t: int) -> np.ndarray:
@@ -48,7 +47,7 @@ def _upto(stage: executor.Stage, t: int) -> np.ndarray:
 
 
 def _span(a: int, b: int) -> str:
-    return f"position {a}" if a == b else f"positions {a}..{b}"
+    return msg("position {a}", a=a) if a == b else msg("positions {a}..{b}", a=a, b=b)
 
 
 def _probe_positions(T: int) -> list[int]:
@@ -61,13 +60,13 @@ def _probe_positions(T: int) -> list[int]:
 def causality(spec: Spec) -> Property:
     name = "causality"
     if spec.block.mask != "causal":
-        return Property(name, NOT_APPLICABLE, f"the block's mask is {spec.block.mask}, not causal: later positions may be read by design")
+        return Property(name, NOT_APPLICABLE, msg("the block's mask is {mask}, not causal: later positions may be read by design", mask=spec.block.mask))
     xname = "decoder.x" if spec.model == "encoder-decoder" else "x"
     base = executor.run(spec, keep_going=True)
     x = base.stages[xname].array
     T = x.shape[1]  # fewer than dims.T when the run is cut at T_max
     if T < 2:
-        return Property(name, NOT_APPLICABLE, "T = 1: there is no later position to perturb")
+        return Property(name, NOT_APPLICABLE, msg("T = 1: there is no later position to perturb"))
     noise = uniform(0, "probe.causality", x.shape, -1.0, 1.0).astype(x.dtype)
     checked, largest = [], 0.0
     blind: dict[str, int] = {}
@@ -91,16 +90,14 @@ def causality(spec: Spec) -> Property:
                 total[stage.name] = total.get(stage.name, 0) + a.size
             if diff > _tolerance(a):
                 return Property(name, FAIL,
-                                f"perturbing {_span(t + 1, T - 1)} changed stage {stage.name} at {_span(0, t)} by up to {diff:.3g}: "
-                                f"{'position 0 depends' if t == 0 else f'positions up to {t} depend'} on later ones, although the mask is causal",
+                                msg("perturbing {later} changed stage {stage} at {earlier} by up to {d}: {who} on later ones, although the mask is causal", later=_span(t + 1, T - 1), stage=stage.name, earlier=_span(0, t), d=f"{diff:.3g}", who=msg("position 0 depends") if t == 0 else msg("positions up to {t} depend", t=t)),
                                 stage.name, t)
             largest = max(largest, diff)
         checked.append(t)
     if blind:
         return _unmeasured(name, blind, total)
     return Property(name, PASS,
-                    f"perturbing the positions after t changed no stage at positions 0..t "
-                    f"(checked t = {', '.join(map(str, checked))}; largest change {largest:.3g})")
+                    msg("perturbing the positions after t changed no stage at positions 0..t (checked t = {names}; largest change {largest})", names=', '.join(map(str, checked)), largest=f"{largest:.3g}"))
 
 
 def without_positions_or_mask(spec: Spec) -> Spec:
@@ -122,9 +119,9 @@ def permutation(spec: Spec) -> Property:
     name = "permutation equivariance"
     T = spec.dims.T
     if T < 2:
-        return Property(name, NOT_APPLICABLE, "T = 1: there is nothing to permute")
+        return Property(name, NOT_APPLICABLE, msg("T = 1: there is nothing to permute"))
     if spec.model == "encoder-decoder":
-        return Property(name, NOT_APPLICABLE, "an encoder-decoder has two inputs; Example 17.1's property is about one block's rows")
+        return Property(name, NOT_APPLICABLE, msg("an encoder-decoder has two inputs; Example 17.1's property is about one block's rows"))
     bare = without_positions_or_mask(spec)
     base = executor.run(bare, keep_going=True)
     perm = np.roll(np.arange(T), 1)  # the last row moves to the front, the others follow (Example 17.1)
@@ -149,24 +146,24 @@ def permutation(spec: Spec) -> Property:
             blind[stage.name], total[stage.name] = nan, a.size
         if diff > _tolerance(a):
             return Property(name, FAIL,
-                            f"with positions and mask removed, moving row {T - 1} of X to the front did not move stage "
-                            f"{stage.name} the same way (largest difference {diff:.3g})", stage.name)
+                            msg("with positions and mask removed, moving row {x} of X to the front did not move stage {name} the same way (largest difference {diff})", x=T - 1, name=stage.name, diff=f"{diff:.3g}"), stage.name)
         largest = max(largest, diff)
     if blind:
         return _unmeasured(name, blind, total)
-    note = ""
+    checked_plain = False
     if spec.block.positions != "none" or spec.block.mask != "none":
-        note = " Checked with positions and mask removed, as Example 17.1 states it; the spec's own positions and mask are what break it on purpose."
-    return Property(name, PASS,
-                    f"moving row {T - 1} of X to the front moved every per-position stage's rows the same way "
-                    f"(largest difference {largest:.3g}).{note}")
+        checked_plain = True
+    if checked_plain:
+        return Property(name, PASS, msg("moving row {r} of X to the front moved every per-position stage's rows the same way (largest difference {d}). "
+                                        "Checked with positions and mask removed, as Example 17.1 states it; the spec's own positions and mask are what break it on purpose.", r=T - 1, d=f"{largest:.3g}"))
+    return Property(name, PASS, msg("moving row {r} of X to the front moved every per-position stage's rows the same way (largest difference {d}).", r=T - 1, d=f"{largest:.3g}"))
 
 
 def unmeasured_error(spec: Spec, props: list[Property]) -> None:
     """A probe that could not measure is not a pass: UsageError (exit 2) naming the properties, after the table."""
     blind = [p for p in props if p.result == UNMEASURED]
     if blind:
-        raise UsageError(f"{spec.path}: the probe cannot measure {' and '.join(p.name for p in blind)}: {blind[0].evidence}")
+        raise UsageError(msg("{path}: the probe cannot measure {names}: {evidence}", path=spec.path, names=' and '.join(p.name for p in blind), evidence=blind[0].evidence))
 
 
 def probe(spec: Spec, exact: bool = False, max_memory: str | None = None) -> list[Property]:

@@ -26,6 +26,7 @@ from rich.text import Text
 from tracer.engine.executor import Recording, visible_keys
 from tracer.errors import UsageError
 from tracer.i18n import meaning, message, tr
+from tracer.messages import msg
 from tracer.model.blocks import Step, internal_prefix
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
@@ -58,7 +59,7 @@ def resolve(spec: Spec, names: Iterable[str]) -> list[Step]:
     """
     steps = attention_steps(spec)
     if not steps:
-        raise UsageError(f"{spec.path}: the model has no attention step (op mha or cross_mha), so there are no attention weights to draw")
+        raise UsageError(msg("{path}: the model has no attention step (op mha or cross_mha), so there are no attention weights to draw", path=spec.path))
     names = list(names)
     if not names:
         return steps[:1]
@@ -70,7 +71,7 @@ def resolve(spec: Spec, names: Iterable[str]) -> list[Step]:
             picked = [s for s in steps if name in (s.name, internal_prefix(s), internal_prefix(s) + ".weights")]
         if not picked:
             known = ", ".join(s.name for s in steps)
-            raise UsageError(f"--attention-stage {name!r}: no attention step of that name; {spec.path} has: {known} (or 'all')")
+            raise UsageError(msg("--attention-stage {name}: no attention step of that name; {path} has: {known} (or 'all')", name=repr(name), path=spec.path, known=known))
         out += [s for s in picked if s not in out]
     return out
 
@@ -307,11 +308,11 @@ class Legend:
 
 def mask_words(step: Step) -> str:
     if step.op == "cross_mha":
-        return "cross-attention, no mask: every target position reads every source position"
+        return msg("cross-attention, no mask: every target position reads every source position")
     return {
-        "causal": "causal mask: a query reads only its own and earlier positions",
-        "none": "no mask: every query reads every key",
-        "explicit": "explicit mask from the spec (block.mask)",
+        "causal": msg("causal mask: a query reads only its own and earlier positions"),
+        "none": msg("no mask: every query reads every key"),
+        "explicit": msg("explicit mask from the spec (block.mask)"),
     }.get(step.mask or "none", str(step.mask))
 
 
@@ -320,8 +321,10 @@ def stage_view(trace: Recording, step: Step, b: int) -> RenderableType:
     name = internal_prefix(step) + ".weights"
     stage = trace.stages.get(name)
     if stage is None:
-        stop = f" (the run stopped at the violation at {trace.violations[0].stage}; --keep-going records what NumPy would do)" if trace.violations else ""
-        return Text(message(f"{name}: not recorded{stop}"), style="yellow")
+        if trace.violations:
+            return Text(message(msg("{name}: not recorded (the run stopped at the violation at {stage}; --keep-going records what NumPy would do)",
+                                    name=name, stage=trace.violations[0].stage)), style="yellow")
+        return Text(message(msg("{name}: not recorded", name=name)), style="yellow")
     axes = stage.axes
     w = np.asarray(stage.array[b])  # [H,T,S]
     H, nq, nk = w.shape
@@ -336,16 +339,13 @@ def stage_view(trace: Recording, step: Step, b: int) -> RenderableType:
     head.append(tr("rows: queries ({q}), columns: keys ({k}); {mask}", q=f"{axes[2]} = {nq}", k=f"{axes[3]} = {nk}",
                    mask=message(mask_words(step))))
     if step.axis == "queries":
-        head.append("\n" + message("softmax over queries (an axis violation): each column sums to 1, not each row"), style="bold red")
+        head.append("\n" + message(msg("softmax over queries (an axis violation): each column sums to 1, not each row")), style="bold red")
     if g0.mode == "blocks":
         rb, cb = (int(np.diff(bin_edges(n))[0]) for n in (nq, nk))
         head.append("\n" + message(
-            f"{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of "
-            f"{rb} {'queries' if rb > 1 else 'query'} × {cb} {'keys' if cb > 1 else 'key'} ({len(g0.rows)} × {len(g0.cols)} blocks"
-            f"{', the last ones smaller' if nq % rb or nk % cb else ''}); shades are relative to the largest mean in each head; "
-            "a cell is · only when its whole block is masked"), style="yellow")
+            msg("{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {x} × {cb} {x2} ({n} × {n2} blocks{x3}); shades are relative to the largest mean in each head; a cell is · only when its whole block is masked", nq=nq, nk=nk, rb=rb, x='queries' if rb > 1 else 'query', cb=cb, x2='keys' if cb > 1 else 'key', n=len(g0.rows), n2=len(g0.cols), x3=', the last ones smaller' if nq % rb or nk % cb else '')), style="yellow")
     elif g0.mode == "shades":
-        head.append("\n" + message(f"more than {NUMBER_KEYS} keys: shades only, no numbers (tracer run --all --json has every value)"))
+        head.append("\n" + message(msg("more than {NUMBER_KEYS} keys: shades only, no numbers (tracer run --all --json has every value)", NUMBER_KEYS=NUMBER_KEYS)))
     if g0.mode == "shades" and k_words and k_words != q_words:
         head.append("\n" + tr("keys: ") + ", ".join(f"{j} {word}" for j, word in enumerate(k_words)))
     panels: list[RenderableType] = [

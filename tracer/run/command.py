@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer import i18n
 from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
+from tracer.messages import msg, nmsg
 from tracer.spec import Spec, choices, memory
 from tracer.views import text as textout
 
@@ -34,9 +35,9 @@ def output_format(fmt: str | None, as_json: bool) -> str:
     if fmt is not None and fmt not in FORMATS:
         from tracer.model.catalogue import suggest
 
-        raise UsageError(f"--format {fmt}: expected one of {' | '.join(FORMATS)}{suggest(fmt, FORMATS)}")
+        raise UsageError(msg("--format {fmt}: expected one of {names}{fmt2}", fmt=fmt, names=' | '.join(FORMATS), fmt2=suggest(fmt, FORMATS)))
     if as_json and fmt not in (None, "json"):
-        raise UsageError(f"--json is short for --format json; it cannot be combined with --format {fmt}")
+        raise UsageError(msg("--json is short for --format json; it cannot be combined with --format {fmt}", fmt=fmt))
     return "json" if as_json else (fmt or "table")
 
 
@@ -171,7 +172,7 @@ def attempt(path: str, opts: RunOptions) -> Outcome:
     try:
         return trace_one(path, opts)
     except TracerError as e:
-        return Outcome(path, e.exit_code, error=str(e))
+        return Outcome(path, e.exit_code, error=e.message)
     except (KeyboardInterrupt, SystemExit):
         raise
     except Exception as e:  # a bug in tracer: reported as this spec's outcome, exit 3 at the end
@@ -192,11 +193,10 @@ class RunSummary:
         counts = {"ok": 0, "violation": 0, "error": 0}
         for o in self.outcomes:
             counts[o.status()[0]] += 1
-        words = {"ok": "ok", "violation": "with a violation" if counts["violation"] == 1 else "with violations",
-                 "error": "error" if counts["error"] == 1 else "errors"}
+        parts = msg("{ok} ok, {v}, {e}", ok=counts["ok"], v=nmsg("{n} with a violation", "{n} with violations", counts["violation"]),
+                    e=nmsg("{n} error", "{n} errors", counts["error"]))
         n = len(self.outcomes)
-        parts = ", ".join(f"{counts[k]} {words[k]}" for k in counts)
-        return i18n.message(f"{n} spec{'s' if n != 1 else ''}: {parts}; exit code {self.exit_code}")
+        return i18n.message(nmsg("{n} spec: {parts}; exit code {code}", "{n} specs: {parts}; exit code {code}", n, parts=parts, code=self.exit_code))
 
 
 STATUS_WIDTH = 10
@@ -250,7 +250,7 @@ def steps_text(s: Spec, fmt: str, only: list[str] | None) -> str:
 
 def check_many(specs: Sequence[str], steps: bool) -> None:
     if steps and len(specs) > 1:
-        raise UsageError(f"--steps shows one spec's step list; give one spec (received {len(specs)})")
+        raise UsageError(msg("--steps shows one spec's step list; give one spec (received {n})", n=len(specs)))
     if not specs:
-        raise UsageError("give at least one spec")
+        raise UsageError(msg("give at least one spec"))
 

@@ -10,6 +10,7 @@ from tracer.engine import reference
 from tracer.engine.executor import Recording
 from tracer.engine.params import load_inputs, load_params
 from tracer.errors import Violation
+from tracer.messages import join, msg
 
 # A stage fails verification when its largest |NumPy - reference| exceeds RTOL[dtype] x max(1, the largest
 # |reference value| of the stage).  The chapter specs agree to 1e-15 in float64 and GPT-2-size blocks to
@@ -45,10 +46,9 @@ class Verification:
         more = f"; {len(failing) - 1} more stage{'s' if len(failing) > 2 else ''} differ too" if len(failing) > 1 else ""
         return Violation(
             "verify", name,
-            f"NumPy and the scalar reference differ by {self.stages[name]:.3g} at stage {name}, above the tolerance "
-            f"{self.allowed(name):.3g}{more}",
-            rule=f"--verify: every stage agrees with tracer/reference.py to within {self.rtol:g} x max(1, largest |value|)",
-            why="one of the two computations is wrong for this input: the trace's numbers cannot be trusted",
+            msg("NumPy and the scalar reference differ by {stages} at stage {name}, above the tolerance {name2}{more}", stages=f"{self.stages[name]:.3g}", name=name, name2=f"{self.allowed(name):.3g}", more=more),
+            rule=msg("--verify: every stage agrees with tracer/reference.py to within {rtol} x max(1, largest |value|)", rtol=f"{self.rtol:g}"),
+            why=msg("one of the two computations is wrong for this input: the trace's numbers cannot be trusted"),
         )
 
     def as_json(self) -> dict[str, object]:
@@ -71,11 +71,11 @@ class Verification:
 
         p = self.plan
         if p.skipped:
-            return message(f"verify: skipped: {p.reason}")
-        head = f"verify: largest |NumPy - reference| over all stages = {self.max_abs_diff:.3g}"
+            return message(msg("verify: skipped: {reason}", reason=p.reason))
+        x = f"{self.max_abs_diff:.3g}"
         if p.full:
-            return message(head + " (every sample and position)")
-        return message(head + f"\nverify: partial: {p.reason}")
+            return message(msg("verify: largest |NumPy - reference| over all stages = {x} (every sample and position)", x=x))
+        return message(join([msg("verify: largest |NumPy - reference| over all stages = {x}", x=x), msg("verify: partial: {reason}", reason=p.reason)], "\n"))
 
 
 def _number(x: float) -> object:
@@ -91,8 +91,11 @@ def verify(trace: Recording, budget: int = reference.DEFAULT_BUDGET) -> Verifica
     if trace.violations:
         # The reference computes the block its contracts define; a run that broke one has no faithful counterpart.
         v = trace.violations[0]
-        why = f" ({plan.reason})" if plan.skipped and plan.reason else ""
-        reason = f"the run flagged a {v.kind} violation at stage {v.stage}{why}; the reference only computes blocks that keep every contract"
+        if plan.skipped and plan.reason:
+            reason = msg("the run flagged a {kind} violation at stage {stage} ({reason}); the reference only computes blocks that keep every contract",
+                         kind=msg(v.kind), stage=v.stage, reason=plan.reason)
+        else:
+            reason = msg("the run flagged a {kind} violation at stage {stage}; the reference only computes blocks that keep every contract", kind=msg(v.kind), stage=v.stage)
         return Verification(reference.Plan([], [], False, 0, plan.full_cost, reason), {})
     if plan.skipped:
         return Verification(plan, {})

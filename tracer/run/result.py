@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from tracer.errors import StageNotFound, UsageError, Violation
+from tracer.messages import msg
 from tracer.spec import choices
 from tracer.spec.choices import position
 from tracer.spec.loading import SpecLike, load
@@ -43,7 +44,7 @@ class StageShape(NamedTuple):
     def size(self, letter: str) -> int:
         """The size of the axis with this letter (the first, when a letter repeats: [B,H,T,T])."""
         if letter not in self.axes:
-            raise UsageError(f"no axis {letter!r} in {self}")
+            raise UsageError(msg("no axis {letter} in {x}", letter=repr(letter), x=self))
         return self.sizes[self.axes.index(letter)]
 
 

@@ -14,6 +14,7 @@ import math
 from typing import Any, NamedTuple
 
 from tracer.errors import SpecError
+from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import blocks
 from tracer.model.blocks import ACTIVATIONS, NORMS, StackSettings, Step, group_kind, output_shape
 from tracer.model.ops import OPS, TABLES
@@ -166,6 +167,11 @@ def _close_matches(word: str, options: list[str], n: int = 1, cutoff: float = 0.
     return difflib.get_close_matches(word, options, n=n, cutoff=cutoff)
 
 
+def _did_you_mean(close: list[str], otherwise: Message | str = "") -> Message | str:
+    """'did you mean 'block'?' for the closest spelling, else what to say instead ('' for nothing)."""
+    return msg("did you mean {names}?", names=repr(close[0])) if close else otherwise
+
+
 def load_spec(path: str) -> Spec:
     text = yamlio.read_text(path)
     doc, src = yamlio.load(text, path)
@@ -206,24 +212,24 @@ class _Validator:
 
     # -- messages ---------------------------------------------------------
     def fail(self, path: Path, message: str) -> SpecError:
-        return SpecError(f"{self.src.where(path)}: {format_path(path)}: {message}")
+        return SpecError(at(self.src.where(path), at(format_path(path), message)))
 
     def fail_key(self, path: Path, message: str) -> SpecError:
         """An error about a key itself (unknown, unused): located where the key is written."""
-        return SpecError(f"{self.src.where_key(path)}: {format_path(path)}: {message}")
+        return SpecError(at(self.src.where_key(path), at(format_path(path), message)))
 
     def received(self, path: Path, value: Any) -> str:
         raw = self.src.raw.get(path)
         if isinstance(value, bool):
-            return f"boolean {raw!r}" if raw is not None else f"boolean {value}"
+            return msg("boolean {v}", v=repr(raw) if raw is not None else value)
         if isinstance(value, dict):
-            return "a mapping"
+            return msg("a mapping")
         if isinstance(value, list):
-            return "a list"
+            return msg("a list")
         if value is None:
-            return "nothing (null)"
+            return msg("nothing (null)")
         if isinstance(value, str):
-            return f"text {value!r}"
+            return msg("text {v}", v=repr(value))
         if isinstance(value, (int, float)) and raw is not None and raw.strip():
             try:
                 float(raw.replace("_", ""))
@@ -232,14 +238,14 @@ class _Validator:
                 pass
         return repr(raw if raw is not None else value)
 
-    def keys(self, mapping: Any, path: Path, allowed: tuple[str, ...] | list[str], what: str) -> dict[str, Any]:
+    def keys(self, mapping: Any, path: Path, allowed: tuple[str, ...] | list[str], what: Message) -> dict[str, Any]:
         if not isinstance(mapping, dict):
-            raise self.fail(path, f"expected a mapping of {what}, received {self.received(path, mapping)}")
+            raise self.fail(path, msg("expected {what}, received {got}", what=msg("a mapping of {what}", what=what), got=self.received(path, mapping)))
         for key in mapping:
             if key not in allowed:
                 close = _close_matches(str(key), [str(a) for a in allowed], n=1, cutoff=0.5)
-                hint = f"; did you mean {close[0]!r}?" if close else f"; known keys: {', '.join(allowed)}"
-                raise self.fail_key(path + (key,), f"unknown key {key!r}{hint}")
+                hint = _did_you_mean(close, msg("known keys: {keys}", keys=', '.join(allowed)))
+                raise self.fail_key(path + (key,), join([msg("unknown key {key}", key=repr(key)), hint]))
         return mapping
 
     def integer(self, value: Any, path: Path, lo: int = 1, hi: int = MAX_DIM) -> int:
@@ -247,24 +253,24 @@ class _Validator:
             if isinstance(value, float) and value.is_integer() and not isinstance(value, bool):
                 value = int(value)
             else:
-                raise self.fail(path, f"expected a whole number, received {self.received(path, value)}")
+                raise self.fail(path, msg("expected a whole number, received {got}", got=self.received(path, value)))
         if not lo <= value <= hi:
-            raise self.fail(path, f"expected a whole number from {lo} to {hi:,}, received {yamlio.abbreviate(str(self.src.raw.get(path, value)))}")
+            raise self.fail(path, msg("expected {what}, received {got}", what=msg("a whole number from {lo} to {hi}", lo=lo, hi=f"{hi:,}"), got=yamlio.abbreviate(str(self.src.raw.get(path, value)))))
         return value
 
     def choice(self, value: Any, path: Path, options: tuple[str, ...]) -> str:
         if value not in options:
-            raise self.fail(path, f"expected one of {' | '.join(options)}, received {self.received(path, value)}")
+            raise self.fail(path, msg("expected {what}, received {got}", what=msg("one of {options}", options=' | '.join(options)), got=self.received(path, value)))
         return str(value)
 
     # -- the document -----------------------------------------------------
     def spec(self, doc: dict[str, Any]) -> Spec:
-        self.keys(doc, (), TOP_KEYS, "spec sections")
+        self.keys(doc, (), TOP_KEYS, msg("spec sections"))
         if "dims" not in doc:
-            raise self.fail((), "missing required section 'dims' (e.g. dims: {C: 2, H: 2, F: 3})")
+            raise self.fail((), msg("missing required section 'dims' (e.g. dims: {C: 2, H: 2, F: 3})"))
         name = doc.get("name", self.src.filename)
         if not isinstance(name, str):
-            raise self.fail(("name",), f"expected text, received {self.received(('name',), name)}")
+            raise self.fail(("name",), msg("expected text, received {got}", got=self.received(('name',), name)))
         name = yamlio.printable(name)  # text from a spec is printed everywhere: control characters as escapes
         seed = None
         if doc.get("seed") is not None:
@@ -273,7 +279,7 @@ class _Validator:
         dtype = self.choice(doc.get("dtype", "float64"), ("dtype",), ("float64", "float32"))
         allow_nonfinite = doc.get("allow_nonfinite", False)
         if not isinstance(allow_nonfinite, bool):
-            raise self.fail(("allow_nonfinite",), f"expected true or false, received {self.received(('allow_nonfinite',), allow_nonfinite)}")
+            raise self.fail(("allow_nonfinite",), msg("expected true or false, received {got}", got=self.received(('allow_nonfinite',), allow_nonfinite)))
         self.allow_nonfinite = allow_nonfinite
         model = self.choice(doc.get("model", "decoder"), ("model",), ("decoder", "encoder-decoder"))
         vocab = self.vocab_list(doc.get("vocab"))
@@ -282,7 +288,7 @@ class _Validator:
         if weights_raw is None:
             weights_raw = {}
         if not isinstance(weights_raw, dict):
-            raise self.fail(("weights",), f"expected a mapping of weights, received {self.received(('weights',), weights_raw)}")
+            raise self.fail(("weights",), msg("expected a mapping of weights, received {got}", got=self.received(('weights',), weights_raw)))
         if "file" in weights_raw:  # the whole model from a checkpoint, through a layout
             self.model_source = self.model_file(weights_raw)
             weights_raw = {}
@@ -290,38 +296,36 @@ class _Validator:
         if model == "decoder":
             for key in ("encoder", "decoder"):
                 if key in doc:
-                    raise self.fail((key,), f"'{key}' belongs to model: encoder-decoder; a decoder-only model has one 'block'")
+                    raise self.fail((key,), join([msg("'{key}' belongs to model: encoder-decoder", key=key), msg("a decoder-only model has one 'block'")]))
             block, steps_raw = self.block(doc.get("block", {}), ("block",), has_table, "causal")
             encoder = None
             enc_steps_raw = None
         else:
             if "block" in doc:
-                raise self.fail(("block",), "an encoder-decoder has 'encoder' and 'decoder' sections instead of 'block'")
+                raise self.fail(("block",), msg("an encoder-decoder has 'encoder' and 'decoder' sections instead of 'block'"))
             encoder, enc_steps_raw = self.block(doc.get("encoder", {}), ("encoder",), has_table, "none")
             block, steps_raw = self.block(doc.get("decoder", {}), ("decoder",), has_table, "causal")
             for sec, st in (("encoder", enc_steps_raw), ("decoder", steps_raw)):
                 if st is not None:
-                    raise self.fail((sec, "steps"), "custom steps are for decoder-only models; use norm_order here")
+                    raise self.fail((sec, "steps"), join([msg("custom steps are for decoder-only models"), msg("use norm_order here")]))
             if "head" in (doc.get("encoder") or {}):  # an encoder has no head: a setting nothing reads is an error
-                raise self.fail_key(("encoder", "head"), "the output head belongs to the decoder: "
-                                                         "write head under decoder (an encoder has none)")
+                raise self.fail_key(("encoder", "head"), msg("the output head belongs to the decoder: write head under decoder (an encoder has none)"))
 
-        dims_raw = self.keys(doc["dims"], ("dims",), DIM_KEYS, "dimensions")
+        dims_raw = self.keys(doc["dims"], ("dims",), DIM_KEYS, msg("dimensions"))
         given = {k: self.integer(v, ("dims", k)) for k, v in dims_raw.items()}
         for k in ("C", "H", "F"):
             if k not in given:
-                raise self.fail(("dims",), f"missing dimension {k} (dims needs C, H and F; B, T, V, T_max follow from input and tables)")
+                raise self.fail(("dims",), msg("missing dimension {k} (dims needs C, H and F; B, T, V, T_max follow from input and tables)", k=k))
         if given["C"] % given["H"]:
-            raise self.fail(("dims", "H"), f"H = {given['H']} must divide C = {given['C']} (each head has width d = C / H)")
+            raise self.fail(("dims", "H"), msg("H = {H} must divide C = {C} (each head has width d = C / H)", H=given['H'], C=given['C']))
         if "H_kv" in given and given["H"] % given["H_kv"]:
-            raise self.fail(("dims", "H_kv"), f"H_kv = {given['H_kv']} must divide H = {given['H']} "
-                                              "(each key/value head serves H / H_kv query heads)")
+            raise self.fail(("dims", "H_kv"), msg("H_kv = {H_kv} must divide H = {H} (each key/value head serves H / H_kv query heads)", H_kv=given['H_kv'], H=given['H']))
         stacks = [block] + ([encoder] if encoder else [])
         if any(st.positions == "rotary" for st in stacks) and (given["C"] // given["H"]) % 2:
-            raise self.fail(("dims", "H"), f"rotary positions rotate pairs of coordinates: d = C / H = {given['C'] // given['H']} must be even")
+            raise self.fail(("dims", "H"), msg("rotary positions rotate pairs of coordinates: d = C / H = {x} must be even", x=given['C'] // given['H']))
 
         if "input" not in doc:
-            raise self.fail((), "missing required section 'input' (tokens: [...] or x: [[...]])")
+            raise self.fail((), msg("missing required section 'input' (tokens: [...] or x: [[...]])"))
         raw_input, raw_targets = doc["input"], None
         if isinstance(raw_input, dict) and "targets" in raw_input:
             raw_input = {k: v for k, v in raw_input.items() if k != "targets"}
@@ -330,16 +334,16 @@ class _Validator:
         S = None
         if model == "decoder":
             if "S" in given:
-                raise self.fail(("dims", "S"), "S (source positions) belongs to model: encoder-decoder")
+                raise self.fail(("dims", "S"), msg("S (source positions) belongs to model: encoder-decoder"))
             inp, B, T, max_token = self.input(raw_input, given, seed, vocab)
         else:
             source, inp, B, S, T, max_token = self.seq2seq_input(raw_input, given, seed, vocab)
         for letter, found in (("B", B), ("T", T), ("S", S)):
             if found is not None and letter in given and given[letter] != found:
-                raise self.fail(("dims", letter), f"{letter} = {given[letter]} but the input has {letter} = {found}")
+                raise self.fail(("dims", letter), msg("{letter} = {given} but the input has {letter} = {found}", letter=letter, given=given[letter], found=found))
         uses_tokens = inp.kind == "tokens"
         if not uses_tokens and block.head != "none":
-            raise self.fail(("block", "head"), "an output head needs token input (it scores the vocabulary)")
+            raise self.fail(("block", "head"), msg("an output head needs token input (it scores the vocabulary)"))
         V = self.vocab_size(given, weights_raw, max_token, uses_tokens, vocab)
         T_max = None
         if any(st.positions == "learned" for st in stacks):
@@ -351,17 +355,17 @@ class _Validator:
                     H_kv=None if H_kv == given["H"] else H_kv)  # H_kv = H is plain multi-head attention
         if max_token is not None and V is not None and max_token >= V:
             where: Path = ("input", "tokens") if model == "decoder" else ("input",)
-            raise self.fail(where, f"token id {yamlio.abbreviate(str(max_token))} is out of range: the embedding table has V = {V} rows (ids 0 to {V - 1})")
+            raise self.fail(where, msg("token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {x})", max_token=yamlio.abbreviate(str(max_token)), V=V, x=V - 1))
         for key, spec_in in (("x", inp),):
             if spec_in.kind == "x" and spec_in.value != "random":
                 C_in = len(spec_in.value[0][0])
                 if C_in != dims.C:
-                    raise self.fail(("input", key), f"expected rows of width C = {dims.C}, received rows of width {C_in}")
+                    raise self.fail(("input", key), msg("expected rows of width C = {C}, received rows of width {C_in}", C=dims.C, C_in=C_in))
         for st, sec in ((block, "decoder" if encoder else "block"), (encoder, "encoder")):
             if st is not None and st.mask_matrix is not None:
                 n = S if sec == "encoder" else T
                 if len(st.mask_matrix) != n:
-                    raise self.fail((sec, "mask"), f"expected a [T,T] = [{n},{n}] mask, received {len(st.mask_matrix)} rows")
+                    raise self.fail((sec, "mask"), msg("expected a [T,T] = [{n},{n}] mask, received {n2} rows", n=n, n2=len(st.mask_matrix)))
 
         loss, targets = self.loss_fields(doc, raw_targets, dims, block.head != "none", model, vocab)
         template = self.template(steps_raw, block, dims)
@@ -382,20 +386,19 @@ class _Validator:
             loss = self.choice(doc["loss"], ("loss",), LOSSES)
             if loss == "next-token" and not has_head:
                 where = "decoder" if model == "encoder-decoder" else "block"
-                raise self.fail(("loss",), f"next-token scores the vocabulary: it needs an output head ({where}.head: tied or separate)")
+                raise self.fail(("loss",), msg("next-token scores the vocabulary: it needs an output head ({where}.head: tied or separate)", where=where))
         if raw_targets is None:
             return loss, None
         path: Path = ("input", "targets")
         if not has_head:
-            raise self.fail(path, "targets are the tokens next-token predicts: they need an output head (block.head)")
+            raise self.fail(path, msg("targets are the tokens next-token predicts: they need an output head (block.head)"))
         rows, shape = self.token_ids(raw_targets, path, vocab)
         if shape != (dims.B, dims.T):
-            raise self.fail(path, f"expected one target id per sample and position [B,T] = [{dims.B},{dims.T}], "
-                                  f"received [{shape[0]},{shape[1]}]")
+            raise self.fail(path, msg("expected one target id per sample and position [B,T] = [{B},{T}], received [{shape},{shape2}]", B=dims.B, T=dims.T, shape=shape[0], shape2=shape[1]))
         assert dims.V is not None
         top = max(t for r in rows for t in r)
         if top >= dims.V:
-            raise self.fail(path, f"token id {top} is out of range: the vocabulary has V = {dims.V} ids (0 to {dims.V - 1})")
+            raise self.fail(path, msg("token id {top} is out of range: the vocabulary has V = {V} ids (0 to {x})", top=top, V=dims.V, x=dims.V - 1))
         return loss, tuple(tuple(r) for r in rows)
 
     def vocab_list(self, raw: Any) -> tuple[str, ...] | None:
@@ -403,30 +406,28 @@ class _Validator:
             return None
         p: Path = ("vocab",)
         if not isinstance(raw, list) or not raw:
-            got = "an empty list" if raw == [] else self.received(p, raw)
-            raise self.fail(p, f"expected a non-empty list of words, received {got}")
+            got = msg("an empty list") if raw == [] else self.received(p, raw)
+            raise self.fail(p, msg("expected a non-empty list of words, received {got}", got=got))
         seen: dict[str, int] = {}
         for i, w in enumerate(raw):
             if isinstance(w, (int, float)) and not isinstance(w, bool):
                 # tokens: [1, 2] are ids, so a word that reads as a number could never be written as a token
-                raise self.fail(p + (i,), f"expected a word (text), received the number {self.received(p + (i,), w)}; "
-                                          f"quote it ('{self.src.raw.get(p + (i,), w)}') if it is a word: unquoted numbers in tokens are ids")
+                raise self.fail(p + (i,), msg("expected a word (text), received the number {got}; quote it ('{w}') if it is a word: unquoted numbers in tokens are ids", got=self.received(p + (i,), w), w=self.src.raw.get(p + (i,), w)))
             if not isinstance(w, (str, bool)):
-                raise self.fail(p + (i,), f"expected a word, received {self.received(p + (i,), w)}")
+                raise self.fail(p + (i,), msg("expected a word, received {got}", got=self.received(p + (i,), w)))
             word = self.src.raw.get(p + (i,), str(w))  # a word as written: 'on' is a word here
             if word in seen:
-                raise self.fail(p + (i,), f"{word!r} is already word {seen[word]}; each word needs its own id")
+                raise self.fail(p + (i,), join([msg("{word} is already word {n}", word=repr(word), n=seen[word]), msg("each word needs its own id")]))
             seen[word] = i
         self.words = tuple(seen)  # tokens are looked up by the words as written
         return tuple(map(yamlio.printable, seen))  # what labels print
 
     def block(self, raw: Any, p: Path, has_table: bool, default_mask: str) -> tuple[BlockSpec, Any]:
-        raw = self.keys(raw if raw is not None else {}, p, BLOCK_KEYS, "block settings")
+        raw = self.keys(raw if raw is not None else {}, p, BLOCK_KEYS, msg("block settings"))
         if "steps" in raw and raw["steps"] is None:
-            raise self.fail(p + ("steps",), "expected a list of steps such as {name: norm1, op: layer_norm, in: x, weights: norm1}, "
-                                            "received nothing (null)")
+            raise self.fail(p + ("steps",), msg("expected a list of steps such as {name: norm1, op: layer_norm, in: x, weights: norm1}, received nothing (null)"))
         if "steps" in raw and "norm_order" in raw:
-            raise self.fail(p + ("steps",), "give either norm_order (a preset step list) or steps (your own list), not both")
+            raise self.fail(p + ("steps",), msg("give either norm_order (a preset step list) or steps (your own list), not both"))
         norm_order = "custom" if "steps" in raw else self.choice(raw.get("norm_order", "pre"), p + ("norm_order",), ("pre", "post"))
         mask_raw = raw.get("mask", default_mask)
         mask_matrix = None
@@ -437,47 +438,47 @@ class _Validator:
             mask = self.choice(mask_raw, p + ("mask",), ("causal", "none"))
         eps = raw.get("eps", 1e-5)
         if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
-            raise self.fail(p + ("eps",), f"expected a positive number such as 1e-5, received {self.received(p + ('eps',), eps)}")
+            raise self.fail(p + ("eps",), msg("expected a positive number such as 1e-5, received {got}", got=self.received(p + ('eps',), eps)))
         final_norm = self.boolean(raw.get("final_norm", False), p + ("final_norm",))
         positions = self.choice(raw.get("positions", "learned" if has_table else "none"), p + ("positions",), POSITIONS)
         base = raw.get("position_base", 10000.0)
         if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 1:
-            raise self.fail(p + ("position_base",), f"expected a number above 1 such as 10000, received {self.received(p + ('position_base',), base)}")
+            raise self.fail(p + ("position_base",), msg("expected a number above 1 such as 10000, received {got}", got=self.received(p + ('position_base',), base)))
         if "position_base" in raw and positions not in ("sinusoidal", "rotary"):
-            raise self.fail(p + ("position_base",), f"position_base is for sinusoidal or rotary positions, but positions is {positions}")
+            raise self.fail(p + ("position_base",), msg("position_base is for sinusoidal or rotary positions, but positions is {positions}", positions=positions))
         pairing = self.choice(raw.get("rotary_pairing", "interleaved"), p + ("rotary_pairing",), PAIRINGS)
         if "rotary_pairing" in raw and positions != "rotary":
-            raise self.fail(p + ("rotary_pairing",), f"rotary_pairing is for rotary positions, but positions is {positions}")
+            raise self.fail(p + ("rotary_pairing",), msg("rotary_pairing is for rotary positions, but positions is {positions}", positions=positions))
         layers = self.integer(raw.get("layers", 1), p + ("layers",), 1, 1000)
         norm = self.choice(raw.get("norm", "layernorm"), p + ("norm",), tuple(NORMS))
         activation = self.choice(raw.get("activation", "relu"), p + ("activation",), ACTIVATIONS)
         head = self.choice(raw.get("head", "none"), p + ("head",), ("none", "tied", "separate"))
         if norm_order == "custom" and ("norm" in raw):
-            raise self.fail(p + ("norm",), "with custom steps, name the norm op in each step (layer_norm, rms_norm, batch_norm)")
+            raise self.fail(p + ("norm",), msg("with custom steps, name the norm op in each step (layer_norm, rms_norm, batch_norm)"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                          float(base), head, pairing)
         return spec, raw.get("steps")
 
     def boolean(self, value: Any, path: Path) -> bool:
         if not isinstance(value, bool):
-            raise self.fail(path, f"expected true or false, received {self.received(path, value)}")
+            raise self.fail(path, msg("expected true or false, received {got}", got=self.received(path, value)))
         return value
 
     def mask_matrix(self, raw: list[Any], path: Path) -> tuple[tuple[bool, ...], ...]:
         shape = self.rect(self.entries(raw, path), path)
         if len(shape) != 2 or shape[0] != shape[1]:
-            raise self.fail(path, f"expected causal, none, or a square [T,T] matrix of 0 and 1, received {_fmt(shape)}")
+            raise self.fail(path, msg("expected causal, none, or a square [T,T] matrix of 0 and 1, received {shape}", shape=_fmt(shape)))
         return tuple(tuple(bool(v) for v in row) for row in raw)
 
     def entries(self, value: Any, path: Path) -> Any:
         """A mask's nested lists: every leaf 0 or 1 (checked before the shape, so 0.5 or true is named as such)."""
         if isinstance(value, list):
             if not value:
-                raise self.fail(path, "expected rows of 0 and 1, received an empty list")
+                raise self.fail(path, msg("expected rows of 0 and 1, received an empty list"))
             for i, item in enumerate(value):
                 self.entries(item, path + (i,))
         elif isinstance(value, bool) or value not in (0, 1):
-            raise self.fail(path, f"expected 0 (masked) or 1 (may attend), received {self.received(path, value)}")
+            raise self.fail(path, msg("expected 0 (masked) or 1 (may attend), received {got}", got=self.received(path, value)))
         return value
 
     # -- steps ------------------------------------------------------------
@@ -489,8 +490,8 @@ class _Validator:
         shapes: dict[str, Shape] = {"x": (("B", "T", "C"), (dims.B, dims.T, dims.C))}
         p: Path = ("block", "steps")
         if not isinstance(raw, list) or not raw:
-            got = "an empty list" if raw == [] else self.received(p, raw)
-            raise self.fail(p, f"expected a list of steps such as {{name: norm1, op: layer_norm, in: x, weights: norm1}}, received {got}")
+            got = msg("an empty list") if raw == [] else self.received(p, raw)
+            raise self.fail(p, msg("expected a list of steps such as {name: norm1, op: layer_norm, in: x, weights: norm1}, received {got}", got=got))
         return tuple(self.step(item, p + (i,), shapes, sizes) for i, item in enumerate(raw))
 
     def expand(self, model: str, block: BlockSpec, encoder: BlockSpec | None, template: tuple[Step, ...], dims: Dims,
@@ -525,7 +526,7 @@ class _Validator:
             prefix = ""
         if block.final_norm:
             if any(s.name == prefix + "final_norm" for s in steps):
-                raise self.fail(("block", "final_norm"), "a step is already named final_norm; rename it, or drop final_norm: true")
+                raise self.fail(("block", "final_norm"), join([msg("a step is already named final_norm"), msg("rename it, or drop final_norm: true")]))
             steps.append(blocks.final_norm(prefix, last, block.settings()))
             last = steps[-1].name
         if block.head != "none":
@@ -539,61 +540,59 @@ class _Validator:
                 shapes[step.name] = output_shape(step, ins, sizes, blocks.position_axis(step.name))
             except ValueError as e:
                 if step.name.endswith("final_norm") and step.op in NORMS.values():
-                    raise self.fail(("block", "final_norm"), f"the final normalisation reads the last step, {step.inputs[0]}: {e}") from None
-                raise self.fail(("block",), f"step {step.name}: {e}") from None  # a custom layer that clashes once stacked
+                    raise self.fail(("block", "final_norm"), msg("the final normalisation reads the last step, {inputs}: {e}", inputs=step.inputs[0], e=message_of(e))) from None
+                raise self.fail(("block",), msg("step {name}: {e}", name=step.name, e=message_of(e))) from None  # a custom layer that clashes once stacked
             if step.op in ("mha", "cross_mha"):
                 internals = blocks.attention_internals(step, ins[0], ins[-1], sizes)
                 taken = [n for n in internals if n in shapes or n in step_names]
                 if taken:
-                    raise self.fail(("block",), f"step {step.name} records its attention internals as {taken[0].rsplit('.', 1)[0]}.*, "
-                                                f"but stage {taken[0]!r} already exists; rename one of the steps")
+                    raise self.fail(("block",), join([msg("step {name} records its attention internals as {prefix}.*, but stage {stage} already exists", name=step.name, prefix=taken[0].rsplit('.', 1)[0], stage=repr(taken[0])), msg("rename one of the steps")]))
                 shapes.update(internals)
         return tuple(steps), shapes
 
     def step(self, raw: Any, path: Path, shapes: dict[str, Shape], sizes: dict[str, int]) -> Step:
-        raw = self.keys(raw, path, STEP_KEYS, "step fields")
+        raw = self.keys(raw, path, STEP_KEYS, msg("step fields"))
         for key in ("name", "op", "in"):
             if key not in raw:
-                raise self.fail(path, f"a step needs {key!r} (e.g. {{name: norm1, op: layer_norm, in: x, weights: norm1}})")
+                raise self.fail(path, msg("a step needs {key} (e.g. {name: norm1, op: layer_norm, in: x, weights: norm1})", key=repr(key)))
         name = raw["name"]
         if not isinstance(name, str) or not name or not all(ch.isalnum() or ch in "_-" for ch in name):
-            raise self.fail(path + ("name",), f"expected a stage name of letters, digits, _ and -, received {self.received(path + ('name',), name)}")
+            raise self.fail(path + ("name",), msg("expected a stage name of letters, digits, _ and -, received {got}", got=self.received(path + ('name',), name)))
         if name in shapes or name in RESERVED_STAGES or name in ("logits", "probs"):
-            raise self.fail(path + ("name",), f"stage {name!r} is already defined; every step records a stage of its own")
+            raise self.fail(path + ("name",), join([msg("stage {name} is already defined", name=repr(name)), msg("every step records a stage of its own")]))
         user_ops = tuple(k for k, v in OPS.items() if v.user)
         if isinstance(raw["op"], str) and raw["op"] not in user_ops:
             close = _close_matches(raw["op"], list(user_ops), n=1, cutoff=0.5)
-            hint = f"; did you mean {close[0]!r}?" if close else f"; known ops: {', '.join(user_ops)}"
-            raise self.fail(path + ("op",), f"unknown op {raw['op']!r}{hint}")
+            hint = _did_you_mean(close, msg("known ops: {ops}", ops=', '.join(user_ops)))
+            raise self.fail(path + ("op",), join([msg("unknown op {op}", op=repr(raw['op'])), hint]))
         op = self.choice(raw["op"], path + ("op",), user_ops)
         info = OPS[op]
         ins = raw["in"] if isinstance(raw["in"], list) else [raw["in"]]
         for j, i in enumerate(ins):
             ipath = path + (("in", j) if isinstance(raw["in"], list) else ("in",))
             if not isinstance(i, str):
-                raise self.fail(ipath, f"expected the name of a stage before this step (e.g. in: x, or in: [x, attention]), "
-                                       f"received {self.received(ipath, i)}")
+                raise self.fail(ipath, msg("expected the name of a stage before this step (e.g. in: x, or in: [x, attention]), received {got}", got=self.received(ipath, i)))
         if len(ins) != info.arity:
-            raise self.fail(path + ("in",), f"{op} reads {info.arity} stage{'s' if info.arity > 1 else ''}, received {len(ins)}")
+            raise self.fail(path + ("in",), nmsg("{op} reads {n} stage, received {m}", "{op} reads {n} stages, received {m}", info.arity, op=op, m=len(ins)))
         for j, i in enumerate(ins):
             ipath = path + (("in", j) if isinstance(raw["in"], list) else ("in",))
             if i not in shapes:
                 known = [k for k in shapes if "." not in k]
                 close = _close_matches(str(i), known, n=1, cutoff=0.5)
-                hint = f"; did you mean {close[0]!r}?" if close else f"; stages so far: {', '.join(known)}"
-                raise self.fail(ipath, f"no stage {i!r} before this step{hint}")
+                hint = _did_you_mean(close, msg("stages so far: {names}", names=', '.join(known)))
+                raise self.fail(ipath, join([msg("no stage {name} before this step", name=repr(i)), hint]))
         weights = raw.get("weights")
         if info.weights is not None:
             if not isinstance(weights, str) or not weights or not all(ch.isalnum() or ch == "_" for ch in weights):
-                raise self.fail(path, f"{op} needs weights: the name of its weight group (e.g. weights: {'norm1' if op.endswith('norm') else op})")
+                raise self.fail(path, msg("{op} needs weights: the name of its weight group (e.g. weights: {x})", op=op, x='norm1' if op.endswith('norm') else op))
             if weights in TABLES or weights in ("blocks", "encoder", "decoder", "final_norm"):
-                raise self.fail(path + ("weights",), f"{weights!r} is a reserved name; choose another weight group name")
+                raise self.fail(path + ("weights",), msg("{weights} is a reserved name; choose another weight group name", weights=repr(weights)))
         elif weights is not None:
-            raise self.fail(path + ("weights",), f"{op} takes no weights")
+            raise self.fail(path + ("weights",), msg("{op} takes no weights", op=op))
         axis = raw.get("axis")
         if axis is not None or op == "select":
             if not info.axes:
-                raise self.fail(path + ("axis",), f"{op} takes no axis")
+                raise self.fail(path + ("axis",), msg("{op} takes no axis", op=op))
             axis = self.choice(axis, path + ("axis",), info.axes)
         start = stop = None
         if op == "select":
@@ -606,25 +605,25 @@ class _Validator:
         else:
             for key in ("index", "start", "stop"):
                 if key in raw:
-                    raise self.fail(path + (key,), f"only select takes {key}")
+                    raise self.fail(path + (key,), msg("only select takes {key}", key=key))
         out = None
         if op == "linear":
             out = self.choice(raw.get("out", "C"), path + ("out",), ("C", "F"))
         elif "out" in raw:
-            raise self.fail(path + ("out",), "only linear takes out")
+            raise self.fail(path + ("out",), msg("only linear takes out"))
         activation = None
         if "activation" in raw:
             if op not in ("ffn", "ffn_hidden"):
-                raise self.fail(path + ("activation",), "only ffn and ffn_hidden take an activation")
+                raise self.fail(path + ("activation",), msg("only ffn and ffn_hidden take an activation"))
             activation = self.choice(raw["activation"], path + ("activation",), ACTIVATIONS)
         meaning = raw.get("meaning", info.meaning)
         if not isinstance(meaning, str):
-            raise self.fail(path + ("meaning",), f"expected text, received {self.received(path + ('meaning',), meaning)}")
+            raise self.fail(path + ("meaning",), msg("expected text, received {got}", got=self.received(path + ('meaning',), meaning)))
         step = Step(name, op, tuple(ins), weights, yamlio.printable(meaning), axis, start, stop, out, activation=activation)
         try:
             shapes[name] = output_shape(step, [shapes[i] for i in ins], sizes)
         except ValueError as e:
-            raise self.fail(path, str(e)) from None
+            raise self.fail(path, message_of(e)) from None
         if op == "mha":
             shapes.update(blocks.attention_internals(step, shapes[ins[0]], shapes[ins[0]], sizes))
         return step
@@ -637,47 +636,48 @@ class _Validator:
         def convert(v: Any, p: Path) -> Any:
             if isinstance(v, list):
                 if not v:
-                    raise self.fail(p, "expected token ids or words, received an empty list")
+                    raise self.fail(p, msg("expected token ids or words, received an empty list"))
                 return [convert(item, p + (i,)) for i, item in enumerate(v)]
             word = self.src.raw.get(p)
             if isinstance(v, bool) and (vocab is None or word not in index):
-                what = "a token id or a word of the vocab" if vocab else "a whole number (token id)"
-                raise self.fail(p, f"expected {what}, received {self.received(p, v)}")
+                what = msg("a token id or a word of the vocab") if vocab else msg("a whole number (token id)")
+                raise self.fail(p, msg("expected {what}, received {got}", what=what, got=self.received(p, v)))
             if vocab is not None and (isinstance(v, (str, bool)) or (word is not None and word in index and not isinstance(v, int))):
                 w = word if word is not None else str(v)
                 if w not in index:
                     close = _close_matches(w, list(index), n=1, cutoff=0.5)
-                    hint = f"; did you mean {close[0]!r}?" if close else f"; the vocab has {len(index)} words"
-                    raise self.fail(p, f"{w!r} is not in the vocab{hint}")
+                    hint = _did_you_mean(close, msg("the vocab has {n} words", n=len(index)))
+                    raise self.fail(p, join([msg("{w} is not in the vocab", w=repr(w)), hint]))
                 return index[w]
             if isinstance(v, int):
                 if v < 0:
-                    raise self.fail(p, f"token ids must be 0 or more, received {v}")
+                    raise self.fail(p, msg("token ids must be 0 or more, received {v}", v=v))
                 return v
             if vocab:
-                raise self.fail(p, f"expected a token id or a word of the vocab, received {self.received(p, v)}")
-            hint = " (add a vocab list to write tokens as words)" if isinstance(v, str) else ""
-            raise self.fail(p, f"expected a whole number (token id), received {self.received(p, v)}{hint}")
+                raise self.fail(p, msg("expected a token id or a word of the vocab, received {got}", got=self.received(p, v)))
+            if isinstance(v, str):
+                raise self.fail(p, msg("expected {what}, received {got} (add a vocab list to write tokens as words)", what=msg("a whole number (token id)"), got=self.received(p, v)))
+            raise self.fail(p, msg("expected {what}, received {got}", what=msg("a whole number (token id)"), got=self.received(p, v)))
 
         rows = convert(value, path)
         shape = self.rect(rows, path)
         if len(shape) == 1:
             rows, shape = [rows], (1,) + shape
         if len(shape) != 2:
-            raise self.fail(path, f"expected a list of token ids [T] or one list per sample [B,T], received {_levels(shape)}")
+            raise self.fail(path, msg("expected a list of token ids [T] or one list per sample [B,T], received {shape}", shape=_levels(shape)))
         return rows, (shape[0], shape[1])
 
     def input(self, raw: Any, given: dict[str, int], seed: int | None, vocab: tuple[str, ...] | None) -> tuple[InputSpec, int, int, int | None]:
-        raw = self.keys(raw, ("input",), INPUT_KEYS, "input")
+        raw = self.keys(raw, ("input",), INPUT_KEYS, msg("input"))
         if len(raw) != 1:
-            raise self.fail(("input",), "give exactly one of tokens (ids into weights.embedding) or x (a [T,C] or [B,T,C] matrix)")
+            raise self.fail(("input",), msg("give exactly one of tokens (ids into weights.embedding) or x (a [T,C] or [B,T,C] matrix)"))
         kind, value = next(iter(raw.items()))
         path: Path = ("input", kind)
         if value == "random":
             if seed is None:
-                raise self.fail(path, "'random' input needs a seed (add seed: 0)")
+                raise self.fail(path, msg("'random' input needs a seed (add seed: 0)"))
             if "T" not in given:
-                raise self.fail(("dims",), "'random' input needs dims.T")
+                raise self.fail(("dims",), msg("'random' input needs dims.T"))
             return InputSpec(kind, "random"), given.get("B", 1), given["T"], None
         if kind == "tokens":
             rows, (B, T) = self.token_ids(value, path, vocab)
@@ -687,23 +687,23 @@ class _Validator:
         if len(shape) == 2:
             rows, shape = [rows], (1,) + shape
         if len(shape) != 3:
-            raise self.fail(path, f"expected a [T,C] or [B,T,C] matrix, received {_levels(shape)}")
+            raise self.fail(path, msg("expected a [T,C] or [B,T,C] matrix, received {shape}", shape=_levels(shape)))
         return InputSpec("x", rows), shape[0], shape[1], None
 
     def seq2seq_input(self, raw: Any, given: dict[str, int], seed: int | None, vocab: tuple[str, ...] | None
                       ) -> tuple[InputSpec, InputSpec, int, int, int, int | None]:
-        raw = self.keys(raw, ("input",), SEQ2SEQ_INPUT_KEYS, "encoder-decoder input")
+        raw = self.keys(raw, ("input",), SEQ2SEQ_INPUT_KEYS, msg("encoder-decoder input"))
         found: dict[str, tuple[InputSpec, int, int]] = {}
         max_token: int | None = None
         for key, letter in (("source", "S"), ("target", "T")):
             if key not in raw:
-                raise self.fail(("input",), f"an encoder-decoder needs input.{key} (token ids or words)")
+                raise self.fail(("input",), msg("an encoder-decoder needs input.{key} (token ids or words)", key=key))
             value, path = raw[key], ("input", key)
             if value == "random":
                 if seed is None:
-                    raise self.fail(path, "'random' input needs a seed (add seed: 0)")
+                    raise self.fail(path, msg("'random' input needs a seed (add seed: 0)"))
                 if letter not in given:
-                    raise self.fail(("dims",), f"'random' {key} tokens need dims.{letter}")
+                    raise self.fail(("dims",), msg("'random' {key} tokens need dims.{letter}", key=key, letter=letter))
                 found[key] = (InputSpec("tokens", "random"), given.get("B", 1), given[letter])
                 continue
             rows, (B, n) = self.token_ids(value, path, vocab)
@@ -712,27 +712,26 @@ class _Validator:
             max_token = top if max_token is None else max(max_token, top)
         (src, B_s, S), (tgt, B_t, T) = found["source"], found["target"]
         if B_s != B_t:
-            raise self.fail(("input", "target"), f"source has B = {B_s} samples but target has B = {B_t}")
+            raise self.fail(("input", "target"), msg("source has B = {B_s} samples but target has B = {B_t}", B_s=B_s, B_t=B_t))
         return src, tgt, B_s, S, T, max_token
 
     def vocab_size(self, given: dict[str, int], weights_raw: dict[str, Any], max_token: int | None, uses_tokens: bool,
                    vocab: tuple[str, ...] | None) -> int | None:
         if not uses_tokens:
             if "embedding" in weights_raw:
-                raise self.fail(("weights", "embedding"), "an embedding table is given but the input is x, not tokens")
+                raise self.fail(("weights", "embedding"), msg("an embedding table is given but the input is x, not tokens"))
             if vocab is not None:
-                raise self.fail(("vocab",), "a vocab is given but the input is x, not tokens")
+                raise self.fail(("vocab",), msg("a vocab is given but the input is x, not tokens"))
             return given.get("V")
         self.vocab_given = vocab is not None
         if vocab is not None:
             if "V" in given and given["V"] != len(vocab):
-                raise self.fail(("dims", "V"), f"V = {given['V']} but the vocab has {len(vocab)} words")
+                raise self.fail(("dims", "V"), msg("V = {V} but the vocab has {n} words", V=given['V'], n=len(vocab)))
             given = dict(given, V=len(vocab))
         default = None if max_token is None else max_token + 1
         if default is not None and default > MAX_DIM and given.get("V") is None and not isinstance(weights_raw.get("embedding"), list):
             where: Path = ("input", "tokens") if ("input", "tokens") in self.src.marks else ("input",)
-            raise self.fail(where, f"token id {yamlio.abbreviate(str(max_token))} is out of range: with no embedding table and no dims.V, "
-                                   f"V is the largest token id + 1, at most {MAX_DIM:,} (ids 0 to {MAX_DIM - 1:,})")
+            raise self.fail(where, msg("token id {max_token} is out of range: with no embedding table and no dims.V, V is the largest token id + 1, at most {MAX_DIM} (ids 0 to {x})", max_token=yamlio.abbreviate(str(max_token)), MAX_DIM=f"{MAX_DIM:,}", x=f"{MAX_DIM - 1:,}"))
         return self.table_rows(weights_raw, "embedding", given.get("V"), default=default)
 
     def table_rows(self, weights_raw: dict[str, Any], name: str, declared: int | None, default: int | None) -> int:
@@ -741,19 +740,19 @@ class _Validator:
         rows_in_file = self.file_rows(name, value)
         if rows_in_file is not None:
             if declared is not None and declared != rows_in_file:
-                source = f"the vocab has {declared} words" if letter == "V" and self.vocab_given else f"dims.{letter} = {declared}"
-                raise self.fail(("weights", name), f"the table in the checkpoint has {rows_in_file} rows but {source}")
+                source = msg("the vocab has {n} words", n=declared) if letter == "V" and self.vocab_given else msg("dims.{letter} = {n}", letter=letter, n=declared)
+                raise self.fail(("weights", name), msg("the table in the checkpoint has {rows_in_file} rows but {source}", rows_in_file=rows_in_file, source=source))
             return rows_in_file
         if isinstance(value, list) and value:
             rows = len(value)
             if declared is not None and declared != rows:
-                source = f"the vocab has {declared} words" if letter == "V" and self.vocab_given else f"dims.{letter} = {declared}"
-                raise self.fail(("weights", name), f"table has {rows} rows but {source}")
+                source = msg("the vocab has {n} words", n=declared) if letter == "V" and self.vocab_given else msg("dims.{letter} = {n}", letter=letter, n=declared)
+                raise self.fail(("weights", name), msg("table has {rows} rows but {source}", rows=rows, source=source))
             return rows
         if declared is not None:
             return declared
         if default is None:
-            raise self.fail(("dims",), f"dims.{letter} is needed to draw weights.{name} from the seed")
+            raise self.fail(("dims",), msg("dims.{letter} is needed to draw weights.{name} from the seed", letter=letter, name=name))
         return default
 
     # -- weights ----------------------------------------------------------
@@ -779,7 +778,7 @@ class _Validator:
                 keys = {"w": (in_letter, step.out or "C"), "b": (step.out or "C",)}
             if group in kinds:
                 if kinds[group] != kind or wanted[group] != keys:
-                    raise self.fail(("block",), f"step {step.name}: weight group {group!r} is shared by steps that need different weights ({kinds[group]} and {kind})")
+                    raise self.fail(("block",), msg("step {name}: weight group {group} is shared by steps that need different weights ({kinds} and {kind})", name=step.name, group=repr(group), kinds=kinds[group], kind=kind))
                 continue
             kinds[group] = kind
             wanted[group] = keys
@@ -792,7 +791,7 @@ class _Validator:
             if isinstance(spec, tuple):
                 out[name] = self.weight(value, ypath, name, spec, dims, seed)
                 continue
-            group_raw = self.keys(value if value is not None else {}, ypath, tuple(spec), f"{name} weights")
+            group_raw = self.keys(value if value is not None else {}, ypath, tuple(spec), msg("{name} weights", name=name))
             for key, axes in spec.items():
                 out[f"{name}.{key}"] = self.weight(group_raw.get(key), ypath + (key,), f"{name}.{key}", axes, dims, seed, DEFAULT_FILL.get(key))
         return out
@@ -821,24 +820,24 @@ class _Validator:
 
         def walk(value: Any, expect: dict[str, Any], path: Path) -> None:
             if not isinstance(value, dict):
-                raise self.fail(path, f"expected a mapping of weights, received {self.received(path, value)}")
+                raise self.fail(path, msg("expected a mapping of weights, received {got}", got=self.received(path, value)))
             for key, sub in value.items():
                 if key not in expect:
                     unused = self.unused_reason(str(key), path, block, encoder)
                     if unused:
                         raise self.fail_key(path + (key,), unused)
                     close = _close_matches(str(key), [str(k) for k in expect], n=1, cutoff=0.5)
-                    hint = f"; did you mean {close[0]!r}?" if close else (f"; the model reads: {', '.join(map(str, expect))}" if expect else "")
-                    what = "weight group" if isinstance(sub, dict) else "weight"
-                    raise self.fail_key(path + (key,), f"{what} {key!r} is given but nothing in the model reads it{hint}")
+                    hint = _did_you_mean(close, msg("the model reads: {names}", names=', '.join(map(str, expect))) if expect else "")
+                    what = msg("weight group") if isinstance(sub, dict) else msg("weight")
+                    raise self.fail_key(path + (key,), join([msg("{what} {key} is given but nothing in the model reads it", what=what, key=repr(key)), hint]))
                 nested = expect[key]
                 if nested == "leaf":
                     continue
                 if key == "blocks":
                     n = len(nested)
                     if not isinstance(sub, list) or len(sub) != n:
-                        got = f"{len(sub)} entries" if isinstance(sub, list) else self.received(path + (key,), sub)
-                        raise self.fail(path + (key,), f"expected a list of {n} layer mapping{'s' if n > 1 else ''} (one per layer), received {got}")
+                        got = msg("{n} entries", n=len(sub)) if isinstance(sub, list) else self.received(path + (key,), sub)
+                        raise self.fail(path + (key,), nmsg("expected a list of {n} layer mapping (one per layer), received {got}", "expected a list of {n} layer mappings (one per layer), received {got}", n, got=got))
                     for i, item in enumerate(sub):
                         walk(item, nested[str(i)], path + (key, i))
                 else:
@@ -846,17 +845,17 @@ class _Validator:
 
         walk(raw, tree, ("weights",))
 
-    def unused_reason(self, key: str, path: Path, block: BlockSpec, encoder: BlockSpec | None) -> str:
+    def unused_reason(self, key: str, path: Path, block: BlockSpec, encoder: BlockSpec | None) -> Message | str:
         """Why a weight the spec gives is read by nothing ("" if it is simply unknown)."""
         sec = "decoder" if encoder is not None else "block"
         if key == "position" and len(path) == 1:
-            return f"a position table is given but {sec}.positions is {block.positions}"
+            return msg("a position table is given but {sec}.positions is {positions}", sec=sec, positions=block.positions)
         if key == "final_norm":
-            return f"final_norm weights are given but {sec}.final_norm is false"
+            return msg("final_norm weights are given but {sec}.final_norm is false", sec=sec)
         if key == "head" and len(path) == 1:
-            return f"an output head matrix is given but {sec}.head is {block.head} (use head: separate)"
+            return msg("an output head matrix is given but {sec}.head is {head} (use head: separate)", sec=sec, head=block.head)
         if key == "embedding" and len(path) == 1:
-            return "an embedding table is given but the input is x, not tokens"
+            return msg("an embedding table is given but the input is x, not tokens")
         return ""
 
     def weight(self, value: Any, path: Path, name: str, axes: tuple[str, ...], dims: Dims, seed: int | None, fill: str | None = None) -> Weight:
@@ -870,36 +869,36 @@ class _Validator:
             try:
                 ref = refs.model_ref(self.model_source, self.layer_name(name), label, want, name)
             except refs.CheckpointError as e:
-                raise SpecError(str(e)) from None
+                raise SpecError(e.message) from None
             if ref is not None:
                 return Weight(name, axes, want, "file", ref)
         if value is None:
             if fill is not None:
                 return Weight(name, axes, want, fill)
             if seed is None:
-                raise self.fail(path, f"missing weight {name} {label}, and there is no seed to draw it from (give it, or add seed: 0)")
+                raise self.fail(path, msg("missing weight {name} {label}, and there is no seed to draw it from (give it, or add seed: 0)", name=name, label=label))
             return Weight(name, axes, want, "seed")
         if isinstance(value, str):
             word = self.choice(value, path, KEYWORDS)
             if word == "identity" and (len(want) != 2 or want[0] != want[1]):
-                raise self.fail(path, f"identity needs a square matrix, but {name} is {label}")
+                raise self.fail(path, msg("identity needs a square matrix, but {name} is {label}", name=name, label=label))
             if word == "random":
                 if seed is None:
-                    raise self.fail(path, "'random' needs a seed (add seed: 0)")
+                    raise self.fail(path, msg("'random' needs a seed (add seed: 0)"))
                 word = "seed"
             return Weight(name, axes, want, word)
         rows = self.nested(value, path, want_int=False)
         shape = self.rect(rows, path)
         if name == "position":
             if len(shape) != 2 or shape[1] != dims.C:
-                raise self.fail(path, f"expected [T_max,C] = [T_max,{dims.C}], received {_fmt(shape)}")
+                raise self.fail(path, msg("expected [T_max,C] = [T_max,{C}], received {shape}", C=dims.C, shape=_fmt(shape)))
             return Weight(name, axes, shape, "given", rows, shape)
         if shape != want:
             # A vector NumPy would stretch (beta: [0] for [C]) is let through: the kernel flags it as a
             # broadcast violation, because that is exactly the mistake NumPy would have accepted.
             if len(want) == 1 and _broadcastable(shape, want):
                 return Weight(name, axes, want, "given", rows, shape)
-            raise self.fail(path, f"expected {label}, received {_fmt(shape)}")
+            raise self.fail(path, msg("expected {label}, received {shape}", label=label, shape=_fmt(shape)))
         return Weight(name, axes, want, "given", rows, shape)
 
     # -- weights from checkpoint files ------------------------------------
@@ -913,24 +912,23 @@ class _Validator:
         from tracer.checkpoints import families as layouts
         from tracer.checkpoints import refs
 
-        raw = self.keys(raw, ("weights",), MODEL_FILE_KEYS, "weights from a checkpoint")
+        raw = self.keys(raw, ("weights",), MODEL_FILE_KEYS, msg("weights from a checkpoint"))
         path: Path = ("weights", "file")
         file = raw["file"]
         if not isinstance(file, str) or not file:
-            raise self.fail(path, f"expected the path of a checkpoint file or model folder, received {self.received(path, file)}")
+            raise self.fail(path, msg("expected the path of a checkpoint file or model folder, received {got}", got=self.received(path, file)))
         try:
             ckpt = refs.open_checkpoint(refs.resolve(self.spec_dir(), file))
             layout_name = raw.get("layout")
             if layout_name is None:
                 layout_name = layouts.infer(ckpt.config())
                 if layout_name is None:
-                    raise self.fail(path, f"which layout? add layout: {' | '.join(layouts.names())} (the checkpoint has no config.json "
-                                          "whose model_type names one)")
+                    raise self.fail(path, msg("which layout? add layout: {names} (the checkpoint has no config.json whose model_type names one)", names=' | '.join(layouts.names())))
         except refs.CheckpointError as e:
-            raise self.fail(path, str(e)) from None
+            raise self.fail(path, e.message) from None
         layout = layouts.layouts().get(layout_name) if isinstance(layout_name, str) else None
         if layout is None:
-            raise self.fail(("weights", "layout"), f"expected one of {' | '.join(layouts.names())}, received {self.received(('weights', 'layout'), layout_name)}")
+            raise self.fail(("weights", "layout"), msg("expected {what}, received {got}", what=msg("one of {options}", options=' | '.join(layouts.names())), got=self.received(('weights', 'layout'), layout_name)))
         first = self.integer(raw.get("first_layer", 0), ("weights", "first_layer"), 0, 100_000)
         return refs.ModelSource(ckpt, layout, first, f"{self.src.where(path)}: {format_path(path)}")
 
@@ -941,14 +939,14 @@ class _Validator:
         return "blocks.0." + name
 
     def file_ref_fields(self, raw: dict[str, Any], path: Path) -> tuple[str, str | None, bool]:
-        raw = self.keys(raw, path, FILE_KEYS, "fields of a weight read from a file")
+        raw = self.keys(raw, path, FILE_KEYS, msg("fields of a weight read from a file"))
         if "file" not in raw:
-            raise self.fail(path, "a weight given as a mapping reads a file: {file: w.npz, key: attn_q}")
+            raise self.fail(path, msg("a weight given as a mapping reads a file: {file: w.npz, key: attn_q}"))
         file, key = raw["file"], raw.get("key")
         if not isinstance(file, str) or not file:
-            raise self.fail(path + ("file",), f"expected the path of a .npz, .npy, .safetensors or .pt file, received {self.received(path + ('file',), file)}")
+            raise self.fail(path + ("file",), msg("expected the path of a .npz, .npy, .safetensors or .pt file, received {got}", got=self.received(path + ('file',), file)))
         if key is not None and not isinstance(key, str):
-            raise self.fail(path + ("key",), f"expected the name of a tensor in the file, received {self.received(path + ('key',), key)}")
+            raise self.fail(path + ("key",), msg("expected the name of a tensor in the file, received {got}", got=self.received(path + ('key',), key)))
         transpose = self.boolean(raw.get("transpose", False), path + ("transpose",))
         from tracer.checkpoints import refs
 
@@ -962,7 +960,7 @@ class _Validator:
         try:
             return refs.file_ref(file, key, transpose, name, label, want, f"{self.src.where(path)}: {format_path(path)}")
         except refs.CheckpointError as e:
-            raise SpecError(str(e)) from None
+            raise SpecError(e.message) from None
 
     def file_rows(self, name: str, value: Any) -> int | None:
         """Rows of a table read from a file (a whole-model checkpoint or {file: ...}): None when it is not."""
@@ -977,7 +975,7 @@ class _Validator:
             try:
                 rows = refs.table_rows(file, key, transpose, f"{self.src.where(path)}: {format_path(path)}")
             except refs.CheckpointError as e:
-                raise SpecError(str(e)) from None
+                raise SpecError(e.message) from None
             return rows if rows > 0 else None
         return self.model_source.rows(name)
 
@@ -986,17 +984,17 @@ class _Validator:
         """Check every leaf is a number (an int for token ids); return the value."""
         if isinstance(value, list):
             if not value:
-                raise self.fail(path, "expected numbers, received an empty list")
+                raise self.fail(path, msg("expected numbers, received an empty list"))
             for i, item in enumerate(value):
                 self.nested(item, path + (i,), want_int)
             return value
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            what = "a whole number (token id)" if want_int else "a number"
-            raise self.fail(path, f"expected {what}, received {self.received(path, value)}")
+            what = msg("a whole number (token id)") if want_int else msg("a number")
+            raise self.fail(path, msg("expected {what}, received {got}", what=what, got=self.received(path, value)))
         if want_int and not isinstance(value, int):
-            raise self.fail(path, f"expected a whole number (token id), received {value!r}")
+            raise self.fail(path, msg("expected a whole number (token id), received {value}", value=repr(value)))
         if not want_int and not math.isfinite(value) and not self.allow_nonfinite:
-            raise self.fail(path, f"received {value} (not finite); add allow_nonfinite: true to study NaN and Inf on purpose")
+            raise self.fail(path, msg("received {value} (not finite); add allow_nonfinite: true to study NaN and Inf on purpose", value=value))
         return value
 
     def rect(self, value: Any, path: Path) -> tuple[int, ...]:
@@ -1007,14 +1005,14 @@ class _Validator:
         first = shapes[0]
         for i, s in enumerate(shapes):
             if s != first:
-                raise self.fail(path + (i,), f"ragged: row {i} has shape {_fmt(s)} but row 0 has {_fmt(first)}")
+                raise self.fail(path + (i,), msg("ragged: row {i} has shape {s} but row 0 has {first}", i=i, s=_fmt(s), first=_fmt(first)))
         return (len(value),) + first
 
 
 def _levels(shape: tuple[int, ...]) -> str:
     n = len(shape)
-    return "a single value" if n == 0 else f"{n} level{'s' if n > 1 else ''} of nesting"
+    return msg("a single value") if n == 0 else nmsg("{n} level of nesting", "{n} levels of nesting", n)
 
 
 def _fmt(shape: tuple[int, ...]) -> str:
-    return "a single number" if not shape else "[" + ",".join(str(n) for n in shape) + "]"
+    return msg("a single number") if not shape else "[" + ",".join(str(n) for n in shape) + "]"

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, Union
 
 from tracer.errors import SpecError
+from tracer.messages import msg
 from tracer.spec import Spec, load_spec, load_spec_doc
 from tracer.spec.yamlio import MAX_DEPTH, Path, Source, format_path
 
@@ -33,7 +34,7 @@ def load(spec: SpecLike, *, name: str = DICT_NAME) -> Spec:
     if isinstance(spec, Mapping):
         doc = plain(spec, name)
         return load_spec_doc(doc, Source(name, {}, {}))
-    raise SpecError(f"{name}: expected a spec: a file path, a dict of spec fields or a loaded Spec, received {type(spec).__name__}")
+    raise SpecError(msg("{name}: expected a spec: a file path, a dict of spec fields or a loaded Spec, received {name__}", name=name, name__=type(spec).__name__))
 
 
 def plain(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -44,18 +45,18 @@ def plain(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
 
 def _plain(value: Any, path: Path, name: str, depth: int) -> Any:
     if depth > MAX_DEPTH:
-        raise SpecError(f"{name}: {format_path(path)}: values nest more than {MAX_DEPTH} levels deep")
+        raise SpecError(msg("{name}: {path}: values nest more than {MAX_DEPTH} levels deep", name=name, path=format_path(path), MAX_DEPTH=MAX_DEPTH))
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, Mapping):
         out = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                raise SpecError(f"{name}: {format_path(path)}: keys must be text, received {key!r}")
+                raise SpecError(msg("{name}: {path}: keys must be text, received {key}", name=name, path=format_path(path), key=repr(key)))
             out[key] = _plain(item, path + (key,), name, depth + 1)
         return out
     if isinstance(value, (list, tuple)):
         return [_plain(item, path + (i,), name, depth + 1) for i, item in enumerate(value)]
     if hasattr(value, "tolist"):  # a NumPy array or number (a torch tensor too)
         return _plain(value.tolist(), path, name, depth)
-    raise SpecError(f"{name}: {format_path(path)}: expected a number, text, a list or a mapping, received {type(value).__name__}")
+    raise SpecError(msg("{name}: {path}: expected a number, text, a list or a mapping, received {name__}", name=name, path=format_path(path), name__=type(value).__name__))

@@ -25,6 +25,7 @@ import re
 from typing import Any, NamedTuple
 
 from tracer.errors import UsageError
+from tracer.messages import msg
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.ops import OPS
 from tracer.model.shapes import ITEMSIZE, PY_VALUE_BYTES, shape_label
@@ -57,8 +58,7 @@ def parse_size(text: str, option: str = "--max-memory") -> int | None:
     m = _SIZE_RE.match(text)
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _UNITS:
-        raise UsageError(f"{option} {text!r}: expected a size such as 4GB, 512MB, 2GiB or a number of bytes, or none for no limit "
-                         "(KB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB powers of 1024)")
+        raise UsageError(msg("{option} {text}: expected a size such as 4GB, 512MB, 2GiB or a number of bytes, or none for no limit (KB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB powers of 1024)", option=option, text=repr(text)))
     shown = text if len(text) <= 40 else f"{text[:20]}...{text[-8:]}"
     digits = m.group(1)
     if digits.isdigit() and len(digits) <= 18:  # a whole number: exact as an int (the default 4GB; no decimal import)
@@ -70,10 +70,10 @@ def parse_size(text: str, option: str = "--max-memory") -> int | None:
         number = Decimal(digits)  # exact: a float of 400 digits is inf, and int(inf) an OverflowError
         too_big = number.adjusted() > 30 or number * _UNITS[unit] > MAX_SIZE
     if too_big:
-        raise UsageError(f"{option} {shown!r}: more than any machine has: at most 1 EiB (none turns the limit off)")
+        raise UsageError(msg("{option} {shown}: more than any machine has: at most 1 EiB (none turns the limit off)", option=option, shown=repr(shown)))
     size = int(number * _UNITS[unit])
     if size <= 0:
-        raise UsageError(f"{option} {text!r}: the limit must be more than 0 bytes (none turns it off)")
+        raise UsageError(msg("{option} {text}: the limit must be more than 0 bytes (none turns it off)", option=option, text=repr(text)))
     return size
 
 
@@ -372,8 +372,7 @@ def refuse_over(what: str, parts: dict[str, int], limit: int | None, limit_text:
     total = INTERPRETER_BYTES + sum(parts.values())
     if limit is not None and total > limit:
         detail = ", ".join(f"{k} {format_size(v)}" for k, v in parts.items())
-        raise UsageError(f"{what} needs about {format_size(total)} ({detail}, interpreter {format_size(INTERPRETER_BYTES)}), "
-                         f"over --max-memory {limit_text}; {advice}, or raise --max-memory if this machine has the memory")
+        raise UsageError(msg("{what} needs about {total} ({detail}, interpreter {INTERPRETER_BYTES}), over --max-memory {limit_text}; {advice}, or raise --max-memory if this machine has the memory", what=what, total=format_size(total), detail=detail, INTERPRETER_BYTES=format_size(INTERPRETER_BYTES), limit_text=limit_text, advice=advice))
     return total
 
 
@@ -405,9 +404,7 @@ def check(est: Estimate, limit: int | None, limit_text: str) -> None:
         if est.policy.keep:
             advice.append("keep fewer stages in full with --keep")
     raise UsageError(
-        f"{spec.path}: this run needs about {est.breakdown()}, over --max-memory {limit_text}"
-        f"{'' if format_size(limit).replace(' ', '') == limit_text else f' ({format_size(limit)})'}. Largest: {parts}. "
-        f"To record less: {'; '.join(advice)}; or raise --max-memory if this machine has the memory."
+        msg("{path}: this run needs about {breakdown}, over --max-memory {limit_text}{x}. Largest: {parts}. To record less: {names}; or raise --max-memory if this machine has the memory.", path=spec.path, breakdown=est.breakdown(), limit_text=limit_text, x='' if format_size(limit).replace(' ', '') == limit_text else f' ({format_size(limit)})', parts=parts, names='; '.join(advice))
     )
 
 
@@ -416,7 +413,7 @@ def record_mode(record: str, table: bool) -> str:
     --json, --format csv, --save, --verify or --with-weights) shows each stage's value at (b, t) and the block output
     in full, so only those are kept ("table"); any other output reads every stage ("all")."""
     if record not in RECORD_MODES:
-        raise UsageError(f"--record {record!r}: expected one of {' | '.join(RECORD_MODES)}")
+        raise UsageError(msg("--record {record}: expected one of {names}", record=repr(record), names=' | '.join(RECORD_MODES)))
     if record == "auto":
         return "table" if table else "all"
     return record
@@ -425,7 +422,7 @@ def record_mode(record: str, table: bool) -> str:
 def policy_for(spec: Spec, record: str, keep: list[str] | None, b: int, t: int, show_all: bool = False) -> RecordPolicy:
     """Check --record (a mode record_mode returned) and --keep (and --all) against the spec's stages and build the policy."""
     if record not in POLICY_MODES:
-        raise UsageError(f"--record {record!r}: expected one of {' | '.join(RECORD_MODES)}")
+        raise UsageError(msg("--record {record}: expected one of {names}", record=repr(record), names=' | '.join(RECORD_MODES)))
     names = stage_names(spec)
     for name in keep or []:
         if name not in names:
@@ -433,11 +430,10 @@ def policy_for(spec: Spec, record: str, keep: list[str] | None, b: int, t: int, 
 
             close = difflib.get_close_matches(name, names, n=1)
             hint = f"did you mean {close[0]!r}?" if close else f"this spec's stages: {', '.join(names)}"
-            raise UsageError(f"--keep {name!r}: no such stage; {hint}")
+            raise UsageError(msg("--keep {name}: no such stage; {hint}", name=repr(name), hint=hint))
     policy = RecordPolicy(record, frozenset(keep or ()), b, t)
     if show_all and not any(s.internal and s.how != "skip" for s in plan_stages(spec, policy)) and record == "main":
-        raise UsageError("--all shows the attention internals, which --record main does not keep; "
-                         "use --record all or stats, or name the ones to keep with --keep (e.g. --keep attn.scores)")
+        raise UsageError(msg("--all shows the attention internals, which --record main does not keep; use --record all or stats, or name the ones to keep with --keep (e.g. --keep attn.scores)"))
     return policy
 
 

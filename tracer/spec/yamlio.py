@@ -19,6 +19,8 @@ from typing import Any, NamedTuple
 import yaml
 
 from tracer.errors import SpecError
+from tracer.messages import at, join, message_of, msg
+from tracer.messages import at as at_  # read_text has a local 'at'
 
 Path = tuple[str | int, ...]
 
@@ -93,31 +95,30 @@ def read_text(path: str) -> str:
     try:
         st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
-            raise SpecError(f"{path}: is a directory, expected a YAML spec file")
+            raise SpecError(msg("{path}: is a directory, expected a YAML spec file", path=path))
         if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
-            raise SpecError(f"{path}: is not a regular file (a pipe, socket or device), expected a YAML spec file")
+            raise SpecError(msg("{path}: is not a regular file (a pipe, socket or device), expected a YAML spec file", path=path))
         with open(path, "rb") as fh:
             data = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
-        raise SpecError(f"{path}: no such file") from None
+        raise SpecError(msg("{path}: no such file", path=path)) from None
     except PermissionError:
-        raise SpecError(f"{path}: permission denied") from None
+        raise SpecError(msg("{path}: permission denied", path=path)) from None
     except OSError as e:
-        raise SpecError(f"{path}: cannot read: {e.strerror or e}") from None
+        raise SpecError(msg("{path}: cannot read: {x}", path=path, x=e.strerror or e)) from None
     if len(data) > MAX_FILE_BYTES:
-        raise SpecError(f"{path}: is larger than {MAX_FILE_BYTES // 2**20} MiB, the most a spec may be; "
-                        "draw big weights from the seed instead of writing them out")
+        raise SpecError(msg("{path}: is larger than {x} MiB, the most a spec may be; draw big weights from the seed instead of writing them out", path=path, x=MAX_FILE_BYTES // 2**20))
     if b"\x00" in data:
-        raise SpecError(f"{path}: is a binary file (contains NUL bytes), expected a YAML spec")
+        raise SpecError(msg("{path}: is a binary file (contains NUL bytes), expected a YAML spec", path=path))
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a UTF-8 byte-order mark, as some editors write
     try:
         text = data[bom:].decode("utf-8")
     except UnicodeDecodeError as e:
         at = bom + e.start
         line = data[:at].count(b"\n") + 1
-        raise SpecError(f"{path}:{line}: is not UTF-8 text (byte 0x{data[at]:02x} at offset {at})") from None
+        raise SpecError(at_(f"{path}:{line}", msg("is not UTF-8 text (byte {byte} at offset {offset})", byte=f"0x{data[at]:02x}", offset=at))) from None
     if not text.strip():
-        raise SpecError(f"{path}: is empty, expected a YAML mapping with at least 'dims' and 'input'")
+        raise SpecError(msg("{path}: is empty, expected a YAML mapping with at least 'dims' and 'input'", path=path))
     return text
 
 
@@ -147,7 +148,7 @@ def _load(text: str, filename: str, pure: bool) -> tuple[dict[str, Any], Source]
             return _load(text, filename, pure=True)  # libyaml (PyYAML >= 6.0.4) stopped it in its own words: our composer names the level
         raise SpecError(_slip_message(text, e, filename) or _syntax_message(e, filename)) from None
     except yaml.YAMLError as e:
-        raise SpecError(f"{filename}: YAML error: {' '.join(str(e).split())}") from None
+        raise SpecError(msg("{filename}: YAML error: {names}", filename=filename, names=' '.join(str(e).split()))) from None
     finally:
         parser.dispose()
 
@@ -226,17 +227,17 @@ class _Composer:
         p, name = self.parser, self.src.filename
         p.get_event()  # stream start
         if p.check_event(yaml.StreamEndEvent):
-            raise SpecError(f"{name}: is empty, expected a YAML mapping with at least 'dims' and 'input'")
+            raise SpecError(msg("{name}: is empty, expected a YAML mapping with at least 'dims' and 'input'", name=name))
         p.get_event()  # document start
         value = self.node()
         p.get_event()  # document end
         if not p.check_event(yaml.StreamEndEvent):
             m = p.peek_event().start_mark
-            raise SpecError(f"{self.where(m)}: a second YAML document ('---'); a spec is one document")
+            raise SpecError(msg("{m}: a second YAML document ('---'); a spec is one document", m=self.where(m)))
         if not isinstance(value, dict):
-            kind = "a list" if isinstance(value, list) else ("empty" if value is None else "a single value")
+            kind = msg("a list") if isinstance(value, list) else (msg("empty") if value is None else msg("a single value"))
             m = self.src.marks.get((), Mark(1, 1))
-            raise SpecError(f"{name}:{m.line}:{m.col}: the document is {kind}; a spec must be a mapping of keys such as dims, block, weights")
+            raise SpecError(at(f"{name}:{m.line}:{m.col}", msg("the document is {kind}; a spec must be a mapping of keys such as dims, block, weights", kind=kind)))
         return value, self.src
 
     def node(self) -> Any:
@@ -266,14 +267,14 @@ class _Composer:
                     try:
                         value = self.scalar(ev)
                     except ValueError as e:
-                        raise SpecError(f"{self.where(m)}: {format_path(path)}: {e}") from None
+                        raise SpecError(at(self.where(m), at(format_path(path), message_of(e)))) from None
                     self.add(1, m)
                     if ev.anchor is not None:
                         self.anchors[ev.anchor] = (value, 1)
                 else:
                     self.check_tag(ev, path)
                     if len(stack) >= MAX_DEPTH:
-                        raise SpecError(f"{self.where(m)}: {format_path(path)}: {_too_deep()}")
+                        raise SpecError(at(self.where(m), at(format_path(path), _too_deep())))
                     self.add(1, m)
                     is_map = isinstance(ev, yaml.MappingStartEvent)
                     stack.append(_Frame({} if is_map else [], path, ev.anchor, self.count, is_map, bool(ev.flow_style)))
@@ -300,16 +301,15 @@ class _Composer:
         m = ev.start_mark
         plain_key = isinstance(ev, yaml.ScalarEvent) and ev.tag is None and ev.anchor is None
         if plain_key and self.resolve(ev) == _TAG + "merge":
-            raise SpecError(f"{self.where(m)}: {format_path(top.path)}: keys must be plain names (merge keys '<<' are not supported)")
+            raise SpecError(msg("{m}: {path}: keys must be plain names (merge keys '<<' are not supported)", m=self.where(m), path=format_path(top.path)))
         if not plain_key:
-            raise SpecError(f"{self.where(m)}: {format_path(top.path)}: keys must be plain names "
-                            "(not lists, mappings, anchors or aliases)")
+            raise SpecError(msg("{m}: {path}: keys must be plain names (not lists, mappings, anchors or aliases)", m=self.where(m), path=format_path(top.path)))
         key = ev.value
         self.check_slip(ev, top.path + (key,), top.flow, True)
         if key in top.value:
             first = self.src.key_marks.get(top.path + (key,))
-            again = f" (first given at line {first.line})" if first else ""
-            raise SpecError(f"{self.where(m)}: {format_path(top.path + (key,))}: duplicate key{again}")
+            again = msg("duplicate key (first given at line {n})", n=first.line) if first else msg("duplicate key")
+            raise SpecError(at(self.where(m), at(format_path(top.path + (key,)), again)))
         self.src.key_marks[top.path + (key,)] = Mark(m.line + 1, m.column + 1)
         self.add(1, m)
         top.key = key
@@ -350,13 +350,11 @@ class _Composer:
 
     def check_tag(self, ev: Any, path: Path) -> None:
         if ev.tag is not None:  # no tag is needed in a spec: !!python/object and friends are never constructed
-            raise SpecError(f"{self.where(ev.start_mark)}: {format_path(path)}: the tag {ev.tag!r} is not allowed; "
-                            "tracer reads plain YAML only (quote a value to make it text)")
+            raise SpecError(msg("{start_mark}: {path}: the tag {tag} is not allowed; tracer reads plain YAML only (quote a value to make it text)", start_mark=self.where(ev.start_mark), path=format_path(path), tag=repr(ev.tag)))
 
     def alias(self, ev: Any, path: Path) -> Any:
         if ev.anchor not in self.anchors:
-            raise SpecError(f"{self.where(ev.start_mark)}: {format_path(path)}: the alias *{ev.anchor} refers to no complete "
-                            "anchor before it (an anchor cannot be used inside its own value)")
+            raise SpecError(msg("{start_mark}: {path}: the alias *{anchor} refers to no complete anchor before it (an anchor cannot be used inside its own value)", start_mark=self.where(ev.start_mark), path=format_path(path), anchor=ev.anchor))
         value, size = self.anchors[ev.anchor]
         self.aliased = True
         self.add(size, ev.start_mark)
@@ -365,9 +363,10 @@ class _Composer:
     def add(self, n: int, mark: Any) -> None:
         self.count += n
         if self.count > MAX_EXPANDED_NODES:
-            how = ("once its aliases are expanded; anchors and aliases that multiply like this are refused" if self.aliased
-                   else "; a spec this large cannot be traced here (draw big weights from the seed instead)")
-            raise SpecError(f"{self.where(mark)}: the document has more than {MAX_EXPANDED_NODES:,} values {how}")
+            if self.aliased:
+                raise SpecError(at(self.where(mark), join([msg("the document has more than {n} values once its aliases are expanded", n=f"{MAX_EXPANDED_NODES:,}"),
+                                                           msg("anchors and aliases that multiply like this are refused")])))
+            raise SpecError(at(self.where(mark), msg("the document has more than {n} values ; a spec this large cannot be traced here (draw big weights from the seed instead)", n=f"{MAX_EXPANDED_NODES:,}")))
 
 
 def _integer(text: str, base: int) -> int:
@@ -378,17 +377,15 @@ def _integer(text: str, base: int) -> int:
     digits = text.lstrip("+-")
     bits_per_digit = {2: 1, 8: 3, 10: math.log2(10), 16: 4}[base]
     if (len(digits.lstrip("0")) - 1) * bits_per_digit >= 1024:
-        raise ValueError(f"expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), "
-                         f"received an integer of {len(digits.lstrip('0'))} digits")
+        raise ValueError(msg("expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), received an integer of {n} digits", n=len(digits.lstrip('0'))))
     try:
         value = int(text, base)
     except ValueError:
-        raise ValueError(f"cannot read {abbreviate(text)!r} as an integer") from None
+        raise ValueError(msg("cannot read {text} as an integer", text=repr(abbreviate(text)))) from None
     try:
         float(value)  # rounds to the nearest float64: at 2**1024 - 2**970 and beyond, that is infinity
     except OverflowError:
-        raise ValueError(f"expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), "
-                         f"received {abbreviate(text)}") from None
+        raise ValueError(msg("expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), received {text}", text=abbreviate(text))) from None
     return value
 
 
@@ -402,7 +399,7 @@ def abbreviate(text: str, most: int = 40) -> str:
 def _scalar(tag: str, text: str, plain: bool) -> Any:
     """The value of a scalar YAML resolved to ``tag``; ValueError with a short fact if there is none."""
     if not tag.startswith(_TAG) or tag[len(_TAG):] not in {"str", "int", "float", "bool", "null"}:
-        raise ValueError(f"the tag {tag!r} is not allowed; tracer reads plain YAML only")
+        raise ValueError(msg("the tag {tag} is not allowed; tracer reads plain YAML only", tag=repr(tag)))
     kind = tag[len(_TAG):]
     if kind == "str":
         if plain and _FLOAT_RE.match(text) and any(ch.isdigit() for ch in text):
@@ -419,7 +416,7 @@ def _scalar(tag: str, text: str, plain: bool) -> Any:
         base = {"0x": 16, "0b": 2, "0o": 8}.get(t[:2], 10)
         digits = t[2:] if base != 10 else t
         if ":" in t or not digits:
-            raise ValueError(f"cannot read {text!r} as an integer")
+            raise ValueError(msg("cannot read {text} as an integer", text=repr(text)))
         return sign * _integer(digits, base)
     # float
     t = text.lower().replace("_", "")
@@ -432,4 +429,4 @@ def _scalar(tag: str, text: str, plain: bool) -> Any:
     try:
         return float(t)
     except ValueError:
-        raise ValueError(f"cannot read {text!r} as a number") from None
+        raise ValueError(msg("cannot read {text} as a number", text=repr(text))) from None
