@@ -14,8 +14,9 @@ built member by member with zipfile: np.savez takes the names as keyword argumen
 
 from __future__ import annotations
 
+import contextlib
 import zipfile
-from typing import BinaryIO
+from typing import IO, BinaryIO
 
 import numpy as np
 
@@ -53,15 +54,23 @@ def write_npz(fh: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
                 with signals_held():
                     member = zf.open(f"{name}.npy", "w", force_zip64=True)
                 np.lib.format.write_array(member, np.asanyarray(array), allow_pickle=False)
-            finally:
-                if member is not None:
-                    with signals_held():
-                        member.close()
-        zf.comment = outputs.npz_mark(zf.infolist())
-    finally:
-        if zf is not None:
+            except BaseException:
+                _close_quietly(member)  # a member cut short mid-write may fail to close: that must not hide why it stopped
+                raise
             with signals_held():
-                zf.close()
+                member.close()
+        zf.comment = outputs.npz_mark(zf.infolist())
+    except BaseException:
+        _close_quietly(zf)  # the archive is write_atomic's temporary, removed on the way out
+        raise
+    with signals_held():
+        zf.close()
+
+
+def _close_quietly(handle: zipfile.ZipFile | IO[bytes] | None) -> None:
+    if handle is not None:
+        with signals_held(), contextlib.suppress(Exception):
+            handle.close()
 
 
 def save(trace: Recording, path: str, weights: dict[str, np.ndarray] | None = None, force: bool = False) -> None:
