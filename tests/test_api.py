@@ -13,7 +13,7 @@ import npblock
 import numpy as np
 import pytest
 import student_block
-from conftest import EXAMPLES, REPO, SPECS, run_cli
+from conftest import EXAMPLES, REPO, SPECS, run_app
 from rich.console import Console
 
 import tracer
@@ -81,7 +81,7 @@ def test_errors_raise_and_do_not_exit(tmp_path):
     with pytest.raises(tracer.SpecError) as from_file:
         tracer.trace(str(tmp_path / "bad.yaml"))
     assert str(from_file.value).endswith(": dims.H: expected a whole number, received text 'two'")  # the same words
-    r = run_cli("run", str(tmp_path / "bad.yaml"))
+    r = run_app("run", str(tmp_path / "bad.yaml"))
     assert r.stderr.strip() == f"tracer: error: {from_file.value}"  # the CLI's message, word for word
     for call in (lambda: tracer.trace("no/such.yaml"), lambda: tracer.trace(PRE, pos=7), lambda: tracer.trace(PRE, record="some"),
                  lambda: tracer.diff(PRE, PRE, atol=-1), lambda: tracer.trace(PRE)["nrom1"], lambda: tracer.load(42)):  # type: ignore[arg-type]
@@ -129,13 +129,13 @@ def test_violations_are_kept_not_raised():
 
 
 def test_to_json_is_the_cli_json():
-    assert tracer.trace(PRE).to_json() == run_cli("run", PRE, "--json").stdout
-    assert tracer.trace(PRE).to_json(show_all=True, with_weights=True) == run_cli("run", PRE, "--json", "--all", "--with-weights").stdout
+    assert tracer.trace(PRE).to_json() == run_app("run", PRE, "--json").stdout
+    assert tracer.trace(PRE).to_json(show_all=True, with_weights=True) == run_app("run", PRE, "--json", "--all", "--with-weights").stdout
 
 
 def test_save_writes_the_cli_archive(tmp_path):
     tracer.trace(PRE).save(str(tmp_path / "api.npz"))
-    assert run_cli("run", PRE, "--save", str(tmp_path / "cli.npz")).returncode == 0
+    assert run_app("run", PRE, "--save", str(tmp_path / "cli.npz")).returncode == 0
     with np.load(tmp_path / "api.npz") as a, np.load(tmp_path / "cli.npz") as b:
         assert a.files == b.files
         for k in a.files:
@@ -148,7 +148,7 @@ def test_save_writes_the_cli_archive(tmp_path):
 
 def test_the_notebook_shows_the_terminals_table():
     t = tracer.trace(PRE)
-    cli = run_cli("run", PRE).stdout
+    cli = run_app("run", PRE).stdout
     assert lines(display.text(t.table())) == lines(cli)
     html = t._repr_html_()
     assert html.startswith("<pre") and "Example 17.2, pre-norm" in html and "1.476742" in html
@@ -159,7 +159,7 @@ def test_the_notebook_shows_the_terminals_table():
 
 def test_attention_returns_the_heatmap_view():
     view = tracer.trace(PRE).attention()
-    assert lines(display.text(view)) == lines(run_cli("run", PRE, "--attention").stdout)
+    assert lines(display.text(view)) == lines(run_app("run", PRE, "--attention").stdout)
     with pytest.raises(tracer.UsageError):
         tracer.trace(PRE).attention("nope")
 
@@ -171,8 +171,8 @@ def test_diff_any_two_sides():
     assert tracer.diff(t, PRE).exit_code == 0 and tracer.diff(PRE_DICT, t).same
     d = tracer.diff(PRE, str(SPECS / "ch17-postnorm.yaml"))
     assert d.exit_code == 1 and d.first_divergence is not None and d.first_divergence.stage == "norm1"
-    assert d.to_json() == run_cli("diff", PRE, str(SPECS / "ch17-postnorm.yaml"), "--json").stdout
-    assert lines(display.text(d.table())) == lines(run_cli("diff", PRE, str(SPECS / "ch17-postnorm.yaml")).stdout)
+    assert d.to_json() == run_app("diff", PRE, str(SPECS / "ch17-postnorm.yaml"), "--json").stdout
+    assert lines(display.text(d.table())) == lines(run_app("diff", PRE, str(SPECS / "ch17-postnorm.yaml")).stdout)
     assert "<pre" in d._repr_html_()
 
 
@@ -199,7 +199,7 @@ def test_recorder_writes_an_archive_tracer_diff_reads(tmp_path):
     with np.load(path) as z:
         assert z.files == list(arrays)
         np.testing.assert_array_equal(z["norm1"], arrays["norm1"])
-    assert run_cli("diff", PRE, str(path)).returncode == 0
+    assert run_app("diff", PRE, str(path)).returncode == 0
     assert sorted(os.listdir(tmp_path)) == ["mine.npz"]  # no temporary file left
 
 

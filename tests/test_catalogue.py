@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLES, REPO, SPECS, run_cli
+from conftest import EXAMPLES, REPO, SPECS, run_app, run_cli
 
 from tracer.engine import executor
 from tracer.model import catalogue
@@ -75,14 +75,14 @@ def test_stages_command_json_lists_every_kind_of_name():
 
 
 def test_stages_command_table_and_one_name():
-    r = run_cli("stages")
+    r = run_app("stages")
     assert r.returncode == 0
     for section in catalogue.SECTIONS:
         assert section in r.stdout
     assert "E[token id]" in r.stdout  # brackets are text, not rich markup
-    one = run_cli("stages", "blocks.1.norm2", "--format", "markdown")
+    one = run_app("stages", "blocks.1.norm2", "--format", "markdown")
     assert one.returncode == 0
     assert "| `norm2` | second normalisation, N_2 = LN_2(R) |" in one.stdout
-    bad = run_cli("stages", "atention")
+    bad = run_app("stages", "atention")
     assert bad.returncode == 2
     assert "no stage is called 'atention'; did you mean 'attention'" in bad.stderr

@@ -1,4 +1,6 @@
-"""`tracer run` through the installed entry point: the table, options, exit codes, piped output."""
+"""`tracer run` through the installed entry point: the table, options, exit codes, piped output.
+
+Where a test only reads the table an option draws, it runs the same app in this process (run_app)."""
 
 import json
 import math
@@ -8,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, SPECS, run_cli, run_on_tty, write_spec
+from conftest import REPO, SPECS, run_app, run_cli, run_on_tty, write_spec
 
 PRE = "specs/ch17-prenorm.yaml"
 POST = "specs/ch17-postnorm.yaml"
@@ -40,8 +42,8 @@ def rows(stdout):
     return out
 
 
-def ok(*args, **kw):
-    r = run_cli(*args, **kw)
+def ok(*args, run=run_cli, **kw):
+    r = run(*args, **kw)
     assert r.returncode == 0, (r.returncode, r.stderr)
     assert r.stderr == ""
     assert not ANSI.search(r.stdout)  # piped: no colour or style codes
@@ -80,30 +82,30 @@ def test_post_norm_table(tmp_path):
 
 # -- options -----------------------------------------------------------------------------------
 def test_pos_selects_the_position():
-    out = ok("run", PRE, "--pos", "2").stdout
+    out = ok("run", PRE, "--pos", "2", run=run_app).stdout
     assert "value at b=0, t=2" in out
     assert rows(out)["output"][2] == BOOK_Y[2]
     assert rows(out)["x"][2] == "[2.000000, 1.000000]"  # E[2] + P[2] = [1,1] + [1,0]
-    assert rows(ok("run", PRE, "-t", "1").stdout)["output"][2] == BOOK_Y[1]
+    assert rows(ok("run", PRE, "-t", "1", run=run_app).stdout)["output"][2] == BOOK_Y[1]
 
 
 def test_batch_selects_the_sample(tmp_path):
     write_spec(tmp_path, "dims: {C: 2, H: 1, F: 2}\ninput:\n  x: [[[1, 2], [3, 4]], [[5, 6.5], [7, 8]]]\nseed: 0\n")
-    out = ok("run", "spec.yaml", "--batch", "1", "--pos", "1", cwd=tmp_path).stdout
+    out = ok("run", "spec.yaml", "--batch", "1", "--pos", "1", cwd=tmp_path, run=run_app).stdout
     assert "value at b=1, t=1" in out
     assert rows(out)["input"][2] == "[7.000000, 8.000000]"
-    assert rows(ok("run", "spec.yaml", "-b", "1", cwd=tmp_path).stdout)["x"][2] == "[5.000000, 6.500000]"
+    assert rows(ok("run", "spec.yaml", "-b", "1", cwd=tmp_path, run=run_app).stdout)["x"][2] == "[5.000000, 6.500000]"
     assert "output for sample b=1" in out
 
 
 def test_precision_formats_values():
     a = 0.5 / math.sqrt(0.25001)
-    out3 = ok("run", PRE, "--precision", "3").stdout
+    out3 = ok("run", PRE, "--precision", "3", run=run_app).stdout
     assert rows(out3)["norm1"][2] == "[1.000, -1.000]"
     assert "  t=1: [1.000, 1.477]" in out3
-    out0 = ok("run", PRE, "-p", "0").stdout
+    out0 = ok("run", PRE, "-p", "0", run=run_app).stdout
     assert rows(out0)["output"][2] == "[2, 3]"
-    out17 = ok("run", PRE, "--precision", "17").stdout
+    out17 = ok("run", PRE, "--precision", "17", run=run_app).stdout
     assert rows(out17)["norm1"][2] == f"[{a:.17f}, {-a:.17f}]"
 
 
@@ -113,8 +115,8 @@ def test_negative_zero_prints_as_zero(pre_table):
 
 
 def test_all_adds_attention_internals():
-    plain = rows(ok("run", PRE).stdout)
-    full = rows(ok("run", PRE, "--all").stdout)
+    plain = rows(ok("run", PRE, run=run_app).stdout)
+    full = rows(ok("run", PRE, "--all", run=run_app).stdout)
     internals = ["attn.q", "attn.k", "attn.v", "attn.scores", "attn.weights", "attn.heads"]
     assert not set(internals) & set(plain)
     names = list(full)
@@ -131,8 +133,8 @@ WIDE = "dims: {T: 9, C: 16, H: 4, F: 64}\ninput: {x: random}\nseed: 4\n"
 
 def test_long_vectors_are_elided(tmp_path):
     write_spec(tmp_path, WIDE)
-    out = ok("run", "spec.yaml", cwd=tmp_path).stdout
-    doc = json.loads(ok("run", "spec.yaml", "--json", cwd=tmp_path).stdout)
+    out = ok("run", "spec.yaml", cwd=tmp_path, run=run_app).stdout
+    doc = json.loads(ok("run", "spec.yaml", "--json", cwd=tmp_path, run=run_app).stdout)
     stages = {s["name"]: s["values"] for s in doc["stages"]}
     r = rows(out)
     for name, n in (("x", 16), ("norm1", 16), ("hidden", 64), ("output", 16)):
@@ -149,7 +151,7 @@ def test_long_vectors_are_elided(tmp_path):
 
 def test_vectors_of_eight_are_not_elided(tmp_path):
     write_spec(tmp_path, "dims: {T: 2, C: 8, H: 2, F: 8}\ninput: {x: random}\nseed: 1\n")
-    out = ok("run", "spec.yaml", cwd=tmp_path).stdout
+    out = ok("run", "spec.yaml", cwd=tmp_path, run=run_app).stdout
     assert "values]" not in out
     assert rows(out)["x"][2].count(",") == 7
 
@@ -177,7 +179,7 @@ def test_verify_prints_differences():
 def test_verify_too_big_without_mask_is_skipped_with_reason(tmp_path):
     # ~21 million scalar operations for a full run: over the 20 million budget
     write_spec(tmp_path, "dims: {T: 2, C: 512, H: 8, F: 9216}\nblock: {mask: none}\ninput: {x: random}\nseed: 1\n")
-    out = ok("run", "spec.yaml", "--verify", "--verify-budget", "20000000", cwd=tmp_path).stdout
+    out = ok("run", "spec.yaml", "--verify", "--verify-budget", "20000000", cwd=tmp_path, run=run_app).stdout
     assert re.search(r"verify: skipped: a full reference run takes ~2\d,\d{3},\d{3} scalar operations \(budget 20,000,000\)", out)
     assert "without a causal mask" in out
     assert rows(out)["output"][-1] == "not checked"
@@ -185,7 +187,7 @@ def test_verify_too_big_without_mask_is_skipped_with_reason(tmp_path):
 
 def test_verify_too_big_under_causal_mask_checks_a_prefix(tmp_path):
     write_spec(tmp_path, "dims: {T: 2, C: 512, H: 8, F: 9216}\nblock: {mask: causal}\ninput: {x: random}\nseed: 1\n")
-    doc = json.loads(ok("run", "spec.yaml", "--verify", "--verify-budget", "20000000", "--json", cwd=tmp_path).stdout)
+    doc = json.loads(ok("run", "spec.yaml", "--verify", "--verify-budget", "20000000", "--json", cwd=tmp_path, run=run_app).stdout)
     v = doc["verify"]
     assert v["full"] is False and v["samples"] == [0] and v["positions"] == [0]
     assert "positions 0..0 of sample 0 are exact on their own" in v["note"]
@@ -212,7 +214,7 @@ def test_exit_codes_0_1_2(tmp_path):
     (["--precision", "-1"], "--precision -1 is out of range: give 0 to 17"),
 ])
 def test_out_of_range_options(args, message):
-    r = run_cli("run", PRE, *args)
+    r = run_app("run", PRE, *args)
     assert r.returncode == 2
     assert r.stdout == ""
     assert r.stderr == f"tracer: error: {message}\n"
@@ -246,16 +248,16 @@ def test_python_dash_m_tracer_works():
 def test_nonfinite_values_are_shown(tmp_path):
     # rich must not read "[nan, 1.000000]" as markup: the value cell shows it as written
     write_spec(tmp_path, "dims: {C: 2, H: 2, F: 3}\ninput: {x: [[.nan, 1], [.inf, -.inf]]}\nseed: 0\nallow_nonfinite: true\n")
-    r = run_cli("run", "spec.yaml", "--pos", "1", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", "--pos", "1", cwd=tmp_path)
     assert r.returncode in (0, 1) and "Traceback" not in r.stderr
     assert rows(r.stdout)["input"][2] == "[inf, -inf]"
-    r = run_cli("run", "spec.yaml", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", cwd=tmp_path)
     assert rows(r.stdout)["input"][2] == "[nan, 1.000000]"
 
 
 def test_spec_name_with_brackets_is_printed_as_written(tmp_path):
     write_spec(tmp_path, (SPECS / "ch17-prenorm.yaml").read_text().replace('name: "Example 17.2, pre-norm"', 'name: "demo [/] [bold]x[/bold]"'))
-    r = ok("run", "spec.yaml", cwd=tmp_path)
+    r = ok("run", "spec.yaml", cwd=tmp_path, run=run_app)
     assert r.stdout.splitlines()[0] == "demo [/] [bold]x[/bold]"
 
 

@@ -96,7 +96,7 @@ def test_where_and_both_values_are_named(tmp_path):
 # -- the correct block, the file kinds, names and shapes ---------------------------------------
 
 def test_a_correct_block_diffs_with_exit_0_and_says_what_was_not_recorded(tmp_path):
-    r = run_cli("diff", PRE, save(tmp_path, main_stages()))
+    r = run_app("diff", PRE, save(tmp_path, main_stages()))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "same: all 8 recorded stages agree" in r.stdout and "2 stages not recorded" in r.stdout
     assert "without the batch axis: read with B = 1" in r.stdout  # the student's arrays are [T,C]
@@ -105,7 +105,7 @@ def test_a_correct_block_diffs_with_exit_0_and_says_what_was_not_recorded(tmp_pa
 def test_json_object_of_nested_lists(tmp_path):
     path = tmp_path / "mine.json"
     path.write_text(json.dumps({k: v.tolist() for k, v in main_stages(["no_w_o"]).items()}), encoding="utf-8")
-    r = run_cli("diff", PRE, str(path), "--json")
+    r = run_app("diff", PRE, str(path), "--json")
     assert r.returncode == 1
     doc = json.loads(r.stdout)
     assert doc["first_diverging"] == "attention" and "W_O" in doc["hint"]
@@ -114,11 +114,11 @@ def test_json_object_of_nested_lists(tmp_path):
 
 def test_tracers_own_save_archive_on_either_side(tmp_path):
     archive = tmp_path / "saved.npz"
-    assert run_cli("run", PRE, "--save", str(archive)).returncode == 0
-    assert run_cli("diff", PRE, str(archive)).returncode == 0
-    assert run_cli("diff", str(archive), PRE).returncode == 0
+    assert run_app("run", PRE, "--save", str(archive)).returncode == 0
+    assert run_app("diff", PRE, str(archive)).returncode == 0
+    assert run_app("diff", str(archive), PRE).returncode == 0
     mine = save(tmp_path, main_stages(["ddof"]))
-    r = run_cli("diff", str(archive), mine)  # two files of arrays: axis letters from the stage catalogue
+    r = run_app("diff", str(archive), mine)  # two files of arrays: axis letters from the stage catalogue
     assert r.returncode == 1 and "first diverging stage: norm1" in r.stdout
 
 
@@ -134,7 +134,7 @@ def test_map_options_and_map_file(tmp_path):
     assert r.arrays.renamed == {"norm1": "ln_1"} and r.arrays.unmatched == ["mystery"]
     names = tmp_path / "names.yaml"
     names.write_text("ln_1: norm1\n", encoding="utf-8")
-    assert run_cli("diff", PRE, path, "--map", str(names)).returncode == 0
+    assert run_app("diff", PRE, path, "--map", str(names)).returncode == 0
 
 
 @pytest.mark.parametrize("option, fragments", [
@@ -157,7 +157,7 @@ def test_two_arrays_mapped_to_one_stage_is_exit_2(tmp_path):
 def test_other_shapes_are_a_difference_with_axis_letters_not_a_crash(tmp_path):
     arrays = main_stages()
     arrays["norm1"] = arrays["norm1"].T  # [C,T]
-    r = run_cli("diff", PRE, save(tmp_path, arrays))
+    r = run_app("diff", PRE, save(tmp_path, arrays))
     assert r.returncode == 1 and "Traceback" not in r.stderr
     assert "first diverging stage: norm1 (shapes differ" in r.stdout
     assert "[C,T] = [2,3]" in r.stdout and "[B,T,C] = [1,3,2]" in r.stdout

@@ -8,7 +8,7 @@ from __future__ import annotations
 import independent as ind
 import numpy as np
 import pytest
-from conftest import SPECS, run_cli, write_spec
+from conftest import SPECS, run_app, run_cli, write_spec
 from tracing import check_against_independent, trace_text
 
 from tracer.engine.params import load_params
@@ -200,11 +200,11 @@ def test_table_shows_both_stacks_and_the_cross_attention_weights():
 ])
 def test_input_errors(tmp_path, inputs, message):
     text = f"model: encoder-decoder\nvocab: [<s>, 今天, today, is]\ndims: {{C: 4, H: 2, F: 8}}\nseed: 0\ninput: {inputs}\n"
-    r = run_cli("run", str(write_spec(tmp_path, text)))
+    r = run_app("run", str(write_spec(tmp_path, text)))
     assert r.returncode == 2 and message in r.stderr and "Traceback" not in r.stderr
 
 
 def test_encoder_decoder_sections_are_checked(tmp_path):
     text = "model: encoder-decoder\ndims: {C: 4, H: 2, F: 8}\nseed: 0\nblock: {layers: 2}\ninput: {source: [1], target: [2]}\n"
-    r = run_cli("run", str(write_spec(tmp_path, text)))
+    r = run_app("run", str(write_spec(tmp_path, text)))
     assert r.returncode == 2 and "'encoder' and 'decoder' sections instead of 'block'" in r.stderr

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import SPECS, load_text, run_cli, write_spec
+from conftest import SPECS, load_text, run_app, run_cli, write_spec
 
 from tracer.engine import executor
 from tracer.views import tables as render
@@ -24,7 +24,7 @@ def strict_loads(text):
 
 
 def run_json(*args, **kw):
-    r = run_cli("run", *args, "--json", **kw)
+    r = run_app("run", *args, "--json", **kw)
     assert r.stderr == "", r.stderr
     doc = strict_loads(r.stdout)  # the whole of stdout is one JSON object...
     assert isinstance(doc, dict)
@@ -116,7 +116,7 @@ def test_violation_document(tmp_path):
 
 def test_nonfinite_values_are_strings(tmp_path):
     write_spec(tmp_path, "dims: {C: 2, H: 2, F: 3}\ninput: {x: [[.nan, 1], [.inf, -.inf]]}\nseed: 0\nallow_nonfinite: true\n")
-    r = run_cli("run", "spec.yaml", "--json", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", "--json", cwd=tmp_path)
     assert r.returncode in (0, 1) and "Traceback" not in r.stderr
     doc = strict_loads(r.stdout)
     stage = {s["name"]: s for s in doc["stages"]}
@@ -141,7 +141,7 @@ def test_unicode_names_are_written_as_utf8(tmp_path):
 
 def test_errors_leave_stdout_empty(tmp_path):
     write_spec(tmp_path, "dims: {C: 3, H: 2, F: 3}\ninput: {tokens: [0]}\nseed: 0\n")
-    r = run_cli("run", "spec.yaml", "--json", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", "--json", cwd=tmp_path)
     assert r.returncode == 2 and r.stdout == "" and "dims.H: H = 2 must divide C = 3" in r.stderr
 
 

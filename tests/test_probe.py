@@ -35,7 +35,7 @@ def props(doc: dict) -> dict[str, dict]:
 
 def test_probe_catches_the_layer_norm_over_positions_leak(tmp_path):
     write_spec(tmp_path, LEAK % {"mask": "causal", "axis": "T"})
-    r = run_cli("probe", "spec.yaml", "--json", cwd=tmp_path)
+    r = run_app("probe", "spec.yaml", "--json", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)
     assert doc["ok"] is False
@@ -210,6 +210,6 @@ def test_a_nan_in_one_run_only_is_a_change():
 
 def test_no_numpy_warning_reaches_stderr(tmp_path):
     spec = write_spec(tmp_path, NAN_ROW % (".nan", ".nan"))
-    r = run_cli("probe", str(spec))
+    r = run_app("probe", str(spec))
     assert r.returncode == 2
     assert "Warning" not in r.stderr and "All-NaN" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

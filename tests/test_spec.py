@@ -243,14 +243,14 @@ def test_eps_parses_as_a_number(text, value):
 def test_eps_in_e_notation_through_the_cli(tmp_path):
     for text, value in (("1e-5", 1e-5), ("1E-5", 1e-5), ("5e-6", 5e-6)):
         write_spec(tmp_path, CH17.replace("eps: 1e-5", f"eps: {text}"))
-        r = run_cli("run", "spec.yaml", "--json", cwd=tmp_path)
+        r = run_app("run", "spec.yaml", "--json", cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         assert json.loads(r.stdout)["block"]["eps"] == value
 
 
 def test_broadcastable_beta_runs_and_is_a_violation(tmp_path):
     write_spec(tmp_path, CH17.replace("norm1: {gamma: ones, beta: zeros}", "norm1: {gamma: ones, beta: [0]}"))
-    r = run_cli("run", "spec.yaml", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     assert "broadcast violation at stage norm1" in r.stdout
     assert "beta has shape [1] where [C] = [2] is due" in r.stdout

@@ -26,7 +26,7 @@ def test_all_valid_exit_0() -> None:
 def test_one_invalid_makes_it_2_and_each_spec_has_its_line(tmp_path: Path) -> None:
     good = write_spec(tmp_path, GOOD, "good.yaml")
     bad = write_spec(tmp_path, GOOD.replace("H: 2", "H: yes"), "bad.yaml")
-    r = run_cli("validate", str(good), str(bad), str(tmp_path / "missing.yaml"), str(good))
+    r = run_app("validate", str(good), str(bad), str(tmp_path / "missing.yaml"), str(good))
     assert r.returncode == 2
     lines = r.stdout.splitlines()
     assert len(lines) == 4 and "Traceback" not in r.stderr
@@ -37,12 +37,12 @@ def test_one_invalid_makes_it_2_and_each_spec_has_its_line(tmp_path: Path) -> No
 
 def test_a_spec_run_would_refuse_for_memory_is_invalid(tmp_path: Path) -> None:
     big = write_spec(tmp_path, "dims: {T: 50000, C: 64, H: 4, F: 256}\ninput: {x: random}\nseed: 0\n")
-    r = run_cli("validate", str(big), "--record", "all")  # attn.scores and attn.weights: 80 GB each
+    r = run_app("validate", str(big), "--record", "all")  # attn.scores and attn.weights: 80 GB each
     assert r.returncode == 2 and r.stdout.startswith(f"{big}: this run needs about") and "over --max-memory 4GB" in r.stdout
     assert len(r.stdout.splitlines()) == 1
-    assert run_cli("validate", str(big), "--record", "all", "--max-memory", "1TB").returncode == 0
+    assert run_app("validate", str(big), "--record", "all", "--max-memory", "1TB").returncode == 0
     # the plain table (--record auto, the default) never makes a [B,H,T,T] array: it fits
-    ok = run_cli("validate", str(big))
+    ok = run_app("validate", str(big))
     assert ok.returncode == 0 and ok.stdout.startswith(f"{big}: ok, needs about") and "(--record auto)" in ok.stdout
 
 

@@ -10,7 +10,7 @@ import math
 import independent as ind
 import numpy as np
 import pytest
-from conftest import SPECS, run_cli, write_spec
+from conftest import SPECS, run_app, write_spec
 from tracing import check_against_independent, flow, independent_stages, trace_text
 
 from tracer.engine.params import load_params
@@ -53,7 +53,7 @@ def test_rmsnorm_by_hand():
 
 def test_rmsnorm_group_has_no_beta(tmp_path):
     p = write_spec(tmp_path, layer_spec("norm: rmsnorm", some_x(0), "{norm1: {gamma: ones, beta: zeros}}"))
-    r = run_cli("run", str(p))
+    r = run_app("run", str(p))
     assert r.returncode == 2 and "weights.norm1.beta: unknown key 'beta'" in r.stderr
 
 
@@ -101,7 +101,7 @@ def test_swiglu_draws_w3_and_relu_has_none(tmp_path):
     assert p["ffn.w3"].shape == (8, 12) and not np.array_equal(p["ffn.w3"], p["ffn.w1"])
     assert np.array_equal(p["ffn.b3"], np.zeros(12))
     path = write_spec(tmp_path, layer_spec("activation: relu", some_x(0), "{ffn: {w3: zeros}}"))
-    r = run_cli("run", str(path))
+    r = run_app("run", str(path))
     assert r.returncode == 2 and "weights.ffn.w3: unknown key 'w3'" in r.stderr
 
 
@@ -184,7 +184,7 @@ BATCHNORM = SPECS / "variants" / "batchnorm.yaml"
 
 
 def test_batchnorm_is_flagged_as_an_axis_violation():
-    r = run_cli("run", str(BATCHNORM))
+    r = run_app("run", str(BATCHNORM))
     assert r.returncode == 1
     assert "axis violation at stage norm1" in r.stdout
     assert "BatchNorm statistics taken over samples and positions (B x T = 2 x 4)" in r.stdout
@@ -193,7 +193,7 @@ def test_batchnorm_is_flagged_as_an_axis_violation():
 
 
 def test_batchnorm_keep_going_uses_batch_statistics():
-    r = run_cli("run", str(BATCHNORM), "--keep-going", "--json")
+    r = run_app("run", str(BATCHNORM), "--keep-going", "--json")
     assert r.returncode == 1
     doc = json.loads(r.stdout)
     assert [(v["kind"], v["stage"]) for v in doc["violations"]] == [("axis", "norm1"), ("axis", "norm2")]

@@ -174,7 +174,7 @@ def test_weight_of_a_stretchable_shape(tmp_path, group, key, given, letter, widt
 def test_weight_of_a_shape_numpy_refuses_is_a_spec_error(tmp_path):
     text = "dims: {T: 3, C: 2, H: 2, F: 3}\nblock: {norm_order: pre}\ninput: {tokens: [0, 1, 2]}\n" + CH17 + "  norm1: {beta: [0, 0, 0]}\n"
     write_spec(tmp_path, text)
-    r = run_cli("run", "spec.yaml", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", cwd=tmp_path)
     assert r.returncode == 2
     assert r.stderr.strip() == f"tracer: error: spec.yaml:{where(text, '[0, 0, 0]')}: weights.norm1.beta: expected [C] = [2], received [3]"
 
@@ -271,7 +271,7 @@ def test_positions_beyond_the_table_with_keep_going_traces_the_covered_positions
     # Regression: the [5,5] causal mask met [3,3] scores (exit 3); now the first T_max positions are traced.
     text = "dims: {C: 2, H: 2, F: 3}\nblock: {norm_order: pre, mask: causal}\ninput: {tokens: [0, 1, 2, 0, 1]}\n" + CH17
     write_spec(tmp_path, text)
-    r = run_cli("run", "spec.yaml", "--json", "--keep-going", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", "--json", "--keep-going", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     doc = json.loads(r.stdout)
     assert [v["kind"] for v in doc["violations"]] == ["position"]
@@ -375,7 +375,7 @@ def test_keep_going_flags_every_violation_and_computes_what_numpy_would(tmp_path
     y = r + ffn(layer_norm(r, **W["norm2"], eps=1e-5), W["ffn"])
 
     write_spec(tmp_path, text)
-    res = run_cli("run", "spec.yaml", "--keep-going", "--json", cwd=tmp_path)
+    res = run_app("run", "spec.yaml", "--keep-going", "--json", cwd=tmp_path)
     assert res.returncode == 1, res.stderr
     doc = json.loads(res.stdout)
     assert doc["ok"] is False
@@ -395,7 +395,7 @@ def test_keep_going_flags_every_violation_and_computes_what_numpy_would(tmp_path
     assert [v["stage"] for v in stop["violations"]] == ["norm1"] and stop["stages"][-1]["name"] == "norm1"
 
     # --exit-zero: the same report, exit 0
-    zero = run_cli("run", "spec.yaml", "--keep-going", "--json", "--exit-zero", cwd=tmp_path)
+    zero = run_app("run", "spec.yaml", "--keep-going", "--json", "--exit-zero", cwd=tmp_path)
     assert zero.returncode == 0
     assert json.loads(zero.stdout)["violations"] == doc["violations"]
 
@@ -421,7 +421,7 @@ def test_violation_examples_script_passes():
 
 def test_chapter_specs_have_no_violations():
     for name in ("ch17-prenorm.yaml", "ch17-postnorm.yaml"):
-        r = run_cli("run", str(REPO / "specs" / name), "--json", "--keep-going")
+        r = run_app("run", str(REPO / "specs" / name), "--json", "--keep-going")
         assert r.returncode == 0, r.stderr
         doc = json.loads(r.stdout)
         assert doc["ok"] is True and doc["violations"] == []
