@@ -264,6 +264,7 @@ def test_recorder_takes_torch_tensors(tmp_path):
 
 # -- types: a user's code type-checks against the public surface ---------------------------------------
 
+@pytest.mark.slow  # a whole mypy run (about 5 s)
 def test_a_users_code_is_mypy_clean(tmp_path):
     pytest.importorskip("mypy", reason="mypy is in the test extra")
     user = tmp_path / "user.py"

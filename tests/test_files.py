@@ -287,6 +287,7 @@ def _big_spec(tmp_path: Path) -> Path:
     return write_spec(tmp_path, "dims: {B: 4, T: 64, C: 256, H: 4, F: 1024}\nseed: 0\ninput: {x: random}\n", "big.yaml")
 
 
+@pytest.mark.slow  # up to six runs of a big spec each, racing a signal against the write
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_signal_during_save_leaves_no_temporary_and_no_half_file(tmp_path: Path, sig: int) -> None:
     spec = _big_spec(tmp_path)

@@ -11,7 +11,7 @@ this process.  For every one:
 Examples are derandomized so CI sees the same thousands every time; set TRACER_FUZZ_RANDOM=1 to
 explore new ones, TRACER_FUZZ_EXAMPLES=N to run more.  The full budget (1000 per property) runs under
 `python -m pytest --slow` or when CI is set (CI services set it; .ci/run does both); a plain `python -m pytest`
-runs the first 100.
+runs the first 50.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ SEEDS = [
     "weights:\n  attn: {w_q: identity, w_k: zeros, w_v: ones, w_o: [[1, 0], [0, 1]], b_o: [0.5, -0.5]}\n  norm1: {gamma: ones}\n"
     "seed: 0\ndtype: float32\n",
 ]
-# per property: 1000 under --slow or in CI (2000 specs in all), 100 by default so that `python -m pytest` stays quick
-N = int(os.environ.get("TRACER_FUZZ_EXAMPLES") or (1000 if os.environ.get("CI") or slow_run() else 100))
+# per property: 1000 under --slow or in CI (2000 specs in all), 50 by default so that `python -m pytest` stays quick
+N = int(os.environ.get("TRACER_FUZZ_EXAMPLES") or (1000 if os.environ.get("CI") or slow_run() else 50))
 FUZZ = settings(max_examples=N, deadline=None, database=None, derandomize=not os.environ.get("TRACER_FUZZ_RANDOM"),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 ARGS = ("--max-memory", "256MB")  # a mutation may ask for huge dims: refusing them is part of the contract

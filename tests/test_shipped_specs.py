@@ -55,6 +55,7 @@ def test_shipped_spec_matches_independent(spec):
     ind.assert_matches(trace, independent_stages(trace, (REPO / spec).read_text(encoding="utf-8")))
 
 
+@pytest.mark.slow  # the GPT-2-sized walkthrough, verified, through the command
 def test_guide_walkthrough_table_shows_768_3072_768():
     r = run_cli("run", WALKTHROUGH, "--verify")
     assert r.returncode == 0, r.stderr

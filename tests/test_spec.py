@@ -203,6 +203,7 @@ THROUGH_THE_COMMAND = ["missing dims", "unknown top key suggests", "duplicate to
                        "missing weight without seed", "identity on a non-square matrix", "ragged matrix", "boolean in a matrix"]
 
 
+@pytest.mark.slow  # 14 processes; in this process test_spec_error checks every case, test_bad_input the entry point's contract
 def test_spec_errors_through_the_installed_command(tmp_path_factory):
     cases = [c for c in CASES if c[0] in THROUGH_THE_COMMAND]
     assert len(cases) == len(THROUGH_THE_COMMAND)

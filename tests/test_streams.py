@@ -24,8 +24,7 @@ ED = str(SPECS / "encoder-decoder.yaml")
 STACK = str(SPECS / "stack-2-layers.yaml")
 
 # (command, its exit code when all goes well).  Every fault meets every command under --slow; the quick run keeps
-# one of each way of writing: a table, Chinese words, streamed JSON of many specs, a diff (exit 1), and --version
-# (written outside any command).  Each case is a fresh process.
+# a table, Chinese words, a diff (exit 1) and --version (written outside any command).  Each case is a fresh process.
 SLOW = pytest.mark.slow
 COMMANDS = [
     pytest.param(["run", PRE], 0, id="run"),
@@ -34,7 +33,7 @@ COMMANDS = [
     pytest.param(["run", str(SPECS / "gpt2-block.yaml"), "--record", "stats", "--stage", "norm1"], 0, id="run-elided-vectors",
                  marks=SLOW),
     pytest.param(["run", PRE, POST], 0, id="run-many", marks=SLOW),
-    pytest.param(["run", PRE, POST, "--json"], 0, id="run-many-json"),
+    pytest.param(["run", PRE, POST, "--json"], 0, id="run-many-json", marks=SLOW),
     pytest.param(["run", PRE, "--format", "csv"], 0, id="run-csv", marks=SLOW),
     pytest.param(["validate", PRE, POST], 0, id="validate-many", marks=SLOW),
     pytest.param(["diff", PRE, POST], 1, id="diff"),
@@ -151,6 +150,7 @@ def test_an_ascii_stdout_gets_ascii(args: list[str], code: int, encoding: dict[s
         assert b"\\u" not in r.stdout or "--lang" in args or "--json" in args or ED in args
 
 
+@pytest.mark.slow  # four processes, one of them the GPT-2-sized spec
 def test_ascii_keeps_json_exact_and_draws_ascii_boxes() -> None:
     import json
 
