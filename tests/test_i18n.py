@@ -183,7 +183,7 @@ block:
 input: {x: [[1, 2], [3, 5]]}
 seed: 0
 """)
-    rows = table_rows(run_cli("run", str(spec), *ZH).stdout)
+    rows = table_rows(run_app("run", str(spec), *ZH).stdout)
     assert rows["n"][1] == "my own words, 自己的话"
     assert rows["r"][1] == "ReLU，max(x, 0)"  # the op's own meaning is the catalogue's
 
@@ -213,14 +213,14 @@ def test_violation_panels_in_zh(path):
 
 
 def test_violation_markdown_in_zh():
-    md = run_cli("run", str(EXAMPLES / "violations" / "beta-typo.yaml"), *ZH, "--format", "markdown").stdout
+    md = run_app("run", str(EXAMPLES / "violations" / "beta-typo.yaml"), *ZH, "--format", "markdown").stdout
     assert "> **阶段 `norm1` 出现广播（broadcast）违规**" in md
     assert "> - **规则：** beta 每个坐标恰好一个值：[C] = [2]" in md
     assert "| `norm1` 违规 |" not in md and "`norm1` ← 违规" in md
 
 
 def test_verify_note_and_many_specs_in_zh():
-    res = run_cli("run", "specs/ch17-prenorm.yaml", "examples/violations/beta-typo.yaml", "nope.yaml", "--verify", *ZH)
+    res = run_app("run", "specs/ch17-prenorm.yaml", "examples/violations/beta-typo.yaml", "nope.yaml", "--verify", *ZH)
     assert res.returncode == 2
     lines = res.stdout.splitlines()
     assert lines[0].startswith("通过       specs/ch17-prenorm.yaml（verify：所有阶段上 |NumPy - 参考实现| 的最大值 = ")
@@ -528,7 +528,7 @@ def test_zh_export_keeps_the_caption_on_one_line():
 
 def test_validate_in_zh(tmp_path):
     bad = write_spec(tmp_path, "dims: {C: 3, H: 2, F: 3}\ninput: {tokens: [0]}\nseed: 0\n")
-    res = run_cli("validate", "specs/ch17-prenorm.yaml", str(bad), *ZH)
+    res = run_app("validate", "specs/ch17-prenorm.yaml", str(bad), *ZH)
     assert res.returncode == 2
     good, wrong = res.stdout.splitlines()
     assert re.fullmatch(r"specs/ch17-prenorm\.yaml: 通过，运行约需 [\d.]+ [KMG]?B（--record auto）", good), good
@@ -536,7 +536,7 @@ def test_validate_in_zh(tmp_path):
 
 
 def test_memory_refusal_in_zh():
-    res = run_cli("run", "specs/gpt2-block.yaml", "--max-memory", "400MB", "--record", "all", *ZH)
+    res = run_app("run", "specs/gpt2-block.yaml", "--max-memory", "400MB", "--record", "all", *ZH)
     assert res.returncode == 2
     assert res.stderr.startswith("tracer: 错误：specs/gpt2-block.yaml: 这次运行约需 ")
     assert "超过 --max-memory 400MB。最大的部分：attn.scores [B,H,T,T] = [1,12,1024,1024]" in res.stderr
