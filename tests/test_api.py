@@ -54,7 +54,7 @@ def table_17_1_y() -> np.ndarray:
     return npblock.pre_norm(x, W, 2, 1e-5, npblock.causal(3))
 
 
-# -- the proof the issue asks for ----------------------------------------------------------------
+# -- the chapter's Y through the API ----------------------------------------------------------------
 
 def test_trace_output_is_table_17_1s_y():
     y = tracer.trace(PRE)["output"]

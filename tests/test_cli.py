@@ -285,7 +285,7 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(tmp_path):
     assert not colour.search(on_tty(env={"NO_COLOR": "1"}))
 
 
-# -- issue 12: --help in words, --pos counted from the end ----------------------------------------------
+# -- --help in words, --pos counted from the end -------------------------------------------------------
 def test_help_shows_no_python_types_and_each_command_its_own_words():
     from conftest import run_app
 

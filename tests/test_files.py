@@ -1,6 +1,6 @@
 """The rule for every file tracer writes (tracer/outputs.py, docs/files.md), case by case.
 
-Each case is one of issue 13's data losses: a foreign ZIP, XML or HTML file replaced, --save and
+Each case is a way to lose a user's data: a foreign ZIP, XML or HTML file replaced, --save and
 --svg on one path, symlinks replaced, read-only files replaced, temporary files left by SIGTERM,
 a file created at the target during the run.  Every test compares the foreign file's bytes (and
 what lstat says) before and after.

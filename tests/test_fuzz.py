@@ -176,7 +176,7 @@ def test_odd_values_reach_the_cases_that_matter(case: str) -> None:
     find(ODD_VALUES, CASES[case], settings=settings(database=None, max_examples=5000))
 
 
-# -- issue 13: step inputs of any YAML type, integer literals of any size --------------------------------------
+# -- step inputs of any YAML type, integer literals of any size -----------------------------------------------
 STEPS_SEED = ("dims: {C: 2, H: 2, F: 3}\ninput: {tokens: [0, 1, 2]}\nseed: 0\nblock:\n  steps:\n"
               "    - {name: norm1, op: layer_norm, in: x, weights: norm1}\n"
               "    - {name: attention, op: mha, in: norm1, weights: attn}\n"

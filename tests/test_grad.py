@@ -292,7 +292,7 @@ def assert_xiong_shape(pre: list[float], post: list[float], rising: float = 0.3)
     """Xiong et al.'s Figure 3 at initialisation (Xavier init): Pre-Norm's gradient shrinks toward the output at
     every layer or nearly; Post-Norm's grows toward the output (positive rank correlation with the layer index,
     the last layer at least the first); so, relative to its first layer, Post-Norm's last layer keeps at least
-    twice what Pre-Norm's keeps (the issue's figure)."""
+    twice what Pre-Norm's keeps (docs/gradients.md's figures)."""
     assert pre[-1] / pre[0] <= 1.0 and rank_correlation(pre) <= -0.8, pre
     assert rank_correlation(post) >= rising and post[-1] >= 0.97 * post[0], post
     assert post[-1] / post[0] >= 2.0 * (pre[-1] / pre[0]), (pre, post)

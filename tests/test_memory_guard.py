@@ -1,4 +1,4 @@
-"""Issue 13 item 13: diff and probe have run's memory guard (--max-memory), counted before anything runs."""
+"""diff and probe have run's memory guard (--max-memory), counted before anything runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""--max-memory's size syntax at its edges: exit 2 with one line, never an OverflowError (issue 13, item 11)."""
+"""--max-memory's size syntax at its edges: exit 2 with one line, never an OverflowError."""
 
 from __future__ import annotations
 

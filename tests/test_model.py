@@ -1,4 +1,4 @@
-"""The whole decoder-only Transformer (issue 5): batches, heads, seeds, positions, words, stacks, head, dtype.
+"""The whole decoder-only Transformer: batches, heads, seeds, positions, words, stacks, head, dtype.
 
 Every expected value comes from tests/independent.py (the formulas written out in NumPy, no tracer
 code), from the reader's guide's printed table, or from a property the maths guarantees; the

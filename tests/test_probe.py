@@ -168,7 +168,7 @@ def test_random_seeded_spec_with_tokens_and_learned_positions_is_clean(seed):
     assert probe.causality(spec).result == "pass"
 
 
-# -- issue 13: a probe that cannot measure says so ------------------------------------------------
+# -- a probe that cannot measure says so -------------------------------------------------------
 NAN_ROW = """\
 dims: {C: 2, H: 2, F: 3}
 input: {x: [[1, 2], [%s, %s], [3, -1]]}

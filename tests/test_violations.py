@@ -157,7 +157,7 @@ def test_weight_of_a_stretchable_shape(tmp_path, group, key, given, letter, widt
         panel=[f"rule: {key} holds exactly one value per coordinate: [{letter}] = [{width}]",
                f"NumPy would: repeat {key}'s single value across all {width} coordinates without complaint",
                f"why it is wrong here: {key} should hold one learned value per coordinate; a stretched value silently ties all {width} together"],
-        shapes={key: "[?] = [1]"},  # a [1] is not [{letter}]: no letter would be true (issue 12)
+        shapes={key: "[?] = [1]"},  # a [1] is not [{letter}]: no letter would be true
         message=f"{stage}: {key} has shape [1] where [{letter}] = [{width}] is due",
     )
     # --verify cannot follow a stretched weight: it says so (regression: exit 3 in the scalar reference)
