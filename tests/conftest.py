@@ -12,6 +12,11 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
 EXAMPLES = REPO / "examples"
+# The chapter's two blocks (Example 17.2), pre-norm and post-norm: as paths, as typed from the repository root (where
+# run_cli and run_app run, and what their messages and rows then name), and as texts.
+PRE, POST = str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml")
+PRE_REL, POST_REL = "specs/ch17-prenorm.yaml", "specs/ch17-postnorm.yaml"
+PRE_TEXT, POST_TEXT = (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8"), (SPECS / "ch17-postnorm.yaml").read_text(encoding="utf-8")
 # The scripts of this interpreter's environment, where pip put the `tracer` entry point: tests run that one, never
 # whichever `tracer` PATH finds (the virtual environment need not be activated).
 BIN = Path(sys.executable).parent

@@ -13,13 +13,11 @@ import npblock
 import numpy as np
 import pytest
 import student_block
-from conftest import EXAMPLES, REPO, SPECS, run_app
+from conftest import EXAMPLES, POST, PRE, REPO, run_app
 from rich.console import Console
 
 import tracer
 from tracer.views import display
-
-PRE = str(SPECS / "ch17-prenorm.yaml")
 
 # specs/ch17-prenorm.yaml as a Python dict, written out here (not read from the file)
 PRE_DICT = {
@@ -169,10 +167,10 @@ def test_attention_returns_the_heatmap_view():
 def test_diff_any_two_sides():
     t = tracer.trace(PRE)
     assert tracer.diff(t, PRE).exit_code == 0 and tracer.diff(PRE_DICT, t).same
-    d = tracer.diff(PRE, str(SPECS / "ch17-postnorm.yaml"))
+    d = tracer.diff(PRE, POST)
     assert d.exit_code == 1 and d.first_divergence is not None and d.first_divergence.stage == "norm1"
-    assert d.to_json() == run_app("diff", PRE, str(SPECS / "ch17-postnorm.yaml"), "--json").stdout
-    assert lines(display.text(d.table())) == lines(run_app("diff", PRE, str(SPECS / "ch17-postnorm.yaml")).stdout)
+    assert d.to_json() == run_app("diff", PRE, POST, "--json").stdout
+    assert lines(display.text(d.table())) == lines(run_app("diff", PRE, POST).stdout)
     assert "<pre" in d._repr_html_()
 
 

@@ -4,7 +4,7 @@ precision; a bad spec, stage or option is 2.  The answers below are section 17.9
 from __future__ import annotations
 
 import pytest
-from conftest import EXAMPLES, SPECS, assert_refused, run_app, run_cli
+from conftest import EXAMPLES, PRE, assert_refused, run_app, run_cli
 
 EX4 = str(EXAMPLES / "exercises" / "ex4-ffn.yaml")
 EX2 = str(EXAMPLES / "exercises" / "ex2-layernorm.yaml")
@@ -66,7 +66,7 @@ def test_a_stage_the_run_never_reaches():
 
 
 def test_through_the_entry_point():
-    r = run_cli("check", str(SPECS / "ch17-prenorm.yaml"), "--stage", "x", "--expect", "[1, 0]")
+    r = run_cli("check", PRE, "--stage", "x", "--expect", "[1, 0]")
     assert r.returncode == 0 and r.stdout.startswith("right: x at b=0, t=0 is [1, 0]")
 
 

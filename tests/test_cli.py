@@ -10,10 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, SPECS, run_app, run_cli, run_on_tty, write_spec
+from conftest import POST_REL, PRE_REL, PRE_TEXT, REPO, SPECS, run_app, run_cli, run_on_tty, write_spec
 
-PRE = "specs/ch17-prenorm.yaml"
-POST = "specs/ch17-postnorm.yaml"
 ANSI = re.compile(r"\x1b\[")
 
 # Table 17.1, as the book prints it (six decimals, first position).
@@ -52,7 +50,7 @@ def ok(*args, run=run_cli, **kw):
 
 @pytest.fixture(scope="module")
 def pre_table():
-    return ok("run", PRE).stdout
+    return ok("run", PRE_REL).stdout
 
 
 # -- the chapter's table -----------------------------------------------------------------------
@@ -73,7 +71,7 @@ def test_table_order_and_full_y(pre_table):
 
 
 def test_post_norm_table(tmp_path):
-    out = ok("run", POST).stdout
+    out = ok("run", POST_REL).stdout
     assert list(rows(out)) == ["stage", "embed", "position", "x", "attention", "residual1", "norm1", "hidden", "ffn", "residual2", "norm2", "output"]
     a = 0.5 / math.sqrt(0.25001)
     v = 1.5 * a / math.sqrt(2.25 * a * a + 0.00001)  # see test_executor: LN2([2a, -a])
@@ -82,11 +80,11 @@ def test_post_norm_table(tmp_path):
 
 # -- options -----------------------------------------------------------------------------------
 def test_pos_selects_the_position():
-    out = ok("run", PRE, "--pos", "2", run=run_app).stdout
+    out = ok("run", PRE_REL, "--pos", "2", run=run_app).stdout
     assert "value at b=0, t=2" in out
     assert rows(out)["output"][2] == BOOK_Y[2]
     assert rows(out)["x"][2] == "[2.000000, 1.000000]"  # E[2] + P[2] = [1,1] + [1,0]
-    assert rows(ok("run", PRE, "-t", "1", run=run_app).stdout)["output"][2] == BOOK_Y[1]
+    assert rows(ok("run", PRE_REL, "-t", "1", run=run_app).stdout)["output"][2] == BOOK_Y[1]
 
 
 def test_batch_selects_the_sample(tmp_path):
@@ -100,12 +98,12 @@ def test_batch_selects_the_sample(tmp_path):
 
 def test_precision_formats_values():
     a = 0.5 / math.sqrt(0.25001)
-    out3 = ok("run", PRE, "--precision", "3", run=run_app).stdout
+    out3 = ok("run", PRE_REL, "--precision", "3", run=run_app).stdout
     assert rows(out3)["norm1"][2] == "[1.000, -1.000]"
     assert "  t=1: [1.000, 1.477]" in out3
-    out0 = ok("run", PRE, "-p", "0", run=run_app).stdout
+    out0 = ok("run", PRE_REL, "-p", "0", run=run_app).stdout
     assert rows(out0)["output"][2] == "[2, 3]"
-    out17 = ok("run", PRE, "--precision", "17", run=run_app).stdout
+    out17 = ok("run", PRE_REL, "--precision", "17", run=run_app).stdout
     assert rows(out17)["norm1"][2] == f"[{a:.17f}, {-a:.17f}]"
 
 
@@ -115,8 +113,8 @@ def test_negative_zero_prints_as_zero(pre_table):
 
 
 def test_all_adds_attention_internals():
-    plain = rows(ok("run", PRE, run=run_app).stdout)
-    full = rows(ok("run", PRE, "--all", run=run_app).stdout)
+    plain = rows(ok("run", PRE_REL, run=run_app).stdout)
+    full = rows(ok("run", PRE_REL, "--all", run=run_app).stdout)
     internals = ["attn.q", "attn.k", "attn.v", "attn.scores", "attn.weights", "attn.heads"]
     assert not set(internals) & set(plain)
     names = list(full)
@@ -167,7 +165,7 @@ def test_piped_output_is_not_wrapped(tmp_path):
 
 
 def test_verify_prints_differences():
-    out = ok("run", PRE, "--verify").stdout
+    out = ok("run", PRE_REL, "--verify").stdout
     r = rows(out)
     assert r["stage"][-1] == "max |NumPy - reference|"
     for stage in TABLE_17_1:
@@ -196,8 +194,8 @@ def test_verify_too_big_under_causal_mask_checks_a_prefix(tmp_path):
 
 # -- exit codes and errors ---------------------------------------------------------------------
 def test_exit_codes_0_1_2(tmp_path):
-    assert run_cli("run", PRE).returncode == 0
-    write_spec(tmp_path, (SPECS / "ch17-prenorm.yaml").read_text().replace("beta: zeros}\n  norm2", "beta: [0]}\n  norm2"))
+    assert run_cli("run", PRE_REL).returncode == 0
+    write_spec(tmp_path, PRE_TEXT.replace("beta: zeros}\n  norm2", "beta: [0]}\n  norm2"))
     r = run_cli("run", "spec.yaml", cwd=tmp_path)
     assert r.returncode == 1 and "violation: broadcast" in r.stdout and "Traceback" not in r.stderr
     r = run_cli("run", "spec.yaml", "--verify", cwd=tmp_path)
@@ -214,13 +212,13 @@ def test_exit_codes_0_1_2(tmp_path):
     (["--precision", "-1"], "--precision -1 is out of range: give 0 to 17"),
 ])
 def test_out_of_range_options(args, message):
-    r = run_app("run", PRE, *args)
+    r = run_app("run", PRE_REL, *args)
     assert r.returncode == 2
     assert r.stdout == ""
     assert r.stderr == f"tracer: error: {message}\n"
 
 
-@pytest.mark.parametrize("args", [["run"], ["run", PRE, "--pos", "x"], ["run", PRE, "--bogus"], ["walk", PRE]])
+@pytest.mark.parametrize("args", [["run"], ["run", PRE_REL, "--pos", "x"], ["run", PRE_REL, "--bogus"], ["walk", PRE_REL]])
 def test_command_line_mistakes_exit_2_without_traceback(args):
     r = run_cli(*args)
     assert r.returncode == 2, (r.returncode, r.stderr)
@@ -240,9 +238,9 @@ def test_version():
 def test_python_dash_m_tracer_works():
     env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS")}
     env["PYTHONPATH"] = str(REPO)
-    r = subprocess.run([sys.executable, "-m", "tracer", "run", PRE], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    r = subprocess.run([sys.executable, "-m", "tracer", "run", PRE_REL], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    assert r.stdout == run_cli("run", PRE).stdout
+    assert r.stdout == run_cli("run", PRE_REL).stdout
 
 
 def test_nonfinite_values_are_shown(tmp_path):
@@ -256,13 +254,13 @@ def test_nonfinite_values_are_shown(tmp_path):
 
 
 def test_spec_name_with_brackets_is_printed_as_written(tmp_path):
-    write_spec(tmp_path, (SPECS / "ch17-prenorm.yaml").read_text().replace('name: "Example 17.2, pre-norm"', 'name: "demo [/] [bold]x[/bold]"'))
+    write_spec(tmp_path, PRE_TEXT.replace('name: "Example 17.2, pre-norm"', 'name: "demo [/] [bold]x[/bold]"'))
     r = ok("run", "spec.yaml", cwd=tmp_path, run=run_app)
     assert r.stdout.splitlines()[0] == "demo [/] [bold]x[/bold]"
 
 
 def test_spec_file_is_not_modified(tmp_path):
-    text = (SPECS / "ch17-prenorm.yaml").read_text()
+    text = PRE_TEXT
     p = write_spec(tmp_path, text)
     before = sorted(os.listdir(tmp_path))
     ok("run", "spec.yaml", "--verify", "--all", cwd=tmp_path)
@@ -272,7 +270,7 @@ def test_spec_file_is_not_modified(tmp_path):
 
 def test_colour_only_on_a_terminal_and_never_with_no_color(tmp_path):
     pytest.importorskip("pty")
-    write_spec(tmp_path, (SPECS / "ch17-prenorm.yaml").read_text().replace("beta: zeros}\n  norm2", "beta: [0]}\n  norm2"))
+    write_spec(tmp_path, PRE_TEXT.replace("beta: zeros}\n  norm2", "beta: [0]}\n  norm2"))
 
     def on_tty(*args, env=None):
         full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
@@ -302,7 +300,7 @@ def test_help_shows_no_python_types_and_each_command_its_own_words():
 
 
 def test_pos_counts_from_the_end_as_in_python():
-    from conftest import SPECS, run_app
+    from conftest import run_app
 
     spec = str(SPECS / "ch17-prenorm.yaml")  # T = 3
     last, minus1 = run_app("run", spec, "--pos", "2", "--format", "markdown"), run_app("run", spec, "--pos", "-1", "--format", "markdown")

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import EXAMPLES, REPO, run_cli
+from conftest import EXAMPLES, PRE_REL, REPO, run_cli
 
 COURSE = EXAMPLES / "coursework"
 
@@ -57,7 +57,7 @@ def test_csv_sheet_and_a_class_with_an_error_a_missing_and_an_extra_task(tmp_pat
 
 
 def test_the_reference_is_the_chapter_block():
-    r = run_cli("diff", str(COURSE / "reference" / "prenorm.json"), "specs/ch17-prenorm.yaml")
+    r = run_cli("diff", str(COURSE / "reference" / "prenorm.json"), PRE_REL)
     assert r.returncode == 0, r.stdout
 
 

@@ -12,14 +12,10 @@ import re
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, SPECS, run_app, write_spec
+from conftest import EXAMPLES, POST, PRE, PRE_TEXT, SPECS, run_app, write_spec
 
 from tracer.compare import core as diffing
 from tracer.model.blocks import POST_NORM, PRE_NORM
-
-PRE = str(SPECS / "ch17-prenorm.yaml")
-POST = str(SPECS / "ch17-postnorm.yaml")
-PRE_TEXT = (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8")
 
 # Example 17.2: the first row of X is [1, 0]; LayerNorm (eps 1e-5) maps it to [a, -a].
 A = 0.5 / math.sqrt(0.25001)
@@ -413,17 +409,17 @@ PRESET_STEPS = """  steps:
 
 
 def _written_out(tmp_path, steps: str = PRESET_STEPS):
-    text = (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8")
+    text = PRE_TEXT
     line = next(ln for ln in text.splitlines(keepends=True) if ln.lstrip().startswith("norm_order: pre"))
     return write_spec(tmp_path, text.replace(line, steps), "custom.yaml")
 
 
 def test_the_preset_written_as_steps_is_the_same_block(tmp_path):
     ref = tmp_path / "reference.json"
-    r = run_app("run", str(SPECS / "ch17-prenorm.yaml"), "--json")
+    r = run_app("run", PRE, "--json")
     ref.write_text(r.stdout, encoding="utf-8")
     custom = _written_out(tmp_path)
-    for a in (str(ref), str(SPECS / "ch17-prenorm.yaml")):
+    for a in (str(ref), PRE):
         d = run_app("diff", a, str(custom), "--json")
         doc = json.loads(d.stdout)
         assert d.returncode == 0, d.stdout[-800:]
@@ -434,11 +430,11 @@ def test_the_preset_written_as_steps_is_the_same_block(tmp_path):
 
 def test_steps_that_compute_something_else_still_differ(tmp_path):
     wrong = _written_out(tmp_path, PRESET_STEPS.replace("in: [residual1, ffn]", "in: [x, ffn]"))
-    d = run_app("diff", str(SPECS / "ch17-prenorm.yaml"), str(wrong), "--json")
+    d = run_app("diff", PRE, str(wrong), "--json")
     doc = json.loads(d.stdout)
     assert d.returncode == 1 and doc["structure"]["differences"]
     assert all(s["field"] != "block.norm_order" for s in doc["settings"]["differences"])
-    post = run_app("diff", str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml"), "--json")
+    post = run_app("diff", PRE, POST, "--json")
     assert {"field": "block.norm_order", "a": "pre", "b": "post"} in json.loads(post.stdout)["settings"]["differences"]
 
 
@@ -449,7 +445,7 @@ def test_at_100_columns_a_c2_table_keeps_its_shapes_whole():
 
     from tracer.compare.view import diff_view
 
-    r = diffing.diff(str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml"))
+    r = diffing.diff(PRE, POST)
     c = Console(width=100, file=io.StringIO(), no_color=True, emoji=False, highlight=False)
     c.print(diff_view(r, 6))
     out = c.file.getvalue()

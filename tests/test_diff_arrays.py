@@ -8,13 +8,12 @@ import json
 import numpy as np
 import pytest
 import student_block
-from conftest import SPECS, assert_refused, run_app, run_cli
+from conftest import PRE, assert_refused, run_app, run_cli
 
 from tracer import i18n
 from tracer.compare import core as diffing
 from tracer.compare import hints
 
-PRE = str(SPECS / "ch17-prenorm.yaml")
 MAIN = ("x", "norm1", "attention", "residual1", "norm2", "hidden", "ffn", "output")
 
 

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import REPO, SPECS, load_text, run_app, run_cli, write_spec
+from conftest import PRE, REPO, SPECS, load_text, run_app, run_cli, write_spec
 
 from tracer import process
 from tracer.engine import params
@@ -87,7 +87,7 @@ def test_a_random_input_matrix_drawn_on_a_helper_is_load_inputs_matrix(monkeypat
 
 
 def test_a_small_spec_starts_no_helper():
-    spec = load_spec(str(SPECS / "ch17-prenorm.yaml"))
+    spec = load_spec(PRE)
     assert not draw_params(spec).helped and not draw_inputs(spec).helped
     small = load_text(BIG)  # 100,000 seeded values: drawn where they are read
     assert not draw_params(small).helped and not draw_inputs(small).helped
@@ -143,7 +143,7 @@ def test_the_run_waits_for_every_piece_and_traces_the_same_numbers(monkeypatch, 
 
 def test_meanwhile_is_not_called_for_a_spec_with_nothing_to_draw():
     called = []
-    runs.trace_one(str(SPECS / "ch17-prenorm.yaml"), runs.RunOptions(), meanwhile=lambda: called.append(True))
+    runs.trace_one(PRE, runs.RunOptions(), meanwhile=lambda: called.append(True))
     assert called == []
 
 

@@ -8,13 +8,10 @@ import math
 
 import numpy as np
 import pytest
-from conftest import SPECS, trace_of
+from conftest import POST, PRE, PRE_TEXT, trace_of
 
 from tracer.engine import executor
 from tracer.spec import load_spec
-
-PRE = str(SPECS / "ch17-prenorm.yaml")
-POST = str(SPECS / "ch17-postnorm.yaml")
 
 # Table 17.1: the first position, six decimals; the shape column is [T, C] (here with B = 1 in front).
 TABLE_17_1 = [
@@ -189,7 +186,7 @@ def test_attention_internals_shapes_and_labels(pre):
 
 
 def test_final_norm_is_a_layer_norm_of_output():
-    text = (SPECS / "ch17-prenorm.yaml").read_text().replace("final_norm: false", "final_norm: true")
+    text = PRE_TEXT.replace("final_norm: false", "final_norm: true")
     tr = trace_of(text)
     assert list(tr.stages)[-1] == "final_norm"
     y = tr.stages["output"].array[0]
@@ -232,7 +229,7 @@ def test_samples_are_independent():
 
 
 def test_token_batch_uses_embedding_rows():
-    text = (SPECS / "ch17-prenorm.yaml").read_text().replace("tokens: [0, 1, 2]", "tokens: [[0, 1, 2], [2, 2, 0]]").replace("B: 1", "B: 2")
+    text = PRE_TEXT.replace("tokens: [0, 1, 2]", "tokens: [[0, 1, 2], [2, 2, 0]]").replace("B: 1", "B: 2")
     tr = trace_of(text)
     assert tr.stages["embed"].array.shape == (2, 3, 2)
     np.testing.assert_array_equal(tr.stages["embed"].array[1], [E[2], E[2], E[0]])

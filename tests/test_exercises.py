@@ -9,7 +9,7 @@ import json
 import math
 
 import pytest
-from conftest import EXAMPLES, run_app, run_cli
+from conftest import EXAMPLES, POST_REL, run_app, run_cli
 
 EX = EXAMPLES / "exercises"
 SPECS = ["ex1-positions.yaml", "ex2-layernorm.yaml", "ex4-ffn.yaml", "guide-layernorm.yaml"]
@@ -67,7 +67,7 @@ def test_exercises_3_and_5_are_violations_at_the_right_stage():
 
 
 def test_exercise_6_names_the_two_changed_computations():
-    r = run_cli("diff", "examples/exercise6/prenorm-record.json", "specs/ch17-postnorm.yaml", "--json")
+    r = run_cli("diff", "examples/exercise6/prenorm-record.json", POST_REL, "--json")
     assert r.returncode == 1
     doc = json.loads(r.stdout)
     assert "attention reads norm1(x) in A, x in B" in doc["structure"]["differences"]

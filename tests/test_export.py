@@ -9,15 +9,12 @@ import shutil
 from xml.etree import ElementTree
 
 import pytest
-from conftest import SPECS, run_app, run_cli
+from conftest import POST, PRE, SPECS, run_app, run_cli
 from rich.table import Table
 from rich.text import Text
 
 from tracer.errors import UsageError
 from tracer.views import export
-
-PRE = SPECS / "ch17-prenorm.yaml"
-POST = SPECS / "ch17-postnorm.yaml"
 
 
 def svg_text(path) -> str:
@@ -225,10 +222,10 @@ def test_html_in_chinese_gives_each_wide_character_two_cells(tmp_path):
     so the table's borders stay in line (checked by hand in headless Chromium: before, every Chinese row drifted)."""
     import re
 
-    from conftest import SPECS, run_app
+    from conftest import run_app
 
     page = tmp_path / "zh.html"
-    r = run_app("run", str(SPECS / "ch17-prenorm.yaml"), "--lang", "zh", "--html", str(page))
+    r = run_app("run", PRE, "--lang", "zh", "--html", str(page))
     assert r.returncode == 0, r.stderr
     text = page.read_text(encoding="utf-8")
     code = text[text.index("<code"):]

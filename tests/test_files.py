@@ -21,14 +21,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import REPO, SPECS, assert_refused, run_app, write_spec
+from conftest import PRE, REPO, assert_refused, run_app, write_spec
 
 from tracer import files as outputs
 from tracer.engine import executor
 from tracer.errors import UsageError
 from tracer.spec import load_spec
-
-PRE = SPECS / "ch17-prenorm.yaml"
 
 
 @pytest.fixture

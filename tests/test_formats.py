@@ -14,10 +14,8 @@ import re
 import subprocess
 
 import pytest
-from conftest import REPO, _entry_point, run_app, run_cli
+from conftest import POST_REL, PRE_REL, REPO, _entry_point, run_app, run_cli
 
-PRE = "specs/ch17-prenorm.yaml"
-POST = "specs/ch17-postnorm.yaml"
 BETA = "examples/violations/beta-typo.yaml"
 COLOUR = re.compile(r"\x1b\[[0-9;]*(3[0-9]|9[0-7]|38;[0-9;]+)m")  # an SGR code that sets a foreground colour
 
@@ -45,7 +43,7 @@ def run_tty(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
 # -- --format and --json -------------------------------------------------------------
 
 def test_run_csv_rows_for_every_stage_and_position():
-    r = run_app("run", PRE, "--format", "csv")
+    r = run_app("run", PRE_REL, "--format", "csv")
     assert r.returncode == 0, r.stderr
     rows = list(csv.reader(io.StringIO(r.stdout)))
     assert rows[0][:6] == ["spec", "stage", "b", "h", "t", "axis"]
@@ -60,7 +58,7 @@ def test_run_csv_rows_for_every_stage_and_position():
 
 
 def test_run_markdown_is_a_pipe_table():
-    r = run_app("run", PRE, "--format", "markdown")
+    r = run_app("run", PRE_REL, "--format", "markdown")
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     assert lines[0] == "### Example 17.2, pre-norm"
@@ -70,25 +68,25 @@ def test_run_markdown_is_a_pipe_table():
 
 
 def test_json_is_an_alias_of_format_json_and_they_cannot_disagree():
-    a = run_app("run", PRE, "--json")
-    b = run_app("run", PRE, "--format", "json")
+    a = run_app("run", PRE_REL, "--json")
+    b = run_app("run", PRE_REL, "--format", "json")
     assert a.returncode == b.returncode == 0
     assert a.stdout == b.stdout
-    r = run_app("run", PRE, "--json", "--format", "csv")
+    r = run_app("run", PRE_REL, "--json", "--format", "csv")
     assert r.returncode == 2
     assert "--json is short for --format json; it cannot be combined with --format csv" in r.stderr
     assert r.stdout == ""
 
 
 def test_unknown_format_is_exit_2_with_a_suggestion():
-    r = run_app("run", PRE, "--format", "mardown")
+    r = run_app("run", PRE_REL, "--format", "mardown")
     assert r.returncode == 2
     assert "--format mardown: expected one of table | json | csv | markdown; did you mean 'markdown'?" in r.stderr
     assert "Traceback" not in r.stderr
 
 
 def test_with_weights_needs_json():
-    r = run_app("run", PRE, "--format", "csv", "--with-weights")
+    r = run_app("run", PRE_REL, "--format", "csv", "--with-weights")
     assert r.returncode == 2
     assert "--with-weights adds the weights to the JSON output or the --save archive" in r.stderr
 
@@ -105,22 +103,22 @@ def test_json_and_csv_are_byte_identical_across_runs():
 # -- --stage ------------------------------------------------------------------------
 
 def test_stage_selects_in_every_format():
-    table = run_app("run", PRE, "--stage", "norm1", "--stage", "attn.weights")
+    table = run_app("run", PRE_REL, "--stage", "norm1", "--stage", "attn.weights")
     assert table.returncode == 0, table.stderr
     assert "norm1" in table.stdout and "attn.weights" in table.stdout
     assert "residual1" not in table.stdout and "for sample b=0" not in table.stdout  # no output matrix
-    doc = json.loads(run_app("run", PRE, "--json", "--stage", "output", "--stage", "x").stdout)
+    doc = json.loads(run_app("run", PRE_REL, "--json", "--stage", "output", "--stage", "x").stdout)
     assert [s["name"] for s in doc["stages"]] == ["x", "output"]  # trace order
-    rows = list(csv.reader(io.StringIO(run_app("run", PRE, "--format", "csv", "--stage", "attn.weights").stdout)))
+    rows = list(csv.reader(io.StringIO(run_app("run", PRE_REL, "--format", "csv", "--stage", "attn.weights").stdout)))
     assert {row[1] for row in rows[1:]} == {"attn.weights"}
     assert len(rows) == 1 + 2 * 3  # H = 2 heads x T = 3 queries
-    md = run_app("run", PRE, "--format", "markdown", "--stage", "hidden").stdout
+    md = run_app("run", PRE_REL, "--format", "markdown", "--stage", "hidden").stdout
     assert [line for line in md.splitlines() if line.startswith("| `")] == [
         "| `hidden` | FFN after ReLU, ReLU(N_2 W_1 + b_1) | [0.000000, 1.999960, 0.999980] | [B,T,F] = [1,3,3] |"]
 
 
 def test_unknown_stage_is_exit_2_with_a_suggestion():
-    r = run_app("run", PRE, "--stage", "nrom1")
+    r = run_app("run", PRE_REL, "--stage", "nrom1")
     assert r.returncode == 2
     assert "--stage nrom1: no stage of that name in specs/ch17-prenorm.yaml; did you mean 'norm1'" in r.stderr
     assert r.stdout == ""
@@ -130,17 +128,17 @@ def test_unknown_stage_is_exit_2_with_a_suggestion():
 
 
 def test_diff_formats_and_stage():
-    r = run_app("diff", PRE, POST, "--format", "csv", "--stage", "norm1")
+    r = run_app("diff", PRE_REL, POST_REL, "--format", "csv", "--stage", "norm1")
     assert r.returncode == 1, r.stderr
     rows = list(csv.reader(io.StringIO(r.stdout)))
     assert [row[2] for row in rows[1:]] == ["norm1"] * 3
     assert [row[7] for row in rows[1:]] == ["equal", "differs", "differs"]  # t = 0 agrees (section 17.6 by hand)
-    same = run_app("diff", PRE, PRE, "--format", "markdown", "--stage", "output")
+    same = run_app("diff", PRE_REL, PRE_REL, "--format", "markdown", "--stage", "output")
     assert same.returncode == 0, same.stderr
     assert same.stdout.rstrip().endswith("**same: all 1 stages agree within atol 1e-09, rtol 1e-09; same structure and settings**")
-    doc = json.loads(run_app("diff", PRE, POST, "--format", "json", "--stage", "output").stdout)
+    doc = json.loads(run_app("diff", PRE_REL, POST_REL, "--format", "json", "--stage", "output").stdout)
     assert [s["name"] for s in doc["stages"]] == ["output"]
-    bad = run_app("diff", PRE, POST, "--stage", "residual3")
+    bad = run_app("diff", PRE_REL, POST_REL, "--stage", "residual3")
     assert bad.returncode == 2
     assert "--stage residual3: no stage of that name in A or B; did you mean" in bad.stderr
     assert "'residual1'" in bad.stderr and "'residual2'" in bad.stderr
@@ -148,7 +146,7 @@ def test_diff_formats_and_stage():
 
 # -- terminals and pipes ----------------------------------------------------------------
 
-@pytest.mark.parametrize("args", [("run", PRE, "--all"), ("diff", PRE, POST)])
+@pytest.mark.parametrize("args", [("run", PRE_REL, "--all"), ("diff", PRE_REL, POST_REL)])
 def test_piped_output_does_not_depend_on_the_terminal_width(args):
     narrow = run_cli(*args, env={"COLUMNS": "30"})
     wide = run_cli(*args, env={"COLUMNS": "300"})

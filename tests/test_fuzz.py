@@ -23,15 +23,15 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import SPECS, run_app, slow_run
+from conftest import POST_TEXT, PRE_TEXT, run_app, slow_run
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 from tracer.spec import yamlio
 
 SEEDS = [
-    (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8"),
-    (SPECS / "ch17-postnorm.yaml").read_text(encoding="utf-8"),
+    PRE_TEXT,
+    POST_TEXT,
     "name: seeded\ndims: {B: 2, T: 4, C: 4, H: 2, F: 8}\nblock: {norm_order: pre, mask: causal, final_norm: true}\n"
     "input: {x: random}\nseed: 3\n",
     "dims: {C: 2, H: 1, F: 2, V: 5}\nblock: {norm_order: post, mask: none, eps: 1e-3}\ninput: {tokens: [[0, 4], [3, 1]]}\n"

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from conftest import SPECS, run_app, slow_run
+from conftest import PRE, run_app, slow_run
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -149,7 +149,7 @@ def test_no_foreign_file_ever_changes(tmp_path_factory: Any, scene: tuple[str, l
     command, picks, force = scene
     folder = tmp_path_factory.mktemp("out")
     spec = folder / "spec.yaml"
-    shutil.copy(SPECS / "ch17-prenorm.yaml", spec)
+    shutil.copy(PRE, spec)
     named: list[tuple[str, str]] = []
     previous = None
     for i, (option, kind) in enumerate(picks):

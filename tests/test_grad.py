@@ -9,7 +9,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, SPECS, assert_refused, run_app, run_cli, where, write_spec
+from conftest import EXAMPLES, PRE, PRE_TEXT, SPECS, assert_refused, run_app, run_cli, where, write_spec
 
 from tracer.engine import executor, kernels
 from tracer.engine.params import load_inputs, load_params
@@ -19,7 +19,6 @@ from tracer.grad.run import GradOptions, grad, per_layer
 from tracer.spec import load_spec, load_spec_text
 
 STACK = str(SPECS / "stack-2-layers.yaml")
-PRE = str(SPECS / "ch17-prenorm.yaml")
 
 
 def test_table_in_backward_order_with_weights_view():
@@ -210,7 +209,7 @@ def test_loss_field_chooses_and_the_option_overrides(tmp_path):
     ("loss: next-token\n", "next-token", "needs an output head"),
 ])
 def test_bad_loss_field_is_exit_2_with_its_place(tmp_path, extra, needle, fragment):
-    text = (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8") + extra
+    text = PRE_TEXT + extra
     r = run_app("grad", str(write_spec(tmp_path, text)))
     assert_refused(r, f"spec.yaml:{where(text, needle)}", fragment)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import EXAMPLES, SPECS, run_app
+from conftest import EXAMPLES, PRE, SPECS, run_app
 
 from tracer.probe import exact
 from tracer.probe.result import FAIL, NOT_APPLICABLE, PASS
@@ -57,5 +57,5 @@ def test_a_big_spec_is_checked_on_a_sample_and_says_so(monkeypatch):
 
 
 def test_table_output_and_exit_code():
-    r = run_app("probe", str(SPECS / "ch17-prenorm.yaml"), "--exact")
+    r = run_app("probe", PRE, "--exact")
     assert r.returncode == 0 and "backward passes" in r.stdout

@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO, SPECS, load_text, run_app, run_cli, write_spec
+from conftest import EXAMPLES, POST_REL, PRE, PRE_REL, REPO, load_text, run_app, run_cli, write_spec
 from rich.cells import cell_len
 
 from tracer import i18n, zh
@@ -65,33 +65,33 @@ def test_language_follows_the_locale(env, lang):
 
 
 def test_locale_default_end_to_end():
-    zh_out = run_cli("run", str(SPECS / "ch17-prenorm.yaml"), env={"LANG": "zh_CN.UTF-8"})
-    c_out = run_cli("run", str(SPECS / "ch17-prenorm.yaml"), env={"LANG": "C"})
+    zh_out = run_cli("run", PRE, env={"LANG": "zh_CN.UTF-8"})
+    c_out = run_cli("run", PRE, env={"LANG": "C"})
     assert zh_out.returncode == c_out.returncode == 0
     assert "第一次归一化，N_1" in zh_out.stdout and "整个数组的 shape" in zh_out.stdout
     assert "first normalisation, N_1 = LN_1(X)" in c_out.stdout and not HAN.search(c_out.stdout.split("\n", 1)[1])
     # --lang wins over the locale, both ways
-    en = run_cli("run", str(SPECS / "ch17-prenorm.yaml"), "--lang", "en", env={"LANG": "zh_CN.UTF-8"})
+    en = run_cli("run", PRE, "--lang", "en", env={"LANG": "zh_CN.UTF-8"})
     assert en.stdout == c_out.stdout
-    forced = run_cli("run", str(SPECS / "ch17-prenorm.yaml"), *ZH, env={"LANG": "C"})
+    forced = run_cli("run", PRE, *ZH, env={"LANG": "C"})
     assert forced.stdout == zh_out.stdout
 
 
 def test_unknown_language_is_exit_2_with_a_message():
-    res = run_cli("run", str(SPECS / "ch17-prenorm.yaml"), "--lang", "fr")
+    res = run_cli("run", PRE, "--lang", "fr")
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr == "tracer: error: --lang fr: expected one of zh | en (zh: the book's Chinese, en: English)\n"
     near = run_cli("stages", "--lang", "zh_CN")
     assert near.returncode == 2 and "did you mean 'zh'?" in near.stderr
     # under a Chinese locale the complaint itself is Chinese
-    res = run_cli("probe", str(SPECS / "ch17-prenorm.yaml"), "--lang", "fr", env={"LANG": "zh_CN.UTF-8"})
+    res = run_cli("probe", PRE, "--lang", "fr", env={"LANG": "zh_CN.UTF-8"})
     assert res.returncode == 2 and res.stderr.startswith("tracer: 错误：--lang fr：应为 zh | en 之一")
 
 
 @pytest.mark.parametrize("command", [
-    ["run", "specs/ch17-prenorm.yaml"], ["diff", "specs/ch17-prenorm.yaml", "specs/ch17-postnorm.yaml"],
-    ["probe", "specs/ch17-prenorm.yaml"], ["graph", "specs/ch17-prenorm.yaml"], ["stages"],
-    ["validate", "specs/ch17-prenorm.yaml"],
+    ["run", PRE_REL], ["diff", PRE_REL, POST_REL],
+    ["probe", PRE_REL], ["graph", PRE_REL], ["stages"],
+    ["validate", PRE_REL],
 ])
 def test_every_command_that_prints_words_takes_lang(command):
     en = run_app(*command, "--lang", "en")
@@ -103,7 +103,7 @@ def test_every_command_that_prints_words_takes_lang(command):
 
 def test_in_process_commands_leave_the_language_as_they_found_it():
     assert i18n.language() == "en"
-    run_app("run", "specs/ch17-prenorm.yaml", *ZH)
+    run_app("run", PRE_REL, *ZH)
     assert i18n.language() == "en"
     with i18n.using("zh"):
         assert i18n.tr("stage") == "记录名"
@@ -113,7 +113,7 @@ def test_in_process_commands_leave_the_language_as_they_found_it():
 # -- Table 17.1 ----------------------------------------------------------------------
 
 def test_zh_table_shows_table_17_1_words_and_numbers():
-    res = run_cli("run", str(SPECS / "ch17-prenorm.yaml"), *ZH)
+    res = run_cli("run", PRE, *ZH)
     assert res.returncode == 0, res.stderr
     rows = table_rows(res.stdout)
     header = next(line for line in res.stdout.splitlines() if line.startswith("┃"))
@@ -220,7 +220,7 @@ def test_violation_markdown_in_zh():
 
 
 def test_verify_note_and_many_specs_in_zh():
-    res = run_app("run", "specs/ch17-prenorm.yaml", "examples/violations/beta-typo.yaml", "nope.yaml", "--verify", *ZH)
+    res = run_app("run", PRE_REL, "examples/violations/beta-typo.yaml", "nope.yaml", "--verify", *ZH)
     assert res.returncode == 2
     lines = res.stdout.splitlines()
     assert lines[0].startswith("通过       specs/ch17-prenorm.yaml（verify：所有阶段上 |NumPy - 参考实现| 的最大值 = ")
@@ -280,12 +280,12 @@ def test_file_errors_in_zh(tmp_path, make, chinese):
 
 
 @pytest.mark.parametrize("args, chinese", [
-    (["run", "specs/ch17-prenorm.yaml", "--pos", "7"], "--pos 7 超出范围：T = 3（位置 0 到 2，或从末尾数 -1 到 -3）"),
-    (["run", "specs/ch17-prenorm.yaml", "--format", "yaml"], "--format yaml：应为 table | json | csv | markdown 之一"),
-    (["run", "specs/ch17-prenorm.yaml", "--stage", "norm9"], "--stage norm9：specs/ch17-prenorm.yaml 中没有这个名字的阶段；是不是想写 'norm2' 或 'norm1'？"),
+    (["run", PRE_REL, "--pos", "7"], "--pos 7 超出范围：T = 3（位置 0 到 2，或从末尾数 -1 到 -3）"),
+    (["run", PRE_REL, "--format", "yaml"], "--format yaml：应为 table | json | csv | markdown 之一"),
+    (["run", PRE_REL, "--stage", "norm9"], "--stage norm9：specs/ch17-prenorm.yaml 中没有这个名字的阶段；是不是想写 'norm2' 或 'norm1'？"),
     (["stages", "nrom1"], "没有叫 'nrom1' 的阶段；是不是想写 'norm1' 或 'norm2'？（`tracer stages` 列出所有名字）"),
-    (["diff", "specs/ch17-prenorm.yaml", "examples/violations/beta-typo.yaml"], "有一侧出现违规，所以它之后的阶段无法比较："),
-    (["run", "specs/ch17-prenorm.yaml", "--attention-stage", "norm1"], "--attention-stage 'norm1'：没有这个名字的注意力步骤"),
+    (["diff", PRE_REL, "examples/violations/beta-typo.yaml"], "有一侧出现违规，所以它之后的阶段无法比较："),
+    (["run", PRE_REL, "--attention-stage", "norm1"], "--attention-stage 'norm1'：没有这个名字的注意力步骤"),
 ])
 def test_command_line_errors_in_zh(args, chinese):
     res = run_app(*args, *ZH)
@@ -425,15 +425,15 @@ def test_every_template_has_words_and_its_fields():
 # -- machine output does not change ------------------------------------------------------------
 
 @pytest.mark.parametrize("args", [
-    ["run", "specs/ch17-prenorm.yaml", "--json"],
-    ["run", "specs/ch17-prenorm.yaml", "--format", "csv", "--all"],
+    ["run", PRE_REL, "--json"],
+    ["run", PRE_REL, "--format", "csv", "--all"],
     ["run", "examples/violations/beta-typo.yaml", "--json"],
-    ["diff", "specs/ch17-prenorm.yaml", "specs/ch17-postnorm.yaml", "--json"],
-    ["diff", "specs/ch17-prenorm.yaml", "specs/ch17-postnorm.yaml", "--format", "csv"],
+    ["diff", PRE_REL, POST_REL, "--json"],
+    ["diff", PRE_REL, POST_REL, "--format", "csv"],
     ["stages", "--format", "json"],
     ["stages", "--format", "csv"],
-    ["probe", "specs/ch17-prenorm.yaml", "--json"],
-    ["run", "specs/ch17-prenorm.yaml", "--steps", "--format", "csv"],
+    ["probe", PRE_REL, "--json"],
+    ["run", PRE_REL, "--steps", "--format", "csv"],
 ])
 def test_json_and_csv_are_the_same_in_every_language(args):
     en = run_app(*args, "--lang", "en")
@@ -472,13 +472,13 @@ def test_zh_tables_align(spec):
 
 @pytest.mark.parametrize("args", [
     ["run", "examples/violations/ex3-layernorm-over-positions.yaml", "--verify"],
-    ["run", "specs/ch17-prenorm.yaml", "--steps"],
+    ["run", PRE_REL, "--steps"],
     ["run", "specs/encoder-decoder.yaml", "--attention-stage", "all"],
     ["probe", "examples/violations/ex3-layernorm-over-positions.yaml"],
     ["graph", "specs/encoder-decoder.yaml"],
     ["graph", "examples/graph/parallel-block.yaml"],
     ["stages"],
-    ["diff", "specs/ch17-prenorm.yaml", "specs/ch17-postnorm.yaml"],
+    ["diff", PRE_REL, POST_REL],
 ])
 def test_zh_views_align(args):
     out = run_app(*args, *ZH).stdout
@@ -495,7 +495,7 @@ def test_stages_sections_in_zh():
 
 
 def test_zh_markdown_is_a_table_of_the_same_columns():
-    md = run_app("run", "specs/ch17-prenorm.yaml", "--format", "markdown", *ZH).stdout
+    md = run_app("run", PRE_REL, "--format", "markdown", *ZH).stdout
     lines = [line for line in md.splitlines() if line.startswith("|")]
     assert lines[0] == "| 记录名 | 阶段 | 第一个位置 | 整个数组的 shape |"
     assert {len(re.findall(r"(?<!\\)\|", line)) for line in lines} == {5}
@@ -518,7 +518,7 @@ def test_zh_export_keeps_the_caption_on_one_line():
     from tracer.views import tables as render
 
     with i18n.using("zh"):
-        view = render.run_view(executor.run(load_spec(str(SPECS / "ch17-prenorm.yaml"))), 0, 0, 6, False)
+        view = render.run_view(executor.run(load_spec(PRE)), 0, 0, 6, False)
         text = export.record(view, no_color=True).export_text()
     caption = "Pre-Norm，掩码 causal，eps 1e-05；B = 1, T = 3, C = 2, H = 2, F = 3, V = 3, T_max = 3, d = 1"
     assert caption in text.splitlines()
@@ -528,7 +528,7 @@ def test_zh_export_keeps_the_caption_on_one_line():
 
 def test_validate_in_zh(tmp_path):
     bad = write_spec(tmp_path, "dims: {C: 3, H: 2, F: 3}\ninput: {tokens: [0]}\nseed: 0\n")
-    res = run_app("validate", "specs/ch17-prenorm.yaml", str(bad), *ZH)
+    res = run_app("validate", PRE_REL, str(bad), *ZH)
     assert res.returncode == 2
     good, wrong = res.stdout.splitlines()
     assert re.fullmatch(r"specs/ch17-prenorm\.yaml: 通过，运行约需 [\d.]+ [KMG]?B（--record auto）", good), good
@@ -543,7 +543,7 @@ def test_memory_refusal_in_zh():
 
 
 def test_zh_value_column_names_b_and_t_where_the_first_position_is_not_exact():
-    out = run_app("run", "specs/ch17-prenorm.yaml", "--pos", "1", "--format", "markdown", *ZH).stdout
+    out = run_app("run", PRE_REL, "--pos", "1", "--format", "markdown", *ZH).stdout
     assert "| b=0, t=1 处的值 |" in out
 
 
@@ -558,5 +558,5 @@ def test_a_quoted_chinese_word_keeps_no_inserted_spaces(tmp_path):
 def test_the_books_terms_not_coined_ones():
     # the book says 残差路径 (section 17.2, Figure 17.1); "残差流" is not its word
     assert not any("残差流" in z for z in [*zh.UI.values(), *zh.TEMPLATES.values(), *zh.FRAGMENTS.values(), *zh.MEANINGS.values()])
-    out = run_app("graph", "specs/ch17-prenorm.yaml", *ZH).stdout
+    out = run_app("graph", PRE_REL, *ZH).stdout
     assert "第一条残差路径" in out and "残差路径上的值" in out

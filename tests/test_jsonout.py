@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import SPECS, load_text, run_app, run_cli, write_spec
+from conftest import POST_REL, PRE_REL, PRE_TEXT, load_text, run_app, run_cli, write_spec
 
 from tracer.engine import executor
 from tracer.views import tables as render
@@ -33,11 +33,11 @@ def run_json(*args, **kw):
 
 
 def test_chapter_spec_document():
-    r, doc = run_json("specs/ch17-prenorm.yaml")
+    r, doc = run_json(PRE_REL)
     assert r.returncode == 0
     assert set(doc) == TOP_KEYS
     assert doc["schema_version"] == 1
-    assert doc["spec"] == {"path": "specs/ch17-prenorm.yaml", "name": "Example 17.2, pre-norm"}
+    assert doc["spec"] == {"path": PRE_REL, "name": "Example 17.2, pre-norm"}
     assert doc["ok"] is True and doc["violations"] == []
     assert doc["dims"] == {"B": 1, "T": 3, "C": 2, "H": 2, "F": 3, "V": 3, "T_max": 3, "d": 1}
     assert doc["block"] == {"norm_order": "pre", "mask": "causal", "eps": 1e-05, "final_norm": False, "positions": "learned"}
@@ -78,8 +78,8 @@ def test_float32_values_round_trip():
 
 
 def test_all_adds_attention_internals():
-    _, plain = run_json("specs/ch17-postnorm.yaml")
-    _, full = run_json("specs/ch17-postnorm.yaml", "--all")
+    _, plain = run_json(POST_REL)
+    _, full = run_json(POST_REL, "--all")
     internals = ["attn.q", "attn.k", "attn.v", "attn.scores", "attn.weights", "attn.heads"]
     assert not {s["name"] for s in plain["stages"]} & set(internals)
     names = [s["name"] for s in full["stages"]]
@@ -89,7 +89,7 @@ def test_all_adds_attention_internals():
 
 
 def test_verify_adds_the_verify_object():
-    _, doc = run_json("specs/ch17-prenorm.yaml", "--verify")
+    _, doc = run_json(PRE_REL, "--verify")
     assert set(doc) == TOP_KEYS | {"verify"}
     v = doc["verify"]
     assert set(v) == {"max_abs_diff", "stages", "rtol", "failing", "full", "samples", "positions", "note"}
@@ -97,12 +97,12 @@ def test_verify_adds_the_verify_object():
     assert v["full"] is True and v["samples"] == [0] and v["positions"] == [0, 1, 2] and v["note"] == ""
     assert set(v["stages"]) >= {s["name"] for s in doc["stages"]}
     assert max(v["stages"].values()) == v["max_abs_diff"] < 1e-12
-    _, plain = run_json("specs/ch17-prenorm.yaml")
+    _, plain = run_json(PRE_REL)
     assert "verify" not in plain
 
 
 def test_violation_document(tmp_path):
-    write_spec(tmp_path, (SPECS / "ch17-prenorm.yaml").read_text().replace("norm2: {gamma: ones, beta: zeros}", "norm2: {gamma: [2], beta: zeros}"))
+    write_spec(tmp_path, PRE_TEXT.replace("norm2: {gamma: ones, beta: zeros}", "norm2: {gamma: [2], beta: zeros}"))
     r, doc = run_json("spec.yaml", cwd=tmp_path)
     assert r.returncode == 1
     assert doc["ok"] is False
@@ -134,7 +134,7 @@ def test_dumps_refuses_raw_nan():
 
 
 def test_unicode_names_are_written_as_utf8(tmp_path):
-    write_spec(tmp_path, (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8").replace('name: "Example 17.2, pre-norm"', 'name: "例 17.2"'))
+    write_spec(tmp_path, PRE_TEXT.replace('name: "Example 17.2, pre-norm"', 'name: "例 17.2"'))
     _, doc = run_json("spec.yaml", cwd=tmp_path)
     assert doc["spec"]["name"] == "例 17.2"
 

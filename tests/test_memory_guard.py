@@ -6,13 +6,12 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import SPECS, assert_refused, run_app, write_spec
+from conftest import PRE, SPECS, assert_refused, run_app, write_spec
 
 from tracer.engine import executor
 from tracer.spec import load_spec, memory
 
 BIG = "dims: {C: 64, H: 4, F: 128, T: 6000}\ninput: {x: random}\nseed: 0\n"
-PRE = str(SPECS / "ch17-prenorm.yaml")
 
 
 @pytest.fixture

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import SPECS, assert_refused, run_app
+from conftest import PRE, assert_refused, run_app
 
 from tracer.spec.memory import MAX_SIZE, parse_size
 
-PRE = str(SPECS / "ch17-prenorm.yaml")
 SYNTAX = "expected a size such as 4GB"
 TOO_BIG = "more than any machine has: at most 1 EiB"
 

@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import SPECS, load_text, run_cli
+from conftest import PRE, SPECS, load_text, run_cli
 
 from tracer.engine.params import load_input, load_params
 from tracer.spec import load_spec
@@ -127,7 +127,7 @@ def test_random_x_is_uniform_on_minus_one_one():
 
 
 def test_keywords_and_given_values():
-    p = load_params(load_spec(str(SPECS / "ch17-prenorm.yaml")))
+    p = load_params(load_spec(PRE))
     np.testing.assert_array_equal(p["attn.w_q"], np.eye(2))
     np.testing.assert_array_equal(p["attn.w_o"], [[1, 1], [1, -1]])
     np.testing.assert_array_equal(p["ffn.w1"], [[1, -1, 0], [0, 1, 1]])

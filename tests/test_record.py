@@ -7,12 +7,12 @@ import math
 
 import numpy as np
 import pytest
-from conftest import SPECS, assert_refused, run_app, run_cli
+from conftest import PRE, SPECS, assert_refused, run_app, run_cli
 
 from tracer.engine import executor, params
 from tracer.spec import load_spec, memory
 
-CH17 = str(SPECS / "ch17-prenorm.yaml")
+CH17 = PRE
 
 
 @pytest.fixture

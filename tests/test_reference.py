@@ -4,7 +4,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import SPECS, load_text, trace_of
+from conftest import PRE, SPECS, load_text, trace_of
 
 from tracer.engine import executor, reference
 from tracer.engine.params import load_inputs, load_params
@@ -31,7 +31,7 @@ def test_chapter_specs_agree_below_1e_12_at_every_stage(name):
 
 
 def test_reference_alone_reproduces_the_book():
-    spec = load_spec(str(SPECS / "ch17-prenorm.yaml"))
+    spec = load_spec(PRE)
     out = run_reference(spec, [0], [0, 1, 2])["output"]
     assert [[round(v, 6) for v in out[(0, t)]] for t in range(3)] == BOOK_Y
     a = 0.5 / math.sqrt(0.25001)
@@ -133,7 +133,7 @@ def test_max_abs_diff_skips_cells_the_reference_did_not_compute():
 
 def test_reference_detects_a_wrong_numpy_value():
     # verify must be able to fail: corrupt one NumPy stage and the difference shows up there
-    trace = executor.run(load_spec(str(SPECS / "ch17-prenorm.yaml")))
+    trace = executor.run(load_spec(PRE))
     trace.stages["norm2"].array = trace.stages["norm2"].array.copy()
     trace.stages["norm2"].array[0, 2, 1] += 1e-9
     check = verify(trace)

@@ -3,7 +3,7 @@
 import io
 
 import numpy as np
-from conftest import SPECS
+from conftest import PRE
 from rich.console import Console
 
 from tracer.engine import executor
@@ -42,14 +42,14 @@ def text_of(renderable):
 
 
 def test_run_view_is_a_renderable_and_prints_the_book_row():
-    trace = executor.run(load_spec(str(SPECS / "ch17-prenorm.yaml")))
+    trace = executor.run(load_spec(PRE))
     view = render.run_view(trace, 0, 0, 6, False)
     out = text_of(view)
     assert "[1.999980, 2.999940]" in out and "t=2: [2.999964, 3.746396]" in out
 
 
 def test_cells_are_not_read_as_markup():
-    trace = executor.run(load_spec(str(SPECS / "ch17-prenorm.yaml")))
+    trace = executor.run(load_spec(PRE))
     trace.stages["x"].array = np.full((1, 3, 2), np.nan)
     out = text_of(render.trace_table(trace, 0, 0, 6, False))
     assert "[nan, nan]" in out
@@ -60,7 +60,7 @@ def test_the_settings_line_wraps_at_80_columns_instead_of_being_cut():
 
     from rich.console import Console
 
-    trace = executor.run(load_spec(str(SPECS / "ch17-prenorm.yaml")))
+    trace = executor.run(load_spec(PRE))
     c = Console(width=80, file=io.StringIO(), no_color=True, emoji=False, highlight=False)
     c.print(render.run_view(trace, 0, 0, 6, False))
     out = c.file.getvalue()
@@ -72,7 +72,7 @@ def test_the_settings_line_wraps_at_80_columns_instead_of_being_cut():
 def test_the_settings_line_never_breaks_inside_a_pair():
     from rich.console import Console
 
-    trace = executor.run(load_spec(str(SPECS / "ch17-prenorm.yaml")))
+    trace = executor.run(load_spec(PRE))
     pairs = [f"{k} = {v}" for k, v in trace.spec.dims.as_dict().items()]
     for width in range(30, 101):
         c = Console(width=width, file=io.StringIO(), no_color=True, emoji=False, highlight=False)

@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, SPECS, run_app, write_spec
+from conftest import EXAMPLES, PRE, SPECS, run_app, write_spec
 from rich.console import Console
 from rich.style import Style
 
@@ -21,7 +21,6 @@ from tracer.errors import UsageError
 from tracer.run.attention import BINS, GLYPHS, MASKED, attention_view, make_grid, panel_text, resolve
 from tracer.spec import load_spec, load_spec_text
 
-PRE = str(SPECS / "ch17-prenorm.yaml")
 STACK = str(SPECS / "stack-2-layers.yaml")
 SEQ2SEQ = str(SPECS / "encoder-decoder.yaml")
 

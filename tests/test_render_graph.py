@@ -13,14 +13,11 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLES, REPO, SPECS, run_cli, run_on_tty, write_spec
+from conftest import EXAMPLES, POST, PRE, REPO, SPECS, run_cli, run_on_tty, write_spec
 from rich.console import Console
 
 from tracer.graph.view import Graph, graph_view
 from tracer.spec import load_spec, load_spec_text
-
-PRE = str(SPECS / "ch17-prenorm.yaml")
-POST = str(SPECS / "ch17-postnorm.yaml")
 
 
 def draw(path: str, width: int = 400) -> str:

@@ -6,19 +6,17 @@ import csv
 import io
 import json
 
-from conftest import REPO, run_app, write_spec
+from conftest import POST_REL, PRE_REL, REPO, run_app, write_spec
 
 from tracer.engine import executor
 from tracer.run import command as runs
 
-PRE = "specs/ch17-prenorm.yaml"
-POST = "specs/ch17-postnorm.yaml"
 BETA = "examples/violations/beta-typo.yaml"
 EX5 = "examples/violations/ex5-residual-broadcast.yaml"
 
 
 def test_status_lines_summary_and_the_worst_exit_code():
-    r = run_app("run", PRE, BETA, "no-such-spec.yaml", POST)
+    r = run_app("run", PRE_REL, BETA, "no-such-spec.yaml", POST_REL)
     assert r.returncode == 2, r.stderr
     assert r.stdout.splitlines() == [
         "ok         specs/ch17-prenorm.yaml",
@@ -31,16 +29,16 @@ def test_status_lines_summary_and_the_worst_exit_code():
 
 
 def test_exit_code_is_the_worst_of_the_specs():
-    assert run_app("run", PRE, POST).returncode == 0
-    assert run_app("run", PRE, BETA, EX5).returncode == 1
-    zero = run_app("run", PRE, BETA, "--exit-zero")
+    assert run_app("run", PRE_REL, POST_REL).returncode == 0
+    assert run_app("run", PRE_REL, BETA, EX5).returncode == 1
+    zero = run_app("run", PRE_REL, BETA, "--exit-zero")
     assert zero.returncode == 0
     assert "violation  examples/violations/beta-typo.yaml: broadcast at norm1" in zero.stdout  # still reported
 
 
 def test_a_spec_error_names_file_line_and_field(tmp_path):
     bad = write_spec(tmp_path, "dims: {C: 2, H: 3, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n", "bad.yaml")
-    r = run_app("run", PRE, str(bad))
+    r = run_app("run", PRE_REL, str(bad))
     assert r.returncode == 2
     line = r.stdout.splitlines()[1]
     assert line.startswith(f"error      {bad}:1:")
@@ -48,11 +46,11 @@ def test_a_spec_error_names_file_line_and_field(tmp_path):
 
 
 def test_json_is_one_object_per_line_status_on_stderr():
-    r = run_app("run", PRE, BETA, "missing.yaml", "--json")
+    r = run_app("run", PRE_REL, BETA, "missing.yaml", "--json")
     assert r.returncode == 2
     lines = r.stdout.splitlines()
     assert len(lines) == 3
-    single = run_app("run", PRE, "--json").stdout
+    single = run_app("run", PRE_REL, "--json").stdout
     assert lines[0] + "\n" == single  # the same object a single run writes
     second = json.loads(lines[1])
     assert (second["ok"], second["violations"][0]["kind"], second["violations"][0]["stage"]) == (False, "broadcast", "norm1")
@@ -63,40 +61,40 @@ def test_json_is_one_object_per_line_status_on_stderr():
 
 
 def test_csv_has_one_header_for_all_specs():
-    r = run_app("run", PRE, POST, "--format", "csv", "--stage", "output")
+    r = run_app("run", PRE_REL, POST_REL, "--format", "csv", "--stage", "output")
     assert r.returncode == 0, r.stderr
     rows = list(csv.reader(io.StringIO(r.stdout)))
     assert rows[0] == ["spec", "stage", "b", "h", "t", "axis", "v0", "v1"]
-    assert [(row[0], row[4]) for row in rows[1:]] == [(PRE, "0"), (PRE, "1"), (PRE, "2"), (POST, "0"), (POST, "1"), (POST, "2")]
+    assert [(row[0], row[4]) for row in rows[1:]] == [(PRE_REL, "0"), (PRE_REL, "1"), (PRE_REL, "2"), (POST_REL, "0"), (POST_REL, "1"), (POST_REL, "2")]
     assert r.stderr.splitlines()[-1] == "2 specs: 2 ok, 0 with violations, 0 errors; exit code 0"
 
 
 def test_markdown_has_a_section_per_spec():
-    r = run_app("run", PRE, "missing.yaml", "--format", "markdown")
+    r = run_app("run", PRE_REL, "missing.yaml", "--format", "markdown")
     assert r.returncode == 2
     assert "### Example 17.2, pre-norm" in r.stdout
     assert "### missing.yaml\n\n> **error**: missing.yaml: no such file" in r.stdout
 
 
 def test_one_spec_prints_its_table_and_no_status_line():
-    r = run_app("run", PRE)
+    r = run_app("run", PRE_REL)
     assert r.returncode == 0
     assert not r.stdout.startswith("ok")
     assert "spec: " not in r.stdout and "exit code" not in r.stdout
 
 
 def test_steps_takes_one_spec():
-    r = run_app("run", PRE, POST, "--steps")
+    r = run_app("run", PRE_REL, POST_REL, "--steps")
     assert r.returncode == 2
     assert "--steps shows one spec's step list; give one spec (received 2)" in r.stderr
 
 
 def test_two_hundred_specs_in_one_process(tmp_path):
-    texts = {name: (REPO / name).read_text(encoding="utf-8") for name in (PRE, BETA)}
+    texts = {name: (REPO / name).read_text(encoding="utf-8") for name in (PRE_REL, BETA)}
     paths = []
     for i in range(200):
         p = tmp_path / f"s{i:03d}.yaml"
-        p.write_text(texts[BETA if i % 50 == 0 else PRE], encoding="utf-8")
+        p.write_text(texts[BETA if i % 50 == 0 else PRE_REL], encoding="utf-8")
         paths.append(str(p))
     r = run_app("run", *paths)
     assert r.returncode == 1
@@ -110,8 +108,8 @@ def test_a_bug_in_one_spec_is_exit_3_and_the_others_still_run(monkeypatch):
 
     monkeypatch.delenv("TRACER_DEBUG", raising=False)
     monkeypatch.setattr(executor, "run", broken)
-    o = runs.attempt(PRE, runs.RunOptions())
+    o = runs.attempt(PRE_REL, runs.RunOptions())
     assert o.code == 3
-    assert o.status() == ("error", f"{PRE}: internal error: ZeroDivisionError: division by zero (a bug in tracer; please report it)")
+    assert o.status() == ("error", f"{PRE_REL}: internal error: ZeroDivisionError: division by zero (a bug in tracer; please report it)")
     s = runs.RunSummary([o, runs.Outcome("x.yaml", 2, error="x.yaml: no such file")])
     assert s.exit_code == 3

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import SPECS, assert_refused, run_app, run_cli
+from conftest import PRE, assert_refused, run_app, run_cli
 
 from tracer.engine import executor
 from tracer.spec import load_spec, memory
@@ -17,7 +17,7 @@ from tracer.spec import load_spec, memory
 @pytest.fixture
 def spec(tmp_path: Path) -> Path:
     p = tmp_path / "ch17.yaml"
-    shutil.copy(SPECS / "ch17-prenorm.yaml", p)
+    shutil.copy(PRE, p)
     return p
 
 

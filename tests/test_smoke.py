@@ -2,11 +2,11 @@
 
 import json
 
-from conftest import run_cli
+from conftest import PRE_REL, run_cli
 
 
 def test_prenorm_table_and_y():
-    r = run_cli("run", "specs/ch17-prenorm.yaml")
+    r = run_cli("run", PRE_REL)
     assert r.returncode == 0, r.stderr
     assert "[1.999980, 2.999940]" in r.stdout
     assert "t=1: [0.999912, 1.476742]" in r.stdout
@@ -15,7 +15,7 @@ def test_prenorm_table_and_y():
 
 
 def test_prenorm_json_output_stage():
-    r = run_cli("run", "specs/ch17-prenorm.yaml", "--json")
+    r = run_cli("run", PRE_REL, "--json")
     assert r.returncode == 0, r.stderr
     doc = json.loads(r.stdout)
     out = next(s for s in doc["stages"] if s["name"] == "output")

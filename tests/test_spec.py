@@ -12,11 +12,11 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import SPECS, load_text, run_app, run_cli, write_spec
+from conftest import PRE_TEXT, load_text, run_app, run_cli, write_spec
 
 from tracer.errors import SpecError
 
-CH17 = (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8")
+CH17 = PRE_TEXT
 
 
 def run_spec(tmp_path, text, name="spec.yaml"):

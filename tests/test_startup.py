@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO, SPECS
+from conftest import POST, PRE, PRE_REL, REPO, SPECS
 
 HEAVY = ("numpy", "tracer.engine.kernels", "tracer.engine.executor", "tracer.engine.params", "pydantic")
 
@@ -54,7 +54,7 @@ def test_help_loads_no_numpy(argv: tuple[str, ...]) -> None:
 
 
 def test_validate_loads_no_numpy() -> None:
-    code, loaded, out = loaded_after("validate", str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "gpt2-block.yaml"))
+    code, loaded, out = loaded_after("validate", PRE, str(SPECS / "gpt2-block.yaml"))
     assert code == 0 and loaded == []
     assert out.count(": ok") == 2
 
@@ -67,7 +67,7 @@ def test_shell_completion_loads_no_numpy() -> None:
 
 
 def test_a_run_loads_no_pydantic() -> None:
-    code, loaded, out = loaded_after("run", str(SPECS / "ch17-prenorm.yaml"), "--pos", "1", "--precision", "3")
+    code, loaded, out = loaded_after("run", PRE, "--pos", "1", "--precision", "3")
     assert code == 0 and "t=1: [1.000, 1.477]" in out
     assert "pydantic" not in loaded and "numpy" in loaded
 
@@ -75,11 +75,11 @@ def test_a_run_loads_no_pydantic() -> None:
 def test_plain_coercion_keeps_typers_messages() -> None:
     from conftest import run_app
 
-    r = run_app("run", str(SPECS / "ch17-prenorm.yaml"), "--pos", "x")
+    r = run_app("run", PRE, "--pos", "x")
     assert r.returncode == 2 and "'--pos'" in r.stderr and "'x'" in r.stderr and "Traceback" not in r.stderr  # click's usage error
-    r = run_app("run", str(SPECS / "ch17-prenorm.yaml"), "--pos", "-4")  # -1 is the last position; T = 3
+    r = run_app("run", PRE, "--pos", "-4")  # -1 is the last position; T = 3
     assert r.returncode == 2 and "--pos -4 is out of range" in r.stderr
-    r = run_app("validate", str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml"))
+    r = run_app("validate", PRE, POST)
     assert r.returncode == 0 and r.stdout.count(": ok") == 2
 
 
@@ -89,10 +89,10 @@ def test_a_named_command_builds_alone_and_behaves_the_same():
 
     from tracer.cli.app import app, app_for
 
-    slim = app_for(["run", "specs/ch17-prenorm.yaml"])
+    slim = app_for(["run", PRE_REL])
     assert [c.callback.__name__ for c in slim.registered_commands] == ["run"]
     assert app_for([]) is app and app_for(["no-such-command"]) is app and app_for(["--version"]) is app
     runner = CliRunner()
-    for args in (["run", "--help"], ["run", "specs/ch17-prenorm.yaml"], ["run", "specs/ch17-prenorm.yaml", "--pos", "9"]):
+    for args in (["run", "--help"], ["run", PRE_REL], ["run", PRE_REL, "--pos", "9"]):
         a, b = runner.invoke(app, args), runner.invoke(slim, args)
         assert (a.exit_code, a.output) == (b.exit_code, b.output), args

@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLES, REPO, SPECS, run_on_tty
+from conftest import EXAMPLES, POST, PRE, REPO, SPECS, run_on_tty
 
-PRE, POST = str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml")
 VIOLATION = str(EXAMPLES / "violations" / "ex5-residual-broadcast.yaml")
 ED = str(SPECS / "encoder-decoder.yaml")
 STACK = str(SPECS / "stack-2-layers.yaml")

@@ -15,7 +15,7 @@ import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from conftest import EXAMPLES, SPECS
+from conftest import EXAMPLES, POST, PRE
 from hypothesis import given, settings
 
 from tracer.compare import core as diffing
@@ -25,8 +25,6 @@ from tracer.engine.executor import Stage
 from tracer.spec import load_spec, load_spec_text
 from tracer.views import text as textout
 
-PRE = str(SPECS / "ch17-prenorm.yaml")
-POST = str(SPECS / "ch17-postnorm.yaml")
 # Example 17.2: a = 0.5 / sqrt(0.25001); u = (2a - 1) / (2 sqrt(((2a - 1) / 2)^2 + 1e-5)); Y_1 = [1 + u, 2a + u]
 A = 0.5 / math.sqrt(0.25001)
 U = (2 * A - 1) / (2 * math.sqrt(((2 * A - 1) / 2) ** 2 + 1e-5))

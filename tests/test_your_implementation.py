@@ -8,10 +8,9 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLES, REPO, SPECS, bin_first, run_cli
+from conftest import EXAMPLES, PRE, REPO, bin_first, run_cli
 
 HERE = EXAMPLES / "your-implementation"
-PRE = str(SPECS / "ch17-prenorm.yaml")
 
 
 def env() -> dict[str, str]:
