@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from conftest import PRE, run_cli
 
 import tracer
-from tests.conftest import SPECS, run_cli
 from tracer.errors import UsageError
 from tracer.spec import choices, load_spec
-
-PRE = str(SPECS / "ch17-prenorm.yaml")
 
 
 @pytest.mark.parametrize(("value", "size", "expected"), [(0, 3, 0), (2, 3, 2), (-1, 3, 2), (-3, 3, 0)])

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import POST_REL, PRE_REL, PRE_TEXT, REPO, SPECS, run_app, run_cli, run_on_tty, write_spec
+from conftest import POST, POST_REL, PRE, PRE_REL, PRE_TEXT, REPO, run_app, run_cli, run_on_tty, write_spec
 
 ANSI = re.compile(r"\x1b\[")
 
@@ -300,14 +300,12 @@ def test_help_shows_no_python_types_and_each_command_its_own_words():
 
 
 def test_pos_counts_from_the_end_as_in_python():
-    from conftest import run_app
-
-    spec = str(SPECS / "ch17-prenorm.yaml")  # T = 3
+    spec = PRE  # T = 3
     last, minus1 = run_app("run", spec, "--pos", "2", "--format", "markdown"), run_app("run", spec, "--pos", "-1", "--format", "markdown")
     assert last.returncode == minus1.returncode == 0 and last.stdout == minus1.stdout and "t=2" in minus1.stdout
     first = run_app("run", spec, "--pos", "-3")
     assert first.returncode == 0 and "value at b=0, t=0" in first.stdout
     beyond = run_app("run", spec, "--pos", "-4")
     assert beyond.returncode == 2 and "--pos -4 is out of range: T = 3" in beyond.stderr
-    d = run_app("diff", spec, str(SPECS / "ch17-postnorm.yaml"), "--pos", "-1")
+    d = run_app("diff", spec, POST, "--pos", "-1")
     assert "A at b=0, t=2" in d.stdout
