@@ -61,7 +61,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def slow_run() -> bool:
-    """True under --slow (everything, as CI runs it): the slow tests, the docs' long commands (tests/test_docs.py)
+    """True under --slow (everything, as CI runs it): the slow tests, the docs' long commands (tests/docs/test_docs.py)
     and the full budgets of the property tests (which CI, setting CI, gets without it too)."""
     return _SLOW[0]
 

@@ -9,11 +9,11 @@ import subprocess
 import sys
 import textwrap
 
-import npblock
 import numpy as np
 import pytest
-import student_block
 from conftest import EXAMPLES, POST, PRE, REPO, run_app
+from helpers import cases as npblock
+from helpers import student_block
 from rich.console import Console
 
 import tracer
@@ -42,7 +42,7 @@ def lines(text: str) -> list[str]:
 
 
 def table_17_1_y() -> np.ndarray:
-    """Y of Example 17.2 from tests/npblock.py (the chapter's formulas, written independently of tracer)."""
+    """Y of Example 17.2 from tests/helpers/cases.py (the chapter's formulas, written independently of tracer)."""
     x = (np.array([[1.0, 0], [0, 1], [1, 1]]) + np.array([[0.0, 0], [0, 1], [1, 0]]))[None]
     W = {"norm1": {"gamma": np.ones(2), "beta": np.zeros(2)}, "norm2": {"gamma": np.ones(2), "beta": np.zeros(2)},
          "attn": {"w_q": np.eye(2), "w_k": np.eye(2), "w_v": np.eye(2), "w_o": np.array([[1.0, 1], [1, -1]]),

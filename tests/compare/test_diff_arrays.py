@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-import student_block
 from conftest import PRE, assert_refused, run_app, run_cli
+from helpers import student_block
 
 from tracer import i18n
 from tracer.compare import core as diffing

@@ -10,7 +10,7 @@
 - Each page's ``python`` blocks run in order in one fresh process.
 - Every relative link points to a file that exists, and every ``#anchor`` to a heading of it.
 
-``python tests/test_docs.py --update`` rewrites the ``<!-- output: ... -->`` blocks from a fresh run.
+``python tests/docs/test_docs.py --update`` rewrites the ``<!-- output: ... -->`` blocks from a fresh run.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 # Pages other branches write; README and the reference link them already. A link to one of these is
 # checked once the page exists. When every one of them is merged, empty this tuple.
@@ -308,7 +308,7 @@ def test_commands_run_as_written(page: Path, tmp_path: Path, request: pytest.Fix
             delta = "\n".join(difflib.unified_diff(normalise("\n".join(r.command.output_block.lines)).split("\n"),
                                                    normalise(r.stdout).split("\n"), "the page", "tracer prints", lineterm=""))
             failures.append(f"{where}\n  the output shown differs from what tracer prints "
-                            f"(python tests/test_docs.py --update rewrites it):\n{delta}")
+                            f"(python tests/docs/test_docs.py --update rewrites it):\n{delta}")
     assert not failures, "\n\n".join(failures)
 
 
@@ -408,7 +408,7 @@ def test_a_failing_command_is_caught(tmp_path: Path) -> None:
     assert [(r.code, r.command.expect) for r in results] == [(2, 0), (0, 1)]
 
 
-# -- python tests/test_docs.py --update -------------------------------------------------------------
+# -- python tests/docs/test_docs.py --update -------------------------------------------------------------
 
 def update() -> None:
     """Rewrite every <!-- output: COMMAND --> block with what COMMAND prints now."""
@@ -437,4 +437,4 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--update"]:
         update()
     else:
-        sys.exit("usage: python tests/test_docs.py --update")
+        sys.exit("usage: python tests/docs/test_docs.py --update")

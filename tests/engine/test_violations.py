@@ -1,7 +1,7 @@
 """What NumPy lets slide: every violation kind is built as a trap and flagged (table, panel, JSON, exit 1),
 and its legal neighbour (the same spec with the mistake fixed) is not.
 
-Numbers NumPy "would have given" are computed here with tests/npblock.py, independently of tracer's kernels.
+Numbers NumPy "would have given" are computed here with tests/helpers/cases.py, independently of tracer's kernels.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import subprocess
 import numpy as np
 import pytest
 from conftest import EXAMPLES, REPO, bin_first, run_app, run_cli, where, write_spec
-from npblock import attention, causal, ffn, layer_norm, spec_text
+from helpers.cases import attention, causal, ffn, layer_norm, spec_text
 
 # The chapter's Example 17.2 weights (section 17.5), used by the small traps.
 CH17 = """\

@@ -12,8 +12,8 @@ and checks the rule of tracer/outputs.py (docs/files.md):
   --force was given; every other entry keeps its bytes and what lstat says;
 - every output written is a regular file with tracer's mark; no temporary file is left.
 
-Derandomized like tests/test_fuzz.py; TRACER_FUZZ_RANDOM=1 explores new cases, TRACER_FUZZ_EXAMPLES=N runs more.
-150 scenes under `python -m pytest --slow` or when CI is set, as tests/test_fuzz.py; 50 in a plain run.
+Derandomized like tests/fuzz/test_fuzz.py; TRACER_FUZZ_RANDOM=1 explores new cases, TRACER_FUZZ_EXAMPLES=N runs more.
+150 scenes under `python -m pytest --slow` or when CI is set, as tests/fuzz/test_fuzz.py; 50 in a plain run.
 """
 
 from __future__ import annotations

@@ -6,13 +6,13 @@ formulas, not from tracer's step lists or backward kernels.
 
 from __future__ import annotations
 
-import independent as ind
 import numpy as np
 import pytest
 import yaml
+from helpers import oracle as ind
 
 torch = pytest.importorskip("torch", reason="the autograd comparison needs torch (the optional extra)")
-import torch_model as tm  # noqa: E402  (needs torch)
+from helpers import torch_model as tm  # noqa: E402  (needs torch)
 
 from tracer.engine.params import load_inputs, load_params  # noqa: E402
 from tracer.grad import losses  # noqa: E402

@@ -120,7 +120,7 @@ def test_encoder_decoder_cross_attention_shapes():
 
 
 def test_contract_breaks_are_marked_before_running():
-    # the same fact the run flags (tests/test_validate.py checks that validate and run agree)
+    # the same fact the run flags (tests/spec/test_validate.py checks that validate and run agree)
     text = draw(str(EXAMPLES / "violations" / "ex5-residual-broadcast.yaml"))
     assert "⚠ broadcast violation when run: x [2, 5, 16] and update0 [1, 5, 16] differ" in text
     text = draw(str(EXAMPLES / "violations" / "ex3-layernorm-over-positions.yaml"))

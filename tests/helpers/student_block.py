@@ -1,7 +1,7 @@
 """The chapter's pre-norm block (specs/ch17-prenorm.yaml) as a student writes it in NumPy, with the typical bugs on request.
 
 Written from the chapter's formulas (Example 17.2), not from tracer's code; the head loop and the
-mask follow tests/npblock.py.  Each bug is one flag, so a test builds exactly one wrong block.
+mask follow tests/helpers/cases.py.  Each bug is one flag, so a test builds exactly one wrong block.
 """
 
 from __future__ import annotations

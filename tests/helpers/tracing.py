@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import independent as ind
 import numpy as np
 import yaml
 
+from helpers import oracle as ind
 from tracer.engine import executor
 from tracer.engine.params import load_inputs, load_params
 from tracer.spec import load_spec, load_spec_text

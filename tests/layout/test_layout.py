@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "tracer"
+PACKAGE = Path(__file__).resolve().parents[2] / "tracer"
 
 # Bottom to top: a module may import its own layer and the layers below it, never one above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -58,7 +58,7 @@ def layer_of(module: str) -> int:
         owner = _owner(module, prefixes)
         if owner is not None and (best is None or len(owner) > best[1]):
             best = (i, len(owner))
-    assert best is not None, f"{module} is in no layer of tests/test_layout.py: add it to the map (and to docs/contributing.md)"
+    assert best is not None, f"{module} is in no layer of tests/layout/test_layout.py: add it to the map (and to docs/contributing.md)"
     return best[0]
 
 

@@ -1,15 +1,15 @@
 """The encoder-decoder (guide section 9): an unmasked encoder, a causal decoder, and cross-attention
 whose queries come from the decoder and whose keys and values come from the encoder output.
-Compared with tests/independent.py and, where installed, with PyTorch's encoder and decoder layers.
+Compared with tests/helpers/oracle.py and, where installed, with PyTorch's encoder and decoder layers.
 """
 
 from __future__ import annotations
 
-import independent as ind
 import numpy as np
 import pytest
 from conftest import SPECS, run_app, run_cli, write_spec
-from tracing import check_against_independent, trace_text
+from helpers import oracle as ind
+from helpers.tracing import check_against_independent, trace_text
 
 from tracer.engine.params import load_params
 from tracer.run.crosscheck import verify

@@ -1,6 +1,6 @@
 """Grouped-query attention (dims.H_kv) and the rotary pairing (block.rotary_pairing): no torch needed.
 
-tracer is checked against the independent model (tests/independent.py: key/value heads repeated
+tracer is checked against the independent model (tests/helpers/oracle.py: key/value heads repeated
 as Hugging Face's repeat_kv does, rotary turns as complex multiplications), against the scalar
 reference (--verify), and against numbers worked out by hand from cos and sin.
 """
@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 import math
 
-import independent as ind
 import numpy as np
 import pytest
 from conftest import assert_refused, run_app, run_cli, where, write_spec
-from tracing import check_against_independent, flow, trace_text
+from helpers import oracle as ind
+from helpers.tracing import check_against_independent, flow, trace_text
 
 from tracer.engine import kernels
 from tracer.engine.params import load_params

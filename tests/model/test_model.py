@@ -1,6 +1,6 @@
 """The whole decoder-only Transformer: batches, heads, seeds, positions, words, stacks, head, dtype.
 
-Every expected value comes from tests/independent.py (the formulas written out in NumPy, no tracer
+Every expected value comes from tests/helpers/oracle.py (the formulas written out in NumPy, no tracer
 code), from the reader's guide's printed table, or from a property the maths guarantees; the
 tolerance is 1e-10 in float64.
 """
@@ -11,11 +11,11 @@ import hashlib
 import json
 import math
 
-import independent as ind
 import numpy as np
 import pytest
 from conftest import EXAMPLES, run_app, write_spec
-from tracing import check_against_independent, flow, trace_text
+from helpers import oracle as ind
+from helpers.tracing import check_against_independent, flow, trace_text
 
 from tracer.engine.params import load_inputs, load_params
 from tracer.spec import load_spec_text

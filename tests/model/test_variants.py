@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 import math
 
-import independent as ind
 import numpy as np
 import pytest
 from conftest import SPECS, run_app, write_spec
-from tracing import check_against_independent, flow, independent_stages, trace_text
+from helpers import oracle as ind
+from helpers.tracing import check_against_independent, flow, independent_stages, trace_text
 
 from tracer.engine.params import load_params
 from tracer.spec import load_spec_text

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 from conftest import SPECS, run_app, run_cli, write_spec
-from npblock import random_case
+from helpers.cases import random_case
 
 from tracer.probe import properties as probe
 from tracer.spec import load_spec_text

@@ -1,5 +1,5 @@
 """Every shipped spec runs through the installed command with its documented exit code, agrees with
-the scalar reference (--verify) below 1e-12 and with the independent model of tests/independent.py
+the scalar reference (--verify) below 1e-12 and with the independent model of tests/helpers/oracle.py
 below 1e-10; the guide's walk-through shows 3 x 768 -> 3 x 3072 -> 3 x 768.
 """
 
@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 import re
 
-import independent as ind
 import pytest
 from conftest import EXAMPLES, REPO, SPECS, run_cli
-from tracing import independent_stages, trace_file
+from helpers import oracle as ind
+from helpers.tracing import independent_stages, trace_file
 
 from tracer.spec import load_spec
 
