@@ -12,8 +12,7 @@ import textwrap
 import numpy as np
 import pytest
 from conftest import EXAMPLES, POST, PRE, REPO, run_app
-from helpers import cases as npblock
-from helpers import student_block
+from helpers import oracle
 from rich.console import Console
 
 import tracer
@@ -42,14 +41,14 @@ def lines(text: str) -> list[str]:
 
 
 def table_17_1_y() -> np.ndarray:
-    """Y of Example 17.2 from tests/helpers/cases.py (the chapter's formulas, written independently of tracer)."""
+    """Y of Example 17.2 from tests/helpers/oracle.py (the chapter's formulas, written independently of tracer)."""
     x = (np.array([[1.0, 0], [0, 1], [1, 1]]) + np.array([[0.0, 0], [0, 1], [1, 0]]))[None]
     W = {"norm1": {"gamma": np.ones(2), "beta": np.zeros(2)}, "norm2": {"gamma": np.ones(2), "beta": np.zeros(2)},
          "attn": {"w_q": np.eye(2), "w_k": np.eye(2), "w_v": np.eye(2), "w_o": np.array([[1.0, 1], [1, -1]]),
                   **{f"b_{n}": np.zeros(2) for n in "qkvo"}},
          "ffn": {"w1": np.array([[1.0, -1, 0], [0, 1, 1]]), "b1": np.zeros(3), "w2": np.array([[1.0, 0], [0, 1], [1, -1]]),
                  "b2": np.zeros(2)}}
-    return npblock.pre_norm(x, W, 2, 1e-5, npblock.causal(3))
+    return oracle.pre_norm(x, W, 2, 1e-5, oracle.causal(3))
 
 
 # -- the chapter's Y through the API ----------------------------------------------------------------
@@ -175,7 +174,7 @@ def test_diff_any_two_sides():
 
 
 def test_diff_against_a_mapping_of_arrays_with_names():
-    mine = {("ln1" if k == "norm1" else k): v for k, v in student_block.block(["ddof"]).items()}
+    mine = {("ln1" if k == "norm1" else k): v for k, v in oracle.chapter_block(["ddof"]).items()}
     d = tracer.diff(PRE, mine, names={"ln1": "norm1"})
     first = d.first_divergence
     assert d.exit_code == 1 and first is not None and first.stage == "norm1"
@@ -190,7 +189,7 @@ def test_diff_against_a_mapping_of_arrays_with_names():
 
 def test_recorder_writes_an_archive_tracer_diff_reads(tmp_path):
     path = tmp_path / "mine.npz"
-    arrays = student_block.block()
+    arrays = oracle.chapter_block()
     with tracer.recorder(path) as rec:
         for name, a in arrays.items():
             assert rec(name, a) is a  # an identity wrap

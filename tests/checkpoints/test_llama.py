@@ -15,12 +15,12 @@ tracer to 1e-12, which shows that float32 is the only difference.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 from conftest import assert_refused, example_module, run_app, run_cli
+from helpers import oracle
 
 from tracer.spec import load_spec
 
@@ -43,19 +43,6 @@ def imported(tmp_path: Path, ckpt: Path, *args: str) -> Path:
     return out
 
 
-def hf_rms(x, weight, eps):  # LlamaRMSNorm: weight * x * rsqrt(mean(x^2) + eps)
-    return weight * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps))
-
-
-def hf_rope(x, theta):  # apply_rotary_pos_emb: x * cos + rotate_half(x) * sin, cos/sin of cat(freqs, freqs)
-    T, d = x.shape[-2], x.shape[-1]
-    inv_freq = 1.0 / theta ** (np.arange(0, d, 2) / d)
-    freqs = np.arange(T)[:, None] * inv_freq[None, :]
-    emb = np.concatenate([freqs, freqs], axis=-1)
-    rotated = np.concatenate([-x[..., d // 2:], x[..., : d // 2]], axis=-1)  # rotate_half
-    return x * np.cos(emb) + rotated * np.sin(emb)
-
-
 def test_import_writes_the_llama_settings(tmp_path):
     write_llama(tmp_path / "ckpt", rms_norm_eps=1e-5, rope_theta=500000.0)
     spec = load_spec(str(imported(tmp_path, tmp_path / "ckpt", "--tokens", "1,5,9,2")))  # layout from model_type
@@ -76,21 +63,18 @@ def test_layer_0_is_hugging_faces_formulas(tmp_path):
     st = {s["name"]: np.array(s["values"]) for s in json.loads(trace_json.stdout)["stages"]}
     p = "model.layers.0."
     x = t["model.embed_tokens.weight"][ids][None]  # [1,T,C]
-    n1 = hf_rms(x, t[p + "input_layernorm.weight"], 1e-6)
-    q = (n1 @ t[p + "self_attn.q_proj.weight"].T).reshape(1, 6, 4, 4).transpose(0, 2, 1, 3)  # view(B,T,-1,d).transpose(1,2)
-    k = (n1 @ t[p + "self_attn.k_proj.weight"].T).reshape(1, 6, 2, 4).transpose(0, 2, 1, 3)
-    v = (n1 @ t[p + "self_attn.v_proj.weight"].T).reshape(1, 6, 2, 4).transpose(0, 2, 1, 3)
-    q, k = hf_rope(q, 100.0), hf_rope(k, 100.0)
-    k_rep, v_rep = np.repeat(k, 2, axis=1), np.repeat(v, 2, axis=1)  # repeat_kv: each key head to 2 query heads in a row
-    scores = q @ k_rep.transpose(0, 1, 3, 2) / math.sqrt(4) + np.triu(np.full((6, 6), -np.inf), 1)
-    weights = np.exp(scores - scores.max(-1, keepdims=True))
-    weights /= weights.sum(-1, keepdims=True)
-    attn = (weights @ v_rep).transpose(0, 2, 1, 3).reshape(1, 6, 16) @ t[p + "self_attn.o_proj.weight"].T
+    # the oracle's formulas with Hugging Face's weights: nn.Linear keeps W^T; LLaMA has no biases; rotary pairs (i, i + d/2)
+    n1 = oracle.rms_norm(x, t[p + "input_layernorm.weight"], 1e-6)
+    w = {f"w_{n}": t[f"{p}self_attn.{n}_proj.weight"].T for n in "qkvo"}
+    w.update({"b_q": np.zeros(16), "b_k": np.zeros(8), "b_v": np.zeros(8), "b_o": np.zeros(16)})
+    a = oracle.attention(n1, n1, w, 4, "causal", rope_base=100.0, H_kv=2, pairing="half")
+    q, k, v, weights, attn = a["q"], a["k"], a["v"], a["weights"], a["output"]
     r = x + attn
-    n2 = hf_rms(r, t[p + "post_attention_layernorm.weight"], 1e-6)
-    gate, up = n2 @ t[p + "mlp.gate_proj.weight"].T, n2 @ t[p + "mlp.up_proj.weight"].T
-    y = r + (gate / (1 + np.exp(-gate)) * up) @ t[p + "mlp.down_proj.weight"].T  # down(silu(gate) * up)
-    logits = hf_rms(y, t["model.norm.weight"], 1e-6) @ t["lm_head.weight"].T
+    n2 = oracle.rms_norm(r, t[p + "post_attention_layernorm.weight"], 1e-6)
+    mlp = {"w1": t[p + "mlp.gate_proj.weight"].T, "w3": t[p + "mlp.up_proj.weight"].T, "w2": t[p + "mlp.down_proj.weight"].T,
+           "b1": np.zeros(24), "b3": np.zeros(24), "b2": np.zeros(16)}
+    y = r + oracle.ffn(n2, mlp, "swiglu")  # down(silu(gate) * up)
+    logits = oracle.rms_norm(y, t["model.norm.weight"], 1e-6) @ t["lm_head.weight"].T
     for name, want in (("norm1", n1), ("attn.q", q), ("attn.k", k), ("attn.v", v), ("attn.weights", weights),
                        ("attention", attn), ("norm2", n2), ("output", y), ("logits", logits)):
         assert st[name].shape == want.shape, name

@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 from conftest import PRE, assert_refused, run_app, run_cli
-from helpers import student_block
+from helpers import oracle
 
 from tracer import i18n
 from tracer.compare import core as diffing
@@ -24,7 +24,7 @@ def save(tmp_path, arrays, name="mine.npz"):
 
 
 def main_stages(bugs=()):
-    return {k: v for k, v in student_block.block(bugs).items() if k in MAIN}
+    return {k: v for k, v in oracle.chapter_block(bugs).items() if k in MAIN}
 
 
 # -- the typical bugs: the first diverging stage alone points at the bug ------------------------
@@ -39,7 +39,7 @@ EXPECTED = {  # bug -> (first diverging stage with the main stages recorded, the
 }
 
 
-@pytest.mark.parametrize("bug", student_block.BUGS)
+@pytest.mark.parametrize("bug", oracle.STUDENT_BUGS)
 def test_each_typical_bug_is_found_at_its_stage_with_its_hint(tmp_path, bug):
     stage, diagnosis, _ = EXPECTED[bug]
     r = diffing.diff(PRE, save(tmp_path, main_stages([bug])))
@@ -51,10 +51,10 @@ def test_each_typical_bug_is_found_at_its_stage_with_its_hint(tmp_path, bug):
     assert all(row.status == "equal" for row in r.stages if row.name in before)
 
 
-@pytest.mark.parametrize("bug", student_block.BUGS)
+@pytest.mark.parametrize("bug", oracle.STUDENT_BUGS)
 def test_recording_the_internals_narrows_it_down(tmp_path, bug):
     _, _, stage = EXPECTED[bug]
-    r = diffing.diff(PRE, save(tmp_path, student_block.block([bug])))
+    r = diffing.diff(PRE, save(tmp_path, oracle.chapter_block([bug])))
     assert r.first_diverging is not None and r.first_diverging.name == stage
     assert r.hint is not None and r.hint.stage == stage
 

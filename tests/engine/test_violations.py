@@ -1,7 +1,7 @@
 """What NumPy lets slide: every violation kind is built as a trap and flagged (table, panel, JSON, exit 1),
 and its legal neighbour (the same spec with the mistake fixed) is not.
 
-Numbers NumPy "would have given" are computed here with tests/helpers/cases.py, independently of tracer's kernels.
+Numbers NumPy "would have given" are computed here with tests/helpers/oracle.py, independently of tracer's kernels.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import subprocess
 import numpy as np
 import pytest
 from conftest import EXAMPLES, REPO, bin_first, run_app, run_cli, where, write_spec
-from helpers.cases import attention, causal, ffn, layer_norm, spec_text
+from helpers.cases import spec_text
+from helpers.oracle import attention, causal, ffn, layer_norm
 
 # The chapter's Example 17.2 weights (section 17.5), used by the small traps.
 CH17 = """\
@@ -371,7 +372,7 @@ def test_keep_going_flags_every_violation_and_computes_what_numpy_would(tmp_path
 
     # what NumPy computes, mistakes included: beta stretched over C, sample 1's update added to both samples
     n1 = layer_norm(x, W["norm1"]["gamma"], 0.25, 1e-5)
-    r = x + attention(n1, W["attn"], H, causal(T))[1:2]
+    r = x + attention(n1, n1, W["attn"], H, causal(T))["output"][1:2]
     y = r + ffn(layer_norm(r, **W["norm2"], eps=1e-5), W["ffn"])
 
     write_spec(tmp_path, text)

@@ -1,9 +1,5 @@
-"""An independent NumPy model of the block, for tests: written from the chapter's formulas, not from tracer's code.
-
-Attention loops over heads and slices columns (head h reads columns h*d .. (h+1)*d - 1) instead of
-reshaping, and the mask is applied with an explicit loop, so a shared mistake with the kernels is unlikely.
-Also: random small specs with every weight written out, so the same numbers feed tracer and this model.
-"""
+"""Random small blocks for the tests: every weight drawn here and written into the spec, so the same numbers feed
+tracer and the independent oracle (tests/helpers/oracle.py), which gives the expected output."""
 
 from __future__ import annotations
 
@@ -13,58 +9,7 @@ import random
 
 import numpy as np
 
-
-def layer_norm(x, gamma, beta, eps, axis=-1):  # statistics over `axis`; gamma/beta broadcast as NumPy would
-    mu = x.mean(axis=axis, keepdims=True)
-    var = ((x - mu) ** 2).mean(axis=axis, keepdims=True)
-    return gamma * (x - mu) / np.sqrt(var + eps) + beta
-
-
-def attention(x, w, H, visible=None):  # x [B,T,C]; w: w_q.. b_o; visible [T,T] bool or None
-    B, T, C = x.shape
-    d = C // H
-    q, k, v = (x @ w[f"w_{n}"] + w[f"b_{n}"] for n in "qkv")
-    heads = np.zeros((B, T, C))
-    for h in range(H):
-        cols = slice(h * d, (h + 1) * d)
-        for b in range(B):
-            s = q[b][:, cols] @ k[b][:, cols].T / math.sqrt(d)  # [T,T]
-            for i in range(T):
-                row = [s[i, j] if visible is None or visible[i, j] else -np.inf for j in range(T)]
-                m = max(row)
-                e = np.array([math.exp(r - m) for r in row])
-                heads[b, i, cols] = (e / e.sum()) @ v[b][:, cols]
-    return heads @ w["w_o"] + w["b_o"]
-
-
-def ffn(x, w):
-    return np.maximum(x @ w["w1"] + w["b1"], 0.0) @ w["w2"] + w["b2"]
-
-
-def causal(T):
-    return np.array([[j <= i for j in range(T)] for i in range(T)])
-
-
-# -- the blocks, as the book and the brief write them ------------------------------------------------
-def pre_norm(x, W, H, eps, visible):
-    r = x + attention(layer_norm(x, **W["norm1"], eps=eps), W["attn"], H, visible)
-    return r + ffn(layer_norm(r, **W["norm2"], eps=eps), W["ffn"])
-
-
-def post_norm(x, W, H, eps, visible):
-    r = layer_norm(x + attention(x, W["attn"], H, visible), **W["norm1"], eps=eps)
-    return layer_norm(r + ffn(r, W["ffn"]), **W["norm2"], eps=eps)
-
-
-def sandwich(x, W, H, eps, visible):  # a LayerNorm before and after each sublayer
-    r = x + layer_norm(attention(layer_norm(x, **W["norm1"], eps=eps), W["attn"], H, visible), **W["norm_a"], eps=eps)
-    return r + layer_norm(ffn(layer_norm(r, **W["norm2"], eps=eps), W["ffn"]), **W["norm_f"], eps=eps)
-
-
-def parallel(x, W, H, eps, visible):  # attention and FFN both read norm1; their outputs are summed
-    n = layer_norm(x, **W["norm1"], eps=eps)
-    return x + (attention(n, W["attn"], H, visible) + ffn(n, W["ffn"]))
-
+from helpers.oracle import BLOCKS, causal
 
 SANDWICH_STEPS = """\
     - {name: norm1, op: layer_norm, in: x, weights: norm1}
@@ -85,7 +30,6 @@ PARALLEL_STEPS = """\
     - {name: output, op: add, in: [x, both]}
 """
 
-BLOCKS = {"pre": pre_norm, "post": post_norm, "sandwich": sandwich, "parallel": parallel}
 STEPS = {"sandwich": SANDWICH_STEPS, "parallel": PARALLEL_STEPS}
 NORMS = {"pre": ("norm1", "norm2"), "post": ("norm1", "norm2"), "sandwich": ("norm1", "norm_a", "norm2", "norm_f"),
          "parallel": ("norm1",)}

@@ -1,12 +1,21 @@
-"""A whole Transformer written straight from the formulas, for the tests to compare tracer with.
+"""The tests' one independent oracle: a whole Transformer written straight from the formulas, to compare tracer with.
 
 Nothing here imports tracer.  Each function is the textbook formula (the reader's guide, Chapter
 17, the RoPE and SwiGLU papers), written for plainness rather than speed: attention loops over
-samples and heads, rotary positions are complex multiplications, the sinusoidal table is filled
-entry by entry.  Layers are written out one function per layout (pre-norm, post-norm, and the
-decoder's two with cross-attention), the way the book writes them, not generated from tracer's
-step lists.  Stage names follow tracer's documented names so the tests can compare stage by
-stage; weights are looked up by their documented YAML paths (``blocks.1.attn.w_q``, ...).
+samples and heads and applies the mask query by query, rotary positions are complex multiplications,
+the sinusoidal table is filled entry by entry.  Layers are written out one function per layout
+(pre-norm, post-norm, sandwich, parallel, and the decoder's two with cross-attention), the way the
+book writes them, not generated from tracer's step lists.  Stage names follow tracer's documented
+names so the tests can compare stage by stage; weights are looked up by their documented YAML paths
+(``blocks.1.attn.w_q``, ...).
+
+Three ways in:
+- ``decoder_only`` / ``encoder_decoder``: every stage of a model, from a spec's settings (``model_from_yaml``)
+  and its weights by YAML path;
+- ``pre_norm``, ``post_norm``, ``sandwich``, ``parallel``: one block's output from weights grouped as
+  ``{"norm1": {"gamma": ...}, "attn": {...}, "ffn": {...}}`` and a mask matrix (or None);
+- ``chapter_block``: the chapter's Example 17.2 as a student writes it ([T,C], no batch axis), with any of the
+  typical bugs of ``STUDENT_BUGS`` (what tracer diff's hints must recognise).
 """
 
 from __future__ import annotations
@@ -20,9 +29,11 @@ _erfc = np.vectorize(math.erfc, otypes=[np.float64])
 
 
 # -- the pieces ----------------------------------------------------------------
-def layer_norm(x, gamma, beta, eps):  # statistics over the last axis (C) of each sample's each position
-    mean = np.mean(x, axis=-1, keepdims=True)
-    var = np.var(x, axis=-1, keepdims=True)  # ddof 0: the mean of squared deviations
+def layer_norm(x, gamma, beta, eps, axis=-1, ddof=0):
+    """Statistics over the last axis (C) of each sample's each position; gamma and beta broadcast as NumPy would.
+    Another axis or ddof=1 (dividing by C-1) are the mistakes tracer flags or diagnoses."""
+    mean = np.mean(x, axis=axis, keepdims=True)
+    var = np.var(x, axis=axis, keepdims=True, ddof=ddof)  # ddof 0: the mean of squared deviations
     return (x - mean) / np.sqrt(var + eps) * gamma + beta
 
 
@@ -58,6 +69,10 @@ def softmax(z, axis=-1):
     return e / np.sum(e, axis=axis, keepdims=True)
 
 
+def causal(T):  # [T,T]: query i sees keys 0..i
+    return np.tril(np.ones((T, T), dtype=bool))
+
+
 def sinusoidal_table(T, C, base):  # PE[p, 2i] = sin(p / base^(2i/C)), PE[p, 2i+1] = cos(p / base^(2i/C))
     pe = np.zeros((T, C))
     for p in range(T):
@@ -86,12 +101,14 @@ def rope(x, base, pairing="interleaved"):  # [..., T, d]: pair i read as a compl
     return out
 
 
-def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleaved"):
+def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleaved", softmax_over="keys", mask_after=False):
     """Multi-head attention, one sample and one head at a time: [B,T,C], [B,S,C] -> dict of stages.
 
-    mask: "causal" (query i reads keys 0..i), "none", or a [T,S] 0/1 matrix.  H_kv key/value heads
+    mask: "causal" (query i reads keys 0..i), "none", or a [T,S] 0/1 matrix (None: none).  H_kv key/value heads
     (grouped-query attention): the key and value heads are repeated, each H / H_kv times in a row,
     so that query head h meets a copy of key head h // (H / H_kv), as Hugging Face's repeat_kv does.
+    Two mistakes on request: softmax_over="queries" normalises each key's column over the queries that see it
+    instead of each query's row; mask_after=True takes the softmax over every key and zeroes the hidden ones after.
     """
     B, T, C = xq.shape
     S = xkv.shape[1]
@@ -113,7 +130,7 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
     scores = np.zeros((B, H, T, S))
     weights = np.zeros((B, H, T, S))
     heads = np.zeros((B, T, C))
-    if isinstance(mask, str):
+    if mask is None or isinstance(mask, str):
         allowed = np.tril(np.ones((T, S), dtype=bool)) if mask == "causal" else np.ones((T, S), dtype=bool)
     else:
         allowed = np.asarray(mask, dtype=bool)
@@ -125,9 +142,16 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
                 qh = rope(qh, rope_base, pairing)
             s = qh @ kh.T / math.sqrt(d)
             wts = np.zeros((T, S))
-            for i in range(T):
-                keys = np.flatnonzero(allowed[i])
-                wts[i, keys] = softmax(s[i, keys])
+            if softmax_over == "queries":
+                for j in range(S):
+                    queries = np.flatnonzero(allowed[:, j])
+                    wts[queries, j] = softmax(s[queries, j])
+            elif mask_after:
+                wts = np.where(allowed, softmax(s), 0.0)
+            else:
+                for i in range(T):
+                    keys = np.flatnonzero(allowed[i])
+                    wts[i, keys] = softmax(s[i, keys])
             q[b, h] = qh
             scores[b, h], weights[b, h] = s, wts
             heads[b, :, cols] = wts @ vh
@@ -187,8 +211,8 @@ def _group(p, name):
     return {k[len(prefix):]: v for k, v in p.items() if k.startswith(prefix)}
 
 
-def _norm(st, name, x, p, s: Stack):
-    g = _group(p, name)
+def _norm(st, name, x, p, s: Stack, group=None):  # the stage `name`, its weights those of `group` (default: name)
+    g = _group(p, group or name)
     if s.norm == "layernorm":
         y = layer_norm(x, g["gamma"], g["beta"], s.eps)
     elif s.norm == "rmsnorm":
@@ -210,13 +234,20 @@ def _attend(st, pre, name, xq, xkv, p, H, mask, rope):
     return r["output"]
 
 
+def ffn_hidden(x, w, activation="relu"):  # activation(x W_1 + b_1); SwiGLU: silu(x W_1 + b_1) * (x W_3 + b_3)
+    a = x @ w["w1"] + w["b1"]
+    if activation == "swiglu":
+        return silu(a) * (x @ w["w3"] + w["b3"])
+    return {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}[activation](a)
+
+
+def ffn(x, w, activation="relu"):  # FFN(x) = hidden(x) W_2 + b_2
+    return ffn_hidden(x, w, activation) @ w["w2"] + w["b2"]
+
+
 def _ffn(st, pre, x, p, s: Stack):
     g = _group(p, pre + "ffn")
-    a = x @ g["w1"] + g["b1"]
-    if s.activation == "swiglu":
-        hidden = silu(a) * (x @ g["w3"] + g["b3"])
-    else:
-        hidden = {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}[s.activation](a)
+    hidden = ffn_hidden(x, g, s.activation)
     st[pre + "hidden"] = hidden
     out = hidden @ g["w2"] + g["b2"]
     st[pre + "ffn"] = out
@@ -242,6 +273,27 @@ def post_norm_layer(st, pre, x, p, s: Stack, H):  # R = LN1(X + MHA(X)), Y = LN2
     r = _norm(st, pre + "norm1", st[pre + "residual1"], p, s)
     st[pre + "residual2"] = r + _ffn(st, pre, r, p, s)
     y = _norm(st, pre + "norm2", st[pre + "residual2"], p, s)
+    st[pre + "output"] = y
+    return y
+
+
+def sandwich_layer(st, pre, x, p, s: Stack, H):  # a LayerNorm before and after each sublayer
+    n1 = _norm(st, pre + "norm1", x, p, s)
+    a = _norm(st, pre + "attn_norm", _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s)), p, s, pre + "norm_a")
+    r = x + a
+    st[pre + "residual1"] = r
+    n2 = _norm(st, pre + "norm2", r, p, s)
+    f = _norm(st, pre + "ffn_norm", _ffn(st, pre, n2, p, s), p, s, pre + "norm_f")
+    y = r + f
+    st[pre + "output"] = y
+    return y
+
+
+def parallel_layer(st, pre, x, p, s: Stack, H):  # attention and the FFN both read norm1; their outputs are summed
+    n = _norm(st, pre + "norm1", x, p, s)
+    both = _attend(st, pre, "attention", n, n, p, H, s.mask, _rope(s)) + _ffn(st, pre, n, p, s)
+    st[pre + "both"] = both
+    y = x + both
     st[pre + "output"] = y
     return y
 
@@ -331,6 +383,82 @@ def encoder_decoder(m: Model, p, source, target) -> dict[str, np.ndarray]:
         h = layer(st, pre, h, memory, p, d, (m.H, m.H_kv))
     _exit(st, "decoder.", h, p, d)
     return st
+
+
+# -- one block from grouped weights -----------------------------------------------------
+LAYERS = {"pre": pre_norm_layer, "post": post_norm_layer, "sandwich": sandwich_layer, "parallel": parallel_layer}
+
+
+def block(kind, x, W, H, eps, visible):
+    """The output of one block of this layout: x [B,T,C], W grouped weights ({"norm1": {"gamma": ..., "beta": ...},
+    "attn": {"w_q": ...}, "ffn": {...}}), H heads, visible a [T,T] mask matrix or None (no mask)."""
+    p = {f"{g}.{k}": np.asarray(v, dtype=np.float64) for g, ws in W.items() for k, v in ws.items()}
+    st: dict[str, np.ndarray] = {}
+    return LAYERS[kind](st, "", np.asarray(x, dtype=np.float64), p, Stack(mask=visible, eps=eps), (H, None))
+
+
+def pre_norm(x, W, H, eps, visible):  # R = X + MHA(LN1(X)), Y = R + FFN(LN2(R))
+    return block("pre", x, W, H, eps, visible)
+
+
+def post_norm(x, W, H, eps, visible):  # R = LN1(X + MHA(X)), Y = LN2(R + FFN(R))
+    return block("post", x, W, H, eps, visible)
+
+
+def sandwich(x, W, H, eps, visible):
+    return block("sandwich", x, W, H, eps, visible)
+
+
+def parallel(x, W, H, eps, visible):
+    return block("parallel", x, W, H, eps, visible)
+
+
+BLOCKS = {"pre": pre_norm, "post": post_norm, "sandwich": sandwich, "parallel": parallel}
+
+
+# -- the chapter's block as a student writes it, with the typical bugs -----------------------------
+# Example 17.2 (specs/ch17-prenorm.yaml): tokens 0, 1, 2 of E, the positions P, two heads with W_Q = W_K = W_V = I,
+# the FFN of section 17.4, LayerNorms with gamma 1 and beta 0, no biases, causal.
+E = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+P = np.array([[0.0, 0.0], [0.0, 1.0], [1.0, 0.0]])
+TOKENS = [0, 1, 2]
+W_O = np.array([[1.0, 1.0], [1.0, -1.0]])
+W1 = np.array([[1.0, -1.0, 0.0], [0.0, 1.0, 1.0]])
+W2 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, -1.0]])
+CHAPTER_H, CHAPTER_EPS = 2, 1e-5
+# every weight of the chapter's specs by its YAML path (the pre-norm and the post-norm one share them)
+CHAPTER_WEIGHTS = {"embedding": E, "position": P, **{f"attn.w_{n}": np.eye(2) for n in "qkv"}, "attn.w_o": W_O,
+                   **{f"attn.b_{n}": np.zeros(2) for n in "qkvo"}, "ffn.w1": W1, "ffn.b1": np.zeros(3), "ffn.w2": W2,
+                   "ffn.b2": np.zeros(2), **{f"{n}.{k}": f(2) for n in ("norm1", "norm2") for k, f in (("gamma", np.ones), ("beta", np.zeros))}}
+
+STUDENT_BUGS = ("ddof", "ln_axis", "no_residual", "softmax_queries", "mask_after", "no_w_o")
+
+
+def chapter(norm_order="pre") -> dict[str, np.ndarray]:
+    """Every stage of the chapter's pre-norm or post-norm block ([B,T,C] with B = 1), from the formulas above."""
+    model = Model(CHAPTER_H, Stack(norm_order=norm_order, eps=CHAPTER_EPS, positions="learned"))
+    return decoder_only(model, CHAPTER_WEIGHTS, tokens=[TOKENS])
+
+
+def chapter_block(bugs=()) -> dict[str, np.ndarray]:
+    """The chapter's pre-norm block [T,C] (no batch axis, as a student writes it), with the bugs named:
+    ddof (norm1 divides by C-1), ln_axis (norm1's statistics over T), no_residual (R = U), softmax_queries
+    (each key's column normalised over the queries), mask_after (the mask applied after the softmax), no_w_o
+    (the heads without W_O)."""
+    bugs = set(bugs)
+    assert bugs <= set(STUDENT_BUGS), bugs - set(STUDENT_BUGS)
+    x = E[TOKENS] + P[: len(TOKENS)]
+    n1 = layer_norm(x, 1.0, 0.0, CHAPTER_EPS, axis=0 if "ln_axis" in bugs else -1, ddof=1 if "ddof" in bugs else 0)
+    w = {**{f"w_{n}": np.eye(2) for n in "qkv"}, "w_o": np.eye(2) if "no_w_o" in bugs else W_O, **{f"b_{n}": np.zeros(2) for n in "qkvo"}}
+    a = attention(n1[None], n1[None], w, CHAPTER_H, "causal", softmax_over="queries" if "softmax_queries" in bugs else "keys",
+                  mask_after="mask_after" in bugs)
+    u = a["output"][0]
+    r = u if "no_residual" in bugs else x + u
+    n2 = layer_norm(r, 1.0, 0.0, CHAPTER_EPS)
+    hidden = relu(n2 @ W1)
+    f = hidden @ W2
+    return {"x": x, "norm1": n1, "attn.weights": a["weights"][0], "attn.heads": a["heads"][0], "attention": u, "residual1": r,
+            "norm2": n2, "hidden": hidden, "ffn": f, "output": r + f}
 
 
 # -- comparing -------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Custom step lists (block.steps): validation before running, --steps, and blocks the presets do not cover.
 
-Expected numbers come from tests/helpers/cases.py, an independent NumPy model written from the chapter's formulas.
+Expected numbers come from tests/helpers/oracle.py, the independent NumPy model written from the chapter's formulas.
 """
 
 from __future__ import annotations
@@ -10,14 +10,8 @@ import json
 import numpy as np
 import pytest
 from conftest import SPECS, run_app, where, write_spec
-from helpers.cases import (
-    PARALLEL_STEPS,
-    SANDWICH_STEPS,
-    causal,
-    parallel,
-    random_case,
-    sandwich,
-)
+from helpers.cases import PARALLEL_STEPS, SANDWICH_STEPS, random_case
+from helpers.oracle import causal, parallel, sandwich
 
 from tracer.engine import executor
 from tracer.errors import SpecError
