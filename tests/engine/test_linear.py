@@ -1,4 +1,4 @@
-"""Issue 13: validate, run and diff grow linearly with the number of layers.
+"""validate, run and diff grow linearly with the number of layers.
 
 Timed tests are forbidden (the machine is shared), so these count Python bytecode instructions
 executed (sys.settrace with opcode events): deterministic, and a loop over all steps inside a loop

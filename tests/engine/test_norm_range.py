@@ -1,4 +1,4 @@
-"""Issue 13 item 17: every normalisation is computed without overflow, the reference agrees, and a
+"""Every normalisation is computed without overflow, the reference agrees, and a
 --verify difference above the tolerance is a violation (exit 1)."""
 
 from __future__ import annotations

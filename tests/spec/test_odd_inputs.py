@@ -1,4 +1,4 @@
-"""Issue 13: inputs of the wrong YAML type or of absurd size are refused with exit 2 and one line
+"""Inputs of the wrong YAML type or of absurd size are refused with exit 2 and one line
 naming file:line:col, the field, expected and received, in every command that reads a spec."""
 
 from __future__ import annotations
