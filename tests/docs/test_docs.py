@@ -7,6 +7,8 @@
 - A ``text`` block right after ``<!-- output: COMMAND -->`` is exactly what COMMAND prints, except where it shows a
   machine-dependent number as a bound: ``≤ 1e-15`` in the block stands for ``= X`` with |X| at most 1e-15.
   When COMMAND is the command typed just before it, that one run's output is compared (it is not run twice).
+  A line of plain words after ``tracer`` runs forked from a process that has imported tracer (run_commands):
+  the same entry point, environment, files and exit code as the ``tracer`` script, without its start-up.
 - Each page's ``python`` blocks run in order in one fresh process.
 - Every relative link points to a file that exists, and every ``#anchor`` to a heading of it.
 
@@ -16,6 +18,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import shutil
@@ -165,20 +168,120 @@ class Result(NamedTuple):
     stderr: str
 
 
+# A command of plain words after `tracer` (no pipe, redirection, quote, variable, glob or environment setting) runs
+# in a process forked from one that has imported tracer already (the page's "zygote"): the same entry point
+# (tracer.__main__.main, as the `tracer` script calls it), the page's environment, its own stdin (/dev/null),
+# stdout and stderr files and exit code, without the half second of interpreter start-up and imports each.  Every
+# other line runs in bash, in its own subshell, where `tracer` is the shim of scratch_env.
+PLAIN = re.compile(r"tracer(?: [^|&;<>$`()\\'\"*?~{}\[\]=!#]+)?")
+ZYGOTE = """
+import json, os, sys
+from tracer.__main__ import main
+import numpy, tracer.cli.app, tracer.engine.executor, tracer.run.command, tracer.views.tables, tracer.views.text  # what most commands import
+commands, replies = os.fdopen(3, "r"), 4
+for line in commands:
+    argv, out, err = json.loads(line)
+    pid = os.fork()
+    if pid == 0:
+        os.close(3); os.close(4)
+        for fd, path, flags in ((0, os.devnull, os.O_RDONLY), (1, out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+                                (2, err, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)):
+            f = os.open(path, flags, 0o644); os.dup2(f, fd); os.close(f)
+        sys.argv = ["tracer", *argv]
+        code = 0
+        try:
+            main()
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+            if not isinstance(e.code, (int, type(None))):
+                sys.stderr.write(f"{e.code}\\n")
+        finally:
+            try:
+                sys.stdout.flush(); sys.stderr.flush()
+            finally:
+                os._exit(code)
+    status = os.waitpid(pid, 0)[1]
+    code = os.waitstatus_to_exitcode(status)
+    os.write(replies, f"{128 - code if code < 0 else code}\\n".encode())
+"""
+
+
+def plain_tracer(text: str) -> list[str] | None:
+    """The arguments of a plain `tracer ...` line (a trailing comment dropped), or None for any other line."""
+    line = COMMENT.sub("", text).strip()
+    return line.split()[1:] if PLAIN.fullmatch(line) else None
+
+
+class Zygote:
+    """A Python process that has imported tracer; run() forks it for one command."""
+
+    def __init__(self, root: Path, env: dict[str, str]) -> None:
+        cmd_r, self.cmd_w = os.pipe()
+        self.reply_r, reply_w = os.pipe()
+        os.set_inheritable(cmd_r, True)
+        os.set_inheritable(reply_w, True)
+        boot = f"import os; os.dup2({cmd_r}, 3); os.dup2({reply_w}, 4); exec({ZYGOTE!r})"
+        self.proc = subprocess.Popen([sys.executable, "-c", boot], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, pass_fds=(cmd_r, reply_w),
+                                     start_new_session=True)
+        os.close(cmd_r)
+        os.close(reply_w)
+        self.replies = os.fdopen(self.reply_r, "r")
+
+    def run(self, argv: list[str], out: Path, err: Path, timeout: float = 600) -> int:
+        import select
+
+        os.write(self.cmd_w, (json.dumps([argv, str(out), str(err)]) + "\n").encode())
+        ready, _, _ = select.select([self.replies], [], [], timeout)
+        line = self.replies.readline() if ready else ""
+        if not line:
+            self.close()
+            return -1
+        return int(line)
+
+    def close(self) -> None:
+        os.close(self.cmd_w)
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, 9)
+            self.proc.wait()
+        self.replies.close()
+
+
 def run_commands(cmds: list[Command], root: Path, env: dict[str, str]) -> list[Result]:
-    """Every command in one bash process (one start-up per page), each in its own subshell; a command typed
-    again right away (Command.again) is not run twice: the run before it is its result."""
+    """Every command in order, each with its own stdout, stderr and exit code: the plain `tracer ...` lines forked
+    from the page's zygote, the others in bash (one bash process for each run of them), each in its own subshell.
+    A command typed again right away (Command.again) is not run twice: the run before it is its result."""
     logs = root / ".logs"
     logs.mkdir(exist_ok=True)
-    script = ["cd " + _quote(str(root))]
     runs = []  # for each command, the index of the run whose result it takes
-    for i, c in enumerate(cmds):
-        if c.again and i > 0:
-            runs.append(runs[-1])
-            continue
-        runs.append(i)
-        script.append(f"( {c.text}\n) >{logs}/{i}.out 2>{logs}/{i}.err </dev/null; echo $? >{logs}/{i}.rc")
-    subprocess.run(["bash", "-c", "\n".join(script)], env=env, cwd=root, timeout=600, check=False)
+    script: list[str] = []
+    zygote: Zygote | None = None
+
+    def flush() -> None:
+        if script:
+            subprocess.run(["bash", "-c", "\n".join(["cd " + _quote(str(root)), *script])], env=env, cwd=root,
+                           timeout=600, check=False)
+            script.clear()
+
+    try:
+        for i, c in enumerate(cmds):
+            if c.again and i > 0:
+                runs.append(runs[-1])
+                continue
+            runs.append(i)
+            argv = plain_tracer(c.text)
+            if argv is None:
+                script.append(f"( {c.text}\n) >{logs}/{i}.out 2>{logs}/{i}.err </dev/null; echo $? >{logs}/{i}.rc")
+                continue
+            flush()
+            zygote = zygote or Zygote(root, env)
+            (logs / f"{i}.rc").write_text(f"{zygote.run(argv, logs / f'{i}.out', logs / f'{i}.err')}\n")
+        flush()
+    finally:
+        if zygote is not None:
+            zygote.close()
     out = []
     for c, i in zip(cmds, runs):
         rc = (logs / f"{i}.rc").read_text().strip()
@@ -400,6 +503,26 @@ def test_links_and_anchors_are_checked(tmp_path: Path) -> None:
                     "[web](https://example.org/x.md)\n", encoding="utf-8")
     assert broken_links(page, tmp_path) == ["missing.md: no such file docs/missing.md",
                                             "other.md#no-such: docs/other.md has no heading with the anchor #no-such"]
+
+
+def test_a_forked_command_prints_and_exits_as_the_script_does(tmp_path: Path) -> None:
+    """A plain line (forked from the zygote) and the same line in bash (the `tracer` script) print the same bytes
+    and exit alike, for a table, an exit 1, a refusal (exit 2) and a file written."""
+    assert plain_tracer("tracer run a.yaml --pos 1   # exit 1") == ["run", "a.yaml", "--pos", "1"]
+    assert [plain_tracer(x) for x in ("tracer run a.yaml | tail -n 1", "LANG=zh_CN.UTF-8 tracer run a.yaml",
+                                      "tracer run 'a b.yaml'", "tracer run *.yaml", "python x.py")] == [None] * 5
+    env = make_scratch(tmp_path)
+    lines = ["tracer run specs/ch17-prenorm.yaml --pos 1", "tracer run examples/violations/beta-typo.yaml",
+             "tracer run no-such.yaml", "tracer run specs/ch17-prenorm.yaml --save a.npz"]
+    forked = run_commands(commands("```sh\n" + "\n".join(lines) + "\n```\n"), tmp_path, env)
+    (tmp_path / "a.npz").rename(tmp_path / "forked.npz")
+    in_bash = run_commands(commands("```sh\n" + "\n".join("true && " + x for x in lines) + "\n```\n"), tmp_path, env)
+    assert [(r.code, r.stdout, r.stderr) for r in forked] == [(r.code, r.stdout, r.stderr) for r in in_bash]
+    assert [r.code for r in forked] == [0, 1, 2, 0]
+    import numpy as np
+
+    with np.load(tmp_path / "forked.npz") as a, np.load(tmp_path / "a.npz") as b:  # the same arrays (a zip's times differ)
+        assert a.files == b.files and all(np.array_equal(a[k], b[k]) for k in a.files)
 
 
 def test_a_failing_command_is_caught(tmp_path: Path) -> None:
