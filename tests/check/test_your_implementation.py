@@ -48,6 +48,7 @@ def test_the_torch_block_with_forward_hooks_agrees(tmp_path):
     assert "same: all 8 recorded stages agree" in r.stdout
 
 
+@pytest.mark.slow  # the three blocks again (torch among them) and their diffs, as the three tests above run them
 def test_the_check_script_passes():
     r = subprocess.run(["bash", str(HERE / "check.sh")], env=env(), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -184,8 +184,12 @@ def test_verify_too_big_without_mask_is_skipped_with_reason(tmp_path):
 
 
 def test_verify_too_big_under_causal_mask_checks_a_prefix(tmp_path):
-    write_spec(tmp_path, "dims: {T: 2, C: 512, H: 8, F: 9216}\nblock: {mask: causal}\ninput: {x: random}\nseed: 1\n")
-    doc = json.loads(ok("run", "spec.yaml", "--verify", "--verify-budget", "20000000", "--json", cwd=tmp_path, run=run_app).stdout)
+    from tracer.engine import reference
+    from tracer.spec import load_spec
+
+    spec = write_spec(tmp_path, "dims: {T: 2, C: 8, H: 2, F: 16}\nblock: {mask: causal}\ninput: {x: random}\nseed: 1\n")
+    budget = reference.position_cost(load_spec(str(spec)), 1)  # position 0 fits, both positions do not
+    doc = json.loads(ok("run", "spec.yaml", "--verify", "--verify-budget", str(budget), "--json", cwd=tmp_path, run=run_app).stdout)
     v = doc["verify"]
     assert v["full"] is False and v["samples"] == [0] and v["positions"] == [0]
     assert "positions 0..0 of sample 0 are exact on their own" in v["note"]

@@ -60,6 +60,7 @@ def test_validate_is_linear_in_layers(make: Callable[[int], str], n: int) -> Non
     assert large < LINEAR * small, (small, large, large / small)
 
 
+@pytest.mark.slow  # two encoder-decoder diffs of 10 and 20 layers, every bytecode instruction counted
 def test_diff_is_linear_in_layers(tmp_path: Path) -> None:
     counts = []
     for n in (10, 20):

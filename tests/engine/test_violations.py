@@ -411,6 +411,7 @@ def test_one_stage_breaking_two_rules_is_flagged_twice(tmp_path):
 
 
 # -- the examples and their script ----------------------------------------------------------------------
+@pytest.mark.slow  # nine traps, two processes each; docs/coursework.md runs the same script in the quick suite
 def test_violation_examples_script_passes():
     env = bin_first({k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")})  # its tracer, python3
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
