@@ -196,3 +196,18 @@ def test_no_module_is_named_like_a_public_function() -> None:
     public = {name for name in tracer.__all__ if name[0].islower()}
     clashing = [m for m in MODULES if m.rsplit(".", 1)[-1] in public]
     assert clashing == []
+
+
+def test_the_tests_oracle_imports_nothing_from_tracer() -> None:
+    """tests/helpers/oracle.py (and the random cases built on it) is the independent model: a kernel's mistake
+    copied into it would hide the mistake, so it is written from the formulas and never imports tracer."""
+    helpers = PACKAGE.parent / "tests" / "helpers"
+    imported = []
+    for name in ("oracle.py", "cases.py"):
+        for node in ast.walk(ast.parse((helpers / name).read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported += [(name, a.name) for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported.append((name, node.module))
+    assert [(f, m) for f, m in imported if m == "tracer" or m.startswith("tracer.")] == []
+    assert ("cases.py", "helpers.oracle") in imported  # the check reads the files it means
