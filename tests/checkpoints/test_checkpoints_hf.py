@@ -10,6 +10,8 @@ would show (the libraries initialise those to 0 and 1).
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import json
 from pathlib import Path
 
@@ -17,8 +19,23 @@ import numpy as np
 import pytest
 from conftest import run_app, run_cli
 
-torch = pytest.importorskip("torch", reason="the comparisons with PyTorch and Hugging Face need torch (pip install 'tracer[torch]')")
-transformers = pytest.importorskip("transformers", reason="the comparisons with Hugging Face need transformers (pip install 'tracer[torch]')")
+if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
+    pytest.skip("the comparisons with PyTorch and Hugging Face need torch and transformers (pip install 'tracer[torch]')",
+                allow_module_level=True)
+
+
+class _Lazy:
+    """A module imported when first used, not while pytest collects (torch and transformers take seconds to import,
+    in every test worker, for the one that runs these tests)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str):
+        return getattr(importlib.import_module(self._name), attr)
+
+
+torch, transformers = _Lazy("torch"), _Lazy("transformers")
 
 TOL = 1e-10
 

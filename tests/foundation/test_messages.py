@@ -48,6 +48,15 @@ def _literal(node: ast.expr) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
+def _segment(lines: list[str], node: ast.expr) -> str:
+    """ast.get_source_segment, but with the file's lines split once (it splits the whole file at each call)."""
+    first, last = node.lineno - 1, (node.end_lineno or node.lineno) - 1
+    end = node.end_col_offset
+    if first == last:
+        return lines[first].encode()[node.col_offset:end].decode()
+    return "".join([lines[first].encode()[node.col_offset:].decode(), *lines[first + 1:last], lines[last].encode()[:end].decode()])
+
+
 def sites() -> list[Site]:
     """Every msg(...), nmsg(...) and tr(...) call in tracer/ (but tracer/checkpoints/), with its literal template."""
     found: list[Site] = []
@@ -56,6 +65,7 @@ def sites() -> list[Site]:
         if rel.parts[0] in LATER or rel.name in ("messages.py",):
             continue
         text = path.read_text(encoding="utf-8")
+        lines = text.splitlines(keepends=True)
         for node in ast.walk(ast.parse(text)):
             if not isinstance(node, ast.Call):
                 continue
@@ -69,7 +79,7 @@ def sites() -> list[Site]:
                 fields = None if fields is None else fields | {"n"}
             else:
                 key = _literal(node.args[0])
-            found.append(Site(str(rel), node.lineno, func, key, fields, ast.get_source_segment(text, node.args[0]) or ""))
+            found.append(Site(str(rel), node.lineno, func, key, fields, _segment(lines, node.args[0])))
     return found
 
 
