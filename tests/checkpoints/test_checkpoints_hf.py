@@ -32,6 +32,8 @@ class _Lazy:
         self._name = name
 
     def __getattr__(self, attr: str):
+        if attr.startswith("_"):  # what pytest and its plugins ask of every name in a test module while collecting
+            raise AttributeError(attr)
         return getattr(importlib.import_module(self._name), attr)
 
 
