@@ -21,6 +21,7 @@ import importlib.util
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -168,7 +169,7 @@ class Result(NamedTuple):
     stderr: str
 
 
-# A command of plain words after `tracer` (no pipe, redirection, quote, variable, glob or environment setting) runs
+# A command of plain words after `tracer` (no pipe, redirection, variable, glob or environment setting; quotes with nothing to expand in them) runs
 # in a process forked from one that has imported tracer already (the page's "zygote"): the same entry point
 # (tracer.__main__.main, as the `tracer` script calls it), the page's environment, its own stdin (/dev/null),
 # stdout and stderr files and exit code, without the half second of interpreter start-up and imports each.  Every
@@ -206,10 +207,13 @@ for line in commands:
 """
 
 
+QUOTED = re.compile(r"\"[^\"$`\\\\!]*\"|'[^']*'")  # a quoted word without anything the shell would expand in it
+
+
 def plain_tracer(text: str) -> list[str] | None:
     """The arguments of a plain `tracer ...` line (a trailing comment dropped), or None for any other line."""
     line = COMMENT.sub("", text).strip()
-    return line.split()[1:] if PLAIN.fullmatch(line) else None
+    return shlex.split(line)[1:] if PLAIN.fullmatch(QUOTED.sub("q", line)) else None
 
 
 class Zygote:
@@ -509,16 +513,18 @@ def test_a_forked_command_prints_and_exits_as_the_script_does(tmp_path: Path) ->
     """A plain line (forked from the zygote) and the same line in bash (the `tracer` script) print the same bytes
     and exit alike, for a table, an exit 1, a refusal (exit 2) and a file written."""
     assert plain_tracer("tracer run a.yaml --pos 1   # exit 1") == ["run", "a.yaml", "--pos", "1"]
-    assert [plain_tracer(x) for x in ("tracer run a.yaml | tail -n 1", "LANG=zh_CN.UTF-8 tracer run a.yaml",
-                                      "tracer run 'a b.yaml'", "tracer run *.yaml", "python x.py")] == [None] * 5
+    assert plain_tracer("tracer check a.yaml --expect \"[1, -2]\" --stage 'pre'") == ["check", "a.yaml", "--expect", "[1, -2]", "--stage", "pre"]
+    assert [plain_tracer(x) for x in ("tracer run a.yaml | tail -n 1", "LANG=zh_CN.UTF-8 tracer run a.yaml", "tracer run \"$A\"",
+                                      "tracer run *.yaml", "tracer run a.yaml > b", "python x.py")] == [None] * 6
     env = make_scratch(tmp_path)
     lines = ["tracer run specs/ch17-prenorm.yaml --pos 1", "tracer run examples/violations/beta-typo.yaml",
+             "tracer check specs/ch17-prenorm.yaml --stage x --expect '[[1, 0], [0, 2]]'",
              "tracer run no-such.yaml", "tracer run specs/ch17-prenorm.yaml --save a.npz"]
     forked = run_commands(commands("```sh\n" + "\n".join(lines) + "\n```\n"), tmp_path, env)
     (tmp_path / "a.npz").rename(tmp_path / "forked.npz")
     in_bash = run_commands(commands("```sh\n" + "\n".join("true && " + x for x in lines) + "\n```\n"), tmp_path, env)
     assert [(r.code, r.stdout, r.stderr) for r in forked] == [(r.code, r.stdout, r.stderr) for r in in_bash]
-    assert [r.code for r in forked] == [0, 1, 2, 0]
+    assert [r.code for r in forked] == [0, 1, 1, 2, 0]
     import numpy as np
 
     with np.load(tmp_path / "forked.npz") as a, np.load(tmp_path / "a.npz") as b:  # the same arrays (a zip's times differ)
