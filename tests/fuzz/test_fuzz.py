@@ -11,7 +11,7 @@ this process.  For every one:
 Examples are derandomized so CI sees the same thousands every time; set TRACER_FUZZ_RANDOM=1 to
 explore new ones, TRACER_FUZZ_EXAMPLES=N to run more.  The full budget (1000 per property) runs under
 `python -m pytest --slow` or when CI is set (CI services set it; .ci/run does both); a plain `python -m pytest`
-runs the first 50.
+runs the first 25.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ SEEDS = [
     "seed: 0\ndtype: float32\n",
 ]
 # per property: 1000 under --slow or in CI (2000 specs in all), 50 by default so that `python -m pytest` stays quick
-N = int(os.environ.get("TRACER_FUZZ_EXAMPLES") or (1000 if os.environ.get("CI") or slow_run() else 50))
+N = int(os.environ.get("TRACER_FUZZ_EXAMPLES") or (1000 if os.environ.get("CI") or slow_run() else 25))
 FUZZ = settings(max_examples=N, deadline=None, database=None, derandomize=not os.environ.get("TRACER_FUZZ_RANDOM"),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 ARGS = ("--max-memory", "256MB")  # a mutation may ask for huge dims: refusing them is part of the contract
@@ -186,7 +186,7 @@ YAML_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), s
                          st.sampled_from(["x", "norm1", "attention", "output", "logits", "embed", ""]))
 YAML_ANY = st.recursive(YAML_SCALARS, lambda inner: st.one_of(
     st.lists(inner, max_size=3), st.dictionaries(st.text("abxyz", min_size=1, max_size=3), inner, max_size=3)), max_leaves=8)
-FEW = settings(FUZZ, max_examples=max(N // 5, 20))
+FEW = settings(FUZZ, max_examples=max(N // 5, 10))
 
 
 def check_every_command(path: Path) -> None:

@@ -13,7 +13,7 @@ and checks the rule of tracer/outputs.py (docs/files.md):
 - every output written is a regular file with tracer's mark; no temporary file is left.
 
 Derandomized like tests/fuzz/test_fuzz.py; TRACER_FUZZ_RANDOM=1 explores new cases, TRACER_FUZZ_EXAMPLES=N runs more.
-150 scenes under `python -m pytest --slow` or when CI is set, as tests/fuzz/test_fuzz.py; 50 in a plain run.
+150 scenes under `python -m pytest --slow` or when CI is set, as tests/fuzz/test_fuzz.py; 25 in a plain run.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 from tracer import files as outputs
 from tracer.views import export
 
-N = int(os.environ.get("TRACER_FUZZ_EXAMPLES") or (150 if os.environ.get("CI") or slow_run() else 50))
+N = int(os.environ.get("TRACER_FUZZ_EXAMPLES") or (150 if os.environ.get("CI") or slow_run() else 25))
 FUZZ = settings(max_examples=N, deadline=None, database=None, derandomize=not os.environ.get("TRACER_FUZZ_RANDOM"),
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
