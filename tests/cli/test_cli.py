@@ -10,22 +10,13 @@ import subprocess
 import sys
 
 import pytest
-from conftest import POST, POST_REL, PRE, PRE_REL, PRE_TEXT, REPO, run_app, run_cli, run_on_tty, write_spec
+from conftest import BOOK_Y, POST, POST_REL, PRE, PRE_REL, PRE_TEXT, REPO, TABLE_17_1, run_app, run_cli, run_on_tty, write_spec
 
 ANSI = re.compile(r"\x1b\[")
 
-# Table 17.1, as the book prints it (six decimals, first position).
-TABLE_17_1 = {
-    "x": "[1.000000,0.000000]",
-    "norm1": "[0.999980,-0.999980]",
-    "attention": "[0.000000,1.999960]",
-    "residual1": "[1.000000,1.999960]",
-    "norm2": "[-0.999980,0.999980]",
-    "hidden": "[0.000000,1.999960,0.999980]",
-    "ffn": "[0.999980,0.999980]",
-    "output": "[1.999980,2.999940]",
-}
-BOOK_Y = ["[1.999980, 2.999940]", "[0.999912, 1.476742]", "[2.999964, 3.746396]"]
+# Table 17.1 (conftest) as the table prints it: the first position of each stage and each row of Y, six decimals.
+CELLS = {stage: "[" + ",".join(f"{v:.6f}" for v in first) + "]" for stage, _, first, _ in TABLE_17_1}
+Y_CELLS = ["[" + ", ".join(f"{v:.6f}" for v in row) + "]" for row in BOOK_Y]
 
 
 def rows(stdout):
@@ -54,17 +45,17 @@ def pre_table():
 
 
 # -- the chapter's table -----------------------------------------------------------------------
-@pytest.mark.parametrize("stage", list(TABLE_17_1))
+@pytest.mark.parametrize("stage", list(CELLS))
 def test_table_17_1_rows_as_printed(pre_table, stage):
     cells = rows(pre_table)[stage]
-    assert cells[2] == TABLE_17_1[stage].replace(",", ", ")
+    assert cells[2] == CELLS[stage].replace(",", ", ")
     shape = "[B,T,F] = [1,3,3]" if stage == "hidden" else "[B,T,C] = [1,3,2]"
     assert cells[3] == shape
 
 
 def test_table_order_and_full_y(pre_table):
     assert list(rows(pre_table)) == ["stage", "embed", "position", "x", "norm1", "attention", "residual1", "norm2", "hidden", "ffn", "output"]
-    for t, y in enumerate(BOOK_Y):
+    for t, y in enumerate(Y_CELLS):
         assert f"  t={t}: {y}" in pre_table.splitlines()
     assert "value at b=0, t=0" in pre_table
     assert "Example 17.2, pre-norm" in pre_table
@@ -82,9 +73,9 @@ def test_post_norm_table(tmp_path):
 def test_pos_selects_the_position():
     out = ok("run", PRE_REL, "--pos", "2", run=run_app).stdout
     assert "value at b=0, t=2" in out
-    assert rows(out)["output"][2] == BOOK_Y[2]
+    assert rows(out)["output"][2] == Y_CELLS[2]
     assert rows(out)["x"][2] == "[2.000000, 1.000000]"  # E[2] + P[2] = [1,1] + [1,0]
-    assert rows(ok("run", PRE_REL, "-t", "1", run=run_app).stdout)["output"][2] == BOOK_Y[1]
+    assert rows(ok("run", PRE_REL, "-t", "1", run=run_app).stdout)["output"][2] == Y_CELLS[1]
 
 
 def test_batch_selects_the_sample(tmp_path):
@@ -168,7 +159,7 @@ def test_verify_prints_differences():
     out = ok("run", PRE_REL, "--verify").stdout
     r = rows(out)
     assert r["stage"][-1] == "max |NumPy - reference|"
-    for stage in TABLE_17_1:
+    for stage in CELLS:
         assert float(r[stage][-1]) < 1e-12
     m = re.search(r"verify: largest \|NumPy - reference\| over all stages = (\S+) \(every sample and position\)", out)
     assert m and float(m.group(1)) < 1e-12

@@ -8,23 +8,13 @@ import math
 
 import numpy as np
 import pytest
-from conftest import POST, PRE, PRE_TEXT, trace_of
+from conftest import BOOK_Y, POST, PRE, PRE_TEXT, TABLE_17_1, trace_of
 
 from tracer.engine import executor
 from tracer.spec import load_spec
 
-# Table 17.1: the first position, six decimals; the shape column is [T, C] (here with B = 1 in front).
-TABLE_17_1 = [
-    ("x", [1.000000, 0.000000], (3, 2)),                     # token 与位置相加, X
-    ("norm1", [0.999980, -0.999980], (3, 2)),                # 第一次归一化, N_1
-    ("attention", [0.000000, 1.999960], (3, 2)),             # 注意力输出, U
-    ("residual1", [1.000000, 1.999960], (3, 2)),             # 第一次残差相加, R
-    ("norm2", [-0.999980, 0.999980], (3, 2)),                # 第二次归一化, N_2
-    ("hidden", [0.000000, 1.999960, 0.999980], (3, 3)),      # FFN 的 ReLU 之后
-    ("ffn", [0.999980, 0.999980], (3, 2)),                   # FFN 输出
-    ("output", [1.999980, 2.999940], (3, 2)),                # 块的最终输出, Y
-]
-BOOK_Y = [[1.999980, 2.999940], [0.999912, 1.476742], [2.999964, 3.746396]]
+# Table 17.1 (conftest): the first position, six decimals; the shape column is [T, C] (here with B = 1 in front).
+BOOK_ROWS = [(stage, first, shape) for stage, _, first, shape in TABLE_17_1]
 
 # Section 17.1 and 17.4: the example's tables and matrices, as the chapter gives them.
 E = [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]
@@ -50,7 +40,7 @@ def six(values):
 
 
 # -- Table 17.1 and Y --------------------------------------------------------------------------
-@pytest.mark.parametrize("name,book,shape", TABLE_17_1, ids=[r[0] for r in TABLE_17_1])
+@pytest.mark.parametrize("name,book,shape", BOOK_ROWS, ids=[r[0] for r in BOOK_ROWS])
 def test_table_17_1_row(pre, name, book, shape):
     stage = pre.stages[name]
     assert six(stage.at(0, 0)) == book

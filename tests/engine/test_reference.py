@@ -4,14 +4,12 @@ import math
 
 import numpy as np
 import pytest
-from conftest import PRE, SPECS, load_text, trace_of
+from conftest import BOOK_Y, PRE, SPECS, load_text, trace_of
 
 from tracer.engine import executor, reference
 from tracer.engine.params import load_inputs, load_params
 from tracer.run.crosscheck import verify
 from tracer.spec import load_spec
-
-BOOK_Y = [[1.999980, 2.999940], [0.999912, 1.476742], [2.999964, 3.746396]]
 
 
 def run_reference(spec, samples, positions):

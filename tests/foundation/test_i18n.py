@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from conftest import EXAMPLES, POST_REL, PRE, PRE_REL, REPO, load_text, run_app, run_cli, write_spec
+from conftest import TABLE_17_1 as BOOK_TABLE
 from rich.cells import cell_len
 
 from tracer import i18n, zh
@@ -17,17 +18,8 @@ ZH = ("--lang", "zh")
 HAN = re.compile(r"[\u4e00-\u9fff]")
 ENGLISH_RUN = re.compile(r"\b[a-z]{3,} [a-z]{2,} [a-z]{3,}\b")  # three English words in a row: an untranslated sentence
 
-# Table 17.1 of the chapter (section 17.5), copied from the book: stage words, the first position, the array's shape.
-TABLE_17_1 = [
-    ("x", "token 与位置相加，X", "[1.000000, 0.000000]", "[3,2]"),
-    ("norm1", "第一次归一化，N_1", "[0.999980, -0.999980]", "[3,2]"),
-    ("attention", "注意力输出，U", "[0.000000, 1.999960]", "[3,2]"),
-    ("residual1", "第一次残差相加，R", "[1.000000, 1.999960]", "[3,2]"),
-    ("norm2", "第二次归一化，N_2", "[-0.999980, 0.999980]", "[3,2]"),
-    ("hidden", "FFN 的 ReLU 之后", "[0.000000, 1.999960, 0.999980]", "[3,3]"),
-    ("ffn", "FFN 输出", "[0.999980, 0.999980]", "[3,2]"),
-    ("output", "块的最终输出，Y", "[1.999980, 2.999940]", "[3,2]"),
-]
+# Table 17.1 (conftest) as the Chinese table prints it: stage, its words, the first position, the shape.
+TABLE_17_1 = [(stage, words, "[" + ", ".join(f"{v:.6f}" for v in first) + "]", f"[{t},{c}]") for stage, words, first, (t, c) in BOOK_TABLE]
 
 
 def table_rows(out: str) -> dict[str, list[str]]:
