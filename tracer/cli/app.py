@@ -198,7 +198,15 @@ def check_precision(precision: int) -> None:
     checked(precision)
 
 
-@app.command()
+RUN_SECTIONS = {
+    "What the table shows": ("--pos", "--batch", "--precision", "--all", "--stage", "--steps", "--attention", "--attention-stage"),
+    "Output": ("--format", "--json", "--with-weights", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
+    "Checks and exit codes": ("--verify", "--verify-budget", "--keep-going", "--exit-zero"),
+    "Memory": ("--max-memory", "--record", "--keep"),
+}
+
+
+@app.command(cls=cliparams.sectioned(RUN_SECTIONS))
 def run(
     specs: Annotated[list[str], typer.Argument(metavar="SPEC", help="The YAML spec(s) to trace. With more than one: a status line each and a summary.", show_default=False)],
     pos: PosOption = 0,
@@ -315,11 +323,12 @@ def _meanwhile(form: str) -> None:
 
 def print_steps(path: str, form: str, opts: object, no_color: bool, targets: "list[Target]") -> int:
     from tracer.run import command as runs
+    from tracer.run.plan import select_stages
     from tracer.spec import load_spec
 
     assert isinstance(opts, runs.RunOptions)
     s = load_spec(path)
-    only = runs.select_stages(s, opts.stages)
+    only = select_stages(s, opts.stages)
     if form == "table":
         from tracer.views import tables as render
 
@@ -398,7 +407,15 @@ def probe(
     guarded(body, lang)
 
 
-@app.command()
+GRAD_SECTIONS = {
+    "What is traced": ("--loss", "--pos", "--batch", "--precision", "--all", "--stage", "--per-layer", "--weight"),
+    "Output": ("--format", "--json", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
+    "Checks": ("--verify", "--keep-going"),
+    "Memory": ("--max-memory",),
+}
+
+
+@app.command(cls=cliparams.sectioned(GRAD_SECTIONS))
 def grad(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec to run forward and backward.", show_default=False)],
     loss: Annotated[str | None, typer.Option("--loss", metavar="next-token|sum-squares", show_default=False,
@@ -543,14 +560,15 @@ def validate(
 
     def body() -> int:
         from tracer.i18n import message
+        from tracer.run.plan import prepare
         from tracer.spec import memory
 
         memory.parse_size(max_memory)
         worst = EXIT_OK
         for path in specs:
             try:
-                s = memory.load_spec_within(path, max_memory)
-                est = memory.check_run(s, memory.policy_for(s, memory.record_mode(record, table=True), None, 0, 0), max_memory)
+                ready = prepare(path, record=record, table=True, max_memory=max_memory)
+                s, est = ready.spec, ready.check_memory()
                 line = f"{path}: ok, needs about {memory.format_size(est.total)} to run (--record {record})"
                 code = EXIT_OK
                 from tracer.spec.preflight import violations

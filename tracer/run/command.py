@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tracer import i18n
 from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
 from tracer.messages import msg, nmsg
-from tracer.spec import Spec, choices, memory
+from tracer.run.plan import prepare
+from tracer.spec import Spec, memory
 from tracer.views import text as textout
 
 if TYPE_CHECKING:
@@ -101,14 +102,6 @@ class Outcome(NamedTuple):
         return jsonout.trace_json(self.trace, self.stages, self.check.as_json() if self.check else None, self.weights, streamed)
 
 
-def select_stages(spec: Spec, requested: Sequence[str]) -> list[str] | None:
-    if not requested:
-        return None
-    from tracer.model.catalogue import select
-
-    return select(requested, list(spec.stage_shapes), spec.path)
-
-
 def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | None = None) -> Outcome:
     """Load, check and run one spec; a TracerError propagates (the caller decides what it costs).
 
@@ -116,21 +109,18 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
     the caller would do after the run anyway (the command line imports its renderer); the executor and its kernels
     are imported then too.
     """
-    s = memory.load_spec_within(path, opts.max_memory)  # a spec with millions of inline values is refused before it is parsed
-    only = select_stages(s, opts.stages)
-    b, t = choices.position(s, opts.batch, opts.pos)
-    opts = opts._replace(batch=b, pos=t)
     # What is kept of each stage (--record, --keep; a --stage asked for is kept in full), then the
     # memory that takes: a run over --max-memory is refused here, before anything is allocated.
     table = opts.form == "table" and not (opts.show_all or opts.verify or opts.with_weights) and opts.save is None
-    policy = memory.policy_for(s, memory.record_mode(opts.record, table), list(opts.keep) + (only or []), opts.batch, opts.pos,
-                               opts.show_all)
+    ready = prepare(path, record=opts.record, table=table, keep=opts.keep, stages=opts.stages, batch=opts.batch, pos=opts.pos,
+                    show_all=opts.show_all, max_memory=opts.max_memory)
+    s, policy, only = ready.spec, ready.policy, ready.stages
+    opts = opts._replace(batch=ready.batch, pos=ready.pos)
     if opts.save is not None:
         from tracer.files import check_output
 
         check_output(opts.save, "--save", [path], "npz", opts.force)
-    memory.check_run(s, policy, opts.max_memory, show_all=opts.show_all, verify=opts.verify, form=opts.form,
-                     with_weights=opts.with_weights)
+    ready.check_memory(show_all=opts.show_all, verify=opts.verify, form=opts.form, with_weights=opts.with_weights)
     from tracer.engine import params as made
 
     to_params, to_inputs = made.draw_params(s), None  # a big spec's seeded draws start on a helper thread
