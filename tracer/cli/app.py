@@ -243,29 +243,13 @@ def run(
     def body() -> int:
         from tracer.run import command as runs
 
-        form = runs.output_format(fmt, as_json)
-        check_precision(precision)
-        if with_weights and form != "json" and save is None:
-            raise UsageError(msg("--with-weights adds the weights to the JSON output or the --save archive: give --json or --save too"))
-        if verify and verify_budget < 1:
-            raise UsageError(msg("--verify-budget {verify_budget} must be at least 1", verify_budget=verify_budget))
-        runs.check_many(specs, steps)
-        from tracer.spec.memory import parse_size
-
-        parse_size(max_memory)
-        if save is not None and len(specs) > 1:
-            raise UsageError(msg("--save writes one spec's arrays: give one spec"))
-        if form == "csv" and record == "stats":
-            raise UsageError(msg("--format csv writes every value of every stage, and --record stats keeps only statistics of the big ones: use --record all or main (or --keep the stages you want)"))
         draw = attention or bool(attention_stage)
-        if draw and (form != "table" or steps):
-            raise UsageError(msg("--attention draws a picture; it does not combine with {x}", x='--steps' if steps else '--format ' + form))
-        if (svg or html) and len(specs) > 1:
-            raise UsageError(msg("--svg and --html export one spec's view: give one spec"))
+        opts = runs.options(specs, fmt=fmt, as_json=as_json, steps=steps, draw=draw, exports=bool(svg or html), batch=batch, pos=pos,
+                            precision=precision, show_all=show_all, verify=verify, keep_going=keep_going, exit_zero=exit_zero,
+                            with_weights=with_weights, stages=tuple(stage or ()), verify_budget=verify_budget, record=record,
+                            keep=tuple(keep or ()), max_memory=max_memory, save=save, force=force)
+        form = opts.form
         targets = export_targets(svg, html, list(specs), form, force, save)
-        opts = runs.RunOptions(batch, pos, precision, show_all, verify, keep_going, exit_zero, with_weights, tuple(stage or ()),
-                               verify_budget, record=record, keep=tuple(keep or ()), max_memory=max_memory, save=save, form=form,
-                               force=force)
         if steps:
             return print_steps(specs[0], form, opts, no_color, targets)
         if len(specs) > 1:
@@ -280,23 +264,8 @@ def run(
             opts = opts._replace(keep=opts.keep + drawn)
         outcome = runs.trace_one(specs[0], opts, meanwhile=lambda: _meanwhile(form))
         if form == "table":
-            from tracer.views import tables as render
-
-            check = outcome.check
             assert outcome.trace is not None
-            view: RenderableType
-            if draw:
-                from rich.console import Group
-                from rich.text import Text
-
-                from tracer.run.attention import attention_view
-
-                picture = attention_view(outcome.trace, picked, outcome.batch)
-                view = Group(picture, Text(check.note())) if check is not None else picture
-            else:
-                view = render.run_view(outcome.trace, outcome.batch, outcome.pos, precision, show_all, check.stages if check else None,
-                                       check.note() if check else "", outcome.only)
-            show(view, no_color, targets, outcome.trace.spec.name, force)
+            show(runs.table_view(outcome, precision, picked if draw else None), no_color, targets, outcome.trace.spec.name, force)
         else:
             for chunk in runs.render_chunks(outcome, form, opts):  # written as made: a big trace is never held as text
                 sys.stdout.write(chunk)
