@@ -196,3 +196,11 @@ def test_no_module_is_named_like_a_public_function() -> None:
     public = {name for name in tracer.__all__ if name[0].islower()}
     clashing = [m for m in MODULES if m.rsplit(".", 1)[-1] in public]
     assert clashing == []
+
+
+def test_the_map_in_contributing_names_every_module():
+    """docs/contributing.md draws the map: every module of the package is named there (by its file name)."""
+    doc = (PACKAGE.parent / "docs" / "contributing.md").read_text(encoding="utf-8")
+    unnamed = [str(p.relative_to(PACKAGE.parent)) for p in sorted(PACKAGE.rglob("*.py"))
+               if p.name != "__init__.py" and f"{p.stem}.py" not in doc and f"{p.stem}/" not in doc]
+    assert not unnamed, f"docs/contributing.md does not name: {unnamed}"
