@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from tracer.engine.executor import Recording, Stage
     from tracer.model.blocks import Step
-    from tracer.run.crosscheck import Verification
+    from tracer.run.crosscheck import ReferenceCheck
 
 # catalogue, jsonout (and json), verify are imported where they are used: a plain `tracer run SPEC`
 # needs none of them, and every import is start-up time (benchmarks/startup.py).
@@ -95,7 +95,7 @@ class Outcome(NamedTuple):
     path: str
     code: int
     trace: Recording | None = None
-    check: Verification | None = None
+    check: ReferenceCheck | None = None
     weights: dict[str, np.ndarray] | None = None
     only: list[str] | None = None  # --stage selection, checked against this spec's stages
     error: str = ""
