@@ -85,10 +85,10 @@ def test_a_verify_failure_is_a_violation(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_the_tolerance_scales_with_the_values() -> None:
-    from tracer.run.crosscheck import Verification
+    from tracer.run.crosscheck import ReferenceCheck
 
     plan = reference.Plan([0], [0], True, 1, 1, "")
-    v = Verification(plan, {"a": 1e-7, "b": 1e-7, "c": math.inf}, {"a": 1.0, "b": 1e6, "c": 1.0}, 1e-9)
+    v = ReferenceCheck(plan, {"a": 1e-7, "b": 1e-7, "c": math.inf}, {"a": 1.0, "b": 1e6, "c": 1.0}, 1e-9)
     assert v.failing == ["a", "c"]
     assert v.violation() is not None and "1 more stage" in v.violation().message  # type: ignore[union-attr]
     from tracer.views import trace_json as jsonout

@@ -1,4 +1,4 @@
-"""--record all|main|stats and --keep: the Recorder changes what is kept, never what is computed."""
+"""--record all|main|stats and --keep: the executor's StageKeeper changes what is kept, never what is computed."""
 
 from __future__ import annotations
 

@@ -138,7 +138,7 @@ def test_every_built_in_meaning_has_the_books_words():
     for norm in blocks.NORMS:
         for activation in blocks.ACTIVATIONS:
             settings = blocks.StackSettings(norm=norm, activation=activation)
-            for template in (*blocks.PRESETS.values(), *blocks.DECODER_PRESETS.values()):
+            for template in (*blocks.NORM_ORDERS.values(), *blocks.DECODER_NORM_ORDERS.values()):
                 meanings |= {s.meaning for s in blocks.configure(template, settings, preset=True)}
     for positions in ("learned", "sinusoidal", "rotary", "none"):
         steps, _ = blocks.entry("", "tokens", blocks.StackSettings(positions=positions), True)

@@ -198,6 +198,34 @@ def test_no_module_is_named_like_a_public_function() -> None:
     assert clashing == []
 
 
+def test_the_map_in_contributing_names_every_module():
+    """docs/contributing.md draws the map: every module of the package is named there (by its file name)."""
+    doc = (PACKAGE.parent / "docs" / "contributing.md").read_text(encoding="utf-8")
+    unnamed = [str(p.relative_to(PACKAGE.parent)) for p in sorted(PACKAGE.rglob("*.py"))
+               if p.name != "__init__.py" and f"{p.stem}.py" not in doc and f"{p.stem}/" not in doc]
+    assert not unnamed, f"docs/contributing.md does not name: {unnamed}"
+
+
+# A name two modules define on purpose: each family file's LAYOUT (the registry reads them by module), and the
+# --max-memory default the command line repeats so that --help imports nothing more (test_memory checks it equal).
+SHARED_NAMES = {"LAYOUT", "DEFAULT_MAX_MEMORY", "ACTIVATION_NAMES"}
+
+
+def test_no_two_classes_or_tables_share_a_name():
+    """Names are unique when searched: a class, or an upper-case table or constant, is defined in one module."""
+    where: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            names = [node.name] if isinstance(node, ast.ClassDef) else []
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names += [t.id for t in targets if isinstance(t, ast.Name) and t.id.isupper() and len(t.id) > 1]
+            for name in names:
+                where.setdefault(name, []).append(module_name(path))
+    shared = {name: modules for name, modules in where.items() if len(modules) > 1 and name not in SHARED_NAMES}
+    assert not shared, shared
+
+
 def test_the_tests_oracle_imports_nothing_from_tracer() -> None:
     """tests/helpers/oracle.py (and the random cases built on it) is the independent model: a kernel's mistake
     copied into it would hide the mistake, so it is written from the formulas and never imports tracer."""

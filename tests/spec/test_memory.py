@@ -72,7 +72,7 @@ def test_estimate_of_recorded_stages_matches_a_real_run(name: str, mode: str, mo
     trace = ex.run()
     planned = {s.name: s.how for s in est.stages if s.how != "skip"}
     kept = {n: ("stats" if s.summary is not None else "point" if s.point is not None else "full") for n, s in trace.stages.items()}
-    assert kept == planned  # the Recorder keeps exactly what the estimate counted
+    assert kept == planned  # the executor's StageKeeper keeps exactly what the estimate counted
     n_stats = sum(1 for s in est.stages if s.how == "stats")
     real = _held(trace, list(ex.inputs.values()) + list(ex.params.values()))
     assert real == est.recorded - memory.STATS_BYTES * n_stats

@@ -50,17 +50,13 @@ def parse_expect(text: str) -> list[float]:
 def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, precision: int = 6) -> Verdict:
     """Run the spec and compare one stage's value at (batch, pos) with the expected numbers."""
     from tracer.engine import executor
-    from tracer.model.catalogue import select
-    from tracer.spec import load_spec
-    from tracer.spec.choices import position
-    from tracer.spec.memory import DEFAULT_MAX_MEMORY, check_run, policy_for
+    from tracer.run.plan import prepare
 
     numbers = parse_expect(expect)
-    s = load_spec(path)
-    name = (select([stage], list(s.stage_shapes), s.path) or [stage])[0]
-    b, t = position(s, batch, pos)
-    policy = policy_for(s, "all", [name], b, t)
-    check_run(s, policy, DEFAULT_MAX_MEMORY)
+    ready = prepare(path, record="all", stages=[stage], batch=batch, pos=pos)
+    ready.check_memory()
+    s, policy, b, t = ready.spec, ready.policy, ready.batch, ready.pos
+    name = (ready.stages or [stage])[0]
     trace = executor.run(s, policy=policy)
     where = f"{name} at b={b}, t={t}"  # zh.py's templates take the stage, b and t apart
     if name not in trace.stages:

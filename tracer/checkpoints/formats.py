@@ -30,7 +30,7 @@ SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF1
                       "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
 NPY_DTYPES = {"f8": "float64", "f4": "float32", "f2": "float16", "i8": "int64", "i4": "int32", "i2": "int16", "i1": "int8",
               "u1": "uint8", "b1": "bool"}
-ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
+STORED_ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 PICKLES = (".pt", ".pth", ".bin", ".ckpt")
 MAX_HEADER = 100 * 2**20  # a safetensors header above 100 MB is corrupt (the format's own limit)
 TORCH_ADVICE = ("install torch to read it (pip install 'tracer[torch]'), or convert it once to safetensors: "
@@ -44,7 +44,7 @@ class TensorInfo(NamedTuple):
 
     @property
     def nbytes(self) -> int:
-        n = ITEMSIZE.get(self.dtype, 8)
+        n = STORED_ITEMSIZE.get(self.dtype, 8)
         for s in self.shape:
             n *= s
         return n
@@ -230,7 +230,7 @@ def _untouched_zeros(shape: tuple[int, ...], dtype: str) -> np.ndarray:
 
     import numpy as np
 
-    size = max(1, ITEMSIZE[dtype] * math.prod(shape))
+    size = max(1, STORED_ITEMSIZE[dtype] * math.prod(shape))
     buf = mmap.mmap(-1, size)  # anonymous: zero pages
     advice = getattr(mmap, "MADV_NOHUGEPAGE", None)
     if advice is not None:

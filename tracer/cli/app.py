@@ -198,7 +198,15 @@ def check_precision(precision: int) -> None:
     checked(precision)
 
 
-@app.command()
+RUN_SECTIONS = {
+    "What the table shows": ("--pos", "--batch", "--precision", "--all", "--stage", "--steps", "--attention", "--attention-stage"),
+    "Output": ("--format", "--json", "--with-weights", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
+    "Checks and exit codes": ("--verify", "--verify-budget", "--keep-going", "--exit-zero"),
+    "Memory": ("--max-memory", "--record", "--keep"),
+}
+
+
+@app.command(cls=cliparams.sectioned(RUN_SECTIONS))
 def run(
     specs: Annotated[list[str], typer.Argument(metavar="SPEC", help="The YAML spec(s) to trace. With more than one: a status line each and a summary.", show_default=False)],
     pos: PosOption = 0,
@@ -235,29 +243,13 @@ def run(
     def body() -> int:
         from tracer.run import command as runs
 
-        form = runs.output_format(fmt, as_json)
-        check_precision(precision)
-        if with_weights and form != "json" and save is None:
-            raise UsageError(msg("--with-weights adds the weights to the JSON output or the --save archive: give --json or --save too"))
-        if verify and verify_budget < 1:
-            raise UsageError(msg("--verify-budget {verify_budget} must be at least 1", verify_budget=verify_budget))
-        runs.check_many(specs, steps)
-        from tracer.spec.memory import parse_size
-
-        parse_size(max_memory)
-        if save is not None and len(specs) > 1:
-            raise UsageError(msg("--save writes one spec's arrays: give one spec"))
-        if form == "csv" and record == "stats":
-            raise UsageError(msg("--format csv writes every value of every stage, and --record stats keeps only statistics of the big ones: use --record all or main (or --keep the stages you want)"))
         draw = attention or bool(attention_stage)
-        if draw and (form != "table" or steps):
-            raise UsageError(msg("--attention draws a picture; it does not combine with {x}", x='--steps' if steps else '--format ' + form))
-        if (svg or html) and len(specs) > 1:
-            raise UsageError(msg("--svg and --html export one spec's view: give one spec"))
+        opts = runs.options(specs, fmt=fmt, as_json=as_json, steps=steps, draw=draw, exports=bool(svg or html), batch=batch, pos=pos,
+                            precision=precision, show_all=show_all, verify=verify, keep_going=keep_going, exit_zero=exit_zero,
+                            with_weights=with_weights, stages=tuple(stage or ()), verify_budget=verify_budget, record=record,
+                            keep=tuple(keep or ()), max_memory=max_memory, save=save, force=force)
+        form = opts.form
         targets = export_targets(svg, html, list(specs), form, force, save)
-        opts = runs.RunOptions(batch, pos, precision, show_all, verify, keep_going, exit_zero, with_weights, tuple(stage or ()),
-                               verify_budget, record=record, keep=tuple(keep or ()), max_memory=max_memory, save=save, form=form,
-                               force=force)
         if steps:
             return print_steps(specs[0], form, opts, no_color, targets)
         if len(specs) > 1:
@@ -272,23 +264,8 @@ def run(
             opts = opts._replace(keep=opts.keep + drawn)
         outcome = runs.trace_one(specs[0], opts, meanwhile=lambda: _meanwhile(form))
         if form == "table":
-            from tracer.views import tables as render
-
-            check = outcome.check
             assert outcome.trace is not None
-            view: RenderableType
-            if draw:
-                from rich.console import Group
-                from rich.text import Text
-
-                from tracer.run.attention import attention_view
-
-                picture = attention_view(outcome.trace, picked, outcome.batch)
-                view = Group(picture, Text(check.note())) if check is not None else picture
-            else:
-                view = render.run_view(outcome.trace, outcome.batch, outcome.pos, precision, show_all, check.stages if check else None,
-                                       check.note() if check else "", outcome.only)
-            show(view, no_color, targets, outcome.trace.spec.name, force)
+            show(runs.table_view(outcome, precision, picked if draw else None), no_color, targets, outcome.trace.spec.name, force)
         else:
             for chunk in runs.render_chunks(outcome, form, opts):  # written as made: a big trace is never held as text
                 sys.stdout.write(chunk)
@@ -315,11 +292,12 @@ def _meanwhile(form: str) -> None:
 
 def print_steps(path: str, form: str, opts: object, no_color: bool, targets: "list[Target]") -> int:
     from tracer.run import command as runs
+    from tracer.run.plan import select_stages
     from tracer.spec import load_spec
 
     assert isinstance(opts, runs.RunOptions)
     s = load_spec(path)
-    only = runs.select_stages(s, opts.stages)
+    only = select_stages(s, opts.stages)
     if form == "table":
         from tracer.views import tables as render
 
@@ -398,7 +376,15 @@ def probe(
     guarded(body, lang)
 
 
-@app.command()
+GRAD_SECTIONS = {
+    "What is traced": ("--loss", "--pos", "--batch", "--precision", "--all", "--stage", "--per-layer", "--weight"),
+    "Output": ("--format", "--json", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
+    "Checks": ("--verify", "--keep-going"),
+    "Memory": ("--max-memory",),
+}
+
+
+@app.command(cls=cliparams.sectioned(GRAD_SECTIONS))
 def grad(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec to run forward and backward.", show_default=False)],
     loss: Annotated[str | None, typer.Option("--loss", metavar="next-token|sum-squares", show_default=False,
@@ -543,14 +529,15 @@ def validate(
 
     def body() -> int:
         from tracer.i18n import message
+        from tracer.run.plan import prepare
         from tracer.spec import memory
 
         memory.parse_size(max_memory)
         worst = EXIT_OK
         for path in specs:
             try:
-                s = memory.load_spec_within(path, max_memory)
-                est = memory.check_run(s, memory.policy_for(s, memory.record_mode(record, table=True), None, 0, 0), max_memory)
+                ready = prepare(path, record=record, table=True, max_memory=max_memory)
+                s, est = ready.spec, ready.check_memory()
                 line = f"{path}: ok, needs about {memory.format_size(est.total)} to run (--record {record})"
                 code = EXIT_OK
                 from tracer.spec.preflight import violations

@@ -56,7 +56,7 @@ NO_RESIDUAL = "Your {stage} equals {term} alone: the residual add is missing (ad
 NO_W_O = "Your {stage} equals the heads before W_O: multiply by W_O (and add b_O)"
 QUERIES = "Your {stage} equals attention with the softmax taken over the queries: take it over the keys (the last axis)"
 MASK_AFTER = "Your {stage} equals attention with the mask applied after the softmax: mask the scores first (-inf on future keys), then the softmax"
-AXIS_WORDS = {"T": "T (the positions)", "B": "B (the samples)"}
+AXIS_LABELS = {"T": "T (the positions)", "B": "B (the samples)"}
 
 LEAD_AGREES = "{stage} differs but {prev} agrees"
 LEAD_FIRST = "{stage} differs and no stage before it was compared"
@@ -144,7 +144,7 @@ def diagnose(name: str, theirs: np.ndarray, ref: Side, step: Step | None) -> tup
         for axis, letter in ((1, "T"), (0, "B")):
             alt = _layer_norm(x, gamma, beta, eps, axis)
             if _close(alt, theirs) and not _close(alt, ours if ours is not None else alt + 1):
-                return AXIS, {"axis": AXIS_WORDS[letter]}
+                return AXIS, {"axis": AXIS_LABELS[letter]}
     elif step.op == "add" and len(step.inputs) == 2:
         for i, term in enumerate(step.inputs):
             if _close(stages.get(term), theirs) and not _close(stages.get(term), ours if ours is not None else theirs + 1):

@@ -23,7 +23,7 @@ from tracer.model.blocks import Step
 from tracer.spec.yamlio import printable
 from tracer.views.trace_json import SCHEMA_VERSION
 
-NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+NONFINITE_VALUES = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 REQUIRED_DIMS = ("B", "T", "C", "H", "F")
 
 
@@ -262,9 +262,9 @@ class _Reader:
         if str in types:
             for where, v in np.ndenumerate(obj):
                 if isinstance(v, str):
-                    if v not in NONFINITE:
+                    if v not in NONFINITE_VALUES:
                         raise self.fail(f"{field}{list(where)}", msg('expected a number or one of "NaN", "Infinity", "-Infinity", received {v}', v=_kind(v)))
-                    obj[where] = NONFINITE[v]
+                    obj[where] = NONFINITE_VALUES[v]
         try:
             return obj.astype(np.float64)
         except OverflowError:

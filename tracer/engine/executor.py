@@ -1,7 +1,7 @@
 """Run a spec's step list through the kernels and record every stage.
 
 Recording is an identity wrap: ``x = rec("norm1", layer_norm(x, ...))``.
-The Recorder keeps each stage in full, as statistics plus the value the table
+The StageKeeper keeps each stage in full, as statistics plus the value the table
 shows, as that value alone, or not at all, as the RecordPolicy says (``--record``); that changes what
 is kept, never what is computed.  A step's output is let go after the last step
 that reads it, so an array not recorded in full does not outlive its use.
@@ -175,7 +175,7 @@ class Recording:
         return self.stages.get(self.spec.steps[-1].name) or self.last
 
 
-class Recorder:
+class StageKeeper:
     """Keeps each stage as the policy says (full, statistics, or not at all); returns the array unchanged."""
 
     def __init__(self, trace: Recording) -> None:
@@ -221,7 +221,7 @@ class Executor:
         self.keep_going = keep_going
         self.overrides = overrides or {}
         self.trace = Recording(spec, policy=policy or RecordPolicy())
-        self.recorder = Recorder(self.trace)
+        self.recorder = StageKeeper(self.trace)
         self.params = load_params(spec, for_run=True) if params is None else params
         self.inputs = load_inputs(spec) if inputs is None else inputs
         self.seen_nonfinite = False

@@ -19,6 +19,7 @@ from tracer.engine import blas
 from tracer.errors import BrokenContract, ShapeError
 from tracer.messages import msg
 from tracer.model import contracts
+from tracer.model.contracts import ROW_BLOCK
 
 Strict = bool | list[BrokenContract]  # raise at the first broken contract | no checks | collect them all
 
@@ -210,7 +211,7 @@ def sinusoidal(T: int, C: int, base: float, dtype: np.dtype) -> np.ndarray:  # -
     return pe.astype(dtype, copy=False)
 
 
-ROW_BLOCK = contracts.ROW_BLOCK  # query rows per block: under a causal mask, keys after the block are never touched
+# contracts.ROW_BLOCK query rows per block: under a causal mask, keys after the block are never touched
 
 
 def check_softmax_axis(scores: tuple[int, ...], over_queries: bool) -> None:  # attention weights [B,H,T,S]: softmax over keys

@@ -10,8 +10,8 @@ from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
 from tracer.grad import view
 from tracer.grad.run import GradOptions, grad, per_layer
 from tracer.messages import msg
-from tracer.run import command as runs
-from tracer.spec import load_spec, memory
+from tracer.run.plan import select_stages
+from tracer.spec import memory
 from tracer.spec.choices import position
 from tracer.views import trace_json as jsonout
 
@@ -42,8 +42,8 @@ class GradResult(NamedTuple):
 
 
 def execute(r: GradRequest) -> GradResult:
-    s = load_spec(r.path)
-    only = runs.select_stages(s, r.stages)
+    s = memory.load_spec_within(r.path, r.max_memory)  # a spec with millions of inline values is refused before it is parsed
+    only = select_stages(s, r.stages)
     batch, pos = position(s, r.batch, r.pos)
     r = r._replace(batch=batch, pos=pos)
     if r.per_layer and r.form in ("json", "csv"):

@@ -4,7 +4,7 @@ For a sample of coordinates of every weight (all of a small weight, SAMPLES draw
 larger one) the loss is run forward at w + h and w - h; (L(w+h) - L(w-h)) / 2h must agree with the
 gradient the backward pass gives within
 
-    |numeric - backward| <= RTOL * (|numeric| + |backward|) + ATOL * max(1, |L|)
+    |numeric - backward| <= GRAD_RTOL * (|numeric| + |backward|) + GRAD_ATOL * max(1, |L|)
 
 with h = STEP * max(1, |w|).  The truncation error of a central difference is O(h^2) and its rounding
 error about 1e-16 * |L| / h, so in float64 both stay far below the tolerance unless a perturbation
@@ -26,8 +26,8 @@ from tracer.spec import Spec
 from tracer.spec.memory import RecordPolicy
 
 STEP = 1e-6
-RTOL = 1e-6
-ATOL = 1e-8
+GRAD_RTOL = 1e-6
+GRAD_ATOL = 1e-8
 SAMPLES = 4  # coordinates per weight
 
 
@@ -42,12 +42,12 @@ class Check(NamedTuple):
         return abs(self.numeric - self.backward)
 
 
-class Verification(NamedTuple):
+class GradientCheck(NamedTuple):
     checks: list[Check]
     loss: float
 
     def tolerance(self, c: Check) -> float:
-        return RTOL * (abs(c.numeric) + abs(c.backward)) + ATOL * max(1.0, abs(self.loss))
+        return GRAD_RTOL * (abs(c.numeric) + abs(c.backward)) + GRAD_ATOL * max(1.0, abs(self.loss))
 
     @property
     def failed(self) -> list[Check]:
@@ -61,7 +61,7 @@ class Verification(NamedTuple):
         worst = max(self.checks, key=lambda c: c.error / self.tolerance(c), default=None)
         weights = len({c.weight for c in self.checks})
         head = (f"--verify: {len(self.checks)} coordinates of {weights} weights by central differences (h = {STEP:g} * max(1, |w|)), "
-                f"tolerance {RTOL:g} * (|numeric| + |backward|) + {ATOL:g} * max(1, |loss|): ")
+                f"tolerance {GRAD_RTOL:g} * (|numeric| + |backward|) + {GRAD_ATOL:g} * max(1, |loss|): ")
         if worst is None:
             return head + "nothing to check"
         if self.ok:
@@ -71,7 +71,7 @@ class Verification(NamedTuple):
                        f"numeric {bad.numeric!r}")
 
     def as_json(self) -> dict[str, object]:
-        return {"ok": self.ok, "step": STEP, "rtol": RTOL, "atol": ATOL,
+        return {"ok": self.ok, "step": STEP, "rtol": GRAD_RTOL, "atol": GRAD_ATOL,
                 "checks": [{"weight": c.weight, "index": list(c.at), "backward": c.backward, "numeric": c.numeric,
                             "ok": c.error <= self.tolerance(c)} for c in self.checks]}
 
@@ -115,7 +115,7 @@ def coordinates(spec: Spec, name: str, shape: tuple[int, ...]) -> list[tuple[int
     return [tuple(int(i) for i in np.unravel_index(f, shape)) for f in flat]
 
 
-def verify(g: GradTrace) -> Verification:
+def verify(g: GradTrace) -> GradientCheck:
     assert g.loss is not None
     spec = g.spec._replace(dtype="float64")
     base = backward(executor.run(spec, keep_going=True), g.loss.name) if g.spec.dtype != "float64" else g
@@ -133,4 +133,4 @@ def verify(g: GradTrace) -> Verification:
             w[index] = old
             checks.append(Check(name, index, float(base.weight_grads[name][index]), (up - down) / (2 * h)))
     assert base.loss is not None
-    return Verification(checks, base.loss.value)
+    return GradientCheck(checks, base.loss.value)

@@ -122,8 +122,8 @@ DECODER_POST_NORM: tuple[Step, ...] = (
     Step("output", "identity", ("norm3",), None, "decoder layer output"),
 )
 
-PRESETS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM}
-DECODER_PRESETS: dict[str, tuple[Step, ...]] = {"pre": DECODER_PRE_NORM, "post": DECODER_POST_NORM}
+NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM}
+DECODER_NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": DECODER_PRE_NORM, "post": DECODER_POST_NORM}
 
 
 class StackSettings(NamedTuple):  # variants via _replace

@@ -139,7 +139,7 @@ def build() -> list[StageInfo]:
         entries += _infos(seq2seq, steps, shapes)
     seen: set[tuple[str, str, str]] = set()
     for order in ("pre", "post"):
-        layer, shapes = _layer(blocks.DECODER_PRESETS[order], plain, memory=True)
+        layer, shapes = _layer(blocks.DECODER_NORM_ORDERS[order], plain, memory=True)
         for info in _infos(seq2seq, layer, shapes, prefix="decoder.blocks.N."):
             if (info.name, info.meaning, info.formula) not in seen:  # post-norm: only what differs from pre-norm
                 seen.add((info.name, info.meaning, info.formula))

@@ -35,7 +35,7 @@ from tracer.views.tables import violation_panel
 
 GLYPHS = "░▒▓█"  # (0, 1/4], (1/4, 1/2], (1/2, 3/4], (3/4, 1] of the scale
 MASKED = "·"
-NONFINITE = "!"
+NONFINITE_MARK = "!"
 NUMBER_KEYS = 12  # up to this many keys (and NUMBER_QUERIES queries) every cell shows its value
 NUMBER_QUERIES = 40
 CELL_LIMIT = 48  # up to this many queries and keys every cell is drawn, as a shade
@@ -204,7 +204,7 @@ def panel_text(g: Grid) -> Text:
             if j and gap:
                 out.append(" " * gap)
             if not math.isfinite(v):  # before the mask: a fully masked row is 0/0 = NaN, and must show as such
-                put(out, ("nan" if math.isnan(v) else "inf") if g.mode == "values" else NONFINITE * 2, cell, "right", "bold red")
+                put(out, ("nan" if math.isnan(v) else "inf") if g.mode == "values" else NONFINITE_MARK * 2, cell, "right", "bold red")
             elif g.masked[i, j]:
                 put(out, MASKED, cell, "center", "dim")
             else:
@@ -290,7 +290,7 @@ class Legend:
         out.append(tr("   blank: exactly 0   "))
         out.append(MASKED + " ", style="dim")
         out.append(tr("masked (the whole block)   ") if self.mode == "blocks" else tr("masked: the mask hides that key   "))
-        out.append((NONFINITE * 2 if self.mode != "values" else "nan") + " ", style="bold red")
+        out.append((NONFINITE_MARK * 2 if self.mode != "values" else "nan") + " ", style="bold red")
         out.append(tr("= NaN or Inf"))
         if colour_bar:
             out.append(tr("\ncolour scale: 0 "))

@@ -15,14 +15,17 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tracer import i18n
 from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
 from tracer.messages import msg, nmsg
+from tracer.run.plan import prepare
 from tracer.spec import Spec, choices, memory
 from tracer.views import text as textout
 
 if TYPE_CHECKING:
     import numpy as np
+    from rich.console import RenderableType
 
     from tracer.engine.executor import Recording, Stage
-    from tracer.run.crosscheck import Verification
+    from tracer.model.blocks import Step
+    from tracer.run.crosscheck import ReferenceCheck
 
 # catalogue, jsonout (and json), verify are imported where they are used: a plain `tracer run SPEC`
 # needs none of them, and every import is start-up time (benchmarks/startup.py).
@@ -60,13 +63,39 @@ class RunOptions(NamedTuple):
     force: bool = False  # --force: --save may replace a file tracer cannot prove it wrote
 
 
+def options(specs: Sequence[str], *, fmt: str | None = None, as_json: bool = False, steps: bool = False, draw: bool = False,
+            exports: bool = False, **fields: Any) -> RunOptions:
+    """``tracer run SPECS``'s options as RunOptions, each checked against the others: a contradiction (--with-weights
+    with nothing to write them to, --save or --svg with many specs, --attention with --format json, ...) is a
+    UsageError (exit 2) before any spec is read.  ``fields`` are RunOptions' own; ``draw``: --attention or
+    --attention-stage; ``exports``: --svg or --html."""
+    form = output_format(fmt, as_json)
+    opts = RunOptions(form=form, **fields)
+    choices.precision(opts.precision)
+    if opts.with_weights and form != "json" and opts.save is None:
+        raise UsageError(msg("--with-weights adds the weights to the JSON output or the --save archive: give --json or --save too"))
+    if opts.verify and opts.verify_budget < 1:
+        raise UsageError(msg("--verify-budget {verify_budget} must be at least 1", verify_budget=opts.verify_budget))
+    check_many(specs, steps)
+    memory.parse_size(opts.max_memory)
+    if opts.save is not None and len(specs) > 1:
+        raise UsageError(msg("--save writes one spec's arrays: give one spec"))
+    if form == "csv" and opts.record == "stats":
+        raise UsageError(msg("--format csv writes every value of every stage, and --record stats keeps only statistics of the big ones: use --record all or main (or --keep the stages you want)"))
+    if draw and (form != "table" or steps):
+        raise UsageError(msg("--attention draws a picture; it does not combine with {x}", x='--steps' if steps else '--format ' + form))
+    if exports and len(specs) > 1:
+        raise UsageError(msg("--svg and --html export one spec's view: give one spec"))
+    return opts
+
+
 class Outcome(NamedTuple):
     """One spec's run: its trace, or the error that stopped it."""
 
     path: str
     code: int
     trace: Recording | None = None
-    check: Verification | None = None
+    check: ReferenceCheck | None = None
     weights: dict[str, np.ndarray] | None = None
     only: list[str] | None = None  # --stage selection, checked against this spec's stages
     error: str = ""
@@ -101,14 +130,6 @@ class Outcome(NamedTuple):
         return jsonout.trace_json(self.trace, self.stages, self.check.as_json() if self.check else None, self.weights, streamed)
 
 
-def select_stages(spec: Spec, requested: Sequence[str]) -> list[str] | None:
-    if not requested:
-        return None
-    from tracer.model.catalogue import select
-
-    return select(requested, list(spec.stage_shapes), spec.path)
-
-
 def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | None = None) -> Outcome:
     """Load, check and run one spec; a TracerError propagates (the caller decides what it costs).
 
@@ -116,21 +137,18 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
     the caller would do after the run anyway (the command line imports its renderer); the executor and its kernels
     are imported then too.
     """
-    s = memory.load_spec_within(path, opts.max_memory)  # a spec with millions of inline values is refused before it is parsed
-    only = select_stages(s, opts.stages)
-    b, t = choices.position(s, opts.batch, opts.pos)
-    opts = opts._replace(batch=b, pos=t)
     # What is kept of each stage (--record, --keep; a --stage asked for is kept in full), then the
     # memory that takes: a run over --max-memory is refused here, before anything is allocated.
     table = opts.form == "table" and not (opts.show_all or opts.verify or opts.with_weights) and opts.save is None
-    policy = memory.policy_for(s, memory.record_mode(opts.record, table), list(opts.keep) + (only or []), opts.batch, opts.pos,
-                               opts.show_all)
+    ready = prepare(path, record=opts.record, table=table, keep=opts.keep, stages=opts.stages, batch=opts.batch, pos=opts.pos,
+                    show_all=opts.show_all, max_memory=opts.max_memory)
+    s, policy, only = ready.spec, ready.policy, ready.stages
+    opts = opts._replace(batch=ready.batch, pos=ready.pos)
     if opts.save is not None:
         from tracer.files import check_output
 
         check_output(opts.save, "--save", [path], "npz", opts.force)
-    memory.check_run(s, policy, opts.max_memory, show_all=opts.show_all, verify=opts.verify, form=opts.form,
-                     with_weights=opts.with_weights)
+    ready.check_memory(show_all=opts.show_all, verify=opts.verify, form=opts.form, with_weights=opts.with_weights)
     from tracer.engine import params as made
 
     to_params, to_inputs = made.draw_params(s), None  # a big spec's seeded draws start on a helper thread
@@ -165,6 +183,25 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
         save(trace, opts.save, weights, opts.force)
     code = EXIT_OK if trace.ok or opts.exit_zero else EXIT_VIOLATION
     return Outcome(path, code, trace, check, weights, only, show_all=opts.show_all, batch=opts.batch, pos=opts.pos)
+
+
+def table_view(outcome: Outcome, precision: int, drawn: list[Step] | None = None) -> RenderableType:
+    """What the terminal shows for one spec's run: the stage table (Table 17.1) with --verify's column and note,
+    or, with --attention, the heatmaps of the ``drawn`` attention stages."""
+    check, trace = outcome.check, outcome.trace
+    assert trace is not None
+    if drawn is not None:
+        from rich.console import Group
+        from rich.text import Text
+
+        from tracer.run.attention import attention_view
+
+        picture = attention_view(trace, drawn, outcome.batch)
+        return Group(picture, Text(check.note())) if check is not None else picture
+    from tracer.views import tables as render
+
+    return render.run_view(trace, outcome.batch, outcome.pos, precision, outcome.show_all, check.stages if check else None,
+                           check.note() if check else "", outcome.only)
 
 
 def attempt(path: str, opts: RunOptions) -> Outcome:

@@ -12,18 +12,18 @@ from tracer.engine.params import load_inputs, load_params
 from tracer.errors import Violation
 from tracer.messages import join, msg
 
-# A stage fails verification when its largest |NumPy - reference| exceeds RTOL[dtype] x max(1, the largest
+# A stage fails verification when its largest |NumPy - reference| exceeds REFERENCE_RTOL[dtype] x max(1, the largest
 # |reference value| of the stage).  The chapter specs agree to 1e-15 in float64 and GPT-2-size blocks to
 # about 1e-6 in float32 (the reference computes in float64), so these bounds leave a wide margin.
-RTOL = {"float64": 1e-9, "float32": 1e-4}
+REFERENCE_RTOL = {"float64": 1e-9, "float32": 1e-4}
 
 
 @dataclass
-class Verification:
+class ReferenceCheck:
     plan: reference.Plan
     stages: dict[str, float]  # stage -> largest absolute difference over what was verified
     scales: dict[str, float] = field(default_factory=dict)  # stage -> largest |reference value| verified
-    rtol: float = RTOL["float64"]
+    rtol: float = REFERENCE_RTOL["float64"]
 
     @property
     def max_abs_diff(self) -> float:
@@ -85,7 +85,7 @@ def _number(x: float) -> object:
     return array_json(np.float64(x))
 
 
-def verify(trace: Recording, budget: int = reference.DEFAULT_BUDGET) -> Verification:
+def verify(trace: Recording, budget: int = reference.DEFAULT_BUDGET) -> ReferenceCheck:
     spec = trace.spec
     plan = reference.plan(spec, budget)
     if trace.violations:
@@ -96,9 +96,9 @@ def verify(trace: Recording, budget: int = reference.DEFAULT_BUDGET) -> Verifica
                          kind=msg(v.kind), stage=v.stage, reason=plan.reason)
         else:
             reason = msg("the run flagged a {kind} violation at stage {stage}; the reference only computes blocks that keep every contract", kind=msg(v.kind), stage=v.stage)
-        return Verification(reference.Plan([], [], False, 0, plan.full_cost, reason), {})
+        return ReferenceCheck(reference.Plan([], [], False, 0, plan.full_cost, reason), {})
     if plan.skipped:
-        return Verification(plan, {})
+        return ReferenceCheck(plan, {})
     arrays = load_params(spec)
     by_columns = [k for k, v in arrays.items() if v.ndim == 2 and k not in ("embedding", "position")]  # read a column at a time
     columns = {k: arrays[k].T.tolist() for k in by_columns}  # W.T made by NumPy: a copy the reference would make in Python
@@ -119,4 +119,4 @@ def verify(trace: Recording, budget: int = reference.DEFAULT_BUDGET) -> Verifica
             scale = max(scale, reference.max_abs(expected))
         diffs[name] = worst
         scales[name] = scale
-    return Verification(plan, diffs, scales, RTOL.get(spec.dtype, RTOL["float32"]))
+    return ReferenceCheck(plan, diffs, scales, REFERENCE_RTOL.get(spec.dtype, REFERENCE_RTOL["float32"]))

@@ -20,7 +20,7 @@ from tracer.errors import StageNotFound, UsageError, Violation
 from tracer.messages import msg
 from tracer.spec import choices
 from tracer.spec.choices import position
-from tracer.spec.loading import SpecLike, load
+from tracer.spec.loading import SpecLike
 from tracer.views.display import View
 
 if TYPE_CHECKING:
@@ -173,13 +173,13 @@ def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep
     ``precision`` and ``show_all`` (--all) choose what the table shows.
     """
     from tracer.engine import executor
-    from tracer.spec import memory
+    from tracer.run.plan import prepare
 
-    s = load(spec)
-    batch, pos = position(s, batch, pos, ("batch", "pos"))
     choices.precision(precision, "precision")
-    policy = memory.policy_for(s, memory.record_mode(record, table=False), list(keep), batch, pos, show_all)
-    memory.check_run(s, policy, max_memory, show_all=show_all)
+    ready = prepare(spec, record=record, keep=keep, batch=batch, pos=pos, show_all=show_all, max_memory=max_memory,
+                    options=("batch", "pos"))
+    ready.check_memory(show_all=show_all)
+    s, policy, batch, pos = ready.spec, ready.policy, ready.batch, ready.pos
     with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings
         ex = executor.Executor(s, keep_going, policy=policy)
         run = ex.run()

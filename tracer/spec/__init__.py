@@ -503,7 +503,7 @@ class _Validator:
             assert encoder is not None
             es = encoder.settings()
             entry, x = blocks.entry(blocks.ENCODER, "source", es, True)
-            layer = blocks.configure(blocks.PRESETS[encoder.norm_order], es, preset=True)
+            layer = blocks.configure(blocks.NORM_ORDERS[encoder.norm_order], es, preset=True)
             body, last = blocks.expand(layer, blocks.ENCODER, encoder.layers, x, None, plain=False)
             steps += entry + body
             if encoder.final_norm:
@@ -512,7 +512,7 @@ class _Validator:
             memory = last
             ds = block.settings()
             entry, x = blocks.entry("decoder.", "target", ds, True)
-            layer = blocks.configure(blocks.DECODER_PRESETS[block.norm_order], ds, preset=True)
+            layer = blocks.configure(blocks.DECODER_NORM_ORDERS[block.norm_order], ds, preset=True)
             body, last = blocks.expand(layer, "decoder.", block.layers, x, memory, plain=False)
             steps += entry + body
             prefix = "decoder."
@@ -520,7 +520,7 @@ class _Validator:
             ds = block.settings()
             entry, x = blocks.entry("", "tokens" if uses_tokens else "x", ds, uses_tokens)
             preset = not template
-            layer = blocks.configure(blocks.PRESETS[block.norm_order] if preset else template, ds, preset=preset)
+            layer = blocks.configure(blocks.NORM_ORDERS[block.norm_order] if preset else template, ds, preset=preset)
             body, last = blocks.expand(layer, "", block.layers, x, None, plain=block.layers == 1)
             steps += entry + body
             prefix = ""

@@ -14,7 +14,7 @@ A run holds, at its peak:
 
 Attention is what grows: its scores and weights are [B,H,T,T], B * H * T^2 values each, so
 T = 1024 with 12 heads is 100 MB per array in float64 and T = 100000 is 960 GB.  The executor's
-Recorder keeps each stage as ``plan_stages`` says, so the estimate and what is recorded cannot
+The executor's StageKeeper keeps each stage as ``plan_stages`` says, so the estimate and what is recorded cannot
 drift apart.
 """
 
@@ -24,6 +24,7 @@ import math
 import re
 from typing import Any, NamedTuple
 
+from tracer.checkpoints.formats import STORED_ITEMSIZE
 from tracer.errors import UsageError
 from tracer.messages import msg
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
@@ -86,7 +87,7 @@ def format_size(n: int | float) -> str:
 
 
 class RecordPolicy(NamedTuple):  # NamedTuples, not dataclasses, here: a tenth of the import time
-    """What the Recorder keeps of each stage: 'full', 'stats', 'point' (the value at (b, t) alone) or 'skip'."""
+    """What the StageKeeper keeps of each stage: 'full', 'stats', 'point' (the value at (b, t) alone) or 'skip'."""
 
     mode: str = "all"  # all | main | stats | table (what the plain table shows: --record auto)
     keep: frozenset[str] = frozenset()  # stages kept in full whatever the mode
@@ -281,7 +282,7 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
     biggest = min(max(drawn, default=0), DRAW_CHUNK)
     best = (biggest * (16 + (8 if itemsize != 8 else 0)), "loading the weights")  # a chunk of raw words and their doubles
     # From a checkpoint: one stored tensor at a time, as stored and converted, then its part (q of a packed q, k, v).
-    read = [(w.value.stored.nbytes + 2 * w.value.stored.nbytes // ITEMSIZE.get(w.value.stored.dtype, 2) * itemsize)
+    read = [(w.value.stored.nbytes + 2 * w.value.stored.nbytes // STORED_ITEMSIZE.get(w.value.stored.dtype, 2) * itemsize)
             * _held_values(spec, w.path, w.shape, w.source) // math.prod(w.shape) for w in spec.weights.values() if w.source == "file"]
     best = max(best, (max(read, default=0), "reading the checkpoint"))
     summary = SUMMARY_TEMP_BYTES if any(s.how == "stats" for s in stages) else 0  # summarising works in blocks

@@ -40,7 +40,7 @@ MAX_VALUES = 8  # a vector longer than this prints its first HEAD values and a c
 HEAD = 3
 MAX_ROWS = 6  # a matrix taller than this prints its first HEAD rows, a count, and its last row
 MISSING = "—"
-NONFINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+NONFINITE_WORDS = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
 # -- numbers -------------------------------------------------------------------
@@ -95,7 +95,7 @@ def fmt_setting(value: Any) -> str:
 def exact(v: float) -> str:
     """A float as CSV writes it: repr (reads back to the same double); NaN and infinities spelled as in the JSON."""
     s = repr(float(v))
-    return NONFINITE.get(s, s)
+    return NONFINITE_WORDS.get(s, s)
 
 
 # -- rows shared by the rich tables and the text formats --------------------------
