@@ -12,6 +12,24 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 SPECS = REPO / "specs"
 EXAMPLES = REPO / "examples"
+# The chapter's two blocks (Example 17.2), pre-norm and post-norm: as paths, as typed from the repository root (where
+# run_cli and run_app run, and what their messages and rows then name), and as texts.
+PRE, POST = str(SPECS / "ch17-prenorm.yaml"), str(SPECS / "ch17-postnorm.yaml")
+PRE_REL, POST_REL = "specs/ch17-prenorm.yaml", "specs/ch17-postnorm.yaml"
+PRE_TEXT, POST_TEXT = (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8"), (SPECS / "ch17-postnorm.yaml").read_text(encoding="utf-8")
+# Table 17.1 of the chapter (section 17.5), copied from the book: each stage of PRE, its words in the Chinese edition,
+# its first position (six decimals) and its shape [T, C]; and the block's whole output Y, six decimals.
+TABLE_17_1 = [
+    ("x", "token 与位置相加，X", [1.000000, 0.000000], (3, 2)),
+    ("norm1", "第一次归一化，N_1", [0.999980, -0.999980], (3, 2)),
+    ("attention", "注意力输出，U", [0.000000, 1.999960], (3, 2)),
+    ("residual1", "第一次残差相加，R", [1.000000, 1.999960], (3, 2)),
+    ("norm2", "第二次归一化，N_2", [-0.999980, 0.999980], (3, 2)),
+    ("hidden", "FFN 的 ReLU 之后", [0.000000, 1.999960, 0.999980], (3, 3)),
+    ("ffn", "FFN 输出", [0.999980, 0.999980], (3, 2)),
+    ("output", "块的最终输出，Y", [1.999980, 2.999940], (3, 2)),
+]
+BOOK_Y = [[1.999980, 2.999940], [0.999912, 1.476742], [2.999964, 3.746396]]
 # The scripts of this interpreter's environment, where pip put the `tracer` entry point: tests run that one, never
 # whichever `tracer` PATH finds (the virtual environment need not be activated).
 BIN = Path(sys.executable).parent
@@ -56,7 +74,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def slow_run() -> bool:
-    """True under --slow (everything, as CI runs it): the slow tests, the docs' long commands (tests/test_docs.py)
+    """True under --slow (everything, as CI runs it): the slow tests, the docs' long commands (tests/docs/test_docs.py)
     and the full budgets of the property tests (which CI, setting CI, gets without it too)."""
     return _SLOW[0]
 

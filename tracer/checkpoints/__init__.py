@@ -24,7 +24,7 @@ Adding a family (e.g. llama) is one file, one line in the registry, and its test
    where ``aliases`` lists other prefixes a checkpoint may use.
 3. Add ``llama.LAYOUT`` to FAMILIES in families/__init__.py; `tracer import --layout llama` and
    ``weights: {file: ..., layout: llama}`` then work, and config.json's model_type picks it when
-   --layout is left out.  tests/test_checkpoints.py checks that every family has its parts.
+   --layout is left out.  tests/checkpoints/test_checkpoints.py checks that every family has its parts.
 Nothing in this package imports NumPy at module level: `tracer validate` checks checkpoint weights
 from the headers alone.
 """

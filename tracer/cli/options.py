@@ -115,7 +115,7 @@ OTHER_SECTION = "Other options"
 def sectioned(sections: Mapping[str, Sequence[str]]) -> type[TyperCommand]:
     """A command class whose --help lists its options under headings, in the order given: ``sections`` maps a
     heading to the long names of its options (``"--pos"``).  --help itself comes last, under "Options"; an option
-    no section names goes under OTHER_SECTION (tests/test_cli.py checks that none does).  The app prints help
+    no section names goes under OTHER_SECTION (tests/cli/test_help_sections.py checks that none does).  The app prints help
     without rich (rich_markup_mode None: a quicker start), where typer's own rich_help_panel is not drawn."""
     where = {name: heading for heading, names in sections.items() for name in names}
 

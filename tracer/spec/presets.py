@@ -1,6 +1,6 @@
 """Commented specs to start from (``tracer new --preset NAME``).  Plain text, no NumPy.
 
-Every preset validates and runs as printed (tests/test_presets.py runs each one).
+Every preset validates and runs as printed (tests/spec/test_presets.py runs each one).
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ settings, refusing what tracer cannot trace faithfully), bound together in its `
 holds what they share; nothing here imports NumPy.
 
 Adding a family: write its file (``table()``, ``read_config()``, ``LAYOUT``), add its ``LAYOUT`` to
-FAMILIES below, and write its tests (tests/test_checkpoints.py checks every family has its parts).
+FAMILIES below, and write its tests (tests/checkpoints/test_checkpoints.py checks every family has its parts).
 """
 
 from __future__ import annotations

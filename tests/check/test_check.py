@@ -1,0 +1,81 @@
+"""tracer check SPEC --stage NAME --expect NUMBERS: a hand-worked value, right (0) or wrong (1) to the printed
+precision; a bad spec, stage or option is 2.  The answers below are section 17.9's, worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import EXAMPLES, PRE, assert_refused, run_app, run_cli
+
+EX4 = str(EXAMPLES / "exercises" / "ex4-ffn.yaml")
+EX2 = str(EXAMPLES / "exercises" / "ex2-layernorm.yaml")
+
+
+@pytest.mark.parametrize("args,code", [
+    (("--stage", "pre", "--expect", "[1, -2, -1]"), 0),  # [1, -1] W_1
+    (("--stage", "hidden", "--expect", "[1, 0, 0]"), 0),  # after ReLU
+    (("--stage", "pre", "--expect", "[-1, 2, 1]", "--pos", "1"), 0),  # [-1, 1] W_1
+    (("--stage", "pre", "--expect", "[-1, 2, 1]", "--pos", "-1"), 0),  # -1: the last position
+    (("--stage", "pre", "--expect", "1, -2, -1", "--pos", "-2"), 0),  # -T: the first; brackets optional
+    (("--stage", "hidden", "--expect", "[1, -2, -1]"), 1),  # the value before ReLU: wrong
+    (("--stage", "pre", "--expect", "[1, -2]"), 1),  # too few numbers
+])
+def test_right_is_0_and_wrong_is_1(args, code):
+    r = run_app("check", EX4, *args)
+    assert r.returncode == code, r.stdout + r.stderr
+    assert len(r.stdout.splitlines()) == 1 and r.stderr == ""
+    assert r.stdout.startswith("right: " if code == 0 else "wrong: ")
+
+
+def test_to_the_printed_precision():
+    # [2, 4] normalised: [-1, 1] / sqrt(1.00001) = [-0.999995, 0.999995] (6 decimals); [-1, 1] at 4 decimals
+    assert run_app("check", EX2, "--stage", "norm", "--expect", "[-0.999995, 0.999995]").returncode == 0
+    assert run_app("check", EX2, "--stage", "norm", "--expect", "[-1, 1]").returncode == 1
+    assert run_app("check", EX2, "--stage", "norm", "--expect", "[-1, 1]", "--precision", "4").returncode == 0
+    wrong = run_app("check", EX2, "--stage", "norm", "--expect", "[-0.999995, 1]")
+    assert wrong.returncode == 1 and "entry 1 of" in wrong.stdout and "0.999995" not in wrong.stdout.split("of")[0]
+
+
+def test_wrong_names_the_entries_but_not_the_values():
+    r = run_app("check", EX4, "--stage", "hidden", "--expect", "[1, 1, 1]")
+    assert r.returncode == 1 and "entries 1, 2 of [1, 1, 1]" in r.stdout and "[1, 0, 0]" not in r.stdout
+
+
+def test_both_languages():
+    zh = run_app("check", EX4, "--stage", "pre", "--expect", "[1, -2, -1]", "--lang", "zh")
+    assert zh.returncode == 0 and zh.stdout.startswith("正确：pre 在 b=0, t=0 处是 [1, -2, -1]")
+    zh = run_app("check", EX4, "--stage", "pre", "--expect", "[0, 0, 0]", "--lang", "zh")
+    assert zh.returncode == 1 and zh.stdout.startswith("错误：") and "第 0, 1, 2 项" in zh.stdout
+
+
+@pytest.mark.parametrize("args,fragments", [
+    (("--stage", "pre", "--expect", "abc"), ("--expect 'abc'", "a list of numbers")),
+    (("--stage", "pre", "--expect", "[1, true]"), ("--expect",)),
+    (("--stage", "prr", "--expect", "[1]"), ("--stage prr", "did you mean 'pre'")),
+    (("--stage", "pre", "--expect", "[1]", "--pos", "2"), ("--pos 2 is out of range: T = 2",)),
+    (("--stage", "pre", "--expect", "[1]", "--pos", "-3"), ("--pos -3 is out of range",)),
+    (("--stage", "pre", "--expect", "[1]", "--batch", "1"), ("--batch 1 is out of range: B = 1",)),
+    (("--stage", "pre", "--expect", "[1]", "--precision", "18"), ("--precision 18",)),
+])
+def test_bad_input_is_2(args, fragments):
+    assert_refused(run_app("check", EX4, *args), *fragments)
+
+
+def test_a_stage_the_run_never_reaches():
+    r = run_app("check", str(EXAMPLES / "violations" / "beta-typo.yaml"), "--stage", "output", "--expect", "[0, 0]")
+    assert r.returncode == 1 and "the run stopped at a broadcast violation at stage norm1" in r.stdout
+
+
+def test_through_the_entry_point():
+    r = run_cli("check", PRE, "--stage", "x", "--expect", "[1, 0]")
+    assert r.returncode == 0 and r.stdout.startswith("right: x at b=0, t=0 is [1, 0]")
+
+
+def test_a_stage_the_run_never_reaches_in_chinese():
+    from tracer.zh import KINDS
+
+    r = run_app("check", str(EXAMPLES / "violations" / "beta-typo.yaml"), "--stage", "output", "--expect", "[0, 0]",
+                "--lang", "zh")
+    assert r.returncode == 1 and len(r.stdout.strip().splitlines()) == 1
+    sentence = r.stdout.split("tracer run")[0]  # the path at the end names the violations folder
+    assert "violation" not in sentence and "stage" not in sentence  # no English fragment left in the sentence
+    assert "norm1" in sentence and KINDS["broadcast"] in sentence
