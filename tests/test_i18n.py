@@ -11,6 +11,7 @@ from rich.cells import cell_len
 
 from tracer import i18n, zh
 from tracer.errors import TracerError
+from tracer.messages import Message, msg, render
 from tracer.model import blocks, catalogue, ops
 
 ZH = ("--lang", "zh")
@@ -151,11 +152,11 @@ def test_every_built_in_meaning_has_the_books_words():
     for positions in ("learned", "sinusoidal", "rotary", "none"):
         steps, _ = blocks.entry("", "tokens", blocks.StackSettings(positions=positions), True)
         meanings |= {s.meaning for s in steps}
-    meanings |= {m + ", turned by rotary positions" for m in blocks.ATTN_MEANINGS.values()}
-    missing = sorted(m for m in meanings if i18n.zh_meaning(m) is None)
+    meanings |= {msg("{meaning}, turned by rotary positions", meaning=m) for m in blocks.ATTN_MEANINGS.values()}
+    missing = sorted(m for m in meanings if not isinstance(m, Message) or m.render("zh") == m)
     assert not missing, missing
     for m in meanings:
-        assert not ENGLISH_RUN.search(i18n.zh_meaning(m) or ""), m
+        assert not ENGLISH_RUN.search(m.render("zh")), m
 
 
 @pytest.mark.parametrize("english, chinese", [
@@ -167,10 +168,20 @@ def test_every_built_in_meaning_has_the_books_words():
     ("sinusoidal positions, base 100", "正余弦位置编码，底数 100"),
     ("masked self-attention (post-norm decoder layer)", "带掩码的自注意力（Post-Norm 解码器层）"),
     ("keys, split into heads, turned by rotary positions", "键（K），拆成多个头，经旋转位置编码转动"),
+    ("FFN after GELU, GELU(R_post W_1 + b_1)", "FFN 的 GELU 之后，GELU(R_post W_1 + b_1)"),
 ])
 def test_variant_meanings_follow_the_base_entry(english, chinese):
-    with i18n.using("zh"):
-        assert i18n.meaning(english) == chinese
+    """A variant's meaning is its base entry's template with the norm's or the activation's words filled in."""
+    made = {str(e.meaning): e.meaning for e in catalogue.CATALOGUE}
+    for norm in blocks.NORMS:
+        for activation in blocks.ACTIVATIONS:
+            settings = blocks.StackSettings(norm=norm, activation=activation)
+            for template in (*blocks.PRESETS.values(), *blocks.DECODER_PRESETS.values()):
+                made.update({str(s.meaning): s.meaning for s in blocks.configure(template, settings, preset=True)})
+    for positions in ("learned", "sinusoidal", "rotary", "none"):
+        steps, _ = blocks.entry("", "tokens", blocks.StackSettings(positions=positions, position_base=100.0), True)
+        made.update({str(s.meaning): s.meaning for s in steps})
+    assert render(made[english], "zh") == chinese
 
 
 def test_a_meaning_the_spec_writes_is_printed_as_written(tmp_path):

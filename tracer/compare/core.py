@@ -657,8 +657,8 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
     check_tolerance(atol, rtol)
     limit = memory.parse_size(max_memory)
     read_a, read_b = read_side(path_a, grad), read_side(path_b, grad)
-    memory.refuse_over(f"{path_a} and {path_b}: this diff", {"side A": read_a[3], "side B": read_b[3],
-                       "comparing": memory.compare_bytes([r[1] for r in (read_a, read_b)], show_all)}, limit, max_memory)
+    memory.refuse_over(msg("{a} and {b}: this diff", a=path_a, b=path_b), {msg("side A"): read_a[3], msg("side B"): read_b[3],
+                       msg("comparing"): memory.compare_bytes([r[1] for r in (read_a, read_b)], show_all)}, limit, max_memory)
     # Without --all or --stage, attention internals are not compared: a spec side need not keep them (the cross-attention
     # weights excepted, which the table shows), unless the other side holds a program's own arrays, which may be them.
     lean = not (show_all or only or grad or read_a[2] is not None or read_b[2] is not None)

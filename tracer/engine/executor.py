@@ -431,7 +431,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
         if key not in parts:  # scores and weights not made: not kept, and finite (attend makes them when not)
             continue
         if step.base is not None and key in ("q", "k"):
-            meaning += ", turned by rotary positions"
+            meaning = msg("{meaning}, turned by rotary positions", meaning=meaning)
         shown = shown_internal(step, key)  # the cross-attention weights are in the default table
         ex.rec(f"{prefix}.{key}", parts[key], ex.axes(f"{prefix}.{key}"), meaning, internal=not shown)
     return ex.rec(step.name, out, ex.axes(step.name), step.meaning)

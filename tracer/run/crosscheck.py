@@ -67,7 +67,7 @@ class Verification:
 
     def note(self) -> str:
         """The line (two when partial) printed under the table, in the current language."""
-        from tracer.i18n import message
+        from tracer.messages import render as message
 
         p = self.plan
         if p.skipped:
