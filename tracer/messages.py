@@ -171,20 +171,21 @@ class Joined(Message):
 
     parts: tuple[object, ...]
     sep: str
+    keep: bool  # the separator as written in every language (a list of names: 'dims.C, dims.H')
 
     @classmethod
-    def _make(cls, parts: tuple[object, ...], sep: str) -> Joined:  # type: ignore[override]
+    def _make(cls, parts: tuple[object, ...], sep: str, keep: bool = False) -> Joined:  # type: ignore[override]
         self = str.__new__(cls, sep.join(str(p) for p in parts))
-        self.template, self.fields, self.parts, self.sep = "", {}, parts, sep
+        self.template, self.fields, self.parts, self.sep, self.keep = "", {}, parts, sep, keep
         return self
 
     def _args(self) -> tuple[Any, ...]:
-        return self.parts, self.sep
+        return self.parts, self.sep, self.keep
 
     def _render(self, lang: str) -> str:
         from tracer import zh
 
-        sep = zh.SEPARATORS.get(self.sep, self.sep)
+        sep = self.sep if self.keep else zh.SEPARATORS.get(self.sep, self.sep)
         return sep.join(_text(p, lang) for p in self.parts)
 
 
@@ -222,12 +223,13 @@ def nmsg(singular: str, plural: str, n: int, /, **fields: object) -> Message:
     return Plural._make_plural(singular, plural, {"n": n, **fields})
 
 
-def join(parts: Iterable[object], sep: str = "; ") -> Message:
-    """Messages (or plain text) joined by ``sep``, each translated on its own; one part is returned as it is."""
+def join(parts: Iterable[object], sep: str = "; ", keep: bool = False) -> Message:
+    """Messages (or plain text) joined by ``sep``, each translated on its own; one part is returned as it is.
+    ``sep`` is translated too ('; ' -> '；'), unless ``keep`` (a list of names keeps its ', ')."""
     items = tuple(p for p in parts if p != "")
     if len(items) == 1 and isinstance(items[0], Message):
         return items[0]
-    return Joined._make(items, sep)
+    return Joined._make(items, sep, keep)
 
 
 def at(where: object, body: object) -> Message:

@@ -1353,3 +1353,23 @@ MESSAGES.update({
         "编码器层：Pre-Norm 或 Post-Norm 层的各阶段，作用于 S 个源位置，注意力不加掩码",
     "select needs its axis, start and stop": "select 需要它的 axis、start 和 stop",
 })
+MESSAGES.update({
+    "equal": "相等",
+    "differs": "不同",
+    "shapes differ": "shape 不同",
+    "only in A": "仅 A 有",
+    "only in B": "仅 B 有",
+    "not recorded": "未记录",
+    "{label}: {path} (arrays, {name})": "{label}：{path}（数组，{name}）",
+    "--grad runs the backward pass, which needs the spec: give a YAML spec, not saved arrays or a saved trace":
+        "--grad 要做反向传播，需要 spec：请给出 YAML spec，而不是保存的数组或运行记录",
+    "{label} ({path}): {kind} violation: {message}": "{label}（{path}）：{kind}违规：{message}",
+    "--grad: each stage's and weight's gradient of the side's loss (tracer grad), in backward order":
+        "--grad：每个阶段和每个权重关于该侧损失的梯度（tracer grad），按反向传播的顺序",
+    "first diverging stage: {name} ({status}, largest |A - B| = {d} at {where}; at b={b}, t={t} the two agree)":
+        "第一个出现分歧的阶段：{name}（{status}，最大 |A - B| = {d}，位于 {where}；在 b={b}, t={t} 处两者一致）",
+})
+PLURALS.update({
+    ("{n} array", "{n} arrays"): "{n} 个",
+    ("{n} stage not recorded", "{n} stages not recorded"): "{n} 个阶段未记录",
+})
