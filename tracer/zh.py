@@ -1373,3 +1373,54 @@ PLURALS.update({
     ("{n} array", "{n} arrays"): "{n} 个",
     ("{n} stage not recorded", "{n} stages not recorded"): "{n} 个阶段未记录",
 })
+MESSAGES.update({
+    "first residual path": "第一条残差路径",
+    "second residual path": "第二条残差路径",
+    "third residual path": "第三条残差路径",
+    "fourth residual path": "第四条残差路径",
+    "fifth residual path": "第五条残差路径",
+    "sixth residual path": "第六条残差路径",
+    "seventh residual path": "第七条残差路径",
+    "eighth residual path": "第八条残差路径",
+    "ninth residual path": "第九条残差路径",
+    "tenth residual path": "第十条残差路径",
+    "residual path {n}:": "第 {n} 条残差路径：",
+    "{layer}: {path}: {rest}": "{layer}：{path}：{rest}",
+    "{path}: {rest}": "{path}：{rest}",
+    "encoder-decoder": "编码器—解码器",
+    "pre-norm": "Pre-Norm",
+    "post-norm": "Post-Norm",
+    "before the block": "进入块之前",
+    ", rotary base {base}": "，旋转位置编码底数 {base}",
+    ", rotary base {base}, pairs (i, i + d/2)": "，旋转位置编码底数 {base}，坐标对 (i, i + d/2)",
+    "{mask} mask": "{mask} 掩码",
+    ", softmax over queries": "，沿查询做 softmax",
+    "{stream} tokens": "{stream} token",
+    "tokens": "token",
+    # an op's graph template (its record's graph), filled by tracer graph
+    "rows of E for the {tokens}": "{tokens}对应的 E 的行",
+    "sin / cos of the position, base {base}": "位置的 sin / cos，底数 {base}",
+    "{a} + {b}": "{a} + {b}",
+    "{x} {head}": "{x} {head}",
+    "mha({ins}), {mask}{rotary}{over}": "mha({ins})，{mask}{rotary}{over}",
+    "cross_mha({ins}), {mask}{rotary}{over}": "cross_mha({ins})，{mask}{rotary}{over}",
+    "{hidden} W_2 + b_2": "{hidden} W_2 + b_2",
+    "{hidden}": "{hidden}",
+    "{x} W_2 + b_2": "{x} W_2 + b_2",
+    "ReLU({x})": "ReLU({x})",
+    "{x}, {axis} {start}:{stop} (the axis kept)": "{x}，{axis} {start}:{stop}（保留该轴）",
+    "{x}": "{x}",
+})
+PLURALS.update({("{order}, {n} layer", "{order}, {n} layers"): "{order}，{n} 层"})
+MESSAGES.update({
+    "{axes} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {x})": "{axes} = {T} 个位置，但学习得到的位置表只有 T_max = {T_max} 行（索引 0 到 {x}）",
+    "first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}": "第一个出现非有限值的阶段：{n_nan} 个 NaN 和 {n_inf} 个 Inf，第一个在 {where}",
+})
+MESSAGES.update({
+    "-mean over b, t of log probs[b, t, next token]": "-沿 b、t 求 log probs[b, t, 下一个 token] 的均值",
+    "0.5 * sum of {stage}^2": "0.5 * {stage}^2 之和",
+    "{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {q} × {cb} {k} ({r} × {c} blocks)":
+        "每个头 {nq} × {nk} 个格子，太多，无法逐个打印：每格是一块 {rb} 个{q} × {cb} 个{k}的平均权重（{r} × {c} 块）",
+    "{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {q} × {cb} {k} ({r} × {c} blocks, the last ones smaller)":
+        "每个头 {nq} × {nk} 个格子，太多，无法逐个打印：每格是一块 {rb} 个{q} × {cb} 个{k}的平均权重（{r} × {c} 块，最后几块较小）",
+})

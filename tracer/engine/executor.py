@@ -20,7 +20,7 @@ import numpy as np
 from tracer.engine import kernels
 from tracer.engine.params import load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
-from tracer.messages import Message, join, message_of, msg, nmsg
+from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.contracts import operand_axes, position_violation, violation
 from tracer.model.ops import OPS
@@ -275,7 +275,7 @@ class Executor:
             why = join([why, msg("float32 overflows above about 3.4e38")])
         return Violation(
             kind="nonfinite", stage=name,
-            message=msg("{name}: first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}", name=name, n_nan=n_nan, n_inf=n_inf, where=where),
+            message=at(name, msg("first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}", n_nan=n_nan, n_inf=n_inf, where=where)),
             shapes={name: shape_label(axes, a.shape)},
             rule=msg("every stage of a block must be finite"),
             numpy_would=msg("carry on quietly, printing at most a RuntimeWarning"),

@@ -295,3 +295,27 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int], pos: str =
     if op is None:
         raise ValueError(f"unknown op {step.op!r}")
     return op.shape(step, ins, sizes, pos)
+
+
+def known_meaning(text: str) -> str:
+    """A meaning a spec writes itself, word for word one of the built-in ones, is that meaning (so it is translated
+    as the built-in one is); any other words stay as written.  A lookup of the whole text, nothing parsed."""
+    return _known_meanings().get(text, text)
+
+
+_KNOWN: dict[str, Message] = {}
+
+
+def _known_meanings() -> dict[str, Message]:
+    if not _KNOWN:
+        found: list[Message] = [op.meaning for op in OPS.values()] + list(ATTN_MEANINGS.values())
+        for norm in NORMS:
+            for activation in ACTIVATIONS:
+                settings = StackSettings(norm=norm, activation=activation)
+                for template in (*PRESETS.values(), *DECODER_PRESETS.values()):
+                    found += [s.meaning for s in configure(template, settings, preset=True) if isinstance(s.meaning, Message)]
+        found += [s.meaning for s in [final_norm("", "x", StackSettings()), *head_steps("x")] if isinstance(s.meaning, Message)]
+        for positions in ("learned", "rotary", "none"):
+            found += [s.meaning for s in entry("", "tokens", StackSettings(positions=positions), True)[0] if isinstance(s.meaning, Message)]
+        _KNOWN.update({str(m): m for m in found})
+    return _KNOWN

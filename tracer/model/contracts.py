@@ -186,7 +186,7 @@ def position_violation(spec: Spec, step: Step) -> Violation | None:
         return None
     return Violation(
         kind="position", stage=step.name,
-        message=msg("{name}: {axes} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {x})", name=step.name, axes=axes[0], T=T, T_max=T_max, x=T_max - 1),
+        message=at(step.name, msg("{axes} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {x})", axes=axes[0], T=T, T_max=T_max, x=T_max - 1)),
         shapes={"position": shape_label(("T_max", "C"), (T_max, C)), "x": shape_label(("B", axes[0], "C"), (spec.dims.B, T, C))},
         rule=msg("a learned position table has one row for each position 0 .. T_max-1, and no more"),
         numpy_would=msg("slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)", T=T, T_max=T_max),
