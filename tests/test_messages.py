@@ -22,10 +22,7 @@ LATER = ("checkpoints",)  # converted after the split of layouts.py and hfconfig
 # is itself checked.  (file, function called, the argument's source) -> the reason.  tr() takes UI words,
 # often from a table of them (STATUS_WORDS[...]): only its literal calls are checked here.
 NON_LITERAL: dict[tuple[str, str, str], str] = {
-    ("run/crosscheck.py", "msg", "v.kind"): "a violation's kind, one of zh.KINDS, each in the catalogue (test_kinds_are_in_the_catalogue)",
     ("graph/view.py", "msg", "graph_template(OPS[step.op].graph)"): "an op's graph template, each in the catalogue (test_formulas_are_in_the_catalogue)",
-    ("graph/view.py", "msg", "v.kind"): "a violation's kind, one of zh.KINDS, each in the catalogue (test_kinds_are_in_the_catalogue)",
-    ("compare/core.py", "msg", "kind"): "a side's violation kind, one of zh.KINDS (a hand-edited trace's other word stays English)",
     ("model/contracts.py", "msg", "AXIS_WORDS[letter]"): "the words of contracts.AXIS_WORDS, each in the catalogue (test_axis_words_are_in_the_catalogue)",
     ("model/catalogue.py", "msg", "formula_template(template)"): "an op's formula or one of catalogue's formula tables, each in the catalogue (test_formulas_are_in_the_catalogue)",
 }

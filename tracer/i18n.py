@@ -56,19 +56,15 @@ def from_locale(environ: Mapping[str, str] | None = None) -> str:
 def choose(option: str | None, environ: Mapping[str, str] | None = None) -> str:
     """Set the language from --lang (or the locale when not given) and return it.
 
-    An unknown --lang is a UsageError (exit 2), reported in the locale's language.
+    An unknown --lang raises UnknownLanguage, the locale's language chosen first, so the refusal is worded in it.
     """
-    from tracer.errors import UsageError
+    from tracer.errors import UnknownLanguage
 
     set_language(from_locale(environ))
     if option is None:
         return _current
     if option not in LANGUAGES:
-        import difflib
-
-        close = difflib.get_close_matches(option, LANGUAGES, n=1, cutoff=0.5)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise UsageError(f"--lang {option}: expected one of zh | en (zh: the book's Chinese, en: English){hint}")
+        raise UnknownLanguage(option)
     set_language(option)
     return _current
 

@@ -1424,3 +1424,38 @@ MESSAGES.update({
     "{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {q} × {cb} {k} ({r} × {c} blocks, the last ones smaller)":
         "每个头 {nq} × {nk} 个格子，太多，无法逐个打印：每格是一块 {rb} 个{q} × {cb} 个{k}的平均权重（{r} × {c} 块，最后几块较小）",
 })
+MESSAGES.update({
+    "--lang {option}: expected one of zh | en (zh: the book's Chinese, en: English){hint}": "--lang {option}：应为 zh | en 之一（zh：书中的中文，en：英文）{hint}",
+    "is a directory": "是一个目录",
+    '{text} (not a finite number; only a stage\'s values may hold "NaN", "Infinity" or "-Infinity", as strings)':
+        '{text}（不是有限数；只有阶段的 values 可以含有字符串 "NaN"、"Infinity" 或 "-Infinity"）',
+    "expected {n} axis letters (one per entry of shape {shape}), received {axes}": "应为 {n} 个轴字母（shape {shape} 的每一项一个），实际为 {axes}",
+    "no gradient: the forward pass stopped at the violation (--keep-going takes the gradient of what NumPy computed)":
+        "没有梯度：前向计算在违规处停止（--keep-going 会对 NumPy 算出的结果求梯度）",
+    "--verify: {n} coordinates of {w} weights by central differences (h = {h} * max(1, |w|)), tolerance {rtol} * (|numeric| + |backward|) + {atol} * max(1, |loss|): {result}":
+        "--verify：用中心差分检查了 {w} 个权重的 {n} 个坐标（h = {h} * max(1, |w|)），容差 {rtol} * (|numeric| + |backward|) + {atol} * max(1, |loss|)：{result}",
+    "nothing to check": "没有可检查的",
+    "all agree; the largest difference {d} ({where})": "全部一致；最大差 {d}（{where}）",
+    "{n} disagree, the first {where}: backward {backward}, numeric {numeric}": "{n} 个不一致，第一个是 {where}：反向传播 {backward}，数值 {numeric}",
+    "; the layers have {names}": "；各层有 {names}",
+    "all {n} coordinates": "全部 {n} 个坐标",
+    "{k} of the {n} coordinates (sampled: over {passes} backward passes would be needed for all; a proof for these only)":
+        "{n} 个坐标中的 {k} 个（抽样：全部检查需要超过 {passes} 次反向传播；只对这些坐标给出证明）",
+    "the gradient of {out} at every position t < {T}, sample and {scope}, with respect to {x} at every later position is exactly 0.0 ({n} backward passes): for these weights no position reads a later one":
+        "{out} 在每个位置 t < {T}、每个样本和{scope}上，对 {x} 在每个更后位置的梯度都恰好是 0.0（{n} 次反向传播）：对这些权重，没有哪个位置读取后面的位置",
+    "the output {shape} has no [B,T,...] positions to check": "输出 {shape} 没有可检查的 [B,T,...] 位置",
+    "T = 1: there is no later position to depend on": "T = 1：没有可以依赖的后面的位置",
+    "{grad} is not zero: position {t} depends on position {s}, although the mask is causal; the dependence enters at stage {where}":
+        "{grad} 不为零：位置 {t} 依赖位置 {s}，尽管掩码是因果的；这一依赖从阶段 {where} 进入",
+    "; its stages: {names}": "；它的阶段：{names}",
+    "no stage {name} in this trace{hint}": "这次运行记录中没有阶段 {name}{hint}",
+    "no stage {name} in this trace (the run stopped at a {kind} violation at {stage}){hint}": "这次运行记录中没有阶段 {name}（运行在 {stage} 处的{kind}违规停止）{hint}",
+    "{name} was kept as statistics (record='stats'), not in full; trace again with keep=[{quoted}] or record='all'":
+        "{name} 只保存了统计量（record='stats'），不是完整的值；请用 keep=[{quoted}] 或 record='all' 重新运行",
+    "loading the weights": "加载权重",
+    "reading the checkpoint": "读取检查点",
+})
+MESSAGES.update({
+    "wrote {path} (preset {preset}); trace it with: tracer run {path}": "已写入 {path}（预设 {preset}）；用 tracer run {path} 运行它",
+    "wrote {path} ({summary}); trace it with: tracer run {path}": "已写入 {path}（{summary}）；用 tracer run {path} 运行它",
+})

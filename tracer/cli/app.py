@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from tracer.cli import options as cliparams
-from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
+from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UnknownLanguage, UsageError
 from tracer.messages import at, join, msg
 
 DEFAULT_MAX_MEMORY = "4GB"  # memory.DEFAULT_MAX_MEMORY; repeated here so --help imports nothing more
@@ -73,7 +73,14 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
 
     before = i18n.language()
     try:
-        i18n.choose(lang)
+        try:
+            i18n.choose(lang)
+        except UnknownLanguage:
+            import difflib
+
+            close = difflib.get_close_matches(lang or "", i18n.LANGUAGES, n=1, cutoff=0.5)
+            hint = msg("; did you mean {names}?", names=repr(close[0])) if close else ""
+            raise UsageError(msg("--lang {option}: expected one of zh | en (zh: the book's Chinese, en: English){hint}", option=lang, hint=hint)) from None
         code = fn()
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not as the interpreter exits
     except ClosedPipe as e:  # the reader has gone (| head -1): nothing to say, and no verdict to give
@@ -659,7 +666,9 @@ def new(
 
         check_output(output, "--output", [], "yaml", replace=False)  # never over an existing file
         write_atomic(output, lambda fh: fh.write(text.encode("utf-8")), "--output", "yaml", replace=False)
-        sys.stderr.write(f"wrote {output} (preset {preset}); trace it with: tracer run {output}\n")
+        from tracer.messages import render
+
+        sys.stderr.write(render(msg("wrote {path} (preset {preset}); trace it with: tracer run {path}", path=output, preset=preset)) + "\n")
         return EXIT_OK
 
     guarded(body)
@@ -691,7 +700,9 @@ def import_(
         if output is None:
             sys.stdout.write(result.text)
         else:
-            sys.stderr.write(f"wrote {output} ({result.summary}); trace it with: tracer run {output}\n")
+            from tracer.messages import render
+
+            sys.stderr.write(render(msg("wrote {path} ({summary}); trace it with: tracer run {path}", path=output, summary=result.summary)) + "\n")
         return EXIT_OK
 
     guarded(body)

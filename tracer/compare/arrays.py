@@ -60,7 +60,7 @@ def is_arrays_document(doc: Any) -> bool:
 def read_npz(path: str) -> dict[str, np.ndarray]:
     """Every array of an .npz archive, as float64; pickled objects are never loaded."""
     if not os.path.isfile(path):
-        raise ArraysFileError(msg("{path}: {x}, expected an .npz archive of arrays", path=path, x='is a directory' if os.path.isdir(path) else 'no such file'))
+        raise ArraysFileError(msg("{path}: {x}, expected an .npz archive of arrays", path=path, x=msg("is a directory") if os.path.isdir(path) else msg("no such file")))
     if not _head(path).startswith((*ZIP_MAGIC, NPY_MAGIC)):
         raise ArraysFileError(msg("{path}: is not an .npz archive (an .npz is a zip file of .npy arrays, as np.savez writes it)", path=path))
     try:

@@ -166,9 +166,11 @@ def violation_lines(sides: tuple[Side, Side]) -> list[Message]:
             for s in sides for v in s.violations]
 
 
-def kind_message(kind: str) -> Message:
+def kind_message(kind: str) -> Message | str:
     """A violation's kind as a word of a sentence ('broadcast'); a hand-edited trace's unknown kind stays as written."""
-    return msg(kind)
+    from tracer.model.contracts import kind_word
+
+    return kind_word(kind)
 
 
 def check_violations(sides: tuple[Side, Side], keep_going: bool) -> None:

@@ -162,5 +162,5 @@ def per_layer(g: GradTrace, weight: str) -> list[tuple[str, float]]:
             raise UsageError(msg("{path}: --per-layer compares the layers of a stack, and this spec has none (block.layers > 1)", path=g.spec.path))
         from tracer.model.catalogue import suggest
 
-        raise UsageError(msg("--weight {weight}: no layer has it{x}", weight=repr(weight), x=suggest(weight, known) or '; the layers have ' + ', '.join(known)))
+        raise UsageError(msg("--weight {weight}: no layer has it{x}", weight=repr(weight), x=suggest(weight, known) or msg("; the layers have {names}", names=", ".join(known))))
     return out

@@ -100,7 +100,7 @@ def grad_view(g: GradTrace, stages: Sequence[Stage], b: int, t: int, precision: 
     if weights:
         parts.append(weights_table(g))
     if note:
-        parts.append(Text(note))
+        parts.append(Text(render(note)))
     return Group(*parts)
 
 
@@ -146,7 +146,7 @@ def grad_markdown(g: GradTrace, stages: Sequence[Stage], b: int, t: int, precisi
     if weights:
         parts.append(markdown_table([tr(h) for h in WEIGHT_HEADER], weight_rows(g)))
     if note:
-        parts.append(md_text(note) + "\n")
+        parts.append(md_text(render(note)) + "\n")
     return "\n".join(parts)
 
 

@@ -24,6 +24,7 @@ from rich.text import Text
 from tracer.i18n import tr
 from tracer.messages import Located, Message, msg, nmsg, render
 from tracer.model.blocks import ACTIVATION_NAMES, ATTN_MEANINGS, ENCODER, Step, internal_prefix, position_axis
+from tracer.model.contracts import kind_word
 from tracer.model.ops import OPS, TABLES
 from tracer.model.shapes import shape_label
 from tracer.spec import Spec
@@ -169,7 +170,7 @@ class Graph:
         v = found[0]
         m = v.message
         fact = m.body if isinstance(m, Located) and m.where == v.stage else m.removeprefix(f"{v.stage}: ")
-        return msg("{kind} violation when run: {fact}", kind=msg(v.kind), fact=fact)
+        return msg("{kind} violation when run: {fact}", kind=kind_word(v.kind), fact=fact)
 
     def step_row(self, step: Step, rail: str) -> Row:
         return Row(rail, step.name, self.computes(step), self.shape(step.name), step.meaning, self.step_weights(step),

@@ -20,6 +20,16 @@ if TYPE_CHECKING:
 
 Shape = tuple[int, ...]
 ROW_BLOCK = 256  # attention works a block of query rows at a time (kernels.attend); tracer.spec.memory counts one block
+# A violation's kind as a word inside a sentence ('a broadcast violation'): the JSON's kind stays the English word.
+KIND_WORDS: dict[str, Message] = {"broadcast": msg("broadcast"), "axis": msg("axis"), "position": msg("position"),
+                                  "nonfinite": msg("nonfinite"), "causality": msg("causality"), "verify": msg("verify")}
+
+
+def kind_word(kind: str) -> Message | str:
+    """The kind's word (a hand-edited trace's unknown kind as written)."""
+    return KIND_WORDS.get(kind, kind)
+
+
 AXIS_WORDS = {"B": "samples", "T": "positions", "C": "coordinates", "F": "hidden units", "H": "heads"}
 
 

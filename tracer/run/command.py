@@ -178,7 +178,7 @@ def attempt(path: str, opts: RunOptions) -> Outcome:
     except Exception as e:  # a bug in tracer: reported as this spec's outcome, exit 3 at the end
         if os.environ.get("TRACER_DEBUG"):
             raise
-        return Outcome(path, EXIT_INTERNAL, error=f"internal error: {type(e).__name__}: {e} (a bug in tracer; please report it)")
+        return Outcome(path, EXIT_INTERNAL, error=msg("internal error: {what} (a bug in tracer; please report it)", what=f"{type(e).__name__}: {e}"))
 
 
 class RunSummary:

@@ -308,11 +308,11 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, Message | str
     drawn = [math.prod(w.shape) for w in spec.weights.values() if w.source == "seed"]
     drawn += [n for stream, (n, _) in _input_sizes(spec).items() if spec.inputs()[stream].value == "random"]
     biggest = min(max(drawn, default=0), DRAW_CHUNK)
-    best = (biggest * (16 + (8 if itemsize != 8 else 0)), "loading the weights")  # a chunk of raw words and their doubles
+    best: tuple[int, Message | str] = (biggest * (16 + (8 if itemsize != 8 else 0)), msg("loading the weights"))  # a chunk of raw words and their doubles
     # From a checkpoint: one stored tensor at a time, as stored and converted, then its part (q of a packed q, k, v).
     read = [(w.value.stored.nbytes + 2 * w.value.stored.nbytes // ITEMSIZE.get(w.value.stored.dtype, 2) * itemsize)
             * _held_values(spec, w.path, w.shape, w.source) // math.prod(w.shape) for w in spec.weights.values() if w.source == "file"]
-    best = max(best, (max(read, default=0), "reading the checkpoint"))
+    best = max(best, (max(read, default=0), msg("reading the checkpoint")))
     summary = SUMMARY_TEMP_BYTES if any(s.how == "stats" for s in stages) else 0  # summarising works in blocks
 
     last_use: dict[str, int] = {}
