@@ -249,8 +249,4 @@ def render(text: object, lang: str | None = None) -> str:
         return text.render(lang)
     if text is None:
         return ""
-    if _language(lang) != "en":  # transition: a sentence not yet made with msg() goes through the old matcher
-        from tracer import i18n
-
-        return i18n.message(str(text))
     return str(text)

@@ -178,8 +178,8 @@ def check_violations(sides: tuple[Side, Side], keep_going: bool) -> None:
         return
     found = violation_lines(sides)
     if found:
-        raise DiffTrouble(join([msg("a side has a violation, so its later stages are not comparable:"), *found], "\n  ")
-                          + "\n" + msg("(give --keep-going to compare anyway, with NumPy's result recorded at each violation)"))
+        raise DiffTrouble(join([join([msg("a side has a violation, so its later stages are not comparable:"), *found], "\n  "),
+                                msg("(give --keep-going to compare anyway, with NumPy's result recorded at each violation)")], "\n"))
 
 
 # -- comparing arrays ---------------------------------------------------------
