@@ -233,6 +233,85 @@ MESSAGES: dict[str, str] = {
     'wrong: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}': '错误：{stage} 在 b={b}, t={t} 处有 {n} 个数（该阶段是 {shape}）；你给了 {m} 个',
     'right: {stage} at b={b}, t={t} is {v} to {p} decimals': '正确：{stage} 在 b={b}, t={t} 处是 {v}（精确到 {p} 位小数）',
     'wrong: {stage} at b={b}, t={t}: entry {i} of {v} differs at {p} decimals (counting from 0)': '错误：{stage} 在 b={b}, t={t} 处：{v} 的第 {i} 项在 {p} 位小数上不同（从 0 数起）',
+    # tracer/checkpoints/families/base.py
+    ' ({how})': '（{how}）',
+    '{what} does not record the number of heads; give --heads H (H must divide C = {C})': '{what} 没有记录头数；请给出 --heads H（H 必须整除 C = {C}）',
+    '--heads {heads}: H must divide C = {C} (each head has width d = C / H)': '--heads {heads}：H 必须整除 C = {C}（每个头的宽度是 d = C / H）',
+    'part {part} of {n} along axis {axis}': '沿轴 {axis} 的第 {part} 份（共 {n} 份）',
+    'transposed': '转置',
+    # tracer/checkpoints/families/gpt2.py
+    'config.json: activation_function {act}: expected one of {join}': 'config.json: activation_function {act}：应为 {join} 之一',
+    'holds no GPT-2 token embedding (wte.weight or transformer.wte.weight); is it a GPT-2 checkpoint?': '没有 GPT-2 的 token 嵌入（wte.weight 或 transformer.wte.weight）；这是 GPT-2 的检查点吗？',
+    'holds no GPT-2 layer (h.0.ln_1.weight)': '没有 GPT-2 的层（h.0.ln_1.weight）',
+    "config.json: {key} = {cfg}: tracer's attention scales scores by 1/sqrt(d) only": 'config.json: {key} = {cfg}：tracer 的注意力只按 1/sqrt(d) 缩放分数',
+    # tracer/checkpoints/families/llama.py
+    "hidden_act {act}: tracer's SwiGLU gates with silu": 'hidden_act {act}：tracer 的 SwiGLU 用 silu 做门控',
+    'attention_bias = true: the llama layout reads q/k/v/o_proj without biases': 'attention_bias = true：llama 布局读取的 q/k/v/o_proj 没有偏置',
+    'mlp_bias = true: the llama layout reads gate/up/down_proj without biases': 'mlp_bias = true：llama 布局读取的 gate/up/down_proj 没有偏置',
+    "head_dim = {head_dim}: tracer's heads have width d = C / H = {d}": 'head_dim = {head_dim}：tracer 的头宽度是 d = C / H = {d}',
+    "rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)": 'rope 类型 {rope}：tracer 的旋转位置编码是默认的 RoPE（不缩放）',
+    'num_key_value_heads = {H_kv} must divide num_attention_heads = {H}': 'num_key_value_heads = {H_kv} 必须整除 num_attention_heads = {H}',
+    'a LLaMA checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights': 'LLaMA 检查点需要它的 config.json（头数、键/值头数、rope_theta、rms_norm_eps 都不在张量里）；请把它放在权重旁边',
+    'holds no LLaMA token embedding (model.embed_tokens.weight); is it a LLaMA checkpoint?': '没有 LLaMA 的 token 嵌入（model.embed_tokens.weight）；这是 LLaMA 的检查点吗？',
+    'holds no LLaMA layer (model.layers.0.input_layernorm.weight)': '没有 LLaMA 的层（model.layers.0.input_layernorm.weight）',
+    # tracer/checkpoints/families/pytorch.py
+    'holds no nn.TransformerEncoderLayer weights (self_attn.in_proj_weight, linear1.weight); is it a PyTorch nn.Transformer* state dict?': '没有 nn.TransformerEncoderLayer 的权重（self_attn.in_proj_weight、linear1.weight）；这是 PyTorch nn.Transformer* 的 state dict 吗？',
+    # tracer/checkpoints/families/tracer_npz.py
+    "a tracer archive holds weights, not the block's settings; reference it from the spec that made it: weights: {file: {path2}, layout: tracer}": 'tracer 归档只保存权重，不保存块的设置；请在生成它的 spec 中引用它：weights: {file: {path2}, layout: tracer}',
+    # tracer/checkpoints/formats.py
+    "install torch to read it (pip install 'tracer[torch]'), or convert it once to safetensors: {command}": "请安装 torch 来读取它（pip install 'tracer[torch]'），或者先把它转换成 safetensors：{command}",
+    'unknown checkpoint format; expected .safetensors, .npz, .npy, a PyTorch .pt/.bin, or a Hugging Face model folder': '未知的检查点格式；应为 .safetensors、.npz、.npy、PyTorch 的 .pt/.bin，或 Hugging Face 模型文件夹',
+    'is not a NumPy .npy array (bad magic bytes)': '不是 NumPy 的 .npy 数组（魔数不对）',
+    'is truncated (its .npy header is cut short)': '被截断了（它的 .npy 头不完整）',
+    'holds {what}, expected little-endian numbers (float64, float32 or float16)': '保存的是 {what}，这里需要小端序的数（float64、float32 或 float16）',
+    'is a folder without model.safetensors, a sharded model.safetensors.index.json or pytorch_model.bin (it holds {found})': '是一个文件夹，但没有 model.safetensors、分片的 model.safetensors.index.json 或 pytorch_model.bin（其中有 {found}）',
+    'tensor {key} holds {dtype}, expected floating-point numbers': '张量 {key} 保存的是 {dtype}，这里需要浮点数',
+    'tensor {key} reads as {shape} but its header says {shape2}': '张量 {key} 读出来是 {shape}，但文件头写的是 {shape2}',
+    'cannot read {what}: {e}': '无法读取 {what}：{e}',
+    'is not a safetensors file (its header is not a mapping)': '不是 safetensors 文件（文件头不是映射）',
+    'is truncated: its header promises {x} bytes, the file has {size}': '被截断了：文件头声明有 {x} 字节，文件只有 {size} 字节',
+    'tensor {key} is cut short; the file is truncated': '张量 {key} 不完整；文件被截断了',
+    'has a malformed .npy header; the file is corrupt': '.npy 头格式不对；文件已损坏',
+    "is a PyTorch pickle; tracer never unpickles it without torch's weights_only loader: {TORCH_ADVICE}": '是 PyTorch 的 pickle 文件；没有 torch 的 weights_only 加载器，tracer 从不反序列化它：{TORCH_ADVICE}',
+    'expected a state dict (a mapping of names to tensors), received {name}': '应为 state dict（名字到张量的映射），实际为 {name}',
+    'the index puts {key} in {where}, which does not hold it': '索引说 {key} 在 {where} 中，但那里没有它',
+    'no such file or folder': '文件或文件夹不存在',
+    'cannot read: {x}': '无法读取：{x}',
+    'tensor {key} cannot be read ({e}); the file is truncated or corrupt': '无法读取张量 {key}（{e}）；文件被截断或已损坏',
+    'is not a safetensors file (its header is not JSON); the file is corrupt': '不是 safetensors 文件（文件头不是 JSON）；文件已损坏',
+    'tensor {key} {shape} {dtype} should take {nbytes} bytes, its header gives {x}; the file is corrupt': '张量 {key} {shape} {dtype} 应占 {nbytes} 字节，文件头给的是 {x}；文件已损坏',
+    'tensor {key} cannot be read ({e}); the file is corrupt': '无法读取张量 {key}（{e}）；文件已损坏',
+    'is not a NumPy .npz archive, or is truncated (no zip directory)': '不是 NumPy 的 .npz 归档，或者被截断了（没有 zip 目录）',
+    'cannot read ({e}); the file is truncated or corrupt': '无法读取（{e}）；文件被截断或已损坏',
+    'member {key} cannot be read ({e}); the file is truncated or corrupt': '无法读取成员 {key}（{e}）；文件被截断或已损坏',
+    'cannot be read as a PyTorch state dict with weights_only=True ({name}: {first}); the file is truncated or corrupt': '无法用 weights_only=True 读成 PyTorch 的 state dict（{name}: {first}）；文件被截断或已损坏',
+    'the index names the shard {name}, which is not in the folder': '索引中提到的分片 {name} 不在文件夹里',
+    'is not a safetensors file (only {n_head} bytes)': '不是 safetensors 文件（只有 {n_head} 字节）',
+    'is not a safetensors file, or is truncated (its header would be {n} bytes; the file has {size})': '不是 safetensors 文件，或者被截断了（文件头应有 {n} 字节；文件只有 {size} 字节）',
+    'tensor {key} has a malformed header entry; the file is corrupt': '张量 {key} 的文件头条目格式不对；文件已损坏',
+    'cannot open as safetensors ({e}); the file is corrupt': '无法作为 safetensors 打开（{e}）；文件已损坏',
+    'member {key} should hold {x} bytes, holds {file_size}; the file is corrupt': '成员 {key} 应有 {x} 字节，实际有 {file_size} 字节；文件已损坏',
+    "holds Python objects other than tensors, which torch.load(weights_only=True) refuses to unpickle (and tracer never unpickles otherwise); save the model's state_dict() instead": '含有张量以外的 Python 对象，torch.load(weights_only=True) 拒绝反序列化它们（tracer 也从不用别的方式反序列化）；请改为保存模型的 state_dict()',
+    "expected a 'weight_map' of tensor names to shard files": "应为从张量名到分片文件的 'weight_map'",
+    # tracer/checkpoints/importer.py
+    '--layers {text}: expected a layer or a range such as 0-1 (first-last, counting from 0)': '--layers {text}：应为一层或一个范围，例如 0-1（第一层-最后一层，从 0 数起）',
+    '--tokens {text}: expected token ids 0 or more, separated by commas': '--tokens {text}：应为 0 或更大的 token id，用逗号分隔',
+    '--tokens: id {max} is out of range: the embedding table has V = {V} rows (ids 0 to {x})': '--tokens：id {max} 超出范围：嵌入表有 V = {V} 行（id 为 0 到 {x}）',
+    "config.json's model_type {model_type} names no layout": 'config.json 的 model_type {model_type} 不对应任何布局',
+    'the checkpoint has no config.json': '检查点没有 config.json',
+    '--layout {name}: expected one of {join}': '--layout {name}：应为 {join} 之一',
+    '--length {length}: expected 1 to {most} positions': '--length {length}：应为 1 到 {most} 个位置',
+    '--tokens {text}: expected token ids separated by commas, such as 464,2068,7586': '--tokens {text}：应为用逗号分隔的 token id，例如 464,2068,7586',
+    '--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole': '--layers 选取的是纯解码器堆叠中的层；编码器—解码器只能整体导入',
+    'give --layout {names}': '请给出 --layout {names}',
+    # tracer/checkpoints/refs.py
+    '; it holds no tensors': '；其中没有张量',
+    '; did you mean {names}?': '；是不是想写 {names}？',
+    '{file_of}: no tensor {key} (for {name} {label}){closest}': '{file_of}: 没有张量 {key}（用于 {name} {label}）{closest}',
+    '{file_of}: tensor {key}{how} for {name} {label}: expected {want}, received {got}': '{file_of}: 用于 {name} {label} 的张量 {key}{how}：应为 {want}，实际为 {got}',
+    '{file_of}: tensor {key} for {name}: expected floating-point numbers, received {dtype}': '{file_of}: 用于 {name} 的张量 {key}：应为浮点数，实际为 {dtype}',
+    '{path} holds {n_keys} tensors; name one with key: (e.g. key: {x})': '{path} 中有 {n_keys} 个张量；请用 key: 指定一个（例如 key: {x}）',
+    '{file_of}: tensor {key} (for {join}) holds {n_nan} NaN and {n_inf} Inf (not finite); add allow_nonfinite: true to study NaN and Inf on purpose': '{file_of}: 张量 {key}（用于 {join}）含有 {n_nan} 个 NaN 和 {n_inf} 个 Inf（不是有限值）；若要有意研究 NaN 和 Inf，请加上 allow_nonfinite: true',
     # tracer/cli/app.py
     'this is a bug in tracer; please report it with the spec and the command you ran (set TRACER_DEBUG=1 to see the traceback)': '这是 tracer 的缺陷；请报告它，并附上 spec 和所运行的命令（设置 TRACER_DEBUG=1 可看到调用栈）',
     '--svg and --html export the table the terminal shows; they do not combine with --format {form}': '--svg 和 --html 导出终端显示的表；不能与 --format {form} 同用',
@@ -244,7 +323,6 @@ MESSAGES: dict[str, str] = {
     '--attention draws a picture; it does not combine with {x}': '--attention 画的是图；不能与 {x} 同用',
     "--svg and --html export one spec's view: give one spec": '--svg 和 --html 导出一个 spec 的视图：请只给一个 spec',
     '{path}: ok, needs about {size} to run (--record {r})': '{path}: 通过，运行约需 {size}（--record {r}）',
-    '; did you mean {names}?': '；是不是想写 {names}？',
     "--lang {option}: expected one of zh | en (zh: the book's Chinese, en: English){hint}": '--lang {option}：应为 zh | en 之一（zh：书中的中文，en：英文）{hint}',
     'terminated': '已终止',
     'wrote {path} (preset {preset}); trace it with: tracer run {path}': '已写入 {path}（预设 {preset}）；用 tracer run {path} 运行它',
@@ -297,7 +375,6 @@ MESSAGES: dict[str, str] = {
     '{label} gives {names} without the batch axis: read with B = 1': '{label} 给出的 {names} 没有批次轴：按 B = 1 读取',
     '{label} holds arrays that match no stage of {ref}: {names} (name them with --map THEIRS=STAGE)': '{label} 中有与 {ref} 的任何阶段都对不上的数组：{names}（用 --map THEIRS=STAGE 命名）',
     '{label} kept {names} as statistics only (--record stats): not compared': '{label} 只保存了 {names} 的统计量（--record stats）：不比较',
-    "(give --keep-going to compare anyway, with NumPy's result recorded at each violation)": '（给出 --keep-going 仍然比较，每处违规记录 NumPy 的结果）',
     '{name} reads {a} in A, {b} in B': '{name} 在 A 中读取 {a}，在 B 中读取 {b}',
     '{name} = {expr} only in A': '{name} = {expr} 只在 A 中',
     'same structure and settings (weights not compared)': '结构和设置相同（未比较权重）',
@@ -311,6 +388,7 @@ MESSAGES: dict[str, str] = {
     '{n} of {m} recorded stages differ': '{m} 个已记录的阶段中有 {n} 个不同',
     '{option}: expected a finite number of 0 or more (such as 1e-9), received {value}': '{option}: 应为 0 或更大的有限数（例如 1e-9），实际为 {value}',
     '{option} {value} is out of range: {letter} = {n} in {label} (give 0 to {x})': '{option} {value} 超出范围：{label} 中 {letter} = {n}（请给 0 到 {x}）',
+    "(give --keep-going to compare anyway, with NumPy's result recorded at each violation)": '（给出 --keep-going 仍然比较，每处违规记录 NumPy 的结果）',
     'the residual stream is never normalised: {where}': '残差路径本身从不归一化：{where}',
     'the residual stream is never normalised': '残差路径本身从不归一化',
     '{name} = {expr} only in B': '{name} = {expr} 只在 B 中',
@@ -1006,6 +1084,10 @@ MESSAGES: dict[str, str] = {
 
 # nmsg(singular, plural, n): one Chinese form for both
 PLURALS: dict[tuple[str, str], str] = {
+    # tracer/checkpoints/importer.py
+    ('--layers {text}: the checkpoint has {n} layer (0 to {last})', '--layers {text}: the checkpoint has {n} layers (0 to {last})'): '--layers {text}：检查点有 {n} 层（0 到 {last}）',
+    # tracer/checkpoints/refs.py
+    ('; it holds {n} tensor, e.g. {names}', '; it holds {n} tensors, e.g. {names}'): '；其中有 {n} 个张量，例如 {names}',
     # tracer/compare/arrays.py
     ('{n} array', '{n} arrays'): '{n} 个',
     # tracer/compare/core.py
@@ -1029,95 +1111,3 @@ PLURALS: dict[tuple[str, str], str] = {
     # tracer/views/text.py
     ('{name} holds {n} sample (b = 0 to {last}): there is no sample b={b} to show', '{name} holds {n} samples (b = 0 to {last}): there is no sample b={b} to show'): '{name} 只有 {n} 个样本（b = 0 到 {last}）：没有样本 b={b} 可显示',
 }
-MESSAGES.update({
-    # tracer/checkpoints/families/
-    '{what} does not record the number of heads; give --heads H (H must divide C = {C})': '{what} 没有记录头数；请给出 --heads H（H 必须整除 C = {C}）',
-    '--heads {heads}: H must divide C = {C} (each head has width d = C / H)': '--heads {heads}：H 必须整除 C = {C}（每个头的宽度是 d = C / H）',
-    'config.json: activation_function {act}: expected one of {join}': 'config.json: activation_function {act}：应为 {join} 之一',
-    'holds no GPT-2 token embedding (wte.weight or transformer.wte.weight); is it a GPT-2 checkpoint?': '没有 GPT-2 的 token 嵌入（wte.weight 或 transformer.wte.weight）；这是 GPT-2 的检查点吗？',
-    'holds no GPT-2 layer (h.0.ln_1.weight)': '没有 GPT-2 的层（h.0.ln_1.weight）',
-    "config.json: {key} = {cfg}: tracer's attention scales scores by 1/sqrt(d) only": 'config.json: {key} = {cfg}：tracer 的注意力只按 1/sqrt(d) 缩放分数',
-    "hidden_act {act}: tracer's SwiGLU gates with silu": 'hidden_act {act}：tracer 的 SwiGLU 用 silu 做门控',
-    'attention_bias = true: the llama layout reads q/k/v/o_proj without biases': 'attention_bias = true：llama 布局读取的 q/k/v/o_proj 没有偏置',
-    'mlp_bias = true: the llama layout reads gate/up/down_proj without biases': 'mlp_bias = true：llama 布局读取的 gate/up/down_proj 没有偏置',
-    "head_dim = {head_dim}: tracer's heads have width d = C / H = {d}": 'head_dim = {head_dim}：tracer 的头宽度是 d = C / H = {d}',
-    "rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)": 'rope 类型 {rope}：tracer 的旋转位置编码是默认的 RoPE（不缩放）',
-    'num_key_value_heads = {H_kv} must divide num_attention_heads = {H}': 'num_key_value_heads = {H_kv} 必须整除 num_attention_heads = {H}',
-    'a LLaMA checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights':
-        'LLaMA 检查点需要它的 config.json（头数、键/值头数、rope_theta、rms_norm_eps 都不在张量里）；请把它放在权重旁边',
-    'holds no LLaMA token embedding (model.embed_tokens.weight); is it a LLaMA checkpoint?': '没有 LLaMA 的 token 嵌入（model.embed_tokens.weight）；这是 LLaMA 的检查点吗？',
-    'holds no LLaMA layer (model.layers.0.input_layernorm.weight)': '没有 LLaMA 的层（model.layers.0.input_layernorm.weight）',
-    'holds no nn.TransformerEncoderLayer weights (self_attn.in_proj_weight, linear1.weight); is it a PyTorch nn.Transformer* state dict?':
-        '没有 nn.TransformerEncoderLayer 的权重（self_attn.in_proj_weight、linear1.weight）；这是 PyTorch nn.Transformer* 的 state dict 吗？',
-    "a tracer archive holds weights, not the block's settings; reference it from the spec that made it: weights: {file: {path2}, layout: tracer}":
-        'tracer 归档只保存权重，不保存块的设置；请在生成它的 spec 中引用它：weights: {file: {path2}, layout: tracer}',
-    # tracer/checkpoints/formats.py
-    "install torch to read it (pip install 'tracer[torch]'), or convert it once to safetensors: {command}":
-        "请安装 torch 来读取它（pip install 'tracer[torch]'），或者先把它转换成 safetensors：{command}",
-    'unknown checkpoint format; expected .safetensors, .npz, .npy, a PyTorch .pt/.bin, or a Hugging Face model folder':
-        '未知的检查点格式；应为 .safetensors、.npz、.npy、PyTorch 的 .pt/.bin，或 Hugging Face 模型文件夹',
-    'is not a NumPy .npy array (bad magic bytes)': '不是 NumPy 的 .npy 数组（魔数不对）',
-    'is truncated (its .npy header is cut short)': '被截断了（它的 .npy 头不完整）',
-    'holds {what}, expected little-endian numbers (float64, float32 or float16)': '保存的是 {what}，这里需要小端序的数（float64、float32 或 float16）',
-    'is a folder without model.safetensors, a sharded model.safetensors.index.json or pytorch_model.bin (it holds {found})':
-        '是一个文件夹，但没有 model.safetensors、分片的 model.safetensors.index.json 或 pytorch_model.bin（其中有 {found}）',
-    'tensor {key} holds {dtype}, expected floating-point numbers': '张量 {key} 保存的是 {dtype}，这里需要浮点数',
-    'tensor {key} reads as {shape} but its header says {shape2}': '张量 {key} 读出来是 {shape}，但文件头写的是 {shape2}',
-    'cannot read {what}: {e}': '无法读取 {what}：{e}',
-    'is not a safetensors file (its header is not a mapping)': '不是 safetensors 文件（文件头不是映射）',
-    'is truncated: its header promises {x} bytes, the file has {size}': '被截断了：文件头声明有 {x} 字节，文件只有 {size} 字节',
-    'tensor {key} is cut short; the file is truncated': '张量 {key} 不完整；文件被截断了',
-    'has a malformed .npy header; the file is corrupt': '.npy 头格式不对；文件已损坏',
-    "is a PyTorch pickle; tracer never unpickles it without torch's weights_only loader: {TORCH_ADVICE}":
-        '是 PyTorch 的 pickle 文件；没有 torch 的 weights_only 加载器，tracer 从不反序列化它：{TORCH_ADVICE}',
-    'expected a state dict (a mapping of names to tensors), received {name}': '应为 state dict（名字到张量的映射），实际为 {name}',
-    'the index puts {key} in {where}, which does not hold it': '索引说 {key} 在 {where} 中，但那里没有它',
-    'no such file or folder': '文件或文件夹不存在',
-    'cannot read: {x}': '无法读取：{x}',
-    'tensor {key} cannot be read ({e}); the file is truncated or corrupt': '无法读取张量 {key}（{e}）；文件被截断或已损坏',
-    'is not a safetensors file (its header is not JSON); the file is corrupt': '不是 safetensors 文件（文件头不是 JSON）；文件已损坏',
-    'tensor {key} {shape} {dtype} should take {nbytes} bytes, its header gives {x}; the file is corrupt': '张量 {key} {shape} {dtype} 应占 {nbytes} 字节，文件头给的是 {x}；文件已损坏',
-    'tensor {key} cannot be read ({e}); the file is corrupt': '无法读取张量 {key}（{e}）；文件已损坏',
-    'is not a NumPy .npz archive, or is truncated (no zip directory)': '不是 NumPy 的 .npz 归档，或者被截断了（没有 zip 目录）',
-    'cannot read ({e}); the file is truncated or corrupt': '无法读取（{e}）；文件被截断或已损坏',
-    'member {key} cannot be read ({e}); the file is truncated or corrupt': '无法读取成员 {key}（{e}）；文件被截断或已损坏',
-    'cannot be read as a PyTorch state dict with weights_only=True ({name}: {first}); the file is truncated or corrupt':
-        '无法用 weights_only=True 读成 PyTorch 的 state dict（{name}: {first}）；文件被截断或已损坏',
-    'the index names the shard {name}, which is not in the folder': '索引中提到的分片 {name} 不在文件夹里',
-    'is not a safetensors file (only {n_head} bytes)': '不是 safetensors 文件（只有 {n_head} 字节）',
-    'is not a safetensors file, or is truncated (its header would be {n} bytes; the file has {size})': '不是 safetensors 文件，或者被截断了（文件头应有 {n} 字节；文件只有 {size} 字节）',
-    'tensor {key} has a malformed header entry; the file is corrupt': '张量 {key} 的文件头条目格式不对；文件已损坏',
-    'cannot open as safetensors ({e}); the file is corrupt': '无法作为 safetensors 打开（{e}）；文件已损坏',
-    'member {key} should hold {x} bytes, holds {file_size}; the file is corrupt': '成员 {key} 应有 {x} 字节，实际有 {file_size} 字节；文件已损坏',
-    "holds Python objects other than tensors, which torch.load(weights_only=True) refuses to unpickle (and tracer never unpickles otherwise); save the model's state_dict() instead":
-        '含有张量以外的 Python 对象，torch.load(weights_only=True) 拒绝反序列化它们（tracer 也从不用别的方式反序列化）；请改为保存模型的 state_dict()',
-    "expected a 'weight_map' of tensor names to shard files": "应为从张量名到分片文件的 'weight_map'",
-    # tracer/checkpoints/importer.py
-    '--layers {text}: expected a layer or a range such as 0-1 (first-last, counting from 0)': '--layers {text}：应为一层或一个范围，例如 0-1（第一层-最后一层，从 0 数起）',
-    '--tokens {text}: expected token ids 0 or more, separated by commas': '--tokens {text}：应为 0 或更大的 token id，用逗号分隔',
-    '--tokens: id {max} is out of range: the embedding table has V = {V} rows (ids 0 to {x})': '--tokens：id {max} 超出范围：嵌入表有 V = {V} 行（id 为 0 到 {x}）',
-    "config.json's model_type {model_type} names no layout": 'config.json 的 model_type {model_type} 不对应任何布局',
-    'the checkpoint has no config.json': '检查点没有 config.json',
-    '--layout {name}: expected one of {join}': '--layout {name}：应为 {join} 之一',
-    '--tokens {text}: expected token ids separated by commas, such as 464,2068,7586': '--tokens {text}：应为用逗号分隔的 token id，例如 464,2068,7586',
-    '--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole': '--layers 选取的是纯解码器堆叠中的层；编码器—解码器只能整体导入',
-    'give --layout {names}': '请给出 --layout {names}',
-    # tracer/checkpoints/refs.py
-    '; it holds no tensors': '；其中没有张量',
-    '{file_of}: no tensor {key} (for {name} {label}){closest}': '{file_of}: 没有张量 {key}（用于 {name} {label}）{closest}',
-    '{file_of}: tensor {key} for {name}: expected floating-point numbers, received {dtype}': '{file_of}: 用于 {name} 的张量 {key}：应为浮点数，实际为 {dtype}',
-    '{path} holds {n_keys} tensors; name one with key: (e.g. key: {x})': '{path} 中有 {n_keys} 个张量；请用 key: 指定一个（例如 key: {x}）',
-    '{file_of}: tensor {key} (for {join}) holds {n_nan} NaN and {n_inf} Inf (not finite); add allow_nonfinite: true to study NaN and Inf on purpose':
-        '{file_of}: 张量 {key}（用于 {join}）含有 {n_nan} 个 NaN 和 {n_inf} 个 Inf（不是有限值）；若要有意研究 NaN 和 Inf，请加上 allow_nonfinite: true',
-})
-PLURALS.update({
-    ('; it holds {n} tensor, e.g. {names}', '; it holds {n} tensors, e.g. {names}'): '；其中有 {n} 个张量，例如 {names}',
-    ('--layers {text}: the checkpoint has {n} layer (0 to {last})', '--layers {text}: the checkpoint has {n} layers (0 to {last})'): '--layers {text}：检查点有 {n} 层（0 到 {last}）',
-})
-MESSAGES.update({
-    '{file_of}: tensor {key}{how} for {name} {label}: expected {want}, received {got}': '{file_of}: 用于 {name} {label} 的张量 {key}{how}：应为 {want}，实际为 {got}',
-    '--length {length}: expected 1 to {most} positions': '--length {length}：应为 1 到 {most} 个位置',
-    'part {part} of {n} along axis {axis}': '沿轴 {axis} 的第 {part} 份（共 {n} 份）',
-    'transposed': '转置',
-    ' ({how})': '（{how}）',
-})
