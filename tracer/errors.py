@@ -141,3 +141,7 @@ class StageNotFound(UsageError, KeyError):
 
     def __str__(self) -> str:  # KeyError would quote the message
         return str(self.args[0]) if self.args else ""
+
+
+class UnknownLanguage(ValueError):
+    """--lang names no language tracer speaks; the CLI words the refusal (a UsageError, exit 2) in the locale's language."""

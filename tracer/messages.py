@@ -11,8 +11,9 @@ by the (singular, plural) pair) and only then fills the fields in: a field that 
 is rendered in the same language, anything else is put in as ``str()`` gives it (paths, shapes,
 numbers verbatim).  A template the catalogue lacks is filled in English.
 
-``render(text)`` is the edge's helper: a Message in the current language, a plain ``str`` (what
-tracer/checkpoints still raises) as it is.
+``given(template, zh, **fields)`` is a message whose Chinese comes with it (an op's record keeps
+its own words).  ``render(text)`` is the edge's helper: a Message in the current language, a plain
+``str`` (a name or a meaning a spec wrote itself) as it is: nothing is ever parsed back.
 
 Cheap to import: no regex, no NumPy, no rich; the catalogue is imported on the first Chinese render.
 """
@@ -22,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["Message", "msg", "nmsg", "join", "at", "render", "fill", "message_of"]
+__all__ = ["Message", "msg", "nmsg", "given", "join", "at", "render", "fill", "message_of"]
 
 
 def _language(lang: str | None) -> str:
@@ -111,6 +112,33 @@ class Message(str):
     def _english_template(self) -> str:
         return self.template
 
+    def refill(self, **fields: object) -> Message:
+        """The same template with some fields given anew (a meaning's norm or activation)."""
+        return Message._make(self.template, {**self.fields, **fields})
+
+
+class Given(Message):
+    """A message whose Chinese comes with it, not from the catalogue: an op's record holds its own words."""
+
+    zh: str
+
+    @classmethod
+    def _make(cls, template: str, zh: str, fields: dict[str, object]) -> Given:  # type: ignore[override]
+        self = str.__new__(cls, fill(template, fields))
+        self.template, self.fields, self.zh = template, fields, zh
+        return self
+
+    def _args(self) -> tuple[Any, ...]:
+        return self.template, self.zh, self.fields
+
+    def refill(self, **fields: object) -> Message:
+        return Given._make(self.template, self.zh, {**self.fields, **fields})
+
+    def _render(self, lang: str) -> str:
+        from tracer import i18n
+
+        return i18n.spaced(fill(self.zh, self.fields, lang))
+
 
 class Plural(Message):
     """ngettext: the singular when n == 1, else the plural."""
@@ -143,20 +171,21 @@ class Joined(Message):
 
     parts: tuple[object, ...]
     sep: str
+    keep: bool  # the separator as written in every language (a list of names: 'dims.C, dims.H')
 
     @classmethod
-    def _make(cls, parts: tuple[object, ...], sep: str) -> Joined:  # type: ignore[override]
+    def _make(cls, parts: tuple[object, ...], sep: str, keep: bool = False) -> Joined:  # type: ignore[override]
         self = str.__new__(cls, sep.join(str(p) for p in parts))
-        self.template, self.fields, self.parts, self.sep = "", {}, parts, sep
+        self.template, self.fields, self.parts, self.sep, self.keep = "", {}, parts, sep, keep
         return self
 
     def _args(self) -> tuple[Any, ...]:
-        return self.parts, self.sep
+        return self.parts, self.sep, self.keep
 
     def _render(self, lang: str) -> str:
         from tracer import zh
 
-        sep = zh.SEPARATORS.get(self.sep, self.sep)
+        sep = self.sep if self.keep else zh.SEPARATORS.get(self.sep, self.sep)
         return sep.join(_text(p, lang) for p in self.parts)
 
 
@@ -184,17 +213,23 @@ def msg(template: str, /, **fields: object) -> Message:
     return Message._make(template, fields)
 
 
+def given(template: str, zh: str, /, **fields: object) -> Message:
+    """A message with its Chinese beside it (``zh``, the same fields): for words a record keeps with itself."""
+    return Given._make(template, zh, fields)
+
+
 def nmsg(singular: str, plural: str, n: int, /, **fields: object) -> Message:
     """A message with plural forms: ``singular`` when n == 1, else ``plural``; ``n`` is a field too."""
     return Plural._make_plural(singular, plural, {"n": n, **fields})
 
 
-def join(parts: Iterable[object], sep: str = "; ") -> Message:
-    """Messages (or plain text) joined by ``sep``, each translated on its own; one part is returned as it is."""
+def join(parts: Iterable[object], sep: str = "; ", keep: bool = False) -> Message:
+    """Messages (or plain text) joined by ``sep``, each translated on its own; one part is returned as it is.
+    ``sep`` is translated too ('; ' -> '；'), unless ``keep`` (a list of names keeps its ', ')."""
     items = tuple(p for p in parts if p != "")
     if len(items) == 1 and isinstance(items[0], Message):
         return items[0]
-    return Joined._make(items, sep)
+    return Joined._make(items, sep, keep)
 
 
 def at(where: object, body: object) -> Message:
@@ -214,8 +249,4 @@ def render(text: object, lang: str | None = None) -> str:
         return text.render(lang)
     if text is None:
         return ""
-    if _language(lang) != "en":  # transition: a sentence not yet made with msg() goes through the old matcher
-        from tracer import i18n
-
-        return i18n.message(str(text))
     return str(text)

@@ -90,9 +90,9 @@ class _Stdout:
         _silence(1)  # the buffered rest must not fail again when the interpreter flushes at exit
         if isinstance(e, BrokenPipeError):
             return ClosedPipe(msg("standard output was closed by its reader"))
-        why = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        why: str = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         if isinstance(e, OSError) and e.errno == errno.EBADF:
-            why = "standard output is closed"
+            why = msg("standard output is closed")
         return OutputError(msg("cannot write the output: {why}", why=why))
 
     def write(self, text: str) -> int:

@@ -39,6 +39,8 @@ from pathlib import Path
 
 from tracer.compare.core import DEFAULT_ATOL, DEFAULT_RTOL, diff
 from tracer.errors import TracerError
+from tracer.messages import given, join
+from tracer.model.contracts import kind_word
 
 RUBRIC = {"runs": 2, "contract": 2, "structure": 2, "settings": 2, "stages": 2}
 SPEC_SUFFIXES = (".yaml", ".yml")
@@ -58,16 +60,16 @@ class Grade:
         total = sum(RUBRIC.values())
         if numeric:
             score = ["", ""] if self.score is None else [str(self.score), str(total)]
-            return [self.student, self.task, *score, self.verdict, self.first, self.note]
+            return [self.student, self.task, *score, self.verdict, self.first, " ".join(str(self.note).split())]
         score = "—" if self.score is None else f"{self.score}/{total}"
-        return [self.student, self.task, score, self.verdict, self.first or "—", self.note]
+        return [self.student, self.task, score, self.verdict, self.first or "—", " ".join(str(self.note).split())]
 
 
 def grade(student: str, task: str, spec: Path, reference: Path, atol: float, rtol: float) -> Grade:
     try:
         r = diff(str(reference), str(spec), atol=atol, rtol=rtol, keep_going=True)
     except TracerError as e:
-        return Grade(student, task, 0, "error", "", " ".join(str(e).split()))
+        return Grade(student, task, 0, "error", "", e.message)
     earned = {
         "runs": True,
         "contract": not r.b.violations,
@@ -77,13 +79,15 @@ def grade(student: str, task: str, spec: Path, reference: Path, atol: float, rto
     }
     score = sum(points for part, points in RUBRIC.items() if earned[part])
     first = r.first_diverging.name if r.first_diverging else ""
-    lost = "; lost: " + ", ".join(part for part in RUBRIC if not earned[part])
+    # the notes are tracer's messages (translated where tracer makes them) and this sheet's own, given with their Chinese
+    lost = given("lost: {parts}", "失分：{parts}", parts=", ".join(part for part in RUBRIC if not earned[part]))
     if r.b.violations:
         v = r.b.violations[0]
-        return Grade(student, task, score, "violation", first, f"{v['kind']} violation: {v['message']}; {r.summary()}{lost}")
+        violation = given("{kind} violation: {rest}", "{kind}违规：{rest}", kind=kind_word(v["kind"]), rest=v["message"])
+        return Grade(student, task, score, "violation", first, join([violation, r.summary(), lost]))
     if r.same:
         return Grade(student, task, score, "same", "", "")
-    return Grade(student, task, score, "different", first, r.summary() + lost)
+    return Grade(student, task, score, "different", first, join([r.summary(), lost]))
 
 
 PER_STUDENT = "one folder per student (NAME/TASK.yaml)"
@@ -145,10 +149,11 @@ def words(text: str, lang: str, **fields: object) -> str:
 
 
 def as_text(grades: list[Grade], lang: str = "en") -> str:
-    from tracer.i18n import cells, ljust, message, using
+    from tracer.i18n import cells, ljust
+    from tracer.messages import render
 
-    with using(lang):
-        rows = [[words(h, lang) for h in HEADER]] + [[*g.row()[:3], words(g.verdict, lang), g.row()[4], message(g.note)] for g in grades]
+    rows = [[words(h, lang) for h in HEADER]] + [[*g.row()[:3], words(g.verdict, lang), g.row()[4], " ".join(render(g.note, lang).split())]
+                                               for g in grades]
     widths = [max(cells(r[i]) for r in rows) for i in range(len(HEADER) - 1)]
     lines = ["  ".join(ljust(cell, w) for cell, w in zip(r[:-1], widths)) + "  " + r[-1] for r in rows]
     scored = [g for g in grades if g.score is not None]

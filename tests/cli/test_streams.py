@@ -72,7 +72,7 @@ def test_stdout_closed_is_exit_2_with_one_line(args: list[str], code: int) -> No
     r = tracer(args, stdout=subprocess.DEVNULL, preexec=lambda: os.close(1))
     err = no_traceback(r)
     assert r.returncode == 2, err
-    assert err.splitlines()[-1] == unwritable(args, "standard output is closed"), err
+    assert err.splitlines()[-1] == unwritable(args, "标准输出已关闭" if "zh" in args else "standard output is closed"), err
 
 
 @pytest.mark.parametrize("args, code", COMMANDS)

@@ -208,7 +208,7 @@ def test_the_map_in_contributing_names_every_module():
 
 # A name two modules define on purpose: each family file's LAYOUT (the registry reads them by module), and the
 # --max-memory default the command line repeats so that --help imports nothing more (test_memory checks it equal).
-SHARED_NAMES = {"LAYOUT", "DEFAULT_MAX_MEMORY", "ACTIVATION_NAMES"}
+SHARED_NAMES = {"LAYOUT", "DEFAULT_MAX_MEMORY"}
 
 
 def test_no_two_classes_or_tables_share_a_name():

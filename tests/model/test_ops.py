@@ -10,6 +10,7 @@ import string
 import pytest
 
 from tracer import i18n
+from tracer.messages import given
 from tracer.model import ops
 from tracer.model.blocks import Step
 from tracer.model.ops import OPS, TABLES, WEIGHT_GROUPS, Op
@@ -51,9 +52,11 @@ def _engine_part(ref: str | None) -> str | None:
 def missing_parts(op: Op) -> list[str]:
     """Every part the record lacks or gets wrong, worded for the developer who wrote it."""
     out = []
-    for part in ("meaning", "zh", "formula", "expr", "graph"):
+    for part in ("meaning", "formula", "expr", "graph"):
         if not getattr(op, part).strip():
             out.append(f"{part} is empty")
+    if not getattr(op.meaning, "zh", "").strip():  # the record's Chinese beside its English (messages.given)
+        out.append("zh is empty")
     if not callable(op.shape):
         out.append("shape is not a function")
     for part in ("forward", "backward"):
@@ -97,7 +100,7 @@ def test_every_record_is_whole(name: str) -> None:
 
 def test_a_record_with_a_part_missing_is_named() -> None:
     whole = OPS["layer_norm"]
-    broken = whole._replace(forward="tracer.engine.executor:forward_nothing_here", zh="", reference=None,
+    broken = whole._replace(forward="tracer.engine.executor:forward_nothing_here", meaning=given(whole.meaning.template, ""), reference=None,
                             graph="{x} over {axes}", graph_weights=("gamma", "w_q"))
     found = " | ".join(missing_parts(broken))
     for part in ("forward", "zh is empty", "reference_skip", "graph reads ['axes']", "graph_weights ['w_q']"):
@@ -127,7 +130,7 @@ def test_no_engine_step_is_left_without_a_record() -> None:
 def test_each_meaning_reads_in_chinese() -> None:
     with i18n.using("zh"):
         for op in OPS.values():
-            assert i18n.meaning(op.meaning) != op.meaning, op.name
+            assert op.meaning.render("zh") != op.meaning, op.name
 
 
 def test_shapes_come_from_the_record() -> None:

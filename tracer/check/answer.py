@@ -15,11 +15,12 @@ from typing import Any, NamedTuple
 
 from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
 from tracer.messages import msg
+from tracer.model.contracts import kind_word
 
 
 class Verdict(NamedTuple):
     right: bool
-    line: str  # one line, English (the CLI translates it)
+    line: str  # one line: a Message, English as a str (the CLI renders it)
 
     @property
     def exit_code(self) -> int:
@@ -58,22 +59,26 @@ def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, prec
     s, policy, b, t = ready.spec, ready.policy, ready.batch, ready.pos
     name = (ready.stages or [stage])[0]
     trace = executor.run(s, policy=policy)
-    where = f"{name} at b={b}, t={t}"  # zh.py's templates take the stage, b and t apart
     if name not in trace.stages:
         first = trace.violations[0] if trace.violations else None
-        stopped = f"{first.kind} violation at stage {first.stage}" if first else "the end of the run"
-        return Verdict(False, f"cannot check {where}: the run stopped at a {stopped} before reaching it (tracer run {path})")
+        stopped = msg("{kind} violation at stage {stage}", kind=kind_word(first.kind), stage=first.stage) if first else msg("the end of the run")
+        return Verdict(False, msg("cannot check {stage} at b={b}, t={t}: the run stopped at a {stopped} before reaching it (tracer run {path})",
+                                  stage=name, b=b, t=t, stopped=stopped, path=path))
     actual = [float(x) for x in trace.stages[name].at(b, t).ravel()]
     shape = trace.stages[name].shape_label
     if len(actual) != len(numbers):
-        return Verdict(False, f"wrong: {where} has {len(actual)} numbers (the stage is {shape}); you gave {len(numbers)}")
+        return Verdict(False, msg("wrong: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}", stage=name, b=b, t=t,
+                                  n=len(actual), shape=shape, m=len(numbers)))
     half = 0.5 * 10.0 ** -precision
     wrong = [i for i, (x, y) in enumerate(zip(actual, numbers)) if not abs(x - y) <= half * (1 + 1e-9) + 1e-12]
     if not wrong:
-        return Verdict(True, f"right: {where} is {_shown(numbers)} to {precision} decimals")
+        return Verdict(True, msg("right: {stage} at b={b}, t={t} is {v} to {p} decimals", stage=name, b=b, t=t, v=_shown(numbers), p=precision))
     which = ", ".join(str(i) for i in wrong)
-    return Verdict(False, f"wrong: {where}: entr{'y' if len(wrong) == 1 else 'ies'} {which} of {_shown(numbers)} "
-                          f"differ{'s' if len(wrong) == 1 else ''} at {precision} decimals (counting from 0)")
+    if len(wrong) == 1:
+        return Verdict(False, msg("wrong: {stage} at b={b}, t={t}: entry {i} of {v} differs at {p} decimals (counting from 0)", stage=name, b=b, t=t,
+                                  i=which, v=_shown(numbers), p=precision))
+    return Verdict(False, msg("wrong: {stage} at b={b}, t={t}: entries {i} of {v} differ at {p} decimals (counting from 0)", stage=name, b=b, t=t,
+                              i=which, v=_shown(numbers), p=precision))
 
 
 def _shown(numbers: list[float]) -> str:

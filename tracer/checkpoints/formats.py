@@ -21,6 +21,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer.errors import CheckpointError
+from tracer.messages import at, msg
 
 if TYPE_CHECKING:
     import numpy as np
@@ -33,9 +34,9 @@ NPY_DTYPES = {"f8": "float64", "f4": "float32", "f2": "float16", "i8": "int64", 
 STORED_ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
 PICKLES = (".pt", ".pth", ".bin", ".ckpt")
 MAX_HEADER = 100 * 2**20  # a safetensors header above 100 MB is corrupt (the format's own limit)
-TORCH_ADVICE = ("install torch to read it (pip install 'tracer[torch]'), or convert it once to safetensors: "
-                "python -c \"import torch; from safetensors.torch import save_file; "
-                "save_file(torch.load('model.pt', weights_only=True), 'model.safetensors')\"")
+TORCH_ADVICE = msg("install torch to read it (pip install 'tracer[torch]'), or convert it once to safetensors: {command}",
+                   command="python -c \"import torch; from safetensors.torch import save_file; "
+                           "save_file(torch.load('model.pt', weights_only=True), 'model.safetensors')\"")
 
 
 class TensorInfo(NamedTuple):
@@ -82,16 +83,16 @@ class Checkpoint(ABC):
 
         info = self.info(key)
         if info.dtype not in FLOATS:
-            raise CheckpointError(f"{self.path}: tensor {key!r} holds {info.dtype}, expected floating-point numbers")
+            raise CheckpointError(at(self.path, msg('tensor {key} holds {dtype}, expected floating-point numbers', key=repr(key), dtype=info.dtype)))
         try:
             a = self.raw(key)
             out = np.array(a, dtype=dtype, copy=True)
         except CheckpointError:
             raise
         except (OSError, ValueError, EOFError) as e:
-            raise CheckpointError(f"{self.path}: tensor {key!r} cannot be read ({e}); the file is truncated or corrupt") from None
+            raise CheckpointError(at(self.path, msg('tensor {key} cannot be read ({e}); the file is truncated or corrupt', key=repr(key), e=e))) from None
         if out.shape != info.shape:
-            raise CheckpointError(f"{self.path}: tensor {key!r} reads as {shape_text(out.shape)} but its header says {shape_text(info.shape)}")
+            raise CheckpointError(at(self.path, msg('tensor {key} reads as {shape} but its header says {shape2}', key=repr(key), shape=shape_text(out.shape), shape2=shape_text(info.shape))))
         return out
 
     def read_rows(self, key: str, rows: list[int], dtype: str) -> np.ndarray:
@@ -104,7 +105,7 @@ class Checkpoint(ABC):
         try:
             out[rows] = self.rows(key, rows)
         except (OSError, ValueError, EOFError) as e:
-            raise CheckpointError(f"{self.path}: tensor {key!r} cannot be read ({e}); the file is truncated or corrupt") from None
+            raise CheckpointError(at(self.path, msg('tensor {key} cannot be read ({e}); the file is truncated or corrupt', key=repr(key), e=e))) from None
         return out
 
     def rows(self, key: str, rows: list[int]) -> np.ndarray:
@@ -124,7 +125,7 @@ def _read_json(path: str, what: str) -> Any:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise CheckpointError(f"{path}: cannot read {what}: {e}") from None
+        raise CheckpointError(at(path, msg('cannot read {what}: {e}', what=what, e=e))) from None
 
 
 # -- safetensors ---------------------------------------------------------------
@@ -138,20 +139,19 @@ class SafetensorsFile(Checkpoint):
             with open(path, "rb") as fh:
                 head = fh.read(8)
                 if len(head) < 8:
-                    raise CheckpointError(f"{path}: is not a safetensors file (only {len(head)} bytes)")
+                    raise CheckpointError(at(path, msg('is not a safetensors file (only {n_head} bytes)', n_head=len(head))))
                 (n,) = struct.unpack("<Q", head)
                 if n > MAX_HEADER or 8 + n > size:
-                    raise CheckpointError(f"{path}: is not a safetensors file, or is truncated (its header would be {n:,} bytes; "
-                                          f"the file has {size:,})")
+                    raise CheckpointError(at(path, msg('is not a safetensors file, or is truncated (its header would be {n} bytes; the file has {size})', n=f"{n:,}", size=f"{size:,}")))
                 header = json.loads(fh.read(n).decode("utf-8"))
         except CheckpointError:
             raise
         except OSError as e:
-            raise CheckpointError(f"{path}: cannot read: {e.strerror or e}") from None
+            raise CheckpointError(at(path, msg('cannot read: {x}', x=e.strerror or e))) from None
         except (UnicodeDecodeError, ValueError):
-            raise CheckpointError(f"{path}: is not a safetensors file (its header is not JSON); the file is corrupt") from None
+            raise CheckpointError(at(path, msg('is not a safetensors file (its header is not JSON); the file is corrupt'))) from None
         if not isinstance(header, dict):
-            raise CheckpointError(f"{path}: is not a safetensors file (its header is not a mapping)")
+            raise CheckpointError(at(path, msg('is not a safetensors file (its header is not a mapping)')))
         self.start = 8 + n
         self.tensors: dict[str, tuple[TensorInfo, int, int]] = {}
         end = 0
@@ -163,15 +163,14 @@ class SafetensorsFile(Checkpoint):
                 shape = tuple(int(s) for s in entry["shape"])
                 lo, hi = (int(o) for o in entry["data_offsets"])
             except (KeyError, TypeError, ValueError):
-                raise CheckpointError(f"{path}: tensor {key!r} has a malformed header entry; the file is corrupt") from None
+                raise CheckpointError(at(path, msg('tensor {key} has a malformed header entry; the file is corrupt', key=repr(key)))) from None
             info = TensorInfo(shape, dtype)
             if hi - lo != info.nbytes or lo < 0:
-                raise CheckpointError(f"{path}: tensor {key!r} {shape_text(shape)} {dtype} should take {info.nbytes:,} bytes, "
-                                      f"its header gives {hi - lo:,}; the file is corrupt")
+                raise CheckpointError(at(path, msg('tensor {key} {shape} {dtype} should take {nbytes} bytes, its header gives {x}; the file is corrupt', key=repr(key), shape=shape_text(shape), dtype=dtype, nbytes=f"{info.nbytes:,}", x=f"{hi - lo:,}")))
             self.tensors[key] = (info, lo, hi)
             end = max(end, hi)
         if self.start + end > size:
-            raise CheckpointError(f"{path}: is truncated: its header promises {self.start + end:,} bytes, the file has {size:,}")
+            raise CheckpointError(at(path, msg('is truncated: its header promises {x} bytes, the file has {size}', x=f"{self.start + end:,}", size=f"{size:,}")))
         self._handle: Any = None
 
     def keys(self) -> list[str]:
@@ -198,7 +197,7 @@ class SafetensorsFile(Checkpoint):
         with open(self.path, "rb") as fh:
             data = b"".join(os.pread(fh.fileno(), width, self.start + lo + r * width) for r in rows)
         if len(data) != width * len(rows):
-            raise CheckpointError(f"{self.path}: tensor {key!r} is cut short; the file is truncated")
+            raise CheckpointError(at(self.path, msg('tensor {key} is cut short; the file is truncated', key=repr(key))))
         return _widen(np.frombuffer(data, dtype=stored).reshape(len(rows), *info.shape[1:]), info.dtype)
 
     def release(self) -> None:
@@ -213,11 +212,11 @@ class SafetensorsFile(Checkpoint):
             try:
                 self._handle = safe_open(self.path, framework="np")
             except Exception as e:  # the package's own SafetensorError, or an OSError
-                raise CheckpointError(f"{self.path}: cannot open as safetensors ({e}); the file is corrupt") from None
+                raise CheckpointError(at(self.path, msg('cannot open as safetensors ({e}); the file is corrupt', e=e))) from None
         try:
             return self._handle.get_tensor(key)
         except Exception as e:
-            raise CheckpointError(f"{self.path}: tensor {key!r} cannot be read ({e}); the file is corrupt") from None
+            raise CheckpointError(at(self.path, msg('tensor {key} cannot be read ({e}); the file is corrupt', key=repr(key), e=e))) from None
 
 
 def _untouched_zeros(shape: tuple[int, ...], dtype: str) -> np.ndarray:
@@ -250,22 +249,22 @@ def _npy_header(fh: Any, where: str) -> tuple[TensorInfo, int]:
     """Parse an .npy header without NumPy: (shape and dtype, header length)."""
     magic = fh.read(8)
     if len(magic) < 8 or not magic.startswith(b"\x93NUMPY"):
-        raise CheckpointError(f"{where}: is not a NumPy .npy array (bad magic bytes)")
+        raise CheckpointError(at(where, msg('is not a NumPy .npy array (bad magic bytes)')))
     major = magic[6]
     size_bytes = 2 if major == 1 else 4
     raw = fh.read(size_bytes)
     if len(raw) < size_bytes:
-        raise CheckpointError(f"{where}: is truncated (its .npy header is cut short)")
+        raise CheckpointError(at(where, msg('is truncated (its .npy header is cut short)')))
     n = int.from_bytes(raw, "little")
     text = fh.read(n)
     try:
         header = ast.literal_eval(text.decode("latin1"))
         descr, shape, fortran = header["descr"], tuple(int(s) for s in header["shape"]), bool(header["fortran_order"])
     except (ValueError, SyntaxError, KeyError, TypeError, UnicodeDecodeError):
-        raise CheckpointError(f"{where}: has a malformed .npy header; the file is corrupt") from None
+        raise CheckpointError(at(where, msg('has a malformed .npy header; the file is corrupt'))) from None
     if not isinstance(descr, str) or descr[0] == ">" or descr[1:] not in NPY_DTYPES:
         what = "Python objects (a pickle)" if descr in ("|O", "O") else repr(descr)
-        raise CheckpointError(f"{where}: holds {what}, expected little-endian numbers (float64, float32 or float16)")
+        raise CheckpointError(at(where, msg('holds {what}, expected little-endian numbers (float64, float32 or float16)', what=what)))
     del fortran
     return TensorInfo(shape, NPY_DTYPES[descr[1:]]), len(magic) + size_bytes + n
 
@@ -283,9 +282,9 @@ class NpyFile(Checkpoint):
                 self._info, self.offset = _npy_header(fh, path)
             size = os.path.getsize(path)
         except OSError as e:
-            raise CheckpointError(f"{path}: cannot read: {e.strerror or e}") from None
+            raise CheckpointError(at(path, msg('cannot read: {x}', x=e.strerror or e))) from None
         if size < self.offset + self._info.nbytes:
-            raise CheckpointError(f"{path}: is truncated: its header promises {self.offset + self._info.nbytes:,} bytes, the file has {size:,}")
+            raise CheckpointError(at(path, msg('is truncated: its header promises {x} bytes, the file has {size}', x=f"{self.offset + self._info.nbytes:,}", size=f"{size:,}")))
 
     def keys(self) -> list[str]:
         return [self.key]
@@ -317,14 +316,14 @@ class NpzFile(Checkpoint):
                 with self.zip.open(m) as fh:
                     info, offset = _npy_header(fh, f"{path}: member {key!r}")
                 if m.file_size != offset + info.nbytes:
-                    raise CheckpointError(f"{path}: member {key!r} should hold {offset + info.nbytes:,} bytes, holds {m.file_size:,}; the file is corrupt")
+                    raise CheckpointError(at(path, msg('member {key} should hold {x} bytes, holds {file_size}; the file is corrupt', key=repr(key), x=f"{offset + info.nbytes:,}", file_size=f"{m.file_size:,}")))
                 self.tensors[key] = info
         except CheckpointError:
             raise
         except zipfile.BadZipFile:
-            raise CheckpointError(f"{path}: is not a NumPy .npz archive, or is truncated (no zip directory)") from None
+            raise CheckpointError(at(path, msg('is not a NumPy .npz archive, or is truncated (no zip directory)'))) from None
         except (OSError, EOFError, zipfile.LargeZipFile) as e:
-            raise CheckpointError(f"{path}: cannot read ({e}); the file is truncated or corrupt") from None
+            raise CheckpointError(at(path, msg('cannot read ({e}); the file is truncated or corrupt', e=e))) from None
 
     def keys(self) -> list[str]:
         return list(self.tensors)
@@ -341,7 +340,7 @@ class NpzFile(Checkpoint):
             with self.zip.open(key + ".npy") as fh:
                 return np.lib.format.read_array(fh, allow_pickle=False)
         except (zipfile.BadZipFile, EOFError) as e:
-            raise CheckpointError(f"{self.path}: member {key!r} cannot be read ({e}); the file is truncated or corrupt") from None
+            raise CheckpointError(at(self.path, msg('member {key} cannot be read ({e}); the file is truncated or corrupt', key=repr(key), e=e))) from None
 
 
 # -- PyTorch -------------------------------------------------------------------
@@ -359,7 +358,7 @@ class TorchFile(Checkpoint):
     def __init__(self, path: str) -> None:
         self.path = path
         if not torch_available():
-            raise CheckpointError(f"{path}: is a PyTorch pickle; tracer never unpickles it without torch's weights_only loader: {TORCH_ADVICE}")
+            raise CheckpointError(at(path, msg("is a PyTorch pickle; tracer never unpickles it without torch's weights_only loader: {TORCH_ADVICE}", TORCH_ADVICE=TORCH_ADVICE)))
         import torch
 
         try:
@@ -371,17 +370,15 @@ class TorchFile(Checkpoint):
                 sd = torch.load(path, map_location="cpu", weights_only=True)  # the legacy format cannot be memory-mapped
         except Exception as e:  # torch raises UnpicklingError, RuntimeError, EOFError, ... for a bad file
             if type(e).__name__ == "UnpicklingError":
-                raise CheckpointError(f"{path}: holds Python objects other than tensors, which torch.load(weights_only=True) refuses "
-                                      "to unpickle (and tracer never unpickles otherwise); save the model's state_dict() instead") from None
+                raise CheckpointError(at(path, msg("holds Python objects other than tensors, which torch.load(weights_only=True) refuses to unpickle (and tracer never unpickles otherwise); save the model's state_dict() instead"))) from None
             import re
 
             first = re.sub(r"\x1b\[[0-9;]*m", "", " ".join(str(e).split()))[:160]
-            raise CheckpointError(f"{path}: cannot be read as a PyTorch state dict with weights_only=True ({type(e).__name__}: {first}); "
-                                  "the file is truncated or corrupt") from None
+            raise CheckpointError(at(path, msg('cannot be read as a PyTorch state dict with weights_only=True ({name}: {first}); the file is truncated or corrupt', name=type(e).__name__, first=first))) from None
         if isinstance(sd, dict) and len(sd) == 1 and isinstance(next(iter(sd.values())), dict):
             sd = next(iter(sd.values()))  # {"state_dict": {...}} or {"model": {...}}
         if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
-            raise CheckpointError(f"{path}: expected a state dict (a mapping of names to tensors), received {type(sd).__name__}")
+            raise CheckpointError(at(path, msg('expected a state dict (a mapping of names to tensors), received {name}', name=type(sd).__name__)))
         self.tensors = sd
         names = {torch.float64: "float64", torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
         self._info = {k: TensorInfo(tuple(v.shape), names.get(v.dtype, str(v.dtype).replace("torch.", ""))) for k, v in sd.items()}
@@ -422,7 +419,7 @@ class Folder(Checkpoint):
                 doc = _read_json(index, name)
                 weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
                 if not isinstance(weight_map, dict):
-                    raise CheckpointError(f"{index}: expected a 'weight_map' of tensor names to shard files")
+                    raise CheckpointError(at(index, msg("expected a 'weight_map' of tensor names to shard files")))
                 self.where = {str(k): str(v) for k, v in weight_map.items()}
                 self.main = index
                 return
@@ -432,14 +429,13 @@ class Folder(Checkpoint):
                 self.where = dict.fromkeys(self.shard(name).keys(), name)
                 return
         found = ", ".join(sorted(os.listdir(path))[:8]) or "nothing"
-        raise CheckpointError(f"{path}: is a folder without model.safetensors, a sharded model.safetensors.index.json "
-                              f"or pytorch_model.bin (it holds {found})")
+        raise CheckpointError(at(path, msg('is a folder without model.safetensors, a sharded model.safetensors.index.json or pytorch_model.bin (it holds {found})', found=found)))
 
     def shard(self, name: str) -> Checkpoint:
         if name not in self.shards:
             shard = os.path.join(self.path, name)
             if os.path.basename(name) != name or not os.path.isfile(shard):
-                raise CheckpointError(f"{self.path}: the index names the shard {name!r}, which is not in the folder")
+                raise CheckpointError(at(self.path, msg('the index names the shard {name}, which is not in the folder', name=repr(name))))
             self.shards[name] = _cached(shard)
         return self.shards[name]
 
@@ -449,7 +445,7 @@ class Folder(Checkpoint):
     def info(self, key: str) -> TensorInfo:
         shard = self.shard(self.where[key])
         if key not in shard:
-            raise CheckpointError(f"{self.path}: the index puts {key!r} in {self.where[key]}, which does not hold it")
+            raise CheckpointError(at(self.path, msg('the index puts {key} in {where}, which does not hold it', key=repr(key), where=self.where[key])))
         return shard.info(key)
 
     def raw(self, key: str) -> np.ndarray:
@@ -476,8 +472,7 @@ def _open_file(path: str) -> Checkpoint:
         return NpyFile(path)
     if low.endswith(PICKLES):
         return TorchFile(path)
-    raise CheckpointError(f"{path}: unknown checkpoint format; expected .safetensors, .npz, .npy, a PyTorch .pt/.bin, "
-                          "or a Hugging Face model folder")
+    raise CheckpointError(at(path, msg('unknown checkpoint format; expected .safetensors, .npz, .npy, a PyTorch .pt/.bin, or a Hugging Face model folder')))
 
 
 _OPEN: dict[tuple[str, int, int, int], Checkpoint] = {}
@@ -500,9 +495,9 @@ def open_checkpoint(path: str) -> Checkpoint:
     try:
         return Folder(path) if os.path.isdir(path) else _cached(path)
     except FileNotFoundError:
-        raise CheckpointError(f"{path}: no such file or folder") from None
+        raise CheckpointError(at(path, msg('no such file or folder'))) from None
     except OSError as e:
-        raise CheckpointError(f"{path}: cannot read: {e.strerror or e}") from None
+        raise CheckpointError(at(path, msg('cannot read: {x}', x=e.strerror or e))) from None
 
 
 def file_of(ckpt: Checkpoint, key: str) -> str:

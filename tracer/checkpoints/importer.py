@@ -17,6 +17,7 @@ from tracer.checkpoints import families as layouts
 from tracer.checkpoints.families.base import ModelConfig
 from tracer.checkpoints.formats import open_checkpoint
 from tracer.errors import CheckpointError, UsageError
+from tracer.messages import at, join, msg, nmsg
 
 MARK = "# Written by `tracer import`"  # the first line: -o replaces only a file that starts with it
 
@@ -36,9 +37,10 @@ def parse_layers(text: str | None, total: int) -> tuple[int, int]:
     except ValueError:
         first = last = -1
     if first < 0 or last < first:
-        raise UsageError(f"--layers {text!r}: expected a layer or a range such as 0-1 (first-last, counting from 0)")
+        raise UsageError(msg('--layers {text}: expected a layer or a range such as 0-1 (first-last, counting from 0)', text=repr(text)))
     if last >= total:
-        raise UsageError(f"--layers {text}: the checkpoint has {total} layer{'s' if total != 1 else ''} (0 to {total - 1})")
+        raise UsageError(nmsg("--layers {text}: the checkpoint has {n} layer (0 to {last})", "--layers {text}: the checkpoint has {n} layers (0 to {last})", total,
+                              text=text, last=total - 1))
     return first, last
 
 
@@ -48,11 +50,11 @@ def parse_tokens(text: str | None, V: int | None) -> list[int] | None:
     try:
         ids = [int(t) for t in text.replace(" ", "").split(",") if t]
     except ValueError:
-        raise UsageError(f"--tokens {text!r}: expected token ids separated by commas, such as 464,2068,7586") from None
+        raise UsageError(msg('--tokens {text}: expected token ids separated by commas, such as 464,2068,7586', text=repr(text))) from None
     if not ids or min(ids) < 0:
-        raise UsageError(f"--tokens {text!r}: expected token ids 0 or more, separated by commas")
+        raise UsageError(msg('--tokens {text}: expected token ids 0 or more, separated by commas', text=repr(text)))
     if V is not None and max(ids) >= V:
-        raise UsageError(f"--tokens: id {max(ids)} is out of range: the embedding table has V = {V} rows (ids 0 to {V - 1})")
+        raise UsageError(msg('--tokens: id {max} is out of range: the embedding table has V = {V} rows (ids 0 to {x})', max=max(ids), V=V, x=V - 1))
     return ids
 
 
@@ -85,18 +87,18 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
     name = layout_name or layouts.infer(config)
     if name is None:
         model_type = (config or {}).get("model_type")
-        why = f"config.json's model_type {model_type!r} names no layout" if model_type else "the checkpoint has no config.json"
-        raise UsageError(f"{ckpt_path}: {why}; give --layout {' | '.join(layouts.names())}")
+        why = msg("config.json's model_type {model_type} names no layout", model_type=repr(model_type)) if model_type else msg("the checkpoint has no config.json")
+        raise UsageError(at(ckpt_path, join([why, msg("give --layout {names}", names=" | ".join(layouts.names()))])))
     if name not in layouts.names():
-        raise UsageError(f"--layout {name!r}: expected one of {' | '.join(layouts.names())}")
+        raise UsageError(msg('--layout {name}: expected one of {join}', name=repr(name), join=' | '.join(layouts.names())))
     layout = layouts.layouts()[name]
     cfg = layout.read_config(config, ckpt, layout, heads)
     if length < 1 or length > cfg.dims.get("T_max", length):
-        raise UsageError(f"--length {length}: expected 1 to {cfg.dims.get('T_max', 'T_max')} positions")
+        raise UsageError(msg("--length {length}: expected 1 to {most} positions", length=length, most=cfg.dims.get("T_max", "T_max")))
     title = os.path.basename(os.path.normpath(ckpt_path))
     if cfg.model == "encoder-decoder":
         if layers is not None:
-            raise UsageError("--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole")
+            raise UsageError(msg('--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole'))
         return _seq2seq(cfg, title, shown_path, name, tokens, length), f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg
     first, last = parse_layers(layers, cfg.layers)
     ids = parse_tokens(tokens, cfg.dims.get("V"))
@@ -210,7 +212,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
     try:
         text, summary, _ = build(checkpoint, shown, layout, layers, tokens, heads, length)
     except CheckpointError as e:
-        raise UsageError(str(e)) from None
+        raise UsageError(e.message) from None
     load_spec_text(text, output if output is not None else "<stdout>")  # it runs as written, or nothing is written
     if output is not None:
         body = text.encode("utf-8")

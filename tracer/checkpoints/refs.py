@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from tracer.checkpoints.families.base import Layout, Take
 from tracer.checkpoints.formats import Checkpoint, TensorInfo, file_of, open_checkpoint, shape_text
 from tracer.errors import CheckpointError
+from tracer.messages import Message, at, message_of, msg, nmsg
 
 if TYPE_CHECKING:
     import numpy as np
@@ -59,27 +60,29 @@ def resolve(spec_dir: str, file: str) -> str:
     return file if os.path.isabs(file) else os.path.join(spec_dir, file)
 
 
-def _closest(key: str, keys: list[str]) -> str:
+def _closest(key: str, keys: list[str]) -> Message:
     import difflib  # only on the error path
 
     close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
     if close:
-        return f"; did you mean {close[0]!r}?"
-    return f"; it holds {len(keys)} tensor{'s' if len(keys) != 1 else ''}" + (f", e.g. {', '.join(repr(k) for k in keys[:3])}" if keys else "")
+        return msg("; did you mean {names}?", names=repr(close[0]))
+    if keys:
+        return nmsg("; it holds {n} tensor, e.g. {names}", "; it holds {n} tensors, e.g. {names}", len(keys), names=", ".join(repr(k) for k in keys[:3]))
+    return msg("; it holds no tensors")
 
 
 def checked(ckpt: Checkpoint, take: Take, exists: bool, name: str, label: str, want: tuple[int, ...], where: str) -> TensorRef:
     """The TensorRef for tracer weight ``name`` (``label``: its axes and sizes), or a CheckpointError naming what is wrong."""
     if not exists:
-        raise CheckpointError(f"{where}: {file_of(ckpt, take.key)}: no tensor {take.key!r} (for {name} {label}){_closest(take.key, ckpt.keys())}")
+        raise CheckpointError(at(where, msg('{file_of}: no tensor {key} (for {name} {label}){closest}', file_of=file_of(ckpt, take.key), key=repr(take.key), name=name, label=label, closest=_closest(take.key, ckpt.keys()))))
     info = ckpt.info(take.key)
     got = take.shape(info.shape)
     if got != want:
-        raise CheckpointError(f"{where}: {file_of(ckpt, take.key)}: tensor {take.key!r}{take.describe()} for {name} {label}: "
-                              f"expected {shape_text(take.stored_shape(want))}, received {shape_text(info.shape)}")
+        raise CheckpointError(at(where, msg("{file_of}: tensor {key}{how} for {name} {label}: expected {want}, received {got}", file_of=file_of(ckpt, take.key),
+                                            key=repr(take.key), how=take.describe(), name=name, label=label,
+                                            want=shape_text(take.stored_shape(want)), got=shape_text(info.shape))))
     if info.dtype not in ("float64", "float32", "float16", "bfloat16"):
-        raise CheckpointError(f"{where}: {file_of(ckpt, take.key)}: tensor {take.key!r} for {name}: expected floating-point numbers, "
-                              f"received {info.dtype}")
+        raise CheckpointError(at(where, msg('{file_of}: tensor {key} for {name}: expected floating-point numbers, received {dtype}', file_of=file_of(ckpt, take.key), key=repr(take.key), name=name, dtype=info.dtype)))
     return TensorRef(ckpt.path, take.key, take, info, where)
 
 
@@ -98,11 +101,11 @@ def file_ref(path: str, key: str | None, transpose: bool, name: str, label: str,
     try:
         ckpt = open_checkpoint(path)
     except CheckpointError as e:
-        raise CheckpointError(f"{where}: {e}") from None
+        raise CheckpointError(at(where, message_of(e))) from None
     keys = ckpt.keys()
     if key is None:
         if len(keys) != 1:
-            raise CheckpointError(f"{where}: {path} holds {len(keys)} tensors; name one with key: (e.g. key: {keys[0] if keys else 'w'})")
+            raise CheckpointError(at(where, msg('{path} holds {n_keys} tensors; name one with key: (e.g. key: {x})', path=path, n_keys=len(keys), x=keys[0] if keys else 'w')))
         key = keys[0]
     return checked(ckpt, Take(key, transpose=transpose), key in keys, name, label, want, where)
 
@@ -112,7 +115,7 @@ def table_rows(path: str, key: str | None, transpose: bool, where: str) -> int:
     try:
         ckpt = open_checkpoint(path)
     except CheckpointError as e:
-        raise CheckpointError(f"{where}: {e}") from None
+        raise CheckpointError(at(where, message_of(e))) from None
     keys = ckpt.keys()
     k = key if key is not None else (keys[0] if len(keys) == 1 else None)
     if k is None or k not in keys:
@@ -144,12 +147,11 @@ def read_refs(refs: dict[str, TensorRef], dtype: str, allow_nonfinite: bool,
             ckpt = opened[file]
             a = ckpt.read(key, dtype) if only is None else ckpt.read_rows(key, only, dtype)
         except CheckpointError as e:
-            raise CheckpointError(f"{first.where}: {e}") from None
+            raise CheckpointError(at(first.where, message_of(e))) from None
         checked = a if only is None else a[only]
         if not allow_nonfinite and not np.isfinite(checked).all():
             n_nan, n_inf = int(np.isnan(checked).sum()), int(np.isinf(checked).sum())
-            raise CheckpointError(f"{first.where}: {file_of(ckpt, key)}: tensor {key!r} (for {', '.join(names)}) holds {n_nan} NaN and "
-                                  f"{n_inf} Inf (not finite); add allow_nonfinite: true to study NaN and Inf on purpose")
+            raise CheckpointError(at(first.where, msg('{file_of}: tensor {key} (for {join}) holds {n_nan} NaN and {n_inf} Inf (not finite); add allow_nonfinite: true to study NaN and Inf on purpose', file_of=file_of(ckpt, key), key=repr(key), join=', '.join(names), n_nan=n_nan, n_inf=n_inf)))
         for name in names:
             out[name] = a if not refs[name].take.split and not refs[name].take.transpose else refs[name].take.apply(a)
         del a

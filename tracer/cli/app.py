@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 import typer
 
 from tracer.cli import options as cliparams
-from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
-from tracer.messages import at, msg
+from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UnknownLanguage, UsageError
+from tracer.messages import at, join, msg
 
 DEFAULT_MAX_MEMORY = "4GB"  # memory.DEFAULT_MAX_MEMORY; repeated here so --help imports nothing more
 
@@ -40,7 +40,7 @@ app = typer.Typer(**APP_SETTINGS)
 cliparams.install()  # plain text and numbers need no pydantic (see cliparams)
 
 T = TypeVar("T")
-BUG_REPORT = "this is a bug in tracer; please report it with the spec and the command you ran (set TRACER_DEBUG=1 to see the traceback)"
+BUG_REPORT = msg("this is a bug in tracer; please report it with the spec and the command you ran (set TRACER_DEBUG=1 to see the traceback)")
 
 
 def console(no_color: bool = False, stderr: bool = False) -> "Console":
@@ -73,7 +73,14 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
 
     before = i18n.language()
     try:
-        i18n.choose(lang)
+        try:
+            i18n.choose(lang)
+        except UnknownLanguage:
+            import difflib
+
+            close = difflib.get_close_matches(lang or "", i18n.LANGUAGES, n=1, cutoff=0.5)
+            hint = msg("; did you mean {names}?", names=repr(close[0])) if close else ""
+            raise UsageError(msg("--lang {option}: expected one of zh | en (zh: the book's Chinese, en: English){hint}", option=lang, hint=hint)) from None
         code = fn()
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not as the interpreter exits
     except ClosedPipe as e:  # the reader has gone (| head -1): nothing to say, and no verdict to give
@@ -82,17 +89,17 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
         _error(e.message)
         raise typer.Exit(e.exit_code) from None
     except Interrupted as e:  # Ctrl-C, SIGTERM, SIGHUP (process.install_signals), after every cleanup ran
-        _error(e.word)
+        _error(msg("interrupted") if e.word == "interrupted" else msg("terminated"))
         raise typer.Exit(e.exit_code) from None
     except KeyboardInterrupt:
-        _error("interrupted")
+        _error(msg("interrupted"))
         raise typer.Exit(130) from None
     except typer.Exit:
         raise
     except Exception as e:  # a bug: say so, without a traceback unless asked
         if os.environ.get("TRACER_DEBUG"):
             raise
-        _error(f"internal error: {type(e).__name__}: {e}\n{BUG_REPORT}")
+        _error(join([msg("internal error: {what}", what=f"{type(e).__name__}: {e}"), BUG_REPORT], "\n"))
         raise typer.Exit(EXIT_INTERNAL) from None
     finally:
         i18n.set_language(before)  # in-process callers (tests, CliRunner) get back the language they had
@@ -109,10 +116,11 @@ def _note(text: str) -> None:
 
 def _say(lead: str, text: str) -> None:
     """One diagnostic line on stderr, lead and message in the chosen language."""
-    from tracer.i18n import message, tr
+    from tracer.i18n import tr
+    from tracer.messages import render
 
     try:
-        sys.stderr.write(f"{tr(lead)}{message(text)}\n")
+        sys.stderr.write(f"{tr(lead)}{render(text)}\n")
         sys.stderr.flush()
     except (OSError, ValueError, AttributeError):  # stderr closed or full: the exit code still tells
         pass
@@ -528,7 +536,7 @@ def validate(
     """
 
     def body() -> int:
-        from tracer.i18n import message
+        from tracer.messages import render
         from tracer.run.plan import prepare
         from tracer.spec import memory
 
@@ -538,7 +546,7 @@ def validate(
             try:
                 ready = prepare(path, record=record, table=True, max_memory=max_memory)
                 s, est = ready.spec, ready.check_memory()
-                line = f"{path}: ok, needs about {memory.format_size(est.total)} to run (--record {record})"
+                line: str = msg("{path}: ok, needs about {size} to run (--record {r})", path=path, size=memory.format_size(est.total), r=record)
                 code = EXIT_OK
                 from tracer.spec.preflight import violations
 
@@ -547,15 +555,15 @@ def validate(
                     from tracer.i18n import tr
                     from tracer.views.text import kind_word
 
-                    line = message(at(path, found[0].message)) + tr(" ({kind} violation: tracer run flags it)", kind=kind_word(found[0].kind))
+                    line = render(at(path, found[0].message)) + tr(" ({kind} violation: tracer run flags it)", kind=kind_word(found[0].kind))
                     code = EXIT_VIOLATION
             except TracerError as e:
-                line, code = str(e), e.exit_code
+                line, code = e.message, e.exit_code
             except Exception as e:  # a bug: say so for this spec, go on with the others
                 if os.environ.get("TRACER_DEBUG"):
                     raise
-                line, code = f"{path}: internal error: {type(e).__name__}: {e}; {BUG_REPORT}", EXIT_INTERNAL
-            sys.stdout.write(" ".join(message(line).split()) + "\n")  # one line per spec, whatever the message
+                line, code = at(path, join([msg("internal error: {what}", what=f"{type(e).__name__}: {e}"), BUG_REPORT])), EXIT_INTERNAL
+            sys.stdout.write(" ".join(render(line).split()) + "\n")  # one line per spec, whatever the message
             worst = max(worst, code)
         return worst
 
@@ -581,11 +589,11 @@ def check(
 
     def body() -> int:
         from tracer.check.answer import check as check_value
-        from tracer.i18n import message
+        from tracer.messages import render
 
         check_precision(precision)
         verdict = check_value(spec, stage, expect, pos, batch, precision)
-        sys.stdout.write(message(verdict.line) + "\n")
+        sys.stdout.write(render(verdict.line) + "\n")
         return verdict.exit_code
 
     guarded(body, lang)
@@ -628,14 +636,15 @@ def new(
         from tracer.model.catalogue import suggest
         from tracer.spec.presets import PRESETS
 
-        listing = "".join(f"  {name:<16} {p.summary}\n" for name, p in PRESETS.items())
+        listing = "".join(f"  {name:<16} {p.summary}\n" for name, p in PRESETS.items())  # the presets' own words
         if list_presets:
             sys.stdout.write(listing)
             return EXIT_OK
         if preset is None:
-            raise UsageError("give --preset NAME, one of:\n" + listing.rstrip("\n"))
+            raise UsageError(join([msg("give --preset NAME, one of:"), listing.rstrip("\n")], "\n"))
         if preset not in PRESETS:
-            raise UsageError(f"--preset {preset}: no such preset{suggest(preset, PRESETS)}\nthe presets are:\n" + listing.rstrip("\n"))
+            raise UsageError(join([msg("--preset {name}: no such preset{hint}", name=preset, hint=suggest(preset, PRESETS)), msg("the presets are:"),
+                                   listing.rstrip("\n")], "\n"))
         text = PRESETS[preset].text
         if output is None:
             sys.stdout.write(text)
@@ -644,7 +653,9 @@ def new(
 
         check_output(output, "--output", [], "yaml", replace=False)  # never over an existing file
         write_atomic(output, lambda fh: fh.write(text.encode("utf-8")), "--output", "yaml", replace=False)
-        sys.stderr.write(f"wrote {output} (preset {preset}); trace it with: tracer run {output}\n")
+        from tracer.messages import render
+
+        sys.stderr.write(render(msg("wrote {path} (preset {preset}); trace it with: tracer run {path}", path=output, preset=preset)) + "\n")
         return EXIT_OK
 
     guarded(body)
@@ -676,7 +687,9 @@ def import_(
         if output is None:
             sys.stdout.write(result.text)
         else:
-            sys.stderr.write(f"wrote {output} ({result.summary}); trace it with: tracer run {output}\n")
+            from tracer.messages import render
+
+            sys.stderr.write(render(msg("wrote {path} ({summary}); trace it with: tracer run {path}", path=output, summary=result.summary)) + "\n")
         return EXIT_OK
 
     guarded(body)

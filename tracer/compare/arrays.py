@@ -25,7 +25,7 @@ import numpy as np
 from tracer.compare.saved import _Reader
 from tracer.engine.executor import Stage
 from tracer.errors import ArraysFileError, UsageError
-from tracer.messages import msg
+from tracer.messages import Message, at, msg, nmsg
 from tracer.model import catalogue
 from tracer.spec import yamlio
 
@@ -60,7 +60,7 @@ def is_arrays_document(doc: Any) -> bool:
 def read_npz(path: str) -> dict[str, np.ndarray]:
     """Every array of an .npz archive, as float64; pickled objects are never loaded."""
     if not os.path.isfile(path):
-        raise ArraysFileError(msg("{path}: {x}, expected an .npz archive of arrays", path=path, x='is a directory' if os.path.isdir(path) else 'no such file'))
+        raise ArraysFileError(msg("{path}: {x}, expected an .npz archive of arrays", path=path, x=msg("is a directory") if os.path.isdir(path) else msg("no such file")))
     if not _head(path).startswith((*ZIP_MAGIC, NPY_MAGIC)):
         raise ArraysFileError(msg("{path}: is not an .npz archive (an .npz is a zip file of .npy arrays, as np.savez writes it)", path=path))
     try:
@@ -146,7 +146,7 @@ class Matched(NamedTuple):
     renamed: dict[str, str]  # ours -> theirs, where the names differ
     unmatched: list[str]  # the user's arrays that match no stage
     unbatched: list[str]  # stages given without the batch axis, read with B = 1
-    reshaped: list[str]  # notes on shapes that differ
+    reshaped: list[Message]  # notes on shapes that differ
     stats_only: list[str]  # stages a --save archive kept as statistics: not comparable
 
 
@@ -175,7 +175,7 @@ def match(arrays: Mapping[str, np.ndarray], names: Mapping[str, str], reference:
             unmatched.append(theirs)
     stages: dict[str, Stage] = {}
     unbatched: list[str] = []
-    reshaped: list[str] = []
+    reshaped: list[Message] = []
     for ours, ref in reference.items():
         if ours not in by_ours:
             continue
@@ -187,18 +187,18 @@ def match(arrays: Mapping[str, np.ndarray], names: Mapping[str, str], reference:
                 unbatched.append(ours)
             else:
                 axes = guess_axes(array.shape, ref)
-                reshaped.append(f"{ours}: {ref_label} has {ref.shape_label}, {path} has {shape_text(axes, array.shape)}"
-                                f"{_expected(ref)}")
+                reshaped.append(at(ours, _reshaped(ref, ref_label, path, shape_text(axes, array.shape))))
         stages[ours] = Stage(ours, array, axes, ref.meaning, ref.internal)
     renamed = {ours: theirs for ours, theirs in by_ours.items() if ours != theirs}
     return Matched(stages, renamed, unmatched, unbatched, reshaped, stats_only)
 
 
-def _expected(ref: Stage) -> str:
+def _reshaped(ref: Stage, ref_label: str, path: str, given: str) -> Message:
     shape = list(ref.shape)
     if ref.axes[:1] == ("B",) and ref.shape[0] == 1:
-        return f" (expected {shape}, or {shape[1:]} without the batch axis)"
-    return f" (expected {shape})"
+        return msg("{ref} has {a}, {path} has {b} (expected {e}, or {f} without the batch axis)", ref=ref_label, a=ref.shape_label, path=path, b=given,
+                   e=shape, f=shape[1:])
+    return msg("{ref} has {a}, {path} has {b} (expected {e})", ref=ref_label, a=ref.shape_label, path=path, b=given, e=shape)
 
 
 def guess_axes(shape: tuple[int, ...], ref: Stage) -> tuple[str, ...]:
@@ -227,8 +227,8 @@ def catalogue_stages(arrays: Mapping[str, np.ndarray]) -> dict[str, Stage]:
     return out
 
 
-def describe(arrays: Mapping[str, np.ndarray]) -> str:
-    return f"{len(arrays)} array{'s' if len(arrays) != 1 else ''}"
+def describe(arrays: Mapping[str, np.ndarray]) -> Message:
+    return nmsg("{n} array", "{n} arrays", len(arrays))
 
 
 def sniff_json(path: str, text: str) -> dict[str, Any] | None:

@@ -25,11 +25,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tracer.compare import saved as jsonin
-from tracer.compare.status import DIFFERS, EQUAL, NOT_RECORDED, ONLY_A, ONLY_B, SHAPES_DIFFER, STATUS_WORDS
+from tracer.compare.status import DIFFERS, EQUAL, NOT_RECORDED, ONLY_A, ONLY_B, SHAPES_DIFFER, STATUS_MESSAGES
 from tracer.engine import executor
 from tracer.engine.executor import Stage
 from tracer.errors import DiffTrouble, UsageError
-from tracer.messages import msg
+from tracer.messages import Message, at, join, msg, nmsg
 from tracer.model import catalogue
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.ops import OPS
@@ -77,10 +77,12 @@ class Side:
     def has_internals(self) -> bool:
         return any(s.internal for s in self.stages.values())
 
-    def describe(self) -> str:
+    def describe(self) -> Message:
         if self.is_arrays:
-            return f"{self.label}: {self.path} (arrays, {self.name})"
-        return f"{self.label}: {self.path} ({self.source}, {self.name!r})"
+            return msg("{label}: {path} (arrays, {name})", label=self.label, path=self.path, name=self.name)
+        if self.source == "trace":
+            return msg("{label}: {path} (trace, {name})", label=self.label, path=self.path, name=repr(self.name))
+        return msg("{label}: {path} (spec, {name})", label=self.label, path=self.path, name=repr(self.name))
 
 
 ARRAYS = "arrays"
@@ -92,7 +94,7 @@ def read_side(path: str, grad: bool = False) -> Read:
     the three), and the bytes the side will hold; with ``grad`` only a spec will do (its gradients double it)."""
     from tracer.compare import arrays as activations
 
-    needs_spec = f"{path}: --grad runs the backward pass, which needs the spec: give a YAML spec, not saved arrays or a saved trace"
+    needs_spec = at(path, msg("--grad runs the backward pass, which needs the spec: give a YAML spec, not saved arrays or a saved trace"))
     if activations.is_npz(path):
         if grad:
             raise UsageError(needs_spec)
@@ -158,9 +160,17 @@ def arrays_side(arrays: dict[str, np.ndarray], path: str, label: str) -> Side:
     return Side(label, path, ARRAYS, describe(arrays), {}, {}, None, (), catalogue_stages(arrays), None, [], None)
 
 
-def violation_lines(sides: tuple[Side, Side]) -> list[str]:
+def violation_lines(sides: tuple[Side, Side]) -> list[Message]:
     # a violation's message starts with its stage: "norm1: beta has shape [1] where [C] = [2] is due"
-    return [f"{s.label} ({s.path}): {v['kind']} violation: {v['message']}" for s in sides for v in s.violations]
+    return [msg("{label} ({path}): {kind} violation: {message}", label=s.label, path=s.path, kind=kind_message(v["kind"]), message=v["message"])
+            for s in sides for v in s.violations]
+
+
+def kind_message(kind: str) -> Message | str:
+    """A violation's kind as a word of a sentence ('broadcast'); a hand-edited trace's unknown kind stays as written."""
+    from tracer.model.contracts import kind_word
+
+    return kind_word(kind)
 
 
 def check_violations(sides: tuple[Side, Side], keep_going: bool) -> None:
@@ -168,8 +178,8 @@ def check_violations(sides: tuple[Side, Side], keep_going: bool) -> None:
         return
     found = violation_lines(sides)
     if found:
-        raise DiffTrouble("\n  ".join(["a side has a violation, so its later stages are not comparable:"] + found)
-                          + "\n(give --keep-going to compare anyway, with NumPy's result recorded at each violation)")
+        raise DiffTrouble(join([join([msg("a side has a violation, so its later stages are not comparable:"), *found], "\n  "),
+                                msg("(give --keep-going to compare anyway, with NumPy's result recorded at each violation)")], "\n"))
 
 
 # -- comparing arrays ---------------------------------------------------------
@@ -308,17 +318,17 @@ def _sublayer_norms(steps: dict[str, Step]) -> list[tuple[Step, str]]:
     return out
 
 
-def structure_lines(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...]) -> list[str]:
+def structure_lines(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...]) -> list[Message]:
     """What differs between the two step lists, one sentence each; empty when they are the same."""
     A = {s.name: s for s in a_steps}
     B = {s.name: s for s in b_steps}
     rows = [StepRow(n, A.get(n), B.get(n)) for n in align(list(A), list(B))]
-    lines: list[str] = []
+    lines: list[Message] = []
     told: set[str] = set()
     for r in rows:  # what each sublayer reads
         a, b = r.a, r.b
         if a is not None and b is not None and a.op == b.op and a.op in SUBLAYERS and a.inputs != b.inputs and a.inputs and b.inputs:
-            lines.append(f"{r.name} reads {_reads(a.inputs[0], A)} in A, {_reads(b.inputs[0], B)} in B")
+            lines.append(msg("{name} reads {a} in A, {b} in B", name=r.name, a=_reads(a.inputs[0], A), b=_reads(b.inputs[0], B)))
             told.add(r.name)
     stream = {"A": _stream_norms(A), "B": _stream_norms(B)}
     if [s.name for s in stream["A"]] != [s.name for s in stream["B"]]:  # where each side normalises
@@ -327,29 +337,30 @@ def structure_lines(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...]) -> lis
             adds = [s for s in steps.values() if s.op == "add"]
             told.update(s.name for s in norms)
             if norms:
-                which = "each residual add" if len(norms) == len(adds) else "a residual add"
-                lines.append(f"{label} normalises after {which}: " + ", ".join(f"{s.name}({s.inputs[0]})" for s in norms))
+                listed = ", ".join(f"{s.name}({s.inputs[0]})" for s in norms)
+                lines.append(msg("{label} normalises after each residual add: {norms}", label=label, norms=listed) if len(norms) == len(adds)
+                             else msg("{label} normalises after a residual add: {norms}", label=label, norms=listed))
             else:
                 fed = _sublayer_norms(steps)
                 told.update(s.name for s, _ in fed)
-                where = ", ".join(f"{s.name}({s.inputs[0]}) feeds {reader}" for s, reader in fed)
-                lines.append(f"{label} normalises only what the sublayers read; the residual stream is never normalised"
-                             + (f": {where}" if where else ""))
+                where = join([msg("{norm} feeds {reader}", norm=f"{s.name}({s.inputs[0]})", reader=reader) for s, reader in fed], ", ")
+                never = msg("the residual stream is never normalised: {where}", where=where) if fed else msg("the residual stream is never normalised")
+                lines.append(join([msg("{label} normalises only what the sublayers read", label=label), never]))
     for r in rows:  # every other step computed differently
         a, b = r.a, r.b
         if b is None and a is not None:
-            lines.append(f"{r.name} = {expr(a)} only in A")
+            lines.append(msg("{name} = {expr} only in A", name=r.name, expr=expr(a)))
         elif a is None and b is not None:
-            lines.append(f"{r.name} = {expr(b)} only in B")
+            lines.append(msg("{name} = {expr} only in B", name=r.name, expr=expr(b)))
         elif a is not None and b is not None and not _same_step(a, b) and r.name not in told:
-            line = f"{r.name} = {expr(a)} in A, {expr(b)} in B"
             if a.weights != b.weights:
-                line += f" (weights {a.weights} in A, {b.weights} in B)"
-            lines.append(line)
+                lines.append(msg("{name} = {a} in A, {b} in B (weights {wa} in A, {wb} in B)", name=r.name, a=expr(a), b=expr(b), wa=a.weights, wb=b.weights))
+            else:
+                lines.append(msg("{name} = {a} in A, {b} in B", name=r.name, a=expr(a), b=expr(b)))
     common_a = [n for n in A if n in B]
     common_b = [n for n in B if n in A]
     if common_a != common_b:
-        lines.append(f"step order differs: A {', '.join(A)}; B {', '.join(B)}")
+        lines.append(msg("step order differs: A {a}; B {b}", a=", ".join(A), b=", ".join(B)))
     return lines
 
 
@@ -391,12 +402,11 @@ def compare_settings(a: Side, b: Side) -> list[SettingRow]:
     return rows
 
 
-def compare_weights(a: Side, b: Side, atol: float, rtol: float) -> tuple[list[WeightRow] | None, str]:
+def compare_weights(a: Side, b: Side, atol: float, rtol: float) -> tuple[list[WeightRow] | None, Message | str]:
     missing = [s for s in (a, b) if s.weights is None]
     if missing:
         who = " and ".join(f"{s.label} ({s.path})" for s in missing)
-        return None, (f"weights not compared: {who} holds no weights "
-                      "(save a trace with `tracer run SPEC --json --with-weights` to include them)")
+        return None, msg("weights not compared: {who} holds no weights (save a trace with `tracer run SPEC --json --with-weights` to include them)", who=who)
     assert a.weights is not None and b.weights is not None
     rows = []
     for name in align(list(a.weights), list(b.weights)):
@@ -471,11 +481,11 @@ class DiffResult:
     pos: int
     show_all: bool
     steps: list[StepRow]
-    structure: list[str]  # what differs between the step lists, one sentence each
+    structure: list[Message]  # what differs between the step lists, one sentence each
     settings: list[SettingRow]
     weights: list[WeightRow] | None  # None when a side holds no weights
     stages: list[StageRow]
-    notes: list[str] = field(default_factory=list)
+    notes: list[Message] = field(default_factory=list)
     arrays: ArraysReport | None = None  # when a side is another program's arrays
     hint: Hint | None = None  # what the first divergence usually means (arrays only)
 
@@ -514,37 +524,40 @@ class DiffResult:
     def tolerance(self) -> str:
         return f"atol {self.atol:g}, rtol {self.rtol:g}"
 
-    def summary(self) -> str:
+    def summary(self) -> Message:
         if self.arrays is not None:
             return self.arrays_summary()
         n = len(self.stages)
         if self.same:
-            unchecked = " (weights not compared)" if self.weights is None else ""
-            return f"same: all {n} stages agree within {self.tolerance()}; same structure and settings{unchecked}"
-        parts = []
+            settings = msg("same structure and settings (weights not compared)") if self.weights is None else msg("same structure and settings")
+            return join([msg("same: all {n} stages agree within {tol}", n=n, tol=self.tolerance()), settings])
+        parts: list[Message] = []
         first = self.first_diverging
         if first is not None:
-            head = f"first diverging stage: {first.name} ({STATUS_WORDS[first.status]}"
-            if first.status == DIFFERS:
-                head += f", largest |A - B| = {first.max_abs_diff:.6g} at {first.where_label()}"
-                if first.value_a is not None and first.value_b is not None and first.value_a.shape == first.value_b.shape \
-                        and compare_arrays(first.value_a, first.value_b, self.atol, self.rtol).equal:
-                    head += f"; at b={self.batch}, t={self.pos} the two agree"
-            parts.append(head + ")")
-            parts.append(f"{len(self.stages_differ)} of {n} stages differ")
+            status = STATUS_MESSAGES[first.status]
+            if first.status != DIFFERS:
+                parts.append(msg("first diverging stage: {name} ({status})", name=first.name, status=status))
+            elif first.value_a is not None and first.value_b is not None and first.value_a.shape == first.value_b.shape \
+                    and compare_arrays(first.value_a, first.value_b, self.atol, self.rtol).equal:
+                parts.append(msg("first diverging stage: {name} ({status}, largest |A - B| = {d} at {where}; at b={b}, t={t} the two agree)",
+                                 name=first.name, status=status, d=f"{first.max_abs_diff:.6g}", where=first.where_label(), b=self.batch, t=self.pos))
+            else:
+                parts.append(msg("first diverging stage: {name} ({status}, largest |A - B| = {d} at {where})", name=first.name, status=status,
+                                 d=f"{first.max_abs_diff:.6g}", where=first.where_label()))
+            parts.append(msg("{n} of {m} stages differ", n=len(self.stages_differ), m=n))
         else:
-            parts.append(f"all {n} stages agree within {self.tolerance()}")
+            parts.append(msg("all {n} stages agree within {tol}", n=n, tol=self.tolerance()))
         if not self.structure_same:
-            parts.append("structure differs")
+            parts.append(msg("structure differs"))
         if not self.settings_same:
-            changed = [s.field for s in self.settings]
+            changed: list[object] = [s.field for s in self.settings]
             weights = self.weights_differ
             if len(weights) > 3:
-                changed.append(f"{len(weights)} weights")
+                changed.append(msg("{n} weights", n=len(weights)))
             else:
                 changed += [f"weights.{w.name}" for w in weights]
-            parts.append("settings differ: " + ", ".join(changed))
-        return "; ".join(parts)
+            parts.append(msg("settings differ: {what}", what=join(changed, ", ", keep=True)))
+        return join(parts)
 
     def as_json(self) -> dict[str, Any]:
         first = self.first_diverging
@@ -574,26 +587,29 @@ class DiffResult:
             **({} if self.hint is None else {"hint": self.hint.english()}),
         }
 
-    def first_line(self) -> str:
+    def first_line(self) -> Message:
         """first diverging stage: NAME (status, largest |A - B| = D at b=.., t=.., c=..; ...)"""
         first = self.first_diverging
         assert first is not None
-        head = f"first diverging stage: {first.name} ({STATUS_WORDS[first.status]}"
-        if first.status == DIFFERS:
-            head += f", largest |A - B| = {first.max_abs_diff:.6g} at {first.where_label()}"
-            if first.where is not None and first.a is not None and first.b is not None:
-                head += f": A {first.a.array[first.where]:.6g}, B {first.b.array[first.where]:.6g}"
-        return head + ")"
+        status = STATUS_MESSAGES[first.status]
+        if first.status != DIFFERS:
+            return msg("first diverging stage: {name} ({status})", name=first.name, status=status)
+        d, where = f"{first.max_abs_diff:.6g}", first.where_label()
+        if first.where is not None and first.a is not None and first.b is not None:
+            return msg("first diverging stage: {name} ({status}, largest |A - B| = {d} at {where}: A {va}, B {vb})", name=first.name, status=status,
+                       d=d, where=where, va=f"{first.a.array[first.where]:.6g}", vb=f"{first.b.array[first.where]:.6g}")
+        return msg("first diverging stage: {name} ({status}, largest |A - B| = {d} at {where})", name=first.name, status=status, d=d, where=where)
 
-    def arrays_summary(self) -> str:
+    def arrays_summary(self) -> Message:
         assert self.arrays is not None
         n = len(self.compared)
         skipped = len(self.stages) - n
-        tail = f"; {skipped} stage{'s' if skipped != 1 else ''} not recorded" if skipped else ""
+        tail = [nmsg("{n} stage not recorded", "{n} stages not recorded", skipped)] if skipped else []
         if self.same:
-            agree = f"all {n} recorded stages agree" if n != 1 else "the one recorded stage agrees"
-            return f"same: {agree} within {self.tolerance()}{tail}"
-        return f"{self.first_line()}; {len(self.stages_differ)} of {n} recorded stages differ{tail}"
+            agree = (msg("same: all {n} recorded stages agree within {tol}", n=n, tol=self.tolerance()) if n != 1
+                     else msg("same: the one recorded stage agrees within {tol}", tol=self.tolerance()))
+            return join([agree, *tail])
+        return join([self.first_line(), msg("{n} of {m} recorded stages differ", n=len(self.stages_differ), m=n), *tail])
 
 
 def _number(x: float | None) -> Any:
@@ -657,8 +673,8 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
     check_tolerance(atol, rtol)
     limit = memory.parse_size(max_memory)
     read_a, read_b = read_side(path_a, grad), read_side(path_b, grad)
-    memory.refuse_over(f"{path_a} and {path_b}: this diff", {"side A": read_a[3], "side B": read_b[3],
-                       "comparing": memory.compare_bytes([r[1] for r in (read_a, read_b)], show_all)}, limit, max_memory)
+    memory.refuse_over(msg("{a} and {b}: this diff", a=path_a, b=path_b), {msg("side A"): read_a[3], msg("side B"): read_b[3],
+                       msg("comparing"): memory.compare_bytes([r[1] for r in (read_a, read_b)], show_all)}, limit, max_memory)
     # Without --all or --stage, attention internals are not compared: a spec side need not keep them (the cross-attention
     # weights excepted, which the table shows), unless the other side holds a program's own arrays, which may be them.
     lean = not (show_all or only or grad or read_a[2] is not None or read_b[2] is not None)
@@ -688,7 +704,7 @@ def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAU
     batch = _check_index("--batch", batch, "B", a, b)
     pos = _check_index("--pos", pos, "T", a, b)
 
-    notes = ["--grad: each stage's and weight's gradient of the side's loss (tracer grad), in backward order"] if grad else []
+    notes: list[Message] = [msg("--grad: each stage's and weight's gradient of the side's loss (tracer grad), in backward order")] if grad else []
     stages_a, stages_b = _visible(a.stages, show_all), _visible(b.stages, show_all)
     if only:
         known = list(dict.fromkeys([*a.stages, *b.stages, *(s.name for s in a.steps), *(s.name for s in b.steps)]))
@@ -699,16 +715,16 @@ def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAU
         lacking = [s for s in (a, b) if s.source == "trace" and not s.has_internals]
         if lacking and (a.has_internals or b.has_internals):
             who = " and ".join(f"{s.label} ({s.path})" for s in lacking)
-            notes.append(f"{who} was saved without --all: attention internals are not compared")
+            notes.append(msg("{who} was saved without --all: attention internals are not compared", who=who))
             stages_a, stages_b = _visible(a.stages, False), _visible(b.stages, False)
     for s in (a, b):
         for letter, value, option in (("B", batch, "--batch"), ("T", pos, "--pos")):
             if value >= s.dims.get(letter, 1):
-                notes.append(f"{s.label} has {letter} = {s.dims.get(letter)}: no value to show at {option} {value}")
+                notes.append(msg("{label} has {letter} = {n}: no value to show at {opt} {v}", label=s.label, letter=letter, n=s.dims.get(letter), opt=option, v=value))
     if keep_going:
         notes += violation_lines((a, b))
     weights, weights_note = compare_weights(a, b, atol, rtol)
-    if weights_note:
+    if isinstance(weights_note, Message):
         notes.append(weights_note)
     A = {s.name: s for s in a.steps}
     B = {s.name: s for s in b.steps}
@@ -775,15 +791,15 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
     for r in rows:
         if (r.status == ONLY_A and mine.label == "B") or (r.status == ONLY_B and mine.label == "A"):
             r.status = NOT_RECORDED
-    notes = []
+    notes: list[Message] = []
     if m.unbatched:
-        notes.append(f"{mine.label} gives {', '.join(m.unbatched)} without the batch axis: read with B = 1")
+        notes.append(msg("{label} gives {names} without the batch axis: read with B = 1", label=mine.label, names=", ".join(m.unbatched)))
     notes += m.reshaped
     if m.unmatched:
-        notes.append(f"{mine.label} holds arrays that match no stage of {ref.label}: {', '.join(m.unmatched)} "
-                     "(name them with --map THEIRS=STAGE)")
+        notes.append(msg("{label} holds arrays that match no stage of {ref}: {names} (name them with --map THEIRS=STAGE)", label=mine.label,
+                         ref=ref.label, names=", ".join(m.unmatched)))
     if m.stats_only:
-        notes.append(f"{mine.label} kept {', '.join(m.stats_only)} as statistics only (--record stats): not compared")
+        notes.append(msg("{label} kept {names} as statistics only (--record stats): not compared", label=mine.label, names=", ".join(m.stats_only)))
     report = ArraysReport(mine.label, mine.path, ref.label, list(m.stages), m.renamed, m.unmatched, m.unbatched,
                           [r.name for r in rows if r.status == NOT_RECORDED])
     result = DiffResult(a=a, b=b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, steps=[], structure=[],

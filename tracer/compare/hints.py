@@ -75,7 +75,8 @@ class Hint(NamedTuple):
         """In the current language."""
         out = tr("{lead}: look at {advice}", lead=tr(self.lead, stage=self.stage, prev=self.prev or ""), advice=tr(self.advice))
         if self.diagnosis:
-            out = tr("{hint}. {diagnosis}", hint=out, diagnosis=tr(self.diagnosis, stage=self.stage, **self.fields))
+            fields = {k: tr(v) if k == "axis" else v for k, v in self.fields.items()}  # AXIS_WORDS: UI words too
+            out = tr("{hint}. {diagnosis}", hint=out, diagnosis=tr(self.diagnosis, stage=self.stage, **fields))
         return out
 
     def english(self) -> str:

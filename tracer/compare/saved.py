@@ -101,7 +101,7 @@ def _kind(value: Any) -> str:
     if isinstance(value, str):
         return msg("text {v}", v=repr(value)[:55])
     if isinstance(value, _Unreadable):
-        return f"{value.text[:40]} (not a finite number; only a stage's values may hold \"NaN\", \"Infinity\" or \"-Infinity\", as strings)"
+        return msg("{text} (not a finite number; only a stage's values may hold \"NaN\", \"Infinity\" or \"-Infinity\", as strings)", text=value.text[:40])
     return repr(value)
 
 
@@ -219,7 +219,7 @@ class _Reader:
                     raise self.fail(f + ".shape", msg("expected whole numbers of 0 or more, received {n}", n=_kind(n)))
             axes = self.want(s.get("axes"), f + ".axes", list, msg("a list of axis letters"))
             if len(axes) != len(shape) or not all(isinstance(a, str) for a in axes):
-                raise self.fail(f + ".axes", f"expected {len(shape)} axis letters (one per entry of shape {shape}), received {axes!r}"[:200])
+                raise self.fail(f + ".axes", msg("expected {n} axis letters (one per entry of shape {shape}), received {axes}", n=len(shape), shape=shape, axes=repr(axes)[:120]))
             if "values" not in s:
                 raise self.fail(f, msg("missing values"))
             if s["values"] is None and "stats" in s:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tracer.i18n import message, tr
+from tracer.i18n import tr
+from tracer.messages import msg, nmsg, render
 from tracer.views.text import LEAD_COLUMN, MISSING, csv_text, exact, fmt_diff, fmt_number, fmt_setting, fmt_value, markdown_table, md_text, position_cells
 
 if TYPE_CHECKING:
@@ -47,11 +48,11 @@ def diff_csv(r: DiffResult) -> str:
 
 
 def diff_sides(r: DiffResult) -> list[str]:
-    return [message(s.describe()) for s in (r.a, r.b)]
+    return [render(s.describe()) for s in (r.a, r.b)]
 
 
 def structure_same_text(r: DiffResult) -> str:
-    return message(f"Structure: the same {len(r.steps)} steps ({', '.join(row.name for row in r.steps)})")
+    return render(msg("Structure: the same {n} steps ({names})", n=len(r.steps), names=", ".join(row.name for row in r.steps)))
 
 
 def table_words(words: Sequence[str]) -> list[str]:
@@ -61,11 +62,11 @@ def table_words(words: Sequence[str]) -> list[str]:
 
 def structure_lines(r: DiffResult) -> list[str]:
     """What differs between the step lists, one sentence each, in the current language."""
-    return [message(line) for line in r.structure]
+    return [render(line) for line in r.structure]
 
 
 def diff_notes(r: DiffResult) -> list[str]:
-    return [message(n) for n in r.notes]
+    return [render(n) for n in r.notes]
 
 
 def arrays_lines(r: DiffResult) -> list[str]:
@@ -73,10 +74,10 @@ def arrays_lines(r: DiffResult) -> list[str]:
     assert r.arrays is not None
     x = r.arrays
     renamed = ", ".join(f"{theirs} = {ours}" for ours, theirs in x.renamed.items())
-    lines = [message(f"Compared {len(x.matched)} arrays of {x.label} with the stages of the same name in {x.reference}: "
-                     f"{', '.join(x.matched)}")]
+    lines = [render(msg("Compared {n} arrays of {label} with the stages of the same name in {ref}: {names}", n=len(x.matched), label=x.label,
+                        ref=x.reference, names=", ".join(x.matched)))]
     if renamed:
-        lines.append(message(f"named with --map: {renamed}"))
+        lines.append(render(msg("named with --map: {pairs}", pairs=renamed)))
     return lines
 
 
@@ -86,7 +87,7 @@ def hint_text(r: DiffResult) -> str:
 
 def diff_summary(r: DiffResult) -> str:
     """The closing line (the JSON's "summary" stays English)."""
-    return message(r.summary())
+    return render(r.summary())
 
 
 STRUCTURE_TITLE = "Structure: the two step lists, aligned by step name"
@@ -119,12 +120,12 @@ def setting_rows(r: DiffResult) -> list[list[str]]:
 
 def weights_title(r: DiffResult) -> str:
     others = len(r.weights or []) - len(r.weights_differ)
-    rest = "none equal" if not others else f"{others} other{'s' if others > 1 else ''} equal within {r.tolerance()}"
-    return message(f"Weights that differ ({rest})")
+    rest = msg("none equal") if not others else nmsg("{n} other equal within {tol}", "{n} others equal within {tol}", others, tol=r.tolerance())
+    return render(msg("Weights that differ ({rest})", rest=rest))
 
 
 def weights_same_text(r: DiffResult) -> str:
-    return message(f"Weights: all {len(r.weights or [])} the same within {r.tolerance()}")
+    return render(msg("Weights: all {n} the same within {tol}", n=len(r.weights or []), tol=r.tolerance()))
 
 
 def weight_rows(r: DiffResult, precision: int) -> list[list[str]]:
@@ -141,7 +142,7 @@ def weight_rows(r: DiffResult, precision: int) -> list[list[str]]:
 
 
 def diff_stage_title(r: DiffResult) -> str:
-    return message(f"Stages, aligned by name (equal: |A - B| <= atol + rtol * max(|A|, |B|), {r.tolerance()})")
+    return render(msg("Stages, aligned by name (equal: |A - B| <= atol + rtol * max(|A|, |B|), {tol})", tol=r.tolerance()))
 
 
 def diff_stage_header(r: DiffResult) -> list[str]:

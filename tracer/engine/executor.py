@@ -20,7 +20,7 @@ import numpy as np
 from tracer.engine import kernels
 from tracer.engine.params import load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
-from tracer.messages import Message, join, message_of, msg, nmsg
+from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.contracts import operand_axes, position_violation, violation
 from tracer.model.ops import OPS
@@ -275,7 +275,7 @@ class Executor:
             why = join([why, msg("float32 overflows above about 3.4e38")])
         return Violation(
             kind="nonfinite", stage=name,
-            message=msg("{name}: first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}", name=name, n_nan=n_nan, n_inf=n_inf, where=where),
+            message=at(name, msg("first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}", n_nan=n_nan, n_inf=n_inf, where=where)),
             shapes={name: shape_label(axes, a.shape)},
             rule=msg("every stage of a block must be finite"),
             numpy_would=msg("carry on quietly, printing at most a RuntimeWarning"),
@@ -431,7 +431,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
         if key not in parts:  # scores and weights not made: not kept, and finite (attend makes them when not)
             continue
         if step.base is not None and key in ("q", "k"):
-            meaning += ", turned by rotary positions"
+            meaning = msg("{meaning}, turned by rotary positions", meaning=meaning)
         shown = shown_internal(step, key)  # the cross-attention weights are in the default table
         ex.rec(f"{prefix}.{key}", parts[key], ex.axes(f"{prefix}.{key}"), meaning, internal=not shown)
     return ex.rec(step.name, out, ex.axes(step.name), step.meaning)

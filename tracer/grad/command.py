@@ -62,7 +62,7 @@ def execute(r: GradRequest) -> GradResult:
 
         outcome = Outcome(r.path, EXIT_VIOLATION, g.forward, only=only, show_all=r.show_all)
         opts = RunOptions(r.batch, r.pos, r.precision, r.show_all, form=r.form)
-        note = "no gradient: the forward pass stopped at the violation (--keep-going takes the gradient of what NumPy computed)"
+        note: str = msg("no gradient: the forward pass stopped at the violation (--keep-going takes the gradient of what NumPy computed)")
         if r.form == "table":
             from tracer.views.tables import run_view
 

@@ -22,6 +22,7 @@ from tracer.engine import executor
 from tracer.engine.params import uniform_ints
 from tracer.grad import losses
 from tracer.grad.run import LAYER, GradTrace, backward
+from tracer.messages import Message, msg
 from tracer.spec import Spec
 from tracer.spec.memory import RecordPolicy
 
@@ -57,18 +58,20 @@ class GradientCheck(NamedTuple):
     def ok(self) -> bool:
         return not self.failed
 
-    def note(self) -> str:
+    def note(self) -> Message:
         worst = max(self.checks, key=lambda c: c.error / self.tolerance(c), default=None)
         weights = len({c.weight for c in self.checks})
-        head = (f"--verify: {len(self.checks)} coordinates of {weights} weights by central differences (h = {STEP:g} * max(1, |w|)), "
-                f"tolerance {GRAD_RTOL:g} * (|numeric| + |backward|) + {GRAD_ATOL:g} * max(1, |loss|): ")
         if worst is None:
-            return head + "nothing to check"
-        if self.ok:
-            return head + f"all agree; the largest difference {worst.error:.3g} ({worst.weight}{list(worst.at)})"
-        bad = self.failed[0]
-        return head + (f"{len(self.failed)} disagree, the first {bad.weight}{list(bad.at)}: backward {bad.backward!r}, "
-                       f"numeric {bad.numeric!r}")
+            result = msg("nothing to check")
+        elif self.ok:
+            result = msg("all agree; the largest difference {d} ({where})", d=f"{worst.error:.3g}", where=f"{worst.weight}{list(worst.at)}")
+        else:
+            bad = self.failed[0]
+            result = msg("{n} disagree, the first {where}: backward {backward}, numeric {numeric}", n=len(self.failed),
+                         where=f"{bad.weight}{list(bad.at)}", backward=repr(bad.backward), numeric=repr(bad.numeric))
+        return msg("--verify: {n} coordinates of {w} weights by central differences (h = {h} * max(1, |w|)), "
+                   "tolerance {rtol} * (|numeric| + |backward|) + {atol} * max(1, |loss|): {result}",
+                   n=len(self.checks), w=weights, h=f"{STEP:g}", rtol=f"{GRAD_RTOL:g}", atol=f"{GRAD_ATOL:g}", result=result)
 
     def as_json(self) -> dict[str, object]:
         return {"ok": self.ok, "step": STEP, "rtol": GRAD_RTOL, "atol": GRAD_ATOL,

@@ -18,8 +18,8 @@ from tracer.errors import UsageError
 from tracer.messages import msg
 from tracer.spec import LOSSES, Spec
 
-FORMULAS = {
-    "next-token": "-mean over b, t of log probs[b, t, next token]",
+FORMULAS = {  # the JSON's "formula" is their English
+    "next-token": msg("-mean over b, t of log probs[b, t, next token]"),
     "sum-squares": "0.5 * sum of {stage}^2",
 }
 
@@ -29,7 +29,7 @@ class Loss(NamedTuple):
     value: float
     stage: str  # the stage the loss reads
     seed: np.ndarray  # dLoss/dstage, the same shape as the stage
-    formula: str
+    formula: str  # a Message: English in the JSON, translated in the table
 
 
 def has_head(spec: Spec) -> bool:
@@ -102,7 +102,7 @@ def sum_squares(trace: Recording) -> Loss:
     name = output_stage(trace.spec)
     y = trace.stages[name].array
     # d(0.5 ΣY²)/dY = Y: the seed is Y itself, not a copy (the backward pass never writes into its seed)
-    return Loss("sum-squares", float(0.5 * np.sum(y * y)), name, y, FORMULAS["sum-squares"].format(stage=name))
+    return Loss("sum-squares", float(0.5 * np.sum(y * y)), name, y, msg("0.5 * sum of {stage}^2", stage=name))
 
 
 def compute(trace: Recording, name: str, inputs: dict[str, np.ndarray]) -> Loss:

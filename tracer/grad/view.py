@@ -16,7 +16,8 @@ from rich.text import Text
 
 from tracer.engine.executor import Stage
 from tracer.grad.run import GradTrace, weights_by_layer
-from tracer.i18n import meaning, tr
+from tracer.i18n import tr
+from tracer.messages import render
 from tracer.model.shapes import shape_label
 from tracer.views import text as textout
 from tracer.views.text import MISSING, fmt_value, markdown_table, md_text, token_label
@@ -47,7 +48,7 @@ def grad_rows(g: GradTrace, stages: Sequence[Stage], b: int, t: int, precision: 
             value = fmt_value(stage.at(b, t), precision)
         except (IndexError, LookupError):
             value = MISSING
-        rows.append([stage.name, meaning(stage.meaning), value, fmt_norm(g.grad_norm(stage.name)), fmt_norm(g.ratio(stage.name)),
+        rows.append([stage.name, render(stage.meaning), value, fmt_norm(g.grad_norm(stage.name)), fmt_norm(g.ratio(stage.name)),
                      stage.shape_label])
     return rows
 
@@ -55,7 +56,7 @@ def grad_rows(g: GradTrace, stages: Sequence[Stage], b: int, t: int, precision: 
 def loss_line(g: GradTrace) -> str:
     assert g.loss is not None
     return tr("loss {name} = {value}: {formula}; gradients in backward order, from the loss to the input",
-              name=g.loss.name, value=f"{g.loss.value:.10g}", formula=g.loss.formula)
+              name=g.loss.name, value=f"{g.loss.value:.10g}", formula=render(g.loss.formula))
 
 
 def grad_table(g: GradTrace, stages: Sequence[Stage], b: int, t: int, precision: int) -> Table:
@@ -99,7 +100,7 @@ def grad_view(g: GradTrace, stages: Sequence[Stage], b: int, t: int, precision: 
     if weights:
         parts.append(weights_table(g))
     if note:
-        parts.append(Text(note))
+        parts.append(Text(render(note)))
     return Group(*parts)
 
 
@@ -145,7 +146,7 @@ def grad_markdown(g: GradTrace, stages: Sequence[Stage], b: int, t: int, precisi
     if weights:
         parts.append(markdown_table([tr(h) for h in WEIGHT_HEADER], weight_rows(g)))
     if note:
-        parts.append(md_text(note) + "\n")
+        parts.append(md_text(render(note)) + "\n")
     return "\n".join(parts)
 
 

@@ -21,13 +21,19 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from tracer.i18n import meaning, message, tr
+from tracer.i18n import tr
+from tracer.messages import Located, Message, msg, nmsg, render
 from tracer.model.blocks import ACTIVATION_NAMES, ATTN_MEANINGS, ENCODER, Step, internal_prefix, position_axis
+from tracer.model.contracts import kind_word
 from tracer.model.ops import OPS, TABLES
 from tracer.model.shapes import shape_label
 from tracer.spec import Spec
 
-ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth")
+ORDINALS = (msg("first residual path"), msg("second residual path"), msg("third residual path"), msg("fourth residual path"),
+            msg("fifth residual path"), msg("sixth residual path"), msg("seventh residual path"), msg("eighth residual path"),
+            msg("ninth residual path"), msg("tenth residual path"))
+MASKS = {"causal": msg("causal mask"), "explicit": msg("explicit mask")}
+NO_MASK = msg("no mask")
 ENTRY = ("embed", "input", "position", "x")
 EXIT = ("final_norm", "logits", "probs")
 PREFIX = re.compile(r"^((?:encoder|decoder)\.)?(blocks\.(\d+)\.)?")
@@ -54,6 +60,11 @@ class Section:
     rows: list[Row] = field(default_factory=list)
     note: str = ""
     kind: str = "path"  # entry | path | exit | stream | skipped
+
+
+def graph_template(template: str) -> str:
+    """An op's graph template as the catalogue of messages keys it: a format spec dropped ({base:g} -> {base}, filled formatted)."""
+    return template.replace("{base:g}", "{base}")
 
 
 def hidden_formula(step: Step) -> str:
@@ -118,7 +129,7 @@ class Graph:
                 found.setdefault((w.axes, w.shape), []).append(key)
         return "\n".join(f"{group}.{'/'.join(names)} {shape_label(*shape)}" for shape, names in found.items())
 
-    def table(self, name: str) -> str:
+    def table(self, name: str) -> str:  # names and shapes only
         w = self.spec.weights.get(name)
         return f"{name} {shape_label(w.axes, w.shape)}" if w is not None else ""
 
@@ -126,7 +137,7 @@ class Graph:
         op = OPS[step.op]
         if op.weights in TABLES:  # embedding, position, head: a table of its own
             if step.op == "head" and self.spec.block.head == "tied":
-                return self.table("embedding") + " (tied: logits use Eᵀ)"
+                return msg("{e} (tied: logits use Eᵀ)", e=self.table("embedding"))
             return self.table(op.weights)
         return self.weights(step.weights, op.graph_weights)
 
@@ -134,18 +145,20 @@ class Graph:
         """What the step does, in the book's notation where it has one: its record's ``graph`` template, filled in."""
         ins = step.inputs
         x = ins[0] if ins else ""
-        mask = "no mask" if step.op == "cross_mha" or step.mask in (None, "none") else f"{step.mask} mask"
-        rotary = f", rotary base {step.base:g}" if step.base is not None else ""
-        if step.pairing == "half":
-            rotary += ", pairs (i, i + d/2)"
-        return OPS[step.op].graph.format(
-            x=x, a=x, b=ins[1] if len(ins) > 1 else "", hidden=hidden_formula(step) if step.op in ("ffn", "ffn_hidden") else "",
-            axis=step.axis or "C", out=step.out or "C", start=step.start, stop=step.stop, stream=step.stream or "x",
-            base=step.base or 0.0, pos=position_axis(step.name), ins=", ".join(ins), mask=mask, rotary=rotary,
-            over=", softmax over queries" if step.axis == "queries" else "",
-            tokens=f"{step.stream} tokens" if step.stream in ("source", "target") else "tokens",
-            head="Eᵀ" if self.spec.block.head == "tied" else "W_head",
-        )
+        rotary: Message | str = ""
+        if step.base is not None:
+            base = f"{step.base:g}"
+            rotary = msg(", rotary base {base}, pairs (i, i + d/2)", base=base) if step.pairing == "half" else msg(", rotary base {base}", base=base)
+        return msg(graph_template(OPS[step.op].graph),
+                   x=x, a=x, b=ins[1] if len(ins) > 1 else "", hidden=hidden_formula(step) if step.op in ("ffn", "ffn_hidden") else "",
+                   axis=step.axis or "C", out=step.out or "C", start=step.start, stop=step.stop, stream=step.stream or "x",
+                   base=f"{step.base or 0.0:g}", pos=position_axis(step.name), ins=", ".join(ins), mask=self.mask(step), rotary=rotary,
+                   over=msg(", softmax over queries") if step.axis == "queries" else "",
+                   tokens=msg("{stream} tokens", stream=step.stream) if step.stream in ("source", "target") else msg("tokens"),
+                   head="Eᵀ" if self.spec.block.head == "tied" else "W_head")
+
+    def mask(self, step: Step) -> Message:
+        return NO_MASK if step.op == "cross_mha" or step.mask in (None, "none") else MASKS.get(step.mask or "", msg("{mask} mask", mask=step.mask))
 
     def warning(self, step: Step) -> str:
         """The first contract the step breaks, as the run words it (static.py: the checks validate makes too)."""
@@ -155,8 +168,9 @@ class Graph:
         if not found:
             return ""
         v = found[0]
-        fact = v.message.removeprefix(f"{v.stage}: ")
-        return f"{v.kind} violation when run: {fact}"
+        m = v.message
+        fact = m.body if isinstance(m, Located) and m.where == v.stage else m.removeprefix(f"{v.stage}: ")
+        return msg("{kind} violation when run: {fact}", kind=kind_word(v.kind), fact=fact)
 
     def step_row(self, step: Step, rail: str) -> Row:
         return Row(rail, step.name, self.computes(step), self.shape(step.name), step.meaning, self.step_weights(step),
@@ -170,7 +184,7 @@ class Graph:
         elif step.op == "ffn":
             axes, sizes = self.spec.stage_shapes[step.inputs[0]]
             out.append(Row(rail, "", hidden_formula(step), shape_label(axes[:-1] + ("F",), sizes[:-1] + (self.spec.dims.F,)),
-                           "FFN hidden layer, inside the step (not recorded)", kind="unrecorded"))
+                           msg("FFN hidden layer, inside the step (not recorded)"), kind="unrecorded"))
         out.append(self.step_row(step, rail))
         return out
 
@@ -178,31 +192,36 @@ class Graph:
         p = internal_prefix(step)
         g = step.weights
         shapes = self.spec.stage_shapes
-        rotary = ", turned by rotary positions" if step.base is not None else ""
-        turned = "; q, k turned (rotary)" if step.base is not None else ""
+        rotary = step.base is not None
+
+        def turned(meaning: Message) -> Message:
+            return msg("{meaning}, turned by rotary positions", meaning=meaning) if rotary else meaning
+
         rows: list[Row] = []
         if shapes[f"{p}.q"] == shapes[f"{p}.k"] and step.op == "mha":
-            rows.append(Row(rail, f"{p}.q/k/v", f"{step.inputs[0]} W_Q, W_K, W_V; split into H = {self.spec.dims.H} heads{turned}",
-                            self.shape(f"{p}.q"), "queries, keys, values, split into heads" + rotary,
+            h = self.spec.dims.H
+            computes = (msg("{x} W_Q, W_K, W_V; split into H = {h} heads; q, k turned (rotary)", x=step.inputs[0], h=h) if rotary
+                        else msg("{x} W_Q, W_K, W_V; split into H = {h} heads", x=step.inputs[0], h=h))
+            rows.append(Row(rail, f"{p}.q/k/v", computes, self.shape(f"{p}.q"), turned(msg("queries, keys, values, split into heads")),
                             self.weights(g, ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v")), kind="internal"))
         else:
             memory = step.inputs[-1]
-            rows.append(Row(rail, f"{p}.q", f"{step.inputs[0]} W_Q; split into heads", self.shape(f"{p}.q"),
-                            ATTN_MEANINGS["q"] + rotary, self.weights(g, ("w_q", "b_q")), kind="internal"))
+            rows.append(Row(rail, f"{p}.q", msg("{x} W_Q; split into heads", x=step.inputs[0]), self.shape(f"{p}.q"),
+                            turned(ATTN_MEANINGS["q"]), self.weights(g, ("w_q", "b_q")), kind="internal"))
             dims = self.spec.dims
-            split = (f"split into H_kv = {dims.H_kv} heads, each read by H / H_kv = {dims.H // dims.H_kv} query heads"
-                     if dims.H_kv is not None else "split into heads")  # grouped-query attention
-            rows.append(Row(rail, f"{p}.k/v", f"{memory} W_K, W_V; {split}", self.shape(f"{p}.k"),
-                            f"keys and values from {memory}" + rotary, self.weights(g, ("w_k", "w_v", "b_k", "b_v")), kind="internal"))
+            kv = (msg("{m} W_K, W_V; split into H_kv = {hkv} heads, each read by H / H_kv = {g} query heads", m=memory, hkv=dims.H_kv,
+                      g=dims.H // dims.H_kv)
+                  if dims.H_kv is not None else msg("{m} W_K, W_V; split into heads", m=memory))  # grouped-query attention
+            rows.append(Row(rail, f"{p}.k/v", kv, self.shape(f"{p}.k"),
+                            turned(msg("keys and values from {m}", m=memory)), self.weights(g, ("w_k", "w_v", "b_k", "b_v")), kind="internal"))
         rows.append(Row(rail, f"{p}.scores", "q kᵀ / √d", self.shape(f"{p}.scores"), ATTN_MEANINGS["scores"], kind="internal"))
-        over = "queries" if step.axis == "queries" else "keys"
-        mask = "no mask" if step.op == "cross_mha" or step.mask in (None, "none") else f"{step.mask} mask"
-        rows.append(Row(rail, f"{p}.weights", f"{mask}; softmax over {over}", self.shape(f"{p}.weights"), ATTN_MEANINGS["weights"],
-                        kind="internal"))
+        softmax = (msg("{mask}; softmax over queries", mask=self.mask(step)) if step.axis == "queries"
+                   else msg("{mask}; softmax over keys", mask=self.mask(step)))
+        rows.append(Row(rail, f"{p}.weights", softmax, self.shape(f"{p}.weights"), ATTN_MEANINGS["weights"], kind="internal"))
         axes, sizes = shapes[f"{p}.q"]
-        rows.append(Row(rail, "", "weights @ v, per head", shape_label(axes, sizes), "values mixed by the weights (not recorded)",
+        rows.append(Row(rail, "", msg("weights @ v, per head"), shape_label(axes, sizes), msg("values mixed by the weights (not recorded)"),
                         kind="unrecorded"))
-        rows.append(Row(rail, f"{p}.heads", "concatenate the heads", self.shape(f"{p}.heads"), ATTN_MEANINGS["heads"], kind="internal"))
+        rows.append(Row(rail, f"{p}.heads", msg("concatenate the heads"), self.shape(f"{p}.heads"), ATTN_MEANINGS["heads"], kind="internal"))
         return rows
 
     # -- sections ---------------------------------------------------------
@@ -230,23 +249,23 @@ class Graph:
                 out.append((*key, [step]))
         return out
 
-    def plain_section(self, stack: str, where: str, kind: str, steps: list[Step]) -> Section:
+    def plain_section(self, title: Message, kind: str, steps: list[Step]) -> Section:
         """A section without a residual path: 'before the block', 'after the stack'."""
-        who = stack.rstrip(".") + ": " if stack else ""
-        return Section(f"{who}{where}", [r for step in steps for r in self.rows(step, "")], kind=kind)
+        return Section(title, [r for step in steps for r in self.rows(step, "")], kind=kind)
 
     def entry_section(self, stack: str, steps: list[Step]) -> Section:
-        s = self.plain_section(stack, "before the block", "entry", steps)
+        title = msg("{stack}: before the block", stack=stack.rstrip(".")) if stack else msg("before the block")
+        s = self.plain_section(title, "entry", steps)
         ops = {st.op for st in steps}
         if "add_position" in ops:
-            s.note = "Positions are added here, before the block: a position is not a token appended to the sequence."
+            s.note = msg("Positions are added here, before the block: a position is not a token appended to the sequence.")
         elif any(st.base is not None for st in self.steps if st.op in ("mha", "cross_mha") and st.name.startswith(stack)):
-            s.note = "Rotary positions: no position vectors are added; q and k are turned inside each attention."
+            s.note = msg("Rotary positions: no position vectors are added; q and k are turned inside each attention.")
         else:
-            s.note = "No positions: the block cannot tell the order of the tokens."
+            s.note = msg("No positions: the block cannot tell the order of the tokens.")
         return s
 
-    def layer_sections(self, label: str, steps: list[Step]) -> list[Section]:
+    def layer_sections(self, layer: Message | None, steps: list[Step]) -> list[Section]:
         sections: list[Section] = []
         start = 0
         for k, step in enumerate(steps):
@@ -257,11 +276,13 @@ class Graph:
             chunk = steps[start:k]
             start = k + 1
             n = len(sections)
-            title = f"{label}{ORDINALS[n] if n < len(ORDINALS) else f'residual path {n + 1}:'}"
-            s = Section(f"{title}{' residual path' if n < len(ORDINALS) else ''}: {step.name} = {' + '.join(step.inputs)}")
+            path = ORDINALS[n] if n < len(ORDINALS) else msg("residual path {n}:", n=n + 1)
+            added = f"{step.name} = {' + '.join(step.inputs)}"
+            s = Section(msg("{layer}: {path}: {rest}", layer=layer, path=path, rest=added) if layer is not None
+                        else msg("{path}: {rest}", path=path, rest=added))
             names = [st.name for st in chunk]
             if skip not in names:
-                s.rows.append(Row("source", skip, "", self.shape(skip), "the residual stream, into this path", kind="input"))
+                s.rows.append(Row("source", skip, "", self.shape(skip), msg("the residual stream, into this path"), kind="input"))
             rail = "" if skip in names else "through"
             for st in chunk:
                 if st.name == skip:
@@ -270,7 +291,7 @@ class Graph:
                 else:
                     s.rows += self.rows(st, rail)
             s.rows += self.rows(step, "add")
-            s.note = f"{skip} goes two ways: through the steps on the rail, and unchanged into the add."
+            s.note = msg("{x} goes two ways: through the steps on the rail, and unchanged into the add.", x=skip)
             sections.append(s)
         rest = steps[start:]
         if rest:
@@ -278,13 +299,21 @@ class Graph:
             if sections:
                 sections[-1].rows += rows
             else:
-                sections.append(Section(f"{label}no residual add: the steps in order", rows, kind="stream"))
+                title = (msg("{layer}: no residual add: the steps in order", layer=layer) if layer is not None
+                         else msg("no residual add: the steps in order"))
+                sections.append(Section(title, rows, kind="stream"))
         return sections
 
     def exit_section(self, stack: str, steps: list[Step]) -> Section:
-        s = self.plain_section(stack, f"after the {'stack' if self.layers(stack) > 1 else 'block'}", "exit", steps)
+        many = self.layers(stack) > 1
+        if stack:
+            who = stack.rstrip(".")
+            title = msg("{stack}: after the stack", stack=who) if many else msg("{stack}: after the block", stack=who)
+        else:
+            title = msg("after the stack") if many else msg("after the block")
+        s = self.plain_section(title, "exit", steps)
         if stack == ENCODER:
-            s.note = f"{steps[-1].name} is the memory: every cross-attention of the decoder reads its keys and values from it."
+            s.note = msg("{name} is the memory: every cross-attention of the decoder reads its keys and values from it.", name=steps[-1].name)
         return s
 
     def layers(self, stack: str) -> int:
@@ -303,25 +332,32 @@ class Graph:
                 n = self.layers(stack)
                 if layer is not None and n > MAX_LAYERS_DRAWN and 0 < layer < n - 1:
                     if layer == 1:
-                        out.append(Section(f"{stack}blocks.1 to {stack}blocks.{n - 2}: {n - 2} more layers, the same steps "
-                                           f"as {stack}blocks.0, each with its own weights", kind="skipped"))
+                        out.append(Section(msg("{a} to {b}: {n} more layers, the same steps as {c}, each with its own weights",
+                                               a=f"{stack}blocks.1", b=f"{stack}blocks.{n - 2}", n=n - 2, c=f"{stack}blocks.0"), kind="skipped"))
                     continue
-                who = stack.rstrip(".") + " " if stack else ""
-                label = f"{who}layer blocks.{layer}: " if layer is not None else (f"{who}layer: " if who else "")
-                out += self.layer_sections(label, steps)
+                out += self.layer_sections(self.layer_label(stack, layer), steps)
         return out
+
+    @staticmethod
+    def layer_label(stack: str, layer: int | None) -> Message | None:
+        """'encoder layer blocks.0', 'layer blocks.1', 'decoder layer', or None (one plain layer)."""
+        name = f"blocks.{layer}"
+        if stack == ENCODER:
+            return msg("encoder layer {name}", name=name) if layer is not None else msg("encoder layer")
+        if stack:
+            return msg("decoder layer {name}", name=name) if layer is not None else msg("decoder layer")
+        return msg("layer {name}", name=name) if layer is not None else None
 
 
 # -- drawing -----------------------------------------------------------------
 STYLE = {"step": "", "internal": "dim", "unrecorded": "dim italic", "input": "cyan"}
 
 
-def _kind(spec: Spec) -> str:
+def _kind(spec: Spec) -> Message:
     if spec.model == "encoder-decoder":
-        return "encoder-decoder"
-    order = "the spec's own steps" if spec.block.norm_order == "custom" else f"{spec.block.norm_order}-norm"
-    layers = spec.block.layers
-    return f"{order}, {layers} layer{'s' if layers > 1 else ''}"
+        return msg("encoder-decoder")
+    order = {"pre": msg("pre-norm"), "post": msg("post-norm")}.get(spec.block.norm_order, msg("the spec's own steps"))
+    return nmsg("{order}, {n} layer", "{order}, {n} layers", spec.block.layers, order=order)
 
 
 def legend() -> Text:
@@ -338,11 +374,9 @@ def legend() -> Text:
 def localise(sections: list[Section]) -> list[Section]:
     """Titles, notes and cells in the current language (built in English, translated here at the edge)."""
     for s in sections:
-        s.title, s.note = message(s.title), message(s.note)
+        s.title, s.note = render(s.title), render(s.note)
         for row in s.rows:
-            row.computes, row.warning, row.weights = message(row.computes), message(row.warning), message(row.weights)
-            translated = meaning(row.meaning)
-            row.meaning = message(row.meaning) if translated == row.meaning else translated
+            row.computes, row.warning, row.weights, row.meaning = render(row.computes), render(row.warning), render(row.weights), render(row.meaning)
     return sections
 
 
@@ -447,7 +481,7 @@ class Figure:
         spec = self.spec
         head = Text()
         head.append(spec.name, style="bold")
-        head.append("\n" + tr("{kind}; {dims}", kind=message(_kind(spec)), dims=", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
+        head.append("\n" + tr("{kind}; {dims}", kind=render(_kind(spec)), dims=", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
                     + "\n")
         head.append_text(legend())
         return head

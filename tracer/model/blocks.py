@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from tracer.messages import Message, msg
 from tracer.model.ops import GROUPED_KV_KEYS, OPS, WEIGHT_GROUPS, internal_prefix
 from tracer.model.shapes import Shape
 
@@ -23,7 +24,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     op: str  # an op of OPS
     inputs: tuple[str, ...]  # stage names read
     weights: str | None = None  # weight group: norm1, attn, ffn, blocks.0.attn, embedding, ...
-    meaning: str = ""  # what the stage is, as Table 17.1 words it
+    meaning: str = ""  # what the stage is, as Table 17.1 words it: a Message (built in), or a spec's own words
     axis: str | None = None  # layer_norm: statistics axis; select: axis sliced; mha: softmax over keys | queries
     start: int | None = None  # select: first index kept
     stop: int | None = None  # select: one past the last index kept
@@ -70,56 +71,65 @@ def group_kind(step: Step) -> str | None:
 
 
 # -- layer templates -------------------------------------------------------
+# A meaning is a Message whose norm and activation are fields: configure gives them anew (RMS
+# normalisation, RMS_; GELU), and the Chinese is the template's, filled with the same fields.
+NORMALISATION = msg("normalisation")
+ACTIVATION = msg("the activation")
+NORM_WORDS: dict[str, tuple[Message, str]] = {  # a preset's norm: its word and the letters that replace LN_
+    "rmsnorm": (msg("RMS normalisation"), "RMS_"),
+    "batchnorm": (msg("batch normalisation (over B and T)"), "BN_"),
+}
+
 # Example 17.2 / section 17.5: N1 = LN1(X), U = MHA(N1), R = X + U, N2 = LN2(R), Y = R + FFN(N2)
 PRE_NORM: tuple[Step, ...] = (
-    Step("norm1", "layer_norm", ("x",), "norm1", "first normalisation, N_1 = LN_1(X)"),
-    Step("attention", "mha", ("norm1",), "attn", "attention output, U = MHA(N_1)"),
-    Step("residual1", "add", ("x", "attention"), None, "first residual add, R = X + U"),
-    Step("norm2", "layer_norm", ("residual1",), "norm2", "second normalisation, N_2 = LN_2(R)"),
-    Step("hidden", "ffn_hidden", ("norm2",), "ffn", "FFN after the activation, act(N_2 W_1 + b_1)"),
-    Step("ffn", "ffn_out", ("hidden",), "ffn", "FFN output, hidden W_2 + b_2"),
-    Step("output", "add", ("residual1", "ffn"), None, "block output, Y = R + FFN(N_2)"),
+    Step("norm1", "layer_norm", ("x",), "norm1", msg("first {norm}, N_1 = {LN}1(X)", norm=NORMALISATION, LN="LN_")),
+    Step("attention", "mha", ("norm1",), "attn", msg("attention output, U = MHA(N_1)")),
+    Step("residual1", "add", ("x", "attention"), None, msg("first residual add, R = X + U")),
+    Step("norm2", "layer_norm", ("residual1",), "norm2", msg("second {norm}, N_2 = {LN}2(R)", norm=NORMALISATION, LN="LN_")),
+    Step("hidden", "ffn_hidden", ("norm2",), "ffn", msg("FFN after {act}, {actf}(N_2 W_1 + b_1)", act=ACTIVATION, actf="act")),
+    Step("ffn", "ffn_out", ("hidden",), "ffn", msg("FFN output, hidden W_2 + b_2")),
+    Step("output", "add", ("residual1", "ffn"), None, msg("block output, Y = R + FFN(N_2)")),
 )
 
 # Section 17.6: R_post = LN1(X + MHA(X)), Y_post = LN2(R_post + FFN(R_post))
 POST_NORM: tuple[Step, ...] = (
-    Step("attention", "mha", ("x",), "attn", "attention output, U = MHA(X)"),
-    Step("residual1", "add", ("x", "attention"), None, "first residual add, X + U"),
-    Step("norm1", "layer_norm", ("residual1",), "norm1", "first normalisation, R_post = LN_1(X + U)"),
-    Step("hidden", "ffn_hidden", ("norm1",), "ffn", "FFN after the activation, act(R_post W_1 + b_1)"),
-    Step("ffn", "ffn_out", ("hidden",), "ffn", "FFN output, hidden W_2 + b_2"),
-    Step("residual2", "add", ("norm1", "ffn"), None, "second residual add, R_post + FFN(R_post)"),
-    Step("norm2", "layer_norm", ("residual2",), "norm2", "second normalisation, LN_2(R_post + FFN)"),
-    Step("output", "identity", ("norm2",), None, "block output, Y_post"),
+    Step("attention", "mha", ("x",), "attn", msg("attention output, U = MHA(X)")),
+    Step("residual1", "add", ("x", "attention"), None, msg("first residual add, X + U")),
+    Step("norm1", "layer_norm", ("residual1",), "norm1", msg("first {norm}, R_post = {LN}1(X + U)", norm=NORMALISATION, LN="LN_")),
+    Step("hidden", "ffn_hidden", ("norm1",), "ffn", msg("FFN after {act}, {actf}(R_post W_1 + b_1)", act=ACTIVATION, actf="act")),
+    Step("ffn", "ffn_out", ("hidden",), "ffn", msg("FFN output, hidden W_2 + b_2")),
+    Step("residual2", "add", ("norm1", "ffn"), None, msg("second residual add, R_post + FFN(R_post)")),
+    Step("norm2", "layer_norm", ("residual2",), "norm2", msg("second {norm}, {LN}2(R_post + FFN)", norm=NORMALISATION, LN="LN_")),
+    Step("output", "identity", ("norm2",), None, msg("block output, Y_post")),
 )
 
 # Guide section 9: a decoder layer of an encoder-decoder has masked self-attention, cross-attention
 # (queries from the decoder, keys and values from the encoder output "memory") and the FFN.
 DECODER_PRE_NORM: tuple[Step, ...] = (
-    Step("norm1", "layer_norm", ("x",), "norm1", "first normalisation, LN_1(X)"),
-    Step("attention", "mha", ("norm1",), "attn", "masked self-attention"),
-    Step("residual1", "add", ("x", "attention"), None, "first residual add"),
-    Step("norm2", "layer_norm", ("residual1",), "norm2", "second normalisation"),
-    Step("cross_attention", "cross_mha", ("norm2", "memory"), "cross_attn", "cross-attention: decoder queries, encoder keys and values"),
-    Step("residual2", "add", ("residual1", "cross_attention"), None, "second residual add"),
-    Step("norm3", "layer_norm", ("residual2",), "norm3", "third normalisation"),
-    Step("hidden", "ffn_hidden", ("norm3",), "ffn", "FFN after the activation"),
-    Step("ffn", "ffn_out", ("hidden",), "ffn", "FFN output"),
-    Step("output", "add", ("residual2", "ffn"), None, "decoder layer output"),
+    Step("norm1", "layer_norm", ("x",), "norm1", msg("first {norm}, {LN}1(X)", norm=NORMALISATION, LN="LN_")),
+    Step("attention", "mha", ("norm1",), "attn", msg("masked self-attention")),
+    Step("residual1", "add", ("x", "attention"), None, msg("first residual add")),
+    Step("norm2", "layer_norm", ("residual1",), "norm2", msg("second {norm}", norm=NORMALISATION)),
+    Step("cross_attention", "cross_mha", ("norm2", "memory"), "cross_attn", msg("cross-attention: decoder queries, encoder keys and values")),
+    Step("residual2", "add", ("residual1", "cross_attention"), None, msg("second residual add")),
+    Step("norm3", "layer_norm", ("residual2",), "norm3", msg("third {norm}", norm=NORMALISATION)),
+    Step("hidden", "ffn_hidden", ("norm3",), "ffn", msg("FFN after {act}", act=ACTIVATION)),
+    Step("ffn", "ffn_out", ("hidden",), "ffn", msg("FFN output")),
+    Step("output", "add", ("residual2", "ffn"), None, msg("decoder layer output")),
 )
 
 DECODER_POST_NORM: tuple[Step, ...] = (
-    Step("attention", "mha", ("x",), "attn", "masked self-attention"),
-    Step("residual1", "add", ("x", "attention"), None, "first residual add"),
-    Step("norm1", "layer_norm", ("residual1",), "norm1", "first normalisation, LN_1(X + U)"),
-    Step("cross_attention", "cross_mha", ("norm1", "memory"), "cross_attn", "cross-attention: decoder queries, encoder keys and values"),
-    Step("residual2", "add", ("norm1", "cross_attention"), None, "second residual add"),
-    Step("norm2", "layer_norm", ("residual2",), "norm2", "second normalisation"),
-    Step("hidden", "ffn_hidden", ("norm2",), "ffn", "FFN after the activation"),
-    Step("ffn", "ffn_out", ("hidden",), "ffn", "FFN output"),
-    Step("residual3", "add", ("norm2", "ffn"), None, "third residual add"),
-    Step("norm3", "layer_norm", ("residual3",), "norm3", "third normalisation"),
-    Step("output", "identity", ("norm3",), None, "decoder layer output"),
+    Step("attention", "mha", ("x",), "attn", msg("masked self-attention")),
+    Step("residual1", "add", ("x", "attention"), None, msg("first residual add")),
+    Step("norm1", "layer_norm", ("residual1",), "norm1", msg("first {norm}, {LN}1(X + U)", norm=NORMALISATION, LN="LN_")),
+    Step("cross_attention", "cross_mha", ("norm1", "memory"), "cross_attn", msg("cross-attention: decoder queries, encoder keys and values")),
+    Step("residual2", "add", ("norm1", "cross_attention"), None, msg("second residual add")),
+    Step("norm2", "layer_norm", ("residual2",), "norm2", msg("second {norm}", norm=NORMALISATION)),
+    Step("hidden", "ffn_hidden", ("norm2",), "ffn", msg("FFN after {act}", act=ACTIVATION)),
+    Step("ffn", "ffn_out", ("hidden",), "ffn", msg("FFN output")),
+    Step("residual3", "add", ("norm2", "ffn"), None, msg("third residual add")),
+    Step("norm3", "layer_norm", ("residual3",), "norm3", msg("third {norm}", norm=NORMALISATION)),
+    Step("output", "identity", ("norm3",), None, msg("decoder layer output")),
 )
 
 NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM}
@@ -146,12 +156,19 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
         changes: dict[str, Any] = {}
         if preset and step.op == "layer_norm" and s.norm != "layernorm":
             changes["op"] = NORMS[s.norm]
-            word, letters = {"rmsnorm": ("RMS normalisation", "RMS_"), "batchnorm": ("batch normalisation (over B and T)", "BN_")}[s.norm]
-            changes["meaning"] = step.meaning.replace("normalisation", word).replace("LN_", letters)
+            word, letters = NORM_WORDS[s.norm]
+            meaning = step.meaning
+            if isinstance(meaning, Message) and "norm" in meaning.fields:
+                changes["meaning"] = meaning.refill(norm=word, **({"LN": letters} if "LN" in meaning.fields else {}))
         if step.op in ("ffn", "ffn_hidden", "ffn_out") and step.activation is None:
             changes["activation"] = s.activation
             name = ACTIVATION_NAMES[s.activation]
-            changes["meaning"] = step.meaning.replace("after the activation", f"after {name}").replace("act(", f"{name}(")
+            meaning = step.meaning
+            if isinstance(meaning, Message):
+                named = {k: name for k in ("act", "actf") if k in meaning.fields}
+                changes["meaning"] = meaning.refill(**named) if named else meaning
+            else:  # a spec's own words, as before
+                changes["meaning"] = meaning.replace("after the activation", f"after {name}").replace("act(", f"{name}(")
         if step.op == "mha":
             if step.mask is None:
                 changes["mask"] = s.mask
@@ -204,35 +221,35 @@ def entry(prefix: str, stream: str, s: StackSettings, uses_tokens: bool) -> tupl
     if s.positions == "learned":
         steps.append(Step(prefix + "position", "position_table", (), "position", OPS["position_table"].meaning))
     elif s.positions == "sinusoidal":
-        steps.append(Step(prefix + "position", "sinusoidal", (), None, f"sinusoidal positions, base {s.position_base:g}",
+        steps.append(Step(prefix + "position", "sinusoidal", (), None, msg("sinusoidal positions, base {base}", base=f"{s.position_base:g}"),
                           base=s.position_base))
     if s.positions in ("learned", "sinusoidal"):
-        steps.append(Step(prefix + "x", "add_position", (first.name, prefix + "position"), None, "token + position, X"))
+        steps.append(Step(prefix + "x", "add_position", (first.name, prefix + "position"), None, OPS["add_position"].meaning))
     else:
-        why = "rotary positions act inside attention" if s.positions == "rotary" else "no positions"
-        steps.append(Step(prefix + "x", "identity", (first.name,), None, f"X ({why})"))
+        x = msg("X (rotary positions act inside attention)") if s.positions == "rotary" else msg("X (no positions)")
+        steps.append(Step(prefix + "x", "identity", (first.name,), None, x))
     return steps, prefix + "x"
 
 
 def final_norm(prefix: str, last: str, s: StackSettings) -> Step:
     op = NORMS[s.norm]
-    return Step(prefix + "final_norm", op, (last,), prefix + "final_norm", "final normalisation after the stack")
+    return Step(prefix + "final_norm", op, (last,), prefix + "final_norm", msg("final normalisation after the stack"))
 
 
 def head_steps(last: str) -> list[Step]:
     return [
-        Step("logits", "head", (last,), "head", "logits over the vocabulary"),
-        Step("probs", "softmax", ("logits",), None, "next-token probabilities, softmax over V"),
+        Step("logits", "head", (last,), "head", msg("logits over the vocabulary")),
+        Step("probs", "softmax", ("logits",), None, msg("next-token probabilities, softmax over V")),
     ]
 
 
-ATTN_MEANINGS: dict[str, str] = {
-    "q": "queries, split into heads",
-    "k": "keys, split into heads",
-    "v": "values, split into heads",
-    "scores": "scores QK^T / sqrt(d), before the mask",
-    "weights": "attention weights, softmax over keys after the mask",
-    "heads": "heads mixed and concatenated, before W_O",
+ATTN_MEANINGS: dict[str, Message] = {
+    "q": msg("queries, split into heads"),
+    "k": msg("keys, split into heads"),
+    "v": msg("values, split into heads"),
+    "scores": msg("scores QK^T / sqrt(d), before the mask"),
+    "weights": msg("attention weights, softmax over keys after the mask"),
+    "heads": msg("heads mixed and concatenated, before W_O"),
 }
 
 
@@ -278,3 +295,27 @@ def output_shape(step: Step, ins: list[Shape], sizes: dict[str, int], pos: str =
     if op is None:
         raise ValueError(f"unknown op {step.op!r}")
     return op.shape(step, ins, sizes, pos)
+
+
+def known_meaning(text: str) -> str:
+    """A meaning a spec writes itself, word for word one of the built-in ones, is that meaning (so it is translated
+    as the built-in one is); any other words stay as written.  A lookup of the whole text, nothing parsed."""
+    return _known_meanings().get(text, text)
+
+
+_KNOWN: dict[str, Message] = {}
+
+
+def _known_meanings() -> dict[str, Message]:
+    if not _KNOWN:
+        found: list[Message] = [op.meaning for op in OPS.values()] + list(ATTN_MEANINGS.values())
+        for norm in NORMS:
+            for activation in ACTIVATIONS:
+                settings = StackSettings(norm=norm, activation=activation)
+                for template in (*NORM_ORDERS.values(), *DECODER_NORM_ORDERS.values()):
+                    found += [s.meaning for s in configure(template, settings, preset=True) if isinstance(s.meaning, Message)]
+        found += [s.meaning for s in [final_norm("", "x", StackSettings()), *head_steps("x")] if isinstance(s.meaning, Message)]
+        for positions in ("learned", "rotary", "none"):
+            found += [s.meaning for s in entry("", "tokens", StackSettings(positions=positions), True)[0] if isinstance(s.meaning, Message)]
+        _KNOWN.update({str(m): m for m in found})
+    return _KNOWN

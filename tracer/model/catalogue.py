@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from tracer.errors import UsageError
-from tracer.messages import Message, msg
+from tracer.messages import Message, join, msg
 from tracer.model import blocks
 from tracer.model.blocks import ATTN_MEANINGS, StackSettings, Step
 from tracer.model.ops import OPS
@@ -72,9 +72,19 @@ STACK_NOTE = ("In a stack (block.layers > 1) every layer stage is prefixed with 
               "blocks.1.norm1, ...; in an encoder-decoder with encoder.blocks.N. and decoder.blocks.N.")
 
 
-def formula(step: Step) -> str:
+def formula_template(template: str) -> str:
+    """A formula's template with named fields, as the catalogue of messages keys it: {0} -> {a}, {1} -> {b}."""
+    return template.replace("{0}", "{a}").replace("{1}", "{b}")
+
+
+def filled(template: str, a: object = "", b: object = "") -> Message:
+    """A formula (a record's, ACTIVATION_FORMULAS', INTERNAL_FORMULAS') as a message: {0} and {1} are the stages it reads."""
+    return msg(formula_template(template), a=a, b=b)
+
+
+def formula(step: Step) -> Message:
     template = ACTIVATION_FORMULAS[step.activation or "relu"] if step.op == "ffn_hidden" else OPS[step.op].formula
-    return template.format(*step.inputs)
+    return filled(template, *step.inputs[:2])
 
 
 def _infos(section: str, steps: Iterable[Step], shapes: dict[str, Shape], prefix: str = "") -> list[StageInfo]:
@@ -98,7 +108,7 @@ def _shapes(steps: Sequence[Step], known: dict[str, Shape], pos: str = "T") -> d
 def _internals(section: str, step: Step, shapes: dict[str, Shape], prefix: str = "") -> list[StageInfo]:
     p = blocks.internal_prefix(step)
     kv = step.inputs[-1]
-    return [StageInfo(f"{prefix}{p}.{key}", section, meaning, INTERNAL_FORMULAS[key].format(step.inputs[0], kv),
+    return [StageInfo(f"{prefix}{p}.{key}", section, meaning, filled(INTERNAL_FORMULAS[key], step.inputs[0], kv),
                       shapes[f"{p}.{key}"][0]) for key, meaning in ATTN_MEANINGS.items()]
 
 
@@ -143,18 +153,22 @@ def build() -> list[StageInfo]:
         for info in _infos(seq2seq, layer, shapes, prefix="decoder.blocks.N."):
             if (info.name, info.meaning, info.formula) not in seen:  # post-norm: only what differs from pre-norm
                 seen.add((info.name, info.meaning, info.formula))
-                entries.append(dataclasses.replace(info, meaning=info.meaning + f" ({order}-norm decoder layer)"))
+                decoder = (msg("{meaning} (pre-norm decoder layer)", meaning=info.meaning) if order == "pre"
+                           else msg("{meaning} (post-norm decoder layer)", meaning=info.meaning))
+                entries.append(dataclasses.replace(info, meaning=decoder))
         if order == "pre":  # the attention internals: self-attention (attn.*) and cross-attention (cross.*)
             for step in (s for s in layer if s.op in ("mha", "cross_mha")):
                 entries += _internals(seq2seq, step, shapes, prefix="decoder.blocks.N.")
-    entries.append(StageInfo("encoder.blocks.N.<stage>", seq2seq, "an encoder layer: the pre-norm or post-norm layer's "
-                             "stages over the S source positions, attention unmasked", "as the layer stage of that name",
+    entries.append(StageInfo("encoder.blocks.N.<stage>", seq2seq, msg("an encoder layer: the pre-norm or post-norm layer's "
+                             "stages over the S source positions, attention unmasked"), msg("as the layer stage of that name"),
                              ("B", "S", "C")))
-    for side, pos, what in (("encoder.", "S", "the encoder output: the memory cross-attention reads"),
-                            ("decoder.", "T", "the decoder output")):
+    for side, pos in (("encoder.", "S"), ("decoder.", "T")):
         step = blocks.final_norm(side, "output", plain)
-        entries.append(StageInfo(step.name, seq2seq, f"{step.meaning} ({what})", OPS["layer_norm"].formula.format(what.split(":")[0]),
-                                 ("B", pos, "C")))
+        if side == "encoder.":
+            meaning, output = msg("{meaning} (the encoder output: the memory cross-attention reads)", meaning=step.meaning), msg("the encoder output")
+        else:
+            meaning, output = msg("{meaning} (the decoder output)", meaning=step.meaning), msg("the decoder output")
+        entries.append(StageInfo(step.name, seq2seq, meaning, filled(OPS["layer_norm"].formula, output), ("B", pos, "C")))
 
     # variants: the same names, other arithmetic
     for field, value in (("norm", "rmsnorm"), ("norm", "batchnorm"), ("activation", "gelu"), ("activation", "gelu_tanh"),
@@ -164,7 +178,7 @@ def build() -> list[StageInfo]:
         base = {s.name: s for s in blocks.configure(blocks.PRE_NORM, plain, preset=True)}
         for step in layer:
             if formula(step) != formula(base[step.name]):
-                entries.append(StageInfo(step.name, variants, f"{step.meaning} (block.{field}: {value})",
+                entries.append(StageInfo(step.name, variants, msg("{meaning} (block.{field}: {value})", meaning=step.meaning, field=field, value=value),
                                          formula(step), shapes[step.name][0]))
     entries += _attention_variants(variants)
     unique: dict[tuple[str, ...], StageInfo] = {}
@@ -174,7 +188,6 @@ def build() -> list[StageInfo]:
 
 
 ROTARY_PAIRS = {"interleaved": "(2i, 2i+1)", "half": "(i, i + d/2)"}
-GROUPED = " (grouped-query attention, dims.H_kv < H)"
 
 
 def _attention_variants(section: str) -> list[StageInfo]:
@@ -183,21 +196,23 @@ def _attention_variants(section: str) -> list[StageInfo]:
     for pairing, pair in ROTARY_PAIRS.items():
         layer, shapes = _layer(blocks.PRE_NORM, StackSettings(positions="rotary", rotary_pairing=pairing))
         attention = next(s for s in layer if s.op == "mha")
-        suffix = "" if pairing == "interleaved" else f" (block.rotary_pairing: {pairing})"
         for info in _internals(section, attention, shapes):
             if info.name in ("attn.q", "attn.k"):
-                turn = f"; pair i = {pair} of each head turned by the angle t * base^(-2i/d) at position t"
-                out.append(dataclasses.replace(info, meaning=info.meaning + ", turned by rotary positions" + suffix,
-                                               formula=info.formula + turn))
+                turn = msg("pair i = {pair} of each head turned by the angle t * base^(-2i/d) at position t", pair=pair)
+                meaning = msg("{meaning}, turned by rotary positions", meaning=info.meaning)
+                if pairing != "interleaved":
+                    meaning = msg("{meaning} (block.{field}: {value})", meaning=meaning, field="rotary_pairing", value=pairing)
+                out.append(dataclasses.replace(info, meaning=meaning, formula=join([info.formula, turn])))
     layer, _ = _layer(blocks.PRE_NORM, StackSettings())
     attention = next(s for s in layer if s.op == "mha")
     x = (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))
     grouped = blocks.attention_internals(attention, x, x, {**SIZES, "H_kv": 1})
     for key in ("k", "v"):
         axes = grouped[f"attn.{key}"][0]
-        out.append(StageInfo(f"attn.{key}", section, ATTN_MEANINGS[key] + GROUPED,
-                             f"{attention.inputs[0]} W_{key.upper()} + b_{key.upper()}, split into H_kv heads of width d; "
-                             "query head h reads head h // (H / H_kv)", axes))
+        split = (msg("{a} W_K + b_K, split into H_kv heads of width d", a=attention.inputs[0]) if key == "k"
+                 else msg("{a} W_V + b_V, split into H_kv heads of width d", a=attention.inputs[0]))
+        out.append(StageInfo(f"attn.{key}", section, msg("{meaning} (grouped-query attention, dims.H_kv < H)", meaning=ATTN_MEANINGS[key]),
+                             join([split, msg("query head h reads head h // (H / H_kv)")]), axes))
     return out
 
 

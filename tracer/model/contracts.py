@@ -20,6 +20,16 @@ if TYPE_CHECKING:
 
 Shape = tuple[int, ...]
 ROW_BLOCK = 256  # attention works a block of query rows at a time (kernels.attend); tracer.spec.memory counts one block
+# A violation's kind as a word inside a sentence ('a broadcast violation'): the JSON's kind stays the English word.
+KIND_WORDS: dict[str, Message] = {"broadcast": msg("broadcast"), "axis": msg("axis"), "position": msg("position"),
+                                  "nonfinite": msg("nonfinite"), "causality": msg("causality"), "verify": msg("verify")}
+
+
+def kind_word(kind: str) -> Message | str:
+    """The kind's word (a hand-edited trace's unknown kind as written)."""
+    return KIND_WORDS.get(kind, kind)
+
+
 AXIS_WORDS = {"B": "samples", "T": "positions", "C": "coordinates", "F": "hidden units", "H": "heads"}
 
 
@@ -186,7 +196,7 @@ def position_violation(spec: Spec, step: Step) -> Violation | None:
         return None
     return Violation(
         kind="position", stage=step.name,
-        message=msg("{name}: {axes} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {x})", name=step.name, axes=axes[0], T=T, T_max=T_max, x=T_max - 1),
+        message=at(step.name, msg("{axes} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {x})", axes=axes[0], T=T, T_max=T_max, x=T_max - 1)),
         shapes={"position": shape_label(("T_max", "C"), (T_max, C)), "x": shape_label(("B", axes[0], "C"), (spec.dims.B, T, C))},
         rule=msg("a learned position table has one row for each position 0 .. T_max-1, and no more"),
         numpy_would=msg("slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)", T=T, T_max=T_max),

@@ -31,8 +31,8 @@ import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tracer import i18n
 from tracer.errors import BrokenContract, ShapeError
+from tracer.messages import Message, given, msg
 from tracer.model import contracts
 from tracer.model.contracts import ROW_BLOCK
 from tracer.model.shapes import ITEMSIZE, PY_VALUE_BYTES, Shape, shape_label
@@ -49,8 +49,7 @@ Temporaries = Callable[["Spec", "Step", int, int], int]
 class Op(NamedTuple):  # NamedTuples, not dataclasses: a tenth of the import time, and tracer starts on every call
     name: str
     arity: int
-    meaning: str
-    zh: str
+    meaning: Message  # its English and, beside it, its Chinese (messages.given)
     formula: str
     expr: str
     graph: str
@@ -132,8 +131,8 @@ TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_m
 def _need_width(op: str, axes: tuple[str, ...], shape: tuple[int, ...], letter: str, sizes: Mapping[str, int]) -> None:
     """The op's weights are sized for a full last axis: a slice of it (select along C or F) does not fit."""
     if len(axes) != 3 or axes[-1] != letter or shape[-1] != sizes[letter]:
-        raise ValueError(f"{op} reads [B,{axes[1] if len(axes) == 3 else 'T'},{letter}] with {letter} = {sizes[letter]}, "
-                         f"received {shape_label(axes, shape)}")
+        raise ValueError(msg("{op} reads [B,{x},{letter}] with {letter} = {sizes}, received {axes}", op=op, x=axes[1] if len(axes) == 3 else "T",
+                             letter=letter, sizes=sizes[letter], axes=shape_label(axes, shape)))
 
 
 def _stream(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # embed, input: [B,T,C]
@@ -161,14 +160,15 @@ def _first(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> 
 def _add_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:
     (a_axes, a), (b_axes, b) = ins
     if len(a) != len(b) or not all(x == y or 1 in (x, y) for x, y in zip(a, b)):
-        raise ValueError(f"cannot add {shape_label(a_axes, a)} and {shape_label(b_axes, b)}: NumPy cannot broadcast them either")
+        raise ValueError(msg("cannot add {a_axes} and {b_axes}: NumPy cannot broadcast them either", a_axes=shape_label(a_axes, a), b_axes=shape_label(b_axes, b)))
     return a_axes, tuple(max(x, y) for x, y in zip(a, b))
 
 
 def _mha_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:
     axes, shape = _same_over_c(step, ins, sizes, pos)
     if shape[1] != sizes[axes[1]]:
-        raise ValueError(f"mha reads all {axes[1]} = {sizes[axes[1]]} positions (its mask is [{axes[1]},{axes[1]}]), received {shape_label(axes, shape)}")
+        raise ValueError(msg("mha reads all {axes} = {sizes} positions (its mask is [{axes},{axes}]), received {axes2}", axes=axes[1], sizes=sizes[axes[1]],
+                             axes2=shape_label(axes, shape)))
     return axes, shape
 
 
@@ -176,7 +176,7 @@ def _cross_mha_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos
     axes, shape = _same_over_c(step, ins, sizes, pos)
     m_axes, m_shape = ins[1]
     if m_axes[-1:] != ("C",) or len(m_axes) != 3 or m_shape[0] != shape[0]:
-        raise ValueError(f"cross_mha reads memory [B,S,C], received {shape_label(m_axes, m_shape)}")
+        raise ValueError(msg("cross_mha reads memory [B,S,C], received {m_axes}", m_axes=shape_label(m_axes, m_shape)))
     return axes, shape
 
 
@@ -207,12 +207,12 @@ def _head_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str
 def _select_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:
     axes, shape = ins[0]
     if step.axis is None or step.start is None or step.stop is None:
-        raise ValueError("select needs its axis, start and stop")
+        raise ValueError(msg("select needs its axis, start and stop"))
     if step.axis not in axes:
-        raise ValueError(f"select along {step.axis}, but the input is {shape_label(axes, shape)}")
+        raise ValueError(msg("select along {axis}, but the input is {axes}", axis=step.axis, axes=shape_label(axes, shape)))
     i = axes.index(step.axis)
     if not 0 <= step.start < step.stop <= shape[i]:
-        raise ValueError(f"select {step.start}:{step.stop} along {step.axis}, which has size {shape[i]}")
+        raise ValueError(msg("select {start}:{stop} along {axis}, which has size {shape}", start=step.start, stop=step.stop, axis=step.axis, shape=shape[i]))
     return axes, shape[:i] + (step.stop - step.start,) + shape[i + 1:]
 
 
@@ -337,7 +337,8 @@ def _op(name: str, arity: int, meaning: str, zh: str, formula: str, expr: str, g
     ``preflight`` and ``temporaries`` are always stated, None where the op has no contract on shapes or holds no
     temporary array, so that a record cannot leave them out by accident."""
     impl = impl or name
-    return Op(name, arity, meaning, zh, formula, expr, graph, shape, _EX + impl, _BW + impl,
+    words = given(meaning, zh, actf="act") if "{actf}" in meaning else given(meaning, zh)
+    return Op(name, arity, words, formula, expr, graph, shape, _EX + impl, _BW + impl,
               (_REF + impl) if reference else None, preflight=preflight, temporaries=temporaries, **parts)
 
 
@@ -387,10 +388,10 @@ _RECORDS = (
     _op("add", 2, "elementwise add (residual)", "逐元素相加（残差）",
         "{0} + {1}, the same shape on both sides (a residual add)", "{0} + {1}", "{a} + {b}", _add_shape,
         preflight=_add_contracts, temporaries=None),
-    _op("ffn", 1, "position-wise FFN, act(x W_1 + b_1) W_2 + b_2", "逐位置前馈网络，{actf}(x W_1 + b_1) W_2 + b_2",
+    _op("ffn", 1, "position-wise FFN, {actf}(x W_1 + b_1) W_2 + b_2", "逐位置前馈网络，{actf}(x W_1 + b_1) W_2 + b_2",
         "act({0} W_1 + b_1) W_2 + b_2", "FFN({0})", "{hidden} W_2 + b_2", _same_over_c, weights="ffn",
         graph_weights=("w1", "b1", "w3", "b3", "w2", "b2"), preflight=_ffn_contracts, temporaries=_ffn_bytes),
-    _op("ffn_hidden", 1, "FFN first half, act(x W_1 + b_1)", "FFN 前半部分，{actf}(x W_1 + b_1)",
+    _op("ffn_hidden", 1, "FFN first half, {actf}(x W_1 + b_1)", "FFN 前半部分，{actf}(x W_1 + b_1)",
         "act({0} W_1 + b_1)", "{act}({0} W1 + b1)", "{hidden}", _to_f, weights="ffn", graph_weights=("w1", "b1", "w3", "b3"),
         preflight=_ffn_hidden_contracts, temporaries=_ffn_bytes),
     _op("ffn_out", 1, "FFN second half, h W_2 + b_2", "FFN 后半部分，h W_2 + b_2",
@@ -409,4 +410,3 @@ _RECORDS = (
 OPS: dict[str, Op] = {op.name: op for op in _RECORDS}
 USER_OPS: tuple[str, ...] = tuple(name for name, op in OPS.items() if op.user)
 
-i18n.add_meanings({op.meaning: op.zh for op in _RECORDS})

@@ -20,6 +20,7 @@ import numpy as np
 from tracer.engine import executor
 from tracer.engine.backward import Backward, gradients
 from tracer.engine.params import load_inputs, load_params, uniform_ints
+from tracer.messages import msg
 from tracer.model.blocks import Step, internal_prefix
 from tracer.probe.result import FAIL, NOT_APPLICABLE, PASS, Property
 from tracer.spec import Spec
@@ -57,17 +58,17 @@ def _origin(step: Step, grads: dict[str, executor.Stage], t: int) -> str:
 def causality(spec: Spec) -> Property:
     name = "causality"
     if spec.block.mask != "causal":
-        return Property(name, NOT_APPLICABLE, f"the block's mask is {spec.block.mask}, not causal: later positions may be read by design")
+        return Property(name, NOT_APPLICABLE, msg("the block's mask is {mask}, not causal: later positions may be read by design", mask=spec.block.mask))
     xname = "decoder.x" if spec.model == "encoder-decoder" else "x"
     with np.errstate(all="ignore"):
         trace = executor.run(spec, keep_going=True)
     params, inputs = load_params(spec), load_inputs(spec)
     out = trace.output
     if out.axes[:2] != ("B", "T") or xname not in trace.stages:
-        return Property(name, NOT_APPLICABLE, f"the output {out.shape_label} has no [B,T,...] positions to check")
+        return Property(name, NOT_APPLICABLE, msg("the output {shape} has no [B,T,...] positions to check", shape=out.shape_label))
     B, T, W = out.array.shape[0], min(out.array.shape[1], trace.stages[xname].array.shape[1]), out.array.shape[-1]
     if T < 2:
-        return Property(name, NOT_APPLICABLE, "T = 1: there is no later position to depend on")
+        return Property(name, NOT_APPLICABLE, msg("T = 1: there is no later position to depend on"))
     coords = list(range(W))
     per_coordinate = B * (T - 1)
     if per_coordinate * W > MAX_PASSES:
@@ -93,14 +94,12 @@ def causality(spec: Spec) -> Property:
                     later = np.argwhere(gx[:, t + 1:] != 0)
                     s = int(later[0][1]) + t + 1
                     where = _origin(makers[-1], grads, t) if makers else xname
-                    return Property(name, FAIL,
-                                    f"d {out.name}[b={b}, t={t}, {out.axes[-1]}={c}] / d {xname}[b={int(later[0][0])}, t={s}] = "
-                                    f"{fmt_vector(gx[later[0][0], s].tolist(), 6)} "
-                                    f"is not zero: position {t} depends on position {s}, although the mask is causal; "
-                                    f"the dependence enters at stage {where}", where, t)
+                    grad = f"d {out.name}[b={b}, t={t}, {out.axes[-1]}={c}] / d {xname}[b={int(later[0][0])}, t={s}] = {fmt_vector(gx[later[0][0], s].tolist(), 6)}"
+                    return Property(name, FAIL, msg("{grad} is not zero: position {t} depends on position {s}, although the mask is causal; "
+                                                    "the dependence enters at stage {where}", grad=grad, t=t, s=s, where=where), where, t)
     whole = len(coords) == W
-    scope = (f"all {W} coordinates" if whole else f"{len(coords)} of the {W} coordinates (sampled: over {MAX_PASSES} backward passes "
-             f"would be needed for all; a proof for these only)")
-    return Property(name, PASS,
-                    f"the gradient of {out.name} at every position t < {T - 1}, sample and {scope}, with respect to {xname} at every "
-                    f"later position is exactly 0.0 ({passes} backward passes): for these weights no position reads a later one")
+    scope = (msg("all {n} coordinates", n=W) if whole else msg("{k} of the {n} coordinates (sampled: over {passes} backward passes would be needed "
+                                                               "for all; a proof for these only)", k=len(coords), n=W, passes=MAX_PASSES))
+    return Property(name, PASS, msg("the gradient of {out} at every position t < {T}, sample and {scope}, with respect to {x} at every later position "
+                                    "is exactly 0.0 ({n} backward passes): for these weights no position reads a later one",
+                                    out=out.name, T=T - 1, scope=scope, x=xname, n=passes))

@@ -14,7 +14,7 @@ import numpy as np
 from tracer.engine import executor
 from tracer.engine.params import uniform
 from tracer.errors import UsageError
-from tracer.messages import msg
+from tracer.messages import at, msg
 from tracer.probe.result import FAIL, NOT_APPLICABLE, PASS, UNMEASURED, Property
 from tracer.spec import Spec
 
@@ -176,7 +176,7 @@ def probe(spec: Spec, exact: bool = False, max_memory: str | None = None) -> lis
         from tracer.spec import memory
 
         run = memory.run_bytes(spec)
-        memory.refuse_over(f"{spec.path}: this probe", {"the unchanged run": run, "the changed run": run},
+        memory.refuse_over(at(spec.path, msg("this probe")), {msg("the unchanged run"): run, msg("the changed run"): run},
                            memory.parse_size(max_memory), max_memory)
 
     with np.errstate(all="ignore"), warnings.catch_warnings():

@@ -25,8 +25,8 @@ from rich.text import Text
 
 from tracer.engine.executor import Recording, visible_keys
 from tracer.errors import UsageError
-from tracer.i18n import meaning, message, tr
-from tracer.messages import msg
+from tracer.i18n import tr
+from tracer.messages import Message, join, msg, render
 from tracer.model.blocks import Step, internal_prefix
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
@@ -306,14 +306,14 @@ class Legend:
         return Measurement.get(console, options, self.text(colour_bar=True))
 
 
-def mask_words(step: Step) -> str:
+def mask_words(step: Step) -> Message:
     if step.op == "cross_mha":
         return msg("cross-attention, no mask: every target position reads every source position")
     return {
         "causal": msg("causal mask: a query reads only its own and earlier positions"),
         "none": msg("no mask: every query reads every key"),
         "explicit": msg("explicit mask from the spec (block.mask)"),
-    }.get(step.mask or "none", str(step.mask))
+    }.get(step.mask or "none", msg("{mask} mask", mask=step.mask))
 
 
 def stage_view(trace: Recording, step: Step, b: int) -> RenderableType:
@@ -322,9 +322,9 @@ def stage_view(trace: Recording, step: Step, b: int) -> RenderableType:
     stage = trace.stages.get(name)
     if stage is None:
         if trace.violations:
-            return Text(message(msg("{name}: not recorded (the run stopped at the violation at {stage}; --keep-going records what NumPy would do)",
+            return Text(render(msg("{name}: not recorded (the run stopped at the violation at {stage}; --keep-going records what NumPy would do)",
                                     name=name, stage=trace.violations[0].stage)), style="yellow")
-        return Text(message(msg("{name}: not recorded", name=name)), style="yellow")
+        return Text(render(msg("{name}: not recorded", name=name)), style="yellow")
     axes = stage.axes
     w = np.asarray(stage.array[b])  # [H,T,S]
     H, nq, nk = w.shape
@@ -334,18 +334,23 @@ def stage_view(trace: Recording, step: Step, b: int) -> RenderableType:
     g0 = grids[0]
     head = Text()
     head.append(name + "  ", style="bold")
-    head.append(tr("{meaning}; sample b={b}; {shape}", meaning=meaning(stage.meaning), b=b, shape=shape_label(axes, stage.array.shape))
+    head.append(tr("{meaning}; sample b={b}; {shape}", meaning=render(stage.meaning), b=b, shape=shape_label(axes, stage.array.shape))
                 + "\n")
     head.append(tr("rows: queries ({q}), columns: keys ({k}); {mask}", q=f"{axes[2]} = {nq}", k=f"{axes[3]} = {nk}",
-                   mask=message(mask_words(step))))
+                   mask=render(mask_words(step))))
     if step.axis == "queries":
-        head.append("\n" + message(msg("softmax over queries (an axis violation): each column sums to 1, not each row")), style="bold red")
+        head.append("\n" + render(msg("softmax over queries (an axis violation): each column sums to 1, not each row")), style="bold red")
     if g0.mode == "blocks":
         rb, cb = (int(np.diff(bin_edges(n))[0]) for n in (nq, nk))
-        head.append("\n" + message(
-            msg("{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {x} × {cb} {x2} ({n} × {n2} blocks{x3}); shades are relative to the largest mean in each head; a cell is · only when its whole block is masked", nq=nq, nk=nk, rb=rb, x='queries' if rb > 1 else 'query', cb=cb, x2='keys' if cb > 1 else 'key', n=len(g0.rows), n2=len(g0.cols), x3=', the last ones smaller' if nq % rb or nk % cb else '')), style="yellow")
+        q, k = msg("queries") if rb > 1 else msg("query"), msg("keys") if cb > 1 else msg("key")
+        cells = (msg("{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {q} × {cb} {k} ({r} × {c} blocks, the last ones smaller)",
+                     nq=nq, nk=nk, rb=rb, q=q, cb=cb, k=k, r=len(g0.rows), c=len(g0.cols)) if nq % rb or nk % cb
+                 else msg("{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {q} × {cb} {k} ({r} × {c} blocks)",
+                          nq=nq, nk=nk, rb=rb, q=q, cb=cb, k=k, r=len(g0.rows), c=len(g0.cols)))
+        head.append("\n" + render(join([cells, msg("shades are relative to the largest mean in each head"),
+                                          msg("a cell is · only when its whole block is masked")])), style="yellow")
     elif g0.mode == "shades":
-        head.append("\n" + message(msg("more than {NUMBER_KEYS} keys: shades only, no numbers (tracer run --all --json has every value)", NUMBER_KEYS=NUMBER_KEYS)))
+        head.append("\n" + render(msg("more than {NUMBER_KEYS} keys: shades only, no numbers (tracer run --all --json has every value)", NUMBER_KEYS=NUMBER_KEYS)))
     if g0.mode == "shades" and k_words and k_words != q_words:
         head.append("\n" + tr("keys: ") + ", ".join(f"{j} {word}" for j, word in enumerate(k_words)))
     panels: list[RenderableType] = [

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer import i18n
 from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
-from tracer.messages import msg, nmsg
+from tracer.messages import msg, nmsg, render
 from tracer.run.plan import prepare
 from tracer.spec import Spec, choices, memory
 from tracer.views import text as textout
@@ -111,7 +111,7 @@ class Outcome(NamedTuple):
     def status(self) -> tuple[str, str]:
         """('ok' | 'violation' | 'error', the rest of the line in the current language)."""
         if self.trace is None:
-            message = " ".join(i18n.message(self.error).split())  # one line
+            message = " ".join(render(self.error).split())  # one line
             return "error", message if message.startswith(self.path) else f"{self.path}: {message}"
         detail = self.path
         if not self.trace.ok:
@@ -215,7 +215,7 @@ def attempt(path: str, opts: RunOptions) -> Outcome:
     except Exception as e:  # a bug in tracer: reported as this spec's outcome, exit 3 at the end
         if os.environ.get("TRACER_DEBUG"):
             raise
-        return Outcome(path, EXIT_INTERNAL, error=f"internal error: {type(e).__name__}: {e} (a bug in tracer; please report it)")
+        return Outcome(path, EXIT_INTERNAL, error=msg("internal error: {what} (a bug in tracer; please report it)", what=f"{type(e).__name__}: {e}"))
 
 
 class RunSummary:
@@ -233,7 +233,7 @@ class RunSummary:
         parts = msg("{ok} ok, {v}, {e}", ok=counts["ok"], v=nmsg("{n} with a violation", "{n} with violations", counts["violation"]),
                     e=nmsg("{n} error", "{n} errors", counts["error"]))
         n = len(self.outcomes)
-        return i18n.message(nmsg("{n} spec: {parts}; exit code {code}", "{n} specs: {parts}; exit code {code}", n, parts=parts, code=self.exit_code))
+        return render(nmsg("{n} spec: {parts}; exit code {code}", "{n} specs: {parts}; exit code {code}", n, parts=parts, code=self.exit_code))
 
 
 STATUS_WIDTH = 10
@@ -268,7 +268,7 @@ def render_chunks(o: Outcome, fmt: str, opts: RunOptions) -> Iterator[str]:
 
 def markdown_text(o: Outcome, opts: RunOptions) -> str:
     if o.trace is None:
-        return f"### {textout.md_text(o.path)}\n\n> **{i18n.tr('error')}**: {textout.md_text(i18n.message(o.error))}\n"
+        return f"### {textout.md_text(o.path)}\n\n> **{i18n.tr('error')}**: {textout.md_text(render(o.error))}\n"
     return textout.run_markdown(o.trace, o.stages, o.batch, o.pos, opts.precision,
                                 o.check.stages if o.check else None, o.check.note() if o.check else "", o.only)
 

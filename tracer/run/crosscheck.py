@@ -11,6 +11,7 @@ from tracer.engine.executor import Recording
 from tracer.engine.params import load_inputs, load_params
 from tracer.errors import Violation
 from tracer.messages import join, msg
+from tracer.model.contracts import kind_word
 
 # A stage fails verification when its largest |NumPy - reference| exceeds REFERENCE_RTOL[dtype] x max(1, the largest
 # |reference value| of the stage).  The chapter specs agree to 1e-15 in float64 and GPT-2-size blocks to
@@ -67,7 +68,7 @@ class ReferenceCheck:
 
     def note(self) -> str:
         """The line (two when partial) printed under the table, in the current language."""
-        from tracer.i18n import message
+        from tracer.messages import render as message
 
         p = self.plan
         if p.skipped:
@@ -93,9 +94,9 @@ def verify(trace: Recording, budget: int = reference.DEFAULT_BUDGET) -> Referenc
         v = trace.violations[0]
         if plan.skipped and plan.reason:
             reason = msg("the run flagged a {kind} violation at stage {stage} ({reason}); the reference only computes blocks that keep every contract",
-                         kind=msg(v.kind), stage=v.stage, reason=plan.reason)
+                         kind=kind_word(v.kind), stage=v.stage, reason=plan.reason)
         else:
-            reason = msg("the run flagged a {kind} violation at stage {stage}; the reference only computes blocks that keep every contract", kind=msg(v.kind), stage=v.stage)
+            reason = msg("the run flagged a {kind} violation at stage {stage}; the reference only computes blocks that keep every contract", kind=kind_word(v.kind), stage=v.stage)
         return ReferenceCheck(reference.Plan([], [], False, 0, plan.full_cost, reason), {})
     if plan.skipped:
         return ReferenceCheck(plan, {})

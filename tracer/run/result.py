@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 
 from tracer.errors import StageNotFound, UsageError, Violation
-from tracer.messages import msg
+from tracer.messages import at, msg
+from tracer.model.contracts import kind_word
 from tracer.spec import choices
 from tracer.spec.choices import position
 from tracer.spec.loading import SpecLike
@@ -65,16 +66,19 @@ class Trace(Mapping[str, np.ndarray]):
         if found is None:
             from tracer.model.catalogue import suggest
 
-            stopped = f" (the run stopped at a {self.violations[0].kind} violation at {self.violations[0].stage})" if self.violations else ""
-            hint = suggest(name, self.run.stages) or f"; its stages: {', '.join(self.run.stages)}"
-            raise StageNotFound(f"{self.spec.path}: no stage {name!r} in this trace{stopped}{hint}")
+            hint = suggest(name, self.run.stages) or msg("; its stages: {names}", names=", ".join(self.run.stages))
+            if self.violations:
+                v = self.violations[0]
+                raise StageNotFound(at(self.spec.path, msg("no stage {name} in this trace (the run stopped at a {kind} violation at {stage}){hint}",
+                                                           name=repr(name), kind=kind_word(v.kind), stage=v.stage, hint=hint)))
+            raise StageNotFound(at(self.spec.path, msg("no stage {name} in this trace{hint}", name=repr(name), hint=hint)))
         return found
 
     def __getitem__(self, name: str) -> np.ndarray:
         stage = self.stage(name)
         if stage.data is None:
-            raise StageNotFound(f"{self.spec.path}: {name} was kept as statistics (record='stats'), not in full; "
-                                f"trace again with keep=[{name!r}] or record='all'")
+            raise StageNotFound(at(self.spec.path, msg("{name} was kept as statistics (record='stats'), not in full; trace again with keep=[{quoted}] or record='all'",
+                                                       name=name, quoted=repr(name))))
         return stage.data
 
     def __iter__(self) -> Iterator[str]:

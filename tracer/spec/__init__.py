@@ -619,7 +619,9 @@ class _Validator:
         meaning = raw.get("meaning", info.meaning)
         if not isinstance(meaning, str):
             raise self.fail(path + ("meaning",), msg("expected text, received {got}", got=self.received(path + ('meaning',), meaning)))
-        step = Step(name, op, tuple(ins), weights, yamlio.printable(meaning), axis, start, stop, out, activation=activation)
+        if "meaning" in raw:  # the spec's own words (a built-in meaning word for word is that meaning)
+            meaning = blocks.known_meaning(yamlio.printable(meaning))
+        step = Step(name, op, tuple(ins), weights, meaning, axis, start, stop, out, activation=activation)
         try:
             shapes[name] = output_shape(step, [shapes[i] for i in ins], sizes)
         except ValueError as e:

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from tracer.checkpoints.formats import STORED_ITEMSIZE
 from tracer.errors import UsageError
-from tracer.messages import msg
+from tracer.messages import Message, at, join, msg
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.ops import OPS
 from tracer.model.shapes import ITEMSIZE, PY_VALUE_BYTES, shape_label
@@ -76,6 +77,9 @@ def parse_size(text: str, option: str = "--max-memory") -> int | None:
     if size <= 0:
         raise UsageError(msg("{option} {text}: the limit must be more than 0 bytes (none turns it off)", option=option, text=repr(text)))
     return size
+
+
+LOWER_T_OR_B = msg("lower T or B")
 
 
 def format_size(n: int | float) -> str:
@@ -195,7 +199,7 @@ def plan_stages(spec: Spec, policy: RecordPolicy) -> list[PlannedStage]:
 
 class Estimate:
     def __init__(self, spec: Spec, policy: RecordPolicy, stages: list[PlannedStage], weights: int, spec_values: int,
-                 working: int, working_at: str) -> None:
+                 working: int, working_at: Message | str) -> None:
         self.spec = spec
         self.policy = policy
         self.stages = stages
@@ -216,18 +220,43 @@ class Estimate:
         return self.interpreter + self.spec_values + self.weights + self.recorded + self.working + sum(self.extra.values())
 
     def largest(self, n: int = 3) -> list[tuple[str, int]]:
-        kept = {"stats": "statistics and one slice", "point": "one slice"}
-        parts = [(f"{s.label} ({kept.get(s.how, 'recorded')})", s.kept_bytes)
-                 for s in self.stages if s.kept_bytes]
-        parts.append(("weights and inputs", self.weights))
-        parts.append((f"working memory of {self.working_at}", self.working))
-        parts += list(self.extra.items())
+        def kept(s: PlannedStage) -> Message:
+            if s.how == "stats":
+                return msg("{label} (statistics and one slice)", label=s.label)
+            return msg("{label} (one slice)", label=s.label) if s.how == "point" else msg("{label} (recorded)", label=s.label)
+
+        parts: list[tuple[str, int]] = [(kept(s), s.kept_bytes) for s in self.stages if s.kept_bytes]
+        parts.append((msg("weights and inputs"), self.weights))
+        parts.append((msg("working memory of {what}", what=self.working_at), self.working))
+        parts += [(extra_word(k), v) for k, v in self.extra.items()]
         return sorted((p for p in parts if p[1]), key=lambda p: -p[1])[:n]
 
-    def breakdown(self) -> str:
-        return (f"{format_size(self.total)} (recorded stages {format_size(self.recorded)}, weights and inputs {format_size(self.weights)}, "
-                f"working memory {format_size(self.working)}, interpreter {format_size(self.interpreter)}"
-                + "".join(f", {k} {format_size(v)}" for k, v in self.extra.items()) + ")")
+    def breakdown(self) -> Message:
+        total, a, b, c, d = (format_size(n) for n in (self.total, self.recorded, self.weights, self.working, self.interpreter))
+        if not self.extra:
+            return msg("{total} (recorded stages {a}, weights and inputs {b}, working memory {c}, interpreter {d})", total=total, a=a, b=b, c=c, d=d)
+        return msg("{total} (recorded stages {a}, weights and inputs {b}, working memory {c}, interpreter {d}, {extra})",
+                   total=total, a=a, b=b, c=c, d=d, extra=sized(self.extra.items(), ", "))
+
+
+# What the extra parts of an estimate are called (the keys of Estimate.extra), in words
+EXTRA_WORDS: dict[str, Message] = {
+    "--json output": msg("--json output"),
+    "--format csv output": msg("--format csv output"),
+    "--with-weights": msg("--with-weights"),
+    "--verify reference": msg("--verify reference"),
+    "backward gradients": msg("backward gradients"),
+    "--json gradients": msg("--json gradients"),
+}
+
+
+def extra_word(key: str) -> str:
+    return EXTRA_WORDS.get(key, key)
+
+
+def sized(parts: Iterable[tuple[str, int]], sep: str = "; ") -> Message:
+    """'attn.scores [..] (recorded) 101 MB; weights and inputs 63 MB': each part and its size."""
+    return join([msg("{label} {size}", label=extra_word(label), size=format_size(n)) for label, n in parts], sep)
 
 
 def _input_sizes(spec: Spec) -> dict[str, tuple[int, int]]:
@@ -260,7 +289,7 @@ def _given_values(spec: Spec) -> int:
     return n
 
 
-def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
+def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, Message | str]:
     """The most memory one step holds beyond what is recorded in full, and which step."""
     by_name = {s.name: s for s in stages}
 
@@ -280,11 +309,11 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
     drawn = [math.prod(w.shape) for w in spec.weights.values() if w.source == "seed"]
     drawn += [n for stream, (n, _) in _input_sizes(spec).items() if spec.inputs()[stream].value == "random"]
     biggest = min(max(drawn, default=0), DRAW_CHUNK)
-    best = (biggest * (16 + (8 if itemsize != 8 else 0)), "loading the weights")  # a chunk of raw words and their doubles
+    best: tuple[int, Message | str] = (biggest * (16 + (8 if itemsize != 8 else 0)), msg("loading the weights"))  # a chunk of raw words and their doubles
     # From a checkpoint: one stored tensor at a time, as stored and converted, then its part (q of a packed q, k, v).
     read = [(w.value.stored.nbytes + 2 * w.value.stored.nbytes // STORED_ITEMSIZE.get(w.value.stored.dtype, 2) * itemsize)
             * _held_values(spec, w.path, w.shape, w.source) // math.prod(w.shape) for w in spec.weights.values() if w.source == "file"]
-    best = max(best, (max(read, default=0), "reading the checkpoint"))
+    best = max(best, (max(read, default=0), msg("reading the checkpoint")))
     summary = SUMMARY_TEMP_BYTES if any(s.how == "stats" for s in stages) else 0  # summarising works in blocks
 
     last_use: dict[str, int] = {}
@@ -300,8 +329,8 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, str]:
         in_bytes = sum(by_name[n].values * by_name[n].itemsize for n in step.inputs if n in by_name)
         own += OPS[step.op].temporary_bytes(spec, step, in_bytes, by_name[step.name].values * by_name[step.name].itemsize)
         if alive + own > best[0]:
-            held = "scores and weights" if OPS[step.op].attention and len(made(step)) == len(_internals(step)) else "its temporaries"
-            best = (alive + own, f"step {step.name} ({held})")
+            held = msg("scores and weights") if OPS[step.op].attention and len(made(step)) == len(_internals(step)) else msg("its temporaries")
+            best = (alive + own, msg("step {name} ({held})", name=step.name, held=held))
         if last_use.get(step.name, -1) > i:
             alive += transient(step.name)
             leaving[last_use[step.name] + 1] += transient(step.name)
@@ -346,8 +375,8 @@ def load_spec_within(path: str, max_memory: str) -> Spec:
 
     text = yamlio.read_text(path)
     values = text.count(",") + text.count("\n") + 1  # at most one scalar per separator, roughly
-    refuse_over(f"{path}: reading this spec", {f"its values (about {values:,})": values * YAML_VALUE_BYTES},
-                parse_size(max_memory), max_memory, "draw big weights from the seed instead of writing them out")
+    refuse_over(at(path, msg("reading this spec")), {msg("its values (about {n})", n=f"{values:,}"): values * YAML_VALUE_BYTES},
+                parse_size(max_memory), max_memory, msg("draw big weights from the seed instead of writing them out"))
     return load_spec_text(text, path)
 
 
@@ -368,11 +397,11 @@ def compare_bytes(specs: list[Spec | None], show_all: bool) -> int:
     return 4 * 8 * largest
 
 
-def refuse_over(what: str, parts: dict[str, int], limit: int | None, limit_text: str, advice: str = "lower T or B") -> int:
+def refuse_over(what: str, parts: dict[str, int], limit: int | None, limit_text: str, advice: str = LOWER_T_OR_B) -> int:
     """The interpreter plus ``parts``; UsageError (exit 2) naming the parts if that is over --max-memory."""
     total = INTERPRETER_BYTES + sum(parts.values())
     if limit is not None and total > limit:
-        detail = ", ".join(f"{k} {format_size(v)}" for k, v in parts.items())
+        detail = sized(parts.items(), ", ")
         raise UsageError(msg("{what} needs about {total} ({detail}, interpreter {INTERPRETER_BYTES}), over --max-memory {limit_text}; {advice}, or raise --max-memory if this machine has the memory", what=what, total=format_size(total), detail=detail, INTERPRETER_BYTES=format_size(INTERPRETER_BYTES), limit_text=limit_text, advice=advice))
     return total
 
@@ -382,30 +411,33 @@ def check(est: Estimate, limit: int | None, limit_text: str) -> None:
     if limit is None or est.total <= limit:
         return
     spec = est.spec
-    parts = "; ".join(f"{label} {format_size(n)}" for label, n in est.largest(3))
-    advice = []
+    parts = sized(est.largest(3))
+    advice: list[Message] = []
     floor = estimate(spec, RecordPolicy("stats", frozenset(), est.policy.b, est.policy.t))
     if est.policy.mode == "table":  # the plain table already keeps the least: each stage's value at one position
-        advice.append(f"none: the table keeps only each stage's value at one position and the block output, and "
-                      f"{est.working_at} alone holds {format_size(est.working)}; lower T or B"
-                      + ("; keep fewer stages in full with --keep" if est.policy.keep else ""))
+        advice.append(join([msg("none: the table keeps only each stage's value at one position and the block output, and {what} alone holds {size}",
+                                what=est.working_at, size=format_size(est.working)), LOWER_T_OR_B]
+                           + ([msg("keep fewer stages in full with --keep")] if est.policy.keep else [])))
     elif floor.total > limit:
         biggest = max(floor.stages, key=lambda s: s.values)
-        advice.append(f"none: even --record stats needs about {format_size(floor.total)}, {format_size(floor.working)} of it "
-                      f"while {floor.working_at} runs (the largest array, {biggest.label}, has {biggest.values:,} values); "
-                      "lower T or B")
+        advice.append(join([msg("none: even --record stats needs about {a}, {b} of it while {stage} runs (the largest array, {label}, has {n} values)",
+                                a=format_size(floor.total), b=format_size(floor.working), stage=floor.working_at, label=biggest.label,
+                                n=f"{biggest.values:,}"), LOWER_T_OR_B]))
     else:
-        for mode, what in (("main", "skips the attention internals"), ("stats", "keeps statistics of big arrays")):
+        for mode in ("main", "stats"):
             if est.policy.mode == mode:
                 continue
             alt = estimate(spec, RecordPolicy(mode, est.policy.keep, est.policy.b, est.policy.t), verify="--verify reference" in est.extra,
                            form=est.form, with_weights="--with-weights" in est.extra)
-            fits = "fits" if alt.total <= limit else "still too much"
-            advice.append(f"--record {mode} {what} (about {format_size(alt.total)}, {fits})")
+            fits = msg("fits") if alt.total <= limit else msg("still too much")
+            if mode == "main":
+                advice.append(msg("--record main skips the attention internals (about {n}, {fits})", n=format_size(alt.total), fits=fits))
+            else:
+                advice.append(msg("--record stats keeps statistics of big arrays (about {n}, {fits})", n=format_size(alt.total), fits=fits))
         if est.policy.keep:
-            advice.append("keep fewer stages in full with --keep")
+            advice.append(msg("keep fewer stages in full with --keep"))
     raise UsageError(
-        msg("{path}: this run needs about {breakdown}, over --max-memory {limit_text}{x}. Largest: {parts}. To record less: {names}; or raise --max-memory if this machine has the memory.", path=spec.path, breakdown=est.breakdown(), limit_text=limit_text, x='' if format_size(limit).replace(' ', '') == limit_text else f' ({format_size(limit)})', parts=parts, names='; '.join(advice))
+        msg("{path}: this run needs about {breakdown}, over --max-memory {limit_text}{x}. Largest: {parts}. To record less: {names}; or raise --max-memory if this machine has the memory.", path=spec.path, breakdown=est.breakdown(), limit_text=limit_text, x='' if format_size(limit).replace(' ', '') == limit_text else f' ({format_size(limit)})', parts=parts, names=join(advice))
     )
 
 
@@ -430,7 +462,7 @@ def policy_for(spec: Spec, record: str, keep: list[str] | None, b: int, t: int, 
             import difflib
 
             close = difflib.get_close_matches(name, names, n=1)
-            hint = f"did you mean {close[0]!r}?" if close else f"this spec's stages: {', '.join(names)}"
+            hint = msg("did you mean {names}?", names=repr(close[0])) if close else msg("this spec's stages: {names}", names=", ".join(names))
             raise UsageError(msg("--keep {name}: no such stage; {hint}", name=repr(name), hint=hint))
     policy = RecordPolicy(record, frozenset(keep or ()), b, t)
     if show_all and not any(s.internal and s.how != "skip" for s in plan_stages(spec, policy)) and record == "main":

@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from tracer.errors import SpecError
-from tracer.messages import at, join, message_of, msg
+from tracer.messages import Message, at, join, message_of, msg
 from tracer.messages import at as at_  # read_text has a local 'at'
 
 Path = tuple[str | int, ...]
@@ -161,7 +161,7 @@ def _nested_too_deep(text: str, e: yaml.MarkedYAMLError) -> bool:
     return slip is not None and slip.kind == "deep"
 
 
-def _slip_message(text: str, e: yaml.MarkedYAMLError, filename: str) -> str | None:
+def _slip_message(text: str, e: yaml.MarkedYAMLError, filename: str) -> Message | None:
     """A parser error explained by the slip that caused it (a tab, full-width punctuation, nesting too deep), in tracer's words."""
     from tracer.spec.yamlslips import describe, explain, tab_message
 
@@ -171,18 +171,17 @@ def _slip_message(text: str, e: yaml.MarkedYAMLError, filename: str) -> str | No
         return None
     where = f"{filename}:{slip.line}:{slip.col}"
     if slip.kind == "deep":
-        return f"{where}: {_too_deep()}"
+        return at(where, _too_deep())
     if slip.kind == "tab":
-        return f"{where}: {tab_message(slip.line, slip.col)}"
-    return f"{where}: {describe(slip.char)}"
+        return at(where, tab_message(slip.line, slip.col))
+    return at(where, describe(slip.char))
 
 
-def _too_deep() -> str:
-    return (f"values nest more than {MAX_DEPTH} levels deep "
-            "(YAML nesting is too deep for a spec: its deepest value is a [B,T,C] matrix inside two mappings)")
+def _too_deep() -> Message:
+    return msg("values nest more than {n} levels deep (YAML nesting is too deep for a spec: its deepest value is a [B,T,C] matrix inside two mappings)", n=MAX_DEPTH)
 
 
-def _syntax_message(e: yaml.MarkedYAMLError, filename: str) -> str:
+def _syntax_message(e: yaml.MarkedYAMLError, filename: str) -> Message:
     m = e.problem_mark or e.context_mark
     where = f"{filename}:{m.line + 1}:{m.column + 1}" if m else filename
     problem = e.problem or "malformed YAML"
@@ -194,8 +193,8 @@ def _syntax_message(e: yaml.MarkedYAMLError, filename: str) -> str:
         what = problem
     cm = e.context_mark
     if cm is not None and m is not None and cm.line != m.line:
-        what += f"; it started at line {cm.line + 1}, column {cm.column + 1}"
-    return f"{where}: YAML syntax error: {what}"
+        return at(where, msg("YAML syntax error: {problem}; it started at line {l}, column {c}", problem=what, l=cm.line + 1, c=cm.column + 1))
+    return at(where, msg("YAML syntax error: {problem}", problem=what))
 
 
 class _Frame:
@@ -333,8 +332,8 @@ class _Composer:
             at = line.find(ev.value[i], m.column)
             col = at + 1 if at >= 0 else m.column + 1
         field = path[:-1] if is_key else path
-        where = f"{self.src.filename}:{m.line + 1}:{col}: " + (f"{format_path(field)}: " if field else "")
-        raise SpecError(where + describe(ev.value[i]))
+        where = f"{self.src.filename}:{m.line + 1}:{col}"
+        raise SpecError(at_(where, at_(format_path(field), describe(ev.value[i]))) if field else at_(where, describe(ev.value[i])))
 
     def scalar(self, ev: Any) -> Any:
         text = ev.value

@@ -21,18 +21,20 @@ from __future__ import annotations
 import re
 from typing import NamedTuple
 
+from tracer.messages import Message, msg
+
 # character -> (what it is, what to type instead)
-FULL_WIDTH: dict[str, tuple[str, str]] = {
-    "，": ("a full-width comma", "','"),
-    "：": ("a full-width colon", "':' and a space"),
-    "；": ("a full-width semicolon", "',' (YAML separates items with commas)"),
-    "［": ("a full-width bracket", "'['"),
-    "］": ("a full-width bracket", "']'"),
-    "｛": ("a full-width brace", "'{'"),
-    "｝": ("a full-width brace", "'}'"),
-    "（": ("a full-width parenthesis", "'('"),
-    "）": ("a full-width parenthesis", "')'"),
-    "\u3000": ("a full-width space", "a space"),
+FULL_WIDTH: dict[str, tuple[Message, str]] = {
+    "，": (msg("a full-width comma"), "','"),
+    "：": (msg("a full-width colon"), msg("':' and a space")),
+    "；": (msg("a full-width semicolon"), msg("',' (YAML separates items with commas)")),
+    "［": (msg("a full-width bracket"), "'['"),
+    "］": (msg("a full-width bracket"), "']'"),
+    "｛": (msg("a full-width brace"), "'{'"),
+    "｝": (msg("a full-width brace"), "'}'"),
+    "（": (msg("a full-width parenthesis"), "'('"),
+    "）": (msg("a full-width parenthesis"), "')'"),
+    "\u3000": (msg("a full-width space"), msg("a space")),
 }
 OPENERS = "［｛（\u3000"  # in block context a slip only where a value starts: `tokens: ［0, 1］`
 TEXT_KEYS = ("name", "description", "meaning")  # free text: full-width punctuation is the writer's own
@@ -46,16 +48,18 @@ class Slip(NamedTuple):
     kind: str  # full-width | tab | deep
 
 
-def describe(char: str) -> str:
+def describe(char: str) -> Message:
     """'a full-width comma '，' (U+FF0C), as a Chinese keyboard types it; ...: type ',' instead'."""
     what, fix = FULL_WIDTH[char]
-    shown = "" if char == "\u3000" else f" '{char}'"
-    return (f"{what}{shown} (U+{ord(char):04X}), as a Chinese keyboard types it; "
-            f"YAML reads only ASCII punctuation: type {fix} instead")
+    code = f"U+{ord(char):04X}"
+    if char == "\u3000":
+        return msg("{what} ({code}), as a Chinese keyboard types it; YAML reads only ASCII punctuation: type {fix} instead", what=what, code=code, fix=fix)
+    return msg("{what} '{char}' ({code}), as a Chinese keyboard types it; YAML reads only ASCII punctuation: type {fix} instead",
+               what=what, char=char, code=code, fix=fix)
 
 
-def tab_message(line: int, col: int) -> str:
-    return f"a tab at {line}:{col}; YAML indents with spaces"
+def tab_message(line: int, col: int) -> Message:
+    return msg("a tab at {line}:{col}; YAML indents with spaces", line=line, col=col)
 
 
 def plain_slip(text: str, key: str | int | None, flow: bool, is_key: bool) -> int | None:

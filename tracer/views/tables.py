@@ -13,7 +13,8 @@ from rich.text import Text
 
 from tracer.engine.executor import Recording, Stage
 from tracer.errors import Violation
-from tracer.i18n import message, tr
+from tracer.i18n import tr
+from tracer.messages import render
 from tracer.spec import Spec
 from tracer.views.text import (  # noqa: F401  (fmt_number, fmt_value: the formats render_diff and others import from here)
     VERIFY_HEADER,
@@ -148,7 +149,7 @@ def probe_table(spec: Spec, props: list) -> Table:  # list[probe.Property]
     table.add_column(tr("evidence"), overflow="fold")
     style = {"pass": "green", "fail": "bold red", "not applicable": "dim", "cannot measure": "bold yellow"}
     for p in props:
-        table.add_row(Text(tr(p.name)), Text(tr(p.result), style=style.get(p.result, "")), Text(message(p.evidence)))
+        table.add_row(Text(tr(p.name)), Text(tr(p.result), style=style.get(p.result, "")), Text(render(p.evidence)))
     return table
 
 

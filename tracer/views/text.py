@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracer.i18n import meaning, message, tr
+from tracer.i18n import tr
+from tracer.messages import msg, nmsg, render
 
 if TYPE_CHECKING:
     from tracer.engine.executor import Recording, Stage
@@ -133,7 +134,7 @@ def stage_rows(stages: Sequence[Stage], b: int, t: int, precision: int,
             value = fmt_value(stage.at(b, t), precision)
         except (IndexError, LookupError):  # a stage cut short (T beyond the position table)
             value = MISSING
-        row = [stage.name, meaning(stage.meaning), value, stage.shape_label]
+        row = [stage.name, render(stage.meaning), value, stage.shape_label]
         if verify_diffs is not None:
             d = verify_diffs.get(stage.name)
             row.append(tr("not checked") if d is None else f"{d:.3g}")
@@ -155,9 +156,10 @@ def unreached_note(trace: Recording, only: Sequence[str] | None) -> str:
     missing = [name for name in only or () if name not in trace.stages]
     if not missing:
         return ""
-    where = f" at {trace.violations[0].stage}" if trace.violations else ""
-    return message(f"not recorded: {', '.join(missing)} (the run stopped at the violation{where}; "
-                   "--keep-going records every stage)")
+    if trace.violations:
+        return render(msg("not recorded: {names} (the run stopped at the violation at {stage}; --keep-going records every stage)",
+                          names=", ".join(missing), stage=trace.violations[0].stage))
+    return render(msg("not recorded: {names} (the run stopped at the violation; --keep-going records every stage)", names=", ".join(missing)))
 
 
 def reached_end(trace: Recording) -> bool:
@@ -169,9 +171,10 @@ def matrix_lines(trace: Recording, stage: Stage, b: int, precision: int) -> list
     """The full [T, C] matrix of one sample (rows elided when tall): a header line, then one line per row."""
     if stage.axes[0] == "B" and b >= stage.array.shape[0]:  # a select along B kept fewer samples
         n = stage.array.shape[0]
-        return [message(f"{stage.name} holds {n} sample{'s' if n > 1 else ''} (b = 0 to {n - 1}): there is no sample b={b} to show")]
+        return [render(nmsg("{name} holds {n} sample (b = 0 to {last}): there is no sample b={b} to show",
+                            "{name} holds {n} samples (b = 0 to {last}): there is no sample b={b} to show", n, name=stage.name, last=n - 1, b=b))]
     a = np.asarray(stage.array[b]) if stage.axes[0] == "B" else np.asarray(stage.array)
-    lines = [tr("{name} for sample b={b}, {meaning}:", name=stage.name, b=b, meaning=meaning(stage.meaning))]
+    lines = [tr("{name} for sample b={b}, {meaning}:", name=stage.name, b=b, meaning=render(stage.meaning))]
     rows = list(range(len(a)))
     if len(rows) > MAX_ROWS:
         rows = rows[:HEAD] + [-1] + rows[-1:]
@@ -209,22 +212,25 @@ def step_rows(spec: Spec, only: Sequence[str] | None = None) -> list[list[str]]:
 
 
 def step_list_title(spec: Spec) -> str:
-    kind = "preset " + spec.block.norm_order + "-norm" if spec.block.norm_order != "custom" else "the spec's own steps"
     if spec.model == "encoder-decoder":
-        kind = "encoder-decoder"
-    return message(f"{spec.name}: {kind}")
+        return render(msg("{name}: encoder-decoder", name=spec.name))
+    if spec.block.norm_order == "pre":
+        return render(msg("{name}: preset pre-norm", name=spec.name))
+    if spec.block.norm_order == "post":
+        return render(msg("{name}: preset post-norm", name=spec.name))
+    return render(msg("{name}: the spec's own steps", name=spec.name))
 
 
 def violation_lines(v: Violation) -> list[tuple[str, str]]:
     """A violation as (label, text) pairs: the rule, each operand's shape, what NumPy would do, why it is wrong."""
-    out = [("", message(v.message))]
+    out = [("", render(v.message))]
     if v.rule:
-        out.append((tr("rule"), message(v.rule)))
+        out.append((tr("rule"), render(v.rule)))
     out += [("", f"  {name}: {shape}") for name, shape in v.shapes.items()]
     if v.numpy_would:
-        out.append((tr("NumPy would"), message(v.numpy_would)))
+        out.append((tr("NumPy would"), render(v.numpy_would)))
     if v.why:
-        out.append((tr("why it is wrong here"), message(v.why)))
+        out.append((tr("why it is wrong here"), render(v.why)))
     return out
 
 
@@ -362,7 +368,7 @@ def by_section(entries: Sequence[Any]) -> dict[str, list[list[str]]]:  # Sequenc
     """Catalogue rows grouped by section, in catalogue order, in the current language (the CSV keeps English)."""
     out: dict[str, list[list[str]]] = {}
     for e in entries:
-        out.setdefault(tr(e.section), []).append([e.name, meaning(e.meaning), message(e.formula), e.shape])
+        out.setdefault(tr(e.section), []).append([e.name, render(e.meaning), render(e.formula), e.shape])
     return out
 
 

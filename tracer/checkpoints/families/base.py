@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
+from tracer.messages import Message, join, msg
 
 if TYPE_CHECKING:
     import numpy as np
@@ -55,13 +56,14 @@ class Take(NamedTuple):
             out[self.axis] *= self.split
         return tuple(out)
 
-    def describe(self) -> str:
-        words = []
+    def describe(self) -> Message | str:
+        """' (part 1 of 3 along axis 0, transposed)': how the stored tensor becomes tracer's weight."""
+        words: list[Message] = []
         if self.split:
-            words.append(f"part {self.part + 1} of {self.split} along axis {self.axis}")
+            words.append(msg("part {part} of {n} along axis {axis}", part=self.part + 1, n=self.split, axis=self.axis))
         if self.transpose:
-            words.append("transposed")
-        return f" ({', '.join(words)})" if words else ""
+            words.append(msg("transposed"))
+        return msg(" ({how})", how=join(words, ", ")) if words else ""
 
     def apply(self, a: np.ndarray) -> np.ndarray:  # stored -> tracer's [in, out], an array of its own
         import numpy as np
@@ -200,7 +202,7 @@ def stored_dtype(ckpt: Checkpoint, layout: Layout, name: str) -> str:
 def need_heads(heads: int | None, C: int, what: str) -> int:
     """--heads, for a checkpoint whose config does not record the number of heads."""
     if heads is None:
-        raise CheckpointError(f"{what} does not record the number of heads; give --heads H (H must divide C = {C})")
+        raise CheckpointError(msg('{what} does not record the number of heads; give --heads H (H must divide C = {C})', what=what, C=C))
     if heads < 1 or C % heads:
-        raise CheckpointError(f"--heads {heads}: H must divide C = {C} (each head has width d = C / H)")
+        raise CheckpointError(msg('--heads {heads}: H must divide C = {C} (each head has width d = C / H)', heads=heads, C=C))
     return heads

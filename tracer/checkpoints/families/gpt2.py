@@ -7,6 +7,7 @@ from typing import Any
 from tracer.checkpoints.families.base import Layout, ModelConfig, Take, group, layer_count, need_heads, norm, packed_attention, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
+from tracer.messages import at, msg
 
 
 def table() -> dict[str, Take]:
@@ -29,7 +30,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     cfg = config or {}
     wte = shape_of(ckpt, layout, "embedding")
     if wte is None:
-        raise CheckpointError(f"{ckpt.path}: holds no GPT-2 token embedding (wte.weight or transformer.wte.weight); is it a GPT-2 checkpoint?")
+        raise CheckpointError(at(ckpt.path, msg('holds no GPT-2 token embedding (wte.weight or transformer.wte.weight); is it a GPT-2 checkpoint?')))
     V, C = wte
     wpe = shape_of(ckpt, layout, "position")
     w1 = shape_of(ckpt, layout, "blocks.0.ffn.w1")
@@ -37,13 +38,13 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     pattern = found[0].key.replace(".0.", ".{i}.", 1) if found else "h.{i}.ln_1.weight"
     layers = layer_count(ckpt.keys(), pattern)
     if layers == 0:
-        raise CheckpointError(f"{ckpt.path}: holds no GPT-2 layer (h.0.ln_1.weight)")
+        raise CheckpointError(at(ckpt.path, msg('holds no GPT-2 layer (h.0.ln_1.weight)')))
     for key, ok in (("scale_attn_weights", True), ("scale_attn_by_inverse_layer_idx", False)):
         if cfg.get(key, ok) != ok:
-            raise CheckpointError(f"config.json: {key} = {cfg[key]}: tracer's attention scales scores by 1/sqrt(d) only")
+            raise CheckpointError(msg("config.json: {key} = {cfg}: tracer's attention scales scores by 1/sqrt(d) only", key=key, cfg=cfg[key]))
     act = cfg.get("activation_function", "gelu_new")
     if act not in HF_ACTIVATIONS:
-        raise CheckpointError(f"config.json: activation_function {act!r}: expected one of {', '.join(HF_ACTIVATIONS)}")
+        raise CheckpointError(msg('config.json: activation_function {act}: expected one of {join}', act=repr(act), join=', '.join(HF_ACTIVATIONS)))
     H = int(cfg["n_head"]) if "n_head" in cfg else need_heads(heads, C, f"{ckpt.path} without config.json")
     tied = bool(cfg.get("tie_word_embeddings", True)) or shape_of(ckpt, layout, "head") is None
     dims = {"C": C, "H": H, "F": w1[1] if w1 else int(cfg.get("n_inner") or 4 * C), "V": V}

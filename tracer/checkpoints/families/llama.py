@@ -7,6 +7,7 @@ from typing import Any
 from tracer.checkpoints.families.base import Layout, ModelConfig, Take, group, layer_count, need_heads, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
+from tracer.messages import at, msg
 
 
 def table() -> dict[str, Take]:
@@ -44,32 +45,31 @@ def _rope(cfg: dict[str, Any]) -> tuple[float, str, str]:
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads: int | None) -> ModelConfig:
     """Hugging Face LLaMA / Mistral: RMSNorm, SwiGLU, rotary positions turned as rotate_half does, grouped-query attention."""
     if not config:
-        raise CheckpointError(f"{ckpt.path}: a LLaMA checkpoint needs its config.json (heads, key/value heads, rope_theta, "
-                              "rms_norm_eps are not in the tensors); put it beside the weights")
+        raise CheckpointError(at(ckpt.path, msg('a LLaMA checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights')))
     cfg = config
     embed = shape_of(ckpt, layout, "embedding")
     if embed is None:
-        raise CheckpointError(f"{ckpt.path}: holds no LLaMA token embedding (model.embed_tokens.weight); is it a LLaMA checkpoint?")
+        raise CheckpointError(at(ckpt.path, msg('holds no LLaMA token embedding (model.embed_tokens.weight); is it a LLaMA checkpoint?')))
     V, C = embed
     found = layout.locate("blocks.0.norm1.gamma", ckpt.keys())
     pattern = found[0].key.replace(".0.", ".{i}.", 1) if found else "model.layers.{i}.input_layernorm.weight"
     layers = layer_count(ckpt.keys(), pattern)
     if layers == 0:
-        raise CheckpointError(f"{ckpt.path}: holds no LLaMA layer (model.layers.0.input_layernorm.weight)")
+        raise CheckpointError(at(ckpt.path, msg('holds no LLaMA layer (model.layers.0.input_layernorm.weight)')))
     H = int(cfg.get("num_attention_heads") or need_heads(heads, C, "config.json"))
     H_kv = int(cfg.get("num_key_value_heads") or H)
     theta, rope_type, theta_from = _rope(cfg)
     refused = [
-        (cfg.get("hidden_act", "silu") != "silu", f"hidden_act {cfg.get('hidden_act')!r}: tracer's SwiGLU gates with silu"),
-        (bool(cfg.get("attention_bias")), "attention_bias = true: the llama layout reads q/k/v/o_proj without biases"),
-        (bool(cfg.get("mlp_bias")), "mlp_bias = true: the llama layout reads gate/up/down_proj without biases"),
-        (cfg.get("head_dim") not in (None, C // H), f"head_dim = {cfg.get('head_dim')}: tracer's heads have width d = C / H = {C // H}"),
-        (rope_type != "default", f"rope type {rope_type!r}: tracer's rotary positions are the default RoPE (no scaling)"),
-        (H_kv < 1 or H % H_kv, f"num_key_value_heads = {H_kv} must divide num_attention_heads = {H}"),
+        (cfg.get("hidden_act", "silu") != "silu", msg("hidden_act {act}: tracer's SwiGLU gates with silu", act=repr(cfg.get("hidden_act")))),
+        (bool(cfg.get("attention_bias")), msg("attention_bias = true: the llama layout reads q/k/v/o_proj without biases")),
+        (bool(cfg.get("mlp_bias")), msg("mlp_bias = true: the llama layout reads gate/up/down_proj without biases")),
+        (cfg.get("head_dim") not in (None, C // H), msg("head_dim = {head_dim}: tracer's heads have width d = C / H = {d}", head_dim=cfg.get("head_dim"), d=C // H)),
+        (rope_type != "default", msg("rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)", rope=repr(rope_type))),
+        (H_kv < 1 or H % H_kv, msg("num_key_value_heads = {H_kv} must divide num_attention_heads = {H}", H_kv=H_kv, H=H)),
     ]
     for bad, why in refused:
         if bad:
-            raise CheckpointError(f"config.json: {why}")
+            raise CheckpointError(at("config.json", why))
     w1 = shape_of(ckpt, layout, "blocks.0.ffn.w1")
     tied = bool(cfg.get("tie_word_embeddings", False))
     has_head = tied or shape_of(ckpt, layout, "head") is not None

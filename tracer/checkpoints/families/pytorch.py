@@ -10,6 +10,7 @@ from typing import Any
 from tracer.checkpoints.families.base import Layout, ModelConfig, Take, group, layer_count, need_heads, norm, packed_attention, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
+from tracer.messages import at, msg
 
 
 def _layer(prefix: str, layer: str, cross: bool) -> dict[str, Take]:
@@ -46,8 +47,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     w_q = shape_of(ckpt, layout, prefix + "attn.w_q")
     w1 = shape_of(ckpt, layout, prefix + "ffn.w1")
     if w_q is None or w1 is None:
-        raise CheckpointError(f"{ckpt.path}: holds no nn.TransformerEncoderLayer weights (self_attn.in_proj_weight, linear1.weight); "
-                              "is it a PyTorch nn.Transformer* state dict?")
+        raise CheckpointError(at(ckpt.path, msg('holds no nn.TransformerEncoderLayer weights (self_attn.in_proj_weight, linear1.weight); is it a PyTorch nn.Transformer* state dict?')))
     C, F = w_q[0], w1[1]
     H = need_heads(heads, C, "a PyTorch state dict")
     dims = {"C": C, "H": H, "F": F}

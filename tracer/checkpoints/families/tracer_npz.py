@@ -11,6 +11,7 @@ from typing import Any
 from tracer.checkpoints.families.base import Layout, ModelConfig, Take
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
+from tracer.messages import at, msg
 
 
 def table() -> dict[str, Take]:
@@ -18,8 +19,7 @@ def table() -> dict[str, Take]:
 
 
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads: int | None) -> ModelConfig:
-    raise CheckpointError(f"{ckpt.path}: a tracer archive holds weights, not the block's settings; reference it from the spec "
-                          f"that made it: weights: {{file: {ckpt.path}, layout: tracer}}")
+    raise CheckpointError(at(ckpt.path, msg("a tracer archive holds weights, not the block's settings; reference it from the spec that made it: weights: {file: {path2}, layout: tracer}", path2=ckpt.path)))
 
 
 LAYOUT = Layout("tracer", "tracer's own --save archive (weights.NAME) or an .npz keyed by tracer's weight names", table(), read_config,
