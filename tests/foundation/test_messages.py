@@ -155,6 +155,16 @@ def test_every_zh_entry_is_used():
         assert not unused, f"zh entries no {func}() uses:\n" + "\n".join(unused)
 
 
+def test_every_ui_word_is_in_the_code():
+    """zh.UI (the fixed words tr() looks up: headers, status words, leads) has no dead entry: each key is written
+    somewhere in tracer/ as a literal (a tr() call's, or a header table's that a view passes to tr())."""
+    literals = {node.value for path in sorted((REPO / "tracer").rglob("*.py")) if path.name != "zh.py"
+                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+    unused = sorted(k for k in [*zh.UI, *zh.KINDS] if k not in literals)
+    assert not unused, "zh.UI/zh.KINDS entries no code writes:\n" + "\n".join(unused)
+
+
 def coverage() -> tuple[int, int]:
     """(message sites with a zh entry, message sites) in tracer/."""
     counted = [s for s in SITES if s.func in ("msg", "nmsg")]

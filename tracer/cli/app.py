@@ -361,21 +361,18 @@ def probe(
     """
 
     def body() -> int:
+        from tracer.probe import view
         from tracer.probe.properties import probe as run_probe
         from tracer.probe.properties import unmeasured_error
-        from tracer.probe.result import FAIL, UNMEASURED
+        from tracer.probe.result import FAIL
         from tracer.spec import load_spec
-        from tracer.views import tables as render
-        from tracer.views import trace_json as jsonout
 
         s = load_spec(spec)
         props = run_probe(s, exact, max_memory)
-        ok = all(p.result not in (FAIL, UNMEASURED) for p in props)
         if as_json:
-            sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name},
-                                            "ok": ok, "properties": [p.as_json() for p in props]}))
+            sys.stdout.write(view.json_text(s, props))
         else:
-            console(no_color).print(render.probe_table(s, props))
+            console(no_color).print(view.table(s, props))
         if any(p.result == FAIL for p in props):
             return EXIT_OK if exit_zero else EXIT_VIOLATION
         unmeasured_error(s, props)  # exit 2: the input cannot show the property either way

@@ -14,7 +14,6 @@ from rich.text import Text
 from tracer.engine.executor import Recording, Stage
 from tracer.errors import Violation
 from tracer.i18n import tr
-from tracer.messages import render
 from tracer.spec import Spec
 from tracer.views.text import (  # noqa: F401  (fmt_number, fmt_value: the formats render_diff and others import from here)
     VERIFY_HEADER,
@@ -139,17 +138,6 @@ def steps_table(spec: Spec, only: Sequence[str] | None = None) -> Table:
         table.add_column(col, overflow="fold")
     for row in step_rows(spec, only):
         table.add_row(*map(Text, row))
-    return table
-
-
-def probe_table(spec: Spec, props: list) -> Table:  # list[probe.Property]
-    table = Table(title=Text(tr("{name}: properties", name=spec.name)), title_justify="left")
-    table.add_column(tr("property"), overflow="fold")
-    table.add_column(tr("result"), overflow="fold")
-    table.add_column(tr("evidence"), overflow="fold")
-    style = {"pass": "green", "fail": "bold red", "not applicable": "dim", "cannot measure": "bold yellow"}
-    for p in props:
-        table.add_row(Text(tr(p.name)), Text(tr(p.result), style=style.get(p.result, "")), Text(render(p.evidence)))
     return table
 
 
