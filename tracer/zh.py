@@ -581,7 +581,7 @@ MESSAGES: dict[str, str] = {
     'concatenate the heads': '拼接各头',
     'Rotary positions: no position vectors are added; q and k are turned inside each attention.': '旋转位置编码：不加位置向量；q 和 k 在每次注意力内部转动。',
     'No positions: the block cannot tell the order of the tokens.': '没有位置信息：块分不出 token 的顺序。',
-    'residual path {n}:': '第 {n} 条残差路径：',
+    'residual path {n}': '第 {n} 条残差路径',
     '{stack}: after the stack': '{stack}：堆叠之后',
     '{stack}: after the block': '{stack}：块之后',
     'after the stack': '堆叠之后',

@@ -209,3 +209,19 @@ def test_graph_on_an_80_column_terminal_keeps_the_rail(spec, lang):
     assert code == 0, out
     text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out).replace("\r", "")
     assert check_rails(text, 80) > 0
+
+
+def test_an_eleventh_residual_path_is_titled_by_its_number(tmp_path):
+    """Past the tenth ordinal word, a path is 'residual path 11' (one colon before what it adds, as for the others)."""
+    adds = "\n".join(f"    - {{name: r{i}, op: add, in: [{'x' if i == 1 else f'r{i - 1}'}, x]}}" for i in range(1, 13))
+    spec = write_spec(tmp_path, f"""
+name: many paths
+dims: {{C: 2, H: 2, F: 3}}
+block:
+  steps:
+{adds}
+input: {{tokens: [0, 1]}}
+weights: {{embedding: [[1, 0], [0, 1]], position: [[0, 0], [0, 1]]}}
+""")
+    found = titles(draw(str(spec)))
+    assert "tenth residual path: r11 = r10 + x" in found and "residual path 11: r12 = r11 + x" in found, found  # r1 = x + x adds no path

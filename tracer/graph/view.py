@@ -276,7 +276,7 @@ class Graph:
             chunk = steps[start:k]
             start = k + 1
             n = len(sections)
-            path = ORDINALS[n] if n < len(ORDINALS) else msg("residual path {n}:", n=n + 1)
+            path = ORDINALS[n] if n < len(ORDINALS) else msg("residual path {n}", n=n + 1)
             added = f"{step.name} = {' + '.join(step.inputs)}"
             s = Section(msg("{layer}: {path}: {rest}", layer=layer, path=path, rest=added) if layer is not None
                         else msg("{path}: {rest}", path=path, rest=added))
