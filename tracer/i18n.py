@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 
 LANGUAGES = ("en", "zh")
@@ -85,8 +85,9 @@ def using(lang: str) -> Iterator[None]:
 
 # -- UI words ------------------------------------------------------------------------
 
-def fill(template: str, fields: Mapping[str, object]) -> str:
-    """Put the fields into a template: {name} for a name in ``fields`` only, so other braces stay as they are."""
+def fill(template: str, fields: Mapping[str, object], show: Callable[[object], str] = str) -> str:
+    """Put the fields into a template: ``{name}`` for a name in ``fields`` only, so other braces
+    (``dims: {C: 2, H: 2, F: 3}``) stay as they are; ``show`` turns a field's value into its text."""
     if "{" not in template or not fields:
         return template
     out: list[str] = []
@@ -94,7 +95,7 @@ def fill(template: str, fields: Mapping[str, object]) -> str:
     while (i := template.find("{", pos)) >= 0 and (j := template.find("}", i + 1)) >= 0:
         name = template[i + 1:j]
         if name in fields:
-            out += [template[pos:i], str(fields[name])]
+            out += [template[pos:i], show(fields[name])]
             pos = j + 1
         else:
             out.append(template[pos:i + 1])

@@ -41,29 +41,11 @@ def _text(value: object, lang: str) -> str:
 
 
 def fill(template: str, fields: Mapping[str, object], lang: str = "en") -> str:
-    """Put the fields into a template: ``{name}`` for a name in ``fields`` only, so other braces
-    (``dims: {C: 2, H: 2, F: 3}``) stay as they are.  A Message field is rendered in ``lang``."""
-    if "{" not in template or not fields:
-        return template
-    out: list[str] = []
-    pos = 0
-    while True:
-        i = template.find("{", pos)
-        if i < 0:
-            break
-        j = template.find("}", i + 1)
-        if j < 0:
-            break
-        name = template[i + 1:j]
-        if name in fields:
-            out.append(template[pos:i])
-            out.append(_text(fields[name], lang))
-            pos = j + 1
-        else:
-            out.append(template[pos:i + 1])
-            pos = i + 1
-    out.append(template[pos:])
-    return "".join(out)
+    """Put the fields into a template (i18n.fill: ``{name}`` for a name in ``fields`` only, other braces stay);
+    a Message field is rendered in ``lang``."""
+    from tracer import i18n
+
+    return i18n.fill(template, fields, lambda value: _text(value, lang))
 
 
 def _rebuild(cls: type[Message], args: tuple[Any, ...]) -> Message:
