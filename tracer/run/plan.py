@@ -51,7 +51,6 @@ def prepare(spec: SpecLike, *, record: str = "auto", table: bool = False, keep: 
     --batch and --pos in messages (the library says batch and pos).
     """
     if isinstance(spec, (str, os.PathLike)):
-        memory.parse_size(max_memory)
         s = memory.load_spec_within(os.fspath(spec), max_memory)  # millions of inline values: refused before parsing
     else:
         s = load(spec)
