@@ -5,6 +5,8 @@ codes true whatever happens outside the command:
 - SIGINT, SIGTERM and SIGHUP raise ``Interrupted``, a SystemExit: every ``finally`` runs (a
   temporary file is removed), click does not turn it into "Aborted!", and the exit code is
   128 + the signal (130 for Ctrl-C, 143 for SIGTERM), as a shell reports a process it stopped.
+  One that lands where Python ignores exceptions (a weakref callback, ``__del__``) is raised again
+  a millisecond later (``_swallowed``).
 - Standard output is wrapped so that a write that fails is a TracerError: a closed pipe
   (``| head -1``) is ``ClosedPipe``, a quiet exit 141 (128 + SIGPIPE, what grep and cat give);
   any other failure (``> /dev/full``, ``>&-``) is ``OutputError``, exit 2 with one line on stderr.
@@ -45,6 +47,36 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     raise Interrupted(signum)
 
 
+def _swallowed(unraisable: Any) -> None:
+    """sys.unraisablehook: an Interrupted raised where Python ignores exceptions is delivered again, soon after.
+
+    A signal's handler runs in whatever Python code is executing, and some code cannot pass an exception on: a
+    weakref callback (importlib's module locks use one while modules load), a ``__del__``.  Python prints
+    "Exception ignored in ..." with a traceback there and goes on, and the Ctrl-C would be lost.  Here it is
+    noted, and a timer raises it again a millisecond later, by then in code that lets it stop the command."""
+    global _pending
+    if isinstance(unraisable.exc_value, Interrupted) and hasattr(signal, "setitimer"):
+        _pending = unraisable.exc_value.signum
+        try:
+            signal.signal(signal.SIGALRM, _deliver_pending)
+            signal.setitimer(signal.ITIMER_REAL, 0.001)
+            return
+        except (ValueError, OSError):
+            pass
+    _previous_unraisablehook(unraisable)
+
+
+def _deliver_pending(signum: int, frame: FrameType | None) -> None:
+    global _pending
+    if _held or _pending is None:  # signals_held() raises it on leaving
+        return
+    pending, _pending = _pending, None
+    raise Interrupted(pending)
+
+
+_previous_unraisablehook = sys.unraisablehook
+
+
 @contextlib.contextmanager
 def signals_held() -> Iterator[None]:
     """Let a short step finish before a signal stops tracer (e.g. creating a temporary file and learning its name).
@@ -67,6 +99,7 @@ _SIGNALS = [s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTERM", 
 
 def install_signals() -> None:
     """SIGINT, SIGTERM and SIGHUP raise Interrupted (a signal the parent set to be ignored stays ignored)."""
+    sys.unraisablehook = _swallowed
     for sig in _SIGNALS:
         try:
             if signal.getsignal(sig) in (signal.SIG_DFL, signal.default_int_handler):

@@ -281,6 +281,34 @@ def test_a_signal_during_a_held_step_is_raised_when_it_ends() -> None:
     assert r.stdout.splitlines() == ["step finished", "raised after it 143"], (r.stdout, r.stderr)
 
 
+@pytest.mark.parametrize("where", ["weakref callback", "__del__"])
+def test_a_signal_where_python_ignores_exceptions_still_stops_tracer(where: str) -> None:
+    """A handler that runs inside a weakref callback (importlib's module locks, while tracer starts) or a
+    __del__ cannot stop the program there: Python prints 'Exception ignored' with a traceback and goes on.
+    tracer delivers it again a moment later (seen in CI: Ctrl-C at start-up, a traceback, the run went on)."""
+    trigger = {
+        "weakref callback": "class A: pass\na = A()\nr = weakref.ref(a, lambda _: signal.raise_signal(signal.SIGINT))\n",
+        "__del__": "class A:\n    def __del__(self): signal.raise_signal(signal.SIGINT)\na = A()\n",
+    }[where]
+    code = (
+        "import signal, time, weakref\n"
+        "from tracer import process\n"
+        "process.install_signals()\n"
+        + trigger +
+        "try:\n"
+        "    del a\n"
+        "    for _ in range(2000): time.sleep(0.001)\n"
+        "    print('went on', flush=True)\n"
+        "finally:\n"
+        "    print('cleanup ran', flush=True)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert r.returncode == 130, (r.stdout, r.stderr)
+    assert r.stdout.splitlines() == ["cleanup ran"]
+    assert "Traceback" not in r.stderr and "ignored" not in r.stderr, r.stderr
+
+
 def _big_spec(tmp_path: Path) -> Path:
     return write_spec(tmp_path, "dims: {B: 4, T: 64, C: 256, H: 4, F: 1024}\nseed: 0\ninput: {x: random}\n", "big.yaml")
 
