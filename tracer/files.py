@@ -6,13 +6,17 @@ The rule (docs/files.md says it for users):
   HTML export begins with a comment naming tracer, the kind and the SHA-256 of the rest of the file;
   an .npz archive carries, as its zip comment, tracer's name and the SHA-256 of its members' names,
   CRCs and sizes.  A file edited since tracer wrote it no longer matches its mark and is refused too.
-- Never, not even with --force: an input of the command, a folder or anything but a regular file, a
+- Never, not even with --force: an input of the command (every file it reads: the spec, each weight file and
+  shard, the index, config.json, a diff's sides, through links and hard links; ``note_input`` records them as
+  they are read, in the scopes ``reading()`` opens, and ``Spec.files_read`` keeps a loaded spec's), a folder or anything but a regular file, a
   symbolic link (tracer never follows or replaces a link), a file the mode bits do not let this user
   write (checked from the bits, as if without privileges, so root is held to it too), or one path named
   by two outputs.
 - The file is written to a temporary file beside the target, named ``.NAME.tracer-XXXXXXXX.tmp``, and
   moved into place only when it is whole; any error, Ctrl-C, SIGTERM or SIGHUP removes it.
-- The target is checked before the run and again at the moment of the move.  When nothing was there,
+- The target is checked before the run and again at the moment of the move.  A file that appeared or changed in
+  between (another device, inode, size or mtime than check_output saw) is never replaced, unless --force and it
+  is provably tracer's own.  When nothing was there,
   the move is ``link()``, which fails rather than replace a file that appeared in the meantime, so that
   case has no window at all.  When tracer replaces its own earlier file, the check is repeated just
   before ``rename()``; POSIX has no "rename if the target is still this file", so a file swapped in
@@ -30,7 +34,7 @@ import os
 import re
 import stat
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, BinaryIO
 
 from tracer.errors import UsageError
@@ -114,6 +118,61 @@ def proves_ours(path: str, kind: str) -> bool:
     return False
 
 
+# -- what the command reads: its inputs ---------------------------------------------------
+
+_READING: list[dict[tuple[int, int], str]] = []  # the open scopes (a command, a spec being loaded): file id -> path as named
+
+
+def note_input(path: str) -> None:
+    """Record a file the command reads (through any link: the file itself counts), in every open scope."""
+    if not _READING:
+        return
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return
+    for scope in _READING:
+        scope.setdefault((st.st_dev, st.st_ino), path)
+
+
+@contextlib.contextmanager
+def reading() -> Iterator[dict[tuple[int, int], str]]:
+    """A scope that collects every file noted while it is open (a command, or one spec's loading)."""
+    scope: dict[tuple[int, int], str] = {}
+    _READING.append(scope)
+    try:
+        yield scope
+    finally:
+        for i in range(len(_READING) - 1, -1, -1):
+            if _READING[i] is scope:
+                del _READING[i]
+                break
+
+
+def input_at(path: str, inputs: Iterable[str] = ()) -> str | None:
+    """The input (as the command named it) that writing ``path`` would replace, or None: one of ``inputs``, or any
+    file read in an open scope, compared through links and hard links (device and inode)."""
+    for inp in inputs:
+        if same_file(path, inp):
+            return inp
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    for scope in _READING:
+        found = scope.get((st.st_dev, st.st_ino))
+        if found is not None:
+            return found
+    return None
+
+
+def check_not_input(path: str, option: str, inputs: Iterable[str] = ()) -> None:
+    """Refuse ``option PATH`` when it names an input of the command (exit 2): never, not even with --force."""
+    inp = input_at(path, inputs)
+    if inp is not None:
+        raise UsageError(msg("{opt} would overwrite the input {inp}; choose another file name", opt=f"{option} {path}", inp=repr(inp)))
+
+
 # -- what may be replaced ----------------------------------------------------------------
 
 def same_file(a: str, b: str) -> bool:
@@ -171,10 +230,10 @@ def check_output(path: str, option: str, inputs: Iterable[str], kind: str, force
     opt = f"{option} {path}"
     if not path or path.endswith((os.sep, "/")):
         raise UsageError(msg("{opt}: expected a file name such as report.{kind}", opt=opt, kind=kind))
-    for inp in inputs:
-        if same_file(path, inp):
-            raise UsageError(msg("{opt} would overwrite the input {inp}; choose another file name", opt=opt, inp=repr(inp)))
-    _, why = refusal(path, kind, force, replace)
+    inputs = tuple(inputs)
+    check_not_input(path, option, inputs)
+    st, why = refusal(path, kind, force, replace)
+    _CHECKED[_key(path)] = (_identity(st), inputs)
     if why is not None and os.path.isdir(path):
         raise UsageError(at(opt, why))
     folder = os.path.dirname(os.path.abspath(path))
@@ -200,12 +259,32 @@ def check_distinct(named: Mapping[str, str | None]) -> None:
 
 # -- writing ---------------------------------------------------------------------------------
 
+Identity = tuple[int, int, int, int] | None  # device, inode, size, mtime of what is at a path (None: nothing)
+_CHECKED: dict[str, tuple[Identity, tuple[str, ...]]] = {}  # output (absolute) -> what was there when check_output looked, its inputs
+_UNCHECKED: Identity = (-1, -1, -1, -1)
+
+
+def _key(path: str) -> str:
+    return os.path.abspath(path)
+
+
+def _identity(st: os.stat_result | None) -> Identity:
+    return None if st is None else (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+
 def write_atomic(path: str, write: Callable[[BinaryIO], object], option: str, kind: str, force: bool = False,
                  replace: bool = True) -> None:
     """Write through ``write(fh)`` to a temporary file beside ``path``, then move it into place if the
     target may still be replaced at that moment (see the module's rule).  ``replace=False``: only a new file."""
     folder = os.path.dirname(os.path.abspath(path))
     tmp = None
+    expected, inputs = _CHECKED.pop(_key(path), (_UNCHECKED, ()))
+    if expected == _UNCHECKED:  # not checked before the run: what is there now is what may be replaced
+        try:
+            expected = _identity(os.lstat(path))
+        except (OSError, ValueError):
+            expected = None
     try:
         with signals_held():  # a temporary file whose name was never learnt could not be removed
             fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(path)[:100]}{TMP_TAG}", suffix=".tmp")
@@ -214,7 +293,7 @@ def write_atomic(path: str, write: Callable[[BinaryIO], object], option: str, ki
             fh.flush()
             os.fchmod(fd, _mode_for(path))
             os.fsync(fd)
-        _commit(tmp, path, option, kind, force, replace)
+        _commit(tmp, path, option, kind, force, replace, expected, inputs)
         tmp = None
     except OSError as e:
         raise UsageError(msg("cannot write {path}: {x}; nothing was written", path=repr(path), x=e.strerror or e)) from None
@@ -224,12 +303,19 @@ def write_atomic(path: str, write: Callable[[BinaryIO], object], option: str, ki
                 os.unlink(tmp)
 
 
-def _commit(tmp: str, path: str, option: str, kind: str, force: bool, replace: bool) -> None:
-    """Move the finished temporary file to ``path``, checking the target once more at that moment."""
+def _commit(tmp: str, path: str, option: str, kind: str, force: bool, replace: bool, expected: Identity,
+            inputs: tuple[str, ...]) -> None:
+    """Move the finished temporary file to ``path``, checking the target once more at that moment: never over an
+    input the command read, and never over a file that appeared or changed since it was checked (``expected``:
+    what was there then), unless --force and the file is provably tracer's own."""
+    opt = f"{option} {path}"
     for _ in range(3):
+        check_not_input(path, option, inputs)
         st, why = refusal(path, kind, force, replace)
         if why is not None:
-            raise UsageError(at(f"{option} {path}", join([why, msg("it appeared or changed during the run, and nothing was written")])))
+            raise UsageError(at(opt, join([why, msg("it appeared or changed during the run, and nothing was written")])))
+        if st is not None and _identity(st) != expected and not (force and proves_ours(path, kind)):
+            raise UsageError(at(opt, msg("{f} appeared or changed during the run, and nothing was written", f=repr(path))))
         if st is not None:
             os.replace(tmp, path)  # ours (or --force), checked just now: the residual window docs/files.md describes
             _sync_folder(path)

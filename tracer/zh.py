@@ -1080,6 +1080,8 @@ MESSAGES: dict[str, str] = {
     '{name}: encoder-decoder': '{name}：编码器—解码器',
     '{name}: preset pre-norm': '{name}：预设 Pre-Norm',
     '{name}: preset post-norm': '{name}：预设 Post-Norm',
+    # i24-files
+    '{f} appeared or changed during the run, and nothing was written': '{f} 在运行期间出现或被改动，没有写入任何内容',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -21,6 +21,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer.errors import CheckpointError
+from tracer.files import note_input
 from tracer.messages import at, msg
 
 if TYPE_CHECKING:
@@ -121,6 +122,7 @@ class Checkpoint(ABC):
 
 
 def _read_json(path: str, what: str) -> Any:
+    note_input(path)  # an input of the command: no output may replace it (tracer.files)
     try:
         with open(path, encoding="utf-8") as fh:
             return json.load(fh)
@@ -481,6 +483,7 @@ MAX_OPEN = 16  # files whose headers are kept (validating a spec, then running i
 
 def _cached(path: str) -> Checkpoint:
     """A checkpoint file, headers read once while the file is unchanged (same inode, size and mtime)."""
+    note_input(path)  # an input of the command, whether its headers are read now or were read before
     st = os.stat(path)
     key = (os.path.realpath(path), st.st_ino, st.st_mtime_ns, st.st_size)
     if key not in _OPEN:

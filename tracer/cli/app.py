@@ -81,7 +81,10 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
             close = difflib.get_close_matches(lang or "", i18n.LANGUAGES, n=1, cutoff=0.5)
             hint = msg("; did you mean {names}?", names=repr(close[0])) if close else ""
             raise UsageError(msg("--lang {option}: expected one of zh | en (zh: the book's Chinese, en: English){hint}", option=lang, hint=hint)) from None
-        code = fn()
+        from tracer.files import reading
+
+        with reading():  # every file the command reads is an input no output may replace (tracer.files)
+            code = fn()
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not as the interpreter exits
     except ClosedPipe as e:  # the reader has gone (| head -1): nothing to say, and no verdict to give
         raise typer.Exit(e.exit_code) from None
@@ -610,6 +613,11 @@ def export_targets(svg: str | None, html: str | None, inputs: list[str], form: s
 
 def show(view: "RenderableType", no_color: bool, targets: "list[Target]", title: str, force: bool = False) -> None:
     """Print the view once; write the exports asked for (at the content's natural width)."""
+    if targets:  # the run has read every input by now: none may be an export (checked again as each is written)
+        from tracer.files import check_not_input
+
+        for t in targets:
+            check_not_input(t.path, f"--{t.kind}")
     console(no_color).print(view)
     if targets:
         from tracer.i18n import tr

@@ -25,6 +25,7 @@ import numpy as np
 from tracer.compare.saved import _Reader
 from tracer.engine.executor import Stage
 from tracer.errors import ArraysFileError, UsageError
+from tracer.files import note_input
 from tracer.messages import Message, at, msg, nmsg
 from tracer.model import catalogue
 from tracer.spec import yamlio
@@ -63,6 +64,7 @@ def read_npz(path: str) -> dict[str, np.ndarray]:
         raise ArraysFileError(msg("{path}: {x}, expected an .npz archive of arrays", path=path, x=msg("is a directory") if os.path.isdir(path) else msg("no such file")))
     if not _head(path).startswith((*ZIP_MAGIC, NPY_MAGIC)):
         raise ArraysFileError(msg("{path}: is not an .npz archive (an .npz is a zip file of .npy arrays, as np.savez writes it)", path=path))
+    note_input(path)
     try:
         archive = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:

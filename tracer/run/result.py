@@ -131,7 +131,7 @@ class Trace(Mapping[str, np.ndarray]):
         from tracer.files import check_output
         from tracer.views.npz import save
 
-        check_output(path, "Trace.save", [self.spec.path], "npz", force)
+        check_output(path, "Trace.save", [self.spec.path, *self.spec.files_read], "npz", force)
         save(self.run, path, force=force)
 
     def table(self, *, batch: int | None = None, pos: int | None = None, precision: int | None = None,

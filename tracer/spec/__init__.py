@@ -14,6 +14,7 @@ import math
 from typing import Any, NamedTuple
 
 from tracer.errors import SpecError
+from tracer.files import reading
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import blocks
 from tracer.model.blocks import ACTIVATIONS, NORMS, StackSettings, Step, group_kind, output_shape
@@ -139,6 +140,7 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
     loss: str | None = None  # tracer grad's loss (LOSSES); None: the default for the spec
     init: str = "default"  # the bound of drawn matrices (INITS): default ±1/sqrt(n_in), xavier ±sqrt(6/(n_in+n_out))
     targets: tuple[tuple[int, ...], ...] | None = None  # input.targets: the token ids next-token predicts [B,T]
+    files_read: tuple[str, ...] = ()  # every file loading it read (the spec, checkpoints, config.json): no output may replace one
 
     def axes_shape(self, axes: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(self.dims.size(a) for a in axes)
@@ -173,9 +175,11 @@ def _did_you_mean(close: list[str], otherwise: Message | str = "") -> Message | 
 
 
 def load_spec(path: str) -> Spec:
-    text = yamlio.read_text(path)
-    doc, src = yamlio.load(text, path)
-    return _Validator(src).spec(doc)
+    with reading() as read:
+        text = yamlio.read_text(path)
+        doc, src = yamlio.load(text, path)
+        s = _Validator(src).spec(doc)
+    return s._replace(files_read=tuple(read.values()))
 
 
 def load_spec_text(text: str, filename: str = "<spec>") -> Spec:
@@ -185,7 +189,9 @@ def load_spec_text(text: str, filename: str = "<spec>") -> Spec:
 
 def load_spec_doc(doc: dict[str, Any], src: Source) -> Spec:
     """A document already read (YAML, or a Python dict for the API): validated into a Spec."""
-    return _Validator(src).spec(doc)
+    with reading() as read:
+        s = _Validator(src).spec(doc)
+    return s._replace(files_read=tuple(read.values()))
 
 
 def group_yaml_path(group: str) -> Path:

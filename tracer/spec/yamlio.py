@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import yaml
 
 from tracer.errors import SpecError
+from tracer.files import note_input
 from tracer.messages import Message, at, join, message_of, msg
 from tracer.messages import at as at_  # read_text has a local 'at'
 
@@ -99,6 +100,7 @@ def read_text(path: str) -> str:
         if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
             raise SpecError(msg("{path}: is not a regular file (a pipe, socket or device), expected a YAML spec file", path=path))
         with open(path, "rb") as fh:
+            note_input(path)
             data = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
         raise SpecError(msg("{path}: no such file", path=path)) from None
