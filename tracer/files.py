@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, BinaryIO
 
 from tracer.errors import UsageError
-from tracer.messages import Message, at, join, msg
+from tracer.messages import Message, at, join, msg, shown
 from tracer.process import signals_held
 
 if TYPE_CHECKING:
@@ -170,7 +170,7 @@ def check_not_input(path: str, option: str, inputs: Iterable[str] = ()) -> None:
     """Refuse ``option PATH`` when it names an input of the command (exit 2): never, not even with --force."""
     inp = input_at(path, inputs)
     if inp is not None:
-        raise UsageError(msg("{opt} would overwrite the input {inp}; choose another file name", opt=f"{option} {path}", inp=repr(inp)))
+        raise UsageError(msg("{opt} would overwrite the input {inp}; choose another file name", opt=shown(f"{option} {path}"), inp=repr(inp)))
 
 
 # -- what may be replaced ----------------------------------------------------------------

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-__all__ = ["Message", "msg", "nmsg", "given", "join", "at", "render", "fill", "message_of"]
+__all__ = ["Message", "msg", "nmsg", "given", "join", "at", "render", "fill", "message_of", "shown"]
 
 
 def _language(lang: str | None) -> str:
@@ -215,8 +215,22 @@ def join(parts: Iterable[object], sep: str = "; ", keep: bool = False) -> Messag
 
 
 def at(where: object, body: object) -> Message:
-    """``where: body``: a location (file:line:col, a field path, an option and its value) kept as it is."""
-    return Located._make(str(where), body)
+    """``where: body``: a location (file:line:col, a field path, an option and its value) kept as it is, but for
+    any unprintable character in it (``shown``)."""
+    return Located._make(shown(str(where)), body)
+
+
+_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def shown(text: str) -> str:
+    """A path (or any name that comes from outside) as a message may show it: every control, bidirectional or
+    other unprintable character written as an escape (\\n, \\x1b, \\u202e), so that a file's name can neither
+    break a one-line message, nor drive the terminal, nor reorder what is printed after it."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else _ESCAPES.get(c) or c.encode("unicode_escape", "backslashreplace").decode("ascii")
+                   for c in text)
 
 
 def message_of(error: BaseException) -> str:

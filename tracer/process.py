@@ -221,6 +221,25 @@ def prepare_streams() -> None:
         sys.stderr = _Stderr(sys.stderr)
 
 
+def write_file_text(text: str) -> None:
+    """Write to stdout text that is a file's content (the spec `tracer import` prints for ``> spec.yaml``): UTF-8
+    whatever the stream's encoding, as tracer writes every file; the ASCII look-alikes are for a terminal's
+    words only, and would change a name in the file (``mod\\u00e8le`` names no folder)."""
+    out = sys.stdout
+    buffer = getattr(out, "buffer", None)
+    if buffer is None or is_utf(out):
+        out.write(text)
+        return
+    out.flush()
+    try:
+        buffer.write(text.encode("utf-8", "surrogateescape"))
+        buffer.flush()
+    except (OSError, ValueError) as e:
+        if isinstance(out, _Stdout):
+            raise out._fault(e) from None
+        raise
+
+
 def is_utf(stream: object) -> bool:
     """Can this stream write any character (its encoding is a UTF)?"""
     encoding = getattr(stream, "encoding", None) or "utf-8"

@@ -18,6 +18,7 @@ from tracer.checkpoints.families.base import ModelConfig
 from tracer.checkpoints.formats import open_checkpoint
 from tracer.errors import CheckpointError, UsageError
 from tracer.messages import at, join, msg, nmsg
+from tracer.spec import yamlio
 
 MARK = "# Written by `tracer import`"  # the first line: -o replaces only a file that starts with it
 
@@ -63,16 +64,14 @@ def _yaml(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, float):
         return repr(value) if value >= 1e-3 or value == 0 else f"{value:g}"
-    if isinstance(value, str):
-        return value if value.replace("_", "").replace("-", "").replace(".", "").replace("/", "").isalnum() else json.dumps(value)
-    return json.dumps(value)
+    return yamlio.scalar(value)  # text is data: quoted and escaped by the emitter wherever YAML would read it otherwise
 
 
 COMMENT_COLUMN = 25
 
 
 def _line(text: str, note: str | None) -> str:
-    return f"{text:<{COMMENT_COLUMN - 1}} # {note}" if note else text
+    return f"{text:<{COMMENT_COLUMN - 1}} # {yamlio.comment(note)}" if note else text
 
 
 def _mapping(indent: str, items: dict[str, Any], notes: dict[str, str]) -> list[str]:
@@ -113,7 +112,7 @@ def _dtype_note(stored: str) -> str:
 
 def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
     return [
-        f"{MARK} from {title} (layout {name}): {what}.",
+        f"{MARK} from {yamlio.comment(title)} (layout {name}): {what}.",
         f"# Settings from {cfg.source}; the comment on each line says which. The weights stay in the checkpoint",
         "# and are read when the spec runs (only those these layers use). Edit freely: `tracer import -o` replaces",
         "# this file only while it is as tracer wrote it (the first line holds its checksum).",
@@ -126,7 +125,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     from_tokens = cfg.input == "tokens" and first == 0
     what = f"layers {first}-{last} of {cfg.layers}" if n != cfg.layers else f"all {cfg.layers} layers"
     lines = _header(title, name, cfg, what)
-    lines.append(f"name: {json.dumps(f'{title}: {what}')}")
+    lines.append(f"name: {yamlio.scalar(f'{title}: {what}')}")
     dims = {k: v for k, v in cfg.dims.items() if from_tokens or k not in ("V", "T_max")}
     notes = dict(cfg.notes)
     if not (from_tokens and ids is not None):
@@ -176,7 +175,7 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
     if ids is not None:
         V = max(V, max(ids) + 1)
     lines = _header(title, name, cfg, f"encoder-decoder, {cfg.encoder_layers} + {cfg.layers} layers")
-    lines.append(f"name: {json.dumps(f'{title}: encoder-decoder')}")
+    lines.append(f"name: {yamlio.scalar(f'{title}: encoder-decoder')}")
     lines.append("model: encoder-decoder")
     dims = {"C": cfg.dims["C"], "H": cfg.dims["H"], "F": cfg.dims["F"], "V": V}
     notes = dict(cfg.notes)

@@ -18,7 +18,7 @@ import typer
 
 from tracer.cli import options as cliparams
 from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UnknownLanguage, UsageError
-from tracer.messages import at, join, msg
+from tracer.messages import at, join, msg, shown
 
 DEFAULT_MAX_MEMORY = "4GB"  # memory.DEFAULT_MAX_MEMORY; repeated here so --help imports nothing more
 
@@ -624,7 +624,7 @@ def show(view: "RenderableType", no_color: bool, targets: "list[Target]", title:
         from tracer.views.export import export
 
         for path in export(view, targets, title, no_color, force):
-            sys.stderr.write(tr("tracer: wrote {path}", path=path) + "\n")
+            sys.stderr.write(tr("tracer: wrote {path}", path=shown(path)) + "\n")
 
 
 @app.command()
@@ -660,7 +660,7 @@ def new(
         write_atomic(output, lambda fh: fh.write(text.encode("utf-8")), "--output", "yaml", replace=False)
         from tracer.messages import render
 
-        sys.stderr.write(render(msg("wrote {path} (preset {preset}); trace it with: tracer run {path}", path=output, preset=preset)) + "\n")
+        sys.stderr.write(render(msg("wrote {path} (preset {preset}); trace it with: tracer run {path}", path=shown(output), preset=preset)) + "\n")
         return EXIT_OK
 
     guarded(body)
@@ -690,11 +690,13 @@ def import_(
 
         result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length, force)
         if output is None:
-            sys.stdout.write(result.text)
+            from tracer.process import write_file_text
+
+            write_file_text(result.text)
         else:
             from tracer.messages import render
 
-            sys.stderr.write(render(msg("wrote {path} ({summary}); trace it with: tracer run {path}", path=output, summary=result.summary)) + "\n")
+            sys.stderr.write(render(msg("wrote {path} ({summary}); trace it with: tracer run {path}", path=shown(output), summary=shown(result.summary))) + "\n")
         return EXIT_OK
 
     guarded(body)

@@ -20,7 +20,7 @@ import yaml
 
 from tracer.errors import SpecError
 from tracer.files import note_input
-from tracer.messages import Message, at, join, message_of, msg
+from tracer.messages import Message, at, join, message_of, msg, shown
 from tracer.messages import at as at_  # read_text has a local 'at'
 
 Path = tuple[str | int, ...]
@@ -88,6 +88,28 @@ def printable(text: str) -> str:
     return _UNPRINTABLE.sub(lambda m: {"\n": "\\n", "\t": "\\t", "\r": "\\r"}.get(m.group(), m.group().encode("unicode_escape").decode("ascii")), text)
 
 
+def scalar(value: Any) -> str:
+    """A value as YAML that tracer writes (``tracer import``) holds it: one line, written by the YAML emitter, that
+    reads back as exactly ``value``.  Text is data, never syntax: a name with a newline, a colon, a '#' or a word
+    YAML would read as something else (true, null, 1e3) is quoted, control and bidirectional characters escaped;
+    other non-ASCII letters are kept as they are (the file is UTF-8)."""
+    def dumped(**style: Any) -> str:
+        text: str = yaml.safe_dump(value, default_flow_style=True, width=2**31 - 1, **style)
+        return text[:-len("\n...\n")] if text.endswith("\n...\n") else text.rstrip("\n")
+
+    unicode = not isinstance(value, str) or value.isprintable()
+    text = dumped(allow_unicode=unicode)
+    if "\n" in text or yaml.safe_load(text) != value:
+        text = dumped(allow_unicode=False, default_style='"')
+    return text
+
+
+def comment(text: str) -> str:
+    """Text for a ``#`` comment of YAML tracer writes: one line whatever it holds (a newline would end the
+    comment and start a key), control and bidirectional characters escaped."""
+    return shown(text)
+
+
 def read_text(path: str) -> str:
     """The spec's text; refused if it is not a regular file of UTF-8 text no larger than MAX_FILE_BYTES."""
     import os
@@ -96,22 +118,22 @@ def read_text(path: str) -> str:
     try:
         st = os.stat(path)
         if stat.S_ISDIR(st.st_mode):
-            raise SpecError(msg("{path}: is a directory, expected a YAML spec file", path=path))
+            raise SpecError(msg("{path}: is a directory, expected a YAML spec file", path=shown(path)))
         if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
-            raise SpecError(msg("{path}: is not a regular file (a pipe, socket or device), expected a YAML spec file", path=path))
+            raise SpecError(msg("{path}: is not a regular file (a pipe, socket or device), expected a YAML spec file", path=shown(path)))
         with open(path, "rb") as fh:
             note_input(path)
             data = fh.read(MAX_FILE_BYTES + 1)
     except FileNotFoundError:
-        raise SpecError(msg("{path}: no such file", path=path)) from None
+        raise SpecError(msg("{path}: no such file", path=shown(path))) from None
     except PermissionError:
-        raise SpecError(msg("{path}: permission denied", path=path)) from None
+        raise SpecError(msg("{path}: permission denied", path=shown(path))) from None
     except OSError as e:
-        raise SpecError(msg("{path}: cannot read: {x}", path=path, x=e.strerror or e)) from None
+        raise SpecError(msg("{path}: cannot read: {x}", path=shown(path), x=e.strerror or e)) from None
     if len(data) > MAX_FILE_BYTES:
-        raise SpecError(msg("{path}: is larger than {x} MiB, the most a spec may be; draw big weights from the seed instead of writing them out", path=path, x=MAX_FILE_BYTES // 2**20))
+        raise SpecError(msg("{path}: is larger than {x} MiB, the most a spec may be; draw big weights from the seed instead of writing them out", path=shown(path), x=MAX_FILE_BYTES // 2**20))
     if b"\x00" in data:
-        raise SpecError(msg("{path}: is a binary file (contains NUL bytes), expected a YAML spec", path=path))
+        raise SpecError(msg("{path}: is a binary file (contains NUL bytes), expected a YAML spec", path=shown(path)))
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a UTF-8 byte-order mark, as some editors write
     try:
         text = data[bom:].decode("utf-8")
@@ -120,7 +142,7 @@ def read_text(path: str) -> str:
         line = data[:at].count(b"\n") + 1
         raise SpecError(at_(f"{path}:{line}", msg("is not UTF-8 text (byte {byte} at offset {offset})", byte=f"0x{data[at]:02x}", offset=at))) from None
     if not text.strip():
-        raise SpecError(msg("{path}: is empty, expected a YAML mapping with at least 'dims' and 'input'", path=path))
+        raise SpecError(msg("{path}: is empty, expected a YAML mapping with at least 'dims' and 'input'", path=shown(path)))
     return text
 
 
