@@ -166,6 +166,42 @@ def input_at(path: str, inputs: Iterable[str] = ()) -> str | None:
     return None
 
 
+# -- --confine: the one folder a spec's references may reach ------------------------------------------------
+
+_CONFINE: list[str] = []  # the real paths of the folders --confine gave (innermost last)
+
+
+@contextlib.contextmanager
+def confined(folder: str | None) -> Iterator[None]:
+    """While open, every file a spec refers to must lie (through links) inside ``folder`` (None: no confinement)."""
+    if folder is None:
+        yield
+        return
+    try:
+        real = os.path.realpath(folder)
+        ok = os.path.isdir(real)
+    except (OSError, ValueError):
+        ok = False
+    if not ok:
+        raise UsageError(msg("--confine {f}: expected a folder", f=repr(folder)))
+    _CONFINE.append(real)
+    try:
+        yield
+    finally:
+        _CONFINE.pop()
+
+
+def outside_confinement(path: str) -> bool:
+    """Does ``path``, followed through every link, lie outside a folder --confine gave?"""
+    if not _CONFINE:
+        return False
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return True
+    return any(real != c and not real.startswith(c.rstrip(os.sep) + os.sep) for c in _CONFINE)
+
+
 def check_not_input(path: str, option: str, inputs: Iterable[str] = ()) -> None:
     """Refuse ``option PATH`` when it names an input of the command (exit 2): never, not even with --force."""
     inp = input_at(path, inputs)

@@ -287,7 +287,6 @@ MESSAGES: dict[str, str] = {
     'cannot be read as a PyTorch state dict with weights_only=True ({name}: {first}); the file is truncated or corrupt': '无法用 weights_only=True 读成 PyTorch 的 state dict（{name}: {first}）；文件被截断或已损坏',
     'the index names the shard {name}, which is not in the folder': '索引中提到的分片 {name} 不在文件夹里',
     'is not a safetensors file (only {n_head} bytes)': '不是 safetensors 文件（只有 {n_head} 字节）',
-    'is not a safetensors file, or is truncated (its header would be {n} bytes; the file has {size})': '不是 safetensors 文件，或者被截断了（文件头应有 {n} 字节；文件只有 {size} 字节）',
     'tensor {key} has a malformed header entry; the file is corrupt': '张量 {key} 的文件头条目格式不对；文件已损坏',
     'cannot open as safetensors ({e}); the file is corrupt': '无法作为 safetensors 打开（{e}）；文件已损坏',
     'member {key} should hold {x} bytes, holds {file_size}; the file is corrupt': '成员 {key} 应有 {x} 字节，实际有 {file_size} 字节；文件已损坏',
@@ -1082,6 +1081,11 @@ MESSAGES: dict[str, str] = {
     '{name}: preset post-norm': '{name}：预设 Post-Norm',
     # i24-files
     '{f} appeared or changed during the run, and nothing was written': '{f} 在运行期间出现或被改动，没有写入任何内容',
+    '{file} is outside the folder --confine allows; a spec may refer only to files inside it': '{file} 在 --confine 允许的文件夹之外；spec 只能引用该文件夹内的文件',
+    'is outside the folder --confine allows; a spec may refer only to files inside it': '在 --confine 允许的文件夹之外；spec 只能引用该文件夹内的文件',
+    '--confine {f}: expected a folder': '--confine {f}：应为一个文件夹',
+    'is not a safetensors file, or is truncated (its header length is implausible for a file of {size} bytes)': '不是 safetensors 文件，或者被截断了（对 {size} 字节的文件而言，其头部长度不合理）',
+    'no checkpoint files': '没有检查点文件',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from tracer.compare.core import DEFAULT_ATOL, DEFAULT_RTOL, diff
 from tracer.errors import TracerError
+from tracer.files import confined
 from tracer.messages import given, join
 from tracer.model.contracts import kind_word
 
@@ -67,7 +68,8 @@ class Grade:
 
 def grade(student: str, task: str, spec: Path, reference: Path, atol: float, rtol: float) -> Grade:
     try:
-        r = diff(str(reference), str(spec), atol=atol, rtol=rtol, keep_going=True)
+        with confined(str(spec.parent)):  # the spec may read only its own folder (as tracer run --confine does)
+            r = diff(str(reference), str(spec), atol=atol, rtol=rtol, keep_going=True)
     except TracerError as e:
         return Grade(student, task, 0, "error", "", e.message)
     earned = {

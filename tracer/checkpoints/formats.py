@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer.errors import CheckpointError
-from tracer.files import note_input
+from tracer.files import note_input, outside_confinement
 from tracer.messages import at, msg
 
 if TYPE_CHECKING:
@@ -121,7 +121,13 @@ class Checkpoint(ABC):
         return _read_json(cfg, "config.json")
 
 
+def _confined(path: str) -> None:
+    if outside_confinement(path):  # a link inside the --confine folder that leads out of it
+        raise CheckpointError(at(path, msg("is outside the folder --confine allows; a spec may refer only to files inside it")))
+
+
 def _read_json(path: str, what: str) -> Any:
+    _confined(path)
     note_input(path)  # an input of the command: no output may replace it (tracer.files)
     try:
         with open(path, encoding="utf-8") as fh:
@@ -143,8 +149,8 @@ class SafetensorsFile(Checkpoint):
                 if len(head) < 8:
                     raise CheckpointError(at(path, msg('is not a safetensors file (only {n_head} bytes)', n_head=len(head))))
                 (n,) = struct.unpack("<Q", head)
-                if n > MAX_HEADER or 8 + n > size:
-                    raise CheckpointError(at(path, msg('is not a safetensors file, or is truncated (its header would be {n} bytes; the file has {size})', n=f"{n:,}", size=f"{size:,}")))
+                if n > MAX_HEADER or 8 + n > size:  # the 8 bytes are not shown: they may be any file's (a link's)
+                    raise CheckpointError(at(path, msg('is not a safetensors file, or is truncated (its header length is implausible for a file of {size} bytes)', size=f"{size:,}")))
                 header = json.loads(fh.read(n).decode("utf-8"))
         except CheckpointError:
             raise
@@ -401,6 +407,14 @@ class TorchFile(Checkpoint):
 
 
 # -- Hugging Face model folders --------------------------------------------------
+CHECKPOINT_LIKE = (".safetensors", ".json", ".npz", ".npy", ".bin", ".pt", ".pth", ".ckpt")
+
+
+def checkpoint_like(names: list[str]) -> list[str]:
+    """The names a message may list from a folder: checkpoint files only, never a hidden one."""
+    return sorted(n for n in names if not n.startswith(".") and n.lower().endswith(CHECKPOINT_LIKE))
+
+
 class Folder(Checkpoint):
     """A Hugging Face model folder: config.json and model.safetensors, or shards listed in model.safetensors.index.json.
 
@@ -430,7 +444,7 @@ class Folder(Checkpoint):
                 self.main = os.path.join(path, name)
                 self.where = dict.fromkeys(self.shard(name).keys(), name)
                 return
-        found = ", ".join(sorted(os.listdir(path))[:8]) or "nothing"
+        found = ", ".join(checkpoint_like(os.listdir(path))[:8]) or msg("no checkpoint files")
         raise CheckpointError(at(path, msg('is a folder without model.safetensors, a sharded model.safetensors.index.json or pytorch_model.bin (it holds {found})', found=found)))
 
     def shard(self, name: str) -> Checkpoint:
@@ -483,6 +497,7 @@ MAX_OPEN = 16  # files whose headers are kept (validating a spec, then running i
 
 def _cached(path: str) -> Checkpoint:
     """A checkpoint file, headers read once while the file is unchanged (same inode, size and mtime)."""
+    _confined(path)
     note_input(path)  # an input of the command, whether its headers are read now or were read before
     st = os.stat(path)
     key = (os.path.realpath(path), st.st_ino, st.st_mtime_ns, st.st_size)

@@ -62,7 +62,7 @@ def console(no_color: bool = False, stderr: bool = False) -> "Console":
     )
 
 
-def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
+def guarded(fn: Callable[[], int], lang: str | None = None, confine: str | None = None) -> None:
     """The one exit path: TracerError -> its exit code and a message; anything else -> 3.
 
     ``lang`` is --lang: the language is chosen first (an unknown one is exit 2, like any bad option),
@@ -81,9 +81,9 @@ def guarded(fn: Callable[[], int], lang: str | None = None) -> None:
             close = difflib.get_close_matches(lang or "", i18n.LANGUAGES, n=1, cutoff=0.5)
             hint = msg("; did you mean {names}?", names=repr(close[0])) if close else ""
             raise UsageError(msg("--lang {option}: expected one of zh | en (zh: the book's Chinese, en: English){hint}", option=lang, hint=hint)) from None
-        from tracer.files import reading
+        from tracer.files import confined, reading
 
-        with reading():  # every file the command reads is an input no output may replace (tracer.files)
+        with reading(), confined(confine):  # every file read is an input no output may replace; --confine (tracer.files)
             code = fn()
         sys.stdout.flush()  # a full disk or a closed pipe shows here, not as the interpreter exits
     except ClosedPipe as e:  # the reader has gone (| head -1): nothing to say, and no verdict to give
@@ -199,6 +199,10 @@ PosOption = Annotated[int, typer.Option("--pos", "-t", metavar="T", help="Positi
 BatchOption = Annotated[int, typer.Option("--batch", "-b", metavar="B", help="Sample whose values the table shows (-1: the last).")]
 SvgOption = Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write what the terminal shows as an SVG picture.", show_default=False)]
 HtmlOption = Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write what the terminal shows as an HTML page.", show_default=False)]
+ConfineOption = Annotated[str | None, typer.Option(
+    "--confine", metavar="DIR", show_default=False,
+    help="Every file the spec refers to (weights, checkpoint folders) must lie inside DIR, through links; "
+         "a reference outside is refused (exit 2), naming only the reference. For grading untrusted work.")]
 ForceOption = Annotated[bool, typer.Option("--force", help="Let the output files replace an existing file tracer cannot prove it wrote "
                                                         "(never a link, a read-only file or an input; see docs/files.md).")]
 
@@ -212,7 +216,7 @@ def check_precision(precision: int) -> None:
 RUN_SECTIONS = {
     "What the table shows": ("--pos", "--batch", "--precision", "--all", "--stage", "--steps", "--attention", "--attention-stage"),
     "Output": ("--format", "--json", "--with-weights", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
-    "Checks and exit codes": ("--verify", "--verify-budget", "--keep-going", "--exit-zero"),
+    "Checks and exit codes": ("--verify", "--verify-budget", "--keep-going", "--exit-zero", "--confine"),
     "Memory": ("--max-memory", "--record", "--keep"),
 }
 
@@ -243,6 +247,7 @@ def run(
     keep: Annotated[list[str] | None, typer.Option("--keep", metavar="STAGE", help="Keep this stage in full whatever --record says (repeatable).")] = None,
     save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write every recorded array to an .npz archive, under its stage name.")] = None,
     force: ForceOption = False,
+    confine: ConfineOption = None,
     lang: LangOption = None,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix.
@@ -288,7 +293,7 @@ def run(
                     _note(note)
         return outcome.code
 
-    guarded(body, lang)
+    guarded(body, lang, confine)
 
 
 def _meanwhile(form: str) -> None:
@@ -387,7 +392,7 @@ def probe(
 GRAD_SECTIONS = {
     "What is traced": ("--loss", "--pos", "--batch", "--precision", "--all", "--stage", "--per-layer", "--weight"),
     "Output": ("--format", "--json", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
-    "Checks": ("--verify", "--keep-going"),
+    "Checks": ("--verify", "--keep-going", "--confine"),
     "Memory": ("--max-memory",),
 }
 
@@ -414,6 +419,7 @@ def grad(
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
+    confine: ConfineOption = None,
     lang: LangOption = None,
 ) -> None:
     """The training signal, stage by stage: a loss's gradient with respect to every stage and weight, in backward order."""
@@ -435,7 +441,7 @@ def grad(
             _note(note)
         return result.code
 
-    guarded(body, lang)
+    guarded(body, lang, confine)
 
 
 @app.command()
@@ -461,6 +467,7 @@ def diff(
     html: HtmlOption = None,
     force: ForceOption = False,
     max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a diff estimated to need more (both sides count).")] = DEFAULT_MAX_MEMORY,
+    confine: ConfineOption = None,
     lang: LangOption = None,
 ) -> None:
     """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
@@ -492,7 +499,7 @@ def diff(
             sys.stdout.write(writers[form]())
         return result.exit_code
 
-    guarded(body, lang)
+    guarded(body, lang, confine)
 
 
 @app.command()
@@ -526,6 +533,7 @@ def validate(
     specs: Annotated[list[str], typer.Argument(help="The YAML specs to check.", show_default=False, metavar="SPEC")],
     max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Report a spec whose run would need more as invalid (as run refuses it).")] = DEFAULT_MAX_MEMORY,
     record: Annotated[str, typer.Option("--record", metavar="auto|all|main|stats", help="The recording the memory estimate assumes (auto: a plain `tracer run`).")] = "auto",
+    confine: ConfineOption = None,
     lang: LangOption = None,
 ) -> None:
     """Check each SPEC without running it: one line per spec, 'ok', the violation a run would flag, or the error.
@@ -567,7 +575,7 @@ def validate(
             worst = max(worst, code)
         return worst
 
-    guarded(body, lang)
+    guarded(body, lang, confine)
 
 
 @app.command()
@@ -580,6 +588,7 @@ def check(
     pos: Annotated[int, typer.Option("--pos", "-t", metavar="T", help="Position of the value (-1: the last).")] = 0,
     batch: Annotated[int, typer.Option("--batch", "-b", metavar="B", help="Sample of the value (-1: the last).")] = 0,
     precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals that must agree, as tracer run --precision prints them.")] = 6,
+    confine: ConfineOption = None,
     lang: LangOption = None,
 ) -> None:
     """Check a hand-worked value: right or wrong to the printed precision.
@@ -596,7 +605,7 @@ def check(
         sys.stdout.write(render(verdict.line) + "\n")
         return verdict.exit_code
 
-    guarded(body, lang)
+    guarded(body, lang, confine)
 
 
 def export_targets(svg: str | None, html: str | None, inputs: list[str], form: str, force: bool = False,

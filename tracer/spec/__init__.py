@@ -14,7 +14,7 @@ import math
 from typing import Any, NamedTuple
 
 from tracer.errors import SpecError
-from tracer.files import reading
+from tracer.files import outside_confinement, reading
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import blocks
 from tracer.model.blocks import ACTIVATIONS, NORMS, StackSettings, Step, group_kind, output_shape
@@ -925,6 +925,7 @@ class _Validator:
         file = raw["file"]
         if not isinstance(file, str) or not file:
             raise self.fail(path, msg("expected the path of a checkpoint file or model folder, received {got}", got=self.received(path, file)))
+        self.confined(path, file)
         try:
             ckpt = refs.open_checkpoint(refs.resolve(self.spec_dir(), file))
             layout_name = raw.get("layout")
@@ -939,6 +940,14 @@ class _Validator:
             raise self.fail(("weights", "layout"), msg("expected {what}, received {got}", what=msg("one of {options}", options=' | '.join(layouts.names())), got=self.received(('weights', 'layout'), layout_name)))
         first = self.integer(raw.get("first_layer", 0), ("weights", "first_layer"), 0, 100_000)
         return refs.ModelSource(ckpt, layout, first, f"{self.src.where(path)}: {format_path(path)}")
+
+    def confined(self, path: Path, file: str) -> None:
+        """--confine: a reference outside the folder is refused before anything there is looked at, naming only
+        the reference as the spec writes it."""
+        from tracer.checkpoints import refs
+
+        if outside_confinement(refs.resolve(self.spec_dir(), file)):
+            raise self.fail(path, msg("{file} is outside the folder --confine allows; a spec may refer only to files inside it", file=repr(file)))
 
     def layer_name(self, name: str) -> str:
         """A one-layer decoder's weights are named without 'blocks.0.' (attn.w_q); a layout's table always has it."""
@@ -956,6 +965,7 @@ class _Validator:
         if key is not None and not isinstance(key, str):
             raise self.fail(path + ("key",), msg("expected the name of a tensor in the file, received {got}", got=self.received(path + ('key',), key)))
         transpose = self.boolean(raw.get("transpose", False), path + ("transpose",))
+        self.confined(path + ("file",), file)
         from tracer.checkpoints import refs
 
         return refs.resolve(self.spec_dir(), file), key, transpose
