@@ -1086,6 +1086,14 @@ MESSAGES: dict[str, str] = {
     '--confine {f}: expected a folder': '--confine {f}：应为一个文件夹',
     'is not a safetensors file, or is truncated (its header length is implausible for a file of {size} bytes)': '不是 safetensors 文件，或者被截断了（对 {size} 字节的文件而言，其头部长度不合理）',
     'no checkpoint files': '没有检查点文件',
+    '{name}: expected True or False, received {got}': '{name}：应为 True 或 False，实际为{got}',
+    '{name}: expected a whole number, received {got}': '{name}：应为整数，实际为{got}',
+    '{name}: expected text, received {got}': '{name}：应为文本，实际为{got}',
+    '{name}: expected a list of stage names, received {got}': '{name}：应为阶段名组成的列表，实际为{got}',
+    '{name}: expected a number, received {got}': '{name}：应为数值，实际为{got}',
+    '{name}: expected a file path, received {got}': '{name}：应为文件路径，实际为{got}',
+    "a stage is named by text such as 'norm1', received {got}": "阶段名是文本，例如 'norm1'，实际为{got}",
+    "names: expected a mapping of your array names to tracer's stage names (text), received {got}": 'names：应为从你的数组名到 tracer 阶段名（文本）的映射，实际为{got}',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -36,7 +36,9 @@ class Recorder:
     """Collects named arrays; ``rec(name, array)`` records one and returns it unchanged."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = os.fspath(path)
+        from tracer.spec.choices import file_path
+
+        self.path = file_path(path, "recorder")
         self.arrays: dict[str, np.ndarray] = {}
         self.written = False
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Union
 
 import numpy as np
 
+from tracer.errors import UsageError
 from tracer.messages import msg
 from tracer.run.result import Trace
 from tracer.spec import Spec
@@ -103,8 +104,10 @@ class Diff:
     def table(self, precision: int | None = None) -> View:
         """The view ``tracer diff`` prints (rich and Jupyter show it)."""
         from tracer.compare.view import diff_view
+        from tracer.spec import choices
 
-        return View(diff_view(self.result, self.precision if precision is None else precision))
+        digits = self.precision if precision is None else choices.precision(choices.whole(precision, "precision"), "precision")
+        return View(diff_view(self.result, digits))
 
     def __rich__(self) -> RenderableType:
         return self.table().renderable
@@ -154,7 +157,20 @@ def diff(a: SideLike, b: SideLike, *, names: Mapping[str, str] | Sequence[str] =
     ``stages``: only these rows (--stage).
     """
     from tracer.compare.core import check_tolerance, compare
+    from tracer.spec import choices
 
+    atol, rtol = choices.real(atol, "atol"), choices.real(rtol, "rtol")
+    batch, pos, precision = choices.whole(batch, "batch"), choices.whole(pos, "pos"), choices.whole(precision, "precision")
+    choices.precision(precision, "precision")
+    show_all, keep_going = choices.flag(show_all, "show_all"), choices.flag(keep_going, "keep_going")
+    stages = choices.texts(stages, "stages")
+    if isinstance(names, Mapping):
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in names.items()):
+            raise UsageError(msg("names: expected a mapping of your array names to tracer's stage names (text), received {got}", got=choices._received(names)))
+    elif isinstance(names, str):
+        names = [names]
+    else:
+        names = choices.texts(names, "names")
     check_tolerance(atol, rtol)
     left, right = side(a, "A", keep_going), side(b, "B", keep_going)
     mapping: dict[str, str] | Sequence[str] = dict(names) if isinstance(names, Mapping) else list(names)

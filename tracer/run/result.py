@@ -62,6 +62,8 @@ class Trace(Mapping[str, np.ndarray]):
     # -- the mapping ---------------------------------------------------------------------
     def stage(self, name: str) -> Stage:
         """The stage record (array, axes, meaning); StageNotFound for a name the trace does not hold."""
+        if not isinstance(name, str):
+            raise StageNotFound(at(self.spec.path, msg("a stage is named by text such as 'norm1', received {got}", got=choices._received(name))))
         found = self.run.stages.get(name)
         if found is None:
             from tracer.model.catalogue import suggest
@@ -88,7 +90,7 @@ class Trace(Mapping[str, np.ndarray]):
         return len(self.run.stages)
 
     def __contains__(self, name: object) -> bool:
-        return name in self.run.stages
+        return isinstance(name, str) and name in self.run.stages
 
     # -- what the table shows ------------------------------------------------------------
     @property
@@ -122,12 +124,14 @@ class Trace(Mapping[str, np.ndarray]):
         from tracer.views.text import visible_stages
         from tracer.views.trace_json import dumps, trace_json
 
-        stages = visible_stages(self.run, self.show_all if show_all is None else show_all)
+        with_weights = choices.flag(with_weights, "with_weights")
+        stages = visible_stages(self.run, self.show_all if show_all is None else choices.flag(show_all, "show_all"))
         return dumps(trace_json(self.run, stages, None, self.params if with_weights else None))
 
     def save(self, path: str, *, force: bool = False) -> None:
         """Every recorded array to an .npz archive, as ``tracer run --save`` writes it: never over a file tracer
         cannot prove it wrote, unless ``force`` (as --force; docs/files.md gives the rule)."""
+        path, force = choices.file_path(path, "path"), choices.flag(force, "force")
         from tracer.files import check_output
         from tracer.views.npz import save
 
@@ -141,9 +145,10 @@ class Trace(Mapping[str, np.ndarray]):
         from tracer.views import tables as render
 
         b, t = self._position(batch, pos)
-        only = select(stages, list(self.run.stages), self.spec.path) if stages else None
-        return View(render.run_view(self.run, b, t, self.precision if precision is None else precision,
-                                    self.show_all if show_all is None else show_all, only=only))
+        digits = self.precision if precision is None else choices.precision(choices.whole(precision, "precision"), "precision")
+        wide = self.show_all if show_all is None else choices.flag(show_all, "show_all")
+        only = select(choices.texts(stages, "stages"), list(self.run.stages), self.spec.path) if stages is not None else None
+        return View(render.run_view(self.run, b, t, digits, wide, only=only))
 
     def attention(self, stage: str | None = None, *, batch: int | None = None) -> View:
         """The heatmaps ``tracer run --attention`` draws: the first attention step, or the one named
@@ -151,10 +156,12 @@ class Trace(Mapping[str, np.ndarray]):
         from tracer.run.attention import attention_view, resolve
 
         b, _ = self._position(batch, None)
-        return View(attention_view(self.run, resolve(self.spec, [stage] if stage else []), b))
+        named = [choices.text(stage, "stage")] if stage is not None else []
+        return View(attention_view(self.run, resolve(self.spec, named), b))
 
     def _position(self, batch: int | None, pos: int | None) -> tuple[int, int]:
-        return position(self.spec, self.batch if batch is None else batch, self.pos if pos is None else pos, ("batch", "pos"))
+        b = self.batch if batch is None else choices.whole(batch, "batch")
+        return position(self.spec, b, self.pos if pos is None else choices.whole(pos, "pos"), ("batch", "pos"))
 
     def __rich__(self) -> RenderableType:
         return self.table().renderable
@@ -179,6 +186,9 @@ def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep
     from tracer.engine import executor
     from tracer.run.plan import prepare
 
+    keep_going, show_all = choices.flag(keep_going, "keep_going"), choices.flag(show_all, "show_all")
+    record, keep, max_memory = choices.text(record, "record"), choices.texts(keep, "keep"), choices.text(max_memory, "max_memory")
+    batch, pos, precision = choices.whole(batch, "batch"), choices.whole(pos, "pos"), choices.whole(precision, "precision")
     choices.precision(precision, "precision")
     ready = prepare(spec, record=record, keep=keep, batch=batch, pos=pos, show_all=show_all, max_memory=max_memory,
                     options=("batch", "pos"))

@@ -58,5 +58,9 @@ def _plain(value: Any, path: Path, name: str, depth: int) -> Any:
     if isinstance(value, (list, tuple)):
         return [_plain(item, path + (i,), name, depth + 1) for i, item in enumerate(value)]
     if hasattr(value, "tolist"):  # a NumPy array or number (a torch tensor too)
-        return _plain(value.tolist(), path, name, depth)
+        listed = value.tolist()
+        if type(listed) is type(value) or hasattr(listed, "tolist") and not isinstance(listed, (list, tuple)):
+            # a float128 (or another number NumPy cannot give as a Python one) lists as itself: refused, not recursed into
+            raise SpecError(msg("{name}: {path}: expected a number, text, a list or a mapping, received {name__}", name=name, path=format_path(path), name__=type(value).__name__))
+        return _plain(listed, path, name, depth)
     raise SpecError(msg("{name}: {path}: expected a number, text, a list or a mapping, received {name__}", name=name, path=format_path(path), name__=type(value).__name__))
