@@ -28,6 +28,7 @@ def _pairwise_reference(weights: np.ndarray, dy: np.ndarray) -> tuple[np.ndarray
     return terms.sum(axis=-1), np.abs(terms).sum(axis=-1)
 
 
+@pytest.mark.skipif(np.finfo(np.longdouble).eps >= np.finfo(np.float64).eps, reason="the reference needs a long double wider than a double")
 @pytest.mark.parametrize("spread", [0.5, 5.0, 40.0, 300.0, 1e6])
 def test_the_softmax_gradient_is_right_to_its_own_size_at_every_saturation(spread: float) -> None:
     """From uniform weights (spread 0.5) to weights of 1 and 0 (1e6): each score's gradient within a few units
