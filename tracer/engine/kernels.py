@@ -478,10 +478,23 @@ ACTIVATION_BACKWARDS = {"relu": relu_backward, "gelu": gelu_backward, "gelu_tanh
 
 
 def softmax_backward(dy: np.ndarray, p: np.ndarray, axis: int = -1) -> np.ndarray:  # dy, p = softmax output -> ds, same shape
-    """p * (dy - sum(dy * p)), computed in one fresh array.  A weight of exactly 0 (a masked key) passes exactly 0."""
-    ds = np.multiply(dy, p)
-    np.subtract(dy, ds.sum(axis=axis, keepdims=True), out=ds)
+    """p * (dy - sum(dy * p)), computed in one fresh array, stably (``_dominant_shift``).  A weight of exactly 0
+    (a masked key) passes exactly 0."""
+    ds = _dominant_shift(dy, p, axis, np.empty(np.broadcast_shapes(dy.shape, p.shape), dtype=np.result_type(dy, p)))
+    ds -= np.multiply(ds, p).sum(axis=axis, keepdims=True)
     return np.multiply(ds, p, out=ds)
+
+
+def _dominant_shift(dy: np.ndarray, p: np.ndarray, axis: int, out: np.ndarray) -> np.ndarray:
+    """dy minus, along ``axis``, its value at the largest weight p: the softmax's gradient, p * (dy - sum(dy * p)),
+    is the same for dy shifted by a constant (the weights sum to 1), and with this shift it is computed without
+    cancellation.  Unshifted, the dominant key's dy - sum(dy * p) subtracts two nearly equal numbers: when the
+    softmax is saturated (huge scores: weights 1 and 0) the true gradient is 0, or below 1e-300, while the two
+    roundings of the same sum leave about 1e-16 of dy, which q and k (huge too) then multiply into the gradients
+    of w_q and w_k (1e-2 at inputs of 1e10).  Shifted, the dominant key's difference is 0 exactly, and the sum is
+    a sum of small terms: each score's gradient is right to a few units in the last place of its own size."""
+    top = np.take_along_axis(dy, np.expand_dims(p.argmax(axis=axis), axis), axis=axis)
+    return np.subtract(dy, top, out=out)
 
 
 def split_heads_backward(dx: np.ndarray) -> np.ndarray:  # [B,H,T,d] -> [B,T,C]
@@ -535,13 +548,14 @@ def _qk_head_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray, dq: np.ndarr
         dk[c0:c1] += ds[first:, c0:c1].T @ q[first:]
 
 
-def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, mixed: np.ndarray, causal: bool = False,
+def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, causal: bool = False,
                     over_queries: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """[B,H,T,d] dmixed, [B,H,T,S] weights, [B,H_kv,S,d] v, [B,H,T,d] mixed -> dscores [B,H,T,S], dv [B,H_kv,S,d], dweights [B,H,T,S].
+    """[B,H,T,d] dmixed, [B,H,T,S] weights, [B,H_kv,S,d] v -> dscores [B,H,T,S], dv [B,H_kv,S,d], dweights [B,H,T,S].
 
     dweights = dmixed v^T in full, masked keys included (the weights are a stage: their gradient is shown).
-    The softmax's gradient, dscores = weights * (dweights - D), takes each row's D = sum_j dweights * weights
-    as dmixed . mixed, with the forward's ``mixed`` (= weights v): the same sum, from d numbers instead of S.
+    The softmax's gradient, dscores = weights * (dweights - D), with each row's D = sum_j dweights * weights, is
+    computed from the row's dweights less their value at the row's top weight (``_dominant_shift``): the same
+    numbers, without the cancellation that leaves rounding noise where a saturated softmax's gradient is 0.
     A masked weight is exactly 0, so its score gets exactly 0: nothing flows to a key the query may not read.
     Under a causal mask those zeros are never computed (dscores is calloc'd and only the blocks of rows up
     to the diagonal are written, as ``attend`` does) and never multiplied (dv reads each key block's later
@@ -560,36 +574,37 @@ def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, mixe
     step = ROW_BLOCK if blocked else max(T, S)
     for b in range(B):
         for h in range(H):
-            _softmax_head_backward(dmixed[b, h], weights[b, h], v[b, h // group], mixed[b, h], dweights[b, h],
+            _softmax_head_backward(dmixed[b, h], weights[b, h], v[b, h // group], dweights[b, h],
                                    None if dscores is None else dscores[b, h], dv[b, h // group], blocked, step)
     if dscores is None:  # a softmax over queries (the violation, with --keep-going): over the whole array
         dscores = softmax_backward(dweights, weights, axis=-2)
     return dscores, dv, dweights
 
 
-def _softmax_head_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, mixed: np.ndarray, dw: np.ndarray,
+def _softmax_head_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, dw: np.ndarray,
                            ds: np.ndarray | None, dv: np.ndarray, blocked: bool, step: int) -> None:
-    """One head: [T,d] dmixed, [T,S] weights, [S,d] v, [T,d] mixed -> dw [T,S] = dm v^T written in full, ds [T,S] written
+    """One head: [T,d] dmixed, [T,S] weights, [S,d] v -> dw [T,S] = dm v^T written in full, ds [T,S] written
     in the blocks of rows up to the diagonal when ``blocked`` (else in full; None: not at all), dv [S,d] added to.
     ``ds`` may be ``dw`` itself: each block of dw is read once, just before it is overwritten."""
     T, S = w.shape
     np.matmul(dm, v.T, out=dw)
     if ds is not None:
-        rowsum = np.einsum("td,td->t", dm, mixed)[:, None]  # D of each query row
         for r0 in range(0, T, step):
             r1 = min(r0 + step, T)
             n = r1 if blocked else S  # keys this block of rows may read
-            dsb = np.subtract(dw[r0:r1, :n], rowsum[r0:r1], out=ds[r0:r1, :n])
-            dsb *= w[r0:r1, :n]
+            wb = w[r0:r1, :n]
+            dsb = _dominant_shift(dw[r0:r1, :n], wb, -1, ds[r0:r1, :n])  # each row's dw, less its value at the top weight
+            dsb -= np.einsum("ts,ts->t", dsb, wb)[:, None]  # less D, the weighted mean of the row (of shifted numbers)
+            dsb *= wb
     for c0 in range(0, S, step):
         c1 = min(c0 + step, S)
         first = c0 if blocked else 0  # queries that may read this block of keys
         dv[c0:c1] += w[first:, c0:c1].T @ dm[first:]
 
 
-def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray, mixed: np.ndarray,
+def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray,
                        visible: np.ndarray | None, causal: bool
-                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,H,T,d] dmixed, q, [B,H_kv,S,d] k, v, [B,H,T,d] mixed -> dq, dk, dv
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,H,T,d] dmixed, q, [B,H_kv,S,d] k, v -> dq, dk, dv
     """attend_backward and qk_scores_backward in one, without the [B,H,T,S] weights: each head's weights are made
     again from q and k by the very calls ``attend`` made them with (so to the last bit), into a [T,S] buffer
     reused head after head, and the head's dweights and dscores share a second one.  The numbers are those of
@@ -621,7 +636,7 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
                     n = min(r1, S) if causal else S
                     _scaled_scores(q[b, h, r0:r1], kt[:, :n], scale, w[r0:r1, :n])
                     _masked_softmax(w[r0:r1, :n], r0, r1, n, causal, blocked)
-                _softmax_head_backward(dmixed[b, h], w, v[b, g], mixed[b, h], ds, ds, dv[b, g], causal, step)
+                _softmax_head_backward(dmixed[b, h], w, v[b, g], ds, ds, dv[b, g], causal, step)
                 _qk_head_backward(ds, q[b, h], k[b, g], dq[b, h], dk[b, g], causal, step)
 
     blas.by_heads(heads, [(b, g) for b in range(B) for g in range(H_kv)], B * H * T * S * d)  # whole key heads
@@ -644,13 +659,12 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
     dw: dict[str, np.ndarray] = {}
     g["heads"], dw["w_o"], dw["b_o"] = linear_backward(dout, parts["heads"], w["w_o"], w["b_o"])
     dmixed = merge_heads_backward(g["heads"], H)
-    mixed = merge_heads_backward(parts["heads"], H)
     if "weights" in parts:
-        g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], mixed, causal, over_queries)
+        g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], causal, over_queries)
         g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"], causal)
     else:
         assert not over_queries, "a softmax over queries is traced with its weights"
-        g["q"], g["k"], g["v"] = attention_backward(dmixed, parts["q"], parts["k"], parts["v"], mixed, visible, causal)
+        g["q"], g["k"], g["v"] = attention_backward(dmixed, parts["q"], parts["k"], parts["v"], visible, causal)
     dq, dk = g["q"], g["k"]
     if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
         dq, dk = rotary_backward(dq, rotary_base, rotary_pairing), rotary_backward(dk, rotary_base, rotary_pairing)
