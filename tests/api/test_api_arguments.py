@@ -52,7 +52,8 @@ def _calls(tmp: Path) -> list[tuple[str, Callable[[Any], object]]]:
     return calls + [("rec(value)", record_value), ("rec(name)", record_name)]
 
 
-def test_every_bad_argument_is_a_tracer_error(tmp_path: Path) -> None:
+def test_every_bad_argument_is_a_tracer_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # t.save("x") writes ./x: here, not in the checkout
     escaped = []
     for name, call in _calls(tmp_path):
         for value in BAD:
