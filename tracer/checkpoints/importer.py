@@ -65,6 +65,8 @@ def _yaml(value: Any) -> str:
         return repr(value) if value >= 1e-3 or value == 0 else f"{value:g}"
     if isinstance(value, str):
         return value if value.replace("_", "").replace("-", "").replace(".", "").replace("/", "").isalnum() else json.dumps(value)
+    if isinstance(value, dict):  # a flow mapping: mask: {causal: true, window: 4}
+        return "{" + ", ".join(f"{k}: {_yaml(v)}" for k, v in value.items()) + "}"
     return json.dumps(value)
 
 
