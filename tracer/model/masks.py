@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import numpy as np
 
-KINDS = ("causal", "none", "explicit")
-
 
 def visible(kind: str, n_q: int, n_k: int | None = None, window: int | None = None,
             explicit: Sequence[Sequence[bool]] | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
