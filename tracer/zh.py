@@ -1094,6 +1094,13 @@ MESSAGES: dict[str, str] = {
     '{name}: expected a file path, received {got}': '{name}：应为文件路径，实际为{got}',
     "a stage is named by text such as 'norm1', received {got}": "阶段名是文本，例如 'norm1'，实际为{got}",
     "names: expected a mapping of your array names to tracer's stage names (text), received {got}": 'names：应为从你的数组名到 tracer 阶段名（文本）的映射，实际为{got}',
+    # i22-window
+    'mask settings': '掩码设置',
+    'expected {causal: true, window: W}, received no causal (a sliding window is causal: write causal: true)': '应为 {causal: true, window: W}，实际没有 causal（滑动窗口是因果的：写上 causal: true）',
+    "expected true (a sliding window is causal, as Mistral's is: the keys after each query stay hidden), received {got}": '应为 true（滑动窗口是因果的，和 Mistral 的一样：每个查询之后的键保持遮挡），实际为{got}',
+    'sliding-window causal mask, W = {w}': '滑动窗口因果掩码，W = {w}',
+    'sliding-window causal mask, W = {w}: query t reads keys t - {m} to t only': '滑动窗口因果掩码，W = {w}：查询 t 只读取键 t - {m} 到 t',
+    'sliding_window: expected a whole number of 1 or more, or null, received {got}': 'sliding_window：应为 1 或更大的整数，或 null，实际为 {got}',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -91,12 +91,29 @@ def test_tied_bare_and_mistral_checkpoints(tmp_path):
     assert spec.block.head == "none" and spec.weights["final_norm.gamma"].source == "file"
     write_llama(tmp_path / "mistral", model_type="mistral", sliding_window=4096, H_kv=1)
     text = imported(tmp_path, tmp_path / "mistral").read_text()
-    assert "layout: llama" in text and "sliding_window = 4096" in text
+    assert "layout: llama" in text and "mask: {causal: true, window: 4096}" in text and "# sliding_window" in text
     spec = load_spec(str(tmp_path / "spec.yaml"))
-    assert spec.dims.H_kv == 1
+    assert spec.dims.H_kv == 1 and (spec.block.mask, spec.block.window) == ("causal", 4096)
     r = run_cli("run", str(tmp_path / "spec.yaml"), "--verify", "--all")
     assert r.returncode == 0, r.stderr
     assert "[B,H_kv,T,d] = [1,1,8,4]" in r.stdout
+
+
+def test_mistral_sliding_window_is_the_spec_mask(tmp_path):
+    """sliding_window W becomes mask: {causal: true, window: W}, whatever T is (W >= T traces as causal); a llama
+    config's sliding_window is not Mistral's (LlamaForCausalLM reads none) and a bad one is refused by name."""
+    write_llama(tmp_path / "m", model_type="mistral", sliding_window=3)
+    spec = load_spec(str(imported(tmp_path, tmp_path / "m", "--tokens", "1,2,3,4,5,6")))
+    assert (spec.block.mask, spec.block.window) == ("causal", 3)
+    st = {s["name"]: np.array(s["values"]) for s in json.loads(run_app("run", str(tmp_path / "spec.yaml"), "--json", "--all").stdout)["stages"]}
+    assert np.all(st["blocks.0.attn.weights"][0, :, 5, :3] == 0.0)  # position 5 reads keys 3, 4, 5
+    assert run_app("run", str(tmp_path / "spec.yaml"), "--verify").returncode == 0
+    write_llama(tmp_path / "l", model_type="llama", sliding_window=3)
+    assert load_spec(str(imported(tmp_path, tmp_path / "l"))).block.window is None
+    for bad in (0, "4", 2.5, True):
+        write_llama(tmp_path / "bad", model_type="mistral", sliding_window=bad)
+        assert_refused(run_app("import", str(tmp_path / "bad"), "-o", str(tmp_path / "bad.yaml")), "config.json", "sliding_window",
+                       "expected a whole number of 1 or more")
 
 
 def test_a_later_layer_keeps_its_rotary_positions(tmp_path):
@@ -244,26 +261,7 @@ def test_llama_with_float64_internals_matches_to_1e_12(tmp_path, monkeypatch):
     torch, model, folder = _hf_llama(tmp_path)
     from transformers.models.llama import modeling_llama as ml
 
-    def rms_norm(self, x):  # LlamaRMSNorm.forward without .to(torch.float32)
-        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
-
-    def rotary(self, x, position_ids):  # LlamaRotaryEmbedding.forward with inv_freq and the angles in float64
-        d, theta = 2 * self.inv_freq.shape[0], self.config.rope_parameters["rope_theta"]
-        inv_freq = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
-        emb = torch.cat([position_ids[..., None].double() * inv_freq] * 2, dim=-1)
-        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
-
-    def eager(module, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):  # softmax in float64
-        k, v = ml.repeat_kv(key, module.num_key_value_groups), ml.repeat_kv(value, module.num_key_value_groups)
-        w = torch.matmul(query, k.transpose(2, 3)) * scaling
-        if attention_mask is not None:
-            w = w + attention_mask
-        w = torch.nn.functional.softmax(w, dim=-1, dtype=torch.float64)
-        return torch.matmul(w, v).transpose(1, 2).contiguous(), w
-
-    monkeypatch.setattr(ml.LlamaRMSNorm, "forward", rms_norm)
-    monkeypatch.setattr(ml.LlamaRotaryEmbedding, "forward", rotary)
-    monkeypatch.setattr(ml, "eager_attention_forward", eager)
+    _float64_internals(monkeypatch, torch, ml, "Llama")
     st = _traced(imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS))))
     _compare(st, *_hf_forward(torch, model, IDS), rtol=None, atol=1e-12)
 
@@ -286,3 +284,70 @@ def test_a_later_layer_matches_hugging_face_from_its_hidden_state(tmp_path):
     assert _largest(st["output"], outputs[1]) <= RTOL_FLOAT32 * float(np.max(np.abs(outputs[1])))
     assert _largest(st["attn.weights"], attentions[1]) <= RTOL_FLOAT32
     assert _largest(st["final_norm"], hidden[2]) <= RTOL_FLOAT32 * float(np.max(np.abs(hidden[2])))
+
+
+def _float64_internals(monkeypatch, torch, module, prefix: str) -> None:
+    """HF's three float32 steps (RMSNorm, the rotary angles, the softmax) as the same formulas in float64."""
+
+    def rms_norm(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+
+    def rotary(self, x, position_ids):
+        d, theta = 2 * self.inv_freq.shape[0], self.config.rope_parameters["rope_theta"]
+        inv_freq = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+        emb = torch.cat([position_ids[..., None].double() * inv_freq] * 2, dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    def eager(mod, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):  # the mask HF made, added as HF does
+        k, v = module.repeat_kv(key, mod.num_key_value_groups), module.repeat_kv(value, mod.num_key_value_groups)
+        w = torch.matmul(query, k.transpose(2, 3)) * scaling
+        if attention_mask is not None:
+            w = w + attention_mask
+        w = torch.nn.functional.softmax(w, dim=-1, dtype=torch.float64)
+        return torch.matmul(w, v).transpose(1, 2).contiguous(), w
+
+    monkeypatch.setattr(getattr(module, f"{prefix}RMSNorm"), "forward", rms_norm)
+    monkeypatch.setattr(getattr(module, f"{prefix}RotaryEmbedding"), "forward", rotary)
+    monkeypatch.setattr(module, "eager_attention_forward", eager)
+
+
+MISTRAL_IDS = [5, 17, 42, 88, 3, 61, 0, 29, 7, 50]  # T = 10 > W = 4
+
+
+def test_mistral_sliding_window_matches_hugging_face_at_every_position(tmp_path, monkeypatch):
+    """A tiny random MistralForCausalLM with sliding_window = 4 < T = 10 (eager attention, float64): tracer's import
+    traces it to 1e-12 at every position, its logits included; HF does apply the window (without it positions 4 on
+    differ), and the same spec with a plain causal mask is off from position 4 on."""
+    torch = pytest.importorskip("torch", reason="the comparison with Hugging Face's Mistral needs torch (optional extra)")
+    transformers = pytest.importorskip("transformers", reason="the comparison with Hugging Face's Mistral needs transformers (optional extra)")
+    from transformers.models.mistral import modeling_mistral as mm
+
+    torch.manual_seed(0)
+    config = transformers.MistralConfig(vocab_size=96, hidden_size=16, intermediate_size=40, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+                                        rms_norm_eps=1e-5, sliding_window=4, initializer_range=0.3,
+                                        rope_parameters={"rope_type": "default", "rope_theta": 1000.0})
+    model = transformers.MistralForCausalLM(config).double().eval()
+    folder = tmp_path / "mistral"
+    model.save_pretrained(str(folder))
+    model = transformers.MistralForCausalLM.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
+    assert model.config._attn_implementation == "eager" and model.config.sliding_window == 4
+    _float64_internals(monkeypatch, torch, mm, "Mistral")
+    hidden, outputs, logits, attentions = _hf_forward(torch, model, MISTRAL_IDS)
+    for a in attentions:  # HF's weights: query t reads keys t - 3..t only
+        for t in range(10):
+            assert np.all(a[0, :, t, : max(0, t - 3)] == 0.0) and np.all(a[0, :, t, max(0, t - 3): t + 1] > 0.0)
+    model.config.sliding_window = None  # the same weights without the window: HF then differs from position 4 on
+    _, _, plain_logits, _ = _hf_forward(torch, model, MISTRAL_IDS)
+    model.config.sliding_window = 4
+    assert np.array_equal(plain_logits[0, :4], logits[0, :4]) and np.abs(plain_logits[0, 4:] - logits[0, 4:]).max(axis=-1).min() > 1e-3
+
+    spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, MISTRAL_IDS)))
+    assert "mask: {causal: true, window: 4}" in spec.read_text()
+    st = _traced(spec)
+    found = _compare(st, hidden, outputs, logits, attentions, rtol=None, atol=1e-12)
+    assert found["logits"] <= 1e-12
+    spec.write_text(spec.read_text().replace("mask: {causal: true, window: 4}", "mask: causal"))
+    causal = _traced(spec)["logits"]
+    assert np.abs(causal[0, :4] - logits[0, :4]).max() <= 1e-12  # positions 0..3 read every key either way
+    assert np.abs(causal[0, 4:] - logits[0, 4:]).max(axis=-1).min() > 1e-3  # each later position is off

@@ -64,7 +64,62 @@ def test_row_blocks_grouped_heads_and_threads(monkeypatch, H_kv, threads):
     same_to_the_bit(block(H_kv=H_kv))
 
 
-def test_cross_attention_weights_are_kept_because_the_table_shows_them():
+@pytest.mark.parametrize("threads", [1, 2])
+def test_a_sliding_window_across_row_blocks(monkeypatch, threads):
+    """A window of 3 over blocks of 2 query rows: the lean pass makes the window's weights again as the forward did."""
+    monkeypatch.setattr(kernels, "ROW_BLOCK", 2)
+    monkeypatch.setattr(blas, "workers", lambda tasks, work, at_least=0: min(tasks, threads))
+    same_to_the_bit(block(mask="{causal: true, window: 3}", H_kv=2))
+    same_to_the_bit(block(mask="{causal: true, window: 1}", order="post", positions="learned"))
+
+
+def test_the_backward_kernels_share_heads_out_alike(monkeypatch):
+    """attend_backward, qk_scores_backward (the weights kept) and attention_backward (made again) give each Python
+    thread whole key heads, the same ones for the same work: each product then runs on a BLAS with the same number of
+    threads either way (a one-thread and a two-thread product of the same operands can differ in the last bit)."""
+    calls: dict[str, tuple[list, int]] = {}
+    real = blas.by_heads
+
+    def spy(heads, items, work):
+        calls[heads.__qualname__.split(".")[0]] = (items, work)
+        real(heads, items, work)
+
+    monkeypatch.setattr(blas, "by_heads", spy)
+    rng = np.random.default_rng(0)
+    q, k, v = rng.standard_normal((2, 4, 9, 3)), rng.standard_normal((2, 2, 9, 3)), rng.standard_normal((2, 2, 9, 3))
+    _, w, _ = kernels.attend(q, k, v, None, True)
+    dm = rng.standard_normal(q.shape)
+    ds, _, _ = kernels.attend_backward(dm, w, v, True)
+    kernels.qk_scores_backward(ds, q, k, True)
+    kernels.attention_backward(dm, q, k, v, None, True)
+    assert set(calls) >= {"attend_backward", "qk_scores_backward", "attention_backward"}
+    assert calls["attend_backward"] == calls["qk_scores_backward"] == calls["attention_backward"]
+
+
+@pytest.mark.slow  # two grad runs over 300 positions: a few seconds on a loaded machine
+def test_csv_and_save_agree_to_the_bit_beyond_one_block_of_rows(tmp_path):
+    """--format csv (the lean pass) and --save (every weight kept) past ROW_BLOCK = 256 positions, where the heads
+    go on threads: the docs say bit for bit, and CSV's repr digits read back to the same doubles."""
+    import csv
+    import io
+
+    spec = tmp_path / "long.yaml"
+    spec.write_text("dims: {B: 1, T: 300, C: 16, H: 2, F: 32}\nblock: {layers: 2}\nseed: 3\ninput: {x: random}\n")
+    out = run_app("grad", str(spec), "--format", "csv", "--save", str(tmp_path / "g.npz"))
+    assert out.returncode == 0, out.stderr
+    saved = np.load(tmp_path / "g.npz")
+    alone = run_app("grad", str(spec), "--format", "csv")  # the lean pass: the CSV without --save
+    assert alone.returncode == 0, alone.stderr
+    seen = 0
+    for text in (alone.stdout, out.stdout):
+        for row in csv.DictReader(io.StringIO(text)):
+            values = np.array([float(row[f"v{i}"]) for i in range(32) if row.get(f"v{i}")])
+            g = saved[f"grad/{row['stage']}"]
+            want = g[int(row["b"]), int(row["h"]), int(row["t"])] if row["h"] else g[int(row["b"]), int(row["t"])]
+            assert np.array_equal(values, want.reshape(-1)), (row["stage"], row["t"])
+            seen += 1
+    assert seen > 2 * 300
+
     text = """model: encoder-decoder
 dims: {B: 2, S: 5, T: 4, C: 8, H: 2, F: 12, V: 9}
 seed: 31

@@ -104,7 +104,8 @@ def rope(x, base, pairing="interleaved"):  # [..., T, d]: pair i read as a compl
 def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleaved", softmax_over="keys", mask_after=False):
     """Multi-head attention, one sample and one head at a time: [B,T,C], [B,S,C] -> dict of stages.
 
-    mask: "causal" (query i reads keys 0..i), "none", or a [T,S] 0/1 matrix (None: none).  H_kv key/value heads
+    mask: "causal" (query i reads keys 0..i), {"causal": True, "window": W} (keys i - W + 1 .. i), "none", or a [T,S]
+    0/1 matrix (None: none).  H_kv key/value heads
     (grouped-query attention): the key and value heads are repeated, each H / H_kv times in a row,
     so that query head h meets a copy of key head h // (H / H_kv), as Hugging Face's repeat_kv does.
     Two mistakes on request: softmax_over="queries" normalises each key's column over the queries that see it
@@ -130,7 +131,10 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
     scores = np.zeros((B, H, T, S))
     weights = np.zeros((B, H, T, S))
     heads = np.zeros((B, T, C))
-    if mask is None or isinstance(mask, str):
+    if isinstance(mask, dict):  # {causal: true, window: W}: query i reads keys i - W + 1 .. i (Mistral's sliding window)
+        W = mask.get("window", T + S)
+        allowed = np.array([[i - W < j <= i for j in range(S)] for i in range(T)], dtype=bool)
+    elif mask is None or isinstance(mask, str):
         allowed = np.tril(np.ones((T, S), dtype=bool)) if mask == "causal" else np.ones((T, S), dtype=bool)
     else:
         allowed = np.asarray(mask, dtype=bool)

@@ -213,3 +213,36 @@ def test_no_numpy_warning_reaches_stderr(tmp_path):
     r = run_app("probe", str(spec))
     assert r.returncode == 2
     assert "Warning" not in r.stderr and "All-NaN" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+WINDOW = "{causal: true, window: 2}"
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_a_sliding_window_is_causal_and_a_leak_under_it_is_caught(tmp_path, exact):
+    """A window hides earlier keys too, but never a later one: causality holds, empirically and by the backward pass;
+    a LayerNorm over T under the same window still leaks the future, and is caught at position 0."""
+    flags = ["--exact"] if exact else []
+    write_spec(tmp_path, LEAK % {"mask": WINDOW, "axis": "C"})
+    r = run_app("probe", "spec.yaml", "--json", *flags, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert props(json.loads(r.stdout))["causality"]["result"] == "pass"
+    write_spec(tmp_path, LEAK % {"mask": WINDOW, "axis": "T"})
+    r = run_app("probe", "spec.yaml", "--json", *flags, cwd=tmp_path)
+    assert r.returncode == 1, r.stdout + r.stderr
+    c = props(json.loads(r.stdout))["causality"]
+    assert (c["result"], c["stage"]) == ("fail", "norm1")
+    assert c["position"] == 0 or exact  # --exact names the first position whose gradient is not zero
+
+
+def test_a_window_the_other_way_would_be_caught(tmp_path, monkeypatch):
+    """If the window were applied to the later keys (a mask reading t..t + W - 1), causality would fail: the probe
+    measures the mask, it does not take the word for it."""
+    from tracer.model import masks
+
+    real = masks.visible
+    monkeypatch.setattr(masks, "visible", lambda kind, n_q, n_k=None, window=None, explicit=None:
+                        real(kind, n_q, n_k, window, explicit).T if window is not None else real(kind, n_q, n_k, window, explicit))
+    write_spec(tmp_path, LEAK % {"mask": WINDOW, "axis": "C"})
+    r = run_app("probe", "spec.yaml", "--json", cwd=tmp_path)
+    assert r.returncode == 1 and props(json.loads(r.stdout))["causality"]["result"] == "fail", r.stdout

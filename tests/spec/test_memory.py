@@ -15,7 +15,7 @@ from conftest import REPO, SPECS, assert_refused, run_app, write_spec
 from tracer.cli import app as cli
 from tracer.engine import executor
 from tracer.errors import UsageError
-from tracer.spec import load_spec, memory
+from tracer.spec import load_spec, load_spec_text, memory
 
 HUGE_T = """\
 name: GPT-2 width, 100000 positions
@@ -158,3 +158,18 @@ def test_limit_names_the_recording_that_fits(tmp_path: Path) -> None:
 def test_no_limit(tmp_path: Path) -> None:
     r = run_app("validate", str(write_spec(tmp_path, HUGE_T)), "--max-memory", "none", "--record", "all")
     assert r.returncode == 0 and ": ok, needs about" in r.stdout and "TB" in r.stdout
+
+
+def test_a_sliding_window_counts_its_mask() -> None:
+    """Plain causal attention masks block by block (a [256,256] square at most); a window that hides keys holds its
+    [T,T] mask and its complement, as an explicit mask does; a window of T or more runs, and is counted, as causal."""
+    from tracer.model.ops import OPS
+
+    def extra(mask: str, T: int = 40) -> int:
+        s = load_spec_text(f"dims: {{B: 1, T: {T}, C: 4, H: 2, F: 8}}\nseed: 0\ninput: {{x: random}}\nblock: {{mask: {mask}}}\n")
+        step = next(st for st in s.steps if st.op == "mha")
+        return OPS["mha"].temporary_bytes(s, step, 0, 0)
+
+    assert extra("{causal: true, window: 5}") - extra("causal") == 2 * 40 * 40 - 40 * 40
+    assert extra("{causal: true, window: 5}") == extra(str(np.tril(np.ones((40, 40), dtype=int)).tolist()))
+    assert extra("{causal: true, window: 40}") == extra("causal")

@@ -250,6 +250,12 @@ REJECTED = [
     ("rotary_pairing", ROTARY + "block: {positions: rotary, rotary_pairing: pairs}\n"),
     ("rotary_pairing without rotary positions", ROTARY + "block: {positions: sinusoidal, rotary_pairing: half}\n"),
     ("rotary_pairing without positions", ROTARY + "block: {rotary_pairing: half}\n"),
+    # a sliding window
+    ("a window without causal", MIN + "block: {mask: {window: 2}}\n"),
+    ("a window with causal false", MIN + "block: {mask: {causal: false, window: 2}}\n"),
+    ("a window of 0", MIN + "block: {mask: {causal: true, window: 0}}\n"),
+    ("a window of 1.5", MIN + "block: {mask: {causal: true, window: 1.5}}\n"),
+    ("an unknown mask key", MIN + "block: {mask: {causal: true, width: 2}}\n"),
     # tracer grad: the loss and the targets
     ("loss", MIN + "loss: cross-entropy\n"),
     ("next-token without a head", MIN + "loss: next-token\n"),
@@ -297,6 +303,9 @@ ACCEPTED = [
     ("x given as [B,T,C]", "dims: {C: 2, H: 2, F: 3}\ninput: {x: [[[1, 0], [0, 1]]]}\nseed: 0\n"),
     ("random x", "dims: {C: 2, H: 2, F: 3, T: 4}\ninput: {x: random}\nseed: 0\n"),
     ("an explicit mask", MIN + "block: {mask: [[1, 0, 0], [1, 1, 0], [0, 1, 1]]}\n"),
+    ("a sliding window", MIN + "block: {mask: {causal: true, window: 2}}\n"),
+    ("a sliding window wider than T", MIN + "block: {mask: {causal: true, window: 100}}\n"),
+    ("causal written as a mapping", MIN + "block: {mask: {causal: true}}\n"),
     ("eps written 1E-5", MIN + "block: {eps: 1E-5}\n"),
     ("a whole number written 4.0", "dims: {C: 4.0, H: 2, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n"),
     ("rotary positions with a base", "dims: {C: 4, H: 2, F: 3}\ninput: {tokens: [0, 1]}\nblock: {positions: rotary, position_base: 500}\nseed: 0\n"),

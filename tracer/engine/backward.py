@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tracer.engine import kernels
-from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, visible_keys
+from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix
 from tracer.model.ops import OPS
 
@@ -246,8 +246,9 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     prefix = internal_prefix(step)
     # the weights not recorded (tracer grad's plain table shows neither them nor their gradient): made again head by head
     parts = {k: bw.value(f"{prefix}.{k}") for k in ("q", "k", "v", "weights", "heads") if f"{prefix}.{k}" in bw.trace.stages}
-    causal = step.mask == "causal"
-    visible = None if causal or "weights" in parts else visible_keys(bw.spec, step, xq.shape[1])
+    causal, visible = attention_mask(bw.spec, step, xq.shape[1], False)
+    if "weights" in parts:  # the forward's weights are at hand, 0 where masked: no mask is needed
+        visible = None
     dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
                                                        step.pairing or "interleaved", causal=causal, visible=visible)
     for key in ATTN_ORDER:

@@ -21,6 +21,7 @@ from tracer.engine import kernels
 from tracer.engine.params import load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
+from tracer.model import masks
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.contracts import operand_axes, position_violation, violation
 from tracer.model.ops import OPS
@@ -201,14 +202,22 @@ class StageKeeper:
 
 
 def visible_keys(spec: Spec, step: Step, n_q: int) -> np.ndarray | None:
-    """[T,T] bool, True where query i may read key j; None when every key is visible."""
+    """[T,T] bool, True where query i may read key j (tracer/model/masks.py); None when every key is visible."""
     if step.mask == "causal":
-        return ~kernels.causal_mask(n_q)
+        return masks.visible("causal", n_q, window=step.window)
     if step.mask == "explicit":
         blk = spec.block_for(step.name)
         assert blk.mask_matrix is not None
-        return np.array(blk.mask_matrix, dtype=bool)[:n_q, :n_q]  # fewer rows when cut at T_max
+        return masks.visible("explicit", n_q, explicit=blk.mask_matrix)  # fewer rows when cut at T_max
     return None
+
+
+def attention_mask(spec: Spec, step: Step, n_q: int, over_queries: bool) -> tuple[bool, np.ndarray | None]:
+    """What kernels.mha takes: ``causal`` (keys after each query are skipped, block by block) and ``visible``, the
+    [T,T] mask when attend needs one: any mask but plain causal (a sliding window that hides keys included)."""
+    causal = step.mask == "causal"
+    plain = causal and not masks.windowed("causal", step.window, n_q)
+    return causal, None if plain and not over_queries else visible_keys(spec, step, n_q)
 
 
 class Executor:
@@ -413,8 +422,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
     g = step.weights
     w = {k: ex.params[f"{g}.{k}"] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
     over_queries = step.axis == "queries"
-    causal = step.mask == "causal"
-    visible = None if causal and not over_queries else ex.visible(step, xq.shape[1])  # attend masks causal blocks itself
+    causal, visible = attention_mask(ex.spec, step, xq.shape[1], over_queries)  # attend masks plain causal blocks itself
     parts: dict[str, np.ndarray] = {}
     prefix = internal_prefix(step)
     # scores and weights ([B,H,T,S] each) are made only when they are kept; the output is the same either way

@@ -253,7 +253,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
     scores = np.empty((B, H, T, S), dtype=dtype) if keep else None
     weights = np.zeros((B, H, T, S), dtype=dtype) if keep else None  # calloc: pages the mask leaves at 0 are never written
     mixed = np.empty((B, T, H, d), dtype=np.result_type(dtype, v))  # [B,T,H,d]: the heads side by side, merged as they are made
-    blocked = None if visible is None or causal else ~visible
+    blocked = None if visible is None else ~visible  # a causal mask's visible: a sliding window
 
     def heads(pairs: list[tuple[int, int]]) -> None:
         scratch = None if keep else np.empty((min(ROW_BLOCK, T), S), dtype=dtype)  # reused by every block
@@ -287,11 +287,13 @@ def _scaled_scores(q_rows: np.ndarray, kt: np.ndarray, scale: float, out: np.nda
 
 
 def _masked_softmax(w: np.ndarray, r0: int, r1: int, n: int, causal: bool, blocked: np.ndarray | None) -> None:  # [r,n] scores of rows r0:r1 -> weights, in place
-    """The block's scores masked (-inf after each row under causal, where ``blocked`` [T,S] is True otherwise) and softmaxed."""
-    if causal and r0 < n:  # only the diagonal square of the block has keys after its rows
+    """The block's scores masked (-inf where ``blocked`` [T,S] is True; else, under causal, after each row) and softmaxed.
+    Under causal the block holds the keys up to its last row (n of them); a sliding window's ``blocked`` also hides
+    the keys before each row's window, the keys after it as causal does."""
+    if blocked is not None:
+        np.copyto(w, -np.inf, where=blocked[r0:r1, :n])
+    elif causal and r0 < n:  # only the diagonal square of the block has keys after its rows
         np.copyto(w[:, r0:n], -np.inf, where=_after(r1 - r0, n - r0))
-    elif blocked is not None:
-        np.copyto(w, -np.inf, where=blocked[r0:r1])
     softmax_inplace(w)
 
 
@@ -326,7 +328,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
 
     ``causal`` masks keys after each query (block by block: no [T,S] mask is made); ``visible`` ([T,S] bool, True where
-    a query may read a key) is any other mask.
+    a query may read a key) is any other mask, or, with ``causal``, a sliding window's (the blocks still stop at the diagonal).
     ``H_kv`` (grouped-query attention, a divisor of H; None: H) key/value heads, each read by H / H_kv query heads in turn.
     ``keep_weights=False``: no "scores" and "weights" in the result (two [B,H,T,S] arrays never made), unless a
     score or a mixed value is not finite; the output is the same to the last bit.
@@ -526,9 +528,13 @@ def qk_scores_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray, causal: boo
     dtype = np.result_type(ds, q, k)
     dq, dk = _heads_last(B, T, H, d, dtype), _heads_last(B, S, H_kv, d, dtype, zero=True)
     step = ROW_BLOCK if causal else max(T, S)
-    for b in range(B):
-        for h in range(H):
-            _qk_head_backward(ds[b, h], q[b, h], k[b, h // group], dq[b, h], dk[b, h // group], causal, step)
+
+    def heads(pairs: list[tuple[int, int]]) -> None:  # whole key heads, as attention_backward deals them: the same numbers
+        for b, g in pairs:
+            for h in range(g * group, (g + 1) * group):
+                _qk_head_backward(ds[b, h], q[b, h], k[b, g], dq[b, h], dk[b, g], causal, step)
+
+    blas.by_heads(heads, [(b, g) for b in range(B) for g in range(H_kv)], B * H * T * S * d)
     scale = 1.0 / math.sqrt(d)
     dq *= scale
     dk *= scale
@@ -572,10 +578,14 @@ def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, caus
     dscores = (np.zeros if blocked else np.empty)((B, H, T, S), dtype=dtype) if by_rows else None
     dv = _heads_last(B, S, H_kv, d, dtype, zero=True)
     step = ROW_BLOCK if blocked else max(T, S)
-    for b in range(B):
-        for h in range(H):
-            _softmax_head_backward(dmixed[b, h], weights[b, h], v[b, h // group], dweights[b, h],
-                                   None if dscores is None else dscores[b, h], dv[b, h // group], blocked, step)
+
+    def heads(pairs: list[tuple[int, int]]) -> None:  # whole value heads, as attention_backward deals them: the same numbers
+        for b, g in pairs:
+            for h in range(g * group, (g + 1) * group):
+                _softmax_head_backward(dmixed[b, h], weights[b, h], v[b, g], dweights[b, h],
+                                       None if dscores is None else dscores[b, h], dv[b, g], blocked, step)
+
+    blas.by_heads(heads, [(b, g) for b in range(B) for g in range(H_kv)], B * H * T * S * d)
     if dscores is None:  # a softmax over queries (the violation, with --keep-going): over the whole array
         dscores = softmax_backward(dweights, weights, axis=-2)
     return dscores, dv, dweights
@@ -623,7 +633,7 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
     dk = _heads_last(B, S, H_kv, d, np.result_type(dtype, q, k), zero=True)
     dv = _heads_last(B, S, H_kv, d, dtype, zero=True)
     scale = 1.0 / math.sqrt(d)
-    blocked = None if visible is None or causal else ~visible
+    blocked = None if visible is None else ~visible  # a causal mask's visible: a sliding window
     step = ROW_BLOCK if causal else max(T, S)
 
     def heads(pairs: list[tuple[int, int]]) -> None:

@@ -263,6 +263,8 @@ class Reference:
         for t in positions:
             if explicit is not None:
                 keys = [j for j in key_positions if explicit[t][j]]
+            elif step.mask == "causal" and step.window is not None:
+                keys = [j for j in key_positions if t - step.window < j <= t]  # a sliding window: t and the W - 1 keys before
             elif step.mask == "causal":
                 keys = [j for j in key_positions if j <= t]  # the causal mask: keys up to t
             else:

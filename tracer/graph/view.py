@@ -158,6 +158,8 @@ class Graph:
                    head="Eᵀ" if self.spec.block.head == "tied" else "W_head")
 
     def mask(self, step: Step) -> Message:
+        if step.mask == "causal" and step.window is not None:
+            return msg("sliding-window causal mask, W = {w}", w=step.window)
         return NO_MASK if step.op == "cross_mha" or step.mask in (None, "none") else MASKS.get(step.mask or "", msg("{mask} mask", mask=step.mask))
 
     def warning(self, step: Step) -> str:

@@ -34,6 +34,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     base: float | None = None  # sinusoidal: the base; mha: the rotary base (None: no rotary positions)
     stream: str | None = None  # embed, input: which input the step reads (tokens | x | source | target)
     pairing: str | None = None  # mha with rotary positions: half pairs (i, i + d/2); None: interleaved (2i, 2i+1)
+    window: int | None = None  # mha with a causal mask: a sliding window of W keys (tracer/model/masks.py); None: none
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
@@ -44,7 +45,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
 
     def params(self) -> dict[str, object]:
         out: dict[str, object] = {}
-        for key in ("axis", "start", "stop", "out", "mask", "activation", "base", "stream", "pairing"):
+        for key in ("axis", "start", "stop", "out", "mask", "window", "activation", "base", "stream", "pairing"):
             value = getattr(self, key)
             if key == "activation" and self.op == "ffn_out":
                 continue  # kept only so the step shares its weight group's keys; the second half has no activation
@@ -147,6 +148,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     layers: int = 1
     final_norm: bool = False
     rotary_pairing: str = "interleaved"  # interleaved | half
+    window: int | None = None  # with mask causal: each query reads itself and the window - 1 keys before it
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -172,6 +174,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
         if step.op == "mha":
             if step.mask is None:
                 changes["mask"] = s.mask
+                if s.window is not None:
+                    changes["window"] = s.window
             if s.positions == "rotary" and step.base is None:
                 changes["base"] = s.position_base
                 if s.rotary_pairing != "interleaved":  # the default stays unnamed: step lists read as before

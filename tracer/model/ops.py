@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer.errors import BrokenContract, ShapeError
 from tracer.messages import Message, given, msg
-from tracer.model import contracts
+from tracer.model import contracts, masks
 from tracer.model.contracts import ROW_BLOCK
 from tracer.model.shapes import ITEMSIZE, PY_VALUE_BYTES, Shape, shape_label
 
@@ -304,8 +304,10 @@ def _attention_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> i
     axes, shape = spec.stage_shapes[f"{internal_prefix(step)}.scores"]
     T, S = shape[-2], shape[-1]
     block = min(T, ROW_BLOCK)
-    # the mask: [T,S] bool and its complement, or a causal block's square; weights @ V before the heads merge
-    extra = (block * block if step.mask == "causal" and step.axis != "queries" else 2 * T * S) + out_bytes
+    # the mask: [T,S] bool and its complement (any mask but plain causal: a sliding window's too), or a causal block's
+    # square; weights @ V before the heads merge
+    plain = step.mask == "causal" and not masks.windowed(step.mask, step.window, T)
+    extra = (block * block if plain and step.axis != "queries" else 2 * T * S) + out_bytes
     extra += block * S * ITEMSIZE[spec.dtype]  # one block of rows' scores, when they are not kept
     if step.base is not None:
         extra += 2 * out_bytes  # rotary positions: turned copies of q and k

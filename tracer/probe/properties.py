@@ -109,9 +109,9 @@ def without_positions_or_mask(spec: Spec) -> Spec:
         if step.op == "add_position":
             step = step._replace(op="identity", inputs=step.inputs[:1])
         elif step.op in ("mha", "cross_mha"):
-            step = step._replace(mask="none", base=None)
+            step = step._replace(mask="none", base=None, window=None)
         steps.append(step)
-    blk = spec.block._replace(positions="none", mask="none", mask_matrix=None)
+    blk = spec.block._replace(positions="none", mask="none", mask_matrix=None, window=None)
     return spec._replace(block=blk, steps=tuple(steps))
 
 

@@ -309,6 +309,8 @@ class Legend:
 def mask_words(step: Step) -> Message:
     if step.op == "cross_mha":
         return msg("cross-attention, no mask: every target position reads every source position")
+    if step.mask == "causal" and step.window is not None:
+        return msg("sliding-window causal mask, W = {w}: query t reads keys t - {m} to t only", w=step.window, m=step.window - 1)
     return {
         "causal": msg("causal mask: a query reads only its own and earlier positions"),
         "none": msg("no mask: every query reads every key"),

@@ -11,17 +11,20 @@ norm, output head), every stage's shape inferred, and every weight checked.
 from __future__ import annotations
 
 import math
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer.errors import SpecError
 from tracer.files import outside_confinement, reading
 from tracer.messages import Message, at, join, message_of, msg, nmsg
-from tracer.model import blocks
+from tracer.model import blocks, masks
 from tracer.model.blocks import ACTIVATIONS, NORMS, StackSettings, Step, group_kind, output_shape
 from tracer.model.ops import OPS, TABLES
 from tracer.model.shapes import Shape, shape_label
 from tracer.spec import yamlio
 from tracer.spec.yamlio import Path, Source, format_path
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_DIM = 10_000_000
 KEYWORDS = ("identity", "zeros", "ones", "random")
@@ -31,6 +34,7 @@ TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder",
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "final_norm", "head")
+MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
 INPUT_KEYS = ("tokens", "x", "targets")
 SEQ2SEQ_INPUT_KEYS = ("source", "target", "targets")
 INITS = ("default", "xavier")  # how drawn matrices are scaled (tracer/params.py)
@@ -87,7 +91,7 @@ class BlockSpec(NamedTuple):
     """One stack's settings (the decoder-only model's block, or the encoder's / decoder's)."""
 
     norm_order: str  # pre | post | custom (block.steps given)
-    mask: str  # causal | none | explicit (mask_matrix given)
+    mask: str  # causal | none | explicit (mask_matrix given); causal with a window: a sliding window
     eps: float
     final_norm: bool
     positions: str  # learned | sinusoidal | rotary | none
@@ -98,10 +102,17 @@ class BlockSpec(NamedTuple):
     position_base: float = 10000.0
     head: str = "none"  # none | tied | separate
     rotary_pairing: str = "interleaved"  # interleaved | half
+    window: int | None = None  # mask {causal: true, window: W}: query t reads keys max(0, t - W + 1)..t
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
-                             self.rotary_pairing)
+                             self.rotary_pairing, self.window)
+
+    def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
+        """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function
+        exactly when these are equal (``mask: causal`` and its lower-triangular matrix written out; a window W >= T
+        and plain causal)."""
+        return masks.visible(self.mask, n_q, n_k, self.window, self.mask_matrix)
 
 
 class Weight(NamedTuple):
@@ -436,10 +447,12 @@ class _Validator:
             raise self.fail(p + ("steps",), msg("give either norm_order (a preset step list) or steps (your own list), not both"))
         norm_order = "custom" if "steps" in raw else self.choice(raw.get("norm_order", "pre"), p + ("norm_order",), ("pre", "post"))
         mask_raw = raw.get("mask", default_mask)
-        mask_matrix = None
+        mask_matrix, window = None, None
         if isinstance(mask_raw, list):
             mask_matrix = self.mask_matrix(mask_raw, p + ("mask",))
             mask = "explicit"
+        elif isinstance(mask_raw, dict):
+            mask, window = self.mask_window(mask_raw, p + ("mask",))
         else:
             mask = self.choice(mask_raw, p + ("mask",), ("causal", "none"))
         eps = raw.get("eps", 1e-5)
@@ -462,7 +475,7 @@ class _Validator:
         if norm_order == "custom" and ("norm" in raw):
             raise self.fail(p + ("norm",), msg("with custom steps, name the norm op in each step (layer_norm, rms_norm, batch_norm)"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
-                         float(base), head, pairing)
+                         float(base), head, pairing, window)
         return spec, raw.get("steps")
 
     def boolean(self, value: Any, path: Path) -> bool:
@@ -475,6 +488,17 @@ class _Validator:
         if len(shape) != 2 or shape[0] != shape[1]:
             raise self.fail(path, msg("expected causal, none, or a square [T,T] matrix of 0 and 1, received {shape}", shape=_fmt(shape)))
         return tuple(tuple(bool(v) for v in row) for row in raw)
+
+    def mask_window(self, raw: dict[str, Any], path: Path) -> tuple[str, int | None]:
+        """``{causal: true, window: W}``: the causal mask, each query reading itself and the W - 1 keys before it."""
+        self.keys(raw, path, MASK_KEYS, msg("mask settings"))
+        if "causal" not in raw:
+            raise self.fail(path, msg("expected {causal: true, window: W}, received no causal (a sliding window is causal: write causal: true)"))
+        if raw["causal"] is not True:
+            raise self.fail(path + ("causal",), msg("expected true (a sliding window is causal, as Mistral's is: the keys after each query stay hidden), received {got}", got=self.received(path + ("causal",), raw["causal"])))
+        if "window" not in raw:
+            return "causal", None
+        return "causal", self.integer(raw["window"], path + ("window",), 1, MAX_DIM)
 
     def entries(self, value: Any, path: Path) -> Any:
         """A mask's nested lists: every leaf 0 or 1 (checked before the shape, so 0.5 or true is named as such)."""

@@ -31,6 +31,7 @@ import numpy as np
 
 from tracer.i18n import tr
 from tracer.messages import msg, nmsg, render
+from tracer.model import masks
 
 if TYPE_CHECKING:
     from tracer.engine.executor import Recording, Stage
@@ -111,7 +112,7 @@ def token_label(spec: Spec, b: int, t: int) -> str:
 
 def caption(spec: Spec) -> str:
     order = "custom steps" if spec.block.norm_order == "custom" else f"{spec.block.norm_order}-norm"
-    return tr("{order}, mask {mask}, eps {eps}; {dims}", order=tr(order), mask=spec.block.mask, eps=f"{spec.block.eps:g}",
+    return tr("{order}, mask {mask}, eps {eps}; {dims}", order=tr(order), mask=masks.label(spec.block.mask, spec.block.window), eps=f"{spec.block.eps:g}",
               dims=", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
 
 

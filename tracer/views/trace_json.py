@@ -6,6 +6,7 @@ Schema (stable; documented in docs/reference/output.md):
      "ok": bool,                       # false when a violation was flagged
      "dims": {"B","T","C","H","F","d", "V"?, "T_max"?},
      "block": {"norm_order","mask","eps","final_norm","positions"},   # an encoder-decoder's decoder
+                                       # "window": W too under a sliding window (mask "causal")
      "model", "encoder": {...}         # encoder-decoder only: "encoder-decoder" and the encoder's settings
      "steps": [{"name","op","inputs","weights"}],
      "stages": [{"name","meaning","shape","axes","values"}],
@@ -73,6 +74,8 @@ def steps_json(spec: Spec) -> list[dict[str, Any]]:
 
 def block_json(blk: Any) -> dict[str, Any]:
     out = {"norm_order": blk.norm_order, "mask": blk.mask, "eps": blk.eps, "final_norm": blk.final_norm, "positions": blk.positions}
+    if blk.window is not None:  # mask {causal: true, window: W}: "mask": "causal", "window": W
+        out["window"] = blk.window
     if blk.positions == "rotary" and blk.rotary_pairing != "interleaved":  # named only when not the default
         out["rotary_pairing"] = blk.rotary_pairing
     return out

@@ -76,7 +76,9 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     dims = {"C": C, "H": H} | ({"H_kv": H_kv} if H_kv != H else {}) | {"F": w1[1] if w1 else int(cfg["intermediate_size"]), "V": V}
     notes = {"C": "hidden_size", "H": "num_attention_heads", "H_kv": "num_key_value_heads (grouped-query attention)",
              "F": "intermediate_size (gate_proj, up_proj)", "V": "vocab_size (rows of embed_tokens)"}
-    window = cfg.get("sliding_window")
+    # Mistral's sliding_window W: query t reads keys t - W + 1..t (transformers' sliding_window_overlay, kv > q - W);
+    # LlamaForCausalLM reads no sliding_window, so a llama config's is not applied
+    window = cfg.get("sliding_window") if cfg.get("model_type") != "llama" else None
     block = {"norm_order": "pre", "layers": layers, "norm": "rmsnorm", "eps": float(cfg.get("rms_norm_eps", 1e-6)),
              "activation": "swiglu", "positions": "rotary", "position_base": theta, "rotary_pairing": "half", "mask": "causal",
              "final_norm": True, "head": ("tied" if tied else "separate") if has_head else "none"}
@@ -86,8 +88,11 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
               "final_norm": "model.norm",
               "head": ("lm_head = embed_tokens (tie_word_embeddings)" if tied else "lm_head.weight, untied") if has_head
               else "no lm_head in the checkpoint (a bare LlamaModel)"}
-    if window:
-        notes["mask"] = f"Mistral's sliding_window = {window} keys changes nothing while T <= {window}"
+    if window is not None:
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise CheckpointError(at("config.json", msg("sliding_window: expected a whole number of 1 or more, or null, received {got}", got=repr(window))))
+        block["mask"] = {"causal": True, "window": window}
+        notes["mask"] = f"sliding_window: each position reads itself and the {window - 1} before it"
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json")
 
 
