@@ -39,13 +39,13 @@ def describe_mask(visible: np.ndarray | None) -> str:
         return "none"
     visible = np.asarray(visible, dtype=bool)
     n_q, n_k = visible.shape
-    i, j = np.indices(visible.shape)
-    lower = j <= i
-    if n_q == n_k and np.array_equal(visible, lower):
-        return "causal"
-    w = int(visible[-1].sum())
-    if n_q == n_k and 0 < w < n_k and np.array_equal(visible, lower & (i - j < w)):
-        return f"causal, window {w}"
+    if n_q == n_k:  # bool arrays only, no index grids: a long context's [T,T] is compared in T*T bytes
+        lower = np.tril(np.ones((n_q, n_k), dtype=bool))
+        if np.array_equal(visible, lower):
+            return "causal"
+        w = int(visible[-1].sum())
+        if 0 < w < n_k and np.array_equal(visible, np.triu(lower, -(w - 1))):
+            return f"causal, window {w}"
     return "[" + ",".join("[" + ",".join(str(int(v)) for v in row) + "]" for row in visible) + "]"
 
 
