@@ -3,9 +3,10 @@
 Each side is a YAML spec (run here) or a trace saved by ``tracer run --json``.
 The comparison has three parts, each plain data (no rich; render_diff draws it):
 
-- structure: the two step lists aligned by step name, and what differs
-  (section 17.6: pre-norm attention reads norm1(x), post-norm reads x);
-- settings: dims, block settings, dtype and weights (which weight, largest difference);
+- structure: the two step lists aligned by step name, each step with all its settings, and what differs
+  (section 17.6: pre-norm attention reads norm1(x), post-norm reads x; hidden = ReLU(...) in A, GELU(...) in B);
+- settings: every setting of the computation, derived from the spec and normalised (compare.settings: dims,
+  every block setting, dtype, init, ...; a mask by its matrix), and the weights (which weight, largest difference);
 - stages: one row per stage name, aligned, with a status and the largest
   absolute difference over the whole array; the first row that is not equal
   is the first diverging stage.

@@ -52,7 +52,9 @@ def describe_mask(visible: np.ndarray | None) -> str:
 def saved_mask(word: Any, block: Mapping[str, Any] | None, n: int) -> Any:
     """A saved trace's mask (its word and, when explicit, the matrix its block records) as describe_mask gives it."""
     if word == "causal":
-        return describe_mask(np.tril(np.ones((n, n), dtype=bool)))
+        lower = np.tril(np.ones((n, n), dtype=bool))
+        windows = [v for k, v in (block or {}).items() if "window" in k and isinstance(v, int) and not isinstance(v, bool) and v > 0]
+        return describe_mask(np.triu(lower, -(windows[0] - 1)) if windows else lower)  # a sliding window, where the block has one
     if word == "none":
         return "none"
     matrix = None if block is None else block.get("mask_matrix")
