@@ -224,3 +224,16 @@ def test_a_trace_saved_before_traces_recorded_every_setting_says_what_it_cannot_
     assert r.exit_code == 0
     note = " ".join(render(n) for n in r.notes)
     assert "saved before traces recorded every setting" in note and "block.activation" in note and "init" in note
+
+
+def test_an_older_trace_of_a_tied_head_is_the_same_as_its_spec(tmp_path):
+    """The head's tied | separate is a block setting an older trace does not record: not a difference, a note."""
+    tied = write_spec(tmp_path, PRE_TEXT.replace("  eps: 1e-5\n", "  eps: 1e-5\n  head: tied\n"), "tied.yaml")
+    doc = json.loads(run_app("run", str(tied), "--json").stdout)
+    doc["block"] = {k: doc["block"][k] for k in ("norm_order", "mask", "eps", "final_norm", "positions")}
+    del doc["init"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc), encoding="utf-8")
+    r = core.diff(str(old), str(tied))
+    assert r.exit_code == 0 and r.structure == [] and r.settings == []
+    assert "block.head" in " ".join(render(n) for n in r.notes)

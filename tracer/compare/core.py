@@ -492,6 +492,17 @@ def compare_settings(a: Side, b: Side, grad: bool = False) -> list[SettingRow]:
     return rows
 
 
+def step_settings_compared(a: Side, b: Side) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Each side's step settings, as compared: against a trace saved before traces recorded every setting, only the
+    settings of a step that trace records (the note of incomplete_note says the rest is not compared)."""
+    sa, sb = a.step_settings, b.step_settings
+    for older, other in ((a, b), (b, a)):
+        if older.source == "trace" and not older.complete:
+            kept = {name: {k: v for k, v in s.items() if k in older.step_settings.get(name, {})} for name, s in other.step_settings.items()}
+            sa, sb = (sa, kept) if older is a else (kept, sb)
+    return sa, sb
+
+
 def incomplete_note(a: Side, b: Side) -> Message | str:
     """A trace saved before traces recorded every setting: which settings it lacks are not compared."""
     for s, other in ((a, b), (b, a)):
@@ -834,8 +845,8 @@ def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAU
         notes.append(older)
     return DiffResult(
         a=a, b=b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all,
-        steps=step_rows(a.steps, b.steps, a.step_settings, b.step_settings),
-        structure=structure_lines(a.steps, b.steps, a.step_settings, b.step_settings),
+        steps=step_rows(a.steps, b.steps, *step_settings_compared(a, b)),
+        structure=structure_lines(a.steps, b.steps, *step_settings_compared(a, b)),
         settings=compare_settings(a, b, grad),
         weights=weights,
         stages=compare_stages(stages_a, stages_b, batch, pos, atol, rtol),
