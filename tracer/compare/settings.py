@@ -108,11 +108,11 @@ def _first_attention(steps: tuple[Step, ...], section: str) -> Step | None:
     return next((s for s in steps if s.op == "mha" and stack_of(s) == section), None)
 
 
-def _input_words(value: Any) -> Any:
+def _input_words(value: Any) -> str | None:
     """A spec's input as compared: its kind and values (a nested list), or 'random' (drawn from the seed)."""
     if value is None:
         return None
-    return {"kind": value.kind, "value": value.value}
+    return f"{value.kind}: {value.value}"  # tokens: [[0, 1, 2]]; x: random (the values, drawn, are the input stage's)
 
 
 def of_spec(spec: Spec) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
