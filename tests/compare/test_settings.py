@@ -15,7 +15,7 @@ from conftest import PRE, PRE_TEXT, run_app, write_spec
 from tracer.compare import core, settings
 from tracer.messages import render
 from tracer.model.blocks import STEP_SETTINGS, Step
-from tracer.spec import SPEC_NOT_SETTINGS, SPEC_SETTINGS, BlockSpec, Spec, load_spec_text
+from tracer.spec import BLOCK_KEYS, SPEC_NOT_SETTINGS, SPEC_SETTINGS, STEP_KEYS, BlockSpec, Spec, load_spec_text
 
 # A block whose weights are drawn, so that any setting may change alone.
 BLOCK: dict[str, Any] = {"norm_order": "pre", "mask": "causal", "eps": 1e-5, "final_norm": False}
@@ -93,6 +93,9 @@ def test_every_field_of_a_spec_is_a_setting_or_said_to_be_compared_otherwise():
 def test_the_variants_cover_every_setting_of_the_spec_format():
     assert set(BLOCK_VARIANTS) == set(BlockSpec._fields)  # a new block setting needs a variant here
     assert set(SPEC_VARIANTS) == set(SPEC_SETTINGS)  # a new spec setting too
+    # and the YAML keys a spec may write are those fields (block.steps are steps; a step's index is its start:stop)
+    assert set(BLOCK_KEYS) - {"steps"} <= set(BlockSpec._fields)
+    assert set(STEP_KEYS) - {"name", "op", "in", "weights", "meaning", "index"} <= set(STEP_SETTINGS)
 
 
 @pytest.mark.parametrize("key", list(BLOCK_VARIANTS))
@@ -118,7 +121,6 @@ def test_each_step_setting_changed_alone_is_named():
     assert set(STEP_SETTINGS) == set(Step._fields) - {"name", "meaning", "op", "inputs", "weights"}
     spec = load_spec_text(PRE_TEXT)
     steps = spec.steps
-    flat, given = settings.of_spec(spec)
     for key in STEP_SETTINGS:
         i = next(i for i, s in enumerate(steps) if s.op == "mha")  # any step will do: the field alone changes
         changed = steps[i]._replace(**{key: "other" if key != "mask" else "none"})
