@@ -1101,6 +1101,13 @@ MESSAGES: dict[str, str] = {
     'sliding-window causal mask, W = {w}': '滑动窗口因果掩码，W = {w}',
     'sliding-window causal mask, W = {w}: query t reads keys t - {m} to t only': '滑动窗口因果掩码，W = {w}：查询 t 只读取键 t - {m} 到 t',
     'sliding_window: expected a whole number of 1 or more, or null, received {got}': 'sliding_window：应为 1 或更大的整数，或 null，实际为 {got}',
+    # i22-diff
+    '{name} = {a} in A, {b} in B ({what})': '{name} 在 A 中 = {a}，在 B 中 = {b}（{what}）',
+    '{name}: {what}': '{name}：{what}',
+    '{field}: {a} | {b}': '{field}：{a} | {b}',
+    '{label} ({path}) was saved before traces recorded every setting: {names} not compared (save it again with `tracer run SPEC --json`)': '{label}（{path}）保存于 trace 记录全部设置之前：{names} 未比较（用 `tracer run SPEC --json` 重新保存）',
+    'text or a number': '文本或数字',
+    "the block's {mask} mask lets position {i} read the later position {j}, so it is not causal: later positions may be read by design": '块的 {mask} 掩码让位置 {i} 读取其后的位置 {j}，因此不是因果的：按设计可以读取后面的位置',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -17,8 +17,9 @@ scored with RUBRIC below (edit it to taste):
 
     runs        2  the spec loads and runs (otherwise the score is 0 and the error is shown)
     contract    2  no violation (broadcast, axis, position, nonfinite)
-    structure   2  the same step list as the reference (norm order, what each step reads)
-    settings    2  the same dims, block settings, dtype and weights
+    structure   2  the same step list as the reference (norm order, what each step reads, each op with its settings)
+    settings    2  the same dims, dtype, weights and every setting of the block (eps, activation, norm, head,
+                   mask by its matrix, ...): a changed activation loses this point as a changed eps does
     stages      2  every stage equal to the reference within the tolerance
 
 A task a student did not hand in scores 0 ("missing"); a student file with no reference of its

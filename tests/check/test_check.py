@@ -35,6 +35,19 @@ def test_to_the_printed_precision():
     assert wrong.returncode == 1 and "entry 1 of" in wrong.stdout and "0.999995" not in wrong.stdout.split("of")[0]
 
 
+def test_right_echoes_the_value_at_the_precision_it_claims():
+    # 1 / sqrt(1.00001) = 0.99999500003749...: to 12 decimals 0.999995000037, which %g would cut to 0.999995
+    r = run_app("check", EX2, "--stage", "norm", "--expect", "[-0.999995000037, 0.999995000037]", "--precision", "12")
+    assert r.returncode == 0
+    assert r.stdout.strip() == "right: norm at b=0, t=0 is [-0.999995000037, 0.999995000037] to 12 decimals"
+    # a rounder answer, right at 4 decimals, is echoed as the value to 4 decimals, not as given
+    r = run_app("check", EX2, "--stage", "norm", "--expect", "[-1, 1]", "--precision", "4")
+    assert r.returncode == 0 and "is [-1.0000, 1.0000] to 4 decimals" in r.stdout
+    # wrong: the numbers given, every digit of them
+    r = run_app("check", EX2, "--stage", "norm", "--expect", "[-0.9999950001234567, 1]", "--precision", "9")
+    assert r.returncode == 1 and "of [-0.9999950001234567, 1] differ" in r.stdout
+
+
 def test_wrong_names_the_entries_but_not_the_values():
     r = run_app("check", EX4, "--stage", "hidden", "--expect", "[1, 1, 1]")
     assert r.returncode == 1 and "entries 1, 2 of [1, 1, 1]" in r.stdout and "[1, 0, 0]" not in r.stdout
@@ -42,7 +55,7 @@ def test_wrong_names_the_entries_but_not_the_values():
 
 def test_both_languages():
     zh = run_app("check", EX4, "--stage", "pre", "--expect", "[1, -2, -1]", "--lang", "zh")
-    assert zh.returncode == 0 and zh.stdout.startswith("正确：pre 在 b=0, t=0 处是 [1, -2, -1]")
+    assert zh.returncode == 0 and zh.stdout.startswith("正确：pre 在 b=0, t=0 处是 [1.000000, -2.000000, -1.000000]")
     zh = run_app("check", EX4, "--stage", "pre", "--expect", "[0, 0, 0]", "--lang", "zh")
     assert zh.returncode == 1 and zh.stdout.startswith("错误：") and "第 0, 1, 2 项" in zh.stdout
 
@@ -67,7 +80,7 @@ def test_a_stage_the_run_never_reaches():
 
 def test_through_the_entry_point():
     r = run_cli("check", PRE, "--stage", "x", "--expect", "[1, 0]")
-    assert r.returncode == 0 and r.stdout.startswith("right: x at b=0, t=0 is [1, 0]")
+    assert r.returncode == 0 and r.stdout.startswith("right: x at b=0, t=0 is [1.000000, 0.000000] to 6 decimals")
 
 
 def test_a_stage_the_run_never_reaches_in_chinese():

@@ -108,3 +108,20 @@ def test_the_sheet_in_chinese(tmp_path):
     assert lines[1].split()[:4] == ["alice", "prenorm", "10/10", "相同"] and "失分" in lines[2]
     assert lines[-1] == "已评 3 份：1 份与参考相同，平均分 6.7/10"
     assert "平铺" in r.stderr
+
+
+def test_a_changed_activation_loses_the_settings_point_as_a_changed_eps_does(tmp_path):
+    students = tmp_path / "students"
+    students.mkdir()
+    alice = (COURSE / "students" / "alice" / "prenorm.yaml").read_text(encoding="utf-8")
+    assert "eps: 0.00001" in alice and "activation" not in alice
+    (students / "gelu.yaml").write_text(alice.replace("eps: 0.00001", "eps: 0.00001\n  activation: gelu"), encoding="utf-8")
+    (students / "eps.yaml").write_text(alice.replace("eps: 0.00001", "eps: 0.001"), encoding="utf-8")
+    r = grade(str(students), str(COURSE / "reference"), "--csv")
+    assert r.returncode == 0, r.stderr
+    by = {row[0]: row for row in list(csv.reader(io.StringIO(r.stdout)))[1:]}
+    assert "settings differ: block.eps" in by["eps"][6] and "lost: settings, stages" in by["eps"][6]
+    gelu = by["gelu"][6]
+    # the activation is a setting of the block and of the step that applies it: both points go
+    assert "settings differ: block.activation" in gelu and "lost: structure, settings, stages" in gelu
+    assert int(by["gelu"][2]) < 8 and by["gelu"][4] == "different"

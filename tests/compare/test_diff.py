@@ -257,7 +257,7 @@ def test_extra_stage_only_in_b(tmp_path):
     assert stage(doc, "final_norm")["status"] == "only_in_b"
     assert doc["first_diverging"] == "final_norm"  # the block itself is unchanged
     assert {"field": "block.final_norm", "a": False, "b": True} in doc["settings"]["differences"]
-    assert "final_norm = final_norm(output) only in B" in doc["structure"]["differences"]
+    assert "final_norm = LayerNorm[final_norm](output) only in B" in doc["structure"]["differences"]
 
 
 # -- exit code 2: trouble ------------------------------------------------------------
@@ -355,10 +355,10 @@ def test_json_schema_keys_and_types():
     assert set(doc["structure"]) == {"same", "steps", "differences"}
     assert doc["structure"]["same"] is False
     for step in doc["structure"]["steps"]:
-        assert set(step) == {"name", "status", "a", "b"}
+        assert set(step) == {"name", "status", "a", "b", "settings_differ"} and isinstance(step["settings_differ"], list)
         assert step["status"] in {"equal", "differs", "only_in_a", "only_in_b"}
         for s in (step["a"], step["b"]):
-            assert s is None or (set(s) == {"op", "inputs", "weights", "expr"} and isinstance(s["inputs"], list))
+            assert s is None or (set(s) == {"op", "inputs", "weights", "expr", "settings"} and isinstance(s["inputs"], list))
     assert all(isinstance(line, str) for line in doc["structure"]["differences"])
     assert set(doc["settings"]) == {"same", "differences", "weights"}
     for w in doc["settings"]["weights"]:

@@ -246,3 +246,27 @@ def test_a_window_the_other_way_would_be_caught(tmp_path, monkeypatch):
     write_spec(tmp_path, LEAK % {"mask": WINDOW, "axis": "C"})
     r = run_app("probe", "spec.yaml", "--json", cwd=tmp_path)
     assert r.returncode == 1 and props(json.loads(r.stdout))["causality"]["result"] == "fail", r.stdout
+
+
+LOWER = "[[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]"
+WINDOW_MATRIX = "[[1, 0, 0, 0, 0], [1, 1, 0, 0, 0], [0, 1, 1, 0, 0], [0, 0, 1, 1, 0], [0, 0, 0, 1, 1]]"
+AHEAD = "[[1, 1, 0, 0, 0], [1, 1, 0, 0, 0], [1, 1, 1, 0, 0], [1, 1, 1, 1, 0], [1, 1, 1, 1, 1]]"
+
+
+@pytest.mark.parametrize("mask", [LOWER, WINDOW_MATRIX])
+def test_causality_is_probed_on_an_explicit_lower_triangular_mask(tmp_path, mask):
+    """An explicit matrix with nothing above the diagonal is causal: probed, both ways, as mask: causal is."""
+    from tracer.probe import exact
+
+    write_spec(tmp_path, LEAK % {"mask": mask, "axis": "C"})
+    r = run_app("probe", "spec.yaml", "--json", cwd=tmp_path)
+    assert r.returncode == 0, r.stdout
+    assert props(json.loads(r.stdout))["causality"]["result"] == "pass"
+    leaky = load_spec_text(LEAK % {"mask": mask, "axis": "T"})  # LayerNorm over T leaks whatever the mask
+    assert probe.causality(leaky).result == "fail" and exact.causality(leaky).result == "fail"
+
+
+def test_an_explicit_mask_that_reads_ahead_is_not_causal(tmp_path):
+    write_spec(tmp_path, LEAK % {"mask": AHEAD, "axis": "C"})
+    c = props(json.loads(run_app("probe", "spec.yaml", "--json", cwd=tmp_path).stdout))["causality"]
+    assert c["result"] == "not applicable" and "lets position 0 read the later position 1" in c["evidence"]

@@ -112,7 +112,8 @@ def test_a_trace_whose_eps_is_not_a_positive_number_is_refused(tmp_path: Path, t
 def test_a_nonfinite_number_in_any_setting_is_refused(tmp_path: Path) -> None:
     spec, text = saved_trace(tmp_path)
     edited = tmp_path / "edited.json"
-    edited.write_text(text.replace('"eps": 1e-05', '"eps": 1e-05, "position_base": NaN'))
+    assert '"position_base": 10000.0' in text  # a saved trace records every block setting
+    edited.write_text(text.replace('"position_base": 10000.0', '"position_base": NaN'))
     assert_refused(run_app("diff", str(spec), str(edited), "--json"), "block.position_base", "expected a finite number")
     edited.write_text(text.replace('"violations": []', '"violations": [{"kind": "x", "stage": "y", "message": "z", "shapes": {"a": 1e999}}]'))
     assert_refused(run_app("diff", str(spec), str(edited), "--json"), "violations[0].shapes.a", "expected a finite number")

@@ -11,7 +11,7 @@ from tracer.engine import executor
 from tracer.views import tables as render
 from tracer.views import trace_json as jsonout
 
-TOP_KEYS = {"schema_version", "spec", "ok", "dims", "block", "dtype", "steps", "stages", "violations"}
+TOP_KEYS = {"schema_version", "spec", "ok", "dims", "block", "dtype", "init", "steps", "stages", "violations"}
 STAGE_KEYS = {"name", "meaning", "shape", "axes", "values"}
 SEEDED = "dims: {B: 2, T: 5, C: 16, H: 4, F: 24}\ninput: {x: random}\nseed: 9\nweights:\n  ffn: {b1: random, b2: random}\n"
 
@@ -40,7 +40,11 @@ def test_chapter_spec_document():
     assert doc["spec"] == {"path": PRE_REL, "name": "Example 17.2, pre-norm"}
     assert doc["ok"] is True and doc["violations"] == []
     assert doc["dims"] == {"B": 1, "T": 3, "C": 2, "H": 2, "F": 3, "V": 3, "T_max": 3, "d": 1}
-    assert doc["block"] == {"norm_order": "pre", "mask": "causal", "eps": 1e-05, "final_norm": False, "positions": "learned"}
+    # every setting of the block (each field of spec.BlockSpec), so that tracer diff compares a saved trace on all of them
+    assert doc["block"] == {"norm_order": "pre", "mask": "causal", "eps": 1e-05, "final_norm": False, "positions": "learned",
+                            "mask_matrix": None, "layers": 1, "norm": "layernorm", "activation": "relu", "position_base": 10000.0,
+                            "head": "none", "rotary_pairing": "interleaved"}
+    assert doc["init"] == "default"
     assert [s["name"] for s in doc["steps"]] == ["embed", "position", "x", "norm1", "attention", "residual1", "norm2", "hidden", "ffn", "output"]
     assert doc["steps"][5] == {"name": "residual1", "op": "add", "inputs": ["x", "attention"], "weights": None,
                                "shape": [1, 3, 2], "axes": ["B", "T", "C"]}

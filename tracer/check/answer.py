@@ -72,7 +72,7 @@ def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, prec
     half = 0.5 * 10.0 ** -precision
     wrong = [i for i, (x, y) in enumerate(zip(actual, numbers)) if not abs(x - y) <= half * (1 + 1e-9) + 1e-12]
     if not wrong:
-        return Verdict(True, msg("right: {stage} at b={b}, t={t} is {v} to {p} decimals", stage=name, b=b, t=t, v=_shown(numbers), p=precision))
+        return Verdict(True, msg("right: {stage} at b={b}, t={t} is {v} to {p} decimals", stage=name, b=b, t=t, v=_rounded(actual, precision), p=precision))
     which = ", ".join(str(i) for i in wrong)
     if len(wrong) == 1:
         return Verdict(False, msg("wrong: {stage} at b={b}, t={t}: entry {i} of {v} differs at {p} decimals (counting from 0)", stage=name, b=b, t=t,
@@ -81,5 +81,18 @@ def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, prec
                               i=which, v=_shown(numbers), p=precision))
 
 
+def _rounded(numbers: list[float], precision: int) -> str:
+    """The stage's value as `tracer run --precision P` prints it, every entry: the right answer to the decimals claimed."""
+    from tracer.views.text import fmt_number
+
+    return "[" + ", ".join(fmt_number(x, precision) for x in numbers) + "]"
+
+
 def _shown(numbers: list[float]) -> str:
-    return "[" + ", ".join(f"{x:g}" for x in numbers) + "]"
+    """The numbers given, as given: each the shortest decimal that reads back to it (never cut to a few digits)."""
+    return "[" + ", ".join(_given(x) for x in numbers) + "]"
+
+
+def _given(x: float) -> str:
+    text = repr(x)
+    return text[:-2] if text.endswith(".0") else text

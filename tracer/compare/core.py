@@ -3,9 +3,10 @@
 Each side is a YAML spec (run here) or a trace saved by ``tracer run --json``.
 The comparison has three parts, each plain data (no rich; render_diff draws it):
 
-- structure: the two step lists aligned by step name, and what differs
-  (section 17.6: pre-norm attention reads norm1(x), post-norm reads x);
-- settings: dims, block settings, dtype and weights (which weight, largest difference);
+- structure: the two step lists aligned by step name, each step with all its settings, and what differs
+  (section 17.6: pre-norm attention reads norm1(x), post-norm reads x; hidden = ReLU(...) in A, GELU(...) in B);
+- settings: every setting of the computation, derived from the spec and normalised (compare.settings: dims,
+  every block setting, dtype, init, ...; a mask by its matrix), and the weights (which weight, largest difference);
 - stages: one row per stage name, aligned, with a status and the largest
   absolute difference over the whole array; the first row that is not equal
   is the first diverging stage.
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tracer.compare import saved as jsonin
+from tracer.compare import settings as known
 from tracer.compare.status import DIFFERS, EQUAL, NOT_RECORDED, ONLY_A, ONLY_B, SHAPES_DIFFER, STATUS_MESSAGES
 from tracer.engine import executor
 from tracer.engine.executor import Stage
@@ -38,7 +40,7 @@ from tracer.views import trace_json as jsonout
 
 if TYPE_CHECKING:
     from tracer.compare.hints import Hint
-from tracer.spec import Spec, load_spec_text
+from tracer.spec import GRAD_SETTINGS, SPEC_ONLY_SETTINGS, Spec, load_spec_text
 from tracer.views.trace_json import SCHEMA_VERSION, array_json
 
 EXIT_SAME = 0
@@ -49,7 +51,7 @@ DEFAULT_ATOL = 1e-9
 DEFAULT_RTOL = 1e-9
 
 SUBLAYERS = ("mha", "ffn_hidden")  # the ops a norm feeds in pre-norm order
-ACT_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU", "swiglu": "SwiGLU"}
+ACT_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU_tanh", "swiglu": "SwiGLU"}  # gelu_tanh: the tanh approximation
 
 
 # -- the two sides ------------------------------------------------------------
@@ -68,6 +70,9 @@ class Side:
     weights: dict[str, np.ndarray] | None
     violations: list[dict[str, Any]]
     spec: Spec | None = None  # the spec a "spec" side was run from (hints recompute its typical bugs)
+    settings: dict[str, Any] = field(default_factory=dict)  # every setting, flat and normalised (compare.settings)
+    step_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # each step's settings, by step name
+    complete: bool = True  # False: a trace saved before traces recorded every setting (only those it has are compared)
 
     @property
     def is_arrays(self) -> bool:
@@ -123,7 +128,9 @@ def load_side(path: str, label: str, keep_going: bool, read: Read | None = None,
         return arrays_side(arrays, path, label)
     if spec is None:
         t = jsonin.load_trace(doc, path)
-        return Side(label, path, "trace", t.name, t.dims, t.block, t.dtype, t.steps, t.stages, t.weights, t.violations)
+        flat, steps = known.of_trace(t.dims, t.block, t.top, t.dtype, t.steps)
+        return Side(label, path, "trace", t.name, t.dims, t.block, t.dtype, t.steps, t.stages, t.weights, t.violations,
+                    settings=flat, step_settings=steps, complete=known.complete(t.block, t.top))
     return spec_side(spec, path, label, keep_going, grad=grad, lean=lean)
 
 
@@ -150,7 +157,9 @@ def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: execut
 
         g = backward(trace, losses.choose(spec, None))
         stages, weights = dict(g.grads), g.weight_grads
-    return Side(label, path, "spec", spec.name, spec.dims.as_dict(), block, spec.dtype, spec.steps, stages, weights, violations, spec)
+    flat, steps = known.of_spec(spec)
+    return Side(label, path, "spec", spec.name, spec.dims.as_dict(), block, spec.dtype, spec.steps, stages, weights, violations, spec,
+                settings=flat, step_settings=steps)
 
 
 def arrays_side(arrays: dict[str, np.ndarray], path: str, label: str) -> Side:
@@ -250,22 +259,60 @@ def align(a_names: list[str], b_names: list[str]) -> list[str]:
 
 # -- structure ----------------------------------------------------------------
 
-def expr(step: Step) -> str:
-    """The step's right-hand side in the book's notation (its record's ``expr``); a hand-edited trace's unknown op as a call."""
+def _setting_text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _default_setting(step: Step, key: str) -> Any:
+    """A step setting an expression leaves unsaid: the op's contract axis, self-attention's causal mask, the input it
+    reads by default (None: none, every value is said)."""
+    op = OPS.get(step.op)
+    if key == "axis":
+        return op.axes[0] if op is not None and op.axes else None
+    if key == "mask":
+        return "none" if step.op == "cross_mha" else "causal"
+    if key == "stream":
+        return {"embed": "tokens", "input": "x"}.get(step.op)
+    return None
+
+
+def expr(step: Step, settings: dict[str, Any] | None = None) -> str:
+    """The step's right-hand side in the book's notation (its record's ``expr``), with each of its settings that the
+    notation does not show and that is not the usual one after a semicolon (``MHA(norm1); mask none``), so that two
+    steps that compute differently never read the same; a hand-edited trace's unknown op as a call."""
+    settings = step.params() if settings is None else settings
     op = OPS.get(step.op)
     template = None if op is None else op.expr
+    text = None
     try:
         if template is not None:
-            return template.format(*step.inputs, w=step.weights, act=ACT_NAMES.get(step.activation or "relu", "act"))
+            act = ACT_NAMES.get(str(settings.get("activation") or "relu"), str(settings.get("activation")))
+            head = "E^T" if settings.get("head") == "tied" else "W_head"
+            text = template.format(*step.inputs, w=step.weights, act=act, head=head)
     except IndexError:  # fewer inputs than the op's usual form (a hand-edited trace)
         pass
-    return f"{step.op}({', '.join(step.inputs)}{'; ' + step.weights if step.weights else ''})"
+    if text is None:
+        return f"{step.op}({', '.join(step.inputs)}{'; ' + step.weights if step.weights else ''})"
+    said = {"activation"} if template is not None and "{act}" in template else set()
+    if template is not None and "{head}" in template:
+        said.add("head")
+    rest = [f"{k} {_setting_text(v)}" for k, v in settings.items()
+            if k not in said and v is not None and v != _default_setting(step, k)]
+    return text + ("; " + ", ".join(rest) if rest else "")
 
 
-def _same_step(a: Step, b: Step) -> bool:
-    """The same computation: the same op on the same stages with the same weights (an add's operands in either order)."""
+def _same_step(a: Step, b: Step, sa: dict[str, Any] | None = None, sb: dict[str, Any] | None = None) -> bool:
+    """The same computation: the same op on the same stages with the same weights (an add's operands in either order)
+    and the same settings (normalised: a mask by its matrix)."""
     ins_a, ins_b = (sorted(a.inputs), sorted(b.inputs)) if a.op == b.op == "add" else (list(a.inputs), list(b.inputs))
-    return (a.op, ins_a, a.weights) == (b.op, ins_b, b.weights)
+    return (a.op, ins_a, a.weights) == (b.op, ins_b, b.weights) and setting_changes(a, b, sa, sb) == []
+
+
+def setting_changes(a: Step, b: Step, sa: dict[str, Any] | None = None, sb: dict[str, Any] | None = None) -> list[str]:
+    """The settings of two steps that differ (all of each step's settings, normalised), by name."""
+    sa = a.params() if sa is None else sa
+    sb = b.params() if sb is None else sb
+    return [k for k in align(list(sa), list(sb)) if sa.get(k) != sb.get(k)]
 
 
 @dataclass
@@ -273,6 +320,8 @@ class StepRow:
     name: str
     a: Step | None
     b: Step | None
+    settings_a: dict[str, Any] | None = None  # the step's normalised settings (compare.settings)
+    settings_b: dict[str, Any] | None = None
 
     @property
     def status(self) -> str:
@@ -280,7 +329,22 @@ class StepRow:
             return ONLY_B
         if self.b is None:
             return ONLY_A
-        return EQUAL if _same_step(self.a, self.b) else DIFFERS
+        return EQUAL if _same_step(self.a, self.b, self.settings_a, self.settings_b) else DIFFERS
+
+    @property
+    def changed(self) -> list[str]:
+        """The settings that differ, by name (empty when a side lacks the step)."""
+        if self.a is None or self.b is None:
+            return []
+        return setting_changes(self.a, self.b, self.settings_a, self.settings_b)
+
+    def expr_a(self) -> str:
+        assert self.a is not None
+        return expr(self.a, self.settings_a)
+
+    def expr_b(self) -> str:
+        assert self.b is not None
+        return expr(self.b, self.settings_b)
 
 
 def _reads(name: str, steps: dict[str, Step]) -> str:
@@ -318,11 +382,27 @@ def _sublayer_norms(steps: dict[str, Step]) -> list[tuple[Step, str]]:
     return out
 
 
-def structure_lines(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...]) -> list[Message]:
+def step_rows(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...], settings_a: dict[str, dict[str, Any]] | None = None,
+              settings_b: dict[str, dict[str, Any]] | None = None) -> list[StepRow]:
+    """The two step lists aligned by step name, each step with its settings."""
+    A = {s.name: s for s in a_steps}
+    B = {s.name: s for s in b_steps}
+    sa, sb = settings_a or {}, settings_b or {}
+    return [StepRow(n, A.get(n), B.get(n), sa.get(n), sb.get(n)) for n in align(list(A), list(B))]
+
+
+def _changes(r: StepRow) -> Message:
+    """'activation: relu | gelu; mask: causal | none': each setting of a step that differs, named."""
+    sa, sb = r.settings_a or {}, r.settings_b or {}
+    return join([msg("{field}: {a} | {b}", field=k, a=_setting_text(sa.get(k, "—")), b=_setting_text(sb.get(k, "—"))) for k in r.changed])
+
+
+def structure_lines(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...], settings_a: dict[str, dict[str, Any]] | None = None,
+                    settings_b: dict[str, dict[str, Any]] | None = None) -> list[Message]:
     """What differs between the two step lists, one sentence each; empty when they are the same."""
     A = {s.name: s for s in a_steps}
     B = {s.name: s for s in b_steps}
-    rows = [StepRow(n, A.get(n), B.get(n)) for n in align(list(A), list(B))]
+    rows = step_rows(a_steps, b_steps, settings_a, settings_b)
     lines: list[Message] = []
     told: set[str] = set()
     for r in rows:  # what each sublayer reads
@@ -349,14 +429,18 @@ def structure_lines(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...]) -> lis
     for r in rows:  # every other step computed differently
         a, b = r.a, r.b
         if b is None and a is not None:
-            lines.append(msg("{name} = {expr} only in A", name=r.name, expr=expr(a)))
+            lines.append(msg("{name} = {expr} only in A", name=r.name, expr=r.expr_a()))
         elif a is None and b is not None:
-            lines.append(msg("{name} = {expr} only in B", name=r.name, expr=expr(b)))
-        elif a is not None and b is not None and not _same_step(a, b) and r.name not in told:
+            lines.append(msg("{name} = {expr} only in B", name=r.name, expr=r.expr_b()))
+        elif a is not None and b is not None and r.status != EQUAL and r.name in told and r.changed:
+            lines.append(msg("{name}: {what}", name=r.name, what=_changes(r)))  # what it reads is said above; its settings too
+        elif a is not None and b is not None and r.status != EQUAL and r.name not in told:
             if a.weights != b.weights:
-                lines.append(msg("{name} = {a} in A, {b} in B (weights {wa} in A, {wb} in B)", name=r.name, a=expr(a), b=expr(b), wa=a.weights, wb=b.weights))
+                lines.append(msg("{name} = {a} in A, {b} in B (weights {wa} in A, {wb} in B)", name=r.name, a=r.expr_a(), b=r.expr_b(), wa=a.weights, wb=b.weights))
+            elif r.changed and a.op == b.op:
+                lines.append(msg("{name} = {a} in A, {b} in B ({what})", name=r.name, a=r.expr_a(), b=r.expr_b(), what=_changes(r)))
             else:
-                lines.append(msg("{name} = {a} in A, {b} in B", name=r.name, a=expr(a), b=expr(b)))
+                lines.append(msg("{name} = {a} in A, {b} in B", name=r.name, a=r.expr_a(), b=r.expr_b()))
     common_a = [n for n in A if n in B]
     common_b = [n for n in B if n in A]
     if common_a != common_b:
@@ -385,21 +469,49 @@ class WeightRow:
     value_b: float | None = None
 
 
-def compare_settings(a: Side, b: Side) -> list[SettingRow]:
-    """Settings that change what is computed.  norm_order is a label when a side writes its own steps
-    (norm_order: custom): the step lists say what each side computes, and structure_lines compares them."""
+def compare_settings(a: Side, b: Side, grad: bool = False) -> list[SettingRow]:
+    """Every setting that changes what is computed (compare.settings derives them from the spec), normalised: a mask by
+    its matrix.  norm_order is a label when a side writes its own steps (norm_order: custom): the step lists say what
+    each side computes, and structure_lines compares them.  The input and the loss are compared where both sides are
+    specs (a saved trace holds its input's values as stages), the loss only with --grad; a trace saved before traces
+    recorded every setting is compared on the settings it records (diff_notes says so)."""
     rows = []
-    custom = "custom" in (a.block.get("norm_order"), b.block.get("norm_order"))
-    for group, da, db in (("dims", a.dims, b.dims), ("block", a.block, b.block)):
-        for key in align(list(da), list(db)):
-            if custom and group == "block" and key == "norm_order":
-                continue
-            va, vb = da.get(key), db.get(key)
-            if va != vb or isinstance(va, bool) != isinstance(vb, bool):  # True == 1 in Python
-                rows.append(SettingRow(f"{group}.{key}", va, vb))
-    if a.dtype is not None and b.dtype is not None and a.dtype != b.dtype:
-        rows.append(SettingRow("dtype", a.dtype, b.dtype))
+    da, db = a.settings, b.settings
+    custom = "custom" in (da.get("block.norm_order"), db.get("block.norm_order"))
+    both_specs = a.source == b.source == "spec"
+    for key in align(list(da), list(db)):
+        if custom and key == "block.norm_order":
+            continue
+        if key in SPEC_ONLY_SETTINGS and not both_specs or key in GRAD_SETTINGS and not grad:
+            continue
+        if (key not in da and not a.complete) or (key not in db and not b.complete):
+            continue
+        va, vb = da.get(key), db.get(key)
+        if va != vb or isinstance(va, bool) != isinstance(vb, bool):  # True == 1 in Python
+            rows.append(SettingRow(key, va, vb))
     return rows
+
+
+def step_settings_compared(a: Side, b: Side) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Each side's step settings, as compared: against a trace saved before traces recorded every setting, only the
+    settings of a step that trace records (the note of incomplete_note says the rest is not compared)."""
+    sa, sb = a.step_settings, b.step_settings
+    for older, other in ((a, b), (b, a)):
+        if older.source == "trace" and not older.complete:
+            kept = {name: {k: v for k, v in s.items() if k in older.step_settings.get(name, {})} for name, s in other.step_settings.items()}
+            sa, sb = (sa, kept) if older is a else (kept, sb)
+    return sa, sb
+
+
+def incomplete_note(a: Side, b: Side) -> Message | str:
+    """A trace saved before traces recorded every setting: which settings it lacks are not compared."""
+    for s, other in ((a, b), (b, a)):
+        if s.source == "trace" and not s.complete:
+            lacking = [k for k in other.settings if k not in s.settings and k not in SPEC_ONLY_SETTINGS]
+            if lacking:
+                return msg("{label} ({path}) was saved before traces recorded every setting: {names} not compared (save it again with `tracer run SPEC --json`)",
+                           label=s.label, path=s.path, names=", ".join(lacking))
+    return ""
 
 
 def compare_weights(a: Side, b: Side, atol: float, rtol: float) -> tuple[list[WeightRow] | None, Message | str]:
@@ -573,7 +685,8 @@ class DiffResult:
             "position": {"batch": self.batch, "pos": self.pos},
             "structure": {
                 "same": self.structure_same,
-                "steps": [{"name": r.name, "status": r.status, "a": _step_json(r.a), "b": _step_json(r.b)} for r in self.steps],
+                "steps": [{"name": r.name, "status": r.status, "a": _step_json(r.a, r.settings_a), "b": _step_json(r.b, r.settings_b),
+                           "settings_differ": r.changed} for r in self.steps],
                 "differences": list(self.structure),
             },
             "settings": {
@@ -621,10 +734,11 @@ def _side_json(s: Side) -> dict[str, Any]:
             "violations": [{k: v.get(k) for k in ("kind", "stage", "message")} for v in s.violations]}
 
 
-def _step_json(s: Step | None) -> dict[str, Any] | None:
+def _step_json(s: Step | None, settings: dict[str, Any] | None) -> dict[str, Any] | None:
     if s is None:
         return None
-    return {"op": s.op, "inputs": list(s.inputs), "weights": s.weights, "expr": expr(s)}
+    settings = s.params() if settings is None else settings
+    return {"op": s.op, "inputs": list(s.inputs), "weights": s.weights, "expr": expr(s, settings), "settings": dict(settings)}
 
 
 def _weight_json(w: WeightRow) -> dict[str, Any]:
@@ -726,13 +840,14 @@ def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAU
     weights, weights_note = compare_weights(a, b, atol, rtol)
     if isinstance(weights_note, Message):
         notes.append(weights_note)
-    A = {s.name: s for s in a.steps}
-    B = {s.name: s for s in b.steps}
+    older = incomplete_note(a, b)
+    if isinstance(older, Message):
+        notes.append(older)
     return DiffResult(
         a=a, b=b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all,
-        steps=[StepRow(n, A.get(n), B.get(n)) for n in align(list(A), list(B))],
-        structure=structure_lines(a.steps, b.steps),
-        settings=compare_settings(a, b),
+        steps=step_rows(a.steps, b.steps, *step_settings_compared(a, b)),
+        structure=structure_lines(a.steps, b.steps, *step_settings_compared(a, b)),
+        settings=compare_settings(a, b, grad),
         weights=weights,
         stages=compare_stages(stages_a, stages_b, batch, pos, atol, rtol),
         notes=notes,

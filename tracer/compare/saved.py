@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy as np
 from tracer.engine.executor import Stage
 from tracer.errors import TraceFileError
 from tracer.messages import Message, at, msg
-from tracer.model.blocks import Step
+from tracer.model.blocks import STEP_SETTINGS, Step
 from tracer.spec.yamlio import printable
 from tracer.views.trace_json import SCHEMA_VERSION
 
@@ -40,6 +40,7 @@ class SavedTrace:
     stages: dict[str, Stage]  # in the saved order; attention internals are the stages no step records
     violations: list[dict[str, Any]]
     weights: dict[str, np.ndarray] | None  # only in traces saved with --with-weights
+    top: dict[str, Any] = field(default_factory=dict)  # the other settings it records: encoder, model, init (where written)
 
 
 def sniff(path: str, text: str) -> Any | None:
@@ -148,7 +149,13 @@ class _Reader:
         if "weights" in doc:
             raw = self.want(doc["weights"], "weights", dict, msg("an object {weight name: nested list}"))
             weights = {k: self.array(v, f"weights.{k}") for k, v in raw.items()}
-        return SavedTrace(self.path, spec_path, name, ok, dims, block, dtype, steps, stages, violations, weights)
+        top: dict[str, Any] = {}
+        if "encoder" in doc:
+            top["encoder"] = self.block(self.want(doc["encoder"], "encoder", dict, msg("an object {norm_order, mask, eps, ...}")), "encoder")
+        for key in ("model", "init"):
+            if key in doc:
+                top[key] = self.want(doc[key], key, str, msg("text"))
+        return SavedTrace(self.path, spec_path, name, ok, dims, block, dtype, steps, stages, violations, weights, top)
 
     def dims(self, raw: dict[str, Any]) -> dict[str, int]:
         for key in REQUIRED_DIMS:
@@ -162,14 +169,14 @@ class _Reader:
             out[key] = value
         return out
 
-    def block(self, raw: dict[str, Any]) -> dict[str, Any]:
+    def block(self, raw: dict[str, Any], section: str = "block") -> dict[str, Any]:
         for key, types, what in (("norm_order", str, msg("text")), ("mask", str, msg("text")), ("eps", (int, float), msg("a positive number such as 1e-5"))):
             if key not in raw:
-                raise self.fail("block", msg("missing setting {key}", key=key))
-            self.want(raw[key], f"block.{key}", types, what)
+                raise self.fail(section, msg("missing setting {key}", key=key))
+            self.want(raw[key], f"{section}.{key}", types, what)
         if not raw["eps"] > 0:
-            raise self.fail("block.eps", msg("expected a positive number such as 1e-5, received {eps}", eps=_kind(raw['eps'])))
-        self.settled(raw, "block")
+            raise self.fail(f"{section}.eps", msg("expected a positive number such as 1e-5, received {eps}", eps=_kind(raw['eps'])))
+        self.settled(raw, section)
         return dict(raw)
 
     def settled(self, value: Any, field: str) -> None:
@@ -197,7 +204,13 @@ class _Reader:
             weights = s.get("weights")
             if weights is not None:
                 self.want(weights, f + ".weights", str, msg("a weight group name or null"))
-            out.append(Step(name, op, tuple(inputs), weights))
+            params: dict[str, Any] = {}
+            for key in STEP_SETTINGS:  # the op's settings, as steps_json writes them (a trace before them has none)
+                value = s.get(key)
+                if value is not None:
+                    params[key] = self.want(value, f"{f}.{key}", (str, int, float), msg("text or a number"))
+            self.settled(params, f)
+            out.append(Step(name, op, tuple(inputs), weights, **params))
         return tuple(out)
 
     def stages(self, raw: list[Any], step_names: set[str]) -> dict[str, Stage]:

@@ -95,10 +95,9 @@ STRUCTURE_HEADER = ["step", "A", "B", ""]
 
 
 def structure_rows(r: DiffResult) -> list[list[str]]:
-    from tracer.compare.core import expr
     from tracer.compare.status import EQUAL, STATUS_WORDS
 
-    return [[row.name, MISSING if row.a is None else tr(expr(row.a)), MISSING if row.b is None else tr(expr(row.b)),
+    return [[row.name, MISSING if row.a is None else tr(row.expr_a()), MISSING if row.b is None else tr(row.expr_b()),
              "" if row.status == EQUAL else tr(STATUS_WORDS[row.status])] for row in r.steps]
 
 

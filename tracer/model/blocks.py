@@ -45,7 +45,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
 
     def params(self) -> dict[str, object]:
         out: dict[str, object] = {}
-        for key in ("axis", "start", "stop", "out", "mask", "window", "activation", "base", "stream", "pairing"):
+        for key in STEP_SETTINGS:
             value = getattr(self, key)
             if key == "activation" and self.op == "ffn_out":
                 continue  # kept only so the step shares its weight group's keys; the second half has no activation
@@ -53,6 +53,10 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
                 out[key] = value
         return out
 
+
+# A step's own settings: every field but what names it (name, meaning) and what it reads and computes with (op,
+# inputs, weights).  Derived, not listed, so that a new field is a setting everywhere one is read (tracer diff).
+STEP_SETTINGS: tuple[str, ...] = tuple(f for f in Step._fields if f not in ("name", "meaning", "op", "inputs", "weights"))
 
 ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
 ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "swiglu": "SwiGLU"}

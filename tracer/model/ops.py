@@ -11,7 +11,7 @@ A record holds:
 - ``meaning`` and ``zh``: the op in a few words, in English and in the book's Chinese (a custom step that writes
   no meaning of its own is shown with these);
 - ``formula`` (``tracer stages``: what it computes from the stages it reads, ``{0}``, ``{1}``), ``expr``
-  (``tracer diff``: its right-hand side in the book's notation), ``graph`` and ``graph_weights`` (``tracer graph``:
+  (``tracer diff``: its right-hand side in the book's notation; ``{act}`` the activation's name, ``{head}`` E^T or W_head), ``graph`` and ``graph_weights`` (``tracer graph``:
   what its box computes, and which of its weights the box lists);
 - ``temporaries``: the bytes its kernel holds at its peak beyond its inputs, output and recorded internals (the
   memory estimate); ``view``: its stage is a view of an array that exists anyway (its input, or a given array);
@@ -360,21 +360,21 @@ _RECORDS = (
     _op("add_position", 2, "token + position, X", "token 与位置相加，X",
         "{0} + {1} (the position table added to every sample)", "{0} + {1}", "{a} + {b}", _first, user=False, preflight=None, temporaries=None),
     _op("head", 1, "output head: logits over the vocabulary", "输出层：词表上的 logits",
-        "{0} E^T (head: tied) or {0} W_head (head: separate)", "{0} W_head", "{x} {head}", _head_shape,
+        "{0} E^T (head: tied) or {0} W_head (head: separate)", "{0} {head}", "{x} {head}", _head_shape,
         weights="head", user=False, preflight=None, temporaries=None),
     _op("softmax", 1, "softmax over the vocabulary", "沿词表做 softmax",
         "exp({0} - max) / sum over V of exp({0} - max)", "softmax({0})", "softmax({x}) over V", _same, user=False, preflight=None, temporaries=None),
     # the block's ops
     _op("layer_norm", 1, "LayerNorm", "层归一化（LayerNorm）",
-        "gamma * ({0} - mean) / sqrt(var + eps) + beta, mean and var over the C coordinates of each row", "{w}({0})",
+        "gamma * ({0} - mean) / sqrt(var + eps) + beta, mean and var over the C coordinates of each row", "LayerNorm[{w}]({0})",
         "layer_norm({x}) over {axis}", _same_over_c, weights="norm", axes=("C", "T", "B"), graph_weights=("gamma", "beta"),
         preflight=_layer_norm_contracts, temporaries=_norm_bytes),
     _op("rms_norm", 1, "RMSNorm, x / sqrt(mean(x^2) + eps) * gamma", "RMSNorm，x / sqrt(mean(x^2) + eps) * gamma",
-        "gamma * {0} / sqrt(mean({0}^2) + eps), over the C coordinates of each row (no mean subtracted, no beta)", "{w}({0})",
+        "gamma * {0} / sqrt(mean({0}^2) + eps), over the C coordinates of each row (no mean subtracted, no beta)", "RMSNorm[{w}]({0})",
         "rms_norm({x}) over C", _same_over_c, weights="rms", graph_weights=("gamma",), preflight=_rms_norm_contracts,
         temporaries=_rms_norm_bytes),
     _op("batch_norm", 1, "BatchNorm, statistics over samples and positions", "BatchNorm，统计量跨样本和位置",
-        "gamma * ({0} - mean) / sqrt(var + eps) + beta, mean and var over samples and positions (B and T)", "{w}({0})",
+        "gamma * ({0} - mean) / sqrt(var + eps) + beta, mean and var over samples and positions (B and T)", "BatchNorm[{w}]({0})",
         "batch_norm({x}) over B and T", _same_over_c, weights="norm", graph_weights=("gamma", "beta"),
         preflight=_batch_norm_contracts, temporaries=_norm_bytes, reference=False, reference_skip=_PER_POSITION),
     _op("mha", 1, "multi-head self-attention", "多头自注意力",
@@ -391,7 +391,7 @@ _RECORDS = (
         "{0} + {1}, the same shape on both sides (a residual add)", "{0} + {1}", "{a} + {b}", _add_shape,
         preflight=_add_contracts, temporaries=None),
     _op("ffn", 1, "position-wise FFN, {actf}(x W_1 + b_1) W_2 + b_2", "逐位置前馈网络，{actf}(x W_1 + b_1) W_2 + b_2",
-        "act({0} W_1 + b_1) W_2 + b_2", "FFN({0})", "{hidden} W_2 + b_2", _same_over_c, weights="ffn",
+        "act({0} W_1 + b_1) W_2 + b_2", "FFN_{act}({0})", "{hidden} W_2 + b_2", _same_over_c, weights="ffn",
         graph_weights=("w1", "b1", "w3", "b3", "w2", "b2"), preflight=_ffn_contracts, temporaries=_ffn_bytes),
     _op("ffn_hidden", 1, "FFN first half, {actf}(x W_1 + b_1)", "FFN 前半部分，{actf}(x W_1 + b_1)",
         "act({0} W_1 + b_1)", "{act}({0} W1 + b1)", "{hidden}", _to_f, weights="ffn", graph_weights=("w1", "b1", "w3", "b3"),

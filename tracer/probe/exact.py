@@ -55,10 +55,33 @@ def _origin(step: Step, grads: dict[str, executor.Stage], t: int) -> str:
     return step.name
 
 
+def reads_later(spec: Spec) -> str | None:
+    """Why causality does not apply (a message), or None when every self-attention of the block masks every later
+    key: mask: causal (a sliding window included), or an explicit matrix, as the executor uses it, that is lower-triangular.
+    A causal mask is not judged by its matrix: the probe measures whether it holds (a bug in the mask is caught)."""
+    attention = [s for s in spec.steps if s.op == "mha" and spec.block_for(s.name) is spec.block]
+    if not attention:
+        return None if spec.block.mask == "causal" else msg("the block's mask is {mask}, not causal: later positions may be read by design", mask=spec.block.mask)
+    for step in attention:
+        if step.mask == "causal":  # declared causal (a sliding window too): probed, the matrix not taken on trust
+            continue
+        n = spec.stage_shapes[step.name][1][1]
+        visible = executor.visible_keys(spec, step, n)
+        if visible is None:
+            return msg("the block's mask is {mask}, not causal: later positions may be read by design", mask=spec.block.mask)
+        later = np.argwhere(np.triu(visible, 1))
+        if later.size:
+            i, j = (int(v) for v in later[0])
+            return msg("the block's {mask} mask lets position {i} read the later position {j}, so it is not causal: later positions may be read by design",
+                       mask=spec.block.mask, i=i, j=j)
+    return None
+
+
 def causality(spec: Spec) -> Property:
     name = "causality"
-    if spec.block.mask != "causal":
-        return Property(name, NOT_APPLICABLE, msg("the block's mask is {mask}, not causal: later positions may be read by design", mask=spec.block.mask))
+    why = reads_later(spec)
+    if why is not None:
+        return Property(name, NOT_APPLICABLE, why)
     xname = "decoder.x" if spec.model == "encoder-decoder" else "x"
     with np.errstate(all="ignore"):
         trace = executor.run(spec, keep_going=True)

@@ -58,9 +58,12 @@ def _probe_positions(T: int) -> list[int]:
 
 
 def causality(spec: Spec) -> Property:
+    from tracer.probe.exact import reads_later
+
     name = "causality"
-    if spec.block.mask != "causal":
-        return Property(name, NOT_APPLICABLE, msg("the block's mask is {mask}, not causal: later positions may be read by design", mask=spec.block.mask))
+    why = reads_later(spec)
+    if why is not None:
+        return Property(name, NOT_APPLICABLE, why)
     xname = "decoder.x" if spec.model == "encoder-decoder" else "x"
     base = executor.run(spec, keep_going=True)
     x = base.stages[xname].array

@@ -174,6 +174,25 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
         return [[self.vocab[t] for t in row] for row in inp.value]
 
 
+# What each field of a Spec is to a comparison (tracer diff): a setting of the computation, compared by name, or
+# something compared another way, and how.  Every field is in one of the two (tests/compare/test_settings.py), so a
+# new field is a setting diff compares until someone says otherwise here.  A BlockSpec's fields are all settings.
+SPEC_SETTINGS = ("dims", "block", "encoder", "model", "dtype", "init", "input", "source", "loss", "targets")
+SPEC_NOT_SETTINGS = {
+    "path": "where the spec was read from",
+    "name": "a label",
+    "vocab": "the words the tokens are shown with",
+    "weights": "compared by value, weight by weight",
+    "seed": "compared through what it draws: the weights and a random input, by value",
+    "steps": "compared step by step, each op with its settings (the structure)",
+    "layer_template": "one layer of the steps",
+    "stage_shapes": "follows from the dims and the steps",
+    "allow_nonfinite": "whether a NaN or an infinity stops the run, not what is computed",
+}
+SPEC_ONLY_SETTINGS = ("input", "source", "loss", "targets")  # not in a saved trace (its stages hold the input's values)
+GRAD_SETTINGS = ("loss", "targets")  # what tracer grad differentiates: compared by diff --grad
+
+
 def _close_matches(word: str, options: list[str], n: int = 1, cutoff: float = 0.5) -> list[str]:
     import difflib  # only on the error path: a valid spec never needs a suggestion
 

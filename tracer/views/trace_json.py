@@ -5,8 +5,7 @@ Schema (stable; documented in docs/reference/output.md):
      "spec": {"path", "name"},
      "ok": bool,                       # false when a violation was flagged
      "dims": {"B","T","C","H","F","d", "V"?, "T_max"?},
-     "block": {"norm_order","mask","eps","final_norm","positions"},   # an encoder-decoder's decoder
-                                       # "window": W too under a sliding window (mask "causal")
+     "block": {"norm_order","mask","eps","final_norm","positions", ...},  # every block setting; an encoder-decoder's decoder
      "model", "encoder": {...}         # encoder-decoder only: "encoder-decoder" and the encoder's settings
      "steps": [{"name","op","inputs","weights"}],
      "stages": [{"name","meaning","shape","axes","values"}],
@@ -15,6 +14,7 @@ Schema (stable; documented in docs/reference/output.md):
      "violations": [{"kind","stage","message","shapes"}],
      "verify": {...},                  # only with --verify
      "dtype": "float64" | "float32",
+     "init": "default" | "xavier",    # how drawn matrices are scaled
      "weights": {name: nested list}    # only with --with-weights (e.g. "attn.w_q", "norm1.gamma")
     }
 Values are nested lists of floats written with repr, so they read back to the
@@ -73,11 +73,14 @@ def steps_json(spec: Spec) -> list[dict[str, Any]]:
 
 
 def block_json(blk: Any) -> dict[str, Any]:
-    out = {"norm_order": blk.norm_order, "mask": blk.mask, "eps": blk.eps, "final_norm": blk.final_norm, "positions": blk.positions}
-    if blk.window is not None:  # mask {causal: true, window: W}: "mask": "causal", "window": W
-        out["window"] = blk.window
-    if blk.positions == "rotary" and blk.rotary_pairing != "interleaved":  # named only when not the default
-        out["rotary_pairing"] = blk.rotary_pairing
+    """Every setting of a stack (each field of the BlockSpec, derived, not listed: a saved trace carries every
+    setting tracer diff compares); an explicit mask's matrix as lists of true/false, null when there is none."""
+    out: dict[str, Any] = {}
+    for key in blk._fields:
+        value = getattr(blk, key)
+        if isinstance(value, tuple):
+            value = [list(row) if isinstance(row, tuple) else row for row in value]
+        out[key] = value
     return out
 
 
@@ -135,6 +138,7 @@ def trace_json(trace: Recording, stages: list[Stage], verify: dict[str, Any] | N
     if verify is not None:
         out["verify"] = verify
     out["dtype"] = spec.dtype
+    out["init"] = spec.init
     if weights is not None:  # --with-weights: lets `tracer diff` name the weight that differs
         pairs = ((name, array_json(w)) for name, w in weights.items())
         out["weights"] = Streamed(pairs, mapping=True) if streamed else dict(pairs)
