@@ -32,6 +32,7 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "final_norm": (BLOCK, {**BLOCK, "final_norm": True}, "block.final_norm"),
     "positions": (BLOCK, {**BLOCK, "positions": "sinusoidal"}, "block.positions"),
     "mask_matrix": (BLOCK, {**BLOCK, "mask": WINDOW_2}, "block.mask"),  # an explicit matrix: compared as the mask
+    "window": (BLOCK, {**BLOCK, "mask": {"causal": True, "window": 2}}, "block.mask"),  # a sliding window: the mask too
     "layers": (BLOCK, {**BLOCK, "layers": 2}, "block.layers"),
     "norm": (BLOCK, {**BLOCK, "norm": "rmsnorm"}, "block.norm"),
     "activation": (BLOCK, {**BLOCK, "activation": "gelu"}, "block.activation"),
@@ -121,18 +122,22 @@ def test_each_step_setting_changed_alone_is_named():
     assert set(STEP_SETTINGS) == set(Step._fields) - {"name", "meaning", "op", "inputs", "weights"}
     spec = load_spec_text(PRE_TEXT)
     steps = spec.steps
+    def mask_of(step: Step) -> Any:  # what of_spec compares an attention's mask by: what its fields make
+        return (step.mask, step.window)
+
     for key in STEP_SETTINGS:
         i = next(i for i, s in enumerate(steps) if s.op == "mha")  # any step will do: the field alone changes
         changed = steps[i]._replace(**{key: "other" if key != "mask" else "none"})
         other = steps[:i] + (changed,) + steps[i + 1:]
-        theirs = settings.step_settings(other, lambda s: s.mask, None)
-        mine = settings.step_settings(steps, lambda s: s.mask, None)
+        named = "mask" if settings.mask_fields({key: None}) else key  # a window is compared as the mask it makes
+        theirs = settings.step_settings(other, mask_of, None)
+        mine = settings.step_settings(steps, mask_of, None)
         rows = core.step_rows(steps, other, mine, theirs)
         row = next(r for r in rows if r.name == changed.name)
-        assert row.status == "differs" and row.changed == [key]
+        assert row.status == "differs" and row.changed == [named], key
         assert row.expr_a() != row.expr_b()
         lines = [render(line) for line in core.structure_lines(steps, other, mine, theirs)]
-        assert any(f"{key}: " in line for line in lines), (key, lines)
+        assert any(f"{named}: " in line for line in lines), (key, lines)
 
 
 def test_step_settings_written_in_custom_steps_are_named(tmp_path):
@@ -171,6 +176,15 @@ def test_a_causal_mask_written_out_is_the_causal_mask(tmp_path):
     saved.write_text(run_app("run", str(written), "--json").stdout, encoding="utf-8")
     assert run_app("diff", str(saved), PRE).returncode == 0
     assert run_app("diff", PRE, str(saved)).returncode == 0
+
+
+def test_a_sliding_window_is_the_same_as_its_matrix_written_out(tmp_path):
+    """mask: {causal: true, window: 2} and the band it makes, written as a 0/1 matrix: one function, exit 0."""
+    a = write_spec(tmp_path, PRE_TEXT.replace("mask: causal", "mask: {causal: true, window: 2}"), "a.yaml")
+    b = write_spec(tmp_path, PRE_TEXT.replace("mask: causal", "mask: [[1, 0, 0], [1, 1, 0], [0, 1, 1]]"), "b.yaml")
+    r = run_app("diff", str(a), str(b), "--json")
+    assert r.returncode == 0, r.stdout
+    assert json.loads(r.stdout)["settings"]["differences"] == []
 
 
 def test_a_mask_that_is_not_causal_is_named_by_its_matrix(tmp_path):

@@ -79,6 +79,8 @@ def step_settings(steps: tuple[Step, ...], mask_of: Callable[[Step], Any], head:
         s = dict(step.params())
         op = OPS.get(step.op)
         if op is not None and op.attention:
+            for key in mask_fields(s):  # the mask's word and window: compared as the one matrix they make
+                del s[key]
             s["mask"] = mask_of(step)
         if step.op == "head" and head is not None:
             s["head"] = head
