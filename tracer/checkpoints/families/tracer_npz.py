@@ -24,4 +24,5 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("tracer", "tracer's own --save archive (weights.NAME) or an .npz keyed by tracer's weight names", table(), read_config,
                 aliases=(("weights.blocks.0.", "weights."), ("weights.", ""), ("weights.blocks.0.", "")),
-                model_types=())  # no config.json: its settings are in the spec that made it
+                model_types=(),  # no config.json: its settings are in the spec that made it
+                weights_prefix="weights.")  # a --save archive also holds the stages: only weights.* are weights
