@@ -84,9 +84,7 @@ def unread(src: ModelSource, read: list[TensorRef], tied: bool) -> list[str]:
         if layer is not None:
             if layer in traced:
                 out.append(key)
-        elif name is None or (name == "position" and "embedding" in names):
-            out.append(key)
-        elif name == "head" and tied and "embedding" in names and not _same_tensor(src, key, "embedding"):
+        elif name is None or (name == "position" and "embedding" in names) or name == "head" and tied and "embedding" in names and not _same_tensor(src, key, "embedding"):
             out.append(key)
     return out
 

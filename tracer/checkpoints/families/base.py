@@ -197,7 +197,7 @@ def _regex(pattern: str) -> re.Pattern[str]:
     return _REGEX[pattern]
 
 
-_REVERSE: dict[str, list[tuple[re.Pattern[str], str, str]]] = {}
+_REVERSE: dict[str, list[tuple[re.Pattern[str], str, str, bool]]] = {}
 _PREFIXES: dict[str, list[tuple[re.Pattern[str], str]]] = {}
 
 
@@ -276,13 +276,12 @@ def grouped(keys: list[str]) -> list[str]:
             continue
         runs: list[str] = []
         start = prev = ns[0]
-        for n in ns[1:] + [None]:  # type: ignore[list-item]
-            if n is not None and n == prev + 1:
+        for n in ns[1:] + [-2]:  # -2: the end
+            if n == prev + 1:
                 prev = n
                 continue
             runs.append(str(start) if start == prev else f"{start}-{prev}")
-            if n is not None:
-                start = prev = n
+            start = prev = n
         out.append(pattern.replace("{}", "{" + ",".join(runs) + "}" if len(runs) > 1 or "-" in runs[0] else runs[0]))
     return out
 
@@ -380,8 +379,9 @@ class Config:
     assumed.  Every error is one line: the config's path, the key, expected and received.
     """
 
-    def __init__(self, config: Any, ckpt: Checkpoint, options: Options, family: str) -> None:
+    def __init__(self, config: Any, ckpt: Checkpoint, options: Options, family: str, absent: str | None = None) -> None:
         self.path = config_path(ckpt)
+        self.absent = absent  # why a setting is assumed, when it is not "no config.json" / "not in config.json"
         if config is not None and not isinstance(config, dict):
             raise CheckpointError(at(self.path, msg("expected {what}, received {got}", what=msg("a mapping of settings"), got=received(config))))
         self.raw: dict[str, Any] = config or {}
@@ -397,8 +397,9 @@ class Config:
     def fail(self, key: str, what: Message, value: Any) -> CheckpointError:
         return CheckpointError(at(self.path, at(key, msg("expected {what}, received {got}", what=what, got=received(value)))))
 
-    def refuse(self, key: str, why: Message) -> CheckpointError:
-        return CheckpointError(at(self.path, at(key, why)))
+    def refuse(self, why: Message) -> CheckpointError:
+        """A setting tracer does not model; ``why`` names it ('attention_bias = true: ...')."""
+        return CheckpointError(at(self.path, why))
 
     def integer(self, key: str, lo: int = 1) -> int | None:
         """A whole number (4.0 counts as 4, as in a spec), at least ``lo``; None when absent or null."""
@@ -413,8 +414,9 @@ class Config:
             raise self.fail(key, msg("a whole number from {lo} to {hi}", lo=lo, hi="..."), value)
         return value
 
-    def number(self, key: str, positive: bool = True) -> float | None:
-        value = self.raw.get(key)
+    def number(self, key: str, positive: bool = True, value: Any = None) -> float | None:
+        """A finite number (positive unless told); ``value``: one found inside a mapping, named ``key``."""
+        value = self.raw.get(key) if value is None else value
         if value is None:
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (positive and value <= 0):
@@ -446,20 +448,19 @@ class Config:
         return value
 
     def why_assumed(self) -> str:
-        return "no config.json" if not self.exists else "not in config.json"
+        return self.absent or ("no config.json" if not self.exists else "not in config.json")
 
-    def setting(self, name: str, key: str | None, value: Any, default: Any, default_note: str) -> Any:
-        """One setting: config.json's ``value`` (read from ``key``; None: absent), else the option, else ``default``.
-
-        The note says which; an option that contradicts config.json is refused naming both.
-        """
+    def setting(self, name: str, key: str, value: Any, default: Any, default_note: str, note: str | None = None,
+                shown: Any = None) -> Any:
+        """One setting: config.json's ``value`` (read from ``key``, shown there as ``shown``; None: absent), else the
+        option, else ``default``, recorded as assumed.  The note says which; an option config.json contradicts is refused."""
         option = OPTION_OF.get(name)
         given = getattr(self.options, {"H": "heads"}.get(name, name), None) if option else None
         if value is not None:
             if given is not None and given != value:
-                raise CheckpointError(at(f"{option} {given}", msg("{path} gives {key} = {value}; leave {option} out, or correct config.json",
-                                                                   path=self.path, key=key, value=value, option=option)))
-            self.notes[name] = key or ""
+                raise CheckpointError(at(f"{option} {given}", msg("{path} gives {key} = {shown}: leave {option} out, or correct config.json",
+                                                                   path=self.path, key=key, shown=shown if shown is not None else value, option=option)))
+            self.notes[name] = note or key
             return value
         if given is not None:
             self.notes[name] = option or ""
@@ -468,12 +469,16 @@ class Config:
         self.assumed.append((name, default))
         return default
 
-    def same(self, key: str, found: int, letter: str, tensor: str, shape: tuple[int, ...]) -> None:
+    def same(self, key: str, found: int, letter: str, tensor: str = "", shape: tuple[int, ...] = ()) -> None:
         """A size config.json gives must be the one the tensors have (n_embd and wte's width): else refused, not credited."""
         value = self.integer(key)
-        if value is not None and value != found:
-            raise self.refuse(key, msg("{value}, but the checkpoint's tensors have {letter} = {found} ({tensor} is {shape}); the config does not describe these weights",
-                                       value=value, letter=letter, found=found, tensor=tensor, shape=shape_text(shape)))
+        if value is None or value == found:
+            return
+        if tensor:
+            raise self.refuse(msg("{key} = {value}, but the checkpoint's tensors have {letter} = {found} ({tensor} is {shape}); the config does not describe these weights",
+                                  key=key, value=value, letter=letter, found=found, tensor=tensor, shape=shape_text(shape)))
+        raise self.refuse(msg("{key} = {value}, but the checkpoint's tensors have {letter} = {found}; the config does not describe these weights",
+                              key=key, value=value, letter=letter, found=found))
 
     def model_type(self, reads: tuple[str, ...], differ: dict[str, str]) -> str | None:
         """config.json's model_type; one whose maths differ from this family's (Gemma's scaled embeddings) is refused."""
@@ -481,15 +486,15 @@ class Config:
         if kind is not None and kind not in reads:
             for prefix, why in differ.items():
                 if kind == prefix or kind.startswith(prefix):
-                    raise self.refuse("model_type", msg("{kind}: {why}; the {family} layout would trace it wrong", kind=repr(kind), why=why, family=self.family))
+                    raise self.refuse(msg("model_type {kind}: {why}; the {family} layout would trace it wrong", kind=repr(kind), why=why, family=self.family))
         return kind
 
 
-def refuse(cfg: Config, rules: list[tuple[bool, str, Message]]) -> None:
-    """A family's rules, one a line: (what tracer cannot trace, the config key, why), the first that holds refused."""
-    for bad, key, why in rules:
+def refuse(cfg: Config, rules: list[tuple[bool, Message]]) -> None:
+    """A family's rules, one a line: (what tracer cannot trace, why, naming the key), the first that holds refused."""
+    for bad, why in rules:
         if bad:
-            raise cfg.refuse(key, why)
+            raise cfg.refuse(why)
 
 
 def need_heads(heads: int | None, C: int, what: str) -> int:
