@@ -63,19 +63,21 @@ def unread(src: ModelSource, read: list[TensorRef], tied: bool) -> list[str]:
     A tensor belongs to what the spec traces when it sits in a layer the spec reads any tensor of (a q/k/v
     bias the layout has no place for, a LayerNorm bias of a spec that says rmsnorm), when the layout maps
     it to nothing (and the family does not list it as harmless), when it is the position table of a spec
-    that reads the token embedding, or a stored lm_head that a tied head replaces by a different embedding.
+    that reads the token embedding, the beta of a final norm whose gamma the spec reads, or a stored
+    lm_head that a tied head replaces by a different embedding.
     Not unread: the tensors of layers the spec does not trace, the embedding and positions of a spec that
     starts from a hidden state, and the final norm and head of one that stops before them.
     """
     layout, ckpt = src.layout, src.ckpt
     keys = {r.key for r in read if r.file == ckpt.path}
-    traced, names = set(), set()
+    traced, names, groups = set(), set(), set()
     for key in keys:
         name, layer = layout.owner(key)
         if layer is not None:
             traced.add(layer)
         if name is not None:
             names.add(name)
+            groups.add(name.rsplit(".", 1)[0])
     out = []
     for key in layout.weight_keys(ckpt.keys()):
         if key in keys or layout.is_harmless(key):
@@ -84,7 +86,10 @@ def unread(src: ModelSource, read: list[TensorRef], tied: bool) -> list[str]:
         if layer is not None:
             if layer in traced:
                 out.append(key)
-        elif name is None or (name == "position" and "embedding" in names) or name == "head" and tied and "embedding" in names and not _same_tensor(src, key, "embedding"):
+        elif (name is None  # mapped to nothing
+              or (name == "position" and "embedding" in names)  # the positions of the tokens read
+              or ("." in name and name.rsplit(".", 1)[0] in groups)  # the rest of a final norm the spec applies
+              or (name == "head" and tied and "embedding" in names and not _same_tensor(src, key, "embedding"))):
             out.append(key)
     return out
 

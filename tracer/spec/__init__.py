@@ -926,7 +926,7 @@ class _Validator:
             ckpt = refs.open_checkpoint(refs.resolve(self.spec_dir(), file))
             layout_name = raw.get("layout")
             if layout_name is None:
-                layout_name = layouts.infer(ckpt.config())
+                layout_name = layouts.infer(layouts.config_of(ckpt))
                 if layout_name is None:
                     raise self.fail(path, msg("which layout? add layout: {names} (the checkpoint has no config.json whose model_type names one)", names=' | '.join(layouts.names())))
         except refs.CheckpointError as e:
