@@ -480,7 +480,7 @@ class Config:
         raise self.refuse(msg("{key} = {value}, but the checkpoint's tensors have {letter} = {found}; the config does not describe these weights",
                               key=key, value=value, letter=letter, found=found))
 
-    def model_type(self, reads: tuple[str, ...], differ: dict[str, str]) -> str | None:
+    def model_type(self, reads: tuple[str, ...], differ: dict[str, Message]) -> str | None:
         """config.json's model_type; one whose maths differ from this family's (Gemma's scaled embeddings) is refused."""
         kind = self.text("model_type")
         if kind is not None and kind not in reads:

@@ -21,7 +21,7 @@ from tracer.checkpoints.families.base import (
 )
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
-from tracer.messages import at, msg
+from tracer.messages import Message, at, msg
 
 
 def table() -> dict[str, Take]:
@@ -41,9 +41,9 @@ HF_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "ge
 ACTIVATIONS = ("gelu_tanh", "gelu", "relu")  # what --activation may give a GPT-2 without config.json
 
 # model_types a config may carry through --layout gpt2 whose maths differ from GPT-2's although their tensors may fit
-DIFFERENT = {"gpt_bigcode": "GPTBigCode shares one key/value head among all heads (multi-query attention)",
-             "gpt_neo": "GPT-Neo alternates local and global attention and does not scale its scores",
-             "gptj": "GPT-J computes attention and the MLP in parallel, with rotary positions"}
+DIFFERENT: dict[str, Message] = {"gpt_bigcode": msg("GPTBigCode shares one key/value head among all heads (multi-query attention)"),
+                                 "gpt_neo": msg("GPT-Neo alternates local and global attention and does not scale its scores"),
+                                 "gptj": msg("GPT-J computes attention and the MLP in parallel, with rotary positions")}
 
 
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:

@@ -20,7 +20,7 @@ from tracer.checkpoints.families.base import (
 )
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
-from tracer.messages import at, msg
+from tracer.messages import Message, at, msg
 
 
 def table() -> dict[str, Take]:
@@ -42,28 +42,28 @@ def table() -> dict[str, Take]:
 
 
 # model_types whose tensors fit the llama layout but whose maths differ: refused by name through --layout llama
-DIFFERENT = {"gemma": "Gemma scales its embeddings by sqrt(hidden_size) and its RMSNorm by (1 + weight)",
-             "granite": "Granite scales its embeddings, residuals, attention and logits by multipliers",
-             "cohere": "Cohere computes attention and the MLP in parallel, with LayerNorm and a logit scale",
-             "olmo": "OLMo's norms have no weight (or normalise q and k)",
-             "phi": "Phi packs q, k and v and rotates only part of each head",
-             "stablelm": "StableLM uses LayerNorm and rotates only part of each head",
-             "mixtral": "Mixtral's MLP is a mixture of experts"}
+DIFFERENT: dict[str, Message] = {"gemma": msg("Gemma scales its embeddings by sqrt(hidden_size) and its RMSNorm by (1 + weight)"),
+                                 "granite": msg("Granite scales its embeddings, residuals, attention and logits by multipliers"),
+                                 "cohere": msg("Cohere computes attention and the MLP in parallel, with LayerNorm and a logit scale"),
+                                 "olmo": msg("OLMo's norms have no weight (or normalise q and k)"),
+                                 "phi": msg("Phi packs q, k and v and rotates only part of each head"),
+                                 "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head"),
+                                 "mixtral": msg("Mixtral's MLP is a mixture of experts")}
 # config.json keys that mark maths the llama block does not model (Gemma's, Granite's, Cohere's, ...): refused when set
-UNMODELLED = {"query_pre_attn_scalar": "scores scaled by 1/sqrt(query_pre_attn_scalar), not 1/sqrt(d)",
-              "attn_logit_softcapping": "attention scores soft-capped",
-              "final_logit_softcapping": "logits soft-capped",
-              "embedding_multiplier": "embeddings scaled by a multiplier",
-              "residual_multiplier": "residual branches scaled by a multiplier",
-              "attention_multiplier": "attention scores scaled by a multiplier",
-              "logits_scaling": "logits scaled",
-              "logit_scale": "logits scaled",
-              "partial_rotary_factor": "rotary positions on part of each head only",
-              "num_local_experts": "a mixture-of-experts MLP",
-              "num_experts": "a mixture-of-experts MLP",
-              "qkv_bias": "q, k and v biases",
-              "use_qkv_bias": "q, k and v biases",
-              "use_qk_norm": "q and k normalised"}
+UNMODELLED: dict[str, Message] = {"query_pre_attn_scalar": msg("scores scaled by 1/sqrt(query_pre_attn_scalar), not 1/sqrt(d)"),
+                                  "attn_logit_softcapping": msg("attention scores soft-capped"),
+                                  "final_logit_softcapping": msg("logits soft-capped"),
+                                  "embedding_multiplier": msg("embeddings scaled by a multiplier"),
+                                  "residual_multiplier": msg("residual branches scaled by a multiplier"),
+                                  "attention_multiplier": msg("attention scores scaled by a multiplier"),
+                                  "logits_scaling": msg("logits scaled"),
+                                  "logit_scale": msg("logits scaled"),
+                                  "partial_rotary_factor": msg("rotary positions on part of each head only"),
+                                  "num_local_experts": msg("a mixture-of-experts MLP"),
+                                  "num_experts": msg("a mixture-of-experts MLP"),
+                                  "qkv_bias": msg("q, k and v biases"),
+                                  "use_qkv_bias": msg("q, k and v biases"),
+                                  "use_qk_norm": msg("q and k normalised")}
 
 
 def _rope(cfg: Config) -> tuple[float | None, str, str, str]:
