@@ -286,3 +286,23 @@ def test_a_later_layer_matches_hugging_face_from_its_hidden_state(tmp_path):
     assert _largest(st["output"], outputs[1]) <= RTOL_FLOAT32 * float(np.max(np.abs(outputs[1])))
     assert _largest(st["attn.weights"], attentions[1]) <= RTOL_FLOAT32
     assert _largest(st["final_norm"], hidden[2]) <= RTOL_FLOAT32 * float(np.max(np.abs(hidden[2])))
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "gemma"])
+def test_a_hugging_face_model_the_llama_layout_would_trace_wrong_is_refused(tmp_path, kind):
+    """Qwen2 (q/k/v biases) and Gemma (scaled embeddings) saved by transformers, forced through --layout llama: exit 2."""
+    torch = pytest.importorskip("torch", reason="saving Hugging Face's models needs torch (optional extra)")
+    transformers = pytest.importorskip("transformers", reason="saving Hugging Face's models needs transformers (optional extra)")
+    torch.manual_seed(0)
+    config_class, model_class = {"qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+                                 "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM)}[kind]
+    config = config_class(vocab_size=48, hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
+                          num_key_value_heads=2, head_dim=4, max_position_embeddings=32, hidden_act="silu")
+    model_class(config).save_pretrained(str(tmp_path / kind))
+    r = run_app("import", str(tmp_path / kind), "--layout", "llama")
+    if kind == "qwen2":
+        assert_refused(r, "the llama layout leaves 6 of its tensors unread", "self_attn.q_proj.bias'")
+        assert run_app("import", str(tmp_path / kind), "--layout", "llama", "--allow-unread").returncode == 0
+    else:
+        assert_refused(r, "config.json: model_type 'gemma'", "scales its embeddings")
+    assert "--layout" not in run_app("import", str(tmp_path / kind)).stderr  # no layout suggested that would trace it wrong

@@ -88,7 +88,7 @@ def _no_layout(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None) 
     """Why no layout was picked, suggesting only the layouts that would read the checkpoint whole."""
     model_type = (config or {}).get("model_type")
     why = msg("config.json's model_type {model_type} names no layout", model_type=repr(model_type)) if model_type else msg("the checkpoint has no config.json")
-    fits = layouts.whole_readers(ckpt)
+    fits = layouts.whole_readers(ckpt, config)
     if fits:
         return UsageError(at(ckpt_path, join([why, msg("give --layout {names}", names=" | ".join(fits))])))
     return UsageError(at(ckpt_path, join([why, msg("none of tracer's layouts ({names}) maps all of its tensors, so none would trace it whole", names=", ".join(n for n in layouts.names() if n != "tracer"))])))

@@ -49,8 +49,11 @@ def infer(config: dict[str, Any] | None) -> str | None:
     return next((lay.name for lay in FAMILIES if isinstance(model_type, str) and model_type in lay.model_types), None)
 
 
-def whole_readers(ckpt: Checkpoint) -> list[str]:
-    """The layouts that map every tensor of the checkpoint (the ones worth suggesting: any other would read it in part)."""
+def whole_readers(ckpt: Checkpoint, config: dict[str, Any] | None) -> list[str]:
+    """The layouts that map every tensor of the checkpoint and do not refuse its model_type (the ones worth
+    suggesting: any other would read it in part, or compute another model)."""
     keys = ckpt.keys()
+    kind = (config or {}).get("model_type")
     return [lay.name for lay in FAMILIES if lay.name != "tracer" and keys
+            and not (isinstance(kind, str) and kind.startswith(lay.differ or ("\0",)))
             and any(lay.owner(k)[0] is not None for k in keys) and not unlisted(ckpt, lay)]

@@ -114,6 +114,7 @@ class Layout(NamedTuple):
     model_types: tuple[str, ...] = ()  # config.json model_type values this layout reads
     harmless: tuple[str, ...] = ()  # regexes of tensors nothing needs to read (buffers Hugging Face recomputes)
     weights_prefix: str = ""  # when some keys start with it, only those are weights (tracer's --save archive also holds stages)
+    differ: tuple[str, ...] = ()  # model_types (prefixes) whose maths differ though their tensors fit: never suggested, refused
 
     def find(self, name: str) -> tuple[Take, int | None] | None:
         """The Take for tracer weight ``name`` ('blocks.3.attn.w_q') and its layer, or None if the table has none."""

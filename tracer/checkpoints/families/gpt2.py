@@ -108,4 +108,5 @@ LAYOUT = Layout("gpt2", "Hugging Face GPT-2 (GPT2Model, GPT2LMHeadModel)", table
                 aliases=(("", "transformer."),), model_types=("gpt2",),
                 # older GPT-2 checkpoints store the causal mask as buffers (attn.bias [1,1,n,n], attn.masked_bias):
                 # GPT2Attention builds its mask itself, so nothing reads them
-                harmless=(r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias",))
+                harmless=(r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias",),
+                differ=tuple(DIFFERENT))

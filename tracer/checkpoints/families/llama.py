@@ -167,4 +167,5 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 LAYOUT = Layout("llama", "Hugging Face LLaMA and Mistral-style models (LlamaForCausalLM, MistralForCausalLM)", table(), read_config,
                 aliases=(("model.", ""),), model_types=("llama", "mistral"),  # a bare LlamaModel has no 'model.'
                 # older checkpoints store the rotary frequencies per layer: LlamaRotaryEmbedding recomputes them from rope_theta
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",),
+                differ=tuple(DIFFERENT))
