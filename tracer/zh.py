@@ -1121,6 +1121,8 @@ MESSAGES: dict[str, str] = {
     'GPTBigCode shares one key/value head among all heads (multi-query attention)': 'GPTBigCode 让所有头共用一个键/值头（多查询注意力）',
     'GPT-Neo alternates local and global attention and does not scale its scores': 'GPT-Neo 交替使用局部和全局注意力，并且不缩放分数',
     'GPT-J computes attention and the MLP in parallel, with rotary positions': 'GPT-J 并行计算注意力和 MLP，用旋转位置编码',
+    'a whole number, {lo} or more': '不小于 {lo} 的整数',
+    'the {name} layout does not take it: its setting is fixed by the family or its config': '{name} 布局不接受这个选项：这项设置由模型族或其配置决定',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

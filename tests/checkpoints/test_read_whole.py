@@ -144,7 +144,7 @@ def test_a_model_whose_maths_differ_is_refused_through_the_llama_layout(tmp_path
     ({"n_head": True}, "n_head: expected a whole number, received boolean true"),
     ({"n_head": 4.5}, "n_head: expected a whole number, received 4.5"),
     ({"n_head": "x"}, "n_head: expected a whole number, received text 'x'"),
-    ({"n_head": 0}, "n_head: expected a whole number from 1"),
+    ({"n_head": 0}, "n_head: expected a whole number, 1 or more, received 0"),
     ({"n_head": 5}, "n_head = 5 does not divide n_embd = 32"),
     ({"layer_norm_epsilon": True}, "layer_norm_epsilon: expected a positive number, received boolean true"),
     ({"layer_norm_epsilon": "1e-5"}, "layer_norm_epsilon: expected a positive number, received text '1e-5'"),
@@ -216,6 +216,8 @@ def test_an_option_config_json_contradicts_is_refused_naming_both(tmp_path: Path
     r = run_app("import", str(tmp_path / "gpt2"), "--heads", "4")  # the same as config.json: fine
     assert r.returncode == 0 and "H: 4" in r.stdout
     assert_refused(run_app("import", str(tmp_path / "gpt2"), "--activation", "gleu"), "--activation 'gleu': expected one of")
+    # an option the family does not read is refused, not ignored
+    assert_refused(run_app("import", str(tmp_path / "gpt2"), "--norm-order", "post"), "--norm-order post: the gpt2 layout does not take it")
 
 
 def test_a_state_dict_says_what_it_assumes_and_takes_the_options(tmp_path: Path) -> None:

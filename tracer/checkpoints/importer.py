@@ -110,6 +110,10 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         raise UsageError(msg('--layout {name}: expected one of {join}', name=repr(name), join=' | '.join(layouts.names())))
     layout = layouts.layouts()[name]
     cfg = layout.read_config(config, ckpt, layout, options)
+    for field, option in (("heads", "--heads"), ("activation", "--activation"), ("eps", "--eps"), ("norm_order", "--norm-order")):
+        value = getattr(options, field)
+        if value is not None and field not in cfg.options_used:
+            raise UsageError(at(f"{option} {value}", msg("the {name} layout does not take it: its setting is fixed by the family or its config", name=name)))
     if length < 1 or length > cfg.dims.get("T_max", length):
         raise UsageError(msg("--length {length}: expected 1 to {most} positions", length=length, most=cfg.dims.get("T_max", "T_max")))
     title = os.path.basename(os.path.normpath(ckpt_path))
@@ -263,8 +267,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
     if output is not None:
         body = text.encode("utf-8")
         write_atomic(output, lambda fh: fh.write(text_mark("yaml", body) + body), "-o", "yaml", force)
-    why = "no config.json" if cfg.source != "config.json" else "not in config.json"
-    return Imported(text, summary, cfg.assumed, why)
+    return Imported(text, summary, cfg.assumed, cfg.assumed_why)
 
 
 def _options(heads: int | None, activation: str | None, eps: float | None, norm_order: str | None) -> Options:

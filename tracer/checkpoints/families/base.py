@@ -101,6 +101,8 @@ class ModelConfig(NamedTuple):
     input: str = "tokens"  # tokens | x: what the first layer reads
     embedding_given: bool = True  # False: the checkpoint has no embedding table (drawn from the seed)
     assumed: tuple[tuple[str, Any], ...] = ()  # (setting, value) not read from a config: '# assumed: ...', listed on stderr
+    assumed_why: str = ""  # "no config.json", "not in config.json", "a state dict does not record it"
+    options_used: tuple[str, ...] = ()  # the Options fields the family read: any other given is refused
 
 
 class Layout(NamedTuple):
@@ -391,6 +393,11 @@ class Config:
         self.family = family
         self.notes: dict[str, str] = {}
         self.assumed: list[tuple[str, Any]] = []
+        self.used: set[str] = set()  # the Options fields read
+
+    def record(self) -> dict[str, Any]:
+        """What a ModelConfig keeps of this reading: the assumed settings, why, and the options read."""
+        return {"assumed": tuple(self.assumed), "assumed_why": self.why_assumed(), "options_used": tuple(sorted(self.used))}
 
     def has(self, key: str) -> bool:
         return self.raw.get(key) is not None
@@ -412,7 +419,7 @@ class Config:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(key, msg("a whole number"), value)
         if value < lo:
-            raise self.fail(key, msg("a whole number from {lo} to {hi}", lo=lo, hi="..."), value)
+            raise self.fail(key, msg("a whole number, {lo} or more", lo=lo), value)
         return value
 
     def number(self, key: str, positive: bool = True, value: Any = None) -> float | None:
@@ -456,7 +463,10 @@ class Config:
         """One setting: config.json's ``value`` (read from ``key``, shown there as ``shown``; None: absent), else the
         option, else ``default``, recorded as assumed.  The note says which; an option config.json contradicts is refused."""
         option = OPTION_OF.get(name)
-        given = getattr(self.options, {"H": "heads"}.get(name, name), None) if option else None
+        field = {"H": "heads"}.get(name, name)
+        given = getattr(self.options, field, None) if option else None
+        if option:
+            self.used.add(field)
         if value is not None:
             if given is not None and given != value:
                 raise CheckpointError(at(f"{option} {given}", msg("{path} gives {key} = {shown}: leave {option} out, or correct config.json",

@@ -101,7 +101,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
               "head": ("lm_head = wte (tie_word_embeddings)" if tie is not None or shape_of(ckpt, layout, "head") is None
                        else f"lm_head = wte (assumed: {cfg.why_assumed()}; GPT-2 ties them)") if tied else "lm_head.weight, untied"}
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json" if config else "tensor shapes",
-                       assumed=tuple(cfg.assumed))
+                       **cfg.record())
 
 
 LAYOUT = Layout("gpt2", "Hugging Face GPT-2 (GPT2Model, GPT2LMHeadModel)", table(), read_config,

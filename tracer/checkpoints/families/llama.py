@@ -161,7 +161,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         notes["mask"] = f"Mistral's sliding_window = {window} keys changes nothing while T <= {window}"
     if model_type is not None and model_type not in layout.model_types:
         cfg.assumed.append(("model_type", f"{model_type} computed as LLaMA"))
-    return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", assumed=tuple(cfg.assumed))
+    return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
 
 LAYOUT = Layout("llama", "Hugging Face LLaMA and Mistral-style models (LlamaForCausalLM, MistralForCausalLM)", table(), read_config,

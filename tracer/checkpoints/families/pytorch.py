@@ -70,6 +70,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     if options.activation not in (None,) + ACTIVATIONS:
         raise CheckpointError(at(f"--activation {options.activation}", msg("expected one of {join} (nn.TransformerEncoderLayer's activations)", join=", ".join(ACTIVATIONS))))
     cfg = Config(None, ckpt, options, "torch", absent="a state dict does not record it")  # the options, or PyTorch's defaults
+    cfg.used.add("heads")
     settings = {"norm_order": cfg.setting("norm_order", "", None, "post", "PyTorch's default norm_first=False"),
                 "activation": cfg.setting("activation", "", None, "relu", "PyTorch's default"),
                 "eps": cfg.setting("eps", "", None, 1e-5, "PyTorch's default layer_norm_eps")}
@@ -85,11 +86,11 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         decoder = common | {"layers": dec_layers, "mask": "causal", "final_norm": "decoder.norm.weight" in keys}
         notes |= {"positions": "nn.Transformer adds no positions", "V": "nn.Transformer has no embedding: drawn from the seed"}
         return ModelConfig(dec_layers, dims, decoder, notes, dtype, "tensor shapes", "encoder-decoder", encoder, enc_layers,
-                           embedding_given=False, assumed=tuple(cfg.assumed))
+                           embedding_given=False, **cfg.record())
     layers = layer_count(keys, "layers.{i}.linear1.weight") or layer_count(keys, "encoder.layers.{i}.linear1.weight") or 1
     block = common | {"layers": layers, "mask": "none", "final_norm": shape_of(ckpt, layout, "final_norm.gamma") is not None}
     notes |= {"positions": "the encoder adds no positions", "mask": "an encoder layer reads every position (no src_mask)"}
-    return ModelConfig(layers, dims, block, notes, dtype, "tensor shapes", input="x", embedding_given=False, assumed=tuple(cfg.assumed))
+    return ModelConfig(layers, dims, block, notes, dtype, "tensor shapes", input="x", embedding_given=False, **cfg.record())
 
 
 LAYOUT = Layout("torch", "PyTorch nn.TransformerEncoderLayer, nn.TransformerEncoder, nn.Transformer state dicts", table(), read_config,
