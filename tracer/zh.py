@@ -1122,6 +1122,7 @@ MESSAGES: dict[str, str] = {
     'GPT-Neo alternates local and global attention and does not scale its scores': 'GPT-Neo 交替使用局部和全局注意力，并且不缩放分数',
     'GPT-J computes attention and the MLP in parallel, with rotary positions': 'GPT-J 并行计算注意力和 MLP，用旋转位置编码',
     'a whole number, {lo} or more': '不小于 {lo} 的整数',
+    "expected one of {join} (GPT-2's activations)": '应为 {join} 之一（GPT-2 的激活函数）',
     'the {name} layout does not take it: its setting is fixed by the family or its config': '{name} 布局不接受这个选项：这项设置由模型族或其配置决定',
 }
 

@@ -198,7 +198,8 @@ def test_settings_without_a_config_are_marked_assumed_and_listed_once(tmp_path: 
     f = str(tmp_path / "gpt2" / "model.safetensors")
     r = run_app("import", f, "--layout", "gpt2", "--heads", "4")
     assert r.returncode == 0, r.stderr
-    assert "# activation_function" not in r.stdout and "# layer_norm_epsilon" not in r.stdout
+    for credit in ("# activation_function", "# layer_norm_epsilon", "# n_embd", "# vocab_size", "# n_positions", "# n_inner"):
+        assert credit not in r.stdout, (credit, r.stdout)  # nothing credited to a config.json that is not there
     for line in ("activation: gelu_tanh", "eps: 1e-05"):
         assert any(ln.startswith("  " + line) and "# assumed: no config.json" in ln for ln in r.stdout.splitlines()), (line, r.stdout)
     assert r.stderr.count("assumed (no config.json): activation gelu_tanh, eps 1e-05") == 1, r.stderr
@@ -216,6 +217,9 @@ def test_an_option_config_json_contradicts_is_refused_naming_both(tmp_path: Path
     r = run_app("import", str(tmp_path / "gpt2"), "--heads", "4")  # the same as config.json: fine
     assert r.returncode == 0 and "H: 4" in r.stdout
     assert_refused(run_app("import", str(tmp_path / "gpt2"), "--activation", "gleu"), "--activation 'gleu': expected one of")
+    (tmp_path / "gpt2" / "config.json").unlink()  # swiglu would need a third matrix a GPT-2 does not have
+    assert_refused(run_app("import", str(tmp_path / "gpt2"), "--layout", "gpt2", "--heads", "4", "--activation", "swiglu"),
+                   "--activation swiglu: expected one of gelu_tanh, gelu, relu")
     # an option the family does not read is refused, not ignored
     assert_refused(run_app("import", str(tmp_path / "gpt2"), "--norm-order", "post"), "--norm-order post: the gpt2 layout does not take it")
 

@@ -74,6 +74,8 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         (bool(cfg.flag("scale_attn_by_inverse_layer_idx")), msg("{key} = {cfg}: tracer's attention scales scores by 1/sqrt(d) only", key="scale_attn_by_inverse_layer_idx", cfg=True)),
     ])
     act = cfg.text("activation_function")
+    if options.activation not in (None,) + ACTIVATIONS:
+        raise CheckpointError(at(f"--activation {options.activation}", msg("expected one of {join} (GPT-2's activations)", join=", ".join(ACTIVATIONS))))
     if act is not None and act not in HF_ACTIVATIONS:
         raise cfg.refuse(msg('activation_function {act}: expected one of {join}', act=repr(act), join=', '.join(HF_ACTIVATIONS)))
     activation = cfg.setting("activation", "activation_function", HF_ACTIVATIONS.get(act or ""), "gelu_tanh", "GPT-2's gelu_new",
@@ -90,10 +92,11 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     if tie is None and shape_of(ckpt, layout, "head") is not None:
         cfg.assumed.append(("head", "tied"))
     dims = {"C": C, "H": H, "F": w1[1] if w1 else (cfg.integer("n_inner") or 4 * C), "V": V}
-    notes = cfg.notes | {"C": "n_embd (the width of wte)", "F": "n_inner (4 n_embd when null)", "V": "vocab_size (rows of wte)"}
+    notes = cfg.notes | {"C": "n_embd" if cfg.has("n_embd") else "the width of wte", "V": "vocab_size (rows of wte)" if cfg.has("vocab_size") else "rows of wte",
+                         "F": ("n_inner" if cfg.has("n_inner") else "the width of c_fc") if w1 else "n_inner (4 n_embd when null)"}
     if wpe is not None:
         dims["T_max"] = wpe[0]
-        notes["T_max"] = "n_positions (rows of wpe)"
+        notes["T_max"] = "n_positions (rows of wpe)" if cfg.has("n_positions") else "rows of wpe"
     block = {"norm_order": "pre", "layers": layers, "norm": "layernorm", "eps": eps,
              "activation": activation, "positions": "learned", "mask": "causal", "final_norm": True,
              "head": "tied" if tied else "separate"}

@@ -144,8 +144,10 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     if F is None:
         raise cfg.fail("intermediate_size", msg("a whole number"), None)
     dims = {"C": C, "H": H} | ({"H_kv": H_kv} if H_kv != H else {}) | {"F": F, "V": V}
-    notes = {"C": "hidden_size", "H_kv": "num_key_value_heads (grouped-query attention)",
-             "F": "intermediate_size (gate_proj, up_proj)", "V": "vocab_size (rows of embed_tokens)"} | cfg.notes
+    notes = {"C": "hidden_size" if cfg.has("hidden_size") else "the width of embed_tokens",
+             "H_kv": "num_key_value_heads (grouped-query attention)",
+             "F": "intermediate_size (gate_proj, up_proj)" if cfg.has("intermediate_size") else "the width of gate_proj",
+             "V": "vocab_size (rows of embed_tokens)" if cfg.has("vocab_size") else "rows of embed_tokens"} | cfg.notes
     window = cfg.integer("sliding_window")
     block = {"norm_order": "pre", "layers": layers, "norm": "rmsnorm", "eps": eps,
              "activation": "swiglu", "positions": "rotary", "position_base": theta, "rotary_pairing": "half", "mask": "causal",
