@@ -217,11 +217,11 @@ def test_an_option_config_json_contradicts_is_refused_naming_both(tmp_path: Path
     r = run_app("import", str(tmp_path / "gpt2"), "--heads", "4")  # the same as config.json: fine
     assert r.returncode == 0 and "H: 4" in r.stdout
     assert_refused(run_app("import", str(tmp_path / "gpt2"), "--activation", "gleu"), "--activation 'gleu': expected one of")
+    # an option the family does not read is refused, not ignored
+    assert_refused(run_app("import", str(tmp_path / "gpt2"), "--norm-order", "post"), "--norm-order post: the gpt2 layout does not take it")
     (tmp_path / "gpt2" / "config.json").unlink()  # swiglu would need a third matrix a GPT-2 does not have
     assert_refused(run_app("import", str(tmp_path / "gpt2"), "--layout", "gpt2", "--heads", "4", "--activation", "swiglu"),
                    "--activation swiglu: expected one of gelu_tanh, gelu, relu")
-    # an option the family does not read is refused, not ignored
-    assert_refused(run_app("import", str(tmp_path / "gpt2"), "--norm-order", "post"), "--norm-order post: the gpt2 layout does not take it")
 
 
 def test_a_state_dict_says_what_it_assumes_and_takes_the_options(tmp_path: Path) -> None:
