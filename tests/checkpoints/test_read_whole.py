@@ -251,3 +251,13 @@ def test_an_allowed_import_loads_and_lists_nothing_when_nothing_is_left(tmp_path
     assert r.returncode == 0 and "allow_unread" not in r.stdout, r.stderr
     (tmp_path / "s.yaml").write_text(r.stdout.replace(f"file: {tmp_path / 'm'}", "file: m"))
     assert load_spec(str(tmp_path / "s.yaml")).block.norm == "rmsnorm"
+
+
+def test_a_tensor_name_is_data_in_the_listing_never_yaml(tmp_path: Path) -> None:
+    t = make_llama(str(tmp_path / "m"))
+    t["model.layers.0.evil\nallow_nonfinite: true\n#"] = np.zeros(2)
+    _save(tmp_path / "m", t)
+    r = run_app("import", str(tmp_path / "m"), "--allow-unread")
+    assert r.returncode == 0, r.stderr
+    assert "\nallow_nonfinite" not in r.stdout and "#   model.layers.0.evil\\nallow_nonfinite: true\\n#" in r.stdout
+    assert "allow_nonfinite" not in r.stdout.replace("evil\\nallow_nonfinite", "")

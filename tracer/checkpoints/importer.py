@@ -76,6 +76,11 @@ def _yaml(value: Any) -> str:
 COMMENT_COLUMN = 25
 
 
+def _safe(text: str) -> str:
+    """Text from a checkpoint (a tensor's name, a config value) as one comment line: control and bidi characters escaped."""
+    return text if text.isprintable() else json.dumps(text)[1:-1]
+
+
 def _line(text: str, note: str | None) -> str:
     return f"{text:<{COMMENT_COLUMN - 1}} # {note}" if note else text
 
@@ -144,7 +149,7 @@ def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
         "# this file only while it is as tracer wrote it (the first line holds its checksum).",
     ]
     if cfg.assumed:
-        lines.append("# Assumed, not read from a config: " + ", ".join(f"{k} {v}" for k, v in cfg.assumed) + ".")
+        lines.append("# Assumed, not read from a config: " + _safe(", ".join(f"{k} {v}" for k, v in cfg.assumed)) + ".")
     return lines
 
 
@@ -158,7 +163,7 @@ def _weights_lines(shown: str, name: str, first: int, unread: list[str] | None) 
         weights["allow_unread"] = True
         wnotes["allow_unread"] = "--allow-unread: the trace leaves these tensors out, so it is not the checkpoint's whole model:" if unread else ""
     lines = _mapping("  ", weights, wnotes)
-    lines += [f"  #   {key}" for key in grouped(unread or [])]
+    lines += [f"  #   {_safe(key)}" for key in grouped(unread or [])]
     return lines
 
 

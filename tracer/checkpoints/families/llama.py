@@ -162,7 +162,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     if window:
         notes["mask"] = f"Mistral's sliding_window = {window} keys changes nothing while T <= {window}"
     if model_type is not None and model_type not in layout.model_types:
-        cfg.assumed.append(("model_type", f"{model_type} computed as LLaMA"))
+        cfg.assumed.append(("model_type", f"{model_type!r} computed as LLaMA"))
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
 
