@@ -167,7 +167,8 @@ class Layout(NamedTuple):
         The layer is (stack, index): ('blocks.', 3) for 'model.layers.3.mlp.up_proj.weight', also for a key
         the table does not map but that sits in a layer; None for a key outside every layer (wte.weight).
         """
-        for take_rx, tracer_key, stack, fixed in _reverse(self):
+        by_head, anywhere = _reverse(self)
+        for take_rx, tracer_key, stack, fixed in by_head.get(key.split(".", 1)[0], []) + anywhere:
             m = take_rx.fullmatch(key)
             if m:
                 groups = m.groupdict()
@@ -175,7 +176,7 @@ class Layout(NamedTuple):
                 name = tracer_key.replace("{name}", groups.get("name") or "").replace("{i}", i)
                 layer = (stack, int(i)) if i else _tracer_layer(name)
                 return name, layer
-        for prefix_rx, stack in _layer_prefixes(self):
+        for prefix_rx, stack in _layer_prefixes(self).get(key.split(".", 1)[0], ()):
             m = prefix_rx.match(key)
             if m:
                 return None, (stack, int(m.group("i")))
@@ -200,8 +201,9 @@ def _regex(pattern: str) -> re.Pattern[str]:
     return _REGEX[pattern]
 
 
-_REVERSE: dict[str, list[tuple[re.Pattern[str], str, str, bool]]] = {}
-_PREFIXES: dict[str, list[tuple[re.Pattern[str], str]]] = {}
+_Entry = tuple[re.Pattern[str], str, str, bool]
+_REVERSE: dict[str, tuple[dict[str, list[_Entry]], list[_Entry]]] = {}
+_PREFIXES: dict[str, dict[str, list[tuple[re.Pattern[str], str]]]] = {}
 
 
 def _written(layout: Layout, key: str) -> list[tuple[str, bool]]:
@@ -216,20 +218,25 @@ def _written(layout: Layout, key: str) -> list[tuple[str, bool]]:
     return out
 
 
-def _reverse(layout: Layout) -> list[tuple[re.Pattern[str], str, str, bool]]:
-    """(checkpoint key regex, tracer weight pattern, stack, layer fixed to 0) for every entry of the table and alias of its key."""
+def _reverse(layout: Layout) -> tuple[dict[str, list[_Entry]], list[_Entry]]:
+    """(checkpoint key regex, tracer weight pattern, stack, layer fixed to 0) for every entry of the table and alias of
+    its key, by the key's first dotted word ('transformer', 'h', 'wte'), and those whose first word is a pattern: a
+    name no entry can match costs one lookup, however many such names a checkpoint holds."""
     if layout.name not in _REVERSE:
-        out = []
+        by_head: dict[str, list[_Entry]] = {}
+        anywhere: list[_Entry] = []
         for tracer_key, take in layout.table.items():
             stack = tracer_key.split("{i}", 1)[0] if "{i}" in tracer_key else ""
             for written, fixed in _written(layout, take.key):
-                out.append((_regex(written), tracer_key, stack, fixed))
-        _REVERSE[layout.name] = out
+                entry = (_regex(written), tracer_key, stack, fixed)
+                head = written.split(".", 1)[0]
+                (anywhere if "{" in head else by_head.setdefault(head, [])).append(entry)
+        _REVERSE[layout.name] = (by_head, anywhere)
     return _REVERSE[layout.name]
 
 
-def _layer_prefixes(layout: Layout) -> list[tuple[re.Pattern[str], str]]:
-    """(regex of a layer's key prefix, 'h.3.' or 'model.layers.3.', and its stack), longest first."""
+def _layer_prefixes(layout: Layout) -> dict[str, list[tuple[re.Pattern[str], str]]]:
+    """(regex of a layer's key prefix, 'h.3.' or 'model.layers.3.', and its stack), longest first, by the prefix's first word."""
     if layout.name not in _PREFIXES:
         found: dict[str, str] = {}
         for tracer_key, take in layout.table.items():
@@ -238,8 +245,10 @@ def _layer_prefixes(layout: Layout) -> list[tuple[re.Pattern[str], str]]:
             for written, _ in _written(layout, take.key.split("{i}", 1)[0] + "{i}."):
                 if written.endswith("{i}."):
                     found.setdefault(written, tracer_key.split("{i}", 1)[0])
-        _PREFIXES[layout.name] = [(re.compile(re.escape(p).replace(r"\{i\}", r"(?P<i>\d+)")), stack)
-                                  for p, stack in sorted(found.items(), key=lambda kv: -len(kv[0]))]
+        by_head: dict[str, list[tuple[re.Pattern[str], str]]] = {}
+        for p, stack in sorted(found.items(), key=lambda kv: -len(kv[0])):
+            by_head.setdefault(p.split(".", 1)[0], []).append((re.compile(re.escape(p).replace(r"\{i\}", r"(?P<i>\d+)")), stack))
+        _PREFIXES[layout.name] = by_head
     return _PREFIXES[layout.name]
 
 
