@@ -38,17 +38,17 @@ def table() -> dict[str, Take]:
 
 
 HF_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
-ACTIVATIONS = ("gelu_tanh", "gelu", "relu")  # what --activation may give a GPT-2 without config.json
+GPT2_ACTIVATIONS = ("gelu_tanh", "gelu", "relu")  # what --activation may give a GPT-2 without config.json
 
 # model_types a config may carry through --layout gpt2 whose maths differ from GPT-2's although their tensors may fit
-DIFFERENT: dict[str, Message] = {"gpt_bigcode": msg("GPTBigCode shares one key/value head among all heads (multi-query attention)"),
-                                 "gpt_neo": msg("GPT-Neo alternates local and global attention and does not scale its scores"),
-                                 "gptj": msg("GPT-J computes attention and the MLP in parallel, with rotary positions")}
+GPT2_DIFFERENT: dict[str, Message] = {"gpt_bigcode": msg("GPTBigCode shares one key/value head among all heads (multi-query attention)"),
+                                      "gpt_neo": msg("GPT-Neo alternates local and global attention and does not scale its scores"),
+                                      "gptj": msg("GPT-J computes attention and the MLP in parallel, with rotary positions")}
 
 
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     cfg = Config(config, ckpt, options, "gpt2")
-    cfg.model_type(layout.model_types, DIFFERENT)
+    cfg.model_type(layout.model_types, GPT2_DIFFERENT)
     wte = shape_of(ckpt, layout, "embedding")
     if wte is None:
         raise CheckpointError(at(ckpt.path, msg('holds no GPT-2 token embedding (wte.weight or transformer.wte.weight); is it a GPT-2 checkpoint?')))
@@ -74,8 +74,8 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         (bool(cfg.flag("scale_attn_by_inverse_layer_idx")), msg("{key} = {cfg}: tracer's attention scales scores by 1/sqrt(d) only", key="scale_attn_by_inverse_layer_idx", cfg=True)),
     ])
     act = cfg.text("activation_function")
-    if options.activation not in (None,) + ACTIVATIONS:
-        raise CheckpointError(at(f"--activation {options.activation}", msg("expected one of {join} (GPT-2's activations)", join=", ".join(ACTIVATIONS))))
+    if options.activation not in (None,) + GPT2_ACTIVATIONS:
+        raise CheckpointError(at(f"--activation {options.activation}", msg("expected one of {join} (GPT-2's activations)", join=", ".join(GPT2_ACTIVATIONS))))
     if act is not None and act not in HF_ACTIVATIONS:
         raise cfg.refuse(msg('activation_function {act}: expected one of {join}', act=repr(act), join=', '.join(HF_ACTIVATIONS)))
     activation = cfg.setting("activation", "activation_function", HF_ACTIVATIONS.get(act or ""), "gelu_tanh", "GPT-2's gelu_new",
@@ -112,4 +112,4 @@ LAYOUT = Layout("gpt2", "Hugging Face GPT-2 (GPT2Model, GPT2LMHeadModel)", table
                 # older GPT-2 checkpoints store the causal mask as buffers (attn.bias [1,1,n,n], attn.masked_bias):
                 # GPT2Attention builds its mask itself, so nothing reads them
                 harmless=(r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias",),
-                differ=tuple(DIFFERENT))
+                differ=tuple(GPT2_DIFFERENT))

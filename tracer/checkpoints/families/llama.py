@@ -42,13 +42,13 @@ def table() -> dict[str, Take]:
 
 
 # model_types whose tensors fit the llama layout but whose maths differ: refused by name through --layout llama
-DIFFERENT: dict[str, Message] = {"gemma": msg("Gemma scales its embeddings by sqrt(hidden_size) and its RMSNorm by (1 + weight)"),
-                                 "granite": msg("Granite scales its embeddings, residuals, attention and logits by multipliers"),
-                                 "cohere": msg("Cohere computes attention and the MLP in parallel, with LayerNorm and a logit scale"),
-                                 "olmo": msg("OLMo's norms have no weight (or normalise q and k)"),
-                                 "phi": msg("Phi packs q, k and v and rotates only part of each head"),
-                                 "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head"),
-                                 "mixtral": msg("Mixtral's MLP is a mixture of experts")}
+LLAMA_DIFFERENT: dict[str, Message] = {"gemma": msg("Gemma scales its embeddings by sqrt(hidden_size) and its RMSNorm by (1 + weight)"),
+                                       "granite": msg("Granite scales its embeddings, residuals, attention and logits by multipliers"),
+                                       "cohere": msg("Cohere computes attention and the MLP in parallel, with LayerNorm and a logit scale"),
+                                       "olmo": msg("OLMo's norms have no weight (or normalise q and k)"),
+                                       "phi": msg("Phi packs q, k and v and rotates only part of each head"),
+                                       "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head"),
+                                       "mixtral": msg("Mixtral's MLP is a mixture of experts")}
 # config.json keys that mark maths the llama block does not model (Gemma's, Granite's, Cohere's, ...): refused when set
 UNMODELLED: dict[str, Message] = {"query_pre_attn_scalar": msg("scores scaled by 1/sqrt(query_pre_attn_scalar), not 1/sqrt(d)"),
                                   "attn_logit_softcapping": msg("attention scores soft-capped"),
@@ -90,7 +90,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     if not config:
         raise CheckpointError(at(ckpt.path, msg('a LLaMA checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights')))
     cfg = Config(config, ckpt, options, "llama")
-    model_type = cfg.model_type(layout.model_types, DIFFERENT)
+    model_type = cfg.model_type(layout.model_types, LLAMA_DIFFERENT)
     embed = shape_of(ckpt, layout, "embedding")
     if embed is None:
         raise CheckpointError(at(ckpt.path, msg('holds no LLaMA token embedding (model.embed_tokens.weight); is it a LLaMA checkpoint?')))
@@ -170,4 +170,4 @@ LAYOUT = Layout("llama", "Hugging Face LLaMA and Mistral-style models (LlamaForC
                 aliases=(("model.", ""),), model_types=("llama", "mistral"),  # a bare LlamaModel has no 'model.'
                 # older checkpoints store the rotary frequencies per layer: LlamaRotaryEmbedding recomputes them from rope_theta
                 harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",),
-                differ=tuple(DIFFERENT))
+                differ=tuple(LLAMA_DIFFERENT))

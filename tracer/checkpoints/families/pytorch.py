@@ -48,7 +48,7 @@ def table() -> dict[str, Take]:
     return table
 
 
-ACTIVATIONS = ("relu", "gelu")  # nn.TransformerEncoderLayer's activation: relu (its default) or gelu (exact)
+TORCH_ACTIVATIONS = ("relu", "gelu")  # nn.TransformerEncoderLayer's activation: relu (its default) or gelu (exact)
 
 
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
@@ -67,8 +67,8 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         raise CheckpointError(at(ckpt.path, msg('holds no nn.TransformerEncoderLayer weights (self_attn.in_proj_weight, linear1.weight); is it a PyTorch nn.Transformer* state dict?')))
     C, F = w_q[0], w1[1]
     H = need_heads(options.heads, C, "a PyTorch state dict")
-    if options.activation not in (None,) + ACTIVATIONS:
-        raise CheckpointError(at(f"--activation {options.activation}", msg("expected one of {join} (nn.TransformerEncoderLayer's activations)", join=", ".join(ACTIVATIONS))))
+    if options.activation not in (None,) + TORCH_ACTIVATIONS:
+        raise CheckpointError(at(f"--activation {options.activation}", msg("expected one of {join} (nn.TransformerEncoderLayer's activations)", join=", ".join(TORCH_ACTIVATIONS))))
     cfg = Config(None, ckpt, options, "torch", absent="a state dict does not record it")  # the options, or PyTorch's defaults
     cfg.used.add("heads")
     settings = {"norm_order": cfg.setting("norm_order", "", None, "post", "PyTorch's default norm_first=False"),
