@@ -110,10 +110,12 @@ def test_mistral_sliding_window_is_the_spec_mask(tmp_path):
     assert run_app("run", str(tmp_path / "spec.yaml"), "--verify").returncode == 0
     write_llama(tmp_path / "l", model_type="llama", sliding_window=3)
     assert load_spec(str(imported(tmp_path, tmp_path / "l"))).block.window is None
+    write_llama(tmp_path / "off", model_type="mistral", sliding_window=3, use_sliding_window=False)  # Qwen2's switch
+    assert load_spec(str(imported(tmp_path, tmp_path / "off"))).block.window is None
     for bad in (0, "4", 2.5, True):
         write_llama(tmp_path / "bad", model_type="mistral", sliding_window=bad)
         assert_refused(run_app("import", str(tmp_path / "bad"), "-o", str(tmp_path / "bad.yaml")), "config.json", "sliding_window",
-                       "expected a whole number of 1 or more")
+                       "expected a whole number")
 
 
 def test_a_later_layer_keeps_its_rotary_positions(tmp_path):
@@ -128,8 +130,8 @@ def test_a_later_layer_keeps_its_rotary_positions(tmp_path):
     ({"mlp_bias": True}, "mlp_bias = true"),
     ({"hidden_act": "gelu"}, "hidden_act 'gelu'"),
     ({"head_dim": 8}, "head_dim = 8: tracer's heads have width d = C / H = 4"),
-    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope type 'llama3'"),
-    ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4}}, "rope type 'yarn'"),
+    ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope_scaling: rope type 'llama3'"),
+    ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4}}, "rope_parameters: rope type 'yarn'"),
     ({"num_key_value_heads": 3}, "num_key_value_heads = 3 must divide num_attention_heads = 4"),
 ])
 def test_what_tracer_cannot_trace_is_refused(tmp_path, config, fragment):
@@ -351,3 +353,23 @@ def test_mistral_sliding_window_matches_hugging_face_at_every_position(tmp_path,
     causal = _traced(spec)["logits"]
     assert np.abs(causal[0, :4] - logits[0, :4]).max() <= 1e-12  # positions 0..3 read every key either way
     assert np.abs(causal[0, 4:] - logits[0, 4:]).max(axis=-1).min() > 1e-3  # each later position is off
+
+
+@pytest.mark.parametrize("kind", ["qwen2", "gemma"])
+def test_a_hugging_face_model_the_llama_layout_would_trace_wrong_is_refused(tmp_path, kind):
+    """Qwen2 (q/k/v biases) and Gemma (scaled embeddings) saved by transformers, forced through --layout llama: exit 2."""
+    torch = pytest.importorskip("torch", reason="saving Hugging Face's models needs torch (optional extra)")
+    transformers = pytest.importorskip("transformers", reason="saving Hugging Face's models needs transformers (optional extra)")
+    torch.manual_seed(0)
+    config_class, model_class = {"qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM),
+                                 "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM)}[kind]
+    config = config_class(vocab_size=48, hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
+                          num_key_value_heads=2, head_dim=4, max_position_embeddings=32, hidden_act="silu")
+    model_class(config).save_pretrained(str(tmp_path / kind))
+    r = run_app("import", str(tmp_path / kind), "--layout", "llama")
+    if kind == "qwen2":
+        assert_refused(r, "the llama layout leaves 6 of its tensors unread", "self_attn.q_proj.bias'")
+        assert run_app("import", str(tmp_path / kind), "--layout", "llama", "--allow-unread").returncode == 0
+    else:
+        assert_refused(r, "config.json: model_type 'gemma'", "scales its embeddings")
+    assert "--layout" not in run_app("import", str(tmp_path / kind)).stderr  # no layout suggested that would trace it wrong

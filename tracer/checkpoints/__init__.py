@@ -10,7 +10,8 @@
   what tracer cannot trace faithfully); base.py holds what they share (Take, Layout, ModelConfig);
   families/__init__.py is the registry (``--layout`` names, config.json model_types).
 - refs.py: what spec.py and params.py call: find and check a weight's tensor at validation (key,
-  shape, dtype; every error with the spec's file:line:col), read it when the run starts.
+  shape, dtype; every error with the spec's file:line:col), say which tensors a spec leaves unread
+  (a checkpoint is read whole, or refused), read them when the run starts.
 - importer.py: `tracer import CHECKPOINT`: a commented spec that references the checkpoint.
 
 Adding a family (e.g. llama) is one file, one line in the registry, and its tests:
@@ -18,8 +19,9 @@ Adding a family (e.g. llama) is one file, one line in the registry, and its test
    transpose=True), ...}``; tracer's weight names are those of ``tracer stages`` / GROUP_KEYS, with
    ``{i}`` for the layer; ``Take(key, split=, part=, axis=, transpose=)`` says how the stored tensor
    becomes tracer's [in, out] matrix.
-2. In the same file, ``read_config(config, ckpt, layout, heads) -> ModelConfig``: dims and block
-   settings from config.json (``shape_of`` gives a weight's shape), and a note for each; and
+2. In the same file, ``read_config(config, ckpt, layout, options) -> ModelConfig``: dims and block
+   settings from config.json read through ``base.Config`` (every value type-checked; ``shape_of``
+   gives a weight's shape), a note for each, what is assumed, one refusal rule a line; and
    ``LAYOUT = Layout("llama", summary, table(), read_config, aliases, model_types=("llama", "mistral"))``,
    where ``aliases`` lists other prefixes a checkpoint may use.
 3. Add ``llama.LAYOUT`` to FAMILIES in families/__init__.py; `tracer import --layout llama` and

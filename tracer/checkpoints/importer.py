@@ -4,7 +4,10 @@ The family's config reader (families/) gives the dims and block settings with wh
 from; this module picks the layers asked for, the input (--tokens, or a seeded random input) and
 writes the YAML.  The spec is validated before it is written (it must load exactly as written, the
 checkpoint's keys and shapes included), and -o never replaces a file that `tracer import` did not
-write.  Nothing here imports NumPy.
+write.  A checkpoint is read whole or refused: when the spec would leave tensors of the layers it
+traces unread, the import is refused naming them, unless --allow-unread (the spec then says
+``allow_unread: true`` and lists them).  A setting no config gave is written ``# assumed: ...``
+and listed once on stderr.  Nothing here imports NumPy.
 """
 
 from __future__ import annotations
@@ -14,8 +17,8 @@ import os
 from typing import Any, NamedTuple
 
 from tracer.checkpoints import families as layouts
-from tracer.checkpoints.families.base import ModelConfig
-from tracer.checkpoints.formats import open_checkpoint
+from tracer.checkpoints.families.base import ModelConfig, Options, grouped, named_few
+from tracer.checkpoints.formats import Checkpoint, open_checkpoint
 from tracer.errors import CheckpointError, UsageError
 from tracer.messages import at, join, msg, nmsg
 from tracer.spec import yamlio
@@ -26,6 +29,8 @@ MARK = "# Written by `tracer import`"  # the first line: -o replaces only a file
 class Imported(NamedTuple):
     text: str
     summary: str  # one line for stderr: what was written
+    assumed: tuple[tuple[str, Any], ...] = ()  # settings no config gave (setting, value): listed once on stderr
+    why_assumed: str = ""  # "no config.json", "not in config.json", ...
 
 
 def parse_layers(text: str | None, total: int) -> tuple[int, int]:
@@ -70,6 +75,11 @@ def _yaml(value: Any) -> str:
 COMMENT_COLUMN = 25
 
 
+def _safe(text: str) -> str:
+    """Text from a checkpoint (a tensor's name, a config value) as one comment line: control and bidi characters escaped."""
+    return text if text.isprintable() else json.dumps(text)[1:-1]
+
+
 def _line(text: str, note: str | None) -> str:
     return f"{text:<{COMMENT_COLUMN - 1}} # {yamlio.comment(note)}" if note else text
 
@@ -78,30 +88,50 @@ def _mapping(indent: str, items: dict[str, Any], notes: dict[str, str]) -> list[
     return [_line(f"{indent}{k}: {_yaml(v)}", notes.get(k)) for k, v in items.items()]
 
 
-def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str | None, tokens: str | None, heads: int | None,
-          length: int) -> tuple[str, str, ModelConfig]:
-    """The spec's text, a one-line summary, and the config it was made from."""
+def _no_layout(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None) -> UsageError:
+    """Why no layout was picked, suggesting only the layouts that would read the checkpoint whole."""
+    model_type = (config or {}).get("model_type")
+    why = msg("config.json's model_type {model_type} names no layout", model_type=repr(model_type)) if model_type else msg("the checkpoint has no config.json")
+    fits = layouts.whole_readers(ckpt, config)
+    if fits:
+        return UsageError(at(ckpt_path, join([why, msg("give --layout {names}", names=" | ".join(fits))])))
+    return UsageError(at(ckpt_path, join([why, msg("none of tracer's layouts ({names}) maps all of its tensors, so none would trace it whole", names=", ".join(n for n in layouts.names() if n != "tracer"))])))
+
+
+def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str | None, tokens: str | None, options: Options,
+          length: int, unread: list[str] | None = None) -> tuple[str, str, ModelConfig, str]:
+    """The spec's text, a one-line summary, the config it was made from and the layout's name.
+
+    ``unread``: None for the first draft (written with allow_unread: true, to find what it leaves unread),
+    else the tensors the spec leaves unread (the spec then allows them only if there are any, and lists them).
+    """
     ckpt = open_checkpoint(ckpt_path)
-    config = ckpt.config()
+    config = layouts.config_of(ckpt)
     name = layout_name or layouts.infer(config)
     if name is None:
-        model_type = (config or {}).get("model_type")
-        why = msg("config.json's model_type {model_type} names no layout", model_type=repr(model_type)) if model_type else msg("the checkpoint has no config.json")
-        raise UsageError(at(ckpt_path, join([why, msg("give --layout {names}", names=" | ".join(layouts.names()))])))
+        raise _no_layout(ckpt_path, ckpt, config)
     if name not in layouts.names():
         raise UsageError(msg('--layout {name}: expected one of {join}', name=repr(name), join=' | '.join(layouts.names())))
     layout = layouts.layouts()[name]
-    cfg = layout.read_config(config, ckpt, layout, heads)
+    cfg = layout.read_config(config, ckpt, layout, options)
+    for field, option in (("heads", "--heads"), ("activation", "--activation"), ("eps", "--eps"), ("norm_order", "--norm-order")):
+        value = getattr(options, field)
+        if value is not None and field not in cfg.options_used:
+            raise UsageError(at(f"{option} {value}", msg("the {name} layout does not take it: its setting is fixed by the family or its config", name=name)))
     if length < 1 or length > cfg.dims.get("T_max", length):
         raise UsageError(msg("--length {length}: expected 1 to {most} positions", length=length, most=cfg.dims.get("T_max", "T_max")))
     title = os.path.basename(os.path.normpath(ckpt_path))
     if cfg.model == "encoder-decoder":
         if layers is not None:
             raise UsageError(msg('--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole'))
-        return _seq2seq(cfg, title, shown_path, name, tokens, length), f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg
+        return _seq2seq(cfg, title, shown_path, name, tokens, length, unread), f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name
     first, last = parse_layers(layers, cfg.layers)
     ids = parse_tokens(tokens, cfg.dims.get("V"))
-    return _decoder(cfg, title, shown_path, name, first, last, ids, length), f"{name}, layers {first}-{last} of {cfg.layers}", cfg
+    T_max = cfg.dims.get("T_max")
+    if ids is not None and first == 0 and cfg.block.get("positions") == "learned" and T_max is not None and len(ids) > T_max:
+        raise UsageError(msg("--tokens: {n} tokens, but the checkpoint has positions for {T_max} (its learned position table has T_max = {T_max} rows, n_positions); give at most {T_max}",
+                             n=len(ids), T_max=T_max))
+    return _decoder(cfg, title, shown_path, name, first, last, ids, length, unread), f"{name}, layers {first}-{last} of {cfg.layers}", cfg, name
 
 
 def _dtype_note(stored: str) -> str:
@@ -111,15 +141,33 @@ def _dtype_note(stored: str) -> str:
 
 
 def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
-    return [
+    lines = [
         f"{MARK} from {yamlio.comment(title)} (layout {name}): {what}.",
         f"# Settings from {cfg.source}; the comment on each line says which. The weights stay in the checkpoint",
         "# and are read when the spec runs (only those these layers use). Edit freely: `tracer import -o` replaces",
         "# this file only while it is as tracer wrote it (the first line holds its checksum).",
     ]
+    if cfg.assumed:
+        lines.append("# Assumed, not read from a config: " + _safe(", ".join(f"{k} {v}" for k, v in cfg.assumed)) + ".")
+    return lines
 
 
-def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, last: int, ids: list[int] | None, length: int) -> str:
+def _weights_lines(shown: str, name: str, first: int, unread: list[str] | None) -> list[str]:
+    weights: dict[str, Any] = {"file": shown, "layout": name}
+    wnotes = {"file": "relative to this spec's folder"}
+    if first:
+        weights["first_layer"] = first
+        wnotes["first_layer"] = f"blocks.0 of this spec is layer {first} of the checkpoint"
+    if unread is None or unread:
+        weights["allow_unread"] = True
+        wnotes["allow_unread"] = "--allow-unread: the trace leaves these tensors out, so it is not the checkpoint's whole model:" if unread else ""
+    lines = _mapping("  ", weights, wnotes)
+    lines += [f"  #   {_safe(key)}" for key in grouped(unread or [])]
+    return lines
+
+
+def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, last: int, ids: list[int] | None, length: int,
+             unread: list[str] | None) -> str:
     n = last - first + 1
     whole_end = last == cfg.layers - 1
     from_tokens = cfg.input == "tokens" and first == 0
@@ -151,12 +199,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     lines.append("block:")
     lines += _mapping("  ", block, notes)
     lines.append("weights:")
-    weights: dict[str, Any] = {"file": shown, "layout": name}
-    wnotes = {"file": "relative to this spec's folder"}
-    if first:
-        weights["first_layer"] = first
-        wnotes["first_layer"] = f"blocks.0 of this spec is layer {first} of the checkpoint"
-    lines += _mapping("  ", weights, wnotes)
+    lines += _weights_lines(shown, name, first, unread)
     lines.append("input:")
     if not from_tokens:
         why = f"stands for the hidden state entering layer {first}" if first else "an encoder layer reads vectors, not tokens"
@@ -168,7 +211,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     return "\n".join(lines) + "\n"
 
 
-def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int) -> str:
+def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None) -> str:
     assert cfg.encoder is not None
     V = 64
     ids = parse_tokens(tokens, None)
@@ -189,7 +232,7 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
         lines.append(f"{section}:")
         lines += _mapping("  ", settings, notes)
     lines.append("weights:")
-    lines += _mapping("  ", {"file": shown, "layout": name}, {"file": "relative to this spec's folder"})
+    lines += _weights_lines(shown, name, 0, unread)
     lines.append("input:")
     for stream in ("source", "target"):
         lines.append(f"  {stream}: {json.dumps(ids)}" if ids is not None else _line(f"  {stream}: random", "ids drawn from the seed"))
@@ -197,23 +240,61 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
 
 
 def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = None, layers: str | None = None,
-                      tokens: str | None = None, heads: int | None = None, length: int = 8, force: bool = False) -> Imported:
-    """Build the spec for ``checkpoint``, check that it loads, and write it to ``output`` (or return it for stdout)."""
+                      tokens: str | None = None, heads: int | None = None, length: int = 8, force: bool = False,
+                      activation: str | None = None, eps: float | None = None, norm_order: str | None = None,
+                      allow_unread: bool = False) -> Imported:
+    """Build the spec for ``checkpoint``, check that it loads and reads the checkpoint whole (or ``allow_unread``),
+    and write it to ``output`` (or return it for stdout)."""
     from tracer.files import check_output, text_mark, write_atomic
     from tracer.spec import load_spec_text
 
+    options = _options(heads, activation, eps, norm_order)
     if output is not None:
         check_output(output, "-o", [checkpoint], "yaml", force)
         folder = os.path.dirname(os.path.abspath(output))
         shown = os.path.relpath(os.path.abspath(checkpoint), folder)
     else:
         shown = checkpoint
+    where = output if output is not None else "<stdout>"
     try:
-        text, summary, _ = build(checkpoint, shown, layout, layers, tokens, heads, length)
+        draft, _, _, name = build(checkpoint, shown, layout, layers, tokens, options, length)
+        left = _unread(load_spec_text(draft, where), name)
+        if left and not allow_unread:
+            raise UsageError(at(checkpoint, nmsg(
+                "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without it (give --allow-unread to import it anyway, and the spec says so)",
+                "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without them (give --allow-unread to import it anyway, and the spec says so)",
+                len(left), layout=name, names=named_few(left))))
+        text, summary, cfg, _ = build(checkpoint, shown, layout, layers, tokens, options, length, left)
     except CheckpointError as e:
         raise UsageError(e.message) from None
-    load_spec_text(text, output if output is not None else "<stdout>")  # it runs as written, or nothing is written
+    load_spec_text(text, where)  # it runs as written, or nothing is written
     if output is not None:
         body = text.encode("utf-8")
         write_atomic(output, lambda fh: fh.write(text_mark("yaml", body) + body), "-o", "yaml", force)
-    return Imported(text, summary)
+    return Imported(text, summary, cfg.assumed, cfg.assumed_why)
+
+
+def _options(heads: int | None, activation: str | None, eps: float | None, norm_order: str | None) -> Options:
+    """The command line's stand-ins for a config, each checked before anything is read."""
+    import math
+
+    from tracer.model.blocks import ACTIVATIONS
+
+    if activation is not None and activation not in ACTIVATIONS:
+        raise UsageError(msg("--activation {name}: expected one of {join}", name=repr(activation), join=" | ".join(ACTIVATIONS)))
+    if eps is not None and not (math.isfinite(eps) and eps > 0):
+        raise UsageError(msg("--eps {eps}: expected a positive number, such as 1e-5", eps=eps))
+    if norm_order is not None and norm_order not in ("pre", "post"):
+        raise UsageError(msg("--norm-order {name}: expected one of {join}", name=repr(norm_order), join="pre | post"))
+    return Options(heads, activation, eps, norm_order)
+
+
+def _unread(spec: Any, layout_name: str) -> list[str]:
+    """The checkpoint's tensors the loaded draft leaves unread in what it traces (see refs.unread)."""
+    from tracer.checkpoints import refs
+
+    read = [w.value for w in spec.weights.values() if w.source == "file" and isinstance(w.value, refs.TensorRef)]
+    if not read:
+        return []
+    src = refs.ModelSource(open_checkpoint(read[0].file), layouts.layouts()[layout_name], 0, "")
+    return refs.unread(src, read, spec.block.head == "tied")

@@ -5,6 +5,8 @@ or ``file_ref`` (one matrix by key) finds the tensor, checks its key and shape f
 alone and returns a TensorRef, which the spec keeps as the weight's value.  ``read_refs`` reads the
 tensors, each key once (q, k and v share one packed tensor), converts them to the spec's dtype and
 refuses NaN and Inf.  Every message starts with ``where``: the spec's file:line:col and field.
+``unread`` says which of a whole-model checkpoint's tensors a spec leaves unread in what it traces
+(a checkpoint is read whole, or refused, unless the spec says ``allow_unread: true``).
 """
 
 from __future__ import annotations
@@ -53,6 +55,59 @@ class ModelSource(NamedTuple):
             return None
         shape = found[0].shape(self.ckpt.info(found[0].key).shape)
         return shape[0] if shape else None
+
+
+def unread(src: ModelSource, read: list[TensorRef], tied: bool) -> list[str]:
+    """The checkpoint's tensors a spec reading ``read`` from it leaves unread, though they belong to what it traces.
+
+    A tensor belongs to what the spec traces when it sits in a layer the spec reads any tensor of (a q/k/v
+    bias the layout has no place for, a LayerNorm bias of a spec that says rmsnorm), when the layout maps
+    it to nothing (and the family does not list it as harmless), when it is the position table of a spec
+    that reads the token embedding, the beta of a final norm whose gamma the spec reads, or a stored
+    lm_head that a tied head replaces by a different embedding.
+    Not unread: the tensors of layers the spec does not trace, the embedding and positions of a spec that
+    starts from a hidden state, and the final norm and head of one that stops before them.
+    """
+    layout, ckpt = src.layout, src.ckpt
+    keys = {r.key for r in read if r.file == ckpt.path}
+    traced, names, groups = set(), set(), set()
+    for key in keys:
+        name, layer = layout.owner(key)
+        if layer is not None:
+            traced.add(layer)
+        if name is not None:
+            names.add(name)
+            groups.add(name.rsplit(".", 1)[0])
+    out = []
+    for key in layout.weight_keys(ckpt.keys()):
+        if key in keys or layout.is_harmless(key):
+            continue
+        name, layer = layout.owner(key)
+        if layer is not None:
+            if layer in traced:
+                out.append(key)
+        elif (name is None  # mapped to nothing
+              or (name == "position" and "embedding" in names)  # the positions of the tokens read
+              or ("." in name and name.rsplit(".", 1)[0] in groups)  # the rest of a final norm the spec applies
+              or (name == "head" and tied and "embedding" in names and not _same_tensor(src, key, "embedding"))):
+            out.append(key)
+    return out
+
+
+def _same_tensor(src: ModelSource, key: str, name: str) -> bool:
+    """Does the checkpoint's ``key`` hold exactly what tracer weight ``name`` reads (a stored lm_head equal to the embedding)?"""
+    found = src.layout.locate(name, src.ckpt.keys(), src.first_layer)
+    if found is None or not found[1]:
+        return False
+    other = found[0].key
+    a, b = src.ckpt.info(key), src.ckpt.info(other)
+    if a.shape != b.shape or len(a.shape) != 2:
+        return False
+    import numpy as np  # only for a checkpoint that stores a tied head
+
+    x, y = src.ckpt.raw(key), src.ckpt.raw(other)
+    step = max(1, 2**22 // max(1, a.shape[1]))
+    return all(np.array_equal(x[i:i + step], y[i:i + step]) for i in range(0, a.shape[0], step))
 
 
 def resolve(spec_dir: str, file: str) -> str:

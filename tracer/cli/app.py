@@ -688,7 +688,15 @@ def import_(
     tokens: Annotated[str | None, typer.Option("--tokens", metavar="IDS", show_default=False,
                                                help="Input token ids, e.g. 464,2068,7586 (default: a seeded random input).")] = None,
     heads: Annotated[int | None, typer.Option("--heads", metavar="H", show_default=False,
-                                              help="Number of heads, when the checkpoint does not record it (a PyTorch state dict).")] = None,
+                                              help="Number of heads, when the checkpoint does not record it (a PyTorch state dict, no config.json). Refused if config.json says otherwise.")] = None,
+    activation: Annotated[str | None, typer.Option("--activation", metavar="NAME", show_default=False,
+                                                   help="The activation, when no config records it (gelu_tanh, gelu, relu, swiglu). Refused if config.json says otherwise.")] = None,
+    eps: Annotated[float | None, typer.Option("--eps", metavar="EPS", show_default=False,
+                                              help="The norms' epsilon, when no config records it. Refused if config.json says otherwise.")] = None,
+    norm_order: Annotated[str | None, typer.Option("--norm-order", metavar="pre|post", show_default=False,
+                                                   help="Pre- or post-norm, for a PyTorch state dict (norm_first=True is pre; default post).")] = None,
+    allow_unread: Annotated[bool, typer.Option("--allow-unread",
+                                               help="Import even when the spec would leave some of the checkpoint's tensors unread in the layers it traces; the spec lists them.")] = False,
     length: Annotated[int, typer.Option("--length", metavar="T", help="Positions of the random input when --tokens is not given.")] = 8,
     force: ForceOption = False,
 ) -> None:
@@ -696,8 +704,13 @@ def import_(
 
     def body() -> int:
         from tracer.checkpoints.importer import import_checkpoint
+        from tracer.messages import render
 
-        result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length, force)
+        result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length, force, activation=activation, eps=eps,
+                                   norm_order=norm_order, allow_unread=allow_unread)
+        if result.assumed:  # once, whether the spec goes to a file or to stdout
+            settings = ", ".join(f"{name} {value}" for name, value in result.assumed)
+            sys.stderr.write(render(msg("assumed ({why}): {settings}", why=result.why_assumed, settings=settings)) + "\n")
         if output is None:
             from tracer.process import write_file_text
 

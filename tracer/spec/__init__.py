@@ -43,7 +43,7 @@ STEP_KEYS = ("name", "op", "in", "weights", "axis", "start", "stop", "index", "o
 RESERVED_STAGES = ("embed", "input", "position", "x", "memory")
 POSITIONS = ("learned", "sinusoidal", "rotary", "none")
 PAIRINGS = ("interleaved", "half")  # rotary pairs (2i, 2i+1) as in Meta's LLaMA code, or (i, i + d/2) as in Hugging Face
-MODEL_FILE_KEYS = ("file", "layout", "first_layer")  # weights: {file: model.safetensors, layout: gpt2}
+MODEL_FILE_KEYS = ("file", "layout", "first_layer", "allow_unread")  # weights: {file: model.safetensors, layout: gpt2}
 FILE_KEYS = ("file", "key", "transpose")  # one weight: w_q: {file: w.npz, key: attn_q}
 # Not given: biases and beta start at zero, gamma at one (the usual init); the rest comes from the seed.
 DEFAULT_FILL = {"b_q": "zeros", "b_k": "zeros", "b_v": "zeros", "b_o": "zeros", "b1": "zeros", "b2": "zeros",
@@ -245,6 +245,7 @@ class _Validator:
         self.src = src
         self.vocab_given = False
         self.model_source: Any = None  # checkpoints.refs.ModelSource when weights: {file: ..., layout: ...}
+        self.allow_unread = False  # weights.allow_unread: a checkpoint read in part on purpose
         self.words: tuple[str, ...] = ()
 
     # -- messages ---------------------------------------------------------
@@ -408,6 +409,8 @@ class _Validator:
         template = self.template(steps_raw, block, dims)
         steps, shapes = self.expand(model, block, encoder, template, dims, uses_tokens)
         weights = self.weights(weights_raw, dims, seed, steps, shapes, model, block, encoder)
+        if self.model_source is not None and not self.allow_unread:
+            self.read_whole(weights, block)
         return Spec(
             path=self.src.filename, name=name, dims=dims, block=block, input=inp, weights=weights,
             seed=seed, dtype=dtype, steps=steps, stage_shapes=shapes, model=model, encoder=encoder,
@@ -974,7 +977,7 @@ class _Validator:
             ckpt = refs.open_checkpoint(refs.resolve(self.spec_dir(), file))
             layout_name = raw.get("layout")
             if layout_name is None:
-                layout_name = layouts.infer(ckpt.config())
+                layout_name = layouts.infer(layouts.config_of(ckpt))
                 if layout_name is None:
                     raise self.fail(path, msg("which layout? add layout: {names} (the checkpoint has no config.json whose model_type names one)", names=' | '.join(layouts.names())))
         except refs.CheckpointError as e:
@@ -983,6 +986,7 @@ class _Validator:
         if layout is None:
             raise self.fail(("weights", "layout"), msg("expected {what}, received {got}", what=msg("one of {options}", options=' | '.join(layouts.names())), got=self.received(('weights', 'layout'), layout_name)))
         first = self.integer(raw.get("first_layer", 0), ("weights", "first_layer"), 0, 100_000)
+        self.allow_unread = self.boolean(raw.get("allow_unread", False), ("weights", "allow_unread"))
         return refs.ModelSource(ckpt, layout, first, f"{self.src.where(path)}: {format_path(path)}")
 
     def confined(self, path: Path, file: str) -> None:
@@ -992,6 +996,19 @@ class _Validator:
 
         if outside_confinement(refs.resolve(self.spec_dir(), file)):
             raise self.fail(path, msg("{file} is outside the folder --confine allows; a spec may refer only to files inside it", file=repr(file)))
+
+    def read_whole(self, weights: dict[str, Weight], block: BlockSpec) -> None:
+        """A checkpoint is read whole, or refused: no tensor of what the spec traces may be left unread."""
+        from tracer.checkpoints import refs
+        from tracer.checkpoints.families.base import named_few
+
+        read = [w.value for w in weights.values() if w.source == "file" and isinstance(w.value, refs.TensorRef)]
+        left = refs.unread(self.model_source, read, block.head == "tied")
+        if left:
+            raise self.fail(("weights", "file"), nmsg(
+                "the {layout} layout leaves {n} tensor of what this spec traces unread: {names}; without it the trace is not the checkpoint's model (add allow_unread: true under weights to trace it anyway)",
+                "the {layout} layout leaves {n} tensors of what this spec traces unread: {names}; without them the trace is not the checkpoint's model (add allow_unread: true under weights to trace it anyway)",
+                len(left), layout=self.model_source.layout.name, names=named_few(left)))
 
     def layer_name(self, name: str) -> str:
         """A one-layer decoder's weights are named without 'blocks.0.' (attn.w_q); a layout's table always has it."""

@@ -14,7 +14,10 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.checkpoints.families import gpt2, llama, pytorch, tracer_npz
-from tracer.checkpoints.families.base import Layout
+from tracer.checkpoints.families.base import Layout, config_path, received, unlisted
+from tracer.checkpoints.formats import Checkpoint
+from tracer.errors import CheckpointError
+from tracer.messages import at, msg
 
 FAMILIES: tuple[Layout, ...] = (gpt2.LAYOUT, llama.LAYOUT, pytorch.LAYOUT, tracer_npz.LAYOUT)  # in the order messages list them
 
@@ -30,9 +33,27 @@ def names() -> tuple[str, ...]:
     return tuple(_BY_NAME)
 
 
+def config_of(ckpt: Checkpoint) -> dict[str, Any] | None:
+    """The checkpoint's config.json, which must be a mapping (a list or a string is refused), or None when there is none."""
+    config = ckpt.config()
+    if config is not None and not isinstance(config, dict):
+        raise CheckpointError(at(config_path(ckpt), msg("expected {what}, received {got}", what=msg("a mapping of settings"), got=received(config))))
+    return config
+
+
 def infer(config: dict[str, Any] | None) -> str | None:
     """The layout a Hugging Face config.json's model_type names, if one does."""
-    if not config:
+    if not isinstance(config, dict):
         return None
     model_type = config.get("model_type")
-    return next((lay.name for lay in FAMILIES if model_type in lay.model_types), None)
+    return next((lay.name for lay in FAMILIES if isinstance(model_type, str) and model_type in lay.model_types), None)
+
+
+def whole_readers(ckpt: Checkpoint, config: dict[str, Any] | None) -> list[str]:
+    """The layouts that map every tensor of the checkpoint and do not refuse its model_type (the ones worth
+    suggesting: any other would read it in part, or compute another model)."""
+    keys = ckpt.keys()
+    kind = (config or {}).get("model_type")
+    return [lay.name for lay in FAMILIES if lay.name != "tracer" and keys
+            and not (isinstance(kind, str) and kind.startswith(lay.differ or ("\0",)))
+            and any(lay.owner(k)[0] is not None for k in keys) and not unlisted(ckpt, lay)]

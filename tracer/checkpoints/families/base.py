@@ -9,23 +9,35 @@ the checkpoint key it comes from plus the few small conversions real checkpoints
 ``h.0...``); the first that exists wins.  A tracer weight the table does not name is drawn from the
 spec's seed, as when it is not given (an ``nn.Transformer`` has no embedding table).
 
-A family's config reader, ``(config or None, checkpoint, layout, heads) -> ModelConfig``, says what
+A family's config reader, ``(config or None, checkpoint, layout, options) -> ModelConfig``, says what
 the spec's dims and block settings are and, for each, where it came from (written into the imported
-spec as a comment).  Whatever the config sets that tracer cannot trace faithfully is refused there,
-naming the setting, rather than traced wrongly.
+spec as a comment).  It reads config.json through ``Config``, which type-checks every value it
+reads (``expected a whole number, received boolean true``), refuses a value the tensors contradict
+(n_embd against the embedding's width), and settles each setting from config.json, else the
+command line's option (``Options``: --heads, --activation, --eps, --norm-order), else the family's
+default, which it records as assumed (``# assumed: no config.json`` in the spec, listed once on
+stderr).  An option that contradicts config.json is refused, naming both.  Whatever the config sets
+that tracer cannot trace faithfully is refused there, one rule a line in the family's file
+(``refuse``), naming the setting, rather than traced wrongly.
+
+``unlisted`` and ``read_whole`` say which of a checkpoint's tensors a layout (or a spec) leaves
+unread: each family lists, in ``harmless``, the tensors Hugging Face recomputes and never reads
+(GPT-2's attn.bias mask buffer, LLaMA's rotary_emb.inv_freq).
 
 Nothing here imports NumPy, except Take.apply.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tracer.checkpoints.formats import Checkpoint
+from tracer.checkpoints.formats import Checkpoint, shape_text
 from tracer.errors import CheckpointError
-from tracer.messages import Message, join, msg
+from tracer.messages import Message, at, join, msg
 
 if TYPE_CHECKING:
     import numpy as np
@@ -88,6 +100,9 @@ class ModelConfig(NamedTuple):
     encoder_layers: int = 0
     input: str = "tokens"  # tokens | x: what the first layer reads
     embedding_given: bool = True  # False: the checkpoint has no embedding table (drawn from the seed)
+    assumed: tuple[tuple[str, Any], ...] = ()  # (setting, value) not read from a config: '# assumed: ...', listed on stderr
+    assumed_why: str = ""  # "no config.json", "not in config.json", "a state dict does not record it"
+    options_used: tuple[str, ...] = ()  # the Options fields the family read: any other given is refused
 
 
 class Layout(NamedTuple):
@@ -96,9 +111,12 @@ class Layout(NamedTuple):
     name: str
     summary: str
     table: dict[str, Take]
-    read_config: Callable[[dict[str, Any] | None, Checkpoint, Layout, int | None], ModelConfig]
+    read_config: Callable[[dict[str, Any] | None, Checkpoint, Layout, Options], ModelConfig]
     aliases: tuple[tuple[str, str], ...] = ()  # (prefix, also written as): ("", "transformer.")
     model_types: tuple[str, ...] = ()  # config.json model_type values this layout reads
+    harmless: tuple[str, ...] = ()  # regexes of tensors nothing needs to read (buffers Hugging Face recomputes)
+    weights_prefix: str = ""  # when some keys start with it, only those are weights (tracer's --save archive also holds stages)
+    differ: tuple[str, ...] = ()  # model_types (prefixes) whose maths differ though their tensors fit: never suggested, refused
 
     def find(self, name: str) -> tuple[Take, int | None] | None:
         """The Take for tracer weight ``name`` ('blocks.3.attn.w_q') and its layer, or None if the table has none."""
@@ -143,6 +161,35 @@ class Layout(NamedTuple):
         best = max(candidates, key=lambda k: heads.count(k.split(".", 1)[0]))
         return take._replace(key=best), False
 
+    def owner(self, key: str) -> tuple[str | None, tuple[str, int] | None]:
+        """What a checkpoint key is to this layout: the tracer weight it maps to (None if none), and its layer.
+
+        The layer is (stack, index): ('blocks.', 3) for 'model.layers.3.mlp.up_proj.weight', also for a key
+        the table does not map but that sits in a layer; None for a key outside every layer (wte.weight).
+        """
+        by_head, anywhere = _reverse(self)
+        for take_rx, tracer_key, stack, fixed in by_head.get(key.split(".", 1)[0], []) + anywhere:
+            m = take_rx.fullmatch(key)
+            if m:
+                groups = m.groupdict()
+                i = "0" if fixed else groups.get("i") or ""
+                name = tracer_key.replace("{name}", groups.get("name") or "").replace("{i}", i)
+                layer = (stack, int(i)) if i else _tracer_layer(name)
+                return name, layer
+        for prefix_rx, stack in _layer_prefixes(self).get(key.split(".", 1)[0], ()):
+            m = prefix_rx.match(key)
+            if m:
+                return None, (stack, int(m.group("i")))
+        return None, None
+
+    def weight_keys(self, keys: list[str]) -> list[str]:
+        """The keys that are weights (all, unless weights_prefix marks some as the only weights)."""
+        p = self.weights_prefix
+        return [k for k in keys if k.startswith(p)] if p and any(k.startswith(p) for k in keys) else list(keys)
+
+    def is_harmless(self, key: str) -> bool:
+        return any(re.fullmatch(rx, key) for rx in self.harmless)
+
 
 _REGEX: dict[str, re.Pattern[str]] = {}
 
@@ -152,6 +199,109 @@ def _regex(pattern: str) -> re.Pattern[str]:
         text = re.escape(pattern).replace(r"\{i\}", r"(?P<i>\d+)").replace(r"\{name\}", r"(?P<name>.+)")
         _REGEX[pattern] = re.compile(text)
     return _REGEX[pattern]
+
+
+_Entry = tuple[re.Pattern[str], str, str, bool]
+_REVERSE: dict[str, tuple[dict[str, list[_Entry]], list[_Entry]]] = {}
+_PREFIXES: dict[str, dict[str, list[tuple[re.Pattern[str], str]]]] = {}
+
+
+def _written(layout: Layout, key: str) -> list[tuple[str, bool]]:
+    """A table key (with {i} and {name} left in) and every way the layout's aliases let a checkpoint write it,
+    each with whether that way fixes the layer to 0 (a lone nn.TransformerEncoderLayer's keys have no 'layers.0.')."""
+    out = [(key, False)]
+    for prefix, other in layout.aliases:
+        as_template = re.sub(r"(^|\.)0\.", r"\1{i}.", prefix, count=1)
+        for start, fixed in ((prefix, False), (as_template, as_template != prefix)):
+            if key.startswith(start) and (other + key[len(start):], fixed) not in out:
+                out.append((other + key[len(start):], fixed))
+    return out
+
+
+def _reverse(layout: Layout) -> tuple[dict[str, list[_Entry]], list[_Entry]]:
+    """(checkpoint key regex, tracer weight pattern, stack, layer fixed to 0) for every entry of the table and alias of
+    its key, by the key's first dotted word ('transformer', 'h', 'wte'), and those whose first word is a pattern: a
+    name no entry can match costs one lookup, however many such names a checkpoint holds."""
+    if layout.name not in _REVERSE:
+        by_head: dict[str, list[_Entry]] = {}
+        anywhere: list[_Entry] = []
+        for tracer_key, take in layout.table.items():
+            stack = tracer_key.split("{i}", 1)[0] if "{i}" in tracer_key else ""
+            for written, fixed in _written(layout, take.key):
+                entry = (_regex(written), tracer_key, stack, fixed)
+                head = written.split(".", 1)[0]
+                (anywhere if "{" in head else by_head.setdefault(head, [])).append(entry)
+        _REVERSE[layout.name] = (by_head, anywhere)
+    return _REVERSE[layout.name]
+
+
+def _layer_prefixes(layout: Layout) -> dict[str, list[tuple[re.Pattern[str], str]]]:
+    """(regex of a layer's key prefix, 'h.3.' or 'model.layers.3.', and its stack), longest first, by the prefix's first word."""
+    if layout.name not in _PREFIXES:
+        found: dict[str, str] = {}
+        for tracer_key, take in layout.table.items():
+            if "{i}" not in take.key or "{i}" not in tracer_key:
+                continue
+            for written, _ in _written(layout, take.key.split("{i}", 1)[0] + "{i}."):
+                if written.endswith("{i}."):
+                    found.setdefault(written, tracer_key.split("{i}", 1)[0])
+        by_head: dict[str, list[tuple[re.Pattern[str], str]]] = {}
+        for p, stack in sorted(found.items(), key=lambda kv: -len(kv[0])):
+            by_head.setdefault(p.split(".", 1)[0], []).append((re.compile(re.escape(p).replace(r"\{i\}", r"(?P<i>\d+)")), stack))
+        _PREFIXES[layout.name] = by_head
+    return _PREFIXES[layout.name]
+
+
+ENDS = ("embedding", "position", "head")  # the tables before and after the layers
+
+
+def _tracer_layer(name: str) -> tuple[str, int] | None:
+    """The layer of a tracer weight name: ('blocks.', 1) for 'blocks.1.attn.w_q', ('decoder.blocks.', 0); a one-layer
+    spec's 'attn.w_q' is layer 0; None for the tables and final norms before and after the layers."""
+    m = re.match(r"((?:encoder\.|decoder\.)?blocks\.)(\d+)\.", name)
+    if m:
+        return m.group(1), int(m.group(2))
+    return None if name in ENDS or name.split(".")[-2:-1] == ["final_norm"] else ("blocks.", 0)
+
+
+def unlisted(ckpt: Checkpoint, layout: Layout) -> list[str]:
+    """The checkpoint's tensors the layout maps to no tracer weight (and that are not harmless): a whole import leaves them unread."""
+    return [k for k in layout.weight_keys(ckpt.keys()) if layout.owner(k)[0] is None and not layout.is_harmless(k)]
+
+
+def grouped(keys: list[str]) -> list[str]:
+    """Keys with their layer number folded: 'model.layers.{0-1}.self_attn.q_proj.bias' for layers 0 and 1."""
+    groups: dict[str, list[int]] = {}
+    order: list[str] = []
+    for key in keys:
+        m = re.search(r"\.(\d+)\.", key)
+        pattern, n = (key[:m.start()] + ".{}." + key[m.end():], int(m.group(1))) if m else (key, -1)
+        if pattern not in groups:
+            groups[pattern] = []
+            order.append(pattern)
+        groups[pattern].append(n)
+    out = []
+    for pattern in order:
+        ns = sorted(set(groups[pattern]))
+        if ns == [-1]:
+            out.append(pattern)
+            continue
+        runs: list[str] = []
+        start = prev = ns[0]
+        for n in ns[1:] + [-2]:  # -2: the end
+            if n == prev + 1:
+                prev = n
+                continue
+            runs.append(str(start) if start == prev else f"{start}-{prev}")
+            start = prev = n
+        out.append(pattern.replace("{}", "{" + ",".join(runs) + "}" if len(runs) > 1 or "-" in runs[0] else runs[0]))
+    return out
+
+
+def named_few(keys: list[str], few: int = 4) -> Message:
+    """'k1', 'k2', 'k3', 'k4' and 5 more."""
+    shown = ", ".join(repr(k) for k in keys[:few])
+    return shown if len(keys) <= few else msg("{names} and {n} more", names=shown, n=len(keys) - few)  # type: ignore[return-value]
 
 
 def layer_count(keys: list[str], pattern: str) -> int:
@@ -197,6 +347,174 @@ def stored_dtype(ckpt: Checkpoint, layout: Layout, name: str) -> str:
     """How the checkpoint stores tracer weight ``name`` (float32, bfloat16, ...)."""
     found = layout.locate(name, ckpt.keys())
     return ckpt.info(found[0].key).dtype if found is not None and found[1] else "float32"
+
+
+class Options(NamedTuple):
+    """What `tracer import`'s command line says in place of a config: None where it says nothing."""
+
+    heads: int | None = None
+    activation: str | None = None
+    eps: float | None = None
+    norm_order: str | None = None
+
+
+OPTION_OF = {"H": "--heads", "activation": "--activation", "eps": "--eps", "norm_order": "--norm-order"}
+
+
+def received(value: Any) -> Message | str:
+    """A JSON value as the spec validator describes what it received: boolean true, text 'x', nothing (null), a list."""
+    if isinstance(value, bool):
+        return msg("boolean {v}", v="true" if value else "false")
+    if value is None:
+        return msg("nothing (null)")
+    if isinstance(value, str):
+        return msg("text {v}", v=repr(value[:40] + ("..." if len(value) > 40 else "")))
+    if isinstance(value, list):
+        return msg("a list")
+    if isinstance(value, dict):
+        return msg("a mapping")
+    text = repr(value)
+    return text if len(text) <= 24 else text[:20] + "..."
+
+
+def config_path(ckpt: Checkpoint) -> str:
+    """Where a checkpoint's config.json is (or would be): beside the weights, or in the model folder."""
+    folder = ckpt.path if os.path.isdir(ckpt.path) else os.path.dirname(ckpt.path)
+    return os.path.join(folder, "config.json")
+
+
+class Config:
+    """config.json as a family reads it: every value type-checked, every setting with the note of where it came from.
+
+    ``setting`` settles one of the spec's settings: from config.json when it has the key (an option that
+    contradicts it is refused, naming both), else from the option, else the family's default, recorded as
+    assumed.  Every error is one line: the config's path, the key, expected and received.
+    """
+
+    def __init__(self, config: Any, ckpt: Checkpoint, options: Options, family: str, absent: str | None = None) -> None:
+        self.path = config_path(ckpt)
+        self.absent = absent  # why a setting is assumed, when it is not "no config.json" / "not in config.json"
+        if config is not None and not isinstance(config, dict):
+            raise CheckpointError(at(self.path, msg("expected {what}, received {got}", what=msg("a mapping of settings"), got=received(config))))
+        self.raw: dict[str, Any] = config or {}
+        self.exists = config is not None
+        self.options = options
+        self.family = family
+        self.notes: dict[str, str] = {}
+        self.assumed: list[tuple[str, Any]] = []
+        self.used: set[str] = set()  # the Options fields read
+
+    def record(self) -> dict[str, Any]:
+        """What a ModelConfig keeps of this reading: the assumed settings, why, and the options read."""
+        return {"assumed": tuple(self.assumed), "assumed_why": self.why_assumed(), "options_used": tuple(sorted(self.used))}
+
+    def has(self, key: str) -> bool:
+        return self.raw.get(key) is not None
+
+    def fail(self, key: str, what: Message, value: Any) -> CheckpointError:
+        return CheckpointError(at(self.path, at(key, msg("expected {what}, received {got}", what=what, got=received(value)))))
+
+    def refuse(self, why: Message) -> CheckpointError:
+        """A setting tracer does not model; ``why`` names it ('attention_bias = true: ...')."""
+        return CheckpointError(at(self.path, why))
+
+    def integer(self, key: str, lo: int = 1) -> int | None:
+        """A whole number (4.0 counts as 4, as in a spec), at least ``lo``; None when absent or null."""
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, msg("a whole number"), value)
+        if value < lo:
+            raise self.fail(key, msg("a whole number, {lo} or more", lo=lo), value)
+        return value
+
+    def number(self, key: str, positive: bool = True, value: Any = None) -> float | None:
+        """A finite number (positive unless told); ``value``: one found inside a mapping, named ``key``."""
+        value = self.raw.get(key) if value is None else value
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or (positive and value <= 0):
+            raise self.fail(key, msg("a positive number") if positive else msg("a number"), value)
+        return float(value)
+
+    def text(self, key: str) -> str | None:
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, str):
+            raise self.fail(key, msg("text"), value)
+        return value
+
+    def flag(self, key: str) -> bool | None:
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, bool):
+            raise self.fail(key, msg("true or false"), value)
+        return value
+
+    def mapping(self, key: str) -> dict[str, Any]:
+        value = self.raw.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(key, msg("a mapping"), value)
+        return value
+
+    def why_assumed(self) -> str:
+        return self.absent or ("no config.json" if not self.exists else "not in config.json")
+
+    def setting(self, name: str, key: str, value: Any, default: Any, default_note: str, note: str | None = None,
+                shown: Any = None) -> Any:
+        """One setting: config.json's ``value`` (read from ``key``, shown there as ``shown``; None: absent), else the
+        option, else ``default``, recorded as assumed.  The note says which; an option config.json contradicts is refused."""
+        option = OPTION_OF.get(name)
+        field = {"H": "heads"}.get(name, name)
+        given = getattr(self.options, field, None) if option else None
+        if option:
+            self.used.add(field)
+        if value is not None:
+            if given is not None and given != value:
+                raise CheckpointError(at(f"{option} {given}", msg("{path} gives {key} = {shown}: leave {option} out, or correct config.json",
+                                                                   path=self.path, key=key, shown=shown if shown is not None else value, option=option)))
+            self.notes[name] = note or key
+            return value
+        if given is not None:
+            self.notes[name] = option or ""
+            return given
+        self.notes[name] = f"assumed: {self.why_assumed()}" + (f" ({default_note}{'; give ' + option if option else ''})" if default_note else "")
+        self.assumed.append((name, default))
+        return default
+
+    def same(self, key: str, found: int, letter: str, tensor: str = "", shape: tuple[int, ...] = ()) -> None:
+        """A size config.json gives must be the one the tensors have (n_embd and wte's width): else refused, not credited."""
+        value = self.integer(key)
+        if value is None or value == found:
+            return
+        if tensor:
+            raise self.refuse(msg("{key} = {value}, but the checkpoint's tensors have {letter} = {found} ({tensor} is {shape}); the config does not describe these weights",
+                                  key=key, value=value, letter=letter, found=found, tensor=tensor, shape=shape_text(shape)))
+        raise self.refuse(msg("{key} = {value}, but the checkpoint's tensors have {letter} = {found}; the config does not describe these weights",
+                              key=key, value=value, letter=letter, found=found))
+
+    def model_type(self, reads: tuple[str, ...], differ: dict[str, Message]) -> str | None:
+        """config.json's model_type; one whose maths differ from this family's (Gemma's scaled embeddings) is refused."""
+        kind = self.text("model_type")
+        if kind is not None and kind not in reads:
+            for prefix, why in differ.items():
+                if kind == prefix or kind.startswith(prefix):
+                    raise self.refuse(msg("model_type {kind}: {why}; the {family} layout would trace it wrong", kind=repr(kind), why=why, family=self.family))
+        return kind
+
+
+def refuse(cfg: Config, rules: list[tuple[bool, Message]]) -> None:
+    """A family's rules, one a line: (what tracer cannot trace, why, naming the key), the first that holds refused."""
+    for bad, why in rules:
+        if bad:
+            raise cfg.refuse(why)
 
 
 def need_heads(heads: int | None, C: int, what: str) -> int:

@@ -4,10 +4,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families.base import Layout, ModelConfig, Take, group, layer_count, need_heads, norm, packed_attention, shape_of, stored_dtype
+from tracer.checkpoints.families.base import (
+    Config,
+    Layout,
+    ModelConfig,
+    Options,
+    Take,
+    group,
+    layer_count,
+    need_heads,
+    norm,
+    packed_attention,
+    refuse,
+    shape_of,
+    stored_dtype,
+)
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
-from tracer.messages import at, msg
+from tracer.messages import Message, at, msg
 
 
 def table() -> dict[str, Take]:
@@ -24,10 +38,17 @@ def table() -> dict[str, Take]:
 
 
 HF_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
+GPT2_ACTIVATIONS = ("gelu_tanh", "gelu", "relu")  # what --activation may give a GPT-2 without config.json
+
+# model_types a config may carry through --layout gpt2 whose maths differ from GPT-2's although their tensors may fit
+GPT2_DIFFERENT: dict[str, Message] = {"gpt_bigcode": msg("GPTBigCode shares one key/value head among all heads (multi-query attention)"),
+                                      "gpt_neo": msg("GPT-Neo alternates local and global attention and does not scale its scores"),
+                                      "gptj": msg("GPT-J computes attention and the MLP in parallel, with rotary positions")}
 
 
-def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads: int | None) -> ModelConfig:
-    cfg = config or {}
+def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
+    cfg = Config(config, ckpt, options, "gpt2")
+    cfg.model_type(layout.model_types, GPT2_DIFFERENT)
     wte = shape_of(ckpt, layout, "embedding")
     if wte is None:
         raise CheckpointError(at(ckpt.path, msg('holds no GPT-2 token embedding (wte.weight or transformer.wte.weight); is it a GPT-2 checkpoint?')))
@@ -39,26 +60,56 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     layers = layer_count(ckpt.keys(), pattern)
     if layers == 0:
         raise CheckpointError(at(ckpt.path, msg('holds no GPT-2 layer (h.0.ln_1.weight)')))
-    for key, ok in (("scale_attn_weights", True), ("scale_attn_by_inverse_layer_idx", False)):
-        if cfg.get(key, ok) != ok:
-            raise CheckpointError(msg("config.json: {key} = {cfg}: tracer's attention scales scores by 1/sqrt(d) only", key=key, cfg=cfg[key]))
-    act = cfg.get("activation_function", "gelu_new")
-    if act not in HF_ACTIVATIONS:
-        raise CheckpointError(msg('config.json: activation_function {act}: expected one of {join}', act=repr(act), join=', '.join(HF_ACTIVATIONS)))
-    H = int(cfg["n_head"]) if "n_head" in cfg else need_heads(heads, C, f"{ckpt.path} without config.json")
-    tied = bool(cfg.get("tie_word_embeddings", True)) or shape_of(ckpt, layout, "head") is None
-    dims = {"C": C, "H": H, "F": w1[1] if w1 else int(cfg.get("n_inner") or 4 * C), "V": V}
-    notes = {"C": "n_embd", "H": "n_head" if "n_head" in cfg else "--heads", "F": "n_inner (4 n_embd when null)", "V": "vocab_size (rows of wte)"}
+    embedding_key = layout.locate("embedding", ckpt.keys())[0].key  # type: ignore[index]
+    cfg.same("n_embd", C, "C", embedding_key, (V, C))
+    cfg.same("vocab_size", V, "V", embedding_key, (V, C))
+    cfg.same("n_layer", layers, "layers")
+    if wpe is not None:
+        cfg.same("n_positions", wpe[0], "T_max", layout.locate("position", ckpt.keys())[0].key, wpe)  # type: ignore[index]
+    if w1 is not None and cfg.integer("n_inner") is not None:
+        cfg.same("n_inner", w1[1], "F", layout.locate("blocks.0.ffn.w1", ckpt.keys())[0].key, (C, w1[1]))  # type: ignore[index]
+    # what tracer's GPT-2 block does not model, one rule a line
+    refuse(cfg, [
+        (cfg.flag("scale_attn_weights") is False, msg("{key} = {cfg}: tracer's attention scales scores by 1/sqrt(d) only", key="scale_attn_weights", cfg=False)),
+        (bool(cfg.flag("scale_attn_by_inverse_layer_idx")), msg("{key} = {cfg}: tracer's attention scales scores by 1/sqrt(d) only", key="scale_attn_by_inverse_layer_idx", cfg=True)),
+    ])
+    act = cfg.text("activation_function")
+    if options.activation not in (None,) + GPT2_ACTIVATIONS:
+        raise CheckpointError(at(f"--activation {options.activation}", msg("expected one of {join} (GPT-2's activations)", join=", ".join(GPT2_ACTIVATIONS))))
+    if act is not None and act not in HF_ACTIVATIONS:
+        raise cfg.refuse(msg('activation_function {act}: expected one of {join}', act=repr(act), join=', '.join(HF_ACTIVATIONS)))
+    activation = cfg.setting("activation", "activation_function", HF_ACTIVATIONS.get(act or ""), "gelu_tanh", "GPT-2's gelu_new",
+                             note=f"activation_function: {act}", shown=act)
+    heads = cfg.integer("n_head")
+    if heads is not None and C % heads:
+        raise cfg.refuse(msg("n_head = {H} does not divide n_embd = {C} (each head has width d = C / H)", H=heads, C=C))
+    if heads is None:
+        need_heads(options.heads, C, f"{ckpt.path} without config.json" if not cfg.exists else "config.json")
+    H = cfg.setting("H", "n_head", heads, None, "")
+    eps = cfg.setting("eps", "layer_norm_epsilon", cfg.number("layer_norm_epsilon"), 1e-5, "GPT-2's layer_norm_epsilon")
+    tie = cfg.flag("tie_word_embeddings")
+    tied = (tie is None or tie) or shape_of(ckpt, layout, "head") is None
+    if tie is None and shape_of(ckpt, layout, "head") is not None:
+        cfg.assumed.append(("head", "tied"))
+    dims = {"C": C, "H": H, "F": w1[1] if w1 else (cfg.integer("n_inner") or 4 * C), "V": V}
+    notes = cfg.notes | {"C": "n_embd" if cfg.has("n_embd") else "the width of wte", "V": "vocab_size (rows of wte)" if cfg.has("vocab_size") else "rows of wte",
+                         "F": ("n_inner" if cfg.has("n_inner") else "the width of c_fc") if w1 else "n_inner (4 n_embd when null)"}
     if wpe is not None:
         dims["T_max"] = wpe[0]
-        notes["T_max"] = "n_positions (rows of wpe)"
-    block = {"norm_order": "pre", "layers": layers, "norm": "layernorm", "eps": float(cfg.get("layer_norm_epsilon", 1e-5)),
-             "activation": HF_ACTIVATIONS[act], "positions": "learned", "mask": "causal", "final_norm": True,
+        notes["T_max"] = "n_positions (rows of wpe)" if cfg.has("n_positions") else "rows of wpe"
+    block = {"norm_order": "pre", "layers": layers, "norm": "layernorm", "eps": eps,
+             "activation": activation, "positions": "learned", "mask": "causal", "final_norm": True,
              "head": "tied" if tied else "separate"}
-    notes |= {"eps": "layer_norm_epsilon", "activation": f"activation_function: {act}", "positions": "wpe, a learned table",
-              "final_norm": "ln_f", "head": "lm_head = wte (tie_word_embeddings)" if tied else "lm_head.weight, untied"}
-    return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json" if config else "tensor shapes")
+    notes |= {"positions": "wpe, a learned table", "final_norm": "ln_f",
+              "head": ("lm_head = wte (tie_word_embeddings)" if tie is not None or shape_of(ckpt, layout, "head") is None
+                       else f"lm_head = wte (assumed: {cfg.why_assumed()}; GPT-2 ties them)") if tied else "lm_head.weight, untied"}
+    return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json" if config else "tensor shapes",
+                       **cfg.record())
 
 
 LAYOUT = Layout("gpt2", "Hugging Face GPT-2 (GPT2Model, GPT2LMHeadModel)", table(), read_config,
-                aliases=(("", "transformer."),), model_types=("gpt2",))
+                aliases=(("", "transformer."),), model_types=("gpt2",),
+                # older GPT-2 checkpoints store the causal mask as buffers (attn.bias [1,1,n,n], attn.masked_bias):
+                # GPT2Attention builds its mask itself, so nothing reads them
+                harmless=(r"(transformer\.)?h\.\d+\.attn\.(masked_)?bias",),
+                differ=tuple(GPT2_DIFFERENT))

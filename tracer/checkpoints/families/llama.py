@@ -4,10 +4,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families.base import Layout, ModelConfig, Take, group, layer_count, need_heads, shape_of, stored_dtype
+from tracer.checkpoints.families.base import (
+    Config,
+    Layout,
+    ModelConfig,
+    Options,
+    Take,
+    group,
+    layer_count,
+    need_heads,
+    received,
+    refuse,
+    shape_of,
+    stored_dtype,
+)
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
-from tracer.messages import at, msg
+from tracer.messages import Message, at, msg
 
 
 def table() -> dict[str, Take]:
@@ -28,25 +41,56 @@ def table() -> dict[str, Take]:
     return table
 
 
-def _rope(cfg: dict[str, Any]) -> tuple[float, str, str]:
+# model_types whose tensors fit the llama layout but whose maths differ: refused by name through --layout llama
+LLAMA_DIFFERENT: dict[str, Message] = {"gemma": msg("Gemma scales its embeddings by sqrt(hidden_size) and its RMSNorm by (1 + weight)"),
+                                       "granite": msg("Granite scales its embeddings, residuals, attention and logits by multipliers"),
+                                       "cohere": msg("Cohere computes attention and the MLP in parallel, with LayerNorm and a logit scale"),
+                                       "olmo": msg("OLMo's norms have no weight (or normalise q and k)"),
+                                       "phi": msg("Phi packs q, k and v and rotates only part of each head"),
+                                       "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head"),
+                                       "mixtral": msg("Mixtral's MLP is a mixture of experts")}
+# config.json keys that mark maths the llama block does not model (Gemma's, Granite's, Cohere's, ...): refused when set
+UNMODELLED: dict[str, Message] = {"query_pre_attn_scalar": msg("scores scaled by 1/sqrt(query_pre_attn_scalar), not 1/sqrt(d)"),
+                                  "attn_logit_softcapping": msg("attention scores soft-capped"),
+                                  "final_logit_softcapping": msg("logits soft-capped"),
+                                  "embedding_multiplier": msg("embeddings scaled by a multiplier"),
+                                  "residual_multiplier": msg("residual branches scaled by a multiplier"),
+                                  "attention_multiplier": msg("attention scores scaled by a multiplier"),
+                                  "logits_scaling": msg("logits scaled"),
+                                  "logit_scale": msg("logits scaled"),
+                                  "partial_rotary_factor": msg("rotary positions on part of each head only"),
+                                  "num_local_experts": msg("a mixture-of-experts MLP"),
+                                  "num_experts": msg("a mixture-of-experts MLP"),
+                                  "qkv_bias": msg("q, k and v biases"),
+                                  "use_qkv_bias": msg("q, k and v biases"),
+                                  "use_qk_norm": msg("q and k normalised")}
+
+
+def _rope(cfg: Config) -> tuple[float | None, str, str, str]:
     """rope_theta and the rope type: transformers 5 writes rope_parameters, earlier versions rope_theta and rope_scaling."""
-    params = cfg.get("rope_parameters") or {}
-    scaling = cfg.get("rope_scaling") or {}
-    if "rope_theta" in params:
-        theta, where = params["rope_theta"], "rope_parameters.rope_theta"
-    elif "rope_theta" in cfg:
-        theta, where = cfg["rope_theta"], "rope_theta"
+    params = cfg.mapping("rope_parameters")
+    scaling = cfg.mapping("rope_scaling")
+    theta: float | None
+    if params.get("rope_theta") is not None:
+        theta, where = cfg.number("rope_parameters.rope_theta", value=params["rope_theta"]), "rope_parameters.rope_theta"
     else:
-        theta, where = 10000.0, "LLaMA's default rope_theta (config.json gives none)"
+        theta, where = cfg.number("rope_theta"), "rope_theta"
     kind = params.get("rope_type") or scaling.get("rope_type") or scaling.get("type") or "default"
-    return float(theta), str(kind), where
+    key = "rope_parameters" if params.get("rope_type") else "rope_scaling"
+    for extra in ("factor", "partial_rotary_factor"):  # a scaling by any other name
+        if params.get(extra) not in (None, 1, 1.0) and kind == "default":
+            kind, key = f"default with {extra} {params[extra]}", "rope_parameters"
+    if scaling and kind == "default" and set(scaling) - {"rope_type", "type", "rope_theta"}:
+        kind = "default with " + ", ".join(sorted(set(scaling) - {"rope_type", "type", "rope_theta"}))
+    return theta, str(kind), where, key
 
 
-def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads: int | None) -> ModelConfig:
+def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     """Hugging Face LLaMA / Mistral: RMSNorm, SwiGLU, rotary positions turned as rotate_half does, grouped-query attention."""
     if not config:
         raise CheckpointError(at(ckpt.path, msg('a LLaMA checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights')))
-    cfg = config
+    cfg = Config(config, ckpt, options, "llama")
+    model_type = cfg.model_type(layout.model_types, LLAMA_DIFFERENT)
     embed = shape_of(ckpt, layout, "embedding")
     if embed is None:
         raise CheckpointError(at(ckpt.path, msg('holds no LLaMA token embedding (model.embed_tokens.weight); is it a LLaMA checkpoint?')))
@@ -56,45 +100,77 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     layers = layer_count(ckpt.keys(), pattern)
     if layers == 0:
         raise CheckpointError(at(ckpt.path, msg('holds no LLaMA layer (model.layers.0.input_layernorm.weight)')))
-    H = int(cfg.get("num_attention_heads") or need_heads(heads, C, "config.json"))
-    H_kv = int(cfg.get("num_key_value_heads") or H)
-    theta, rope_type, theta_from = _rope(cfg)
-    refused = [
-        (cfg.get("hidden_act", "silu") != "silu", msg("hidden_act {act}: tracer's SwiGLU gates with silu", act=repr(cfg.get("hidden_act")))),
-        (bool(cfg.get("attention_bias")), msg("attention_bias = true: the llama layout reads q/k/v/o_proj without biases")),
-        (bool(cfg.get("mlp_bias")), msg("mlp_bias = true: the llama layout reads gate/up/down_proj without biases")),
-        (cfg.get("head_dim") not in (None, C // H), msg("head_dim = {head_dim}: tracer's heads have width d = C / H = {d}", head_dim=cfg.get("head_dim"), d=C // H)),
-        (rope_type != "default", msg("rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)", rope=repr(rope_type))),
-        (H_kv < 1 or H % H_kv, msg("num_key_value_heads = {H_kv} must divide num_attention_heads = {H}", H_kv=H_kv, H=H)),
-    ]
-    for bad, why in refused:
-        if bad:
-            raise CheckpointError(at("config.json", why))
+    embedding_key = layout.locate("embedding", ckpt.keys())[0].key  # type: ignore[index]
+    cfg.same("hidden_size", C, "C", embedding_key, embed)
+    cfg.same("vocab_size", V, "V", embedding_key, embed)
+    cfg.same("num_hidden_layers", layers, "layers")
+    heads = cfg.integer("num_attention_heads")
+    if heads is None:
+        need_heads(options.heads, C, "config.json")
+    H = cfg.setting("H", "num_attention_heads", heads, None, "")
+    H_kv = cfg.integer("num_key_value_heads") or H
+    theta, rope_type, theta_from, rope_key = _rope(cfg)
+    act = cfg.text("hidden_act")
+    head_dim = cfg.integer("head_dim")
+    # what tracer's LLaMA block does not model, one rule a line
+    refuse(cfg, [
+        (C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
+        (act not in (None, "silu"), msg("hidden_act {act}: tracer's SwiGLU gates with silu", act=repr(act))),
+        (cfg.text("hidden_activation") not in (None, "silu"), msg("hidden_activation {act}: tracer's SwiGLU gates with silu", act=repr(cfg.raw.get("hidden_activation")))),
+        (bool(cfg.flag("attention_bias")), msg("attention_bias = true: the llama layout reads q/k/v/o_proj without biases")),
+        (bool(cfg.flag("mlp_bias")), msg("mlp_bias = true: the llama layout reads gate/up/down_proj without biases")),
+        (head_dim not in (None, C // H), msg("head_dim = {head_dim}: tracer's heads have width d = C / H = {d}", head_dim=head_dim, d=C // H)),
+        (rope_type != "default", msg("{key}: rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)", key=rope_key, rope=repr(rope_type))),
+        (H % H_kv != 0, msg("num_key_value_heads = {H_kv} must divide num_attention_heads = {H}", H_kv=H_kv, H=H)),
+    ] + [(cfg.raw.get(key) not in (None, False, 0, 1, 1.0), msg("{key} = {value}: {why}, which tracer's LLaMA block does not model", key=key, value=received(cfg.raw.get(key)), why=why))
+         for key, why in UNMODELLED.items()])
+    if not cfg.has("num_key_value_heads"):
+        cfg.notes["H_kv"] = "assumed: not in config.json (= num_attention_heads, as Hugging Face does)"
+    if options.activation not in (None, "swiglu"):
+        raise CheckpointError(at(f"--activation {options.activation}", msg("the llama layout's MLP is SwiGLU (down_proj(silu(gate_proj(x)) * up_proj(x))): expected swiglu")))
+    cfg.setting("activation", "hidden_act", "swiglu" if act else None, "swiglu", "Hugging Face's hidden_act silu",
+                note="mlp: down_proj(silu(gate_proj(x)) * up_proj(x))", shown=act)
+    eps = cfg.setting("eps", "rms_norm_eps", cfg.number("rms_norm_eps"), 1e-6, "Hugging Face's rms_norm_eps")
+    theta = cfg.setting("position_base", theta_from, theta, 10000.0, "LLaMA's default rope_theta")
     w1 = shape_of(ckpt, layout, "blocks.0.ffn.w1")
-    tied = bool(cfg.get("tie_word_embeddings", False))
+    if w1 is not None:
+        cfg.same("intermediate_size", w1[1], "F")
+    tie = cfg.flag("tie_word_embeddings")
+    tied = bool(tie)
     has_head = tied or shape_of(ckpt, layout, "head") is not None
-    dims = {"C": C, "H": H} | ({"H_kv": H_kv} if H_kv != H else {}) | {"F": w1[1] if w1 else int(cfg["intermediate_size"]), "V": V}
-    notes = {"C": "hidden_size", "H": "num_attention_heads", "H_kv": "num_key_value_heads (grouped-query attention)",
-             "F": "intermediate_size (gate_proj, up_proj)", "V": "vocab_size (rows of embed_tokens)"}
+    if tie is None and shape_of(ckpt, layout, "head") is not None:
+        cfg.assumed.append(("head", "separate"))
+    F = w1[1] if w1 else cfg.integer("intermediate_size")
+    if F is None:
+        raise cfg.fail("intermediate_size", msg("a whole number"), None)
+    dims = {"C": C, "H": H} | ({"H_kv": H_kv} if H_kv != H else {}) | {"F": F, "V": V}
+    notes = {"C": "hidden_size" if cfg.has("hidden_size") else "the width of embed_tokens",
+             "H_kv": "num_key_value_heads (grouped-query attention)",
+             "F": "intermediate_size (gate_proj, up_proj)" if cfg.has("intermediate_size") else "the width of gate_proj",
+             "V": "vocab_size (rows of embed_tokens)" if cfg.has("vocab_size") else "rows of embed_tokens"} | cfg.notes
     # Mistral's sliding_window W: query t reads keys t - W + 1..t (transformers' sliding_window_overlay, kv > q - W);
-    # LlamaForCausalLM reads no sliding_window, so a llama config's is not applied
-    window = cfg.get("sliding_window") if cfg.get("model_type") != "llama" else None
-    block = {"norm_order": "pre", "layers": layers, "norm": "rmsnorm", "eps": float(cfg.get("rms_norm_eps", 1e-6)),
+    # LlamaForCausalLM reads no sliding_window, so a llama config's is not applied, nor one use_sliding_window turns off (Qwen2's)
+    window = cfg.integer("sliding_window") if model_type != "llama" and cfg.raw.get("use_sliding_window") is not False else None
+    block = {"norm_order": "pre", "layers": layers, "norm": "rmsnorm", "eps": eps,
              "activation": "swiglu", "positions": "rotary", "position_base": theta, "rotary_pairing": "half", "mask": "causal",
              "final_norm": True, "head": ("tied" if tied else "separate") if has_head else "none"}
-    notes |= {"norm": "LlamaRMSNorm: x / sqrt(mean(x^2) + eps) * weight", "eps": "rms_norm_eps",
-              "activation": "mlp: down_proj(silu(gate_proj(x)) * up_proj(x))", "positions": "rotary (RoPE), inside each attention",
-              "position_base": theta_from, "rotary_pairing": "Hugging Face's rotate_half: pairs (i, i + d/2), no weight permutation",
+    notes |= {"norm": "LlamaRMSNorm: x / sqrt(mean(x^2) + eps) * weight",
+              "positions": "rotary (RoPE), inside each attention",
+              "rotary_pairing": "Hugging Face's rotate_half: pairs (i, i + d/2), no weight permutation",
               "final_norm": "model.norm",
-              "head": ("lm_head = embed_tokens (tie_word_embeddings)" if tied else "lm_head.weight, untied") if has_head
+              "head": ("lm_head = embed_tokens (tie_word_embeddings)" if tied else
+                       "lm_head.weight, untied" + ("" if tie is not None else f" (tie_word_embeddings assumed: {cfg.why_assumed()})")) if has_head
               else "no lm_head in the checkpoint (a bare LlamaModel)"}
     if window is not None:
-        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise CheckpointError(at("config.json", msg("sliding_window: expected a whole number of 1 or more, or null, received {got}", got=repr(window))))
         block["mask"] = {"causal": True, "window": window}
         notes["mask"] = f"sliding_window: each position reads itself and the {window - 1} before it"
-    return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json")
+    if model_type is not None and model_type not in layout.model_types:
+        cfg.assumed.append(("model_type", f"{model_type!r} computed as LLaMA"))
+    return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
 
 LAYOUT = Layout("llama", "Hugging Face LLaMA and Mistral-style models (LlamaForCausalLM, MistralForCausalLM)", table(), read_config,
-                aliases=(("model.", ""),), model_types=("llama", "mistral"))  # a bare LlamaModel has no 'model.'
+                aliases=(("model.", ""),), model_types=("llama", "mistral"),  # a bare LlamaModel has no 'model.'
+                # older checkpoints store the rotary frequencies per layer: LlamaRotaryEmbedding recomputes them from rope_theta
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",),
+                differ=tuple(LLAMA_DIFFERENT))

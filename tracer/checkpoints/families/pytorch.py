@@ -7,7 +7,20 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families.base import Layout, ModelConfig, Take, group, layer_count, need_heads, norm, packed_attention, shape_of, stored_dtype
+from tracer.checkpoints.families.base import (
+    Config,
+    Layout,
+    ModelConfig,
+    Options,
+    Take,
+    group,
+    layer_count,
+    need_heads,
+    norm,
+    packed_attention,
+    shape_of,
+    stored_dtype,
+)
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
@@ -35,11 +48,15 @@ def table() -> dict[str, Take]:
     return table
 
 
-def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, heads: int | None) -> ModelConfig:
+TORCH_ACTIVATIONS = ("relu", "gelu")  # nn.TransformerEncoderLayer's activation: relu (its default) or gelu (exact)
+
+
+def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     """nn.TransformerEncoderLayer / nn.TransformerEncoder / nn.Transformer: everything from the shapes, H from --heads.
 
-    A state dict does not record norm_first, the activation or eps: the spec gets PyTorch's defaults
-    (post-norm, relu, 1e-5) and a comment saying so.
+    A state dict does not record nhead, norm_first, the activation or eps: H comes from --heads, the others
+    from --norm-order, --activation and --eps, else PyTorch's defaults (post-norm, relu, 1e-5), each written
+    '# assumed: ...' and listed on stderr.  A config.json beside it is not read.
     """
     keys = ckpt.keys()
     seq2seq = any(k.startswith("decoder.layers.") for k in keys)
@@ -49,13 +66,19 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     if w_q is None or w1 is None:
         raise CheckpointError(at(ckpt.path, msg('holds no nn.TransformerEncoderLayer weights (self_attn.in_proj_weight, linear1.weight); is it a PyTorch nn.Transformer* state dict?')))
     C, F = w_q[0], w1[1]
-    H = need_heads(heads, C, "a PyTorch state dict")
+    H = need_heads(options.heads, C, "a PyTorch state dict")
+    if options.activation not in (None,) + TORCH_ACTIVATIONS:
+        raise CheckpointError(at(f"--activation {options.activation}", msg("expected one of {join} (nn.TransformerEncoderLayer's activations)", join=", ".join(TORCH_ACTIVATIONS))))
+    cfg = Config(None, ckpt, options, "torch", absent="a state dict does not record it")  # the options, or PyTorch's defaults
+    cfg.used.add("heads")
+    settings = {"norm_order": cfg.setting("norm_order", "", None, "post", "PyTorch's default norm_first=False"),
+                "activation": cfg.setting("activation", "", None, "relu", "PyTorch's default"),
+                "eps": cfg.setting("eps", "", None, 1e-5, "PyTorch's default layer_norm_eps")}
     dims = {"C": C, "H": H, "F": F}
-    notes = {"C": "in_proj_weight is [3C,C]", "H": "--heads (a state dict does not record nhead)", "F": "linear1 is [F,C]",
-             "norm_order": "PyTorch's default norm_first=False; use pre if the model was built with norm_first=True",
-             "activation": "PyTorch's default; a state dict does not record it", "eps": "PyTorch's default layer_norm_eps"}
+    notes = {"C": "in_proj_weight is [3C,C]", "H": "--heads (a state dict does not record nhead)", "F": "linear1 is [F,C]"} | cfg.notes
     dtype = stored_dtype(ckpt, layout, prefix + "attn.w_q")
-    common = {"norm_order": "post", "norm": "layernorm", "eps": 1e-5, "activation": "relu", "positions": "none"}
+    common = {"norm_order": settings["norm_order"], "norm": "layernorm", "eps": settings["eps"], "activation": settings["activation"],
+              "positions": "none"}
     if seq2seq:
         enc_layers = layer_count(keys, "encoder.layers.{i}.linear1.weight")
         dec_layers = layer_count(keys, "decoder.layers.{i}.linear1.weight")
@@ -63,11 +86,11 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         decoder = common | {"layers": dec_layers, "mask": "causal", "final_norm": "decoder.norm.weight" in keys}
         notes |= {"positions": "nn.Transformer adds no positions", "V": "nn.Transformer has no embedding: drawn from the seed"}
         return ModelConfig(dec_layers, dims, decoder, notes, dtype, "tensor shapes", "encoder-decoder", encoder, enc_layers,
-                           embedding_given=False)
+                           embedding_given=False, **cfg.record())
     layers = layer_count(keys, "layers.{i}.linear1.weight") or layer_count(keys, "encoder.layers.{i}.linear1.weight") or 1
     block = common | {"layers": layers, "mask": "none", "final_norm": shape_of(ckpt, layout, "final_norm.gamma") is not None}
     notes |= {"positions": "the encoder adds no positions", "mask": "an encoder layer reads every position (no src_mask)"}
-    return ModelConfig(layers, dims, block, notes, dtype, "tensor shapes", input="x", embedding_given=False)
+    return ModelConfig(layers, dims, block, notes, dtype, "tensor shapes", input="x", embedding_given=False, **cfg.record())
 
 
 LAYOUT = Layout("torch", "PyTorch nn.TransformerEncoderLayer, nn.TransformerEncoder, nn.Transformer state dicts", table(), read_config,
