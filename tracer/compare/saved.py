@@ -53,7 +53,7 @@ def sniff(path: str, text: str) -> Any | None:
     if not is_json_name and not text.lstrip().startswith("{"):
         return None
     try:
-        doc = json.loads(text, parse_constant=_Unreadable, parse_float=_float)
+        doc = json.loads(text, parse_constant=_Unreadable, parse_float=_float, parse_int=_int)
     except json.JSONDecodeError as e:
         if not is_json_name:
             return None  # a YAML flow mapping, most likely
@@ -77,6 +77,12 @@ class _Unreadable:
 
     def __repr__(self) -> str:
         return self.text
+
+
+def _int(text: str) -> int | _Unreadable:
+    """A JSON integer; one of more digits than a double's largest (309) is no number a trace holds, kept as written
+    (Python refuses to read integers of more than 4,300 digits at all)."""
+    return int(text) if len(text) <= 320 else _Unreadable(text)
 
 
 def _float(text: str) -> float | _Unreadable:
