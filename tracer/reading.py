@@ -25,8 +25,11 @@ import re
 import stat
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
-from tracer.errors import EXIT_USAGE, TracerError
+from tracer.errors import InputRefused
 from tracer.messages import Message, msg
+
+__all__ = ["InputRefused", "open_regular", "is_regular", "read_bytes", "read_exactly", "read_into", "json_value", "json_depth_within",
+           "whole_number", "NpyHeader", "npy_header", "parse_npy_header", "dtype_shown", "zip_members"]
 
 if TYPE_CHECKING:
     import zipfile
@@ -35,16 +38,6 @@ MAX_NPY_HEADER = 10_000  # NumPy's own limit (numpy.lib.format, max_header_size)
 MAX_NPY_DIMS = 64  # NumPy's most axes
 MAX_JSON_DEPTH = 32  # a safetensors header nests 3 deep, a config.json a few more
 MAX_INT_DIGITS = 400  # a double's largest value has 309 digits: a longer integer is no number tracer can hold
-
-
-class InputRefused(TracerError):
-    """A file tracer will not read (not a regular file, a hostile or broken header): a short fact, no path, exit 2."""
-
-    exit_code = EXIT_USAGE
-
-    def __init__(self, message: Message, reason: str = "refused") -> None:
-        super().__init__(message)
-        self.reason = reason  # missing | directory | special | permission | refused (anything else)
 
 
 def open_regular(path: str) -> tuple[IO[bytes], int]:
@@ -91,7 +84,7 @@ def read_bytes(path: str, limit: int, what: Message | str) -> bytes:
     with fh:
         data = b"" if size > limit else fh.read(limit + 1)
     if size > limit or len(data) > limit:
-        raise InputRefused(msg("is larger than {limit} bytes, the most a {what} may be", limit=f"{limit:,}", what=what))
+        raise InputRefused(msg("is larger than {limit} bytes, the most {what} may be", limit=f"{limit:,}", what=what))
     return data
 
 

@@ -140,7 +140,7 @@ class Checkpoint(ABC):
 def _read_json(path: str, what: str) -> Any:
     """A config.json or an index: a regular file, its size and nesting bounded before it is parsed."""
     try:
-        return reading.json_value(reading.read_bytes(path, MAX_JSON_FILE, msg("JSON file")), msg("a text"), finite=False)
+        return reading.json_value(reading.read_bytes(path, MAX_JSON_FILE, msg("a JSON file")), msg("a text"), finite=False)
     except reading.InputRefused as e:
         raise CheckpointError(at(path, msg('cannot read {what}: {e}', what=what, e=e.message))) from None
 
