@@ -288,3 +288,19 @@ def read_into(fh: IO[bytes], n: int) -> bytearray:
             raise InputRefused(msg("is truncated: {n} bytes were due, {got} came", n=f"{n:,}", got=f"{got:,}"))
         got += k
     return buf
+
+
+# -- paths as text ---------------------------------------------------------------------------------
+def os_path(text: str) -> str:
+    """A path as a spec (UTF-8 text) writes it -> the path the system's calls take.  The same string in a UTF-8
+    locale; in the C locale without UTF-8 mode, 'modèle' becomes the name whose bytes are its UTF-8."""
+    return os.fsdecode(text.encode("utf-8", "surrogateescape"))
+
+
+def text_path(path: str) -> str:
+    """A path as the system gives it (a command-line argument) -> the text a UTF-8 spec writes for it; InputRefused
+    if its bytes are not UTF-8 (no spec can name that file)."""
+    try:
+        return os.fsencode(path).decode("utf-8")
+    except UnicodeError:
+        raise InputRefused(msg("the path's name is not UTF-8 text, which a spec cannot write; rename the file or folder")) from None

@@ -95,7 +95,7 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
     cfg = layout.read_config(config, ckpt, layout, heads)
     if length < 1 or length > cfg.dims.get("T_max", length):
         raise UsageError(msg("--length {length}: expected 1 to {most} positions", length=length, most=cfg.dims.get("T_max", "T_max")))
-    title = os.path.basename(os.path.normpath(ckpt_path))
+    title = _text_path(os.path.basename(os.path.normpath(ckpt_path)))
     if cfg.model == "encoder-decoder":
         if layers is not None:
             raise UsageError(msg('--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole'))
@@ -197,6 +197,16 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
     return "\n".join(lines) + "\n"
 
 
+def _text_path(path: str) -> str:
+    """A path as the spec's UTF-8 text writes it (in the C locale too), or a UsageError if no spec can."""
+    from tracer import reading
+
+    try:
+        return reading.text_path(path)
+    except reading.InputRefused as e:
+        raise UsageError(at(path.encode("ascii", "backslashreplace").decode("ascii"), e.message)) from None
+
+
 def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = None, layers: str | None = None,
                       tokens: str | None = None, heads: int | None = None, length: int = 8, force: bool = False) -> Imported:
     """Build the spec for ``checkpoint``, check that it loads, and write it to ``output`` (or return it for stdout)."""
@@ -210,7 +220,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
     else:
         shown = checkpoint
     try:
-        text, summary, _ = build(checkpoint, shown, layout, layers, tokens, heads, length)
+        text, summary, _ = build(checkpoint, _text_path(shown), layout, layers, tokens, heads, length)
     except CheckpointError as e:
         raise UsageError(e.message) from None
     load_spec_text(text, output if output is not None else "<stdout>")  # it runs as written, or nothing is written

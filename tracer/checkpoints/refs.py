@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, NamedTuple
 
+from tracer import reading
 from tracer.checkpoints.families.base import Layout, Take
 from tracer.checkpoints.formats import Checkpoint, TensorInfo, file_of, open_checkpoint, shape_text
 from tracer.errors import CheckpointError
@@ -57,7 +58,8 @@ class ModelSource(NamedTuple):
 
 def resolve(spec_dir: str, file: str) -> str:
     """A path as the spec writes it, relative to the spec's folder."""
-    return file if os.path.isabs(file) else os.path.join(spec_dir, file)
+    path = reading.os_path(file)  # a spec is UTF-8 text; the system may take its names in another encoding
+    return path if os.path.isabs(path) else os.path.join(spec_dir, path)
 
 
 def _closest(key: str, keys: list[str]) -> Message:
