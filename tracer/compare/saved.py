@@ -79,10 +79,19 @@ class _Unreadable:
         return self.text
 
 
-def _int(text: str) -> int | _Unreadable:
-    """A JSON integer; one of more digits than a double's largest (309) is no number a trace holds, kept as written
-    (Python refuses to read integers of more than 4,300 digits at all)."""
-    return int(text) if len(text) <= 320 else _Unreadable(text)
+class _HugeInt:
+    """A JSON integer of more digits than a double's largest (309): no number a trace holds.  Kept as its length
+    (Python refuses to read integers of more than 4,300 digits at all), refused where it is found."""
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
+
+    def __repr__(self) -> str:
+        return f"a whole number of {self.digits:,} digits"
+
+
+def _int(text: str) -> int | _HugeInt:
+    return int(text) if len(text) <= 320 else _HugeInt(text)
 
 
 def _float(text: str) -> float | _Unreadable:
@@ -106,6 +115,8 @@ def _kind(value: Any) -> str:
         return msg("a list")
     if isinstance(value, str):
         return msg("text {v}", v=repr(value)[:55])
+    if isinstance(value, _HugeInt):
+        return msg("a whole number of {n} digits", n=f"{value.digits:,}")
     if isinstance(value, _Unreadable):
         return msg("{text} (not a finite number; only a stage's values may hold \"NaN\", \"Infinity\" or \"-Infinity\", as strings)", text=value.text[:40])
     return repr(value)
@@ -256,6 +267,8 @@ class _Reader:
         if shape is not None and obj.shape != shape:
             raise self.fail(field, msg("expected shape {shape} as the stage's shape says, received {shape2}", shape=list(shape), shape2=list(obj.shape)))
         types = set(map(type, obj.flat))
+        if _HugeInt in types:
+            raise self.fail(field, msg("holds a whole number too large for a double"))
         if _Unreadable in types:  # a bare NaN or 1e999 among the values: tracer writes strings, Python's json the tokens
             for where, v in np.ndenumerate(obj):
                 if isinstance(v, _Unreadable):
