@@ -58,14 +58,15 @@ os._exit(code if code >= 0 else 128 - code)
 
 
 def bounded(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = TIMEOUT,
-            address_space: int | None = ADDRESS_SPACE) -> Outcome:
+            address_space: int | None = ADDRESS_SPACE, program: list[str] | None = None) -> Outcome:
     """``tracer ARGS`` in cwd, bounded in time and address space; ``address_space`` None for torch, which reserves
-    more address space than it uses (its peak resident memory is still measured)."""
+    more address space than it uses (its peak resident memory is still measured); ``program``: another command
+    than tracer (a script that calls tracer's API, such as the grading script)."""
     full_env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR", "COLUMNS") + LOCALE}
     full_env["LANG"] = "C.UTF-8"
     full_env["PYTHONPATH"] = str(REPO) + os.pathsep + full_env.get("PYTHONPATH", "")
     full_env.update(env or {})
-    command = _entry_point()
+    command = list(program) if program is not None else _entry_point()
     if not os.path.isabs(command[0]):
         command[0] = sys.executable
     with tempfile.TemporaryDirectory() as scratch:

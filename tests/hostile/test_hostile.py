@@ -137,3 +137,35 @@ def test_the_case_script_writes_every_case(tmp_path: Path) -> None:
                        timeout=120, env={**os.environ, "PYTHONPATH": ""})
     assert r.returncode == 0, r.stderr
     assert len(r.stdout.splitlines()) >= len(PLAIN) + len(cases.ARRAYS)
+
+
+def test_the_grading_script_grades_a_class_with_hostile_hand_ins(tmp_path: Path) -> None:
+    """One student's file: holds a NUL byte, another's is a FIFO, a third's an .npz with a 20 MB header: each is a row
+    of the sheet with its error, and the class is graded, in bounded time and memory."""
+    import shutil
+
+    from conftest import EXAMPLES
+
+    students = tmp_path / "students"
+    shutil.copytree(EXAMPLES / "coursework" / "students" / "alice", students / "alice")
+    chosen = {"dave": "nul-in-path", "erin": "npz-fifo", "frank": "npz-huge-member-header"}
+    for student, name in chosen.items():
+        case = next(c for c in cases.CHECKPOINTS if c.name == name)
+        home = students / student
+        home.mkdir()
+        if "\0" not in case.file:
+            case.make(home / case.file)
+        (home / "prenorm.yaml").write_text(cases.spec_text(case), encoding="utf-8")
+    before = hostile.snapshot(students)
+    script = str(EXAMPLES / "coursework" / "grade.py")
+    import sys
+
+    o = hostile.bounded([str(students), str(EXAMPLES / "coursework" / "reference")], tmp_path, program=[sys.executable, script])
+    assert o.returncode == 0 and "Traceback" not in o.stdout + o.stderr, (o.stdout, o.stderr)
+    hostile.assert_bounded(o, "grade.py")
+    rows = {line.split()[0]: line for line in o.stdout.splitlines()[1:]}
+    assert rows["alice"].split()[2] == "10/10", o.stdout
+    for student, name in chosen.items():
+        case = next(c for c in cases.CHECKPOINTS if c.name == name)
+        assert case.fragment in rows[student], (student, rows[student])
+    assert hostile.snapshot(students) == before
