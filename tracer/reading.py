@@ -23,12 +23,15 @@ import json
 import os
 import re
 import stat
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from tracer.errors import InputRefused
 from tracer.messages import Message, msg
 
-__all__ = ["InputRefused", "open_regular", "is_regular", "read_bytes", "read_exactly", "read_into", "json_value", "json_depth_within",
+__all__ = ["InputRefused", "within", "afford", "open_regular", "is_regular", "read_bytes", "read_exactly", "read_into", "json_value", "json_depth_within",
            "whole_number", "NpyHeader", "npy_header", "parse_npy_header", "dtype_shown", "zip_members"]
 
 if TYPE_CHECKING:
@@ -38,6 +41,25 @@ MAX_NPY_HEADER = 10_000  # NumPy's own limit (numpy.lib.format, max_header_size)
 MAX_NPY_DIMS = 64  # NumPy's most axes
 MAX_JSON_DEPTH = 32  # a safetensors header nests 3 deep, a config.json a few more
 MAX_INT_DIGITS = 400  # a double's largest value has 309 digits: a longer integer is no number tracer can hold
+PARSED_BYTES_PER_BYTE = 20  # json.loads's dicts, strings and ints per byte of a header (about 10 for a safetensors header)
+_BUDGET: ContextVar[int | None] = ContextVar("tracer_reading_budget", default=None)
+
+
+@contextmanager
+def within(limit: int | None) -> Iterator[None]:
+    """Headers parsed inside may take at most ``limit`` bytes (--max-memory; None: no limit)."""
+    token = _BUDGET.set(limit)
+    try:
+        yield
+    finally:
+        _BUDGET.reset(token)
+
+
+def afford(need: int, what: Message | str) -> None:
+    """InputRefused if ``need`` bytes are more than the current --max-memory (see within)."""
+    limit = _BUDGET.get()
+    if limit is not None and need > limit:
+        raise InputRefused(msg("{what} would need about {need} bytes to parse, more than --max-memory allows ({limit} bytes)", what=what, need=f"{need:,}", limit=f"{limit:,}"))
 
 
 def open_regular(path: str) -> tuple[IO[bytes], int]:
@@ -134,6 +156,7 @@ def json_value(data: bytes | str, what: Message | str, depth: int = MAX_JSON_DEP
     """The parsed JSON of ``data``, nesting and integers bounded first; ``finite``: NaN and Infinity are refused too.
     The refusal names the size of the text, never its content."""
     n = len(data)
+    afford(n * PARSED_BYTES_PER_BYTE, msg("{what} of {n} bytes", what=what, n=f"{n:,}"))
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
     except UnicodeDecodeError:

@@ -115,6 +115,8 @@ CHECKPOINTS = [
     Case("npz-dev-zero", "w.npz", _link("/dev/zero"), "is not a regular file"),
     Case("safetensors-deep", "w.safetensors", _writer(safetensors(DEEP)), "nests deeper than"),
     Case("safetensors-infinity", "w.safetensors", _writer(safetensors(INFINITE, bytes(32))), "not valid JSON"),
+    Case("safetensors-wide-header", "w.safetensors", _writer(safetensors(b'{"w": {"dtype": "F64", "shape": [2, 2], "data_offsets": [0, 32]}}'
+                                                                      + b" " * 6_000_000, bytes(32))), "more than --max-memory allows"),
     Case("safetensors-overlap", "w.safetensors", _writer(safetensors(OVERLAP, bytes(32))), "overlap", key="w"),
     Case("safetensors-secret-length", "w.safetensors", _writer(SECRET + b"more of the secret file"), "is not a safetensors file"),
     Case("nul-in-path", "w\0.npy", _writer(b""), "NUL byte"),

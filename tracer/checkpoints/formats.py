@@ -293,6 +293,7 @@ class _Npy(NamedTuple):
     info: TensorInfo
     fortran: bool
     offset: int  # where the values start
+    order: str = "<"  # byte order: ">" only for a big-endian array read as another program's (numbers_only False)
 
 
 def _npy_header(fh: Any, where: str, numbers_only: bool = True) -> _Npy:
@@ -304,6 +305,8 @@ def _npy_header(fh: Any, where: str, numbers_only: bool = True) -> _Npy:
         raise CheckpointError(at(where, e.message)) from None
     descr = header.descr
     code = descr[1:] if descr[:1] in ("<", "|") or (descr[:1] == "=" and sys.byteorder == "little") else None
+    if not numbers_only and descr[:1] == ">" and descr[1:] in NPY_DTYPES:
+        return _Npy(TensorInfo(header.shape, NPY_DTYPES[descr[1:]]), header.fortran_order, header.offset, ">")
     if code not in NPY_DTYPES and not numbers_only:
         return _Npy(TensorInfo(header.shape, descr), header.fortran_order, header.offset)
     if code not in NPY_DTYPES:
@@ -314,7 +317,7 @@ def _npy_header(fh: Any, where: str, numbers_only: bool = True) -> _Npy:
 def _array_from(data: bytes | bytearray, npy: _Npy) -> np.ndarray:
     import numpy as np
 
-    flat = np.frombuffer(data, dtype="<" + next(k for k, v in NPY_DTYPES.items() if v == npy.info.dtype))
+    flat = np.frombuffer(data, dtype=npy.order + next(k for k, v in NPY_DTYPES.items() if v == npy.info.dtype))
     if npy.fortran:
         return flat.reshape(npy.info.shape[::-1]).T
     return flat.reshape(npy.info.shape)

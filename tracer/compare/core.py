@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tracer import reading
 from tracer.compare import saved as jsonin
 from tracer.compare.status import DIFFERS, EQUAL, NOT_RECORDED, ONLY_A, ONLY_B, SHAPES_DIFFER, STATUS_MESSAGES
 from tracer.engine import executor
@@ -676,7 +677,8 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
     trace its parsed values), and a diff over --max-memory is refused before either side runs."""
     check_tolerance(atol, rtol)
     limit = memory.parse_size(max_memory)
-    read_a, read_b = read_side(path_a, grad, limit, max_memory), read_side(path_b, grad, limit, max_memory)
+    with reading.within(limit):
+        read_a, read_b = read_side(path_a, grad, limit, max_memory), read_side(path_b, grad, limit, max_memory)
     memory.refuse_over(msg("{a} and {b}: this diff", a=path_a, b=path_b), {msg("side A"): read_a[3], msg("side B"): read_b[3],
                        msg("comparing"): memory.compare_bytes([r[1] for r in (read_a, read_b)], show_all)}, limit, max_memory)
     # Without --all or --stage, attention internals are not compared: a spec side need not keep them (the cross-attention
