@@ -45,6 +45,7 @@ def test_every_hostile_checkpoint_is_refused_on_one_line_within_bounds(tmp_path:
     for case, spec in zip(PLAIN, specs):
         assert spec in lines, (case.name, o.stdout)
         assert case.fragment in lines[spec], (case.name, lines[spec])
+    assert "allow_pickle" not in o.stdout and "pickle.load" not in o.stdout  # no refusal advises loading a pickle
 
 
 @pytest.mark.slow  # one process per case and command: about a second each

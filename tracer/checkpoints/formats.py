@@ -372,6 +372,7 @@ class NpzFile(Checkpoint):
         self.path = path
         self.unreadable: dict[str, str] = {}
         fh, self.size = _opened(path)
+        self._fh = fh  # the zip reads through it; closed with this object (ZipFile does not close a file it was given)
         try:
             self.zip = zipfile.ZipFile(fh)
             members = [m for m in reading.zip_members(self.zip) if m.filename.endswith(".npy")]
@@ -400,6 +401,11 @@ class NpzFile(Checkpoint):
         except NPZ_ERRORS as e:
             fh.close()
             raise CheckpointError(at(path, msg('cannot read ({e}); the file is truncated or corrupt', e=type(e).__name__))) from None
+
+    def __del__(self) -> None:
+        fh = getattr(self, "_fh", None)
+        if fh is not None:
+            fh.close()
 
     def keys(self) -> list[str]:
         return list(self.tensors)
