@@ -32,7 +32,7 @@ from tracer.errors import InputRefused
 from tracer.messages import Message, msg
 
 __all__ = ["InputRefused", "within", "afford", "open_regular", "is_regular", "read_bytes", "read_exactly", "read_into", "json_value", "json_depth_within",
-           "whole_number", "NpyHeader", "npy_header", "parse_npy_header", "dtype_shown", "zip_members"]
+           "whole_number", "NpyHeader", "npy_header", "parse_npy_header", "dtype_shown", "zip_open", "zip_members"]
 
 if TYPE_CHECKING:
     import zipfile
@@ -286,6 +286,23 @@ def dtype_shown(descr: str) -> str:
 
 
 # -- zip archives (.npz) ---------------------------------------------------------------------------
+ZIP_DIRECTORY_BYTES_PER_BYTE = 12  # zipfile's ZipInfo objects per byte of a central directory (46 bytes and a name each)
+
+
+def zip_open(fh: IO[bytes]) -> zipfile.ZipFile:
+    """The zip archive in ``fh``, the size of its directory checked against --max-memory before zipfile reads it
+    (a directory of millions of empty members takes ten times its size once read)."""
+    import zipfile
+
+    end = getattr(zipfile, "_EndRecData", None)
+    record = end(fh) if end is not None else None
+    if record:
+        size = int(record[5])  # _ECD_SIZE: the central directory's bytes
+        afford(size * ZIP_DIRECTORY_BYTES_PER_BYTE, msg("a zip directory of {n} bytes", n=f"{size:,}"))
+    fh.seek(0)
+    return zipfile.ZipFile(fh)
+
+
 def zip_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
     """The archive's members, each checked before any is read: not encrypted, a compression zipfile reads."""
     import zipfile

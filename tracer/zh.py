@@ -1110,6 +1110,7 @@ MESSAGES: dict[str, str] = {
     'permission denied': '没有权限',
     'is not a regular file (a pipe, socket or device); tracer reads regular files only': '不是普通文件（是管道、套接字或设备）；tracer 只读普通文件',
     '{what} would need about {need} bytes to parse, more than --max-memory allows ({limit} bytes)': '{what}需要约 {need} 字节来解析，超过了 --max-memory 允许的 {limit} 字节',
+    'a zip directory of {n} bytes': '{n} 字节的 zip 目录',
     '{what} of {n} bytes': '{what}（{n} 字节）',
     'a whole number of {n} digits': '一个 {n} 位的整数',
     "the path's name is not UTF-8 text, which a spec cannot write; rename the file or folder": '路径的名字不是 UTF-8 文本，spec 无法写出它；请给文件或文件夹改名',

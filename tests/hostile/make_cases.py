@@ -54,6 +54,23 @@ def encrypted(path: Path) -> None:
     path.write_bytes(bytes(data))
 
 
+def wide_directory(path: Path, members: int = 200_000) -> None:
+    """A zip of ``members`` empty files (10 MB of directory, some 100 MB once zipfile has read it), written by hand:
+    zipfile itself takes many seconds to write so many."""
+    local, central = [], []
+    offset = 0
+    for i in range(members):
+        name = b"m%07d" % i
+        head = struct.pack("<IHHHHHIIIHH", 0x04034B50, 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0) + name
+        central.append(struct.pack("<IHHHHHHIIIHHHHHII", 0x02014B50, 20, 20, 0, 0, 0, 0, 0, 0, 0, len(name), 0, 0, 0, 0, 0,
+                                   offset) + name)
+        local.append(head)
+        offset += len(head)
+    directory = b"".join(central)
+    end = struct.pack("<IHHHHIIH", 0x06054B50, 0, 0, members % 65536, members % 65536, len(directory), offset, 0)
+    path.write_bytes(b"".join(local) + directory + end)
+
+
 def huge_member(path: Path, values: int = 25_000_000) -> None:
     """An .npz of about 200 KB whose one member, all zeros, unpacks to 200 MB (its header declares it honestly)."""
     header = npy_header(f"({values},)")
@@ -109,6 +126,7 @@ CHECKPOINTS = [
     Case("npy-structured", "w.npy", _writer(npy(npy_header(descr="[('a', '<f8')]"), bytes(32))), "structured array"),
     Case("npy-pickle", "w.npy", _writer(npy(npy_header(descr="'|O'"), b"\x80\x04N.")), "Python objects (a pickle)"),
     Case("npy-huge-shape", "w.npy", _writer(npy(npy_header("(10000000000000000000, 2)"), bytes(32))), "is truncated"),
+    Case("npz-wide-directory", "w.npz", lambda p: wide_directory(p), "a zip directory of"),
     Case("npz-encrypted", "w.npz", encrypted, "is encrypted"),
     Case("npz-fifo", "w.npz", _fifo, "is not a regular file"),
     Case("safetensors-fifo", "w.safetensors", _fifo, "is not a regular file"),

@@ -374,7 +374,7 @@ class NpzFile(Checkpoint):
         fh, self.size = _opened(path)
         self._fh = fh  # the zip reads through it; closed with this object (ZipFile does not close a file it was given)
         try:
-            self.zip = zipfile.ZipFile(fh)
+            self.zip = reading.zip_open(fh)
             members = [m for m in reading.zip_members(self.zip) if m.filename.endswith(".npy")]
             self.tensors: dict[str, TensorInfo] = {}
             self._npy: dict[str, _Npy] = {}
