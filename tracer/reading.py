@@ -126,6 +126,7 @@ def read_exactly(fh: IO[bytes], n: int) -> bytes:
 # -- JSON --------------------------------------------------------------------------------------
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_EMPTY_PAIR = re.compile(r"\[\]|\{\}")
 
 
 def json_depth_within(text: str, depth: int) -> bool:
@@ -135,7 +136,7 @@ def json_depth_within(text: str, depth: int) -> bool:
     for _ in range(depth):
         if not shape:
             return True
-        shorter = shape.replace("[]", "").replace("{}", "")
+        shorter = _EMPTY_PAIR.sub("", shape)  # one scan: the innermost pairs only, one level a pass
         if shorter == shape:
             return False
         shape = shorter
