@@ -4,8 +4,9 @@ Opening reads headers only (a safetensors header, a zip directory and each .npy 
 index file), with no NumPy: ``tracer validate`` checks names and shapes without reading a
 tensor, and checks all that ``tracer run`` will (a header's size and nesting, every tensor's
 offsets against the file's size).  Every file is opened through ``tracer.reading``: regular files
-only (a FIFO or a device is refused, never waited on), each header bounded before it is parsed.  ``read(key)`` reads that one tensor (memory-mapped where the format allows) and
-converts it to the dtype asked for; bfloat16, which NumPy lacks, is widened to float32 by a
+only (a FIFO or a device is refused, never waited on), each header bounded before it is parsed.
+``read(key)`` reads that one tensor (memory-mapped where the format allows) and converts it to the
+dtype asked for; bfloat16, which NumPy lacks, is widened to float32 by a
 16-bit shift.  A pickle (.pt, .bin, .pth) is opened only through ``torch.load(...,
 weights_only=True)`` when torch is installed; nothing else is ever unpickled.
 
