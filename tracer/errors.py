@@ -130,6 +130,17 @@ class ArraysFileError(TracerError):
     exit_code = EXIT_USAGE
 
 
+class InputRefused(TracerError):
+    """A file tracer will not read (tracer.reading): not a regular file, a hostile or broken header.  A short fact
+    that names no path and quotes none of the file's bytes; the reader adds the path in its own error class (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+    def __init__(self, message: str, reason: str = "refused") -> None:
+        super().__init__(message)
+        self.reason = reason  # missing | directory | special | permission | refused (anything else)
+
+
 class DiffTrouble(TracerError):
     """A side cannot be compared (e.g. a violation without --keep-going): exit 2, as diff(1)."""
 

@@ -193,7 +193,7 @@ def confined(folder: str | None) -> Iterator[None]:
 
 def outside_confinement(path: str) -> bool:
     """Does ``path``, followed through every link, lie outside a folder --confine gave?"""
-    if not _CONFINE:
+    if not _CONFINE or "\0" in path:  # a NUL byte: no file can be named so, and the reader refuses it by its own words
         return False
     try:
         real = os.path.realpath(path)

@@ -188,6 +188,24 @@ def test_bad_npz_is_exit_2_one_line(tmp_path, make, fragment):
     assert_refused(run_app("diff", PRE, str(path)), str(path), fragment)
 
 
+@pytest.mark.parametrize("dtype", [">f8", "<f4", "<f2", ">i4", "<u2", "|u1"])
+def test_arrays_of_any_byte_order_and_numeric_type_are_read(tmp_path, dtype):
+    """An .npz of another program's arrays is read by tracer's own bounded reader: big-endian and unsigned arrays too,
+    and in Fortran order, each as the numbers it holds."""
+    stages = main_stages()
+    kind = np.dtype(dtype).kind
+    arrays = {k: np.asfortranarray((np.round(v * 4) if kind in "iu" else v).astype(dtype)) for k, v in stages.items()}
+    if kind == "u":
+        arrays = {k: np.abs(v) for k, v in arrays.items()}
+    path = save(tmp_path, arrays)
+    from tracer.compare.arrays import read_npz
+
+    got = read_npz(path)
+    assert set(got) == set(arrays)
+    for k, a in arrays.items():
+        assert got[k].dtype == np.float64 and np.array_equal(got[k], a.astype(np.float64)), k
+
+
 def test_pickles_are_never_loaded(tmp_path):
     marker = tmp_path / "ran"
 

@@ -17,7 +17,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "tracer"
 
 # Bottom to top: a module may import its own layer and the layers below it, never one above.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("foundation", ("tracer.errors", "tracer.process", "tracer.files", "tracer.i18n", "tracer.zh", "tracer.messages", "tracer.version")),
+    ("foundation", ("tracer.errors", "tracer.process", "tracer.files", "tracer.reading", "tracer.i18n", "tracer.zh", "tracer.messages",
+                    "tracer.version")),
     ("model", ("tracer.model",)),
     ("checkpoint readers", ("tracer.checkpoints",)),
     ("spec", ("tracer.spec",)),

@@ -2,8 +2,11 @@
 
 Opening reads headers only (a safetensors header, a zip directory and each .npy header, an
 index file), with no NumPy: ``tracer validate`` checks names and shapes without reading a
-tensor.  ``read(key)`` reads that one tensor (memory-mapped where the format allows) and
-converts it to the dtype asked for; bfloat16, which NumPy lacks, is widened to float32 by a
+tensor, and checks all that ``tracer run`` will (a header's size and nesting, every tensor's
+offsets against the file's size).  Every file is opened through ``tracer.reading``: regular files
+only (a FIFO or a device is refused, never waited on), each header bounded before it is parsed.
+``read(key)`` reads that one tensor (memory-mapped where the format allows) and converts it to the
+dtype asked for; bfloat16, which NumPy lacks, is widened to float32 by a
 16-bit shift.  A pickle (.pt, .bin, .pth) is opened only through ``torch.load(...,
 weights_only=True)`` when torch is installed; nothing else is ever unpickled.
 
@@ -12,14 +15,14 @@ Every error is a CheckpointError holding a short fact; the spec adds where it wa
 
 from __future__ import annotations
 
-import ast
-import json
 import math
 import os
 import struct
+import sys
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tracer import reading
 from tracer.errors import CheckpointError
 from tracer.files import note_input, outside_confinement
 from tracer.messages import at, msg
@@ -29,12 +32,16 @@ if TYPE_CHECKING:
 
 FLOATS = ("float64", "float32", "float16", "bfloat16")
 SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64", "I32": "int32",
-                      "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
+                      "I16": "int16", "I8": "int8", "U64": "uint64", "U32": "uint32", "U16": "uint16", "U8": "uint8", "BOOL": "bool",
+                      "F8_E5M2": "float8_e5m2", "F8_E4M3": "float8_e4m3"}
 NPY_DTYPES = {"f8": "float64", "f4": "float32", "f2": "float16", "i8": "int64", "i4": "int32", "i2": "int16", "i1": "int8",
-              "u1": "uint8", "b1": "bool"}
-STORED_ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1, "uint8": 1, "bool": 1}
+              "u8": "uint64", "u4": "uint32", "u2": "uint16", "u1": "uint8", "b1": "bool"}
+STORED_ITEMSIZE = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int64": 8, "int32": 4, "int16": 2, "int8": 1,
+                   "uint64": 8, "uint32": 4, "uint16": 2, "uint8": 1, "bool": 1, "float8_e5m2": 1, "float8_e4m3": 1}
 PICKLES = (".pt", ".pth", ".bin", ".ckpt")
 MAX_HEADER = 100 * 2**20  # a safetensors header above 100 MB is corrupt (the format's own limit)
+MAX_JSON_FILE = 64 * 2**20  # a config.json or an index larger than this is no model's
+SAFETENSORS_DEPTH = 4  # {name: {dtype, shape: [...], data_offsets: [...]}}: three levels; __metadata__ two
 TORCH_ADVICE = msg("install torch to read it (pip install 'tracer[torch]'), or convert it once to safetensors: {command}",
                    command="python -c \"import torch; from safetensors.torch import save_file; "
                            "save_file(torch.load('model.pt', weights_only=True), 'model.safetensors')\"")
@@ -69,7 +76,14 @@ class Checkpoint(ABC):
     def info(self, key: str) -> TensorInfo: ...
 
     def __contains__(self, key: str) -> bool:
-        return key in self.keys()
+        return key in self.key_set()
+
+    def key_set(self) -> frozenset[str]:
+        """The keys as a set, made once: looking a weight up costs the same however many tensors the file holds."""
+        keys = getattr(self, "_key_set", None)
+        if keys is None:
+            keys = self._key_set = frozenset(self.keys())
+        return keys
 
     def release(self) -> None:  # noqa: B027 (a hook: most formats hold no memory map, so nothing to do)
         """Let go of memory maps made while reading: the file's pages then stop counting in the run's memory."""
@@ -90,6 +104,8 @@ class Checkpoint(ABC):
             out = np.array(a, dtype=dtype, copy=True)
         except CheckpointError:
             raise
+        except reading.InputRefused as e:
+            raise CheckpointError(at(self.path, at(msg("tensor {key}", key=repr(key)), e.message))) from None
         except (OSError, ValueError, EOFError) as e:
             raise CheckpointError(at(self.path, msg('tensor {key} cannot be read ({e}); the file is truncated or corrupt', key=repr(key), e=e))) from None
         if out.shape != info.shape:
@@ -105,6 +121,8 @@ class Checkpoint(ABC):
         out = _untouched_zeros(info.shape, dtype)
         try:
             out[rows] = self.rows(key, rows)
+        except reading.InputRefused as e:
+            raise CheckpointError(at(self.path, at(msg("tensor {key}", key=repr(key)), e.message))) from None
         except (OSError, ValueError, EOFError) as e:
             raise CheckpointError(at(self.path, msg('tensor {key} cannot be read ({e}); the file is truncated or corrupt', key=repr(key), e=e))) from None
         return out
@@ -116,7 +134,7 @@ class Checkpoint(ABC):
         """config.json of a Hugging Face model folder (or beside a single file), if there is one."""
         folder = self.path if os.path.isdir(self.path) else os.path.dirname(os.path.abspath(self.path))
         cfg = os.path.join(folder, "config.json")
-        if not os.path.isfile(cfg):
+        if not os.path.exists(cfg):
             return None
         return _read_json(cfg, "config.json")
 
@@ -127,59 +145,67 @@ def _confined(path: str) -> None:
 
 
 def _read_json(path: str, what: str) -> Any:
+    """A config.json or an index: a regular file, its size and nesting bounded before it is parsed."""
     _confined(path)
     note_input(path)  # an input of the command: no output may replace it (tracer.files)
     try:
-        with open(path, encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise CheckpointError(at(path, msg('cannot read {what}: {e}', what=what, e=e))) from None
+        return reading.json_value(reading.read_bytes(path, MAX_JSON_FILE, msg("a JSON file")), msg("a text"), finite=False)
+    except reading.InputRefused as e:
+        raise CheckpointError(at(path, msg('cannot read {what}: {e}', what=what, e=e.message))) from None
+
+
+def _opened(path: str) -> tuple[Any, int]:
+    """``path`` opened through the reading layer (regular files only), and its size."""
+    try:
+        return reading.open_regular(path)
+    except reading.InputRefused as e:
+        raise CheckpointError(at(path, e.message)) from None
+
+
+def _same_size(path: str, size: int, expected: int) -> None:
+    if size != expected:
+        raise CheckpointError(at(path, msg('has changed since its header was read ({size} bytes, {expected} before); run the command again', size=f"{size:,}", expected=f"{expected:,}")))
 
 
 # -- safetensors ---------------------------------------------------------------
 class SafetensorsFile(Checkpoint):
+    """A safetensors file, its header read and checked as the safetensors library checks it (the tensors cover the
+    data exactly, one after another): what validate accepts, run reads.  Tensors are memory-mapped as stored."""
+
     kind = "safetensors"
 
     def __init__(self, path: str) -> None:
         self.path = path
-        try:
-            size = os.path.getsize(path)
-            with open(path, "rb") as fh:
-                head = fh.read(8)
-                if len(head) < 8:
-                    raise CheckpointError(at(path, msg('is not a safetensors file (only {n_head} bytes)', n_head=len(head))))
-                (n,) = struct.unpack("<Q", head)
-                if n > MAX_HEADER or 8 + n > size:  # the 8 bytes are not shown: they may be any file's (a link's)
-                    raise CheckpointError(at(path, msg('is not a safetensors file, or is truncated (its header length is implausible for a file of {size} bytes)', size=f"{size:,}")))
-                header = json.loads(fh.read(n).decode("utf-8"))
-        except CheckpointError:
-            raise
-        except OSError as e:
-            raise CheckpointError(at(path, msg('cannot read: {x}', x=e.strerror or e))) from None
-        except (UnicodeDecodeError, ValueError):
-            raise CheckpointError(at(path, msg('is not a safetensors file (its header is not JSON); the file is corrupt'))) from None
+        fh, size = _opened(path)
+        with fh:
+            head = fh.read(8)
+            if len(head) < 8:
+                raise CheckpointError(at(path, msg('is not a safetensors file (only {n_head} bytes)', n_head=len(head))))
+            (n,) = struct.unpack("<Q", head)
+            if n > MAX_HEADER or 8 + n > size:
+                raise CheckpointError(at(path, msg('is not a safetensors file, or is truncated (its header length is implausible for a file of {size} bytes)', size=f"{size:,}")))
+            try:
+                header = reading.json_value(reading.read_exactly(fh, n), msg("a header"), depth=SAFETENSORS_DEPTH)
+            except reading.InputRefused as e:
+                raise CheckpointError(at(path, msg('is not a safetensors file ({what}); the file is corrupt', what=e.message))) from None
         if not isinstance(header, dict):
             raise CheckpointError(at(path, msg('is not a safetensors file (its header is not a mapping)')))
         self.start = 8 + n
+        self.size = size
         self.tensors: dict[str, tuple[TensorInfo, int, int]] = {}
-        end = 0
         for key, entry in header.items():
             if key == "__metadata__":
                 continue
-            try:
-                dtype = SAFETENSORS_DTYPES.get(entry["dtype"], str(entry["dtype"]).lower())
-                shape = tuple(int(s) for s in entry["shape"])
-                lo, hi = (int(o) for o in entry["data_offsets"])
-            except (KeyError, TypeError, ValueError):
-                raise CheckpointError(at(path, msg('tensor {key} has a malformed header entry; the file is corrupt', key=repr(key)))) from None
-            info = TensorInfo(shape, dtype)
-            if hi - lo != info.nbytes or lo < 0:
-                raise CheckpointError(at(path, msg('tensor {key} {shape} {dtype} should take {nbytes} bytes, its header gives {x}; the file is corrupt', key=repr(key), shape=shape_text(shape), dtype=dtype, nbytes=f"{info.nbytes:,}", x=f"{hi - lo:,}")))
-            self.tensors[key] = (info, lo, hi)
-            end = max(end, hi)
+            self.tensors[key] = _safetensors_entry(path, key, entry)
+        end = 0
+        for key, (_, lo, hi) in sorted(self.tensors.items(), key=lambda item: (item[1][1], item[1][2])):
+            if lo != end:
+                raise CheckpointError(at(path, msg('tensor {key} starts at byte {lo} of the data, where {end} is due (tensors overlap or leave a gap); the file is corrupt', key=repr(key), lo=f"{lo:,}", end=f"{end:,}")))
+            end = hi
         if self.start + end > size:
             raise CheckpointError(at(path, msg('is truncated: its header promises {x} bytes, the file has {size}', x=f"{self.start + end:,}", size=f"{size:,}")))
-        self._handle: Any = None
+        if self.start + end < size:
+            raise CheckpointError(at(path, msg('has {n} bytes after its last tensor; the file is corrupt', n=f"{size - self.start - end:,}")))
 
     def keys(self) -> list[str]:
         return list(self.tensors)
@@ -187,44 +213,63 @@ class SafetensorsFile(Checkpoint):
     def info(self, key: str) -> TensorInfo:
         return self.tensors[key][0]
 
+    def _stored(self, key: str) -> str:
+        dtype = self.tensors[key][0].dtype
+        if dtype == "bfloat16":
+            return "<u2"
+        code = next((k for k, v in NPY_DTYPES.items() if v == dtype), None)
+        if code is None:
+            raise CheckpointError(at(self.path, msg('tensor {key} holds {dtype}, expected floating-point numbers', key=repr(key), dtype=dtype)))
+        return "<" + code
+
     def mapped(self, key: str) -> np.ndarray:
         """The tensor memory-mapped as stored (bfloat16 as its raw 16 bits): nothing is read until used."""
         import numpy as np
 
         info, lo, _ = self.tensors[key]
-        stored = "<u2" if info.dtype == "bfloat16" else "<" + next(k for k, v in NPY_DTYPES.items() if v == info.dtype)
-        return np.memmap(self.path, dtype=stored, mode="r", offset=self.start + lo, shape=info.shape)
+        stored = self._stored(key)
+        if info.nbytes == 0:
+            return np.zeros(info.shape, dtype=stored)
+        fh, size = _opened(self.path)
+        with fh:
+            _same_size(self.path, size, self.size)
+            return np.memmap(fh, dtype=stored, mode="r", offset=self.start + lo, shape=info.shape)
 
     def rows(self, key: str, rows: list[int]) -> np.ndarray:
         """Only these rows' bytes are read (one pread each: a memory map would fault in pages around each row)."""
         import numpy as np
 
         info, lo, _ = self.tensors[key]
-        stored = "<u2" if info.dtype == "bfloat16" else "<" + next(k for k, v in NPY_DTYPES.items() if v == info.dtype)
-        width = info.nbytes // info.shape[0]
-        with open(self.path, "rb") as fh:
+        stored = self._stored(key)
+        width = info.nbytes // info.shape[0] if info.shape[0] else 0
+        fh, size = _opened(self.path)
+        with fh:
+            _same_size(self.path, size, self.size)
             data = b"".join(os.pread(fh.fileno(), width, self.start + lo + r * width) for r in rows)
         if len(data) != width * len(rows):
             raise CheckpointError(at(self.path, msg('tensor {key} is cut short; the file is truncated', key=repr(key))))
         return _widen(np.frombuffer(data, dtype=stored).reshape(len(rows), *info.shape[1:]), info.dtype)
 
-    def release(self) -> None:
-        self._handle = None  # safe_open maps the whole file; tensors already read are copies
-
     def raw(self, key: str) -> np.ndarray:
-        if self.info(key).dtype == "bfloat16":
-            return _widen(self.mapped(key), "bfloat16")
-        if self._handle is None:
-            from safetensors import safe_open
+        return _widen(self.mapped(key), self.info(key).dtype)
 
-            try:
-                self._handle = safe_open(self.path, framework="np")
-            except Exception as e:  # the package's own SafetensorError, or an OSError
-                raise CheckpointError(at(self.path, msg('cannot open as safetensors ({e}); the file is corrupt', e=e))) from None
-        try:
-            return self._handle.get_tensor(key)
-        except Exception as e:
-            raise CheckpointError(at(self.path, msg('tensor {key} cannot be read ({e}); the file is corrupt', key=repr(key), e=e))) from None
+
+def _safetensors_entry(path: str, key: str, entry: Any) -> tuple[TensorInfo, int, int]:
+    """One tensor's header entry, every field checked for its type and range: (shape and dtype, start, end)."""
+    malformed = at(path, msg('tensor {key} has a malformed header entry; the file is corrupt', key=repr(key)))
+    if not isinstance(entry, dict):
+        raise CheckpointError(malformed)
+    dtype, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+    if (not isinstance(shape, list) or len(shape) > 64 or not all(reading.whole_number(s) and s >= 0 for s in shape)
+            or not isinstance(offsets, list) or len(offsets) != 2 or not all(reading.whole_number(o) and o >= 0 for o in offsets)):
+        raise CheckpointError(malformed)
+    if not isinstance(dtype, str) or dtype not in SAFETENSORS_DTYPES:
+        raise CheckpointError(at(path, msg('tensor {key} has a dtype tracer does not know; the file is corrupt', key=repr(key))))
+    info = TensorInfo(tuple(shape), SAFETENSORS_DTYPES[dtype])
+    lo, hi = offsets
+    if hi - lo != info.nbytes:
+        raise CheckpointError(at(path, msg('tensor {key} {shape} {dtype} should take {nbytes} bytes, its header gives {x}; the file is corrupt', key=repr(key), shape=shape_text(info.shape), dtype=info.dtype, nbytes=f"{info.nbytes:,}", x=f"{hi - lo:,}")))
+    return info, lo, hi
 
 
 def _untouched_zeros(shape: tuple[int, ...], dtype: str) -> np.ndarray:
@@ -253,28 +298,38 @@ def _widen(a: np.ndarray, dtype: str) -> np.ndarray:
 
 
 # -- NumPy ---------------------------------------------------------------------
-def _npy_header(fh: Any, where: str) -> tuple[TensorInfo, int]:
-    """Parse an .npy header without NumPy: (shape and dtype, header length)."""
-    magic = fh.read(8)
-    if len(magic) < 8 or not magic.startswith(b"\x93NUMPY"):
-        raise CheckpointError(at(where, msg('is not a NumPy .npy array (bad magic bytes)')))
-    major = magic[6]
-    size_bytes = 2 if major == 1 else 4
-    raw = fh.read(size_bytes)
-    if len(raw) < size_bytes:
-        raise CheckpointError(at(where, msg('is truncated (its .npy header is cut short)')))
-    n = int.from_bytes(raw, "little")
-    text = fh.read(n)
+class _Npy(NamedTuple):
+    info: TensorInfo
+    fortran: bool
+    offset: int  # where the values start
+    order: str = "<"  # byte order: ">" only for a big-endian array read as another program's (numbers_only False)
+
+
+def _npy_header(fh: Any, where: str, numbers_only: bool = True) -> _Npy:
+    """Parse an .npy header without NumPy (tracer.reading: bounded, never evaluated): its shape, dtype and layout.
+    A dtype tracer does not read is refused, or with ``numbers_only`` False kept as the header writes it."""
     try:
-        header = ast.literal_eval(text.decode("latin1"))
-        descr, shape, fortran = header["descr"], tuple(int(s) for s in header["shape"]), bool(header["fortran_order"])
-    except (ValueError, SyntaxError, KeyError, TypeError, UnicodeDecodeError):
-        raise CheckpointError(at(where, msg('has a malformed .npy header; the file is corrupt'))) from None
-    if not isinstance(descr, str) or descr[0] == ">" or descr[1:] not in NPY_DTYPES:
-        what = "Python objects (a pickle)" if descr in ("|O", "O") else repr(descr)
-        raise CheckpointError(at(where, msg('holds {what}, expected little-endian numbers (float64, float32 or float16)', what=what)))
-    del fortran
-    return TensorInfo(shape, NPY_DTYPES[descr[1:]]), len(magic) + size_bytes + n
+        header = reading.npy_header(fh)
+    except reading.InputRefused as e:
+        raise CheckpointError(at(where, e.message)) from None
+    descr = header.descr
+    code = descr[1:] if descr[:1] in ("<", "|") or (descr[:1] == "=" and sys.byteorder == "little") else None
+    if not numbers_only and descr[:1] == ">" and descr[1:] in NPY_DTYPES:
+        return _Npy(TensorInfo(header.shape, NPY_DTYPES[descr[1:]]), header.fortran_order, header.offset, ">")
+    if code not in NPY_DTYPES and not numbers_only:
+        return _Npy(TensorInfo(header.shape, descr), header.fortran_order, header.offset)
+    if code not in NPY_DTYPES:
+        raise CheckpointError(at(where, msg('holds {what}, expected little-endian numbers (float64, float32 or float16)', what=reading.dtype_shown(descr))))
+    return _Npy(TensorInfo(header.shape, NPY_DTYPES[code]), header.fortran_order, header.offset)
+
+
+def _array_from(data: bytes | bytearray, npy: _Npy) -> np.ndarray:
+    import numpy as np
+
+    flat = np.frombuffer(data, dtype=npy.order + next(k for k, v in NPY_DTYPES.items() if v == npy.info.dtype))
+    if npy.fortran:
+        return flat.reshape(npy.info.shape[::-1]).T
+    return flat.reshape(npy.info.shape)
 
 
 class NpyFile(Checkpoint):
@@ -285,12 +340,10 @@ class NpyFile(Checkpoint):
     def __init__(self, path: str) -> None:
         self.path = path
         self.key = os.path.splitext(os.path.basename(path))[0]
-        try:
-            with open(path, "rb") as fh:
-                self._info, self.offset = _npy_header(fh, path)
-            size = os.path.getsize(path)
-        except OSError as e:
-            raise CheckpointError(at(path, msg('cannot read: {x}', x=e.strerror or e))) from None
+        fh, size = _opened(path)
+        with fh:
+            self._npy = _npy_header(fh, path)
+        self._info, self.offset, self.size = self._npy.info, self._npy.offset, size
         if size < self.offset + self._info.nbytes:
             raise CheckpointError(at(path, msg('is truncated: its header promises {x} bytes, the file has {size}', x=f"{self.offset + self._info.nbytes:,}", size=f"{size:,}")))
 
@@ -303,35 +356,65 @@ class NpyFile(Checkpoint):
     def raw(self, key: str) -> np.ndarray:
         import numpy as np
 
-        return np.load(self.path, mmap_mode="r", allow_pickle=False)
+        stored = "<" + next(k for k, v in NPY_DTYPES.items() if v == self._info.dtype)
+        if self._info.nbytes == 0:
+            return np.zeros(self._info.shape, dtype=stored)
+        fh, size = _opened(self.path)
+        with fh:
+            _same_size(self.path, size, self.size)
+            return np.memmap(fh, dtype=stored, mode="r", offset=self.offset, shape=self._info.shape, order="F" if self._npy.fortran else "C")
+
+
+NPZ_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, ValueError, RuntimeError, NotImplementedError)
 
 
 class NpzFile(Checkpoint):
-    """Each member read on its own: the others are never decompressed."""
+    """Each member read on its own: the others are never decompressed, and none past the size its header declares."""
 
     kind = "npz"
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, numbers_only: bool = True) -> None:
+        """``numbers_only`` False: a member of a dtype tracer does not read is kept aside in ``unreadable``
+        (key -> its dtype as the header writes it) instead of refusing the archive."""
         import zipfile
 
         self.path = path
+        self.unreadable: dict[str, str] = {}
+        fh, self.size = _opened(path)
+        self._fh = fh  # the zip reads through it; closed with this object (ZipFile does not close a file it was given)
         try:
-            self.zip = zipfile.ZipFile(path)
-            members = [m for m in self.zip.infolist() if m.filename.endswith(".npy")]
+            self.zip = reading.zip_open(fh)
+            members = [m for m in reading.zip_members(self.zip) if m.filename.endswith(".npy")]
             self.tensors: dict[str, TensorInfo] = {}
+            self._npy: dict[str, _Npy] = {}
             for m in members:
                 key = m.filename[:-4]
-                with self.zip.open(m) as fh:
-                    info, offset = _npy_header(fh, f"{path}: member {key!r}")
-                if m.file_size != offset + info.nbytes:
-                    raise CheckpointError(at(path, msg('member {key} should hold {x} bytes, holds {file_size}; the file is corrupt', key=repr(key), x=f"{offset + info.nbytes:,}", file_size=f"{m.file_size:,}")))
-                self.tensors[key] = info
+                with self.zip.open(m) as member:
+                    npy = _npy_header(member, f"{path}: member {key!r}", numbers_only)
+                if npy.info.dtype not in STORED_ITEMSIZE:
+                    self.unreadable[key] = npy.info.dtype
+                    continue
+                if m.file_size != npy.offset + npy.info.nbytes:
+                    raise CheckpointError(at(path, msg('member {key} should hold {x} bytes, holds {file_size}; the file is corrupt', key=repr(key), x=f"{npy.offset + npy.info.nbytes:,}", file_size=f"{m.file_size:,}")))
+                self.tensors[key] = npy.info
+                self._npy[key] = npy
         except CheckpointError:
+            fh.close()
             raise
-        except zipfile.BadZipFile:
+        except reading.InputRefused as e:
+            fh.close()
+            raise CheckpointError(at(path, e.message)) from None
+        except (zipfile.BadZipFile, zipfile.LargeZipFile):
+            fh.close()
             raise CheckpointError(at(path, msg('is not a NumPy .npz archive, or is truncated (no zip directory)'))) from None
-        except (OSError, EOFError, zipfile.LargeZipFile) as e:
-            raise CheckpointError(at(path, msg('cannot read ({e}); the file is truncated or corrupt', e=e))) from None
+        except NPZ_ERRORS as e:
+            fh.close()
+            raise CheckpointError(at(path, msg('cannot read ({e}); the file is truncated or corrupt', e=type(e).__name__))) from None
+
+    def __del__(self) -> None:
+        fh = getattr(self, "_fh", None)
+        if fh is not None:
+            fh.close()
 
     def keys(self) -> list[str]:
         return list(self.tensors)
@@ -340,15 +423,18 @@ class NpzFile(Checkpoint):
         return self.tensors[key]
 
     def raw(self, key: str) -> np.ndarray:
+        """The member's values: exactly the bytes its header declares are decompressed, checked by the zip's CRC."""
         import zipfile
 
-        import numpy as np
-
+        npy = self._npy[key]
         try:
             with self.zip.open(key + ".npy") as fh:
-                return np.lib.format.read_array(fh, allow_pickle=False)
-        except (zipfile.BadZipFile, EOFError) as e:
-            raise CheckpointError(at(self.path, msg('member {key} cannot be read ({e}); the file is truncated or corrupt', key=repr(key), e=e))) from None
+                reading.read_exactly(fh, npy.offset)
+                data = reading.read_into(fh, npy.info.nbytes)
+                fh.read(1)  # the end of the member: the zip's CRC is checked there
+        except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError, NotImplementedError) as e:
+            raise CheckpointError(at(self.path, msg('member {key} cannot be read ({e}); the file is truncated or corrupt', key=repr(key), e=type(e).__name__))) from None
+        return _array_from(data, npy)
 
 
 # -- PyTorch -------------------------------------------------------------------
@@ -369,24 +455,32 @@ class TorchFile(Checkpoint):
             raise CheckpointError(at(path, msg("is a PyTorch pickle; tracer never unpickles it without torch's weights_only loader: {TORCH_ADVICE}", TORCH_ADVICE=TORCH_ADVICE)))
         import torch
 
-        try:
+        fh, _ = _opened(path)  # a regular file, checked; torch reads that very file through its descriptor
+        with fh:
+            same = f"/proc/self/fd/{fh.fileno()}" if os.path.isdir("/proc/self/fd") else path
             try:
-                sd = torch.load(path, map_location="cpu", weights_only=True, mmap=True)
-            except RuntimeError as e:
-                if "mmap" not in str(e):
-                    raise
-                sd = torch.load(path, map_location="cpu", weights_only=True)  # the legacy format cannot be memory-mapped
-        except Exception as e:  # torch raises UnpicklingError, RuntimeError, EOFError, ... for a bad file
-            if type(e).__name__ == "UnpicklingError":
-                raise CheckpointError(at(path, msg("holds Python objects other than tensors, which torch.load(weights_only=True) refuses to unpickle (and tracer never unpickles otherwise); save the model's state_dict() instead"))) from None
-            import re
-
-            first = re.sub(r"\x1b\[[0-9;]*m", "", " ".join(str(e).split()))[:160]
-            raise CheckpointError(at(path, msg('cannot be read as a PyTorch state dict with weights_only=True ({name}: {first}); the file is truncated or corrupt', name=type(e).__name__, first=first))) from None
+                try:
+                    sd = torch.load(same, map_location="cpu", weights_only=True, mmap=True)
+                except RuntimeError as e:
+                    if "mmap" not in str(e):
+                        raise
+                    fh.seek(0)
+                    sd = torch.load(fh, map_location="cpu", weights_only=True)  # the legacy format cannot be memory-mapped
+            except Exception as e:  # torch raises UnpicklingError, RuntimeError, EOFError, ... for a bad file
+                if type(e).__name__ == "UnpicklingError":
+                    raise CheckpointError(at(path, msg("holds Python objects other than tensors, which torch.load(weights_only=True) refuses to unpickle (and tracer never unpickles otherwise); save the model's state_dict() instead"))) from None
+                raise CheckpointError(at(path, msg('cannot be read as a PyTorch state dict with weights_only=True ({name}); the file is truncated or corrupt', name=type(e).__name__))) from None
         if isinstance(sd, dict) and len(sd) == 1 and isinstance(next(iter(sd.values())), dict):
             sd = next(iter(sd.values()))  # {"state_dict": {...}} or {"model": {...}}
         if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
             raise CheckpointError(at(path, msg('expected a state dict (a mapping of names to tensors), received {name}', name=type(sd).__name__)))
+        for key, t in sd.items():
+            if t.layout != torch.strided:
+                raise CheckpointError(at(path, msg('tensor {key} is a sparse tensor; tracer reads dense tensors only (save it with .to_dense())', key=repr(str(key)))))
+            if t.device.type != "cpu":
+                raise CheckpointError(at(path, msg('tensor {key} is on the {device} device, which holds no values tracer can read; save the tensors themselves', key=repr(str(key)), device=t.device.type)))
+            if t.is_quantized or t.is_complex():
+                raise CheckpointError(at(path, msg('tensor {key} holds {dtype}, expected floating-point numbers', key=repr(str(key)), dtype=str(t.dtype).replace("torch.", ""))))
         self.tensors = sd
         names = {torch.float64: "float64", torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
         self._info = {k: TensorInfo(tuple(v.shape), names.get(v.dtype, str(v.dtype).replace("torch.", ""))) for k, v in sd.items()}
@@ -431,7 +525,7 @@ class Folder(Checkpoint):
         self.where: dict[str, str] = {}
         for name in self.INDEX:
             index = os.path.join(path, name)
-            if os.path.isfile(index):
+            if os.path.lexists(index):
                 doc = _read_json(index, name)
                 weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
                 if not isinstance(weight_map, dict):
@@ -440,7 +534,7 @@ class Folder(Checkpoint):
                 self.main = index
                 return
         for name in self.SINGLE:
-            if os.path.isfile(os.path.join(path, name)):
+            if os.path.lexists(os.path.join(path, name)):
                 self.main = os.path.join(path, name)
                 self.where = dict.fromkeys(self.shard(name).keys(), name)
                 return
@@ -450,7 +544,7 @@ class Folder(Checkpoint):
     def shard(self, name: str) -> Checkpoint:
         if name not in self.shards:
             shard = os.path.join(self.path, name)
-            if os.path.basename(name) != name or not os.path.isfile(shard):
+            if os.path.basename(name) != name or not os.path.lexists(shard):
                 raise CheckpointError(at(self.path, msg('the index names the shard {name}, which is not in the folder', name=repr(name))))
             self.shards[name] = _cached(shard)
         return self.shards[name]
@@ -510,6 +604,12 @@ def _cached(path: str) -> Checkpoint:
 
 def open_checkpoint(path: str) -> Checkpoint:
     """The checkpoint at ``path`` (a file or a model folder), headers read, no tensor yet."""
+    if "\0" in path:
+        raise CheckpointError(at(path.replace("\0", "\\x00"), msg("the path holds a NUL byte")))
+    try:
+        os.fsencode(path)
+    except UnicodeError:
+        raise CheckpointError(at(path.encode("ascii", "backslashreplace").decode("ascii"), msg("the path cannot be written in this system's file-name encoding (set a UTF-8 locale, or PYTHONUTF8=1)"))) from None
     try:
         return Folder(path) if os.path.isdir(path) else _cached(path)
     except FileNotFoundError:

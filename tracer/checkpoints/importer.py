@@ -120,7 +120,7 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
             raise UsageError(at(f"{option} {value}", msg("the {name} layout does not take it: its setting is fixed by the family or its config", name=name)))
     if length < 1 or length > cfg.dims.get("T_max", length):
         raise UsageError(msg("--length {length}: expected 1 to {most} positions", length=length, most=cfg.dims.get("T_max", "T_max")))
-    title = os.path.basename(os.path.normpath(ckpt_path))
+    title = _text_path(os.path.basename(os.path.normpath(ckpt_path)))
     if cfg.model == "encoder-decoder":
         if layers is not None:
             raise UsageError(msg('--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole'))
@@ -239,6 +239,16 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
     return "\n".join(lines) + "\n"
 
 
+def _text_path(path: str) -> str:
+    """A path as the spec's UTF-8 text writes it (in the C locale too), or a UsageError if no spec can."""
+    from tracer import reading
+
+    try:
+        return reading.text_path(path)
+    except reading.InputRefused as e:
+        raise UsageError(at(path.encode("ascii", "backslashreplace").decode("ascii"), e.message)) from None
+
+
 def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = None, layers: str | None = None,
                       tokens: str | None = None, heads: int | None = None, length: int = 8, force: bool = False,
                       activation: str | None = None, eps: float | None = None, norm_order: str | None = None,
@@ -257,14 +267,14 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         shown = checkpoint
     where = output if output is not None else "<stdout>"
     try:
-        draft, _, _, name = build(checkpoint, shown, layout, layers, tokens, options, length)
+        draft, _, _, name = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length)
         left = _unread(load_spec_text(draft, where), name)
         if left and not allow_unread:
             raise UsageError(at(checkpoint, nmsg(
                 "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without it (give --allow-unread to import it anyway, and the spec says so)",
                 "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without them (give --allow-unread to import it anyway, and the spec says so)",
                 len(left), layout=name, names=named_few(left))))
-        text, summary, cfg, _ = build(checkpoint, shown, layout, layers, tokens, options, length, left)
+        text, summary, cfg, _ = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, left)
     except CheckpointError as e:
         raise UsageError(e.message) from None
     load_spec_text(text, where)  # it runs as written, or nothing is written

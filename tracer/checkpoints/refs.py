@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, NamedTuple
 
+from tracer import reading
 from tracer.checkpoints.families.base import Layout, Take
 from tracer.checkpoints.formats import Checkpoint, TensorInfo, file_of, open_checkpoint, shape_text
 from tracer.errors import CheckpointError
@@ -45,12 +46,12 @@ class ModelSource(NamedTuple):
     where: str
 
     def has(self, name: str) -> bool:
-        found = self.layout.locate(name, self.ckpt.keys(), self.first_layer)
+        found = self.layout.locate(name, self.ckpt.key_set(), self.first_layer)
         return found is not None and found[1]
 
     def rows(self, name: str) -> int | None:
         """Rows of a table (embedding, position) in the checkpoint, if the layout maps it and the file holds it."""
-        found = self.layout.locate(name, self.ckpt.keys(), self.first_layer)
+        found = self.layout.locate(name, self.ckpt.key_set(), self.first_layer)
         if found is None or not found[1]:
             return None
         shape = found[0].shape(self.ckpt.info(found[0].key).shape)
@@ -112,7 +113,8 @@ def _same_tensor(src: ModelSource, key: str, name: str) -> bool:
 
 def resolve(spec_dir: str, file: str) -> str:
     """A path as the spec writes it, relative to the spec's folder."""
-    return file if os.path.isabs(file) else os.path.join(spec_dir, file)
+    path = reading.os_path(file)  # a spec is UTF-8 text; the system may take its names in another encoding
+    return path if os.path.isabs(path) else os.path.join(spec_dir, path)
 
 
 def _closest(key: str, keys: list[str]) -> Message:
@@ -144,7 +146,7 @@ def checked(ckpt: Checkpoint, take: Take, exists: bool, name: str, label: str, w
 def model_ref(src: ModelSource, name: str, label: str, want: tuple[int, ...], shown: str) -> TensorRef | None:
     """Weight ``name`` (as the layout names it; ``shown`` as the spec does) from the whole-model checkpoint,
     or None when the layout does not map it."""
-    found = src.layout.locate(name, src.ckpt.keys(), src.first_layer)
+    found = src.layout.locate(name, src.ckpt.key_set(), src.first_layer)
     if found is None:
         return None
     take, exists = found
@@ -162,7 +164,7 @@ def file_ref(path: str, key: str | None, transpose: bool, name: str, label: str,
         if len(keys) != 1:
             raise CheckpointError(at(where, msg('{path} holds {n_keys} tensors; name one with key: (e.g. key: {x})', path=path, n_keys=len(keys), x=keys[0] if keys else 'w')))
         key = keys[0]
-    return checked(ckpt, Take(key, transpose=transpose), key in keys, name, label, want, where)
+    return checked(ckpt, Take(key, transpose=transpose), key in ckpt, name, label, want, where)
 
 
 def table_rows(path: str, key: str | None, transpose: bool, where: str) -> int:
@@ -173,7 +175,7 @@ def table_rows(path: str, key: str | None, transpose: bool, where: str) -> int:
         raise CheckpointError(at(where, message_of(e))) from None
     keys = ckpt.keys()
     k = key if key is not None else (keys[0] if len(keys) == 1 else None)
-    if k is None or k not in keys:
+    if k is None or k not in ckpt:
         return -1  # the weight's own check names the problem
     shape = Take(k, transpose=transpose).shape(ckpt.info(k).shape)
     return shape[0] if shape else -1

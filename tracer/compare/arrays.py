@@ -15,18 +15,20 @@ axis (``[T,C]`` for ``[B,T,C]`` with B = 1) is read with B = 1, and the diff say
 from __future__ import annotations
 
 import json
+import math
 import os
-import zipfile
 from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from tracer.compare.saved import _Reader
+from tracer import reading
+from tracer.checkpoints.formats import STORED_ITEMSIZE, NpzFile
+from tracer.compare.saved import _int, _Reader
 from tracer.engine.executor import Stage
-from tracer.errors import ArraysFileError, UsageError
+from tracer.errors import ArraysFileError, CheckpointError, UsageError
 from tracer.files import note_input
-from tracer.messages import Message, at, msg, nmsg
+from tracer.messages import Located, Message, at, message_of, msg, nmsg
 from tracer.model import catalogue
 from tracer.spec import yamlio
 
@@ -45,11 +47,13 @@ def is_npz(path: str) -> bool:
 
 
 def _head(path: str) -> bytes:
+    """The first bytes of a regular file (through the reading layer: a FIFO or a device is never opened to wait)."""
     try:
-        with open(path, "rb") as fh:
-            return fh.read(8)
-    except OSError:
+        fh, _ = reading.open_regular(path)
+    except reading.InputRefused:
         return b""
+    with fh:
+        return fh.read(8)
 
 
 def is_arrays_document(doc: Any) -> bool:
@@ -58,31 +62,56 @@ def is_arrays_document(doc: Any) -> bool:
             and all(isinstance(v, list) for v in doc.values()))
 
 
-def read_npz(path: str) -> dict[str, np.ndarray]:
-    """Every array of an .npz archive, as float64; pickled objects are never loaded."""
-    if not os.path.isfile(path):
-        raise ArraysFileError(msg("{path}: {x}, expected an .npz archive of arrays", path=path, x=msg("is a directory") if os.path.isdir(path) else msg("no such file")))
+def open_npz(path: str) -> NpzFile:
+    """An .npz archive of arrays, its headers read (each bounded, tracer.reading), no array yet."""
+    if not reading.is_regular(path):
+        if os.path.isdir(path) or not os.path.lexists(path):
+            raise ArraysFileError(msg("{path}: {x}, expected an .npz archive of arrays", path=path, x=msg("is a directory") if os.path.isdir(path) else msg("no such file")))
+        try:
+            reading.open_regular(path)[0].close()
+        except reading.InputRefused as e:
+            raise ArraysFileError(at(path, e.message)) from None
     if not _head(path).startswith((*ZIP_MAGIC, NPY_MAGIC)):
         raise ArraysFileError(msg("{path}: is not an .npz archive (an .npz is a zip file of .npy arrays, as np.savez writes it)", path=path))
     note_input(path)
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as e:
-        raise ArraysFileError(msg("{path}: not a readable .npz archive ({e})", path=path, e=_short(e))) from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):  # a single .npy array
+    if _head(path).startswith(NPY_MAGIC):
         raise ArraysFileError(msg("{path}: holds one bare array (.npy), not an archive of named arrays; write one with np.savez('mine.npz', norm1=...)", path=path))
-    out: dict[str, np.ndarray] = {}
-    with archive:
-        for name in archive.files:
-            try:
-                array = archive[name]
-            except ValueError:  # object arrays need pickle: refused
-                raise ArraysFileError(msg("{path}: array {name} holds Python objects; tracer reads arrays of numbers only (and never unpickles)", path=path, name=repr(name))) from None
-            except (OSError, EOFError, zipfile.BadZipFile) as e:
-                raise ArraysFileError(msg("{path}: array {name} cannot be read ({e})", path=path, name=repr(name), e=_short(e))) from None
-            out[name] = numeric(array, f"{path}: array {name!r}")
-    if not out:
+    try:
+        archive = NpzFile(path, numbers_only=False)
+    except CheckpointError as e:
+        m = message_of(e)
+        raise ArraysFileError(msg("{path}: not a readable .npz archive ({e})", path=path, e=_body(m, path))) from None
+    for name, dtype in archive.unreadable.items():
+        if dtype.lstrip("<>|=") == "O":
+            raise ArraysFileError(msg("{path}: array {name} holds Python objects; tracer reads arrays of numbers only (and never unpickles)", path=path, name=repr(name)))
+        raise ArraysFileError(msg("{what}: expected numbers, received an array of dtype {dtype}", what=f"{path}: array {name!r}", dtype=reading.dtype_shown(dtype)))
+    if not archive.tensors:
         raise ArraysFileError(msg("{path}: the archive holds no arrays", path=path))
+    return archive
+
+
+def _body(message: str, path: str) -> object:
+    """A checkpoint reader's message without its leading path (the arrays' message names the path itself)."""
+    return message.body if isinstance(message, Located) and message.where == path else message
+
+
+def npz_bytes(archive: NpzFile) -> int:
+    """What reading every array of the archive holds: the values as stored while read, then as float64."""
+    return sum(math.prod(archive.info(k).shape) * (8 + STORED_ITEMSIZE[archive.info(k).dtype]) for k in archive.tensors)
+
+
+def read_npz(path: str, archive: NpzFile | None = None) -> dict[str, np.ndarray]:
+    """Every array of an .npz archive, as float64; pickled objects are never loaded, and no member is decompressed
+    beyond the size its header declares (which read_side has checked against --max-memory before)."""
+    archive = open_npz(path) if archive is None else archive
+    out: dict[str, np.ndarray] = {}
+    for name in archive.tensors:
+        try:
+            array = archive.raw(name)
+        except CheckpointError as e:
+            raise ArraysFileError(msg("{path}: array {name} cannot be read ({e})", path=path, name=repr(name), e=_body(message_of(e), path))) from None
+        out[name] = numeric(array, f"{path}: array {name!r}")
+    archive.zip.close()
     return out
 
 
@@ -238,7 +267,7 @@ def sniff_json(path: str, text: str) -> dict[str, Any] | None:
     if not text.lstrip().startswith("{"):
         return None
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, parse_int=_int)
     except (json.JSONDecodeError, RecursionError):
         return None
     return doc if is_arrays_document(doc) else None

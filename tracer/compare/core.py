@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tracer import reading
 from tracer.compare import saved as jsonin
 from tracer.compare import settings as known
 from tracer.compare.status import DIFFERS, EQUAL, NOT_RECORDED, ONLY_A, ONLY_B, SHAPES_DIFFER, STATUS_MESSAGES
@@ -94,16 +95,20 @@ ARRAYS = "arrays"
 Read = tuple[Any, "Spec | None", "dict[str, np.ndarray] | None", int]  # a saved trace's JSON, a spec, arrays; bytes it will hold
 
 
-def read_side(path: str, grad: bool = False) -> Read:
+def read_side(path: str, grad: bool = False, limit: int | None = None, limit_text: str = "none") -> Read:
     """A side read but not run: a saved trace's parsed JSON, or a spec, or another program's arrays (one of
-    the three), and the bytes the side will hold; with ``grad`` only a spec will do (its gradients double it)."""
+    the three), and the bytes the side will hold; with ``grad`` only a spec will do (its gradients double it).
+    An archive of arrays is refused before any is decompressed if its headers declare more than ``limit``."""
     from tracer.compare import arrays as activations
 
     needs_spec = at(path, msg("--grad runs the backward pass, which needs the spec: give a YAML spec, not saved arrays or a saved trace"))
     if activations.is_npz(path):
         if grad:
             raise UsageError(needs_spec)
-        arrays = activations.read_npz(path)
+        archive = activations.open_npz(path)
+        memory.refuse_over(at(path, msg("reading its arrays")), {msg("the arrays, as stored and as float64"): activations.npz_bytes(archive)},
+                           limit, limit_text, msg("compare fewer or smaller arrays"))
+        arrays = activations.read_npz(path, archive)
         return None, None, arrays, sum(a.nbytes for a in arrays.values())
     text = yamlio.read_text(path)
     arrays_doc = activations.sniff_json(path, text)
@@ -786,7 +791,8 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
     trace its parsed values), and a diff over --max-memory is refused before either side runs."""
     check_tolerance(atol, rtol)
     limit = memory.parse_size(max_memory)
-    read_a, read_b = read_side(path_a, grad), read_side(path_b, grad)
+    with reading.within(limit):
+        read_a, read_b = read_side(path_a, grad, limit, max_memory), read_side(path_b, grad, limit, max_memory)
     memory.refuse_over(msg("{a} and {b}: this diff", a=path_a, b=path_b), {msg("side A"): read_a[3], msg("side B"): read_b[3],
                        msg("comparing"): memory.compare_bytes([r[1] for r in (read_a, read_b)], show_all)}, limit, max_memory)
     # Without --all or --stage, attention internals are not compared: a spec side need not keep them (the cross-attention

@@ -54,7 +54,7 @@ def sniff(path: str, text: str) -> Any | None:
     if not is_json_name and not text.lstrip().startswith("{"):
         return None
     try:
-        doc = json.loads(text, parse_constant=_Unreadable, parse_float=_float)
+        doc = json.loads(text, parse_constant=_Unreadable, parse_float=_float, parse_int=_int)
     except json.JSONDecodeError as e:
         if not is_json_name:
             return None  # a YAML flow mapping, most likely
@@ -80,6 +80,21 @@ class _Unreadable:
         return self.text
 
 
+class _HugeInt:
+    """A JSON integer of more digits than a double's largest (309): no number a trace holds.  Kept as its length
+    (Python refuses to read integers of more than 4,300 digits at all), refused where it is found."""
+
+    def __init__(self, text: str) -> None:
+        self.digits = len(text.lstrip("-"))
+
+    def __repr__(self) -> str:
+        return f"a whole number of {self.digits:,} digits"
+
+
+def _int(text: str) -> int | _HugeInt:
+    return int(text) if len(text) <= 320 else _HugeInt(text)
+
+
 def _float(text: str) -> float | _Unreadable:
     value = float(text)
     return value if math.isfinite(value) else _Unreadable(text)
@@ -101,6 +116,8 @@ def _kind(value: Any) -> str:
         return msg("a list")
     if isinstance(value, str):
         return msg("text {v}", v=repr(value)[:55])
+    if isinstance(value, _HugeInt):
+        return msg("a whole number of {n} digits", n=f"{value.digits:,}")
     if isinstance(value, _Unreadable):
         return msg("{text} (not a finite number; only a stage's values may hold \"NaN\", \"Infinity\" or \"-Infinity\", as strings)", text=value.text[:40])
     return repr(value)
@@ -263,6 +280,8 @@ class _Reader:
         if shape is not None and obj.shape != shape:
             raise self.fail(field, msg("expected shape {shape} as the stage's shape says, received {shape2}", shape=list(shape), shape2=list(obj.shape)))
         types = set(map(type, obj.flat))
+        if _HugeInt in types:
+            raise self.fail(field, msg("holds a whole number too large for a double"))
         if _Unreadable in types:  # a bare NaN or 1e999 among the values: tracer writes strings, Python's json the tokens
             for where, v in np.ndenumerate(obj):
                 if isinstance(v, _Unreadable):

@@ -25,6 +25,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
+from tracer import reading
 from tracer.checkpoints.formats import STORED_ITEMSIZE
 from tracer.errors import UsageError
 from tracer.messages import Message, at, join, msg
@@ -375,9 +376,11 @@ def load_spec_within(path: str, max_memory: str) -> Spec:
 
     text = yamlio.read_text(path)
     values = text.count(",") + text.count("\n") + 1  # at most one scalar per separator, roughly
+    limit = parse_size(max_memory)
     refuse_over(at(path, msg("reading this spec")), {msg("its values (about {n})", n=f"{values:,}"): values * YAML_VALUE_BYTES},
-                parse_size(max_memory), max_memory, msg("draw big weights from the seed instead of writing them out"))
-    return load_spec_text(text, path)
+                limit, max_memory, msg("draw big weights from the seed instead of writing them out"))
+    with reading.within(limit):  # the checkpoints it names: their headers are parsed within --max-memory too
+        return load_spec_text(text, path)
 
 
 def run_bytes(spec: Spec) -> int:

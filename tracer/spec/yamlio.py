@@ -112,22 +112,25 @@ def comment(text: str) -> str:
 
 def read_text(path: str) -> str:
     """The spec's text; refused if it is not a regular file of UTF-8 text no larger than MAX_FILE_BYTES."""
-    import os
-    import stat
+    from tracer import reading
 
+    if "\0" in path:
+        raise SpecError(msg("{path}: the path holds a NUL byte", path=path.replace("\0", "\\x00")))
     try:
-        st = os.stat(path)
-        if stat.S_ISDIR(st.st_mode):
-            raise SpecError(msg("{path}: is a directory, expected a YAML spec file", path=shown(path)))
-        if not stat.S_ISREG(st.st_mode):  # a FIFO or a device would block or never end
-            raise SpecError(msg("{path}: is not a regular file (a pipe, socket or device), expected a YAML spec file", path=shown(path)))
-        with open(path, "rb") as fh:
+        fh, _ = reading.open_regular(path)  # regular files only, opened without blocking: a FIFO is refused at once
+        with fh:
             note_input(path)
             data = fh.read(MAX_FILE_BYTES + 1)
-    except FileNotFoundError:
-        raise SpecError(msg("{path}: no such file", path=shown(path))) from None
-    except PermissionError:
-        raise SpecError(msg("{path}: permission denied", path=shown(path))) from None
+    except reading.InputRefused as e:
+        if e.reason == "missing":
+            raise SpecError(msg("{path}: no such file", path=shown(path))) from None
+        if e.reason == "permission":
+            raise SpecError(msg("{path}: permission denied", path=shown(path))) from None
+        if e.reason == "directory":
+            raise SpecError(msg("{path}: is a directory, expected a YAML spec file", path=shown(path))) from None
+        if e.reason == "special":
+            raise SpecError(msg("{path}: is not a regular file (a pipe, socket or device), expected a YAML spec file", path=shown(path))) from None
+        raise SpecError(at_(path, e.message)) from None
     except OSError as e:
         raise SpecError(msg("{path}: cannot read: {x}", path=shown(path), x=e.strerror or e)) from None
     if len(data) > MAX_FILE_BYTES:

@@ -138,7 +138,7 @@ class Layout(NamedTuple):
                     out.append(alt)
         return out
 
-    def locate(self, name: str, keys: set[str] | list[str], first_layer: int = 0) -> tuple[Take, bool] | None:
+    def locate(self, name: str, keys: set[str] | frozenset[str] | list[str], first_layer: int = 0) -> tuple[Take, bool] | None:
         """The Take for ``name`` with its key as the checkpoint writes it, and whether the key exists.
 
         None when the layout does not map ``name`` (the spec then draws it from the seed).
@@ -151,14 +151,14 @@ class Layout(NamedTuple):
         if layer is not None:
             fields["i"] = str(layer + first_layer)
         key = take.key.format(**fields)
-        present = set(keys)
+        present = keys if isinstance(keys, (set, frozenset)) else frozenset(keys)
         candidates = self.candidates(key)
         for k in candidates:
             if k in present:
                 return take._replace(key=k), True
         # Missing: name it as this checkpoint writes its keys (with the prefix most of its keys have).
-        heads = [k.split(".", 1)[0] for k in present]
-        best = max(candidates, key=lambda k: heads.count(k.split(".", 1)[0]))
+        heads = _heads(frozenset(present))
+        best = max(candidates, key=lambda k: heads.get(k.split(".", 1)[0], 0))
         return take._replace(key=best), False
 
     def owner(self, key: str) -> tuple[str | None, tuple[str, int] | None]:
@@ -189,6 +189,22 @@ class Layout(NamedTuple):
 
     def is_harmless(self, key: str) -> bool:
         return any(re.fullmatch(rx, key) for rx in self.harmless)
+
+
+_HEADS: dict[frozenset[str], dict[str, int]] = {}
+
+
+def _heads(keys: frozenset[str]) -> dict[str, int]:
+    """How many keys start with each first part ('h', 'transformer'), counted once per set of keys (a frozenset keeps
+    its hash): a spec with many missing weights costs weights + names, not weights x names."""
+    if keys not in _HEADS:
+        _HEADS.clear()
+        counts: dict[str, int] = {}
+        for k in keys:
+            head = k.split(".", 1)[0]
+            counts[head] = counts.get(head, 0) + 1
+        _HEADS[keys] = counts
+    return _HEADS[keys]
 
 
 _REGEX: dict[str, re.Pattern[str]] = {}
@@ -336,7 +352,7 @@ def norm(key: str) -> dict[str, Take]:
 # -- reading configs -------------------------------------------------------------------
 def shape_of(ckpt: Checkpoint, layout: Layout, name: str) -> tuple[int, ...] | None:
     """The shape tracer weight ``name`` has in this checkpoint (after the layout's conversion), or None."""
-    found = layout.locate(name, ckpt.keys())
+    found = layout.locate(name, ckpt.key_set())
     if found is None or not found[1]:
         return None
     take, _ = found
@@ -345,7 +361,7 @@ def shape_of(ckpt: Checkpoint, layout: Layout, name: str) -> tuple[int, ...] | N
 
 def stored_dtype(ckpt: Checkpoint, layout: Layout, name: str) -> str:
     """How the checkpoint stores tracer weight ``name`` (float32, bfloat16, ...)."""
-    found = layout.locate(name, ckpt.keys())
+    found = layout.locate(name, ckpt.key_set())
     return ckpt.info(found[0].key).dtype if found is not None and found[1] else "float32"
 
 

@@ -55,7 +55,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     V, C = wte
     wpe = shape_of(ckpt, layout, "position")
     w1 = shape_of(ckpt, layout, "blocks.0.ffn.w1")
-    found = layout.locate("blocks.0.norm1.gamma", ckpt.keys())
+    found = layout.locate("blocks.0.norm1.gamma", ckpt.key_set())
     pattern = found[0].key.replace(".0.", ".{i}.", 1) if found else "h.{i}.ln_1.weight"
     layers = layer_count(ckpt.keys(), pattern)
     if layers == 0:

@@ -95,7 +95,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     if embed is None:
         raise CheckpointError(at(ckpt.path, msg('holds no LLaMA token embedding (model.embed_tokens.weight); is it a LLaMA checkpoint?')))
     V, C = embed
-    found = layout.locate("blocks.0.norm1.gamma", ckpt.keys())
+    found = layout.locate("blocks.0.norm1.gamma", ckpt.key_set())
     pattern = found[0].key.replace(".0.", ".{i}.", 1) if found else "model.layers.{i}.input_layernorm.weight"
     layers = layer_count(ckpt.keys(), pattern)
     if layers == 0:
