@@ -1101,6 +1101,7 @@ MESSAGES: dict[str, str] = {
     "the block's {mask} mask lets position {i} read the later position {j}, so it is not causal: later positions may be read by design": '块的 {mask} 掩码让位置 {i} 读取其后的位置 {j}，因此不是因果的：按设计可以读取后面的位置',
     # i22-ckpt
     'a mapping of settings': '设置的映射（mapping）',
+    'the name of a shard file': '分片文件的名字',
     '{names} and {n} more': '{names} 等，另有 {n} 个',
     "{key} = {value}, but the checkpoint's tensors have {letter} = {found}; the config does not describe these weights": '{key} = {value}，但检查点的张量给出 {letter} = {found}；这个配置描述的不是这些权重',
     "{key} = {value}, but the checkpoint's tensors have {letter} = {found} ({tensor} is {shape}); the config does not describe these weights": '{key} = {value}，但检查点的张量给出 {letter} = {found}（{tensor} 是 {shape}）；这个配置描述的不是这些权重',

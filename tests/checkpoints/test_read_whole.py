@@ -261,3 +261,15 @@ def test_a_tensor_name_is_data_in_the_listing_never_yaml(tmp_path: Path) -> None
     assert r.returncode == 0, r.stderr
     assert "\nallow_nonfinite" not in r.stdout and "#   model.layers.0.evil\\nallow_nonfinite: true\\n#" in r.stdout
     assert "allow_nonfinite" not in r.stdout.replace("evil\\nallow_nonfinite", "")
+
+
+@pytest.mark.parametrize("shard, got", [(None, "nothing (null)"), (7, "7"), (["a.safetensors"], "a list"), (True, "boolean true")])
+def test_an_index_whose_shard_is_not_a_file_name_is_refused(tmp_path: Path, shard: object, got: str) -> None:
+    """A weight_map value that is not text names no file; it is refused by key, not read as the file 'None' or '7'."""
+    tensors = make_gpt2(str(tmp_path / "gpt2"))
+    folder = tmp_path / "gpt2"
+    weight_map = {k: "model.safetensors" for k in tensors}
+    weight_map["transformer.h.0.ln_1.weight"] = shard  # type: ignore[assignment]
+    (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    assert_refused(run_app("import", str(folder)),
+                   f"model.safetensors.index.json: weight_map: transformer.h.0.ln_1.weight: expected the name of a shard file, received {got}")

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tracer import reading
 from tracer.errors import CheckpointError
 from tracer.files import note_input, outside_confinement
-from tracer.messages import at, msg
+from tracer.messages import Message, at, msg
 
 if TYPE_CHECKING:
     import numpy as np
@@ -504,6 +504,22 @@ class TorchFile(Checkpoint):
 CHECKPOINT_LIKE = (".safetensors", ".json", ".npz", ".npy", ".bin", ".pt", ".pth", ".ckpt")
 
 
+def received(value: Any) -> Message | str:
+    """A JSON value as the spec validator describes what it received: boolean true, text 'x', nothing (null), a list."""
+    if isinstance(value, bool):
+        return msg("boolean {v}", v="true" if value else "false")
+    if value is None:
+        return msg("nothing (null)")
+    if isinstance(value, str):
+        return msg("text {v}", v=repr(value[:40] + ("..." if len(value) > 40 else "")))
+    if isinstance(value, list):
+        return msg("a list")
+    if isinstance(value, dict):
+        return msg("a mapping")
+    text = repr(value)
+    return text if len(text) <= 24 else text[:20] + "..."
+
+
 def checkpoint_like(names: list[str]) -> list[str]:
     """The names a message may list from a folder: checkpoint files only, never a hidden one."""
     return sorted(n for n in names if not n.startswith(".") and n.lower().endswith(CHECKPOINT_LIKE))
@@ -530,7 +546,10 @@ class Folder(Checkpoint):
                 weight_map = doc.get("weight_map") if isinstance(doc, dict) else None
                 if not isinstance(weight_map, dict):
                     raise CheckpointError(at(index, msg("expected a 'weight_map' of tensor names to shard files")))
-                self.where = {str(k): str(v) for k, v in weight_map.items()}
+                for key, shard in weight_map.items():
+                    if not isinstance(shard, str):
+                        raise CheckpointError(at(index, at("weight_map", at(key, msg("expected {what}, received {got}", what=msg("the name of a shard file"), got=received(shard))))))
+                self.where = dict(weight_map)
                 self.main = index
                 return
         for name in self.SINGLE:

@@ -35,7 +35,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tracer.checkpoints.formats import Checkpoint, shape_text
+from tracer.checkpoints.formats import Checkpoint, received, shape_text
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, join, msg
 
@@ -375,22 +375,6 @@ class Options(NamedTuple):
 
 
 OPTION_OF = {"H": "--heads", "activation": "--activation", "eps": "--eps", "norm_order": "--norm-order"}
-
-
-def received(value: Any) -> Message | str:
-    """A JSON value as the spec validator describes what it received: boolean true, text 'x', nothing (null), a list."""
-    if isinstance(value, bool):
-        return msg("boolean {v}", v="true" if value else "false")
-    if value is None:
-        return msg("nothing (null)")
-    if isinstance(value, str):
-        return msg("text {v}", v=repr(value[:40] + ("..." if len(value) > 40 else "")))
-    if isinstance(value, list):
-        return msg("a list")
-    if isinstance(value, dict):
-        return msg("a mapping")
-    text = repr(value)
-    return text if len(text) <= 24 else text[:20] + "..."
 
 
 def config_path(ckpt: Checkpoint) -> str:
