@@ -268,8 +268,8 @@ def test_an_index_whose_shard_is_not_a_file_name_is_refused(tmp_path: Path, shar
     """A weight_map value that is not text names no file; it is refused by key, not read as the file 'None' or '7'."""
     tensors = make_gpt2(str(tmp_path / "gpt2"))
     folder = tmp_path / "gpt2"
-    weight_map = {k: "model.safetensors" for k in tensors}
-    weight_map["transformer.h.0.ln_1.weight"] = shard  # type: ignore[assignment]
+    weight_map: dict[str, object] = dict.fromkeys(tensors, "model.safetensors")
+    weight_map["transformer.h.0.ln_1.weight"] = shard
     (folder / "model.safetensors.index.json").write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     assert_refused(run_app("import", str(folder)),
                    f"model.safetensors.index.json: weight_map: transformer.h.0.ln_1.weight: expected the name of a shard file, received {got}")

@@ -206,6 +206,7 @@ CHAPTER_VARIANTS = {
     "init": ("name:", "init: xavier\nname:", "init", ""),
     "mask": ("mask: causal", "mask: none", "block.mask", "MHA(norm1); mask none"),
     "eps": ("eps: 1e-5", "eps: 1e-3", "block.eps", ""),
+    "gated": ("  eps: 1e-5\n", "  eps: 1e-5\n  activation: swiglu\n", "block.activation", "SiLU(norm2 W1 + b1) * (norm2 W3 + b3)"),
 }
 
 
@@ -213,7 +214,10 @@ CHAPTER_VARIANTS = {
 def test_the_chapter_block_against_a_one_setting_variant(tmp_path, key):
     old, new, field, words = CHAPTER_VARIANTS[key]
     assert old in PRE_TEXT
-    variant = write_spec(tmp_path, PRE_TEXT.replace(old, new, 1), f"{key}.yaml")
+    text = PRE_TEXT.replace(old, new, 1)
+    if key == "gated":  # SwiGLU's third matrix, which the ReLU block does not have
+        text = text.replace("    b2: zeros\n", "    b2: zeros\n    w3: [[1, 0, 1], [0, 1, 0]]\n", 1)
+    variant = write_spec(tmp_path, text, f"{key}.yaml")
     r = run_app("diff", PRE, str(variant))
     assert r.returncode == 1, r.stdout[-800:]
     assert field in r.stdout and words in r.stdout

@@ -291,9 +291,13 @@ def expr(step: Step, settings: dict[str, Any] | None = None) -> str:
     text = None
     try:
         if template is not None:
-            act = ACT_NAMES.get(str(settings.get("activation") or "relu"), str(settings.get("activation")))
+            activation = str(settings.get("activation") or "relu")
+            act = ACT_NAMES.get(activation, activation)
+            gate = ""
+            if activation == "swiglu" and "{gate}" in template:  # SiLU(x W1 + b1) * (x W3 + b3), not 'SwiGLU(x W1 + b1)'
+                act, gate = "SiLU", f" * ({step.inputs[0]} W3 + b3)"
             head = "E^T" if settings.get("head") == "tied" else "W_head"
-            text = template.format(*step.inputs, w=step.weights, act=act, head=head)
+            text = template.format(*step.inputs, w=step.weights, act=act, gate=gate, head=head)
     except IndexError:  # fewer inputs than the op's usual form (a hand-edited trace)
         pass
     if text is None:

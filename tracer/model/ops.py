@@ -11,7 +11,8 @@ A record holds:
 - ``meaning`` and ``zh``: the op in a few words, in English and in the book's Chinese (a custom step that writes
   no meaning of its own is shown with these);
 - ``formula`` (``tracer stages``: what it computes from the stages it reads, ``{0}``, ``{1}``), ``expr``
-  (``tracer diff``: its right-hand side in the book's notation; ``{act}`` the activation's name, ``{head}`` E^T or W_head), ``graph`` and ``graph_weights`` (``tracer graph``:
+  (``tracer diff``: its right-hand side in the book's notation; ``{act}`` the activation's name (SiLU for SwiGLU's gate),
+  ``{gate}`` SwiGLU's `` * (x W3 + b3)``, ``{head}`` E^T or W_head), ``graph`` and ``graph_weights`` (``tracer graph``:
   what its box computes, and which of its weights the box lists);
 - ``temporaries``: the bytes its kernel holds at its peak beyond its inputs, output and recorded internals (the
   memory estimate); ``view``: its stage is a view of an array that exists anyway (its input, or a given array);
@@ -394,7 +395,7 @@ _RECORDS = (
         "act({0} W_1 + b_1) W_2 + b_2", "FFN_{act}({0})", "{hidden} W_2 + b_2", _same_over_c, weights="ffn",
         graph_weights=("w1", "b1", "w3", "b3", "w2", "b2"), preflight=_ffn_contracts, temporaries=_ffn_bytes),
     _op("ffn_hidden", 1, "FFN first half, {actf}(x W_1 + b_1)", "FFN 前半部分，{actf}(x W_1 + b_1)",
-        "act({0} W_1 + b_1)", "{act}({0} W1 + b1)", "{hidden}", _to_f, weights="ffn", graph_weights=("w1", "b1", "w3", "b3"),
+        "act({0} W_1 + b_1)", "{act}({0} W1 + b1){gate}", "{hidden}", _to_f, weights="ffn", graph_weights=("w1", "b1", "w3", "b3"),
         preflight=_ffn_hidden_contracts, temporaries=_ffn_bytes),
     _op("ffn_out", 1, "FFN second half, h W_2 + b_2", "FFN 后半部分，h W_2 + b_2",
         "{0} W_2 + b_2", "{0} W2 + b2", "{x} W_2 + b_2", _f_to_c, weights="ffn", graph_weights=("w2", "b2"),
