@@ -147,3 +147,81 @@ def test_the_layer_norm_guards_hold_from_c_2_to_8192(C):
         found = hints.matching(ctx, theirs.astype(np.float64))
         expected = [what] if what in ("ddof", "no_eps", "gamma_beta_swapped") else []
         assert found == expected, (C, what, found)
+
+
+# -- scores recorded after the mask ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fill", [-np.inf, -1e9])
+def test_masked_scores_are_accepted_and_the_diff_carries_on_to_the_weights(tmp_path, fill):
+    spec, params, x = traced(tmp_path, 4, 2)
+    arrays = student.numpy_block(x, params, 2, bug="softmax_queries")
+    T = x.shape[0]
+    arrays["attn.scores"] = np.where(np.triu(np.ones((T, T), dtype=bool), k=1), fill, arrays["attn.scores"])
+    r = diffing.diff(spec, save(tmp_path, arrays, set(arrays)))
+    row = next(s for s in r.stages if s.name == "attn.scores")
+    assert row.status == "equal"
+    assert any("attn.scores holds masked scores" in n for n in r.notes)
+    assert r.first_diverging is not None and r.first_diverging.name == "attn.weights"
+    assert r.hint is not None and r.hint.bug == "softmax_queries"
+
+
+def test_masked_scores_without_the_scale_are_named_at_the_scores(tmp_path):
+    spec, params, x = traced(tmp_path, 4, 2)
+    arrays = student.numpy_block(x, params, 2, bug="no_scale")
+    r = diffing.diff(spec, save(tmp_path, arrays, set(arrays)))
+    assert r.first_diverging is not None and r.first_diverging.name == "attn.scores"
+    assert r.hint is not None and r.hint.bug == "no_scale"
+
+
+# -- tolerance by dtype ----------------------------------------------------------------------------------------
+
+def test_float32_arrays_are_compared_at_float32s_tolerance_and_it_says_so(tmp_path):
+    spec, params, x = traced(tmp_path, 8, 2)
+    arrays = student.numpy_block(x, params, 2, dtype=np.float32)
+    path = save(tmp_path, arrays, student.MAIN)
+    r = diffing.diff(spec, path)
+    assert r.exit_code == 0 and (r.atol, r.rtol) == diffing.DTYPE_TOLERANCE["float32"] and r.by_dtype == "float32"
+    assert any("B holds float32 arrays: compared at atol 1e-05, rtol 1e-05" in n for n in r.notes)
+    doc = json.loads(run_cli("diff", spec, path, "--json").stdout)
+    assert doc["tolerance"] == {"atol": 1e-5, "rtol": 1e-5, "by_dtype": "float32"}
+    given = diffing.diff(spec, path, atol=1e-9)  # an explicit tolerance wins
+    assert given.exit_code == 1 and given.by_dtype is None and (given.atol, given.rtol) == (1e-9, 1e-9)
+
+
+def test_a_float32_mistake_is_still_named(tmp_path):
+    spec, params, x = traced(tmp_path, 8, 2)
+    arrays = student.numpy_block(x, params, 2, bug="ddof", dtype=np.float32)
+    r = diffing.diff(spec, save(tmp_path, arrays, student.MAIN))
+    assert r.hint is not None and r.hint.bug == "ddof"
+
+
+def test_float64_arrays_keep_the_default_tolerance(tmp_path):
+    spec, params, x = traced(tmp_path, 8, 2)
+    r = diffing.diff(spec, save(tmp_path, student.numpy_block(x, params, 2), student.MAIN))
+    assert (r.atol, r.rtol) == (1e-9, 1e-9) and r.by_dtype is None and r.exit_code == 0
+
+
+# -- what a spec cannot show -----------------------------------------------------------------------------------
+
+def test_the_chapters_spec_says_which_mistakes_it_cannot_show(tmp_path):
+    from helpers import oracle
+
+    arrays = {k: v for k, v in oracle.chapter_block().items() if k in student.MAIN}
+    r = diffing.diff(PRE, save(tmp_path, arrays, student.MAIN))
+    note = next(n for n in r.notes if "cannot show every classic mistake" in n)
+    for prop in ("d = 1", "every bias is zero", "gamma = 1 and beta = 0", "specs/variants/diagnose.yaml"):
+        assert prop in note
+    assert "H = 1" not in note and "T = 1" not in note
+
+
+def test_a_spec_that_shows_every_mistake_has_no_such_note():
+    t = tracer.trace("specs/variants/diagnose.yaml")
+    assert hints.spec_blind_spots(t.spec, dict(t.params)) == []
+
+
+def test_one_position_and_one_head_are_named(tmp_path):
+    path = tmp_path / "tiny.yaml"
+    path.write_text("name: tiny\ndims: {B: 1, T: 1, C: 4, H: 1, F: 8}\nseed: 1\ninput: {x: random}\nblock: {norm_order: pre, mask: causal}\n")
+    t = tracer.trace(str(path))
+    note = hints.spec_blind_spots(t.spec, dict(t.params))[0]
+    assert "H = 1" in note and "T = 1" in note and "d = 1" not in note
