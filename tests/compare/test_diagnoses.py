@@ -225,3 +225,19 @@ def test_one_position_and_one_head_are_named(tmp_path):
     t = tracer.trace(str(path))
     note = hints.spec_blind_spots(t.spec, dict(t.params))[0]
     assert "H = 1" in note and "T = 1" in note and "d = 1" not in note
+
+
+def test_the_mask_off_by_one_filled_with_a_large_negative_is_named(tmp_path):
+    spec, params, x = traced(tmp_path, 2, 1)
+    arrays = student.numpy_block(x, params, 1, bug="mask_off_by_one", fill=-1e9)
+    assert np.allclose(arrays["attn.weights"][0, 0], 1 / 3)  # row 0 reads no key: uniform
+    r = diffing.diff(spec, save(tmp_path, arrays, student.MAIN))
+    assert r.hint is not None and r.hint.bug == "mask_off_by_one"
+
+
+def test_the_api_reads_the_dtype_of_the_arrays_it_is_given(tmp_path):
+    spec, params, x = traced(tmp_path, 8, 2)
+    arrays = {k: v for k, v in student.numpy_block(x, params, 2, dtype=np.float32).items() if k in student.MAIN}
+    d = tracer.diff(spec, arrays)
+    assert d.exit_code == 0 and d.result.by_dtype == "float32"
+    assert tracer.diff(spec, arrays, atol=1e-12, rtol=0).exit_code == 1

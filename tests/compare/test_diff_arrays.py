@@ -12,7 +12,6 @@ from helpers import oracle
 
 from tracer import i18n
 from tracer.compare import core as diffing
-from tracer.compare import hints
 
 MAIN = ("x", "norm1", "attention", "residual1", "norm2", "hidden", "ffn", "output")
 
