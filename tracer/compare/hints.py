@@ -1,14 +1,19 @@
-"""What a first divergence usually means, for a student diffing their own block (``tracer diff SPEC mine.npz``).
+"""What a first divergence means, for a student diffing their own block (``tracer diff SPEC mine.npz``).
 
-Two parts, both plain data (English; rendered in the current language at the edge):
+Three parts, each plain data:
 
-- advice by what the stage computes: a LayerNorm stage points at the LayerNorm's usual mistakes
-  (divide by C, not C-1; ε inside the square root; statistics over C), a residual add at a missing
-  term, attention at the softmax's axis, the mask and W_O.  "norm2 differs but residual1 agrees"
-  says the bug sits between the two.
-- a diagnosis when the user's array *is* one of the typical bugs: the bug is recomputed from
-  tracer's own stages (LayerNorm with ddof=1 or over another axis, the add without its residual,
-  attention without W_O, softmax over the queries, the mask after the softmax) and compared.
+- advice by what the stage computes (English; rendered in the current language at the edge): a
+  LayerNorm stage points at the LayerNorm's usual mistakes (divide by C, not C-1; ε inside the square
+  root; statistics over C), a residual add at a missing term, attention at the softmax's axis, the
+  mask and W_O.  "norm2 differs but residual1 agrees" says the bug sits between the two.
+- a diagnosis, a tested claim: DIAGNOSES holds one record per classic mistake (its name, the stages it
+  shows at, the stage recomputed with the mistake made, the sentence naming it and its fix).  The
+  recomputation reads the student's own arrays of the stages it needs (tracer's where they did not
+  record them, and the sentence says so); a mistake is named when the student's array matches it at a
+  tolerance set by their dtype (DIAGNOSIS_TOLERANCE, far below the smallest effect of a mistake) while
+  the correct computation from the same inputs does not, and when no other mistake matches too.
+- spec_blind_spots: the classic mistakes a spec's numbers cannot show (d = 1, H = 1, T = 1, zero
+  biases, gamma 1 and beta 0), for tracer diff's notes and tracer check.
 """
 
 from __future__ import annotations
@@ -116,7 +121,7 @@ def hint_for(result: DiffResult, ref: Side, mine: Side) -> Hint | None:
     lead = LEAD_AGREES if prev else LEAD_FIRST
     if theirs is None or ours is None:
         return Hint(first.name, prev, lead, ADVICE[kind])
-    ctx = Context.of(first.name, ref, mine, diagnosis_tolerance(mine.dtype))
+    ctx = Context(first.name, ref, mine, diagnosis_tolerance(mine.dtype))
     found = diagnose(ctx, theirs.array)
     if found is None:
         return Hint(first.name, prev, lead, ADVICE[kind], searched=True)
@@ -170,10 +175,6 @@ class Context:
             self.step = next((s for s in ref.steps if s.op == "mha" and _prefix(s) == prefix), None)
         self.borrowed: list[str] = []
         self._cache: dict[tuple[object, ...], dict[str, np.ndarray] | None] = {}
-
-    @classmethod
-    def of(cls, name: str, ref: Side, mine: Side, tol: Tolerance) -> Context:
-        return cls(name, ref, mine, tol)
 
     @property
     def kind(self) -> str:
@@ -326,8 +327,8 @@ def _attention(ctx: Context, step: Step, scale: bool = True, split: str = "trans
     found = {k: ctx.params.get(f"{step.weights}.{k}") for k in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")}
     ours_w = ctx.ours.get(f"{_prefix(step)}.weights")
     ours_q = ctx.ours.get(f"{_prefix(step)}.q")
-    if x is None or ours_w is None or ours_q is None or any(v is None for v in found.values()) or x.ndim != 3:
-        return None
+    if x is None or ours_w is None or ours_q is None or any(v is None for v in found.values()) or x.ndim != 3 or step.base is not None:
+        return None  # (rotary positions: not the classic block's attention)
     p = {k: v for k, v in found.items() if v is not None}
     B, H, T, d = ours_q.shape
     if p["w_q"].shape[-1] != H * d or p["w_k"].shape[-1] != H * d:  # grouped keys: not the classic block
@@ -455,16 +456,9 @@ def _post_norm(ctx: Context) -> np.ndarray | None:
         return ctx.attention(reads=norm.inputs[0])
     if step.op == "layer_norm" and step.inputs:
         sub = next((s for s in ctx.steps.values() if s.op == "mha" and s.inputs[:1] == (ctx.name,)), None)
-        if sub is None:
-            return None
-        saved_step, saved_name = ctx.step, ctx.name
-        ctx.step, ctx.key = sub, "out"
-        try:
-            u = ctx.attention(reads=step.inputs[0])
-        finally:
-            ctx.step, ctx.name, ctx.key = saved_step, saved_name, "out"
+        found = None if sub is None else _attention(ctx, sub, reads=step.inputs[0])
         x = ctx.inp(step.inputs[0])
-        return None if u is None or x is None else _ln(ctx, x=x + u)
+        return None if found is None or x is None else _ln(ctx, x=x + found["out"])
     return None
 
 
