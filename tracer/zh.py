@@ -152,18 +152,7 @@ UI: dict[str, str] = {
     "the array's shape: record it with tracer's axes, in the book's order (see the shape columns)":
         "数组的 shape：按 tracer 的轴、书中的顺序记录（见 shape 两列）",
     "the step that computes it": "计算它的那一步",
-    "Your {stage} equals LayerNorm with the variance divided by C-1 (ddof=1): divide by C":
-        "你的 {stage} 等于方差除以 C-1（ddof=1）的 LayerNorm：应除以 C",
-    "Your {stage} equals LayerNorm with its mean and variance taken over {axis} instead of over C":
-        "你的 {stage} 等于在 {axis} 上、而不是在 C 上求均值和方差的 LayerNorm",
-    "T (the positions)": "T（各位置）",
-    "B (the samples)": "B（各样本）",
-    "Your {stage} equals {term} alone: the residual add is missing (add {other})": "你的 {stage} 只等于 {term}：少了残差相加（加上 {other}）",
-    "Your {stage} equals the heads before W_O: multiply by W_O (and add b_O)": "你的 {stage} 等于乘 W_O 之前的各头结果：应乘 W_O（并加 b_O）",
-    "Your {stage} equals attention with the softmax taken over the queries: take it over the keys (the last axis)":
-        "你的 {stage} 等于在查询上求 softmax 的注意力：应在键上求（最后一个轴）",
-    "Your {stage} equals attention with the mask applied after the softmax: mask the scores first (-inf on future keys), then the softmax":
-        "你的 {stage} 等于在 softmax 之后才加掩码的注意力：应先给分数加掩码（未来的键为 -inf），再求 softmax",
+    "{lead}: no known mistake matches; look at {advice}": "{lead}：没有已知的错误与之相符；请检查{advice}",
     "Structure: the two step lists, aligned by step name": "结构：两份步骤列表，按步骤名对齐",
     "Settings that differ": "不同的设置",
     "What differs:": "不同之处：",
@@ -1187,6 +1176,51 @@ MESSAGES: dict[str, str] = {
     'a whole number of {n} digits': '一个 {n} 位的整数',
     "the path's name is not UTF-8 text, which a spec cannot write; rename the file or folder": '路径的名字不是 UTF-8 文本，spec 无法写出它；请给文件或文件夹改名',
     'is larger than {limit} bytes, the most {what} may be': '大于 {limit} 字节，这是{what}的上限',
+    # i25-diag
+    "Your {stage} equals LayerNorm with the variance divided by C-1 (ddof=1): divide by C":
+        "你的 {stage} 等于方差除以 C-1（ddof=1）的 LayerNorm：应除以 C",
+    "Your {stage} equals LayerNorm with its mean and variance taken over {axis} instead of over C":
+        "你的 {stage} 等于在 {axis} 上、而不是在 C 上求均值和方差的 LayerNorm",
+    "T (the positions)": "T（各位置）",
+    "B (the samples)": "B（各样本）",
+    "Your {stage} equals {term} alone: the residual add is missing (add {other})": "你的 {stage} 只等于 {term}：少了残差相加（加上 {other}）",
+    "Your {stage} equals the heads before W_O: multiply by W_O (and add b_O)": "你的 {stage} 等于乘 W_O 之前的各头结果：应乘 W_O（并加 b_O）",
+    "Your {stage} equals attention with the softmax taken over the queries: take it over the keys (the last axis)":
+        "你的 {stage} 等于在查询上求 softmax 的注意力：应在键上求（最后一个轴）",
+    "Your {stage} equals attention with the mask applied after the softmax: mask the scores first (-inf on future keys), then the softmax":
+        "你的 {stage} 等于在 softmax 之后才加掩码的注意力：应先给分数加掩码（未来的键为 -inf），再求 softmax",
+    "Your {stage} equals LayerNorm without ε: add ε to the variance inside the square root, sqrt(var + ε)":
+        "你的 {stage} 等于不加 ε 的 LayerNorm：应在平方根里给方差加上 ε，即 sqrt(var + ε)",
+    "Your {stage} equals LayerNorm with gamma and beta swapped: multiply by gamma, then add beta":
+        "你的 {stage} 等于把 gamma 和 beta 对调的 LayerNorm：应先乘 gamma，再加 beta",
+    "Your {stage} is what a Post-Norm block computes (LN(X + MHA(X))): this spec asks for Pre-Norm, N1 = LN1(X), R = X + MHA(N1), normalise before each sublayer, not after the add":
+        "你的 {stage} 是 Post-Norm 块算出的结果（LN(X + MHA(X))）：这个 spec 要的是 Pre-Norm，N1 = LN1(X)，R = X + MHA(N1)，在每个子层之前归一化，而不是在相加之后",
+    "Your {stage} adds the normalised input to the sublayer's output (N + U): the residual adds the stream itself, R = X + U, not LN(X) + U":
+        "你的 {stage} 把归一化后的输入加到了子层输出上（N + U）：残差加的是残差路径上的值本身，R = X + U，不是 LN(X) + U",
+    "Your {stage} equals attention without the 1/sqrt(d) scale: divide the scores Q K^T by sqrt(d) = sqrt({d})":
+        "你的 {stage} 等于没有 1/sqrt(d) 缩放的注意力：应把分数 Q K^T 除以 sqrt(d) = sqrt({d})",
+    "Your {stage} equals attention with the heads split by a reshape without the transpose: reshape [T,C] to [T,H,d], then swap T and H (and back before W_O)":
+        "你的 {stage} 等于只用 reshape、没有转置来拆分各头的注意力：应把 [T,C] reshape 成 [T,H,d]，再交换 T 和 H（乘 W_O 之前再换回来）",
+    "Your {stage} equals attention with the heads concatenated in the wrong order: head 0 first, then head 1, ..., before W_O":
+        "你的 {stage} 等于各头拼接顺序错了的注意力：应先放第 0 个头，再放第 1 个头……然后乘 W_O",
+    "Your {stage} equals attention with the causal mask off by one: the diagonal is masked too (row 0 then has no key: NaN with -inf, uniform with -1e9); mask only the keys after the query, np.triu(..., k=1)":
+        "你的 {stage} 等于因果掩码错了一位的注意力：对角线也被遮住了（于是第 0 行一个键也没有：用 -inf 得 NaN，用 -1e9 得均匀分布）；只应遮住查询之后的键，np.triu(..., k=1)",
+    "Your {stage} uses the exact GELU (erf) where the spec asks for the tanh approximation: 0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))":
+        "你的 {stage} 用了精确的 GELU（erf），而 spec 要的是 tanh 近似：0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))",
+    "Your {stage} uses GELU's tanh approximation where the spec asks for the exact GELU: x Φ(x) = 0.5 x (1 + erf(x/√2))":
+        "你的 {stage} 用了 GELU 的 tanh 近似，而 spec 要的是精确的 GELU：x Φ(x) = 0.5 x (1 + erf(x/√2))",
+    "Your {stage} leaves the FFN's bias out: add {bias}": "你的 {stage} 漏了 FFN 的偏置：加上 {bias}",
+    "{diagnosis} (worked out from tracer's {names}: your file does not hold them)": "{diagnosis}（根据 tracer 的 {names} 算出：你的文件里没有它们）",
+    "{label} holds {dtype} arrays: compared at atol {atol}, rtol {rtol}, {dtype2}'s tolerance (give --atol and --rtol to choose)":
+        "{label} 中是 {dtype} 数组：按 {dtype2} 的容差 atol {atol}、rtol {rtol} 比较（用 --atol 和 --rtol 可自己指定）",
+    "{label}'s {name} holds masked scores (-inf or a large negative where the mask hides a key): compared where the mask lets a key through":
+        "{label} 的 {name} 是加过掩码的分数（被掩码遮住的键处为 -inf 或很大的负数）：只在掩码放行的键处比较",
+    "d = 1 (a missing 1/sqrt(d) changes nothing)": "d = 1（少了 1/sqrt(d) 也不会有任何变化）",
+    "H = 1 (heads split without the transpose or concatenated out of order change nothing)": "H = 1（拆分各头时漏了转置、拼接顺序错了，都不会有任何变化）",
+    "T = 1 (the mask, its place and the softmax's axis change nothing)": "T = 1（掩码、掩码的位置和 softmax 的轴都不会带来任何变化）",
+    "every bias is zero (a bias left out changes nothing)": "所有偏置都是零（漏了偏置也不会有任何变化）",
+    "gamma = 1 and beta = 0 (a LayerNorm that leaves gamma or beta out changes nothing)": "gamma = 1 且 beta = 0（LayerNorm 漏了 gamma 或 beta 也不会有任何变化）",
+    "this spec cannot show every classic mistake: {props}; {spec} can": "这个 spec 无法显示每一种典型错误：{props}；{spec} 可以",
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

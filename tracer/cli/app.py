@@ -449,8 +449,8 @@ def diff(
     a: Annotated[str, typer.Argument(metavar="A", help="Side A: a YAML spec, a trace saved by `tracer run SPEC --json`, or arrays (as B).", show_default=False)],
     b: Annotated[str, typer.Argument(metavar="B", help="Side B: a YAML spec, a saved JSON trace, or your own arrays: an .npz "
                                                        "(one array per stage; a --save archive too) or a JSON object of stage name -> nested list.", show_default=False)],
-    atol: Annotated[float, typer.Option("--atol", help="Absolute tolerance: equal when |A - B| <= atol + rtol * max(|A|, |B|).")] = 1e-9,
-    rtol: Annotated[float, typer.Option("--rtol", help="Relative tolerance (see --atol).")] = 1e-9,
+    atol: Annotated[float | None, typer.Option("--atol", show_default=False, help="Absolute tolerance: equal when |A - B| <= atol + rtol * max(|A|, |B|); default 1e-9, or 1e-5 against float32 arrays (1e-2 float16).")] = None,
+    rtol: Annotated[float | None, typer.Option("--rtol", show_default=False, help="Relative tolerance (see --atol): default 1e-9, or 1e-5 against float32 arrays.")] = None,
     pos: PosOption = 0,
     batch: BatchOption = 0,
     precision: PrecisionOption = 6,

@@ -100,25 +100,51 @@ def npz_bytes(archive: NpzFile) -> int:
     return sum(math.prod(archive.info(k).shape) * (8 + STORED_ITEMSIZE[archive.info(k).dtype]) for k in archive.tensors)
 
 
-def read_npz(path: str, archive: NpzFile | None = None) -> dict[str, np.ndarray]:
+def read_npz(path: str, archive: NpzFile | None = None) -> Arrays:
     """Every array of an .npz archive, as float64; pickled objects are never loaded, and no member is decompressed
     beyond the size its header declares (which read_side has checked against --max-memory before)."""
     archive = open_npz(path) if archive is None else archive
     out: dict[str, np.ndarray] = {}
+    dtypes = []
     for name in archive.tensors:
         try:
             array = archive.raw(name)
         except CheckpointError as e:
             raise ArraysFileError(msg("{path}: array {name} cannot be read ({e})", path=path, name=repr(name), e=_body(message_of(e), path))) from None
+        dtypes.append(array.dtype)
         out[name] = numeric(array, f"{path}: array {name!r}")
     archive.zip.close()
-    return out
+    return with_dtype(out, dtypes)
 
 
 def read_json(doc: dict[str, Any], path: str) -> dict[str, np.ndarray]:
     """A JSON object of stage name -> nested list (NaN and infinities as "NaN", "Infinity", "-Infinity")."""
     reader = _Reader(path)
     return {name: reader.array(value, name) for name, value in doc.items()}
+
+
+class Arrays(dict[str, np.ndarray]):
+    """Arrays read as float64, and the narrowest float dtype they were written in ("float32", "float16"; None:
+    float64 or whole numbers): it chooses the diff's tolerance."""
+
+    dtype: str | None = None
+
+
+def narrowest(dtypes: Sequence[Any]) -> str | None:
+    """"float16" or "float32" when any of these dtypes is one (in either byte order), else None."""
+    names = set()
+    for d in dtypes:  # a NumPy dtype, or a torch one (torch.float32), without importing torch
+        try:
+            names.add(np.dtype(d).name)
+        except TypeError:
+            names.add(str(d).rsplit(".", 1)[-1])
+    return "float16" if names & {"float16", "bfloat16", "half"} else "float32" if names & {"float32", "float"} else None
+
+
+def with_dtype(arrays: dict[str, np.ndarray], dtypes: Sequence[Any]) -> Arrays:
+    out = Arrays(arrays)
+    out.dtype = narrowest(dtypes)
+    return out
 
 
 def numeric(value: Any, what: str) -> np.ndarray:

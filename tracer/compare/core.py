@@ -50,6 +50,9 @@ EXIT_DIFFERENT = 1
 # and far below the sixth decimal the tables print.
 DEFAULT_ATOL = 1e-9
 DEFAULT_RTOL = 1e-9
+# Another program's float32 (or float16) arrays are compared at their own precision unless --atol/--rtol is given:
+# a float32 block agrees with float64 to about 1e-7 relative per operation, 1e-6 after a block of sums over C.
+DTYPE_TOLERANCE = {"float32": (1e-5, 1e-5), "float16": (1e-2, 1e-2)}
 
 SUBLAYERS = ("mha", "ffn_hidden")  # the ops a norm feeds in pre-norm order
 ACT_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU_tanh", "swiglu": "SwiGLU"}  # gelu_tanh: the tanh approximation
@@ -116,8 +119,8 @@ def read_side(path: str, grad: bool = False, limit: int | None = None, limit_tex
     if grad and (arrays_doc is not None or doc is not None):
         raise UsageError(needs_spec)
     if arrays_doc is not None:
-        arrays = activations.read_json(arrays_doc, path)
-        return None, None, arrays, sum(a.nbytes for a in arrays.values())
+        listed = activations.read_json(arrays_doc, path)
+        return None, None, listed, sum(a.nbytes for a in listed.values())
     if doc is not None:
         return doc, None, None, memory.saved_trace_bytes(len(text.encode()))
     spec = load_spec_text(text, path)
@@ -171,7 +174,8 @@ def arrays_side(arrays: dict[str, np.ndarray], path: str, label: str) -> Side:
     """Another program's arrays: stages in name only until matched against the other side (see activations.match)."""
     from tracer.compare.arrays import catalogue_stages, describe
 
-    return Side(label, path, ARRAYS, describe(arrays), {}, {}, None, (), catalogue_stages(arrays), None, [], None)
+    dtype = getattr(arrays, "dtype", None)  # the narrowest dtype they were written in (activations.Arrays): it sets the tolerance
+    return Side(label, path, ARRAYS, describe(arrays), {}, {}, dtype, (), catalogue_stages(arrays), None, [], None)
 
 
 def violation_lines(sides: tuple[Side, Side]) -> list[Message]:
@@ -609,6 +613,7 @@ class DiffResult:
     notes: list[Message] = field(default_factory=list)
     arrays: ArraysReport | None = None  # when a side is another program's arrays
     hint: Hint | None = None  # what the first divergence usually means (arrays only)
+    by_dtype: str | None = None  # the tolerance was chosen by the arrays' dtype ("float32"), not given
 
     @property
     def compared(self) -> list[StageRow]:
@@ -690,7 +695,7 @@ class DiffResult:
             "summary": self.summary(),
             "a": _side_json(self.a),
             "b": _side_json(self.b),
-            "tolerance": {"atol": self.atol, "rtol": self.rtol},
+            "tolerance": {"atol": self.atol, "rtol": self.rtol, **({} if self.arrays is None else {"by_dtype": self.by_dtype})},
             "position": {"batch": self.batch, "pos": self.pos},
             "structure": {
                 "same": self.structure_same,
@@ -707,6 +712,7 @@ class DiffResult:
             "notes": list(self.notes),
             **({} if self.arrays is None else {"arrays": self.arrays.as_json()}),
             **({} if self.hint is None else {"hint": self.hint.english()}),
+            **({} if self.arrays is None else {"diagnosis": None if self.hint is None else self.hint.diagnosis_json()}),
         }
 
     def first_line(self) -> Message:
@@ -784,7 +790,7 @@ def _visible(stages: dict[str, Stage], show_all: bool) -> dict[str, Stage]:
     return {n: s for n, s in stages.items() if show_all or not s.internal}
 
 
-def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
+def diff(path_a: str, path_b: str, *, atol: float | None = None, rtol: float | None = None, batch: int = 0, pos: int = 0,
          show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] = (),
          grad: bool = False, max_memory: str = memory.DEFAULT_MAX_MEMORY) -> DiffResult:
     """Compare two files; ``only`` (--stage) restricts the stage rows, shown and compared, to those names;
@@ -792,8 +798,9 @@ def diff(path_a: str, path_b: str, *, atol: float = DEFAULT_ATOL, rtol: float = 
     of each side's loss instead of the values (docs/gradients.md).
 
     Both sides are read, then their memory counted together (each spec side is a full run, a saved
-    trace its parsed values), and a diff over --max-memory is refused before either side runs."""
-    check_tolerance(atol, rtol)
+    trace its parsed values), and a diff over --max-memory is refused before either side runs.
+    ``atol``/``rtol`` None: the default (float64's, or a float32 program's own: DTYPE_TOLERANCE)."""
+    check_tolerance(DEFAULT_ATOL if atol is None else atol, DEFAULT_RTOL if rtol is None else rtol)
     limit = memory.parse_size(max_memory)
     with reading.within(limit):
         read_a, read_b = read_side(path_a, grad, limit, max_memory), read_side(path_b, grad, limit, max_memory)
@@ -814,14 +821,22 @@ def check_tolerance(atol: float, rtol: float) -> None:
             raise UsageError(msg("{option}: expected a finite number of 0 or more (such as 1e-9), received {value}", option=option, value=f"{value:g}"))
 
 
-def compare(a: Side, b: Side, *, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL, batch: int = 0, pos: int = 0,
+def compare(a: Side, b: Side, *, atol: float | None = None, rtol: float | None = None, batch: int = 0, pos: int = 0,
             show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] | dict[str, str] = (),
             grad: bool = False) -> DiffResult:
-    """Compare two loaded sides (specs, saved traces, or another program's arrays; ``grad``: their gradients)."""
-    check_tolerance(atol, rtol)
+    """Compare two loaded sides (specs, saved traces, or another program's arrays; ``grad``: their gradients).
+    ``atol``/``rtol`` None: the default; against a float32 program's arrays, float32's (DTYPE_TOLERANCE), and a note says so."""
     if a.is_arrays or b.is_arrays:
+        narrow = next((s.dtype for s in (b, a) if s.is_arrays and s.dtype in DTYPE_TOLERANCE), None)
+        by_dtype = narrow if atol is None and rtol is None else None
+        if by_dtype is not None:
+            atol, rtol = DTYPE_TOLERANCE[by_dtype]
+        atol, rtol = DEFAULT_ATOL if atol is None else atol, DEFAULT_RTOL if rtol is None else rtol
+        check_tolerance(atol, rtol)
         return compare_arrays_side(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
-                                   only=only, names=names)
+                                   only=only, names=names, by_dtype=by_dtype)
+    atol, rtol = DEFAULT_ATOL if atol is None else atol, DEFAULT_RTOL if rtol is None else rtol
+    check_tolerance(atol, rtol)
     if names:
         raise UsageError(msg("--map names the arrays of a file another program wrote (.npz or a JSON object of arrays); neither side is one"))
     check_violations((a, b), keep_going)
@@ -886,7 +901,7 @@ class ArraysReport:
 
 
 def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: int, pos: int, show_all: bool, keep_going: bool,
-                        only: Sequence[str], names: Sequence[str] | dict[str, str]) -> DiffResult:
+                        only: Sequence[str], names: Sequence[str] | dict[str, str], by_dtype: str | None = None) -> DiffResult:
     """One side (or both) holds another program's arrays: match them to the other side's stages and compare those."""
     from tracer.compare import arrays as activations
     from tracer.compare.hints import hint_for
@@ -900,7 +915,8 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
         listed = ", ".join(m.unmatched[:12]) + (", ..." if len(m.unmatched) > 12 else "")
         stats = msg("; kept as statistics only (--record stats): {names}", names=', '.join(m.stats_only)) if m.stats_only else ""
         raise DiffTrouble(msg("{path}: no array matches a stage of {label} ({path2}); its arrays: {x}{stats}. Name them as tracer's stages (`tracer run SPEC --steps` lists them) or map them: --map THEIRS=STAGE", path=mine.path, label=ref.label, path2=ref.path, x=listed or 'none', stats=stats))
-    mine = Side(mine.label, mine.path, ARRAYS, mine.name, {}, {}, None, (), m.stages, None, [])
+    stages_in, masked = masked_scores(m.stages, ref.stages)
+    mine = Side(mine.label, mine.path, ARRAYS, mine.name, {}, {}, mine.dtype, (), stages_in, None, [])
     a, b = (ref, mine) if mine.label == "B" else (mine, ref)
     for option, value, letter in (("--batch", batch, "B"), ("--pos", pos, "T")):
         n = ref.dims.get(letter, 1) if not ref.is_arrays else 1 << 62
@@ -910,13 +926,23 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
     if only:
         chosen = catalogue.select(only, list(ref.stages), f"{ref.label}") or []
         visible = {n: s for n, s in ref.stages.items() if n in chosen}
-    mine_stages = {n: s for n, s in m.stages.items() if n in visible}
+    mine_stages = {n: s for n, s in mine.stages.items() if n in visible}
     stages_a, stages_b = (visible, mine_stages) if mine.label == "B" else (mine_stages, visible)
     rows = compare_stages(stages_a, stages_b, batch, pos, atol, rtol)
     for r in rows:
         if (r.status == ONLY_A and mine.label == "B") or (r.status == ONLY_B and mine.label == "A"):
             r.status = NOT_RECORDED
     notes: list[Message] = []
+    if by_dtype is not None:
+        notes.append(msg("{label} holds {dtype} arrays: compared at atol {atol}, rtol {rtol}, {dtype2}'s tolerance (give --atol and --rtol to choose)",
+                         label=mine.label, dtype=by_dtype, atol=f"{atol:g}", rtol=f"{rtol:g}", dtype2=by_dtype))
+    for name in masked:
+        notes.append(msg("{label}'s {name} holds masked scores (-inf or a large negative where the mask hides a key): compared where the mask lets a key through",
+                         label=mine.label, name=name))
+    if ref.spec is not None:
+        from tracer.compare.hints import spec_blind_spots
+
+        notes += spec_blind_spots(ref.spec, ref.weights or {})
     if m.unbatched:
         notes.append(msg("{label} gives {names} without the batch axis: read with B = 1", label=mine.label, names=", ".join(m.unbatched)))
     notes += m.reshaped
@@ -928,6 +954,26 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
     report = ArraysReport(mine.label, mine.path, ref.label, list(m.stages), m.renamed, m.unmatched, m.unbatched,
                           [r.name for r in rows if r.status == NOT_RECORDED])
     result = DiffResult(a=a, b=b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, steps=[], structure=[],
-                        settings=[], weights=None, stages=rows, notes=notes, arrays=report)
+                        settings=[], weights=None, stages=rows, notes=notes, arrays=report, by_dtype=by_dtype)
     result.hint = hint_for(result, ref, mine)
     return result
+
+
+MASKED_BELOW = -1e4  # a recorded score at or below this where the mask hides a key is a masked score
+
+
+def masked_scores(mine: dict[str, Stage], ref: dict[str, Stage]) -> tuple[dict[str, Stage], list[str]]:
+    """The student's attention scores recorded after the mask (-inf, or a large negative, wherever tracer's weights are
+    0) are compared where the mask lets a key through: the masked entries are read as tracer's, the diff carries on to
+    the weights, and a note says so."""
+    out, masked = dict(mine), []
+    for name, stage in mine.items():
+        ours, weights = ref.get(name), ref.get(name[: -len("scores")] + "weights") if name.endswith(".scores") else None
+        if ours is None or weights is None or ours.data is None or weights.data is None or stage.array.shape != ours.array.shape:
+            continue
+        theirs, hidden = stage.array, weights.array <= 0
+        if not hidden.any() or not np.all(theirs[hidden] <= MASKED_BELOW) or np.all(ours.array[hidden] <= MASKED_BELOW):
+            continue
+        out[name] = Stage(name, np.where(hidden, ours.array, theirs), stage.axes, stage.meaning, stage.internal)
+        masked.append(name)
+    return out, masked

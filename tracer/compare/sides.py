@@ -128,7 +128,7 @@ def _value(row: StageRow, side: str) -> float | None:
 
 def side(value: object, label: str, keep_going: bool = False) -> Side:
     """One side of a diff, from any object the API takes."""
-    from tracer.compare.arrays import numeric
+    from tracer.compare.arrays import numeric, with_dtype
     from tracer.compare.core import arrays_side, load_side, spec_side
 
     if isinstance(value, (str, os.PathLike)):
@@ -139,27 +139,29 @@ def side(value: object, label: str, keep_going: bool = False) -> Side:
         s = load(value)
         return spec_side(s, s.path, label, keep_going)
     if isinstance(value, Mapping):
-        arrays = {str(k): numeric(v, f"{label}: array {k!r}") for k, v in value.items()}
+        arrays = with_dtype({str(k): numeric(v, f"{label}: array {k!r}") for k, v in value.items()},
+                            [getattr(v, "dtype", np.float64) for v in value.values()])
         return arrays_side(arrays, "<arrays>", label)
     from tracer.errors import UsageError
 
     raise UsageError(msg("side {label}: expected a path, a Spec, a spec dict, a Trace or a mapping of stage name -> array, received {name__}", label=label, name__=type(value).__name__))
 
 
-def diff(a: SideLike, b: SideLike, *, names: Mapping[str, str] | Sequence[str] = (), atol: float = 1e-9, rtol: float = 1e-9,
+def diff(a: SideLike, b: SideLike, *, names: Mapping[str, str] | Sequence[str] = (), atol: float | None = None, rtol: float | None = None,
          batch: int = 0, pos: int = 0, show_all: bool = False, keep_going: bool = False, stages: Sequence[str] = (),
          precision: int = 6) -> Diff:
     """Compare ``a`` and ``b`` stage by stage (``tracer diff A B``).
 
     ``names`` says which of your arrays is which stage: ``{"ln1": "norm1"}``, or --map's strings
-    (``["ln1=norm1"]`` or a YAML file). ``atol``/``rtol``: equal when |A - B| <= atol + rtol * max(|A|, |B|).
+    (``["ln1=norm1"]`` or a YAML file). ``atol``/``rtol``: equal when |A - B| <= atol + rtol * max(|A|, |B|) (None: 1e-9, or float32's 1e-5 against float32 arrays).
     ``batch``/``pos``: where the table shows values; ``show_all``: the attention internals too;
     ``stages``: only these rows (--stage).
     """
     from tracer.compare.core import check_tolerance, compare
     from tracer.spec import choices
 
-    atol, rtol = choices.real(atol, "atol"), choices.real(rtol, "rtol")
+    atol = None if atol is None else choices.real(atol, "atol")
+    rtol = None if rtol is None else choices.real(rtol, "rtol")
     batch, pos, precision = choices.whole(batch, "batch"), choices.whole(pos, "pos"), choices.whole(precision, "precision")
     choices.precision(precision, "precision")
     show_all, keep_going = choices.flag(show_all, "show_all"), choices.flag(keep_going, "keep_going")
@@ -171,7 +173,7 @@ def diff(a: SideLike, b: SideLike, *, names: Mapping[str, str] | Sequence[str] =
         names = [names]
     else:
         names = choices.texts(names, "names")
-    check_tolerance(atol, rtol)
+    check_tolerance(1e-9 if atol is None else atol, 1e-9 if rtol is None else rtol)
     left, right = side(a, "A", keep_going), side(b, "B", keep_going)
     mapping: dict[str, str] | Sequence[str] = dict(names) if isinstance(names, Mapping) else list(names)
     with np.errstate(all="ignore"):
