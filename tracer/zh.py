@@ -230,7 +230,6 @@ MESSAGES: dict[str, str] = {
     '{kind} violation at stage {stage}': '阶段 {stage} 的{kind}违规',
     'the end of the run': '运行的末尾',
     'cannot check {stage} at b={b}, t={t}: the run stopped at a {stopped} before reaching it (tracer run {path})': '无法检查 {stage} 在 b={b}, t={t} 处的值：运行在到达它之前停在了{stopped}（tracer run {path}）',
-    'wrong: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}': '错误：{stage} 在 b={b}, t={t} 处有 {n} 个数（该阶段是 {shape}）；你给了 {m} 个',
     'right: {stage} at b={b}, t={t} is {v} to {p} decimals': '正确：{stage} 在 b={b}, t={t} 处是 {v}（精确到 {p} 位小数）',
     'wrong: {stage} at b={b}, t={t}: entry {i} of {v} differs at {p} decimals (counting from 0)': '错误：{stage} 在 b={b}, t={t} 处：{v} 的第 {i} 项在 {p} 位小数上不同（从 0 数起）',
     # tracer/checkpoints/families/base.py
@@ -1186,6 +1185,8 @@ MESSAGES: dict[str, str] = {
     'a whole number of {n} digits': '一个 {n} 位的整数',
     "the path's name is not UTF-8 text, which a spec cannot write; rename the file or folder": '路径的名字不是 UTF-8 文本，spec 无法写出它；请给文件或文件夹改名',
     'is larger than {limit} bytes, the most {what} may be': '大于 {limit} 字节，这是{what}的上限',
+    # i25-grade
+    '--expect {text}: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}': '--expect {text}：{stage} 在 b={b}, t={t} 处有 {n} 个数（该阶段是 {shape}）；你给了 {m} 个',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

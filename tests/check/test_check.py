@@ -17,7 +17,6 @@ EX2 = str(EXAMPLES / "exercises" / "ex2-layernorm.yaml")
     (("--stage", "pre", "--expect", "[-1, 2, 1]", "--pos", "-1"), 0),  # -1: the last position
     (("--stage", "pre", "--expect", "1, -2, -1", "--pos", "-2"), 0),  # -T: the first; brackets optional
     (("--stage", "hidden", "--expect", "[1, -2, -1]"), 1),  # the value before ReLU: wrong
-    (("--stage", "pre", "--expect", "[1, -2]"), 1),  # too few numbers
 ])
 def test_right_is_0_and_wrong_is_1(args, code):
     r = run_app("check", EX4, *args)
@@ -92,3 +91,38 @@ def test_a_stage_the_run_never_reaches_in_chinese():
     sentence = r.stdout.split("tracer run")[0]  # the path at the end names the violations folder
     assert "violation" not in sentence and "stage" not in sentence  # no English fragment left in the sentence
     assert "norm1" in sentence and KINDS["broadcast"] in sentence
+
+
+@pytest.mark.parametrize("typed", [
+    "[ 1. -2. -1.]",  # NumPy's printed form: spaces between the numbers
+    "[1 -2 -1]",
+    "array([ 1., -2., -1.])",  # the repr of a NumPy array
+    "(1, -2, -1)",  # parentheses
+    "[1，-2，-1]",  # full-width commas
+    "【1，-2，-1】",  # full-width brackets
+    "［1, -2, -1］",
+    "（1、-2、-1）",
+])
+def test_expect_reads_what_students_type(typed):
+    r = run_app("check", EX4, "--stage", "pre", "--expect", typed)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("right: pre at b=0, t=0 is [1.000000, -2.000000, -1.000000]")
+
+
+def test_numpy_printed_form_of_a_near_one():
+    assert run_app("check", EX2, "--stage", "norm", "--expect", "[-0.999995  0.999995]").returncode == 0
+    assert run_app("check", EX2, "--stage", "norm", "--expect", "[-0.999995  1.      ]").returncode == 1
+
+
+@pytest.mark.parametrize("typed", ["[1, -2", "1, -2]]", "[1, x, 2]", "[nan 1 2]", "[]", "[1 -2 inf]"])
+def test_expect_that_is_not_numbers_is_exit_2(typed):
+    r = run_app("check", EX4, "--stage", "pre", "--expect", typed)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--expect" in r.stderr and "expected a list of numbers" in r.stderr
+
+
+@pytest.mark.parametrize("typed", ["[1, -2]", "[1 -2 -1 0]"])
+def test_a_wrong_count_is_exit_2_naming_both_counts(typed):
+    r = run_app("check", EX4, "--stage", "pre", "--expect", typed)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout == "" and "has 3 numbers (the stage is [B,T,F] = [1,2,3]); you gave" in r.stderr and "you gave" in r.stderr

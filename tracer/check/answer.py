@@ -4,13 +4,14 @@ The spec is run as `tracer run` runs it; the stage's value at one sample and pos
 is compared with the numbers the student gives, to the printed precision: an entry is right when it
 rounds to what `tracer run --precision P` prints (|given - value| <= half a unit in the last of the
 P decimals).  Right: exit 0.  Wrong: exit 1, naming the entries that differ but not the values (the
-student looks them up with `tracer run` on purpose).  A bad --expect, stage, --pos or --batch: exit 2.
+student looks them up with `tracer run` on purpose).  A bad --expect (a wrong count of numbers too), stage, --pos or
+--batch: exit 2.
 """
 
 from __future__ import annotations
 
-import json
 import math
+import re
 from typing import Any, NamedTuple
 
 from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
@@ -27,24 +28,41 @@ class Verdict(NamedTuple):
         return EXIT_OK if self.right else EXIT_VIOLATION
 
 
+# what a student types in place of '[', ']' and ',': parentheses, full-width brackets and commas, the ideographic comma
+_TYPED = str.maketrans({"(": "[", ")": "]", "（": "[", "）": "]", "【": "[", "】": "]", "［": "[", "］": "]", "，": ",",
+                        "、": ",", "－": "-", "\u3000": " "})
+_TOKEN = re.compile(r"\[|\]|[^\s,\[\]]+|,")
+
+
 def parse_expect(text: str) -> list[float]:
-    """'[1, -2, -1]', '1, -2, -1' or '[[1, 0], [0, 1]]' (flattened, row by row) -> numbers."""
-    try:
-        value: Any = json.loads(text if text.strip().startswith("[") else f"[{text}]")
-    except ValueError:
-        value = None
+    """'[1, -2, -1]', '1, -2, -1', '[[1, 0], [0, 1]]' (flattened, row by row), and what students type:
+    NumPy's printed form '[ 0.99998 -0.99998]' (spaces between the numbers, also `array([...])`),
+    parentheses, full-width brackets and commas （，【】［］） -> numbers."""
+    bad = UsageError(msg("--expect {text}: expected a list of numbers such as [1, -2, -1]", text=repr(text)))
+    typed = text.translate(_TYPED).strip()
+    if typed.startswith("array") and typed[5:].lstrip().startswith("["):  # repr of a NumPy array: array([1., 2.])
+        typed = typed[5:].strip()
     numbers: list[float] = []
-
-    def walk(v: Any) -> bool:
-        if isinstance(v, list):
-            return all(walk(x) for x in v)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            numbers.append(float(v))
-            return True
-        return False
-
-    if value is None or not walk(value) or not numbers:
-        raise UsageError(msg("--expect {text}: expected a list of numbers such as [1, -2, -1]", text=repr(text)))
+    depth = 0
+    for token in _TOKEN.findall(typed):
+        if token == "[":
+            depth += 1
+        elif token == "]":
+            depth -= 1
+            if depth < 0:
+                raise bad
+        elif token == ",":
+            continue
+        else:
+            try:
+                x = float(token)
+            except ValueError:
+                raise bad from None
+            if not math.isfinite(x) or token.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+                raise bad
+            numbers.append(x)
+    if depth != 0 or not numbers:
+        raise bad
     return numbers
 
 
@@ -67,8 +85,8 @@ def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, prec
     actual = [float(x) for x in trace.stages[name].at(b, t).ravel()]
     shape = trace.stages[name].shape_label
     if len(actual) != len(numbers):
-        return Verdict(False, msg("wrong: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}", stage=name, b=b, t=t,
-                                  n=len(actual), shape=shape, m=len(numbers)))
+        raise UsageError(msg("--expect {text}: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}", text=repr(expect),
+                             stage=name, b=b, t=t, n=len(actual), shape=shape, m=len(numbers)))
     half = 0.5 * 10.0 ** -precision
     wrong = [i for i, (x, y) in enumerate(zip(actual, numbers)) if not abs(x - y) <= half * (1 + 1e-9) + 1e-12]
     if not wrong:
