@@ -1187,6 +1187,9 @@ MESSAGES: dict[str, str] = {
     'is larger than {limit} bytes, the most {what} may be': '大于 {limit} 字节，这是{what}的上限',
     # i25-grade
     '--expect {text}: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}': '--expect {text}：{stage} 在 b={b}, t={t} 处有 {n} 个数（该阶段是 {shape}）；你给了 {m} 个',
+    "{word}: no space after the colon, so YAML reads one word, not a key and its value; type {fixed}": '{word}：冒号后面没有空格，YAML 会把它读成一个词，而不是一个键和它的值；请写成 {fixed}',
+    "did you mean {name}? (tracer's names are lower case)": '你是想写 {name} 吗？（tracer 的名字都是小写）',
+    'did you mean {name}? (a digit 0 or 1 typed for the letter o or l)': '你是想写 {name} 吗？（把字母 o 或 l 打成了数字 0 或 1）',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both
