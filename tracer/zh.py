@@ -215,6 +215,17 @@ UI: dict[str, str] = {
     "{name}: |dL/d {weight}| of each layer": "{name}：每一层的 |dL/d {weight}|",
     "loss {name}; last / first layer = {ratio}": "损失 {name}；最后一层 / 第一层 = {ratio}",
     "/ layer 0": "/ 第 0 层",
+    # i25-grade: tracer grade's sheet (verdicts: violation and error above)
+    "student": "学生",
+    "task": "任务",
+    "score": "得分",
+    "verdict": "结论",
+    "first diverging": "最先分歧的阶段",
+    "note": "说明",
+    "same": "相同",
+    "different": "不同",
+    "missing": "未提交",
+    "no reference": "无参考",
 }
 
 # join(parts, sep): the separator in Chinese
@@ -1190,6 +1201,17 @@ MESSAGES: dict[str, str] = {
     "{word}: no space after the colon, so YAML reads one word, not a key and its value; type {fixed}": '{word}：冒号后面没有空格，YAML 会把它读成一个词，而不是一个键和它的值；请写成 {fixed}',
     "did you mean {name}? (tracer's names are lower case)": '你是想写 {name} 吗？（tracer 的名字都是小写）',
     'did you mean {name}? (a digit 0 or 1 typed for the letter o or l)': '你是想写 {name} 吗？（把字母 o 或 l 打成了数字 0 或 1）',
+    'lost: {parts}': '失分：{parts}',
+    '{kind} violation: {rest}': '{kind}违规：{rest}',
+    '{path}: no such folder': '{path}：没有这个文件夹',
+    '{folder}: no student folders and no specs (*.yaml) in this folder': '{folder}：这个文件夹里既没有学生文件夹，也没有 spec（*.yaml）',
+    '{folder} is a flat folder of NAME.yaml files, and {n} reference tasks could be meant: give --task, one of {names}': '{folder} 是一个平铺的 NAME.yaml 文件夹，可能对应 {n} 个参考任务：请给出 --task，取 {names} 之一',
+    '{folder}: no reference traces (*.json) in this folder': '{folder}：这个文件夹里没有参考追踪（*.json）',
+    '--task {task}: no {task}.json in {folder}': '--task {task}：{folder} 里没有 {task}.json',
+    'no {name}.yaml handed in': '没有提交 {name}.yaml',
+    'no {name}.json in {folder}': '{folder} 里没有 {name}.json',
+    '{n} graded: {same} same as the reference, mean score {mean}/{total}': '已评 {n} 份：{same} 份与参考相同，平均分 {mean}/{total}',
+    '--json and --csv - both write to stdout: give one, or --csv FILE': '--json 和 --csv - 都写到标准输出：只给一个，或用 --csv FILE',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both
@@ -1223,4 +1245,7 @@ PLURALS: dict[tuple[str, str], str] = {
     # i22-ckpt
     ('the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without it (give --allow-unread to import it anyway, and the spec says so)', 'the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without them (give --allow-unread to import it anyway, and the spec says so)'): '{layout} 布局会让它的 {n} 个张量在 spec 要追踪的部分里没有被读取：{names}；tracer 追踪的将是缺了它们的模型（要照样导入，请给出 --allow-unread，spec 会写明）',
     ("the {layout} layout leaves {n} tensor of what this spec traces unread: {names}; without it the trace is not the checkpoint's model (add allow_unread: true under weights to trace it anyway)", "the {layout} layout leaves {n} tensors of what this spec traces unread: {names}; without them the trace is not the checkpoint's model (add allow_unread: true under weights to trace it anyway)"): '{layout} 布局让这个 spec 追踪的部分里有 {n} 个张量没有被读取：{names}；缺了它们，追踪的就不是检查点的模型（要照样追踪，请在 weights 下加上 allow_unread: true）',
+    # i25-grade
+    ('{folder}: a flat folder of NAME.yaml files, one student each; {n} student', '{folder}: a flat folder of NAME.yaml files, one student each; {n} students'): '{folder}：一个平铺的文件夹，每个 NAME.yaml 是一个学生；{n} 个学生',
+    ('{folder}: one folder per student (NAME/TASK.yaml); {n} student', '{folder}: one folder per student (NAME/TASK.yaml); {n} students'): '{folder}：每个学生一个文件夹（NAME/TASK.yaml）；{n} 个学生',
 }

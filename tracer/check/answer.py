@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
 from tracer.messages import msg
@@ -29,9 +29,9 @@ class Verdict(NamedTuple):
 
 
 # what a student types in place of '[', ']' and ',': parentheses, full-width brackets and commas, the ideographic comma
-_TYPED = str.maketrans({"(": "[", ")": "]", "（": "[", "）": "]", "【": "[", "】": "]", "［": "[", "］": "]", "，": ",",
+_EXPECT_TYPED = str.maketrans({"(": "[", ")": "]", "（": "[", "）": "]", "【": "[", "】": "]", "［": "[", "］": "]", "，": ",",
                         "、": ",", "－": "-", "\u3000": " "})
-_TOKEN = re.compile(r"\[|\]|[^\s,\[\]]+|,")
+_EXPECT_TOKEN = re.compile(r"\[|\]|[^\s,\[\]]+|,")
 
 
 def parse_expect(text: str) -> list[float]:
@@ -39,12 +39,12 @@ def parse_expect(text: str) -> list[float]:
     NumPy's printed form '[ 0.99998 -0.99998]' (spaces between the numbers, also `array([...])`),
     parentheses, full-width brackets and commas （，【】［］） -> numbers."""
     bad = UsageError(msg("--expect {text}: expected a list of numbers such as [1, -2, -1]", text=repr(text)))
-    typed = text.translate(_TYPED).strip()
+    typed = text.translate(_EXPECT_TYPED).strip()
     if typed.startswith("array") and typed[5:].lstrip().startswith("["):  # repr of a NumPy array: array([1., 2.])
         typed = typed[5:].strip()
     numbers: list[float] = []
     depth = 0
-    for token in _TOKEN.findall(typed):
+    for token in _EXPECT_TOKEN.findall(typed):
         if token == "[":
             depth += 1
         elif token == "]":

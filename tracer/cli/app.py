@@ -608,6 +608,59 @@ def check(
     guarded(body, lang, confine)
 
 
+@app.command()
+def grade(
+    students: Annotated[str, typer.Argument(metavar="STUDENTS", show_default=False,
+                                            help="Folder of hand-ins: one subfolder per student (NAME/TASK.yaml), or NAME.yaml files for one task.")],
+    reference: Annotated[str, typer.Argument(metavar="REFERENCE", show_default=False,
+                                             help="Folder of reference traces, one TASK.json per task (tracer run SOLUTION.yaml --json --with-weights).")],
+    task: Annotated[str | None, typer.Option("--task", metavar="TASK", show_default=False,
+                                             help="The task a flat folder of NAME.yaml answers (needed when REFERENCE holds several).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON Lines on stdout instead of the sheet: one object per student and task.")] = False,
+    csv_file: Annotated[str | None, typer.Option("--csv", metavar="FILE", show_default=False,
+                                                 help="Also write the sheet as CSV to FILE (- : on stdout instead of the sheet).")] = None,
+    atol: Annotated[float, typer.Option("--atol", help="Absolute tolerance of each diff (as tracer diff).")] = 1e-9,
+    rtol: Annotated[float, typer.Option("--rtol", help="Relative tolerance of each diff (as tracer diff).")] = 1e-9,
+    force: ForceOption = False,
+    lang: LangOption = None,
+) -> None:
+    """Grade a class: each hand-in diffed against its task's reference (tracer diff --keep-going), scored, one sheet.
+
+    Each hand-in may read only files inside its own folder (--confine is always on). Exit code: 0 the sheet
+    was written (whatever the scores), 2 a folder is missing or empty, or a flat folder's task is not clear.
+    """
+
+    def body() -> int:
+        from tracer.compare.core import check_tolerance
+        from tracer.grade import sheet as grading
+        from tracer.grade import view
+
+        check_tolerance(atol, rtol)
+        if as_json and csv_file == "-":
+            raise UsageError(msg("--json and --csv - both write to stdout: give one, or --csv FILE"))
+        studs, refs = grading.folder(students), grading.folder(reference)
+        if csv_file not in (None, "-"):
+            from tracer.files import check_output
+
+            check_output(csv_file, "--csv", grading.inputs(studs, refs), "csv", force)  # never over a hand-in or a reference
+        layout, grades = grading.sheet(studs, refs, atol, rtol, task)
+        _note(view.layout_line(students, layout, grades))
+        if csv_file not in (None, "-"):
+            from tracer.files import write_atomic
+
+            data = view.as_csv(grades).encode("utf-8")
+            write_atomic(csv_file, lambda fh: fh.write(data), "--csv", "csv", force)
+        if as_json:
+            sys.stdout.write(view.as_json_lines(grades))
+        elif csv_file == "-":
+            sys.stdout.write(view.as_csv(grades))
+        else:
+            sys.stdout.write(view.as_text(grades))
+        return EXIT_OK
+
+    guarded(body, lang)
+
+
 def export_targets(svg: str | None, html: str | None, inputs: list[str], form: str, force: bool = False,
                    save: str | None = None) -> "list[Target]":
     """--svg / --html, checked before anything runs (never over an input or --save, never somewhere unwritable)."""
