@@ -1212,6 +1212,10 @@ MESSAGES: dict[str, str] = {
     'no {name}.json in {folder}': '{folder} 里没有 {name}.json',
     '{n} graded: {same} same as the reference, mean score {mean}/{total}': '已评 {n} 份：{same} 份与参考相同，平均分 {mean}/{total}',
     '--json and --csv - both write to stdout: give one, or --csv FILE': '--json 和 --csv - 都写到标准输出：只给一个，或用 --csv FILE',
+    '{same} same, {different} different, {e}': '{same} 份相同，{different} 份不同，{e}',
+    '{folder}: a folder of hand-ins, but it holds no .npz, .json or .yaml file': '{folder}：作为提交文件夹，里面却没有 .npz、.json 或 .yaml 文件',
+    '--format {form} compares two sides; with several, give the table or --json (JSON Lines)': '--format {form} 只比较两方；有多份时，请用表格或 --json（JSON Lines）',
+    "--svg and --html export one diff's view: give one side B": '--svg 和 --html 导出一次 diff 的视图：只给一个 B',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both
@@ -1248,4 +1252,5 @@ PLURALS: dict[tuple[str, str], str] = {
     # i25-grade
     ('{folder}: a flat folder of NAME.yaml files, one student each; {n} student', '{folder}: a flat folder of NAME.yaml files, one student each; {n} students'): '{folder}：一个平铺的文件夹，每个 NAME.yaml 是一个学生；{n} 个学生',
     ('{folder}: one folder per student (NAME/TASK.yaml); {n} student', '{folder}: one folder per student (NAME/TASK.yaml); {n} students'): '{folder}：每个学生一个文件夹（NAME/TASK.yaml）；{n} 个学生',
+    ('{n} hand-in: {parts}; exit code {code}', '{n} hand-ins: {parts}; exit code {code}'): '{n} 份提交：{parts}；退出码 {code}',
 }

@@ -25,6 +25,7 @@ DEFAULT_MAX_MEMORY = "4GB"  # memory.DEFAULT_MAX_MEMORY; repeated here so --help
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+    from tracer.compare.core import DiffResult
     from tracer.views.export import Target
 
 APP_SETTINGS: dict[str, Any] = {
@@ -447,8 +448,9 @@ def grad(
 @app.command()
 def diff(
     a: Annotated[str, typer.Argument(metavar="A", help="Side A: a YAML spec, a trace saved by `tracer run SPEC --json`, or arrays (as B).", show_default=False)],
-    b: Annotated[str, typer.Argument(metavar="B", help="Side B: a YAML spec, a saved JSON trace, or your own arrays: an .npz "
-                                                       "(one array per stage; a --save archive too) or a JSON object of stage name -> nested list.", show_default=False)],
+    sides: Annotated[list[str], typer.Argument(metavar="B...", help="Side B: a YAML spec, a saved JSON trace, or your own arrays: an .npz "
+                                                       "(one array per stage; a --save archive too) or a JSON object of stage name -> nested list. "
+                                                       "Several (or a folder of them): each compared with A, a status line each, or JSON Lines.", show_default=False)],
     atol: Annotated[float, typer.Option("--atol", help="Absolute tolerance: equal when |A - B| <= atol + rtol * max(|A|, |B|).")] = 1e-9,
     rtol: Annotated[float, typer.Option("--rtol", help="Relative tolerance (see --atol).")] = 1e-9,
     pos: PosOption = 0,
@@ -475,7 +477,7 @@ def diff(
     Either side may be the arrays your own implementation recorded (.npz or JSON): the diff then
     names the first stage where they leave tracer's, and what that usually means.
 
-    Exit codes as diff(1): 0 the same within tolerance, 1 different, 2 trouble.
+    Exit codes as diff(1): 0 the same within tolerance, 1 different, 2 trouble; with several B, the worst of them.
     """
 
     def body() -> int:
@@ -486,9 +488,23 @@ def diff(
 
         form = output_format(fmt, as_json)
         check_precision(precision)
-        targets = export_targets(svg, html, [a, b], form, force)
-        result = diff_files(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
+
+        def compared(b: str) -> "DiffResult":
+            return diff_files(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
                               only=tuple(stage or ()), names=tuple(names or ()), grad=grad, max_memory=max_memory)
+
+        if len(sides) > 1 or os.path.isdir(sides[0]):
+            return diff_many(a, sides, form, bool(svg or html), compared)
+        b = sides[0]
+        targets = export_targets(svg, html, [a, b], form, force)
+        try:
+            result = compared(b)
+        except TracerError as e:
+            if form == "json":  # the error object on stdout too, as with several sides
+                from tracer.compare.many import error_json
+
+                sys.stdout.write(jsonout.dumps(error_json(a, b, e.exit_code, e.message, jsonout.SCHEMA_VERSION)))
+            raise
         if form == "table":
             from tracer.compare.view import diff_view
 
@@ -500,6 +516,32 @@ def diff(
         return result.exit_code
 
     guarded(body, lang, confine)
+
+
+def diff_many(a: str, paths: list[str], form: str, exports: bool, compared: "Callable[[str], DiffResult]") -> int:
+    """Each hand-in against A, in this process: a status line each and a summary (table), or JSON Lines, one object
+    per hand-in, an error as an object too (json; the status lines then on stderr)."""
+    from tracer.compare import many
+    from tracer.views import trace_json as jsonout
+
+    if form not in ("table", "json"):
+        raise UsageError(msg("--format {form} compares two sides; with several, give the table or --json (JSON Lines)", form=form))
+    if exports:
+        raise UsageError(msg("--svg and --html export one diff's view: give one side B"))
+    sides = many.hand_ins(paths)
+    outcomes = []
+    for path in sides:
+        h = many.compare_each(a, [path], compared)[0]
+        outcomes.append(h)
+        line = many.status_line(h)
+        if form == "json":
+            sys.stdout.write(jsonout.dumps(h.json(a)))
+            sys.stdout.flush()
+            sys.stderr.write(line + "\n")
+        else:
+            sys.stdout.write(line + "\n")
+    (sys.stderr if form == "json" else sys.stdout).write(many.summary_line(outcomes) + "\n")
+    return many.exit_code(outcomes)
 
 
 @app.command()
