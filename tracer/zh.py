@@ -1216,6 +1216,11 @@ MESSAGES: dict[str, str] = {
     '{folder}: a folder of hand-ins, but it holds no .npz, .json or .yaml file': '{folder}：作为提交文件夹，里面却没有 .npz、.json 或 .yaml 文件',
     '--format {form} compares two sides; with several, give the table or --json (JSON Lines)': '--format {form} 只比较两方；有多份时，请用表格或 --json（JSON Lines）',
     "--svg and --html export one diff's view: give one side B": '--svg 和 --html 导出一次 diff 的视图：只给一个 B',
+    '{where}: {key}: expected STAGE, STAGE@T or STAGE@B,T (such as pre@1)': '{where}：{key}：应为 STAGE、STAGE@T 或 STAGE@B,T（例如 pre@1）',
+    '{where}: {key}: expected a list of numbers such as [1, -2, -1]': '{where}：{key}：应为一列数，例如 [1, -2, -1]',
+    "{path}: no answers (expected a mapping such as 'pre@0: [1, -2, -1]')": "{path}：没有答案（应为一个映射，例如 'pre@0: [1, -2, -1]'）",
+    '--answers gives every stage and value: give it without --stage and --expect': '--answers 已给出每个阶段和值：请不要再同时给 --stage 和 --expect',
+    'give --stage and --expect (one value), or --answers FILE (many)': '请给出 --stage 和 --expect（一个值），或 --answers FILE（多个）',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both
@@ -1253,4 +1258,5 @@ PLURALS: dict[tuple[str, str], str] = {
     ('{folder}: a flat folder of NAME.yaml files, one student each; {n} student', '{folder}: a flat folder of NAME.yaml files, one student each; {n} students'): '{folder}：一个平铺的文件夹，每个 NAME.yaml 是一个学生；{n} 个学生',
     ('{folder}: one folder per student (NAME/TASK.yaml); {n} student', '{folder}: one folder per student (NAME/TASK.yaml); {n} students'): '{folder}：每个学生一个文件夹（NAME/TASK.yaml）；{n} 个学生',
     ('{n} hand-in: {parts}; exit code {code}', '{n} hand-ins: {parts}; exit code {code}'): '{n} 份提交：{parts}；退出码 {code}',
+    ('{n} answer: {right} right, {wrong} wrong, {errors}; exit code {code}', '{n} answers: {right} right, {wrong} wrong, {errors}; exit code {code}'): '{n} 个答案：{right} 个正确，{wrong} 个错误，{errors}；退出码 {code}',
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
 from tracer.messages import msg
@@ -114,3 +114,84 @@ def _shown(numbers: list[float]) -> str:
 def _given(x: float) -> str:
     text = repr(x)
     return text[:-2] if text.endswith(".0") else text
+
+
+# -- --answers FILE: many answers checked at once ------------------------------------------------
+
+class Answer(NamedTuple):
+    stage: str
+    batch: int
+    pos: int
+    expect: str  # as --expect takes it
+    where: str  # FILE:LINE:COL of its key
+
+
+class Checked(NamedTuple):
+    """One answer's outcome: its verdict, or the error that refused it (a bad stage, count or number)."""
+
+    answer: Answer
+    code: int
+    verdict: Verdict | None = None
+    error: str = ""
+
+    @property
+    def word(self) -> str:
+        if self.verdict is None:
+            return "error"
+        return "right" if self.verdict.right else "wrong"
+
+    def as_json(self, spec: str) -> dict[str, Any]:
+        return answer_json(spec, self.answer.stage, self.answer.batch, self.answer.pos, self.verdict, self.code, self.error)
+
+
+def answer_json(spec: str, stage: str, batch: int, pos: int, verdict: Verdict | None, code: int, error: object = "") -> dict[str, Any]:
+    """One checked answer as JSON (English, as every JSON of tracer's): right, or the error that refused it."""
+    return {"kind": "check", "spec": spec, "stage": stage, "batch": batch, "pos": pos,
+            "right": None if verdict is None else verdict.right, "exit_code": code,
+            "message": " ".join(str(verdict.line if verdict is not None else error).split()),
+            "error": None if verdict is not None else {"exit_code": code, "message": " ".join(str(error).split())}}
+
+
+_ANSWER_KEY = re.compile(r"(?P<stage>[^@\s]+)(?:@(?:(?P<b>-?\d+)\s*,\s*)?(?P<t>-?\d+))?")
+
+
+def read_answers(path: str, batch: int = 0, pos: int = 0) -> list[Answer]:
+    """An answers file: a YAML (or JSON) mapping, one answer a key: `STAGE` (at --pos, --batch), `STAGE@T` or `STAGE@B,T`,
+    each the numbers as a list or as --expect takes them (`pre@1: [-1, 2, 1]`, `norm: "[-0.999995  0.999995]"`)."""
+    from tracer.spec import yamlio
+
+    text = yamlio.read_text(path)
+    doc, src = yamlio.load(text, path)
+    answers = []
+    for key, value in doc.items():
+        where = src.where_key((key,))
+        m = _ANSWER_KEY.fullmatch(str(key))
+        if m is None:
+            raise UsageError(msg("{where}: {key}: expected STAGE, STAGE@T or STAGE@B,T (such as pre@1)", where=where, key=repr(key)))
+        if isinstance(value, list) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            expect = repr(value)
+        elif isinstance(value, str):
+            expect = value
+        else:
+            raise UsageError(msg("{where}: {key}: expected a list of numbers such as [1, -2, -1]", where=src.where((key,)), key=key))
+        b = int(m.group("b")) if m.group("b") is not None else batch
+        t = int(m.group("t")) if m.group("t") is not None else pos
+        answers.append(Answer(m.group("stage"), b, t, expect, where))
+    if not answers:
+        raise UsageError(msg("{path}: no answers (expected a mapping such as 'pre@0: [1, -2, -1]')", path=path))
+    return answers
+
+
+def check_answers(path: str, answers: list[Answer], precision: int = 6) -> list[Checked]:
+    """Each answer checked as `tracer check --stage --expect` would; a refused answer is its own outcome, the rest go on."""
+    from tracer.errors import TracerError
+    from tracer.messages import at
+
+    out = []
+    for a in answers:
+        try:
+            v = check(path, a.stage, a.expect, a.pos, a.batch, precision)
+            out.append(Checked(a, v.exit_code, v))
+        except TracerError as e:
+            out.append(Checked(a, e.exit_code, error=at(a.where, e.message)))
+    return out
