@@ -165,7 +165,7 @@ def complete_stage(ctx: typer.Context, incomplete: str) -> list[str]:
 
     known: list[str] = []
     # While completing, click may stop parsing at the option being completed: the spec paths are then in ctx.args.
-    given = [*(ctx.params.get("specs") or ()), ctx.params.get("a"), ctx.params.get("b"), *ctx.args]
+    given = [*(ctx.params.get("specs") or ()), ctx.params.get("a"), *(ctx.params.get("sides") or ()), *ctx.args]
     for path in dict.fromkeys(p for p in given if isinstance(p, str)):
         try:
             from tracer.spec import load_spec
