@@ -204,6 +204,17 @@ UI: dict[str, str] = {
     "{name}: |dL/d {weight}| of each layer": "{name}：每一层的 |dL/d {weight}|",
     "loss {name}; last / first layer = {ratio}": "损失 {name}；最后一层 / 第一层 = {ratio}",
     "/ layer 0": "/ 第 0 层",
+    # i25-grade: tracer grade's sheet (verdicts: violation and error above)
+    "student": "学生",
+    "task": "任务",
+    "score": "得分",
+    "verdict": "结论",
+    "first diverging": "最先分歧的阶段",
+    "note": "说明",
+    "same": "相同",
+    "different": "不同",
+    "missing": "未提交",
+    "no reference": "无参考",
 }
 
 # join(parts, sep): the separator in Chinese
@@ -219,7 +230,6 @@ MESSAGES: dict[str, str] = {
     '{kind} violation at stage {stage}': '阶段 {stage} 的{kind}违规',
     'the end of the run': '运行的末尾',
     'cannot check {stage} at b={b}, t={t}: the run stopped at a {stopped} before reaching it (tracer run {path})': '无法检查 {stage} 在 b={b}, t={t} 处的值：运行在到达它之前停在了{stopped}（tracer run {path}）',
-    'wrong: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}': '错误：{stage} 在 b={b}, t={t} 处有 {n} 个数（该阶段是 {shape}）；你给了 {m} 个',
     'right: {stage} at b={b}, t={t} is {v} to {p} decimals': '正确：{stage} 在 b={b}, t={t} 处是 {v}（精确到 {p} 位小数）',
     'wrong: {stage} at b={b}, t={t}: entry {i} of {v} differs at {p} decimals (counting from 0)': '错误：{stage} 在 b={b}, t={t} 处：{v} 的第 {i} 项在 {p} 位小数上不同（从 0 数起）',
     # tracer/checkpoints/families/base.py
@@ -1221,6 +1231,31 @@ MESSAGES: dict[str, str] = {
     "every bias is zero (a bias left out changes nothing)": "所有偏置都是零（漏了偏置也不会有任何变化）",
     "gamma = 1 and beta = 0 (a LayerNorm that leaves gamma or beta out changes nothing)": "gamma = 1 且 beta = 0（LayerNorm 漏了 gamma 或 beta 也不会有任何变化）",
     "this spec cannot show every classic mistake: {props}; {spec} can": "这个 spec 无法显示每一种典型错误：{props}；{spec} 可以",
+    # i25-grade
+    '--expect {text}: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}': '--expect {text}：{stage} 在 b={b}, t={t} 处有 {n} 个数（该阶段是 {shape}）；你给了 {m} 个',
+    "{word}: no space after the colon, so YAML reads one word, not a key and its value; type {fixed}": '{word}：冒号后面没有空格，YAML 会把它读成一个词，而不是一个键和它的值；请写成 {fixed}',
+    "did you mean {name}? (tracer's names are lower case)": '你是想写 {name} 吗？（tracer 的名字都是小写）',
+    'did you mean {name}? (a digit 0 or 1 typed for the letter o or l)': '你是想写 {name} 吗？（把字母 o 或 l 打成了数字 0 或 1）',
+    'lost: {parts}': '失分：{parts}',
+    '{kind} violation: {rest}': '{kind}违规：{rest}',
+    '{path}: no such folder': '{path}：没有这个文件夹',
+    '{folder}: no student folders and no specs (*.yaml) in this folder': '{folder}：这个文件夹里既没有学生文件夹，也没有 spec（*.yaml）',
+    '{folder} is a flat folder of NAME.yaml files, and {n} reference tasks could be meant: give --task, one of {names}': '{folder} 是一个平铺的 NAME.yaml 文件夹，可能对应 {n} 个参考任务：请给出 --task，取 {names} 之一',
+    '{folder}: no reference traces (*.json) in this folder': '{folder}：这个文件夹里没有参考追踪（*.json）',
+    '--task {task}: no {task}.json in {folder}': '--task {task}：{folder} 里没有 {task}.json',
+    'no {name}.yaml handed in': '没有提交 {name}.yaml',
+    'no {name}.json in {folder}': '{folder} 里没有 {name}.json',
+    '{n} graded: {same} same as the reference, mean score {mean}/{total}': '已评 {n} 份：{same} 份与参考相同，平均分 {mean}/{total}',
+    '--json and --csv - both write to stdout: give one, or --csv FILE': '--json 和 --csv - 都写到标准输出：只给一个，或用 --csv FILE',
+    '{same} same, {different} different, {e}': '{same} 份相同，{different} 份不同，{e}',
+    '{folder}: a folder of hand-ins, but it holds no .npz, .json or .yaml file': '{folder}：作为提交文件夹，里面却没有 .npz、.json 或 .yaml 文件',
+    '--format {form} compares two sides; with several, give the table or --json (JSON Lines)': '--format {form} 只比较两方；有多份时，请用表格或 --json（JSON Lines）',
+    "--svg and --html export one diff's view: give one side B": '--svg 和 --html 导出一次 diff 的视图：只给一个 B',
+    '{where}: {key}: expected STAGE, STAGE@T or STAGE@B,T (such as pre@1)': '{where}：{key}：应为 STAGE、STAGE@T 或 STAGE@B,T（例如 pre@1）',
+    '{where}: {key}: expected a list of numbers such as [1, -2, -1]': '{where}：{key}：应为一列数，例如 [1, -2, -1]',
+    "{path}: no answers (expected a mapping such as 'pre@0: [1, -2, -1]')": "{path}：没有答案（应为一个映射，例如 'pre@0: [1, -2, -1]'）",
+    '--answers gives every stage and value: give it without --stage and --expect': '--answers 已给出每个阶段和值：请不要再同时给 --stage 和 --expect',
+    'give --stage and --expect (one value), or --answers FILE (many)': '请给出 --stage 和 --expect（一个值），或 --answers FILE（多个）',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both
@@ -1254,4 +1289,9 @@ PLURALS: dict[tuple[str, str], str] = {
     # i22-ckpt
     ('the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without it (give --allow-unread to import it anyway, and the spec says so)', 'the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without them (give --allow-unread to import it anyway, and the spec says so)'): '{layout} 布局会让它的 {n} 个张量在 spec 要追踪的部分里没有被读取：{names}；tracer 追踪的将是缺了它们的模型（要照样导入，请给出 --allow-unread，spec 会写明）',
     ("the {layout} layout leaves {n} tensor of what this spec traces unread: {names}; without it the trace is not the checkpoint's model (add allow_unread: true under weights to trace it anyway)", "the {layout} layout leaves {n} tensors of what this spec traces unread: {names}; without them the trace is not the checkpoint's model (add allow_unread: true under weights to trace it anyway)"): '{layout} 布局让这个 spec 追踪的部分里有 {n} 个张量没有被读取：{names}；缺了它们，追踪的就不是检查点的模型（要照样追踪，请在 weights 下加上 allow_unread: true）',
+    # i25-grade
+    ('{folder}: a flat folder of NAME.yaml files, one student each; {n} student', '{folder}: a flat folder of NAME.yaml files, one student each; {n} students'): '{folder}：一个平铺的文件夹，每个 NAME.yaml 是一个学生；{n} 个学生',
+    ('{folder}: one folder per student (NAME/TASK.yaml); {n} student', '{folder}: one folder per student (NAME/TASK.yaml); {n} students'): '{folder}：每个学生一个文件夹（NAME/TASK.yaml）；{n} 个学生',
+    ('{n} hand-in: {parts}; exit code {code}', '{n} hand-ins: {parts}; exit code {code}'): '{n} 份提交：{parts}；退出码 {code}',
+    ('{n} answer: {right} right, {wrong} wrong, {errors}; exit code {code}', '{n} answers: {right} right, {wrong} wrong, {errors}; exit code {code}'): '{n} 个答案：{right} 个正确，{wrong} 个错误，{errors}；退出码 {code}',
 }

@@ -17,7 +17,6 @@ EX2 = str(EXAMPLES / "exercises" / "ex2-layernorm.yaml")
     (("--stage", "pre", "--expect", "[-1, 2, 1]", "--pos", "-1"), 0),  # -1: the last position
     (("--stage", "pre", "--expect", "1, -2, -1", "--pos", "-2"), 0),  # -T: the first; brackets optional
     (("--stage", "hidden", "--expect", "[1, -2, -1]"), 1),  # the value before ReLU: wrong
-    (("--stage", "pre", "--expect", "[1, -2]"), 1),  # too few numbers
 ])
 def test_right_is_0_and_wrong_is_1(args, code):
     r = run_app("check", EX4, *args)
@@ -92,3 +91,96 @@ def test_a_stage_the_run_never_reaches_in_chinese():
     sentence = r.stdout.split("tracer run")[0]  # the path at the end names the violations folder
     assert "violation" not in sentence and "stage" not in sentence  # no English fragment left in the sentence
     assert "norm1" in sentence and KINDS["broadcast"] in sentence
+
+
+@pytest.mark.parametrize("typed", [
+    "[ 1. -2. -1.]",  # NumPy's printed form: spaces between the numbers
+    "[1 -2 -1]",
+    "array([ 1., -2., -1.])",  # the repr of a NumPy array
+    "(1, -2, -1)",  # parentheses
+    "[1，-2，-1]",  # full-width commas
+    "【1，-2，-1】",  # full-width brackets
+    "［1, -2, -1］",
+    "（1、-2、-1）",
+])
+def test_expect_reads_what_students_type(typed):
+    r = run_app("check", EX4, "--stage", "pre", "--expect", typed)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("right: pre at b=0, t=0 is [1.000000, -2.000000, -1.000000]")
+
+
+def test_numpy_printed_form_of_a_near_one():
+    assert run_app("check", EX2, "--stage", "norm", "--expect", "[-0.999995  0.999995]").returncode == 0
+    assert run_app("check", EX2, "--stage", "norm", "--expect", "[-0.999995  1.      ]").returncode == 1
+
+
+@pytest.mark.parametrize("typed", ["[1, -2", "1, -2]]", "[1, x, 2]", "[nan 1 2]", "[]", "[1 -2 inf]"])
+def test_expect_that_is_not_numbers_is_exit_2(typed):
+    r = run_app("check", EX4, "--stage", "pre", "--expect", typed)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "--expect" in r.stderr and "expected a list of numbers" in r.stderr
+
+
+@pytest.mark.parametrize("typed", ["[1, -2]", "[1 -2 -1 0]"])
+def test_a_wrong_count_is_exit_2_naming_both_counts(typed):
+    r = run_app("check", EX4, "--stage", "pre", "--expect", typed)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stdout == "" and "has 3 numbers (the stage is [B,T,F] = [1,2,3]); you gave" in r.stderr and "you gave" in r.stderr
+
+
+# -- --json, and --answers FILE: many answers at once -----------------------------------------------
+def test_json_one_object_and_the_error_object_too():
+    import json
+
+    r = run_app("check", EX4, "--stage", "pre", "--expect", "[1 -2 -1]", "--json")
+    assert r.returncode == 0
+    obj = json.loads(r.stdout)
+    assert obj["kind"] == "check" and obj["right"] is True and obj["stage"] == "pre" and obj["error"] is None
+    r = run_app("check", EX4, "--stage", "hidden", "--expect", "[1, 1, 1]", "--json")
+    assert r.returncode == 1 and json.loads(r.stdout)["right"] is False
+    r = run_app("check", EX4, "--stage", "pre", "--expect", "[1 -2]", "--json")
+    assert r.returncode == 2 and "you gave 2" in r.stderr
+    obj = json.loads(r.stdout)
+    assert obj["right"] is None and obj["error"]["exit_code"] == 2 and "you gave 2" in obj["error"]["message"]
+
+
+ANSWERS = """\
+pre: [1, -2, -1]            # at --pos (0)
+pre@1: "[-1  2  1]"         # NumPy's printed form
+hidden@0,1: [1, 1, 1]       # b=0, t=1: wrong
+hidden@1: [1, 2]            # a wrong count: refused
+nosuch: [1]
+"""
+
+
+def test_answers_file_one_result_each_and_the_worst_exit_code(tmp_path):
+    import json
+
+    f = tmp_path / "answers.yaml"
+    f.write_text(ANSWERS, encoding="utf-8")
+    r = run_app("check", EX4, "--answers", str(f))
+    assert r.returncode == 2, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0].startswith("right: pre at b=0, t=0") and lines[1].startswith("right: pre at b=0, t=1")
+    assert lines[2].startswith("wrong: hidden at b=0, t=1")
+    assert lines[3].startswith(f"{f}:4:1: --expect") and "you gave 2" in lines[3]
+    assert lines[4].startswith(f"{f}:5:1: --stage nosuch")
+    assert lines[5] == "5 answers: 2 right, 1 wrong, 2 errors; exit code 2"
+    r = run_app("check", EX4, "--answers", str(f), "--json")
+    objs = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [o["right"] for o in objs] == [True, True, False, None, None] and [o["pos"] for o in objs] == [0, 1, 1, 1, 0]
+    assert "5 answers" in r.stderr
+    f.write_text('{"pre": [1, -2, -1], "hidden@1": [0, 2, 1]}', encoding="utf-8")  # JSON is read too
+    r = run_app("check", EX4, "--answers", str(f))
+    assert r.returncode == 0 and r.stdout.splitlines()[-1] == "2 answers: 2 right, 0 wrong, 0 errors; exit code 0"
+
+
+def test_answers_file_refusals(tmp_path):
+    f = tmp_path / "answers.yaml"
+    f.write_text("pre@x: [1]\n", encoding="utf-8")
+    assert_refused(run_app("check", EX4, "--answers", str(f)), f"{f}:1:1: 'pre@x': expected STAGE, STAGE@T or STAGE@B,T")
+    f.write_text("pre: {a: 1}\n", encoding="utf-8")
+    assert_refused(run_app("check", EX4, "--answers", str(f)), "pre: expected a list of numbers")
+    assert_refused(run_app("check", EX4, "--answers", str(f), "--stage", "pre"), "without --stage and --expect")
+    assert_refused(run_app("check", EX4, "--stage", "pre"), "give --stage and --expect")
+    assert_refused(run_app("check", EX4, "--answers", str(tmp_path / "none.yaml")), "none.yaml")

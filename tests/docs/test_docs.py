@@ -518,7 +518,7 @@ def test_a_forked_command_prints_and_exits_as_the_script_does(tmp_path: Path) ->
                                       "tracer run *.yaml", "tracer run a.yaml > b", "python x.py")] == [None] * 6
     env = make_scratch(tmp_path)
     lines = ["tracer run specs/ch17-prenorm.yaml --pos 1", "tracer run examples/violations/beta-typo.yaml",
-             "tracer check specs/ch17-prenorm.yaml --stage x --expect '[[1, 0], [0, 2]]'",
+             "tracer check specs/ch17-prenorm.yaml --stage x --expect '[[1, 5]]'",  # wrong (a wrong count is exit 2)
              "tracer run no-such.yaml", "tracer run specs/ch17-prenorm.yaml --save a.npz"]
     forked = run_commands(commands("```sh\n" + "\n".join(lines) + "\n```\n"), tmp_path, env)
     (tmp_path / "a.npz").rename(tmp_path / "forked.npz")

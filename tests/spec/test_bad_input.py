@@ -278,3 +278,35 @@ def test_a_chinese_keyboards_punctuation_is_named_in_both_languages(tmp_path: Pa
 def test_a_tab_in_the_indentation_is_named_in_both_languages(tmp_path: Path, lang: str, words: str) -> None:
     r = run_app("validate", str(write_spec(tmp_path, "dims:\n\tC: 2\n")), "--lang", lang)
     assert r.returncode == 2 and r.stdout.strip().endswith(f"spec.yaml:2:1: {words}"), r.stdout
+
+
+# -- slips a targeted hint names: `mask:causal`, 【】, w_0 for w_o, Gelu for gelu ---------------------------------
+@pytest.mark.parametrize("extra,where,words", [
+    ("block:\n  mask:causal\n", "spec.yaml:5:7: block: ", "'mask:causal': no space after the colon"),  # YAML: block is the text 'mask:causal'
+    ("block:\n  mask:causal\n  eps: 1e-5\n", "spec.yaml:5:7: ", "'mask:causal': no space after the colon"),  # YAML: a parser error
+    ("block: {mask:causal}\n", "spec.yaml:4:13: block: ", "'mask:causal': no space after the colon"),  # YAML: a key 'mask:causal'
+    ("block: {norm_order: post, mask:causal}\n", "spec.yaml:4:31: block: ", "type 'mask: causal'"),
+    ("input2:\n  tokens: 【0, 1, 2】\n", "spec.yaml:5:11: ", "a full-width bracket '【' (U+3010)"),
+    ("block: {activation: Gelu}\n", "spec.yaml:4:21: block.activation: ", "received text 'Gelu'; did you mean 'gelu'? (tracer's names are lower case)"),
+    ("block: {norm_order: Pre}\n", "spec.yaml:4:21: block.norm_order: ", "did you mean 'pre'?"),
+    ("weights: {attn: {w_0: identity}}\n", "spec.yaml:4:18: weights.attn.w_0: ", "did you mean 'w_o'? (a digit 0 or 1 typed for the letter o or l)"),
+])
+def test_slips_get_a_targeted_hint(tmp_path: Path, extra: str, where: str, words: str) -> None:
+    text = GOOD + extra
+    if extra.startswith("input2"):  # the tokens typed with full-width brackets, in block context
+        text = GOOD.replace("input: {tokens: [0, 1, 2]}\n", "") + "input:\n  tokens: 【0, 1, 2】\n"
+        where = "spec.yaml:4:11: input.tokens: "
+    r = run_app("run", str(write_spec(tmp_path, text)))
+    assert_refused(r, where, words)
+    zh = run_app("run", str(write_spec(tmp_path, text)), "--lang", "zh")
+    assert zh.returncode == 2 and zh.stderr.startswith("tracer: 错误：") and where.split(" ")[0] in zh.stderr, zh.stderr
+    assert "did you mean" not in zh.stderr and "no space" not in zh.stderr
+
+
+@pytest.mark.parametrize("extra", [
+    'name: "ratio:2"\n', "name: ratio:2 of a:b\n", "description: see https://example.com/x\n",
+    "block: {mask: causal}\n", "block:\n  mask: causal   # mask:causal would be a slip\n",
+])
+def test_colons_that_are_not_slips(tmp_path: Path, extra: str) -> None:
+    r = run_app("run", str(write_spec(tmp_path, GOOD + extra)))
+    assert r.returncode == 0, r.stderr

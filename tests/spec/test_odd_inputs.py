@@ -105,8 +105,20 @@ def test_a_trace_whose_eps_is_not_a_positive_number_is_refused(tmp_path: Path, t
     edited = tmp_path / "edited.json"
     assert '"eps": 1e-05' in text
     edited.write_text(text.replace('"eps": 1e-05', f'"eps": {token}'))
-    for extra in ((), ("--json",), ("--format", "csv")):
+    for extra in ((), ("--format", "csv")):
         assert_refused(run_app("diff", str(spec), str(edited), *extra), str(edited), "block.eps", token)
+    refused_json(run_app("diff", str(spec), str(edited), "--json"), str(edited), "block.eps", token)
+
+
+def refused_json(r, *fragments: str) -> None:
+    """Refused with --json: exit 2, the message on stderr, and the same error as a JSON object on stdout."""
+    import json
+
+    assert r.returncode == 2 and "Traceback" not in r.stderr and r.stderr.startswith("tracer: error: "), r.stderr
+    error = json.loads(r.stdout)["error"]
+    assert error["exit_code"] == 2
+    for fragment in fragments:
+        assert fragment in r.stderr and fragment in error["message"], fragment
 
 
 def test_a_nonfinite_number_in_any_setting_is_refused(tmp_path: Path) -> None:
@@ -114,9 +126,9 @@ def test_a_nonfinite_number_in_any_setting_is_refused(tmp_path: Path) -> None:
     edited = tmp_path / "edited.json"
     assert '"position_base": 10000.0' in text  # a saved trace records every block setting
     edited.write_text(text.replace('"position_base": 10000.0', '"position_base": NaN'))
-    assert_refused(run_app("diff", str(spec), str(edited), "--json"), "block.position_base", "expected a finite number")
+    refused_json(run_app("diff", str(spec), str(edited), "--json"), "block.position_base", "expected a finite number")
     edited.write_text(text.replace('"violations": []', '"violations": [{"kind": "x", "stage": "y", "message": "z", "shapes": {"a": 1e999}}]'))
-    assert_refused(run_app("diff", str(spec), str(edited), "--json"), "violations[0].shapes.a", "expected a finite number")
+    refused_json(run_app("diff", str(spec), str(edited), "--json"), "violations[0].shapes.a", "expected a finite number")
 
 
 def test_bare_nan_tokens_among_a_stages_values_read_as_numbers(tmp_path: Path) -> None:

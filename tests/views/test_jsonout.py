@@ -143,10 +143,19 @@ def test_unicode_names_are_written_as_utf8(tmp_path):
     assert doc["spec"]["name"] == "例 17.2"
 
 
-def test_errors_leave_stdout_empty(tmp_path):
+def test_an_error_is_its_error_object_on_stdout_as_with_several_specs(tmp_path):
+    import json
+
     write_spec(tmp_path, "dims: {C: 3, H: 2, F: 3}\ninput: {tokens: [0]}\nseed: 0\n")
     r = run_app("run", "spec.yaml", "--json", cwd=tmp_path)
-    assert r.returncode == 2 and r.stdout == "" and "dims.H: H = 2 must divide C = 3" in r.stderr
+    assert r.returncode == 2 and "dims.H: H = 2 must divide C = 3" in r.stderr
+    obj = json.loads(r.stdout)
+    assert obj["ok"] is False and obj["spec"] == {"path": "spec.yaml", "name": None} and obj["error"]["exit_code"] == 2
+    assert "dims.H: H = 2 must divide C = 3" in obj["error"]["message"]
+    many = run_app("run", "spec.yaml", "spec.yaml", "--json", cwd=tmp_path)
+    assert json.loads(many.stdout.splitlines()[0]) == obj  # the same object the multi-spec form prints
+    table = run_app("run", "spec.yaml", cwd=tmp_path)
+    assert table.returncode == 2 and table.stdout == ""  # the table: nothing on stdout, as before
 
 
 def test_an_encoder_decoder_document_names_both_stacks():

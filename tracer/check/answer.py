@@ -4,13 +4,14 @@ The spec is run as `tracer run` runs it; the stage's value at one sample and pos
 is compared with the numbers the student gives, to the printed precision: an entry is right when it
 rounds to what `tracer run --precision P` prints (|given - value| <= half a unit in the last of the
 P decimals).  Right: exit 0.  Wrong: exit 1, naming the entries that differ but not the values (the
-student looks them up with `tracer run` on purpose).  A bad --expect, stage, --pos or --batch: exit 2.
+student looks them up with `tracer run` on purpose).  A bad --expect (a wrong count of numbers too), stage, --pos or
+--batch: exit 2.
 """
 
 from __future__ import annotations
 
-import json
 import math
+import re
 from typing import Any, NamedTuple
 
 from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
@@ -27,24 +28,41 @@ class Verdict(NamedTuple):
         return EXIT_OK if self.right else EXIT_VIOLATION
 
 
+# what a student types in place of '[', ']' and ',': parentheses, full-width brackets and commas, the ideographic comma
+_EXPECT_TYPED = str.maketrans({"(": "[", ")": "]", "（": "[", "）": "]", "【": "[", "】": "]", "［": "[", "］": "]", "，": ",",
+                        "、": ",", "－": "-", "\u3000": " "})
+_EXPECT_TOKEN = re.compile(r"\[|\]|[^\s,\[\]]+|,")
+
+
 def parse_expect(text: str) -> list[float]:
-    """'[1, -2, -1]', '1, -2, -1' or '[[1, 0], [0, 1]]' (flattened, row by row) -> numbers."""
-    try:
-        value: Any = json.loads(text if text.strip().startswith("[") else f"[{text}]")
-    except ValueError:
-        value = None
+    """'[1, -2, -1]', '1, -2, -1', '[[1, 0], [0, 1]]' (flattened, row by row), and what students type:
+    NumPy's printed form '[ 0.99998 -0.99998]' (spaces between the numbers, also `array([...])`),
+    parentheses, full-width brackets and commas （，【】［］） -> numbers."""
+    bad = UsageError(msg("--expect {text}: expected a list of numbers such as [1, -2, -1]", text=repr(text)))
+    typed = text.translate(_EXPECT_TYPED).strip()
+    if typed.startswith("array") and typed[5:].lstrip().startswith("["):  # repr of a NumPy array: array([1., 2.])
+        typed = typed[5:].strip()
     numbers: list[float] = []
-
-    def walk(v: Any) -> bool:
-        if isinstance(v, list):
-            return all(walk(x) for x in v)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            numbers.append(float(v))
-            return True
-        return False
-
-    if value is None or not walk(value) or not numbers:
-        raise UsageError(msg("--expect {text}: expected a list of numbers such as [1, -2, -1]", text=repr(text)))
+    depth = 0
+    for token in _EXPECT_TOKEN.findall(typed):
+        if token == "[":
+            depth += 1
+        elif token == "]":
+            depth -= 1
+            if depth < 0:
+                raise bad
+        elif token == ",":
+            continue
+        else:
+            try:
+                x = float(token)
+            except ValueError:
+                raise bad from None
+            if not math.isfinite(x) or token.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+                raise bad
+            numbers.append(x)
+    if depth != 0 or not numbers:
+        raise bad
     return numbers
 
 
@@ -67,8 +85,8 @@ def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, prec
     actual = [float(x) for x in trace.stages[name].at(b, t).ravel()]
     shape = trace.stages[name].shape_label
     if len(actual) != len(numbers):
-        return Verdict(False, msg("wrong: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}", stage=name, b=b, t=t,
-                                  n=len(actual), shape=shape, m=len(numbers)))
+        raise UsageError(msg("--expect {text}: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}", text=repr(expect),
+                             stage=name, b=b, t=t, n=len(actual), shape=shape, m=len(numbers)))
     half = 0.5 * 10.0 ** -precision
     wrong = [i for i, (x, y) in enumerate(zip(actual, numbers)) if not abs(x - y) <= half * (1 + 1e-9) + 1e-12]
     if not wrong:
@@ -96,3 +114,84 @@ def _shown(numbers: list[float]) -> str:
 def _given(x: float) -> str:
     text = repr(x)
     return text[:-2] if text.endswith(".0") else text
+
+
+# -- --answers FILE: many answers checked at once ------------------------------------------------
+
+class Answer(NamedTuple):
+    stage: str
+    batch: int
+    pos: int
+    expect: str  # as --expect takes it
+    where: str  # FILE:LINE:COL of its key
+
+
+class Checked(NamedTuple):
+    """One answer's outcome: its verdict, or the error that refused it (a bad stage, count or number)."""
+
+    answer: Answer
+    code: int
+    verdict: Verdict | None = None
+    error: str = ""
+
+    @property
+    def word(self) -> str:
+        if self.verdict is None:
+            return "error"
+        return "right" if self.verdict.right else "wrong"
+
+    def as_json(self, spec: str) -> dict[str, Any]:
+        return answer_json(spec, self.answer.stage, self.answer.batch, self.answer.pos, self.verdict, self.code, self.error)
+
+
+def answer_json(spec: str, stage: str, batch: int, pos: int, verdict: Verdict | None, code: int, error: object = "") -> dict[str, Any]:
+    """One checked answer as JSON (English, as every JSON of tracer's): right, or the error that refused it."""
+    return {"kind": "check", "spec": spec, "stage": stage, "batch": batch, "pos": pos,
+            "right": None if verdict is None else verdict.right, "exit_code": code,
+            "message": " ".join(str(verdict.line if verdict is not None else error).split()),
+            "error": None if verdict is not None else {"exit_code": code, "message": " ".join(str(error).split())}}
+
+
+_ANSWER_KEY = re.compile(r"(?P<stage>[^@\s]+)(?:@(?:(?P<b>-?\d+)\s*,\s*)?(?P<t>-?\d+))?")
+
+
+def read_answers(path: str, batch: int = 0, pos: int = 0) -> list[Answer]:
+    """An answers file: a YAML (or JSON) mapping, one answer a key: `STAGE` (at --pos, --batch), `STAGE@T` or `STAGE@B,T`,
+    each the numbers as a list or as --expect takes them (`pre@1: [-1, 2, 1]`, `norm: "[-0.999995  0.999995]"`)."""
+    from tracer.spec import yamlio
+
+    text = yamlio.read_text(path)
+    doc, src = yamlio.load(text, path)
+    answers = []
+    for key, value in doc.items():
+        where = src.where_key((key,))
+        m = _ANSWER_KEY.fullmatch(str(key))
+        if m is None:
+            raise UsageError(msg("{where}: {key}: expected STAGE, STAGE@T or STAGE@B,T (such as pre@1)", where=where, key=repr(key)))
+        if isinstance(value, list) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+            expect = repr(value)
+        elif isinstance(value, str):
+            expect = value
+        else:
+            raise UsageError(msg("{where}: {key}: expected a list of numbers such as [1, -2, -1]", where=src.where((key,)), key=key))
+        b = int(m.group("b")) if m.group("b") is not None else batch
+        t = int(m.group("t")) if m.group("t") is not None else pos
+        answers.append(Answer(m.group("stage"), b, t, expect, where))
+    if not answers:
+        raise UsageError(msg("{path}: no answers (expected a mapping such as 'pre@0: [1, -2, -1]')", path=path))
+    return answers
+
+
+def check_answers(path: str, answers: list[Answer], precision: int = 6) -> list[Checked]:
+    """Each answer checked as `tracer check --stage --expect` would; a refused answer is its own outcome, the rest go on."""
+    from tracer.errors import TracerError
+    from tracer.messages import at
+
+    out = []
+    for a in answers:
+        try:
+            v = check(path, a.stage, a.expect, a.pos, a.batch, precision)
+            out.append(Checked(a, v.exit_code, v))
+        except TracerError as e:
+            out.append(Checked(a, e.exit_code, error=at(a.where, e.message)))
+    return out

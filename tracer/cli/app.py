@@ -18,13 +18,14 @@ import typer
 
 from tracer.cli import options as cliparams
 from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UnknownLanguage, UsageError
-from tracer.messages import at, join, msg, shown
+from tracer.messages import at, join, msg, nmsg, shown
 
 DEFAULT_MAX_MEMORY = "4GB"  # memory.DEFAULT_MAX_MEMORY; repeated here so --help imports nothing more
 
 if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
+    from tracer.compare.core import DiffResult
     from tracer.views.export import Target
 
 APP_SETTINGS: dict[str, Any] = {
@@ -164,7 +165,7 @@ def complete_stage(ctx: typer.Context, incomplete: str) -> list[str]:
 
     known: list[str] = []
     # While completing, click may stop parsing at the option being completed: the spec paths are then in ctx.args.
-    given = [*(ctx.params.get("specs") or ()), ctx.params.get("a"), ctx.params.get("b"), *ctx.args]
+    given = [*(ctx.params.get("specs") or ()), ctx.params.get("a"), *(ctx.params.get("sides") or ()), *ctx.args]
     for path in dict.fromkeys(p for p in given if isinstance(p, str)):
         try:
             from tracer.spec import load_spec
@@ -278,7 +279,12 @@ def run(
             picked = resolve(load_spec(specs[0]), attention_stage or [])  # an unknown stage is exit 2 before anything runs
             drawn = tuple(f"{internal_prefix(st)}.weights" for st in picked)  # the picture needs them, whatever --record says
             opts = opts._replace(keep=opts.keep + drawn)
-        outcome = runs.trace_one(specs[0], opts, meanwhile=lambda: _meanwhile(form))
+        try:
+            outcome = runs.trace_one(specs[0], opts, meanwhile=lambda: _meanwhile(form))
+        except TracerError as e:
+            if form == "json":  # the error object on stdout too, as with several specs
+                sys.stdout.write(runs.render_text(runs.Outcome(specs[0], e.exit_code, error=e.message), form, opts))
+            raise
         if form == "table":
             assert outcome.trace is not None
             show(runs.table_view(outcome, precision, picked if draw else None), no_color, targets, outcome.trace.spec.name, force)
@@ -447,8 +453,9 @@ def grad(
 @app.command()
 def diff(
     a: Annotated[str, typer.Argument(metavar="A", help="Side A: a YAML spec, a trace saved by `tracer run SPEC --json`, or arrays (as B).", show_default=False)],
-    b: Annotated[str, typer.Argument(metavar="B", help="Side B: a YAML spec, a saved JSON trace, or your own arrays: an .npz "
-                                                       "(one array per stage; a --save archive too) or a JSON object of stage name -> nested list.", show_default=False)],
+    sides: Annotated[list[str], typer.Argument(metavar="B...", help="Side B: a YAML spec, a saved JSON trace, or your own arrays: an .npz "
+                                                       "(one array per stage; a --save archive too) or a JSON object of stage name -> nested list. "
+                                                       "Several (or a folder of them): each compared with A, a status line each, or JSON Lines.", show_default=False)],
     atol: Annotated[float | None, typer.Option("--atol", show_default=False, help="Absolute tolerance: equal when |A - B| <= atol + rtol * max(|A|, |B|); default 1e-9, or 1e-5 against float32 arrays (1e-2 float16).")] = None,
     rtol: Annotated[float | None, typer.Option("--rtol", show_default=False, help="Relative tolerance (see --atol): default 1e-9, or 1e-5 against float32 arrays.")] = None,
     pos: PosOption = 0,
@@ -475,7 +482,7 @@ def diff(
     Either side may be the arrays your own implementation recorded (.npz or JSON): the diff then
     names the first stage where they leave tracer's, and what that usually means.
 
-    Exit codes as diff(1): 0 the same within tolerance, 1 different, 2 trouble.
+    Exit codes as diff(1): 0 the same within tolerance, 1 different, 2 trouble; with several B, the worst of them.
     """
 
     def body() -> int:
@@ -486,9 +493,23 @@ def diff(
 
         form = output_format(fmt, as_json)
         check_precision(precision)
-        targets = export_targets(svg, html, [a, b], form, force)
-        result = diff_files(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
+
+        def compared(b: str) -> "DiffResult":
+            return diff_files(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
                               only=tuple(stage or ()), names=tuple(names or ()), grad=grad, max_memory=max_memory)
+
+        if len(sides) > 1 or os.path.isdir(sides[0]):
+            return diff_many(a, sides, form, bool(svg or html), compared)
+        b = sides[0]
+        targets = export_targets(svg, html, [a, b], form, force)
+        try:
+            result = compared(b)
+        except TracerError as e:
+            if form == "json":  # the error object on stdout too, as with several sides
+                from tracer.compare.many import error_json
+
+                sys.stdout.write(jsonout.dumps(error_json(a, b, e.exit_code, e.message, jsonout.SCHEMA_VERSION)))
+            raise
         if form == "table":
             from tracer.compare.view import diff_view
 
@@ -500,6 +521,32 @@ def diff(
         return result.exit_code
 
     guarded(body, lang, confine)
+
+
+def diff_many(a: str, paths: list[str], form: str, exports: bool, compared: "Callable[[str], DiffResult]") -> int:
+    """Each hand-in against A, in this process: a status line each and a summary (table), or JSON Lines, one object
+    per hand-in, an error as an object too (json; the status lines then on stderr)."""
+    from tracer.compare import many
+    from tracer.views import trace_json as jsonout
+
+    if form not in ("table", "json"):
+        raise UsageError(msg("--format {form} compares two sides; with several, give the table or --json (JSON Lines)", form=form))
+    if exports:
+        raise UsageError(msg("--svg and --html export one diff's view: give one side B"))
+    sides = many.hand_ins(paths)
+    outcomes = []
+    for path in sides:
+        h = many.compare_each(a, [path], compared)[0]
+        outcomes.append(h)
+        line = many.status_line(h)
+        if form == "json":
+            sys.stdout.write(jsonout.dumps(h.json(a)))
+            sys.stdout.flush()
+            sys.stderr.write(line + "\n")
+        else:
+            sys.stdout.write(line + "\n")
+    (sys.stderr if form == "json" else sys.stdout).write(many.summary_line(outcomes) + "\n")
+    return many.exit_code(outcomes)
 
 
 @app.command()
@@ -581,31 +628,114 @@ def validate(
 @app.command()
 def check(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec whose stage was worked out by hand.", show_default=False)],
-    stage: Annotated[str, typer.Option("--stage", "-s", autocompletion=complete_stage, show_default=False,
-                                       help="The stage whose value was worked out (as tracer run names it).")],
-    expect: Annotated[str, typer.Option("--expect", "-e", metavar="NUMBERS", show_default=False,
-                                        help='The hand-worked value at --pos and --batch, e.g. "[1, -2, -1]".')],
+    stage: Annotated[str | None, typer.Option("--stage", "-s", autocompletion=complete_stage, show_default=False,
+                                              help="The stage whose value was worked out (as tracer run names it).")] = None,
+    expect: Annotated[str | None, typer.Option("--expect", "-e", metavar="NUMBERS", show_default=False,
+                                               help='The hand-worked value at --pos and --batch, e.g. "[1, -2, -1]" (NumPy\'s "[ 1. -2. -1.]" too).')] = None,
+    answers: Annotated[str | None, typer.Option("--answers", metavar="FILE", show_default=False,
+                                                help="A YAML or JSON file of answers, 'STAGE@T: [numbers]' a line: each checked, one result each.")] = None,
     pos: Annotated[int, typer.Option("--pos", "-t", metavar="T", help="Position of the value (-1: the last).")] = 0,
     batch: Annotated[int, typer.Option("--batch", "-b", metavar="B", help="Sample of the value (-1: the last).")] = 0,
     precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals that must agree, as tracer run --precision prints them.")] = 6,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per answer instead of the line.")] = False,
     confine: ConfineOption = None,
     lang: LangOption = None,
 ) -> None:
     """Check a hand-worked value: right or wrong to the printed precision.
 
-    Exit code: 0 right, 1 wrong, 2 a bad spec, stage or option.
+    Exit code: 0 right, 1 wrong, 2 a bad spec, stage or option (a wrong count of numbers too); with --answers, the worst.
     """
 
     def body() -> int:
-        from tracer.check.answer import check as check_value
+        from tracer.check import answer as answers_
         from tracer.messages import render
+        from tracer.views import trace_json as jsonout
 
         check_precision(precision)
-        verdict = check_value(spec, stage, expect, pos, batch, precision)
-        sys.stdout.write(render(verdict.line) + "\n")
+        if answers is not None:
+            if expect is not None or stage is not None:
+                raise UsageError(msg("--answers gives every stage and value: give it without --stage and --expect"))
+            results = answers_.check_answers(spec, answers_.read_answers(answers, batch, pos), precision)
+            for c in results:
+                if as_json:
+                    sys.stdout.write(jsonout.dumps(c.as_json(spec)))
+                else:
+                    sys.stdout.write(" ".join(render(c.verdict.line if c.verdict is not None else c.error).split()) + "\n")
+            counts = {w: sum(c.word == w for c in results) for w in ("right", "wrong", "error")}
+            worst = max(c.code for c in results)
+            line = render(nmsg("{n} answer: {right} right, {wrong} wrong, {errors}; exit code {code}",
+                               "{n} answers: {right} right, {wrong} wrong, {errors}; exit code {code}", len(results),
+                               right=counts["right"], wrong=counts["wrong"], errors=nmsg("{n} error", "{n} errors", counts["error"]), code=worst))
+            (sys.stderr if as_json else sys.stdout).write(line + "\n")
+            return worst
+        if stage is None or expect is None:
+            raise UsageError(msg("give --stage and --expect (one value), or --answers FILE (many)"))
+        try:
+            verdict = answers_.check(spec, stage, expect, pos, batch, precision)
+        except TracerError as e:
+            if as_json:  # the error object on stdout too
+                sys.stdout.write(jsonout.dumps(answers_.answer_json(spec, stage, batch, pos, None, e.exit_code, e.message)))
+            raise
+        if as_json:
+            sys.stdout.write(jsonout.dumps(answers_.answer_json(spec, stage, batch, pos, verdict, verdict.exit_code)))
+        else:
+            sys.stdout.write(render(verdict.line) + "\n")
         return verdict.exit_code
 
     guarded(body, lang, confine)
+
+
+@app.command()
+def grade(
+    students: Annotated[str, typer.Argument(metavar="STUDENTS", show_default=False,
+                                            help="Folder of hand-ins: one subfolder per student (NAME/TASK.yaml), or NAME.yaml files for one task.")],
+    reference: Annotated[str, typer.Argument(metavar="REFERENCE", show_default=False,
+                                             help="Folder of reference traces, one TASK.json per task (tracer run SOLUTION.yaml --json --with-weights).")],
+    task: Annotated[str | None, typer.Option("--task", metavar="TASK", show_default=False,
+                                             help="The task a flat folder of NAME.yaml answers (needed when REFERENCE holds several).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON Lines on stdout instead of the sheet: one object per student and task.")] = False,
+    csv_file: Annotated[str | None, typer.Option("--csv", metavar="FILE", show_default=False,
+                                                 help="Also write the sheet as CSV to FILE (- : on stdout instead of the sheet).")] = None,
+    atol: Annotated[float, typer.Option("--atol", help="Absolute tolerance of each diff (as tracer diff).")] = 1e-9,
+    rtol: Annotated[float, typer.Option("--rtol", help="Relative tolerance of each diff (as tracer diff).")] = 1e-9,
+    force: ForceOption = False,
+    lang: LangOption = None,
+) -> None:
+    """Grade a class: each hand-in diffed against its task's reference (tracer diff --keep-going), scored, one sheet.
+
+    Each hand-in may read only files inside its own folder (--confine is always on). Exit code: 0 the sheet
+    was written (whatever the scores), 2 a folder is missing or empty, or a flat folder's task is not clear.
+    """
+
+    def body() -> int:
+        from tracer.compare.core import check_tolerance
+        from tracer.grade import sheet as grading
+        from tracer.grade import view
+
+        check_tolerance(atol, rtol)
+        if as_json and csv_file == "-":
+            raise UsageError(msg("--json and --csv - both write to stdout: give one, or --csv FILE"))
+        studs, refs = grading.folder(students), grading.folder(reference)
+        if csv_file not in (None, "-"):
+            from tracer.files import check_output
+
+            check_output(csv_file, "--csv", grading.inputs(studs, refs), "csv", force)  # never over a hand-in or a reference
+        layout, grades = grading.sheet(studs, refs, atol, rtol, task)
+        _note(view.layout_line(students, layout, grades))
+        if csv_file not in (None, "-"):
+            from tracer.files import write_atomic
+
+            data = view.as_csv(grades).encode("utf-8")
+            write_atomic(csv_file, lambda fh: fh.write(data), "--csv", "csv", force)
+        if as_json:
+            sys.stdout.write(view.as_json_lines(grades))
+        elif csv_file == "-":
+            sys.stdout.write(view.as_csv(grades))
+        else:
+            sys.stdout.write(view.as_text(grades))
+        return EXIT_OK
+
+    guarded(body, lang)
 
 
 def export_targets(svg: str | None, html: str | None, inputs: list[str], form: str, force: bool = False,

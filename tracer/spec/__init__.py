@@ -200,6 +200,15 @@ def _close_matches(word: str, options: list[str], n: int = 1, cutoff: float = 0.
     return difflib.get_close_matches(word, options, n=n, cutoff=cutoff)
 
 
+def _lookalike(word: object, options: Any) -> Message | None:
+    """`Gelu` for `gelu`, `w_0` for `w_o` (spec/yamlslips.lookalike); None for anything else, a non-text key too."""
+    if not isinstance(word, str):
+        return None
+    from tracer.spec.yamlslips import lookalike
+
+    return lookalike(word, [str(o) for o in options])
+
+
 def _did_you_mean(close: list[str], otherwise: Message | str = "") -> Message | str:
     """'did you mean 'block'?' for the closest spelling, else what to say instead ('' for nothing)."""
     return msg("did you mean {names}?", names=repr(close[0])) if close else otherwise
@@ -282,7 +291,7 @@ class _Validator:
         for key in mapping:
             if key not in allowed:
                 close = _close_matches(str(key), [str(a) for a in allowed], n=1, cutoff=0.5)
-                hint = _did_you_mean(close, msg("known keys: {keys}", keys=', '.join(allowed)))
+                hint = _lookalike(key, allowed) or _did_you_mean(close, msg("known keys: {keys}", keys=', '.join(allowed)))
                 raise self.fail_key(path + (key,), join([msg("unknown key {key}", key=repr(key)), hint]))
         return mapping
 
@@ -298,7 +307,9 @@ class _Validator:
 
     def choice(self, value: Any, path: Path, options: tuple[str, ...]) -> str:
         if value not in options:
-            raise self.fail(path, msg("expected {what}, received {got}", what=msg("one of {options}", options=' | '.join(options)), got=self.received(path, value)))
+            wrong = msg("expected {what}, received {got}", what=msg("one of {options}", options=' | '.join(options)), got=self.received(path, value))
+            hint = _lookalike(value, options)
+            raise self.fail(path, join([wrong, hint]) if hint else wrong)
         return str(value)
 
     # -- the document -----------------------------------------------------
@@ -882,7 +893,7 @@ class _Validator:
                     if unused:
                         raise self.fail_key(path + (key,), unused)
                     close = _close_matches(str(key), [str(k) for k in expect], n=1, cutoff=0.5)
-                    hint = _did_you_mean(close, msg("the model reads: {names}", names=', '.join(map(str, expect))) if expect else "")
+                    hint = _lookalike(key, list(expect)) or _did_you_mean(close, msg("the model reads: {names}", names=', '.join(map(str, expect))) if expect else "")
                     what = msg("weight group") if isinstance(sub, dict) else msg("weight")
                     raise self.fail_key(path + (key,), join([msg("{what} {key} is given but nothing in the model reads it", what=what, key=repr(key)), hint]))
                 nested = expect[key]

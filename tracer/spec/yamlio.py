@@ -201,6 +201,12 @@ def _slip_message(text: str, e: yaml.MarkedYAMLError, filename: str) -> Message 
         return at(where, _too_deep())
     if slip.kind == "tab":
         return at(where, tab_message(slip.line, slip.col))
+    if slip.kind == "colon":
+        from tracer.spec.yamlslips import colon_message
+
+        line = text.split("\n")[slip.line - 1].rstrip("\r")
+        start = len(line) - len(line.lstrip(" -"))
+        return at(where, colon_message(line[start:].split(" #")[0].rstrip(), slip.col - 1 - start))
     return at(where, describe(slip.char))
 
 
@@ -342,7 +348,16 @@ class _Composer:
         return None
 
     def check_slip(self, ev: Any, path: Path, flow: bool, is_key: bool) -> None:
-        """Full-width punctuation where YAML reads structure (see yamlslips): named, with what to type instead."""
+        """Full-width punctuation where YAML reads structure, or `mask:causal` (see yamlslips): named, with what to type instead."""
+        if ":" in ev.value and not ev.style:
+            from tracer.spec.yamlslips import colon_message, colon_slip
+
+            colon = colon_slip(ev.value, path[-1] if path else None, is_key)
+            if colon is not None and ev.start_mark.line == ev.end_mark.line:
+                field = path[:-1] if is_key else path
+                where = f"{self.src.filename}:{ev.start_mark.line + 1}:{ev.start_mark.column + 1 + colon}"
+                slip = colon_message(ev.value, colon)
+                raise SpecError(at_(where, at_(format_path(field), slip)) if field else at_(where, slip))
         if ev.value.isascii():  # no full-width character: the common case, without importing yamlslips
             return
         from tracer.spec.yamlslips import FULL_WIDTH, describe, plain_slip

@@ -30,22 +30,27 @@ FULL_WIDTH: dict[str, tuple[Message, str]] = {
     "；": (msg("a full-width semicolon"), msg("',' (YAML separates items with commas)")),
     "［": (msg("a full-width bracket"), "'['"),
     "］": (msg("a full-width bracket"), "']'"),
+    "【": (msg("a full-width bracket"), "'['"),
+    "】": (msg("a full-width bracket"), "']'"),
     "｛": (msg("a full-width brace"), "'{'"),
     "｝": (msg("a full-width brace"), "'}'"),
     "（": (msg("a full-width parenthesis"), "'('"),
     "）": (msg("a full-width parenthesis"), "')'"),
     "\u3000": (msg("a full-width space"), msg("a space")),
 }
-OPENERS = "［｛（\u3000"  # in block context a slip only where a value starts: `tokens: ［0, 1］`
+OPENERS = "［【｛（\u3000"  # in block context a slip only where a value starts: `tokens: ［0, 1］`
 TEXT_KEYS = ("name", "description", "meaning")  # free text: full-width punctuation is the writer's own
 _KEY = re.compile(r"[A-Za-z_][\w.-]*")
+# `mask:causal`: a key, a colon and a value with no space between (YAML then reads one word); not a URL (`http://`),
+# a Windows drive (`C:\`) or a time (`12:30`, the key starts with a letter)
+_NO_SPACE = re.compile(r"(?:^|(?<=\s))([A-Za-z_][\w.-]*):(?=[^\s/\\:])")
 
 
 class Slip(NamedTuple):
     line: int  # 1-based
     col: int  # 1-based
     char: str
-    kind: str  # full-width | tab | deep
+    kind: str  # full-width | tab | deep | colon (`mask:causal`, no space after the colon)
 
 
 def describe(char: str) -> Message:
@@ -56,6 +61,40 @@ def describe(char: str) -> Message:
         return msg("{what} ({code}), as a Chinese keyboard types it; YAML reads only ASCII punctuation: type {fix} instead", what=what, code=code, fix=fix)
     return msg("{what} '{char}' ({code}), as a Chinese keyboard types it; YAML reads only ASCII punctuation: type {fix} instead",
                what=what, char=char, code=code, fix=fix)
+
+
+def colon_slip(text: str, key: str | int | None, is_key: bool) -> int | None:
+    """Index of the colon of `mask:causal` in an unquoted scalar (a key and a value meant, no space after ':'), or None.
+    The values of free-text fields (name, description, meaning) are the writer's own words."""
+    if ":" not in text or (not is_key and key in TEXT_KEYS):
+        return None
+    m = _NO_SPACE.search(text)
+    return m.end(1) if m else None
+
+
+def colon_message(text: str, i: int) -> Message:
+    """`mask:causal`: no space after the colon, and what to type instead."""
+    start = text.rfind(" ", 0, i) + 1
+    end = len(text) if text.find(" ", i) < 0 else text.find(" ", i)
+    word = text[start:end]
+    return msg("{word}: no space after the colon, so YAML reads one word, not a key and its value; type {fixed}",
+               word=repr(word), fixed=repr(word[:i - start + 1] + " " + word[i - start + 1:]))
+
+
+_LOOKALIKE = str.maketrans("0o1l", "o0l1")  # the digit for the letter and back: w_0 for w_o, l1 for 11
+
+
+def lookalike(word: str, options: list[str] | tuple[str, ...]) -> Message | None:
+    """'did you mean ...?' for a name typed with a slip the spelling distance misses or misranks: `Gelu` for
+    `gelu` (tracer's names are lower case), `w_0` for `w_o` (the digit zero for the letter o); else None."""
+    for option in options:
+        if word != option and word.lower() == option:
+            return msg("did you mean {name}? (tracer's names are lower case)", name=repr(option))
+    for option in options:
+        if len(word) == len(option) and word != option and all(a == b or a.translate(_LOOKALIKE) == b
+                                                                for a, b in zip(word.lower(), option)):
+            return msg("did you mean {name}? (a digit 0 or 1 typed for the letter o or l)", name=repr(option))
+    return None
 
 
 def tab_message(line: int, col: int) -> Message:
@@ -159,6 +198,10 @@ def scan(text: str, max_depth: int) -> list[Slip]:
             else:
                 if start:
                     plain = i
+                    if depth == 0:
+                        colon = colon_slip(line[i:].split(" #")[0].rstrip(), None, False)
+                        if colon is not None and line[i:i + colon].find(" ") < 0:  # the scalar's first word
+                            slips.append(Slip(n, i + colon + 1, ":", "colon"))
                 start = False
             i += 1
     return slips
@@ -166,7 +209,7 @@ def scan(text: str, max_depth: int) -> list[Slip]:
 
 def explain(text: str, line: int, max_depth: int) -> Slip | None:
     """The slip that explains a parser error reported at `line` (1-based): flow brackets nested too
-    deep anywhere before it, else the first tab or full-width slip on the lines up to it (a slip on an
+    deep anywhere before it, else the first tab, full-width or `mask:causal` slip on the lines up to it (a slip on an
     earlier line can make YAML fail only later: a key typed with ： fails where the next key starts)."""
     slips = [s for s in scan(text, max_depth) if s.line <= line]
     deep = [s for s in slips if s.kind == "deep"]
