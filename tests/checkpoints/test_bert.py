@@ -42,7 +42,8 @@ def _hf(tmp_path: Path, kind: str, pooler: bool = False):
                 p.add_(torch.randn_like(p) * 0.3)
     folder = tmp_path / kind
     model.save_pretrained(str(folder))
-    loaded = type(model).from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
+    extra = {} if kind == "distilbert" else {"add_pooling_layer": pooler}
+    loaded = type(model).from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64, **extra).eval()
     return torch, loaded, folder
 
 
@@ -166,3 +167,79 @@ def test_token_types_beyond_the_table_are_refused(tmp_path):
     spec.write_text(spec.read_text() + "  token_types: [0, 1, 2]\n")
     r = run_app("run", str(spec))
     assert r.returncode == 2 and "input.token_types" in r.stderr and "V_type = 2" in r.stderr
+
+
+# -- the embeddings against the oracle, and tracer grad against torch autograd ---------
+
+BERT_SPEC = """\
+dims: {B: 2, T: 4, C: 6, H: 2, F: 10, V: 13, T_max: 9, V_type: 3}
+seed: 5
+block: {norm_order: post, positions: learned, mask: none, activation: gelu, eps: 1e-12, layers: 2, embedding_norm: true, token_types: true, position_offset: 3}
+weights:
+  embed_norm: {gamma: [0.5, 1.5, -1.0, 2.0, 0.25, 1.0], beta: [0.1, -0.2, 0.3, 0.0, 0.5, -0.4]}
+input:
+  tokens: [[3, 4, 12, 0], [7, 7, 1, 2]]
+  token_types: [[0, 1, 2, 1], [2, 2, 0, 0]]
+"""
+
+
+def test_embeddings_match_the_oracle_and_the_scalar_reference(tmp_path):
+    from helpers import oracle
+
+    from tracer.engine.params import load_inputs, load_params
+    from tracer.spec import load_spec_text
+
+    spec = load_spec_text(BERT_SPEC)
+    assert [s.name for s in spec.steps[:6]] == ["embed", "position", "embeddings", "token_type", "typed", "x"]
+    p, inputs = load_params(spec), load_inputs(spec)
+    want = oracle.bert_embeddings(p["embedding"], p["position"], inputs["tokens"].tolist(), p["embed_norm.gamma"], p["embed_norm.beta"],
+                                  1e-12, offset=3, E_type=p["token_type"], types=inputs["token_types"].tolist())
+    path = tmp_path / "bert.yaml"
+    path.write_text(BERT_SPEC)
+    st = _traced(path)
+    assert float(np.max(np.abs(st["x"] - want))) <= 1e-14
+    np.testing.assert_array_equal(st["position"], p["position"][3:7])
+    r = run_app("run", str(path), "--verify")  # the scalar reference follows the new steps too
+    assert r.returncode == 0, r.stderr
+    # without types given, every position reads row 0 of the table
+    no_types = load_spec_text(BERT_SPEC.replace("  token_types: [[0, 1, 2, 1], [2, 2, 0, 0]]\n", ""))
+    assert load_inputs(no_types)["token_types"].tolist() == [[0] * 4] * 2
+
+
+def test_positions_beyond_the_offset_table_are_a_violation(tmp_path):
+    path = tmp_path / "bert.yaml"
+    path.write_text(BERT_SPEC.replace("T_max: 9", "T_max: 6"))
+    r = run_app("run", str(path))
+    assert r.returncode == 1 and "position" in r.stdout
+    assert run_app("validate", str(path)).returncode == 1
+
+
+@pytest.mark.parametrize("kind", ["bert", "roberta", "distilbert"])
+def test_grad_matches_torch_autograd(tmp_path, kind):
+    """tracer grad of 0.5 * sum of the encoder output squared: every weight's gradient against autograd through HF's model."""
+    from tracer.checkpoints import families
+    from tracer.grad.run import GradOptions, grad
+
+    torch, model, folder = _hf(tmp_path, kind)
+    ids = [5, 17, 42, 8, 3, 51, 9, 29]  # no padding id (0 for BERT and DistilBERT, 1 for RoBERTa): nn.Embedding freezes its row
+    spec_path = imported(tmp_path, folder, "--tokens", ",".join(map(str, ids)))
+    kwargs = {"input_ids": torch.tensor([ids])}
+    if kind != "distilbert":
+        spec_path.write_text(spec_path.read_text() + f"  token_types: {json.dumps(TYPES)}\n")
+        kwargs["token_type_ids"] = torch.tensor([TYPES])
+    gt = grad(load_spec(str(spec_path)), GradOptions())
+    assert gt.loss is not None and gt.loss.name == "sum-squares"
+    y = model(**kwargs).last_hidden_state
+    loss = 0.5 * (y * y).sum()
+    loss.backward()
+    assert abs(gt.loss.value - loss.item()) <= TOL * max(1.0, loss.item())
+    layout = families.layouts()["distilbert" if kind == "distilbert" else "bert"]
+    hf = dict(model.named_parameters())
+    compared = 0
+    for name, dw in gt.weight_grads.items():
+        take, _ = layout.locate(name, set(hf))
+        want = hf[take.key].grad.numpy()
+        want = want.T if take.transpose else want
+        assert np.max(np.abs(dw - want)) <= TOL * max(1.0, float(np.max(np.abs(want)))), name
+        compared += 1
+    assert compared == len(hf)  # every parameter of the model
