@@ -153,7 +153,7 @@ def test_import_reads_a_bert_config(tmp_path):
 
 @pytest.mark.parametrize(("key", "value"), [("position_embedding_type", "relative_key"), ("is_decoder", True),
                                             ("add_cross_attention", True), ("pruned_heads", {"0": [1]}), ("hidden_act", "swish"),
-                                            ("model_type", "albert"), ("hidden_size", 8)])
+                                            ("model_type", "albert"), ("model_type", "xlm-roberta"), ("hidden_size", 8)])
 def test_an_unmodelled_bert_setting_is_refused_by_name(tmp_path, key, value):
     r = run_app("import", str(_fake_bert(tmp_path / "ckpt", **{key: value})), "-o", str(tmp_path / "s.yaml"))
     assert r.returncode == 2, r.stdout

@@ -345,7 +345,7 @@ def _op(name: str, arity: int, meaning: str, zh: str, formula: str, expr: str, g
               (_REF + impl) if reference else None, preflight=preflight, temporaries=temporaries, **parts)
 
 
-_RECORDS = (
+_RECORDS: tuple[Op, ...] = (
     # entry and exit steps, built from the spec's settings
     _op("embed", 0, "token embeddings, rows of E", "token 嵌入，取 E 的行",
         "E[token id]: one row of the token table E per position", "rows of E", "rows of E for the {tokens}", _stream,

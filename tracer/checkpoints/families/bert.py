@@ -1,4 +1,4 @@
-"""The bert family: Hugging Face BERT and RoBERTa (BertModel, RobertaModel), and DistilBERT (DistilBertModel).
+"""The bert family: Hugging Face BERT and RoBERTa (BertModel, RobertaModel); DistilBERT is distilbert.py, sharing its readers.
 
 All three are the chapter's Post-Norm encoder in a real checkpoint: each layer is
 LN1(X + MHA(X)), then LN2(R + FFN(R)), with bidirectional attention (no mask) and exact (erf) GELU.
@@ -31,47 +31,30 @@ from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
 
 # Hugging Face's ACT2FN names -> tracer's activations: "gelu" is the exact erf GELU
-HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
+BERT_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
 
 
-def _linear(key: str) -> dict[str, Take]:
+def linear(key: str) -> dict[str, Take]:
     return {"w": Take(f"{key}.weight", transpose=True), "b": Take(f"{key}.bias")}
 
 
-def bert_table() -> dict[str, Take]:
+def table() -> dict[str, Take]:
     """BertModel / RobertaModel: every projection an nn.Linear [out,in] with a bias."""
     L = "encoder.layer.{i}."
     table = {"embedding": Take("embeddings.word_embeddings.weight"), "position": Take("embeddings.position_embeddings.weight"),
              "token_type": Take("embeddings.token_type_embeddings.weight")}
     table |= group("", "embed_norm", norm("embeddings.LayerNorm"))
-    attn = {}
+    attn: dict[str, Take] = {}
     for letter, name in (("q", "query"), ("k", "key"), ("v", "value")):
-        lin = _linear(f"{L}attention.self.{name}")
+        lin = linear(f"{L}attention.self.{name}")
         attn |= {f"w_{letter}": lin["w"], f"b_{letter}": lin["b"]}
-    lin = _linear(L + "attention.output.dense")
+    lin = linear(L + "attention.output.dense")
     attn |= {"w_o": lin["w"], "b_o": lin["b"]}
     table |= group("blocks.{i}.", "attn", attn)
     table |= group("blocks.{i}.", "norm1", norm(L + "attention.output.LayerNorm"))
-    up, down = _linear(L + "intermediate.dense"), _linear(L + "output.dense")
+    up, down = linear(L + "intermediate.dense"), linear(L + "output.dense")
     table |= group("blocks.{i}.", "ffn", {"w1": up["w"], "b1": up["b"], "w2": down["w"], "b2": down["b"]})
     table |= group("blocks.{i}.", "norm2", norm(L + "output.LayerNorm"))
-    return table
-
-
-def distilbert_table() -> dict[str, Take]:
-    """DistilBertModel: no token types; q_lin/k_lin/v_lin/out_lin, sa_layer_norm, ffn.lin1/lin2, output_layer_norm."""
-    L = "transformer.layer.{i}."
-    table = {"embedding": Take("embeddings.word_embeddings.weight"), "position": Take("embeddings.position_embeddings.weight")}
-    table |= group("", "embed_norm", norm("embeddings.LayerNorm"))
-    attn = {}
-    for letter in "qkvo":
-        lin = _linear(f"{L}attention.{letter if letter != 'o' else 'out'}_lin")
-        attn |= {f"w_{letter}": lin["w"], f"b_{letter}": lin["b"]}
-    table |= group("blocks.{i}.", "attn", attn)
-    table |= group("blocks.{i}.", "norm1", norm(L + "sa_layer_norm"))
-    up, down = _linear(L + "ffn.lin1"), _linear(L + "ffn.lin2")
-    table |= group("blocks.{i}.", "ffn", {"w1": up["w"], "b1": up["b"], "w2": down["w"], "b2": down["b"]})
-    table |= group("blocks.{i}.", "norm2", norm(L + "output_layer_norm"))
     return table
 
 
@@ -81,10 +64,9 @@ BERT_DIFFERENT: dict[str, Message] = {
     "electra": msg("ELECTRA projects its embeddings to another width before the encoder"),
     "deberta": msg("DeBERTa uses disentangled relative-position attention"),
     "xlm-roberta-xl": msg("XLM-RoBERTa-XL is a Pre-Norm encoder"),
-    "camembert": msg("CamemBERT is read as RoBERTa only once its parity is tested"),
 }
 # config.json keys whose values change BERT's maths in ways tracer's Post-Norm encoder does not model: refused when set
-UNMODELLED: dict[str, tuple[Any, Message]] = {
+BERT_UNMODELLED: dict[str, tuple[Any, Message]] = {
     "position_embedding_type": ("absolute", msg("relative position scores inside attention")),
     "is_decoder": (False, msg("a causal (decoder) mask")),
     "add_cross_attention": (False, msg("cross-attention to an encoder")),
@@ -94,7 +76,7 @@ UNMODELLED: dict[str, tuple[Any, Message]] = {
 
 def _refuse_unmodelled(cfg: Config) -> None:
     rules = []
-    for key, (usual, why) in UNMODELLED.items():
+    for key, (usual, why) in BERT_UNMODELLED.items():
         value = cfg.raw.get(key)
         rules.append((value is not None and value != usual,
                       msg("{key} = {value}: {why}, which tracer's BERT encoder does not model", key=key, value=received(value), why=why)))
@@ -103,14 +85,14 @@ def _refuse_unmodelled(cfg: Config) -> None:
     refuse(cfg, rules)
 
 
-def _activation(cfg: Config, key: str, options: Options) -> str:
+def activation_setting(cfg: Config, key: str, options: Options) -> str:
     act = cfg.text(key)
-    if act is not None and act not in HF_ACTIVATIONS:
-        raise cfg.refuse(msg("{key} {act}: expected one of {join}", key=key, act=repr(act), join=", ".join(HF_ACTIVATIONS)))
-    return str(cfg.setting("activation", key, HF_ACTIVATIONS.get(act or ""), "gelu", "BERT's exact GELU", shown=act))
+    if act is not None and act not in BERT_ACTIVATIONS:
+        raise cfg.refuse(msg("{key} {act}: expected one of {join}", key=key, act=repr(act), join=", ".join(BERT_ACTIVATIONS)))
+    return str(cfg.setting("activation", key, BERT_ACTIVATIONS.get(act or ""), "gelu", "BERT's exact GELU", shown=act))
 
 
-def _dims(cfg: Config, ckpt: Checkpoint, layout: Layout, keys: dict[str, str], what: str) -> tuple[int, int, int, int, int]:
+def encoder_dims(cfg: Config, ckpt: Checkpoint, layout: Layout, keys: dict[str, str], what: str) -> tuple[int, int, int, int, int]:
     """V, C, layers, H and F, each checked against the tensors."""
     embed = shape_of(ckpt, layout, "embedding")
     if embed is None:
@@ -146,11 +128,13 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         raise CheckpointError(at(ckpt.path, msg("a BERT checkpoint needs its config.json (heads, layer_norm_eps, RoBERTa's padding_idx are not in the tensors); put it beside the weights")))
     cfg = Config(config, ckpt, options, "bert")
     model_type = cfg.model_type(layout.model_types, BERT_DIFFERENT)
+    if model_type not in layout.model_types:  # XLM-RoBERTa, CamemBERT, ...: their positions and parity are not tested
+        raise cfg.refuse(msg("model_type {kind}: the bert layout reads model_type 'bert' and 'roberta' only", kind=received(model_type)))
     _refuse_unmodelled(cfg)
     what = "RoBERTa" if model_type == "roberta" else "BERT"
-    V, C, layers, H, F = _dims(cfg, ckpt, layout, {"C": "hidden_size", "layers": "num_hidden_layers", "H": "num_attention_heads",
+    V, C, layers, H, F = encoder_dims(cfg, ckpt, layout, {"C": "hidden_size", "layers": "num_hidden_layers", "H": "num_attention_heads",
                                                   "F": "intermediate_size"}, what)
-    activation = _activation(cfg, "hidden_act", options)
+    activation = activation_setting(cfg, "hidden_act", options)
     eps = cfg.setting("eps", "layer_norm_eps", cfg.number("layer_norm_eps"), 1e-12, "BERT's layer_norm_eps")
     T_max = shape_of(ckpt, layout, "position")
     types = shape_of(ckpt, layout, "token_type")
@@ -185,38 +169,8 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
 
-def read_distilbert(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
-    """Hugging Face DistilBERT: as BERT without token types; its LayerNorms have eps 1e-12, fixed in its code."""
-    if not config:
-        raise CheckpointError(at(ckpt.path, msg("a DistilBERT checkpoint needs its config.json (n_heads is not in the tensors); put it beside the weights")))
-    cfg = Config(config, ckpt, options, "distilbert")
-    cfg.model_type(layout.model_types, {})
-    V, C, layers, H, F = _dims(cfg, ckpt, layout, {"C": "dim", "layers": "n_layers", "H": "n_heads", "F": "hidden_dim"}, "DistilBERT")
-    activation = _activation(cfg, "activation", options)
-    pos = shape_of(ckpt, layout, "position")
-    if pos is None:
-        raise CheckpointError(at(ckpt.path, msg("holds no {what} position table (embeddings.position_embeddings.weight)", what="DistilBERT")))
-    position_key = layout.locate("position", ckpt.keys())[0].key  # type: ignore[index]
-    cfg.same("max_position_embeddings", pos[0], "T_max", position_key, pos)
-    dims = {"C": C, "H": H, "F": F, "V": V, "T_max": pos[0]}
-    notes = cfg.notes | {"C": "dim", "F": "hidden_dim", "V": "vocab_size (rows of word_embeddings)",
-                         "T_max": "max_position_embeddings (rows of position_embeddings" + (", sinusoidal values as stored)" if cfg.flag("sinusoidal_pos_embds") else ")"),
-                         "eps": "1e-12, fixed in DistilBERT's code (nn.LayerNorm(dim, eps=1e-12))"}
-    block = {"norm_order": "post", "layers": layers, "norm": "layernorm", "eps": 1e-12, "activation": activation,
-             "positions": "learned", "mask": "none", "embedding_norm": True, "final_norm": False, "head": "none"}
-    notes |= {"norm_order": "TransformerBlock: sa_layer_norm(x + attention), output_layer_norm(r + ffn) (Post-Norm)",
-              "mask": "bidirectional: every position reads every key (no attention_mask)",
-              "positions": "position_embeddings, a learned table", "embedding_norm": "embeddings.LayerNorm of word + position",
-              "final_norm": "none: each layer ends with its own LayerNorm", "head": "none: the encoder output (no MLM head)"}
-    return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
-
-
-LAYOUT = Layout("bert", "Hugging Face BERT and RoBERTa encoders (BertModel, RobertaModel)", bert_table(), read_config,
+LAYOUT = Layout("bert", "Hugging Face BERT and RoBERTa encoders (BertModel, RobertaModel)", table(), read_config,
                 aliases=(("", "bert."), ("", "roberta.")), model_types=("bert", "roberta"),
                 # Hugging Face rebuilds these index buffers (arange, zeros); older checkpoints store them
                 harmless=(r"((bert|roberta)\.)?embeddings\.(position_ids|token_type_ids)",),
                 differ=tuple(BERT_DIFFERENT))
-
-DISTILBERT = Layout("distilbert", "Hugging Face DistilBERT encoders (DistilBertModel)", distilbert_table(), read_distilbert,
-                    aliases=(("", "distilbert."),), model_types=("distilbert",),
-                    harmless=(r"(distilbert\.)?embeddings\.position_ids",))
