@@ -1225,6 +1225,7 @@ MESSAGES: dict[str, str] = {
     'P[o:o+T]: rows o .. o+T-1 of the learned table P [T_max,C] (RoBERTa: o = padding_idx + 1)': 'P[o:o+T]：学习得到的位置表 P [T_max,C] 的第 o .. o+T-1 行（RoBERTa：o = padding_idx + 1）',
     'rows of E_type for the token types': 'token 类型对应的 E_type 的行',
     'rows {start} .. {start}+{pos}-1 of P': 'P 的第 {start} .. {start}+{pos}-1 行',
+    "--tokens: id {pad} is RoBERTa's padding token (pad_token_id), whose position Hugging Face sets to padding_idx; tracer's positions run from padding_idx + 1: leave it out": '--tokens：id {pad} 是 RoBERTa 的填充 token（pad_token_id），Hugging Face 把它的位置设为 padding_idx；tracer 的位置从 padding_idx + 1 起算：请去掉它',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -243,3 +243,27 @@ def test_grad_matches_torch_autograd(tmp_path, kind):
         assert np.max(np.abs(dw - want)) <= TOL * max(1.0, float(np.max(np.abs(want)))), name
         compared += 1
     assert compared == len(hf)  # every parameter of the model
+
+
+def test_roberta_input_holds_no_padding_token(tmp_path):
+    """RoBERTa gives a padding token the position padding_idx: an import never draws it, and refuses it in --tokens."""
+    _, _, folder = _hf(tmp_path, "roberta")
+    spec = load_spec(str(imported(tmp_path, folder)))
+    assert spec.input.value != "random" and 1 not in spec.input.value[0] and len(spec.input.value[0]) == 8
+    r = run_app("import", str(folder), "--tokens", "3,1,4", "-o", str(tmp_path / "s.yaml"))
+    assert r.returncode == 2 and "pad_token_id" in r.stderr and "\n" not in r.stderr.strip()
+
+
+def test_a_padding_mask_is_an_explicit_mask_matrix(tmp_path):
+    """attention_mask [1,1,1,0,0] (two padded keys) is block.mask with those columns 0: the same numbers as Hugging Face."""
+    torch, model, folder = _hf(tmp_path, "bert")
+    ids, keep = [5, 17, 42, 8, 3], [1, 1, 1, 0, 0]
+    spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, ids)))
+    rows = json.dumps([keep] * len(ids))
+    spec.write_text(spec.read_text().replace("  mask: none ", f"  mask: {rows} "))
+    st = _traced(spec)
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), attention_mask=torch.tensor([keep]), output_attentions=True)
+    assert np.max(np.abs(st["blocks.1.output"] - out.last_hidden_state.numpy())) <= TOL
+    assert np.max(np.abs(st["blocks.0.attn.weights"] - out.attentions[0].numpy())) <= TOL
+    assert np.all(st["blocks.0.attn.weights"][..., 3:] == 0)

@@ -129,6 +129,14 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         return _seq2seq(cfg, title, shown_path, name, tokens, length, unread), f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name
     first, last = parse_layers(layers, cfg.layers)
     ids = parse_tokens(tokens, cfg.dims.get("V"))
+    if offset and first == 0:  # RoBERTa: a padding token takes position padding_idx, not its place in the sequence
+        pad = offset - 1
+        if ids is not None and pad in ids:
+            raise UsageError(msg("--tokens: id {pad} is RoBERTa's padding token (pad_token_id), whose position Hugging Face sets to padding_idx; tracer's positions run from padding_idx + 1: leave it out",
+                                 pad=pad))
+        if ids is None:  # not drawn at random, which could draw the padding token: ids that avoid it, written out
+            V = cfg.dims["V"]
+            ids = [t for t in (pad + 1 + (7 * i) % max(1, V - pad - 1) for i in range(length)) if t < V]
     T_max = cfg.dims.get("T_max")
     if ids is not None and first == 0 and offset and T_max is not None and len(ids) + offset > T_max:
         raise UsageError(msg("--tokens: {n} tokens, but positions start at row {o} of the learned table of T_max = {T_max} rows; give at most {most}",
