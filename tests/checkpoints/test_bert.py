@@ -267,3 +267,16 @@ def test_a_padding_mask_is_an_explicit_mask_matrix(tmp_path):
     assert np.max(np.abs(st["blocks.1.output"] - out.last_hidden_state.numpy())) <= TOL
     assert np.max(np.abs(st["blocks.0.attn.weights"] - out.attentions[0].numpy())) <= TOL
     assert np.all(st["blocks.0.attn.weights"][..., 3:] == 0)
+
+
+def test_one_layer_from_a_hidden_state_matches_that_layer(tmp_path):
+    """--layers 1: no embeddings (no token types, no embedding norm), the layer's own output as Hugging Face's BertLayer gives it."""
+    torch, model, folder = _hf(tmp_path, "bert")
+    spec_path = imported(tmp_path, folder, "--layers", "1")
+    spec = load_spec(str(spec_path))
+    assert not spec.block.token_types and not spec.block.embedding_norm and spec.dims.V_type is None
+    st = _traced(spec_path)
+    with torch.no_grad():
+        out = model.encoder.layer[1](torch.tensor(st["input"]))
+    out = out[0] if isinstance(out, tuple) else out
+    assert np.max(np.abs(st["output"] - out.numpy())) <= TOL
