@@ -182,7 +182,7 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
 # What each field of a Spec is to a comparison (tracer diff): a setting of the computation, compared by name, or
 # something compared another way, and how.  Every field is in one of the two (tests/compare/test_settings.py), so a
 # new field is a setting diff compares until someone says otherwise here.  A BlockSpec's fields are all settings.
-SPEC_SETTINGS = ("dims", "block", "encoder", "model", "dtype", "init", "input", "source", "loss", "targets")
+SPEC_SETTINGS = ("dims", "block", "encoder", "model", "dtype", "init", "input", "source", "loss", "targets", "token_types")
 SPEC_NOT_SETTINGS = {
     "path": "where the spec was read from",
     "name": "a label",
