@@ -39,6 +39,9 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "position_base": (ROTARY, {**ROTARY, "position_base": 500}, "block.position_base"),
     "head": (BLOCK, {**BLOCK, "head": "tied"}, "block.head"),
     "rotary_pairing": (ROTARY, {**ROTARY, "rotary_pairing": "half"}, "block.rotary_pairing"),
+    "embedding_norm": (BLOCK, {**BLOCK, "embedding_norm": True}, "block.embedding_norm"),
+    "token_types": (BLOCK, {**BLOCK, "token_types": True}, "block.token_types"),
+    "position_offset": ({**BLOCK, "positions": "learned"}, {**BLOCK, "positions": "learned", "position_offset": 2}, "block.position_offset"),
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
@@ -63,6 +66,8 @@ SPEC_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str, dict[str, An
     "dtype": (BASE, {**BASE, "dtype": "float32"}, "dtype", {}),
     "init": (BASE, {**BASE, "init": "xavier"}, "init", {}),
     "input": (BASE, {**BASE, "input": {"tokens": [[0, 1, 2, 2]]}}, "input", {}),
+    "token_types": ({**BASE, "block": {**BLOCK, "token_types": True}},
+                    {**BASE, "block": {**BLOCK, "token_types": True}, "input": {"tokens": [[0, 1, 2, 3]], "token_types": [[0, 0, 1, 1]]}}, "token_types", {}),
     "source": (ENC_DEC, {**ENC_DEC, "input": {"source": [[0, 1, 1]], "target": [[3, 1, 2, 0]]}}, "source", {}),
     "loss": ({**BASE, "block": {**BLOCK, "head": "tied"}}, {**BASE, "block": {**BLOCK, "head": "tied"}, "loss": "sum-squares"}, "loss",
              {"grad": True}),

@@ -482,3 +482,16 @@ def assert_matches(trace, expected: dict[str, np.ndarray], tol: float = 1e-10) -
     diffs = max_stage_diffs(trace, expected)
     bad = {k: v for k, v in diffs.items() if not v <= tol}
     assert not bad, f"stages differing by more than {tol}: {bad}"
+
+
+def bert_embeddings(E, P, tokens, gamma, beta, eps, offset=0, E_type=None, types=None):
+    """BERT's input: LayerNorm(E[token] + P[offset + t] + E_type[type]) at every sample and position, one loop each."""
+    B, T = len(tokens), len(tokens[0])
+    out = np.zeros((B, T, E.shape[1]))
+    for b in range(B):
+        for t in range(T):
+            row = E[tokens[b][t]] + P[offset + t]
+            if E_type is not None:
+                row = row + E_type[0 if types is None else types[b][t]]
+            out[b, t] = layer_norm(row[None], gamma, beta, eps)[0]
+    return out

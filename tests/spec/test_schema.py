@@ -378,7 +378,7 @@ def test_the_schema_accepts_weights_from_files(files: Path, case: str, text: str
 
 
 FROM_FILES_REJECTED = [
-    ("an unknown layout", X_INPUT + "weights: {file: t.npz, layout: bert}\n"),
+    ("an unknown layout", X_INPUT + "weights: {file: t.npz, layout: xlnet}\n"),
     ("first_layer negative", X_INPUT + "weights: {file: t.npz, layout: tracer, first_layer: -1}\n"),
     ("first_layer not whole", X_INPUT + "weights: {file: t.npz, layout: tracer, first_layer: 1.5}\n"),
     ("an unknown checkpoint field", X_INPUT + "weights: {file: t.npz, layout: tracer, layers: 2}\n"),

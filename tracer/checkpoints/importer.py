@@ -118,8 +118,10 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         value = getattr(options, field)
         if value is not None and field not in cfg.options_used:
             raise UsageError(at(f"{option} {value}", msg("the {name} layout does not take it: its setting is fixed by the family or its config", name=name)))
-    if length < 1 or length > cfg.dims.get("T_max", length):
-        raise UsageError(msg("--length {length}: expected 1 to {most} positions", length=length, most=cfg.dims.get("T_max", "T_max")))
+    offset = int(cfg.block.get("position_offset", 0))  # RoBERTa's positions start at row padding_idx + 1
+    most = cfg.dims["T_max"] - offset if "T_max" in cfg.dims else None
+    if length < 1 or (most is not None and length > most):
+        raise UsageError(msg("--length {length}: expected 1 to {most} positions", length=length, most=most if most is not None else "T_max"))
     title = _text_path(os.path.basename(os.path.normpath(ckpt_path)))
     if cfg.model == "encoder-decoder":
         if layers is not None:
@@ -127,7 +129,18 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         return _seq2seq(cfg, title, shown_path, name, tokens, length, unread), f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name
     first, last = parse_layers(layers, cfg.layers)
     ids = parse_tokens(tokens, cfg.dims.get("V"))
+    if offset and first == 0:  # RoBERTa: a padding token takes position padding_idx, not its place in the sequence
+        pad = offset - 1
+        if ids is not None and pad in ids:
+            raise UsageError(msg("--tokens: id {pad} is RoBERTa's padding token (pad_token_id), whose position Hugging Face sets to padding_idx; tracer's positions run from padding_idx + 1: leave it out",
+                                 pad=pad))
+        if ids is None:  # not drawn at random, which could draw the padding token: ids that avoid it, written out
+            V = cfg.dims["V"]
+            ids = [t for t in (pad + 1 + (7 * i) % max(1, V - pad - 1) for i in range(length)) if t < V]
     T_max = cfg.dims.get("T_max")
+    if ids is not None and first == 0 and offset and T_max is not None and len(ids) + offset > T_max:
+        raise UsageError(msg("--tokens: {n} tokens, but positions start at row {o} of the learned table of T_max = {T_max} rows; give at most {most}",
+                             n=len(ids), o=offset, T_max=T_max, most=T_max - offset))
     if ids is not None and first == 0 and cfg.block.get("positions") == "learned" and T_max is not None and len(ids) > T_max:
         raise UsageError(msg("--tokens: {n} tokens, but the checkpoint has positions for {T_max} (its learned position table has T_max = {T_max} rows, n_positions); give at most {T_max}",
                              n=len(ids), T_max=T_max))
@@ -174,7 +187,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     what = f"layers {first}-{last} of {cfg.layers}" if n != cfg.layers else f"all {cfg.layers} layers"
     lines = _header(title, name, cfg, what)
     lines.append(f"name: {yamlio.scalar(f'{title}: {what}')}")
-    dims = {k: v for k, v in cfg.dims.items() if from_tokens or k not in ("V", "T_max")}
+    dims = {k: v for k, v in cfg.dims.items() if from_tokens or k not in ("V", "T_max", "V_type")}
     notes = dict(cfg.notes)
     if not (from_tokens and ids is not None):
         dims = {"B": 1, "T": length} | dims
@@ -184,6 +197,9 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     lines.append(_line("dtype: float64", _dtype_note(cfg.dtype)))
     lines.append(_line("seed: 0", "draws any random input" + ("" if cfg.embedding_given or not from_tokens else " and the embedding table")))
     block = dict(cfg.block, layers=n)
+    if not from_tokens:  # the embeddings' own settings act before layer 0: a trace from a hidden state has none
+        for key in ("embedding_norm", "token_types", "position_offset"):
+            block.pop(key, None)
     if not from_tokens and block.get("positions") in ("learned", "sinusoidal"):  # rotary acts inside every layer: kept
         block["positions"] = "none"
         notes["positions"] = (f"the input stands for the hidden state entering layer {first}: positions were added before layer 0"

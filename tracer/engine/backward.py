@@ -338,3 +338,13 @@ def gradients(trace: Recording, params: dict[str, np.ndarray], inputs: dict[str,
 
 
 assert set(ATTN_ORDER) == set(ATTN_MEANINGS)
+
+
+# -- i23-bert: BERT's embeddings ---------------------------------------------
+def backward_token_type_table(bw: Backward, step: Step, g: np.ndarray) -> None:
+    table = bw.params["token_type"]
+    bw.send_weight("token_type", kernels.embedding_backward(g, bw.inputs["token_types"], table.shape[0]))
+
+
+def backward_position_offset(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send_weight("position", kernels.position_offset_backward(g, bw.params["position"].shape[0], step.start or 0))

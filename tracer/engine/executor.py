@@ -480,3 +480,22 @@ def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] |
         inputs: dict[str, np.ndarray] | None = None) -> Recording:
     with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings on stderr
         return Executor(spec, keep_going, overrides, policy, params, inputs).run()
+
+
+# -- i23-bert: BERT's embeddings ---------------------------------------------
+def forward_token_type_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    table, types = ex.params["token_type"], ex.inputs["token_types"]
+    return ex.record_step(step, lambda strict: kernels.token_type_rows(table, types))  # [V_type,C] rows -> [B,T,C]
+
+
+def forward_position_offset(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    P = ex.params["position"]
+    axes = ex.axes(step.name)
+    T = ex.spec.stage_shapes[step.name][1][0]
+    offset = step.start or 0
+    beyond = position_violation(ex.spec, step)
+    if beyond is not None:
+        ex.flag(beyond)
+        rows = kernels.position_rows(P, offset, T)
+        return ex.rec(step.name, rows, ("T_max", "C"), step.meaning)  # --keep-going traces the rows the table has
+    return ex.rec(step.name, kernels.position_rows(P, offset, T), axes, step.meaning)  # [T,C], shared by every sample

@@ -753,3 +753,18 @@ def select_backward(dy: np.ndarray, shape: tuple[int, ...], axis: int, start: in
     index = tuple(slice(start, stop) if j == axis else slice(None) for j in range(len(shape)))
     dx[index] = dy
     return dx
+
+
+# -- i23-bert: BERT's embeddings -------------------------------------------------------
+def token_type_rows(table: np.ndarray, types: np.ndarray) -> np.ndarray:  # [V_type,C], [B,T] type ids -> [B,T,C]
+    return table[types]
+
+
+def position_rows(P: np.ndarray, offset: int, T: int) -> np.ndarray:  # [T_max,C] -> [T,C]: rows offset .. offset+T-1
+    return P[offset: offset + T]
+
+
+def position_offset_backward(dy: np.ndarray, T_max: int, offset: int) -> np.ndarray:  # [T,C] -> dP [T_max,C]: only rows offset .. offset+T-1
+    dP = np.zeros((T_max, dy.shape[-1]), dtype=dy.dtype)
+    dP[offset: offset + dy.shape[0]] = dy
+    return dP

@@ -204,7 +204,7 @@ class Reference:
         self.w = params  # nested lists
         given = columns or {}
         self.cols = {k: [list(c) for c in zip(*v)] for k, v in params.items()
-                     if _is_matrix(v) and k not in ("embedding", "position") and k not in given}
+                     if _is_matrix(v) and k not in ("embedding", "position", "token_type") and k not in given}
         self.cols.update(given)
         if spec.block.head == "tied":
             self.cols["head"] = [list(row) for row in params["embedding"]]  # columns of E^T are rows of E
@@ -403,3 +403,16 @@ def max_abs(a: Any) -> float:
     if isinstance(a, list):
         return max((max_abs(x) for x in a), default=0.0)
     return 0.0 if math.isnan(a) else abs(a)
+
+
+# -- i23-bert: BERT's embeddings ---------------------------------------------
+def reference_token_type_table(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values],
+                               st: dict[str, Values]) -> Values:
+    types = r.inputs["token_types"][b]
+    return {t: list(r.w["token_type"][types[t]]) for t in positions}
+
+
+def reference_position_offset(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values],
+                              st: dict[str, Values]) -> Values:
+    offset = step.start or 0
+    return {t: list(r.w["position"][offset + t]) for t in positions}

@@ -34,7 +34,7 @@ ORDINALS = (msg("first residual path"), msg("second residual path"), msg("third 
             msg("ninth residual path"), msg("tenth residual path"))
 MASKS = {"causal": msg("causal mask"), "explicit": msg("explicit mask")}
 NO_MASK = msg("no mask")
-ENTRY = ("embed", "input", "position", "x")
+ENTRY = ("embed", "input", "position", "x", "embeddings", "token_type", "typed")  # BERT: E + P + E_type, then X = LN(...)
 EXIT = ("final_norm", "logits", "probs")
 PREFIX = re.compile(r"^((?:encoder|decoder)\.)?(blocks\.(\d+)\.)?")
 MAX_LAYERS_DRAWN = 4  # a deeper stack draws its first and last layer and says how many are between

@@ -153,6 +153,9 @@ class StackSettings(NamedTuple):  # variants via _replace
     final_norm: bool = False
     rotary_pairing: str = "interleaved"  # interleaved | half
     window: int | None = None  # with mask causal: each query reads itself and the window - 1 keys before it
+    embedding_norm: bool = False  # BERT: X = LayerNorm(E + P (+ E_type)), weights embed_norm
+    token_types: bool = False  # BERT: token-type vectors E_type[input.token_types] added to the embeddings
+    position_offset: int = 0  # RoBERTa: positions read rows o .. o+T-1 of P (o = padding_idx + 1)
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -226,16 +229,40 @@ def entry(prefix: str, stream: str, s: StackSettings, uses_tokens: bool) -> tupl
     else:
         first = Step(prefix + "input", "input", (), None, OPS["input"].meaning, stream=stream)
     steps.append(first)
-    if s.positions == "learned":
+    if s.positions == "learned" and s.position_offset:
+        steps.append(Step(prefix + "position", "position_offset", (), "position", OPS["position_offset"].meaning, start=s.position_offset))
+    elif s.positions == "learned":
         steps.append(Step(prefix + "position", "position_table", (), "position", OPS["position_table"].meaning))
     elif s.positions == "sinusoidal":
         steps.append(Step(prefix + "position", "sinusoidal", (), None, msg("sinusoidal positions, base {base}", base=f"{s.position_base:g}"),
                           base=s.position_base))
+    if s.embedding_norm or s.token_types:
+        return bert_entry(prefix, first, steps, s)
     if s.positions in ("learned", "sinusoidal"):
         steps.append(Step(prefix + "x", "add_position", (first.name, prefix + "position"), None, OPS["add_position"].meaning))
     else:
         x = msg("X (rotary positions act inside attention)") if s.positions == "rotary" else msg("X (no positions)")
         steps.append(Step(prefix + "x", "identity", (first.name,), None, x))
+    return steps, prefix + "x"
+
+
+EMBED_NORM = "embed_norm"  # the weight group of BERT's embedding LayerNorm (weights.embed_norm.gamma / beta)
+
+
+def bert_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings) -> tuple[list[Step], str]:
+    """BERT's embeddings: E[token] + P[o + t] (+ E_type[type]), then X = LayerNorm of their sum (embed_norm)."""
+    last = first.name
+    if s.positions in ("learned", "sinusoidal"):
+        steps.append(Step(prefix + "embeddings", "add_position", (first.name, prefix + "position"), None, msg("token + position vectors")))
+        last = prefix + "embeddings"
+    if s.token_types:
+        steps.append(Step(prefix + "token_type", "token_type_table", (), "token_type", OPS["token_type_table"].meaning))
+        steps.append(Step(prefix + "typed", "add", (last, prefix + "token_type"), None, msg("embeddings plus token-type vectors")))
+        last = prefix + "typed"
+    if s.embedding_norm:
+        steps.append(Step(prefix + "x", "layer_norm", (last,), prefix + EMBED_NORM, msg("embedding {norm}, X = {LN}emb(the summed embeddings)", norm=NORMALISATION, LN="LN_")))
+    else:
+        steps.append(Step(prefix + "x", "identity", (last,), None, msg("X, the embeddings")))
     return steps, prefix + "x"
 
 
@@ -325,5 +352,7 @@ def _known_meanings() -> dict[str, Message]:
         found += [s.meaning for s in [final_norm("", "x", StackSettings()), *head_steps("x")] if isinstance(s.meaning, Message)]
         for positions in ("learned", "rotary", "none"):
             found += [s.meaning for s in entry("", "tokens", StackSettings(positions=positions), True)[0] if isinstance(s.meaning, Message)]
+        for bert in (StackSettings(embedding_norm=True, token_types=True, position_offset=2), StackSettings(token_types=True)):
+            found += [s.meaning for s in entry("", "tokens", bert, True)[0] if isinstance(s.meaning, Message)]
         _KNOWN.update({str(m): m for m in found})
     return _KNOWN

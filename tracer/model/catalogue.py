@@ -129,6 +129,10 @@ def build() -> list[StageInfo]:
     for uses_tokens, positions in ((True, "learned"), (False, "learned"), (True, "sinusoidal"), (True, "none"), (True, "rotary")):
         steps, _ = blocks.entry("", "tokens" if uses_tokens else "x", plain._replace(positions=positions), uses_tokens)
         entries += _infos(before, steps, _shapes(steps, {}))
+    # BERT and RoBERTa: token + position (from row padding_idx + 1) + token type, then the embeddings' LayerNorm
+    bert = plain._replace(embedding_norm=True, token_types=True, position_offset=2)
+    steps, _ = blocks.entry("", "tokens", bert, True)
+    entries += _infos(before, steps, _shapes(steps, {}))
 
     layer, shapes = _layer(blocks.PRE_NORM, plain)
     entries += _infos(pre, layer, shapes)

@@ -192,8 +192,19 @@ def position_violation(spec: Spec, step: Step) -> Violation | None:
         return None
     axes = spec.stage_shapes[step.name][0]
     T, (T_max, C) = spec.stage_shapes[step.name][1][0], pos.given_shape or pos.shape
-    if T_max >= T:
+    offset = step.start or 0  # position_offset: rows o .. o+T-1
+    if T_max >= T + offset:
         return None
+    if offset:
+        return Violation(
+            kind="position", stage=step.name,
+            message=at(step.name, msg("{axes} = {T} positions from row {o} need rows {o} to {last}, but the learned table has T_max = {T_max} rows (indices 0 to {x})",
+                                      axes=axes[0], T=T, o=offset, last=offset + T - 1, T_max=T_max, x=T_max - 1)),
+            shapes={"position": shape_label(("T_max", "C"), (T_max, C)), "x": shape_label(("B", axes[0], "C"), (spec.dims.B, T, C))},
+            rule=msg("a learned position table has one row for each position 0 .. T_max-1, and no more"),
+            numpy_would=msg("slice P[{o}:{end}] to fewer rows without complaint", o=offset, end=offset + T),
+            why=msg("the rows past T_max - 1 were never trained; the table cannot invent them (section 17.1)"),
+        )
     return Violation(
         kind="position", stage=step.name,
         message=at(step.name, msg("{axes} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {x})", axes=axes[0], T=T, T_max=T_max, x=T_max - 1)),

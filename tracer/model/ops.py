@@ -124,7 +124,8 @@ WEIGHT_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
 # Grouped-query attention (dims.H_kv < H): keys and values have H_kv heads, C_kv = H_kv * d columns.
 GROUPED_KV_KEYS: dict[str, tuple[str, ...]] = {"w_k": ("C", "C_kv"), "w_v": ("C", "C_kv"), "b_k": ("C_kv",), "b_v": ("C_kv",)}
 # The tables entry and exit ops read, by their weight name.
-TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_max", "C"), "head": ("C", "V")}
+TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_max", "C"), "head": ("C", "V"),
+                                      "token_type": ("V_type", "C")}  # BERT's token-type table: one row per type id
 
 
 # -- shapes -------------------------------------------------------------------------------
@@ -345,7 +346,7 @@ def _op(name: str, arity: int, meaning: str, zh: str, formula: str, expr: str, g
               (_REF + impl) if reference else None, preflight=preflight, temporaries=temporaries, **parts)
 
 
-_RECORDS = (
+_RECORDS: tuple[Op, ...] = (
     # entry and exit steps, built from the spec's settings
     _op("embed", 0, "token embeddings, rows of E", "token 嵌入，取 E 的行",
         "E[token id]: one row of the token table E per position", "rows of E", "rows of E for the {tokens}", _stream,
@@ -408,6 +409,16 @@ _RECORDS = (
         "{0}[start:stop] along one axis", "select({0})", "{x}, {axis} {start}:{stop} (the axis kept)", _select_shape,
         axes=("B", "T", "C", "F"), view="input", reference=False, reference_skip=_PER_POSITION, preflight=None, temporaries=None),
     _op("identity", 1, "the input, unchanged", "输入，原样不变", "{0}", "{0}", "{x}", _same, view="input", preflight=None, temporaries=None),
+)
+
+_RECORDS += (
+    # i23-bert: BERT's embeddings, E[token] + P[o + t] + E_type[type], then a LayerNorm (a layer_norm step, embed_norm)
+    _op("token_type_table", 0, "token-type vectors, rows of E_type", "token 类型向量，取 E_type 的行",
+        "E_type[token type]: one row of the token-type table E_type [V_type,C] per position (input.token_types; zeros when not given)",
+        "rows of E_type", "rows of E_type for the token types", _stream, weights="token_type", user=False, preflight=None, temporaries=None),
+    _op("position_offset", 0, "position vectors, rows of P from an offset", "位置向量，从偏移处取 P 的行",
+        "P[o:o+T]: rows o .. o+T-1 of the learned table P [T_max,C] (RoBERTa: o = padding_idx + 1)", "rows of P",
+        "rows {start} .. {start}+{pos}-1 of P", _table, weights="position", user=False, view="given", preflight=None, temporaries=None),
 )
 
 OPS: dict[str, Op] = {op.name: op for op in _RECORDS}

@@ -31,16 +31,16 @@ KEYWORDS = ("identity", "zeros", "ones", "random")
 
 TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder", "decoder", "input", "weights",
             "seed", "init", "dtype", "allow_nonfinite", "loss")
-DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max")
+DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
-              "rotary_pairing", "final_norm", "head")
+              "rotary_pairing", "final_norm", "head", "embedding_norm", "token_types", "position_offset")
 MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
-INPUT_KEYS = ("tokens", "x", "targets")
+INPUT_KEYS = ("tokens", "x", "targets", "token_types")
 SEQ2SEQ_INPUT_KEYS = ("source", "target", "targets")
 INITS = ("default", "xavier")  # how drawn matrices are scaled (tracer/params.py)
 LOSSES = ("next-token", "sum-squares")  # tracer grad: the scalar whose gradient is traced (tracer/grad/losses.py)
 STEP_KEYS = ("name", "op", "in", "weights", "axis", "start", "stop", "index", "out", "activation", "meaning")
-RESERVED_STAGES = ("embed", "input", "position", "x", "memory")
+RESERVED_STAGES = ("embed", "input", "position", "x", "memory", "embeddings", "token_type", "typed")
 POSITIONS = ("learned", "sinusoidal", "rotary", "none")
 PAIRINGS = ("interleaved", "half")  # rotary pairs (2i, 2i+1) as in Meta's LLaMA code, or (i, i + d/2) as in Hugging Face
 MODEL_FILE_KEYS = ("file", "layout", "first_layer", "allow_unread")  # weights: {file: model.safetensors, layout: gpt2}
@@ -60,6 +60,7 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     T_max: int | None
     S: int | None = None  # source positions (encoder-decoder only)
     H_kv: int | None = None  # key/value heads of grouped-query attention (None: as many as H, plain multi-head)
+    V_type: int | None = None  # rows of BERT's token-type table (block.token_types)
 
     @property
     def d(self) -> int:
@@ -103,10 +104,13 @@ class BlockSpec(NamedTuple):
     head: str = "none"  # none | tied | separate
     rotary_pairing: str = "interleaved"  # interleaved | half
     window: int | None = None  # mask {causal: true, window: W}: query t reads keys max(0, t - W + 1)..t
+    embedding_norm: bool = False  # BERT: X = LayerNorm(embeddings), weights embed_norm
+    token_types: bool = False  # BERT: E_type[input.token_types] added to the embeddings
+    position_offset: int = 0  # RoBERTa: positions read rows o .. o+T-1 of the learned table
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
-                             self.rotary_pairing, self.window)
+                             self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function
@@ -152,6 +156,7 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
     init: str = "default"  # the bound of drawn matrices (INITS): default ±1/sqrt(n_in), xavier ±sqrt(6/(n_in+n_out))
     targets: tuple[tuple[int, ...], ...] | None = None  # input.targets: the token ids next-token predicts [B,T]
     files_read: tuple[str, ...] = ()  # every file loading it read (the spec, checkpoints, config.json): no output may replace one
+    token_types: InputSpec | None = None  # block.token_types: the type id of each position [B,T] (zeros when not given)
 
     def axes_shape(self, axes: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(self.dims.size(a) for a in axes)
@@ -164,7 +169,7 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
         """The spec's inputs by stream name (what embed/input steps read)."""
         if self.source is not None:
             return {"source": self.source, "target": self.input}
-        return {self.input.kind: self.input}
+        return {self.input.kind: self.input} | ({"token_types": self.token_types} if self.token_types is not None else {})
 
     def tokens_text(self, stream: str = "target") -> list[list[str]] | None:
         """The input tokens as words (when the spec has a vocab), for labelling positions."""
@@ -177,7 +182,7 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
 # What each field of a Spec is to a comparison (tracer diff): a setting of the computation, compared by name, or
 # something compared another way, and how.  Every field is in one of the two (tests/compare/test_settings.py), so a
 # new field is a setting diff compares until someone says otherwise here.  A BlockSpec's fields are all settings.
-SPEC_SETTINGS = ("dims", "block", "encoder", "model", "dtype", "init", "input", "source", "loss", "targets")
+SPEC_SETTINGS = ("dims", "block", "encoder", "model", "dtype", "init", "input", "source", "loss", "targets", "token_types")
 SPEC_NOT_SETTINGS = {
     "path": "where the spec was read from",
     "name": "a label",
@@ -375,10 +380,13 @@ class _Validator:
 
         if "input" not in doc:
             raise self.fail((), msg("missing required section 'input' (tokens: [...] or x: [[...]])"))
-        raw_input, raw_targets = doc["input"], None
+        raw_input, raw_targets, raw_types = doc["input"], None, None
         if isinstance(raw_input, dict) and "targets" in raw_input:
             raw_input = {k: v for k, v in raw_input.items() if k != "targets"}
             raw_targets = doc["input"]["targets"]
+        if isinstance(raw_input, dict) and "token_types" in raw_input:
+            raw_input = {k: v for k, v in raw_input.items() if k != "token_types"}
+            raw_types = doc["input"]["token_types"]
         source = None
         S = None
         if model == "decoder":
@@ -396,12 +404,13 @@ class _Validator:
         V = self.vocab_size(given, weights_raw, max_token, uses_tokens, vocab)
         T_max = None
         if any(st.positions == "learned" for st in stacks):
-            T_max = self.table_rows(weights_raw, "position", given.get("T_max"), default=max(T, S or 0))
+            T_max = self.table_rows(weights_raw, "position", given.get("T_max"), default=max(T, S or 0) + block.position_offset)
         elif "T_max" in given:
             T_max = given["T_max"]
         H_kv = given.get("H_kv")
+        token_types, V_type = self.token_types(raw_types, block, model, uses_tokens, given, weights_raw, B, T)
         dims = Dims(B=B, T=T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max, S=S,
-                    H_kv=None if H_kv == given["H"] else H_kv)  # H_kv = H is plain multi-head attention
+                    H_kv=None if H_kv == given["H"] else H_kv, V_type=V_type)  # H_kv = H is plain multi-head attention
         if max_token is not None and V is not None and max_token >= V:
             where: Path = ("input", "tokens") if model == "decoder" else ("input",)
             raise self.fail(where, msg("token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {x})", max_token=yamlio.abbreviate(str(max_token)), V=V, x=V - 1))
@@ -426,8 +435,32 @@ class _Validator:
             path=self.src.filename, name=name, dims=dims, block=block, input=inp, weights=weights,
             seed=seed, dtype=dtype, steps=steps, stage_shapes=shapes, model=model, encoder=encoder,
             source=source, vocab=vocab, layer_template=template, allow_nonfinite=allow_nonfinite,
-            loss=loss, targets=targets, init=init,
+            loss=loss, targets=targets, init=init, token_types=token_types,
         )
+
+    def token_types(self, raw: Any, block: BlockSpec, model: str, uses_tokens: bool, given: dict[str, int],
+                    weights_raw: dict[str, Any], B: int, T: int) -> tuple[InputSpec | None, int | None]:
+        """input.token_types (BERT's segment ids, [B,T]; zeros when not given) and V_type, the rows of their table."""
+        path: Path = ("input", "token_types")
+        if not block.token_types:
+            if raw is not None:
+                raise self.fail_key(path, msg("token types are given but block.token_types is false (a token-type table needs token_types: true)"))
+            if "V_type" in given:
+                raise self.fail_key(("dims", "V_type"), msg("V_type is the rows of the token-type table: it needs block.token_types: true"))
+            return None, None
+        if model != "decoder" or not uses_tokens:
+            raise self.fail(("block", "token_types"), msg("token types are added to token embeddings: they need input.tokens (and a decoder-only model)"))
+        if raw is None:
+            rows = [[0] * T for _ in range(B)]
+        else:
+            rows, shape = self.token_ids(raw, path, None)
+            if shape != (B, T):
+                raise self.fail(path, msg("expected one token type per sample and position [B,T] = [{B},{T}], received [{b},{t}]", B=B, T=T, b=shape[0], t=shape[1]))
+        top = max(t for r in rows for t in r)
+        V_type = self.table_rows(weights_raw, "token_type", given.get("V_type"), default=max(2, top + 1))
+        if top >= V_type:
+            raise self.fail(path, msg("token type {top} is out of range: the token-type table has V_type = {V} rows (types 0 to {x})", top=top, V=V_type, x=V_type - 1))
+        return InputSpec("tokens", rows), V_type
 
     def loss_fields(self, doc: dict[str, Any], raw_targets: Any, dims: Dims, has_head: bool, model: str,
                     vocab: tuple[str, ...] | None) -> tuple[str | None, tuple[tuple[int, ...], ...] | None]:
@@ -508,8 +541,15 @@ class _Validator:
         head = self.choice(raw.get("head", "none"), p + ("head",), ("none", "tied", "separate"))
         if norm_order == "custom" and ("norm" in raw):
             raise self.fail(p + ("norm",), msg("with custom steps, name the norm op in each step (layer_norm, rms_norm, batch_norm)"))
+        embedding_norm = self.boolean(raw.get("embedding_norm", False), p + ("embedding_norm",))
+        token_types = self.boolean(raw.get("token_types", False), p + ("token_types",))
+        offset = self.integer(raw.get("position_offset", 0), p + ("position_offset",), 0, MAX_DIM)
+        if offset and positions != "learned":
+            raise self.fail(p + ("position_offset",), msg("position_offset is for learned positions, but positions is {positions}", positions=positions))
+        if (embedding_norm or token_types) and p != ("block",):
+            raise self.fail(p + ("embedding_norm" if embedding_norm else "token_types",), msg("embedding_norm and token_types are for a decoder-only spec's block"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
-                         float(base), head, pairing, window)
+                         float(base), head, pairing, window, embedding_norm, token_types, offset)
         return spec, raw.get("steps")
 
     def boolean(self, value: Any, path: Path) -> bool:
@@ -1023,7 +1063,7 @@ class _Validator:
 
     def layer_name(self, name: str) -> str:
         """A one-layer decoder's weights are named without 'blocks.0.' (attn.w_q); a layout's table always has it."""
-        if name in TABLES or name.startswith(("blocks.", "encoder.", "decoder.", "final_norm.")):
+        if name in TABLES or name.startswith(("blocks.", "encoder.", "decoder.", "final_norm.", "embed_norm.")):
             return name
         return "blocks.0." + name
 

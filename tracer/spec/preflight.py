@@ -29,7 +29,7 @@ def broken_contracts(spec: Spec, step: Step) -> list[BrokenContract]:
 
 def step_violations(spec: Spec, step: Step) -> list[Violation]:
     """What the run flags at `step`: the broken contracts as the executor words them, and positions beyond T_max."""
-    if step.op == "position_table":
+    if step.op in ("position_table", "position_offset"):
         v = position_violation(spec, step)
         return [] if v is None else [v]
     over_queries = step.op in ("mha", "cross_mha") and step.axis == "queries"

@@ -268,7 +268,7 @@ def _layer_prefixes(layout: Layout) -> dict[str, list[tuple[re.Pattern[str], str
     return _PREFIXES[layout.name]
 
 
-ENDS = ("embedding", "position", "head")  # the tables before and after the layers
+ENDS = ("embedding", "position", "head", "token_type")  # the tables before and after the layers
 
 
 def _tracer_layer(name: str) -> tuple[str, int] | None:
@@ -277,7 +277,7 @@ def _tracer_layer(name: str) -> tuple[str, int] | None:
     m = re.match(r"((?:encoder\.|decoder\.)?blocks\.)(\d+)\.", name)
     if m:
         return m.group(1), int(m.group(2))
-    return None if name in ENDS or name.split(".")[-2:-1] == ["final_norm"] else ("blocks.", 0)
+    return None if name in ENDS or name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"]) else ("blocks.", 0)
 
 
 def unlisted(ckpt: Checkpoint, layout: Layout) -> list[str]:
