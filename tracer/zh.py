@@ -244,8 +244,6 @@ MESSAGES: dict[str, str] = {
     'holds no GPT-2 layer (h.0.ln_1.weight)': '没有 GPT-2 的层（h.0.ln_1.weight）',
     # tracer/checkpoints/families/llama.py
     "hidden_act {act}: tracer's SwiGLU gates with silu": 'hidden_act {act}：tracer 的 SwiGLU 用 silu 做门控',
-    'attention_bias = true: the llama layout reads q/k/v/o_proj without biases': 'attention_bias = true：llama 布局读取的 q/k/v/o_proj 没有偏置',
-    'mlp_bias = true: the llama layout reads gate/up/down_proj without biases': 'mlp_bias = true：llama 布局读取的 gate/up/down_proj 没有偏置',
     "head_dim = {head_dim}: tracer's heads have width d = C / H = {d}": 'head_dim = {head_dim}：tracer 的头宽度是 d = C / H = {d}',
     'num_key_value_heads = {H_kv} must divide num_attention_heads = {H}': 'num_key_value_heads = {H_kv} 必须整除 num_attention_heads = {H}',
     'a LLaMA checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights': 'LLaMA 检查点需要它的 config.json（头数、键/值头数、rope_theta、rms_norm_eps 都不在张量里）；请把它放在权重旁边',
@@ -1186,6 +1184,15 @@ MESSAGES: dict[str, str] = {
     'a whole number of {n} digits': '一个 {n} 位的整数',
     "the path's name is not UTF-8 text, which a spec cannot write; rename the file or folder": '路径的名字不是 UTF-8 文本，spec 无法写出它；请给文件或文件夹改名',
     'is larger than {limit} bytes, the most {what} may be': '大于 {limit} 字节，这是{what}的上限',
+    # i23-qwen
+    "Qwen2's multimodal models read more than tokens": 'Qwen2 的多模态模型读取的不只是词元',
+    '{switch} = true, but the checkpoint holds no {key}': '{switch} = true，但检查点里没有 {key}',
+    '{switch} = {value}, but the checkpoint holds {key}, which Hugging Face would not add': '{switch} = {value}，但检查点里有 {key}，Hugging Face 不会加上它',
+    'Qwen2 always adds q, k and v biases and sets its sliding window per layer (the qwen2 layout reads it)': 'Qwen2 总是给 q、k、v 加偏置，并逐层设定滑动窗口（由 qwen2 布局读取）',
+    'Qwen3 normalises q and k per head (q_norm, k_norm)': 'Qwen3 对每个头的 q 和 k 做归一化（q_norm、k_norm）',
+    "a list of {n} entries, each 'full_attention' or 'sliding_attention'": "由 {n} 项组成的列表，每项为 'full_attention' 或 'sliding_attention'",
+    'layer_types: sliding_attention layers without a sliding_window (use_sliding_window is not true)': 'layer_types：有 sliding_attention 层，却没有 sliding_window（use_sliding_window 不是 true）',
+    "use_sliding_window = true: layers {slide} read a sliding window of {window} and the others all keys; tracer's layers share one mask": 'use_sliding_window = true：第 {slide} 层读取宽 {window} 的滑动窗口，其余各层读取所有键；tracer 的各层共用一个掩码',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both
