@@ -200,3 +200,102 @@ def test_grad_matches_torch_autograd_through_hugging_face(tmp_path, monkeypatch,
         assert got.shape == want.shape, name
         assert np.max(np.abs(got - want)) <= TOL * max(1.0, float(np.max(np.abs(want)))), name
     assert np.max(np.abs(hf["model.layers.0.self_attn.q_proj.bias"].grad.numpy())) > 1e-6  # a gradient that could be wrong
+
+
+# -- rope scaling: linear and llama3 -------------------------------------------------------
+
+ROPES = {"linear": {"rope_type": "linear", "factor": 4.0},
+         # original_max_position_embeddings 100 puts the 8 speeds of d = 16 (wavelengths 6 to 2650) in all three llama3 regimes
+         "llama3": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 100}}
+
+
+def _scaled_rotary(monkeypatch, torch, module, prefix: str, rope: dict) -> None:
+    """HF's rotary embedding with its inverse frequencies computed in float64, scaled as modeling_rope_utils says."""
+    import math
+
+    def rotary(self, x, position_ids):
+        d, theta = 2 * self.inv_freq.shape[0], self.config.rope_parameters["rope_theta"]
+        inv = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+        factor = rope["factor"]
+        if rope["rope_type"] == "linear":
+            inv = inv / factor
+        else:
+            low, high, old = rope["low_freq_factor"], rope["high_freq_factor"], rope["original_max_position_embeddings"]
+            wavelen = 2 * math.pi / inv
+            slow = torch.where(wavelen > old / low, inv / factor, inv)
+            smooth = (old / wavelen - low) / (high - low)
+            medium = ~(wavelen < old / high) * ~(wavelen > old / low)
+            assert bool(medium.any()) and bool((wavelen > old / low).any()) and bool((wavelen < old / high).any())
+            inv = torch.where(medium, (1 - smooth) * slow / factor + smooth * slow, slow)
+        emb = torch.cat([position_ids[..., None].double() * inv] * 2, dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    monkeypatch.setattr(getattr(module, f"{prefix}RotaryEmbedding"), "forward", rotary)
+
+
+@pytest.mark.parametrize("kind", list(ROPES))
+def test_rope_scaling_matches_hugging_face_in_float64(tmp_path, monkeypatch, kind):
+    torch = pytest.importorskip("torch", reason="the comparison with Hugging Face needs torch (optional extra)")
+    transformers = pytest.importorskip("transformers", reason="the comparison with Hugging Face needs transformers (optional extra)")
+    from transformers.models.llama import modeling_llama as ml
+
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(vocab_size=96, hidden_size=32, intermediate_size=56, num_hidden_layers=2, num_attention_heads=2,
+                                      num_key_value_heads=1, max_position_embeddings=64, rms_norm_eps=1e-5, initializer_range=0.3,
+                                      rope_parameters={**ROPES[kind], "rope_theta": 1000.0})
+    model = transformers.LlamaForCausalLM(config).double()
+    folder = tmp_path / kind
+    model.save_pretrained(str(folder))
+    model = transformers.LlamaForCausalLM.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
+    ids = IDS + [7, 50, 11, 2]
+    shipped = _hf_forward(torch, model, ids)
+    spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, ids)))
+    text = spec.read_text()
+    line = next(line for line in text.splitlines() if "rope_scaling:" in line)
+    assert f"type: {kind}" in line and "# rope_parameters: rope type" in line
+    st = _traced(spec)
+    _compare(st, *shipped, RTOL_FLOAT32)
+    _float64_internals(monkeypatch, torch, ml, "Llama")
+    _scaled_rotary(monkeypatch, torch, ml, "Llama", ROPES[kind])
+    found = _compare(st, *_hf_forward(torch, model, ids), rtol=None, atol=TOL)
+    assert max(found.values()) <= TOL
+    # without the scaling the same weights are far off: the scaling is what the match shows
+    spec.write_text("\n".join(line for line in text.splitlines() if "rope_scaling:" not in line) + "\n")
+    assert _largest_logit_gap(_traced(spec), shipped[2]) > 1e-3
+
+
+def _largest_logit_gap(st, logits) -> float:
+    return float(np.max(np.abs(st["logits"] - logits)))
+
+
+@pytest.mark.parametrize("rope, fragment", [
+    ({"rope_parameters": {"rope_type": "linear", "rope_theta": 1e4}}, "config.json: rope_parameters.factor: expected a positive number, received nothing"),
+    ({"rope_scaling": {"type": "linear", "factor": -2}}, "config.json: rope_scaling.factor: expected a positive number, received -2"),
+    ({"rope_parameters": {"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5, "rope_theta": 1e4}},
+     "config.json: rope_parameters.partial_rotary_factor: rope type 'linear' with partial_rotary_factor is not modelled"),
+    ({"rope_parameters": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0,
+                          "original_max_position_embeddings": 64, "rope_theta": 1e4}}, "config.json: rope_parameters: high_freq_factor = 1.0 must be above low_freq_factor = 4.0"),
+])
+def test_a_rope_scaling_tracer_cannot_read_is_refused(tmp_path, rope, fragment):
+    write_llama(tmp_path / "ckpt", rope_theta=None, **rope)
+    assert_refused(run_app("import", str(tmp_path / "ckpt")), fragment)
+
+
+def test_rope_scaling_in_a_spec_is_checked_and_reaches_the_steps(tmp_path):
+    from conftest import write_spec
+
+    base = "dims: {B: 1, T: 6, C: 16, H: 2, F: 24}\nseed: 0\ninput: {x: random}\nblock: {positions: rotary, rope_scaling: %s}\n"
+    good = write_spec(tmp_path, base % "{type: linear, factor: 4}")
+    assert run_app("run", str(good), "--verify").returncode == 0
+    plain = json.loads(run_app("run", str(write_spec(tmp_path, base % "{type: linear, factor: 1}", "p.yaml")), "--json").stdout)
+    scaled = json.loads(run_app("run", str(good), "--json").stdout)
+    assert plain["stages"][-1]["values"] != scaled["stages"][-1]["values"]
+    llama3 = write_spec(tmp_path, base % "{type: llama3, factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8}", "l3.yaml")
+    assert run_app("run", str(llama3), "--verify").returncode == 0  # the kernel against the scalar reference
+    assert run_app("grad", str(llama3), "--verify").returncode == 0  # the backward against central differences
+    for bad, fragment in (("{type: yarn, factor: 2}", "rope_scaling.type"), ("{type: linear}", "rope_scaling.factor"),
+                          ("{type: linear, factor: 2, low_freq_factor: 1}", "low_freq_factor is a llama3 setting")):
+        r = run_app("run", str(write_spec(tmp_path, base % bad, "b.yaml")))
+        assert_refused(r, fragment)
+    r = run_app("run", str(write_spec(tmp_path, base.replace("positions: rotary", "positions: none") % "{type: linear, factor: 2}", "n.yaml")))
+    assert_refused(r, "rope_scaling is for rotary positions")

@@ -35,6 +35,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     stream: str | None = None  # embed, input: which input the step reads (tokens | x | source | target)
     pairing: str | None = None  # mha with rotary positions: half pairs (i, i + d/2); None: interleaved (2i, 2i+1)
     window: int | None = None  # mha with a causal mask: a sliding window of W keys (tracer/model/masks.py); None: none
+    scaling: tuple[object, ...] | None = None  # mha with rotary positions: a rope type's scaled speeds (tracer/model/rope.py)
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
@@ -153,6 +154,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     final_norm: bool = False
     rotary_pairing: str = "interleaved"  # interleaved | half
     window: int | None = None  # with mask causal: each query reads itself and the window - 1 keys before it
+    rope_scaling: tuple[object, ...] | None = None  # rotary: ("linear", F) | ("llama3", F, low, high, N) (tracer/model/rope.py)
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -184,6 +186,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                 changes["base"] = s.position_base
                 if s.rotary_pairing != "interleaved":  # the default stays unnamed: step lists read as before
                     changes["pairing"] = s.rotary_pairing
+                if s.rope_scaling is not None:
+                    changes["scaling"] = s.rope_scaling
         if step.op == "cross_mha":
             changes["mask"] = "none"
         out.append(step._replace(**changes) if changes else step)

@@ -22,6 +22,7 @@ from tracer.checkpoints.families.base import (
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
+from tracer.model.rope import ROPE_TYPES  # the rope types tracer models besides the default
 
 
 def table(qkv_bias: bool = False) -> dict[str, Take]:
@@ -126,6 +127,28 @@ def _rope(cfg: Config) -> tuple[float | None, str, str, str]:
     return theta, str(kind), where, key
 
 
+def rope_scaling(cfg: Config, kind: str, key: str) -> tuple[dict[str, Any] | None, str]:
+    """Rope type linear or llama3 as the spec's ``rope_scaling`` (tracer/model/rope.py), with its note; None for the default.
+    Every number the type needs must be there and positive; a key the type does not read is refused by name."""
+    if kind not in ROPE_TYPES:
+        return None, ""
+    found = cfg.mapping(key)
+    need = ("factor",) + (("low_freq_factor", "high_freq_factor", "original_max_position_embeddings") if kind == "llama3" else ())
+    extra = sorted(set(found) - set(need) - {"rope_type", "type", "rope_theta"})
+    refuse(cfg, [(bool(extra), msg("{key}.{extra}: rope type {rope} with {extra} is not modelled", key=key, extra=extra[0] if extra else "", rope=repr(kind)))])
+    out: dict[str, Any] = {"type": kind}
+    for k in need:
+        value = cfg.number(f"{key}.{k}", value=found.get(k))
+        if value is None:
+            raise cfg.fail(f"{key}.{k}", msg("a positive number"), None)
+        out[k] = int(value) if k == "original_max_position_embeddings" and value.is_integer() else value
+    refuse(cfg, [(kind == "llama3" and out.get("high_freq_factor", 1) <= out.get("low_freq_factor", 0),
+                  msg("{key}: high_freq_factor = {high} must be above low_freq_factor = {low}", key=key, high=out.get("high_freq_factor"), low=out.get("low_freq_factor")))])
+    note = (f"{key}: rope type linear, every speed / {out['factor']:g}" if kind == "linear" else
+            f"{key}: rope type llama3 (Llama 3.1's), factor {out['factor']:g}, by wavelength against {out['original_max_position_embeddings']} positions")
+    return out, note
+
+
 def mistral_window(cfg: Config, model_type: str | None, layers: int) -> tuple[int | None, str]:
     """Mistral's sliding_window W (every layer): query t reads keys t - W + 1..t (transformers' sliding_window_overlay,
     kv > q - W); LlamaForCausalLM reads no sliding_window, so a llama config's is not applied, nor one
@@ -179,7 +202,7 @@ def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout
         (act not in (None, "silu"), msg("hidden_act {act}: tracer's SwiGLU gates with silu", act=repr(act))),
         (cfg.text("hidden_activation") not in (None, "silu"), msg("hidden_activation {act}: tracer's SwiGLU gates with silu", act=repr(cfg.raw.get("hidden_activation")))),
         (head_dim not in (None, C // H), msg("head_dim = {head_dim}: tracer's heads have width d = C / H = {d}", head_dim=head_dim, d=C // H)),
-        (rope_type != "default", msg("{key}: rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)", key=rope_key, rope=repr(rope_type))),
+        (rope_type not in ("default",) + ROPE_TYPES, msg("{key}: rope type {rope}: tracer's rotary positions are the default RoPE, linear or llama3", key=rope_key, rope=repr(rope_type))),
         (H % H_kv != 0, msg("num_key_value_heads = {H_kv} must divide num_attention_heads = {H}", H_kv=H_kv, H=H)),
     ] + [(cfg.raw.get(key) not in (None, False, 0, 1, 1.0), msg("{key} = {value}: {why}, which tracer's LLaMA block does not model", key=key, value=received(cfg.raw.get(key)), why=why))
          for key, why in UNMODELLED.items()] + bias_rules(cfg, ckpt, layout, layers, switches))
@@ -218,6 +241,10 @@ def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout
               "head": ("lm_head = embed_tokens (tie_word_embeddings)" if tied else
                        "lm_head.weight, untied" + ("" if tie is not None else f" (tie_word_embeddings assumed: {cfg.why_assumed()})")) if has_head
               else "no lm_head in the checkpoint (a bare LlamaModel)"}
+    scaling, scaling_note = rope_scaling(cfg, rope_type, rope_key)
+    if scaling is not None:
+        block["rope_scaling"] = scaling
+        notes["rope_scaling"] = scaling_note
     if window is not None:
         block["mask"] = {"causal": True, "window": window}
         notes["mask"] = window_note
