@@ -243,8 +243,6 @@ MESSAGES: dict[str, str] = {
     'holds no GPT-2 layer (h.0.ln_1.weight)': '没有 GPT-2 的层（h.0.ln_1.weight）',
     # tracer/checkpoints/families/llama.py
     "hidden_act {act}: tracer's SwiGLU gates with silu": 'hidden_act {act}：tracer 的 SwiGLU 用 silu 做门控',
-    'attention_bias = true: the llama layout reads q/k/v/o_proj without biases': 'attention_bias = true：llama 布局读取的 q/k/v/o_proj 没有偏置',
-    'mlp_bias = true: the llama layout reads gate/up/down_proj without biases': 'mlp_bias = true：llama 布局读取的 gate/up/down_proj 没有偏置',
     "head_dim = {head_dim}: tracer's heads have width d = C / H = {d}": 'head_dim = {head_dim}：tracer 的头宽度是 d = C / H = {d}',
     'num_key_value_heads = {H_kv} must divide num_attention_heads = {H}': 'num_key_value_heads = {H_kv} 必须整除 num_attention_heads = {H}',
     'a LLaMA checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights': 'LLaMA 检查点需要它的 config.json（头数、键/值头数、rope_theta、rms_norm_eps 都不在张量里）；请把它放在权重旁边',
@@ -1113,7 +1111,6 @@ MESSAGES: dict[str, str] = {
     "the llama layout's MLP is SwiGLU (down_proj(silu(gate_proj(x)) * up_proj(x))): expected swiglu": 'llama 布局的 MLP 是 SwiGLU（down_proj(silu(gate_proj(x)) * up_proj(x))）：应为 swiglu',
     'num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)': 'num_attention_heads = {H} 不能整除 hidden_size = {C}（每个头的宽度是 d = C / H）',
     "hidden_activation {act}: tracer's SwiGLU gates with silu": 'hidden_activation {act}：tracer 的 SwiGLU 用 silu 做门控',
-    "{key}: rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)": '{key}：rope 类型 {rope}：tracer 的旋转位置编码是默认的 RoPE（不缩放）',
     "{key} = {value}: {why}, which tracer's LLaMA block does not model": '{key} = {value}：{why}，tracer 的 LLaMA 块不模拟这一点',
     "expected one of {join} (nn.TransformerEncoderLayer's activations)": '应为 {join} 之一（nn.TransformerEncoderLayer 的激活函数）',
     '--tokens: {n} tokens, but the checkpoint has positions for {T_max} (its learned position table has T_max = {T_max} rows, n_positions); give at most {T_max}': '--tokens：{n} 个 token，但检查点只有 {T_max} 个位置（学习的位置表有 T_max = {T_max} 行，即 n_positions）；最多给 {T_max} 个',
@@ -1296,6 +1293,23 @@ MESSAGES: dict[str, str] = {
     'rows of E_type for the token types': 'token 类型对应的 E_type 的行',
     'rows {start} .. {start}+{pos}-1 of P': 'P 的第 {start} .. {start}+{pos}-1 行',
     "--tokens: id {pad} is RoBERTa's padding token (pad_token_id), whose position Hugging Face sets to padding_idx; tracer's positions run from padding_idx + 1: leave it out": '--tokens：id {pad} 是 RoBERTa 的填充 token（pad_token_id），Hugging Face 把它的位置设为 padding_idx；tracer 的位置从 padding_idx + 1 起算：请去掉它',
+    # i23-qwen
+    "{key}: rope type {rope}: tracer's rotary positions are the default RoPE, linear or llama3": '{key}：rope 类型 {rope}：tracer 的旋转位置编码是默认的 RoPE、linear 或 llama3',
+    '{key}.{extra}: rope type {rope} with {extra} is not modelled': '{key}.{extra}：tracer 没有为 rope 类型 {rope} 建模 {extra}',
+    '{key}: high_freq_factor = {high} must be above low_freq_factor = {low}': '{key}：high_freq_factor = {high} 必须大于 low_freq_factor = {low}',
+    'rope_scaling is for rotary positions, but positions is {positions}': 'rope_scaling 用于旋转位置编码，但 positions 是 {positions}',
+    'rope scaling settings': 'rope 缩放设置',
+    'expected a positive number, received {got}': '应为正数，实际为{got}',
+    '{key} is a llama3 setting, but type is {kind}': '{key} 是 llama3 的设置，但 type 是 {kind}',
+    'expected a number above low_freq_factor = {low}, received {got}': '应为大于 low_freq_factor = {low} 的数，实际为{got}',
+    "Qwen2's multimodal models read more than tokens": 'Qwen2 的多模态模型读取的不只是词元',
+    '{switch} = true, but the checkpoint holds no {key}': '{switch} = true，但检查点里没有 {key}',
+    '{switch} = {value}, but the checkpoint holds {key}, which Hugging Face would not add': '{switch} = {value}，但检查点里有 {key}，Hugging Face 不会加上它',
+    'Qwen2 always adds q, k and v biases and sets its sliding window per layer (the qwen2 layout reads it)': 'Qwen2 总是给 q、k、v 加偏置，并逐层设定滑动窗口（由 qwen2 布局读取）',
+    'Qwen3 normalises q and k per head (q_norm, k_norm)': 'Qwen3 对每个头的 q 和 k 做归一化（q_norm、k_norm）',
+    "a list of {n} entries, each 'full_attention' or 'sliding_attention'": "由 {n} 项组成的列表，每项为 'full_attention' 或 'sliding_attention'",
+    'layer_types: sliding_attention layers without a sliding_window (use_sliding_window is not true)': 'layer_types：有 sliding_attention 层，却没有 sliding_window（use_sliding_window 不是 true）',
+    "use_sliding_window = true: layers {slide} read a sliding window of {window} and the others all keys; tracer's layers share one mask": 'use_sliding_window = true：第 {slide} 层读取宽 {window} 的滑动窗口，其余各层读取所有键；tracer 的各层共用一个掩码',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

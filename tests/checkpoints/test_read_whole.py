@@ -1,7 +1,7 @@
 """A checkpoint is read whole, or refused; nothing is assumed silently; config.json's values are type-checked.
 
 Tiny checkpoints are written with NumPy and safetensors under Hugging Face's key names (the examples'
-tiny GPT-2 and LLaMA), then changed the way real models differ: Qwen2's q/k/v biases, a Gemma-like
+tiny GPT-2 and LLaMA), then changed the way real models differ: Qwen3's per-head q/k norms, a Gemma-like
 config, GPT-2's old attention-mask buffers, a stored lm_head, a config.json with nonsense values.
 """
 
@@ -41,57 +41,57 @@ def refused_by_validate(spec: Path, *fragments: str) -> None:
         assert fragment in r.stdout, (fragment, r.stdout)
 
 
-def qwen2(folder: Path, layers: int = 2, biased: tuple[int, ...] | None = None) -> dict[str, np.ndarray]:
-    """A Qwen2-like checkpoint: LLaMA's tensors plus q/k/v biases (in the layers ``biased``, default all)."""
-    t = make_llama(str(folder), layers=layers, config={"model_type": "qwen2"})
+def qk_normed(folder: Path, layers: int = 2, normed: tuple[int, ...] | None = None, model_type: str = "llama") -> dict[str, np.ndarray]:
+    """A Qwen3-like checkpoint: LLaMA's tensors plus per-head q and k norm weights (in the layers ``normed``, default all),
+    which the llama layout maps to nothing."""
+    t = make_llama(str(folder), layers=layers, config={"model_type": model_type})
     rng = np.random.default_rng(5)
-    for i in range(layers) if biased is None else biased:
-        for x, n in (("q", 16), ("k", 8), ("v", 8)):
-            t[f"model.layers.{i}.self_attn.{x}_proj.bias"] = rng.standard_normal(n)
+    for i in range(layers) if normed is None else normed:
+        for x in "qk":
+            t[f"model.layers.{i}.self_attn.{x}_norm.weight"] = 1 + rng.standard_normal(4)
     _save(folder, t)
     return t
 
 
 # -- a checkpoint is read whole, or refused ------------------------------------------------
 
-def test_a_qwen2_forced_through_the_llama_layout_is_refused_naming_its_biases(tmp_path: Path) -> None:
-    qwen2(tmp_path / "qwen")
+def test_tensors_the_llama_layout_has_no_place_for_are_refused_by_name(tmp_path: Path) -> None:
+    qk_normed(tmp_path / "qwen")
     r = run_app("import", str(tmp_path / "qwen"), "--layout", "llama")
-    assert_refused(r, "the llama layout leaves 6 of its tensors unread", "'model.layers.0.self_attn.q_proj.bias'", "and 2 more",
-                   "--allow-unread")
+    assert_refused(r, "the llama layout leaves 4 of its tensors unread", "self_attn.q_norm.weight'", "--allow-unread")
 
 
 def test_the_refusal_without_a_layout_suggests_none_that_would_read_it_in_part(tmp_path: Path) -> None:
-    qwen2(tmp_path / "qwen")
+    qk_normed(tmp_path / "qwen", model_type="exotic")
     r = run_app("import", str(tmp_path / "qwen"))
-    assert_refused(r, "model_type 'qwen2' names no layout", "none would trace it whole")
+    assert_refused(r, "model_type 'exotic' names no layout", "none would trace it whole")
     assert "--layout" not in r.stderr
 
 
 def test_allow_unread_imports_it_and_the_spec_lists_what_it_ignores(tmp_path: Path) -> None:
-    qwen2(tmp_path / "qwen")
+    qk_normed(tmp_path / "qwen")
     out = tmp_path / "q.yaml"
     r = run_app("import", str(tmp_path / "qwen"), "--layout", "llama", "--allow-unread", "-o", str(out))
     assert r.returncode == 0, r.stderr
     text = out.read_text()
     assert "allow_unread: true" in text
-    for x in "qkv":
-        assert f"#   model.layers.{{0-1}}.self_attn.{x}_proj.bias" in text
+    for x in "qk":
+        assert f"#   model.layers.{{0-1}}.self_attn.{x}_norm.weight" in text
     assert run_app("run", str(out)).returncode == 0
     # the same spec without allow_unread: run and validate refuse, naming the tensors
     out.write_text(text.replace("  allow_unread: true", "  # (removed)"))
-    fragments = ("q.yaml:", "weights.file", "leaves 6 tensors of what this spec traces unread", "q_proj.bias", "allow_unread: true")
+    fragments = ("q.yaml:", "weights.file", "leaves 4 tensors of what this spec traces unread", "q_norm.weight", "allow_unread: true")
     assert_refused(run_app("run", str(out)), *fragments)
     refused_by_validate(out, *fragments)
 
 
 def test_tensors_of_layers_not_traced_are_not_unread(tmp_path: Path) -> None:
-    qwen2(tmp_path / "qwen", layers=3, biased=(2,))
+    qk_normed(tmp_path / "qwen", layers=3, normed=(2,))
     r = run_app("import", str(tmp_path / "qwen"), "--layout", "llama", "--layers", "0-1")
     assert r.returncode == 0, r.stderr
     assert "allow_unread" not in r.stdout
     r = run_app("import", str(tmp_path / "qwen"), "--layout", "llama", "--layers", "1-2")
-    assert_refused(r, "leaves 3 of its tensors unread", "'model.layers.2.self_attn.k_proj.bias'")
+    assert_refused(r, "leaves 2 of its tensors unread", "'model.layers.2.self_attn.k_norm.weight'")
 
 
 def test_a_norm_the_spec_reads_in_part_is_refused(tmp_path: Path) -> None:

@@ -42,6 +42,7 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "embedding_norm": (BLOCK, {**BLOCK, "embedding_norm": True}, "block.embedding_norm"),
     "token_types": (BLOCK, {**BLOCK, "token_types": True}, "block.token_types"),
     "position_offset": ({**BLOCK, "positions": "learned"}, {**BLOCK, "positions": "learned", "position_offset": 2}, "block.position_offset"),
+    "rope_scaling": (ROTARY, {**ROTARY, "rope_scaling": {"type": "linear", "factor": 4}}, "block.rope_scaling"),
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
@@ -51,6 +52,8 @@ MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
     (BLOCK, {**BLOCK, "norm": "batchnorm"}, "block.norm"),
     ({**BLOCK, "positions": "sinusoidal"}, {**BLOCK, "positions": "sinusoidal", "position_base": 100}, "block.position_base"),
     ({**BLOCK, "positions": "learned"}, {**BLOCK, "positions": "none"}, "block.positions"),
+    ({**ROTARY, "rope_scaling": {"type": "linear", "factor": 4}}, {**ROTARY, "rope_scaling": {"type": "llama3", "factor": 4, "low_freq_factor": 1,
+      "high_freq_factor": 4, "original_max_position_embeddings": 8}}, "block.rope_scaling"),
 ]
 ENC_DEC: dict[str, Any] = {"name": "seq2seq", "model": "encoder-decoder", "dims": {"C": 4, "H": 2, "F": 6}, "seed": 0,
                            "encoder": {"norm_order": "pre"}, "decoder": {"norm_order": "pre", "head": "tied"},

@@ -21,6 +21,7 @@ from operator import mul
 from typing import Any
 
 from tracer.messages import join, msg
+from tracer.model import rope
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, position_axis
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
@@ -180,15 +181,16 @@ def sinusoidal_row(t: int, C: int, base: float) -> Vec:
     return row
 
 
-def rotate(v: Vec, t: int, base: float, pairing: str = "interleaved") -> Vec:
-    """Turn pair i of a head's vector by the angle t * base^(-2i/d).
+def rotate(v: Vec, t: int, base: float, pairing: str = "interleaved", scaling: tuple[object, ...] | None = None) -> Vec:
+    """Turn pair i of a head's vector by the angle t * base^(-2i/d) (its speed scaled as ``scaling`` says: model/rope.py).
 
     Pair i is (2i, 2i+1) when interleaved, (i, i + d/2) when half (Hugging Face's rotate_half).
     """
     d = len(v)
     out = list(v)
+    speeds = rope.scaled([base ** (-2 * i / d) for i in range(d // 2)], scaling)
     for i in range(d // 2):
-        a = t * base ** (-2 * i / d)
+        a = t * speeds[i]
         c, s = math.cos(a), math.sin(a)
         j, k = (i, i + d // 2) if pairing == "half" else (2 * i, 2 * i + 1)
         out[j] = v[j] * c - v[k] * s
@@ -248,7 +250,7 @@ class Reference:
                 full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
                 heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
                 if step.base is not None and name in ("q", "k"):
-                    heads = [rotate(v, t, step.base, step.pairing or "interleaved") for v in heads]
+                    heads = [rotate(v, t, step.base, step.pairing or "interleaved", step.scaling) for v in heads]
                 out[t] = heads  # [H][d] for q, [H_kv][d] for k and v
             return out
 

@@ -35,6 +35,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     stream: str | None = None  # embed, input: which input the step reads (tokens | x | source | target)
     pairing: str | None = None  # mha with rotary positions: half pairs (i, i + d/2); None: interleaved (2i, 2i+1)
     window: int | None = None  # mha with a causal mask: a sliding window of W keys (tracer/model/masks.py); None: none
+    scaling: tuple[object, ...] | None = None  # mha with rotary positions: a rope type's scaled speeds (tracer/model/rope.py)
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
@@ -156,6 +157,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     embedding_norm: bool = False  # BERT: X = LayerNorm(E + P (+ E_type)), weights embed_norm
     token_types: bool = False  # BERT: token-type vectors E_type[input.token_types] added to the embeddings
     position_offset: int = 0  # RoBERTa: positions read rows o .. o+T-1 of P (o = padding_idx + 1)
+    rope_scaling: tuple[object, ...] | None = None  # rotary: ("linear", F) | ("llama3", F, low, high, N) (tracer/model/rope.py)
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -187,6 +189,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                 changes["base"] = s.position_base
                 if s.rotary_pairing != "interleaved":  # the default stays unnamed: step lists read as before
                     changes["pairing"] = s.rotary_pairing
+                if s.rope_scaling is not None:
+                    changes["scaling"] = s.rope_scaling
         if step.op == "cross_mha":
             changes["mask"] = "none"
         out.append(step._replace(**changes) if changes else step)

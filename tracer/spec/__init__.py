@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tracer.errors import SpecError
 from tracer.files import outside_confinement, reading
 from tracer.messages import Message, at, join, message_of, msg, nmsg
-from tracer.model import blocks, masks
+from tracer.model import blocks, masks, rope
 from tracer.model.blocks import ACTIVATIONS, NORMS, StackSettings, Step, group_kind, output_shape
 from tracer.model.ops import OPS, TABLES
 from tracer.model.shapes import Shape, shape_label
@@ -33,8 +33,9 @@ TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder",
             "seed", "init", "dtype", "allow_nonfinite", "loss")
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
-              "rotary_pairing", "final_norm", "head", "embedding_norm", "token_types", "position_offset")
+              "rotary_pairing", "rope_scaling", "final_norm", "head", "embedding_norm", "token_types", "position_offset")
 MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
+ROPE_SCALING_KEYS = ("type",) + rope.LLAMA3_KEYS  # rope_scaling: {type: linear, factor: 4}
 INPUT_KEYS = ("tokens", "x", "targets", "token_types")
 SEQ2SEQ_INPUT_KEYS = ("source", "target", "targets")
 INITS = ("default", "xavier")  # how drawn matrices are scaled (tracer/params.py)
@@ -107,10 +108,12 @@ class BlockSpec(NamedTuple):
     embedding_norm: bool = False  # BERT: X = LayerNorm(embeddings), weights embed_norm
     token_types: bool = False  # BERT: E_type[input.token_types] added to the embeddings
     position_offset: int = 0  # RoBERTa: positions read rows o .. o+T-1 of the learned table
+    rope_scaling: tuple[object, ...] | None = None  # rotary: ("linear", F) | ("llama3", F, low, high, N) (tracer/model/rope.py)
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
-                             self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset)
+                             self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset,
+                             self.rope_scaling)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function
@@ -535,6 +538,9 @@ class _Validator:
         pairing = self.choice(raw.get("rotary_pairing", "interleaved"), p + ("rotary_pairing",), PAIRINGS)
         if "rotary_pairing" in raw and positions != "rotary":
             raise self.fail(p + ("rotary_pairing",), msg("rotary_pairing is for rotary positions, but positions is {positions}", positions=positions))
+        scaling = self.rope_scaling(raw["rope_scaling"], p + ("rope_scaling",)) if "rope_scaling" in raw else None
+        if "rope_scaling" in raw and positions != "rotary":
+            raise self.fail(p + ("rope_scaling",), msg("rope_scaling is for rotary positions, but positions is {positions}", positions=positions))
         layers = self.integer(raw.get("layers", 1), p + ("layers",), 1, 1000)
         norm = self.choice(raw.get("norm", "layernorm"), p + ("norm",), tuple(NORMS))
         activation = self.choice(raw.get("activation", "relu"), p + ("activation",), ACTIVATIONS)
@@ -549,8 +555,27 @@ class _Validator:
         if (embedding_norm or token_types) and p != ("block",):
             raise self.fail(p + ("embedding_norm" if embedding_norm else "token_types",), msg("embedding_norm and token_types are for a decoder-only spec's block"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
-                         float(base), head, pairing, window, embedding_norm, token_types, offset)
+                         float(base), head, pairing, window, embedding_norm, token_types, offset, scaling)
         return spec, raw.get("steps")
+
+    def rope_scaling(self, raw: Any, path: Path) -> tuple[object, ...]:
+        """``{type: linear, factor: F}`` or ``{type: llama3, factor, low_freq_factor, high_freq_factor,
+        original_max_position_embeddings}``: every number positive, llama3's high_freq_factor above its low one."""
+        self.keys(raw, path, ROPE_SCALING_KEYS, msg("rope scaling settings"))
+        kind = self.choice(raw.get("type"), path + ("type",), rope.ROPE_TYPES)
+        need = rope.LLAMA3_KEYS if kind == "llama3" else ("factor",)
+        values: list[float] = []
+        for key in need:
+            value = raw.get(key)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+                raise self.fail(path + (key,), msg("expected a positive number, received {got}", got=self.received(path + (key,), value)))
+            values.append(float(value))
+        extra = [k for k in raw if k not in need and k != "type"]
+        if extra:
+            raise self.fail(path + (extra[0],), msg("{key} is a llama3 setting, but type is {kind}", key=extra[0], kind=kind))
+        if kind == "llama3" and values[2] <= values[1]:
+            raise self.fail(path + ("high_freq_factor",), msg("expected a number above low_freq_factor = {low}, received {got}", low=f"{values[1]:g}", got=f"{values[2]:g}"))
+        return (kind, *values)
 
     def boolean(self, value: Any, path: Path) -> bool:
         if not isinstance(value, bool):

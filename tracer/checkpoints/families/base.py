@@ -51,6 +51,8 @@ class Take(NamedTuple):
     part: int = 0  # which part
     axis: int = 0  # the stored axis the parts are packed along
     transpose: bool = False  # stored [out, in]: transposed (after the split) to tracer's [in, out]
+    optional: bool = False  # a tensor only some checkpoints of the family hold (a bias a config switches on): absent, the
+    # weight takes its fill (zeros), as when the layout does not map it; the family's config reader checks config and tensors agree
 
     def shape(self, stored: tuple[int, ...]) -> tuple[int, ...] | None:
         """The shape tracer receives from a stored tensor of shape ``stored`` (None if it cannot be split so)."""
@@ -141,7 +143,8 @@ class Layout(NamedTuple):
     def locate(self, name: str, keys: set[str] | frozenset[str] | list[str], first_layer: int = 0) -> tuple[Take, bool] | None:
         """The Take for ``name`` with its key as the checkpoint writes it, and whether the key exists.
 
-        None when the layout does not map ``name`` (the spec then draws it from the seed).
+        None when the layout does not map ``name`` (the spec then draws it from the seed), or maps it to an optional
+        tensor this checkpoint does not hold (the spec then gives it its fill).
         """
         found = self.find(name)
         if found is None:
@@ -156,6 +159,8 @@ class Layout(NamedTuple):
         for k in candidates:
             if k in present:
                 return take._replace(key=k), True
+        if take.optional:
+            return None
         # Missing: name it as this checkpoint writes its keys (with the prefix most of its keys have).
         heads = _heads(frozenset(present))
         best = max(candidates, key=lambda k: heads.get(k.split(".", 1)[0], 0))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tracer.checkpoints.families.base import (
@@ -21,24 +22,63 @@ from tracer.checkpoints.families.base import (
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
+from tracer.model.rope import ROPE_TYPES  # the rope types tracer models besides the default
 
 
-def table() -> dict[str, Take]:
-    """Hugging Face LLaMA / Mistral (LlamaForCausalLM): every projection an nn.Linear [out,in], no biases.
+def table(qkv_bias: bool = False) -> dict[str, Take]:
+    """Hugging Face LLaMA / Mistral (LlamaForCausalLM): every projection an nn.Linear [out,in].
 
     RMSNorm has only a weight (gamma); the MLP is down(silu(gate(x)) * up(x)), tracer's SwiGLU with
     W_1 = gate, W_3 = up, W_2 = down.  q and k need no permutation: the spec turns them with
-    rotary_pairing: half, as Hugging Face's rotate_half does.
+    rotary_pairing: half, as Hugging Face's rotate_half does.  The biases are optional tensors:
+    attention_bias = true gives q/k/v/o_proj theirs, mlp_bias = true gate/up/down_proj theirs
+    (read_config checks the config and the tensors agree).  ``qkv_bias``: Qwen2's table, whose
+    q/k/v_proj always have a bias and o_proj and the MLP never.
     """
     L = "model.layers.{i}."
     table = {"embedding": Take("model.embed_tokens.weight"), "head": Take("lm_head.weight", transpose=True)}
     table |= group("blocks.{i}.", "norm1", {"gamma": Take(L + "input_layernorm.weight")})
     table |= group("blocks.{i}.", "attn", {f"w_{x}": Take(f"{L}self_attn.{x}_proj.weight", transpose=True) for x in "qkvo"})
+    if qkv_bias:
+        table |= group("blocks.{i}.", "attn", {f"b_{x}": Take(f"{L}self_attn.{x}_proj.bias") for x in "qkv"})
+    else:
+        table |= group("blocks.{i}.", "attn", {f"b_{x}": Take(f"{L}self_attn.{x}_proj.bias", optional=True) for x in "qkvo"})
     table |= group("blocks.{i}.", "norm2", {"gamma": Take(L + "post_attention_layernorm.weight")})
     table |= group("blocks.{i}.", "ffn", {w: Take(f"{L}mlp.{proj}_proj.weight", transpose=True)
                                           for w, proj in (("w1", "gate"), ("w3", "up"), ("w2", "down"))})
+    if not qkv_bias:
+        table |= group("blocks.{i}.", "ffn", {b: Take(f"{L}mlp.{proj}_proj.bias", optional=True)
+                                              for b, proj in (("b1", "gate"), ("b3", "up"), ("b2", "down"))})
     table |= group("", "final_norm", {"gamma": Take("model.norm.weight")})
     return table
+
+
+# the optional biases: config.json's switch, tracer's group, its weights and the projections that hold them
+BIASES = (("attention_bias", "attn", ("b_q", "b_k", "b_v", "b_o")), ("mlp_bias", "ffn", ("b1", "b3", "b2")))
+
+
+def bias_rules(cfg: Config, ckpt: Checkpoint, layout: Layout, layers: int, switches: tuple[str, ...] = ("attention_bias", "mlp_bias")) -> list[tuple[bool, Message]]:
+    """Each switch of ``switches`` and the checkpoint's bias tensors must agree, in every layer: a bias the config switches on
+    but the file lacks (it would be zeros), or one the file holds but the config switches off (Hugging Face would not add it),
+    is refused by name."""
+    rules: list[tuple[bool, Message]] = []
+    keys = ckpt.key_set()
+    for switch, where, names in BIASES:
+        if switch not in switches:
+            continue
+        on = bool(cfg.flag(switch))
+        for i in range(layers):
+            for name in names:
+                take = layout.find(f"blocks.{i}.{where}.{name}")
+                if take is None:
+                    continue
+                key = take[0].key.format(i=i)
+                found = layout.locate(f"blocks.{i}.{where}.{name}", keys)
+                held = found is not None and found[1]
+                rules.append((on and not held, msg("{switch} = true, but the checkpoint holds no {key}", switch=switch, key=repr(key))))
+                rules.append((held and not on, msg("{switch} = {value}, but the checkpoint holds {key}, which Hugging Face would not add",
+                                                   switch=switch, value=received(cfg.raw.get(switch, False)), key=repr(key))))
+    return rules
 
 
 # model_types whose tensors fit the llama layout but whose maths differ: refused by name through --layout llama
@@ -48,7 +88,9 @@ LLAMA_DIFFERENT: dict[str, Message] = {"gemma": msg("Gemma scales its embeddings
                                        "olmo": msg("OLMo's norms have no weight (or normalise q and k)"),
                                        "phi": msg("Phi packs q, k and v and rotates only part of each head"),
                                        "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head"),
-                                       "mixtral": msg("Mixtral's MLP is a mixture of experts")}
+                                       "mixtral": msg("Mixtral's MLP is a mixture of experts"),
+                                       "qwen2": msg("Qwen2 always adds q, k and v biases and sets its sliding window per layer (the qwen2 layout reads it)"),
+                                       "qwen3": msg("Qwen3 normalises q and k per head (q_norm, k_norm)")}
 # config.json keys that mark maths the llama block does not model (Gemma's, Granite's, Cohere's, ...): refused when set
 UNMODELLED: dict[str, Message] = {"query_pre_attn_scalar": msg("scores scaled by 1/sqrt(query_pre_attn_scalar), not 1/sqrt(d)"),
                                   "attn_logit_softcapping": msg("attention scores soft-capped"),
@@ -85,12 +127,54 @@ def _rope(cfg: Config) -> tuple[float | None, str, str, str]:
     return theta, str(kind), where, key
 
 
+def rope_scaling(cfg: Config, kind: str, key: str) -> tuple[dict[str, Any] | None, str]:
+    """Rope type linear or llama3 as the spec's ``rope_scaling`` (tracer/model/rope.py), with its note; None for the default.
+    Every number the type needs must be there and positive; a key the type does not read is refused by name."""
+    if kind not in ROPE_TYPES:
+        return None, ""
+    found = cfg.mapping(key)
+    need = ("factor",) + (("low_freq_factor", "high_freq_factor", "original_max_position_embeddings") if kind == "llama3" else ())
+    extra = sorted(set(found) - set(need) - {"rope_type", "type", "rope_theta"})
+    refuse(cfg, [(bool(extra), msg("{key}.{extra}: rope type {rope} with {extra} is not modelled", key=key, extra=extra[0] if extra else "", rope=repr(kind)))])
+    out: dict[str, Any] = {"type": kind}
+    for k in need:
+        value = cfg.number(f"{key}.{k}", value=found.get(k))
+        if value is None:
+            raise cfg.fail(f"{key}.{k}", msg("a positive number"), None)
+        out[k] = int(value) if k == "original_max_position_embeddings" and value.is_integer() else value
+    refuse(cfg, [(kind == "llama3" and out.get("high_freq_factor", 1) <= out.get("low_freq_factor", 0),
+                  msg("{key}: high_freq_factor = {high} must be above low_freq_factor = {low}", key=key, high=out.get("high_freq_factor"), low=out.get("low_freq_factor")))])
+    note = (f"{key}: rope type linear, every speed / {out['factor']:g}" if kind == "linear" else
+            f"{key}: rope type llama3 (Llama 3.1's), factor {out['factor']:g}, by wavelength against {out['original_max_position_embeddings']} positions")
+    return out, note
+
+
+def mistral_window(cfg: Config, model_type: str | None, layers: int) -> tuple[int | None, str]:
+    """Mistral's sliding_window W (every layer): query t reads keys t - W + 1..t (transformers' sliding_window_overlay,
+    kv > q - W); LlamaForCausalLM reads no sliding_window, so a llama config's is not applied, nor one
+    use_sliding_window turns off.  The window and the note saying where it came from."""
+    window = cfg.integer("sliding_window") if model_type != "llama" and cfg.raw.get("use_sliding_window") is not False else None
+    return window, (f"sliding_window: each position reads itself and the {window - 1} before it" if window else "")
+
+
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
-    """Hugging Face LLaMA / Mistral: RMSNorm, SwiGLU, rotary positions turned as rotate_half does, grouped-query attention."""
+    """Hugging Face LLaMA / Mistral: RMSNorm, SwiGLU, rotary positions turned as rotate_half does, grouped-query attention,
+    the biases attention_bias and mlp_bias switch on."""
+    return read_decoder(config, ckpt, layout, options, ("attention_bias", "mlp_bias"), mistral_window, LLAMA_DIFFERENT)
+
+
+WindowRule = Callable[[Config, "str | None", int], "tuple[int | None, str]"]
+
+
+def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options, switches: tuple[str, ...],
+                 window_of: WindowRule, different: dict[str, Message]) -> ModelConfig:
+    """A LLaMA-like decoder (LLaMA, Mistral, Qwen2): ``switches`` are the config's bias switches the family reads
+    (the others' biases are fixed by its table), ``window_of`` its sliding-window rule, ``different`` the model_types
+    it refuses by name."""
     if not config:
         raise CheckpointError(at(ckpt.path, msg('a LLaMA checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights')))
-    cfg = Config(config, ckpt, options, "llama")
-    model_type = cfg.model_type(layout.model_types, LLAMA_DIFFERENT)
+    cfg = Config(config, ckpt, options, layout.name)
+    model_type = cfg.model_type(layout.model_types, different)
     embed = shape_of(ckpt, layout, "embedding")
     if embed is None:
         raise CheckpointError(at(ckpt.path, msg('holds no LLaMA token embedding (model.embed_tokens.weight); is it a LLaMA checkpoint?')))
@@ -117,13 +201,11 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         (C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
         (act not in (None, "silu"), msg("hidden_act {act}: tracer's SwiGLU gates with silu", act=repr(act))),
         (cfg.text("hidden_activation") not in (None, "silu"), msg("hidden_activation {act}: tracer's SwiGLU gates with silu", act=repr(cfg.raw.get("hidden_activation")))),
-        (bool(cfg.flag("attention_bias")), msg("attention_bias = true: the llama layout reads q/k/v/o_proj without biases")),
-        (bool(cfg.flag("mlp_bias")), msg("mlp_bias = true: the llama layout reads gate/up/down_proj without biases")),
         (head_dim not in (None, C // H), msg("head_dim = {head_dim}: tracer's heads have width d = C / H = {d}", head_dim=head_dim, d=C // H)),
-        (rope_type != "default", msg("{key}: rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)", key=rope_key, rope=repr(rope_type))),
+        (rope_type not in ("default",) + ROPE_TYPES, msg("{key}: rope type {rope}: tracer's rotary positions are the default RoPE, linear or llama3", key=rope_key, rope=repr(rope_type))),
         (H % H_kv != 0, msg("num_key_value_heads = {H_kv} must divide num_attention_heads = {H}", H_kv=H_kv, H=H)),
     ] + [(cfg.raw.get(key) not in (None, False, 0, 1, 1.0), msg("{key} = {value}: {why}, which tracer's LLaMA block does not model", key=key, value=received(cfg.raw.get(key)), why=why))
-         for key, why in UNMODELLED.items()])
+         for key, why in UNMODELLED.items()] + bias_rules(cfg, ckpt, layout, layers, switches))
     if not cfg.has("num_key_value_heads"):
         cfg.notes["H_kv"] = "assumed: not in config.json (= num_attention_heads, as Hugging Face does)"
     if options.activation not in (None, "swiglu"):
@@ -148,9 +230,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
              "H_kv": "num_key_value_heads (grouped-query attention)",
              "F": "intermediate_size (gate_proj, up_proj)" if cfg.has("intermediate_size") else "the width of gate_proj",
              "V": "vocab_size (rows of embed_tokens)" if cfg.has("vocab_size") else "rows of embed_tokens"} | cfg.notes
-    # Mistral's sliding_window W: query t reads keys t - W + 1..t (transformers' sliding_window_overlay, kv > q - W);
-    # LlamaForCausalLM reads no sliding_window, so a llama config's is not applied, nor one use_sliding_window turns off (Qwen2's)
-    window = cfg.integer("sliding_window") if model_type != "llama" and cfg.raw.get("use_sliding_window") is not False else None
+    window, window_note = window_of(cfg, model_type, layers)
     block = {"norm_order": "pre", "layers": layers, "norm": "rmsnorm", "eps": eps,
              "activation": "swiglu", "positions": "rotary", "position_base": theta, "rotary_pairing": "half", "mask": "causal",
              "final_norm": True, "head": ("tied" if tied else "separate") if has_head else "none"}
@@ -161,9 +241,13 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
               "head": ("lm_head = embed_tokens (tie_word_embeddings)" if tied else
                        "lm_head.weight, untied" + ("" if tie is not None else f" (tie_word_embeddings assumed: {cfg.why_assumed()})")) if has_head
               else "no lm_head in the checkpoint (a bare LlamaModel)"}
+    scaling, scaling_note = rope_scaling(cfg, rope_type, rope_key)
+    if scaling is not None:
+        block["rope_scaling"] = scaling
+        notes["rope_scaling"] = scaling_note
     if window is not None:
         block["mask"] = {"causal": True, "window": window}
-        notes["mask"] = f"sliding_window: each position reads itself and the {window - 1} before it"
+        notes["mask"] = window_note
     if model_type is not None and model_type not in layout.model_types:
         cfg.assumed.append(("model_type", f"{model_type!r} computed as LLaMA"))
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
