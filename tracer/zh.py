@@ -215,6 +215,9 @@ UI: dict[str, str] = {
     "{name}: |dL/d {weight}| of each layer": "{name}：每一层的 |dL/d {weight}|",
     "loss {name}; last / first layer = {ratio}": "损失 {name}；最后一层 / 第一层 = {ratio}",
     "/ layer 0": "/ 第 0 层",
+    # i23-neox
+    "parallel residual": "并行残差",
+    "parallel residual, one norm": "并行残差，共用一个归一化",
 }
 
 # join(parts, sep): the separator in Chinese

@@ -250,7 +250,8 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     if "weights" in parts:  # the forward's weights are at hand, 0 where masked: no mask is needed
         visible = None
     dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
-                                                       step.pairing or "interleaved", causal=causal, visible=visible)
+                                                       step.pairing or "interleaved", causal=causal, visible=visible,
+                                                       rotary_dim=step.rotary_dim)
     for key in ATTN_ORDER:
         if key in internals:
             bw.grads[f"{prefix}.{key}"] = internals[key]

@@ -431,7 +431,8 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
     def compute(strict: kernels.Strict) -> np.ndarray:
         parts.update(kernels.mha(xq, xkv, **w, H=ex.spec.dims.H, H_kv=ex.spec.dims.H_kv, visible=visible,
                                  softmax_over_queries=over_queries, rotary_base=step.base,
-                                 rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict))
+                                 rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
+                                 rotary_dim=step.rotary_dim))
         return parts["output"]
 
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)

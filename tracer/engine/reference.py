@@ -180,12 +180,13 @@ def sinusoidal_row(t: int, C: int, base: float) -> Vec:
     return row
 
 
-def rotate(v: Vec, t: int, base: float, pairing: str = "interleaved") -> Vec:
+def rotate(v: Vec, t: int, base: float, pairing: str = "interleaved", dim: int | None = None) -> Vec:
     """Turn pair i of a head's vector by the angle t * base^(-2i/d).
 
     Pair i is (2i, 2i+1) when interleaved, (i, i + d/2) when half (Hugging Face's rotate_half).
+    ``dim`` (partial rotary): only the first r = dim coordinates are paired and turned, by t * base^(-2i/r); the rest kept.
     """
-    d = len(v)
+    d = len(v) if dim is None else dim
     out = list(v)
     for i in range(d // 2):
         a = t * base ** (-2 * i / d)
@@ -248,7 +249,7 @@ class Reference:
                 full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
                 heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
                 if step.base is not None and name in ("q", "k"):
-                    heads = [rotate(v, t, step.base, step.pairing or "interleaved") for v in heads]
+                    heads = [rotate(v, t, step.base, step.pairing or "interleaved", step.rotary_dim) for v in heads]
                 out[t] = heads  # [H][d] for q, [H_kv][d] for k and v
             return out
 

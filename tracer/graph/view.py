@@ -358,7 +358,8 @@ STYLE = {"step": "", "internal": "dim", "unrecorded": "dim italic", "input": "cy
 def _kind(spec: Spec) -> Message:
     if spec.model == "encoder-decoder":
         return msg("encoder-decoder")
-    order = {"pre": msg("pre-norm"), "post": msg("post-norm")}.get(spec.block.norm_order, msg("the spec's own steps"))
+    order = {"pre": msg("pre-norm"), "post": msg("post-norm"), "parallel": msg("parallel residual"),
+             "parallel_shared": msg("parallel residual, one norm")}.get(spec.block.norm_order, msg("the spec's own steps"))
     return nmsg("{order}, {n} layer", "{order}, {n} layers", spec.block.layers, order=order)
 
 

@@ -269,6 +269,8 @@ def _attention_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -
     for key in ("b_k", "b_v"):
         _vector(spec, broken, g, key, kv_width, kv_axis)
     _enforce(broken, contracts.softmax_axis, spec.stage_shapes[f"{internal_prefix(step)}.scores"][1], step.axis == "queries")
+    if step.base is not None:
+        _enforce(broken, contracts.rotary_width, spec.dims.d, step.rotary_dim)
     _vector(spec, broken, g, "b_o", C, "C")
 
 

@@ -33,7 +33,7 @@ TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder",
             "seed", "init", "dtype", "allow_nonfinite", "loss")
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
-              "rotary_pairing", "final_norm", "head")
+              "rotary_pairing", "rotary_dim", "final_norm", "head")
 MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
 INPUT_KEYS = ("tokens", "x", "targets")
 SEQ2SEQ_INPUT_KEYS = ("source", "target", "targets")
@@ -103,10 +103,11 @@ class BlockSpec(NamedTuple):
     head: str = "none"  # none | tied | separate
     rotary_pairing: str = "interleaved"  # interleaved | half
     window: int | None = None  # mask {causal: true, window: W}: query t reads keys max(0, t - W + 1)..t
+    rotary_dim: int | None = None  # partial rotary: each head's first rotary_dim coordinates turned (None: all d)
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
-                             self.rotary_pairing, self.window)
+                             self.rotary_pairing, self.window, self.rotary_dim)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function
@@ -359,7 +360,7 @@ class _Validator:
         if "H_kv" in given and given["H"] % given["H_kv"]:
             raise self.fail(("dims", "H_kv"), msg("H_kv = {H_kv} must divide H = {H} (each key/value head serves H / H_kv query heads)", H_kv=given['H_kv'], H=given['H']))
         stacks = [block] + ([encoder] if encoder else [])
-        if any(st.positions == "rotary" for st in stacks) and (given["C"] // given["H"]) % 2:
+        if any(st.positions == "rotary" and st.rotary_dim is None for st in stacks) and (given["C"] // given["H"]) % 2:
             raise self.fail(("dims", "H"), msg("rotary positions rotate pairs of coordinates: d = C / H = {x} must be even", x=given['C'] // given['H']))
 
         if "input" not in doc:
@@ -468,7 +469,8 @@ class _Validator:
             raise self.fail(p + ("steps",), msg("expected a list of steps such as {name: norm1, op: layer_norm, in: x, weights: norm1}, received nothing (null)"))
         if "steps" in raw and "norm_order" in raw:
             raise self.fail(p + ("steps",), msg("give either norm_order (a preset step list) or steps (your own list), not both"))
-        norm_order = "custom" if "steps" in raw else self.choice(raw.get("norm_order", "pre"), p + ("norm_order",), ("pre", "post"))
+        orders = tuple(blocks.NORM_ORDERS) if p == ("block",) else ("pre", "post")  # a parallel block is a decoder-only layer
+        norm_order = "custom" if "steps" in raw else self.choice(raw.get("norm_order", "pre"), p + ("norm_order",), orders)
         mask_raw = raw.get("mask", default_mask)
         mask_matrix, window = None, None
         if isinstance(mask_raw, list):
@@ -491,6 +493,11 @@ class _Validator:
         pairing = self.choice(raw.get("rotary_pairing", "interleaved"), p + ("rotary_pairing",), PAIRINGS)
         if "rotary_pairing" in raw and positions != "rotary":
             raise self.fail(p + ("rotary_pairing",), msg("rotary_pairing is for rotary positions, but positions is {positions}", positions=positions))
+        rotary_dim = None
+        if "rotary_dim" in raw:
+            if positions != "rotary":
+                raise self.fail(p + ("rotary_dim",), msg("rotary_dim is for rotary positions, but positions is {positions}", positions=positions))
+            rotary_dim = self.integer(raw["rotary_dim"], p + ("rotary_dim",), 1, MAX_DIM)  # even and at most d: the rotary op's contract
         layers = self.integer(raw.get("layers", 1), p + ("layers",), 1, 1000)
         norm = self.choice(raw.get("norm", "layernorm"), p + ("norm",), tuple(NORMS))
         activation = self.choice(raw.get("activation", "relu"), p + ("activation",), ACTIVATIONS)
@@ -498,7 +505,7 @@ class _Validator:
         if norm_order == "custom" and ("norm" in raw):
             raise self.fail(p + ("norm",), msg("with custom steps, name the norm op in each step (layer_norm, rms_norm, batch_norm)"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
-                         float(base), head, pairing, window)
+                         float(base), head, pairing, window, rotary_dim)
         return spec, raw.get("steps")
 
     def boolean(self, value: Any, path: Path) -> bool:
