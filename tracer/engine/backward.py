@@ -176,6 +176,8 @@ def backward_head(bw: Backward, step: Step, g: np.ndarray) -> None:
     dh, dw = kernels.head_backward(g, bw.value(step.inputs[0]), w)
     bw.send(step.inputs[0], dh)
     bw.send_weight("embedding" if tied else "head", dw.T if tied else dw)
+    if bw.spec.block.head_bias:
+        bw.send_weight("head_bias", g.reshape(-1, g.shape[-1]).sum(axis=0))
 
 
 def backward_softmax(bw: Backward, step: Step, g: np.ndarray) -> None:

@@ -361,6 +361,9 @@ def forward_add_position(ex: Executor, step: Step, inputs: list[np.ndarray]) -> 
 def forward_head(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (h,) = inputs
     w = ex.params["embedding"].T if ex.spec.block.head == "tied" else ex.params["head"]  # [C,V]
+    if ex.spec.block.head_bias:  # Phi's lm_head: logits + b_head
+        b = ex.params["head_bias"]
+        return ex.record_step(step, lambda strict: kernels.linear(h, w, b, strict, ("head_bias", "V")))
     return ex.record_step(step, lambda strict: h @ w)
 
 

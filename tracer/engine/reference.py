@@ -375,7 +375,8 @@ def reference_mha(r: Reference, step: Step, b: int, positions: list[int], ins: l
 
 
 def reference_head(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
-    return {t: matvec(ins[0][t], r.cols["head"]) for t in positions}
+    bias = r.w["head_bias"] if r.spec.block.head_bias else None
+    return {t: matvec(ins[0][t], r.cols["head"], bias) for t in positions}
 
 
 def reference_softmax(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:

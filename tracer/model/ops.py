@@ -123,7 +123,8 @@ WEIGHT_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
 # Grouped-query attention (dims.H_kv < H): keys and values have H_kv heads, C_kv = H_kv * d columns.
 GROUPED_KV_KEYS: dict[str, tuple[str, ...]] = {"w_k": ("C", "C_kv"), "w_v": ("C", "C_kv"), "b_k": ("C_kv",), "b_v": ("C_kv",)}
 # The tables entry and exit ops read, by their weight name.
-TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_max", "C"), "head": ("C", "V")}
+TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_max", "C"), "head": ("C", "V"),
+                                     "head_bias": ("V",)}  # head_bias: block.head_bias (Phi's lm_head.bias)
 
 
 # -- shapes -------------------------------------------------------------------------------

@@ -33,7 +33,7 @@ TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder",
             "seed", "init", "dtype", "allow_nonfinite", "loss")
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
-              "rotary_pairing", "rotary_dim", "final_norm", "head")
+              "rotary_pairing", "rotary_dim", "final_norm", "head", "head_bias")
 MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
 INPUT_KEYS = ("tokens", "x", "targets")
 SEQ2SEQ_INPUT_KEYS = ("source", "target", "targets")
@@ -104,6 +104,7 @@ class BlockSpec(NamedTuple):
     rotary_pairing: str = "interleaved"  # interleaved | half
     window: int | None = None  # mask {causal: true, window: W}: query t reads keys max(0, t - W + 1)..t
     rotary_dim: int | None = None  # partial rotary: each head's first rotary_dim coordinates turned (None: all d)
+    head_bias: bool = False  # the head adds a bias [V] to the logits (Phi's lm_head)
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
@@ -502,10 +503,13 @@ class _Validator:
         norm = self.choice(raw.get("norm", "layernorm"), p + ("norm",), tuple(NORMS))
         activation = self.choice(raw.get("activation", "relu"), p + ("activation",), ACTIVATIONS)
         head = self.choice(raw.get("head", "none"), p + ("head",), ("none", "tied", "separate"))
+        head_bias = self.boolean(raw.get("head_bias", False), p + ("head_bias",))
+        if head_bias and head == "none":
+            raise self.fail(p + ("head_bias",), msg("head_bias is a bias of the output head, but head is none"))
         if norm_order == "custom" and ("norm" in raw):
             raise self.fail(p + ("norm",), msg("with custom steps, name the norm op in each step (layer_norm, rms_norm, batch_norm)"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
-                         float(base), head, pairing, window, rotary_dim)
+                         float(base), head, pairing, window, rotary_dim, head_bias)
         return spec, raw.get("steps")
 
     def boolean(self, value: Any, path: Path) -> bool:
@@ -829,6 +833,8 @@ class _Validator:
                 continue
             group = step.weights
             if kind in TABLES:
+                if kind == "head" and block.head_bias:
+                    wanted.setdefault("head_bias", TABLES["head_bias"])
                 if kind == "head" and block.head == "tied":
                     wanted.setdefault("embedding", TABLES["embedding"])
                     continue
@@ -929,7 +935,7 @@ class _Validator:
             from tracer.checkpoints import refs
 
             try:
-                ref = refs.model_ref(self.model_source, self.layer_name(name), label, want, name)
+                ref = refs.model_ref(self.model_source, self.layer_name(name), label, want, name, dims.H)
             except refs.CheckpointError as e:
                 raise SpecError(e.message) from None
             if ref is not None:
