@@ -49,9 +49,9 @@ def table() -> dict[str, Take]:
 
 
 # Hugging Face's hidden_act -> tracer's activation (ACT2FN: gelu is the exact erf GELU, gelu_new the tanh one)
-HF_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
+NEOX_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
 
-KNOWN = frozenset({"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
+NEOX_KEYS = frozenset({"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
                    "layer_norm_eps", "tie_word_embeddings", "use_parallel_residual", "rope_parameters", "rope_scaling",
                    "rotary_pct", "rotary_emb_base", "partial_rotary_factor", "rope_theta", "attention_bias"})
 
@@ -93,7 +93,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     cfg.same("hidden_size", C, "C", embedding_key, embed)
     cfg.same("vocab_size", V, "V", embedding_key, embed)
     cfg.same("num_hidden_layers", layers, "layers")
-    refuse_unknown(cfg, KNOWN, "gpt_neox")
+    refuse_unknown(cfg, NEOX_KEYS, "gpt_neox")
     heads = cfg.integer("num_attention_heads")
     if heads is None:
         need_heads(options.heads, C, "config.json")
@@ -105,15 +105,15 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     r = int(d * pct) if pct is not None else d // 4  # Hugging Face: int(head_size * partial_rotary_factor), 0.25 by default
     refuse(cfg, [
         (C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
-        (act is not None and act not in HF_ACTIVATIONS, msg("hidden_act {act}: expected one of {join}", act=repr(act), join=", ".join(HF_ACTIVATIONS))),
+        (act is not None and act not in NEOX_ACTIVATIONS, msg("hidden_act {act}: expected one of {join}", act=repr(act), join=", ".join(NEOX_ACTIVATIONS))),
         (cfg.flag("attention_bias") is False, msg("attention_bias = false: the gpt_neox layout reads query_key_value and dense with their biases")),
         (rope_type != "default", msg("rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)", rope=repr(rope_type))),
         (pct is not None and pct > 1, msg("{key} = {value}: at most 1 (the whole head turned)", key=pct_from, value=pct)),
     ])
-    if options.activation is not None and options.activation != HF_ACTIVATIONS.get(act or "gelu"):
+    if options.activation is not None and options.activation != NEOX_ACTIVATIONS.get(act or "gelu"):
         raise CheckpointError(at(f"--activation {options.activation}", msg("{path} gives hidden_act = {act}: leave --activation out, or correct config.json",
                                                                              path=cfg.path, act=act or "gelu")))
-    activation = cfg.setting("activation", "hidden_act", HF_ACTIVATIONS.get(act) if act else None, "gelu", "GPT-NeoX's default hidden_act gelu",
+    activation = cfg.setting("activation", "hidden_act", NEOX_ACTIVATIONS.get(act) if act else None, "gelu", "GPT-NeoX's default hidden_act gelu",
                              note=f"hidden_act: {act}", shown=act)
     eps = cfg.setting("eps", "layer_norm_eps", cfg.number("layer_norm_eps"), 1e-5, "GPT-NeoX's layer_norm_eps")
     theta = cfg.setting("position_base", theta_from, theta, 10000.0, "GPT-NeoX's default rotary_emb_base")

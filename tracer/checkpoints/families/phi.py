@@ -24,7 +24,7 @@ from tracer.checkpoints.families.base import (
     shape_of,
     stored_dtype,
 )
-from tracer.checkpoints.families.gpt_neox import HF_ACTIVATIONS, rope
+from tracer.checkpoints.families.gpt_neox import NEOX_ACTIVATIONS, rope
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
@@ -45,7 +45,7 @@ def table() -> dict[str, Take]:
     return table
 
 
-KNOWN = frozenset({"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size",
+PHI_KEYS = frozenset({"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "intermediate_size",
                    "hidden_act", "layer_norm_eps", "tie_word_embeddings", "rope_parameters", "rope_scaling", "partial_rotary_factor",
                    "rope_theta", "qk_layernorm", "head_dim"})
 
@@ -69,7 +69,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     cfg.same("hidden_size", C, "C", embedding_key, embed)
     cfg.same("vocab_size", V, "V", embedding_key, embed)
     cfg.same("num_hidden_layers", layers, "layers")
-    refuse_unknown(cfg, KNOWN, "phi")
+    refuse_unknown(cfg, PHI_KEYS, "phi")
     heads = cfg.integer("num_attention_heads")
     if heads is None:
         need_heads(options.heads, C, "config.json")
@@ -84,15 +84,15 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         (C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
         (H % H_kv != 0, msg("num_key_value_heads = {H_kv} must divide num_attention_heads = {H}", H_kv=H_kv, H=H)),
         (head_dim not in (None, d), msg("head_dim = {head_dim}: tracer's heads have width d = C / H = {d}", head_dim=head_dim, d=d)),
-        (act is not None and act not in HF_ACTIVATIONS, msg("hidden_act {act}: expected one of {join}", act=repr(act), join=", ".join(HF_ACTIVATIONS))),
+        (act is not None and act not in NEOX_ACTIVATIONS, msg("hidden_act {act}: expected one of {join}", act=repr(act), join=", ".join(NEOX_ACTIVATIONS))),
         (bool(cfg.flag("qk_layernorm")), msg("qk_layernorm = true: tracer's attention does not normalise q and k")),
         (rope_type != "default", msg("rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)", rope=repr(rope_type))),
         (pct is not None and pct > 1, msg("{key} = {value}: at most 1 (the whole head turned)", key=pct_from, value=pct)),
     ])
-    if options.activation is not None and options.activation != HF_ACTIVATIONS.get(act or "gelu_new"):
+    if options.activation is not None and options.activation != NEOX_ACTIVATIONS.get(act or "gelu_new"):
         raise CheckpointError(at(f"--activation {options.activation}", msg("{path} gives hidden_act = {act}: leave --activation out, or correct config.json",
                                                                              path=cfg.path, act=act or "gelu_new")))
-    activation = cfg.setting("activation", "hidden_act", HF_ACTIVATIONS.get(act) if act else None, "gelu_tanh", "Phi's default hidden_act gelu_new",
+    activation = cfg.setting("activation", "hidden_act", NEOX_ACTIVATIONS.get(act) if act else None, "gelu_tanh", "Phi's default hidden_act gelu_new",
                              note=f"hidden_act: {act}", shown=act)
     eps = cfg.setting("eps", "layer_norm_eps", cfg.number("layer_norm_eps"), 1e-5, "Phi's layer_norm_eps")
     theta = cfg.setting("position_base", theta_from, theta, 10000.0, "Phi's default rope_theta")
