@@ -1223,6 +1223,9 @@ MESSAGES: dict[str, str] = {
     'rotary_dim is for rotary positions, but positions is {positions}': 'rotary_dim 用于旋转位置，但 positions 是 {positions}',
     '{name}: preset parallel residual': '{name}：预设并行残差',
     '{name}: preset parallel residual under one norm': '{name}：预设并行残差（共用一个归一化）',
+    'the design: A {a}; B {b}': '设计：A {a}；B {b}',
+    'nothing of note': '没有特别之处',
+    'partial rotary ({n} coordinates of each head turned)': '部分旋转（每个头旋转 {n} 个坐标）',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both
