@@ -216,6 +216,7 @@ UI: dict[str, str] = {
     "loss {name}; last / first layer = {ratio}": "损失 {name}；最后一层 / 第一层 = {ratio}",
     "/ layer 0": "/ 第 0 层",
     # i23-neox
+    "parallel layers (norm_order: parallel, GPT-NeoX; parallel_shared, Phi)": "并行层（norm_order: parallel，GPT-NeoX；parallel_shared，Phi）",
     "parallel residual": "并行残差",
     "parallel residual, one norm": "并行残差，共用一个归一化",
 }
@@ -1224,6 +1225,7 @@ MESSAGES: dict[str, str] = {
     '{name}: preset parallel residual': '{name}：预设并行残差',
     '{name}: preset parallel residual under one norm': '{name}：预设并行残差（共用一个归一化）',
     'the design: A {a}; B {b}': '设计：A {a}；B {b}',
+    ", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates": '，旋转位置底数 {base}，在每个头 d 个坐标中的前 r = {r} 个里按 {pairs} 配对',
     'nothing of note': '没有特别之处',
     'partial rotary ({n} coordinates of each head turned)': '部分旋转（每个头旋转 {n} 个坐标）',
 }
