@@ -39,6 +39,8 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "position_base": (ROTARY, {**ROTARY, "position_base": 500}, "block.position_base"),
     "head": (BLOCK, {**BLOCK, "head": "tied"}, "block.head"),
     "rotary_pairing": (ROTARY, {**ROTARY, "rotary_pairing": "half"}, "block.rotary_pairing"),
+    "rotary_dim": (ROTARY, {**ROTARY, "rotary_dim": 2}, "block.rotary_dim"),
+    "head_bias": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "head_bias": True}, "block.head_bias"),
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
@@ -48,6 +50,8 @@ MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
     (BLOCK, {**BLOCK, "norm": "batchnorm"}, "block.norm"),
     ({**BLOCK, "positions": "sinusoidal"}, {**BLOCK, "positions": "sinusoidal", "position_base": 100}, "block.position_base"),
     ({**BLOCK, "positions": "learned"}, {**BLOCK, "positions": "none"}, "block.positions"),
+    (BLOCK, {**BLOCK, "norm_order": "parallel"}, "block.norm_order"),  # the parallel residual (GPT-NeoX)
+    ({**BLOCK, "norm_order": "parallel"}, {**BLOCK, "norm_order": "parallel_shared"}, "block.norm_order"),  # one norm (Phi)
 ]
 ENC_DEC: dict[str, Any] = {"name": "seq2seq", "model": "encoder-decoder", "dims": {"C": 4, "H": 2, "F": 6}, "seed": 0,
                            "encoder": {"norm_order": "pre"}, "decoder": {"norm_order": "pre", "head": "tied"},
