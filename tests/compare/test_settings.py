@@ -43,6 +43,8 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "token_types": (BLOCK, {**BLOCK, "token_types": True}, "block.token_types"),
     "position_offset": ({**BLOCK, "positions": "learned"}, {**BLOCK, "positions": "learned", "position_offset": 2}, "block.position_offset"),
     "rope_scaling": (ROTARY, {**ROTARY, "rope_scaling": {"type": "linear", "factor": 4}}, "block.rope_scaling"),
+    "rotary_dim": (ROTARY, {**ROTARY, "rotary_dim": 2}, "block.rotary_dim"),
+    "head_bias": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "head_bias": True}, "block.head_bias"),
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
@@ -54,6 +56,8 @@ MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
     ({**BLOCK, "positions": "learned"}, {**BLOCK, "positions": "none"}, "block.positions"),
     ({**ROTARY, "rope_scaling": {"type": "linear", "factor": 4}}, {**ROTARY, "rope_scaling": {"type": "llama3", "factor": 4, "low_freq_factor": 1,
       "high_freq_factor": 4, "original_max_position_embeddings": 8}}, "block.rope_scaling"),
+    (BLOCK, {**BLOCK, "norm_order": "parallel"}, "block.norm_order"),  # the parallel residual (GPT-NeoX)
+    ({**BLOCK, "norm_order": "parallel"}, {**BLOCK, "norm_order": "parallel_shared"}, "block.norm_order"),  # one norm (Phi)
 ]
 ENC_DEC: dict[str, Any] = {"name": "seq2seq", "model": "encoder-decoder", "dims": {"C": 4, "H": 2, "F": 6}, "seed": 0,
                            "encoder": {"norm_order": "pre"}, "decoder": {"norm_order": "pre", "head": "tied"},

@@ -155,7 +155,7 @@ def test_verify_grouped_query_half_pairing_catches_wrong_kernels(monkeypatch, H_
     assert v.ok and len({c.weight for c in v.checks}) == len(spec.weights)
     turn, scores = kernels.rotary_backward, kernels.qk_scores_backward
 
-    def interleaved(dy, base, pairing="interleaved", scaling=None):  # the pairing ignored: turned back in the wrong pairs
+    def interleaved(dy, base, pairing="interleaved", dim=None, scaling=None):  # the pairing ignored: turned back in the wrong pairs
         return turn(dy, base)
 
     monkeypatch.setattr(kernels, "rotary_backward", interleaved)

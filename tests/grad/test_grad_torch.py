@@ -216,3 +216,16 @@ def test_shipped_specs():
                  "variants/rotary.yaml", "variants/swiglu.yaml", "variants/modern-decoder.yaml",
                  "variants/grouped-query.yaml"):
         compare((SPECS / name).read_text(encoding="utf-8"))
+
+
+# -- the parallel residual, partial rotary and a biased head (GPT-NeoX, Phi) ------------------------------
+@pytest.mark.parametrize("order", ["parallel", "parallel_shared"])
+@pytest.mark.parametrize("head", ["separate", "tied"])
+def test_parallel_blocks_with_partial_rotary_and_a_head_bias(order, head):
+    text = block_spec(order, positions="rotary", pairing="half", layers=2, head=head, final_norm=True, C=16, H=2, seed=17,
+                      activation="gelu", extra=gamma_beta_weights(2, ["blocks.0.norm1", "blocks.1.norm1"], 16).replace(
+                          "blocks.0.norm1", "blocks: [{norm1").replace(", blocks.1.norm1", "}, {norm1").replace("}}\n", "}}]}\n"))
+    text = text.replace("rotary_pairing: half", "rotary_pairing: half, rotary_dim: 4, head_bias: true")
+    gt = compare(text)
+    assert "blocks.0.branches" in gt.grads and "head_bias" in gt.weight_grads
+    assert np.any(gt.weight_grads["head_bias"] != 0)

@@ -83,8 +83,11 @@ def sinusoidal_table(T, C, base):  # PE[p, 2i] = sin(p / base^(2i/C)), PE[p, 2i+
     return pe
 
 
-def rope(x, base, pairing="interleaved"):  # [..., T, d]: pair i read as a complex number, turned by t * base^(-2i/d)
-    """Pair i is (2i, 2i+1) when interleaved (the RoPE paper, Meta's LLaMA); (i, i + d/2) when half (Hugging Face)."""
+def rope(x, base, pairing="interleaved", dim=None):  # [..., T, d]: pair i read as a complex number, turned by t * base^(-2i/d)
+    """Pair i is (2i, 2i+1) when interleaved (the RoPE paper, Meta's LLaMA); (i, i + d/2) when half (Hugging Face).
+    ``dim`` (partial rotary, GPT-NeoX and Phi): only the first dim coordinates are a rotary vector of their own; the rest pass."""
+    if dim is not None and dim != x.shape[-1]:
+        return np.concatenate([rope(x[..., :dim], base, pairing), x[..., dim:]], axis=-1)
     T, d = x.shape[-2], x.shape[-1]
     if pairing == "half":
         z = x[..., : d // 2] + 1j * x[..., d // 2:]
@@ -101,7 +104,8 @@ def rope(x, base, pairing="interleaved"):  # [..., T, d]: pair i read as a compl
     return out
 
 
-def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleaved", softmax_over="keys", mask_after=False):
+def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleaved", softmax_over="keys", mask_after=False,
+              rope_dim=None):
     """Multi-head attention, one sample and one head at a time: [B,T,C], [B,S,C] -> dict of stages.
 
     mask: "causal" (query i reads keys 0..i), {"causal": True, "window": W} (keys i - W + 1 .. i), "none", or a [T,S]
@@ -124,7 +128,7 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
     for b in range(B):
         for g in range(H_kv):
             cols = slice(g * d, (g + 1) * d)  # key/value head g reads columns g*d .. (g+1)*d - 1
-            k[b, g] = rope(k_all[b, :, cols], rope_base, pairing) if rope_base is not None else k_all[b, :, cols]
+            k[b, g] = rope(k_all[b, :, cols], rope_base, pairing, rope_dim) if rope_base is not None else k_all[b, :, cols]
             v[b, g] = v_all[b, :, cols]
     k_rep = np.concatenate([np.stack([k[:, g]] * (H // H_kv), axis=1) for g in range(H_kv)], axis=1)  # [B,H,S,d]
     v_rep = np.concatenate([np.stack([v[:, g]] * (H // H_kv), axis=1) for g in range(H_kv)], axis=1)
@@ -143,7 +147,7 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
             cols = slice(h * d, (h + 1) * d)  # head h reads columns h*d .. (h+1)*d - 1
             qh, kh, vh = q_all[b, :, cols], k_rep[b, h], v_rep[b, h]
             if rope_base is not None:
-                qh = rope(qh, rope_base, pairing)
+                qh = rope(qh, rope_base, pairing, rope_dim)
             s = qh @ kh.T / math.sqrt(d)
             wts = np.zeros((T, S))
             if softmax_over == "queries":
@@ -179,6 +183,8 @@ class Stack:
     final_norm: bool = False
     head: str = "none"
     pairing: str = "interleaved"
+    rotary_dim: int | None = None  # partial rotary: each head's first rotary_dim coordinates turned
+    head_bias: bool = False  # logits = h W_head + b_head
 
 
 @dataclass
@@ -196,6 +202,7 @@ def stack_from_yaml(section: dict | None, default_mask: str, has_table: bool) ->
         eps=float(s.get("eps", 1e-5)), norm=s.get("norm", "layernorm"), activation=s.get("activation", "relu"),
         positions=s.get("positions", "learned" if has_table else "none"), base=float(s.get("position_base", 10000.0)),
         final_norm=s.get("final_norm", False), head=s.get("head", "none"), pairing=s.get("rotary_pairing", "interleaved"),
+        rotary_dim=s.get("rotary_dim"), head_bias=s.get("head_bias", False),
     )
 
 
@@ -228,9 +235,10 @@ def _norm(st, name, x, p, s: Stack, group=None):  # the stage `name`, its weight
 
 
 def _attend(st, pre, name, xq, xkv, p, H, mask, rope):
-    """H: (query heads, key/value heads); rope: (base, pairing), or None without rotary positions."""
-    base, pairing = rope if rope is not None else (None, "interleaved")
-    r = attention(xq, xkv, _group(p, pre + ("cross_attn" if name == "cross_attention" else "attn")), H[0], mask, base, H[1], pairing)
+    """H: (query heads, key/value heads); rope: (base, pairing, rotary width or None), or None without rotary positions."""
+    base, pairing, dim = rope if rope is not None else (None, "interleaved", None)
+    r = attention(xq, xkv, _group(p, pre + ("cross_attn" if name == "cross_attention" else "attn")), H[0], mask, base, H[1], pairing,
+                  rope_dim=dim)
     inner = "cross" if name == "cross_attention" else "attn"
     for key in ("q", "k", "v", "scores", "weights", "heads"):
         st[f"{pre}{inner}.{key}"] = r[key]
@@ -259,7 +267,7 @@ def _ffn(st, pre, x, p, s: Stack):
 
 
 def _rope(s: Stack):
-    return (s.base, s.pairing) if s.positions == "rotary" else None
+    return (s.base, s.pairing, s.rotary_dim) if s.positions == "rotary" else None
 
 
 def pre_norm_layer(st, pre, x, p, s: Stack, H):  # N1 = LN1(X), R = X + MHA(N1), Y = R + FFN(LN2(R))
@@ -300,6 +308,26 @@ def parallel_layer(st, pre, x, p, s: Stack, H):  # attention and the FFN both re
     y = x + both
     st[pre + "output"] = y
     return y
+
+
+def parallel_residual_layer(st, pre, x, p, s: Stack, H, shared=False):
+    """GPT-NeoX's parallel residual, Y = X + (MHA(LN1(X)) + FFN(LN2(X))); shared (Phi): one norm feeds both branches."""
+    n1 = _norm(st, pre + "norm1", x, p, s)
+    n2 = n1 if shared else _norm(st, pre + "norm2", x, p, s)  # the second norm reads X, not X + U
+    u = _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s))
+    branches = u + _ffn(st, pre, n2, p, s)
+    st[pre + "branches"] = branches
+    y = x + branches
+    st[pre + "output"] = y
+    return y
+
+
+def parallel_shared_layer(st, pre, x, p, s: Stack, H):
+    return parallel_residual_layer(st, pre, x, p, s, H, shared=True)
+
+
+DECODER_ONLY_LAYERS = {"pre": pre_norm_layer, "post": post_norm_layer, "parallel": parallel_residual_layer,
+                       "parallel_shared": parallel_shared_layer}
 
 
 def decoder_pre_norm_layer(st, pre, x, memory, p, s: Stack, H):
@@ -346,7 +374,7 @@ def _exit(st, pre, h, p, s: Stack):
         h = _norm(st, pre + "final_norm", h, p, s)
     if s.head != "none":
         w = p["embedding"].T if s.head == "tied" else p["head"]  # tied: logits = h E^T
-        st["logits"] = h @ w
+        st["logits"] = h @ w + (p["head_bias"] if s.head_bias else 0.0)
         st["probs"] = softmax(st["logits"])
     return h
 
@@ -362,7 +390,7 @@ def decoder_only(m: Model, p, tokens=None, x=None) -> dict[str, np.ndarray]:
         first = np.asarray(x, dtype=np.float64)
         st["input"] = first
     h = _entry(st, "", first, p, s)
-    layer = pre_norm_layer if s.norm_order == "pre" else post_norm_layer
+    layer = DECODER_ONLY_LAYERS[s.norm_order]
     for pre in _layer_prefixes("", s, plain=s.layers == 1):
         h = layer(st, pre, h, p, s, (m.H, m.H_kv))
     _exit(st, "", h, p, s)

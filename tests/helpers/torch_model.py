@@ -32,9 +32,12 @@ def batch_norm(x, gamma, beta, eps):
     return (x - mean) / torch.sqrt(var + eps) * gamma + beta
 
 
-def rope_turn(x, base, pairing="interleaved"):  # [B,H,T,d]: pair i turned by t * base^(-2i/d)
+def rope_turn(x, base, pairing="interleaved", dim=None):  # [B,H,T,d]: pair i turned by t * base^(-2i/d)
     """interleaved: pairs (2i, 2i+1) as complex numbers (the RoPE paper); half: Hugging Face's rotate_half,
-    x cos + rotate_half(x) sin with the angles repeated over both halves, so pair i is (i, i + d/2)."""
+    x cos + rotate_half(x) sin with the angles repeated over both halves, so pair i is (i, i + d/2).
+    dim (partial rotary): the first dim coordinates turned as a vector of their own, the rest passed through."""
+    if dim is not None and dim != x.shape[-1]:
+        return torch.cat([rope_turn(x[..., :dim], base, pairing), x[..., dim:]], dim=-1)
     T, d = x.shape[-2], x.shape[-1]
     theta = torch.tensor([base ** (-2 * i / d) for i in range(d // 2)], dtype=torch.float64)
     angle = torch.arange(T, dtype=torch.float64)[:, None] * theta  # [T, d/2]
@@ -118,8 +121,8 @@ def ffn(st, pre, x, p, s):
     return st(pre + "ffn", hidden @ g["w2"] + g["b2"])
 
 
-def rope_base(s):  # (base, pairing) with rotary positions, else None
-    return (s.base, s.pairing) if s.positions == "rotary" else None
+def rope_base(s):  # (base, pairing, rotary width or None) with rotary positions, else None
+    return (s.base, s.pairing, s.rotary_dim) if s.positions == "rotary" else None
 
 
 def pre_norm_layer(st, pre, x, p, s, H):
@@ -127,6 +130,18 @@ def pre_norm_layer(st, pre, x, p, s, H):
     r = st(pre + "residual1", x + attend(st, pre, "attention", n1, n1, p, H, s.mask, rope_base(s)))
     n2 = norm(st, pre + "norm2", r, p, s)
     return st(pre + "output", r + ffn(st, pre, n2, p, s))
+
+
+def parallel_layer(st, pre, x, p, s, H, shared=False):  # Y = X + (MHA(LN1(X)) + FFN(LN2(X))); shared: one norm
+    n1 = norm(st, pre + "norm1", x, p, s)
+    n2 = n1 if shared else norm(st, pre + "norm2", x, p, s)
+    u = attend(st, pre, "attention", n1, n1, p, H, s.mask, rope_base(s))
+    branches = st(pre + "branches", u + ffn(st, pre, n2, p, s))
+    return st(pre + "output", x + branches)
+
+
+def parallel_shared_layer(st, pre, x, p, s, H):
+    return parallel_layer(st, pre, x, p, s, H, shared=True)
 
 
 def post_norm_layer(st, pre, x, p, s, H):
@@ -170,7 +185,7 @@ def exit_(st, pre, h, p, s, head=True):
         h = norm(st, pre + "final_norm", h, p, s)
     if head and s.head != "none":
         w = p["embedding"].T if s.head == "tied" else p["head"]
-        logits = st("logits", h @ w)
+        logits = st("logits", h @ w + p["head_bias"] if s.head_bias else h @ w)
         st("probs", torch.softmax(logits, dim=-1))
     return h
 
@@ -183,7 +198,7 @@ def decoder_only(m, p, tokens=None, x=None):
     else:
         first = st("input", torch.tensor(x, dtype=torch.float64, requires_grad=True))
     h = entry(st, "", first, p, s)
-    layer = pre_norm_layer if s.norm_order == "pre" else post_norm_layer
+    layer = {"pre": pre_norm_layer, "post": post_norm_layer, "parallel": parallel_layer, "parallel_shared": parallel_shared_layer}[s.norm_order]
     prefixes = [""] if s.layers == 1 else [f"blocks.{i}." for i in range(s.layers)]
     for pre in prefixes:
         h = layer(st, pre, h, p, s, (m.H, m.H_kv))

@@ -143,13 +143,15 @@ def checked(ckpt: Checkpoint, take: Take, exists: bool, name: str, label: str, w
     return TensorRef(ckpt.path, take.key, take, info, where)
 
 
-def model_ref(src: ModelSource, name: str, label: str, want: tuple[int, ...], shown: str) -> TensorRef | None:
+def model_ref(src: ModelSource, name: str, label: str, want: tuple[int, ...], shown: str, heads: int = 1) -> TensorRef | None:
     """Weight ``name`` (as the layout names it; ``shown`` as the spec does) from the whole-model checkpoint,
-    or None when the layout does not map it."""
+    or None when the layout does not map it.  ``heads``: the spec's H, for a tensor packed per head."""
     found = src.layout.locate(name, src.ckpt.key_set(), src.first_layer)
     if found is None:
         return None
     take, exists = found
+    if take.heads == -1:
+        take = take._replace(heads=heads)
     return checked(src.ckpt, take, exists, shown, label, want, src.where)
 
 

@@ -458,7 +458,28 @@ def structure_lines(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...], settin
     common_b = [n for n in B if n in A]
     if common_a != common_b:
         lines.append(msg("step order differs: A {a}; B {b}", a=", ".join(A), b=", ".join(B)))
+    design = {"A": design_words(a_steps), "B": design_words(b_steps)}
+    if design["A"] != design["B"]:  # the design choices first, in words: "parallel residual"
+        lines.insert(0, msg("the design: A {a}; B {b}", a=join(design["A"] or [msg("nothing of note")], ", "),
+                            b=join(design["B"] or [msg("nothing of note")], ", ")))
     return lines
+
+
+# -- the design in words (i23-neox) ---------------------------------------------------------------------
+def design_words(steps: tuple[Step, ...]) -> list[Message]:
+    """The block's design choices a step list shows, in words: a parallel residual (an add of an attention output and an
+    FFN output, both computed from the layer's input), a partial rotary width."""
+    by_name = {s.name: s for s in steps}
+    words: list[Message] = []
+    for s in steps:
+        ops = sorted(by_name[i].op for i in s.inputs if i in by_name)
+        if s.op == "add" and len(ops) == 2 and ops[0] in ("ffn", "ffn_out") and ops[1] in ("cross_mha", "mha"):
+            words.append(msg("parallel residual"))
+            break
+    widths = sorted({s.rotary_dim for s in steps if s.op == "mha" and s.base is not None and s.rotary_dim is not None})
+    if widths:
+        words.append(msg("partial rotary ({n} coordinates of each head turned)", n=", ".join(map(str, widths))))
+    return words
 
 
 # -- settings -----------------------------------------------------------------

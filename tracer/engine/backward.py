@@ -176,6 +176,8 @@ def backward_head(bw: Backward, step: Step, g: np.ndarray) -> None:
     dh, dw = kernels.head_backward(g, bw.value(step.inputs[0]), w)
     bw.send(step.inputs[0], dh)
     bw.send_weight("embedding" if tied else "head", dw.T if tied else dw)
+    if bw.spec.block.head_bias:
+        bw.send_weight("head_bias", g.reshape(-1, g.shape[-1]).sum(axis=0))
 
 
 def backward_softmax(bw: Backward, step: Step, g: np.ndarray) -> None:
@@ -251,7 +253,7 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
         visible = None
     dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
                                                        step.pairing or "interleaved", causal=causal, visible=visible,
-                                                       rotary_scaling=step.scaling)
+                                                       rotary_scaling=step.scaling, rotary_dim=step.rotary_dim)
     for key in ATTN_ORDER:
         if key in internals:
             bw.grads[f"{prefix}.{key}"] = internals[key]

@@ -361,6 +361,9 @@ def forward_add_position(ex: Executor, step: Step, inputs: list[np.ndarray]) -> 
 def forward_head(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (h,) = inputs
     w = ex.params["embedding"].T if ex.spec.block.head == "tied" else ex.params["head"]  # [C,V]
+    if ex.spec.block.head_bias:  # Phi's lm_head: logits + b_head
+        b = ex.params["head_bias"]
+        return ex.record_step(step, lambda strict: kernels.linear(h, w, b, strict, ("head_bias", "V")))
     return ex.record_step(step, lambda strict: h @ w)
 
 
@@ -432,7 +435,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
         parts.update(kernels.mha(xq, xkv, **w, H=ex.spec.dims.H, H_kv=ex.spec.dims.H_kv, visible=visible,
                                  softmax_over_queries=over_queries, rotary_base=step.base,
                                  rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
-                                 rotary_scaling=step.scaling))
+                                 rotary_scaling=step.scaling, rotary_dim=step.rotary_dim))
         return parts["output"]
 
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)

@@ -184,15 +184,36 @@ def merge_heads(x: np.ndarray) -> np.ndarray:  # [B,H,T,d] -> [B,T,C]
     return x.transpose(0, 2, 1, 3).reshape(B, T, H * d)
 
 
-def rotary(x: np.ndarray, base: float, pairing: str = "interleaved", scaling: tuple[object, ...] | None = None) -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d], pair i turned by t * base^(-2i/d)
-    """Pair i of a head's d coordinates is (2i, 2i+1) when interleaved (Meta's LLaMA), (i, i + d/2) when half (Hugging Face);
-    ``scaling`` changes the turning speeds as a rope type does (tracer/model/rope.py)."""
-    return _turn(x, base, pairing, 1.0, scaling)
+def check_rotary_width(d: int, rotary_dim: int | None) -> None:  # partial rotary: an even width of at most d
+    contracts.rotary_width(d, rotary_dim)
 
 
-def _turn(x: np.ndarray, base: float, pairing: str, sign: float, scaling: tuple[object, ...] | None = None) -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d]: sign -1 turns back
+def rotary(x: np.ndarray, base: float, pairing: str = "interleaved", dim: int | None = None, strict: Strict = True,
+           scaling: tuple[object, ...] | None = None) -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d], pair i turned by t * base^(-2i/r)
+    """Pair i of a head's d coordinates is (2i, 2i+1) when interleaved (Meta's LLaMA), (i, i + d/2) when half (Hugging Face).
+
+    ``dim`` (partial rotary, GPT-NeoX's rotary_pct): only the first r = dim coordinates are turned, paired within them
+    and at speeds base^(-2i/r); the other d - r pass unchanged.  None: r = d.  ``scaling`` changes the turning speeds
+    as a rope type does (tracer/model/rope.py)."""
+    enforce(strict, check_rotary_width, x.shape[-1], dim)
+    return _turn(x, base, pairing, 1.0, dim, scaling)
+
+
+def _turn(x: np.ndarray, base: float, pairing: str, sign: float, dim: int | None = None,
+          scaling: tuple[object, ...] | None = None) -> np.ndarray:  # sign -1 turns back
+    if dim is not None and dim != x.shape[-1]:
+        # as NumPy's slicing would (with the contract off): x[..., :dim] is at most d wide, and a pair needs two coordinates
+        width = min(dim, x.shape[-1]) // 2 * 2
+        out = x.copy()
+        out[..., :width] = _turn_at(x[..., :width], base, pairing, sign, dim, scaling)
+        return out
+    return _turn_at(x, base, pairing, sign, x.shape[-1], scaling)
+
+
+def _turn_at(x: np.ndarray, base: float, pairing: str, sign: float, r: int,
+             scaling: tuple[object, ...] | None = None) -> np.ndarray:  # [B,H,T,w] -> [B,H,T,w], speeds base^(-2i/r)
     T, d = x.shape[-2], x.shape[-1]
-    inv = base ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # [d/2] turning speeds: fast first, slow last
+    inv = base ** (-np.arange(0, d, 2, dtype=np.float64) / r)  # [d/2] turning speeds: fast first, slow last
     if scaling is not None:
         inv = np.array(rope.scaled(inv.tolist(), scaling), dtype=np.float64)
     angle = np.arange(T, dtype=np.float64)[:, None] * inv[None, :]  # [T, d/2]
@@ -327,7 +348,8 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         w_v: np.ndarray, b_v: np.ndarray, w_o: np.ndarray, b_o: np.ndarray, H: int, visible: np.ndarray | None = None,
         causal: bool = False, softmax_over_queries: bool = False, rotary_base: float | None = None,
         rotary_pairing: str = "interleaved", H_kv: int | None = None, keep_weights: bool = True,
-        strict: Strict = True, rotary_scaling: tuple[object, ...] | None = None) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]
+        strict: Strict = True, rotary_scaling: tuple[object, ...] | None = None,
+        rotary_dim: int | None = None) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]
     """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
 
     ``causal`` masks keys after each query (block by block: no [T,S] mask is made); ``visible`` ([T,S] bool, True where
@@ -346,7 +368,8 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     k = split_heads(linear(xkv, w_k, b_k, strict, ("b_k", kv_bias)), H_kv)  # [B,H_kv,S,d]
     v = split_heads(linear(xkv, w_v, b_v, strict, ("b_v", kv_bias)), H_kv)
     if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets
-        q, k = rotary(q, rotary_base, rotary_pairing, rotary_scaling), rotary(k, rotary_base, rotary_pairing, rotary_scaling)
+        q = rotary(q, rotary_base, rotary_pairing, rotary_dim, strict, rotary_scaling)
+        k = rotary(k, rotary_base, rotary_pairing, rotary_dim, False, rotary_scaling)
     enforce(strict, check_softmax_axis, q.shape[:3] + k.shape[2:3], softmax_over_queries)
     parts = {"q": q, "k": k, "v": v}
     if softmax_over_queries:  # the violation, computed as NumPy would (only with strict=False)
@@ -510,8 +533,9 @@ def merge_heads_backward(dx: np.ndarray, H: int) -> np.ndarray:  # [B,T,C] -> [B
     return split_heads(dx, H)
 
 
-def rotary_backward(dy: np.ndarray, base: float, pairing: str = "interleaved", scaling: tuple[object, ...] | None = None) -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d]: each pair turned back by its angle
-    return _turn(dy, base, pairing, -1.0, scaling)  # the transpose of a rotation is the rotation back (the same pairs)
+def rotary_backward(dy: np.ndarray, base: float, pairing: str = "interleaved", dim: int | None = None,
+                    scaling: tuple[object, ...] | None = None) -> np.ndarray:  # [B,H,T,d] -> [B,H,T,d]: each pair turned back by its angle
+    return _turn(dy, base, pairing, -1.0, dim, scaling)  # the transpose of a rotation is the rotation back (the same pairs)
 
 
 def _heads_last(B: int, n: int, H: int, d: int, dtype: np.dtype, zero: bool = False) -> np.ndarray:
@@ -660,7 +684,8 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
 
 def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[str, np.ndarray], w: dict[str, np.ndarray],
                  H: int, rotary_base: float | None = None, over_queries: bool = False, rotary_pairing: str = "interleaved",
-                 causal: bool = False, visible: np.ndarray | None = None, rotary_scaling: tuple[object, ...] | None = None
+                 causal: bool = False, visible: np.ndarray | None = None, rotary_scaling: tuple[object, ...] | None = None,
+                 rotary_dim: int | None = None
                  ) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q [B,H,T,d], k, v [B,H_kv,S,d], weights, heads -> dxq, dxkv,
     the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...;
@@ -680,7 +705,8 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
         g["q"], g["k"], g["v"] = attention_backward(dmixed, parts["q"], parts["k"], parts["v"], visible, causal)
     dq, dk = g["q"], g["k"]
     if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
-        dq, dk = rotary_backward(dq, rotary_base, rotary_pairing, rotary_scaling), rotary_backward(dk, rotary_base, rotary_pairing, rotary_scaling)
+        dq = rotary_backward(dq, rotary_base, rotary_pairing, rotary_dim, rotary_scaling)
+        dk = rotary_backward(dk, rotary_base, rotary_pairing, rotary_dim, rotary_scaling)
     dxq, dw["w_q"], dw["b_q"] = linear_backward(split_heads_backward(dq), xq, w["w_q"], w["b_q"])
     dxkv, dw["w_k"], dw["b_k"] = linear_backward(split_heads_backward(dk), xkv, w["w_k"], w["b_k"])
     dxv, dw["w_v"], dw["b_v"] = linear_backward(split_heads_backward(g["v"]), xkv, w["w_v"], w["b_v"])

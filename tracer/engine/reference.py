@@ -181,12 +181,14 @@ def sinusoidal_row(t: int, C: int, base: float) -> Vec:
     return row
 
 
-def rotate(v: Vec, t: int, base: float, pairing: str = "interleaved", scaling: tuple[object, ...] | None = None) -> Vec:
+def rotate(v: Vec, t: int, base: float, pairing: str = "interleaved", dim: int | None = None,
+           scaling: tuple[object, ...] | None = None) -> Vec:
     """Turn pair i of a head's vector by the angle t * base^(-2i/d) (its speed scaled as ``scaling`` says: model/rope.py).
 
     Pair i is (2i, 2i+1) when interleaved, (i, i + d/2) when half (Hugging Face's rotate_half).
+    ``dim`` (partial rotary): only the first r = dim coordinates are paired and turned, by t * base^(-2i/r); the rest kept.
     """
-    d = len(v)
+    d = len(v) if dim is None else dim
     out = list(v)
     speeds = rope.scaled([base ** (-2 * i / d) for i in range(d // 2)], scaling)
     for i in range(d // 2):
@@ -250,7 +252,7 @@ class Reference:
                 full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
                 heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
                 if step.base is not None and name in ("q", "k"):
-                    heads = [rotate(v, t, step.base, step.pairing or "interleaved", step.scaling) for v in heads]
+                    heads = [rotate(v, t, step.base, step.pairing or "interleaved", step.rotary_dim, step.scaling) for v in heads]
                 out[t] = heads  # [H][d] for q, [H_kv][d] for k and v
             return out
 
@@ -376,7 +378,8 @@ def reference_mha(r: Reference, step: Step, b: int, positions: list[int], ins: l
 
 
 def reference_head(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
-    return {t: matvec(ins[0][t], r.cols["head"]) for t in positions}
+    bias = r.w["head_bias"] if r.spec.block.head_bias else None
+    return {t: matvec(ins[0][t], r.cols["head"], bias) for t in positions}
 
 
 def reference_softmax(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:

@@ -149,13 +149,16 @@ class Graph:
         if step.base is not None:
             base = f"{step.base:g}"
             rotary = msg(", rotary base {base}, pairs (i, i + d/2)", base=base) if step.pairing == "half" else msg(", rotary base {base}", base=base)
+            if step.rotary_dim is not None:  # partial rotary: d becomes r in the pairs, the rest of each head passes
+                pairs = "(i, i + r/2)" if step.pairing == "half" else "(2i, 2i+1)"
+                rotary = msg(", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates", base=base, pairs=pairs, r=step.rotary_dim)
         return msg(graph_template(OPS[step.op].graph),
                    x=x, a=x, b=ins[1] if len(ins) > 1 else "", hidden=hidden_formula(step) if step.op in ("ffn", "ffn_hidden") else "",
                    axis=step.axis or "C", out=step.out or "C", start=step.start, stop=step.stop, stream=step.stream or "x",
                    base=f"{step.base or 0.0:g}", pos=position_axis(step.name), ins=", ".join(ins), mask=self.mask(step), rotary=rotary,
                    over=msg(", softmax over queries") if step.axis == "queries" else "",
                    tokens=msg("{stream} tokens", stream=step.stream) if step.stream in ("source", "target") else msg("tokens"),
-                   head="Eᵀ" if self.spec.block.head == "tied" else "W_head")
+                   head=("Eᵀ" if self.spec.block.head == "tied" else "W_head") + (" + b_head" if self.spec.block.head_bias else ""))
 
     def mask(self, step: Step) -> Message:
         if step.mask == "causal" and step.window is not None:
@@ -358,7 +361,8 @@ STYLE = {"step": "", "internal": "dim", "unrecorded": "dim italic", "input": "cy
 def _kind(spec: Spec) -> Message:
     if spec.model == "encoder-decoder":
         return msg("encoder-decoder")
-    order = {"pre": msg("pre-norm"), "post": msg("post-norm")}.get(spec.block.norm_order, msg("the spec's own steps"))
+    order = {"pre": msg("pre-norm"), "post": msg("post-norm"), "parallel": msg("parallel residual"),
+             "parallel_shared": msg("parallel residual, one norm")}.get(spec.block.norm_order, msg("the spec's own steps"))
     return nmsg("{order}, {n} layer", "{order}, {n} layers", spec.block.layers, order=order)
 
 

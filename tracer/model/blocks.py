@@ -36,6 +36,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     pairing: str | None = None  # mha with rotary positions: half pairs (i, i + d/2); None: interleaved (2i, 2i+1)
     window: int | None = None  # mha with a causal mask: a sliding window of W keys (tracer/model/masks.py); None: none
     scaling: tuple[object, ...] | None = None  # mha with rotary positions: a rope type's scaled speeds (tracer/model/rope.py)
+    rotary_dim: int | None = None  # mha with rotary positions: only each head's first rotary_dim coordinates turned; None: all d
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
@@ -138,7 +139,30 @@ DECODER_POST_NORM: tuple[Step, ...] = (
     Step("output", "identity", ("norm3",), None, msg("decoder layer output")),
 )
 
-NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM}
+# GPT-NeoX's parallel residual (use_parallel_residual): attention and the FFN both read X, each through its own norm,
+# and both are added to X: Y = X + (MHA(LN1(X)) + FFN(LN2(X))), the two branches summed first, as Hugging Face adds them
+PARALLEL: tuple[Step, ...] = (
+    Step("norm1", "layer_norm", ("x",), "norm1", msg("first {norm}, N_1 = {LN}1(X)", norm=NORMALISATION, LN="LN_")),
+    Step("attention", "mha", ("norm1",), "attn", msg("attention output, U = MHA(N_1)")),
+    Step("norm2", "layer_norm", ("x",), "norm2", msg("second {norm} of X itself (parallel), N_2 = {LN}2(X)", norm=NORMALISATION, LN="LN_")),
+    Step("hidden", "ffn_hidden", ("norm2",), "ffn", msg("FFN after {act}, {actf}(N_2 W_1 + b_1)", act=ACTIVATION, actf="act")),
+    Step("ffn", "ffn_out", ("hidden",), "ffn", msg("FFN output, hidden W_2 + b_2")),
+    Step("branches", "add", ("attention", "ffn"), None, msg("the two parallel branches summed, U + FFN(N_2)")),
+    Step("output", "add", ("x", "branches"), None, msg("block output, Y = X + U + FFN(N_2) (parallel residual)")),
+)
+
+# Phi's parallel block: one norm feeds both branches, Y = X + (MHA(LN(X)) + FFN(LN(X)))
+PARALLEL_SHARED: tuple[Step, ...] = (
+    Step("norm1", "layer_norm", ("x",), "norm1", msg("the one {norm} both branches read, N = {LN}(X)", norm=NORMALISATION, LN="LN_")),
+    Step("attention", "mha", ("norm1",), "attn", msg("attention output, U = MHA(N)")),
+    Step("hidden", "ffn_hidden", ("norm1",), "ffn", msg("FFN after {act}, {actf}(N W_1 + b_1)", act=ACTIVATION, actf="act")),
+    Step("ffn", "ffn_out", ("hidden",), "ffn", msg("FFN output, hidden W_2 + b_2")),
+    Step("branches", "add", ("attention", "ffn"), None, msg("the two parallel branches summed, U + FFN(N)")),
+    Step("output", "add", ("x", "branches"), None, msg("block output, Y = X + U + FFN(N) (parallel residual, one norm)")),
+)
+
+PARALLEL_ORDERS = ("parallel", "parallel_shared")  # decoder-only layers whose attention and FFN both read X
+NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM, "parallel": PARALLEL, "parallel_shared": PARALLEL_SHARED}
 DECODER_NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": DECODER_PRE_NORM, "post": DECODER_POST_NORM}
 
 
@@ -158,6 +182,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     token_types: bool = False  # BERT: token-type vectors E_type[input.token_types] added to the embeddings
     position_offset: int = 0  # RoBERTa: positions read rows o .. o+T-1 of P (o = padding_idx + 1)
     rope_scaling: tuple[object, ...] | None = None  # rotary: ("linear", F) | ("llama3", F, low, high, N) (tracer/model/rope.py)
+    rotary_dim: int | None = None  # partial rotary: the first rotary_dim coordinates of each head turned (None: all d)
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -191,6 +216,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                     changes["pairing"] = s.rotary_pairing
                 if s.rope_scaling is not None:
                     changes["scaling"] = s.rope_scaling
+                if s.rotary_dim is not None:
+                    changes["rotary_dim"] = s.rotary_dim
         if step.op == "cross_mha":
             changes["mask"] = "none"
         out.append(step._replace(**changes) if changes else step)

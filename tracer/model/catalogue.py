@@ -67,6 +67,7 @@ SECTIONS = (
     "after the last layer",
     "encoder-decoder (model: encoder-decoder)",
     "variants (block.norm, block.activation)",
+    "parallel layers (norm_order: parallel, GPT-NeoX; parallel_shared, Phi)",
 )
 STACK_NOTE = ("In a stack (block.layers > 1) every layer stage is prefixed with its layer: blocks.0.norm1, "
               "blocks.1.norm1, ...; in an encoder-decoder with encoder.blocks.N. and decoder.blocks.N.")
@@ -122,7 +123,7 @@ def _layer(template: tuple[Step, ...], settings: StackSettings, memory: bool = F
 
 def build() -> list[StageInfo]:
     entries: list[StageInfo] = []
-    before, pre, post, internals, after, seq2seq, variants = SECTIONS
+    before, pre, post, internals, after, seq2seq, variants, parallel = SECTIONS
     plain = StackSettings()
 
     # before the block: tokens or x, learned or sinusoidal positions, or none (rotary acts inside attention)
@@ -140,6 +141,9 @@ def build() -> list[StageInfo]:
     entries += _internals(internals, attention, shapes)
     layer, shapes = _layer(blocks.POST_NORM, plain)
     entries += _infos(post, layer, shapes)
+    for template in (blocks.PARALLEL, blocks.PARALLEL_SHARED):  # the stages a parallel layer adds or reads otherwise
+        par, par_shapes = _layer(template, plain)
+        entries += _infos(parallel, par, par_shapes)
 
     last = layer[-1].name
     tail_shapes = _shapes([], {last: shapes[last]})

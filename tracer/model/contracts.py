@@ -115,6 +115,22 @@ def softmax_axis(scores: Shape, over_queries: bool) -> None:  # attention weight
         )
 
 
+def rotary_width(d: int, rotary_dim: int | None) -> None:  # partial rotary: pairs of coordinates within a head
+    if rotary_dim is None or (rotary_dim % 2 == 0 and 2 <= rotary_dim <= d):
+        return
+    odd = rotary_dim % 2 == 1
+    raise BrokenContract(
+        "axis",
+        msg("rotary_dim = {r} coordinates turned in heads of width d = {d}", r=rotary_dim, d=d),
+        {"q": (d,), "k": (d,)},
+        numpy_would=(msg("turn {n} coordinates paired for a width of {r}, leaving one without its partner, without complaint", n=min(rotary_dim, d) // 2 * 2, r=rotary_dim)
+                     if odd else msg("slice q[..., :{r}] to all {d} coordinates and turn them at speeds meant for {r}, without complaint", r=rotary_dim, d=d)),
+        why=msg("rotary positions turn pairs of coordinates: an odd width leaves one unpaired, and a width beyond d pairs coordinates a head does not have at the wrong speeds"),
+        rule=msg("a partial rotary width is even and at most the head width d"),
+        axes={"q": ("d",), "k": ("d",)},
+    )
+
+
 def batch_norm(x: Shape) -> None:  # a text block never normalises over samples and positions
     raise BrokenContract(
         "axis",

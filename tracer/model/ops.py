@@ -125,7 +125,8 @@ WEIGHT_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
 GROUPED_KV_KEYS: dict[str, tuple[str, ...]] = {"w_k": ("C", "C_kv"), "w_v": ("C", "C_kv"), "b_k": ("C_kv",), "b_v": ("C_kv",)}
 # The tables entry and exit ops read, by their weight name.
 TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_max", "C"), "head": ("C", "V"),
-                                      "token_type": ("V_type", "C")}  # BERT's token-type table: one row per type id
+                                      "token_type": ("V_type", "C"),  # BERT's token-type table: one row per type id
+                                      "head_bias": ("V",)}  # head_bias: block.head_bias (Phi's lm_head.bias)
 
 
 # -- shapes -------------------------------------------------------------------------------
@@ -271,6 +272,8 @@ def _attention_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -
     for key in ("b_k", "b_v"):
         _vector(spec, broken, g, key, kv_width, kv_axis)
     _enforce(broken, contracts.softmax_axis, spec.stage_shapes[f"{internal_prefix(step)}.scores"][1], step.axis == "queries")
+    if step.base is not None:
+        _enforce(broken, contracts.rotary_width, spec.dims.d, step.rotary_dim)
     _vector(spec, broken, g, "b_o", C, "C")
 
 

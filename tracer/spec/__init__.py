@@ -33,7 +33,8 @@ TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder",
             "seed", "init", "dtype", "allow_nonfinite", "loss")
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
-              "rotary_pairing", "rope_scaling", "final_norm", "head", "embedding_norm", "token_types", "position_offset")
+              "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "head_bias", "embedding_norm", "token_types",
+              "position_offset")
 MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
 ROPE_SCALING_KEYS = ("type",) + rope.LLAMA3_KEYS  # rope_scaling: {type: linear, factor: 4}
 INPUT_KEYS = ("tokens", "x", "targets", "token_types")
@@ -109,11 +110,13 @@ class BlockSpec(NamedTuple):
     token_types: bool = False  # BERT: E_type[input.token_types] added to the embeddings
     position_offset: int = 0  # RoBERTa: positions read rows o .. o+T-1 of the learned table
     rope_scaling: tuple[object, ...] | None = None  # rotary: ("linear", F) | ("llama3", F, low, high, N) (tracer/model/rope.py)
+    rotary_dim: int | None = None  # partial rotary: each head's first rotary_dim coordinates turned (None: all d)
+    head_bias: bool = False  # the head adds a bias [V] to the logits (Phi's lm_head)
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
                              self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset,
-                             self.rope_scaling)
+                             self.rope_scaling, self.rotary_dim)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function
@@ -378,7 +381,7 @@ class _Validator:
         if "H_kv" in given and given["H"] % given["H_kv"]:
             raise self.fail(("dims", "H_kv"), msg("H_kv = {H_kv} must divide H = {H} (each key/value head serves H / H_kv query heads)", H_kv=given['H_kv'], H=given['H']))
         stacks = [block] + ([encoder] if encoder else [])
-        if any(st.positions == "rotary" for st in stacks) and (given["C"] // given["H"]) % 2:
+        if any(st.positions == "rotary" and st.rotary_dim is None for st in stacks) and (given["C"] // given["H"]) % 2:
             raise self.fail(("dims", "H"), msg("rotary positions rotate pairs of coordinates: d = C / H = {x} must be even", x=given['C'] // given['H']))
 
         if "input" not in doc:
@@ -515,7 +518,8 @@ class _Validator:
             raise self.fail(p + ("steps",), msg("expected a list of steps such as {name: norm1, op: layer_norm, in: x, weights: norm1}, received nothing (null)"))
         if "steps" in raw and "norm_order" in raw:
             raise self.fail(p + ("steps",), msg("give either norm_order (a preset step list) or steps (your own list), not both"))
-        norm_order = "custom" if "steps" in raw else self.choice(raw.get("norm_order", "pre"), p + ("norm_order",), ("pre", "post"))
+        orders = tuple(blocks.NORM_ORDERS) if p == ("block",) else ("pre", "post")  # a parallel block is a decoder-only layer
+        norm_order = "custom" if "steps" in raw else self.choice(raw.get("norm_order", "pre"), p + ("norm_order",), orders)
         mask_raw = raw.get("mask", default_mask)
         mask_matrix, window = None, None
         if isinstance(mask_raw, list):
@@ -541,10 +545,18 @@ class _Validator:
         scaling = self.rope_scaling(raw["rope_scaling"], p + ("rope_scaling",)) if "rope_scaling" in raw else None
         if "rope_scaling" in raw and positions != "rotary":
             raise self.fail(p + ("rope_scaling",), msg("rope_scaling is for rotary positions, but positions is {positions}", positions=positions))
+        rotary_dim = None
+        if "rotary_dim" in raw:
+            if positions != "rotary":
+                raise self.fail(p + ("rotary_dim",), msg("rotary_dim is for rotary positions, but positions is {positions}", positions=positions))
+            rotary_dim = self.integer(raw["rotary_dim"], p + ("rotary_dim",), 1, MAX_DIM)  # even and at most d: the rotary op's contract
         layers = self.integer(raw.get("layers", 1), p + ("layers",), 1, 1000)
         norm = self.choice(raw.get("norm", "layernorm"), p + ("norm",), tuple(NORMS))
         activation = self.choice(raw.get("activation", "relu"), p + ("activation",), ACTIVATIONS)
         head = self.choice(raw.get("head", "none"), p + ("head",), ("none", "tied", "separate"))
+        head_bias = self.boolean(raw.get("head_bias", False), p + ("head_bias",))
+        if head_bias and head == "none":
+            raise self.fail(p + ("head_bias",), msg("head_bias is a bias of the output head, but head is none"))
         if norm_order == "custom" and ("norm" in raw):
             raise self.fail(p + ("norm",), msg("with custom steps, name the norm op in each step (layer_norm, rms_norm, batch_norm)"))
         embedding_norm = self.boolean(raw.get("embedding_norm", False), p + ("embedding_norm",))
@@ -555,7 +567,7 @@ class _Validator:
         if (embedding_norm or token_types) and p != ("block",):
             raise self.fail(p + ("embedding_norm" if embedding_norm else "token_types",), msg("embedding_norm and token_types are for a decoder-only spec's block"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
-                         float(base), head, pairing, window, embedding_norm, token_types, offset, scaling)
+                         float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias)
         return spec, raw.get("steps")
 
     def rope_scaling(self, raw: Any, path: Path) -> tuple[object, ...]:
@@ -898,6 +910,8 @@ class _Validator:
                 continue
             group = step.weights
             if kind in TABLES:
+                if kind == "head" and block.head_bias:
+                    wanted.setdefault("head_bias", TABLES["head_bias"])
                 if kind == "head" and block.head == "tied":
                     wanted.setdefault("embedding", TABLES["embedding"])
                     continue
@@ -998,7 +1012,7 @@ class _Validator:
             from tracer.checkpoints import refs
 
             try:
-                ref = refs.model_ref(self.model_source, self.layer_name(name), label, want, name)
+                ref = refs.model_ref(self.model_source, self.layer_name(name), label, want, name, dims.H)
             except refs.CheckpointError as e:
                 raise SpecError(e.message) from None
             if ref is not None:

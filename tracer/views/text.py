@@ -111,7 +111,8 @@ def token_label(spec: Spec, b: int, t: int) -> str:
 
 
 def caption(spec: Spec) -> str:
-    order = "custom steps" if spec.block.norm_order == "custom" else f"{spec.block.norm_order}-norm"
+    order = {"custom": "custom steps", "parallel": "parallel residual", "parallel_shared": "parallel residual, one norm"}.get(
+        spec.block.norm_order, f"{spec.block.norm_order}-norm")
     return tr("{order}, mask {mask}, eps {eps}; {dims}", order=tr(order), mask=masks.label(spec.block.mask, spec.block.window), eps=f"{spec.block.eps:g}",
               dims=", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
 
@@ -219,6 +220,10 @@ def step_list_title(spec: Spec) -> str:
         return render(msg("{name}: preset pre-norm", name=spec.name))
     if spec.block.norm_order == "post":
         return render(msg("{name}: preset post-norm", name=spec.name))
+    if spec.block.norm_order == "parallel":
+        return render(msg("{name}: preset parallel residual", name=spec.name))
+    if spec.block.norm_order == "parallel_shared":
+        return render(msg("{name}: preset parallel residual under one norm", name=spec.name))
     return render(msg("{name}: the spec's own steps", name=spec.name))
 
 

@@ -53,6 +53,7 @@ class Take(NamedTuple):
     transpose: bool = False  # stored [out, in]: transposed (after the split) to tracer's [in, out]
     optional: bool = False  # a tensor only some checkpoints of the family hold (a bias a config switches on): absent, the
     # weight takes its fill (zeros), as when the layout does not map it; the family's config reader checks config and tensors agree
+    heads: int = 0  # packed per head: the axis is [H, split, n] (GPT-NeoX's query_key_value); -1 in a table: the spec's H
 
     def shape(self, stored: tuple[int, ...]) -> tuple[int, ...] | None:
         """The shape tracer receives from a stored tensor of shape ``stored`` (None if it cannot be split so)."""
@@ -73,7 +74,9 @@ class Take(NamedTuple):
     def describe(self) -> Message | str:
         """' (part 1 of 3 along axis 0, transposed)': how the stored tensor becomes tracer's weight."""
         words: list[Message] = []
-        if self.split:
+        if self.split and self.heads:
+            words.append(msg("part {part} of {n} within each head along axis {axis}", part=self.part + 1, n=self.split, axis=self.axis))
+        elif self.split:
             words.append(msg("part {part} of {n} along axis {axis}", part=self.part + 1, n=self.split, axis=self.axis))
         if self.transpose:
             words.append(msg("transposed"))
@@ -82,7 +85,12 @@ class Take(NamedTuple):
     def apply(self, a: np.ndarray) -> np.ndarray:  # stored -> tracer's [in, out], an array of its own
         import numpy as np
 
-        if self.split:
+        if self.split and self.heads > 0:  # [.., H * split * n, ..] -> [.., H, split, n, ..]: part j of every head
+            n = a.shape[self.axis] // (self.split * self.heads)
+            a = np.moveaxis(a, self.axis, 0)
+            a = a.reshape((self.heads, self.split, n) + a.shape[1:])[:, self.part].reshape((self.heads * n,) + a.shape[1:])
+            a = np.moveaxis(a, 0, self.axis)
+        elif self.split:
             n = a.shape[self.axis] // self.split
             a = np.take(a, range(self.part * n, (self.part + 1) * n), axis=self.axis)
         if self.transpose:
@@ -529,3 +537,25 @@ def need_heads(heads: int | None, C: int, what: str) -> int:
     if heads < 1 or C % heads:
         raise CheckpointError(msg('--heads {heads}: H must divide C = {C} (each head has width d = C / H)', heads=heads, C=C))
     return heads
+
+
+# -- config keys nothing in the maths reads (i23-neox) -------------------------------------------------
+# What every Hugging Face config may carry that does not change an eval forward: names, token ids, generation and
+# output switches, dropout (off at eval).  A family that lists its own keys refuses any other by name (refuse_unknown).
+HF_HARMLESS_KEYS = frozenset({
+    "_name_or_path", "architectures", "model_type", "transformers_version", "dtype", "torch_dtype", "id2label", "label2id",
+    "problem_type", "return_dict", "output_attentions", "output_hidden_states", "chunk_size_feed_forward", "is_encoder_decoder",
+    "bos_token_id", "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id", "tokenizer_class", "use_cache",
+    "initializer_range", "max_position_embeddings", "torchscript", "task_specific_params", "finetuning_task", "prefix",
+    "max_length", "min_length", "tie_encoder_decoder", "attention_dropout", "hidden_dropout", "classifier_dropout",
+    "resid_pdrop", "embd_pdrop", "attn_pdrop", "is_decoder", "add_cross_attention", "cross_attention_hidden_size",
+    "use_return_dict", "gradient_checkpointing", "_attn_implementation_autoset", "_commit_hash",
+})
+
+
+def refuse_unknown(cfg: Config, known: frozenset[str] | set[str], family: str) -> None:
+    """A config.json key this family does not model (and no harmless one) is refused by name: tracer would trace without it."""
+    for key in sorted(cfg.raw):
+        if key not in known and key not in HF_HARMLESS_KEYS and cfg.raw[key] not in (None, [], {}):
+            raise cfg.refuse(msg("{key} = {value}: the {family} layout does not model this setting, so it would trace a different model",
+                                 key=key, value=received(cfg.raw[key]), family=family))

@@ -1,0 +1,98 @@
+"""Hugging Face parity, shared by the families' tests: a tiny random model saved, imported, traced and compared.
+
+Hugging Face keeps the rotary angles and the softmax in float32 even in a float64 model; ``lift_float32``
+replaces both by the same formulas in float64, so the comparison is float64 against float64 (1e-10).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from conftest import run_app, run_cli
+
+IDS = [5, 17, 42, 3, 29, 0, 11, 8]
+
+
+def need_torch() -> tuple[Any, Any]:
+    torch = pytest.importorskip("torch", reason="the comparison with Hugging Face needs torch (optional extra)")
+    transformers = pytest.importorskip("transformers", reason="the comparison with Hugging Face needs transformers (optional extra)")
+    return torch, transformers
+
+
+def saved(torch: Any, model_class: Any, config: Any, folder: Path) -> Any:
+    """A random model of ``config`` saved in float64 to ``folder`` and loaded back with eager attention."""
+    torch.manual_seed(0)
+    model = model_class(config).double().eval()
+    with torch.no_grad():  # biases and norms away from their 0 / 1 start, so that a misplaced one shows
+        for p in model.parameters():
+            if p.ndim == 1:
+                p.add_(0.1 * torch.randn_like(p))
+    model.save_pretrained(str(folder))
+    return model_class.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
+
+
+def imported(tmp_path: Path, ckpt: Path, *args: str) -> Path:
+    out = tmp_path / "spec.yaml"
+    r = run_app("import", str(ckpt), "-o", str(out), *args)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def traced(spec: Path) -> dict[str, np.ndarray]:
+    r = run_cli("run", str(spec), "--json", "--all")
+    assert r.returncode == 0, r.stderr
+    return {s["name"]: np.array(s["values"]) for s in json.loads(r.stdout)["stages"]}
+
+
+def hf_forward(torch: Any, model: Any, layers: Any, ids: list[int]) -> tuple[list[np.ndarray], list[np.ndarray], np.ndarray]:
+    """HF's hidden states, each layer's own output (a hook) and the logits."""
+    outputs: list[np.ndarray] = []
+    hooks = [layer.register_forward_hook(lambda mod, args, out: outputs.append((out[0] if isinstance(out, tuple) else out).numpy()))
+             for layer in layers]
+    try:
+        with torch.no_grad():
+            out = model(torch.tensor([ids]), output_hidden_states=True)
+    finally:
+        for h in hooks:
+            h.remove()
+    return [h.numpy() for h in out.hidden_states], outputs, out.logits.numpy()
+
+
+def compare(st: dict[str, np.ndarray], hidden: list[np.ndarray], outputs: list[np.ndarray], logits: np.ndarray) -> dict[str, float]:
+    """Largest |tracer - HF| for the embedding, every layer's output, the final norm and the logits."""
+    L = len(outputs)
+    pairs = {"embed": hidden[0], "final_norm": hidden[L], "logits": logits}
+    for i in range(L):
+        pairs[f"blocks.{i}.output"] = outputs[i]
+    found = {}
+    for name, want in pairs.items():
+        assert st[name].shape == want.shape, (name, st[name].shape, want.shape)
+        found[name] = float(np.max(np.abs(st[name] - want)))
+    return found
+
+
+def lift_float32(monkeypatch: Any, torch: Any, module: Any, prefix: str) -> None:
+    """HF's float32 steps (the rotary angles, the softmax) as the same formulas in float64."""
+
+    def rotary(self, x, position_ids):
+        d = 2 * self.inv_freq.shape[0]
+        theta = self.config.rope_parameters["rope_theta"]
+        inv_freq = 1.0 / theta ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
+        emb = torch.cat([position_ids[..., None].double() * inv_freq] * 2, dim=-1)
+        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+
+    def eager(mod, query, key, value, attention_mask, scaling, dropout=0.0, **kwargs):
+        groups = query.shape[1] // key.shape[1]  # grouped-query attention: each key/value head serves this many query heads
+        key, value = key.repeat_interleave(groups, dim=1), value.repeat_interleave(groups, dim=1)
+        w = torch.matmul(query, key.transpose(2, 3)) * scaling
+        if attention_mask is not None:
+            w = w + attention_mask
+        w = torch.nn.functional.softmax(w, dim=-1, dtype=torch.float64)
+        return torch.matmul(w, value).transpose(1, 2).contiguous(), w
+
+    monkeypatch.setattr(getattr(module, f"{prefix}RotaryEmbedding"), "forward", rotary)
+    monkeypatch.setattr(module, "eager_attention_forward", eager)

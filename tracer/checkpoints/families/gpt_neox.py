@@ -1,0 +1,159 @@
+"""The gpt_neox family: Hugging Face GPT-NeoX and Pythia (GPTNeoXForCausalLM), its layout table and its config reader.
+
+What is new beside GPT-2 and LLaMA: the parallel residual (use_parallel_residual: Y = X + MHA(LN1(X)) + FFN(LN2(X)),
+tracer's norm_order parallel; false gives the sequential pre-norm block), partial rotary (rotary_pct or
+rope_parameters.partial_rotary_factor: only each head's first r = int(d * pct) coordinates turned, paired as
+rotate_half pairs them, tracer's rotary_dim with rotary_pairing half), and q, k, v packed per head in
+query_key_value (its 3C outputs are [H, 3, d]: head h's q, then its k, then its v).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracer.checkpoints.families.base import (
+    Config,
+    Layout,
+    ModelConfig,
+    Options,
+    Take,
+    group,
+    layer_count,
+    need_heads,
+    norm,
+    refuse,
+    refuse_unknown,
+    shape_of,
+    stored_dtype,
+)
+from tracer.checkpoints.formats import Checkpoint
+from tracer.errors import CheckpointError
+from tracer.messages import at, msg
+
+
+def table() -> dict[str, Take]:
+    """nn.Linear stores [out, in]: transposed; query_key_value's outputs are [H, 3, d] (heads=-1: the spec's H)."""
+    L = "gpt_neox.layers.{i}."
+    table = {"embedding": Take("gpt_neox.embed_in.weight"), "head": Take("embed_out.weight", transpose=True)}
+    table |= group("blocks.{i}.", "norm1", norm(L + "input_layernorm"))
+    qkv = L + "attention.query_key_value"
+    attn = {f"w_{x}": Take(qkv + ".weight", 3, part, 0, True, heads=-1) for part, x in enumerate("qkv")}
+    attn |= {f"b_{x}": Take(qkv + ".bias", 3, part, 0, heads=-1) for part, x in enumerate("qkv")}
+    attn |= {"w_o": Take(L + "attention.dense.weight", transpose=True), "b_o": Take(L + "attention.dense.bias")}
+    table |= group("blocks.{i}.", "attn", attn)
+    table |= group("blocks.{i}.", "norm2", norm(L + "post_attention_layernorm"))
+    table |= group("blocks.{i}.", "ffn", {"w1": Take(L + "mlp.dense_h_to_4h.weight", transpose=True), "b1": Take(L + "mlp.dense_h_to_4h.bias"),
+                                          "w2": Take(L + "mlp.dense_4h_to_h.weight", transpose=True), "b2": Take(L + "mlp.dense_4h_to_h.bias")})
+    table |= group("", "final_norm", norm("gpt_neox.final_layer_norm"))
+    return table
+
+
+# Hugging Face's hidden_act -> tracer's activation (ACT2FN: gelu is the exact erf GELU, gelu_new the tanh one)
+NEOX_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
+
+NEOX_KEYS = frozenset({"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
+                   "layer_norm_eps", "tie_word_embeddings", "use_parallel_residual", "rope_parameters", "rope_scaling",
+                   "rotary_pct", "rotary_emb_base", "partial_rotary_factor", "rope_theta", "attention_bias"})
+
+
+def rope(cfg: Config) -> tuple[float | None, float | None, str, str, str]:
+    """(theta, the rotary fraction, the rope type, where theta and the fraction came from): transformers 5 writes
+    rope_parameters; earlier configs rotary_emb_base, rotary_pct and rope_scaling."""
+    params = cfg.mapping("rope_parameters")
+    scaling = cfg.mapping("rope_scaling")
+    theta, theta_from = cfg.number("rope_parameters.rope_theta", value=params.get("rope_theta")), "rope_parameters.rope_theta"
+    if theta is None:
+        theta, theta_from = (cfg.number("rotary_emb_base"), "rotary_emb_base") if cfg.has("rotary_emb_base") else (cfg.number("rope_theta"), "rope_theta")
+    pct, pct_from = cfg.number("rope_parameters.partial_rotary_factor", value=params.get("partial_rotary_factor")), "rope_parameters.partial_rotary_factor"
+    if pct is None:
+        pct, pct_from = (cfg.number("rotary_pct"), "rotary_pct") if cfg.has("rotary_pct") else (cfg.number("partial_rotary_factor"), "partial_rotary_factor")
+    kind = params.get("rope_type") or scaling.get("rope_type") or scaling.get("type") or "default"
+    extra = sorted((set(params) | set(scaling)) - {"rope_type", "type", "rope_theta", "partial_rotary_factor"})
+    if kind == "default" and extra:
+        kind = "default with " + ", ".join(extra)
+    return theta, pct, str(kind), theta_from, pct_from
+
+
+def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
+    """Hugging Face GPT-NeoX / Pythia: LayerNorm, GELU, a parallel residual, partial rotary positions, q/k/v packed per head."""
+    if not config:
+        raise CheckpointError(at(ckpt.path, msg("a GPT-NeoX checkpoint needs its config.json (heads, rotary_pct, use_parallel_residual are not in the tensors); put it beside the weights")))
+    cfg = Config(config, ckpt, options, "gpt_neox")
+    cfg.model_type(layout.model_types, {})
+    embed = shape_of(ckpt, layout, "embedding")
+    if embed is None:
+        raise CheckpointError(at(ckpt.path, msg("holds no GPT-NeoX token embedding (gpt_neox.embed_in.weight); is it a GPT-NeoX checkpoint?")))
+    V, C = embed
+    found = layout.locate("blocks.0.norm1.gamma", ckpt.key_set())
+    pattern = found[0].key.replace(".0.", ".{i}.", 1) if found else "gpt_neox.layers.{i}.input_layernorm.weight"
+    layers = layer_count(ckpt.keys(), pattern)
+    if layers == 0:
+        raise CheckpointError(at(ckpt.path, msg("holds no GPT-NeoX layer (gpt_neox.layers.0.input_layernorm.weight)")))
+    embedding_key = layout.locate("embedding", ckpt.keys())[0].key  # type: ignore[index]
+    cfg.same("hidden_size", C, "C", embedding_key, embed)
+    cfg.same("vocab_size", V, "V", embedding_key, embed)
+    cfg.same("num_hidden_layers", layers, "layers")
+    refuse_unknown(cfg, NEOX_KEYS, "gpt_neox")
+    heads = cfg.integer("num_attention_heads")
+    if heads is None:
+        need_heads(options.heads, C, "config.json")
+    H = cfg.setting("H", "num_attention_heads", heads, None, "")
+    act = cfg.text("hidden_act")
+    theta, pct, rope_type, theta_from, pct_from = rope(cfg)
+    parallel = cfg.flag("use_parallel_residual")
+    d = C // H
+    r = int(d * pct) if pct is not None else d // 4  # Hugging Face: int(head_size * partial_rotary_factor), 0.25 by default
+    refuse(cfg, [
+        (C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
+        (act is not None and act not in NEOX_ACTIVATIONS, msg("hidden_act {act}: expected one of {join}", act=repr(act), join=", ".join(NEOX_ACTIVATIONS))),
+        (cfg.flag("attention_bias") is False, msg("attention_bias = false: the gpt_neox layout reads query_key_value and dense with their biases")),
+        (rope_type != "default", msg("rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)", rope=repr(rope_type))),
+        (pct is not None and pct > 1, msg("{key} = {value}: at most 1 (the whole head turned)", key=pct_from, value=pct)),
+    ])
+    if options.activation is not None and options.activation != NEOX_ACTIVATIONS.get(act or "gelu"):
+        raise CheckpointError(at(f"--activation {options.activation}", msg("{path} gives hidden_act = {act}: leave --activation out, or correct config.json",
+                                                                             path=cfg.path, act=act or "gelu")))
+    activation = cfg.setting("activation", "hidden_act", NEOX_ACTIVATIONS.get(act) if act else None, "gelu", "GPT-NeoX's default hidden_act gelu",
+                             note=f"hidden_act: {act}", shown=act)
+    eps = cfg.setting("eps", "layer_norm_eps", cfg.number("layer_norm_eps"), 1e-5, "GPT-NeoX's layer_norm_eps")
+    theta = cfg.setting("position_base", theta_from, theta, 10000.0, "GPT-NeoX's default rotary_emb_base")
+    if pct is None:
+        cfg.notes["rotary_dim"] = f"assumed: {cfg.why_assumed()} (GPT-NeoX's default rotary_pct 0.25: int(d * 0.25) = {r})"
+        cfg.assumed.append(("rotary_dim", r))
+    else:
+        cfg.notes["rotary_dim"] = f"{pct_from} {pct:g}: int(d * {pct:g}) = {r} of each head's d = {d} coordinates turned"
+    if parallel is None:
+        cfg.notes["norm_order"] = f"parallel, assumed: {cfg.why_assumed()} (GPT-NeoX's default use_parallel_residual true)"
+        cfg.assumed.append(("norm_order", "parallel"))
+    else:
+        cfg.notes["norm_order"] = ("use_parallel_residual: Y = X + MHA(LN1(X)) + FFN(LN2(X))" if parallel
+                                   else "use_parallel_residual false: the sequential pre-norm block")
+    w1 = shape_of(ckpt, layout, "blocks.0.ffn.w1")
+    if w1 is not None:
+        cfg.same("intermediate_size", w1[1], "F")
+    F = w1[1] if w1 else cfg.integer("intermediate_size")
+    if F is None:
+        raise cfg.fail("intermediate_size", msg("a whole number"), None)
+    tie = cfg.flag("tie_word_embeddings")
+    has_head = shape_of(ckpt, layout, "head") is not None
+    tied = bool(tie) or (tie is None and not has_head)
+    dims = {"C": C, "H": H, "F": F, "V": V}
+    notes = {"C": "hidden_size" if cfg.has("hidden_size") else "the width of embed_in",
+             "F": "intermediate_size (dense_h_to_4h)" if cfg.has("intermediate_size") else "the width of dense_h_to_4h",
+             "V": "vocab_size (rows of embed_in)" if cfg.has("vocab_size") else "rows of embed_in"} | cfg.notes
+    block: dict[str, Any] = {"norm_order": "parallel" if parallel is not False else "pre", "layers": layers, "norm": "layernorm", "eps": eps,
+                             "activation": activation, "positions": "rotary", "position_base": theta, "rotary_pairing": "half"}
+    if r != d:
+        block["rotary_dim"] = r
+    block |= {"mask": "causal", "final_norm": True, "head": "tied" if tied else "separate"}
+    notes |= {"positions": "rotary (RoPE) on part of each head, inside each attention",
+              "rotary_pairing": "Hugging Face's rotate_half over the rotary part: pairs (i, i + r/2)",
+              "final_norm": "gpt_neox.final_layer_norm",
+              "head": "embed_out = embed_in (tie_word_embeddings)" if tied else "embed_out.weight, untied"}
+    return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
+
+
+LAYOUT = Layout("gpt_neox", "Hugging Face GPT-NeoX and Pythia (GPTNeoXForCausalLM)", table(), read_config,
+                aliases=(("gpt_neox.", ""),), model_types=("gpt_neox",),
+                # older checkpoints store the causal mask and the rotary frequencies: Hugging Face recomputes them
+                harmless=(r"(gpt_neox\.)?layers\.\d+\.attention\.(bias|masked_bias|rotary_emb\.inv_freq)",))
