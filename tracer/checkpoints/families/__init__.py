@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import gpt2, llama, pytorch, tracer_npz
+from tracer.checkpoints.families import gpt2, llama, mixtral, pytorch, tracer_npz
 from tracer.checkpoints.families.base import Layout, config_path, received, unlisted
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
 
-FAMILIES: tuple[Layout, ...] = (gpt2.LAYOUT, llama.LAYOUT, pytorch.LAYOUT, tracer_npz.LAYOUT)  # in the order messages list them
+FAMILIES: tuple[Layout, ...] = (gpt2.LAYOUT, llama.LAYOUT, mixtral.LAYOUT, pytorch.LAYOUT, tracer_npz.LAYOUT)  # in the order messages list them
 
 _BY_NAME = {family.name: family for family in FAMILIES}
 
