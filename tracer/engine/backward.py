@@ -304,7 +304,7 @@ def backward_router(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send_weight(f"{step.weights}.router", dw)
 
 
-def backward_router_softmax(bw: Backward, step: Step, g: np.ndarray) -> None:
+def backward_router_probs(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], kernels.softmax_backward(g, bw.value(step.name), axis=-2 if step.axis == "T" else -1))
 
 

@@ -486,7 +486,7 @@ def forward_router(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nda
     return ex.record_step(step, lambda strict: kernels.router(inputs[0], w_g))
 
 
-def forward_router_softmax(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+def forward_router_probs(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     return ex.record_step(step, lambda strict: kernels.router_softmax(inputs[0], step.axis == "T", strict))
 
 

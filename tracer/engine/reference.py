@@ -395,7 +395,7 @@ def reference_router(r: Reference, step: Step, b: int, positions: list[int], ins
     return {t: matvec(ins[0][t], r.cols[f"{step.weights}.router"]) for t in positions}
 
 
-def reference_router_softmax(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+def reference_router_probs(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     if step.axis == "T":  # the slip of a softmax over the positions: each expert's column over the positions computed
         E = len(ins[0][positions[0]])
         cols = [softmax([ins[0][t][e] for t in positions]) for e in range(E)]

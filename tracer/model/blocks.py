@@ -145,7 +145,7 @@ DECODER_POST_NORM: tuple[Step, ...] = (
 # the output is their SwiGLU FFNs weighted by those gates.
 MOE_STEPS: tuple[Step, ...] = (
     Step("moe.router.logits", "router", ("norm2",), "moe", msg("router logits, one per expert, N_2 W_g")),
-    Step("moe.router.weights", "router_softmax", ("moe.router.logits",), None, msg("router probabilities, softmax over the experts")),
+    Step("moe.router.weights", "router_probs", ("moe.router.logits",), None, msg("router probabilities, softmax over the experts")),
     Step("moe.chosen", "top_k", ("moe.router.weights",), None, msg("gates of the k chosen experts, renormalised (0: not chosen)")),
     Step("moe", "expert_mix", ("norm2", "moe.chosen"), "moe", msg("mixture of experts: the chosen experts' SwiGLU FFNs, weighted by their gates")),
     Step("output", "add", ("residual1", "moe"), None, msg("block output, Y = R + MoE(N_2)")),

@@ -124,6 +124,8 @@ WEIGHT_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
 # its matrices named w1_e, w3_e, w2_e (blocks.group_keys lists them for the spec's E).
 MOE_ROUTER_KEYS: dict[str, tuple[str, ...]] = {"router": ("C", "E")}
 MOE_EXPERT_KEYS: dict[str, tuple[str, ...]] = {"w1": ("C", "F"), "w3": ("C", "F"), "w2": ("F", "C")}
+# the group as a record names it: the router and the first expert's (every expert's matrices have its shapes)
+WEIGHT_GROUPS["moe"] = {**MOE_ROUTER_KEYS, **{f"{k}_0": axes for k, axes in MOE_EXPERT_KEYS.items()}}
 # Grouped-query attention (dims.H_kv < H): keys and values have H_kv heads, C_kv = H_kv * d columns.
 GROUPED_KV_KEYS: dict[str, tuple[str, ...]] = {"w_k": ("C", "C_kv"), "w_v": ("C", "C_kv"), "b_k": ("C_kv",), "b_v": ("C_kv",)}
 # The tables entry and exit ops read, by their weight name.
@@ -453,7 +455,7 @@ _RECORDS = (
     _op("router", 1, "router logits, one score per expert", "路由器 logits，每个专家一个分数",
         "{0} W_g: one logit per expert (W_g [C,E], no bias)", "{0} W_g", "{x} W_g, one logit per expert", _to_experts,
         weights="moe", graph_weights=("router",), preflight=None, temporaries=None),
-    _op("router_softmax", 1, "router probabilities, softmax over the experts", "路由概率，沿专家做 softmax",
+    _op("router_probs", 1, "router probabilities, softmax over the experts", "路由概率，沿专家做 softmax",
         "exp({0} - max) / sum over E of exp({0} - max): each position's probabilities over the experts sum to 1",
         "softmax_E({0})", "softmax({x}) over {axis}", _over_experts, axes=("E", "T"),
         preflight=_router_softmax_contracts, temporaries=_softmax_bytes),
@@ -465,7 +467,7 @@ _RECORDS = (
         "专家混合：所选专家的 SwiGLU FFN，按门控权重加权求和",
         "sum over the chosen experts e of {1}[e] * (silu({0} W1_e) * ({0} W3_e)) W2_e", "MoE[{w}]({0}, {1})",
         "the chosen SwiGLU experts of {x}, weighted by {b}", _expert_mix_shape, weights="moe",
-        graph_weights=("w1", "w3", "w2"), preflight=None, temporaries=_expert_mix_bytes),
+        graph_weights=("w1_0", "w3_0", "w2_0"), preflight=None, temporaries=_expert_mix_bytes),
     _op("identity", 1, "the input, unchanged", "输入，原样不变", "{0}", "{0}", "{x}", _same, view="input", preflight=None, temporaries=None),
 )
 
