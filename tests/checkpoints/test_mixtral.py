@@ -27,9 +27,9 @@ def _mixtral(tmp_path: Path, **overrides):
     torch = pytest.importorskip("torch", reason="the comparison with Hugging Face's Mixtral needs torch (optional extra)")
     transformers = pytest.importorskip("transformers", reason="the comparison with Hugging Face's Mixtral needs transformers (optional extra)")
     torch.manual_seed(0)
-    settings = dict(vocab_size=96, hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
-                    num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5, num_local_experts=4,
-                    num_experts_per_tok=2, initializer_range=0.3, rope_parameters={"rope_type": "default", "rope_theta": 1000.0})
+    settings = {"vocab_size": 96, "hidden_size": 16, "intermediate_size": 24, "num_hidden_layers": 2, "num_attention_heads": 4,
+                    "num_key_value_heads": 2, "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "num_local_experts": 4,
+                    "num_experts_per_tok": 2, "initializer_range": 0.3, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
     config = transformers.MixtralConfig(**(settings | overrides))
     model = transformers.MixtralForCausalLM(config).double().eval()
     folder = tmp_path / "mixtral"
