@@ -116,3 +116,15 @@ def test_moe_weights_can_be_given_by_hand(tmp_path):
     h = oracle.silu(n2) * n2
     want = np.where(chosen[:, None] == 1, 2 * h, h)
     assert np.max(np.abs(st["moe"][0] - want)) <= 1e-15
+
+
+def test_stages_graph_and_diff_name_the_moe(tmp_path):
+    r = run_app("stages", "blocks.3.moe.router.weights")
+    assert r.returncode == 0 and "softmax over the experts" in r.stdout and "[B,T,E]" in r.stdout
+    write_spec(tmp_path, MOE % {"E": 3, "k": 2})
+    g = run_app("graph", "spec.yaml", cwd=tmp_path)
+    assert g.returncode == 0, g.stderr
+    assert "softmax(blocks.0.moe.router.logits) over E" in g.stdout and "blocks.0.moe.router [C,E] = [8,3]" in g.stdout
+    (tmp_path / "k1.yaml").write_text((MOE % {"E": 3, "k": 1}))
+    d = run_app("diff", "spec.yaml", "k1.yaml", cwd=tmp_path)
+    assert d.returncode == 1 and "block.top_k" in d.stdout

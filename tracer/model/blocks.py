@@ -201,6 +201,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                     changes["pairing"] = s.rotary_pairing
         if step.op == "cross_mha":
             changes["mask"] = "none"
+        if step.op == "router_probs" and step.axis is None:
+            changes["axis"] = "E"  # the contract: a softmax over the experts
         out.append(step._replace(**changes) if changes else step)
     return tuple(out)
 
