@@ -1186,6 +1186,8 @@ MESSAGES: dict[str, str] = {
     "the path's name is not UTF-8 text, which a spec cannot write; rename the file or folder": '路径的名字不是 UTF-8 文本，spec 无法写出它；请给文件或文件夹改名',
     'is larger than {limit} bytes, the most {what} may be': '大于 {limit} 字节，这是{what}的上限',
     # i23-moe
+    'experts chosen at b={b}, t={t}: {layers}': 'b={b}, t={t} 处选中的专家：{layers}',
+    '{stage} {experts}': '{stage} {experts}',
     "intermediate_size = {F}, but the checkpoint's tensors have F = {found}; the config does not describe these weights": 'intermediate_size = {F}，但检查点的张量中 F = {found}；这个配置描述的不是这些权重',
     'a Mixtral checkpoint needs its config.json (heads, experts, top-k, rope_theta are not all in the tensors); put it beside the weights': 'Mixtral 检查点需要它的 config.json（头数、专家数、top-k、rope_theta 并不都在张量里）；请把它放在权重旁边',
     'holds no Mixtral router (model.layers.0.block_sparse_moe.gate.weight); is it a Mixtral checkpoint?': '没有 Mixtral 路由器（model.layers.0.block_sparse_moe.gate.weight）；它是 Mixtral 检查点吗？',

@@ -125,6 +125,19 @@ def test_stages_graph_and_diff_name_the_moe(tmp_path):
     g = run_app("graph", "spec.yaml", cwd=tmp_path)
     assert g.returncode == 0, g.stderr
     assert "softmax(blocks.0.moe.router.logits) over E" in g.stdout and "blocks.0.moe.router [C,E] = [8,3]" in g.stdout
-    (tmp_path / "k1.yaml").write_text((MOE % {"E": 3, "k": 1}))
+    (tmp_path / "k1.yaml").write_text(MOE % {"E": 3, "k": 1})
     d = run_app("diff", "spec.yaml", "k1.yaml", cwd=tmp_path)
     assert d.returncode == 1 and "block.top_k" in d.stdout
+
+
+def test_the_table_names_the_experts_chosen_at_the_traced_position(tmp_path):
+    write_spec(tmp_path, MOE % {"E": 4, "k": 2})
+    r = run_app("run", "spec.yaml", "--pos", "3", "--batch", "1", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    js = {s["name"]: np.array(s["values"]) for s in json.loads(run_app("run", "spec.yaml", "--json", cwd=tmp_path).stdout)["stages"]}
+    parts = []
+    for i in range(2):
+        g = js[f"blocks.{i}.moe.chosen"][1, 3]
+        order = sorted(np.flatnonzero(g), key=lambda e: (-g[e], e))
+        parts.append(f"blocks.{i}.moe.chosen " + ", ".join(f"{e} ({g[e]:.2f})" for e in order))
+    assert "experts chosen at b=1, t=3: " + "; ".join(parts) in r.stdout
