@@ -43,7 +43,8 @@ def test_chapter_spec_document():
     # every setting of the block (each field of spec.BlockSpec), so that tracer diff compares a saved trace on all of them
     assert doc["block"] == {"norm_order": "pre", "mask": "causal", "eps": 1e-05, "final_norm": False, "positions": "learned",
                             "mask_matrix": None, "layers": 1, "norm": "layernorm", "activation": "relu", "position_base": 10000.0,
-                            "head": "none", "rotary_pairing": "interleaved", "window": None}
+                            "head": "none", "rotary_pairing": "interleaved", "window": None,
+                            "experts": None, "top_k": None}
     assert doc["init"] == "default"
     assert [s["name"] for s in doc["steps"]] == ["embed", "position", "x", "norm1", "attention", "residual1", "norm2", "hidden", "ffn", "output"]
     assert doc["steps"][5] == {"name": "residual1", "op": "add", "inputs": ["x", "attention"], "weights": None,
