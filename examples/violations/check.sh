@@ -25,6 +25,7 @@ expect beta-typo.yaml broadcast norm1
 expect position-beyond-table.yaml position position
 expect fully-masked-row.yaml nonfinite attn.weights
 expect softmax-over-queries.yaml axis attention
+expect router-softmax-over-positions.yaml axis gates
 
 expect_leak() {  # expect_leak FILE STAGE [--exact]: the probe's causality check fails at STAGE
     local file="$here/$1" stage="$2" out code got

@@ -400,7 +400,7 @@ def test_nonfinite_tensor_is_refused_unless_allowed(tmp_path: Path) -> None:
 def test_layout_errors(tmp_path: Path, gpt2: dict[str, np.ndarray]) -> None:
     spec, text = gpt2_spec(tmp_path)
     spec.write_text(text.replace("layout: gpt2", "layout: gtp2"))
-    _refused(spec, "weights.layout", "expected one of gpt2 | llama | torch | tracer", "received text 'gtp2'")
+    _refused(spec, "weights.layout", "expected one of gpt2 | llama | mixtral | torch | tracer", "received text 'gtp2'")
     spec.write_text(text.replace("layout: gpt2", "leyout: gpt2"))
     _refused(spec, "weights.leyout", "did you mean 'layout'?")
     from safetensors.numpy import save_file
@@ -491,7 +491,7 @@ def test_import_never_overwrites_a_users_file(tmp_path: Path, gpt2: dict[str, np
     (("--layers", "one"), ("--layers 'one'", "expected a layer or a range")),
     (("--tokens", "1,99"), ("--tokens", "id 99 is out of range", "V = 64")),
     (("--tokens", "a,b"), ("--tokens 'a,b'", "expected token ids")),
-    (("--layout", "gtp2"), ("--layout 'gtp2'", "expected one of gpt2 | llama | torch | tracer")),
+    (("--layout", "gtp2"), ("--layout 'gtp2'", "expected one of gpt2 | llama | mixtral | torch | tracer")),
     (("--layout", "tracer"), ("a tracer archive holds weights, not the block's settings",)),
 ])
 def test_import_bad_options(tmp_path: Path, gpt2: dict[str, np.ndarray], args: tuple[str, ...], fragments: tuple[str, ...]) -> None:

@@ -45,6 +45,8 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "rope_scaling": (ROTARY, {**ROTARY, "rope_scaling": {"type": "linear", "factor": 4}}, "block.rope_scaling"),
     "rotary_dim": (ROTARY, {**ROTARY, "rotary_dim": 2}, "block.rotary_dim"),
     "head_bias": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "head_bias": True}, "block.head_bias"),
+    "experts": ({**BLOCK, "ffn": {"experts": 2, "top_k": 1}}, {**BLOCK, "ffn": {"experts": 3, "top_k": 1}}, "block.experts"),
+    "top_k": ({**BLOCK, "ffn": {"experts": 3, "top_k": 1}}, {**BLOCK, "ffn": {"experts": 3, "top_k": 2}}, "block.top_k"),
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
@@ -107,7 +109,7 @@ def test_the_variants_cover_every_setting_of_the_spec_format():
     assert set(BLOCK_VARIANTS) == set(BlockSpec._fields)  # a new block setting needs a variant here
     assert set(SPEC_VARIANTS) == set(SPEC_SETTINGS)  # a new spec setting too
     # and the YAML keys a spec may write are those fields (block.steps are steps; a step's index is its start:stop)
-    assert set(BLOCK_KEYS) - {"steps"} <= set(BlockSpec._fields)
+    assert set(BLOCK_KEYS) - {"steps", "ffn"} <= set(BlockSpec._fields)  # ffn: {experts, top_k} sets two
     assert set(STEP_KEYS) - {"name", "op", "in", "weights", "meaning", "index"} <= set(STEP_SETTINGS)
 
 

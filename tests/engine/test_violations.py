@@ -411,14 +411,14 @@ def test_one_stage_breaking_two_rules_is_flagged_twice(tmp_path):
 
 
 # -- the examples and their script ----------------------------------------------------------------------
-@pytest.mark.slow  # nine traps, two processes each; docs/coursework.md runs the same script in the quick suite
+@pytest.mark.slow  # ten traps, two processes each; docs/coursework.md runs the same script in the quick suite
 def test_violation_examples_script_passes():
     env = bin_first({k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")})  # its tracer, python3
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     r = subprocess.run(["bash", str(EXAMPLES / "violations" / "check.sh")], check=False, env=env, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     lines = r.stdout.splitlines()
-    assert len(lines) == 9 and all(line.startswith("ok ") for line in lines), r.stdout
+    assert len(lines) == 10 and all(line.startswith("ok ") for line in lines), r.stdout
 
 
 def test_chapter_specs_have_no_violations():

@@ -257,6 +257,28 @@ def ffn(x, w, activation="relu"):  # FFN(x) = hidden(x) W_2 + b_2
     return ffn_hidden(x, w, activation) @ w["w2"] + w["b2"]
 
 
+def moe(x, router, experts, top_k, softmax_over="experts"):
+    """A mixture of SwiGLU experts, written densely: every expert runs on every position, and each position's output
+    is the sum of gate_e * expert_e(x) over all e, the gate 0 for the experts not among its top_k router probabilities
+    (picked one by one, the lower expert on a tie) and the others divided by their sum.  ``experts``: a list of
+    {w1, w3, w2} (no biases).  Returns logits [..., E], probabilities, gates and the output.
+    ``softmax_over="positions"``: the slip of a router softmax over axis -2."""
+    logits = x @ router
+    probs = softmax(logits, axis=-1 if softmax_over == "experts" else -2)
+    gates = np.zeros_like(probs)
+    for index in np.ndindex(probs.shape[:-1]):
+        row = list(probs[index])
+        chosen = []
+        for _ in range(top_k):
+            best = max((e for e in range(len(row)) if e not in chosen), key=lambda e: (row[e], -e))
+            chosen.append(best)
+        total = sum(row[e] for e in chosen)
+        for e in chosen:
+            gates[index + (e,)] = row[e] / total
+    outs = np.stack([(silu(x @ w["w1"]) * (x @ w["w3"])) @ w["w2"] for w in experts], axis=-1)  # [..., C, E]
+    return {"logits": logits, "weights": probs, "chosen": gates, "output": np.einsum("...ce,...e->...c", outs, gates)}
+
+
 def _ffn(st, pre, x, p, s: Stack):
     g = _group(p, pre + "ffn")
     hidden = ffn_hidden(x, g, s.activation)

@@ -88,7 +88,7 @@ def missing_parts(op: Op) -> list[str]:
         out.append(f"graph reads {sorted(named - GRAPH_FIELDS)}, which the graph does not fill in")
     if op.view not in (None, "input", "given"):
         out.append(f"view {op.view!r} is not input or given")
-    if op.axes and op.axes[0] not in ("C", "keys", "B"):
+    if op.axes and op.axes[0] not in ("C", "keys", "B", "E"):
         out.append(f"axes {op.axes}: the first is the contract")
     return out
 

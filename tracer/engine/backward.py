@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tracer.engine import kernels
-from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask
+from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix
 from tracer.model.ops import OPS
 
@@ -298,6 +298,30 @@ def backward_ffn_hidden(bw: Backward, step: Step, g: np.ndarray) -> None:
 
 def backward_ffn_out(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], _out_backward(bw, step, g, bw.value(step.inputs[0])))
+
+
+# -- a mixture of experts ------------------------------------------------------
+def backward_router(bw: Backward, step: Step, g: np.ndarray) -> None:
+    dx, dw = kernels.router_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.router"])
+    bw.send(step.inputs[0], dx)
+    bw.send_weight(f"{step.weights}.router", dw)
+
+
+def backward_router_probs(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], kernels.softmax_backward(g, bw.value(step.name), axis=-2 if step.axis == "T" else -1))
+
+
+def backward_top_k(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], kernels.top_k_backward(g, bw.value(step.inputs[0]), bw.value(step.name)))
+
+
+def backward_expert_mix(bw: Backward, step: Step, g: np.ndarray) -> None:
+    w1, w3, w2 = experts_of(bw.params, step.weights, bw.spec.dims.E or 0)
+    dx, dgates, dw = kernels.expert_mix_backward(g, bw.value(step.inputs[0]), bw.value(step.inputs[1]), w1, w3, w2)
+    bw.send(step.inputs[0], dx)
+    bw.send(step.inputs[1], dgates)
+    for k, v in dw.items():
+        bw.send_weight(f"{step.weights}.{k}", v)
 
 
 def internal_names(step: Step) -> list[str]:

@@ -479,6 +479,32 @@ def forward_ffn_out(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nd
     return ex.record_step(step, lambda strict: kernels.ffn_out(h, w2, b2, strict))
 
 
+# a mixture of experts
+def experts_of(params: dict[str, np.ndarray], group: str | None, E: int) -> tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]]:
+    """A mixture of experts' matrices, expert by expert: W1_e, W3_e, W2_e."""
+    return tuple([params[f"{group}.{k}_{e}"] for e in range(E)] for k in ("w1", "w3", "w2"))  # type: ignore[return-value]
+
+
+def forward_router(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    w_g = ex.params[f"{step.weights}.router"]
+    return ex.record_step(step, lambda strict: kernels.router(inputs[0], w_g))
+
+
+def forward_router_probs(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    return ex.record_step(step, lambda strict: kernels.router_softmax(inputs[0], step.axis == "T", strict))
+
+
+def forward_top_k(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    k = ex.spec.block_for(step.name).top_k or 1
+    return ex.record_step(step, lambda strict: kernels.top_k(inputs[0], k))
+
+
+def forward_expert_mix(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    x, gates = inputs
+    w1, w3, w2 = experts_of(ex.params, step.weights, ex.spec.dims.E or 0)
+    return ex.record_step(step, lambda strict: kernels.expert_mix(x, gates, w1, w3, w2))
+
+
 def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
         policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None,
         inputs: dict[str, np.ndarray] | None = None) -> Recording:

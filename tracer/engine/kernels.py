@@ -421,6 +421,58 @@ def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: Strict = True
     return linear(h, w2, b2, strict, ("b2", "C"))
 
 
+# -- a mixture of experts (router, router_softmax, top_k, expert_mix) --------------------------
+def router(x: np.ndarray, w_g: np.ndarray) -> np.ndarray:  # [B,T,C], [C,E] -> [B,T,E], one logit per expert, no bias
+    if x.shape[-1] != w_g.shape[0]:
+        raise ShapeError(msg("cannot multiply [..., {shape}] by a [{shape2}, {shape3}] matrix", shape=x.shape[-1], shape2=w_g.shape[0], shape3=w_g.shape[1]))
+    return x @ w_g
+
+
+def check_router_softmax_axis(logits: np.ndarray, over_tokens: bool) -> None:  # softmax over experts (the last axis)
+    contracts.router_softmax_axis(logits.shape, over_tokens)
+
+
+def router_softmax(logits: np.ndarray, over_tokens: bool = False, strict: Strict = True) -> np.ndarray:  # [B,T,E] -> [B,T,E], over E
+    """``over_tokens``: the slip of a softmax over the positions (axis T), flagged, and computed as NumPy would."""
+    enforce(strict, check_router_softmax_axis, logits, over_tokens)
+    return softmax(logits, axis=-2 if over_tokens else -1)
+
+
+def top_k_order(p: np.ndarray, k: int) -> np.ndarray:  # [B,T,E] -> [B,T,k] int: the k largest experts, largest first
+    """Ties go to the lower expert (a stable sort of -p), as torch.topk's CPU kernel does."""
+    return np.argsort(-p, axis=-1, kind="stable")[..., :k]
+
+
+def top_k(p: np.ndarray, k: int) -> np.ndarray:  # [B,T,E] -> [B,T,E]: the k chosen renormalised to sum to 1, 0 elsewhere
+    order = top_k_order(p, k)
+    top = np.take_along_axis(p, order, axis=-1)
+    gates = np.zeros_like(p)
+    np.put_along_axis(gates, order, top / top.sum(axis=-1, keepdims=True), axis=-1)
+    return gates
+
+
+def _expert_rows(gates: np.ndarray, e: int) -> np.ndarray:  # [N,E] -> the rows sent to expert e
+    return np.flatnonzero(gates[:, e] != 0)
+
+
+def expert_mix(x: np.ndarray, gates: np.ndarray, w1: list[np.ndarray], w3: list[np.ndarray], w2: list[np.ndarray]
+               ) -> np.ndarray:  # [B,T,C], [B,T,E], E x ([C,F], [C,F], [F,C]) -> [B,T,C]
+    """sum over the chosen experts e of gates[e] * (silu(x W1_e) * (x W3_e)) W2_e; each expert runs on its own rows only."""
+    if gates.shape[-1] != len(w1) or gates.shape[:-1] != x.shape[:-1]:
+        raise ShapeError(msg("expert_mix reads gates [B,T,E] for E = {E} experts, received {shape}", E=len(w1), shape=list(gates.shape)))
+    C = x.shape[-1]
+    x2, g2 = x.reshape(-1, C), gates.reshape(-1, gates.shape[-1])
+    out = np.zeros_like(x2)
+    for e in range(len(w1)):
+        rows = _expert_rows(g2, e)
+        if rows.size == 0:
+            continue
+        xr = x2[rows]
+        y = (silu(xr @ w1[e]) * (xr @ w3[e])) @ w2[e]
+        out[rows] += y * g2[rows, e, None]
+    return out.reshape(x.shape)
+
+
 # -- backward kernels (tracer grad) -----------------------------------------------
 # One per forward kernel above, in the same order: each takes the gradient of the loss with respect to the
 # forward kernel's output (dy) and what the forward read, and returns the gradients with respect to its
@@ -797,3 +849,39 @@ def position_offset_backward(dy: np.ndarray, T_max: int, offset: int) -> np.ndar
     dP = np.zeros((T_max, dy.shape[-1]), dtype=dy.dtype)
     dP[offset: offset + dy.shape[0]] = dy
     return dP
+# -- a mixture of experts, backward -------------------------------------------------------
+def router_backward(dy: np.ndarray, x: np.ndarray, w_g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # [B,T,E], [B,T,C], [C,E] -> dx, dw_g
+    dy2, x2 = dy.reshape(-1, dy.shape[-1]), x.reshape(-1, x.shape[-1])
+    return (dy2 @ w_g.T).reshape(x.shape), x2.T @ dy2
+
+
+def top_k_backward(dg: np.ndarray, p: np.ndarray, gates: np.ndarray) -> np.ndarray:  # [B,T,E] x3 -> dp [B,T,E]
+    """gates_i = p_i / S over the chosen i (S their sum): dp_j = (dg_j - sum_i dg_i gates_i) / S for j chosen; the choice
+    itself is piecewise constant, so an expert not chosen passes nothing back."""
+    chosen = gates != 0
+    S = np.where(chosen, p, 0.0).sum(axis=-1, keepdims=True)
+    inner = (dg * gates).sum(axis=-1, keepdims=True)
+    return np.where(chosen, (dg - inner) / S, 0.0)
+
+
+def expert_mix_backward(dy: np.ndarray, x: np.ndarray, gates: np.ndarray, w1: list[np.ndarray], w3: list[np.ndarray],
+                        w2: list[np.ndarray]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """[B,T,C] dy, x, [B,T,E] gates -> dx [B,T,C], dgates [B,T,E] (0 for the experts not chosen), {w1_e, w3_e, w2_e}."""
+    C = x.shape[-1]
+    x2, g2, dy2 = x.reshape(-1, C), gates.reshape(-1, gates.shape[-1]), dy.reshape(-1, C)
+    dx = np.zeros_like(x2)
+    dg = np.zeros_like(g2)
+    dw: dict[str, np.ndarray] = {}
+    for e in range(len(w1)):
+        rows = _expert_rows(g2, e)
+        xr, dyr = x2[rows], dy2[rows]
+        z1, z3 = xr @ w1[e], xr @ w3[e]
+        a = silu(z1) * z3
+        dg[rows, e] = ((a @ w2[e]) * dyr).sum(axis=-1)
+        dout = dyr * g2[rows, e, None]
+        dw[f"w2_{e}"] = a.T @ dout
+        da = dout @ w2[e].T
+        dz1, dz3 = silu_backward(da * z3, z1), da * silu(z1)
+        dw[f"w1_{e}"], dw[f"w3_{e}"] = xr.T @ dz1, xr.T @ dz3
+        dx[rows] += dz1 @ w1[e].T + dz3 @ w3[e].T
+    return dx.reshape(x.shape), dg.reshape(gates.shape), dw

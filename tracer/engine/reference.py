@@ -386,6 +386,50 @@ def reference_softmax(r: Reference, step: Step, b: int, positions: list[int], in
     return {t: softmax(ins[0][t]) for t in positions}
 
 
+# a mixture of experts
+def top_k_gates(p: Vec, k: int) -> Vec:
+    """The k largest of p (ties: the lower expert), renormalised to sum to 1; 0 for the others."""
+    chosen = sorted(range(len(p)), key=lambda e: (-p[e], e))[:k]
+    total = 0.0
+    for e in chosen:  # in the order chosen, largest first, as the kernel sums them
+        total += p[e]
+    return [p[e] / total if e in chosen else 0.0 for e in range(len(p))]
+
+
+def reference_router(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    return {t: matvec(ins[0][t], r.cols[f"{step.weights}.router"]) for t in positions}
+
+
+def reference_router_probs(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    if step.axis == "T":  # the slip of a softmax over the positions: each expert's column over the positions computed
+        E = len(ins[0][positions[0]])
+        cols = [softmax([ins[0][t][e] for t in positions]) for e in range(E)]
+        return {t: [cols[e][i] for e in range(E)] for i, t in enumerate(positions)}
+    return {t: softmax(ins[0][t]) for t in positions}
+
+
+def reference_top_k(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    k = r.spec.block_for(step.name).top_k or 1
+    return {t: top_k_gates(ins[0][t], k) for t in positions}
+
+
+def reference_expert_mix(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    g, C = step.weights, r.spec.dims.C
+    out = {}
+    for t in positions:
+        x, gates = ins[0][t], ins[1][t]
+        y = [0.0] * C
+        for e, gate in enumerate(gates):
+            if gate == 0.0:
+                continue
+            a = matvec(x, r.cols[f"{g}.w1_{e}"])
+            up = matvec(x, r.cols[f"{g}.w3_{e}"])
+            h = matvec([silu(u) * v for u, v in zip(a, up)], r.cols[f"{g}.w2_{e}"])
+            y = [yc + hc * gate for yc, hc in zip(y, h)]
+        out[t] = y
+    return out
+
+
 def _is_matrix(v: Any) -> bool:
     return isinstance(v, list) and bool(v) and isinstance(v[0], list)
 

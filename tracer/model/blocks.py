@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from tracer.messages import Message, msg
-from tracer.model.ops import GROUPED_KV_KEYS, OPS, WEIGHT_GROUPS, internal_prefix
+from tracer.model.ops import GROUPED_KV_KEYS, MOE_EXPERT_KEYS, MOE_ROUTER_KEYS, OPS, WEIGHT_GROUPS, internal_prefix
 from tracer.model.shapes import Shape
 
 
@@ -64,8 +64,11 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
 ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "swiglu": "SwiGLU"}
 NORMS = {"layernorm": "layer_norm", "rmsnorm": "rms_norm", "batchnorm": "batch_norm"}
 
-def group_keys(kind: str, grouped: bool) -> dict[str, tuple[str, ...]]:
-    """A weight group's keys and their axes; ``grouped``: the model has fewer key/value heads than query heads."""
+def group_keys(kind: str, grouped: bool, experts: int = 0) -> dict[str, tuple[str, ...]]:
+    """A weight group's keys and their axes; ``grouped``: the model has fewer key/value heads than query heads;
+    ``experts``: a mixture of experts' E (its group holds the router and w1_e, w3_e, w2_e for each expert e)."""
+    if kind == "moe":
+        return {**MOE_ROUTER_KEYS, **{f"{k}_{e}": axes for e in range(experts) for k, axes in MOE_EXPERT_KEYS.items()}}
     keys = WEIGHT_GROUPS[kind]
     return {**keys, **GROUPED_KV_KEYS} if grouped and kind == "attn" else keys
 
@@ -162,6 +165,19 @@ PARALLEL_SHARED: tuple[Step, ...] = (
 )
 
 PARALLEL_ORDERS = ("parallel", "parallel_shared")  # decoder-only layers whose attention and FFN both read X
+
+# A mixture of experts in place of the FFN (block ffn: {experts: E, top_k: k}, Mixtral's block): the router scores
+# each expert, a softmax over the experts makes them probabilities, the k most probable are kept (renormalised), and
+# the output is their SwiGLU FFNs weighted by those gates.
+MOE_STEPS: tuple[Step, ...] = (
+    Step("moe.router.logits", "router", ("norm2",), "moe", msg("router logits, one per expert, N_2 W_g")),
+    Step("moe.router.weights", "router_probs", ("moe.router.logits",), None, msg("router probabilities, softmax over the experts")),
+    Step("moe.chosen", "top_k", ("moe.router.weights",), None, msg("gates of the k chosen experts, renormalised (0: not chosen)")),
+    Step("moe", "expert_mix", ("norm2", "moe.chosen"), "moe", msg("mixture of experts: the chosen experts' SwiGLU FFNs, weighted by their gates")),
+    Step("output", "add", ("residual1", "moe"), None, msg("block output, Y = R + MoE(N_2)")),
+)
+PRE_NORM_MOE: tuple[Step, ...] = PRE_NORM[:4] + MOE_STEPS
+
 NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM, "parallel": PARALLEL, "parallel_shared": PARALLEL_SHARED}
 DECODER_NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": DECODER_PRE_NORM, "post": DECODER_POST_NORM}
 
@@ -220,6 +236,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                     changes["rotary_dim"] = s.rotary_dim
         if step.op == "cross_mha":
             changes["mask"] = "none"
+        if step.op == "router_probs" and step.axis is None:
+            changes["axis"] = "E"  # the contract: a softmax over the experts
         out.append(step._replace(**changes) if changes else step)
     return tuple(out)
 

@@ -57,7 +57,7 @@ INTERNAL_FORMULAS = {
     "weights": "softmax over keys of the scores, masked keys set to -inf first (so their weight is 0)",
     "heads": "weights_h V_h for every head, concatenated back to width C",
 }
-SIZES = {"B": 2, "T": 3, "S": 4, "C": 8, "H": 2, "d": 4, "F": 16, "V": 5, "T_max": 6}  # only the axes are used
+SIZES = {"B": 2, "T": 3, "S": 4, "C": 8, "H": 2, "d": 4, "F": 16, "V": 5, "T_max": 6, "E": 4}  # only the axes are used
 
 SECTIONS = (
     "before the block",
@@ -189,6 +189,7 @@ def build() -> list[StageInfo]:
                 entries.append(StageInfo(step.name, variants, msg("{meaning} (block.{field}: {value})", meaning=step.meaning, field=field, value=value),
                                          formula(step), shapes[step.name][0]))
     entries += _attention_variants(variants)
+    entries += _moe_variant(variants)
     unique: dict[tuple[str, ...], StageInfo] = {}
     for e in sorted(entries, key=lambda e: SECTIONS.index(e.section)):  # stable: catalogue order within a section  # one entry per meaning within a section
         unique.setdefault((e.section, e.name, e.meaning, e.formula), e)
@@ -222,6 +223,14 @@ def _attention_variants(section: str) -> list[StageInfo]:
         out.append(StageInfo(f"attn.{key}", section, msg("{meaning} (grouped-query attention, dims.H_kv < H)", meaning=ATTN_MEANINGS[key]),
                              join([split, msg("query head h reads head h // (H / H_kv)")]), axes))
     return out
+
+
+def _moe_variant(section: str) -> list[StageInfo]:
+    """A mixture of experts in place of the FFN (block.ffn: {experts: E, top_k: k}): the router's stages and the mix."""
+    layer, shapes = _layer(blocks.PRE_NORM_MOE, StackSettings(activation="swiglu"))
+    moe = {s.name for s in blocks.MOE_STEPS}
+    return [StageInfo(step.name, section, msg("{meaning} (block.{field}: {value})", meaning=step.meaning, field="ffn", value="{experts: E, top_k: k}"),
+                      formula(step), shapes[step.name][0]) for step in layer if step.name in moe]
 
 
 CATALOGUE: tuple[StageInfo, ...] = tuple(build())

@@ -142,6 +142,18 @@ def batch_norm(x: Shape) -> None:  # a text block never normalises over samples 
     )
 
 
+def router_softmax_axis(logits: Shape, over_tokens: bool) -> None:  # router probabilities [B,T,E]: softmax over experts
+    if over_tokens:
+        raise BrokenContract(
+            "axis",
+            msg("router softmax taken over positions (axis T) instead of experts (axis E)"),
+            {"logits": logits},
+            numpy_would=msg("normalise each expert's column over the positions instead of each position's row, without complaint"),
+            why=msg("a position's expert probabilities no longer sum to 1, and which experts it is sent to depends on the other positions, later ones included"),
+            rule=msg("router probabilities are a softmax over the experts: each position's row sums to 1"),
+        )
+
+
 # -- as the run reports them --------------------------------------------------------------------
 
 def axes_label(shape: Shape, axes: tuple[str, ...]) -> str:

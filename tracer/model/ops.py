@@ -121,6 +121,12 @@ WEIGHT_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
     "ffn_gated": {"w1": ("C", "F"), "b1": ("F",), "w3": ("C", "F"), "b3": ("F",), "w2": ("F", "C"), "b2": ("C",)},
     "linear": {"w": ("in", "out"), "b": ("out",)},  # letters filled in from the step
 }
+# A mixture of experts (block.ffn.experts = E): the router [C,E] and, per expert e, a SwiGLU FFN without biases,
+# its matrices named w1_e, w3_e, w2_e (blocks.group_keys lists them for the spec's E).
+MOE_ROUTER_KEYS: dict[str, tuple[str, ...]] = {"router": ("C", "E")}
+MOE_EXPERT_KEYS: dict[str, tuple[str, ...]] = {"w1": ("C", "F"), "w3": ("C", "F"), "w2": ("F", "C")}
+# the group as a record names it: the router and the first expert's (every expert's matrices have its shapes)
+WEIGHT_GROUPS["moe"] = {**MOE_ROUTER_KEYS, **{f"{k}_0": axes for k, axes in MOE_EXPERT_KEYS.items()}}
 # Grouped-query attention (dims.H_kv < H): keys and values have H_kv heads, C_kv = H_kv * d columns.
 GROUPED_KV_KEYS: dict[str, tuple[str, ...]] = {"w_k": ("C", "C_kv"), "w_v": ("C", "C_kv"), "b_k": ("C_kv",), "b_v": ("C_kv",)}
 # The tables entry and exit ops read, by their weight name.
@@ -219,6 +225,27 @@ def _select_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: s
     return axes, shape[:i] + (step.stop - step.start,) + shape[i + 1:]
 
 
+def _to_experts(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # router: [B,T,C] -> [B,T,E]
+    axes, shape = _same_over_c(step, ins, sizes, pos)
+    if "E" not in sizes:
+        raise ValueError(msg("{op} needs the number of experts (the block setting ffn.experts)", op=step.op))
+    return axes[:-1] + ("E",), shape[:-1] + (sizes["E"],)
+
+
+def _over_experts(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # router softmax, top-k: [B,T,E]
+    axes, shape = ins[0]
+    _need_width(step.op, axes, shape, "E", sizes)
+    return axes, shape
+
+
+def _expert_mix_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # [B,T,C], [B,T,E] -> [B,T,C]
+    axes, shape = _same_over_c(step, ins, sizes, pos)
+    g_axes, g_shape = ins[1]
+    if g_axes[-1:] != ("E",) or g_shape[:-1] != shape[:-1]:
+        raise ValueError(msg("expert_mix reads the gates of the chosen experts [B,{x},E], received {axes}", x=axes[1], axes=shape_label(g_axes, g_shape)))
+    return axes, shape
+
+
 # -- contracts on the spec's shapes (tracer validate, tracer graph) ----------------------------
 
 def _enforce(broken: list[BrokenContract], check: Callable[..., None], *args: Any) -> None:
@@ -295,6 +322,10 @@ def _linear_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> N
     _vector(spec, broken, step.weights, "b", spec.stage_shapes[step.name][1][-1], step.out or "C")
 
 
+def _router_softmax_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None:
+    _enforce(broken, contracts.router_softmax_axis, _ins(spec, step)[0][1], step.axis == "T")
+
+
 # -- working memory (the memory estimate) ---------------------------------------------------
 
 def _rms_norm_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
@@ -329,6 +360,20 @@ def _ffn_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
     if step.op == "ffn":
         extra += hidden  # the hidden layer itself is not a stage of this step
     return extra
+
+
+def _softmax_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    return in_bytes  # x - max, then exp of it (the row sums are small)
+
+
+def _top_k_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    return in_bytes  # the indices that sort each row (int64, as wide as float64)
+
+
+def _expert_mix_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    F = spec.dims.F
+    rows = out_bytes // spec.dims.C  # B*T rows, in bytes per value
+    return 3 * rows * F + 2 * out_bytes  # one expert at a time: gate, up and their product [rows,F]; its output and the tokens it reads
 
 
 # -- the records ---------------------------------------------------------------------------------
@@ -411,6 +456,23 @@ _RECORDS: tuple[Op, ...] = (
     _op("select", 1, "a slice start:stop along one axis (keeps the axis)", "沿一个轴取切片 start:stop（保留该轴）",
         "{0}[start:stop] along one axis", "select({0})", "{x}, {axis} {start}:{stop} (the axis kept)", _select_shape,
         axes=("B", "T", "C", "F"), view="input", reference=False, reference_skip=_PER_POSITION, preflight=None, temporaries=None),
+    # a mixture of experts (block ffn: {experts: E, top_k: k}): router logits, softmax over experts, top-k, expert mix
+    _op("router", 1, "router logits, one score per expert", "路由器 logits，每个专家一个分数",
+        "{0} W_g: one logit per expert (W_g [C,E], no bias)", "{0} W_g", "{x} W_g, one logit per expert", _to_experts,
+        weights="moe", graph_weights=("router",), preflight=None, temporaries=None),
+    _op("router_probs", 1, "router probabilities, softmax over the experts", "路由概率，沿专家做 softmax",
+        "exp({0} - max) / sum over E of exp({0} - max): each position's probabilities over the experts sum to 1",
+        "softmax_E({0})", "softmax({x}) over {axis}", _over_experts, axes=("E", "T"),
+        preflight=_router_softmax_contracts, temporaries=_softmax_bytes),
+    _op("top_k", 1, "gates of the k chosen experts (0 for the others)", "所选 k 个专家的门控权重（其余为 0）",
+        "the k largest of {0} at each position, renormalised to sum to 1 (ties: the lower expert); 0 for the others",
+        "top_k({0})", "the k largest of {x}, renormalised", _over_experts,
+        preflight=None, temporaries=_top_k_bytes),
+    _op("expert_mix", 2, "mixture of experts: the chosen experts' SwiGLU FFNs, weighted by their gates",
+        "专家混合：所选专家的 SwiGLU FFN，按门控权重加权求和",
+        "sum over the chosen experts e of {1}[e] * (silu({0} W1_e) * ({0} W3_e)) W2_e", "MoE[{w}]({0}, {1})",
+        "the chosen SwiGLU experts of {x}, weighted by {b}", _expert_mix_shape, weights="moe",
+        graph_weights=("w1_0", "w3_0", "w2_0"), preflight=None, temporaries=_expert_mix_bytes),
     _op("identity", 1, "the input, unchanged", "输入，原样不变", "{0}", "{0}", "{x}", _same, view="input", preflight=None, temporaries=None),
 )
 

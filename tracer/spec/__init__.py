@@ -34,7 +34,8 @@ TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder",
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "head_bias", "embedding_norm", "token_types",
-              "position_offset")
+              "position_offset", "ffn")
+FFN_KEYS = ("experts", "top_k")  # ffn: {experts: 8, top_k: 2}: a mixture of experts in place of the FFN (Mixtral's block)
 MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
 ROPE_SCALING_KEYS = ("type",) + rope.LLAMA3_KEYS  # rope_scaling: {type: linear, factor: 4}
 INPUT_KEYS = ("tokens", "x", "targets", "token_types")
@@ -63,6 +64,7 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     S: int | None = None  # source positions (encoder-decoder only)
     H_kv: int | None = None  # key/value heads of grouped-query attention (None: as many as H, plain multi-head)
     V_type: int | None = None  # rows of BERT's token-type table (block.token_types)
+    E: int | None = None  # experts of a mixture of experts (block.ffn.experts; None: a plain FFN)
 
     @property
     def d(self) -> int:
@@ -87,6 +89,8 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
         out["d"] = self.d
         if self.H_kv is not None:
             out["C_kv"] = self.size("C_kv")
+        if self.E is not None:
+            out["E"] = self.E
         return out
 
 
@@ -112,6 +116,8 @@ class BlockSpec(NamedTuple):
     rope_scaling: tuple[object, ...] | None = None  # rotary: ("linear", F) | ("llama3", F, low, high, N) (tracer/model/rope.py)
     rotary_dim: int | None = None  # partial rotary: each head's first rotary_dim coordinates turned (None: all d)
     head_bias: bool = False  # the head adds a bias [V] to the logits (Phi's lm_head)
+    experts: int | None = None  # ffn: {experts: E, top_k: k}: a mixture of E SwiGLU experts in place of the FFN
+    top_k: int | None = None  # the experts each position is sent to
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
@@ -416,7 +422,7 @@ class _Validator:
         H_kv = given.get("H_kv")
         token_types, V_type = self.token_types(raw_types, block, model, uses_tokens, given, weights_raw, B, T)
         dims = Dims(B=B, T=T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max, S=S,
-                    H_kv=None if H_kv == given["H"] else H_kv, V_type=V_type)  # H_kv = H is plain multi-head attention
+                    H_kv=None if H_kv == given["H"] else H_kv, V_type=V_type, E=block.experts)  # H_kv = H is plain multi-head attention
         if max_token is not None and V is not None and max_token >= V:
             where: Path = ("input", "tokens") if model == "decoder" else ("input",)
             raise self.fail(where, msg("token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {x})", max_token=yamlio.abbreviate(str(max_token)), V=V, x=V - 1))
@@ -559,6 +565,9 @@ class _Validator:
             raise self.fail(p + ("head_bias",), msg("head_bias is a bias of the output head, but head is none"))
         if norm_order == "custom" and ("norm" in raw):
             raise self.fail(p + ("norm",), msg("with custom steps, name the norm op in each step (layer_norm, rms_norm, batch_norm)"))
+        experts, top_k = self.experts(raw, p, norm_order, activation)
+        if experts is not None:
+            activation = "swiglu"
         embedding_norm = self.boolean(raw.get("embedding_norm", False), p + ("embedding_norm",))
         token_types = self.boolean(raw.get("token_types", False), p + ("token_types",))
         offset = self.integer(raw.get("position_offset", 0), p + ("position_offset",), 0, MAX_DIM)
@@ -567,7 +576,8 @@ class _Validator:
         if (embedding_norm or token_types) and p != ("block",):
             raise self.fail(p + ("embedding_norm" if embedding_norm else "token_types",), msg("embedding_norm and token_types are for a decoder-only spec's block"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
-                         float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias)
+                         float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
+                         experts, top_k)
         return spec, raw.get("steps")
 
     def rope_scaling(self, raw: Any, path: Path) -> tuple[object, ...]:
@@ -588,6 +598,24 @@ class _Validator:
         if kind == "llama3" and values[2] <= values[1]:
             raise self.fail(path + ("high_freq_factor",), msg("expected a number above low_freq_factor = {low}, received {got}", low=f"{values[1]:g}", got=f"{values[2]:g}"))
         return (kind, *values)
+
+    def experts(self, raw: dict[str, Any], p: Path, norm_order: str, activation: str) -> tuple[int | None, int | None]:
+        """``ffn: {experts: E, top_k: k}``: a mixture of E SwiGLU experts, k of them for each position (None, None: none)."""
+        if "ffn" not in raw:
+            return None, None
+        ffn = self.keys(raw["ffn"], p + ("ffn",), FFN_KEYS, msg("FFN settings"))
+        for key in FFN_KEYS:
+            if key not in ffn:
+                raise self.fail(p + ("ffn",), msg("a mixture of experts needs {key} (e.g. ffn: {experts: 4, top_k: 2})", key=key))
+        experts = self.integer(ffn["experts"], p + ("ffn", "experts"), 1, 1024)
+        top_k = self.integer(ffn["top_k"], p + ("ffn", "top_k"), 1, 1024)
+        if top_k > experts:
+            raise self.fail(p + ("ffn", "top_k"), msg("top_k = {k} chooses more experts than there are (experts = {E})", k=top_k, E=experts))
+        if norm_order != "pre":
+            raise self.fail(p + ("ffn",), msg("a mixture of experts is in the pre-norm block (norm_order: pre), as Mixtral's is"))
+        if "activation" in raw and activation != "swiglu":
+            raise self.fail(p + ("activation",), msg("each expert is a SwiGLU FFN: expected swiglu with ffn.experts, received {got}", got=activation))
+        return experts, top_k
 
     def boolean(self, value: Any, path: Path) -> bool:
         if not isinstance(value, bool):
@@ -661,7 +689,8 @@ class _Validator:
             ds = block.settings()
             entry, x = blocks.entry("", "tokens" if uses_tokens else "x", ds, uses_tokens)
             preset = not template
-            layer = blocks.configure(blocks.NORM_ORDERS[block.norm_order] if preset else template, ds, preset=preset)
+            order = blocks.PRE_NORM_MOE if block.experts is not None and preset else blocks.NORM_ORDERS.get(block.norm_order, ())
+            layer = blocks.configure(order if preset else template, ds, preset=preset)
             body, last = blocks.expand(layer, "", block.layers, x, None, plain=block.layers == 1)
             steps += entry + body
             prefix = ""
@@ -917,7 +946,7 @@ class _Validator:
                     continue
                 wanted.setdefault(kind, TABLES[kind])
                 continue
-            keys = blocks.group_keys(kind, dims.H_kv is not None)
+            keys = blocks.group_keys(kind, dims.H_kv is not None, dims.E or 0)
             if kind == "linear":
                 in_letter = shapes[step.inputs[0]][0][-1]
                 keys = {"w": (in_letter, step.out or "C"), "b": (step.out or "C",)}

@@ -18,6 +18,7 @@ from tracer.spec import Spec
 from tracer.views.text import (  # noqa: F401  (fmt_number, fmt_value: the formats render_diff and others import from here)
     VERIFY_HEADER,
     caption,
+    experts_note,
     fmt_number,
     fmt_value,
     fmt_vector,
@@ -118,6 +119,9 @@ def run_view(trace: Recording, b: int, t: int, precision: int, show_all: bool,
     # the settings line under the table: wrapped at the console's width (80 columns keep d and T_max), never cut
     parts: list[RenderableType] = [trace_table(trace, b, t, precision, show_all, verify_diffs, marks, only),
                                    Pairs(caption(trace.spec), style="dim")]
+    chosen = experts_note(trace, b, t)
+    if chosen:
+        parts.append(Text(chosen))
     if any(s.summary is not None for s in visible_stages(trace, show_all, only)):
         parts.append(stats_note(trace, precision))
     if reached_end(trace) and only is None:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tracer.i18n import tr
-from tracer.messages import msg, nmsg, render
+from tracer.messages import join, msg, nmsg, render
 from tracer.model import masks
 
 if TYPE_CHECKING:
@@ -151,6 +151,25 @@ def visible_stages(trace: Recording, show_all: bool, only: Sequence[str] | None 
         return [s for s in trace.stages.values() if s.name in only]
     flagged = {v.stage for v in trace.violations}
     return [s for s in trace.stages.values() if show_all or not s.internal or s.name in flagged]
+
+
+def experts_note(trace: Recording, b: int, t: int) -> str:
+    """A mixture of experts' choice at the traced position, layer by layer: 'experts chosen at b=0, t=0:
+    blocks.0.moe.chosen 2 (0.76), 3 (0.24)' (the top_k stages' nonzero gates, largest first); '' without one."""
+    found = []
+    for step in trace.spec.steps:
+        stage = trace.stages.get(step.name)
+        if step.op != "top_k" or stage is None:
+            continue
+        try:
+            gates = stage.at(b, t)
+        except (LookupError, IndexError, AssertionError):
+            continue
+        order = sorted((e for e in range(len(gates)) if gates[e] != 0), key=lambda e: (-gates[e], e))
+        found.append(msg("{stage} {experts}", stage=step.name, experts=", ".join(f"{e} ({gates[e]:.2f})" for e in order)))
+    if not found:
+        return ""
+    return render(msg("experts chosen at b={b}, t={t}: {layers}", b=b, t=t, layers=join(found, "; ")))
 
 
 def unreached_note(trace: Recording, only: Sequence[str] | None) -> str:
