@@ -93,6 +93,7 @@ def test_a_router_softmax_over_positions_is_an_axis_violation(tmp_path):
     ("{ffn: {experts: 0, top_k: 1}}", "block.ffn.experts: expected a whole number from 1 to 1,024"),
     ("{ffn: {experts: 2, top_k: 1, bias: true}}", "unknown key 'bias'"),
     ("{norm_order: post, ffn: {experts: 2, top_k: 1}}", "a mixture of experts is in the pre-norm block"),
+    ("{norm_order: parallel, ffn: {experts: 2, top_k: 1}}", "a mixture of experts is in the pre-norm block"),
     ("{activation: relu, ffn: {experts: 2, top_k: 1}}", "each expert is a SwiGLU FFN"),
 ])
 def test_a_wrong_ffn_setting_is_one_line(tmp_path, block, fragment):

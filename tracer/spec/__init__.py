@@ -611,7 +611,7 @@ class _Validator:
         top_k = self.integer(ffn["top_k"], p + ("ffn", "top_k"), 1, 1024)
         if top_k > experts:
             raise self.fail(p + ("ffn", "top_k"), msg("top_k = {k} chooses more experts than there are (experts = {E})", k=top_k, E=experts))
-        if norm_order != "pre":
+        if norm_order not in ("pre", "custom"):  # the preset replaces the pre-norm block's FFN; custom steps place their own
             raise self.fail(p + ("ffn",), msg("a mixture of experts is in the pre-norm block (norm_order: pre), as Mixtral's is"))
         if "activation" in raw and activation != "swiglu":
             raise self.fail(p + ("activation",), msg("each expert is a SwiGLU FFN: expected swiglu with ffn.experts, received {got}", got=activation))
