@@ -1349,7 +1349,6 @@ MESSAGES: dict[str, str] = {
     '{name}: preset parallel residual under one norm': '{name}：预设并行残差（共用一个归一化）',
     'the design: A {a}; B {b}': '设计：A {a}；B {b}',
     ", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates": '，旋转位置底数 {base}，在每个头 d 个坐标中的前 r = {r} 个里按 {pairs} 配对',
-    'nothing of note': '没有特别之处',
     'partial rotary ({n} coordinates of each head turned)': '部分旋转（每个头旋转 {n} 个坐标）',
     # i23-moe
     'experts chosen at b={b}, t={t}: {layers}': 'b={b}, t={t} 处选中的专家：{layers}',
@@ -1387,6 +1386,25 @@ MESSAGES: dict[str, str] = {
     'the k largest of {x}, renormalised': '{x} 中最大的 k 个，重新归一化',
     'sum over the chosen experts e of {b}[e] * (silu({a} W1_e) * ({a} W3_e)) W2_e': '对所选专家 e 求和 {b}[e] * (silu({a} W1_e) * ({a} W3_e)) W2_e',
     'the chosen SwiGLU experts of {x}, weighted by {b}': '{x} 经所选的 SwiGLU 专家，按 {b} 加权',
+    # the design in words (diff)
+    'bidirectional': '双向注意力',
+    'rotary positions': '旋转位置编码',
+    'sinusoidal positions': '正弦位置编码',
+    'no positions': '没有位置编码',
+    'RMSNorm': 'RMSNorm',
+    'BatchNorm': 'BatchNorm',
+    'exact GELU': '精确 GELU',
+    'GELU (tanh)': 'GELU（tanh 近似）',
+    'SwiGLU': 'SwiGLU',
+    'token types': 'token 类型',
+    'a norm on the embeddings': '嵌入之后的归一化',
+    'a biased head': '带偏置的输出层',
+    'sliding window ({mask})': '滑动窗口（{mask}）',
+    'grouped-query attention (H_kv = {n})': '分组查询注意力（H_kv = {n}）',
+    'a mixture of {E} experts, top {k}': '{E} 个专家的混合，取前 {k} 个',
+    'positions from row {o}': '位置从第 {o} 行起',
+    'rope scaling {kind}': 'rope 缩放 {kind}',
+    'none of these': '这些都没有',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -2,7 +2,7 @@
 
     python examples/checkpoints/tiny_hf.py FAMILY [FOLDER]
 
-FAMILY is gpt2, gpt_neox (Pythia) or phi; FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
+FAMILY is one of FAMILIES below (gpt2, llama, mistral, qwen2, mixtral, bert, roberta, distilbert, gpt_neox, phi); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
 in float64, so that `tracer import FOLDER` and `tracer run` can be compared with the model's own forward.
 """
 
@@ -22,14 +22,33 @@ def make(family: str, folder: str) -> None:
         "gpt_neox": (transformers.GPTNeoXConfig, transformers.GPTNeoXForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
                                                                                        "intermediate_size": 64}),
         "phi": (transformers.PhiConfig, transformers.PhiForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64}),
+        "llama": (transformers.LlamaConfig, transformers.LlamaForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
+                                                                                "num_key_value_heads": 2, "intermediate_size": 64}),
+        "mistral": (transformers.MistralConfig, transformers.MistralForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
+                                                                                      "num_key_value_heads": 2, "intermediate_size": 64,
+                                                                                      "sliding_window": 4}),
+        "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
+                                                                                "num_key_value_heads": 2, "intermediate_size": 64}),
+        "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
+                                                                                      "num_key_value_heads": 2, "intermediate_size": 64,
+                                                                                      "num_local_experts": 4, "num_experts_per_tok": 2}),
+        "bert": (transformers.BertConfig, transformers.BertModel, small | {"hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64}),
+        "roberta": (transformers.RobertaConfig, transformers.RobertaModel, small | {"hidden_size": 32, "num_attention_heads": 4,
+                                                                                "intermediate_size": 64, "pad_token_id": 1}),
+        "distilbert": (transformers.DistilBertConfig, transformers.DistilBertModel, {"vocab_size": 64, "dim": 32, "n_heads": 4, "n_layers": 2,
+                                                                                     "hidden_dim": 64, "max_position_embeddings": 32}),
     }
+    encoders = {"bert", "roberta"}  # saved without the pooler, which tracer does not trace
     config_class, model_class, settings = configs[family]
     torch.manual_seed(0)
-    model_class(config_class(**settings)).double().save_pretrained(folder)
+    model = model_class(config_class(**settings), add_pooling_layer=False) if family in encoders else model_class(config_class(**settings))
+    model.double().save_pretrained(folder)
     print(f"wrote {folder} ({family}); import it with: tracer import {folder}")
 
 
+FAMILIES = ("gpt2", "llama", "mistral", "qwen2", "mixtral", "bert", "roberta", "distilbert", "gpt_neox", "phi")
+
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1] not in ("gpt2", "gpt_neox", "phi"):
-        sys.exit("usage: python examples/checkpoints/tiny_hf.py gpt2|gpt_neox|phi [FOLDER]")
+    if len(sys.argv) < 2 or sys.argv[1] not in FAMILIES:
+        sys.exit(f"usage: python examples/checkpoints/tiny_hf.py {'|'.join(FAMILIES)} [FOLDER]")
     make(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else f"tiny-{sys.argv[1]}")

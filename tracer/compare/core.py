@@ -458,28 +458,78 @@ def structure_lines(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...], settin
     common_b = [n for n in B if n in A]
     if common_a != common_b:
         lines.append(msg("step order differs: A {a}; B {b}", a=", ".join(A), b=", ".join(B)))
-    design = {"A": design_words(a_steps), "B": design_words(b_steps)}
-    if design["A"] != design["B"]:  # the design choices first, in words: "parallel residual"
-        lines.insert(0, msg("the design: A {a}; B {b}", a=join(design["A"] or [msg("nothing of note")], ", "),
-                            b=join(design["B"] or [msg("nothing of note")], ", ")))
     return lines
 
 
-# -- the design in words (i23-neox) ---------------------------------------------------------------------
-def design_words(steps: tuple[Step, ...]) -> list[Message]:
-    """The block's design choices a step list shows, in words: a parallel residual (an add of an attention output and an
-    FFN output, both computed from the layer's input), a partial rotary width."""
+# -- the design in words ------------------------------------------------------------------------------
+_DESIGN_WORDS: dict[tuple[str, Any], Message] = {  # a block setting's value that is a design choice -> its words
+    ("block.norm_order", "post"): msg("post-norm"),
+    ("block.norm_order", "parallel"): msg("parallel residual"),
+    ("block.norm_order", "parallel_shared"): msg("parallel residual, one norm"),
+    ("block.mask", "none"): msg("bidirectional"),
+    ("block.positions", "rotary"): msg("rotary positions"),
+    ("block.positions", "sinusoidal"): msg("sinusoidal positions"),
+    ("block.positions", "none"): msg("no positions"),
+    ("block.norm", "rmsnorm"): msg("RMSNorm"),
+    ("block.norm", "batchnorm"): msg("BatchNorm"),
+    ("block.activation", "gelu"): msg("exact GELU"),
+    ("block.activation", "gelu_tanh"): msg("GELU (tanh)"),
+    ("block.activation", "swiglu"): msg("SwiGLU"),
+    ("block.token_types", True): msg("token types"),
+    ("block.embedding_norm", True): msg("a norm on the embeddings"),
+    ("block.head_bias", True): msg("a biased head"),
+}
+
+
+def design_words(steps: tuple[Step, ...], settings: dict[str, Any] | None = None) -> list[Message]:
+    """The block's design choices, in words (the chapter's block has none of them): from the derived settings (norm
+    order, mask, positions, norm, activation, token types, grouped heads, experts, partial rotary, rope scaling, a
+    sliding window); a spec of its own steps (or a side without settings) from its step list: a parallel residual (an
+    add of an attention output and an FFN output) and a partial rotary width."""
+    settings = settings or {}
+    words: list[Message] = [_DESIGN_WORDS[(key, value)] for key, value in settings.items()
+                            if isinstance(value, (str, bool)) and (key, value) in _DESIGN_WORDS]
+    mask = settings.get("block.mask")
+    if isinstance(mask, str) and "window" in mask:
+        words.append(msg("sliding window ({mask})", mask=mask))
+    if settings.get("dims.H_kv") is not None and settings.get("dims.H_kv") != settings.get("dims.H"):
+        words.append(msg("grouped-query attention (H_kv = {n})", n=settings["dims.H_kv"]))
+    if settings.get("block.experts") is not None:
+        words.append(msg("a mixture of {E} experts, top {k}", E=settings["block.experts"], k=settings.get("block.top_k")))
+    if settings.get("block.position_offset"):
+        words.append(msg("positions from row {o}", o=settings["block.position_offset"]))
+    scaling = settings.get("block.rope_scaling")
+    if scaling:
+        words.append(msg("rope scaling {kind}", kind=str(scaling[0] if isinstance(scaling, (list, tuple)) else scaling)))
     by_name = {s.name: s for s in steps}
-    words: list[Message] = []
-    for s in steps:
-        ops = sorted(by_name[i].op for i in s.inputs if i in by_name)
-        if s.op == "add" and len(ops) == 2 and ops[0] in ("ffn", "ffn_out") and ops[1] in ("cross_mha", "mha"):
-            words.append(msg("parallel residual"))
-            break
+    if not any(settings.get("block.norm_order") == order for order in ("parallel", "parallel_shared")):
+        for s in steps:
+            ops = sorted(by_name[i].op for i in s.inputs if i in by_name)
+            if s.op == "add" and len(ops) == 2 and ops[0] in ("ffn", "ffn_out") and ops[1] in ("cross_mha", "mha"):
+                words.append(msg("parallel residual"))
+                break
     widths = sorted({s.rotary_dim for s in steps if s.op == "mha" and s.base is not None and s.rotary_dim is not None})
     if widths:
         words.append(msg("partial rotary ({n} coordinates of each head turned)", n=", ".join(map(str, widths))))
     return words
+
+
+def with_design(lines: list[Message], a: Side, b: Side) -> list[Message]:
+    """The structure's sentences, the design in words first when the structures differ (GPT-2 against Pythia: 'parallel
+    residual'); two blocks of one design that differ in a setting say so in the settings table instead."""
+    line = design_line(a, b) if lines else None
+    return [line, *lines] if line is not None else lines
+
+
+def design_line(a: Side, b: Side) -> Message | None:
+    """'the design: A GELU (tanh); B post-norm, bidirectional, token types, ...': the choices one side makes and the other
+    does not (None when both make the same ones)."""
+    words_a, words_b = design_words(a.steps, a.settings), design_words(b.steps, b.settings)
+    only_a = [w for w in words_a if w not in words_b]
+    only_b = [w for w in words_b if w not in words_a]
+    if not only_a and not only_b:
+        return None
+    return msg("the design: A {a}; B {b}", a=join(only_a or [msg("none of these")], ", "), b=join(only_b or [msg("none of these")], ", "))
 
 
 # -- settings -----------------------------------------------------------------
@@ -892,7 +942,7 @@ def compare(a: Side, b: Side, *, atol: float | None = None, rtol: float | None =
     return DiffResult(
         a=a, b=b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all,
         steps=step_rows(a.steps, b.steps, *step_settings_compared(a, b)),
-        structure=structure_lines(a.steps, b.steps, *step_settings_compared(a, b)),
+        structure=with_design(structure_lines(a.steps, b.steps, *step_settings_compared(a, b)), a, b),
         settings=compare_settings(a, b, grad),
         weights=weights,
         stages=compare_stages(stages_a, stages_b, batch, pos, atol, rtol),
