@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,6 +85,26 @@ _SLOW = [False]
 
 def pytest_configure(config: pytest.Config) -> None:
     _SLOW[0] = bool(config.getoption("--slow", default=False))
+
+
+_PARITY: dict[str, float] = {}  # family -> the largest |tracer - Hugging Face| its passing parity tests measured
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect the figures the parity tests record (tests/helpers/hf_parity.measured), from xdist's workers too."""
+    if report.when == "call" and report.passed:
+        for key, value in report.user_properties:
+            if key == "parity":
+                family, figure = value
+                _PARITY[family] = max(_PARITY.get(family, 0.0), float(figure))
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The parity figures measured in this run, one line a family (the figures docs/families.md quotes)."""
+    if _PARITY:
+        terminalreporter.write_sep("-", "parity with Hugging Face in float64: the largest |tracer - HF| measured")
+        for family in sorted(_PARITY):
+            terminalreporter.write_line(f"{family:<28} {_PARITY[family]:.1e}")
 
 
 # Hypothesis: the same examples every run; --slow or CI gets the full budgets, see test_fuzz.

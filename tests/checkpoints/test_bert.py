@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import run_app, run_cli
+from helpers.hf_parity import measured
 
 from tracer.spec import load_spec
 
@@ -90,9 +91,10 @@ def _parity(tmp_path: Path, kind: str) -> dict[str, float]:
 
 
 @pytest.mark.parametrize("kind", ["bert", "roberta", "distilbert"])
-def test_encoder_matches_hugging_face_in_float64(tmp_path, kind):
+def test_encoder_matches_hugging_face_in_float64(tmp_path, kind, request):
     found = _parity(tmp_path, kind)
     assert len(found) == 5
+    measured(request, kind, found)
 
 
 def test_roberta_positions_start_after_the_padding_id(tmp_path):

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import run_app, run_cli
+from helpers.hf_parity import measured
 
 if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
     pytest.skip("the comparisons with PyTorch and Hugging Face need torch and transformers (pip install 'tracer[torch]')",
@@ -55,11 +56,12 @@ def stages_of(spec: Path, *args: str) -> dict[str, np.ndarray]:
     return {s["name"]: np.array(s["values"]) for s in json.loads(r.stdout)["stages"]}
 
 
-def close(a: np.ndarray, b, what: str) -> None:
+def close(a: np.ndarray, b, what: str) -> float:
     b = b.detach().numpy() if hasattr(b, "detach") else np.asarray(b)
     assert a.shape == b.shape, (what, a.shape, b.shape)
     err = float(np.abs(a - b).max())
     assert err <= TOL, f"{what}: largest difference {err:.3g}"
+    return err
 
 
 def gpt2_model(tmp_path: Path, tie: bool = True, layers: int = 2):
@@ -80,7 +82,7 @@ TOKENS = [7, 31, 2, 59, 11]
 
 
 @pytest.mark.parametrize("tie", [True, False], ids=["tied-head", "separate-head"])
-def test_gpt2_matches_hugging_face(tmp_path: Path, tie: bool) -> None:
+def test_gpt2_matches_hugging_face(tmp_path: Path, tie: bool, request: pytest.FixtureRequest) -> None:
     model = gpt2_model(tmp_path, tie)
     spec = tmp_path / "gpt2.yaml"
     r = run_cli("import", str(tmp_path / "gpt2"), "--tokens", ",".join(map(str, TOKENS)), "-o", str(spec))
@@ -89,12 +91,13 @@ def test_gpt2_matches_hugging_face(tmp_path: Path, tie: bool) -> None:
     st = stages_of(spec)
     with torch.no_grad():
         hf = model(torch.tensor([TOKENS]), output_hidden_states=True, output_attentions=True)
-    close(st["x"], hf.hidden_states[0], "x = wte + wpe")
-    close(st["blocks.0.output"], hf.hidden_states[1], "blocks.0.output")
-    close(st["final_norm"], hf.hidden_states[2], "final_norm (HF's last hidden state is after ln_f)")
+    found = [close(st["x"], hf.hidden_states[0], "x = wte + wpe"),
+             close(st["blocks.0.output"], hf.hidden_states[1], "blocks.0.output"),
+             close(st["final_norm"], hf.hidden_states[2], "final_norm (HF's last hidden state is after ln_f)")]
     for i in range(2):
-        close(st[f"blocks.{i}.attn.weights"], hf.attentions[i], f"blocks.{i}.attn.weights")
-    close(st["logits"], hf.logits, "logits")
+        found.append(close(st[f"blocks.{i}.attn.weights"], hf.attentions[i], f"blocks.{i}.attn.weights"))
+    found.append(close(st["logits"], hf.logits, "logits"))
+    measured(request, "gpt2", max(found))
 
 
 def test_gpt2_layer_range(tmp_path: Path) -> None:

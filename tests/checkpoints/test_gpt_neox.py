@@ -35,8 +35,8 @@ def _parity(tmp_path, monkeypatch, **config) -> dict[str, float]:
     return found
 
 
-def test_pythia_matches_hugging_face_at_every_layer(tmp_path, monkeypatch):
-    _parity(tmp_path, monkeypatch)
+def test_pythia_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, request):
+    hf.measured(request, "gpt_neox", _parity(tmp_path, monkeypatch))
     spec = load_spec(str(tmp_path / "spec.yaml"))
     assert (spec.block.norm_order, spec.block.rotary_dim, spec.block.rotary_pairing) == ("parallel", 6, "half")
     steps = {s.name: s for s in spec.steps}

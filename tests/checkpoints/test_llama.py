@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from conftest import assert_refused, example_module, run_app, run_cli
 from helpers import oracle
+from helpers.hf_parity import measured
 
 from tracer.spec import load_spec
 
@@ -258,14 +259,14 @@ def test_llama_matches_hugging_face(tmp_path):
     assert _largest(wrong["blocks.0.attn.weights"], attentions[0]) > 1e3 * RTOL_FLOAT32
 
 
-def test_llama_with_float64_internals_matches_to_1e_12(tmp_path, monkeypatch):
+def test_llama_with_float64_internals_matches_to_1e_12(tmp_path, monkeypatch, request):
     """Hugging Face's three float32 steps replaced by the same formulas in float64: tracer agrees to 1e-12."""
     torch, model, folder = _hf_llama(tmp_path)
     from transformers.models.llama import modeling_llama as ml
 
     _float64_internals(monkeypatch, torch, ml, "Llama")
     st = _traced(imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS))))
-    _compare(st, *_hf_forward(torch, model, IDS), rtol=None, atol=1e-12)
+    measured(request, "llama", _compare(st, *_hf_forward(torch, model, IDS), rtol=None, atol=1e-12))
 
 
 @pytest.mark.parametrize("tied, model_type", [(True, "llama"), (False, "mistral")])
@@ -316,7 +317,7 @@ def _float64_internals(monkeypatch, torch, module, prefix: str) -> None:
 MISTRAL_IDS = [5, 17, 42, 88, 3, 61, 0, 29, 7, 50]  # T = 10 > W = 4
 
 
-def test_mistral_sliding_window_matches_hugging_face_at_every_position(tmp_path, monkeypatch):
+def test_mistral_sliding_window_matches_hugging_face_at_every_position(tmp_path, monkeypatch, request):
     """A tiny random MistralForCausalLM with sliding_window = 4 < T = 10 (eager attention, float64): tracer's import
     traces it to 1e-12 at every position, its logits included; HF does apply the window (without it positions 4 on
     differ), and the same spec with a plain causal mask is off from position 4 on."""
@@ -349,6 +350,7 @@ def test_mistral_sliding_window_matches_hugging_face_at_every_position(tmp_path,
     st = _traced(spec)
     found = _compare(st, hidden, outputs, logits, attentions, rtol=None, atol=1e-12)
     assert found["logits"] <= 1e-12
+    measured(request, "mistral (window 4, T 10)", found)
     spec.write_text(spec.read_text().replace("mask: {causal: true, window: 4}", "mask: causal"))
     causal = _traced(spec)["logits"]
     assert np.abs(causal[0, :4] - logits[0, :4]).max() <= 1e-12  # positions 0..3 read every key either way

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import assert_refused, run_app, run_cli
+from helpers.hf_parity import measured
 from test_llama import _float64_internals, _hf_forward, _largest, _traced, imported
 
 from tracer.spec import load_spec
@@ -73,7 +74,7 @@ def _hf_router(torch, model, ids) -> list[np.ndarray]:
     return probs
 
 
-def test_mixtral_matches_hugging_face_to_1e_10(tmp_path, monkeypatch):
+def test_mixtral_matches_hugging_face_to_1e_10(tmp_path, monkeypatch, request):
     torch, model, folder = _mixtral(tmp_path)
     _lift(monkeypatch, torch)
     spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS)))  # no flags: layout from model_type
@@ -86,6 +87,7 @@ def test_mixtral_matches_hugging_face_to_1e_10(tmp_path, monkeypatch):
         found[f"blocks.{i}.output"] = _largest(st[f"blocks.{i}.output"], hidden[i + 1] if i == 0 else outputs[i])
         found[f"blocks.{i}.attn.weights"] = _largest(st[f"blocks.{i}.attn.weights"], attentions[i])
     assert max(found.values()) <= TOL, found
+    measured(request, "mixtral", found)
     for i, probs in enumerate(_hf_router(torch, model, IDS)):
         assert _largest(st[f"blocks.{i}.moe.router.weights"][0], probs) <= TOL
         chosen = np.sort(np.argsort(-probs, axis=-1, kind="stable")[:, :2], axis=-1)  # HF's top 2 at every position

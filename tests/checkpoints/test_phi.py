@@ -28,7 +28,7 @@ def _phi(tmp_path, **config):
 
 
 @pytest.mark.parametrize("config", [{}, {"num_key_value_heads": 2, "hidden_act": "gelu"}])
-def test_phi_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, config):
+def test_phi_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, config, request):
     torch, model, folder = _phi(tmp_path, **config)
     from transformers.models.phi import modeling_phi as mod
 
@@ -36,6 +36,7 @@ def test_phi_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, config):
     spec = hf.imported(tmp_path, folder, "--tokens", ",".join(map(str, hf.IDS)))
     found = hf.compare(hf.traced(spec), *hf.hf_forward(torch, model, model.model.layers, hf.IDS))
     assert max(found.values()) <= TOL, found
+    hf.measured(request, "phi", found)
     s = load_spec(str(spec))
     assert (s.block.norm_order, s.block.rotary_dim, s.block.head_bias) == ("parallel_shared", 6, True)
     assert s.weights["head_bias"].source == "file"

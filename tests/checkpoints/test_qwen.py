@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import assert_refused, run_app
+from helpers.hf_parity import measured
 from test_llama import IDS, RTOL_FLOAT32, _compare, _float64_internals, _hf_forward, _traced, imported, write_llama
 
 from tracer.spec import load_spec
@@ -146,7 +147,7 @@ CASES = {"qwen2": ("qwen2", {}), "qwen2-window": ("qwen2", {"use_sliding_window"
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_matches_hugging_face_in_float64(tmp_path, monkeypatch, case):
+def test_matches_hugging_face_in_float64(tmp_path, monkeypatch, case, request):
     kind, extra = CASES[case]
     torch, model, folder = _hf(tmp_path, kind, **extra)
     ids = IDS + [7, 50]  # T = 10 > the window of 3
@@ -161,6 +162,7 @@ def test_matches_hugging_face_in_float64(tmp_path, monkeypatch, case):
     hidden, outputs, logits, attentions = _hf_forward(torch, model, ids)
     found = _compare(st, hidden, outputs, logits, attentions, rtol=None, atol=TOL)
     assert max(found.values()) <= TOL
+    measured(request, case, found)
     if case == "qwen2-window":  # HF applies the window: the plain causal mask differs from position 3 on
         spec.write_text(text.replace("mask: {causal: true, window: 3}", "mask: causal"))
         assert np.abs(_traced(spec)["logits"][0, 3:] - logits[0, 3:]).max(axis=-1).min() > 1e-3
@@ -234,7 +236,7 @@ def _scaled_rotary(monkeypatch, torch, module, prefix: str, rope: dict) -> None:
 
 
 @pytest.mark.parametrize("kind", list(ROPES))
-def test_rope_scaling_matches_hugging_face_in_float64(tmp_path, monkeypatch, kind):
+def test_rope_scaling_matches_hugging_face_in_float64(tmp_path, monkeypatch, kind, request):
     torch = pytest.importorskip("torch", reason="the comparison with Hugging Face needs torch (optional extra)")
     transformers = pytest.importorskip("transformers", reason="the comparison with Hugging Face needs transformers (optional extra)")
     from transformers.models.llama import modeling_llama as ml
@@ -259,6 +261,7 @@ def test_rope_scaling_matches_hugging_face_in_float64(tmp_path, monkeypatch, kin
     _scaled_rotary(monkeypatch, torch, ml, "Llama", ROPES[kind])
     found = _compare(st, *_hf_forward(torch, model, ids), rtol=None, atol=TOL)
     assert max(found.values()) <= TOL
+    measured(request, f"llama (rope scaling {kind})", found)
     # without the scaling the same weights are far off: the scaling is what the match shows
     spec.write_text("\n".join(line for line in text.splitlines() if "rope_scaling:" not in line) + "\n")
     assert _largest_logit_gap(_traced(spec), shipped[2]) > 1e-3

@@ -96,3 +96,13 @@ def lift_float32(monkeypatch: Any, torch: Any, module: Any, prefix: str) -> None
 
     monkeypatch.setattr(getattr(module, f"{prefix}RotaryEmbedding"), "forward", rotary)
     monkeypatch.setattr(module, "eager_attention_forward", eager)
+
+
+PARITY = "parity"  # the user property a parity test records its figure under (tests/conftest.py prints them at the end)
+
+
+def measured(request: Any, family: str, found: dict[str, float] | float) -> None:
+    """Record the largest |tracer - Hugging Face| a parity test measured for ``family``: the run's summary lists the
+    figures (CI's log holds them; docs/families.md quotes them)."""
+    figure = max(found.values()) if isinstance(found, dict) else found
+    request.node.user_properties.append((PARITY, [family, float(figure)]))
