@@ -1,0 +1,107 @@
+"""tracer grad on each family's tiny model against torch autograd through Hugging Face's own model, at 1e-10.
+
+The next-token loss and every weight's gradient.  A tracer weight is a selection of a stored tensor (a part of a packed
+q/k/v, a transpose), so its gradient is the same selection of the stored tensor's gradient: the layout's own Take
+turns HF's gradient into tracer's shape, and every weight the layout maps is compared.  Qwen2, the biased LLaMA,
+Mixtral and the BERTs have tests of their own (test_qwen.py, test_mixtral.py, test_bert.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import hf_parity as hf
+from test_llama import _float64_internals
+
+from tracer.checkpoints import families
+from tracer.grad.run import GradOptions, grad
+from tracer.spec import load_spec
+
+TOL = 1e-10
+IDS = [5, 17, 42, 3, 29, 0, 11, 8, 33, 2]  # T = 10: Mistral's window of 4 hides keys
+SMALL = {"vocab_size": 64, "num_hidden_layers": 2, "max_position_embeddings": 32, "initializer_range": 0.2}
+
+
+def _model(torch: Any, transformers: Any, family: str, folder: Path) -> Any:
+    rope = {"rope_type": "default", "rope_theta": 1000.0}
+    made = {
+        "gpt2": (transformers.GPT2LMHeadModel, transformers.GPT2Config(n_embd=32, n_head=4, n_layer=2, vocab_size=64, n_positions=32,
+                                                                      initializer_range=0.2)),
+        "llama": (transformers.LlamaForCausalLM, transformers.LlamaConfig(**SMALL, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+                                                                        intermediate_size=48, rope_parameters=rope)),
+        "mistral": (transformers.MistralForCausalLM, transformers.MistralConfig(**SMALL, hidden_size=32, num_attention_heads=4,
+                                                                              num_key_value_heads=2, intermediate_size=48, sliding_window=4,
+                                                                              rope_parameters=rope)),
+        "gpt_neox": (transformers.GPTNeoXForCausalLM, transformers.GPTNeoXConfig(**SMALL, hidden_size=48, num_attention_heads=4, intermediate_size=80,
+                                                                               rope_parameters={**rope, "partial_rotary_factor": 0.5})),
+        "phi": (transformers.PhiForCausalLM, transformers.PhiConfig(**SMALL, hidden_size=48, num_attention_heads=4, intermediate_size=80,
+                                                                  rope_parameters={**rope, "partial_rotary_factor": 0.5})),
+    }
+    model_class, config = made[family]
+    return hf.saved(torch, model_class, config, folder)
+
+
+def _lift(monkeypatch: Any, torch: Any, family: str) -> None:
+    """HF's float32 internals (rotary angles, RMSNorm, softmax) as the same formulas in float64; GPT-2 has none."""
+    if family in ("llama", "mistral"):
+        from transformers.models.llama import modeling_llama
+        from transformers.models.mistral import modeling_mistral
+
+        module, prefix = (modeling_llama, "Llama") if family == "llama" else (modeling_mistral, "Mistral")
+        _float64_internals(monkeypatch, torch, module, prefix)
+    elif family == "gpt_neox":
+        from transformers.models.gpt_neox import modeling_gpt_neox
+
+        hf.lift_float32(monkeypatch, torch, modeling_gpt_neox, "GPTNeoX")
+    elif family == "phi":
+        from transformers.models.phi import modeling_phi
+
+        hf.lift_float32(monkeypatch, torch, modeling_phi, "Phi")
+
+
+def _stored_name(key: str, names: set[str]) -> str | None:
+    """HF's parameter for a layout key: the same name, or the key under the model's prefix (GPT-2's 'transformer.')."""
+    if key in names:
+        return key
+    found = [n for n in names if n.endswith("." + key)]
+    return found[0] if len(found) == 1 else None
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "gpt_neox", "phi"])
+def test_grad_matches_torch_autograd_through_hugging_face(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, family: str,
+                                                          request: pytest.FixtureRequest) -> None:
+    torch, transformers = hf.need_torch()
+    model = _model(torch, transformers, family, tmp_path / family)
+    _lift(monkeypatch, torch, family)
+    logits = model(torch.tensor([IDS])).logits[0]
+    loss = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(IDS[1:]))  # the mean next-token loss, in float64
+    loss.backward()
+    stored = {n: p.grad.numpy() for n, p in model.named_parameters() if p.grad is not None}
+
+    path = hf.imported(tmp_path, tmp_path / family, "--tokens", ",".join(map(str, IDS)))
+    spec = load_spec(str(path))
+    gt = grad(spec, GradOptions(loss="next-token"))
+    assert gt.loss is not None and abs(gt.loss.value - loss.item()) <= TOL
+    name = "llama" if family == "mistral" else family  # the layout the import chose from config.json's model_type
+    assert f"layout: {name}" in path.read_text()
+    layout = families.layouts()[name]
+    compared, largest = [], 0.0
+    for pattern, take in layout.table.items():
+        for i in range(2) if "{i}" in pattern else [None]:
+            name = pattern.replace("{i}", str(i))
+            key = _stored_name(take.key.replace("{i}", str(i)), set(stored))
+            if name not in gt.weight_grads or key is None:  # a tied head (its gradient is the embedding's), an unused bias
+                continue
+            want = take._replace(heads=spec.dims.H if take.heads == -1 else take.heads).apply(stored[key])
+            got = gt.weight_grads[name]
+            assert got.shape == want.shape, name
+            err = float(np.max(np.abs(got - want)))
+            assert err <= TOL * max(1.0, float(np.max(np.abs(want)))), (name, err)
+            compared.append(name)
+            largest = max(largest, err)
+    assert len(compared) >= 10 * 2 and "embedding" in compared, compared  # every layer's weights, not a lucky few
+    assert all(f"blocks.1.attn.w_{x}" in compared for x in "qkvo")
+    hf.measured(request, f"{family} (grad)", largest)
