@@ -289,7 +289,7 @@ MESSAGES: dict[str, str] = {
     '--layers {text}: expected a layer or a range such as 0-1 (first-last, counting from 0)': '--layers {text}：应为一层或一个范围，例如 0-1（第一层-最后一层，从 0 数起）',
     '--tokens {text}: expected token ids 0 or more, separated by commas': '--tokens {text}：应为 0 或更大的 token id，用逗号分隔',
     '--tokens: id {max} is out of range: the embedding table has V = {V} rows (ids 0 to {x})': '--tokens：id {max} 超出范围：嵌入表有 V = {V} 行（id 为 0 到 {x}）',
-    "config.json's model_type {model_type} names no layout": 'config.json 的 model_type {model_type} 不对应任何布局',
+    "config.json's model_type {model_type} names no layout (tracer reads {types})": 'config.json 的 model_type {model_type} 不对应任何布局（tracer 能读的有 {types}）',
     'the checkpoint has no config.json': '检查点没有 config.json',
     '--layout {name}: expected one of {join}': '--layout {name}：应为 {join} 之一',
     '--length {length}: expected 1 to {most} positions': '--length {length}：应为 1 到 {most} 个位置',

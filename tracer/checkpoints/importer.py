@@ -91,7 +91,9 @@ def _mapping(indent: str, items: dict[str, Any], notes: dict[str, str]) -> list[
 def _no_layout(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None) -> UsageError:
     """Why no layout was picked, suggesting only the layouts that would read the checkpoint whole."""
     model_type = (config or {}).get("model_type")
-    why = msg("config.json's model_type {model_type} names no layout", model_type=repr(model_type)) if model_type else msg("the checkpoint has no config.json")
+    read = ", ".join(sorted({t for lay in layouts.layouts().values() for t in lay.model_types}))
+    why = (msg("config.json's model_type {model_type} names no layout (tracer reads {types})", model_type=repr(model_type), types=read)
+           if model_type else msg("the checkpoint has no config.json"))
     fits = layouts.whole_readers(ckpt, config)
     if fits:
         return UsageError(at(ckpt_path, join([why, msg("give --layout {names}", names=" | ".join(fits))])))
