@@ -1405,6 +1405,11 @@ MESSAGES: dict[str, str] = {
     'positions from row {o}': '位置从第 {o} 行起',
     'rope scaling {kind}': 'rope 缩放 {kind}',
     'none of these': '这些都没有',
+    # graph: a parallel residual's branches
+    '{branch} branch: {stage}': '{branch}分支：{stage}',
+    'attention': '注意力',
+    'FFN': 'FFN',
+    '{x} goes three ways: into both branches, side by side, and unchanged into the add.': '{x} 分三路：进入并排的两个分支，并原样进入相加。',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

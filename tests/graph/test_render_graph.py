@@ -74,13 +74,23 @@ def test_sandwich_norm_custom_block():
     assert "first residual path: residual1 = x + post_attention" in titles(text)
 
 
-def test_parallel_block_has_one_residual_and_a_plain_add():
+def test_parallel_block_has_one_residual_and_its_two_branches_side_by_side():
     text = draw(str(EXAMPLES / "graph" / "parallel-block.yaml"))
-    assert titles(text)[1:] == ["first residual path: output = x + both"]
+    assert titles(text)[1:] == ["first residual path: output = x + both", "attention branch: attention", "FFN branch: ffn"]
+    side = [line for line in text.splitlines() if "attention branch: attention" in line]
+    assert len(side) == 1 and "FFN branch: ffn" in side[0]  # two boxes on the same lines
     r = [row[:2] for row in rows(text)]
     assert r[3] == ("┬", "x") and r[-1] == ("⊕", "output")
-    assert ("│", "both") in r and ("│", "ffn") in r  # adding two branches is not a residual: no ⊕ on 'both'
+    assert ("│", "norm1") in r and ("│", "both") in r  # norm1 feeds both branches; adding them is not a residual: no ⊕
     assert "attention + ffn" in text and "ReLU(norm1 W_1 + b_1) W_2 + b_2" in text  # the FFN reads norm1, beside attention
+    assert "x goes three ways: into both branches, side by side, and unchanged into the add." in text
+    rows_of = [line for line in text.splitlines() if re.search(r"│ +attn\.weights .*│ +│ +\S", line)]
+    assert rows_of, "the FFN box's rows sit beside the attention box's"
+
+
+def test_a_pre_norm_block_has_no_branches():
+    text = draw(PRE)
+    assert not any("branch:" in t for t in titles(text))
 
 
 def test_two_layer_stack_draws_both_layers_and_the_head():

@@ -59,7 +59,9 @@ class Section:
     title: str
     rows: list[Row] = field(default_factory=list)
     note: str = ""
-    kind: str = "path"  # entry | path | exit | stream | skipped
+    kind: str = "path"  # entry | path | exit | stream | skipped | branch
+    branches: list[Section] = field(default_factory=list)  # a parallel residual: the two branches, drawn side by side
+    after: list[Row] = field(default_factory=list)  # with branches: the rows below them (the branches' sum, the add)
 
 
 def graph_template(template: str) -> str:
@@ -270,6 +272,36 @@ class Graph:
             s.note = msg("No positions: the block cannot tell the order of the tokens.")
         return s
 
+    def parallel(self, skip: str, main: str) -> tuple[str, str] | None:
+        """The two branches of a parallel residual: ``main`` adds two stages that both come from ``skip`` and neither from
+        the other (GPT-NeoX's attention and FFN, both reading X), or None for a sequential path."""
+        step = self.by_name.get(main)
+        if step is None or step.op != "add" or len(step.inputs) != 2:
+            return None
+        a, b = step.inputs
+        if all(x in self.by_name and self.is_ancestor(skip, x) for x in (a, b)) and not self.is_ancestor(a, b) and not self.is_ancestor(b, a):
+            return a, b
+        return None
+
+    def branch_sections(self, s: Section, skip: str, branches: tuple[str, str], chunk: list[Step], main: Step, add: Step) -> None:
+        """Fill a parallel path: the steps both branches read above, each branch in a box of its own, the sum below."""
+        own: dict[str, list[Step]] = {branches[0]: [], branches[1]: []}
+        shared: list[Step] = []
+        for st in chunk:
+            if st.name == main.name:
+                continue
+            into = [b for b in branches if st.name == b or self.is_ancestor(st.name, b)]
+            (own[into[0]] if len(into) == 1 else shared).append(st)
+        for st in shared:
+            s.rows += self.rows(st, "source" if st.name == skip else "through")
+        for b in branches:
+            first = own[b][0] if own[b] else None
+            title = msg("{branch} branch: {stage}", branch=msg("attention") if first is not None and any(
+                OPS[x.op].attention for x in own[b] if x.op in OPS) else msg("FFN"), stage=b)
+            s.branches.append(Section(title, [r for st in own[b] for r in self.rows(st, "")], kind="branch"))
+        s.after = self.rows(main, "through") + self.rows(add, "add")
+        s.note = msg("{x} goes three ways: into both branches, side by side, and unchanged into the add.", x=skip)
+
     def layer_sections(self, layer: Message | None, steps: list[Step]) -> list[Section]:
         sections: list[Section] = []
         start = 0
@@ -288,6 +320,11 @@ class Graph:
             names = [st.name for st in chunk]
             if skip not in names:
                 s.rows.append(Row("source", skip, "", self.shape(skip), msg("the residual stream, into this path"), kind="input"))
+            two = self.parallel(skip, pair[1])
+            if two is not None:
+                self.branch_sections(s, skip, two, chunk, self.by_name[pair[1]], step)
+                sections.append(s)
+                continue
             rail = "" if skip in names else "through"
             for st in chunk:
                 if st.name == skip:
@@ -381,8 +418,9 @@ def localise(sections: list[Section]) -> list[Section]:
     """Titles, notes and cells in the current language (built in English, translated here at the edge)."""
     for s in sections:
         s.title, s.note = render(s.title), render(s.note)
-        for row in s.rows:
+        for row in s.rows + s.after:
             row.computes, row.warning, row.weights, row.meaning = render(row.computes), render(row.warning), render(row.weights), render(row.meaning)
+        localise(s.branches)
     return sections
 
 
@@ -415,7 +453,7 @@ def _cells(row: Row) -> list[Text]:
 def _widths(sections: list[Section]) -> list[int]:
     widths = [cell_len(tr(c)) for c in COLUMNS]
     for s in sections:
-        for row in s.rows:
+        for row in s.rows + s.after:
             for i, cell in enumerate(_cells(row)):
                 widths[i] = max([widths[i]] + [cell_len(line) for line in cell.plain.split("\n")])
     return widths
@@ -429,11 +467,11 @@ class RailTable:
     drawn that many lines tall.
     """
 
-    def __init__(self, rows: list[Row], widths: list[int] | None) -> None:
-        self.rows, self.widths = rows, widths
+    def __init__(self, rows: list[Row], widths: list[int] | None, header: bool = True) -> None:
+        self.rows, self.widths, self.header = rows, widths, header
 
     def table(self, heights: list[int] | None = None) -> Table:
-        table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False, header_style="dim")
+        table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False, header_style="dim", show_header=self.header)
         for i, name in enumerate(COLUMNS):
             table.add_column(tr(name), min_width=self.widths[i] if self.widths else None, overflow="fold", no_wrap=i <= 2)
         for k, row in enumerate(self.rows):
@@ -460,14 +498,28 @@ def section_panel(s: Section, widths: list[int] | None, panel_width: int | None)
     if s.kind == "skipped":
         return Text(f"  ⋮ {s.title}", style="italic")
     body: RenderableType = RailTable(s.rows, widths)
+    if s.branches:  # a parallel residual: its two branches in boxes side by side, between the rows they read and their sum
+        side = Table.grid(padding=(0, 1), expand=False)
+        for _ in s.branches:
+            side.add_column()
+        side.add_row(*(section_panel(b, None, None) for b in s.branches))
+        body = Group(body, side, RailTable(s.after, widths, header=False))
     if s.note:
         body = Group(body, Text(s.note, style="italic"))
     return Panel(body, title=Text(s.title, style="bold"), title_align="left", width=panel_width, expand=False,
                  padding=(0, 1), border_style="cyan" if s.kind == "path" else "")
 
 
+def _side_width(s: Section) -> int:
+    """The width a parallel path's two branch boxes take side by side (0 for a path without branches)."""
+    if not s.branches:
+        return 0
+    boxes = [sum(w) + 2 * (len(w) - 1) + 4 for w in (_widths([b]) for b in s.branches)]  # each box's table, borders, padding
+    return sum(boxes) + len(boxes) - 1
+
+
 def _out_stage(s: Section) -> Row | None:
-    for row in reversed(s.rows):
+    for row in reversed(s.rows + s.after):
         if row.kind in ("step", "input") and row.stage:
             return row
     return None
@@ -481,7 +533,8 @@ class Figure:
         self.sections = localise(Graph(spec).sections())
         self.widths = _widths(self.sections)
         table_width = sum(self.widths) + 2 * (len(self.widths) - 1)  # one cell of padding each side, none at the edges
-        self.width = max([table_width] + [cell_len(s.title) + 4 for s in self.sections]) + 5  # borders and padding, and a cell rich 13 pads the rail with
+        self.width = max([table_width, *(_side_width(s) for s in self.sections)]
+                         + [cell_len(s.title) + 4 for s in self.sections]) + 5  # borders and padding, and a cell rich 13 pads the rail with
 
     def header(self) -> Text:
         spec = self.spec
