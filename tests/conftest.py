@@ -102,9 +102,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The parity figures measured in this run, one line a family (the figures docs/families.md quotes)."""
     if _PARITY:
-        terminalreporter.write_sep("-", "parity with Hugging Face in float64: the largest |tracer - HF| measured")
+        terminalreporter.write_sep("-", "parity with Hugging Face: the largest |tracer - HF| measured (float64 unless said)")
+        width = max(len(family) for family in _PARITY)
         for family in sorted(_PARITY):
-            terminalreporter.write_line(f"{family:<28} {_PARITY[family]:.1e}")
+            terminalreporter.write_line(f"{family:<{width}}  {_PARITY[family]:.1e}")
 
 
 # Hypothesis: the same examples every run; --slow or CI gets the full budgets, see test_fuzz.

@@ -1,0 +1,77 @@
+"""Every family as shipped: a float32 model, Hugging Face's forward as it is (its float32 internals kept), against
+`tracer import` then `tracer run` (float64 from the stored float32 weights), within 1e-5 of the stage's scale.
+
+The float64 parity tests (test_llama.py, test_qwen.py, test_bert.py, ...) show the maths is the same to 1e-14; this
+shows what a user comparing with their own float32 model sees: float32's rounding, and nothing more.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from helpers import hf_parity as hf
+
+RTOL = 1e-5  # of the largest |value| of the stage compared
+IDS = [5, 17, 42, 3, 29, 0, 11, 8, 33, 2]
+SMALL = {"vocab_size": 64, "num_hidden_layers": 2, "max_position_embeddings": 32, "initializer_range": 0.2}
+ROPE = {"rope_type": "default", "rope_theta": 1000.0}
+ENCODERS = ("bert", "roberta", "distilbert")
+
+
+def _model(torch: Any, t: Any, family: str, folder: Path) -> Any:
+    decoder = {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 48, "rope_parameters": ROPE}
+    made = {
+        "gpt2": (t.GPT2LMHeadModel, t.GPT2Config(n_embd=32, n_head=4, n_layer=2, vocab_size=64, n_positions=32, initializer_range=0.2)),
+        "llama": (t.LlamaForCausalLM, t.LlamaConfig(**SMALL, **decoder)),
+        "mistral": (t.MistralForCausalLM, t.MistralConfig(**SMALL, **decoder, sliding_window=4)),
+        "qwen2": (t.Qwen2ForCausalLM, t.Qwen2Config(**SMALL, **decoder)),
+        "mixtral": (t.MixtralForCausalLM, t.MixtralConfig(**SMALL, **decoder, num_local_experts=4, num_experts_per_tok=2)),
+        "gpt_neox": (t.GPTNeoXForCausalLM, t.GPTNeoXConfig(**SMALL, hidden_size=48, num_attention_heads=4, intermediate_size=80,
+                                                          rope_parameters={**ROPE, "partial_rotary_factor": 0.5})),
+        "phi": (t.PhiForCausalLM, t.PhiConfig(**SMALL, hidden_size=48, num_attention_heads=4, intermediate_size=80,
+                                             rope_parameters={**ROPE, "partial_rotary_factor": 0.5})),
+        "bert": (t.BertModel, t.BertConfig(**SMALL, hidden_size=32, num_attention_heads=4, intermediate_size=48)),
+        "roberta": (t.RobertaModel, t.RobertaConfig(**SMALL, hidden_size=32, num_attention_heads=4, intermediate_size=48, pad_token_id=1)),
+        "distilbert": (t.DistilBertModel, t.DistilBertConfig(vocab_size=64, dim=32, n_heads=4, n_layers=2, hidden_dim=48,
+                                                            max_position_embeddings=32, initializer_range=0.2)),
+    }
+    model_class, config = made[family]
+    torch.manual_seed(0)
+    model = model_class(config, add_pooling_layer=False) if family in ("bert", "roberta") else model_class(config)
+    with torch.no_grad():  # biases and norms away from their 0 / 1 start, so that a misplaced one shows
+        for p in model.parameters():
+            if p.ndim == 1:
+                p.add_(0.1 * torch.randn_like(p))
+    model.eval().save_pretrained(str(folder))  # float32, as models are shipped
+    return model_class.from_pretrained(str(folder), attn_implementation="eager").eval()
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2", "mixtral", "gpt_neox", "phi", *ENCODERS])
+def test_a_float32_model_as_shipped_is_within_float32_rounding(tmp_path: Path, family: str, request: pytest.FixtureRequest) -> None:
+    torch, transformers = hf.need_torch()
+    model = _model(torch, transformers, family, tmp_path / family)
+    ids = IDS if family != "roberta" else [i for i in IDS if i != 1]  # RoBERTa: no padding token in the input
+    with torch.no_grad():
+        out = model(torch.tensor([ids]), output_hidden_states=True)
+    assert out.hidden_states[-1].dtype == torch.float32
+    spec = hf.imported(tmp_path, tmp_path / family, "--tokens", ",".join(map(str, ids)))
+    assert "the checkpoint stores float32" in spec.read_text()
+    st = hf.traced(spec)
+    pairs = {"blocks.0.output": out.hidden_states[1].numpy()}
+    if family in ENCODERS:
+        pairs["blocks.1.output"] = out.last_hidden_state.numpy()
+    else:
+        pairs |= {"final_norm": out.hidden_states[-1].numpy(), "logits": out.logits.numpy()}
+    largest = 0.0
+    for name, want in pairs.items():
+        got = st[name]
+        assert got.shape == want.shape, name
+        scale = max(1.0, float(np.max(np.abs(want))))
+        err = float(np.max(np.abs(got - want)))
+        assert err <= RTOL * scale, (family, name, err, scale)
+        assert err > 0.0 or name == "blocks.0.output"  # float32 against float64: a real, small difference
+        largest = max(largest, err / scale)
+    hf.measured(request, f"{family} (float32 as shipped, relative)", largest)
