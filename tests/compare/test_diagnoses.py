@@ -65,10 +65,11 @@ def test_each_mistake_in_numpy_is_found_and_named(tmp_path, bug, size):
     assert "no known mistake" not in r.hint.english()
 
 
+@pytest.mark.parametrize("size", SIZE_PARAMS)
 @pytest.mark.parametrize("bug", student.MISTAKES)
-def test_each_mistake_in_torch_is_found_and_named(tmp_path, bug):
-    pytest.importorskip("torch")
-    C = 2
+def test_each_mistake_in_torch_is_found_and_named(tmp_path, bug, size):
+    pytest.importorskip("torch", reason="a student's PyTorch block needs torch (optional extra)")
+    C = SIZES[size]
     spec, params, x = traced(tmp_path, C, heads_for(C, bug), activation_for(bug))
     arrays = student.torch_block(x, params, heads_for(C, bug), activation=activation_for(bug), bug=bug)
     r = diffing.diff(spec, save(tmp_path, arrays, student.MAIN))
