@@ -1410,6 +1410,8 @@ MESSAGES: dict[str, str] = {
     'attention': '注意力',
     'FFN': 'FFN',
     '{x} goes three ways: into both branches, side by side, and unchanged into the add.': '{x} 分三路：进入并排的两个分支，并原样进入相加。',
+    # check: what a spec cannot show
+    'note: {note}': '注意：{note}',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

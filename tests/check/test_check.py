@@ -3,6 +3,8 @@ precision; a bad spec, stage or option is 2.  The answers below are section 17.9
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import EXAMPLES, PRE, assert_refused, run_app, run_cli
 
@@ -21,7 +23,10 @@ EX2 = str(EXAMPLES / "exercises" / "ex2-layernorm.yaml")
 def test_right_is_0_and_wrong_is_1(args, code):
     r = run_app("check", EX4, *args)
     assert r.returncode == code, r.stdout + r.stderr
-    assert len(r.stdout.splitlines()) == 1 and r.stderr == ""
+    assert len(r.stdout.splitlines()) == 1
+    # ex4's biases are zero: a right answer notes the mistakes that spec cannot show, on stderr; a wrong one says nothing more
+    assert r.stderr == ("" if code else "note: this spec cannot show every classic mistake: every bias is zero (a bias left out changes "
+                        "nothing); specs/variants/diagnose.yaml can\n")
     assert r.stdout.startswith("right: " if code == 0 else "wrong: ")
 
 
@@ -184,3 +189,22 @@ def test_answers_file_refusals(tmp_path):
     assert_refused(run_app("check", EX4, "--answers", str(f), "--stage", "pre"), "without --stage and --expect")
     assert_refused(run_app("check", EX4, "--stage", "pre"), "give --stage and --expect")
     assert_refused(run_app("check", EX4, "--answers", str(tmp_path / "none.yaml")), "none.yaml")
+
+
+def test_a_right_answer_on_a_spec_that_hides_classic_mistakes_says_which(tmp_path):
+    """The chapter's spec has d = 1, zero biases, gamma 1 and beta 0: a hand computation that leaves the scale, a bias or
+    gamma out is right on it too.  check says so on stderr (stdout stays the one line) and in the JSON's notes."""
+    r = run_app("check", PRE, "--stage", "norm1", "--expect", "[1, -1]", "-p", "3")
+    assert r.returncode == 0 and r.stdout.strip() == "right: norm1 at b=0, t=0 is [1.000, -1.000] to 3 decimals"
+    assert r.stderr.startswith("note: this spec cannot show every classic mistake: d = 1") and "specs/variants/diagnose.yaml can" in r.stderr
+    doc = json.loads(run_app("check", PRE, "--stage", "norm1", "--expect", "[1, -1]", "-p", "3", "--json").stdout)
+    assert doc["right"] is True and len(doc["notes"]) == 1 and "every bias is zero" in doc["notes"][0]
+    wrong = json.loads(run_app("check", PRE, "--stage", "norm1", "--expect", "[1, 1]", "--json").stdout)
+    assert wrong["right"] is False and wrong["notes"] == []  # a wrong answer is wrong whatever the spec hides
+
+
+def test_a_spec_that_shows_every_classic_mistake_adds_no_note():
+    x = run_app("run", "specs/variants/diagnose.yaml", "--json", "--stage", "norm1")
+    value = json.loads(x.stdout)["stages"][0]["values"][0][0]
+    r = run_app("check", "specs/variants/diagnose.yaml", "--stage", "norm1", "--expect", json.dumps(value), "-p", "6")
+    assert r.returncode == 0 and r.stderr == ""

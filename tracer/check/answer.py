@@ -22,6 +22,7 @@ from tracer.model.contracts import kind_word
 class Verdict(NamedTuple):
     right: bool
     line: str  # one line: a Message, English as a str (the CLI renders it)
+    notes: tuple[str, ...] = ()  # with a right answer: the classic mistakes this spec's numbers cannot show (Messages)
 
     @property
     def exit_code(self) -> int:
@@ -68,7 +69,9 @@ def parse_expect(text: str) -> list[float]:
 
 def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, precision: int = 6) -> Verdict:
     """Run the spec and compare one stage's value at (batch, pos) with the expected numbers."""
+    from tracer.compare.hints import spec_blind_spots
     from tracer.engine import executor
+    from tracer.engine.params import load_params
     from tracer.run.plan import prepare
 
     numbers = parse_expect(expect)
@@ -76,7 +79,8 @@ def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, prec
     ready.check_memory()
     s, policy, b, t = ready.spec, ready.policy, ready.batch, ready.pos
     name = (ready.stages or [stage])[0]
-    trace = executor.run(s, policy=policy)
+    params = load_params(s, for_run=True)
+    trace = executor.run(s, policy=policy, params=params)
     if name not in trace.stages:
         first = trace.violations[0] if trace.violations else None
         stopped = msg("{kind} violation at stage {stage}", kind=kind_word(first.kind), stage=first.stage) if first else msg("the end of the run")
@@ -90,7 +94,9 @@ def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, prec
     half = 0.5 * 10.0 ** -precision
     wrong = [i for i, (x, y) in enumerate(zip(actual, numbers)) if not abs(x - y) <= half * (1 + 1e-9) + 1e-12]
     if not wrong:
-        return Verdict(True, msg("right: {stage} at b={b}, t={t} is {v} to {p} decimals", stage=name, b=b, t=t, v=_rounded(actual, precision), p=precision))
+        # right, but a hand computation with a classic mistake may be right too on this spec: say which it cannot show
+        return Verdict(True, msg("right: {stage} at b={b}, t={t} is {v} to {p} decimals", stage=name, b=b, t=t, v=_rounded(actual, precision), p=precision),
+                       tuple(spec_blind_spots(s, params)))
     which = ", ".join(str(i) for i in wrong)
     if len(wrong) == 1:
         return Verdict(False, msg("wrong: {stage} at b={b}, t={t}: entry {i} of {v} differs at {p} decimals (counting from 0)", stage=name, b=b, t=t,
@@ -149,6 +155,7 @@ def answer_json(spec: str, stage: str, batch: int, pos: int, verdict: Verdict | 
     return {"kind": "check", "spec": spec, "stage": stage, "batch": batch, "pos": pos,
             "right": None if verdict is None else verdict.right, "exit_code": code,
             "message": " ".join(str(verdict.line if verdict is not None else error).split()),
+            "notes": [] if verdict is None else [" ".join(str(n).split()) for n in verdict.notes],
             "error": None if verdict is not None else {"exit_code": code, "message": " ".join(str(error).split())}}
 
 

@@ -661,6 +661,9 @@ def check(
                     sys.stdout.write(jsonout.dumps(c.as_json(spec)))
                 else:
                     sys.stdout.write(" ".join(render(c.verdict.line if c.verdict is not None else c.error).split()) + "\n")
+            notes = next((c.verdict.notes for c in results if c.verdict is not None and c.verdict.notes), ())
+            for note in notes:  # once for the spec, not once an answer
+                sys.stderr.write(render(msg("note: {note}", note=note)) + "\n")
             counts = {w: sum(c.word == w for c in results) for w in ("right", "wrong", "error")}
             worst = max(c.code for c in results)
             line = render(nmsg("{n} answer: {right} right, {wrong} wrong, {errors}; exit code {code}",
@@ -680,6 +683,8 @@ def check(
             sys.stdout.write(jsonout.dumps(answers_.answer_json(spec, stage, batch, pos, verdict, verdict.exit_code)))
         else:
             sys.stdout.write(render(verdict.line) + "\n")
+            for note in verdict.notes:  # on stderr: stdout stays the one line a script reads
+                sys.stderr.write(render(msg("note: {note}", note=note)) + "\n")
         return verdict.exit_code
 
     guarded(body, lang, confine)
