@@ -121,7 +121,7 @@ UI: dict[str, str] = {
     "not recorded": "未记录",
     "hint: {hint}": "提示：{hint}",
     "{lead}: look at {advice}": "{lead}：请检查{advice}",
-    "{hint}. {diagnosis}": "{hint}。{diagnosis}",
+    "{lead}. {diagnosis}": "{lead}。{diagnosis}",
     "{stage} differs but {prev} agrees": "{stage} 不同，但 {prev} 一致",
     "{stage} differs and no stage before it was compared": "{stage} 不同，而它之前没有可以比较的阶段",
     "{stage} has another shape than tracer's": "{stage} 的 shape 与 tracer 的不同",

@@ -79,8 +79,8 @@ class Hint(NamedTuple):
             if self.searched:
                 return tr("{lead}: no known mistake matches; look at {advice}", lead=lead, advice=tr(self.advice))
             return tr("{lead}: look at {advice}", lead=lead, advice=tr(self.advice))
-        out = tr("{lead}: look at {advice}", lead=lead, advice=tr(self.advice))
-        return tr("{hint}. {diagnosis}", hint=out, diagnosis=render(self.diagnosis))
+        # the tested claim, alone: the stage's general checklist would send the student past the mistake it names
+        return tr("{lead}. {diagnosis}", lead=lead, diagnosis=render(self.diagnosis))
 
     def english(self) -> str:
         from tracer.i18n import using
