@@ -261,13 +261,18 @@ def test_any_exception_while_writing_removes_the_temporary(tmp_path: Path, error
     assert list(tmp_path.iterdir()) == []
 
 
+def _with_tracers_signals(code: str) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` in a fresh Python with tracer's signal handlers installed (``signal`` and ``process`` imported)."""
+    code = "import signal\nfrom tracer import process\nprocess.install_signals()\n" + code
+    return subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
 def test_a_signal_during_a_held_step_is_raised_when_it_ends() -> None:
     """A signal is delivered to any thread (NumPy's too), and Python runs the handler in the main thread at
     once, so blocking it is not enough: signals_held notes it and raises it when the step is done."""
     code = (
-        "import os, signal\n"
-        "from tracer import process\n"
-        "process.install_signals()\n"
+        "import os\n"
         "try:\n"
         "    with process.signals_held():\n"
         "        os.kill(os.getpid(), signal.SIGTERM)\n"
@@ -276,8 +281,7 @@ def test_a_signal_during_a_held_step_is_raised_when_it_ends() -> None:
         "except process.Interrupted as e:\n"
         "    print('raised after it', e.exit_code, flush=True)\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, PYTHONPATH=str(REPO)))
+    r = _with_tracers_signals(code)
     assert r.stdout.splitlines() == ["step finished", "raised after it 143"], (r.stdout, r.stderr)
 
 
@@ -291,9 +295,7 @@ def test_a_signal_where_python_ignores_exceptions_still_stops_tracer(where: str)
         "__del__": "class A:\n    def __del__(self): signal.raise_signal(signal.SIGINT)\na = A()\n",
     }[where]
     code = (
-        "import signal, time, weakref\n"
-        "from tracer import process\n"
-        "process.install_signals()\n"
+        "import time, weakref\n"
         + trigger +
         "try:\n"
         "    del a\n"
@@ -302,8 +304,7 @@ def test_a_signal_where_python_ignores_exceptions_still_stops_tracer(where: str)
         "finally:\n"
         "    print('cleanup ran', flush=True)\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=60,
-                       env=dict(os.environ, PYTHONPATH=str(REPO)))
+    r = _with_tracers_signals(code)
     assert r.returncode == 130, (r.stdout, r.stderr)
     assert r.stdout.splitlines() == ["cleanup ran"]
     assert "Traceback" not in r.stderr and "ignored" not in r.stderr, r.stderr
