@@ -1387,6 +1387,28 @@ MESSAGES: dict[str, str] = {
     'the k largest of {x}, renormalised': '{x} 中最大的 k 个，重新归一化',
     'sum over the chosen experts e of {b}[e] * (silu({a} W1_e) * ({a} W3_e)) W2_e': '对所选专家 e 求和 {b}[e] * (silu({a} W1_e) * ({a} W3_e)) W2_e',
     'the chosen SwiGLU experts of {x}, weighted by {b}': '{x} 经所选的 SwiGLU 专家，按 {b} 加权',
+    # i23-gemma
+    'Gemma 2 adds a norm after each sublayer (post_attention_layernorm, pre/post_feedforward_layernorm), soft-caps the scores and the logits (attn_logit_softcapping, final_logit_softcapping), scales the scores by query_pre_attn_scalar and alternates sliding-window layers, which tracer does not model':
+        'Gemma 2 在每个子层之后还有一个归一化（post_attention_layernorm、pre/post_feedforward_layernorm），对分数和 logits 做软截断（attn_logit_softcapping、final_logit_softcapping），用 query_pre_attn_scalar 缩放分数，并交替使用滑动窗口层，tracer 不模拟这些',
+    'Gemma 3 normalises q and k per head and alternates sliding-window layers, which tracer does not model': 'Gemma 3 按头对 q 和 k 做归一化，并交替使用滑动窗口层，tracer 不模拟这些',
+    'RecurrentGemma mixes recurrent blocks with attention, which tracer does not model': 'RecurrentGemma 把循环块与注意力混合使用，tracer 不模拟这些',
+    'PaliGemma reads images as well as tokens': 'PaliGemma 除了 token 还读取图像',
+    "the gemma layout reads model_type gemma only (another family's norms and embeddings differ)": 'gemma 布局只读取 model_type gemma（其他家族的归一化和嵌入不同）',
+    'a Gemma checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights': 'Gemma 检查点需要它的 config.json（头数、键/值头数、rope_theta、rms_norm_eps 都不在张量里）；请把它放在权重旁边',
+    "hidden_act {act}: the gemma layout's MLP is GeGLU, its gate through GELU's tanh approximation (gelu_pytorch_tanh)": 'hidden_act {act}：gemma 布局的 MLP 是 GeGLU，其门控经过 GELU 的 tanh 近似（gelu_pytorch_tanh）',
+    "hidden_activation {act}: transformers 4 computes Gemma's MLP with it, transformers 5 with hidden_act; tracer's GeGLU is the tanh approximation (gelu_pytorch_tanh)": 'hidden_activation {act}：transformers 4 用它计算 Gemma 的 MLP，transformers 5 用 hidden_act；tracer 的 GeGLU 是 tanh 近似（gelu_pytorch_tanh）',
+    'use_bidirectional_attention = true: every token reads every other, which the gemma layout (causal) does not model': 'use_bidirectional_attention = true：每个 token 读取所有其他 token，gemma 布局（因果）不模拟这一点',
+    "the gemma layout's MLP is GeGLU (down_proj(gelu_tanh(gate_proj(x)) * up_proj(x))): expected geglu": 'gemma 布局的 MLP 是 GeGLU（down_proj(gelu_tanh(gate_proj(x)) * up_proj(x))）：应为 geglu',
+    'RMS normalisation with (1 + gamma)': '带 (1 + gamma) 的 RMS 归一化',
+    'X = E[token] * sqrt(C), the scaled embeddings (rotary positions act inside attention)': 'X = E[token] * sqrt(C)，缩放后的嵌入（旋转位置在注意力内部起作用）',
+    'X = E[token] * sqrt(C), the scaled embeddings (no positions)': 'X = E[token] * sqrt(C)，缩放后的嵌入（无位置）',
+    'embedding_scale scales the token embeddings: it needs input.tokens (an input x stands for vectors already scaled)': 'embedding_scale 缩放 token 嵌入：它需要 input.tokens（输入 x 代表已经缩放过的向量）',
+    "embedding_scale is for a decoder-only spec's block": 'embedding_scale 只用于仅解码器 spec 的 block',
+    "{a} * sqrt(C): every embedding times the square root of the width C, sqrt(C) rounded to the run's dtype (Gemma's normaliser)": '{a} * sqrt(C)：每个嵌入乘以宽度 C 的平方根，sqrt(C) 先舍入到本次运行的 dtype（Gemma 的归一化因子）',
+    '{x} * sqrt(C)': '{x} * sqrt(C)',
+    "(1 + gamma) * {a} / sqrt(mean({a}^2) + eps), over the C coordinates of each row (Gemma's RMSNorm: gamma = 0 is the identity scale)": '(1 + gamma) * {a} / sqrt(mean({a}^2) + eps)，沿每行的 C 个坐标计算（Gemma 的 RMSNorm：gamma = 0 即不缩放）',
+    'rms_norm({x}) over C, times (1 + gamma)': '沿 C 做 rms_norm({x})，再乘以 (1 + gamma)',
+    'GELU_tanh({a} W_1 + b_1) * ({a} W_3 + b_3), the tanh approximation z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))': 'GELU_tanh({a} W_1 + b_1) * ({a} W_3 + b_3)，tanh 近似 z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both
