@@ -1409,6 +1409,9 @@ MESSAGES: dict[str, str] = {
     "(1 + gamma) * {a} / sqrt(mean({a}^2) + eps), over the C coordinates of each row (Gemma's RMSNorm: gamma = 0 is the identity scale)": '(1 + gamma) * {a} / sqrt(mean({a}^2) + eps)，沿每行的 C 个坐标计算（Gemma 的 RMSNorm：gamma = 0 即不缩放）',
     'rms_norm({x}) over C, times (1 + gamma)': '沿 C 做 rms_norm({x})，再乘以 (1 + gamma)',
     'GELU_tanh({a} W_1 + b_1) * ({a} W_3 + b_3), the tanh approximation z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))': 'GELU_tanh({a} W_1 + b_1) * ({a} W_3 + b_3)，tanh 近似 z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))',
+    'embeddings times sqrt(C)': '嵌入乘以 sqrt(C)',
+    'RMSNorm with (1 + gamma)': '带 (1 + gamma) 的 RMSNorm',
+    'GeGLU (a gated FFN through the tanh GELU)': 'GeGLU（经 tanh GELU 门控的 FFN）',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -480,6 +480,18 @@ def design_words(steps: tuple[Step, ...]) -> list[Message]:
     widths = sorted({s.rotary_dim for s in steps if s.op == "mha" and s.base is not None and s.rotary_dim is not None})
     if widths:
         words.append(msg("partial rotary ({n} coordinates of each head turned)", n=", ".join(map(str, widths))))
+    return words + scaled_words(steps)
+
+
+def scaled_words(steps: tuple[Step, ...]) -> list[Message]:
+    """Gemma's choices in words (i23-gemma): embeddings scaled by sqrt(C), an RMSNorm scaled by (1 + gamma), a GeGLU FFN."""
+    words: list[Message] = []
+    if any(s.op == "embed_scale" for s in steps):
+        words.append(msg("embeddings times sqrt(C)"))
+    if any(s.op == "rms_norm_offset" for s in steps):
+        words.append(msg("RMSNorm with (1 + gamma)"))
+    if any(s.activation == "geglu" and s.op in ("ffn", "ffn_hidden") for s in steps):
+        words.append(msg("GeGLU (a gated FFN through the tanh GELU)"))
     return words
 
 

@@ -504,7 +504,7 @@ _RECORDS += (
     _op("rms_norm_offset", 1, "RMSNorm with (1 + gamma), x / sqrt(mean(x^2) + eps) * (1 + gamma)",
         "带 (1 + gamma) 的 RMSNorm，x / sqrt(mean(x^2) + eps) * (1 + gamma)",
         "(1 + gamma) * {0} / sqrt(mean({0}^2) + eps), over the C coordinates of each row (Gemma's RMSNorm: gamma = 0 is the identity scale)",
-        "RMSNorm1p[{w}]({0})", "rms_norm({x}) over C, times (1 + gamma)", _same_over_c, weights="rms_offset", graph_weights=("gamma",),
+        "RMSNorm_(1+gamma)[{w}]({0})", "rms_norm({x}) over C, times (1 + gamma)", _same_over_c, weights="rms_offset", graph_weights=("gamma",),
         preflight=_rms_norm_contracts, temporaries=_rms_norm_bytes),
 )
 
