@@ -2,7 +2,7 @@
 
     python examples/checkpoints/tiny_hf.py FAMILY [FOLDER]
 
-FAMILY is gpt2, gpt_neox (Pythia) or phi; FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
+FAMILY is gpt2, gpt_neox (Pythia), phi or gemma; FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
 in float64, so that `tracer import FOLDER` and `tracer run` can be compared with the model's own forward.
 """
 
@@ -22,14 +22,22 @@ def make(family: str, folder: str) -> None:
         "gpt_neox": (transformers.GPTNeoXConfig, transformers.GPTNeoXForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
                                                                                        "intermediate_size": 64}),
         "phi": (transformers.PhiConfig, transformers.PhiForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64}),
+        "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                                                                 "head_dim": 8, "intermediate_size": 64}),
     }
     config_class, model_class, settings = configs[family]
     torch.manual_seed(0)
-    model_class(config_class(**settings)).double().save_pretrained(folder)
+    model = model_class(config_class(**settings)).double()
+    if family == "gemma":  # Gemma's norm weights start at 0 (the scale 1 + 0): random ones, so that (1 + w) shows
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "norm" in name:
+                    p.normal_(0.0, 0.5)
+    model.save_pretrained(folder)
     print(f"wrote {folder} ({family}); import it with: tracer import {folder}")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1] not in ("gpt2", "gpt_neox", "phi"):
-        sys.exit("usage: python examples/checkpoints/tiny_hf.py gpt2|gpt_neox|phi [FOLDER]")
+    if len(sys.argv) < 2 or sys.argv[1] not in ("gpt2", "gpt_neox", "phi", "gemma"):
+        sys.exit("usage: python examples/checkpoints/tiny_hf.py gpt2|gpt_neox|phi|gemma [FOLDER]")
     make(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else f"tiny-{sys.argv[1]}")
