@@ -219,6 +219,10 @@ UI: dict[str, str] = {
     "parallel layers (norm_order: parallel, GPT-NeoX; parallel_shared, Phi)": "并行层（norm_order: parallel，GPT-NeoX；parallel_shared，Phi）",
     "parallel residual": "并行残差",
     "parallel residual, one norm": "并行残差，共用一个归一化",
+    # i23-gemma: tracer diff's advice for Gemma's stages
+    "Gemma's RMSNorm (the mean of the squares over C, ε inside the square root, then times 1 + gamma, not gamma: the stored weight is the offset from 1)":
+        "Gemma 的 RMSNorm（沿 C 取平方的均值，ε 放在平方根里，再乘以 1 + gamma 而不是 gamma：存储的权重是相对 1 的偏移）",
+    "the scaled embeddings: the rows of E for the token ids, times sqrt(C)": "缩放后的嵌入：按 token id 取 E 的行，再乘以 sqrt(C)",
 }
 
 # join(parts, sep): the separator in Chinese
@@ -1412,6 +1416,13 @@ MESSAGES: dict[str, str] = {
     'embeddings times sqrt(C)': '嵌入乘以 sqrt(C)',
     'RMSNorm with (1 + gamma)': '带 (1 + gamma) 的 RMSNorm',
     'GeGLU (a gated FFN through the tanh GELU)': 'GeGLU（经 tanh GELU 门控的 FFN）',
+    'Your {stage} scales by gamma where Gemma\'s RMSNorm scales by (1 + gamma): the stored weight is the offset from 1, x / sqrt(mean(x^2) + eps) * (1 + w)':
+        '你的 {stage} 乘的是 gamma，而 Gemma 的 RMSNorm 乘的是 (1 + gamma)：存储的权重是相对 1 的偏移，x / sqrt(mean(x^2) + eps) * (1 + w)',
+    'Your {stage} is the embeddings unscaled: Gemma multiplies them by sqrt(C) = sqrt({C})': '你的 {stage} 是未缩放的嵌入：Gemma 会把它们乘以 sqrt(C) = sqrt({C})',
+    "Your {stage} gates with the exact GELU (erf) where GeGLU uses GELU's tanh approximation (Hugging Face's gelu_pytorch_tanh, which Gemma's hidden_act means, even when it says gelu)":
+        '你的 {stage} 用精确 GELU（erf）做门控，而 GeGLU 用的是 GELU 的 tanh 近似（Hugging Face 的 gelu_pytorch_tanh；Gemma 的 hidden_act 即使写 gelu 也是指它）',
+    'Your {stage} gates with SiLU (SwiGLU) where the spec asks for GeGLU: the gate is GELU\'s tanh approximation, gelu_tanh(N W_1 + b_1) * (N W_3 + b_3)':
+        '你的 {stage} 用 SiLU（SwiGLU）做门控，而 spec 要求 GeGLU：门控是 GELU 的 tanh 近似，gelu_tanh(N W_1 + b_1) * (N W_3 + b_3)',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both
