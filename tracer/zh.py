@@ -219,6 +219,10 @@ UI: dict[str, str] = {
     "parallel layers (norm_order: parallel, GPT-NeoX; parallel_shared, Phi)": "并行层（norm_order: parallel，GPT-NeoX；parallel_shared，Phi）",
     "parallel residual": "并行残差",
     "parallel residual, one norm": "并行残差，共用一个归一化",
+    # i23-gemma: tracer diff's advice for Gemma's stages
+    "Gemma's RMSNorm (the mean of the squares over C, ε inside the square root, then times 1 + gamma, not gamma: the stored weight is the offset from 1)":
+        "Gemma 的 RMSNorm（沿 C 取平方的均值，ε 放在平方根里，再乘以 1 + gamma 而不是 gamma：存储的权重是相对 1 的偏移）",
+    "the scaled embeddings: the rows of E for the token ids, times sqrt(C)": "缩放后的嵌入：按 token id 取 E 的行，再乘以 sqrt(C)",
 }
 
 # join(parts, sep): the separator in Chinese
@@ -1412,6 +1416,38 @@ MESSAGES: dict[str, str] = {
     '{x} goes three ways: into both branches, side by side, and unchanged into the add.': '{x} 分三路：进入并排的两个分支，并原样进入相加。',
     # check: what a spec cannot show
     'note: {note}': '注意：{note}',
+    # i23-gemma
+    'Gemma 2 adds a norm after each sublayer (post_attention_layernorm, pre/post_feedforward_layernorm), soft-caps the scores and the logits (attn_logit_softcapping, final_logit_softcapping), scales the scores by query_pre_attn_scalar and alternates sliding-window layers, which tracer does not model':
+        'Gemma 2 在每个子层之后还有一个归一化（post_attention_layernorm、pre/post_feedforward_layernorm），对分数和 logits 做软截断（attn_logit_softcapping、final_logit_softcapping），用 query_pre_attn_scalar 缩放分数，并交替使用滑动窗口层，tracer 不模拟这些',
+    'Gemma 3 normalises q and k per head and alternates sliding-window layers, which tracer does not model': 'Gemma 3 按头对 q 和 k 做归一化，并交替使用滑动窗口层，tracer 不模拟这些',
+    'RecurrentGemma mixes recurrent blocks with attention, which tracer does not model': 'RecurrentGemma 把循环块与注意力混合使用，tracer 不模拟这些',
+    'PaliGemma reads images as well as tokens': 'PaliGemma 除了 token 还读取图像',
+    "the gemma layout reads model_type gemma only (another family's norms and embeddings differ)": 'gemma 布局只读取 model_type gemma（其他家族的归一化和嵌入不同）',
+    'a Gemma checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights': 'Gemma 检查点需要它的 config.json（头数、键/值头数、rope_theta、rms_norm_eps 都不在张量里）；请把它放在权重旁边',
+    "hidden_act {act}: the gemma layout's MLP is GeGLU, its gate through GELU's tanh approximation (gelu_pytorch_tanh)": 'hidden_act {act}：gemma 布局的 MLP 是 GeGLU，其门控经过 GELU 的 tanh 近似（gelu_pytorch_tanh）',
+    "hidden_activation {act}: transformers 4 computes Gemma's MLP with it, transformers 5 with hidden_act; tracer's GeGLU is the tanh approximation (gelu_pytorch_tanh)": 'hidden_activation {act}：transformers 4 用它计算 Gemma 的 MLP，transformers 5 用 hidden_act；tracer 的 GeGLU 是 tanh 近似（gelu_pytorch_tanh）',
+    'use_bidirectional_attention = true: every token reads every other, which the gemma layout (causal) does not model': 'use_bidirectional_attention = true：每个 token 读取所有其他 token，gemma 布局（因果）不模拟这一点',
+    "the gemma layout's MLP is GeGLU (down_proj(gelu_tanh(gate_proj(x)) * up_proj(x))): expected geglu": 'gemma 布局的 MLP 是 GeGLU（down_proj(gelu_tanh(gate_proj(x)) * up_proj(x))）：应为 geglu',
+    'RMS normalisation with (1 + gamma)': '带 (1 + gamma) 的 RMS 归一化',
+    'X = E[token] * sqrt(C), the scaled embeddings (rotary positions act inside attention)': 'X = E[token] * sqrt(C)，缩放后的嵌入（旋转位置在注意力内部起作用）',
+    'X = E[token] * sqrt(C), the scaled embeddings (no positions)': 'X = E[token] * sqrt(C)，缩放后的嵌入（无位置）',
+    'embedding_scale scales the token embeddings: it needs input.tokens (an input x stands for vectors already scaled)': 'embedding_scale 缩放 token 嵌入：它需要 input.tokens（输入 x 代表已经缩放过的向量）',
+    "embedding_scale is for a decoder-only spec's block": 'embedding_scale 只用于仅解码器 spec 的 block',
+    "{a} * sqrt(C): every embedding times the square root of the width C, sqrt(C) rounded to the run's dtype (Gemma's normaliser)": '{a} * sqrt(C)：每个嵌入乘以宽度 C 的平方根，sqrt(C) 先舍入到本次运行的 dtype（Gemma 的归一化因子）',
+    '{x} * sqrt(C)': '{x} * sqrt(C)',
+    "(1 + gamma) * {a} / sqrt(mean({a}^2) + eps), over the C coordinates of each row (Gemma's RMSNorm: gamma = 0 is the identity scale)": '(1 + gamma) * {a} / sqrt(mean({a}^2) + eps)，沿每行的 C 个坐标计算（Gemma 的 RMSNorm：gamma = 0 即不缩放）',
+    'rms_norm({x}) over C, times (1 + gamma)': '沿 C 做 rms_norm({x})，再乘以 (1 + gamma)',
+    'GELU_tanh({a} W_1 + b_1) * ({a} W_3 + b_3), the tanh approximation z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))': 'GELU_tanh({a} W_1 + b_1) * ({a} W_3 + b_3)，tanh 近似 z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))',
+    'embeddings times sqrt(C)': '嵌入乘以 sqrt(C)',
+    'RMSNorm with (1 + gamma)': '带 (1 + gamma) 的 RMSNorm',
+    'GeGLU (a gated FFN through the tanh GELU)': 'GeGLU（经 tanh GELU 门控的 FFN）',
+    'Your {stage} scales by gamma where Gemma\'s RMSNorm scales by (1 + gamma): the stored weight is the offset from 1, x / sqrt(mean(x^2) + eps) * (1 + w)':
+        '你的 {stage} 乘的是 gamma，而 Gemma 的 RMSNorm 乘的是 (1 + gamma)：存储的权重是相对 1 的偏移，x / sqrt(mean(x^2) + eps) * (1 + w)',
+    'Your {stage} is the embeddings unscaled: Gemma multiplies them by sqrt(C) = sqrt({C})': '你的 {stage} 是未缩放的嵌入：Gemma 会把它们乘以 sqrt(C) = sqrt({C})',
+    "Your {stage} gates with the exact GELU (erf) where GeGLU uses GELU's tanh approximation (Hugging Face's gelu_pytorch_tanh, which Gemma's hidden_act means, even when it says gelu)":
+        '你的 {stage} 用精确 GELU（erf）做门控，而 GeGLU 用的是 GELU 的 tanh 近似（Hugging Face 的 gelu_pytorch_tanh；Gemma 的 hidden_act 即使写 gelu 也是指它）',
+    'Your {stage} gates with SiLU (SwiGLU) where the spec asks for GeGLU: the gate is GELU\'s tanh approximation, gelu_tanh(N W_1 + b_1) * (N W_3 + b_3)':
+        '你的 {stage} 用 SiLU（SwiGLU）做门控，而 spec 要求 GeGLU：门控是 GELU 的 tanh 近似，gelu_tanh(N W_1 + b_1) * (N W_3 + b_3)',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

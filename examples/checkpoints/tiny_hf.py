@@ -2,7 +2,7 @@
 
     python examples/checkpoints/tiny_hf.py FAMILY [FOLDER]
 
-FAMILY is one of FAMILIES below (gpt2, llama, mistral, qwen2, mixtral, bert, roberta, distilbert, gpt_neox, phi); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
+FAMILY is one of FAMILIES below (gpt2, llama, mistral, qwen2, mixtral, bert, roberta, distilbert, gpt_neox, phi, gemma); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
 in float64, so that `tracer import FOLDER` and `tracer run` can be compared with the model's own forward.
 """
 
@@ -37,16 +37,24 @@ def make(family: str, folder: str) -> None:
                                                                                 "intermediate_size": 64, "pad_token_id": 1}),
         "distilbert": (transformers.DistilBertConfig, transformers.DistilBertModel, {"vocab_size": 64, "dim": 32, "n_heads": 4, "n_layers": 2,
                                                                                      "hidden_dim": 64, "max_position_embeddings": 32}),
+        "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                                                                 "head_dim": 8, "intermediate_size": 64}),
     }
     encoders = {"bert", "roberta"}  # saved without the pooler, which tracer does not trace
     config_class, model_class, settings = configs[family]
     torch.manual_seed(0)
     model = model_class(config_class(**settings), add_pooling_layer=False) if family in encoders else model_class(config_class(**settings))
-    model.double().save_pretrained(folder)
+    model = model.double()
+    if family == "gemma":  # Gemma's norm weights start at 0 (the scale 1 + 0): random ones, so that (1 + w) shows
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if "norm" in name:
+                    p.normal_(0.0, 0.5)
+    model.save_pretrained(folder)
     print(f"wrote {folder} ({family}); import it with: tracer import {folder}")
 
 
-FAMILIES = ("gpt2", "llama", "mistral", "qwen2", "mixtral", "bert", "roberta", "distilbert", "gpt_neox", "phi")
+FAMILIES = ("gpt2", "llama", "mistral", "qwen2", "mixtral", "bert", "roberta", "distilbert", "gpt_neox", "phi", "gemma")
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in FAMILIES:

@@ -49,3 +49,17 @@ def test_diff_of_two_families_names_what_each_block_chooses(tmp_path):
                      "grouped-query attention (H_kv = 1)")
     zh = run_app("diff", "gpt2.yaml", "bert.yaml", "--lang", "zh", cwd=tmp_path)
     assert "设计：A GELU（tanh 近似）；B " in zh.stdout and "双向注意力" in zh.stdout
+
+
+def test_diff_of_a_llama_and_a_gemma_block_names_gemmas_three_choices(tmp_path):
+    llama = _spec("pre", ", norm: rmsnorm, activation: swiglu, final_norm: true")
+    (tmp_path / "llama.yaml").write_text(llama)
+    (tmp_path / "gemma.yaml").write_text(llama.replace("norm: rmsnorm", "norm: rmsnorm_offset").replace("swiglu", "geglu")
+                                         .replace("head: tied", "head: tied, embedding_scale: true"))
+    r = run_app("diff", "llama.yaml", "gemma.yaml", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert ("the design: A RMSNorm, SwiGLU; B embeddings times sqrt(C), RMSNorm with (1 + gamma), "
+            "GeGLU (a gated FFN through the tanh GELU)") in r.stdout
+    assert "x = embed in A, embed * sqrt(C) in B" in r.stdout, r.stdout  # the scaled embeddings: X's own step
+    assert "norm1 = RMSNorm[norm1](x) in A, RMSNorm_(1+gamma)[norm1](x) in B" in r.stdout, r.stdout
+    assert "GELU_tanh(norm2 W1 + b1) * (norm2 W3 + b3)" in r.stdout, r.stdout

@@ -47,6 +47,7 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "head_bias": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "head_bias": True}, "block.head_bias"),
     "experts": ({**BLOCK, "ffn": {"experts": 2, "top_k": 1}}, {**BLOCK, "ffn": {"experts": 3, "top_k": 1}}, "block.experts"),
     "top_k": ({**BLOCK, "ffn": {"experts": 3, "top_k": 1}}, {**BLOCK, "ffn": {"experts": 3, "top_k": 2}}, "block.top_k"),
+    "embedding_scale": (BLOCK, {**BLOCK, "embedding_scale": True}, "block.embedding_scale"),  # Gemma's embeddings times sqrt(C)
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
@@ -60,6 +61,8 @@ MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
       "high_freq_factor": 4, "original_max_position_embeddings": 8}}, "block.rope_scaling"),
     (BLOCK, {**BLOCK, "norm_order": "parallel"}, "block.norm_order"),  # the parallel residual (GPT-NeoX)
     ({**BLOCK, "norm_order": "parallel"}, {**BLOCK, "norm_order": "parallel_shared"}, "block.norm_order"),  # one norm (Phi)
+    ({**BLOCK, "activation": "swiglu"}, {**BLOCK, "activation": "geglu"}, "block.activation"),  # Gemma's gate: the tanh GELU
+    ({**BLOCK, "norm": "rmsnorm"}, {**BLOCK, "norm": "rmsnorm_offset"}, "block.norm"),  # Gemma's (1 + gamma)
 ]
 ENC_DEC: dict[str, Any] = {"name": "seq2seq", "model": "encoder-decoder", "dims": {"C": 4, "H": 2, "F": 6}, "seed": 0,
                            "encoder": {"norm_order": "pre"}, "decoder": {"norm_order": "pre", "head": "tied"},

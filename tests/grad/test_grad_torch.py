@@ -229,3 +229,32 @@ def test_parallel_blocks_with_partial_rotary_and_a_head_bias(order, head):
     gt = compare(text)
     assert "blocks.0.branches" in gt.grads and "head_bias" in gt.weight_grads
     assert np.any(gt.weight_grads["head_bias"] != 0)
+
+
+def _gammas(seed: int, layers: int, C: int) -> str:
+    """Random gammas for every norm of a stack (Gemma's (1 + gamma) at its default 0 would hide a missing 1)."""
+    rng = np.random.default_rng(seed)
+
+    def g() -> list[float]:
+        return rng.normal(scale=0.5, size=C).round(3).tolist()
+
+    layer = ", ".join(f"{{norm1: {{gamma: {g()}}}, norm2: {{gamma: {g()}}}}}" for _ in range(layers))
+    return f"weights: {{blocks: [{layer}], final_norm: {{gamma: {g()}}}}}\n"
+
+
+@pytest.mark.parametrize("positions", ["rotary", "learned"])
+def test_gemma_block_scaled_embeddings_offset_norms_and_geglu(positions):
+    """Gemma's choices together: X = E[token] * sqrt(C) (with learned positions: scaled, then the positions added), every
+    RMSNorm times (1 + gamma), the GeGLU FFN, a tied head: every stage and weight gradient against autograd."""
+    text = block_spec("pre", layers=2, norm="rmsnorm_offset", activation="geglu", positions=positions, head="tied", final_norm=True,
+                      C=8, H=2, F=10, seed=17, extra=_gammas(4, 2, 8))
+    text = text.replace("final_norm: true", "final_norm: true, embedding_scale: true")
+    gt = compare(text)
+    assert ("x" if positions == "rotary" else "embed_scaled") in gt.grads
+    assert np.max(np.abs(gt.weight_grads["blocks.1.ffn.w3"])) > 1e-6
+
+
+@pytest.mark.parametrize("activation", ["geglu", "swiglu"])
+def test_gated_ffns_with_an_offset_norm(activation):
+    compare(block_spec("post", layers=2, norm="rmsnorm_offset", activation=activation, seed=19, F=10, final_norm=True, head="separate",
+                       extra=_gammas(5, 2, 8)))

@@ -41,6 +41,14 @@ def rms_norm(x, gamma, eps):
     return x / np.sqrt(np.mean(np.square(x), axis=-1, keepdims=True) + eps) * gamma
 
 
+def rms_norm_offset(x, gamma, eps):  # Gemma's RMSNorm: the scale is 1 + gamma (gamma = 0: no rescaling)
+    return x / np.sqrt(np.mean(np.square(x), axis=-1, keepdims=True) + eps) * (1.0 + gamma)
+
+
+def embedding_scale(e):  # Gemma's embeddings [..., C], times sqrt(C)
+    return e * math.sqrt(e.shape[-1])
+
+
 def batch_norm(x, gamma, beta, eps):  # [B,T,C]: one mean and variance per coordinate, over B and T together
     flat = x.reshape(-1, x.shape[-1])  # [B*T, C]
     mean = flat.mean(axis=0)
@@ -185,6 +193,7 @@ class Stack:
     pairing: str = "interleaved"
     rotary_dim: int | None = None  # partial rotary: each head's first rotary_dim coordinates turned
     head_bias: bool = False  # logits = h W_head + b_head
+    embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C) before the positions
 
 
 @dataclass
@@ -202,7 +211,7 @@ def stack_from_yaml(section: dict | None, default_mask: str, has_table: bool) ->
         eps=float(s.get("eps", 1e-5)), norm=s.get("norm", "layernorm"), activation=s.get("activation", "relu"),
         positions=s.get("positions", "learned" if has_table else "none"), base=float(s.get("position_base", 10000.0)),
         final_norm=s.get("final_norm", False), head=s.get("head", "none"), pairing=s.get("rotary_pairing", "interleaved"),
-        rotary_dim=s.get("rotary_dim"), head_bias=s.get("head_bias", False),
+        rotary_dim=s.get("rotary_dim"), head_bias=s.get("head_bias", False), embedding_scale=s.get("embedding_scale", False),
     )
 
 
@@ -228,6 +237,8 @@ def _norm(st, name, x, p, s: Stack, group=None):  # the stage `name`, its weight
         y = layer_norm(x, g["gamma"], g["beta"], s.eps)
     elif s.norm == "rmsnorm":
         y = rms_norm(x, g["gamma"], s.eps)
+    elif s.norm == "rmsnorm_offset":
+        y = rms_norm_offset(x, g["gamma"], s.eps)
     else:
         y = batch_norm(x, g["gamma"], g["beta"], s.eps)
     st[name] = y
@@ -250,6 +261,8 @@ def ffn_hidden(x, w, activation="relu"):  # activation(x W_1 + b_1); SwiGLU: sil
     a = x @ w["w1"] + w["b1"]
     if activation == "swiglu":
         return silu(a) * (x @ w["w3"] + w["b3"])
+    if activation == "geglu":  # Gemma's GeGLU: GELU's tanh approximation of the gate, times the up projection
+        return gelu_tanh(a) * (x @ w["w3"] + w["b3"])
     return {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}[activation](a)
 
 
@@ -408,6 +421,9 @@ def decoder_only(m: Model, p, tokens=None, x=None) -> dict[str, np.ndarray]:
     if tokens is not None:
         first = p["embedding"][np.asarray(tokens)]  # row t of E for token t
         st["embed"] = first
+        if s.embedding_scale:  # Gemma: E[token] * sqrt(C), X itself unless positions are added to it
+            first = embedding_scale(first)
+            st["x" if s.positions in ("rotary", "none") else "embed_scaled"] = first
     else:
         first = np.asarray(x, dtype=np.float64)
         st["input"] = first

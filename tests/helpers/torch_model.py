@@ -99,6 +99,8 @@ def norm(st, name, x, p, s):
         return st(name, layer_norm(x, g["gamma"], g["beta"], s.eps))
     if s.norm == "rmsnorm":
         return st(name, rms_norm(x, g["gamma"], s.eps))
+    if s.norm == "rmsnorm_offset":  # Gemma's: the scale is 1 + gamma
+        return st(name, rms_norm(x, 1.0 + g["gamma"], s.eps))
     return st(name, batch_norm(x, g["gamma"], g["beta"], s.eps))
 
 
@@ -113,6 +115,8 @@ def ffn(st, pre, x, p, s):
     a = x @ g["w1"] + g["b1"]
     if s.activation == "swiglu":
         hidden = F.silu(a) * (x @ g["w3"] + g["b3"])
+    elif s.activation == "geglu":  # Gemma's gate: torch's tanh GELU
+        hidden = F.gelu(a, approximate="tanh") * (x @ g["w3"] + g["b3"])
     elif s.activation == "relu":
         hidden = torch.relu(a)
     else:
@@ -197,7 +201,12 @@ def decoder_only(m, p, tokens=None, x=None):
         first = st("embed", p["embedding"][torch.as_tensor(tokens)])
     else:
         first = st("input", torch.tensor(x, dtype=torch.float64, requires_grad=True))
-    h = entry(st, "", first, p, s)
+    if s.embedding_scale and s.positions in ("rotary", "none"):  # Gemma: X = E[token] * sqrt(C)
+        h = st("x", first * first.shape[-1] ** 0.5)
+    elif s.embedding_scale:
+        h = entry(st, "", st("embed_scaled", first * first.shape[-1] ** 0.5), p, s)
+    else:
+        h = entry(st, "", first, p, s)
     layer = {"pre": pre_norm_layer, "post": post_norm_layer, "parallel": parallel_layer, "parallel_shared": parallel_shared_layer}[s.norm_order]
     prefixes = [""] if s.layers == 1 else [f"blocks.{i}." for i in range(s.layers)]
     for pre in prefixes:

@@ -200,7 +200,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     lines.append(_line("seed: 0", "draws any random input" + ("" if cfg.embedding_given or not from_tokens else " and the embedding table")))
     block = dict(cfg.block, layers=n)
     if not from_tokens:  # the embeddings' own settings act before layer 0: a trace from a hidden state has none
-        for key in ("embedding_norm", "token_types", "position_offset"):
+        for key in ("embedding_norm", "token_types", "position_offset", "embedding_scale"):
             block.pop(key, None)
     if not from_tokens and block.get("positions") in ("learned", "sinusoidal"):  # rotary acts inside every layer: kept
         block["positions"] = "none"

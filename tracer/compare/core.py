@@ -55,7 +55,8 @@ DEFAULT_RTOL = 1e-9
 DTYPE_TOLERANCE = {"float32": (1e-5, 1e-5), "float16": (1e-2, 1e-2)}
 
 SUBLAYERS = ("mha", "ffn_hidden")  # the ops a norm feeds in pre-norm order
-ACT_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU_tanh", "swiglu": "SwiGLU"}  # gelu_tanh: the tanh approximation
+ACT_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU_tanh", "swiglu": "SwiGLU", "geglu": "GeGLU"}  # gelu_tanh: the tanh approximation
+GATE_NAMES = {"swiglu": "SiLU", "geglu": "GELU_tanh"}  # a gated FFN's gate, as its expression names it
 
 
 # -- the two sides ------------------------------------------------------------
@@ -298,8 +299,8 @@ def expr(step: Step, settings: dict[str, Any] | None = None) -> str:
             activation = str(settings.get("activation") or "relu")
             act = ACT_NAMES.get(activation, activation)
             gate = ""
-            if activation == "swiglu" and "{gate}" in template:  # SiLU(x W1 + b1) * (x W3 + b3), not 'SwiGLU(x W1 + b1)'
-                act, gate = "SiLU", f" * ({step.inputs[0]} W3 + b3)"
+            if activation in GATE_NAMES and "{gate}" in template:  # SiLU(x W1 + b1) * (x W3 + b3), not 'SwiGLU(x W1 + b1)'
+                act, gate = GATE_NAMES[activation], f" * ({step.inputs[0]} W3 + b3)"
             head = "E^T" if settings.get("head") == "tied" else "W_head"
             text = template.format(*step.inputs, w=step.weights, act=act, gate=gate, head=head)
     except IndexError:  # fewer inputs than the op's usual form (a hand-edited trace)
@@ -511,6 +512,18 @@ def design_words(steps: tuple[Step, ...], settings: dict[str, Any] | None = None
     widths = sorted({s.rotary_dim for s in steps if s.op == "mha" and s.base is not None and s.rotary_dim is not None})
     if widths:
         words.append(msg("partial rotary ({n} coordinates of each head turned)", n=", ".join(map(str, widths))))
+    return words + scaled_words(steps)
+
+
+def scaled_words(steps: tuple[Step, ...]) -> list[Message]:
+    """Gemma's choices in words (i23-gemma): embeddings scaled by sqrt(C), an RMSNorm scaled by (1 + gamma), a GeGLU FFN."""
+    words: list[Message] = []
+    if any(s.op == "embed_scale" for s in steps):
+        words.append(msg("embeddings times sqrt(C)"))
+    if any(s.op == "rms_norm_offset" for s in steps):
+        words.append(msg("RMSNorm with (1 + gamma)"))
+    if any(s.activation == "geglu" and s.op in ("ffn", "ffn_hidden") for s in steps):
+        words.append(msg("GeGLU (a gated FFN through the tanh GELU)"))
     return words
 
 

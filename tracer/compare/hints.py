@@ -280,7 +280,7 @@ def _correct(ctx: Context) -> np.ndarray | None:
         return _hidden(ctx)
     if step.op == "ffn_out":
         return _ffn_out(ctx)
-    return None
+    return _gemma_correct(ctx)
 
 
 # -- the pieces, written out as the book writes them ------------------------------------------------------------
@@ -545,3 +545,71 @@ def spec_blind_spots(spec: Spec, params: Mapping[str, np.ndarray]) -> list[Messa
     if not found:
         return []
     return [msg("this spec cannot show every classic mistake: {props}; {spec} can", props=join(found), spec=SHOWS_ALL)]
+
+
+# -- Gemma's ways to get it wrong (i23-gemma) ------------------------------------------------------------------
+# A port of Hugging Face's Gemma that scales by the stored weight w instead of 1 + w, forgets the sqrt(C) of the
+# embeddings, or gates its FFN with the exact GELU or with SiLU: each recomputed from the student's inputs.
+ADVICE["rms_norm_offset"] = ("Gemma's RMSNorm (the mean of the squares over C, ε inside the square root, then times 1 + gamma, "
+                             "not gamma: the stored weight is the offset from 1)")
+ADVICE["embed_scale"] = "the scaled embeddings: the rows of E for the token ids, times sqrt(C)"
+
+
+def _rms_offset(ctx: Context, offset: float = 1.0) -> np.ndarray | None:
+    step = ctx.step
+    if step is None or step.op != "rms_norm_offset" or not step.inputs:
+        return None
+    x, gamma = ctx.inp(step.inputs[0]), ctx.weight("gamma")
+    if x is None or gamma is None:
+        return None
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + ctx.eps) * (offset + gamma)
+
+
+def _embed(ctx: Context, scale: bool = True) -> np.ndarray | None:
+    step = ctx.step
+    if step is None or step.op != "embed_scale" or not step.inputs:
+        return None
+    e = ctx.inp(step.inputs[0])
+    return None if e is None else (e * math.sqrt(e.shape[-1]) if scale else e)
+
+
+def _gated(ctx: Context, gate: str | None = None) -> np.ndarray | None:
+    """A gated FFN's hidden layer, act(N W_1 + b_1) * (N W_3 + b_3), its gate through ``gate`` (default: the spec's)."""
+    step = ctx.step
+    act = _activation(ctx)
+    if step is None or step.op != "ffn_hidden" or not step.inputs or act not in ("swiglu", "geglu"):
+        return None
+    n, w1, b1, w3, b3 = ctx.inp(step.inputs[0]), ctx.weight("w1"), ctx.weight("b1"), ctx.weight("w3"), ctx.weight("b3")
+    if n is None or w1 is None or b1 is None or w3 is None or b3 is None:
+        return None
+    z = n @ w1 + b1
+    name = gate or {"swiglu": "silu", "geglu": "gelu_tanh"}[act]
+    g = z / (1.0 + np.exp(-z)) if name == "silu" else _act(name, z)
+    return None if g is None else g * (n @ w3 + b3)
+
+
+def _gemma_correct(ctx: Context) -> np.ndarray | None:
+    step = ctx.step
+    if step is None:
+        return None
+    if step.op == "rms_norm_offset":
+        return _rms_offset(ctx)
+    if step.op == "embed_scale":
+        return _embed(ctx)
+    return None
+
+
+DIAGNOSES += (
+    Diagnosis("norm_without_offset", ("rms_norm_offset",), lambda c: _rms_offset(c, offset=0.0),
+              lambda c: msg("Your {stage} scales by gamma where Gemma's RMSNorm scales by (1 + gamma): the stored weight is the offset from 1, "
+                            "x / sqrt(mean(x^2) + eps) * (1 + w)", stage=c.name)),
+    Diagnosis("no_embedding_scale", ("embed_scale",), lambda c: _embed(c, scale=False),
+              lambda c: msg("Your {stage} is the embeddings unscaled: Gemma multiplies them by sqrt(C) = sqrt({C})", stage=c.name,
+                            C=c.spec.dims.C if c.spec is not None else "C")),
+    Diagnosis("geglu_exact", ("ffn_hidden",), lambda c: _gated(c, gate="gelu") if _activation(c) == "geglu" else None,
+              lambda c: msg("Your {stage} gates with the exact GELU (erf) where GeGLU uses GELU's tanh approximation (Hugging Face's "
+                            "gelu_pytorch_tanh, which Gemma's hidden_act means, even when it says gelu)", stage=c.name)),
+    Diagnosis("geglu_silu", ("ffn_hidden",), lambda c: _gated(c, gate="silu") if _activation(c) == "geglu" else None,
+              lambda c: msg("Your {stage} gates with SiLU (SwiGLU) where the spec asks for GeGLU: the gate is GELU's tanh approximation, "
+                            "gelu_tanh(N W_1 + b_1) * (N W_3 + b_3)", stage=c.name)),
+)

@@ -15,7 +15,7 @@ import numpy as np
 
 from tracer.engine import kernels
 from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of
-from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix
+from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix
 from tracer.model.ops import OPS
 
 ATTN_ORDER = ("heads", "weights", "scores", "q", "k", "v")  # the internals in the order the backward pass reaches them
@@ -265,7 +265,7 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
 
 
 def _ffn_weights(bw: Backward, step: Step) -> dict[str, np.ndarray]:
-    names = ("w1", "b1", "w3", "b3") if step.activation == "swiglu" else ("w1", "b1")
+    names = ("w1", "b1", "w3", "b3") if step.activation in GATED else ("w1", "b1")
     return {k: bw.params[f"{step.weights}.{k}"] for k in names}
 
 
@@ -375,3 +375,15 @@ def backward_token_type_table(bw: Backward, step: Step, g: np.ndarray) -> None:
 
 def backward_position_offset(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send_weight("position", kernels.position_offset_backward(g, bw.params["position"].shape[0], step.start or 0))
+
+
+# -- i23-gemma: Gemma's scaled embeddings and its RMSNorm with (1 + gamma) -------------------------
+def backward_embed_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], kernels.embed_scale_backward(g))
+
+
+def backward_rms_norm_offset(bw: Backward, step: Step, g: np.ndarray) -> None:
+    dx, dgamma = kernels.rms_norm_offset_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.gamma"],
+                                                  bw.spec.block_for(step.name).eps)
+    bw.send(step.inputs[0], dx)
+    bw.send_weight(f"{step.weights}.gamma", dgamma)

@@ -22,7 +22,7 @@ from tracer.engine.params import load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import masks
-from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
+from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix, shown_internal
 from tracer.model.contracts import operand_axes, position_violation, violation
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
@@ -450,7 +450,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
 
 
 def _ffn_params(ex: Executor, step: Step) -> dict[str, np.ndarray]:
-    keys = ("w1", "b1", "w2", "b2") + (("w3", "b3") if step.activation == "swiglu" else ())
+    keys = ("w1", "b1", "w2", "b2") + (("w3", "b3") if step.activation in GATED else ())
     return {k: ex.params[f"{step.weights}.{k}"] for k in keys}
 
 
@@ -529,3 +529,14 @@ def forward_position_offset(ex: Executor, step: Step, inputs: list[np.ndarray]) 
         rows = kernels.position_rows(P, offset, T)
         return ex.rec(step.name, rows, ("T_max", "C"), step.meaning)  # --keep-going traces the rows the table has
     return ex.rec(step.name, kernels.position_rows(P, offset, T), axes, step.meaning)  # [T,C], shared by every sample
+
+
+# -- i23-gemma: Gemma's scaled embeddings and its RMSNorm with (1 + gamma) -------------------------
+def forward_embed_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    return ex.record_step(step, lambda strict: kernels.embed_scale(inputs[0]))
+
+
+def forward_rms_norm_offset(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    g = ex.params[f"{step.weights}.gamma"]
+    return ex.record_step(step, lambda strict: kernels.rms_norm_offset(x, g, ex.spec.block_for(step.name).eps, strict))

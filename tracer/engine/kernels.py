@@ -155,6 +155,7 @@ def silu(x: np.ndarray) -> np.ndarray:  # [...] -> [...], x * sigmoid(x)
 
 
 ACTIVATION_FUNCTIONS = {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}
+GATE_FUNCTIONS = {"swiglu": silu, "geglu": gelu_tanh}  # a gated FFN's gate activation, by its name (blocks.GATE_ACTIVATIONS)
 
 
 def softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:  # [..., T_q, T_k] -> same, normalised over keys (axis -1)
@@ -408,9 +409,9 @@ def batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, s
 
 def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu", w3: np.ndarray | None = None,
                b3: np.ndarray | None = None, strict: Strict = True) -> np.ndarray:  # [B,T,C], [C,F], [F] -> [B,T,F]
-    if activation == "swiglu":  # gated: silu(x W_1 + b_1) * (x W_3 + b_3)
+    if activation in GATE_FUNCTIONS:  # gated: silu(x W_1 + b_1) * (x W_3 + b_3); GeGLU: gelu_tanh(x W_1 + b_1) * (x W_3 + b_3)
         assert w3 is not None and b3 is not None
-        return silu(linear(x, w1, b1, strict, ("b1", "F"))) * linear(x, w3, b3, strict, ("b3", "F"))
+        return GATE_FUNCTIONS[activation](linear(x, w1, b1, strict, ("b1", "F"))) * linear(x, w3, b3, strict, ("b3", "F"))
     h = linear(x, w1, b1, strict, ("b1", "F"))
     if activation == "relu":
         return np.maximum(h, 0.0, out=h)  # in place: h is ours
@@ -555,6 +556,7 @@ def silu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...
 
 
 ACTIVATION_BACKWARDS = {"relu": relu_backward, "gelu": gelu_backward, "gelu_tanh": gelu_tanh_backward}
+GATE_BACKWARDS = {"swiglu": silu_backward, "geglu": gelu_tanh_backward}
 
 
 def softmax_backward(dy: np.ndarray, p: np.ndarray, axis: int = -1) -> np.ndarray:  # dy, p = softmax output -> ds, same shape
@@ -793,11 +795,12 @@ def ffn_hidden_backward(dh: np.ndarray, x: np.ndarray, w1: np.ndarray, b1: np.nd
         dx, dw["w1"], dw["b1"] = linear_backward(dz, x, w1, b1)
         return dx, dw
     z = x @ w1 + b1  # the pre-activation, recomputed (it is not a recorded stage)
-    if activation == "swiglu":
+    if activation in GATE_FUNCTIONS:
         assert w3 is not None and b3 is not None
         gate = x @ w3 + b3
-        dx, dw["w1"], dw["b1"] = linear_backward(silu_backward(dh * gate, z), x, w1, b1)
-        dx3, dw["w3"], dw["b3"] = linear_backward(dh * silu(z), x, w3, b3)
+        act, act_backward = GATE_FUNCTIONS[activation], GATE_BACKWARDS[activation]
+        dx, dw["w1"], dw["b1"] = linear_backward(act_backward(dh * gate, z), x, w1, b1)
+        dx3, dw["w3"], dw["b3"] = linear_backward(dh * act(z), x, w3, b3)
         dx += dx3
         return dx, dw
     dx, dw["w1"], dw["b1"] = linear_backward(ACTIVATION_BACKWARDS[activation](dh, z), x, w1, b1)
@@ -885,3 +888,29 @@ def expert_mix_backward(dy: np.ndarray, x: np.ndarray, gates: np.ndarray, w1: li
         dw[f"w1_{e}"], dw[f"w3_{e}"] = xr.T @ dz1, xr.T @ dz3
         dx[rows] += dz1 @ w1[e].T + dz3 @ w3[e].T
     return dx.reshape(x.shape), dg.reshape(gates.shape), dw
+
+
+# -- i23-gemma: Gemma's scaled embeddings and its RMSNorm with (1 + gamma) -------------------------
+def embed_scale(x: np.ndarray) -> np.ndarray:  # [B,T,C] -> [B,T,C], times sqrt(C)
+    """x * sqrt(C), the factor C ** 0.5 (as Hugging Face's hidden_size**0.5) rounded to x's dtype first: Gemma's normaliser
+    is a tensor of the hidden states' dtype, so a float32 run multiplies by float32(sqrt(C))."""
+    return x * np.asarray(float(x.shape[-1]) ** 0.5, dtype=x.dtype)
+
+
+def embed_scale_backward(dy: np.ndarray) -> np.ndarray:  # [B,T,C] -> [B,T,C]
+    return dy * np.asarray(float(dy.shape[-1]) ** 0.5, dtype=dy.dtype)
+
+
+def rms_norm_offset(x: np.ndarray, gamma: np.ndarray, eps: float, strict: Strict = True) -> np.ndarray:  # [B,T,C], [C] -> [B,T,C], over C
+    """Gemma's RMSNorm: x / sqrt(mean(x^2) + eps) * (1 + gamma), the scale 1 + gamma formed in the run's dtype (as Hugging Face
+    forms 1.0 + weight), then one product, as rms_norm's gamma."""
+    enforce(strict, check_vector, "gamma", gamma, x.shape[-1], "C")
+    scale = 1.0 + gamma
+    return _by_rows(lambda rows, out: _affine(standardise(rows, -1, eps, center=False, out=out), scale), x, scale)
+
+
+def rms_norm_offset_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, eps: float
+                             ) -> tuple[np.ndarray, np.ndarray]:  # [B,T,C] x2, [C] -> dx [B,T,C], dgamma [C]
+    """d(1 + gamma)/dgamma = 1: dgamma is RMSNorm's, and dx is RMSNorm's with the scale 1 + gamma."""
+    dx, dgamma, _ = _norm_backward(dy, x, 1.0 + gamma, eps, -1, centred=False)
+    return dx, dgamma

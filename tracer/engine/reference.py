@@ -22,7 +22,7 @@ from typing import Any
 
 from tracer.messages import join, msg
 from tracer.model import rope
-from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, position_axis
+from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix, position_axis
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
 from tracer.spec import Spec
@@ -55,7 +55,7 @@ def position_cost(spec: Spec, keys: int) -> int:
         if step.op in ("mha", "cross_mha"):
             cost += 4 * C * C + 2 * keys * C
         elif step.op in ("ffn_hidden", "ffn_out", "ffn"):
-            cost += C * F * (3 if step.activation == "swiglu" else 1) * (2 if step.op == "ffn" else 1)
+            cost += C * F * (3 if step.activation in GATED else 1) * (2 if step.op == "ffn" else 1)
         elif step.op == "linear":
             cost += C * max(C, F)
         elif step.op == "head":
@@ -235,6 +235,9 @@ class Reference:
         if activation == "swiglu":
             up = matvec(x, self.cols[f"{g}.w3"], self.w[f"{g}.b3"])
             return [silu(u) * v for u, v in zip(a, up)]
+        if activation == "geglu":  # Gemma's GeGLU: the tanh GELU of the gate times the up projection
+            up = matvec(x, self.cols[f"{g}.w3"], self.w[f"{g}.b3"])
+            return [u * v for u, v in zip(gelu_tanh(a), up)]
         return {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}[activation or "relu"](a)
 
     def ffn_out(self, g: str | None, h: Vec) -> Vec:
@@ -465,3 +468,16 @@ def reference_position_offset(r: Reference, step: Step, b: int, positions: list[
                               st: dict[str, Values]) -> Values:
     offset = step.start or 0
     return {t: list(r.w["position"][offset + t]) for t in positions}
+
+
+# -- i23-gemma: Gemma's scaled embeddings and its RMSNorm with (1 + gamma) -------------------------
+def reference_embed_scale(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    factor = float(r.spec.dims.C) ** 0.5  # the reference computes in doubles
+    return {t: [v * factor for v in ins[0][t]] for t in positions}
+
+
+def reference_rms_norm_offset(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values],
+                              st: dict[str, Values]) -> Values:
+    g, eps = step.weights, r.spec.block_for(step.name).eps
+    scale = [1.0 + w for w in r.w[f"{g}.gamma"]]
+    return {t: rms_norm(ins[0][t], scale, eps) for t in positions}

@@ -74,6 +74,8 @@ def hidden_formula(step: Step) -> str:
     x = step.inputs[0]
     if step.activation == "swiglu":
         return f"(SiLU({x} W_1 + b_1) * ({x} W_3 + b_3))"
+    if step.activation == "geglu":  # Gemma's GeGLU: the gate through the tanh GELU
+        return f"(GELU_tanh({x} W_1 + b_1) * ({x} W_3 + b_3))"
     return f"{ACTIVATION_NAMES.get(step.activation or 'relu', 'ReLU')}({x} W_1 + b_1)"
 
 

@@ -30,7 +30,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     stop: int | None = None  # select: one past the last index kept
     out: str | None = None  # linear: output width letter (C or F)
     mask: str | None = None  # mha: causal | none | explicit
-    activation: str | None = None  # ffn, ffn_hidden: relu | gelu | gelu_tanh | swiglu
+    activation: str | None = None  # ffn, ffn_hidden: relu | gelu | gelu_tanh | swiglu | geglu
     base: float | None = None  # sinusoidal: the base; mha: the rotary base (None: no rotary positions)
     stream: str | None = None  # embed, input: which input the step reads (tokens | x | source | target)
     pairing: str | None = None  # mha with rotary positions: half pairs (i, i + d/2); None: interleaved (2i, 2i+1)
@@ -60,9 +60,15 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
 # inputs, weights).  Derived, not listed, so that a new field is a setting everywhere one is read (tracer diff).
 STEP_SETTINGS: tuple[str, ...] = tuple(f for f in Step._fields if f not in ("name", "meaning", "op", "inputs", "weights"))
 
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
-ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "swiglu": "SwiGLU"}
-NORMS = {"layernorm": "layer_norm", "rmsnorm": "rms_norm", "batchnorm": "batch_norm"}
+ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu", "geglu")
+ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "swiglu": "SwiGLU", "geglu": "GeGLU"}
+NORMS = {"layernorm": "layer_norm", "rmsnorm": "rms_norm", "batchnorm": "batch_norm",
+         "rmsnorm_offset": "rms_norm_offset"}  # rmsnorm_offset: Gemma's RMSNorm, x / rms * (1 + gamma)
+# The gated FFNs: act(x W_1 + b_1) * (x W_3 + b_3), and the activation of their gate (SwiGLU: silu; GeGLU, Gemma's:
+# GELU's tanh approximation)
+GATE_ACTIVATIONS = {"swiglu": "silu", "geglu": "gelu_tanh"}
+GATED = tuple(GATE_ACTIVATIONS)
+
 
 def group_keys(kind: str, grouped: bool, experts: int = 0) -> dict[str, tuple[str, ...]]:
     """A weight group's keys and their axes; ``grouped``: the model has fewer key/value heads than query heads;
@@ -75,7 +81,7 @@ def group_keys(kind: str, grouped: bool, experts: int = 0) -> dict[str, tuple[st
 
 def group_kind(step: Step) -> str | None:
     kind = OPS[step.op].weights
-    if kind == "ffn" and step.activation == "swiglu":
+    if kind == "ffn" and step.activation in GATED:
         return "ffn_gated"
     return kind
 
@@ -88,6 +94,7 @@ ACTIVATION = msg("the activation")
 NORM_WORDS: dict[str, tuple[Message, str]] = {  # a preset's norm: its word and the letters that replace LN_
     "rmsnorm": (msg("RMS normalisation"), "RMS_"),
     "batchnorm": (msg("batch normalisation (over B and T)"), "BN_"),
+    "rmsnorm_offset": (msg("RMS normalisation with (1 + gamma)"), "RMS_"),
 }
 
 # Example 17.2 / section 17.5: N1 = LN1(X), U = MHA(N1), R = X + U, N2 = LN2(R), Y = R + FFN(N2)
@@ -199,6 +206,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     position_offset: int = 0  # RoBERTa: positions read rows o .. o+T-1 of P (o = padding_idx + 1)
     rope_scaling: tuple[object, ...] | None = None  # rotary: ("linear", F) | ("llama3", F, low, high, N) (tracer/model/rope.py)
     rotary_dim: int | None = None  # partial rotary: the first rotary_dim coordinates of each head turned (None: all d)
+    embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C), a stage of their own (embed_scale)
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -278,6 +286,8 @@ def entry(prefix: str, stream: str, s: StackSettings, uses_tokens: bool) -> tupl
     else:
         first = Step(prefix + "input", "input", (), None, OPS["input"].meaning, stream=stream)
     steps.append(first)
+    if s.embedding_scale and uses_tokens:
+        return scaled_entry(prefix, first, steps, s)
     if s.positions == "learned" and s.position_offset:
         steps.append(Step(prefix + "position", "position_offset", (), "position", OPS["position_offset"].meaning, start=s.position_offset))
     elif s.positions == "learned":
@@ -292,6 +302,33 @@ def entry(prefix: str, stream: str, s: StackSettings, uses_tokens: bool) -> tupl
     else:
         x = msg("X (rotary positions act inside attention)") if s.positions == "rotary" else msg("X (no positions)")
         steps.append(Step(prefix + "x", "identity", (first.name,), None, x))
+    return steps, prefix + "x"
+
+
+def scaled_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings) -> tuple[list[Step], str]:
+    """Gemma's embeddings: E[token] * sqrt(C), a stage of its own (X itself when the positions act inside attention)."""
+    if s.positions in ("rotary", "none"):
+        x = (msg("X = E[token] * sqrt(C), the scaled embeddings (rotary positions act inside attention)") if s.positions == "rotary"
+             else msg("X = E[token] * sqrt(C), the scaled embeddings (no positions)"))
+        steps.append(Step(prefix + "x", "embed_scale", (first.name,), None, x))
+        return steps, prefix + "x"
+    scaled = Step(prefix + "embed_scaled", "embed_scale", (first.name,), None, OPS["embed_scale"].meaning)
+    steps.append(scaled)
+    return entry_after(prefix, scaled, steps, s._replace(embedding_scale=False))
+
+
+def entry_after(prefix: str, first: Step, steps: list[Step], s: StackSettings) -> tuple[list[Step], str]:
+    """The entry steps after the token vectors ``first`` (already in ``steps``): positions, then X."""
+    if s.positions == "learned" and s.position_offset:
+        steps.append(Step(prefix + "position", "position_offset", (), "position", OPS["position_offset"].meaning, start=s.position_offset))
+    elif s.positions == "learned":
+        steps.append(Step(prefix + "position", "position_table", (), "position", OPS["position_table"].meaning))
+    elif s.positions == "sinusoidal":
+        steps.append(Step(prefix + "position", "sinusoidal", (), None, msg("sinusoidal positions, base {base}", base=f"{s.position_base:g}"),
+                          base=s.position_base))
+    if s.embedding_norm or s.token_types:
+        return bert_entry(prefix, first, steps, s)
+    steps.append(Step(prefix + "x", "add_position", (first.name, prefix + "position"), None, OPS["add_position"].meaning))
     return steps, prefix + "x"
 
 
@@ -403,5 +440,8 @@ def _known_meanings() -> dict[str, Message]:
             found += [s.meaning for s in entry("", "tokens", StackSettings(positions=positions), True)[0] if isinstance(s.meaning, Message)]
         for bert in (StackSettings(embedding_norm=True, token_types=True, position_offset=2), StackSettings(token_types=True)):
             found += [s.meaning for s in entry("", "tokens", bert, True)[0] if isinstance(s.meaning, Message)]
+        for positions in ("learned", "rotary", "none"):  # Gemma's scaled embeddings
+            found += [s.meaning for s in entry("", "tokens", StackSettings(positions=positions, embedding_scale=True), True)[0]
+                      if isinstance(s.meaning, Message)]
         _KNOWN.update({str(m): m for m in found})
     return _KNOWN

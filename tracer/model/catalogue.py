@@ -48,6 +48,7 @@ ACTIVATION_FORMULAS = {
     "gelu": "GELU({0} W_1 + b_1), GELU(z) = z Phi(z) = z/2 (1 + erf(z / sqrt 2))",
     "gelu_tanh": "GELU({0} W_1 + b_1), GPT-2's tanh approximation z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))",
     "swiglu": "silu({0} W_1 + b_1) * ({0} W_3 + b_3), silu(z) = z sigmoid(z)",
+    "geglu": "GELU_tanh({0} W_1 + b_1) * ({0} W_3 + b_3), the tanh approximation z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))",
 }
 INTERNAL_FORMULAS = {
     "q": "{0} W_Q + b_Q, split into H heads: head h takes columns h*d .. (h+1)*d - 1",
@@ -134,6 +135,10 @@ def build() -> list[StageInfo]:
     bert = plain._replace(embedding_norm=True, token_types=True, position_offset=2)
     steps, _ = blocks.entry("", "tokens", bert, True)
     entries += _infos(before, steps, _shapes(steps, {}))
+    # Gemma: the token embeddings times sqrt(C) (block.embedding_scale), X itself with rotary positions
+    for positions in ("rotary", "learned"):
+        steps, _ = blocks.entry("", "tokens", plain._replace(positions=positions, embedding_scale=True), True)
+        entries += _infos(before, steps, _shapes(steps, {}))
 
     layer, shapes = _layer(blocks.PRE_NORM, plain)
     entries += _infos(pre, layer, shapes)
@@ -179,8 +184,8 @@ def build() -> list[StageInfo]:
         entries.append(StageInfo(step.name, seq2seq, meaning, filled(OPS["layer_norm"].formula, output), ("B", pos, "C")))
 
     # variants: the same names, other arithmetic
-    for field, value in (("norm", "rmsnorm"), ("norm", "batchnorm"), ("activation", "gelu"), ("activation", "gelu_tanh"),
-                         ("activation", "swiglu")):
+    for field, value in (("norm", "rmsnorm"), ("norm", "batchnorm"), ("norm", "rmsnorm_offset"), ("activation", "gelu"),
+                         ("activation", "gelu_tanh"), ("activation", "swiglu"), ("activation", "geglu")):
         variant = StackSettings(norm=value) if field == "norm" else StackSettings(activation=value)
         layer, shapes = _layer(blocks.PRE_NORM, variant)
         base = {s.name: s for s in blocks.configure(blocks.PRE_NORM, plain, preset=True)}

@@ -113,6 +113,7 @@ def internal_prefix(step: Step) -> str:  # attention records its internals under
 WEIGHT_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
     "norm": {"gamma": ("C",), "beta": ("C",)},
     "rms": {"gamma": ("C",)},
+    "rms_offset": {"gamma": ("C",)},  # Gemma's RMSNorm scales by (1 + gamma): its gamma, when not given, is zeros (the scale 1)
     "attn": {
         "w_q": ("C", "C"), "w_k": ("C", "C"), "w_v": ("C", "C"), "w_o": ("C", "C"),
         "b_q": ("C",), "b_k": ("C",), "b_v": ("C",), "b_o": ("C",),
@@ -354,7 +355,7 @@ def _ffn_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
     F = spec.dims.F
     hidden = out_bytes // (spec.dims.C if step.op == "ffn" else F) * F  # [B,T,F]
     act = step.activation or "relu"
-    extra = {"relu": 0, "gelu_tanh": 3, "swiglu": 3}.get(act, 0) * hidden
+    extra = {"relu": 0, "gelu_tanh": 3, "swiglu": 3, "geglu": 4}.get(act, 0) * hidden  # geglu: the tanh GELU's 3 and the gate
     if act == "gelu":  # math.erf through frompyfunc: an object array of Python floats
         extra = hidden // ITEMSIZE[spec.dtype] * (PY_VALUE_BYTES + 8) + 2 * hidden
     if step.op == "ffn":
@@ -484,6 +485,27 @@ _RECORDS += (
     _op("position_offset", 0, "position vectors, rows of P from an offset", "位置向量，从偏移处取 P 的行",
         "P[o:o+T]: rows o .. o+T-1 of the learned table P [T_max,C] (RoBERTa: o = padding_idx + 1)", "rows of P",
         "rows {start} .. {start}+{pos}-1 of P", _table, weights="position", user=False, view="given", preflight=None, temporaries=None),
+)
+
+
+def _embed_scale_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # [B,T,C] -> [B,T,C]
+    return _same_over_c(step, ins, sizes, pos)
+
+
+def _scale_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    return 0  # one product into the output
+
+
+_RECORDS += (
+    # i23-gemma: Gemma's scaled embeddings (block.embedding_scale) and its RMSNorm with (1 + gamma) (block.norm: rmsnorm_offset)
+    _op("embed_scale", 1, "token embeddings scaled by sqrt(C)", "按 sqrt(C) 缩放的 token 嵌入",
+        "{0} * sqrt(C): every embedding times the square root of the width C, sqrt(C) rounded to the run's dtype (Gemma's normaliser)",
+        "{0} * sqrt(C)", "{x} * sqrt(C)", _embed_scale_shape, user=False, preflight=None, temporaries=_scale_bytes),
+    _op("rms_norm_offset", 1, "RMSNorm with (1 + gamma), x / sqrt(mean(x^2) + eps) * (1 + gamma)",
+        "带 (1 + gamma) 的 RMSNorm，x / sqrt(mean(x^2) + eps) * (1 + gamma)",
+        "(1 + gamma) * {0} / sqrt(mean({0}^2) + eps), over the C coordinates of each row (Gemma's RMSNorm: gamma = 0 is the identity scale)",
+        "RMSNorm_(1+gamma)[{w}]({0})", "rms_norm({x}) over C, times (1 + gamma)", _same_over_c, weights="rms_offset", graph_weights=("gamma",),
+        preflight=_rms_norm_contracts, temporaries=_rms_norm_bytes),
 )
 
 OPS: dict[str, Op] = {op.name: op for op in _RECORDS}

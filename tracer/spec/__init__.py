@@ -33,8 +33,8 @@ TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder",
             "seed", "init", "dtype", "allow_nonfinite", "loss")
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
-              "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "embedding_norm", "token_types",
-              "position_offset", "head_bias", "ffn")
+              "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "head_bias", "embedding_norm", "token_types",
+              "position_offset", "ffn", "embedding_scale")
 FFN_KEYS = ("experts", "top_k")  # ffn: {experts: 8, top_k: 2}: a mixture of experts in place of the FFN (Mixtral's block)
 MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
 ROPE_SCALING_KEYS = ("type",) + rope.LLAMA3_KEYS  # rope_scaling: {type: linear, factor: 4}
@@ -43,7 +43,7 @@ SEQ2SEQ_INPUT_KEYS = ("source", "target", "targets")
 INITS = ("default", "xavier")  # how drawn matrices are scaled (tracer/params.py)
 LOSSES = ("next-token", "sum-squares")  # tracer grad: the scalar whose gradient is traced (tracer/grad/losses.py)
 STEP_KEYS = ("name", "op", "in", "weights", "axis", "start", "stop", "index", "out", "activation", "meaning")
-RESERVED_STAGES = ("embed", "input", "position", "x", "memory", "embeddings", "token_type", "typed")
+RESERVED_STAGES = ("embed", "input", "position", "x", "memory", "embeddings", "token_type", "typed", "embed_scaled")
 POSITIONS = ("learned", "sinusoidal", "rotary", "none")
 PAIRINGS = ("interleaved", "half")  # rotary pairs (2i, 2i+1) as in Meta's LLaMA code, or (i, i + d/2) as in Hugging Face
 MODEL_FILE_KEYS = ("file", "layout", "first_layer", "allow_unread")  # weights: {file: model.safetensors, layout: gpt2}
@@ -118,11 +118,12 @@ class BlockSpec(NamedTuple):
     head_bias: bool = False  # the head adds a bias [V] to the logits (Phi's lm_head)
     experts: int | None = None  # ffn: {experts: E, top_k: k}: a mixture of E SwiGLU experts in place of the FFN
     top_k: int | None = None  # the experts each position is sent to
+    embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C) (a stage of their own, embed_scale)
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
                              self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset,
-                             self.rope_scaling, self.rotary_dim)
+                             self.rope_scaling, self.rotary_dim, embedding_scale=self.embedding_scale)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function
@@ -413,6 +414,8 @@ class _Validator:
         uses_tokens = inp.kind == "tokens"
         if not uses_tokens and block.head != "none":
             raise self.fail(("block", "head"), msg("an output head needs token input (it scores the vocabulary)"))
+        if not uses_tokens and block.embedding_scale:
+            raise self.fail(("block", "embedding_scale"), msg("embedding_scale scales the token embeddings: it needs input.tokens (an input x stands for vectors already scaled)"))
         V = self.vocab_size(given, weights_raw, max_token, uses_tokens, vocab)
         T_max = None
         if any(st.positions == "learned" for st in stacks):
@@ -575,9 +578,12 @@ class _Validator:
             raise self.fail(p + ("position_offset",), msg("position_offset is for learned positions, but positions is {positions}", positions=positions))
         if (embedding_norm or token_types) and p != ("block",):
             raise self.fail(p + ("embedding_norm" if embedding_norm else "token_types",), msg("embedding_norm and token_types are for a decoder-only spec's block"))
+        embedding_scale = self.boolean(raw.get("embedding_scale", False), p + ("embedding_scale",))
+        if embedding_scale and p != ("block",):
+            raise self.fail(p + ("embedding_scale",), msg("embedding_scale is for a decoder-only spec's block"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                          float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
-                         experts, top_k)
+                         experts, top_k, embedding_scale)
         return spec, raw.get("steps")
 
     def rope_scaling(self, raw: Any, path: Path) -> tuple[object, ...]:
@@ -967,7 +973,8 @@ class _Validator:
                 continue
             group_raw = self.keys(value if value is not None else {}, ypath, tuple(spec), msg("{name} weights", name=name))
             for key, axes in spec.items():
-                out[f"{name}.{key}"] = self.weight(group_raw.get(key), ypath + (key,), f"{name}.{key}", axes, dims, seed, DEFAULT_FILL.get(key))
+                fill = "zeros" if kinds.get(name) == "rms_offset" and key == "gamma" else DEFAULT_FILL.get(key)  # the scale 1 + 0
+                out[f"{name}.{key}"] = self.weight(group_raw.get(key), ypath + (key,), f"{name}.{key}", axes, dims, seed, fill)
         return out
 
     def lookup(self, raw: Any, path: Path) -> Any:
