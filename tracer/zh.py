@@ -1387,6 +1387,14 @@ MESSAGES: dict[str, str] = {
     'the k largest of {x}, renormalised': '{x} 中最大的 k 个，重新归一化',
     'sum over the chosen experts e of {b}[e] * (silu({a} W1_e) * ({a} W3_e)) W2_e': '对所选专家 e 求和 {b}[e] * (silu({a} W1_e) * ({a} W3_e)) W2_e',
     'the chosen SwiGLU experts of {x}, weighted by {b}': '{x} 经所选的 SwiGLU 专家，按 {b} 加权',
+    # i23-opt
+    'an OPT checkpoint needs its config.json (heads, do_layer_norm_before are not in the tensors); put it beside the weights': 'OPT 检查点需要它的 config.json（头数、do_layer_norm_before 不在张量里）；请把它放在权重旁边',
+    'holds no OPT token embedding (model.decoder.embed_tokens.weight); is it an OPT checkpoint?': '没有 OPT 的 token 嵌入（model.decoder.embed_tokens.weight）；这是 OPT 检查点吗？',
+    'holds no OPT layer (model.decoder.layers.0.self_attn.q_proj.weight)': '没有 OPT 的层（model.decoder.layers.0.self_attn.q_proj.weight）',
+    "word_embed_proj_dim = {proj}, but hidden_size = {C}: OPT's project_in and project_out (embeddings of another width, projected) are not modelled": 'word_embed_proj_dim = {proj}，但 hidden_size = {C}：tracer 没有为 OPT 的 project_in 和 project_out（另一宽度的嵌入，经投影）建模',
+    '{why}, but the checkpoint holds model.decoder.final_layer_norm, which Hugging Face would not apply': '{why}，但检查点里有 model.decoder.final_layer_norm，Hugging Face 不会用它',
+    'holds no OPT position table (model.decoder.embed_positions.weight)': '没有 OPT 的位置表（model.decoder.embed_positions.weight）',
+    "{key} has {rows} rows; OPT's positions start at row 2, so it needs at least 3": '{key} 只有 {rows} 行；OPT 的位置从第 2 行开始，所以至少要 3 行',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

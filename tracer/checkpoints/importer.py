@@ -129,8 +129,8 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         return _seq2seq(cfg, title, shown_path, name, tokens, length, unread), f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name
     first, last = parse_layers(layers, cfg.layers)
     ids = parse_tokens(tokens, cfg.dims.get("V"))
-    if offset and first == 0:  # RoBERTa: a padding token takes position padding_idx, not its place in the sequence
-        pad = offset - 1
+    if cfg.padding_token is not None and first == 0:  # RoBERTa: a padding token takes position padding_idx, not its place in the sequence
+        pad = cfg.padding_token
         if ids is not None and pad in ids:
             raise UsageError(msg("--tokens: id {pad} is RoBERTa's padding token (pad_token_id), whose position Hugging Face sets to padding_idx; tracer's positions run from padding_idx + 1: leave it out",
                                  pad=pad))

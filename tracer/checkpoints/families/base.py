@@ -113,6 +113,7 @@ class ModelConfig(NamedTuple):
     assumed: tuple[tuple[str, Any], ...] = ()  # (setting, value) not read from a config: '# assumed: ...', listed on stderr
     assumed_why: str = ""  # "no config.json", "not in config.json", "a state dict does not record it"
     options_used: tuple[str, ...] = ()  # the Options fields the family read: any other given is refused
+    padding_token: int | None = None  # a token id the input may not hold: RoBERTa numbers a padding token's position padding_idx
 
 
 class Layout(NamedTuple):
