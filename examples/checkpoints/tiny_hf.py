@@ -2,7 +2,7 @@
 
     python examples/checkpoints/tiny_hf.py FAMILY [FOLDER]
 
-FAMILY is gpt2, gpt_neox (Pythia) or phi; FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
+FAMILY is gpt2, gpt_neox (Pythia), phi or opt (opt-post: OPT-350m's Post-Norm block); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
 in float64, so that `tracer import FOLDER` and `tracer run` can be compared with the model's own forward.
 """
 
@@ -22,6 +22,9 @@ def make(family: str, folder: str) -> None:
         "gpt_neox": (transformers.GPTNeoXConfig, transformers.GPTNeoXForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
                                                                                        "intermediate_size": 64}),
         "phi": (transformers.PhiConfig, transformers.PhiForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64}),
+        "opt": (transformers.OPTConfig, transformers.OPTForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "ffn_dim": 64}),
+        "opt-post": (transformers.OPTConfig, transformers.OPTForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "ffn_dim": 64,
+                                                                               "do_layer_norm_before": False}),
     }
     config_class, model_class, settings = configs[family]
     torch.manual_seed(0)
@@ -30,6 +33,6 @@ def make(family: str, folder: str) -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2 or sys.argv[1] not in ("gpt2", "gpt_neox", "phi"):
-        sys.exit("usage: python examples/checkpoints/tiny_hf.py gpt2|gpt_neox|phi [FOLDER]")
+    if len(sys.argv) < 2 or sys.argv[1] not in ("gpt2", "gpt_neox", "phi", "opt", "opt-post"):
+        sys.exit("usage: python examples/checkpoints/tiny_hf.py gpt2|gpt_neox|phi|opt|opt-post [FOLDER]")
     make(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else f"tiny-{sys.argv[1]}")
