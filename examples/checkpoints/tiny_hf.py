@@ -2,7 +2,8 @@
 
     python examples/checkpoints/tiny_hf.py FAMILY [FOLDER]
 
-FAMILY is gpt2, gpt_neox (Pythia), phi or opt (opt-post: OPT-350m's Post-Norm block); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
+FAMILY is gpt2, gpt_neox (Pythia), phi or opt (opt-post: OPT-350m's shape, Post-Norm with
+an embedding 16 wide projected to 32 and back); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
 in float64, so that `tracer import FOLDER` and `tracer run` can be compared with the model's own forward.
 """
 
@@ -24,7 +25,7 @@ def make(family: str, folder: str) -> None:
         "phi": (transformers.PhiConfig, transformers.PhiForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64}),
         "opt": (transformers.OPTConfig, transformers.OPTForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "ffn_dim": 64}),
         "opt-post": (transformers.OPTConfig, transformers.OPTForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "ffn_dim": 64,
-                                                                               "do_layer_norm_before": False}),
+                                                                               "do_layer_norm_before": False, "word_embed_proj_dim": 16}),
     }
     config_class, model_class, settings = configs[family]
     torch.manual_seed(0)

@@ -59,11 +59,18 @@ def _parity(tmp_path: Path, monkeypatch: Any, **config: Any) -> tuple[dict[str, 
              "x": hidden[0], "logits": logits}
     for i, out in enumerate(outputs):
         pairs[f"blocks.{i}.output"] = out
-    if decoder.final_layer_norm is not None:
-        with torch.no_grad():
-            pairs["final_norm"] = decoder.final_layer_norm(torch.tensor(outputs[-1])).numpy()
-    else:
-        assert "final_norm" not in st
+    last = torch.tensor(outputs[-1])
+    with torch.no_grad():
+        if decoder.final_layer_norm is not None:
+            last = decoder.final_layer_norm(last)
+            pairs["final_norm"] = last.numpy()
+        else:
+            assert "final_norm" not in st
+        if decoder.project_in is not None:  # word_embed_proj_dim != hidden_size: OPT-350m's projections
+            pairs["project_in"] = decoder.project_in(torch.tensor(pairs["embed"])).numpy()
+            pairs["project_out"] = decoder.project_out(last).numpy()
+        else:
+            assert "project_in" not in st and "project_out" not in st
     found = {}
     for name, want in pairs.items():
         assert st[name].shape == want.shape, (name, st[name].shape, want.shape)
@@ -86,6 +93,20 @@ def test_post_norm_opt_matches_hugging_face_at_every_layer(tmp_path, monkeypatch
     """do_layer_norm_before false (OPT-350m): LayerNorm after each residual sum, and no final LayerNorm."""
     _, spec = _parity(tmp_path, monkeypatch, do_layer_norm_before=False)
     assert (spec.block.norm_order, spec.block.final_norm, spec.block.head) == ("post", False, "tied")
+
+
+@pytest.mark.parametrize("norm_before", [False, True])
+def test_a_projected_embedding_matches_hugging_face(tmp_path, monkeypatch, norm_before):
+    """word_embed_proj_dim 32 != hidden_size 48 (OPT-350m's shape): embed [B,T,C_e], project_in to C, ..., project_out to C_e,
+    the tied head over the C_e-wide embedding."""
+    found, spec = _parity(tmp_path, monkeypatch, word_embed_proj_dim=32, do_layer_norm_before=norm_before)
+    assert "project_in" in found and "project_out" in found
+    assert spec.dims.C_e == 32 and spec.stage_shapes["embed"] == (("B", "T", "C_e"), (1, 8, 32))
+    assert spec.stage_shapes["project_out"] == (("B", "T", "C_e"), (1, 8, 32))
+    assert spec.weights["project_in.w"].shape == (32, 48) and spec.weights["project_in.w"].source == "file"
+    assert spec.weights["project_out.b"].source == "zeros"  # OPT's projections have no bias
+    names = [s.name for s in spec.steps]
+    assert names.index("project_in") == names.index("embed") + 1 and names[names.index("logits") - 1] == "project_out"
 
 
 def test_gelu_and_an_untied_head(tmp_path, monkeypatch):
@@ -118,13 +139,13 @@ def test_token_1_is_an_ordinary_token(tmp_path):
     assert spec.input.value == [[3, 1, 4]]
 
 
-@pytest.mark.parametrize("norm_before", [True, False])
-def test_grad_matches_torch_autograd(tmp_path, monkeypatch, norm_before):
+@pytest.mark.parametrize("config", [{}, {"do_layer_norm_before": False, "word_embed_proj_dim": 32}])
+def test_grad_matches_torch_autograd(tmp_path, monkeypatch, config):
     """tracer grad's next-token loss and every weight's gradient against autograd through HF's own model."""
     from tracer.checkpoints import families
     from tracer.grad.run import GradOptions, grad
 
-    torch, model, folder = _opt(tmp_path, do_layer_norm_before=norm_before)
+    torch, model, folder = _opt(tmp_path, **config)
     _lift_softmax(monkeypatch, torch)
     logits = model(torch.tensor([IDS])).logits[0]
     loss = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(IDS[1:]))
@@ -136,6 +157,9 @@ def test_grad_matches_torch_autograd(tmp_path, monkeypatch, norm_before):
     compared = set()
     for name, dw in gt.weight_grads.items():
         found = layout.locate(name, set(params))
+        if name in ("project_in.b", "project_out.b"):  # zeros: OPT's projections have no bias
+            assert found is None
+            continue
         assert found is not None and found[1], name
         take = found[0]
         want = params[take.key].grad.numpy()
@@ -151,7 +175,7 @@ def test_grad_matches_torch_autograd(tmp_path, monkeypatch, norm_before):
 
 @pytest.mark.parametrize("config, fragment", [
     ({"activation_function": "silu"}, "activation_function 'silu'"),
-    ({"word_embed_proj_dim": 32}, "word_embed_proj_dim = 32"),
+    ({"word_embed_proj_dim": 32}, "word_embed_proj_dim = 32, but the checkpoint's tensors have C_e = 48"),
     ({"num_attention_heads": 5}, "num_attention_heads = 5 does not divide hidden_size = 48"),
     ({"do_layer_norm_before": "yes"}, "do_layer_norm_before: expected true or false"),
     ({"ffn_dim": 81}, "ffn_dim = 81"),
@@ -178,3 +202,27 @@ def test_a_missing_bias_is_refused_by_name(tmp_path):
     del t["model.decoder.layers.1.self_attn.q_proj.bias"]
     save_file(t, str(folder / "model.safetensors"), metadata={"format": "pt"})
     assert_refused(run_app("import", str(folder)), "enable_bias = true, but the checkpoint holds no 'model.decoder.layers.1.self_attn.q_proj.bias'")
+
+
+def test_projections_and_the_config_must_agree(tmp_path):
+    """word_embed_proj_dim != hidden_size without project_in is refused naming the tensor; so is a project_out that HF would not apply."""
+    from safetensors.numpy import load_file, save_file
+
+    _, _, folder = _opt(tmp_path, word_embed_proj_dim=32)
+    t = load_file(str(folder / "model.safetensors"))
+    save_file({k: v for k, v in t.items() if "project_in" not in k}, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    assert_refused(run_app("import", str(folder)), "word_embed_proj_dim = 32, but hidden_size = 48, and the checkpoint holds no 'model.decoder.project_in.weight'")
+    _, _, plain = _opt(tmp_path / "plain")
+    t = load_file(str(plain / "model.safetensors"))
+    t["model.decoder.project_out.weight"] = np.zeros((48, 48), dtype=np.float64)
+    save_file(t, str(plain / "model.safetensors"), metadata={"format": "pt"})
+    assert_refused(run_app("import", str(plain)), "the checkpoint holds 'model.decoder.project_out.weight', but word_embed_proj_dim = hidden_size = 48")
+
+
+def test_c_e_needs_tokens_or_a_head(tmp_path):
+    """A spec's dims.C_e with neither an embedding nor a head to project is refused, naming it."""
+    path = tmp_path / "s.yaml"
+    path.write_text("dims: {B: 1, T: 3, C: 8, H: 2, F: 16, C_e: 4}\nseed: 0\nblock: {head: none}\ninput: {x: random}\n")
+    r = run_app("validate", str(path))
+    out = r.stdout + r.stderr
+    assert r.returncode == 2 and "dims.C_e" in out and "it needs token input or a head" in out and "Traceback" not in out

@@ -187,7 +187,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     what = f"layers {first}-{last} of {cfg.layers}" if n != cfg.layers else f"all {cfg.layers} layers"
     lines = _header(title, name, cfg, what)
     lines.append(f"name: {yamlio.scalar(f'{title}: {what}')}")
-    dims = {k: v for k, v in cfg.dims.items() if from_tokens or k not in ("V", "T_max", "V_type")}
+    dims = {k: v for k, v in cfg.dims.items() if from_tokens or k not in ("V", "T_max", "V_type", "C_e")}
     notes = dict(cfg.notes)
     if not (from_tokens and ids is not None):
         dims = {"B": 1, "T": length} | dims

@@ -291,7 +291,7 @@ def _tracer_layer(name: str) -> tuple[str, int] | None:
     m = re.match(r"((?:encoder\.|decoder\.)?blocks\.)(\d+)\.", name)
     if m:
         return m.group(1), int(m.group(2))
-    return None if name in ENDS or name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"]) else ("blocks.", 0)
+    return None if name in ENDS or name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"], ["project_in"], ["project_out"]) else ("blocks.", 0)
 
 
 def unlisted(ckpt: Checkpoint, layout: Layout) -> list[str]:

@@ -6,7 +6,8 @@ position_offset), a block that is Pre-Norm or Post-Norm by ``do_layer_norm_befor
 has no final LayerNorm), ReLU, the head tied to embed_tokens, biases on q/k/v/out_proj and fc1/fc2 (``enable_bias``;
 false: none, zeros), LayerNorms with or without their weights (``layer_norm_elementwise_affine``; false: gamma
 one, beta zero).  OPT scales q by 1/sqrt(d) before the product: the same scores.  ``word_embed_proj_dim`` other
-than hidden_size (OPT-350m's project_in / project_out) is refused by name.
+than hidden_size (OPT-350m): embed_tokens is C_e wide (tracer's dims.C_e), projected to C by project_in after the
+embedding and back by project_out before the head (stages project_in, project_out; linear steps whose bias is zeros).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from tracer.checkpoints.families.base import (
     shape_of,
     stored_dtype,
 )
-from tracer.checkpoints.formats import Checkpoint
+from tracer.checkpoints.formats import Checkpoint, shape_text
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
 
@@ -55,6 +56,8 @@ def table() -> dict[str, Take]:
     table |= group("blocks.{i}.", "norm2", ln(L + "final_layer_norm"))
     table |= group("blocks.{i}.", "ffn", linear(L + "fc1", "w1", "b1") | linear(L + "fc2", "w2", "b2"))
     table |= group("", "final_norm", ln(D + "final_layer_norm"))
+    # word_embed_proj_dim != hidden_size (OPT-350m): embed_tokens is C_e wide, projected to C and back, without biases
+    table |= {"project_in.w": Take(D + "project_in.weight", transpose=True), "project_out.w": Take(D + "project_out.weight", transpose=True)}
     return table
 
 
@@ -118,12 +121,21 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     embedding_key = layout.locate("embedding", ckpt.keys())[0].key  # type: ignore[index]
     refuse_unknown(cfg, OPT_KEYS, "opt")
     cfg.same("hidden_size", C, "C", found[0].key if found else "", w_q[::-1])
-    proj = cfg.integer("word_embed_proj_dim")
-    refuse(cfg, [
-        ((proj or C) != C or C_embed != C,
-         msg("word_embed_proj_dim = {proj}, but hidden_size = {C}: OPT's project_in and project_out (embeddings of another width, projected) are not modelled",
-             proj=proj if proj is not None else C_embed, C=C)),
-    ])
+    cfg.same("word_embed_proj_dim", C_embed, "C_e", embedding_key, embed)
+    projected = C_embed != C  # OPTDecoder: project_in and project_out exist exactly when word_embed_proj_dim != hidden_size
+    for name, want in (("project_in.w", (C_embed, C)), ("project_out.w", (C, C_embed))):
+        key = layout.find(name)[0].key  # type: ignore[index]
+        held = _held(ckpt, layout, name)
+        if projected and not held:
+            raise cfg.refuse(msg("word_embed_proj_dim = {C_e}, but hidden_size = {C}, and the checkpoint holds no {key} to project between them",
+                                 C_e=C_embed, C=C, key=repr(key)))
+        if held and not projected:
+            raise cfg.refuse(msg("the checkpoint holds {key}, but word_embed_proj_dim = hidden_size = {C}: Hugging Face would not apply it",
+                                 key=repr(key), C=C))
+        shape = shape_of(ckpt, layout, name)
+        if held and shape != want:
+            raise cfg.refuse(msg("{key} is {shape}: expected {want} (word_embed_proj_dim = {C_e}, hidden_size = {C})", key=repr(key),
+                                 shape=shape_text(shape[::-1] if shape else ()), want=shape_text(want[::-1]), C_e=C_embed, C=C))
     cfg.same("vocab_size", V, "V", embedding_key, embed)
     cfg.same("num_hidden_layers", layers, "layers")
     H = cfg.integer("num_attention_heads")
@@ -166,11 +178,12 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
                                    else "do_layer_norm_before false: LayerNorm after each residual sum (Post-Norm, as OPT-350m)")
     affine = cfg.flag("layer_norm_elementwise_affine") is not False
     bias = cfg.flag("enable_bias") is not False
-    dims = {"C": C, "H": H, "F": w1[1], "V": V, "T_max": positions[0]}
+    dims = {"C": C, "H": H, "F": w1[1], "V": V, "T_max": positions[0]} | ({"C_e": C_embed} if projected else {})
     notes = cfg.notes | {"C": "hidden_size" if cfg.has("hidden_size") else "the width of q_proj",
                          "F": "ffn_dim (fc1)" if cfg.has("ffn_dim") else "the width of fc1",
                          "V": "vocab_size (rows of embed_tokens)" if cfg.has("vocab_size") else "rows of embed_tokens",
-                         "T_max": "max_position_embeddings + 2 (rows of embed_positions)"}
+                         "T_max": "max_position_embeddings + 2 (rows of embed_positions)",
+                         "C_e": "word_embed_proj_dim (the width of embed_tokens): project_in [C_e,C] after the embedding, project_out [C,C_e] before the head"}
     block: dict[str, Any] = {"norm_order": "pre" if pre is not False else "post", "layers": layers, "norm": "layernorm", "eps": 1e-5,
                              "activation": activation, "positions": "learned", "position_offset": OFFSET, "mask": "causal",
                              "final_norm": final, "head": head}
