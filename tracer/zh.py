@@ -1448,6 +1448,19 @@ MESSAGES: dict[str, str] = {
         '你的 {stage} 用精确 GELU（erf）做门控，而 GeGLU 用的是 GELU 的 tanh 近似（Hugging Face 的 gelu_pytorch_tanh；Gemma 的 hidden_act 即使写 gelu 也是指它）',
     'Your {stage} gates with SiLU (SwiGLU) where the spec asks for GeGLU: the gate is GELU\'s tanh approximation, gelu_tanh(N W_1 + b_1) * (N W_3 + b_3)':
         '你的 {stage} 用 SiLU（SwiGLU）做门控，而 spec 要求 GeGLU：门控是 GELU 的 tanh 近似，gelu_tanh(N W_1 + b_1) * (N W_3 + b_3)',
+    # i23-opt
+    'an OPT checkpoint needs its config.json (heads, do_layer_norm_before are not in the tensors); put it beside the weights': 'OPT 检查点需要它的 config.json（头数、do_layer_norm_before 不在张量里）；请把它放在权重旁边',
+    'holds no OPT token embedding (model.decoder.embed_tokens.weight); is it an OPT checkpoint?': '没有 OPT 的 token 嵌入（model.decoder.embed_tokens.weight）；这是 OPT 检查点吗？',
+    'holds no OPT layer (model.decoder.layers.0.self_attn.q_proj.weight)': '没有 OPT 的层（model.decoder.layers.0.self_attn.q_proj.weight）',
+    'word_embed_proj_dim = {C_e}, but hidden_size = {C}, and the checkpoint holds no {key} to project between them': 'word_embed_proj_dim = {C_e}，但 hidden_size = {C}，而检查点里没有在两者之间投影的 {key}',
+    'the checkpoint holds {key}, but word_embed_proj_dim = hidden_size = {C}: Hugging Face would not apply it': '检查点里有 {key}，但 word_embed_proj_dim = hidden_size = {C}：Hugging Face 不会用它',
+    '{key} is {shape}: expected {want} (word_embed_proj_dim = {C_e}, hidden_size = {C})': '{key} 的形状是 {shape}：应为 {want}（word_embed_proj_dim = {C_e}，hidden_size = {C}）',
+    'token embeddings projected to C, embed W_in': 'token 嵌入投影到 C，embed W_in',
+    "the stack's output projected to the embedding's width C_e, for the head": '堆叠的输出投影回嵌入的宽度 C_e，供输出层使用',
+    "C_e is the width of a decoder-only model's token embedding, projected to C after it and back before the head: it needs token input or a head": 'C_e 是仅解码器模型的 token 嵌入宽度，嵌入后投影到 C，输出层前再投影回来：它需要 token 输入或输出层',
+    '{why}, but the checkpoint holds model.decoder.final_layer_norm, which Hugging Face would not apply': '{why}，但检查点里有 model.decoder.final_layer_norm，Hugging Face 不会用它',
+    'holds no OPT position table (model.decoder.embed_positions.weight)': '没有 OPT 的位置表（model.decoder.embed_positions.weight）',
+    "{key} has {rows} rows; OPT's positions start at row 2, so it needs at least 3": '{key} 只有 {rows} 行；OPT 的位置从第 2 行开始，所以至少要 3 行',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

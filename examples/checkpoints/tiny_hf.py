@@ -2,7 +2,7 @@
 
     python examples/checkpoints/tiny_hf.py FAMILY [FOLDER]
 
-FAMILY is one of FAMILIES below (gpt2, llama, mistral, qwen2, mixtral, bert, roberta, distilbert, gpt_neox, phi, gemma); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
+FAMILY is one of FAMILIES below (gpt2, llama, mistral, qwen2, mixtral, bert, roberta, distilbert, gpt_neox, phi, gemma, opt, opt-post (OPT-350m's shape: Post-Norm, an embedding 16 wide projected to 32 and back)); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
 in float64, so that `tracer import FOLDER` and `tracer run` can be compared with the model's own forward.
 """
 
@@ -39,6 +39,9 @@ def make(family: str, folder: str) -> None:
                                                                                      "hidden_dim": 64, "max_position_embeddings": 32}),
         "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
                                                                                  "head_dim": 8, "intermediate_size": 64}),
+        "opt": (transformers.OPTConfig, transformers.OPTForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "ffn_dim": 64}),
+        "opt-post": (transformers.OPTConfig, transformers.OPTForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "ffn_dim": 64,
+                                                                               "do_layer_norm_before": False, "word_embed_proj_dim": 16}),
     }
     encoders = {"bert", "roberta"}  # saved without the pooler, which tracer does not trace
     config_class, model_class, settings = configs[family]
@@ -54,7 +57,7 @@ def make(family: str, folder: str) -> None:
     print(f"wrote {folder} ({family}); import it with: tracer import {folder}")
 
 
-FAMILIES = ("gpt2", "llama", "mistral", "qwen2", "mixtral", "bert", "roberta", "distilbert", "gpt_neox", "phi", "gemma")
+FAMILIES = ("gpt2", "llama", "mistral", "qwen2", "mixtral", "bert", "roberta", "distilbert", "gpt_neox", "phi", "gemma", "opt", "opt-post")
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in FAMILIES:

@@ -131,8 +131,8 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         return _seq2seq(cfg, title, shown_path, name, tokens, length, unread), f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name
     first, last = parse_layers(layers, cfg.layers)
     ids = parse_tokens(tokens, cfg.dims.get("V"))
-    if offset and first == 0:  # RoBERTa: a padding token takes position padding_idx, not its place in the sequence
-        pad = offset - 1
+    if cfg.padding_token is not None and first == 0:  # RoBERTa: a padding token takes position padding_idx, not its place in the sequence
+        pad = cfg.padding_token
         if ids is not None and pad in ids:
             raise UsageError(msg("--tokens: id {pad} is RoBERTa's padding token (pad_token_id), whose position Hugging Face sets to padding_idx; tracer's positions run from padding_idx + 1: leave it out",
                                  pad=pad))
@@ -189,7 +189,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     what = f"layers {first}-{last} of {cfg.layers}" if n != cfg.layers else f"all {cfg.layers} layers"
     lines = _header(title, name, cfg, what)
     lines.append(f"name: {yamlio.scalar(f'{title}: {what}')}")
-    dims = {k: v for k, v in cfg.dims.items() if from_tokens or k not in ("V", "T_max", "V_type")}
+    dims = {k: v for k, v in cfg.dims.items() if from_tokens or k not in ("V", "T_max", "V_type", "C_e")}
     notes = dict(cfg.notes)
     if not (from_tokens and ids is not None):
         dims = {"B": 1, "T": length} | dims

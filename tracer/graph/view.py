@@ -34,8 +34,9 @@ ORDINALS = (msg("first residual path"), msg("second residual path"), msg("third 
             msg("ninth residual path"), msg("tenth residual path"))
 MASKS = {"causal": msg("causal mask"), "explicit": msg("explicit mask")}
 NO_MASK = msg("no mask")
-ENTRY = ("embed", "input", "position", "x", "embeddings", "token_type", "typed")  # BERT: E + P + E_type, then X = LN(...)
-EXIT = ("final_norm", "logits", "probs")
+ENTRY = ("embed", "input", "position", "x", "embeddings", "token_type", "typed",  # BERT: E + P + E_type, then X = LN(...)
+         "project_in")  # OPT: the C_e-wide embedding projected to C
+EXIT = ("final_norm", "logits", "probs", "project_out")  # OPT: back to C_e before the head
 PREFIX = re.compile(r"^((?:encoder|decoder)\.)?(blocks\.(\d+)\.)?")
 MAX_LAYERS_DRAWN = 4  # a deeper stack draws its first and last layer and says how many are between
 RAIL = {"": "  ", "source": "┬ ", "through": "│ ", "add": "⊕ "}

@@ -278,14 +278,18 @@ def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: st
     return steps, layer_input
 
 
-def entry(prefix: str, stream: str, s: StackSettings, uses_tokens: bool) -> tuple[list[Step], str]:
-    """Steps before the stack: embedding (or the given input), positions, X."""
+def entry(prefix: str, stream: str, s: StackSettings, uses_tokens: bool, projected: bool = False) -> tuple[list[Step], str]:
+    """Steps before the stack: embedding (or the given input), positions, X.  ``projected``: the embedding is C_e wide,
+    projected to C before the positions are added (OPT's project_in)."""
     steps = []
     if uses_tokens:
         first = Step(prefix + "embed", "embed", (), "embedding", OPS["embed"].meaning, stream=stream)
     else:
         first = Step(prefix + "input", "input", (), None, OPS["input"].meaning, stream=stream)
     steps.append(first)
+    if uses_tokens and projected:
+        first = project_in(prefix, first.name)
+        steps.append(first)
     if s.embedding_scale and uses_tokens:
         return scaled_entry(prefix, first, steps, s)
     if s.positions == "learned" and s.position_offset:
@@ -355,6 +359,18 @@ def bert_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings) ->
 def final_norm(prefix: str, last: str, s: StackSettings) -> Step:
     op = NORMS[s.norm]
     return Step(prefix + "final_norm", op, (last,), prefix + "final_norm", msg("final normalisation after the stack"))
+
+
+# -- OPT's projections (i23-opt): an embedding C_e wide, projected to C after it and back before the head -----------
+PROJECT_IN, PROJECT_OUT = "project_in", "project_out"  # their stage names and weight groups (w [in,out]; b zeros: OPT has none)
+
+
+def project_in(prefix: str, embed: str) -> Step:
+    return Step(prefix + PROJECT_IN, "linear", (embed,), prefix + PROJECT_IN, msg("token embeddings projected to C, embed W_in"), out="C")
+
+
+def project_out(last: str) -> Step:
+    return Step(PROJECT_OUT, "linear", (last,), PROJECT_OUT, msg("the stack's output projected to the embedding's width C_e, for the head"), out="C_e")
 
 
 def head_steps(last: str) -> list[Step]:

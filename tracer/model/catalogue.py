@@ -97,13 +97,13 @@ def _infos(section: str, steps: Iterable[Step], shapes: dict[str, Shape], prefix
     return out
 
 
-def _shapes(steps: Sequence[Step], known: dict[str, Shape], pos: str = "T") -> dict[str, Shape]:
+def _shapes(steps: Sequence[Step], known: dict[str, Shape], pos: str = "T", sizes: dict[str, int] = SIZES) -> dict[str, Shape]:
     shapes = dict(known)
     for step in steps:
         ins = [shapes[i] for i in step.inputs]
-        shapes[step.name] = blocks.output_shape(step, ins, SIZES, pos)
+        shapes[step.name] = blocks.output_shape(step, ins, sizes, pos)
         if step.op in ("mha", "cross_mha"):
-            shapes.update(blocks.attention_internals(step, ins[0], ins[-1], SIZES))
+            shapes.update(blocks.attention_internals(step, ins[0], ins[-1], sizes))
     return shapes
 
 
@@ -154,6 +154,12 @@ def build() -> list[StageInfo]:
     tail_shapes = _shapes([], {last: shapes[last]})
     tail = [blocks.final_norm("", last, plain)] + blocks.head_steps("final_norm")
     entries += _infos(after, tail, _shapes(tail, tail_shapes))
+    # OPT with word_embed_proj_dim != C (i23-opt): the embedding is C_e wide, projected to C after it and back before the head
+    projected = SIZES | {"C_e": 6}
+    steps, _ = blocks.entry("", "tokens", plain, True, projected=True)
+    entries += _infos(before, [s for s in steps if s.name == blocks.PROJECT_IN], _shapes(steps, {}, sizes=projected))
+    out = blocks.project_out("final_norm")
+    entries += _infos(after, [out], _shapes([out], {"final_norm": (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))}, sizes=projected))
 
     # encoder-decoder: the encoder reads the source (S positions), the decoder's layers read the encoder output
     for side, stream, pos in (("encoder.", "source", "S"), ("decoder.", "target", "T")):

@@ -146,7 +146,8 @@ def _need_width(op: str, axes: tuple[str, ...], shape: tuple[int, ...], letter: 
 
 
 def _stream(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # embed, input: [B,T,C]
-    return ("B", pos, "C"), (sizes["B"], sizes[pos], sizes["C"])
+    width = "C_e" if step.op == "embed" and "C_e" in sizes else "C"  # OPT's embedding, C_e wide, projected to C after it
+    return ("B", pos, width), (sizes["B"], sizes[pos], sizes[width])
 
 
 def _table(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # positions: [T,C]
@@ -210,7 +211,7 @@ def _linear_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: s
 
 def _head_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # [B,T,C] -> [B,T,V]
     axes, shape = ins[0]
-    _need_width(step.op, axes, shape, "C", sizes)
+    _need_width(step.op, axes, shape, "C_e" if "C_e" in sizes else "C", sizes)  # C_e: after OPT's project_out
     return axes[:-1] + ("V",), shape[:-1] + (sizes["V"],)
 
 

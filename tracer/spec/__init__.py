@@ -31,7 +31,7 @@ KEYWORDS = ("identity", "zeros", "ones", "random")
 
 TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder", "decoder", "input", "weights",
             "seed", "init", "dtype", "allow_nonfinite", "loss")
-DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type")
+DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type", "C_e")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "head_bias", "embedding_norm", "token_types",
               "position_offset", "ffn", "embedding_scale")
@@ -65,6 +65,7 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     H_kv: int | None = None  # key/value heads of grouped-query attention (None: as many as H, plain multi-head)
     V_type: int | None = None  # rows of BERT's token-type table (block.token_types)
     E: int | None = None  # experts of a mixture of experts (block.ffn.experts; None: a plain FFN)
+    C_e: int | None = None  # the token embedding's width when it is projected to C and back (OPT's word_embed_proj_dim)
 
     @property
     def d(self) -> int:
@@ -424,8 +425,11 @@ class _Validator:
             T_max = given["T_max"]
         H_kv = given.get("H_kv")
         token_types, V_type = self.token_types(raw_types, block, model, uses_tokens, given, weights_raw, B, T)
+        if "C_e" in given and (model != "decoder" or (not uses_tokens and block.head == "none")):
+            raise self.fail(("dims", "C_e"), msg("C_e is the width of a decoder-only model's token embedding, projected to C after it and back before the head: it needs token input or a head"))
         dims = Dims(B=B, T=T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max, S=S,
-                    H_kv=None if H_kv == given["H"] else H_kv, V_type=V_type, E=block.experts)  # H_kv = H is plain multi-head attention
+                    H_kv=None if H_kv == given["H"] else H_kv, V_type=V_type, E=block.experts,  # H_kv = H is plain multi-head attention
+                    C_e=given.get("C_e"))
         if max_token is not None and V is not None and max_token >= V:
             where: Path = ("input", "tokens") if model == "decoder" else ("input",)
             raise self.fail(where, msg("token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {x})", max_token=yamlio.abbreviate(str(max_token)), V=V, x=V - 1))
@@ -693,7 +697,7 @@ class _Validator:
             prefix = "decoder."
         else:
             ds = block.settings()
-            entry, x = blocks.entry("", "tokens" if uses_tokens else "x", ds, uses_tokens)
+            entry, x = blocks.entry("", "tokens" if uses_tokens else "x", ds, uses_tokens, projected=dims.C_e is not None)
             preset = not template
             order = blocks.PRE_NORM_MOE if block.experts is not None and preset else blocks.NORM_ORDERS.get(block.norm_order, ())
             layer = blocks.configure(order if preset else template, ds, preset=preset)
@@ -704,6 +708,9 @@ class _Validator:
             if any(s.name == prefix + "final_norm" for s in steps):
                 raise self.fail(("block", "final_norm"), join([msg("a step is already named final_norm"), msg("rename it, or drop final_norm: true")]))
             steps.append(blocks.final_norm(prefix, last, block.settings()))
+            last = steps[-1].name
+        if block.head != "none" and dims.C_e is not None:  # OPT's project_out: C -> C_e, the embedding's width the head reads
+            steps.append(blocks.project_out(last))
             last = steps[-1].name
         if block.head != "none":
             steps += blocks.head_steps(last)
@@ -734,7 +741,7 @@ class _Validator:
         name = raw["name"]
         if not isinstance(name, str) or not name or not all(ch.isalnum() or ch in "_-" for ch in name):
             raise self.fail(path + ("name",), msg("expected a stage name of letters, digits, _ and -, received {got}", got=self.received(path + ('name',), name)))
-        if name in shapes or name in RESERVED_STAGES or name in ("logits", "probs"):
+        if name in shapes or name in RESERVED_STAGES or name in ("logits", "probs", "project_in", "project_out"):
             raise self.fail(path + ("name",), join([msg("stage {name} is already defined", name=repr(name)), msg("every step records a stage of its own")]))
         user_ops = tuple(k for k, v in OPS.items() if v.user)
         if isinstance(raw["op"], str) and raw["op"] not in user_ops:
@@ -945,12 +952,15 @@ class _Validator:
                 continue
             group = step.weights
             if kind in TABLES:
+                width = TABLES[kind]
+                if dims.C_e is not None and kind in ("embedding", "head"):  # the embedding is C_e wide (OPT's word_embed_proj_dim)
+                    width = tuple("C_e" if letter == "C" else letter for letter in width)
                 if kind == "head" and block.head_bias:
                     wanted.setdefault("head_bias", TABLES["head_bias"])
                 if kind == "head" and block.head == "tied":
-                    wanted.setdefault("embedding", TABLES["embedding"])
+                    wanted.setdefault("embedding", width[::-1])
                     continue
-                wanted.setdefault(kind, TABLES[kind])
+                wanted.setdefault(kind, width)
                 continue
             keys = blocks.group_keys(kind, dims.H_kv is not None, dims.E or 0)
             if kind == "linear":
@@ -1138,7 +1148,7 @@ class _Validator:
 
     def layer_name(self, name: str) -> str:
         """A one-layer decoder's weights are named without 'blocks.0.' (attn.w_q); a layout's table always has it."""
-        if name in TABLES or name.startswith(("blocks.", "encoder.", "decoder.", "final_norm.", "embed_norm.")):
+        if name in TABLES or name.startswith(("blocks.", "encoder.", "decoder.", "final_norm.", "embed_norm.", "project_in.", "project_out.")):
             return name
         return "blocks.0." + name
 

@@ -113,6 +113,7 @@ class ModelConfig(NamedTuple):
     assumed: tuple[tuple[str, Any], ...] = ()  # (setting, value) not read from a config: '# assumed: ...', listed on stderr
     assumed_why: str = ""  # "no config.json", "not in config.json", "a state dict does not record it"
     options_used: tuple[str, ...] = ()  # the Options fields the family read: any other given is refused
+    padding_token: int | None = None  # a token id the input may not hold: RoBERTa numbers a padding token's position padding_idx
 
 
 class Layout(NamedTuple):
@@ -290,7 +291,7 @@ def _tracer_layer(name: str) -> tuple[str, int] | None:
     m = re.match(r"((?:encoder\.|decoder\.)?blocks\.)(\d+)\.", name)
     if m:
         return m.group(1), int(m.group(2))
-    return None if name in ENDS or name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"]) else ("blocks.", 0)
+    return None if name in ENDS or name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"], ["project_in"], ["project_out"]) else ("blocks.", 0)
 
 
 def unlisted(ckpt: Checkpoint, layout: Layout) -> list[str]:

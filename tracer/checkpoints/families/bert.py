@@ -166,7 +166,8 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         notes["position_offset"] = "pad_token_id + 1: RoBERTa numbers positions from padding_idx + 1 (no padding token in the input)"
     block |= {"final_norm": False, "head": "none"}
     notes |= {"final_norm": "none: each layer ends with its own LayerNorm", "head": "none: the encoder output (no pooler, no MLM head)"}
-    return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
+    return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record(),
+                       padding_token=block["position_offset"] - 1 if model_type == "roberta" else None)
 
 
 LAYOUT = Layout("bert", "Hugging Face BERT and RoBERTa encoders (BertModel, RobertaModel)", table(), read_config,
