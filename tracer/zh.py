@@ -1387,6 +1387,10 @@ MESSAGES: dict[str, str] = {
     'the k largest of {x}, renormalised': '{x} 中最大的 k 个，重新归一化',
     'sum over the chosen experts e of {b}[e] * (silu({a} W1_e) * ({a} W3_e)) W2_e': '对所选专家 e 求和 {b}[e] * (silu({a} W1_e) * ({a} W3_e)) W2_e',
     'the chosen SwiGLU experts of {x}, weighted by {b}': '{x} 经所选的 SwiGLU 专家，按 {b} 加权',
+    # i23-headdim
+    'rotary positions rotate pairs of coordinates: d = {x} must be even': '旋转位置编码成对转动坐标：d = {x} 必须是偶数',
+    '{meaning} (a head width of its own, dims.d)': '{meaning}（头宽度单独给出，dims.d）',
+    'weights_h V_h for every head, concatenated to width C_q = H * d; W_O [C_q,C] takes them back to C': '每个头的 weights_h V_h，拼接成宽度 C_q = H * d；W_O [C_q,C] 把它们变回宽度 C',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

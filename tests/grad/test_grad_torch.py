@@ -229,3 +229,12 @@ def test_parallel_blocks_with_partial_rotary_and_a_head_bias(order, head):
     gt = compare(text)
     assert "blocks.0.branches" in gt.grads and "head_bias" in gt.weight_grads
     assert np.any(gt.weight_grads["head_bias"] != 0)
+
+
+# -- a head width set apart from C / H (dims.d) -----------------------------------------------------
+@pytest.mark.parametrize("H_kv", [None, 2])
+def test_a_head_width_of_its_own(H_kv):
+    text = block_spec(positions="rotary", pairing="half", layers=2, head="tied", final_norm=True, C=10, H=4, H_kv=H_kv, seed=23,
+                      norm="rmsnorm", activation="swiglu").replace("H: 4,", "H: 4, d: 6,")
+    gt = compare(text)
+    assert gt.weight_grads["blocks.0.attn.w_q"].shape == (10, 24) and gt.weight_grads["blocks.1.attn.w_o"].shape == (24, 10)

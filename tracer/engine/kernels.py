@@ -363,8 +363,9 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     H_kv = H if H_kv is None else H_kv
     if H % H_kv:
         raise ShapeError(msg("H_kv = {H_kv} key/value heads cannot be shared evenly by H = {H} query heads", H_kv=H_kv, H=H))
-    kv_bias = "C_kv" if H_kv != H else "C"
-    q = split_heads(linear(xq, w_q, b_q, strict, ("b_q", "C")), H)  # [B,H,T,d]
+    own = w_q.shape[1] != xq.shape[-1]  # a head width d of its own (dims.d): q is C_q = H * d wide, k and v C_kv = H_kv * d
+    kv_bias = "C_kv" if H_kv != H or own else "C"
+    q = split_heads(linear(xq, w_q, b_q, strict, ("b_q", "C_q" if own else "C")), H)  # [B,H,T,d]
     k = split_heads(linear(xkv, w_k, b_k, strict, ("b_k", kv_bias)), H_kv)  # [B,H_kv,S,d]
     v = split_heads(linear(xkv, w_v, b_v, strict, ("b_v", kv_bias)), H_kv)
     if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets

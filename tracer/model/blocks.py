@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from tracer.messages import Message, msg
-from tracer.model.ops import GROUPED_KV_KEYS, MOE_EXPERT_KEYS, MOE_ROUTER_KEYS, OPS, WEIGHT_GROUPS, internal_prefix
+from tracer.model.ops import GROUPED_KV_KEYS, HEAD_WIDTH_KEYS, MOE_EXPERT_KEYS, MOE_ROUTER_KEYS, OPS, WEIGHT_GROUPS, internal_prefix
 from tracer.model.shapes import Shape
 
 
@@ -64,12 +64,15 @@ ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu")
 ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "swiglu": "SwiGLU"}
 NORMS = {"layernorm": "layer_norm", "rmsnorm": "rms_norm", "batchnorm": "batch_norm"}
 
-def group_keys(kind: str, grouped: bool, experts: int = 0) -> dict[str, tuple[str, ...]]:
+def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = False) -> dict[str, tuple[str, ...]]:
     """A weight group's keys and their axes; ``grouped``: the model has fewer key/value heads than query heads;
-    ``experts``: a mixture of experts' E (its group holds the router and w1_e, w3_e, w2_e for each expert e)."""
+    ``experts``: a mixture of experts' E (its group holds the router and w1_e, w3_e, w2_e for each expert e);
+    ``head_width``: the heads have a width d of their own (dims.d): w_q [C,C_q], w_k, w_v [C,C_kv], w_o [C_q,C]."""
     if kind == "moe":
         return {**MOE_ROUTER_KEYS, **{f"{k}_{e}": axes for e in range(experts) for k, axes in MOE_EXPERT_KEYS.items()}}
     keys = WEIGHT_GROUPS[kind]
+    if kind == "attn" and head_width:
+        return {**keys, **HEAD_WIDTH_KEYS}
     return {**keys, **GROUPED_KV_KEYS} if grouped and kind == "attn" else keys
 
 
@@ -369,7 +372,7 @@ def attention_internals(step: Step, q: Shape, kv: Shape, sizes: dict[str, int]) 
         f"{p}.v": (("B", kv_letter, tk, "d"), (ks[0], H_kv, n_k, d)),
         f"{p}.scores": (("B", "H", tq, tk), (B, H, n_q, n_k)),
         f"{p}.weights": (("B", "H", tq, tk), (B, H, n_q, n_k)),
-        f"{p}.heads": (("B", tq, "C"), (B, n_q, H * d)),
+        f"{p}.heads": (("B", tq, "C_q" if "C_q" in sizes else "C"), (B, n_q, H * d)),  # C_q = H * d: a head width of its own
     }
 
 

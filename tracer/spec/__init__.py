@@ -31,7 +31,7 @@ KEYWORDS = ("identity", "zeros", "ones", "random")
 
 TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder", "decoder", "input", "weights",
             "seed", "init", "dtype", "allow_nonfinite", "loss")
-DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type")
+DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type", "d")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "head_bias", "embedding_norm", "token_types",
               "position_offset", "ffn")
@@ -65,10 +65,16 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     H_kv: int | None = None  # key/value heads of grouped-query attention (None: as many as H, plain multi-head)
     V_type: int | None = None  # rows of BERT's token-type table (block.token_types)
     E: int | None = None  # experts of a mixture of experts (block.ffn.experts; None: a plain FFN)
+    head_dim: int | None = None  # dims.d: a head width set apart from C / H (LLaMA's head_dim, Qwen3's); None: C // H
 
     @property
     def d(self) -> int:
-        return self.C // self.H
+        return self.C // self.H if self.head_dim is None else self.head_dim
+
+    @property
+    def own_head_width(self) -> bool:
+        """The heads are not C / H wide (dims.d given): q is H * d = C_q wide, k and v C_kv = H_kv * d, W_O [C_q,C]."""
+        return self.head_dim is not None
 
     @property
     def kv_heads(self) -> int:
@@ -79,6 +85,8 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
             return self.d
         if letter == "C_kv":  # the width of k and v before the split: H_kv heads of width d
             return self.kv_heads * self.d
+        if letter == "C_q":  # the width of q and of the heads side by side: H heads of width d (dims.d given)
+            return self.H * self.d
         value = getattr(self, letter)
         if value is None:
             raise KeyError(letter)
@@ -87,7 +95,9 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     def as_dict(self) -> dict[str, int]:
         out = {k: getattr(self, k) for k in DIM_KEYS if getattr(self, k) is not None}
         out["d"] = self.d
-        if self.H_kv is not None:
+        if self.own_head_width:
+            out["C_q"] = self.size("C_q")
+        if self.H_kv is not None or self.own_head_width:
             out["C_kv"] = self.size("C_kv")
         if self.E is not None:
             out["E"] = self.E
@@ -382,13 +392,19 @@ class _Validator:
         for k in ("C", "H", "F"):
             if k not in given:
                 raise self.fail(("dims",), msg("missing dimension {k} (dims needs C, H and F; B, T, V, T_max follow from input and tables)", k=k))
-        if given["C"] % given["H"]:
+        if "d" not in given and given["C"] % given["H"]:
             raise self.fail(("dims", "H"), msg("H = {H} must divide C = {C} (each head has width d = C / H)", H=given['H'], C=given['C']))
         if "H_kv" in given and given["H"] % given["H_kv"]:
             raise self.fail(("dims", "H_kv"), msg("H_kv = {H_kv} must divide H = {H} (each key/value head serves H / H_kv query heads)", H_kv=given['H_kv'], H=given['H']))
         stacks = [block] + ([encoder] if encoder else [])
-        if any(st.positions == "rotary" and st.rotary_dim is None for st in stacks) and (given["C"] // given["H"]) % 2:
-            raise self.fail(("dims", "H"), msg("rotary positions rotate pairs of coordinates: d = C / H = {x} must be even", x=given['C'] // given['H']))
+        head_dim = given.get("d")
+        if head_dim is not None and given["C"] % given["H"] == 0 and head_dim == given["C"] // given["H"]:
+            head_dim = None  # d = C / H: the plain heads (the same computation, the same weight shapes)
+        d = given["C"] // given["H"] if head_dim is None else head_dim
+        if any(st.positions == "rotary" and st.rotary_dim is None for st in stacks) and d % 2:
+            if head_dim is not None:
+                raise self.fail(("dims", "d"), msg("rotary positions rotate pairs of coordinates: d = {x} must be even", x=d))
+            raise self.fail(("dims", "H"), msg("rotary positions rotate pairs of coordinates: d = C / H = {x} must be even", x=d))
 
         if "input" not in doc:
             raise self.fail((), msg("missing required section 'input' (tokens: [...] or x: [[...]])"))
@@ -422,7 +438,8 @@ class _Validator:
         H_kv = given.get("H_kv")
         token_types, V_type = self.token_types(raw_types, block, model, uses_tokens, given, weights_raw, B, T)
         dims = Dims(B=B, T=T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max, S=S,
-                    H_kv=None if H_kv == given["H"] else H_kv, V_type=V_type, E=block.experts)  # H_kv = H is plain multi-head attention
+                    H_kv=None if H_kv == given["H"] else H_kv, V_type=V_type, E=block.experts,  # H_kv = H is plain multi-head attention
+                    head_dim=head_dim)
         if max_token is not None and V is not None and max_token >= V:
             where: Path = ("input", "tokens") if model == "decoder" else ("input",)
             raise self.fail(where, msg("token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {x})", max_token=yamlio.abbreviate(str(max_token)), V=V, x=V - 1))
@@ -946,7 +963,7 @@ class _Validator:
                     continue
                 wanted.setdefault(kind, TABLES[kind])
                 continue
-            keys = blocks.group_keys(kind, dims.H_kv is not None, dims.E or 0)
+            keys = blocks.group_keys(kind, dims.H_kv is not None, dims.E or 0, dims.own_head_width)
             if kind == "linear":
                 in_letter = shapes[step.inputs[0]][0][-1]
                 keys = {"w": (in_letter, step.out or "C"), "b": (step.out or "C",)}
