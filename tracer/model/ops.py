@@ -131,6 +131,8 @@ WEIGHT_GROUPS["moe"] = {**MOE_ROUTER_KEYS, **{f"{k}_0": axes for k, axes in MOE_
 GROUPED_KV_KEYS: dict[str, tuple[str, ...]] = {"w_k": ("C", "C_kv"), "w_v": ("C", "C_kv"), "b_k": ("C_kv",), "b_v": ("C_kv",)}
 # A head width set apart from C / H (dims.d): q and the heads side by side are C_q = H * d wide, k and v C_kv = H_kv * d.
 HEAD_WIDTH_KEYS: dict[str, tuple[str, ...]] = {"w_q": ("C", "C_q"), "b_q": ("C_q",), "w_o": ("C_q", "C"), **GROUPED_KV_KEYS}
+# Qwen3's per-head RMSNorm of q and k (block.qk_norm): one weight [d] each, shared by every head.
+QK_NORM_KEYS: dict[str, tuple[str, ...]] = {"q_norm": ("d",), "k_norm": ("d",)}
 # The tables entry and exit ops read, by their weight name.
 TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_max", "C"), "head": ("C", "V"),
                                       "token_type": ("V_type", "C"),  # BERT's token-type table: one row per type id
@@ -305,6 +307,9 @@ def _attention_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -
     _enforce(broken, contracts.softmax_axis, spec.stage_shapes[f"{internal_prefix(step)}.scores"][1], step.axis == "queries")
     if step.base is not None:
         _enforce(broken, contracts.rotary_width, spec.dims.d, step.rotary_dim)
+    if step.qk_norm:  # each head's q and k normalised over its d coordinates: the weights are [d]
+        for key in ("q_norm", "k_norm"):
+            _vector(spec, broken, g, key, spec.dims.d, "d")
     _vector(spec, broken, g, "b_o", C, "C")
 
 
@@ -352,6 +357,8 @@ def _attention_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> i
     extra += block * S * ITEMSIZE[spec.dtype]  # one block of rows' scores, when they are not kept
     if step.base is not None:
         extra += 2 * heads  # rotary positions: turned copies of q and k
+    if step.qk_norm:
+        extra += 3 * heads  # block.qk_norm: normalised copies of q and k, and one scratch array while each is made
     return extra
 
 

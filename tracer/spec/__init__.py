@@ -34,7 +34,7 @@ TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder",
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type", "d")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "head_bias", "embedding_norm", "token_types",
-              "position_offset", "ffn")
+              "position_offset", "ffn", "qk_norm")
 FFN_KEYS = ("experts", "top_k")  # ffn: {experts: 8, top_k: 2}: a mixture of experts in place of the FFN (Mixtral's block)
 MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
 ROPE_SCALING_KEYS = ("type",) + rope.LLAMA3_KEYS  # rope_scaling: {type: linear, factor: 4}
@@ -50,7 +50,8 @@ MODEL_FILE_KEYS = ("file", "layout", "first_layer", "allow_unread")  # weights: 
 FILE_KEYS = ("file", "key", "transpose")  # one weight: w_q: {file: w.npz, key: attn_q}
 # Not given: biases and beta start at zero, gamma at one (the usual init); the rest comes from the seed.
 DEFAULT_FILL = {"b_q": "zeros", "b_k": "zeros", "b_v": "zeros", "b_o": "zeros", "b1": "zeros", "b2": "zeros",
-                "b3": "zeros", "b": "zeros", "gamma": "ones", "beta": "zeros"}
+                "b3": "zeros", "b": "zeros", "gamma": "ones", "beta": "zeros",
+                "q_norm": "ones", "k_norm": "ones"}  # block.qk_norm's per-head RMSNorm weights start at one, as Qwen3's do
 
 
 class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of a dataclass's import time
@@ -128,11 +129,12 @@ class BlockSpec(NamedTuple):
     head_bias: bool = False  # the head adds a bias [V] to the logits (Phi's lm_head)
     experts: int | None = None  # ffn: {experts: E, top_k: k}: a mixture of E SwiGLU experts in place of the FFN
     top_k: int | None = None  # the experts each position is sent to
+    qk_norm: bool = False  # Qwen3: each attention's q and k RMS-normalised per head over d (attn.q_norm, attn.k_norm [d])
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
                              self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset,
-                             self.rope_scaling, self.rotary_dim)
+                             self.rope_scaling, self.rotary_dim, self.qk_norm)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function
@@ -592,9 +594,12 @@ class _Validator:
             raise self.fail(p + ("position_offset",), msg("position_offset is for learned positions, but positions is {positions}", positions=positions))
         if (embedding_norm or token_types) and p != ("block",):
             raise self.fail(p + ("embedding_norm" if embedding_norm else "token_types",), msg("embedding_norm and token_types are for a decoder-only spec's block"))
+        qk_norm = self.boolean(raw.get("qk_norm", False), p + ("qk_norm",))
+        if qk_norm and p != ("block",):
+            raise self.fail(p + ("qk_norm",), msg("qk_norm (Qwen3's per-head RMSNorm of q and k) is for a decoder-only spec's block"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                          float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
-                         experts, top_k)
+                         experts, top_k, qk_norm)
         return spec, raw.get("steps")
 
     def rope_scaling(self, raw: Any, path: Path) -> tuple[object, ...]:
@@ -963,7 +968,7 @@ class _Validator:
                     continue
                 wanted.setdefault(kind, TABLES[kind])
                 continue
-            keys = blocks.group_keys(kind, dims.H_kv is not None, dims.E or 0, dims.own_head_width)
+            keys = blocks.group_keys(kind, dims.H_kv is not None, dims.E or 0, dims.own_head_width, bool(step.qk_norm))
             if kind == "linear":
                 in_letter = shapes[step.inputs[0]][0][-1]
                 keys = {"w": (in_letter, step.out or "C"), "b": (step.out or "C",)}
@@ -982,6 +987,9 @@ class _Validator:
             if isinstance(spec, tuple):
                 out[name] = self.weight(value, ypath, name, spec, dims, seed)
                 continue
+            for key in ("q_norm", "k_norm"):  # block.qk_norm's weights, given to a block without it
+                if isinstance(value, dict) and key in value and key not in spec and "w_q" in spec:
+                    raise self.fail_key(ypath + (key,), msg("{key} is a weight of block.qk_norm (the per-head RMSNorm of q and k), but block.qk_norm is false", key=key))
             group_raw = self.keys(value if value is not None else {}, ypath, tuple(spec), msg("{name} weights", name=name))
             for key, axes in spec.items():
                 out[f"{name}.{key}"] = self.weight(group_raw.get(key), ypath + (key,), f"{name}.{key}", axes, dims, seed, DEFAULT_FILL.get(key))
