@@ -118,3 +118,19 @@ def test_grad_matches_torch_autograd_through_hugging_face(tmp_path, monkeypatch,
         assert got.shape == want.shape, name
         assert np.max(np.abs(got - want)) <= TOL * max(1.0, float(np.max(np.abs(want)))), name
     assert gt.weight_grads["blocks.0.attn.w_o"].shape == (40, 24)
+
+
+def test_mixtral_with_a_head_dim_of_its_own_matches_hugging_face_in_float64(tmp_path, monkeypatch):
+    """Mixtral reads its attention through LLaMA's reader: head_dim = 6 for hidden_size 16 and 4 heads is dims.d too."""
+    from test_mixtral import IDS as MIXTRAL_IDS
+    from test_mixtral import _lift, _mixtral
+
+    torch, model, folder = _mixtral(tmp_path, head_dim=6)
+    _lift(monkeypatch, torch)
+    spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, MIXTRAL_IDS)))
+    text = spec.read_text()
+    assert "layout: mixtral" in text and "  d: 6" in text
+    st = _traced(spec)
+    assert st["blocks.0.attn.heads"].shape == (1, len(MIXTRAL_IDS), 24)
+    found = _compare(st, *_hf_forward(torch, model, MIXTRAL_IDS), rtol=None, atol=TOL)
+    assert max(found.values()) <= TOL
