@@ -1313,7 +1313,6 @@ MESSAGES: dict[str, str] = {
     '{switch} = true, but the checkpoint holds no {key}': '{switch} = true，但检查点里没有 {key}',
     '{switch} = {value}, but the checkpoint holds {key}, which Hugging Face would not add': '{switch} = {value}，但检查点里有 {key}，Hugging Face 不会加上它',
     'Qwen2 always adds q, k and v biases and sets its sliding window per layer (the qwen2 layout reads it)': 'Qwen2 总是给 q、k、v 加偏置，并逐层设定滑动窗口（由 qwen2 布局读取）',
-    'Qwen3 normalises q and k per head (q_norm, k_norm)': 'Qwen3 对每个头的 q 和 k 做归一化（q_norm、k_norm）',
     "a list of {n} entries, each 'full_attention' or 'sliding_attention'": "由 {n} 项组成的列表，每项为 'full_attention' 或 'sliding_attention'",
     'layer_types: sliding_attention layers without a sliding_window (use_sliding_window is not true)': 'layer_types：有 sliding_attention 层，却没有 sliding_window（use_sliding_window 不是 true）',
     "use_sliding_window = true: layers {slide} read a sliding window of {window} and the others all keys; tracer's layers share one mask": 'use_sliding_window = true：第 {slide} 层读取宽 {window} 的滑动窗口，其余各层读取所有键；tracer 的各层共用一个掩码',
@@ -1461,6 +1460,21 @@ MESSAGES: dict[str, str] = {
     '{why}, but the checkpoint holds model.decoder.final_layer_norm, which Hugging Face would not apply': '{why}，但检查点里有 model.decoder.final_layer_norm，Hugging Face 不会用它',
     'holds no OPT position table (model.decoder.embed_positions.weight)': '没有 OPT 的位置表（model.decoder.embed_positions.weight）',
     "{key} has {rows} rows; OPT's positions start at row 2, so it needs at least 3": '{key} 只有 {rows} 行；OPT 的位置从第 2 行开始，所以至少要 3 行',
+    # i23-headdim
+    'rotary positions rotate pairs of coordinates: d = {x} must be even': '旋转位置编码成对转动坐标：d = {x} 必须是偶数',
+    '{meaning} (a head width of its own, dims.d)': '{meaning}（头宽度单独给出，dims.d）',
+    'weights_h V_h for every head, concatenated to width C_q = H * d; W_O [C_q,C] takes them back to C': '每个头的 weights_h V_h，拼接成宽度 C_q = H * d；W_O [C_q,C] 把它们变回宽度 C',
+    '{meaning}, RMS-normalised per head': '{meaning}，逐头做 RMS 归一化',
+    "qk_norm (Qwen3's per-head RMSNorm of q and k) is for a decoder-only spec's block": 'qk_norm（Qwen3 对 q 和 k 逐头做的 RMSNorm）只用于仅解码器 spec 的 block',
+    '{rotary}, q and k RMS-normalised per head (q_norm, k_norm)': '{rotary}，q 和 k 逐头做 RMS 归一化（q_norm、k_norm）',
+    '{computes}; {which} RMS-normalised per head over d': '{computes}；{which} 在每个头的 d 个坐标上做 RMS 归一化',
+    '{meaning}, RMS-normalised per head, then turned by rotary positions (block.qk_norm)': '{meaning}，逐头做 RMS 归一化，再按旋转位置编码转动（block.qk_norm）',
+    "each head's d coordinates RMS-normalised, {key} / sqrt(mean({key}^2) + eps) * {key}_norm (weights attn.{key}_norm [d]), before the rotary turn": '每个头的 d 个坐标做 RMS 归一化，{key} / sqrt(mean({key}^2) + eps) * {key}_norm（权重 attn.{key}_norm [d]），在旋转之前',
+    'Qwen3 normalises q and k per head (q_norm, k_norm; the qwen3 layout reads it)': 'Qwen3 对每个头的 q 和 k 做归一化（q_norm、k_norm；由 qwen3 布局读取）',
+    'Qwen2 does not normalise q and k, and always adds q, k and v biases (the qwen2 layout reads it)': 'Qwen2 不对 q 和 k 做归一化，并且总是加上 q、k、v 的偏置（由 qwen2 布局读取）',
+    'a mixture-of-experts MLP or a multimodal model': '混合专家 MLP 或多模态模型',
+    '{key} is a weight of block.qk_norm (the per-head RMSNorm of q and k), but block.qk_norm is false': '{key} 是 block.qk_norm（对 q 和 k 逐头做的 RMSNorm）的权重，但 block.qk_norm 为 false',
+    'holds no Qwen3 q_norm (model.layers.0.self_attn.q_norm.weight); is it a Qwen3 checkpoint?': '没有 Qwen3 的 q_norm（model.layers.0.self_attn.q_norm.weight）；它是 Qwen3 检查点吗？',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

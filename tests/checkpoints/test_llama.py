@@ -130,7 +130,7 @@ def test_a_later_layer_keeps_its_rotary_positions(tmp_path):
     ({"attention_bias": True}, "attention_bias = true, but the checkpoint holds no 'model.layers.0.self_attn.q_proj.bias'"),
     ({"mlp_bias": True}, "mlp_bias = true, but the checkpoint holds no 'model.layers.0.mlp.gate_proj.bias'"),
     ({"hidden_act": "gelu"}, "hidden_act 'gelu'"),
-    ({"head_dim": 8}, "head_dim = 8: tracer's heads have width d = C / H = 4"),
+    ({"head_dim": 8}, "head_dim = 8, but the checkpoint's tensors have d = 4 (model.layers.0.self_attn.q_proj.weight is [16,16])"),
     ({"rope_scaling": {"rope_type": "llama3", "factor": 8.0}}, "rope_scaling.low_freq_factor: expected a positive number, received nothing"),
     ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 1e4}}, "rope_parameters: rope type 'yarn'"),
     ({"num_key_value_heads": 3}, "num_key_value_heads = 3 must divide num_attention_heads = 4"),

@@ -258,3 +258,12 @@ def test_gemma_block_scaled_embeddings_offset_norms_and_geglu(positions):
 def test_gated_ffns_with_an_offset_norm(activation):
     compare(block_spec("post", layers=2, norm="rmsnorm_offset", activation=activation, seed=19, F=10, final_norm=True, head="separate",
                        extra=_gammas(5, 2, 8)))
+
+
+# -- a head width set apart from C / H (dims.d) -----------------------------------------------------
+@pytest.mark.parametrize("H_kv", [None, 2])
+def test_a_head_width_of_its_own(H_kv):
+    text = block_spec(positions="rotary", pairing="half", layers=2, head="tied", final_norm=True, C=10, H=4, H_kv=H_kv, seed=23,
+                      norm="rmsnorm", activation="swiglu").replace("H: 4,", "H: 4, d: 6,")
+    gt = compare(text)
+    assert gt.weight_grads["blocks.0.attn.w_q"].shape == (10, 24) and gt.weight_grads["blocks.1.attn.w_o"].shape == (24, 10)

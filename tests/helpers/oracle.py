@@ -113,7 +113,7 @@ def rope(x, base, pairing="interleaved", dim=None):  # [..., T, d]: pair i read 
 
 
 def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleaved", softmax_over="keys", mask_after=False,
-              rope_dim=None):
+              rope_dim=None, qk_eps=None):
     """Multi-head attention, one sample and one head at a time: [B,T,C], [B,S,C] -> dict of stages.
 
     mask: "causal" (query i reads keys 0..i), {"causal": True, "window": W} (keys i - W + 1 .. i), "none", or a [T,S]
@@ -122,10 +122,13 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
     so that query head h meets a copy of key head h // (H / H_kv), as Hugging Face's repeat_kv does.
     Two mistakes on request: softmax_over="queries" normalises each key's column over the queries that see it
     instead of each query's row; mask_after=True takes the softmax over every key and zeroes the hidden ones after.
+    The head width d is read from W_Q ([C, H*d]): C / H unless the model sets it apart (LLaMA's and Qwen3's head_dim).
+    qk_eps (Qwen3): each head's query and key are RMS-normalised over their d coordinates, with w["q_norm"] and
+    w["k_norm"] [d], before the rotary turn.
     """
     B, T, C = xq.shape
     S = xkv.shape[1]
-    d = C // H
+    d = w["w_q"].shape[1] // H
     H_kv = H if H_kv is None else H_kv
     q_all = xq @ w["w_q"] + w["b_q"]
     k_all = xkv @ w["w_k"] + w["b_k"]
@@ -136,13 +139,14 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
     for b in range(B):
         for g in range(H_kv):
             cols = slice(g * d, (g + 1) * d)  # key/value head g reads columns g*d .. (g+1)*d - 1
-            k[b, g] = rope(k_all[b, :, cols], rope_base, pairing, rope_dim) if rope_base is not None else k_all[b, :, cols]
+            kh = k_all[b, :, cols] if qk_eps is None else rms_norm(k_all[b, :, cols], w["k_norm"], qk_eps)
+            k[b, g] = rope(kh, rope_base, pairing, rope_dim) if rope_base is not None else kh
             v[b, g] = v_all[b, :, cols]
     k_rep = np.concatenate([np.stack([k[:, g]] * (H // H_kv), axis=1) for g in range(H_kv)], axis=1)  # [B,H,S,d]
     v_rep = np.concatenate([np.stack([v[:, g]] * (H // H_kv), axis=1) for g in range(H_kv)], axis=1)
     scores = np.zeros((B, H, T, S))
     weights = np.zeros((B, H, T, S))
-    heads = np.zeros((B, T, C))
+    heads = np.zeros((B, T, H * d))
     if isinstance(mask, dict):  # {causal: true, window: W}: query i reads keys i - W + 1 .. i (Mistral's sliding window)
         W = mask.get("window", T + S)
         allowed = np.array([[i - W < j <= i for j in range(S)] for i in range(T)], dtype=bool)
@@ -154,6 +158,8 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
         for h in range(H):
             cols = slice(h * d, (h + 1) * d)  # head h reads columns h*d .. (h+1)*d - 1
             qh, kh, vh = q_all[b, :, cols], k_rep[b, h], v_rep[b, h]
+            if qk_eps is not None:
+                qh = rms_norm(qh, w["q_norm"], qk_eps)
             if rope_base is not None:
                 qh = rope(qh, rope_base, pairing, rope_dim)
             s = qh @ kh.T / math.sqrt(d)
@@ -194,6 +200,7 @@ class Stack:
     rotary_dim: int | None = None  # partial rotary: each head's first rotary_dim coordinates turned
     head_bias: bool = False  # logits = h W_head + b_head
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C) before the positions
+    qk_norm: bool = False  # Qwen3: each head's q and k RMS-normalised over d (attn.q_norm, attn.k_norm), eps the block's
 
 
 @dataclass
@@ -212,6 +219,7 @@ def stack_from_yaml(section: dict | None, default_mask: str, has_table: bool) ->
         positions=s.get("positions", "learned" if has_table else "none"), base=float(s.get("position_base", 10000.0)),
         final_norm=s.get("final_norm", False), head=s.get("head", "none"), pairing=s.get("rotary_pairing", "interleaved"),
         rotary_dim=s.get("rotary_dim"), head_bias=s.get("head_bias", False), embedding_scale=s.get("embedding_scale", False),
+        qk_norm=s.get("qk_norm", False),
     )
 
 
@@ -245,11 +253,12 @@ def _norm(st, name, x, p, s: Stack, group=None):  # the stage `name`, its weight
     return y
 
 
-def _attend(st, pre, name, xq, xkv, p, H, mask, rope):
-    """H: (query heads, key/value heads); rope: (base, pairing, rotary width or None), or None without rotary positions."""
+def _attend(st, pre, name, xq, xkv, p, H, mask, rope, qk_eps=None):
+    """H: (query heads, key/value heads); rope: (base, pairing, rotary width or None), or None without rotary positions;
+    qk_eps: the eps of Qwen3's per-head q/k RMSNorm (None: none)."""
     base, pairing, dim = rope if rope is not None else (None, "interleaved", None)
     r = attention(xq, xkv, _group(p, pre + ("cross_attn" if name == "cross_attention" else "attn")), H[0], mask, base, H[1], pairing,
-                  rope_dim=dim)
+                  rope_dim=dim, qk_eps=qk_eps)
     inner = "cross" if name == "cross_attention" else "attn"
     for key in ("q", "k", "v", "scores", "weights", "heads"):
         st[f"{pre}{inner}.{key}"] = r[key]
@@ -301,13 +310,17 @@ def _ffn(st, pre, x, p, s: Stack):
     return out
 
 
+def _qk(s: Stack):  # the eps of the per-head q/k RMSNorm (Qwen3), or None
+    return s.eps if s.qk_norm else None
+
+
 def _rope(s: Stack):
     return (s.base, s.pairing, s.rotary_dim) if s.positions == "rotary" else None
 
 
 def pre_norm_layer(st, pre, x, p, s: Stack, H):  # N1 = LN1(X), R = X + MHA(N1), Y = R + FFN(LN2(R))
     n1 = _norm(st, pre + "norm1", x, p, s)
-    r = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s))
+    r = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s))
     st[pre + "residual1"] = r
     n2 = _norm(st, pre + "norm2", r, p, s)
     y = r + _ffn(st, pre, n2, p, s)
@@ -316,7 +329,7 @@ def pre_norm_layer(st, pre, x, p, s: Stack, H):  # N1 = LN1(X), R = X + MHA(N1),
 
 
 def post_norm_layer(st, pre, x, p, s: Stack, H):  # R = LN1(X + MHA(X)), Y = LN2(R + FFN(R))
-    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s))
+    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s))
     r = _norm(st, pre + "norm1", st[pre + "residual1"], p, s)
     st[pre + "residual2"] = r + _ffn(st, pre, r, p, s)
     y = _norm(st, pre + "norm2", st[pre + "residual2"], p, s)
@@ -326,7 +339,7 @@ def post_norm_layer(st, pre, x, p, s: Stack, H):  # R = LN1(X + MHA(X)), Y = LN2
 
 def sandwich_layer(st, pre, x, p, s: Stack, H):  # a LayerNorm before and after each sublayer
     n1 = _norm(st, pre + "norm1", x, p, s)
-    a = _norm(st, pre + "attn_norm", _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s)), p, s, pre + "norm_a")
+    a = _norm(st, pre + "attn_norm", _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s)), p, s, pre + "norm_a")
     r = x + a
     st[pre + "residual1"] = r
     n2 = _norm(st, pre + "norm2", r, p, s)
@@ -338,7 +351,7 @@ def sandwich_layer(st, pre, x, p, s: Stack, H):  # a LayerNorm before and after 
 
 def parallel_layer(st, pre, x, p, s: Stack, H):  # attention and the FFN both read norm1; their outputs are summed
     n = _norm(st, pre + "norm1", x, p, s)
-    both = _attend(st, pre, "attention", n, n, p, H, s.mask, _rope(s)) + _ffn(st, pre, n, p, s)
+    both = _attend(st, pre, "attention", n, n, p, H, s.mask, _rope(s), _qk(s)) + _ffn(st, pre, n, p, s)
     st[pre + "both"] = both
     y = x + both
     st[pre + "output"] = y
@@ -349,7 +362,7 @@ def parallel_residual_layer(st, pre, x, p, s: Stack, H, shared=False):
     """GPT-NeoX's parallel residual, Y = X + (MHA(LN1(X)) + FFN(LN2(X))); shared (Phi): one norm feeds both branches."""
     n1 = _norm(st, pre + "norm1", x, p, s)
     n2 = n1 if shared else _norm(st, pre + "norm2", x, p, s)  # the second norm reads X, not X + U
-    u = _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s))
+    u = _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s))
     branches = u + _ffn(st, pre, n2, p, s)
     st[pre + "branches"] = branches
     y = x + branches
@@ -367,7 +380,7 @@ DECODER_ONLY_LAYERS = {"pre": pre_norm_layer, "post": post_norm_layer, "parallel
 
 def decoder_pre_norm_layer(st, pre, x, memory, p, s: Stack, H):
     n1 = _norm(st, pre + "norm1", x, p, s)
-    r1 = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s))
+    r1 = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s))
     st[pre + "residual1"] = r1
     n2 = _norm(st, pre + "norm2", r1, p, s)
     r2 = r1 + _attend(st, pre, "cross_attention", n2, memory, p, H, "none", None)
@@ -379,7 +392,7 @@ def decoder_pre_norm_layer(st, pre, x, memory, p, s: Stack, H):
 
 
 def decoder_post_norm_layer(st, pre, x, memory, p, s: Stack, H):
-    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s))
+    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s))
     n1 = _norm(st, pre + "norm1", st[pre + "residual1"], p, s)
     st[pre + "residual2"] = n1 + _attend(st, pre, "cross_attention", n1, memory, p, H, "none", None)
     n2 = _norm(st, pre + "norm2", st[pre + "residual2"], p, s)

@@ -61,19 +61,23 @@ class Recorder:
         return t
 
 
-def attention(st, prefix, xq, xkv, w, H, mask, rope):
+def attention(st, prefix, xq, xkv, w, H, mask, rope, qk_eps=None):
     """H: (query heads, key/value heads or None); rope: (base, pairing), or None.  Grouped-query attention as
-    Hugging Face's repeat_kv: each key/value head repeated H / H_kv times in a row, after k and v are recorded."""
+    Hugging Face's repeat_kv: each key/value head repeated H / H_kv times in a row, after k and v are recorded.
+    The head width d is W_Q's columns over H (C / H unless set apart); qk_eps (Qwen3): q and k RMS-normalised per
+    head over d, with w["q_norm"], w["k_norm"], before the rotary turn."""
     H, H_kv = H[0], H[1] or H[0]
     B, T, C = xq.shape
     S = xkv.shape[1]
-    d = C // H
+    d = w["w_q"].shape[1] // H
 
     def heads(x, n, count):
         return x.reshape(B, n, count, d).transpose(1, 2)
 
     q, k = heads(xq @ w["w_q"] + w["b_q"], T, H), heads(xkv @ w["w_k"] + w["b_k"], S, H_kv)
     v = heads(xkv @ w["w_v"] + w["b_v"], S, H_kv)
+    if qk_eps is not None:
+        q, k = rms_norm(q, w["q_norm"], qk_eps), rms_norm(k, w["k_norm"], qk_eps)
     if rope is not None:
         q, k = rope_turn(q, *rope), rope_turn(k, *rope)
     q, k, v = st(prefix + ".q", q), st(prefix + ".k", k), st(prefix + ".v", v)
@@ -84,7 +88,7 @@ def attention(st, prefix, xq, xkv, w, H, mask, rope):
     else:
         allowed = torch.tensor(mask, dtype=torch.bool)
     weights = st(prefix + ".weights", torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1))
-    mixed = st(prefix + ".heads", (weights @ v).transpose(1, 2).reshape(B, T, C))
+    mixed = st(prefix + ".heads", (weights @ v).transpose(1, 2).reshape(B, T, H * d))
     return mixed @ w["w_o"] + w["b_o"]
 
 
@@ -104,10 +108,10 @@ def norm(st, name, x, p, s):
     return st(name, batch_norm(x, g["gamma"], g["beta"], s.eps))
 
 
-def attend(st, pre, name, xq, xkv, p, H, mask, rope):
+def attend(st, pre, name, xq, xkv, p, H, mask, rope, qk_eps=None):
     inner = "cross" if name == "cross_attention" else "attn"
     w = group(p, pre + ("cross_attn" if name == "cross_attention" else "attn"))
-    return st(pre + name, attention(st, pre + inner, xq, xkv, w, H, mask, rope))
+    return st(pre + name, attention(st, pre + inner, xq, xkv, w, H, mask, rope, qk_eps))
 
 
 def ffn(st, pre, x, p, s):
@@ -131,7 +135,7 @@ def rope_base(s):  # (base, pairing, rotary width or None) with rotary positions
 
 def pre_norm_layer(st, pre, x, p, s, H):
     n1 = norm(st, pre + "norm1", x, p, s)
-    r = st(pre + "residual1", x + attend(st, pre, "attention", n1, n1, p, H, s.mask, rope_base(s)))
+    r = st(pre + "residual1", x + attend(st, pre, "attention", n1, n1, p, H, s.mask, rope_base(s), s.eps if s.qk_norm else None))
     n2 = norm(st, pre + "norm2", r, p, s)
     return st(pre + "output", r + ffn(st, pre, n2, p, s))
 
@@ -149,7 +153,7 @@ def parallel_shared_layer(st, pre, x, p, s, H):
 
 
 def post_norm_layer(st, pre, x, p, s, H):
-    r1 = st(pre + "residual1", x + attend(st, pre, "attention", x, x, p, H, s.mask, rope_base(s)))
+    r1 = st(pre + "residual1", x + attend(st, pre, "attention", x, x, p, H, s.mask, rope_base(s), s.eps if s.qk_norm else None))
     n1 = norm(st, pre + "norm1", r1, p, s)
     r2 = st(pre + "residual2", n1 + ffn(st, pre, n1, p, s))
     return st(pre + "output", norm(st, pre + "norm2", r2, p, s) * 1.0)  # output = norm2, a stage of its own
@@ -157,7 +161,7 @@ def post_norm_layer(st, pre, x, p, s, H):
 
 def decoder_pre_norm_layer(st, pre, x, memory, p, s, H):
     n1 = norm(st, pre + "norm1", x, p, s)
-    r1 = st(pre + "residual1", x + attend(st, pre, "attention", n1, n1, p, H, s.mask, rope_base(s)))
+    r1 = st(pre + "residual1", x + attend(st, pre, "attention", n1, n1, p, H, s.mask, rope_base(s), s.eps if s.qk_norm else None))
     n2 = norm(st, pre + "norm2", r1, p, s)
     r2 = st(pre + "residual2", r1 + attend(st, pre, "cross_attention", n2, memory, p, H, "none", None))
     n3 = norm(st, pre + "norm3", r2, p, s)
@@ -165,7 +169,7 @@ def decoder_pre_norm_layer(st, pre, x, memory, p, s, H):
 
 
 def decoder_post_norm_layer(st, pre, x, memory, p, s, H):
-    r1 = st(pre + "residual1", x + attend(st, pre, "attention", x, x, p, H, s.mask, rope_base(s)))
+    r1 = st(pre + "residual1", x + attend(st, pre, "attention", x, x, p, H, s.mask, rope_base(s), s.eps if s.qk_norm else None))
     n1 = norm(st, pre + "norm1", r1, p, s)
     r2 = st(pre + "residual2", n1 + attend(st, pre, "cross_attention", n1, memory, p, H, "none", None))
     n2 = norm(st, pre + "norm2", r2, p, s)

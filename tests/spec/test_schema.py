@@ -131,7 +131,8 @@ def test_every_weight_key_of_every_group_is_named() -> None:
     group = DEFS["group"]["properties"]
     for kind, keys in ops.WEIGHT_GROUPS.items():
         assert set(keys) <= set(group), kind
-    assert set(DEFS["attn_group"]["properties"]) == set(ops.WEIGHT_GROUPS["attn"])
+    assert set(DEFS["attn_group"]["properties"]) == set(ops.WEIGHT_GROUPS["attn"]) | set(ops.QK_NORM_KEYS)  # block.qk_norm's two
+    assert set(ops.QK_NORM_KEYS) <= set(group)
     assert set(DEFS["ffn_group"]["properties"]) == set(ops.WEIGHT_GROUPS["ffn_gated"])
     assert set(DEFS["norm_group"]["properties"]) == set(ops.WEIGHT_GROUPS["norm"])
     assert set(ops.TABLES) <= set(DEFS["weights"]["properties"])
@@ -322,6 +323,10 @@ ACCEPTED = [
     ("grouped-query attention", "dims: {C: 4, H: 2, H_kv: 1, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n"
                                 "weights:\n  attn: {w_k: [[1, 0], [0, 1], [0, 0], [0, 0]], b_v: [0, 0]}\n"),
     ("H_kv = H", "dims: {C: 4, H: 2, H_kv: 2, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n"),
+    ("a head width of its own, H not dividing C", "dims: {C: 5, H: 2, d: 3, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n"
+                                                  "weights:\n  attn: {b_q: [0, 0, 0, 0, 0, 0]}\n"),
+    ("the per-head q/k norm", "dims: {C: 4, H: 2, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\nblock: {qk_norm: true}\n"
+                              "weights:\n  attn: {q_norm: [1, 2], k_norm: ones}\n"),
     ("rotary pairs (i, i + d/2)", ROTARY + "block: {positions: rotary, rotary_pairing: half}\n"),
     ("rotary pairs (2i, 2i+1), written out", ROTARY + "block: {positions: rotary, position_base: 500, rotary_pairing: interleaved}\n"),
     ("next-token with targets", MIN.replace("tokens: [0, 1, 2]", "tokens: [0, 1, 2], targets: [1, 2, 0]")

@@ -45,7 +45,8 @@ def test_chapter_spec_document():
                             "mask_matrix": None, "layers": 1, "norm": "layernorm", "activation": "relu", "position_base": 10000.0,
                             "head": "none", "rotary_pairing": "interleaved", "window": None,
                             "embedding_norm": False, "token_types": False, "position_offset": 0, "rope_scaling": None,
-                            "rotary_dim": None, "head_bias": False, "experts": None, "top_k": None, "embedding_scale": False}
+                            "rotary_dim": None, "head_bias": False, "experts": None, "top_k": None, "embedding_scale": False,
+                            "qk_norm": False}
     assert doc["init"] == "default"
     assert [s["name"] for s in doc["steps"]] == ["embed", "position", "x", "norm1", "attention", "residual1", "norm2", "hidden", "ffn", "output"]
     assert doc["steps"][5] == {"name": "residual1", "op": "add", "inputs": ["x", "attention"], "weights": None,

@@ -243,7 +243,7 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     cross = step.op == "cross_mha"
     xq = bw.value(step.inputs[0])
     xkv = bw.value(step.inputs[1]) if cross else xq
-    keys = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")
+    keys = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o") + (("q_norm", "k_norm") if step.qk_norm else ())
     w = {k: bw.params[f"{step.weights}.{k}"] for k in keys}
     prefix = internal_prefix(step)
     # the weights not recorded (tracer grad's plain table shows neither them nor their gradient): made again head by head
@@ -253,7 +253,8 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
         visible = None
     dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
                                                        step.pairing or "interleaved", causal=causal, visible=visible,
-                                                       rotary_scaling=step.scaling, rotary_dim=step.rotary_dim)
+                                                       rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
+                                                       qk_eps=bw.spec.block_for(step.name).eps if step.qk_norm else None)
     for key in ATTN_ORDER:
         if key in internals:
             bw.grads[f"{prefix}.{key}"] = internals[key]

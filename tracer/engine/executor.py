@@ -424,6 +424,8 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
     xkv = inputs[1] if step.op == "cross_mha" else xq
     g = step.weights
     w = {k: ex.params[f"{g}.{k}"] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
+    # Qwen3's block.qk_norm: q and k RMS-normalised per head, with the block's eps
+    q_norm, k_norm = (ex.params[f"{g}.q_norm"], ex.params[f"{g}.k_norm"]) if step.qk_norm else (None, None)
     over_queries = step.axis == "queries"
     causal, visible = attention_mask(ex.spec, step, xq.shape[1], over_queries)  # attend masks plain causal blocks itself
     parts: dict[str, np.ndarray] = {}
@@ -435,13 +437,16 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
         parts.update(kernels.mha(xq, xkv, **w, H=ex.spec.dims.H, H_kv=ex.spec.dims.H_kv, visible=visible,
                                  softmax_over_queries=over_queries, rotary_base=step.base,
                                  rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
-                                 rotary_scaling=step.scaling, rotary_dim=step.rotary_dim))
+                                 rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
+                                 q_norm=q_norm, k_norm=k_norm, qk_eps=ex.spec.block_for(step.name).eps))
         return parts["output"]
 
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
     for key, meaning in ATTN_MEANINGS.items():
         if key not in parts:  # scores and weights not made: not kept, and finite (attend makes them when not)
             continue
+        if step.qk_norm and key in ("q", "k"):
+            meaning = msg("{meaning}, RMS-normalised per head", meaning=meaning)
         if step.base is not None and key in ("q", "k"):
             meaning = msg("{meaning}, turned by rotary positions", meaning=meaning)
         shown = shown_internal(step, key)  # the cross-attention weights are in the default table

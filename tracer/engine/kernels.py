@@ -350,7 +350,8 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         causal: bool = False, softmax_over_queries: bool = False, rotary_base: float | None = None,
         rotary_pairing: str = "interleaved", H_kv: int | None = None, keep_weights: bool = True,
         strict: Strict = True, rotary_scaling: tuple[object, ...] | None = None,
-        rotary_dim: int | None = None) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]
+        rotary_dim: int | None = None, q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None,
+        qk_eps: float = 1e-6) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]; q_norm, k_norm [d]
     """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
 
     ``causal`` masks keys after each query (block by block: no [T,S] mask is made); ``visible`` ([T,S] bool, True where
@@ -358,16 +359,21 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     ``H_kv`` (grouped-query attention, a divisor of H; None: H) key/value heads, each read by H / H_kv query heads in turn.
     ``keep_weights=False``: no "scores" and "weights" in the result (two [B,H,T,S] arrays never made), unless a
     score or a mixed value is not finite; the output is the same to the last bit.
+    ``q_norm``, ``k_norm`` (Qwen3's block.qk_norm): each head's query and key RMS-normalised over its d coordinates
+    with these weights [d] and ``qk_eps``, after the split and before the rotary turn.
     """
     if xkv is None:
         xkv = xq
     H_kv = H if H_kv is None else H_kv
     if H % H_kv:
         raise ShapeError(msg("H_kv = {H_kv} key/value heads cannot be shared evenly by H = {H} query heads", H_kv=H_kv, H=H))
-    kv_bias = "C_kv" if H_kv != H else "C"
-    q = split_heads(linear(xq, w_q, b_q, strict, ("b_q", "C")), H)  # [B,H,T,d]
+    own = w_q.shape[1] != xq.shape[-1]  # a head width d of its own (dims.d): q is C_q = H * d wide, k and v C_kv = H_kv * d
+    kv_bias = "C_kv" if H_kv != H or own else "C"
+    q = split_heads(linear(xq, w_q, b_q, strict, ("b_q", "C_q" if own else "C")), H)  # [B,H,T,d]
     k = split_heads(linear(xkv, w_k, b_k, strict, ("b_k", kv_bias)), H_kv)  # [B,H_kv,S,d]
     v = split_heads(linear(xkv, w_v, b_v, strict, ("b_v", kv_bias)), H_kv)
+    if q_norm is not None and k_norm is not None:  # Qwen3: per-head RMSNorm of q and k, before the turn
+        q, k = head_norm(q, q_norm, qk_eps, strict, "q_norm"), head_norm(k, k_norm, qk_eps, strict, "k_norm")
     if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets
         q = rotary(q, rotary_base, rotary_pairing, rotary_dim, strict, rotary_scaling)
         k = rotary(k, rotary_base, rotary_pairing, rotary_dim, False, rotary_scaling)
@@ -388,6 +394,12 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
             parts.update(scores=kept_scores, weights=kept_weights)
     parts.update(heads=heads, output=linear(heads, w_o, b_o, strict, ("b_o", "C")))
     return parts
+
+
+def head_norm(x: np.ndarray, gamma: np.ndarray, eps: float, strict: Strict = True,
+              name: str = "q_norm") -> np.ndarray:  # [B,H,T,d], [d] -> [B,H,T,d], RMSNorm over each head's d coordinates
+    enforce(strict, check_vector, name, gamma, x.shape[-1], "d")
+    return _affine(standardise(x, -1, eps, center=False), gamma)
 
 
 def check_batch_norm(x: np.ndarray) -> None:  # a text block never normalises over samples and positions
@@ -739,14 +751,16 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
 def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[str, np.ndarray], w: dict[str, np.ndarray],
                  H: int, rotary_base: float | None = None, over_queries: bool = False, rotary_pairing: str = "interleaved",
                  causal: bool = False, visible: np.ndarray | None = None, rotary_scaling: tuple[object, ...] | None = None,
-                 rotary_dim: int | None = None
+                 rotary_dim: int | None = None, qk_eps: float | None = None
                  ) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q [B,H,T,d], k, v [B,H_kv,S,d], weights, heads -> dxq, dxkv,
     the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...;
     w_k, w_v [C,C_kv] under grouped-query attention, H_kv read from k).  Self-attention (xkv is xq):
     dxkv is None, its part already added into dxq.  ``causal``: the forward masked with attend's causal blocks.
     Without ``parts["weights"]`` the weights are made again head by head (attention_backward, with attend's mask
-    ``visible`` when not causal) and the result has no "weights" and "scores": the same numbers otherwise."""
+    ``visible`` when not causal) and the result has no "weights" and "scores": the same numbers otherwise.
+    ``qk_eps`` (block.qk_norm, with w["q_norm"], w["k_norm"] [d]): q and k were RMS-normalised per head before the turn;
+    their gradients go back through the norms (q and k before them made again from xq, xkv), and dw has q_norm, k_norm."""
     g: dict[str, np.ndarray] = {}
     dw: dict[str, np.ndarray] = {}
     g["heads"], dw["w_o"], dw["b_o"] = linear_backward(dout, parts["heads"], w["w_o"], w["b_o"])
@@ -761,6 +775,12 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
     if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
         dq = rotary_backward(dq, rotary_base, rotary_pairing, rotary_dim, rotary_scaling)
         dk = rotary_backward(dk, rotary_base, rotary_pairing, rotary_dim, rotary_scaling)
+    if qk_eps is not None:  # back through the per-head RMSNorms, from q and k as the projections made them
+        H_kv = parts["k"].shape[1]
+        q_raw = split_heads(linear(xq, w["w_q"], w["b_q"], False), H)
+        k_raw = split_heads(linear(xkv, w["w_k"], w["b_k"], False), H_kv)
+        dq, dw["q_norm"] = rms_norm_backward(dq, q_raw, w["q_norm"], qk_eps)
+        dk, dw["k_norm"] = rms_norm_backward(dk, k_raw, w["k_norm"], qk_eps)
     dxq, dw["w_q"], dw["b_q"] = linear_backward(split_heads_backward(dq), xq, w["w_q"], w["b_q"])
     dxkv, dw["w_k"], dw["b_k"] = linear_backward(split_heads_backward(dk), xkv, w["w_k"], w["b_k"])
     dxv, dw["w_v"], dw["b_v"] = linear_backward(split_heads_backward(g["v"]), xkv, w["w_v"], w["b_v"])

@@ -254,6 +254,8 @@ class Reference:
             for t in where:
                 full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
                 heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
+                if step.qk_norm and name in ("q", "k"):  # Qwen3: each head RMS-normalised over its d coordinates, then turned
+                    heads = [head_rms(v, self.w[f"{g}.{name}_norm"], self.spec.block_for(step.name).eps) for v in heads]
                 if step.base is not None and name in ("q", "k"):
                     heads = [rotate(v, t, step.base, step.pairing or "interleaved", step.rotary_dim, step.scaling) for v in heads]
                 out[t] = heads  # [H][d] for q, [H_kv][d] for k and v
@@ -481,3 +483,11 @@ def reference_rms_norm_offset(r: Reference, step: Step, b: int, positions: list[
     g, eps = step.weights, r.spec.block_for(step.name).eps
     scale = [1.0 + w for w in r.w[f"{g}.gamma"]]
     return {t: rms_norm(ins[0][t], scale, eps) for t in positions}
+
+
+def head_rms(v: Vec, gamma: Vec, eps: float) -> Vec:  # one head [d]: v / sqrt(mean(v^2) + eps) * gamma, a plain loop
+    acc = 0.0
+    for a in v:
+        acc += a * a
+    r = math.sqrt(acc / len(v) + eps)
+    return [a / r * g for a, g in zip(v, gamma)]

@@ -157,6 +157,8 @@ class Graph:
             if step.rotary_dim is not None:  # partial rotary: d becomes r in the pairs, the rest of each head passes
                 pairs = "(i, i + r/2)" if step.pairing == "half" else "(2i, 2i+1)"
                 rotary = msg(", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates", base=base, pairs=pairs, r=step.rotary_dim)
+        if step.qk_norm:  # Qwen3: q and k RMS-normalised per head before the turn
+            rotary = msg("{rotary}, q and k RMS-normalised per head (q_norm, k_norm)", rotary=rotary)
         return msg(graph_template(OPS[step.op].graph),
                    x=x, a=x, b=ins[1] if len(ins) > 1 else "", hidden=hidden_formula(step) if step.op in ("ffn", "ffn_hidden") else "",
                    axis=step.axis or "C", out=step.out or "C", start=step.start, stop=step.stop, stream=step.stream or "x",
@@ -203,27 +205,34 @@ class Graph:
         g = step.weights
         shapes = self.spec.stage_shapes
         rotary = step.base is not None
+        normed = bool(step.qk_norm)  # block.qk_norm: q and k RMS-normalised per head, then turned
+        qk_weights = ("q_norm", "k_norm") if normed else ()
 
         def turned(meaning: Message) -> Message:
+            if normed:
+                meaning = msg("{meaning}, RMS-normalised per head", meaning=meaning)
             return msg("{meaning}, turned by rotary positions", meaning=meaning) if rotary else meaning
+
+        def norm_said(computes: Message, which: str = "q, k") -> Message:
+            return msg("{computes}; {which} RMS-normalised per head over d", computes=computes, which=which) if normed else computes
 
         rows: list[Row] = []
         if shapes[f"{p}.q"] == shapes[f"{p}.k"] and step.op == "mha":
             h = self.spec.dims.H
             computes = (msg("{x} W_Q, W_K, W_V; split into H = {h} heads; q, k turned (rotary)", x=step.inputs[0], h=h) if rotary
                         else msg("{x} W_Q, W_K, W_V; split into H = {h} heads", x=step.inputs[0], h=h))
-            rows.append(Row(rail, f"{p}.q/k/v", computes, self.shape(f"{p}.q"), turned(msg("queries, keys, values, split into heads")),
-                            self.weights(g, ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v")), kind="internal"))
+            rows.append(Row(rail, f"{p}.q/k/v", norm_said(computes), self.shape(f"{p}.q"), turned(msg("queries, keys, values, split into heads")),
+                            self.weights(g, ("w_q", "w_k", "w_v", "b_q", "b_k", "b_v") + qk_weights), kind="internal"))
         else:
             memory = step.inputs[-1]
-            rows.append(Row(rail, f"{p}.q", msg("{x} W_Q; split into heads", x=step.inputs[0]), self.shape(f"{p}.q"),
-                            turned(ATTN_MEANINGS["q"]), self.weights(g, ("w_q", "b_q")), kind="internal"))
+            rows.append(Row(rail, f"{p}.q", norm_said(msg("{x} W_Q; split into heads", x=step.inputs[0]), "q"), self.shape(f"{p}.q"),
+                            turned(ATTN_MEANINGS["q"]), self.weights(g, ("w_q", "b_q") + qk_weights[:1]), kind="internal"))
             dims = self.spec.dims
             kv = (msg("{m} W_K, W_V; split into H_kv = {hkv} heads, each read by H / H_kv = {g} query heads", m=memory, hkv=dims.H_kv,
                       g=dims.H // dims.H_kv)
                   if dims.H_kv is not None else msg("{m} W_K, W_V; split into heads", m=memory))  # grouped-query attention
-            rows.append(Row(rail, f"{p}.k/v", kv, self.shape(f"{p}.k"),
-                            turned(msg("keys and values from {m}", m=memory)), self.weights(g, ("w_k", "w_v", "b_k", "b_v")), kind="internal"))
+            rows.append(Row(rail, f"{p}.k/v", norm_said(kv, "k"), self.shape(f"{p}.k"),
+                            turned(msg("keys and values from {m}", m=memory)), self.weights(g, ("w_k", "w_v", "b_k", "b_v") + qk_weights[1:]), kind="internal"))
         rows.append(Row(rail, f"{p}.scores", "q kᵀ / √d", self.shape(f"{p}.scores"), ATTN_MEANINGS["scores"], kind="internal"))
         softmax = (msg("{mask}; softmax over queries", mask=self.mask(step)) if step.axis == "queries"
                    else msg("{mask}; softmax over keys", mask=self.mask(step)))

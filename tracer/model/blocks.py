@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from tracer.messages import Message, msg
-from tracer.model.ops import GROUPED_KV_KEYS, MOE_EXPERT_KEYS, MOE_ROUTER_KEYS, OPS, WEIGHT_GROUPS, internal_prefix
+from tracer.model.ops import GROUPED_KV_KEYS, HEAD_WIDTH_KEYS, MOE_EXPERT_KEYS, MOE_ROUTER_KEYS, OPS, QK_NORM_KEYS, WEIGHT_GROUPS, internal_prefix
 from tracer.model.shapes import Shape
 
 
@@ -37,6 +37,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     window: int | None = None  # mha with a causal mask: a sliding window of W keys (tracer/model/masks.py); None: none
     scaling: tuple[object, ...] | None = None  # mha with rotary positions: a rope type's scaled speeds (tracer/model/rope.py)
     rotary_dim: int | None = None  # mha with rotary positions: only each head's first rotary_dim coordinates turned; None: all d
+    qk_norm: bool | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); None: not
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
@@ -70,13 +71,20 @@ GATE_ACTIVATIONS = {"swiglu": "silu", "geglu": "gelu_tanh"}
 GATED = tuple(GATE_ACTIVATIONS)
 
 
-def group_keys(kind: str, grouped: bool, experts: int = 0) -> dict[str, tuple[str, ...]]:
+def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = False,
+               qk_norm: bool = False) -> dict[str, tuple[str, ...]]:
     """A weight group's keys and their axes; ``grouped``: the model has fewer key/value heads than query heads;
-    ``experts``: a mixture of experts' E (its group holds the router and w1_e, w3_e, w2_e for each expert e)."""
+    ``experts``: a mixture of experts' E (its group holds the router and w1_e, w3_e, w2_e for each expert e);
+    ``head_width``: the heads have a width d of their own (dims.d): w_q [C,C_q], w_k, w_v [C,C_kv], w_o [C_q,C];
+    ``qk_norm``: the attention normalises q and k per head (block.qk_norm): q_norm, k_norm [d]."""
     if kind == "moe":
         return {**MOE_ROUTER_KEYS, **{f"{k}_{e}": axes for e in range(experts) for k, axes in MOE_EXPERT_KEYS.items()}}
     keys = WEIGHT_GROUPS[kind]
-    return {**keys, **GROUPED_KV_KEYS} if grouped and kind == "attn" else keys
+    if kind == "attn" and head_width:
+        keys = {**keys, **HEAD_WIDTH_KEYS}
+    elif kind == "attn" and grouped:
+        keys = {**keys, **GROUPED_KV_KEYS}
+    return {**keys, **QK_NORM_KEYS} if kind == "attn" and qk_norm else keys
 
 
 def group_kind(step: Step) -> str | None:
@@ -207,6 +215,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     rope_scaling: tuple[object, ...] | None = None  # rotary: ("linear", F) | ("llama3", F, low, high, N) (tracer/model/rope.py)
     rotary_dim: int | None = None  # partial rotary: the first rotary_dim coordinates of each head turned (None: all d)
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C), a stage of their own (embed_scale)
+    qk_norm: bool = False  # Qwen3: each attention's q and k RMS-normalised per head (weights attn.q_norm, attn.k_norm [d])
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -242,6 +251,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                     changes["scaling"] = s.rope_scaling
                 if s.rotary_dim is not None:
                     changes["rotary_dim"] = s.rotary_dim
+            if s.qk_norm and step.qk_norm is None:
+                changes["qk_norm"] = True
         if step.op == "cross_mha":
             changes["mask"] = "none"
         if step.op == "router_probs" and step.axis is None:
@@ -422,7 +433,7 @@ def attention_internals(step: Step, q: Shape, kv: Shape, sizes: dict[str, int]) 
         f"{p}.v": (("B", kv_letter, tk, "d"), (ks[0], H_kv, n_k, d)),
         f"{p}.scores": (("B", "H", tq, tk), (B, H, n_q, n_k)),
         f"{p}.weights": (("B", "H", tq, tk), (B, H, n_q, n_k)),
-        f"{p}.heads": (("B", tq, "C"), (B, n_q, H * d)),
+        f"{p}.heads": (("B", tq, "C_q" if "C_q" in sizes else "C"), (B, n_q, H * d)),  # C_q = H * d: a head width of its own
     }
 
 

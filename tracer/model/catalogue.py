@@ -201,6 +201,8 @@ def build() -> list[StageInfo]:
                                          formula(step), shapes[step.name][0]))
     entries += _attention_variants(variants)
     entries += _moe_variant(variants)
+    entries += _head_width_variants(variants)
+    entries += _qk_norm_variants(variants)
     unique: dict[tuple[str, ...], StageInfo] = {}
     for e in sorted(entries, key=lambda e: SECTIONS.index(e.section)):  # stable: catalogue order within a section  # one entry per meaning within a section
         unique.setdefault((e.section, e.name, e.meaning, e.formula), e)
@@ -242,6 +244,32 @@ def _moe_variant(section: str) -> list[StageInfo]:
     moe = {s.name for s in blocks.MOE_STEPS}
     return [StageInfo(step.name, section, msg("{meaning} (block.{field}: {value})", meaning=step.meaning, field="ffn", value="{experts: E, top_k: k}"),
                       formula(step), shapes[step.name][0]) for step in layer if step.name in moe]
+
+
+def _head_width_variants(section: str) -> list[StageInfo]:
+    """dims.d: heads of a width of their own, so the heads side by side are C_q = H * d wide, not C."""
+    layer, _ = _layer(blocks.PRE_NORM, StackSettings())
+    attention = next(s for s in layer if s.op == "mha")
+    x = (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))
+    axes = blocks.attention_internals(attention, x, x, {**SIZES, "C_q": SIZES["H"] * SIZES["d"]})["attn.heads"][0]
+    return [StageInfo("attn.heads", section, msg("{meaning} (a head width of its own, dims.d)", meaning=ATTN_MEANINGS["heads"]),
+                      msg("weights_h V_h for every head, concatenated to width C_q = H * d; W_O [C_q,C] takes them back to C"), axes)]
+
+
+
+def _qk_norm_variants(section: str) -> list[StageInfo]:
+    """block.qk_norm (Qwen3): attn.q and attn.k recorded after the per-head RMSNorm and the rotary turn."""
+    layer, shapes = _layer(blocks.PRE_NORM, StackSettings(positions="rotary", rotary_pairing="half", qk_norm=True))
+    attention = next(s for s in layer if s.op == "mha")
+    out = []
+    for info in _internals(section, attention, shapes):
+        if info.name in ("attn.q", "attn.k"):
+            key = info.name[-1]
+            meaning = msg("{meaning}, RMS-normalised per head, then turned by rotary positions (block.qk_norm)", meaning=info.meaning)
+            norm = msg("each head's d coordinates RMS-normalised, {key} / sqrt(mean({key}^2) + eps) * {key}_norm (weights attn.{key}_norm [d]), before the rotary turn",
+                       key=key)
+            out.append(dataclasses.replace(info, meaning=meaning, formula=join([info.formula, norm])))
+    return out
 
 
 CATALOGUE: tuple[StageInfo, ...] = tuple(build())

@@ -130,6 +130,10 @@ MOE_EXPERT_KEYS: dict[str, tuple[str, ...]] = {"w1": ("C", "F"), "w3": ("C", "F"
 WEIGHT_GROUPS["moe"] = {**MOE_ROUTER_KEYS, **{f"{k}_0": axes for k, axes in MOE_EXPERT_KEYS.items()}}
 # Grouped-query attention (dims.H_kv < H): keys and values have H_kv heads, C_kv = H_kv * d columns.
 GROUPED_KV_KEYS: dict[str, tuple[str, ...]] = {"w_k": ("C", "C_kv"), "w_v": ("C", "C_kv"), "b_k": ("C_kv",), "b_v": ("C_kv",)}
+# A head width set apart from C / H (dims.d): q and the heads side by side are C_q = H * d wide, k and v C_kv = H_kv * d.
+HEAD_WIDTH_KEYS: dict[str, tuple[str, ...]] = {"w_q": ("C", "C_q"), "b_q": ("C_q",), "w_o": ("C_q", "C"), **GROUPED_KV_KEYS}
+# Qwen3's per-head RMSNorm of q and k (block.qk_norm): one weight [d] each, shared by every head.
+QK_NORM_KEYS: dict[str, tuple[str, ...]] = {"q_norm": ("d",), "k_norm": ("d",)}
 # The tables entry and exit ops read, by their weight name.
 TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_max", "C"), "head": ("C", "V"),
                                       "token_type": ("V_type", "C"),  # BERT's token-type table: one row per type id
@@ -295,14 +299,19 @@ def _add_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None
 
 def _attention_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -> None:
     C, g = spec.dims.C, step.weights
-    grouped = spec.dims.kv_heads != spec.dims.H  # k and v are H_kv heads wide: [C_kv]
+    own = spec.dims.own_head_width  # dims.d: q is C_q = H * d wide, k and v C_kv = H_kv * d
+    grouped = spec.dims.kv_heads != spec.dims.H or own  # k and v are H_kv heads wide: [C_kv]
     kv_width, kv_axis = (spec.dims.size("C_kv"), "C_kv") if grouped else (C, "C")
-    _vector(spec, broken, g, "b_q", C, "C")
+    q_width, q_axis = (spec.dims.size("C_q"), "C_q") if own else (C, "C")
+    _vector(spec, broken, g, "b_q", q_width, q_axis)
     for key in ("b_k", "b_v"):
         _vector(spec, broken, g, key, kv_width, kv_axis)
     _enforce(broken, contracts.softmax_axis, spec.stage_shapes[f"{internal_prefix(step)}.scores"][1], step.axis == "queries")
     if step.base is not None:
         _enforce(broken, contracts.rotary_width, spec.dims.d, step.rotary_dim)
+    if step.qk_norm:  # each head's q and k normalised over its d coordinates: the weights are [d]
+        for key in ("q_norm", "k_norm"):
+            _vector(spec, broken, g, key, spec.dims.d, "d")
     _vector(spec, broken, g, "b_o", C, "C")
 
 
@@ -345,10 +354,13 @@ def _attention_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> i
     # the mask: [T,S] bool and its complement (any mask but plain causal: a sliding window's too), or a causal block's
     # square; weights @ V before the heads merge
     plain = step.mask == "causal" and not masks.windowed(step.mask, step.window, T)
-    extra = (block * block if plain and step.axis != "queries" else 2 * T * S) + out_bytes
+    heads = out_bytes // spec.dims.C * spec.dims.size("C_q")  # [B,T,H*d]: as wide as the output unless dims.d sets d apart
+    extra = (block * block if plain and step.axis != "queries" else 2 * T * S) + heads
     extra += block * S * ITEMSIZE[spec.dtype]  # one block of rows' scores, when they are not kept
     if step.base is not None:
-        extra += 2 * out_bytes  # rotary positions: turned copies of q and k
+        extra += 2 * heads  # rotary positions: turned copies of q and k
+    if step.qk_norm:
+        extra += 3 * heads  # block.qk_norm: normalised copies of q and k, and one scratch array while each is made
     return extra
 
 

@@ -31,10 +31,10 @@ KEYWORDS = ("identity", "zeros", "ones", "random")
 
 TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder", "decoder", "input", "weights",
             "seed", "init", "dtype", "allow_nonfinite", "loss")
-DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type", "C_e")
+DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type", "C_e", "d")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "head_bias", "embedding_norm", "token_types",
-              "position_offset", "ffn", "embedding_scale")
+              "position_offset", "ffn", "embedding_scale", "qk_norm")
 FFN_KEYS = ("experts", "top_k")  # ffn: {experts: 8, top_k: 2}: a mixture of experts in place of the FFN (Mixtral's block)
 MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
 ROPE_SCALING_KEYS = ("type",) + rope.LLAMA3_KEYS  # rope_scaling: {type: linear, factor: 4}
@@ -50,7 +50,8 @@ MODEL_FILE_KEYS = ("file", "layout", "first_layer", "allow_unread")  # weights: 
 FILE_KEYS = ("file", "key", "transpose")  # one weight: w_q: {file: w.npz, key: attn_q}
 # Not given: biases and beta start at zero, gamma at one (the usual init); the rest comes from the seed.
 DEFAULT_FILL = {"b_q": "zeros", "b_k": "zeros", "b_v": "zeros", "b_o": "zeros", "b1": "zeros", "b2": "zeros",
-                "b3": "zeros", "b": "zeros", "gamma": "ones", "beta": "zeros"}
+                "b3": "zeros", "b": "zeros", "gamma": "ones", "beta": "zeros",
+                "q_norm": "ones", "k_norm": "ones"}  # block.qk_norm's per-head RMSNorm weights start at one, as Qwen3's do
 
 
 class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of a dataclass's import time
@@ -66,10 +67,16 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     V_type: int | None = None  # rows of BERT's token-type table (block.token_types)
     E: int | None = None  # experts of a mixture of experts (block.ffn.experts; None: a plain FFN)
     C_e: int | None = None  # the token embedding's width when it is projected to C and back (OPT's word_embed_proj_dim)
+    head_dim: int | None = None  # dims.d: a head width set apart from C / H (LLaMA's head_dim, Qwen3's); None: C // H
 
     @property
     def d(self) -> int:
-        return self.C // self.H
+        return self.C // self.H if self.head_dim is None else self.head_dim
+
+    @property
+    def own_head_width(self) -> bool:
+        """The heads are not C / H wide (dims.d given): q is H * d = C_q wide, k and v C_kv = H_kv * d, W_O [C_q,C]."""
+        return self.head_dim is not None
 
     @property
     def kv_heads(self) -> int:
@@ -80,6 +87,8 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
             return self.d
         if letter == "C_kv":  # the width of k and v before the split: H_kv heads of width d
             return self.kv_heads * self.d
+        if letter == "C_q":  # the width of q and of the heads side by side: H heads of width d (dims.d given)
+            return self.H * self.d
         value = getattr(self, letter)
         if value is None:
             raise KeyError(letter)
@@ -88,7 +97,9 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     def as_dict(self) -> dict[str, int]:
         out = {k: getattr(self, k) for k in DIM_KEYS if getattr(self, k) is not None}
         out["d"] = self.d
-        if self.H_kv is not None:
+        if self.own_head_width:
+            out["C_q"] = self.size("C_q")
+        if self.H_kv is not None or self.own_head_width:
             out["C_kv"] = self.size("C_kv")
         if self.E is not None:
             out["E"] = self.E
@@ -120,11 +131,12 @@ class BlockSpec(NamedTuple):
     experts: int | None = None  # ffn: {experts: E, top_k: k}: a mixture of E SwiGLU experts in place of the FFN
     top_k: int | None = None  # the experts each position is sent to
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C) (a stage of their own, embed_scale)
+    qk_norm: bool = False  # Qwen3: each attention's q and k RMS-normalised per head over d (attn.q_norm, attn.k_norm [d])
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
                              self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset,
-                             self.rope_scaling, self.rotary_dim, embedding_scale=self.embedding_scale)
+                             self.rope_scaling, self.rotary_dim, embedding_scale=self.embedding_scale, qk_norm=self.qk_norm)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function
@@ -384,13 +396,19 @@ class _Validator:
         for k in ("C", "H", "F"):
             if k not in given:
                 raise self.fail(("dims",), msg("missing dimension {k} (dims needs C, H and F; B, T, V, T_max follow from input and tables)", k=k))
-        if given["C"] % given["H"]:
+        if "d" not in given and given["C"] % given["H"]:
             raise self.fail(("dims", "H"), msg("H = {H} must divide C = {C} (each head has width d = C / H)", H=given['H'], C=given['C']))
         if "H_kv" in given and given["H"] % given["H_kv"]:
             raise self.fail(("dims", "H_kv"), msg("H_kv = {H_kv} must divide H = {H} (each key/value head serves H / H_kv query heads)", H_kv=given['H_kv'], H=given['H']))
         stacks = [block] + ([encoder] if encoder else [])
-        if any(st.positions == "rotary" and st.rotary_dim is None for st in stacks) and (given["C"] // given["H"]) % 2:
-            raise self.fail(("dims", "H"), msg("rotary positions rotate pairs of coordinates: d = C / H = {x} must be even", x=given['C'] // given['H']))
+        head_dim = given.get("d")
+        if head_dim is not None and given["C"] % given["H"] == 0 and head_dim == given["C"] // given["H"]:
+            head_dim = None  # d = C / H: the plain heads (the same computation, the same weight shapes)
+        d = given["C"] // given["H"] if head_dim is None else head_dim
+        if any(st.positions == "rotary" and st.rotary_dim is None for st in stacks) and d % 2:
+            if head_dim is not None:
+                raise self.fail(("dims", "d"), msg("rotary positions rotate pairs of coordinates: d = {x} must be even", x=d))
+            raise self.fail(("dims", "H"), msg("rotary positions rotate pairs of coordinates: d = C / H = {x} must be even", x=d))
 
         if "input" not in doc:
             raise self.fail((), msg("missing required section 'input' (tokens: [...] or x: [[...]])"))
@@ -429,7 +447,7 @@ class _Validator:
             raise self.fail(("dims", "C_e"), msg("C_e is the width of a decoder-only model's token embedding, projected to C after it and back before the head: it needs token input or a head"))
         dims = Dims(B=B, T=T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max, S=S,
                     H_kv=None if H_kv == given["H"] else H_kv, V_type=V_type, E=block.experts,  # H_kv = H is plain multi-head attention
-                    C_e=given.get("C_e"))
+                    C_e=given.get("C_e"), head_dim=head_dim)
         if max_token is not None and V is not None and max_token >= V:
             where: Path = ("input", "tokens") if model == "decoder" else ("input",)
             raise self.fail(where, msg("token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {x})", max_token=yamlio.abbreviate(str(max_token)), V=V, x=V - 1))
@@ -585,9 +603,12 @@ class _Validator:
         embedding_scale = self.boolean(raw.get("embedding_scale", False), p + ("embedding_scale",))
         if embedding_scale and p != ("block",):
             raise self.fail(p + ("embedding_scale",), msg("embedding_scale is for a decoder-only spec's block"))
+        qk_norm = self.boolean(raw.get("qk_norm", False), p + ("qk_norm",))
+        if qk_norm and p != ("block",):
+            raise self.fail(p + ("qk_norm",), msg("qk_norm (Qwen3's per-head RMSNorm of q and k) is for a decoder-only spec's block"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                          float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
-                         experts, top_k, embedding_scale)
+                         experts, top_k, embedding_scale, qk_norm)
         return spec, raw.get("steps")
 
     def rope_scaling(self, raw: Any, path: Path) -> tuple[object, ...]:
@@ -962,7 +983,7 @@ class _Validator:
                     continue
                 wanted.setdefault(kind, width)
                 continue
-            keys = blocks.group_keys(kind, dims.H_kv is not None, dims.E or 0)
+            keys = blocks.group_keys(kind, dims.H_kv is not None, dims.E or 0, dims.own_head_width, bool(step.qk_norm))
             if kind == "linear":
                 in_letter = shapes[step.inputs[0]][0][-1]
                 keys = {"w": (in_letter, step.out or "C"), "b": (step.out or "C",)}
@@ -981,6 +1002,9 @@ class _Validator:
             if isinstance(spec, tuple):
                 out[name] = self.weight(value, ypath, name, spec, dims, seed)
                 continue
+            for key in ("q_norm", "k_norm"):  # block.qk_norm's weights, given to a block without it
+                if isinstance(value, dict) and key in value and key not in spec and "w_q" in spec:
+                    raise self.fail_key(ypath + (key,), msg("{key} is a weight of block.qk_norm (the per-head RMSNorm of q and k), but block.qk_norm is false", key=key))
             group_raw = self.keys(value if value is not None else {}, ypath, tuple(spec), msg("{name} weights", name=name))
             for key, axes in spec.items():
                 fill = "zeros" if kinds.get(name) == "rms_offset" and key == "gamma" else DEFAULT_FILL.get(key)  # the scale 1 + 0

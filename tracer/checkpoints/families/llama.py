@@ -89,7 +89,7 @@ LLAMA_DIFFERENT: dict[str, Message] = {"gemma": msg("Gemma scales its embeddings
                                        "phi": msg("Phi packs q, k and v and rotates only part of each head"),
                                        "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head"),
                                        "qwen2": msg("Qwen2 always adds q, k and v biases and sets its sliding window per layer (the qwen2 layout reads it)"),
-                                       "qwen3": msg("Qwen3 normalises q and k per head (q_norm, k_norm)")}  # mixtral: its own family (mixtral.py)
+                                       "qwen3": msg("Qwen3 normalises q and k per head (q_norm, k_norm; the qwen3 layout reads it)")}  # mixtral: its own family (mixtral.py)
 # config.json keys that mark maths the llama block does not model (Gemma's, Granite's, Cohere's, ...): refused when set
 UNMODELLED: dict[str, Message] = {"query_pre_attn_scalar": msg("scores scaled by 1/sqrt(query_pre_attn_scalar), not 1/sqrt(d)"),
                                   "attn_logit_softcapping": msg("attention scores soft-capped"),
@@ -197,16 +197,19 @@ def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout
     head_dim = cfg.integer("head_dim")
     # what tracer's LLaMA block does not model, one rule a line
     refuse(cfg, [
-        (C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
+        (head_dim is None and C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
         (act not in (None, "silu"), msg("hidden_act {act}: tracer's SwiGLU gates with silu", act=repr(act))),
         (cfg.text("hidden_activation") not in (None, "silu"), msg("hidden_activation {act}: tracer's SwiGLU gates with silu", act=repr(cfg.raw.get("hidden_activation")))),
-        (head_dim not in (None, C // H), msg("head_dim = {head_dim}: tracer's heads have width d = C / H = {d}", head_dim=head_dim, d=C // H)),
         (rope_type not in ("default",) + ROPE_TYPES, msg("{key}: rope type {rope}: tracer's rotary positions are the default RoPE, linear or llama3", key=rope_key, rope=repr(rope_type))),
         (H % H_kv != 0, msg("num_key_value_heads = {H_kv} must divide num_attention_heads = {H}", H_kv=H_kv, H=H)),
     ] + [(cfg.raw.get(key) not in (None, False, 0, 1, 1.0), msg("{key} = {value}: {why}, which tracer's LLaMA block does not model", key=key, value=received(cfg.raw.get(key)), why=why))
          for key, why in UNMODELLED.items()] + bias_rules(cfg, ckpt, layout, layers, switches))
     if not cfg.has("num_key_value_heads"):
         cfg.notes["H_kv"] = "assumed: not in config.json (= num_attention_heads, as Hugging Face does)"
+    q = layout.locate("blocks.0.attn.w_q", ckpt.key_set())
+    if head_dim is not None and q is not None and q[1]:  # head_dim and q_proj's H * d rows must agree
+        stored = ckpt.info(q[0].key).shape
+        cfg.same("head_dim", stored[0] // H if stored[0] % H == 0 else stored[0], "d", q[0].key, stored)
     if options.activation not in (None, "swiglu"):
         raise CheckpointError(at(f"--activation {options.activation}", msg("the llama layout's MLP is SwiGLU (down_proj(silu(gate_proj(x)) * up_proj(x))): expected swiglu")))
     cfg.setting("activation", "hidden_act", "swiglu" if act else None, "swiglu", "Hugging Face's hidden_act silu",
@@ -224,9 +227,11 @@ def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout
     F = w1[1] if w1 else cfg.integer("intermediate_size")
     if F is None:
         raise cfg.fail("intermediate_size", msg("a whole number"), None)
-    dims = {"C": C, "H": H} | ({"H_kv": H_kv} if H_kv != H else {}) | {"F": F, "V": V}
+    own_width = head_dim is not None and (C % H != 0 or head_dim != C // H)  # Hugging Face's head_dim, set apart from C / H
+    dims = {"C": C, "H": H} | ({"H_kv": H_kv} if H_kv != H else {}) | ({"d": head_dim} if own_width else {}) | {"F": F, "V": V}
     notes = {"C": "hidden_size" if cfg.has("hidden_size") else "the width of embed_tokens",
              "H_kv": "num_key_value_heads (grouped-query attention)",
+             "d": "head_dim, not hidden_size / num_attention_heads: q_proj is [H*d, C], o_proj [C, H*d]; scores scaled by 1/sqrt(head_dim)",
              "F": "intermediate_size (gate_proj, up_proj)" if cfg.has("intermediate_size") else "the width of gate_proj",
              "V": "vocab_size (rows of embed_tokens)" if cfg.has("vocab_size") else "rows of embed_tokens"} | cfg.notes
     window, window_note = window_of(cfg, model_type, layers)

@@ -3,7 +3,7 @@
 Qwen2's q_proj, k_proj and v_proj always have a bias, o_proj and the MLP never (transformers'
 modeling_qwen2), so the table maps the three biases as tensors every checkpoint holds; everything else
 is LLaMA's (llama.py's reader, its refusals included).  Qwen3 normalises q and k per head before the
-rotary positions, which tracer does not model: its model_type is refused by name (llama.LLAMA_DIFFERENT).
+rotary positions: its own family (qwen3.py), refused through this layout by name.
 """
 
 from __future__ import annotations
