@@ -33,6 +33,10 @@ def _model(torch: Any, t: Any, family: str, folder: Path) -> Any:
                                                           rope_parameters={**ROPE, "partial_rotary_factor": 0.5})),
         "phi": (t.PhiForCausalLM, t.PhiConfig(**SMALL, hidden_size=48, num_attention_heads=4, intermediate_size=80,
                                              rope_parameters={**ROPE, "partial_rotary_factor": 0.5})),
+        "qwen3": (t.Qwen3ForCausalLM, t.Qwen3Config(**SMALL, **decoder, head_dim=12)),  # d = 12, not C/H = 8
+        "gemma": (t.GemmaForCausalLM, t.GemmaConfig(**SMALL, **decoder, head_dim=8, pad_token_id=None)),
+        "opt": (t.OPTForCausalLM, t.OPTConfig(**{k: v for k, v in SMALL.items() if k != "initializer_range"}, hidden_size=32,
+                                             num_attention_heads=4, ffn_dim=48, init_std=0.2)),
         "bert": (t.BertModel, t.BertConfig(**SMALL, hidden_size=32, num_attention_heads=4, intermediate_size=48)),
         "roberta": (t.RobertaModel, t.RobertaConfig(**SMALL, hidden_size=32, num_attention_heads=4, intermediate_size=48, pad_token_id=1)),
         "distilbert": (t.DistilBertModel, t.DistilBertConfig(vocab_size=64, dim=32, n_heads=4, n_layers=2, hidden_dim=48,
@@ -49,7 +53,7 @@ def _model(torch: Any, t: Any, family: str, folder: Path) -> Any:
     return model_class.from_pretrained(str(folder), attn_implementation="eager").eval()
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2", "mixtral", "gpt_neox", "phi", *ENCODERS])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2", "qwen3", "mixtral", "gemma", "opt", "gpt_neox", "phi", *ENCODERS])
 def test_a_float32_model_as_shipped_is_within_float32_rounding(tmp_path: Path, family: str, request: pytest.FixtureRequest) -> None:
     torch, transformers = hf.need_torch()
     model = _model(torch, transformers, family, tmp_path / family)

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 from conftest import assert_refused, run_app
 from helpers import oracle
+from helpers.hf_parity import measured
 from test_llama import IDS, RTOL_FLOAT32, _compare, _float64_internals, _hf_forward, _traced, imported, write_llama
 
 from tracer.spec import load_spec
@@ -160,7 +161,7 @@ def _as_hf(st: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return dict(st, embed=st["x"])
 
 
-def test_gemma_matches_hugging_face_in_float64(tmp_path, monkeypatch):
+def test_gemma_matches_hugging_face_in_float64(tmp_path, monkeypatch, request):
     torch, model, folder = _hf_gemma(tmp_path)
     # loaded in float64, the normaliser buffer is hidden_size**0.5 in float64 (made after .double(), it would be float32's)
     assert model.model.embed_tokens.embed_scale.dtype == torch.float64
@@ -173,6 +174,7 @@ def test_gemma_matches_hugging_face_in_float64(tmp_path, monkeypatch):
     hidden, outputs, logits, attentions = _hf_forward(torch, model, IDS)
     found = _compare(st, hidden, outputs, logits, attentions, rtol=None, atol=TOL)
     assert max(found.values()) <= TOL
+    measured(request, "gemma", found)
     # each of Gemma's choices is a real difference, far outside the tolerance
     for old, new in (("norm: rmsnorm_offset", "norm: rmsnorm"), ("activation: geglu", "activation: swiglu"),
                      ("embedding_scale: true", "embedding_scale: false")):

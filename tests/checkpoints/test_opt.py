@@ -79,8 +79,9 @@ def _parity(tmp_path: Path, monkeypatch: Any, **config: Any) -> tuple[dict[str, 
     return found, load_spec(str(spec))
 
 
-def test_pre_norm_opt_matches_hugging_face_at_every_layer(tmp_path, monkeypatch):
+def test_pre_norm_opt_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, request):
     found, spec = _parity(tmp_path, monkeypatch)
+    hf.measured(request, "opt", found)
     assert len(found) == 7
     b = spec.block
     assert (b.norm_order, b.positions, b.position_offset, b.activation, b.final_norm, b.head, b.eps) == (

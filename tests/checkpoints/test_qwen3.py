@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import assert_refused, run_app, where, write_spec
+from helpers.hf_parity import measured
 from helpers.tracing import check_against_independent, trace_text
 from test_llama import IDS, RTOL_FLOAT32, _compare, _float64_internals, _hf_forward, _traced, imported, write_llama
 
@@ -157,7 +158,7 @@ CASES = {"qwen3": {}, "qwen3-bias": {"attention_bias": True},
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_matches_hugging_face_in_float64(tmp_path, monkeypatch, case):
+def test_matches_hugging_face_in_float64(tmp_path, monkeypatch, case, request):
     torch, model, folder = _hf(tmp_path, **CASES[case])
     ids = IDS + [7, 50]  # T = 10 > the window of 3
     shipped = _hf_forward(torch, model, ids)
@@ -171,6 +172,7 @@ def test_matches_hugging_face_in_float64(tmp_path, monkeypatch, case):
     _float64_internals(monkeypatch, torch, _module(), "Qwen3")
     found = _compare(st, *_hf_forward(torch, model, ids), rtol=None, atol=TOL)
     assert max(found.values()) <= TOL
+    measured(request, case, found)
     # without the norms the model is another one: far outside the tolerance
     spec.write_text(text.replace("qk_norm: true", "qk_norm: false"))
     r = run_app("run", str(spec), "--json")

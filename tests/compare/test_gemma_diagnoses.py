@@ -79,7 +79,7 @@ def test_the_correct_gemma_arrays_agree_and_the_hint_is_printed_in_both_language
     np.savez(tmp_path / "mine.npz", **arrays)
     en = run_cli("diff", str(path), str(tmp_path / "mine.npz"))
     assert en.returncode == 1, en.stderr
-    assert "hint: norm1 differs but x agrees: look at Gemma's RMSNorm" in en.stdout
+    assert "hint: norm1 differs but x agrees. Your norm1" in en.stdout  # the named mistake alone, no checklist before it
     assert "scales by gamma where Gemma's RMSNorm scales by (1 + gamma)" in en.stdout
     zh = run_cli("diff", str(path), str(tmp_path / "mine.npz"), "--lang", "zh")
     assert zh.returncode == 1 and "存储的权重是相对 1 的偏移" in zh.stdout
