@@ -3,7 +3,8 @@
 - Every ``sh`` block runs, line by line, in a scratch copy of the repository (specs/, examples/, README.md),
   each page's blocks in order; a line must exit 0, or the N of its ``# exit N`` comment.
   ``pip install`` lines are not run; ``# needs torch`` lines are skipped when torch is missing; ``# slow`` lines
-  (seconds each) run only under ``python -m pytest --slow``.
+  (seconds each) run only under ``python -m pytest --slow``; the quick loop runs the commands of QUICK_PAGES, the rest
+  run under --slow (as CI runs them).
 - A ``text`` block right after ``<!-- output: COMMAND -->`` is exactly what COMMAND prints, except where it shows a
   machine-dependent number as a bound: ``≤ 1e-15`` in the block stands for ``= X`` with |X| at most 1e-15.
   When COMMAND is the command typed just before it, that one run's output is compared (it is not run twice).
@@ -28,7 +29,7 @@ import sys
 import tempfile
 import unicodedata
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pytest
 
@@ -398,7 +399,15 @@ def test_readme_keeps_the_two_fresh_machine_commands() -> None:
     assert "pip install -e '.[test]' && python -m pytest" in sh  # CI greps the README for it
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if commands(p.read_text(encoding="utf-8"))], ids=page_id)
+QUICK_PAGES = ("README.md", "README.zh-CN.md", "docs/guide.md")  # in the quick loop; every other page's commands under --slow (CI)
+
+
+def _command_pages() -> list[Any]:
+    return [p if page_id(p) in QUICK_PAGES else pytest.param(p, marks=pytest.mark.slow, id=page_id(p))
+            for p in PAGES if commands(p.read_text(encoding="utf-8"))]
+
+
+@pytest.mark.parametrize("page", _command_pages(), ids=page_id)
 def test_commands_run_as_written(page: Path, tmp_path: Path, request: pytest.FixtureRequest) -> None:
     cmds = commands(page.read_text(encoding="utf-8"), slow=bool(request.config.getoption("--slow", default=True)))
     results = run_commands(cmds, tmp_path, make_scratch(tmp_path))
