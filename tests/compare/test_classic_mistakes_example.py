@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import EXAMPLES, REPO, run_cli
+from conftest import EXAMPLES, REPO, run_app
 
 SCRIPT = EXAMPLES / "your-implementation" / "classic_mistakes.py"
 SPEC = str(REPO / "specs" / "variants" / "diagnose.yaml")
@@ -21,7 +21,7 @@ def test_each_mistake_of_the_example_is_named(tmp_path, mistake, stage, bug):
     made = subprocess.run([sys.executable, str(SCRIPT), mistake, str(path)], capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
     assert made.returncode == 0, made.stderr
-    r = run_cli("diff", SPEC, str(path), "--json")
+    r = run_app("diff", SPEC, str(path), "--json")
     assert r.returncode == (0 if stage is None else 1), r.stderr
     doc = json.loads(r.stdout)
     assert doc["first_diverging"] == stage

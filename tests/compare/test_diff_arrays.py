@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import PRE, assert_refused, run_app, run_cli
+from conftest import PRE, assert_refused, run_app
 from helpers import oracle
 
 from tracer import i18n
@@ -60,13 +60,13 @@ def test_recording_the_internals_narrows_it_down(tmp_path, bug):
 
 def test_the_hint_is_printed_in_both_languages(tmp_path):
     path = save(tmp_path, main_stages(["ddof"]))
-    r = run_cli("diff", PRE, path)
+    r = run_app("diff", PRE, path)
     assert r.returncode == 1, r.stderr
     assert "first diverging stage: norm1 (differs, largest |A - B| = " in r.stdout
     # the diagnosis alone: the LayerNorm checklist (C-1, ε, the axis) is for when no known mistake matches
     assert "hint: norm1 differs but x agrees. Your norm1 equals LayerNorm with the variance divided by C-1 (ddof=1): divide by C" in r.stdout
     assert "look at LayerNorm" not in r.stdout
-    zh = run_cli("diff", PRE, path, "--lang", "zh")
+    zh = run_app("diff", PRE, path, "--lang", "zh")
     assert zh.returncode == 1
     assert "提示：norm1 不同，但 x 一致。" in zh.stdout and "ddof=1" in zh.stdout and "应除以 C" in zh.stdout
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import run_app
 from helpers import oracle
 from helpers.tracing import flow, trace_text
 
@@ -77,9 +77,9 @@ def test_the_correct_gemma_arrays_agree_and_the_hint_is_printed_in_both_language
     assert r.exit_code == 0 and r.hint is None
     arrays, _ = mistake(trace, "norm_without_offset")
     np.savez(tmp_path / "mine.npz", **arrays)
-    en = run_cli("diff", str(path), str(tmp_path / "mine.npz"))
+    en = run_app("diff", str(path), str(tmp_path / "mine.npz"))
     assert en.returncode == 1, en.stderr
     assert "hint: norm1 differs but x agrees. Your norm1" in en.stdout  # the named mistake alone, no checklist before it
     assert "scales by gamma where Gemma's RMSNorm scales by (1 + gamma)" in en.stdout
-    zh = run_cli("diff", str(path), str(tmp_path / "mine.npz"), "--lang", "zh")
+    zh = run_app("diff", str(path), str(tmp_path / "mine.npz"), "--lang", "zh")
     assert zh.returncode == 1 and "存储的权重是相对 1 的偏移" in zh.stdout

@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 import pytest
-from conftest import PRE, REPO, SPECS, load_text, run_app, run_cli, write_spec
+from conftest import PRE, REPO, SPECS, load_text, run_app, write_spec
 
 from tracer import process
 from tracer.engine import params
@@ -187,7 +187,7 @@ def test_a_given_value_beyond_float32_is_the_runs_violation_not_a_numpy_warning(
     text = "dims: {B: 1, T: 2, C: 4, H: 1, F: 8}\ndtype: float32\nseed: 1\n" + where
     if "input:" not in where:
         text += "input: {x: random}\n"
-    r = run_cli(command, str(write_spec(tmp_path, text)))
+    r = run_app(command, str(write_spec(tmp_path, text)))
     assert r.returncode == 1, r.stderr
     assert "Warning" not in r.stderr and "overflow" not in r.stderr, r.stderr
     assert "non-finite" in r.stdout + r.stderr

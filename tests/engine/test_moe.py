@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, assert_refused, run_app, run_cli, write_spec
+from conftest import EXAMPLES, assert_refused, run_app, write_spec
 from helpers import oracle
 
 from tracer.engine.params import load_params
@@ -49,7 +49,7 @@ def test_the_moe_stages_are_the_oracles(tmp_path, E, k):
 
 def test_moe_kernels_agree_with_the_scalar_reference(tmp_path):
     write_spec(tmp_path, MOE % {"E": 4, "k": 2})
-    r = run_cli("run", "spec.yaml", "--verify", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", "--verify", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "verify: largest |NumPy - reference|" in r.stdout
 
@@ -65,7 +65,7 @@ def test_the_moe_table_and_the_stages_it_names(tmp_path):
 
 def test_grad_verify_agrees_with_finite_differences_away_from_ties(tmp_path):
     write_spec(tmp_path, MOE % {"E": 4, "k": 2})
-    r = run_cli("grad", "spec.yaml", "--verify", cwd=tmp_path)
+    r = run_app("grad", "spec.yaml", "--verify", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "all agree" in r.stdout and "moe.w1_3" in r.stdout
 

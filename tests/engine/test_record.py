@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 import pytest
-from conftest import PRE, SPECS, assert_refused, run_app, run_cli
+from conftest import PRE, SPECS, assert_refused, run_app
 
 from tracer.engine import executor, params
 from tracer.spec import load_spec, memory
@@ -81,7 +81,7 @@ def test_all_with_record_main_is_refused() -> None:
 
 
 def test_record_through_the_entry_point() -> None:
-    r = run_cli("run", str(SPECS / "gpt2-block.yaml"), "--record", "main", "--pos", "3")
+    r = run_app("run", str(SPECS / "gpt2-block.yaml"), "--record", "main", "--pos", "3")
     assert r.returncode == 0, r.stderr
     assert "attn." not in r.stdout and "[B,T,F] = [1,1024,3072]" in r.stdout
 

@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from conftest import EXAMPLES, REPO, SPECS, run_cli
+from conftest import EXAMPLES, REPO, SPECS, run_app
 from helpers import oracle as ind
 from helpers.tracing import independent_stages, trace_file
 
@@ -34,7 +34,7 @@ def test_the_list_of_shipped_specs():
 
 @pytest.mark.parametrize("spec", SMALL)
 def test_shipped_spec_exit_code_and_verify(spec):
-    r = run_cli("run", spec, "--verify", "--json")
+    r = run_app("run", spec, "--verify", "--json")
     code = EXIT.get(spec, 0)
     assert r.returncode == code, r.stderr
     assert r.stderr == ""
@@ -57,7 +57,7 @@ def test_shipped_spec_matches_independent(spec):
 
 @pytest.mark.slow  # the GPT-2-sized walkthrough, verified, through the command
 def test_guide_walkthrough_table_shows_768_3072_768():
-    r = run_cli("run", WALKTHROUGH, "--verify")
+    r = run_app("run", WALKTHROUGH, "--verify")
     assert r.returncode == 0, r.stderr
     rows = [line.split("│")[1:-1] for line in r.stdout.splitlines() if line.startswith("│ ")]
     shapes = {cells[0].strip(): cells[3].strip() for cells in rows}
@@ -81,7 +81,7 @@ def test_guide_walkthrough_settings():
 
 def test_gpt2_sized_block_shapes():
     """Shapes only (a full trace is the benchmark's job): --steps lists every step without computing."""
-    r = run_cli("run", GPT2, "--steps", "--json")
+    r = run_app("run", GPT2, "--steps", "--json")
     assert r.returncode == 0, r.stderr
     steps = {s["name"]: (s["axes"], s["shape"]) for s in json.loads(r.stdout)["steps"]}
     assert steps["input"] == (["B", "T", "C"], [1, 1024, 768])

@@ -12,7 +12,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import PRE_TEXT, load_text, run_app, run_cli, write_spec
+from conftest import PRE_TEXT, load_text, run_app, write_spec
 
 from tracer.errors import SpecError
 
@@ -22,7 +22,7 @@ CH17 = PRE_TEXT
 def run_spec(tmp_path, text, name="spec.yaml"):
     """The installed command on a spec written to tmp_path (run from there, so messages say spec.yaml)."""
     write_spec(tmp_path, text, name)
-    return run_cli("run", name, cwd=tmp_path)
+    return run_app("run", name, cwd=tmp_path)
 
 
 def run_spec_in_process(tmp_path, text, name="spec.yaml"):
@@ -231,14 +231,14 @@ def test_spec_errors_through_the_installed_command(tmp_path_factory):
 ])
 def test_unreadable_files(tmp_path, content, fragment):
     (tmp_path / "spec.yaml").write_bytes(content)
-    r = run_cli("run", "spec.yaml", cwd=tmp_path)
+    r = run_app("run", "spec.yaml", cwd=tmp_path)
     assert r.returncode == 2 and fragment in r.stderr and "Traceback" not in r.stderr
 
 
 def test_missing_file_and_directory(tmp_path):
-    r = run_cli("run", "nope.yaml", cwd=tmp_path)
+    r = run_app("run", "nope.yaml", cwd=tmp_path)
     assert r.returncode == 2 and r.stderr == "tracer: error: nope.yaml: no such file\n"
-    r = run_cli("run", str(tmp_path))
+    r = run_app("run", str(tmp_path))
     assert r.returncode == 2 and "is a directory, expected a YAML spec file" in r.stderr
 
 

@@ -9,7 +9,7 @@ import shutil
 from xml.etree import ElementTree
 
 import pytest
-from conftest import POST, PRE, SPECS, run_app, run_cli
+from conftest import POST, PRE, SPECS, run_app
 from rich.table import Table
 from rich.text import Text
 
@@ -37,7 +37,7 @@ def specs(tmp_path):
 def test_run_exports_the_table_with_the_chapter_numbers(specs, tmp_path):
     a, _ = specs
     svg, page = tmp_path / "run.svg", tmp_path / "run.html"
-    r = run_cli("run", str(a), "--svg", str(svg), "--html", str(page))
+    r = run_app("run", str(a), "--svg", str(svg), "--html", str(page))
     assert r.returncode == 0, r.stderr
     assert f"wrote {svg}" in r.stderr and f"wrote {page}" in r.stderr
     assert "residual1" in r.stdout  # the terminal still gets the table
@@ -58,7 +58,7 @@ def test_run_exports_the_table_with_the_chapter_numbers(specs, tmp_path):
 def test_graph_exports_stages_and_shapes(specs, tmp_path):
     a, _ = specs
     svg, page = tmp_path / "g.svg", tmp_path / "g.html"
-    r = run_cli("graph", str(a), "--svg", str(svg), "--html", str(page))
+    r = run_app("graph", str(a), "--svg", str(svg), "--html", str(page))
     assert r.returncode == 0, r.stderr
     for text in (svg_text(svg), html_text(page)):
         assert "first residual path: residual1 = x + attention" in text
@@ -68,7 +68,7 @@ def test_graph_exports_stages_and_shapes(specs, tmp_path):
 def test_diff_exports_the_comparison(specs, tmp_path):
     a, b = specs
     svg = tmp_path / "d.svg"
-    r = run_cli("diff", str(a), str(b), "--svg", str(svg))
+    r = run_app("diff", str(a), str(b), "--svg", str(svg))
     assert r.returncode == 1, r.stderr  # the blocks differ; the export does not change the exit code
     text = svg_text(svg)
     assert "Structure" in text and "residual2" in text and "first difference" in text
@@ -77,7 +77,7 @@ def test_diff_exports_the_comparison(specs, tmp_path):
 def test_attention_heatmap_export(specs, tmp_path):
     a, _ = specs
     svg = tmp_path / "attn.svg"
-    r = run_cli("run", str(a), "--attention", "--svg", str(svg))
+    r = run_app("run", str(a), "--attention", "--svg", str(svg))
     assert r.returncode == 0, r.stderr
     text = svg_text(svg)
     assert "head 0" in text and "head 1" in text and "1.00" in text and "0.88" in text
@@ -86,8 +86,8 @@ def test_attention_heatmap_export(specs, tmp_path):
 def test_export_width_is_the_content_not_the_terminal(specs, tmp_path):
     a, _ = specs
     one, two = tmp_path / "one.svg", tmp_path / "two.svg"
-    assert run_cli("graph", str(a), "--svg", str(one), env={"COLUMNS": "40"}).returncode == 0
-    assert run_cli("graph", str(a), "--svg", str(two), env={"COLUMNS": "300"}).returncode == 0
+    assert run_app("graph", str(a), "--svg", str(one), env={"COLUMNS": "40"}).returncode == 0
+    assert run_app("graph", str(a), "--svg", str(two), env={"COLUMNS": "300"}).returncode == 0
     assert one.read_bytes() == two.read_bytes()  # same file whatever the terminal, and run to run
     width = max(len(line) for line in svg_text(one).splitlines())
     assert width < 200  # not the pipe's 1000 columns
@@ -140,7 +140,7 @@ def test_replaces_an_earlier_export(specs, tmp_path):
     a, _ = specs
     svg = tmp_path / "g.svg"
     export.write_atomic(export.Target("svg", str(svg)), "<svg>STALE EXPORT</svg>")  # an earlier export, with tracer's mark
-    assert run_cli("graph", str(a), "--svg", str(svg)).returncode == 0
+    assert run_app("graph", str(a), "--svg", str(svg)).returncode == 0
     assert "STALE" not in svg.read_text(encoding="utf-8") and "residual1" in svg_text(svg)
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary file left
 
@@ -205,7 +205,7 @@ def test_wide_characters_get_their_full_width_in_svg():
 
 def test_chinese_tokens_survive_the_export(tmp_path):
     svg = tmp_path / "ed.svg"
-    r = run_cli("run", str(SPECS / "encoder-decoder.yaml"), "--attention-stage", "decoder.blocks.0.cross_attention", "--svg", str(svg))
+    r = run_app("run", str(SPECS / "encoder-decoder.yaml"), "--attention-stage", "decoder.blocks.0.cross_attention", "--svg", str(svg))
     assert r.returncode == 0, r.stderr
     text = svg_text(svg)
     assert "今天" in text and "today" in text
