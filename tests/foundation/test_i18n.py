@@ -70,13 +70,13 @@ def test_locale_default_end_to_end():
 
 
 def test_unknown_language_is_exit_2_with_a_message():
-    res = run_cli("run", PRE, "--lang", "fr")
+    res = run_app("run", PRE, "--lang", "fr")
     assert res.returncode == 2 and res.stdout == ""
     assert res.stderr == "tracer: error: --lang fr: expected one of zh | en (zh: the book's Chinese, en: English)\n"
-    near = run_cli("stages", "--lang", "zh_CN")
+    near = run_app("stages", "--lang", "zh_CN")
     assert near.returncode == 2 and "did you mean 'zh'?" in near.stderr
     # under a Chinese locale the complaint itself is Chinese
-    res = run_cli("probe", PRE, "--lang", "fr", env={"LANG": "zh_CN.UTF-8"})
+    res = run_app("probe", PRE, "--lang", "fr", env={"LANG": "zh_CN.UTF-8"})
     assert res.returncode == 2 and res.stderr.startswith("tracer: 错误：--lang fr：应为 zh | en 之一")
 
 
@@ -105,7 +105,7 @@ def test_in_process_commands_leave_the_language_as_they_found_it():
 # -- Table 17.1 ----------------------------------------------------------------------
 
 def test_zh_table_shows_table_17_1_words_and_numbers():
-    res = run_cli("run", PRE, *ZH)
+    res = run_app("run", PRE, *ZH)
     assert res.returncode == 0, res.stderr
     rows = table_rows(res.stdout)
     header = next(line for line in res.stdout.splitlines() if line.startswith("┃"))

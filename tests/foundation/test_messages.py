@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import pickle
 from pathlib import Path
@@ -98,26 +99,29 @@ def catalogue(func: str) -> dict:
     return {"msg": zh.MESSAGES, "nmsg": zh.PLURALS, "tr": zh.UI}[func]
 
 
-SITES = sites()
+@functools.cache
+def all_sites() -> tuple[Site, ...]:
+    """sites(), parsed once, when the first test asks (not as each worker collects)."""
+    return tuple(sites())
 FORMULA_LETTERS = {"LN", "actf"}  # first {norm}, N_1 = {LN}1(X): the Chinese is 第一次{norm}，N_1, as Table 17.1 has it
 
 
 def test_every_template_is_a_literal():
     """Templates must be literals so this file can check them against the catalogue."""
-    loose = [s for s in SITES if s.func != "tr" and s.key is None and (s.path, s.func, s.source) not in NON_LITERAL]
+    loose = [s for s in all_sites() if s.func != "tr" and s.key is None and (s.path, s.func, s.source) not in NON_LITERAL]
     assert not loose, "\n".join(f"tracer/{s.path}:{s.line}: {s.func}({s.source}, ...)" for s in loose)
-    kwargs = [s for s in SITES if s.func != "tr" and s.fields is None]
+    kwargs = [s for s in all_sites() if s.func != "tr" and s.fields is None]
     assert not kwargs, f"fields are given by name (no **kwargs), so they can be checked: {kwargs}"
 
 
 def test_the_whitelist_is_current():
-    used = {(s.path, s.func, s.source) for s in SITES if s.key is None}
+    used = {(s.path, s.func, s.source) for s in all_sites() if s.key is None}
     assert set(NON_LITERAL) <= used, set(NON_LITERAL) - used
 
 
 def test_every_template_has_chinese_with_the_same_fields():
     missing, wrong = [], []
-    for s in SITES:
+    for s in all_sites():
         if s.key is None or s.fields is None:
             continue
         table = catalogue(s.func)
@@ -149,7 +153,7 @@ def whitelisted_keys() -> set[str]:
 
 
 def test_every_zh_entry_is_used():
-    used = {(s.func, s.key) for s in SITES} | {("msg", k) for k in whitelisted_keys()}
+    used = {(s.func, s.key) for s in all_sites()} | {("msg", k) for k in whitelisted_keys()}
     for func, table in (("msg", zh.MESSAGES), ("nmsg", zh.PLURALS)):
         unused = sorted(str(k) for k in table if (func, k) not in used)
         assert not unused, f"zh entries no {func}() uses:\n" + "\n".join(unused)
@@ -167,7 +171,7 @@ def test_every_ui_word_is_in_the_code():
 
 def coverage() -> tuple[int, int]:
     """(message sites with a zh entry, message sites) in tracer/."""
-    counted = [s for s in SITES if s.func in ("msg", "nmsg")]
+    counted = [s for s in all_sites() if s.func in ("msg", "nmsg")]
     whitelisted = sum(1 for s in counted if s.key is None and (s.path, s.func, s.source) in NON_LITERAL)  # checked by their own tests
     return sum(1 for s in counted if s.key is not None and s.key in catalogue(s.func)) + whitelisted, len(counted)
 

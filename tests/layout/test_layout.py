@@ -7,6 +7,7 @@ still a cycle); those under ``if TYPE_CHECKING:`` do not, since they never run.
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -99,7 +100,10 @@ def imports_of(module: str) -> set[str]:
     return {m for m in found if m in MODULES and m != module}
 
 
-GRAPH = {m: imports_of(m) for m in MODULES}
+@functools.cache
+def import_graph() -> dict[str, set[str]]:
+    """Each module's imports of the package, parsed once, when the first test asks (not as each worker collects)."""
+    return {m: imports_of(m) for m in MODULES}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -138,7 +142,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycles() -> None:
-    assert cycles(GRAPH) == []
+    assert cycles(import_graph()) == []
 
 
 def test_the_cycle_finder_finds_one() -> None:
@@ -147,7 +151,7 @@ def test_the_cycle_finder_finds_one() -> None:
 
 def test_imports_go_down_the_layers() -> None:
     upward = []
-    for module, deps in GRAPH.items():
+    for module, deps in import_graph().items():
         for dep in deps:
             if layer_of(dep) > layer_of(module):
                 upward.append(f"{module} ({LAYERS[layer_of(module)][0]}) imports {dep} ({LAYERS[layer_of(dep)][0]})")
@@ -156,7 +160,7 @@ def test_imports_go_down_the_layers() -> None:
 
 def test_features_use_one_another_in_one_order() -> None:
     backward = []
-    for module, deps in GRAPH.items():
+    for module, deps in import_graph().items():
         mine = _owner(module, FEATURES)
         for dep in deps:
             theirs = _owner(dep, FEATURES)
