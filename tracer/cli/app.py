@@ -204,6 +204,22 @@ ConfineOption = Annotated[str | None, typer.Option(
     "--confine", metavar="DIR", show_default=False,
     help="Every file the spec refers to (weights, checkpoint folders) must lie inside DIR, through links; "
          "a reference outside is refused (exit 2), naming only the reference. For grading untrusted work.")]
+# -- i27-intervene: --ablate, --set, --from (tracer/engine/interventions.py) --------------------------------------
+AblateOption = Annotated[list[str] | None, typer.Option(
+    "--ablate", metavar="STAGE[=mean]", show_default=False,
+    help="Zero a head's contribution (blocks.0.attn.head.3), a stage (STAGE), or replace a stage by its mean over positions (STAGE=mean); repeatable.")]
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="STAGE=FILE:KEY", show_default=False,
+    help="Replace a stage's value by the array KEY of the .npz FILE (another run's --save, say); repeatable.")]
+FromOption = Annotated[str | None, typer.Option(
+    "--from", metavar="STAGE=FILE:KEY", show_default=False,
+    help="Start the run at STAGE with the array KEY of the .npz FILE; the steps before it are not computed.")]
+
+
+def intervene(ablate: list[str] | None, set_: list[str] | None, start: str | None) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    return tuple(ablate or ()), tuple(set_ or ()), (start,) if start else ()
+
+
 ForceOption = Annotated[bool, typer.Option("--force", help="Let the output files replace an existing file tracer cannot prove it wrote "
                                                         "(never a link, a read-only file or an input; see docs/files.md).")]
 
@@ -219,6 +235,7 @@ RUN_SECTIONS = {
     "Output": ("--format", "--json", "--with-weights", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
     "Checks and exit codes": ("--verify", "--verify-budget", "--keep-going", "--exit-zero", "--confine"),
     "Memory": ("--max-memory", "--record", "--keep"),
+    "Interventions": ("--ablate", "--set", "--from"),
 }
 
 
@@ -250,6 +267,9 @@ def run(
     force: ForceOption = False,
     confine: ConfineOption = None,
     lang: LangOption = None,
+    ablate: AblateOption = None,
+    set_: SetOption = None,
+    start: FromOption = None,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix.
 
@@ -264,7 +284,8 @@ def run(
         opts = runs.options(specs, fmt=fmt, as_json=as_json, steps=steps, draw=draw, exports=bool(svg or html), batch=batch, pos=pos,
                             precision=precision, show_all=show_all, verify=verify, keep_going=keep_going, exit_zero=exit_zero,
                             with_weights=with_weights, stages=tuple(stage or ()), verify_budget=verify_budget, record=record,
-                            keep=tuple(keep or ()), max_memory=max_memory, save=save, force=force)
+                            keep=tuple(keep or ()), max_memory=max_memory, save=save, force=force,
+                            intervene=intervene(ablate, set_, start))
         form = opts.form
         targets = export_targets(svg, html, list(specs), form, force, save)
         if steps:

@@ -183,6 +183,8 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
     targets: tuple[tuple[int, ...], ...] | None = None  # input.targets: the token ids next-token predicts [B,T]
     files_read: tuple[str, ...] = ()  # every file loading it read (the spec, checkpoints, config.json): no output may replace one
     token_types: InputSpec | None = None  # block.token_types: the type id of each position [B,T] (zeros when not given)
+    # i27-intervene: --ablate/--set/--from, resolved (tracer.engine.interventions.Intervention): every run computes with them
+    interventions: tuple[Any, ...] = ()
 
     def axes_shape(self, axes: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(self.dims.size(a) for a in axes)
