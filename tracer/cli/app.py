@@ -389,6 +389,9 @@ def probe(
     exact: Annotated[bool, typer.Option("--exact", help="Prove causality with the backward pass: every later position's gradient exactly 0.")] = False,
     max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a probe estimated to need more (it holds two runs at once).")] = DEFAULT_MAX_MEMORY,
     lang: LangOption = None,
+    ablate: AblateOption = None,
+    set_: SetOption = None,
+    start: FromOption = None,
 ) -> None:
     """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows.
 
@@ -403,6 +406,10 @@ def probe(
         from tracer.spec import load_spec
 
         s = load_spec(spec)
+        if ablate or set_ or start:  # i27-intervene: the probe perturbs the intervened block
+            from tracer.engine.interventions import Requests, attach
+
+            s = attach(s, Requests(*intervene(ablate, set_, start)))
         props = run_probe(s, exact, max_memory)
         if as_json:
             sys.stdout.write(view.json_text(s, props))
@@ -421,6 +428,7 @@ GRAD_SECTIONS = {
     "Output": ("--format", "--json", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
     "Checks": ("--verify", "--keep-going", "--confine"),
     "Memory": ("--max-memory",),
+    "Interventions": ("--ablate", "--set", "--from"),
 }
 
 
@@ -448,6 +456,9 @@ def grad(
     force: ForceOption = False,
     confine: ConfineOption = None,
     lang: LangOption = None,
+    ablate: AblateOption = None,
+    set_: SetOption = None,
+    start: FromOption = None,
 ) -> None:
     """The training signal, stage by stage: a loss's gradient with respect to every stage and weight, in backward order."""
 
@@ -459,7 +470,7 @@ def grad(
         check_precision(precision)
         targets = export_targets(svg, html, [spec], form, force)
         result = execute(GradRequest(spec, form, loss, batch, pos, precision, show_all, tuple(stage or ()), per_layer,
-                                     weight, verify, keep_going, save, max_memory, force))
+                                     weight, verify, keep_going, save, max_memory, force, intervene(ablate, set_, start)))
         if isinstance(result.output, str):
             sys.stdout.write(result.output)
         else:
@@ -497,6 +508,16 @@ def diff(
     max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a diff estimated to need more (both sides count).")] = DEFAULT_MAX_MEMORY,
     confine: ConfineOption = None,
     lang: LangOption = None,
+    ablate: AblateOption = None,
+    set_: SetOption = None,
+    start: FromOption = None,
+    ablate_a: Annotated[list[str] | None, typer.Option("--ablate-a", metavar="STAGE[=mean]", show_default=False, help="As --ablate, on side A only.")] = None,
+    ablate_b: Annotated[list[str] | None, typer.Option("--ablate-b", metavar="STAGE[=mean]", show_default=False, help="As --ablate, on side B only.")] = None,
+    set_a: Annotated[list[str] | None, typer.Option("--set-a", metavar="STAGE=FILE:KEY", show_default=False, help="As --set, on side A only.")] = None,
+    set_b: Annotated[list[str] | None, typer.Option("--set-b", metavar="STAGE=FILE:KEY", show_default=False, help="As --set, on side B only.")] = None,
+    start_a: Annotated[str | None, typer.Option("--from-a", metavar="STAGE=FILE:KEY", show_default=False, help="As --from, on side A only.")] = None,
+    start_b: Annotated[str | None, typer.Option("--from-b", metavar="STAGE=FILE:KEY", show_default=False, help="As --from, on side B only.")] = None,
+    token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False, help="The token whose probability the effect sentence follows (default: the clean side's top next token at the last position).")] = None,
 ) -> None:
     """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
 
@@ -515,9 +536,19 @@ def diff(
         form = output_format(fmt, as_json)
         check_precision(precision)
 
+        both = intervene(ablate, set_, start)  # i27-intervene: both sides, then each side's own
+        sides_asked = (intervene([*both[0], *(ablate_a or ())], [*both[1], *(set_a or ())], start_a or start),
+                       intervene([*both[0], *(ablate_b or ())], [*both[1], *(set_b or ())], start_b or start))
+        asked = None
+        if any(any(x) for x in sides_asked):
+            from tracer.engine.interventions import Requests
+
+            asked = (Requests(*sides_asked[0]), Requests(*sides_asked[1]))
+
         def compared(b: str) -> "DiffResult":
             return diff_files(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
-                              only=tuple(stage or ()), names=tuple(names or ()), grad=grad, max_memory=max_memory)
+                              only=tuple(stage or ()), names=tuple(names or ()), grad=grad, max_memory=max_memory,
+                              intervene=asked, token=token)
 
         if len(sides) > 1 or os.path.isdir(sides[0]):
             return diff_many(a, sides, form, bool(svg or html), compared)

@@ -66,7 +66,22 @@ class Intervention(NamedTuple):
             return msg("ablated (its mean over positions)")
         if self.kind == "set":
             return msg("set from {source}", source=self.source)
-        return msg("started from {source}; the steps before it are not computed", source=self.source)
+        return msg("started from {source}", source=self.source)
+
+    def phrase(self) -> Message:
+        """What it does, as the subject of a sentence: 'ablating head 3 of layer 0'."""
+        if self.kind == "heads":
+            parts = self.stage.split(".")
+            where: Message | str = (msg("layer {n}", n=parts[1]) if len(parts) == 3 and parts[0] == "blocks" and parts[2] == "attention"
+                                    else self.stage)
+            return msg("ablating head {heads} of {where}", heads=", ".join(map(str, self.heads)), where=where)
+        if self.kind == "zero":
+            return msg("zeroing {stage}", stage=self.stage)
+        if self.kind == "mean":
+            return msg("replacing {stage} by its mean over positions", stage=self.stage)
+        if self.kind == "set":
+            return msg("setting {stage} from {source}", stage=self.stage, source=self.source)
+        return msg("starting at {stage} from {source}", stage=self.stage, source=self.source)
 
     def as_json(self) -> dict[str, object]:
         out: dict[str, object] = {"stage": self.stage, "kind": self.kind, "option": self.option}
@@ -164,7 +179,7 @@ def _read_array(option: str, stage: str, source: str, spec: Spec) -> np.ndarray:
     got = archive.info(key).shape
     if tuple(got) != tuple(sizes):
         raise UsageError(at(path, msg("{option} {stage}={source}: expected shape {expected}, received {got}", option=option, stage=stage,
-                                      source=source, expected=shape_label(axes, tuple(sizes)), got=list(got))))
+                                      source=source, expected=shape_label(axes, tuple(sizes)), got="[" + ",".join(map(str, got)) + "]")))
     try:
         value = archive.raw(key)
     except CheckpointError as e:
@@ -203,6 +218,10 @@ def resolve(spec: Spec, requests: Requests) -> tuple[Intervention, ...]:
     for item in requests.ablate:
         name, sep, how = item.partition("=")
         option = f"--ablate {item}"
+        prefix, dot_head, number = name.rpartition(".head.")
+        if dot_head and name not in heads and f"{prefix}.head.0" in heads:
+            raise UsageError(msg("{option}: expected a head 0 to {last} (H = {H}), received {got}", option=option, last=spec.dims.H - 1,
+                                 H=spec.dims.H, got=number))
         if name in heads:
             if sep:
                 raise UsageError(msg("{option}: a head is ablated to zero; =mean is for a stage", option=option))
