@@ -601,6 +601,60 @@ def diff_many(a: str, paths: list[str], form: str, exports: bool, compared: "Cal
     return many.exit_code(outcomes)
 
 
+# -- i27-intervene: tracer patch ------------------------------------------------------------------------------
+@app.command()
+def patch(
+    clean: Annotated[str, typer.Argument(metavar="CLEAN", help="The spec of the clean run: its stage values are patched in.", show_default=False)],
+    corrupt: Annotated[str, typer.Argument(metavar="CORRUPT", help="The spec of the corrupt run (the same model on another input): patched at each cell.", show_default=False)],
+    stage: Annotated[list[str] | None, typer.Option("--stage", metavar="PATTERN", show_default=False,
+                                                    help="The stages to patch, by name or pattern (default 'blocks.*.output'); repeatable.")] = None,
+    token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False, help="The token whose logit is followed (default: the clean run's top next token at the last position).")] = None,
+    batch: BatchOption = 0,
+    precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object instead of the table and heatmap.")] = False,
+    fmt: Annotated[str | None, typer.Option("--format", metavar="table|json|csv", show_default=False, help="Output format (default: table, with the heatmap).")] = None,
+    no_color: NoColorOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a sweep whose runs are estimated to need more.")] = DEFAULT_MAX_MEMORY,
+    confine: ConfineOption = None,
+    lang: LangOption = None,
+) -> None:
+    """Activation patching: each stage at each position patched from CLEAN into CORRUPT, and the change in a token's logit.
+
+    Exit codes: 0 the sweep ran, 1 a run had a violation (its cells are empty), 2 bad input.
+    """
+
+    def body() -> int:
+        from tracer.patching.run import DEFAULT_STAGE
+        from tracer.patching.run import patch as sweep
+        from tracer.run.command import output_format
+        from tracer.spec import load_spec
+
+        form = output_format(fmt, as_json)
+        if form == "markdown":
+            raise UsageError(msg("--format markdown: tracer patch writes table, json or csv"))
+        check_precision(precision)
+        targets = export_targets(svg, html, [clean, corrupt], form, force)
+        grid = sweep(load_spec(clean), load_spec(corrupt), tuple(stage or (DEFAULT_STAGE,)), token, batch, max_memory)
+        if form == "json":
+            from tracer.views import trace_json as jsonout
+
+            sys.stdout.write(jsonout.dumps(grid.as_json()))
+        elif form == "csv":
+            from tracer.patching.view import patch_csv
+
+            sys.stdout.write(patch_csv(grid))
+        else:
+            from tracer.patching.view import patch_view
+
+            show(patch_view(grid, precision), no_color, targets, "tracer patch", force)
+        return grid.exit_code
+
+    guarded(body, lang, confine)
+
+
 @app.command()
 def graph(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec of the block to draw.", show_default=False)],
