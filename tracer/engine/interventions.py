@@ -34,7 +34,6 @@ from tracer.model.shapes import shape_label
 if TYPE_CHECKING:
     from tracer.spec import Spec
 
-KINDS = ("zero", "mean", "set", "from", "heads")
 
 
 class Requests(NamedTuple):

@@ -7,6 +7,7 @@ patching raises the token's logit and blue where it lowers it; the table gives t
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -14,9 +15,11 @@ from rich.text import Text
 
 from tracer.i18n import tr
 from tracer.messages import msg, render
-from tracer.patching.run import PatchGrid
 from tracer.run.attention import fit, glyph
 from tracer.views.text import csv_text, fmt_number
+
+if TYPE_CHECKING:
+    from tracer.patching.run import PatchGrid  # the grid's module renders it with these: no import back
 
 CELL = 8  # terminal cells of a heatmap column
 
@@ -63,10 +66,10 @@ def patch_view(g: PatchGrid, precision: int = 4) -> RenderableType:
     return Group(*parts)
 
 
-CSV_HEADER = ("stage", "t", "token", "logit", "delta")
+PATCH_CSV_HEADER = ("stage", "t", "token", "logit", "delta")
 
 
 def patch_csv(g: PatchGrid) -> str:
     rows = [[name, str(t), str(g.token), repr(float(g.logits[i, t])), repr(float(g.delta[i, t]))]
             for i, name in enumerate(g.stages) for t in range(len(g.words))]
-    return csv_text(list(CSV_HEADER), rows)
+    return csv_text(list(PATCH_CSV_HEADER), rows)
