@@ -206,3 +206,18 @@ def test_intervened_runs_are_the_same_from_the_api_and_the_command_line(tmp_path
     api = tracer.trace(STACK, ablate="blocks.0.attn.head.0", record="main")
     for name in cli:
         assert np.array_equal(cli[name], api[name]), name
+
+
+def test_markdown_marks_the_intervened_stage_and_a_cross_attention_head_is_ablated():
+    md = run_app("run", STACK, "--ablate", "blocks.0.attn.head.1", "--format", "markdown").stdout
+    assert "| `blocks.0.attention` ← head 1 ablated (zero) |" in md
+    enc = str(SPECS / "encoder-decoder.yaml")
+    clean = tracer.trace(enc)
+    t = tracer.trace(enc, ablate="decoder.blocks.0.cross.head.1")
+    d = t.spec.dims.d
+    w = attention_params(t.params, "decoder.blocks.0.cross_attn")
+    w["w_o"] = w["w_o"].copy()
+    w["w_o"][d:2 * d] = 0.0
+    want = oracle.attention(t["decoder.blocks.0.norm2"], t["encoder.final_norm"], w, t.spec.dims.H, "none")["output"]
+    assert np.max(np.abs(t["decoder.blocks.0.cross_attention"] - want)) <= 1e-12
+    assert np.array_equal(t["encoder.final_norm"], clean["encoder.final_norm"])

@@ -930,7 +930,7 @@ def _add_effect(result: DiffResult, token: str | int | None) -> None:
     ib = b.spec.interventions if b.spec is not None else ()
     clean, changed = (b, a) if ia and not ib else (a, b)
     what = moved.subject(changed.spec.interventions if changed.spec is not None else (), clean.spec.interventions if clean.spec is not None else ())
-    found = moved.effect(clean.stages, changed.stages, clean.spec, what, token, result.batch)
+    found = moved.effect(clean.stages, changed.stages, clean.spec or changed.spec, what, token, result.batch)
     if found is None:
         if token is not None:
             raise UsageError(msg("--token: a side has no logits (a spec with head: tied or separate has them)"))
