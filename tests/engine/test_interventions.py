@@ -221,3 +221,15 @@ def test_markdown_marks_the_intervened_stage_and_a_cross_attention_head_is_ablat
     want = oracle.attention(t["decoder.blocks.0.norm2"], t["encoder.final_norm"], w, t.spec.dims.H, "none")["output"]
     assert np.max(np.abs(t["decoder.blocks.0.cross_attention"] - want)) <= 1e-12
     assert np.array_equal(t["encoder.final_norm"], clean["encoder.final_norm"])
+
+
+def test_from_and_map_compare_two_layers_on_one_input(tmp_path):
+    """layer 1 started from the input layer 0 saw, diffed against layer 0 with --map: the two layers on one input."""
+    full = tracer.trace(STACK)
+    full.save(str(tmp_path / "run.npz"))
+    layer1 = tracer.trace(STACK, start=f"blocks.0.output={tmp_path}/run.npz:x")
+    layer1.save(str(tmp_path / "layer1.npz"))
+    r = run_app("diff", STACK, str(tmp_path / "layer1.npz"), "--map", "blocks.1.output=blocks.0.output", "--stage", "blocks.0.output", "--json")
+    row = json.loads(r.stdout)["stages"][0]
+    assert r.returncode == 1 and row["name"] == "blocks.0.output"
+    assert row["max_abs_diff"] == float(np.max(np.abs(full["blocks.0.output"] - layer1["blocks.1.output"])))
