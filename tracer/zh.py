@@ -1526,6 +1526,7 @@ MESSAGES: dict[str, str] = {
     'activation patching: the logit of {token} at b={b}, t={t}, patched run minus corrupt run': '激活修补：b={b}, t={t} 处 {token} 的 logit，修补后的运行减去损坏运行',
     'shade: |change| against the largest, {vmax}; red raises the logit, blue lowers it': '深浅：|变化| 相对最大值 {vmax}；红色使 logit 升高，蓝色使其降低',
     '--verify checks the kernels against the scalar reference, which knows no --ablate, --set or --from: give one or the other': '--verify 用标量参考实现核对内核，而参考实现不知道 --ablate、--set 或 --from：二者只能选一',
+    'tracer patch needs both runs free of violations (`tracer run SPEC` shows them)': 'tracer patch 需要两次运行都没有违规（`tracer run SPEC` 会显示它们）',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

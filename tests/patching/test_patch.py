@@ -85,3 +85,15 @@ def test_a_real_process_exits_as_documented(args, code):
     r = run_cli("patch", CLEAN, CORRUPT, *args)
     assert r.returncode == code, r.stderr
     assert "Traceback" not in r.stderr
+
+
+def test_a_violation_in_either_run_is_exit_1_and_json_says_why(tmp_path):
+    text = ("name: beyond\nvocab: [a, b, c]\ndims: {C: 2, H: 2, F: 3, T_max: 3}\nseed: 1\n"
+            "block: {norm_order: pre, mask: causal, head: tied, layers: 2, positions: learned}\ninput:\n  tokens: [[a, b, c, a, %s]]\n")
+    (tmp_path / "a.yaml").write_text(text % "b")
+    (tmp_path / "b.yaml").write_text(text % "c")
+    r = run_app("patch", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"))
+    assert r.returncode == 1 and "CLEAN (" in r.stderr and "position violation" in r.stderr and "Traceback" not in r.stderr
+    r = run_app("patch", str(tmp_path / "a.yaml"), str(tmp_path / "b.yaml"), "--json")
+    doc = json.loads(r.stdout)
+    assert r.returncode == 1 and doc["ok"] is False and doc["error"]["exit_code"] == 1

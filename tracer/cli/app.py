@@ -623,7 +623,7 @@ def patch(
 ) -> None:
     """Activation patching: each stage at each position patched from CLEAN into CORRUPT, and the change in a token's logit.
 
-    Exit codes: 0 the sweep ran, 1 a run had a violation (its cells are empty), 2 bad input.
+    Exit codes: 0 the sweep ran, 1 a run had a violation, 2 bad input.
     """
 
     def body() -> int:
@@ -637,7 +637,15 @@ def patch(
             raise UsageError(msg("--format markdown: tracer patch writes table, json or csv"))
         check_precision(precision)
         targets = export_targets(svg, html, [clean, corrupt], form, force)
-        grid = sweep(load_spec(clean), load_spec(corrupt), tuple(stage or (DEFAULT_STAGE,)), token, batch, max_memory)
+        try:
+            grid = sweep(load_spec(clean), load_spec(corrupt), tuple(stage or (DEFAULT_STAGE,)), token, batch, max_memory)
+        except TracerError as e:
+            if form == "json":  # the error object on stdout too, as tracer run and tracer diff write it
+                from tracer.views import trace_json as jsonout
+
+                sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "kind": "patch", "ok": False,
+                                                "error": {"exit_code": e.exit_code, "message": e.message}}))
+            raise
         if form == "json":
             from tracer.views import trace_json as jsonout
 

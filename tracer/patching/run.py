@@ -20,8 +20,8 @@ import numpy as np
 from tracer.compare import effect as chosen
 from tracer.engine import executor
 from tracer.engine.interventions import Intervention, position_axis
-from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
-from tracer.messages import Message, at, msg
+from tracer.errors import EXIT_OK, EXIT_VIOLATION, SweepStopped, UsageError
+from tracer.messages import Message, at, join, msg
 from tracer.model.shapes import shape_label
 from tracer.spec import memory
 from tracer.views.display import View
@@ -41,7 +41,7 @@ class PatchGrid:
 
     def __init__(self, clean: Spec, corrupt: Spec, stages: list[str], words: list[str], token: int, token_text: str,
                  b: int, t_last: int, logit_clean: float, logit_corrupt: float, logits: np.ndarray,
-                 violations: list[str]) -> None:
+                 violations: list[Message]) -> None:
         self.clean, self.corrupt = clean, corrupt
         self.stages = stages
         self.words = words  # the positions' labels: 't=0 (the)'
@@ -49,7 +49,7 @@ class PatchGrid:
         self.b, self.t_last = b, t_last
         self.logit_clean, self.logit_corrupt = logit_clean, logit_corrupt
         self.logits = logits  # [stages, T]: the patched runs' logits of the token
-        self.violations = violations  # 'clean: broadcast violation at x', ...
+        self.violations = violations  # a patched run's violations (its cell is NaN)
 
     @property
     def delta(self) -> np.ndarray:
@@ -76,9 +76,9 @@ class PatchGrid:
         return {"schema_version": SCHEMA_VERSION, "kind": "patch", "clean": {"path": self.clean.path, "name": self.clean.name},
                 "corrupt": {"path": self.corrupt.path, "name": self.corrupt.name}, "ok": not self.violations,
                 "token": {"id": self.token, "text": self._word()}, "b": self.b, "t": self.t_last,
-                "logit": {"clean": self.logit_clean, "corrupt": self.logit_corrupt},
+                "logit": {"clean": _number(self.logit_clean), "corrupt": _number(self.logit_corrupt)},
                 "stages": self.stages, "positions": list(range(len(self.words))),
-                "cells": [{"stage": s, "t": t, "logit": float(self.logits[i, t]), "delta": float(self.delta[i, t])}
+                "cells": [{"stage": s, "t": t, "logit": _number(self.logits[i, t]), "delta": _number(self.delta[i, t])}
                           for i, s in enumerate(self.stages) for t in range(len(self.words))],
                 "summary": self.summary(), "violations": self.violations}
 
@@ -101,6 +101,14 @@ class PatchGrid:
         return f"<tracer.PatchGrid {len(self.stages)} stages x {len(self.words)} positions, token {self.token_text}>"
 
 
+def _number(x: float) -> float | str:
+    """A float as JSON writes it: NaN (a cell a violation left empty) as the string "NaN", as every tracer JSON does."""
+    from tracer.views.trace_json import array_json
+
+    out = array_json(np.asarray(float(x)))
+    return out if isinstance(out, (float, str)) else float(x)
+
+
 def pick_stages(spec: Spec, patterns: Sequence[str]) -> list[str]:
     """The step stages the patterns match (fnmatch: ``blocks.*.output``), in step order; none matched: UsageError."""
     names = [s.name for s in spec.steps]
@@ -117,8 +125,12 @@ def pick_stages(spec: Spec, patterns: Sequence[str]) -> list[str]:
     return picked
 
 
-def _violations(label: str, trace: executor.Recording) -> list[str]:
-    return [f"{label}: {v.kind} violation at {v.stage}" for v in trace.violations]
+def _violations(label: str, trace: executor.Recording) -> list[Message]:
+    """Each violation as diff names a side's: 'CLEAN (clean.yaml): position violation: ...'."""
+    from tracer.model.contracts import kind_word
+
+    return [msg("{label} ({path}): {kind} violation: {message}", label=label, path=trace.spec.path, kind=kind_word(v.kind), message=v.message)
+            for v in trace.violations]
 
 
 def _full_run(spec: Spec, policy: memory.RecordPolicy) -> tuple[executor.Recording, dict[str, np.ndarray], dict[str, np.ndarray]]:
@@ -148,32 +160,33 @@ def patch(clean: Spec, corrupt: Spec, stages: Sequence[str] = (DEFAULT_STAGE,), 
     with np.errstate(all="ignore"):
         clean_run, _, _ = _full_run(clean, policy)
         base, params, inputs = _full_run(corrupt, policy)
-        violations = _violations("clean", clean_run) + _violations("corrupt", base)
+        violations = _violations("CLEAN", clean_run) + _violations("CORRUPT", base)
+        if violations:  # nothing to patch from or into: exit 1, as tracer run's exit for a violation
+            raise SweepStopped(join([*violations, msg("tracer patch needs both runs free of violations (`tracer run SPEC` shows them)")]))
         la, lc = chosen.last_logits(clean_run.stages, b), chosen.last_logits(base.stages, b)
         V = corrupt.stage_shapes["logits"][1][-1]
         tok = chosen.choose_token(corrupt if corrupt.vocab else clean, token, la, V)
         T = corrupt.stage_shapes[picked[0]][1][position_axis(corrupt.stage_shapes[picked[0]][0]) or 0] if picked else 0
         logits = np.full((len(picked), T), np.nan)
-        if not violations:
-            live = {n: st.array for n, st in base.stages.items() if st.data is not None}
-            index = {s.name: i for i, s in enumerate(corrupt.steps)}
-            for i, name in enumerate(picked):
-                axes = corrupt.stage_shapes[name][0]
-                axis = position_axis(axes)
-                assert axis is not None
-                for t in range(clean_run.stages[name].shape[axis]):
-                    value = live[name].copy()
-                    where = tuple(t if j == axis else slice(None) for j in range(value.ndim))
-                    value[where] = clean_run.stages[name].array[where]
-                    iv = Intervention(name, "set", f"patch {name} at t={t}", value, f"clean t={t}")
-                    patched = corrupt._replace(interventions=(iv,))
-                    ex = executor.Executor(patched, policy=memory.RecordPolicy("table", frozenset({"logits"})), params=params, inputs=inputs)
-                    run = ex.run(index[name], live)
-                    got = chosen.last_logits(run.stages, b)
-                    if got is None or not run.ok:
-                        violations += _violations(f"patched {name} at t={t}", run)
-                        continue
-                    logits[i, t] = got[tok]
+        live = {n: st.array for n, st in base.stages.items() if st.data is not None}
+        index = {s.name: i for i, s in enumerate(corrupt.steps)}
+        for i, name in enumerate(picked):
+            axes = corrupt.stage_shapes[name][0]
+            axis = position_axis(axes)
+            assert axis is not None
+            for t in range(clean_run.stages[name].shape[axis]):
+                value = live[name].copy()
+                where = tuple(t if j == axis else slice(None) for j in range(value.ndim))
+                value[where] = clean_run.stages[name].array[where]
+                iv = Intervention(name, "set", f"patch {name} at t={t}", value, f"clean t={t}")
+                patched = corrupt._replace(interventions=(iv,))
+                ex = executor.Executor(patched, policy=memory.RecordPolicy("table", frozenset({"logits"})), params=params, inputs=inputs)
+                run = ex.run(index[name], live)
+                got = chosen.last_logits(run.stages, b)
+                if got is None or not run.ok:
+                    violations += _violations(f"{name} t={t}", run)
+                    continue
+                logits[i, t] = got[tok]
     words = [f"t={t}{_word(corrupt, b, t)}" for t in range(T)]
     t_last = corrupt.stage_shapes["logits"][1][1] - 1
     return PatchGrid(clean, corrupt, picked, words, tok, chosen.token_text(corrupt if corrupt.vocab else clean, tok), b, t_last,

@@ -62,7 +62,7 @@ def heatmap(g: PatchGrid) -> Text:
 def patch_view(g: PatchGrid, precision: int = 4) -> RenderableType:
     parts: list[RenderableType] = [table(g, precision), heatmap(g), Text(render(g.summary()), style="bold")]
     for v in g.violations:
-        parts.append(Text(v, style="bold red"))
+        parts.append(Text(render(v), style="bold red"))
     return Group(*parts)
 
 
