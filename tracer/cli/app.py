@@ -391,7 +391,6 @@ def probe(
     lang: LangOption = None,
     ablate: AblateOption = None,
     set_: SetOption = None,
-    start: FromOption = None,
 ) -> None:
     """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows.
 
@@ -406,10 +405,10 @@ def probe(
         from tracer.spec import load_spec
 
         s = load_spec(spec)
-        if ablate or set_ or start:  # i27-intervene: the probe perturbs the intervened block
+        if ablate or set_:  # i27-intervene: the probe perturbs the intervened block (its input: no --from)
             from tracer.engine.interventions import Requests, attach
 
-            s = attach(s, Requests(*intervene(ablate, set_, start)))
+            s = attach(s, Requests(*intervene(ablate, set_, None)))
         props = run_probe(s, exact, max_memory)
         if as_json:
             sys.stdout.write(view.json_text(s, props))

@@ -118,9 +118,10 @@ def by_stage(spec: Spec) -> dict[str, Intervention]:
 
 def start_of(spec: Spec) -> int:
     """The index of the first step computed: the --from stage's, else 0."""
+    names = [s.name for s in spec.steps]
     for iv in getattr(spec, "interventions", ()):
-        if iv.kind == "from":
-            return [s.name for s in spec.steps].index(iv.stage)
+        if iv.kind == "from" and iv.stage in names:  # a variant of the spec without the stage (probe's bare block) starts at 0
+            return names.index(iv.stage)
     return 0
 
 
