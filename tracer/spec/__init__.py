@@ -222,6 +222,7 @@ SPEC_NOT_SETTINGS = {
     "stage_shapes": "follows from the dims and the steps",
     "allow_nonfinite": "whether a NaN or an infinity stops the run, not what is computed",
     "files_read": "the files loading it read (no output may replace them), not what is computed",
+    "interventions": "--ablate/--set/--from, asked on the command line: compared through the stages they change, by value",
 }
 SPEC_ONLY_SETTINGS = ("input", "source", "loss", "targets")  # not in a saved trace (its stages hold the input's values)
 GRAD_SETTINGS = ("loss", "targets")  # what tracer grad differentiates: compared by diff --grad
