@@ -8,6 +8,7 @@ import no NumPy:
   ``t.shape_of("norm1")``, ``t.violations``, ``t.to_json()``, ``t.save(path)``, ``t.attention()``;
 - ``tracer.diff(a, b, ...)`` -> a Diff: ``.first_divergence``, ``.exit_code``, ``.stages``, ``.hint``;
 - ``tracer.recorder("mine.npz")`` -> a context manager recording your own block's arrays;
+- ``tracer.patch(clean, corrupt, stage=..., token=...)`` -> a PatchGrid: activation patching, stages x positions;
 - ``TracerError`` and its kin (``SpecError``, ``UsageError``): every error the API raises.
 
 A Trace and a Diff show as the table the terminal shows, in Jupyter and with rich.
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from tracer.version import __version__ as __version__
 
 __all__ = ["Diff", "Recorder", "SpecError", "StageShape", "Trace", "TracerError", "UsageError", "diff", "load", "recorder",
-           "trace"]
+           "trace", "PatchGrid", "patch"]
 
 if TYPE_CHECKING:
     from tracer.compare.recording import Recorder as Recorder
@@ -30,6 +31,10 @@ if TYPE_CHECKING:
     from tracer.errors import SpecError as SpecError
     from tracer.errors import TracerError as TracerError
     from tracer.errors import UsageError as UsageError
+
+    # i27-intervene
+    from tracer.patching.run import PatchGrid as PatchGrid
+    from tracer.patching.run import patch_api as patch
     from tracer.run.result import StageShape as StageShape
     from tracer.run.result import Trace as Trace
     from tracer.run.result import trace as trace
@@ -40,6 +45,7 @@ if TYPE_CHECKING:
 _LAZY = {"load": "spec.loading", "trace": "run.result", "Trace": "run.result", "StageShape": "run.result", "diff": "compare.sides",
          "Diff": "compare.sides", "recorder": "compare.recording", "Recorder": "compare.recording", "TracerError": "errors",
          "SpecError": "errors", "UsageError": "errors"}
+_LAZY.update({"patch": "patching.run", "PatchGrid": "patching.run"})  # i27-intervene
 
 
 def __getattr__(name: str) -> Any:
@@ -47,7 +53,7 @@ def __getattr__(name: str) -> Any:
 
     if name not in _LAZY:
         raise AttributeError(f"module 'tracer' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), "patch_api" if name == "patch" else name)
     globals()[name] = value
     return value
 

@@ -102,7 +102,7 @@ def test_import_tracer_loads_no_numpy():
     r = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 0, r.stderr
-    assert "'diff', 'load', 'recorder'" in r.stdout
+    assert "'diff', 'load', 'patch', 'recorder'" in r.stdout
 
 
 # -- Trace -------------------------------------------------------------------------------------------

@@ -204,6 +204,22 @@ ConfineOption = Annotated[str | None, typer.Option(
     "--confine", metavar="DIR", show_default=False,
     help="Every file the spec refers to (weights, checkpoint folders) must lie inside DIR, through links; "
          "a reference outside is refused (exit 2), naming only the reference. For grading untrusted work.")]
+# -- i27-intervene: --ablate, --set, --from (tracer/engine/interventions.py) --------------------------------------
+AblateOption = Annotated[list[str] | None, typer.Option(
+    "--ablate", metavar="STAGE[=mean]", show_default=False,
+    help="Zero a head's contribution (blocks.0.attn.head.3), a stage (STAGE), or replace a stage by its mean over positions (STAGE=mean); repeatable.")]
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", metavar="STAGE=FILE:KEY", show_default=False,
+    help="Replace a stage's value by the array KEY of the .npz FILE (another run's --save, say); repeatable.")]
+FromOption = Annotated[str | None, typer.Option(
+    "--from", metavar="STAGE=FILE:KEY", show_default=False,
+    help="Start the run at STAGE with the array KEY of the .npz FILE; the steps before it are not computed.")]
+
+
+def intervene(ablate: list[str] | None, set_: list[str] | None, start: str | None) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    return tuple(ablate or ()), tuple(set_ or ()), (start,) if start else ()
+
+
 ForceOption = Annotated[bool, typer.Option("--force", help="Let the output files replace an existing file tracer cannot prove it wrote "
                                                         "(never a link, a read-only file or an input; see docs/files.md).")]
 
@@ -219,6 +235,7 @@ RUN_SECTIONS = {
     "Output": ("--format", "--json", "--with-weights", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
     "Checks and exit codes": ("--verify", "--verify-budget", "--keep-going", "--exit-zero", "--confine"),
     "Memory": ("--max-memory", "--record", "--keep"),
+    "Interventions": ("--ablate", "--set", "--from"),
 }
 
 
@@ -250,6 +267,9 @@ def run(
     force: ForceOption = False,
     confine: ConfineOption = None,
     lang: LangOption = None,
+    ablate: AblateOption = None,
+    set_: SetOption = None,
+    start: FromOption = None,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix.
 
@@ -264,7 +284,8 @@ def run(
         opts = runs.options(specs, fmt=fmt, as_json=as_json, steps=steps, draw=draw, exports=bool(svg or html), batch=batch, pos=pos,
                             precision=precision, show_all=show_all, verify=verify, keep_going=keep_going, exit_zero=exit_zero,
                             with_weights=with_weights, stages=tuple(stage or ()), verify_budget=verify_budget, record=record,
-                            keep=tuple(keep or ()), max_memory=max_memory, save=save, force=force)
+                            keep=tuple(keep or ()), max_memory=max_memory, save=save, force=force,
+                            intervene=intervene(ablate, set_, start))
         form = opts.form
         targets = export_targets(svg, html, list(specs), form, force, save)
         if steps:
@@ -368,6 +389,8 @@ def probe(
     exact: Annotated[bool, typer.Option("--exact", help="Prove causality with the backward pass: every later position's gradient exactly 0.")] = False,
     max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a probe estimated to need more (it holds two runs at once).")] = DEFAULT_MAX_MEMORY,
     lang: LangOption = None,
+    ablate: AblateOption = None,
+    set_: SetOption = None,
 ) -> None:
     """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows.
 
@@ -382,6 +405,10 @@ def probe(
         from tracer.spec import load_spec
 
         s = load_spec(spec)
+        if ablate or set_:  # i27-intervene: the probe perturbs the intervened block (its input: no --from)
+            from tracer.engine.interventions import Requests, attach
+
+            s = attach(s, Requests(*intervene(ablate, set_, None)))
         props = run_probe(s, exact, max_memory)
         if as_json:
             sys.stdout.write(view.json_text(s, props))
@@ -400,6 +427,7 @@ GRAD_SECTIONS = {
     "Output": ("--format", "--json", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
     "Checks": ("--verify", "--keep-going", "--confine"),
     "Memory": ("--max-memory",),
+    "Interventions": ("--ablate", "--set", "--from"),
 }
 
 
@@ -427,6 +455,9 @@ def grad(
     force: ForceOption = False,
     confine: ConfineOption = None,
     lang: LangOption = None,
+    ablate: AblateOption = None,
+    set_: SetOption = None,
+    start: FromOption = None,
 ) -> None:
     """The training signal, stage by stage: a loss's gradient with respect to every stage and weight, in backward order."""
 
@@ -438,7 +469,7 @@ def grad(
         check_precision(precision)
         targets = export_targets(svg, html, [spec], form, force)
         result = execute(GradRequest(spec, form, loss, batch, pos, precision, show_all, tuple(stage or ()), per_layer,
-                                     weight, verify, keep_going, save, max_memory, force))
+                                     weight, verify, keep_going, save, max_memory, force, intervene(ablate, set_, start)))
         if isinstance(result.output, str):
             sys.stdout.write(result.output)
         else:
@@ -476,6 +507,16 @@ def diff(
     max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a diff estimated to need more (both sides count).")] = DEFAULT_MAX_MEMORY,
     confine: ConfineOption = None,
     lang: LangOption = None,
+    ablate: AblateOption = None,
+    set_: SetOption = None,
+    start: FromOption = None,
+    ablate_a: Annotated[list[str] | None, typer.Option("--ablate-a", metavar="STAGE[=mean]", show_default=False, help="As --ablate, on side A only.")] = None,
+    ablate_b: Annotated[list[str] | None, typer.Option("--ablate-b", metavar="STAGE[=mean]", show_default=False, help="As --ablate, on side B only.")] = None,
+    set_a: Annotated[list[str] | None, typer.Option("--set-a", metavar="STAGE=FILE:KEY", show_default=False, help="As --set, on side A only.")] = None,
+    set_b: Annotated[list[str] | None, typer.Option("--set-b", metavar="STAGE=FILE:KEY", show_default=False, help="As --set, on side B only.")] = None,
+    start_a: Annotated[str | None, typer.Option("--from-a", metavar="STAGE=FILE:KEY", show_default=False, help="As --from, on side A only.")] = None,
+    start_b: Annotated[str | None, typer.Option("--from-b", metavar="STAGE=FILE:KEY", show_default=False, help="As --from, on side B only.")] = None,
+    token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False, help="The token whose probability the effect sentence follows (default: the clean side's top next token at the last position).")] = None,
 ) -> None:
     """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
 
@@ -494,9 +535,19 @@ def diff(
         form = output_format(fmt, as_json)
         check_precision(precision)
 
+        both = intervene(ablate, set_, start)  # i27-intervene: both sides, then each side's own
+        sides_asked = (intervene([*both[0], *(ablate_a or ())], [*both[1], *(set_a or ())], start_a or start),
+                       intervene([*both[0], *(ablate_b or ())], [*both[1], *(set_b or ())], start_b or start))
+        asked = None
+        if any(any(x) for x in sides_asked):
+            from tracer.engine.interventions import Requests
+
+            asked = (Requests(*sides_asked[0]), Requests(*sides_asked[1]))
+
         def compared(b: str) -> "DiffResult":
             return diff_files(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going,
-                              only=tuple(stage or ()), names=tuple(names or ()), grad=grad, max_memory=max_memory)
+                              only=tuple(stage or ()), names=tuple(names or ()), grad=grad, max_memory=max_memory,
+                              intervene=asked, token=token)
 
         if len(sides) > 1 or os.path.isdir(sides[0]):
             return diff_many(a, sides, form, bool(svg or html), compared)
@@ -547,6 +598,68 @@ def diff_many(a: str, paths: list[str], form: str, exports: bool, compared: "Cal
             sys.stdout.write(line + "\n")
     (sys.stderr if form == "json" else sys.stdout).write(many.summary_line(outcomes) + "\n")
     return many.exit_code(outcomes)
+
+
+# -- i27-intervene: tracer patch ------------------------------------------------------------------------------
+@app.command()
+def patch(
+    clean: Annotated[str, typer.Argument(metavar="CLEAN", help="The spec of the clean run: its stage values are patched in.", show_default=False)],
+    corrupt: Annotated[str, typer.Argument(metavar="CORRUPT", help="The spec of the corrupt run (the same model on another input): patched at each cell.", show_default=False)],
+    stage: Annotated[list[str] | None, typer.Option("--stage", metavar="PATTERN", show_default=False,
+                                                    help="The stages to patch, by name or pattern (default 'blocks.*.output'); repeatable.")] = None,
+    token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False, help="The token whose logit is followed (default: the clean run's top next token at the last position).")] = None,
+    batch: BatchOption = 0,
+    precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object instead of the table and heatmap.")] = False,
+    fmt: Annotated[str | None, typer.Option("--format", metavar="table|json|csv", show_default=False, help="Output format (default: table, with the heatmap).")] = None,
+    no_color: NoColorOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a sweep whose runs are estimated to need more.")] = DEFAULT_MAX_MEMORY,
+    confine: ConfineOption = None,
+    lang: LangOption = None,
+) -> None:
+    """Activation patching: each stage at each position patched from CLEAN into CORRUPT, and the change in a token's logit.
+
+    Exit codes: 0 the sweep ran, 1 a run had a violation, 2 bad input.
+    """
+
+    def body() -> int:
+        from tracer.patching.run import DEFAULT_STAGE
+        from tracer.patching.run import patch as sweep
+        from tracer.run.command import output_format
+        from tracer.spec import load_spec
+
+        form = output_format(fmt, as_json)
+        if form == "markdown":
+            raise UsageError(msg("--format markdown: tracer patch writes table, json or csv"))
+        check_precision(precision)
+        targets = export_targets(svg, html, [clean, corrupt], form, force)
+        try:
+            grid = sweep(load_spec(clean), load_spec(corrupt), tuple(stage or (DEFAULT_STAGE,)), token, batch, max_memory)
+        except TracerError as e:
+            if form == "json":  # the error object on stdout too, as tracer run and tracer diff write it
+                from tracer.views import trace_json as jsonout
+
+                sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "kind": "patch", "ok": False,
+                                                "error": {"exit_code": e.exit_code, "message": e.message}}))
+            raise
+        if form == "json":
+            from tracer.views import trace_json as jsonout
+
+            sys.stdout.write(jsonout.dumps(grid.as_json()))
+        elif form == "csv":
+            from tracer.patching.view import patch_csv
+
+            sys.stdout.write(patch_csv(grid))
+        else:
+            from tracer.patching.view import patch_view
+
+            show(patch_view(grid, precision), no_color, targets, "tracer patch", force)
+        return grid.exit_code
+
+    guarded(body, lang, confine)
 
 
 @app.command()

@@ -698,6 +698,7 @@ class DiffResult:
     arrays: ArraysReport | None = None  # when a side is another program's arrays
     hint: Hint | None = None  # what the first divergence usually means (arrays only)
     by_dtype: str | None = None  # the tolerance was chosen by the arrays' dtype ("float32"), not given
+    effect: Any = None  # i27-intervene: the chosen token's p and logit, clean against intervened (compare.effect.Effect)
 
     @property
     def compared(self) -> list[StageRow]:
@@ -797,6 +798,7 @@ class DiffResult:
             **({} if self.arrays is None else {"arrays": self.arrays.as_json()}),
             **({} if self.hint is None else {"hint": self.hint.english()}),
             **({} if self.arrays is None else {"diagnosis": None if self.hint is None else self.hint.diagnosis_json()}),
+            **({} if self.effect is None else {"effect": self.effect.as_json()}),
         }
 
     def first_line(self) -> Message:
@@ -876,18 +878,23 @@ def _visible(stages: dict[str, Stage], show_all: bool) -> dict[str, Stage]:
 
 def diff(path_a: str, path_b: str, *, atol: float | None = None, rtol: float | None = None, batch: int = 0, pos: int = 0,
          show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] = (),
-         grad: bool = False, max_memory: str = memory.DEFAULT_MAX_MEMORY) -> DiffResult:
+         grad: bool = False, max_memory: str = memory.DEFAULT_MAX_MEMORY, intervene: tuple[Any, Any] | None = None,
+         token: str | int | None = None) -> DiffResult:
     """Compare two files; ``only`` (--stage) restricts the stage rows, shown and compared, to those names;
     ``names`` (--map) says which of a side's arrays is which stage; ``grad`` (--grad) compares the gradients
     of each side's loss instead of the values (docs/gradients.md).
 
     Both sides are read, then their memory counted together (each spec side is a full run, a saved
     trace its parsed values), and a diff over --max-memory is refused before either side runs.
-    ``atol``/``rtol`` None: the default (float64's, or a float32 program's own: DTYPE_TOLERANCE)."""
+    ``atol``/``rtol`` None: the default (float64's, or a float32 program's own: DTYPE_TOLERANCE).
+    ``intervene``: each side's --ablate/--set/--from (interventions.Requests, or None); ``token``: --token, the token
+    whose probability the effect sentence follows (tracer.compare.effect)."""
     check_tolerance(DEFAULT_ATOL if atol is None else atol, DEFAULT_RTOL if rtol is None else rtol)
     limit = memory.parse_size(max_memory)
     with reading.within(limit):
         read_a, read_b = read_side(path_a, grad, limit, max_memory), read_side(path_b, grad, limit, max_memory)
+    if intervene is not None:  # i27-intervene: each spec side computes with its own interventions
+        read_a, read_b = _intervened(read_a, intervene[0], path_a, "A"), _intervened(read_b, intervene[1], path_b, "B")
     memory.refuse_over(msg("{a} and {b}: this diff", a=path_a, b=path_b), {msg("side A"): read_a[3], msg("side B"): read_b[3],
                        msg("comparing"): memory.compare_bytes([r[1] for r in (read_a, read_b)], show_all)}, limit, max_memory)
     # Without --all or --stage, attention internals are not compared: a spec side need not keep them (the cross-attention
@@ -895,8 +902,40 @@ def diff(path_a: str, path_b: str, *, atol: float | None = None, rtol: float | N
     lean = not (show_all or only or grad or read_a[2] is not None or read_b[2] is not None)
     a = load_side(path_a, "A", keep_going, read_a, grad, lean)
     b = load_side(path_b, "B", keep_going, read_b, grad, lean)
-    return compare(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going, only=only,
-                   names=names, grad=grad)
+    result = compare(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going, only=only,
+                     names=names, grad=grad)
+    if (intervene is not None or token is not None) and not grad:
+        _add_effect(result, token)
+    return result
+
+
+# -- i27-intervene: a diff of interventions ------------------------------------------------------------
+def _intervened(read: Read, requests: Any, path: str, label: str) -> Read:
+    if not requests:
+        return read
+    doc, spec, arrays, nbytes = read
+    if spec is None:
+        raise UsageError(at(path, msg("--ablate, --set and --from change a run: side {label} must be a spec, not saved arrays or a saved trace", label=label)))
+    from tracer.engine.interventions import attach
+
+    return doc, attach(spec, requests), arrays, nbytes
+
+
+def _add_effect(result: DiffResult, token: str | int | None) -> None:
+    """The sentence on what the intervened side does to the chosen token's probability, as a note (and JSON's effect)."""
+    from tracer.compare import effect as moved
+
+    a, b = result.a, result.b
+    ia = a.spec.interventions if a.spec is not None else ()
+    ib = b.spec.interventions if b.spec is not None else ()
+    clean, changed = (b, a) if ia and not ib else (a, b)
+    what = moved.subject(changed.spec.interventions if changed.spec is not None else (), clean.spec.interventions if clean.spec is not None else ())
+    found = moved.effect(clean.stages, changed.stages, clean.spec or changed.spec, what, token, result.batch)
+    if found is None:
+        if token is not None:
+            raise UsageError(msg("--token: a side has no logits (a spec with head: tied or separate has them)"))
+        return
+    result.effect = found  # the views end with its sentence; JSON has it as effect
 
 
 def check_tolerance(atol: float, rtol: float) -> None:

@@ -199,4 +199,6 @@ def diff_markdown(r: DiffResult, precision: int) -> str:
     parts.append(f"**{md_text(diff_summary(r))}**\n")
     if r.hint is not None:
         parts.append(md_text(hint_text(r)) + "\n")
+    if r.effect is not None:  # --ablate, --set, --from: what the intervention does to the chosen token
+        parts.append(md_text(render(r.effect.sentence)) + "\n")
     return "\n".join(parts)

@@ -41,6 +41,7 @@ from tracer.compare.text import (
     weights_title,
 )
 from tracer.i18n import tr
+from tracer.messages import render
 from tracer.views.text import MISSING
 
 STATUS_STYLE = {EQUAL: "green", DIFFERS: "bold red", NOT_RECORDED: "dim"}  # the others (shapes, only in one side): yellow
@@ -159,4 +160,6 @@ def diff_view(r: DiffResult, precision: int) -> Group:
     parts.append(Text(diff_summary(r), style="bold green" if r.same else "bold red"))
     if r.hint is not None:
         parts.append(Text(hint_text(r), style="bold yellow"))
+    if r.effect is not None:  # --ablate, --set, --from: what the intervention does to the chosen token
+        parts.append(Text(render(r.effect.sentence), style="bold"))
     return Group(*parts)

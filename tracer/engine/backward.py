@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tracer.engine import kernels
+from tracer.engine import interventions, kernels
 from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of
 from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix
 from tracer.model.ops import OPS
@@ -61,6 +61,7 @@ class Backward:
         self.grads: dict[str, np.ndarray] = {}
         self.weight_grads: dict[str, np.ndarray] = {}
         self.owned: set[str] = set()  # stages whose gradient array is theirs alone: the next one adds into it in place
+        self.interventions = interventions.by_stage(trace.spec)
 
     def value(self, name: str) -> np.ndarray:
         return self.trace.stages[name].array
@@ -100,9 +101,27 @@ class Backward:
             self.step = step
             if self.point is not None:  # before the step, which may write over its own value (spare)
                 self.keep_point(step.name)
-            OPS[step.op].run_backward()(self, step, self.grads[step.name])
+            iv = self.interventions.get(step.name)
+            if iv is None or iv.kind == "heads":  # a head ablated: backward_mha masks W_O as the forward did
+                OPS[step.op].run_backward()(self, step, self.grads[step.name])
+            elif iv.kind == "mean":  # y = mean over positions of the step's value: each position gets the mean gradient
+                self.intervened_backward(step, self.grads[step.name])
+            # zero, set, from: the stage is a constant; nothing goes back to the steps before it
             if self.point is not None:
                 self.release(step)
+
+    def intervened_backward(self, step: Step, g: np.ndarray) -> None:
+        """The step's own backward, fed the gradient's mean over positions, with its value before the mean in place."""
+        fwd = self.trace.stages[step.name]
+        axis = interventions.position_axis(fwd.axes)
+        assert axis is not None
+        mean_g = np.broadcast_to(g.mean(axis=axis, keepdims=True), g.shape).copy()
+        ablated = fwd.data
+        fwd.data = self.trace.originals[step.name]
+        try:
+            OPS[step.op].run_backward()(self, step, mean_g)
+        finally:
+            fwd.data = ablated
 
     def keep_point(self, name: str) -> None:
         """The stage's gradient (complete once its step is reached) and value, as their values at (b, t) and their norms."""
@@ -245,6 +264,11 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     xkv = bw.value(step.inputs[1]) if cross else xq
     keys = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o") + (("q_norm", "k_norm") if step.qk_norm else ())
     w = {k: bw.params[f"{step.weights}.{k}"] for k in keys}
+    ablated = bw.interventions.get(step.name)
+    mask = None
+    if ablated is not None and ablated.kind == "heads":  # as the forward: the head's rows of W_O meet zeros
+        mask = ablated.head_mask(w["w_o"].shape[:1], w["w_o"].dtype)[:, None]
+        w["w_o"] = w["w_o"] * mask
     prefix = internal_prefix(step)
     # the weights not recorded (tracer grad's plain table shows neither them nor their gradient): made again head by head
     parts = {k: bw.value(f"{prefix}.{k}") for k in ("q", "k", "v", "weights", "heads") if f"{prefix}.{k}" in bw.trace.stages}
@@ -261,6 +285,8 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], dxq)
     if dxkv is not None:  # cross-attention: keys and values read the other stage
         bw.send(step.inputs[1], dxkv)
+    if mask is not None:  # the ablated heads' rows of W_O multiply zeros: their gradient is zero
+        dw["w_o"] = dw["w_o"] * mask
     for k in keys:
         bw.send_weight(f"{step.weights}.{k}", dw[k])
 

@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tracer.engine import kernels
+from tracer.engine import interventions, kernels
 from tracer.engine.params import load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
@@ -65,6 +65,7 @@ class Stage:  # plain classes here, not dataclasses: tracer starts on every call
         self.internal = internal  # attention internals: shown with --all
         self.summary = summary
         self.point = point
+        self.intervention: str | None = None  # what --ablate/--set/--from did to it (tracer.engine.interventions)
 
     def __repr__(self) -> str:
         kept = ", statistics" if self.summary is not None else ", one value" if self.point is not None else ""
@@ -161,6 +162,7 @@ class Recording:
         self.stages: dict[str, Stage] = {} if stages is None else stages
         self.violations: list[Violation] = [] if violations is None else violations
         self.policy = RecordPolicy() if policy is None else policy
+        self.originals: dict[str, np.ndarray] = {}  # a stage ablated to its mean: its value before (the backward pass reads it)
 
     @property
     def ok(self) -> bool:
@@ -234,6 +236,7 @@ class Executor:
         self.params = load_params(spec, for_run=True) if params is None else params
         self.inputs = load_inputs(spec) if inputs is None else inputs
         self.seen_nonfinite = False
+        self.interventions = interventions.by_stage(spec)
 
     def rec(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
         self.recorder(name, array, axes, meaning, internal)
@@ -300,22 +303,45 @@ class Executor:
         read given (grad --verify's passes, where a perturbed weight cannot change the steps before its layer)."""
         stages: dict[str, np.ndarray] = dict(live or {})
         last_use = {name: i for i, step in enumerate(self.spec.steps) for name in step.inputs}
+        start = max(start, interventions.start_of(self.spec))  # --from: the steps before its stage are not computed
         for i, step in enumerate(self.spec.steps):
             if i < start:
                 continue
             if self.stopped:
                 break
+            iv = self.interventions.get(step.name)
             try:
                 if step.name in self.overrides:  # the probe's perturbed or permuted stage
                     stages[step.name] = self.rec(step.name, self.overrides[step.name], self.axes(step.name), step.meaning)
+                elif iv is not None and iv.kind in ("zero", "set", "from"):  # the stage replaced: its step is not computed
+                    stages[step.name] = self.rec(step.name, self.replaced(step, iv), self.axes(step.name), step.meaning)
                 else:
                     stages[step.name] = OPS[step.op].run_forward()(self, step, [stages[n] for n in step.inputs])
+                    if iv is not None and iv.kind == "mean":
+                        axes = self.axes(step.name)
+                        self.trace.originals[step.name] = stages[step.name]
+                        stages[step.name] = self.rec(step.name, interventions.mean_over_positions(stages[step.name], axes), axes, step.meaning)
+                if iv is not None:
+                    self.mark(step, iv)
             except ShapeError as e:
                 raise ShapeError(msg("stage {name} ({formula}): {e}", name=step.name, formula=step.formula(), e=message_of(e))) from None
             for name in step.inputs:
                 if last_use[name] == i:
                     stages.pop(name, None)  # no later step reads it: it lives on only if recorded
         return self.trace
+
+    def replaced(self, step: Step, iv: interventions.Intervention) -> np.ndarray:
+        if iv.value is not None:
+            return iv.value
+        return np.zeros(self.spec.stage_shapes[step.name][1], dtype=np.dtype(self.spec.dtype))
+
+    def mark(self, step: Step, iv: interventions.Intervention) -> None:
+        """The intervened stage (and, for a head, the heads stage) says so: the table marks it, JSON names it."""
+        names = [step.name] + ([f"{internal_prefix(step)}.heads"] if iv.kind == "heads" else [])
+        for name in names:
+            stage = self.trace.stages.get(name)
+            if stage is not None:
+                stage.intervention = iv.describe()
 
     def record_step(self, step: Step, compute: Callable[[kernels.Strict], np.ndarray]) -> np.ndarray:
         axes = self.axes(step.name)
@@ -426,6 +452,9 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
     w = {k: ex.params[f"{g}.{k}"] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
     # Qwen3's block.qk_norm: q and k RMS-normalised per head, with the block's eps
     q_norm, k_norm = (ex.params[f"{g}.q_norm"], ex.params[f"{g}.k_norm"]) if step.qk_norm else (None, None)
+    ablated = ex.interventions.get(step.name)
+    if ablated is not None and ablated.kind == "heads":  # --ablate ATTN.head.N: the head's rows of W_O meet zeros
+        w["w_o"] = w["w_o"] * ablated.head_mask(w["w_o"].shape[:1], w["w_o"].dtype)[:, None]
     over_queries = step.axis == "queries"
     causal, visible = attention_mask(ex.spec, step, xq.shape[1], over_queries)  # attend masks plain causal blocks itself
     parts: dict[str, np.ndarray] = {}
@@ -442,6 +471,8 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
         return parts["output"]
 
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
+    if ablated is not None and ablated.kind == "heads" and "heads" in parts:  # the heads as W_O reads them: the ablated ones zero
+        parts["heads"] = parts["heads"] * ablated.head_mask(parts["heads"].shape, parts["heads"].dtype)
     for key, meaning in ATTN_MEANINGS.items():
         if key not in parts:  # scores and weights not made: not kept, and finite (attend makes them when not)
             continue

@@ -32,6 +32,7 @@ class GradRequest(NamedTuple):
     save: str | None = None
     max_memory: str = memory.DEFAULT_MAX_MEMORY
     force: bool = False  # --force: --save may replace a file tracer cannot prove it wrote (docs/files.md)
+    intervene: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ())  # --ablate, --set, --from as given
 
 
 class GradResult(NamedTuple):
@@ -43,6 +44,10 @@ class GradResult(NamedTuple):
 
 def execute(r: GradRequest) -> GradResult:
     s = memory.load_spec_within(r.path, r.max_memory)  # a spec with millions of inline values is refused before it is parsed
+    if any(r.intervene):  # i27-intervene: the backward pass runs through the intervened forward
+        from tracer.engine.interventions import Requests, attach
+
+        s = attach(s, Requests(*r.intervene))
     only = select_stages(s, r.stages)
     batch, pos = position(s, r.batch, r.pos)
     r = r._replace(batch=batch, pos=pos)

@@ -61,6 +61,8 @@ class RunOptions(NamedTuple):
     save: str | None = None  # --save FILE.npz
     form: str = "table"  # the output format (the memory estimate counts what --format json writes)
     force: bool = False  # --force: --save may replace a file tracer cannot prove it wrote
+    # i27-intervene: --ablate, --set, --from as given (tracer.engine.interventions.Requests)
+    intervene: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ())
 
 
 def options(specs: Sequence[str], *, fmt: str | None = None, as_json: bool = False, steps: bool = False, draw: bool = False,
@@ -86,6 +88,8 @@ def options(specs: Sequence[str], *, fmt: str | None = None, as_json: bool = Fal
         raise UsageError(msg("--attention draws a picture; it does not combine with {x}", x='--steps' if steps else '--format ' + form))
     if exports and len(specs) > 1:
         raise UsageError(msg("--svg and --html export one spec's view: give one spec"))
+    if any(opts.intervene) and opts.verify:  # i27-intervene
+        raise UsageError(msg("--verify checks the kernels against the scalar reference, which knows no --ablate, --set or --from: give one or the other"))
     return opts
 
 
@@ -144,6 +148,10 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
                     show_all=opts.show_all, max_memory=opts.max_memory)
     s, policy, only = ready.spec, ready.policy, ready.stages
     opts = opts._replace(batch=ready.batch, pos=ready.pos)
+    if any(opts.intervene):  # i27-intervene: every name, file and shape checked before anything runs
+        from tracer.engine.interventions import Requests, attach
+
+        s = attach(s, Requests(*opts.intervene))
     if opts.save is not None:
         from tracer.files import check_output
 

@@ -175,13 +175,16 @@ class Trace(Mapping[str, np.ndarray]):
 
 
 def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep: Sequence[str] = (), max_memory: str = "4GB",
-          batch: int = 0, pos: int = 0, precision: int = 6, show_all: bool = False) -> Trace:
+          batch: int = 0, pos: int = 0, precision: int = 6, show_all: bool = False, ablate: Sequence[str] | str | None = None,
+          set: Sequence[str] | str | None = None, start: str | None = None) -> Trace:
     """Run a spec (a path, a dict of spec fields, or a loaded Spec) and return its Trace.
 
     The options are ``tracer run``'s: ``keep_going`` (--keep-going), ``record`` (all | main | stats; auto is all here:
     a Trace hands out every stage's array),
     ``keep`` (--keep), ``max_memory`` (--max-memory: '4GB', '512MB', 'none'); ``batch``, ``pos``,
     ``precision`` and ``show_all`` (--all) choose what the table shows.
+    ``ablate``, ``set`` and ``start`` are --ablate, --set and --from (one text or a list: ``ablate="blocks.0.attn.head.3"``,
+    ``set=["blocks.0.ffn=run.npz:blocks.0.ffn"]``, ``start="blocks.0.output=run.npz:blocks.0.output"``).
     """
     from tracer.engine import executor
     from tracer.run.plan import prepare
@@ -194,6 +197,10 @@ def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep
                     options=("batch", "pos"))
     ready.check_memory(show_all=show_all)
     s, policy, batch, pos = ready.spec, ready.policy, ready.batch, ready.pos
+    if ablate is not None or set is not None or start is not None:  # i27-intervene
+        from tracer.engine.interventions import attach, requests_of
+
+        s = attach(s, requests_of(ablate, set, start))
     with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings
         ex = executor.Executor(s, keep_going, policy=policy)
         run = ex.run()

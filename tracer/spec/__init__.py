@@ -183,6 +183,8 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
     targets: tuple[tuple[int, ...], ...] | None = None  # input.targets: the token ids next-token predicts [B,T]
     files_read: tuple[str, ...] = ()  # every file loading it read (the spec, checkpoints, config.json): no output may replace one
     token_types: InputSpec | None = None  # block.token_types: the type id of each position [B,T] (zeros when not given)
+    # i27-intervene: --ablate/--set/--from, resolved (tracer.engine.interventions.Intervention): every run computes with them
+    interventions: tuple[Any, ...] = ()
 
     def axes_shape(self, axes: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(self.dims.size(a) for a in axes)
@@ -220,6 +222,7 @@ SPEC_NOT_SETTINGS = {
     "stage_shapes": "follows from the dims and the steps",
     "allow_nonfinite": "whether a NaN or an infinity stops the run, not what is computed",
     "files_read": "the files loading it read (no output may replace them), not what is computed",
+    "interventions": "--ablate/--set/--from, asked on the command line: compared through the stages they change, by value",
 }
 SPEC_ONLY_SETTINGS = ("input", "source", "loss", "targets")  # not in a saved trace (its stages hold the input's values)
 GRAD_SETTINGS = ("loss", "targets")  # what tracer grad differentiates: compared by diff --grad

@@ -14,6 +14,7 @@ from rich.text import Text
 from tracer.engine.executor import Recording, Stage
 from tracer.errors import Violation
 from tracer.i18n import tr
+from tracer.messages import render
 from tracer.spec import Spec
 from tracer.views.text import (  # noqa: F401  (fmt_number, fmt_value: the formats render_diff and others import from here)
     VERIFY_HEADER,
@@ -52,6 +53,9 @@ def trace_table(trace: Recording, b: int, t: int, precision: int, show_all: bool
         name = Text(stage.name, style="bold red" if stage.name in marks else "")
         if stage.name in marks:
             name.append(tr("  ← violation"))
+        if stage.intervention is not None:  # --ablate, --set, --from: this stage was replaced
+            name.stylize("bold magenta")
+            name.append("  ← " + render(stage.intervention), style="magenta")
         table.add_row(name, *map(Text, row[1:]))  # Text: a '[...]' in a meaning or value is never read as markup
     return table
 

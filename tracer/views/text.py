@@ -354,8 +354,12 @@ def run_markdown(trace: Recording, stages: Sequence[Stage], b: int, t: int, prec
     spec = trace.spec
     flagged = {v.stage for v in trace.violations}
     rows = stage_rows(stages, b, t, precision, verify_diffs)
+    marked = {st.name: st.intervention for st in stages if st.intervention is not None}  # --ablate, --set, --from
     for row in rows:
-        row[0] = f"`{row[0]}`" + (" " + tr("  ← violation").strip() if row[0] in flagged else "")
+        name = row[0]
+        row[0] = f"`{name}`" + (" " + tr("  ← violation").strip() if name in flagged else "")
+        if name in marked:
+            row[0] += " ← " + md_text(render(marked[name]))
     parts = [f"### {md_text(spec.name)}\n", markdown_table(stage_header(spec, b, t, verify_diffs is not None), rows),
              md_text(caption(spec)) + "\n"]
     if only is None and reached_end(trace):

@@ -64,6 +64,8 @@ def stage_json(stage: Stage) -> dict[str, Any]:
         stats["value"] = array_json(stage.summary.value)
         out["values"] = None
         out["stats"] = stats
+    if stage.intervention is not None:  # --ablate, --set, --from changed it (tracer.engine.interventions)
+        out["intervention"] = stage.intervention
     return out
 
 
@@ -139,6 +141,8 @@ def trace_json(trace: Recording, stages: list[Stage], verify: dict[str, Any] | N
         out["verify"] = verify
     out["dtype"] = spec.dtype
     out["init"] = spec.init
+    if spec.interventions:  # i27-intervene: what the run replaced, as the command line asked
+        out["interventions"] = [iv.as_json() for iv in spec.interventions]
     if weights is not None:  # --with-weights: lets `tracer diff` name the weight that differs
         pairs = ((name, array_json(w)) for name, w in weights.items())
         out["weights"] = Streamed(pairs, mapping=True) if streamed else dict(pairs)
