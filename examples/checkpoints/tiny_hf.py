@@ -29,6 +29,8 @@ def make(family: str, folder: str) -> None:
                                                                                       "sliding_window": 4}),
         "qwen2": (transformers.Qwen2Config, transformers.Qwen2ForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
                                                                                 "num_key_value_heads": 2, "intermediate_size": 64}),
+        "qwen3": (transformers.Qwen3Config, transformers.Qwen3ForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
+                                                                                "num_key_value_heads": 2, "head_dim": 8, "intermediate_size": 64}),
         "mixtral": (transformers.MixtralConfig, transformers.MixtralForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
                                                                                       "num_key_value_heads": 2, "intermediate_size": 64,
                                                                                       "num_local_experts": 4, "num_experts_per_tok": 2}),
@@ -57,7 +59,7 @@ def make(family: str, folder: str) -> None:
     print(f"wrote {folder} ({family}); import it with: tracer import {folder}")
 
 
-FAMILIES = ("gpt2", "llama", "mistral", "qwen2", "mixtral", "bert", "roberta", "distilbert", "gpt_neox", "phi", "gemma", "opt", "opt-post")
+FAMILIES = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "mixtral", "bert", "roberta", "distilbert", "gpt_neox", "phi", "gemma", "opt", "opt-post")
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in FAMILIES:
