@@ -214,8 +214,11 @@ def check_precision(precision: int) -> None:
     checked(precision)
 
 
+TopOption = Annotated[int, typer.Option("--top", metavar="K", help="The next tokens the probs line shows at each position, most probable first, with their text and probability (0: the first values instead).")]
+
+
 RUN_SECTIONS = {
-    "What the table shows": ("--pos", "--batch", "--precision", "--all", "--stage", "--steps", "--attention", "--attention-stage"),
+    "What the table shows": ("--pos", "--batch", "--precision", "--all", "--stage", "--steps", "--attention", "--attention-stage", "--top"),
     "Output": ("--format", "--json", "--with-weights", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
     "Checks and exit codes": ("--verify", "--verify-budget", "--keep-going", "--exit-zero", "--confine"),
     "Memory": ("--max-memory", "--record", "--keep"),
@@ -250,6 +253,7 @@ def run(
     force: ForceOption = False,
     confine: ConfineOption = None,
     lang: LangOption = None,
+    top: TopOption = 5,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix.
 
@@ -264,7 +268,7 @@ def run(
         opts = runs.options(specs, fmt=fmt, as_json=as_json, steps=steps, draw=draw, exports=bool(svg or html), batch=batch, pos=pos,
                             precision=precision, show_all=show_all, verify=verify, keep_going=keep_going, exit_zero=exit_zero,
                             with_weights=with_weights, stages=tuple(stage or ()), verify_budget=verify_budget, record=record,
-                            keep=tuple(keep or ()), max_memory=max_memory, save=save, force=force)
+                            keep=tuple(keep or ()), max_memory=max_memory, save=save, force=force, top=top)
         form = opts.form
         targets = export_targets(svg, html, list(specs), form, force, save)
         if steps:
@@ -834,6 +838,9 @@ def import_(
                                                help="Import even when the spec would leave some of the checkpoint's tensors unread in the layers it traces; the spec lists them.")] = False,
     length: Annotated[int, typer.Option("--length", metavar="T", help="Positions of the random input when --tokens is not given.")] = 8,
     force: ForceOption = False,
+    text: Annotated[str | None, typer.Option("--text", metavar="TEXT", show_default=False,
+                                             help="Input text, tokenized with the folder's own tokenizer.json (needs the tokenizers package: the checkpoints extra).")] = None,
+    no_special: Annotated[bool, typer.Option("--no-special", help="With --text: do not add the special tokens (BOS, EOS) the tokenizer's post-processor adds.")] = False,
 ) -> None:
     """Write a spec that traces a real checkpoint: dims and settings from its config, weights read from the file."""
 
@@ -842,7 +849,7 @@ def import_(
         from tracer.messages import render
 
         result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length, force, activation=activation, eps=eps,
-                                   norm_order=norm_order, allow_unread=allow_unread)
+                                   norm_order=norm_order, allow_unread=allow_unread, text=text, special=not no_special)
         if result.assumed:  # once, whether the spec goes to a file or to stdout
             settings = ", ".join(f"{name} {value}" for name, value in result.assumed)
             sys.stderr.write(render(msg("assumed ({why}): {settings}", why=result.why_assumed, settings=settings)) + "\n")
