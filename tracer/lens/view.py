@@ -13,7 +13,7 @@ from rich.text import Text
 from tracer.i18n import tr
 from tracer.lens.core import LensResult
 from tracer.messages import msg, render
-from tracer.views.text import csv_text, exact, fmt_number
+from tracer.views.text import csv_text, exact
 
 SCHEMA_VERSION = 1
 SHADES = " ░▒▓█"  # p(token) in [0, 1]: blank below 1/8, then up to a full block
@@ -35,6 +35,11 @@ def _shade(x: float) -> str:
         return "!!"
     k = min(len(SHADES) - 1, int(x * (len(SHADES) - 1) + 0.5))
     return SHADES[k] * 2
+
+
+def fmt_p(p: float, precision: int) -> str:
+    """A probability to ``precision`` significant digits: 0.7437, 2.347e-05 (a small p never prints as 0.0000)."""
+    return f"{p:.{max(precision, 1)}g}"
 
 
 def quoted(word: str) -> str:
@@ -69,9 +74,9 @@ def lens_table(r: LensResult) -> Table:
         row: list[RenderableType] = [Text(label)]
         for t in range(T):
             cell = r.cell(layer, t)
-            text = Text(f"p {fmt_number(cell.p_token, r.precision)}", style="bold")
+            text = Text(f"p {fmt_p(cell.p_token, r.precision)}", style="bold")
             for i, word, p in cell.top:
-                text.append(f"\n{quoted(word) if word else 'id ' + str(i)} {fmt_number(p, r.precision)}")
+                text.append(f"\n{quoted(word) if word else 'id ' + str(i)} {fmt_p(p, r.precision)}")
             row.append(text)
         table.add_row(*row)
     return table
@@ -84,7 +89,7 @@ def heatmap(r: LensResult) -> Text:
     vmax = float(pt.max()) if pt.size and pt.max() > 0 else 1.0
     width = max(len(label) for label in r.labels)
     out = Text(tr("p(token), layers x positions, shaded up to the largest, {vmax} (░ ▒ ▓ █: up to 1/4, 1/2, 3/4, 1 of it; blank: below 1/8):",
-                  vmax=fmt_number(vmax, r.precision)) + "\n")
+                  vmax=fmt_p(vmax, r.precision)) + "\n")
     out.append(" " * width + "  " + " ".join(f"{t:<2d}" for t in range(T)) + "\n")
     for layer, label in enumerate(r.labels):
         out.append(f"{label:<{width}}  ")
@@ -99,7 +104,7 @@ def heatmap(r: LensResult) -> Text:
 
 def lens_view(r: LensResult) -> Group:
     return Group(lens_table(r), heatmap(r), Text(render(msg("final layer: {what}", what=", ".join(
-        f"t={t} {quoted(w) if w else 'id ' + str(i)} {fmt_number(float(r.probs[-1, t, i]), r.precision)}"
+        f"t={t} {quoted(w) if w else 'id ' + str(i)} {fmt_p(float(r.probs[-1, t, i]), r.precision)}"
         for t, (i, w) in enumerate(zip(r.tokens, r.words))))), style="dim"))
 
 
