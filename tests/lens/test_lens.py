@@ -10,9 +10,9 @@ import json
 import numpy as np
 import pytest
 import yaml
-
 from helpers import oracle as ind
 from helpers.tracing import independent_stages
+
 from tests.conftest import assert_refused, run_app, run_cli, write_spec
 
 BASE = """
