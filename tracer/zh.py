@@ -1521,6 +1521,7 @@ MESSAGES: dict[str, str] = {
     "the tokenizer makes no token of this text": "分词器没有从这段文本得到任何词元",
     "tokens from the text by {name}, no special token added": "词元由 {name} 从文本得到，未加特殊词元",
     "tokens from the text by {name}, which added {added}": "词元由 {name} 从文本得到，它加上了 {added}",
+    "input tokens, sample b=0: {tokens}": "输入词元，样本 b=0：{tokens}",
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

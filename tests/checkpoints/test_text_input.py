@@ -164,3 +164,12 @@ def test_without_the_tokenizers_package_a_text_spec_names_the_extra_and_a_plain_
     plain = subprocess.run([sys.executable, "-c", "import sys, tracer; tracer.trace('specs/stack-2-layers.yaml');"
                             " sys.exit('tokenizers' in sys.modules)"], cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert plain.returncode == 0
+
+
+def test_the_graph_and_the_attention_heatmaps_show_the_tokens_as_text(folder, tok, tmp_path):
+    out = tmp_path / "t.yaml"
+    assert run_app("import", str(folder), "--text", "我爱巴黎 Paris", "-o", str(out)).returncode == 0
+    ids = tok.encode("我爱巴黎 Paris").ids
+    graph = run_app("graph", str(out)).stdout
+    assert f"'<s>' ({ids[0]})" in graph and f"' Paris' ({ids[-1]})" in graph
+    assert "我爱巴黎" in run_app("run", str(out), "--attention").stdout
