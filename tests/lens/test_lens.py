@@ -120,7 +120,7 @@ def test_cli_table_heatmap_json_and_csv(tmp_path):
     assert csv[0].startswith("layer,t,input_id") and len(csv) == 1 + 4 * 5
     assert float(csv[1].split(",")[6]) == probs[0, 0, 7]
     zh = run_app("lens", str(spec), "--lang", "zh").stdout
-    assert "logit lens" in zh and "每一层的残差流" in zh
+    assert "logit lens" in zh and "每一层的残差路径" in zh
 
 
 def test_svg_export(tmp_path):

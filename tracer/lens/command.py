@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 from tracer.errors import UsageError
-from tracer.lens.core import DEFAULT_TOP, LensResult, plan, read_out, token_id
+from tracer.lens.core import LENS_TOP, LensResult, plan, read_out, token_id
 from tracer.messages import msg
 
-FORMATS = ("table", "json", "csv")
+LENS_FORMATS = ("table", "json", "csv")
 
 
 def lens_format(fmt: str | None, as_json: bool) -> str:
     """--format (table | json | csv), with --json as its alias."""
-    if fmt is not None and fmt not in FORMATS:
-        raise UsageError(msg("--format {fmt}: expected one of {names}{fmt2}", fmt=fmt, names=" | ".join(FORMATS), fmt2=""))
+    if fmt is not None and fmt not in LENS_FORMATS:
+        raise UsageError(msg("--format {fmt}: expected one of {names}{fmt2}", fmt=fmt, names=" | ".join(LENS_FORMATS), fmt2=""))
     if as_json and fmt not in (None, "json"):
         raise UsageError(msg("--json is short for --format json; it cannot be combined with --format {fmt}", fmt=fmt))
     return "json" if as_json else (fmt or "table")
 
 
-def lens_spec(path: str, *, token: str | int | None = None, top: int = DEFAULT_TOP, batch: int = 0, max_memory: str = "4GB",
+def lens_spec(path: str, *, token: str | int | None = None, top: int = LENS_TOP, batch: int = 0, max_memory: str = "4GB",
               precision: int = 4, text: str | None = None, special: bool = True) -> LensResult:
     """Load and run the spec (its input replaced by ``text``, when given), keeping each layer's residual, and read it out."""
     import numpy as np

@@ -25,10 +25,10 @@ from tracer.spec import Spec
 if TYPE_CHECKING:
     from tracer.engine.executor import Recording
 
-DEFAULT_TOP = 3  # tracer lens --top: the tokens each cell shows
+LENS_TOP = 3  # tracer lens --top: the tokens each cell shows
 
 
-class Plan(NamedTuple):
+class LensPlan(NamedTuple):
     """Which stages the lens reads: the residual after each layer (``rows``, named by ``labels``), and the tail
     the spec runs after its last layer (from step ``tail_start``, reading ``tail_input``)."""
 
@@ -38,7 +38,7 @@ class Plan(NamedTuple):
     tail_input: str
 
 
-def plan(spec: Spec) -> Plan:
+def plan(spec: Spec) -> LensPlan:
     """The lens's stages of ``spec``; a UsageError (exit 2) saying why where the lens has no meaning."""
     if spec.model != "decoder":
         raise UsageError(at(spec.path, msg("the logit lens reads a decoder-only stack's residual stream; an encoder-decoder is not one")))
@@ -66,7 +66,7 @@ def plan(spec: Spec) -> Plan:
         if mine:
             rows.append(mine[-1])
             labels.append(f"blocks.{i}")
-    return Plan(tuple(rows), tuple(labels), last + 1, tail_input)
+    return LensPlan(tuple(rows), tuple(labels), last + 1, tail_input)
 
 
 class Cell(NamedTuple):
@@ -138,7 +138,7 @@ def token_id(spec: Spec, token: str | int) -> int:
 
 
 def read_out(spec: Spec, run: Recording, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray], batch: int = 0,
-             token: str | int | None = None, top: int = DEFAULT_TOP, precision: int = 4) -> LensResult:
+             token: str | int | None = None, top: int = LENS_TOP, precision: int = 4) -> LensResult:
     """The lens of sample ``batch`` of a finished run (its residual stages recorded in full)."""
     from tracer.engine import executor
     from tracer.spec.memory import RecordPolicy

@@ -3,7 +3,7 @@ JSON and CSV.  They never print."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Group, RenderableType
 from rich.style import Style
@@ -11,21 +11,23 @@ from rich.table import Table
 from rich.text import Text
 
 from tracer.i18n import tr
-from tracer.lens.core import LensResult
 from tracer.messages import msg, render
 from tracer.views.text import csv_text, exact
 
-SCHEMA_VERSION = 1
-SHADES = " ░▒▓█"  # p(token) in [0, 1]: blank below 1/8, then up to a full block
+if TYPE_CHECKING:
+    from tracer.lens.core import LensResult
+
+LENS_SCHEMA_VERSION = 1
+LENS_SHADES = " ░▒▓█"  # p(token) in [0, 1]: blank below 1/8, then up to a full block
 # low to high: blue, cyan, green, yellow, orange (the attention heatmaps' palette), readable on dark and light
-PALETTE = ((70, 110, 200), (40, 175, 205), (80, 190, 90), (235, 190, 35), (240, 100, 40))
+LENS_PALETTE = ((70, 110, 200), (40, 175, 205), (80, 190, 90), (235, 190, 35), (240, 100, 40))
 
 
 def _colour(x: float) -> Style:
-    x = min(max(x, 0.0), 1.0) * (len(PALETTE) - 1)
-    i = min(int(x), len(PALETTE) - 2)
+    x = min(max(x, 0.0), 1.0) * (len(LENS_PALETTE) - 1)
+    i = min(int(x), len(LENS_PALETTE) - 2)
     f = x - i
-    r, g, b = (round(a + (c - a) * f) for a, c in zip(PALETTE[i], PALETTE[i + 1]))
+    r, g, b = (round(a + (c - a) * f) for a, c in zip(LENS_PALETTE[i], LENS_PALETTE[i + 1]))
     return Style(color=f"rgb({r},{g},{b})")
 
 
@@ -33,8 +35,8 @@ def _shade(x: float) -> str:
     """x in [0, 1] (p over the map's largest p) as two cells: blank below 1/8, then ░ ▒ ▓ █ up to 1/4, 1/2, 3/4, 1."""
     if x != x:  # NaN
         return "!!"
-    k = min(len(SHADES) - 1, int(x * (len(SHADES) - 1) + 0.5))
-    return SHADES[k] * 2
+    k = min(len(LENS_SHADES) - 1, int(x * (len(LENS_SHADES) - 1) + 0.5))
+    return LENS_SHADES[k] * 2
 
 
 def fmt_p(p: float, precision: int) -> str:
@@ -111,7 +113,7 @@ def lens_view(r: LensResult) -> Group:
 def lens_json(r: LensResult) -> dict[str, Any]:
     T = r.probs.shape[1]
     return {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": LENS_SCHEMA_VERSION,
         "spec": {"path": r.spec.path, "name": r.spec.name},
         "batch": r.batch,
         "positions": [{"t": t, "id": r.positions[t][0], "text": r.positions[t][1]} for t in range(T)],
@@ -123,7 +125,7 @@ def lens_json(r: LensResult) -> dict[str, Any]:
     }
 
 
-CSV_HEADER = ["layer", "t", "input_id", "input_text", "token_id", "token_text", "p_token", "rank", "top_id", "top_text", "top_p"]
+LENS_CSV_HEADER = ["layer", "t", "input_id", "input_text", "token_id", "token_text", "p_token", "rank", "top_id", "top_text", "top_p"]
 
 
 def lens_csv(r: LensResult) -> str:
@@ -135,4 +137,4 @@ def lens_csv(r: LensResult) -> str:
             for rank, (i, w, p) in enumerate(cell.top, 1):
                 rows.append([label, str(t), "" if i_in is None else str(i_in), w_in, str(r.tokens[t]), r.words[t],
                              exact(cell.p_token), str(rank), str(i), w, exact(p)])
-    return csv_text(CSV_HEADER, rows)
+    return csv_text(LENS_CSV_HEADER, rows)
