@@ -223,6 +223,10 @@ UI: dict[str, str] = {
     "Gemma's RMSNorm (the mean of the squares over C, ε inside the square root, then times 1 + gamma, not gamma: the stored weight is the offset from 1)":
         "Gemma 的 RMSNorm（沿 C 取平方的均值，ε 放在平方根里，再乘以 1 + gamma 而不是 gamma：存储的权重是相对 1 的偏移）",
     "the scaled embeddings: the rows of E for the token ids, times sqrt(C)": "缩放后的嵌入：按 token id 取 E 的行，再乘以 sqrt(C)",
+    # i27-lens
+    "p(token), layers x positions, shaded up to the largest, {vmax} (░ ▒ ▓ █: up to 1/4, 1/2, 3/4, 1 of it; blank: below 1/8):":
+        "p(token)，层 × 位置，按最大值 {vmax} 着色（░ ▒ ▓ █：至多其 1/4、1/2、3/4、1；空白：低于 1/8）：",
+    "top {k}: {tokens}": "前 {k} 个：{tokens}",
 }
 
 # join(parts, sep): the separator in Chinese
@@ -1527,6 +1531,49 @@ MESSAGES: dict[str, str] = {
     'shade: |change| against the largest, {vmax}; red raises the logit, blue lowers it': '深浅：|变化| 相对最大值 {vmax}；红色使 logit 升高，蓝色使其降低',
     '--verify checks the kernels against the scalar reference, which knows no --ablate, --set or --from: give one or the other': '--verify 用标量参考实现核对内核，而参考实现不知道 --ablate、--set 或 --from：二者只能选一',
     'tracer patch needs both runs free of violations (`tracer run SPEC` shows them)': 'tracer patch 需要两次运行都没有违规（`tracer run SPEC` 会显示它们）',
+    # i27-lens
+    "--text is the input of the first layer's token embedding: an import that starts from a hidden state (--layers from 1, an encoder) takes none": "--text 是第一层词元嵌入的输入：从隐藏状态开始的导入（--layers 从 1 开始，或编码器）不接受它",
+    "--text is tokenized with the checkpoint's own tokenizer.json, and there is none beside it": "--text 用检查点自带的 tokenizer.json 分词，但它旁边没有这个文件",
+    "--token {token}: not a word of the spec's vocab (give a word of it, or an id)": "--token {token}：不是 spec 的 vocab 中的词（请给出其中的词，或一个 id）",
+    "--token {token}: this spec has no tokenizer and no vocab to read a token's text with: give an id": "--token {token}：这个 spec 既没有分词器也没有 vocab，无法按文本找词元：请给出 id",
+    "input.text is tokenized with the checkpoint's own tokenizer: add tokenizer: tokenizer.json (its path, relative to this spec)": "input.text 用检查点自带的分词器分词：请加上 tokenizer: tokenizer.json（它的路径，相对于这个 spec）",
+    "logit lens of {name}, sample b={b}: each layer's residual through the final norm (with that layer's own statistics) and the head; p of {what}": "{name} 的 logit lens，样本 b={b}：每一层的残差路径经过最终归一化（用该层自己的统计量）和输出头；{what} 的概率",
+    "reading a tokenizer.json needs the tokenizers package: pip install 'tracer[checkpoints]' (or pip install tokenizers)": "读取 tokenizer.json 需要 tokenizers 包：pip install 'tracer[checkpoints]'（或 pip install tokenizers）",
+    "text= tokenizes into a spec read from a file or a dict (the spec's tokenizer: names the file); received {name__}": "text= 只能分词到从文件或 dict 读取的 spec（由 spec 的 tokenizer: 指定文件）；实际为 {name__}",
+    "the lens reads {name} in full, and this trace kept it {how}: trace with record='all' (or keep it)": "lens 需要完整的 {name}，而这次追踪{how}保留它：请用 record='all' 追踪（或 keep 它）",
+    "the logit lens reads a decoder-only stack's residual stream; an encoder-decoder is not one": "logit lens 读取仅解码器堆叠的残差路径；编码器-解码器不是这种结构",
+    "the logit lens reruns the steps after the last layer on each layer's output; here they read more than that output": "logit lens 在每一层的输出上重新运行最后一层之后的步骤；这里这些步骤读取的不止这个输出",
+    "the model's own next token at each position": "模型自己在每个位置预测的下一个词元",
+    "token: expected a token's text or id, received {got}": "token：应为词元的文本或 id，实际为{got}",
+    "--no-special says whether the tokenizer adds its special tokens to --text: give --text too": "--no-special 指定分词器是否给 --text 加特殊词元：请同时给出 --text",
+    "--text and --tokens both give the input: give one": "--text 和 --tokens 都给出输入：请只给一个",
+    "--text: the tokenizer makes no token of this text": "--text：分词器没有从这段文本得到任何词元",
+    "--token {token}: id {i} is out of range: the vocabulary has V = {V} ids (0 to {x})": "--token {token}：id {i} 超出范围：词表有 V = {V} 个 id（0 到 {x}）",
+    "--token {token}: the tokenizer has no single token with this text (give its id instead)": "--token {token}：分词器没有正好是这段文本的单个词元（请改给它的 id）",
+    "--top {top}: expected 0 or more next tokens (0 shows the first values)": "--top {top}：应为 0 个或更多下一个词元（0 显示前几个值）",
+    "--top {top}: expected 1 or more tokens a cell shows": "--top {top}：每格应显示 1 个或更多词元",
+    "a tokenizer.json": "一个 tokenizer.json",
+    "as statistics": "只以统计量",
+    "expected the path of a tokenizer.json, received {got}": "应为 tokenizer.json 的路径，实际为{got}",
+    "expected the text to tokenize, received {got}": "应为要分词的文本，实际为{got}",
+    "final layer: {what}": "最后一层：{what}",
+    "is a symbolic link; tracer follows no link it did not make: give the file itself": "是符号链接；tracer 不跟随不是它自己建立的链接：请给出文件本身",
+    "not a tokenizer tracer can read: {why}": "不是 tracer 能读取的分词器：{why}",
+    "not at all": "完全没有",
+    "special says whether the tokenizer adds its special tokens to input.text: it needs input.text": "special 指定分词器是否给 input.text 加特殊词元：它需要 input.text",
+    "text: expected the text to tokenize, received {got}": "text：应为要分词的文本，实际为{got}",
+    "the logit lens needs the stream entering the first layer and the head after the last": "logit lens 需要进入第一层的残差路径和最后一层之后的输出头",
+    "the logit lens reads each layer through the final norm and the head, and this {order} stack has no final norm (block.final_norm: false): the head would read a residual no norm has scaled": "logit lens 让每一层经过最终归一化和输出头，而这个 {order} 堆叠没有最终归一化（block.final_norm: false）：输出头读到的将是没有经过任何归一化缩放的残差",
+    "the logit lens reads each layer through the head, and this spec has none (block.head: none): nothing scores the vocabulary": "logit lens 让每一层经过输出头，而这个 spec 没有输出头（block.head: none）：没有东西给词表打分",
+    "the logit lens reads the residual stream after each layer, and this spec has no layer": "logit lens 读取每一层之后的残差路径，而这个 spec 没有层",
+    "the run stopped at a {kind} violation at {stage}: the lens reads a finished run (tracer run shows the violation)": "运行在 {stage} 处因 {kind} 违规而停止：lens 读取的是完整的运行（tracer run 会显示这个违规）",
+    "the text has {n} characters, more than the {most} tracer tokenizes": "文本有 {n} 个字符，超过 tracer 分词的上限 {most}",
+    "the token given": "给定的词元",
+    "the tokenizer could not encode the text: {why}": "分词器无法编码这段文本：{why}",
+    "the tokenizer makes no token of this text": "分词器没有从这段文本得到任何词元",
+    "tokens from the text by {name}, no special token added": "词元由 {name} 从文本得到，未加特殊词元",
+    "tokens from the text by {name}, which added {added}": "词元由 {name} 从文本得到，它加上了 {added}",
+    "input tokens, sample b=0: {tokens}": "输入词元，样本 b=0：{tokens}",
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -189,7 +189,7 @@ def test_table_shows_both_stacks_and_the_cross_attention_weights():
     assert "[B,H,T,S] = [1,2,4,3]" in rows["decoder.blocks.0.cross.weights"]
     assert "[B,H,T,T] = [1,2,4,4]" in rows["decoder.blocks.0.attn.weights"]
     assert "[B,T,V] = [1,4,8]" in rows["probs"]
-    assert "value at b=0, t=0 (<s>)" in r.stdout and "t=3 (good): [" in r.stdout
+    assert "value at b=0, t=0 (<s>)" in r.stdout and "t=3 (good): top 5: " in r.stdout
 
 
 @pytest.mark.parametrize("inputs,message", [

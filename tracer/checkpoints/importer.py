@@ -270,9 +270,10 @@ def _text_path(path: str) -> str:
 def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = None, layers: str | None = None,
                       tokens: str | None = None, heads: int | None = None, length: int = 8, force: bool = False,
                       activation: str | None = None, eps: float | None = None, norm_order: str | None = None,
-                      allow_unread: bool = False) -> Imported:
+                      allow_unread: bool = False, text: str | None = None, special: bool = True) -> Imported:
     """Build the spec for ``checkpoint``, check that it loads and reads the checkpoint whole (or ``allow_unread``),
-    and write it to ``output`` (or return it for stdout)."""
+    and write it to ``output`` (or return it for stdout).  ``text``: the input, tokenized with the folder's own
+    tokenizer.json (``special``: with the special tokens its post-processor adds)."""
     from tracer.files import check_output, text_mark, write_atomic
     from tracer.spec import load_spec_text
 
@@ -284,6 +285,11 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
     else:
         shown = checkpoint
     where = output if output is not None else "<stdout>"
+    said = None
+    if text is not None:
+        tokens, said = _text_tokens(checkpoint, shown, tokens, text, special, output)
+    elif not special:
+        raise UsageError(msg("--no-special says whether the tokenizer adds its special tokens to --text: give --text too"))
     try:
         draft, _, _, name = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length)
         left = _unread(load_spec_text(draft, where), name)
@@ -295,11 +301,50 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         text, summary, cfg, _ = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, left)
     except CheckpointError as e:
         raise UsageError(e.message) from None
+    if said is not None:
+        text = _with_text(text, said)
     load_spec_text(text, where)  # it runs as written, or nothing is written
     if output is not None:
         body = text.encode("utf-8")
         write_atomic(output, lambda fh: fh.write(text_mark("yaml", body) + body), "-o", "yaml", force)
     return Imported(text, summary, cfg.assumed, cfg.assumed_why)
+
+
+# -- i27-lens: --text, tokenized with the folder's own tokenizer.json ------------------------
+def _text_tokens(checkpoint: str, shown: str, tokens: str | None, text: str, special: bool, output: str | None) -> tuple[str, tuple[str, str, bool, list[str]]]:
+    """--text as the --tokens its tokenizer makes, and what the spec says instead of them (tokenizer path, text, special, added)."""
+    from tracer.checkpoints import tokenizer as tokenizers
+
+    if tokens is not None:
+        raise UsageError(msg("--text and --tokens both give the input: give one"))
+    folder = checkpoint if os.path.isdir(checkpoint) else os.path.dirname(checkpoint)
+    file = os.path.join(folder, "tokenizer.json")
+    if not os.path.lexists(file):
+        raise UsageError(at(checkpoint, msg("--text is tokenized with the checkpoint's own tokenizer.json, and there is none beside it")))
+    enc = tokenizers.encode(tokenizers.load(file), text, special)
+    if not enc.ids:
+        raise UsageError(msg("--text: the tokenizer makes no token of this text"))
+    rel = os.path.join(shown if os.path.isdir(checkpoint) else os.path.dirname(shown), "tokenizer.json")
+    return ",".join(map(str, enc.ids)), (_text_path(rel), text, special, list(enc.added))
+
+
+def _with_text(spec_text: str, said: tuple[str, str, bool, list[str]]) -> str:
+    """The spec with its input.tokens given as the text they were made from, and the tokenizer that makes them."""
+    rel, text, special, added = said
+    if "\n  tokens: [" not in spec_text:
+        raise UsageError(msg("--text is the input of the first layer's token embedding: an import that starts from a hidden state (--layers from 1, an encoder) takes none"))
+    out = []
+    for line in spec_text.splitlines():
+        if line.startswith("  tokens: ["):
+            note = (f"the tokenizer adds {', '.join(added)}" if added else "no special token added") + ("" if special else " (--no-special)")
+            out.append(_line(f"  text: {yamlio.scalar(text)}", _safe(note)))
+            if not special:
+                out.append("  special: false")
+            continue
+        if line == "input:":
+            out.append(_line(f"tokenizer: {yamlio.scalar(rel)}", "relative to this spec's folder: input.text is tokenized with it"))
+        out.append(line)
+    return "\n".join(out) + "\n"
 
 
 def _options(heads: int | None, activation: str | None, eps: float | None, norm_order: str | None) -> Options:

@@ -230,8 +230,11 @@ def check_precision(precision: int) -> None:
     checked(precision)
 
 
+TopOption = Annotated[int, typer.Option("--top", metavar="K", help="The next tokens the probs line shows at each position, most probable first, with their text and probability (0: the first values instead).")]
+
+
 RUN_SECTIONS = {
-    "What the table shows": ("--pos", "--batch", "--precision", "--all", "--stage", "--steps", "--attention", "--attention-stage"),
+    "What the table shows": ("--pos", "--batch", "--precision", "--all", "--stage", "--steps", "--attention", "--attention-stage", "--top"),
     "Output": ("--format", "--json", "--with-weights", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
     "Checks and exit codes": ("--verify", "--verify-budget", "--keep-going", "--exit-zero", "--confine"),
     "Memory": ("--max-memory", "--record", "--keep"),
@@ -270,6 +273,7 @@ def run(
     ablate: AblateOption = None,
     set_: SetOption = None,
     start: FromOption = None,
+    top: TopOption = 5,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix.
 
@@ -285,7 +289,7 @@ def run(
                             precision=precision, show_all=show_all, verify=verify, keep_going=keep_going, exit_zero=exit_zero,
                             with_weights=with_weights, stages=tuple(stage or ()), verify_budget=verify_budget, record=record,
                             keep=tuple(keep or ()), max_memory=max_memory, save=save, force=force,
-                            intervene=intervene(ablate, set_, start))
+                            intervene=intervene(ablate, set_, start), top=top)
         form = opts.form
         targets = export_targets(svg, html, list(specs), form, force, save)
         if steps:
@@ -688,6 +692,62 @@ def graph(
     guarded(body, lang)
 
 
+# -- i27-lens: tracer lens ------------------------------------------------------------------
+LENS_SECTIONS = {
+    "What the lens shows": ("--token", "--top", "--batch", "--precision", "--text", "--no-special"),
+    "Output": ("--format", "--json", "--svg", "--html", "--force", "--no-color", "--lang"),
+    "Checks and limits": ("--max-memory", "--confine"),
+}
+
+
+@app.command(cls=cliparams.sectioned(LENS_SECTIONS))
+def lens(
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec to read out layer by layer (it needs a head).", show_default=False)],
+    token: Annotated[str | None, typer.Option("--token", metavar="TEXT|ID", show_default=False,
+                                              help="The token whose probability each cell shows: its text (e.g. Paris) or its id. Default: the model's own next token at each position.")] = None,
+    top: Annotated[int, typer.Option("--top", metavar="K", help="The most probable tokens each cell lists.")] = 3,
+    batch: BatchOption = 0,
+    precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")] = 4,
+    text: Annotated[str | None, typer.Option("--text", metavar="TEXT", show_default=False,
+                                             help="Read out this text instead of the spec's input, tokenized with the spec's tokenizer.")] = None,
+    no_special: Annotated[bool, typer.Option("--no-special", help="With --text: do not add the tokenizer's special tokens (BOS, EOS).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    fmt: Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT", show_default=False, help="table (default) | json | csv.")] = None,
+    no_color: NoColorOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = DEFAULT_MAX_MEMORY,
+    confine: ConfineOption = None,
+    lang: LangOption = None,
+) -> None:
+    """The logit lens: every layer's residual stream through the final norm (with that layer's own statistics) and the head.
+
+    A table (layer x position: p(token) and the top tokens) and a heatmap of p(token), layers x positions.
+    """
+
+    def body() -> int:
+        from tracer.lens import command as lenses
+
+        form = lenses.lens_format(fmt, as_json)
+        targets = export_targets(svg, html, [spec], "table" if form == "table" else form, force)
+        result = lenses.lens_spec(spec, token=_int_or_text(token), top=top, batch=batch, max_memory=max_memory, precision=precision,
+                                  text=text, special=not no_special)
+        if form == "table":
+            from tracer.lens.view import lens_view
+
+            show(lens_view(result), no_color, targets, result.spec.name, force)
+        else:
+            sys.stdout.write(lenses.lens_text(result, form))
+        return EXIT_OK
+
+    guarded(body, lang, confine)
+
+
+def _int_or_text(token: str | None) -> str | int | None:
+    return int(token) if token is not None and token.strip().isdigit() else token
+
+
 @app.command()
 def validate(
     specs: Annotated[list[str], typer.Argument(help="The YAML specs to check.", show_default=False, metavar="SPEC")],
@@ -947,6 +1007,9 @@ def import_(
                                                help="Import even when the spec would leave some of the checkpoint's tensors unread in the layers it traces; the spec lists them.")] = False,
     length: Annotated[int, typer.Option("--length", metavar="T", help="Positions of the random input when --tokens is not given.")] = 8,
     force: ForceOption = False,
+    text: Annotated[str | None, typer.Option("--text", metavar="TEXT", show_default=False,
+                                             help="Input text, tokenized with the folder's own tokenizer.json (needs the tokenizers package: the checkpoints extra).")] = None,
+    no_special: Annotated[bool, typer.Option("--no-special", help="With --text: do not add the special tokens (BOS, EOS) the tokenizer's post-processor adds.")] = False,
 ) -> None:
     """Write a spec that traces a real checkpoint: dims and settings from its config, weights read from the file."""
 
@@ -955,7 +1018,7 @@ def import_(
         from tracer.messages import render
 
         result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length, force, activation=activation, eps=eps,
-                                   norm_order=norm_order, allow_unread=allow_unread)
+                                   norm_order=norm_order, allow_unread=allow_unread, text=text, special=not no_special)
         if result.assumed:  # once, whether the spec goes to a file or to stdout
             settings = ", ".join(f"{name} {value}" for name, value in result.assumed)
             sys.stderr.write(render(msg("assumed ({why}): {settings}", why=result.why_assumed, settings=settings)) + "\n")

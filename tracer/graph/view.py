@@ -554,6 +554,7 @@ class Figure:
         head.append(spec.name, style="bold")
         head.append("\n" + tr("{kind}; {dims}", kind=render(_kind(spec)), dims=", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
                     + "\n")
+        head.append(_input_tokens(spec))
         head.append_text(legend())
         return head
 
@@ -573,6 +574,15 @@ class Figure:
     def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
         widest = max([self.width] + [cell_len(line) for line in self.header().plain.split("\n")])
         return Measurement(min(self.width, 40), widest)
+
+
+def _input_tokens(spec: Spec) -> str:
+    """A spec with a tokenizer: its input tokens as text beside their ids, one line (i27-lens); '' otherwise."""
+    words = spec.tokens_text() if spec.tokenizer is not None else None
+    if not words or not isinstance(spec.input.value, list):
+        return ""
+    shown = ", ".join(f"'{w}' ({i})" for w, i in zip(words[0], spec.input.value[0]))
+    return render(msg("input tokens, sample b=0: {tokens}", tokens=shown)) + "\n"
 
 
 def graph_view(spec: Spec) -> Figure:

@@ -63,6 +63,7 @@ class RunOptions(NamedTuple):
     force: bool = False  # --force: --save may replace a file tracer cannot prove it wrote
     # i27-intervene: --ablate, --set, --from as given (tracer.engine.interventions.Requests)
     intervene: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ())
+    top: int = 5  # --top: the next tokens the probs line shows (0: the first values) (i27-lens)
 
 
 def options(specs: Sequence[str], *, fmt: str | None = None, as_json: bool = False, steps: bool = False, draw: bool = False,
@@ -76,6 +77,8 @@ def options(specs: Sequence[str], *, fmt: str | None = None, as_json: bool = Fal
     choices.precision(opts.precision)
     if opts.with_weights and form != "json" and opts.save is None:
         raise UsageError(msg("--with-weights adds the weights to the JSON output or the --save archive: give --json or --save too"))
+    if opts.top < 0:
+        raise UsageError(msg("--top {top}: expected 0 or more next tokens (0 shows the first values)", top=opts.top))
     if opts.verify and opts.verify_budget < 1:
         raise UsageError(msg("--verify-budget {verify_budget} must be at least 1", verify_budget=opts.verify_budget))
     check_many(specs, steps)
@@ -106,6 +109,7 @@ class Outcome(NamedTuple):
     show_all: bool = False
     batch: int = 0  # --batch and --pos, counted from the front (-1 given: the last)
     pos: int = 0
+    top: int = 5  # --top (i27-lens)
 
     @property
     def stages(self) -> list[Stage]:
@@ -190,7 +194,7 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
 
         save(trace, opts.save, weights, opts.force)
     code = EXIT_OK if trace.ok or opts.exit_zero else EXIT_VIOLATION
-    return Outcome(path, code, trace, check, weights, only, show_all=opts.show_all, batch=opts.batch, pos=opts.pos)
+    return Outcome(path, code, trace, check, weights, only, show_all=opts.show_all, batch=opts.batch, pos=opts.pos, top=opts.top)
 
 
 def table_view(outcome: Outcome, precision: int, drawn: list[Step] | None = None) -> RenderableType:
@@ -209,7 +213,7 @@ def table_view(outcome: Outcome, precision: int, drawn: list[Step] | None = None
     from tracer.views import tables as render
 
     return render.run_view(trace, outcome.batch, outcome.pos, precision, outcome.show_all, check.stages if check else None,
-                           check.note() if check else "", outcome.only)
+                           check.note() if check else "", outcome.only, outcome.top)
 
 
 def attempt(path: str, opts: RunOptions) -> Outcome:
@@ -278,7 +282,7 @@ def markdown_text(o: Outcome, opts: RunOptions) -> str:
     if o.trace is None:
         return f"### {textout.md_text(o.path)}\n\n> **{i18n.tr('error')}**: {textout.md_text(render(o.error))}\n"
     return textout.run_markdown(o.trace, o.stages, o.batch, o.pos, opts.precision,
-                                o.check.stages if o.check else None, o.check.note() if o.check else "", o.only)
+                                o.check.stages if o.check else None, o.check.note() if o.check else "", o.only, o.top)
 
 
 def steps_text(s: Spec, fmt: str, only: list[str] | None) -> str:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from tracer.engine.executor import Recording, Stage
+    from tracer.lens.core import LensResult
     from tracer.spec import Spec
 
 
@@ -159,6 +160,20 @@ class Trace(Mapping[str, np.ndarray]):
         named = [choices.text(stage, "stage")] if stage is not None else []
         return View(attention_view(self.run, resolve(self.spec, named), b))
 
+    def lens(self, token: str | int | None = None, *, top: int = 3, batch: int | None = None, precision: int = 4) -> LensResult:
+        """The logit lens of this run (as ``tracer lens``): every layer's residual through the final norm, with that
+        layer's own statistics, and the head.  ``.probs[layer, t, v]``, ``.p_token`` [layers, T], ``.labels``; shows as
+        the table and heatmap ``tracer lens`` prints.  ``token``: its text or id (default: the model's own next token)."""
+        from tracer.lens.core import read_out
+
+        b, _ = self._position(batch, None)
+        top, precision = choices.whole(top, "top"), choices.precision(choices.whole(precision, "precision"), "precision")
+        if isinstance(token, bool) or (token is not None and not isinstance(token, (str, int))):
+            raise UsageError(msg("token: expected a token's text or id, received {got}", got=choices._received(token)))
+        from tracer.engine.params import load_inputs
+
+        return read_out(self.spec, self.run, self.params, load_inputs(self.spec), b, token, top, precision)
+
     def _position(self, batch: int | None, pos: int | None) -> tuple[int, int]:
         b = self.batch if batch is None else choices.whole(batch, "batch")
         return position(self.spec, b, self.pos if pos is None else choices.whole(pos, "pos"), ("batch", "pos"))
@@ -175,14 +190,15 @@ class Trace(Mapping[str, np.ndarray]):
 
 
 def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep: Sequence[str] = (), max_memory: str = "4GB",
-          batch: int = 0, pos: int = 0, precision: int = 6, show_all: bool = False, ablate: Sequence[str] | str | None = None,
-          set: Sequence[str] | str | None = None, start: str | None = None) -> Trace:
+          batch: int = 0, pos: int = 0, precision: int = 6, show_all: bool = False, text: str | None = None, special: bool = True,
+          ablate: Sequence[str] | str | None = None, set: Sequence[str] | str | None = None, start: str | None = None) -> Trace:
     """Run a spec (a path, a dict of spec fields, or a loaded Spec) and return its Trace.
 
     The options are ``tracer run``'s: ``keep_going`` (--keep-going), ``record`` (all | main | stats; auto is all here:
     a Trace hands out every stage's array),
     ``keep`` (--keep), ``max_memory`` (--max-memory: '4GB', '512MB', 'none'); ``batch``, ``pos``,
-    ``precision`` and ``show_all`` (--all) choose what the table shows.
+    ``precision`` and ``show_all`` (--all) choose what the table shows.  ``text``: the input, in place of the spec's,
+    tokenized with the spec's own ``tokenizer:`` (``special``: with the special tokens its post-processor adds).
     ``ablate``, ``set`` and ``start`` are --ablate, --set and --from (one text or a list: ``ablate="blocks.0.attn.head.3"``,
     ``set=["blocks.0.ffn=run.npz:blocks.0.ffn"]``, ``start="blocks.0.output=run.npz:blocks.0.output"``).
     """
@@ -193,6 +209,10 @@ def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep
     record, keep, max_memory = choices.text(record, "record"), choices.texts(keep, "keep"), choices.text(max_memory, "max_memory")
     batch, pos, precision = choices.whole(batch, "batch"), choices.whole(pos, "pos"), choices.whole(precision, "precision")
     choices.precision(precision, "precision")
+    if text is not None:  # i27-lens: text in
+        from tracer.spec.loading import load_with_text
+
+        spec = load_with_text(spec, choices.text(text, "text"), choices.flag(special, "special"))
     ready = prepare(spec, record=record, keep=keep, batch=batch, pos=pos, show_all=show_all, max_memory=max_memory,
                     options=("batch", "pos"))
     ready.check_memory(show_all=show_all)

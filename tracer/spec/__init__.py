@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from tracer.errors import SpecError
+from tracer.errors import SpecError, UsageError
 from tracer.files import outside_confinement, reading
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import blocks, masks, rope
@@ -30,7 +30,7 @@ MAX_DIM = 10_000_000
 KEYWORDS = ("identity", "zeros", "ones", "random")
 
 TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder", "decoder", "input", "weights",
-            "seed", "init", "dtype", "allow_nonfinite", "loss")
+            "seed", "init", "dtype", "allow_nonfinite", "loss", "tokenizer")
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type", "C_e", "d")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "head_bias", "embedding_norm", "token_types",
@@ -38,7 +38,7 @@ BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activatio
 FFN_KEYS = ("experts", "top_k")  # ffn: {experts: 8, top_k: 2}: a mixture of experts in place of the FFN (Mixtral's block)
 MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
 ROPE_SCALING_KEYS = ("type",) + rope.LLAMA3_KEYS  # rope_scaling: {type: linear, factor: 4}
-INPUT_KEYS = ("tokens", "x", "targets", "token_types")
+INPUT_KEYS = ("tokens", "x", "text", "targets", "token_types", "special")
 SEQ2SEQ_INPUT_KEYS = ("source", "target", "targets")
 INITS = ("default", "xavier")  # how drawn matrices are scaled (tracer/params.py)
 LOSSES = ("next-token", "sum-squares")  # tracer grad: the scalar whose gradient is traced (tracer/grad/losses.py)
@@ -185,6 +185,10 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
     token_types: InputSpec | None = None  # block.token_types: the type id of each position [B,T] (zeros when not given)
     # i27-intervene: --ablate/--set/--from, resolved (tracer.engine.interventions.Intervention): every run computes with them
     interventions: tuple[Any, ...] = ()
+    # i27-lens: text in, tokens shown as text
+    tokenizer: str | None = None  # tokenizer: the tokenizer.json the tokens are made with and shown as (resolved path)
+    text: str | None = None  # input.text, as written
+    specials_added: tuple[str, ...] = ()  # the special tokens the tokenizer's post-processor added to the text (BOS, EOS)
 
     def axes_shape(self, axes: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(self.dims.size(a) for a in axes)
@@ -202,6 +206,11 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
     def tokens_text(self, stream: str = "target") -> list[list[str]] | None:
         """The input tokens as words (when the spec has a vocab), for labelling positions."""
         inp = self.inputs().get(stream) if self.source is not None else self.input
+        if self.tokenizer is not None and inp is not None and inp.kind == "tokens" and inp.value != "random":
+            from tracer.checkpoints import tokenizer as tokenizers
+
+            tok = tokenizers.load(self.tokenizer)
+            return [[tokenizers.piece(tok, t) for t in row] for row in inp.value]
         if self.vocab is None or inp is None or inp.kind != "tokens" or inp.value == "random":
             return None
         return [[self.vocab[t] for t in row] for row in inp.value]
@@ -223,6 +232,9 @@ SPEC_NOT_SETTINGS = {
     "allow_nonfinite": "whether a NaN or an infinity stops the run, not what is computed",
     "files_read": "the files loading it read (no output may replace them), not what is computed",
     "interventions": "--ablate/--set/--from, asked on the command line: compared through the stages they change, by value",
+    "tokenizer": "the tokenizer the tokens are made with and shown as: the token ids are compared (input)",
+    "text": "the text the tokens were made from: the token ids are compared (input)",
+    "specials_added": "which special tokens the text's ids include: the token ids are compared (input)",
 }
 SPEC_ONLY_SETTINGS = ("input", "source", "loss", "targets")  # not in a saved trace (its stages hold the input's values)
 GRAD_SETTINGS = ("loss", "targets")  # what tracer grad differentiates: compared by diff --grad
@@ -290,6 +302,9 @@ class _Validator:
         self.model_source: Any = None  # checkpoints.refs.ModelSource when weights: {file: ..., layout: ...}
         self.allow_unread = False  # weights.allow_unread: a checkpoint read in part on purpose
         self.words: tuple[str, ...] = ()
+        self.tokenizer_path: str | None = None  # tokenizer: (i27-lens)
+        self.text: str | None = None
+        self.specials_added: tuple[str, ...] = ()
 
     # -- messages ---------------------------------------------------------
     def fail(self, path: Path, message: str) -> SpecError:
@@ -424,6 +439,11 @@ class _Validator:
             raw_types = doc["input"]["token_types"]
         source = None
         S = None
+        self.tokenizer_path = self.tokenizer_file(doc.get("tokenizer"))
+        if isinstance(raw_input, dict) and "text" in raw_input:
+            raw_input = self.text_input(raw_input)
+        elif isinstance(raw_input, dict) and "special" in raw_input:
+            raise self.fail_key(("input", "special"), msg("special says whether the tokenizer adds its special tokens to input.text: it needs input.text"))
         if model == "decoder":
             if "S" in given:
                 raise self.fail(("dims", "S"), msg("S (source positions) belongs to model: encoder-decoder"))
@@ -476,6 +496,7 @@ class _Validator:
             seed=seed, dtype=dtype, steps=steps, stage_shapes=shapes, model=model, encoder=encoder,
             source=source, vocab=vocab, layer_template=template, allow_nonfinite=allow_nonfinite,
             loss=loss, targets=targets, init=init, token_types=token_types,
+            tokenizer=self.tokenizer_path, text=self.text, specials_added=self.specials_added,
         )
 
     def token_types(self, raw: Any, block: BlockSpec, model: str, uses_tokens: bool, given: dict[str, int],
@@ -1151,6 +1172,47 @@ class _Validator:
         first = self.integer(raw.get("first_layer", 0), ("weights", "first_layer"), 0, 100_000)
         self.allow_unread = self.boolean(raw.get("allow_unread", False), ("weights", "allow_unread"))
         return refs.ModelSource(ckpt, layout, first, f"{self.src.where(path)}: {format_path(path)}")
+
+    # -- i27-lens: tokenizer: and input.text -----------------------------
+    def tokenizer_file(self, raw: Any) -> str | None:
+        """tokenizer: the path of a tokenizer.json, relative to the spec's folder (as a weight file)."""
+        if raw is None:
+            return None
+        path: Path = ("tokenizer",)
+        if not isinstance(raw, str) or not raw:
+            raise self.fail(path, msg("expected the path of a tokenizer.json, received {got}", got=self.received(path, raw)))
+        self.confined(path, raw)
+        from tracer.checkpoints import refs
+        from tracer.checkpoints import tokenizer as tokenizers
+
+        file = refs.resolve(self.spec_dir(), raw)
+        try:
+            tokenizers.load(file)
+        except (tokenizers.CheckpointError, UsageError) as e:
+            raise self.fail(path, e.message) from None
+        return file
+
+    def text_input(self, raw: dict[str, Any]) -> dict[str, Any]:
+        """input: {text: "...", special: false}: the text tokenized with the spec's tokenizer, as input.tokens."""
+        path: Path = ("input", "text")
+        text = raw["text"]
+        if not isinstance(text, str) or not text:
+            raise self.fail(path, msg("expected the text to tokenize, received {got}", got=self.received(path, text)))
+        if "tokens" in raw or "x" in raw:
+            raise self.fail(("input",), msg("give exactly one of tokens (ids into weights.embedding) or x (a [T,C] or [B,T,C] matrix)"))
+        if self.tokenizer_path is None:
+            raise self.fail(path, msg("input.text is tokenized with the checkpoint's own tokenizer: add tokenizer: tokenizer.json (its path, relative to this spec)"))
+        special = self.boolean(raw.get("special", True), ("input", "special"))
+        from tracer.checkpoints import tokenizer as tokenizers
+
+        try:
+            enc = tokenizers.encode(tokenizers.load(self.tokenizer_path), text, special)
+        except (tokenizers.CheckpointError, UsageError) as e:
+            raise self.fail(path, e.message) from None
+        if not enc.ids:
+            raise self.fail(path, msg("the tokenizer makes no token of this text"))
+        self.text, self.specials_added = text, enc.added
+        return {k: v for k, v in raw.items() if k not in ("text", "special")} | {"tokens": list(enc.ids)}
 
     def confined(self, path: Path, file: str) -> None:
         """--confine: a reference outside the folder is refused before anything there is looked at, naming only

@@ -64,3 +64,26 @@ def _plain(value: Any, path: Path, name: str, depth: int) -> Any:
             raise SpecError(msg("{name}: {path}: expected a number, text, a list or a mapping, received {name__}", name=name, path=format_path(path), name__=type(value).__name__))
         return _plain(listed, path, name, depth)
     raise SpecError(msg("{name}: {path}: expected a number, text, a list or a mapping, received {name__}", name=name, path=format_path(path), name__=type(value).__name__))
+
+
+# -- i27-lens: a spec's input replaced by text ---------------------------------------------------
+def load_with_text(spec: SpecLike, text: str, special: bool = True, *, name: str = DICT_NAME) -> Spec:
+    """The spec (a path or a dict) with ``input: {text: ..., special: ...}`` in place of its input, tokenized with its
+    own ``tokenizer:``; the targets and token types of the old input are dropped (they were for other tokens)."""
+    from tracer.files import reading
+    from tracer.spec import yamlio
+
+    if not isinstance(text, str) or not text:
+        raise SpecError(msg("text: expected the text to tokenize, received {got}", got=repr(text)))
+    if isinstance(spec, (str, os.PathLike)):
+        path = os.fspath(spec)
+        with reading() as read:
+            doc, src = yamlio.load(yamlio.read_text(path), path)  # a document that is not a mapping is refused here
+        files = tuple(read.values())
+    elif isinstance(spec, Mapping):
+        doc, src, files = plain(spec, name), Source(name, {}, {}), ()
+    else:
+        raise SpecError(msg("text= tokenizes into a spec read from a file or a dict (the spec's tokenizer: names the file); received {name__}", name__=type(spec).__name__))
+    doc = dict(doc, input={"text": text, "special": special})
+    s = load_spec_doc(doc, src)
+    return s._replace(files_read=tuple(dict.fromkeys(files + s.files_read)))

@@ -17,6 +17,7 @@ from tracer.i18n import tr
 from tracer.messages import render
 from tracer.spec import Spec
 from tracer.views.text import (  # noqa: F401  (fmt_number, fmt_value: the formats render_diff and others import from here)
+    DEFAULT_TOP,
     VERIFY_HEADER,
     caption,
     experts_note,
@@ -60,9 +61,9 @@ def trace_table(trace: Recording, b: int, t: int, precision: int, show_all: bool
     return table
 
 
-def matrix(trace: Recording, stage: Stage, b: int, precision: int) -> RenderableType:
-    """The full [T, C] matrix of one sample (rows and columns elided when large)."""
-    return Text("\n".join(matrix_lines(trace, stage, b, precision)))
+def matrix(trace: Recording, stage: Stage, b: int, precision: int, top: int = DEFAULT_TOP) -> RenderableType:
+    """The full [T, C] matrix of one sample (rows and columns elided when large); the probs: their top next tokens."""
+    return Text("\n".join(matrix_lines(trace, stage, b, precision, top)))
 
 
 def stats_note(trace: Recording, precision: int) -> Text:
@@ -117,7 +118,7 @@ class Pairs:
 
 def run_view(trace: Recording, b: int, t: int, precision: int, show_all: bool,
              verify_diffs: dict[str, float] | None = None, verify_note: str = "",
-             only: Sequence[str] | None = None) -> Group:
+             only: Sequence[str] | None = None, top: int = DEFAULT_TOP) -> Group:
     """The table, then (unless --stage chose the rows) the output matrix, then any violation and the verify note."""
     marks = frozenset(v.stage for v in trace.violations)
     # the settings line under the table: wrapped at the console's width (80 columns keep d and T_max), never cut
@@ -129,7 +130,7 @@ def run_view(trace: Recording, b: int, t: int, precision: int, show_all: bool,
     if any(s.summary is not None for s in visible_stages(trace, show_all, only)):
         parts.append(stats_note(trace, precision))
     if reached_end(trace) and only is None:
-        parts.append(matrix(trace, trace.output, b, precision))
+        parts.append(matrix(trace, trace.output, b, precision, top))
     if unreached_note(trace, only):
         parts.append(Text(unreached_note(trace, only), style="yellow"))
     for v in trace.violations:

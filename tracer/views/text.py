@@ -107,14 +107,31 @@ def token_label(spec: Spec, b: int, t: int) -> str:
     words = spec.tokens_text()
     if words is None or t >= len(words[b]):
         return ""
+    if spec.tokenizer is not None and isinstance(spec.input.value, list):  # a tokenizer's piece, beside its id
+        return f" ({words[b][t]}, id {spec.input.value[b][t]})"
     return f" ({words[b][t]})"
 
 
 def caption(spec: Spec) -> str:
     order = {"custom": "custom steps", "parallel": "parallel residual", "parallel_shared": "parallel residual, one norm"}.get(
         spec.block.norm_order, f"{spec.block.norm_order}-norm")
-    return tr("{order}, mask {mask}, eps {eps}; {dims}", order=tr(order), mask=masks.label(spec.block.mask, spec.block.window), eps=f"{spec.block.eps:g}",
+    line = tr("{order}, mask {mask}, eps {eps}; {dims}", order=tr(order), mask=masks.label(spec.block.mask, spec.block.window), eps=f"{spec.block.eps:g}",
               dims=", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
+    return line + text_note(spec)
+
+
+def text_note(spec: Spec) -> str:
+    """'; tokens from the text by tokenizer.json, which added <s>': where a spec's tokens came from (i27-lens)."""
+    if spec.text is None:
+        return ""
+    import os
+
+    from tracer.messages import render
+
+    name = os.path.basename(spec.tokenizer or "")
+    if spec.specials_added:
+        return "; " + render(msg("tokens from the text by {name}, which added {added}", name=name, added=" ".join(spec.specials_added)))
+    return "; " + render(msg("tokens from the text by {name}, no special token added", name=name))
 
 
 VERIFY_HEADER = "max |NumPy - reference|"
@@ -188,8 +205,43 @@ def reached_end(trace: Recording) -> bool:
     return trace.spec.steps[-1].name in trace.stages
 
 
-def matrix_lines(trace: Recording, stage: Stage, b: int, precision: int) -> list[str]:
-    """The full [T, C] matrix of one sample (rows elided when tall): a header line, then one line per row."""
+DEFAULT_TOP = 5  # tracer run --top: the next tokens the probs line shows at each position
+
+
+def token_word(spec: Spec, i: int) -> str:
+    """Token id ``i`` as text: the tokenizer's piece, the vocab's word, else '' (i27-lens)."""
+    if spec.tokenizer is not None:
+        from tracer.checkpoints import tokenizer as tokenizers
+
+        return tokenizers.piece(tokenizers.load(spec.tokenizer), i)
+    if spec.vocab is not None and 0 <= i < len(spec.vocab):
+        return spec.vocab[i]
+    return ""
+
+
+def top_tokens(spec: Spec, p: np.ndarray, k: int) -> list[tuple[int, str, float]]:
+    """The ``k`` most probable ids of one row of probabilities, with their text and probability (ties: the lower id first)."""
+    p = np.asarray(p, dtype=np.float64)
+    order = np.argsort(-p, kind="stable")[:k]
+    return [(int(i), token_word(spec, int(i)), float(p[i])) for i in order]
+
+
+def fmt_top(spec: Spec, p: np.ndarray, k: int, precision: int) -> str:
+    """"'Paris' 0.41 (id 289), ..."; an id alone when the spec has no words for it."""
+    parts = []
+    for i, word, prob in top_tokens(spec, p, k):
+        parts.append(f"'{word}' {fmt_number(prob, precision)} (id {i})" if word else f"id {i} {fmt_number(prob, precision)}")
+    return ", ".join(parts)
+
+
+def shows_top(stage: Stage, top: int) -> bool:
+    """Does the output line show the top next tokens (the probs over V) instead of the first values?"""
+    return top > 0 and stage.axes == ("B", "T", "V") and stage.name.endswith("probs")
+
+
+def matrix_lines(trace: Recording, stage: Stage, b: int, precision: int, top: int = DEFAULT_TOP) -> list[str]:
+    """The full [T, C] matrix of one sample (rows elided when tall): a header line, then one line per row.
+    The probabilities over V show their ``top`` next tokens instead (--top; 0: the first values)."""
     if stage.axes[0] == "B" and b >= stage.array.shape[0]:  # a select along B kept fewer samples
         n = stage.array.shape[0]
         return [render(nmsg("{name} holds {n} sample (b = 0 to {last}): there is no sample b={b} to show",
@@ -204,6 +256,9 @@ def matrix_lines(trace: Recording, stage: Stage, b: int, precision: int) -> list
             lines.append("  " + tr("… {n} rows", n=len(a)))
             continue
         word = token_label(trace.spec, b, i) if stage.axes[1:2] == ("T",) else ""
+        if shows_top(stage, top):
+            lines.append(f"  t={i}{word}: " + tr("top {k}: {tokens}", k=min(top, a.shape[-1]), tokens=fmt_top(trace.spec, a[i], top, precision)))
+            continue
         lines.append(f"  t={i}{word}: " + fmt_vector(np.ravel(a[i]).tolist(), precision))
     return lines
 
@@ -348,7 +403,8 @@ def trace_csv_chunks(traces: Sequence[tuple[str, Sequence[Stage]]]) -> Iterator[
 
 
 def run_markdown(trace: Recording, stages: Sequence[Stage], b: int, t: int, precision: int,
-                 verify_diffs: dict[str, float] | None = None, verify_note: str = "", only: Sequence[str] | None = None) -> str:
+                 verify_diffs: dict[str, float] | None = None, verify_note: str = "", only: Sequence[str] | None = None,
+                 top: int = DEFAULT_TOP) -> str:
     """The run as Markdown: a heading, the stage table, its caption, the output matrix (unless --stage chose
     the rows), violations."""
     spec = trace.spec
@@ -363,7 +419,7 @@ def run_markdown(trace: Recording, stages: Sequence[Stage], b: int, t: int, prec
     parts = [f"### {md_text(spec.name)}\n", markdown_table(stage_header(spec, b, t, verify_diffs is not None), rows),
              md_text(caption(spec)) + "\n"]
     if only is None and reached_end(trace):
-        head, *lines = matrix_lines(trace, trace.output, b, precision)
+        head, *lines = matrix_lines(trace, trace.output, b, precision, top)
         parts.append(md_text(head) + "\n\n```\n" + "\n".join(line.strip() for line in lines) + "\n```\n")
     if unreached_note(trace, only):
         parts.append(md_text(unreached_note(trace, only)) + "\n")

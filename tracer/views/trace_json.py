@@ -16,6 +16,7 @@ Schema (stable; documented in docs/reference/output.md):
      "dtype": "float64" | "float32",
      "init": "default" | "xavier",    # how drawn matrices are scaled
      "weights": {name: nested list}    # only with --with-weights (e.g. "attn.w_q", "norm1.gamma")
+     "tokens": {"text","special_added","ids","pieces"}  # only for a spec with a tokenizer: the tokens as text
     }
 Values are nested lists of floats written with repr, so they read back to the
 same doubles; NaN and infinities, which JSON lacks, are written as the strings
@@ -143,10 +144,19 @@ def trace_json(trace: Recording, stages: list[Stage], verify: dict[str, Any] | N
     out["init"] = spec.init
     if spec.interventions:  # i27-intervene: what the run replaced, as the command line asked
         out["interventions"] = [iv.as_json() for iv in spec.interventions]
+    if spec.tokenizer is not None:  # i27-lens: the input tokens as text beside their ids
+        out["tokens"] = tokens_json(spec)
     if weights is not None:  # --with-weights: lets `tracer diff` name the weight that differs
         pairs = ((name, array_json(w)) for name, w in weights.items())
         out["weights"] = Streamed(pairs, mapping=True) if streamed else dict(pairs)
     return out
+
+
+def tokens_json(spec: Spec) -> dict[str, Any]:
+    """{"text", "special_added", "ids": [B][T], "pieces": [B][T]}: the input tokens, each as its id and as text."""
+    words = spec.tokens_text() or []
+    ids = spec.input.value if isinstance(spec.input.value, list) else []
+    return {"text": spec.text, "special_added": list(spec.specials_added), "ids": [list(r) for r in ids], "pieces": words}
 
 
 def dumps(obj: dict[str, Any]) -> str:
