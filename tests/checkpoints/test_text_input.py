@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import EXAMPLES, REPO, assert_refused, run_app, run_cli
+from conftest import EXAMPLES, REPO, assert_refused, run_app, run_cli
 
 tokenizers = pytest.importorskip("tokenizers", reason="text input needs the tokenizers package (the checkpoints extra)")
 
@@ -173,3 +173,21 @@ def test_the_graph_and_the_attention_heatmaps_show_the_tokens_as_text(folder, to
     graph = run_app("graph", str(out)).stdout
     assert f"'<s>' ({ids[0]})" in graph and f"' Paris' ({ids[-1]})" in graph
     assert "我爱巴黎" in run_app("run", str(out), "--attention").stdout
+
+
+def test_diff_and_patch_read_token_as_the_tokenizers_text(folder, tok, tmp_path):
+    """--token of diff (the effect sentence) and patch is looked up in the spec's tokenizer as lens' is."""
+    out = tmp_path / "t.yaml"
+    assert run_app("import", str(folder), "--text", "The capital of France is", "-o", str(out)).returncode == 0
+    paris = tok.token_to_id("ĠParis")  # the byte-level piece of ' Paris'
+    r = run_app("diff", str(out), str(out), "--ablate-b", "blocks.1.attn.head.0", "--token", " Paris", "--json")
+    assert r.returncode == 1, r.stderr
+    doc = json.loads(r.stdout)
+    assert doc["effect"]["token"] == paris and doc["effect"]["text"] == " Paris"
+    by_id = json.loads(run_app("diff", str(out), str(out), "--ablate-b", "blocks.1.attn.head.0", "--token", str(paris), "--json").stdout)
+    assert by_id["effect"]["p"] == doc["effect"]["p"]
+    p = run_app("patch", str(out), str(out), "--token", " Paris", "--json")
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["token"] == {"id": paris, "text": " Paris"}
+    bad = run_app("diff", str(out), str(out), "--ablate-b", "blocks.1.attn.head.0", "--token", "no such piece")
+    assert_refused(bad, "--token 'no such piece'")

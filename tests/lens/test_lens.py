@@ -13,7 +13,7 @@ import yaml
 from helpers import oracle as ind
 from helpers.tracing import independent_stages
 
-from tests.conftest import assert_refused, run_app, run_cli, write_spec
+from conftest import assert_refused, run_app, run_cli, write_spec
 
 BASE = """
 name: lens {norm}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.conftest import SPECS, assert_refused, run_app, run_cli
+from conftest import SPECS, assert_refused, run_app, run_cli
 
 WORDS = ["<s>", "the", "cat", "sat", "on", "mat", "."]
 

@@ -22,14 +22,19 @@ if TYPE_CHECKING:
 
 
 def token_text(spec: Spec | None, token: int) -> str:
-    """'cat' (its vocab word, quoted) when the spec names its tokens, else '#3'."""
+    """'cat' (its vocab word, or its tokenizer's piece as readable text, quoted) when the spec names its tokens, else '#3'."""
     if spec is not None and spec.vocab is not None and 0 <= token < len(spec.vocab):
         return repr(spec.vocab[token])
+    if spec is not None and spec.tokenizer is not None:
+        from tracer.checkpoints import tokenizer as tokenizers
+
+        return repr(tokenizers.piece(tokenizers.load(spec.tokenizer), token))
     return f"#{token}"
 
 
 def choose_token(spec: Spec | None, token: str | int | None, top_of: np.ndarray | None, V: int, option: str = "--token") -> int:
-    """--token as an id (0 to V - 1) or a vocab word; None: the argmax of ``top_of`` (the clean run's [V] scores)."""
+    """--token as an id (0 to V - 1), a vocab word or a token's text in the spec's tokenizer (as `tracer lens --token`
+    reads it); None: the argmax of ``top_of`` (the clean run's [V] scores)."""
     if token is None:
         if top_of is None:
             raise UsageError(msg("{option}: no logits to choose the top token from; give {option} ID", option=option))
@@ -50,6 +55,13 @@ def choose_token(spec: Spec | None, token: str | int | None, top_of: np.ndarray 
         return i
     from tracer.model.catalogue import suggest
 
+    if spec is not None and spec.tokenizer is not None:
+        from tracer.checkpoints import tokenizer as tokenizers
+
+        found = tokenizers.find(tokenizers.load(spec.tokenizer), text)
+        if found is not None and found < V:
+            return found
+        raise UsageError(msg("--token {token}: the tokenizer has no single token with this text (give its id instead)", token=repr(text)))
     if not vocab:
         raise UsageError(msg("{option} {got}: the spec has no vocab to look a word up in; give a token id 0 to {last}", option=option, got=text, last=V - 1))
     raise UsageError(msg("{option} {got}: no such word in the spec's vocab{hint}", option=option, got=repr(text), hint=suggest(text, vocab)))

@@ -83,8 +83,11 @@ class PatchGrid:
                 "summary": self.summary(), "violations": self.violations}
 
     def _word(self) -> str | None:
-        vocab = self.corrupt.vocab or self.clean.vocab
-        return vocab[self.token] if vocab is not None and 0 <= self.token < len(vocab) else None
+        """The token's text: its vocab word or its tokenizer's piece (None when the spec names no tokens)."""
+        import ast
+
+        shown = self.token_text  # repr() of the text, or '#3'
+        return str(ast.literal_eval(shown)) if shown.startswith(("'", '"')) else None
 
     def view(self, precision: int = 4) -> View:
         from tracer.patching.view import patch_view
