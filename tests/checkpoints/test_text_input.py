@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import EXAMPLES, REPO, assert_refused, run_app, run_cli
 
 tokenizers = pytest.importorskip("tokenizers", reason="text input needs the tokenizers package (the checkpoints extra)")

@@ -10,10 +10,9 @@ import json
 import numpy as np
 import pytest
 import yaml
+from conftest import assert_refused, run_app, run_cli, write_spec
 from helpers import oracle as ind
 from helpers.tracing import independent_stages
-
-from conftest import assert_refused, run_app, run_cli, write_spec
 
 BASE = """
 name: lens {norm}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-
 from conftest import SPECS, assert_refused, run_app, run_cli
 
 WORDS = ["<s>", "the", "cat", "sat", "on", "mat", "."]
