@@ -1557,7 +1557,6 @@ MESSAGES: dict[str, str] = {
     "expected the path of a tokenizer.json, received {got}": "应为 tokenizer.json 的路径，实际为{got}",
     "expected the text to tokenize, received {got}": "应为要分词的文本，实际为{got}",
     "final layer: {what}": "最后一层：{what}",
-    "is a symbolic link; tracer follows no link it did not make: give the file itself": "是符号链接；tracer 不跟随不是它自己建立的链接：请给出文件本身",
     "not a tokenizer tracer can read: {why}": "不是 tracer 能读取的分词器：{why}",
     "not at all": "完全没有",
     "special says whether the tokenizer adds its special tokens to input.text: it needs input.text": "special 指定分词器是否给 input.text 加特殊词元：它需要 input.text",

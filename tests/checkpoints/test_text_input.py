@@ -134,10 +134,24 @@ def test_a_hostile_tokenizer_is_refused_in_one_line(folder, tmp_path, content, f
     assert_refused(run_cli("run", str(spec)), "tokenizer", fragment)
 
 
-def test_a_linked_tokenizer_is_refused(folder, tmp_path):
+def test_a_linked_tokenizer_is_read_as_its_file_and_confine_follows_the_link(folder, tmp_path):
+    """A Hugging Face cache's files are links: read through them, as weight files are; --confine judges the target."""
     os.symlink(folder / "tokenizer.json", tmp_path / "tokenizer.json")
     spec = _spec(folder, tmp_path, "tokenizer: tokenizer.json\ninput:\n  text: hello\n")
-    assert_refused(run_cli("run", str(spec)), "symbolic link")
+    linked, direct = run_app("run", str(spec), "--json"), run_app("run", str(_spec(folder, tmp_path, f"tokenizer: {folder / 'tokenizer.json'}\ninput:\n  text: hello\n", "d.yaml")), "--json")
+    assert linked.returncode == 0, linked.stderr
+    assert json.loads(linked.stdout)["tokens"] == json.loads(direct.stdout)["tokens"]
+    fifo = tmp_path / "fifo.json"
+    os.mkfifo(fifo)
+    os.symlink(fifo, tmp_path / "to-fifo.json")
+    assert_refused(run_app("run", str(_spec(folder, tmp_path, "tokenizer: to-fifo.json\ninput:\n  text: hello\n", "f.yaml"))), "regular file")
+    inside = tmp_path / "inside"
+    inside.mkdir()
+    os.symlink(folder / "tokenizer.json", inside / "tokenizer.json")
+    spec = inside / "s.yaml"
+    spec.write_text(_spec(folder, tmp_path, "tokenizer: tokenizer.json\ninput:\n  text: hello\n", "c.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    r = run_app("run", str(spec), "--confine", str(inside))
+    assert r.returncode == 2 and "outside the folder --confine allows" in r.stderr
 
 
 def test_missing_tokenizer_and_text_without_one_are_refused(folder, tmp_path):
