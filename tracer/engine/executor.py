@@ -438,7 +438,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
                                  softmax_over_queries=over_queries, rotary_base=step.base,
                                  rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
                                  rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
-                                 q_norm=q_norm, k_norm=k_norm, qk_eps=ex.spec.block_for(step.name).eps))
+                                 q_norm=q_norm, k_norm=k_norm, qk_eps=ex.spec.block_for(step.name).eps, softcap=step.softcap))
         return parts["output"]
 
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
@@ -449,6 +449,8 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
             meaning = msg("{meaning}, RMS-normalised per head", meaning=meaning)
         if step.base is not None and key in ("q", "k"):
             meaning = msg("{meaning}, turned by rotary positions", meaning=meaning)
+        if step.softcap is not None and key == "scores":  # Gemma 2: the scores soft-capped before the mask
+            meaning = softcapped_scores(step.softcap)
         shown = shown_internal(step, key)  # the cross-attention weights are in the default table
         ex.rec(f"{prefix}.{key}", parts[key], ex.axes(f"{prefix}.{key}"), meaning, internal=not shown)
     return ex.rec(step.name, out, ex.axes(step.name), step.meaning)
@@ -545,3 +547,15 @@ def forward_rms_norm_offset(ex: Executor, step: Step, inputs: list[np.ndarray]) 
     (x,) = inputs
     g = ex.params[f"{step.weights}.gamma"]
     return ex.record_step(step, lambda strict: kernels.rms_norm_offset(x, g, ex.spec.block_for(step.name).eps, strict))
+
+
+# -- i23-gemma2: Gemma 2's soft caps ------------------------------------------------------------------------
+def softcapped_scores(cap: float) -> Message:
+    """The meaning of an attention's scores under block.attention_softcap."""
+    return msg("scores cap * tanh(QK^T / sqrt(d) / cap), soft-capped at {cap}, before the mask", cap=f"{cap:g}")
+
+
+def forward_softcap(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    cap = step.softcap
+    assert cap is not None, "a softcap step has its cap"
+    return ex.record_step(step, lambda strict: kernels.softcap(inputs[0], cap))

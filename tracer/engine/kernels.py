@@ -255,7 +255,7 @@ def qk_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:  # [B,H,T,d], [B,H_kv
 
 
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal: bool,
-           keep: bool = True) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+           keep: bool = True, softcap: float | None = None) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
     """Scores, masked softmax over keys and the mix of values, a block of query rows at a time:
     [B,H,T,d], [B,H_kv,S,d], [B,H_kv,S,d] -> scores [B,H,T,S], weights [B,H,T,S], heads [B,T,C] (the mixes merged).
 
@@ -267,6 +267,8 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
     that is read is the same call on the same operands either way, so ``mixed`` is the same to the last bit.
     Without keep, q or k not finite, a product q.k that could overflow, or a mixed value that is not finite
     makes it start again with keep=True: the executor then records and flags where it began.
+    ``softcap`` (Gemma 2's attn_logit_softcapping): each score becomes cap * tanh(score / cap) after the scale and
+    before the mask (the recorded scores are the capped ones).
     """
     B, H, T, d = q.shape
     S = k.shape[2]
@@ -274,7 +276,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
     dtype = np.result_type(q, k)
     scale = 1.0 / math.sqrt(d)
     if not keep and not _products_fit(q, k, scale):  # a score could be inf or NaN: make them all, to be recorded and flagged
-        return attend(q, k, v, visible, causal, keep=True)
+        return attend(q, k, v, visible, causal, keep=True, softcap=softcap)
     scores = np.empty((B, H, T, S), dtype=dtype) if keep else None
     weights = np.zeros((B, H, T, S), dtype=dtype) if keep else None  # calloc: pages the mask leaves at 0 are never written
     mixed = np.empty((B, T, H, d), dtype=np.result_type(dtype, v))  # [B,T,H,d]: the heads side by side, merged as they are made
@@ -289,10 +291,10 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
                 n = min(r1, S) if causal else S  # keys this block of rows may read
                 s = scores[b, h, r0:r1] if scores is not None else scratch[: r1 - r0]  # type: ignore[index]
                 read = s[:, :n]
-                _scaled_scores(qh[r0:r1], kt[:, :n], scale, read)
+                _scaled_scores(qh[r0:r1], kt[:, :n], scale, read, softcap)
                 if scores is not None and weights is not None:
                     if n < S:  # the scores after the mask: recorded, never read
-                        _scaled_scores(qh[r0:r1], kt[:, n:], scale, s[:, n:])
+                        _scaled_scores(qh[r0:r1], kt[:, n:], scale, s[:, n:], softcap)
                     w = weights[b, h, r0:r1, :n]
                     np.copyto(w, read)
                 else:  # every score is finite: q and k are, and no product can overflow (_products_fit)
@@ -302,13 +304,22 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
 
     blas.by_heads(heads, [(b, h) for b in range(B) for h in range(H)], B * H * T * S * d)
     if not keep and not all_finite(mixed):  # a row that may read no key at all: 0/0
-        return attend(q, k, v, visible, causal, keep=True)
+        return attend(q, k, v, visible, causal, keep=True, softcap=softcap)
     return scores, weights, mixed.reshape(B, T, H * d)
 
 
-def _scaled_scores(q_rows: np.ndarray, kt: np.ndarray, scale: float, out: np.ndarray) -> None:  # [r,d], [d,n] -> out [r,n] = q k^T * scale
+def _scaled_scores(q_rows: np.ndarray, kt: np.ndarray, scale: float, out: np.ndarray,
+                   softcap: float | None = None) -> None:  # [r,d], [d,n] -> out [r,n] = q k^T * scale (then soft-capped)
     np.matmul(q_rows, kt, out=out)
     out *= scale
+    if softcap is not None:  # Gemma 2: cap * tanh(scores / cap), as Hugging Face computes it
+        cap_inplace(out, softcap)
+
+
+def cap_inplace(a: np.ndarray, cap: float) -> None:  # a -> cap * tanh(a / cap), in the array itself
+    a /= cap
+    np.tanh(a, out=a)
+    a *= cap
 
 
 def _masked_softmax(w: np.ndarray, r0: int, r1: int, n: int, causal: bool, blocked: np.ndarray | None) -> None:  # [r,n] scores of rows r0:r1 -> weights, in place
@@ -351,7 +362,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         rotary_pairing: str = "interleaved", H_kv: int | None = None, keep_weights: bool = True,
         strict: Strict = True, rotary_scaling: tuple[object, ...] | None = None,
         rotary_dim: int | None = None, q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None,
-        qk_eps: float = 1e-6) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]; q_norm, k_norm [d]
+        qk_eps: float = 1e-6, softcap: float | None = None) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]; q_norm, k_norm [d]
     """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
 
     ``causal`` masks keys after each query (block by block: no [T,S] mask is made); ``visible`` ([T,S] bool, True where
@@ -361,6 +372,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     score or a mixed value is not finite; the output is the same to the last bit.
     ``q_norm``, ``k_norm`` (Qwen3's block.qk_norm): each head's query and key RMS-normalised over its d coordinates
     with these weights [d] and ``qk_eps``, after the split and before the rotary turn.
+    ``softcap`` (Gemma 2's block.attention_softcap): the scores cap * tanh(scores / cap), after the scale, before the mask.
     """
     if xkv is None:
         xkv = xq
@@ -383,13 +395,15 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         if causal and visible is None:
             visible = ~causal_mask(q.shape[2])
         scores = qk_scores(q, k)  # [B,H,T,S]
+        if softcap is not None:
+            cap_inplace(scores, softcap)
         weights = np.where(visible, scores, -np.inf) if visible is not None else scores.copy()
         softmax_inplace(weights, axis=-2)
         mixed = weights @ np.repeat(v, H // H_kv, axis=1)  # each value head to the query heads that read it
         parts.update(scores=scores, weights=weights)
         heads = merge_heads(mixed)  # [B,H,T,d] -> [B,T,C]
     else:
-        kept_scores, kept_weights, heads = attend(q, k, v, visible, causal, keep_weights)
+        kept_scores, kept_weights, heads = attend(q, k, v, visible, causal, keep_weights, softcap)
         if kept_scores is not None and kept_weights is not None:
             parts.update(scores=kept_scores, weights=kept_weights)
     parts.update(heads=heads, output=linear(heads, w_o, b_o, strict, ("b_o", "C")))
@@ -751,7 +765,7 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
 def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[str, np.ndarray], w: dict[str, np.ndarray],
                  H: int, rotary_base: float | None = None, over_queries: bool = False, rotary_pairing: str = "interleaved",
                  causal: bool = False, visible: np.ndarray | None = None, rotary_scaling: tuple[object, ...] | None = None,
-                 rotary_dim: int | None = None, qk_eps: float | None = None
+                 rotary_dim: int | None = None, qk_eps: float | None = None, softcap: float | None = None
                  ) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q [B,H,T,d], k, v [B,H_kv,S,d], weights, heads -> dxq, dxkv,
     the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...;
@@ -760,12 +774,29 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
     Without ``parts["weights"]`` the weights are made again head by head (attention_backward, with attend's mask
     ``visible`` when not causal) and the result has no "weights" and "scores": the same numbers otherwise.
     ``qk_eps`` (block.qk_norm, with w["q_norm"], w["k_norm"] [d]): q and k were RMS-normalised per head before the turn;
-    their gradients go back through the norms (q and k before them made again from xq, xkv), and dw has q_norm, k_norm."""
+    their gradients go back through the norms (q and k before them made again from xq, xkv), and dw has q_norm, k_norm.
+    ``softcap`` (block.attention_softcap): the scores were cap * tanh(s / cap); the weights are made again when not at
+    hand ([B,H,T,S], with the mask), the recorded scores' gradient is that of the capped scores, and it reaches q and k
+    times 1 - tanh(s / cap)^2."""
     g: dict[str, np.ndarray] = {}
     dw: dict[str, np.ndarray] = {}
     g["heads"], dw["w_o"], dw["b_o"] = linear_backward(dout, parts["heads"], w["w_o"], w["b_o"])
     dmixed = merge_heads_backward(g["heads"], H)
-    if "weights" in parts:
+    if softcap is not None:
+        raw = qk_scores(parts["q"], parts["k"])  # before the cap
+        slope = 1.0 - np.tanh(raw / softcap) ** 2
+        if "weights" not in parts:
+            weights = raw.copy()
+            cap_inplace(weights, softcap)
+            n_q, n_k = weights.shape[-2:]
+            blocked = ~visible if visible is not None else (_after(n_q, n_k) if causal else None)
+            if blocked is not None:
+                np.copyto(weights, -np.inf, where=blocked)
+            softmax_inplace(weights, axis=-2 if over_queries else -1)
+            parts = dict(parts, weights=weights)
+        g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], causal, over_queries)
+        g["q"], g["k"] = qk_scores_backward(g["scores"] * slope, parts["q"], parts["k"], causal)
+    elif "weights" in parts:
         g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], causal, over_queries)
         g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"], causal)
     else:
@@ -934,3 +965,16 @@ def rms_norm_offset_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, e
     """d(1 + gamma)/dgamma = 1: dgamma is RMSNorm's, and dx is RMSNorm's with the scale 1 + gamma."""
     dx, dgamma, _ = _norm_backward(dy, x, 1.0 + gamma, eps, -1, centred=False)
     return dx, dgamma
+
+
+# -- i23-gemma2: Gemma 2's soft cap (the logits' block.head_softcap; the scores' cap is inside attend) --------------
+def softcap(x: np.ndarray, cap: float) -> np.ndarray:  # [..] -> [..], cap * tanh(x / cap), as Hugging Face computes it
+    out = x / cap
+    np.tanh(out, out=out)
+    out *= cap
+    return out
+
+
+def softcap_backward(dy: np.ndarray, x: np.ndarray, cap: float) -> np.ndarray:  # d/dx cap * tanh(x / cap) = 1 - tanh(x / cap)^2
+    t = np.tanh(x / cap)
+    return dy * (1.0 - t * t)
