@@ -45,6 +45,13 @@ def rms_norm_offset(x, gamma, eps):  # Gemma's RMSNorm: the scale is 1 + gamma (
     return x / np.sqrt(np.mean(np.square(x), axis=-1, keepdims=True) + eps) * (1.0 + gamma)
 
 
+def softcap_of(x, cap):  # Gemma 2's soft cap: cap * tanh(x / cap), each value squashed into (-cap, cap)
+    return cap * np.tanh(x / cap)
+
+
+softcap = softcap_of
+
+
 def embedding_scale(e):  # Gemma's embeddings [..., C], times sqrt(C)
     return e * math.sqrt(e.shape[-1])
 
@@ -113,7 +120,7 @@ def rope(x, base, pairing="interleaved", dim=None):  # [..., T, d]: pair i read 
 
 
 def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleaved", softmax_over="keys", mask_after=False,
-              rope_dim=None, qk_eps=None):
+              rope_dim=None, qk_eps=None, softcap=None):
     """Multi-head attention, one sample and one head at a time: [B,T,C], [B,S,C] -> dict of stages.
 
     mask: "causal" (query i reads keys 0..i), {"causal": True, "window": W} (keys i - W + 1 .. i), "none", or a [T,S]
@@ -124,7 +131,7 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
     instead of each query's row; mask_after=True takes the softmax over every key and zeroes the hidden ones after.
     The head width d is read from W_Q ([C, H*d]): C / H unless the model sets it apart (LLaMA's and Qwen3's head_dim).
     qk_eps (Qwen3): each head's query and key are RMS-normalised over their d coordinates, with w["q_norm"] and
-    w["k_norm"] [d], before the rotary turn.
+    w["k_norm"] [d], before the rotary turn.  softcap (Gemma 2): the scores cap * tanh(scores / cap), before the mask.
     """
     B, T, C = xq.shape
     S = xkv.shape[1]
@@ -163,6 +170,8 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
             if rope_base is not None:
                 qh = rope(qh, rope_base, pairing, rope_dim)
             s = qh @ kh.T / math.sqrt(d)
+            if softcap is not None:
+                s = softcap_of(s, softcap)
             wts = np.zeros((T, S))
             if softmax_over == "queries":
                 for j in range(S):

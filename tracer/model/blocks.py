@@ -310,7 +310,7 @@ def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: st
             full = sliding is not None and i not in sliding and step.op == "mha" and step.window is not None
             steps.append(step._replace(
                 name=lp + step.name, inputs=tuple(rename(s) for s in step.inputs),
-                weights=(lp + step.weights) if step.weights else None, **({"window": None} if full else {}),
+                weights=(lp + step.weights) if step.weights else None, window=None if full else step.window,
             ))
         layer_input = steps[-1].name
     return steps, layer_input

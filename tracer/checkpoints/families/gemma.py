@@ -15,8 +15,8 @@ heads, 1/sqrt(d)).  What differs is written into the spec as tracer settings, ea
   ``dims.d``, as llama.read_decoder reads it for LLaMA.
 
 The rest is read by the llama family's reader (llama.read_decoder), after this file has refused every
-config.json key it does not model, by name.  Gemma 2 (model_type gemma2) is refused by name: its extra norms,
-soft-capping, query_pre_attn_scalar and alternating sliding windows are not modelled.
+config.json key it does not model, by name.  Gemma 2 (model_type gemma2) is its own family (gemma2.py, which reads
+Gemma's settings through read_config here): through this layout it is refused by name.
 """
 
 from __future__ import annotations
@@ -44,14 +44,13 @@ GEMMA_KEYS = frozenset({"vocab_size", "hidden_size", "intermediate_size", "num_h
                         "num_key_value_heads", "head_dim", "hidden_act", "hidden_activation", "rms_norm_eps", "rope_theta",
                         "rope_parameters", "rope_scaling", "tie_word_embeddings", "attention_bias", "use_bidirectional_attention"})
 # Gemma's relatives whose maths differ: refused by name, with what is not modelled
-GEMMA2 = msg("Gemma 2 adds a norm after each sublayer (post_attention_layernorm, pre/post_feedforward_layernorm), "
-             "soft-caps the scores and the logits (attn_logit_softcapping, final_logit_softcapping), scales the scores by "
-             "query_pre_attn_scalar and alternates sliding-window layers, which tracer does not model")
+GEMMA2 = msg("Gemma 2 adds a norm after each sublayer, soft-caps the scores and the logits and alternates sliding-window layers "
+             "(the gemma2 layout reads it)")
 GEMMA_DIFFERENT = {"gemma2": GEMMA2,
                    "gemma3": msg("Gemma 3 normalises q and k per head and alternates sliding-window layers, which tracer does not model"),
                    "recurrent_gemma": msg("RecurrentGemma mixes recurrent blocks with attention, which tracer does not model"),
                    "paligemma": msg("PaliGemma reads images as well as tokens")}
-MODEL_TYPES = ("gemma", "gemma2")  # gemma2 named so that its import is refused by name, with the reason
+MODEL_TYPES = ("gemma",)  # gemma2: its own family (gemma2.py), refused through this layout by name
 
 
 def _no_window(cfg: Config, model_type: str | None, layers: int) -> tuple[int | None, str]:
