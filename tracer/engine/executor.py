@@ -22,7 +22,7 @@ from tracer.engine.params import load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import masks
-from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix, shown_internal
+from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix, shown_internal, softcapped_scores
 from tracer.model.contracts import operand_axes, position_violation, violation
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
@@ -549,12 +549,7 @@ def forward_rms_norm_offset(ex: Executor, step: Step, inputs: list[np.ndarray]) 
     return ex.record_step(step, lambda strict: kernels.rms_norm_offset(x, g, ex.spec.block_for(step.name).eps, strict))
 
 
-# -- i23-gemma2: Gemma 2's soft caps ------------------------------------------------------------------------
-def softcapped_scores(cap: float) -> Message:
-    """The meaning of an attention's scores under block.attention_softcap."""
-    return msg("scores cap * tanh(QK^T / sqrt(d) / cap), soft-capped at {cap}, before the mask", cap=f"{cap:g}")
-
-
+# -- i23-gemma2: Gemma 2's soft cap of the logits (the scores' is kernels.attend's) ------------------------------
 def forward_softcap(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     cap = step.softcap
     assert cap is not None, "a softcap step has its cap"

@@ -440,6 +440,11 @@ ATTN_MEANINGS: dict[str, Message] = {
 }
 
 
+def softcapped_scores(cap: float) -> Message:
+    """The meaning of an attention's scores under block.attention_softcap (Gemma 2's attn_logit_softcapping)."""
+    return msg("scores cap * tanh(QK^T / sqrt(d) / cap), soft-capped at {cap}, before the mask", cap=f"{cap:g}")
+
+
 ENCODER = "encoder."  # the prefix of every encoder stage of an encoder-decoder
 
 
