@@ -1475,6 +1475,10 @@ MESSAGES: dict[str, str] = {
     'a mixture-of-experts MLP or a multimodal model': '混合专家 MLP 或多模态模型',
     '{key} is a weight of block.qk_norm (the per-head RMSNorm of q and k), but block.qk_norm is false': '{key} 是 block.qk_norm（对 q 和 k 逐头做的 RMSNorm）的权重，但 block.qk_norm 为 false',
     'holds no Qwen3 q_norm (model.layers.0.self_attn.q_norm.weight); is it a Qwen3 checkpoint?': '没有 Qwen3 的 q_norm（model.layers.0.self_attn.q_norm.weight）；它是 Qwen3 检查点吗？',
+    # i23-t5
+    'scores QK^T * {scale}, before the mask (block.attention_scale, not 1/sqrt(d))': '分数 QK^T * {scale}，掩码之前（block.attention_scale，不是 1/sqrt(d)）',
+    'expected a positive number such as 1 (the scores QK^T * s; absent: 1/sqrt(d)), received {got}': '应为正数，例如 1（分数为 QK^T * s；不写则为 1/sqrt(d)），收到 {got}',
+    'attention scale {s} (not 1/sqrt(d))': '注意力缩放 {s}（不是 1/sqrt(d)）',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -254,7 +254,8 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
                                                        step.pairing or "interleaved", causal=causal, visible=visible,
                                                        rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
-                                                       qk_eps=bw.spec.block_for(step.name).eps if step.qk_norm else None)
+                                                       qk_eps=bw.spec.block_for(step.name).eps if step.qk_norm else None,
+                                                       scale=step.scale)
     for key in ATTN_ORDER:
         if key in internals:
             bw.grads[f"{prefix}.{key}"] = internals[key]
