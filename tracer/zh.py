@@ -1473,6 +1473,10 @@ MESSAGES: dict[str, str] = {
     'a mixture-of-experts MLP or a multimodal model': '混合专家 MLP 或多模态模型',
     '{key} is a weight of block.qk_norm (the per-head RMSNorm of q and k), but block.qk_norm is false': '{key} 是 block.qk_norm（对 q 和 k 逐头做的 RMSNorm）的权重，但 block.qk_norm 为 false',
     'holds no Qwen3 q_norm (model.layers.0.self_attn.q_norm.weight); is it a Qwen3 checkpoint?': '没有 Qwen3 的 q_norm（model.layers.0.self_attn.q_norm.weight）；它是 Qwen3 检查点吗？',
+    # i23-t5
+    'scores QK^T * {scale}, before the mask (block.attention_scale, not 1/sqrt(d))': '分数 QK^T * {scale}，掩码之前（block.attention_scale，不是 1/sqrt(d)）',
+    'expected a positive number such as 1 (the scores QK^T * s; absent: 1/sqrt(d)), received {got}': '应为正数，例如 1（分数为 QK^T * s；不写则为 1/sqrt(d)），收到 {got}',
+    'attention scale {s} (not 1/sqrt(d))': '注意力缩放 {s}（不是 1/sqrt(d)）',
     # i23-gemma2
     'Gemma 2 adds a norm after each sublayer, soft-caps the scores and the logits and alternates sliding-window layers (the gemma2 layout reads it)': 'Gemma 2 在每个子层之后还有一个归一化，对分数和 logits 做软上限，并交替使用滑动窗口层（由 gemma2 布局读取）',
     "the gemma2 layout reads model_type gemma2 only (Gemma's block has no sandwich norms, soft caps or sliding layers)": 'gemma2 布局只读取 model_type gemma2（Gemma 的块没有夹心归一化、软上限和滑动窗口层）',
@@ -1484,7 +1488,6 @@ MESSAGES: dict[str, str] = {
     'scores soft-capped (cap {cap})': '分数做软上限（上限 {cap}）',
     'logits soft-capped (cap {cap})': 'logits 做软上限（上限 {cap}）',
     'the window on layers {layers} only': '只有第 {layers} 层使用滑动窗口',
-    'cap · tanh(q kᵀ / √d / cap), cap = {cap}': 'cap · tanh(q kᵀ / √d / cap)，cap = {cap}',
     'scores cap * tanh(QK^T / sqrt(d) / cap), soft-capped at {cap}, before the mask': '分数 cap * tanh(QK^T / sqrt(d) / cap)，软上限为 {cap}，在掩码之前',
     "the attention output's own {norm}, N_U = {LN}U(U), before the residual add (sandwich)": '注意力输出自己的{norm}，N_U = {LN}U(U)，在残差相加之前（夹心）',
     'first residual add of the normalised attention output, R = X + N_U': '第一次残差相加，加的是归一化后的注意力输出，R = X + N_U',
@@ -1502,6 +1505,8 @@ MESSAGES: dict[str, str] = {
     'expected each layer once, in increasing order, received {got}': '每层只能出现一次，且按递增顺序，实际为 {got}',
     'cap * tanh({a} / cap): every value squashed smoothly into (-cap, cap), nearly unchanged where |{a}| << cap': 'cap * tanh({a} / cap)：每个值被平滑地压进 (-cap, cap)，在 |{a}| << cap 处几乎不变',
     'cap * tanh({x} / cap), cap = {cap}': 'cap * tanh({x} / cap)，cap = {cap}',
+    'cap · tanh({scores} / cap), cap = {cap}': 'cap · tanh({scores} / cap)，cap = {cap}',
+    'scores cap * tanh(QK^T * {scale} / cap), soft-capped at {cap}, before the mask (block.attention_scale)': '分数 cap * tanh(QK^T * {scale} / cap)，软上限为 {cap}，在掩码之前（block.attention_scale）',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -92,6 +92,20 @@ def test_layer_types_from_config_and_all_sliding(tmp_path):
     assert "raw_logits" not in spec.stage_shapes
 
 
+def test_query_pre_attn_scalar_is_the_attention_scale(tmp_path):
+    """Gemma2Attention scales the scores by query_pre_attn_scalar ** -0.5: block.attention_scale where that is not
+    1/sqrt(head_dim) (Gemma 2 27B: 144 with head_dim 128), nothing written where it is."""
+    write_gemma2(tmp_path / "g", query_pre_attn_scalar=9)
+    text = imported(tmp_path, tmp_path / "g").read_text()
+    assert "attention_scale: 0.333333" in text and "query_pre_attn_scalar ** -0.5" in text
+    spec = load_spec(str(tmp_path / "spec.yaml"))
+    assert spec.block.attention_scale == 9 ** -0.5
+    assert {s.scale for s in spec.steps if s.op == "mha"} == {9 ** -0.5}
+    write_gemma2(tmp_path / "h", query_pre_attn_scalar=4)  # = head_dim: 1/sqrt(d) itself
+    spec = load_spec(str(imported(tmp_path, tmp_path / "h")))
+    assert spec.block.attention_scale is None
+
+
 def test_layer_0_is_gemma_2s_formulas(tmp_path):
     """Two layers and the logits against the oracle: sandwich norms with (1 + w), capped scores, a window on layer 0
     only, the capped logits."""
@@ -129,7 +143,6 @@ def test_layer_0_is_gemma_2s_formulas(tmp_path):
 
 
 @pytest.mark.parametrize("config, fragment", [
-    ({"query_pre_attn_scalar": 8}, "query_pre_attn_scalar = 8: Gemma 2 scales the scores by query_pre_attn_scalar ** -0.5"),
     ({"model_type": "gemma3_text"}, "model_type 'gemma3_text': Gemma 3 normalises q and k per head"),
     ({"model_type": "gemma"}, "model_type 'gemma': the gemma2 layout reads model_type gemma2 only"),
     ({"layer_types": ["sliding_attention"]}, "layer_types: expected a list of 2 entries, each 'full_attention' or 'sliding_attention'"),
@@ -169,7 +182,7 @@ def _hf_gemma2(tmp_path: Path, **extra):
     settings = {"vocab_size": 96, "hidden_size": 32, "intermediate_size": 56, "num_hidden_layers": 3, "num_attention_heads": 4,
                     "num_key_value_heads": 2, "head_dim": 12, "max_position_embeddings": 64, "rms_norm_eps": 1e-5, "initializer_range": 0.3,
                     "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}, "pad_token_id": None, "sliding_window": 3,
-                    "query_pre_attn_scalar": 12, "attn_logit_softcapping": 2.0, "final_logit_softcapping": 3.0} | extra
+                    "query_pre_attn_scalar": 16, "attn_logit_softcapping": 2.0, "final_logit_softcapping": 3.0} | extra
     model = transformers.Gemma2ForCausalLM(transformers.Gemma2Config(**settings))
     with torch.no_grad():  # HF initialises the norm weights to 0 (the scale 1 + 0): random ones
         for name, p in model.named_parameters():
@@ -219,7 +232,7 @@ def test_gemma2_matches_hugging_face_in_float64(tmp_path, monkeypatch, request):
     torch, model, folder = _hf_gemma2(tmp_path)
     spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS)))  # no flags: the layout from model_type
     text = spec.read_text()
-    assert "layout: gemma2" in text and "sliding_layers: [0, 2]" in text
+    assert "layout: gemma2" in text and "sliding_layers: [0, 2]" in text and "attention_scale: 0.25" in text  # 16 ** -0.5, not 1/sqrt(12)
     st = _as_hf(_traced(spec))
     _gemma2_float64(monkeypatch, torch, model)
     hidden, outputs, logits, attentions = _hf_forward(torch, model, IDS)
@@ -229,7 +242,7 @@ def test_gemma2_matches_hugging_face_in_float64(tmp_path, monkeypatch, request):
     assert attentions[0][0, 0, 9, 5] == 0.0 and attentions[1][0, 0, 9, 5] > 0.0  # layer 0 is windowed, layer 1 reads every key
     assert np.abs(logits).max() < 3.0  # the logits' cap bends them
     # each of Gemma 2's choices is a real difference, far outside the tolerance
-    for old, new in (("attention_softcap: 2.0", "attention_softcap: 200.0"),
+    for old, new in (("attention_softcap: 2.0", "attention_softcap: 200.0"), ("attention_scale: 0.25", "attention_scale: 0.3"),
                      ("head_softcap: 3.0", "head_softcap: 300.0"), ("sliding_layers: [0, 2]", "sliding_layers: [0, 1, 2]")):
         spec.write_text(text.replace(old, new))
         assert np.abs(_traced(spec)["logits"] - logits).max() > 1e-3, old

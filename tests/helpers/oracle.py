@@ -120,7 +120,7 @@ def rope(x, base, pairing="interleaved", dim=None):  # [..., T, d]: pair i read 
 
 
 def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleaved", softmax_over="keys", mask_after=False,
-              rope_dim=None, qk_eps=None, softcap=None):
+              rope_dim=None, qk_eps=None, scale=None, softcap=None):
     """Multi-head attention, one sample and one head at a time: [B,T,C], [B,S,C] -> dict of stages.
 
     mask: "causal" (query i reads keys 0..i), {"causal": True, "window": W} (keys i - W + 1 .. i), "none", or a [T,S]
@@ -131,7 +131,9 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
     instead of each query's row; mask_after=True takes the softmax over every key and zeroes the hidden ones after.
     The head width d is read from W_Q ([C, H*d]): C / H unless the model sets it apart (LLaMA's and Qwen3's head_dim).
     qk_eps (Qwen3): each head's query and key are RMS-normalised over their d coordinates, with w["q_norm"] and
-    w["k_norm"] [d], before the rotary turn.  softcap (Gemma 2): the scores cap * tanh(scores / cap), before the mask.
+    w["k_norm"] [d], before the rotary turn.
+    scale: the scores are q.k * scale (T5: 1); None: q.k / sqrt(d), the textbook's.
+    softcap (Gemma 2): the scores cap * tanh(scores / cap), after the scale, before the mask.
     """
     B, T, C = xq.shape
     S = xkv.shape[1]
@@ -169,7 +171,7 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
                 qh = rms_norm(qh, w["q_norm"], qk_eps)
             if rope_base is not None:
                 qh = rope(qh, rope_base, pairing, rope_dim)
-            s = qh @ kh.T / math.sqrt(d)
+            s = qh @ kh.T / math.sqrt(d) if scale is None else (qh @ kh.T) * scale
             if softcap is not None:
                 s = softcap_of(s, softcap)
             wts = np.zeros((T, S))
@@ -210,6 +212,7 @@ class Stack:
     head_bias: bool = False  # logits = h W_head + b_head
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C) before the positions
     qk_norm: bool = False  # Qwen3: each head's q and k RMS-normalised over d (attn.q_norm, attn.k_norm), eps the block's
+    attention_scale: float | None = None  # the scores' factor (T5: 1); None: 1/sqrt(d)
 
 
 @dataclass
@@ -228,7 +231,7 @@ def stack_from_yaml(section: dict | None, default_mask: str, has_table: bool) ->
         positions=s.get("positions", "learned" if has_table else "none"), base=float(s.get("position_base", 10000.0)),
         final_norm=s.get("final_norm", False), head=s.get("head", "none"), pairing=s.get("rotary_pairing", "interleaved"),
         rotary_dim=s.get("rotary_dim"), head_bias=s.get("head_bias", False), embedding_scale=s.get("embedding_scale", False),
-        qk_norm=s.get("qk_norm", False),
+        qk_norm=s.get("qk_norm", False), attention_scale=s.get("attention_scale"),
     )
 
 
@@ -262,12 +265,12 @@ def _norm(st, name, x, p, s: Stack, group=None):  # the stage `name`, its weight
     return y
 
 
-def _attend(st, pre, name, xq, xkv, p, H, mask, rope, qk_eps=None):
+def _attend(st, pre, name, xq, xkv, p, H, mask, rope, qk_eps=None, scale=None):
     """H: (query heads, key/value heads); rope: (base, pairing, rotary width or None), or None without rotary positions;
-    qk_eps: the eps of Qwen3's per-head q/k RMSNorm (None: none)."""
+    qk_eps: the eps of Qwen3's per-head q/k RMSNorm (None: none); scale: the scores' factor (None: 1/sqrt(d))."""
     base, pairing, dim = rope if rope is not None else (None, "interleaved", None)
     r = attention(xq, xkv, _group(p, pre + ("cross_attn" if name == "cross_attention" else "attn")), H[0], mask, base, H[1], pairing,
-                  rope_dim=dim, qk_eps=qk_eps)
+                  rope_dim=dim, qk_eps=qk_eps, scale=scale)
     inner = "cross" if name == "cross_attention" else "attn"
     for key in ("q", "k", "v", "scores", "weights", "heads"):
         st[f"{pre}{inner}.{key}"] = r[key]
@@ -329,7 +332,7 @@ def _rope(s: Stack):
 
 def pre_norm_layer(st, pre, x, p, s: Stack, H):  # N1 = LN1(X), R = X + MHA(N1), Y = R + FFN(LN2(R))
     n1 = _norm(st, pre + "norm1", x, p, s)
-    r = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s))
+    r = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale)
     st[pre + "residual1"] = r
     n2 = _norm(st, pre + "norm2", r, p, s)
     y = r + _ffn(st, pre, n2, p, s)
@@ -338,7 +341,7 @@ def pre_norm_layer(st, pre, x, p, s: Stack, H):  # N1 = LN1(X), R = X + MHA(N1),
 
 
 def post_norm_layer(st, pre, x, p, s: Stack, H):  # R = LN1(X + MHA(X)), Y = LN2(R + FFN(R))
-    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s))
+    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s), s.attention_scale)
     r = _norm(st, pre + "norm1", st[pre + "residual1"], p, s)
     st[pre + "residual2"] = r + _ffn(st, pre, r, p, s)
     y = _norm(st, pre + "norm2", st[pre + "residual2"], p, s)
@@ -348,7 +351,7 @@ def post_norm_layer(st, pre, x, p, s: Stack, H):  # R = LN1(X + MHA(X)), Y = LN2
 
 def sandwich_layer(st, pre, x, p, s: Stack, H):  # a LayerNorm before and after each sublayer
     n1 = _norm(st, pre + "norm1", x, p, s)
-    a = _norm(st, pre + "attn_norm", _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s)), p, s, pre + "norm_a")
+    a = _norm(st, pre + "attn_norm", _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale), p, s, pre + "norm_a")
     r = x + a
     st[pre + "residual1"] = r
     n2 = _norm(st, pre + "norm2", r, p, s)
@@ -360,7 +363,7 @@ def sandwich_layer(st, pre, x, p, s: Stack, H):  # a LayerNorm before and after 
 
 def parallel_layer(st, pre, x, p, s: Stack, H):  # attention and the FFN both read norm1; their outputs are summed
     n = _norm(st, pre + "norm1", x, p, s)
-    both = _attend(st, pre, "attention", n, n, p, H, s.mask, _rope(s), _qk(s)) + _ffn(st, pre, n, p, s)
+    both = _attend(st, pre, "attention", n, n, p, H, s.mask, _rope(s), _qk(s), s.attention_scale) + _ffn(st, pre, n, p, s)
     st[pre + "both"] = both
     y = x + both
     st[pre + "output"] = y
@@ -371,7 +374,7 @@ def parallel_residual_layer(st, pre, x, p, s: Stack, H, shared=False):
     """GPT-NeoX's parallel residual, Y = X + (MHA(LN1(X)) + FFN(LN2(X))); shared (Phi): one norm feeds both branches."""
     n1 = _norm(st, pre + "norm1", x, p, s)
     n2 = n1 if shared else _norm(st, pre + "norm2", x, p, s)  # the second norm reads X, not X + U
-    u = _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s))
+    u = _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale)
     branches = u + _ffn(st, pre, n2, p, s)
     st[pre + "branches"] = branches
     y = x + branches
@@ -389,10 +392,10 @@ DECODER_ONLY_LAYERS = {"pre": pre_norm_layer, "post": post_norm_layer, "parallel
 
 def decoder_pre_norm_layer(st, pre, x, memory, p, s: Stack, H):
     n1 = _norm(st, pre + "norm1", x, p, s)
-    r1 = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s))
+    r1 = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale)
     st[pre + "residual1"] = r1
     n2 = _norm(st, pre + "norm2", r1, p, s)
-    r2 = r1 + _attend(st, pre, "cross_attention", n2, memory, p, H, "none", None)
+    r2 = r1 + _attend(st, pre, "cross_attention", n2, memory, p, H, "none", None, scale=s.attention_scale)
     st[pre + "residual2"] = r2
     n3 = _norm(st, pre + "norm3", r2, p, s)
     y = r2 + _ffn(st, pre, n3, p, s)
@@ -401,9 +404,9 @@ def decoder_pre_norm_layer(st, pre, x, memory, p, s: Stack, H):
 
 
 def decoder_post_norm_layer(st, pre, x, memory, p, s: Stack, H):
-    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s))
+    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s), s.attention_scale)
     n1 = _norm(st, pre + "norm1", st[pre + "residual1"], p, s)
-    st[pre + "residual2"] = n1 + _attend(st, pre, "cross_attention", n1, memory, p, H, "none", None)
+    st[pre + "residual2"] = n1 + _attend(st, pre, "cross_attention", n1, memory, p, H, "none", None, scale=s.attention_scale)
     n2 = _norm(st, pre + "norm2", st[pre + "residual2"], p, s)
     st[pre + "residual3"] = n2 + _ffn(st, pre, n2, p, s)
     y = _norm(st, pre + "norm3", st[pre + "residual3"], p, s)

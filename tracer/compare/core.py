@@ -513,7 +513,13 @@ def design_words(steps: tuple[Step, ...], settings: dict[str, Any] | None = None
     widths = sorted({s.rotary_dim for s in steps if s.op == "mha" and s.base is not None and s.rotary_dim is not None})
     if widths:
         words.append(msg("partial rotary ({n} coordinates of each head turned)", n=", ".join(map(str, widths))))
-    return words + scaled_words(steps) + capped_words(steps, settings)
+    return words + scaled_words(steps) + attention_scale_words(steps) + capped_words(steps, settings)
+
+
+def attention_scale_words(steps: tuple[Step, ...]) -> list[Message]:
+    """block.attention_scale in words: 'attention scale 1 (not 1/sqrt(d))' (T5), one phrase per scale the steps use."""
+    scales = sorted({s.scale for s in steps if s.op in ("mha", "cross_mha") and s.scale is not None})
+    return [msg("attention scale {s} (not 1/sqrt(d))", s=f"{s:g}") for s in scales]
 
 
 def scaled_words(steps: tuple[Step, ...]) -> list[Message]:

@@ -255,7 +255,7 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
                                                        step.pairing or "interleaved", causal=causal, visible=visible,
                                                        rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
                                                        qk_eps=bw.spec.block_for(step.name).eps if step.qk_norm else None,
-                                                       softcap=step.softcap)
+                                                       scale=step.scale, softcap=step.softcap)
     for key in ATTN_ORDER:
         if key in internals:
             bw.grads[f"{prefix}.{key}"] = internals[key]

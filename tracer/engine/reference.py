@@ -267,7 +267,7 @@ class Reference:
             blk = self.spec.block_for(step.name)
             explicit = blk.mask_matrix
         n_keys = (self.spec.dims.S or 0) if cross or position_axis(step.name) == "S" else self.spec.dims.T
-        scale = 1.0 / math.sqrt(d)
+        scale = 1.0 / math.sqrt(d) if step.scale is None else step.scale  # block.attention_scale
         scores, weights, heads, out = {}, {}, {}, {}
         for t in positions:
             if explicit is not None:

@@ -23,7 +23,7 @@ from rich.text import Text
 
 from tracer.i18n import tr
 from tracer.messages import Located, Message, msg, nmsg, render
-from tracer.model.blocks import ACTIVATION_NAMES, ATTN_MEANINGS, ENCODER, Step, internal_prefix, position_axis, softcapped_scores
+from tracer.model.blocks import ACTIVATION_NAMES, ATTN_MEANINGS, ENCODER, Step, internal_prefix, position_axis, scores_meaning, softcapped_scores
 from tracer.model.contracts import kind_word
 from tracer.model.ops import OPS, TABLES
 from tracer.model.shapes import shape_label
@@ -233,11 +233,12 @@ class Graph:
                   if dims.H_kv is not None else msg("{m} W_K, W_V; split into heads", m=memory))  # grouped-query attention
             rows.append(Row(rail, f"{p}.k/v", norm_said(kv, "k"), self.shape(f"{p}.k"),
                             turned(msg("keys and values from {m}", m=memory)), self.weights(g, ("w_k", "w_v", "b_k", "b_v") + qk_weights[1:]), kind="internal"))
+        scores = "q kᵀ / √d" if step.scale is None else f"q kᵀ · {step.scale:g}"  # block.attention_scale
         if step.softcap is not None:  # Gemma 2's block.attention_softcap: the scores capped before the mask
-            rows.append(Row(rail, f"{p}.scores", msg("cap · tanh(q kᵀ / √d / cap), cap = {cap}", cap=f"{step.softcap:g}"), self.shape(f"{p}.scores"),
-                            softcapped_scores(step.softcap), kind="internal"))
+            rows.append(Row(rail, f"{p}.scores", msg("cap · tanh({scores} / cap), cap = {cap}", scores=scores, cap=f"{step.softcap:g}"),
+                            self.shape(f"{p}.scores"), softcapped_scores(step), kind="internal"))
         else:
-            rows.append(Row(rail, f"{p}.scores", "q kᵀ / √d", self.shape(f"{p}.scores"), ATTN_MEANINGS["scores"], kind="internal"))
+            rows.append(Row(rail, f"{p}.scores", scores, self.shape(f"{p}.scores"), scores_meaning(step), kind="internal"))
         softmax = (msg("{mask}; softmax over queries", mask=self.mask(step)) if step.axis == "queries"
                    else msg("{mask}; softmax over keys", mask=self.mask(step)))
         rows.append(Row(rail, f"{p}.weights", softmax, self.shape(f"{p}.weights"), ATTN_MEANINGS["weights"], kind="internal"))

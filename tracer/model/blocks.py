@@ -38,6 +38,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     scaling: tuple[object, ...] | None = None  # mha with rotary positions: a rope type's scaled speeds (tracer/model/rope.py)
     rotary_dim: int | None = None  # mha with rotary positions: only each head's first rotary_dim coordinates turned; None: all d
     qk_norm: bool | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); None: not
+    scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d)
     softcap: float | None = None  # mha: scores soft-capped, cap * tanh(scores / cap), after the scale and before the mask
     # (Gemma 2's attn_logit_softcapping); softcap: the cap of its tanh (final_logit_softcapping); None: not capped
 
@@ -234,6 +235,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     rotary_dim: int | None = None  # partial rotary: the first rotary_dim coordinates of each head turned (None: all d)
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C), a stage of their own (embed_scale)
     qk_norm: bool = False  # Qwen3: each attention's q and k RMS-normalised per head (weights attn.q_norm, attn.k_norm [d])
+    attention_scale: float | None = None  # the scores' factor, QK^T * s (T5: 1; Gemma 2: query_pre_attn_scalar ** -0.5); None: 1/sqrt(d)
     attention_softcap: float | None = None  # Gemma 2: every attention's scores cap * tanh(scores / cap), before the mask
     head_softcap: float | None = None  # Gemma 2: the logits cap * tanh(logits / cap) (a softcap stage after the head)
     sliding_layers: tuple[int, ...] | None = None  # with a window: only these layers' attention is windowed (Gemma 2's
@@ -279,6 +281,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                 changes["softcap"] = s.attention_softcap
         if step.op == "cross_mha":
             changes["mask"] = "none"
+        if step.op in ("mha", "cross_mha") and s.attention_scale is not None and step.scale is None:
+            changes["scale"] = s.attention_scale
         if step.op == "router_probs" and step.axis is None:
             changes["axis"] = "E"  # the contract: a softmax over the experts
         out.append(step._replace(**changes) if changes else step)
@@ -440,9 +444,13 @@ ATTN_MEANINGS: dict[str, Message] = {
 }
 
 
-def softcapped_scores(cap: float) -> Message:
-    """The meaning of an attention's scores under block.attention_softcap (Gemma 2's attn_logit_softcapping)."""
-    return msg("scores cap * tanh(QK^T / sqrt(d) / cap), soft-capped at {cap}, before the mask", cap=f"{cap:g}")
+def softcapped_scores(step: Step) -> Message:
+    """The meaning of an attention's scores under block.attention_softcap (Gemma 2's attn_logit_softcapping), with the
+    block's attention_scale when it sets one (Gemma 2's query_pre_attn_scalar ** -0.5)."""
+    cap = f"{step.softcap or 0.0:g}"
+    if step.scale is None:
+        return msg("scores cap * tanh(QK^T / sqrt(d) / cap), soft-capped at {cap}, before the mask", cap=cap)
+    return msg("scores cap * tanh(QK^T * {scale} / cap), soft-capped at {cap}, before the mask (block.attention_scale)", scale=f"{step.scale:g}", cap=cap)
 
 
 ENCODER = "encoder."  # the prefix of every encoder stage of an encoder-decoder
@@ -451,6 +459,13 @@ ENCODER = "encoder."  # the prefix of every encoder stage of an encoder-decoder
 def position_axis(stage: str) -> str:
     """The axis a stage's positions run along: S (the source) for an encoder stage, else T."""
     return "S" if stage.startswith(ENCODER) else "T"
+
+
+def scores_meaning(step: Step) -> Message:
+    """The scores' meaning: QK^T / sqrt(d), or QK^T * s when the block sets attention_scale (the step's scale)."""
+    if step.scale is None:
+        return ATTN_MEANINGS["scores"]
+    return msg("scores QK^T * {scale}, before the mask (block.attention_scale, not 1/sqrt(d))", scale=f"{step.scale:g}")
 
 
 def shown_internal(step: Step, key: str) -> bool:

@@ -287,7 +287,7 @@ def _gemma2_variants(section: str, after: str) -> list[StageInfo]:
     attention = next(s for s in layer if s.op == "mha")
     for info in _internals(section, attention, shapes):
         if info.name == "attn.scores":
-            out.append(dataclasses.replace(info, meaning=blocks.softcapped_scores(50.0),
+            out.append(dataclasses.replace(info, meaning=blocks.softcapped_scores(attention),
                                            formula=join([info.formula, msg("then cap * tanh(scores / cap), block.attention_softcap = cap, before the mask")])))
     tail = blocks.head_steps("final_norm", 30.0)
     shapes = _shapes(tail, {"final_norm": (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))})

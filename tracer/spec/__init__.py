@@ -34,7 +34,7 @@ TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder",
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type", "C_e", "d")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "head_bias", "embedding_norm", "token_types",
-              "position_offset", "ffn", "embedding_scale", "qk_norm", "attention_softcap", "head_softcap")
+              "position_offset", "ffn", "embedding_scale", "qk_norm", "attention_scale", "attention_softcap", "head_softcap")
 FFN_KEYS = ("experts", "top_k")  # ffn: {experts: 8, top_k: 2}: a mixture of experts in place of the FFN (Mixtral's block)
 MASK_KEYS = ("causal", "window", "sliding_layers")  # mask: {causal: true, window: 4}; sliding_layers: [0, 2] (Gemma 2)
 ROPE_SCALING_KEYS = ("type",) + rope.LLAMA3_KEYS  # rope_scaling: {type: linear, factor: 4}
@@ -132,6 +132,7 @@ class BlockSpec(NamedTuple):
     top_k: int | None = None  # the experts each position is sent to
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C) (a stage of their own, embed_scale)
     qk_norm: bool = False  # Qwen3: each attention's q and k RMS-normalised per head over d (attn.q_norm, attn.k_norm [d])
+    attention_scale: float | None = None  # the scores are QK^T * attention_scale (T5: 1); None: QK^T / sqrt(d)
     attention_softcap: float | None = None  # Gemma 2: every attention's scores cap * tanh(scores / cap), before the mask
     head_softcap: float | None = None  # Gemma 2: logits = cap * tanh(raw_logits / cap), a stage after the head
     sliding_layers: tuple[int, ...] | None = None  # mask.sliding_layers: only these layers read the window (Gemma 2)
@@ -140,7 +141,8 @@ class BlockSpec(NamedTuple):
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
                              self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset,
                              self.rope_scaling, self.rotary_dim, embedding_scale=self.embedding_scale, qk_norm=self.qk_norm,
-                             attention_softcap=self.attention_softcap, head_softcap=self.head_softcap, sliding_layers=self.sliding_layers)
+                             attention_scale=self.attention_scale, attention_softcap=self.attention_softcap, head_softcap=self.head_softcap,
+                             sliding_layers=self.sliding_layers)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function
@@ -612,6 +614,13 @@ class _Validator:
         qk_norm = self.boolean(raw.get("qk_norm", False), p + ("qk_norm",))
         if qk_norm and p != ("block",):
             raise self.fail(p + ("qk_norm",), msg("qk_norm (Qwen3's per-head RMSNorm of q and k) is for a decoder-only spec's block"))
+        attention_scale = None
+        if "attention_scale" in raw:  # absent: 1/sqrt(d), as every spec before it
+            attention_scale = raw["attention_scale"]
+            if isinstance(attention_scale, bool) or not isinstance(attention_scale, (int, float)) or not math.isfinite(attention_scale) or attention_scale <= 0:
+                raise self.fail(p + ("attention_scale",), msg("expected a positive number such as 1 (the scores QK^T * s; absent: 1/sqrt(d)), received {got}",
+                                                             got=self.received(p + ("attention_scale",), attention_scale)))
+            attention_scale = float(attention_scale)
         if sliding is not None and any(i >= layers for i in sliding):
             raise self.fail(p + ("mask", "sliding_layers"), msg("layer {i} is not one of the {n} layers (0 .. {last})",
                                                                 i=max(sliding), n=layers, last=layers - 1))
@@ -623,7 +632,7 @@ class _Validator:
             raise self.fail(p + (key,), msg("{key} (Gemma 2's) is for a decoder-only spec's block", key=key))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                          float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
-                         experts, top_k, embedding_scale, qk_norm, attention_softcap, head_softcap, sliding)
+                         experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding)
         return spec, raw.get("steps")
 
     def softcap(self, raw: dict[str, Any], key: str, p: Path) -> float | None:

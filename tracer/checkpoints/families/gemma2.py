@@ -13,9 +13,11 @@ Everything Gemma does (gemma.py: embeddings times sqrt(C), RMSNorm with (1 + w),
   layers read a window of W keys, the full_attention layers every key up to the query.  Without layer_types,
   Gemma2Config makes layer i sliding when i is even (0, 2, ...), as here.
 
-query_pre_attn_scalar scales the scores by query_pre_attn_scalar ** -0.5: tracer's scale is 1/sqrt(d), so a config
-whose query_pre_attn_scalar is not head_dim is refused by name.  Every other key not modelled is refused by name too
-(gemma.py's list and this file's), and a tensor not read is refused by the import.
+- ``attention_scale: s`` (query_pre_attn_scalar): Gemma2Attention scales the scores by query_pre_attn_scalar ** -0.5;
+  where that is not 1/sqrt(head_dim), the spec says so (when it is, 1/sqrt(d) is the same number and nothing is written).
+
+Every other key not modelled is refused by name (gemma.py's list and this file's), and a tensor not read is refused
+by the import.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.checkpoints.families import gemma
-from tracer.checkpoints.families.base import Config, Layout, ModelConfig, Options, Take, group, received, refuse, refuse_unknown
+from tracer.checkpoints.families.base import Config, Layout, ModelConfig, Options, Take, group, refuse, refuse_unknown
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
@@ -75,10 +77,9 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     d = head_dim if head_dim is not None else (C // H if C is not None and H else None)
     window = cfg.integer("sliding_window")
     attn_cap, final_cap = cfg.number("attn_logit_softcapping"), cfg.number("final_logit_softcapping")
+    # Gemma2Attention's scaling, query_pre_attn_scalar ** -0.5: block.attention_scale where it is not 1/sqrt(head_dim)
+    scale = scalar ** -0.5 if scalar is not None and scalar != d else None
     refuse(cfg, [
-        (scalar is not None and d is not None and scalar != d,
-         msg("query_pre_attn_scalar = {value}: Gemma 2 scales the scores by query_pre_attn_scalar ** -0.5, tracer by 1/sqrt(d) with d = head_dim = {d}",
-             value=received(config.get("query_pre_attn_scalar")), d=d)),
         (cfg.text("hidden_act") is not None and cfg.raw.get("hidden_activation") is None,
          msg("hidden_act {act}: Gemma2MLP computes with hidden_activation (gelu_pytorch_tanh by default), not hidden_act", act=repr(cfg.raw.get("hidden_act")))),
     ])
@@ -103,6 +104,8 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         if key == "mask" and sliding:
             block["mask"] = ({"causal": True, "window": window} if len(sliding) == layers
                              else {"causal": True, "window": window, "sliding_layers": list(sliding)})
+        if key == "mask" and scale is not None:
+            block["attention_scale"] = scale
         if key == "mask" and attn_cap is not None:
             block["attention_softcap"] = attn_cap
         if key == "head" and final_cap is not None and value != "none":
@@ -114,8 +117,10 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
               else "causal: every layer is full_attention (layer_types)",
               "attention_softcap": "attn_logit_softcapping: scores = cap * tanh(scores / cap), after the scale, before the mask",
               "head_softcap": "final_logit_softcapping: logits = cap * tanh(lm_head(x) / cap)"}
-    if scalar is not None:
+    if scalar is not None and scale is None:
         notes["d"] = notes.get("d", "head_dim") + f"; query_pre_attn_scalar {scalar:g} = head_dim: the scale 1/sqrt(d)"
+    if scale is not None:
+        notes["attention_scale"] = f"query_pre_attn_scalar ** -0.5 = {scalar:g} ** -0.5 (Gemma2Attention's scaling), not 1/sqrt(head_dim)"
     return base._replace(block=block, notes=notes, assumed=tuple(assumed))
 
 
