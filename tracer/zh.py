@@ -223,6 +223,8 @@ UI: dict[str, str] = {
     "Gemma's RMSNorm (the mean of the squares over C, ε inside the square root, then times 1 + gamma, not gamma: the stored weight is the offset from 1)":
         "Gemma 的 RMSNorm（沿 C 取平方的均值，ε 放在平方根里，再乘以 1 + gamma 而不是 gamma：存储的权重是相对 1 的偏移）",
     "the scaled embeddings: the rows of E for the token ids, times sqrt(C)": "缩放后的嵌入：按 token id 取 E 的行，再乘以 sqrt(C)",
+    # i23-gemma2: the caption of a sandwich block
+    "sandwich norms (each sublayer's output normalised before its residual add)": '夹心归一化（每个子层的输出在残差相加之前先归一化）',
 }
 
 # join(parts, sep): the separator in Chinese
@@ -1482,7 +1484,6 @@ MESSAGES: dict[str, str] = {
     "the gemma2 layout reads model_type gemma2 only (Gemma's block has no sandwich norms, soft caps or sliding layers)": 'gemma2 布局只读取 model_type gemma2（Gemma 的块没有夹心归一化、软上限和滑动窗口层）',
     'layer_types: sliding_attention layers {layers} without a sliding_window': 'layer_types：第 {layers} 层是 sliding_attention，却没有 sliding_window',
     'a Gemma 2 checkpoint needs its config.json (heads, head_dim, the soft caps and the sliding window are not in the tensors); put it beside the weights': 'Gemma 2 检查点需要它的 config.json（头数、head_dim、软上限和滑动窗口都不在张量里）；请把它放在权重旁边',
-    'query_pre_attn_scalar = {value}: Gemma 2 scales the scores by query_pre_attn_scalar ** -0.5, tracer by 1/sqrt(d) with d = head_dim = {d}': 'query_pre_attn_scalar = {value}：Gemma 2 用 query_pre_attn_scalar ** -0.5 缩放分数，tracer 用 1/sqrt(d)，其中 d = head_dim = {d}',
     'hidden_act {act}: Gemma2MLP computes with hidden_activation (gelu_pytorch_tanh by default), not hidden_act': 'hidden_act {act}：Gemma2MLP 用 hidden_activation（默认 gelu_pytorch_tanh）计算，而不是 hidden_act',
     "sandwich norms (each sublayer's output normalised before its residual add)": '夹心归一化（每个子层的输出在残差相加之前先归一化）',
     'scores soft-capped (cap {cap})': '分数做软上限（上限 {cap}）',

@@ -83,7 +83,7 @@ def test_layer_0_is_gemmas_formulas(tmp_path):
 
 
 @pytest.mark.parametrize("config, fragment", [
-    ({"model_type": "gemma2"}, "model_type 'gemma2': Gemma 2 adds a norm after each sublayer"),
+    ({"model_type": "gemma2"}, "model_type 'gemma2': Gemma 2 adds a norm after each sublayer"),  # through --layout gemma
     ({"model_type": "gemma3_text"}, "model_type 'gemma3_text': Gemma 3 normalises q and k per head"),
     ({"model_type": "llama"}, "model_type 'llama': the gemma layout reads model_type gemma only"),
     ({"query_pre_attn_scalar": 8}, "query_pre_attn_scalar = 8: the gemma layout does not model this setting"),
@@ -96,7 +96,7 @@ def test_layer_0_is_gemmas_formulas(tmp_path):
 ])
 def test_what_the_gemma_layout_does_not_model_is_refused_by_name(tmp_path, config, fragment):
     write_gemma(tmp_path / "g", **config)
-    layout = ("--layout", "gemma") if config.get("model_type") in ("llama", "gemma3_text") else ()
+    layout = ("--layout", "gemma") if config.get("model_type") in ("llama", "gemma3_text", "gemma2") else ()
     assert_refused(run_app("import", str(tmp_path / "g"), *layout), "config.json: " + fragment)
 
 
@@ -263,11 +263,12 @@ def test_gemma_with_its_own_head_width_grad_matches_torch_autograd(tmp_path, mon
             assert got.shape == want.shape and np.max(np.abs(got - want)) <= TOL * max(1.0, float(np.max(np.abs(want)))), (i, x)
 
 
-def test_gemma_2_saved_by_transformers_is_refused_by_name(tmp_path):
+def test_gemma_2_saved_by_transformers_is_refused_by_name_through_the_gemma_layout(tmp_path):
     torch = pytest.importorskip("torch", reason="saving Hugging Face's models needs torch (optional extra)")
     transformers = pytest.importorskip("transformers", reason="saving Hugging Face's models needs transformers (optional extra)")
     torch.manual_seed(0)
     config = transformers.Gemma2Config(vocab_size=48, hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
                                        num_key_value_heads=2, head_dim=4, max_position_embeddings=32)
     transformers.Gemma2ForCausalLM(config).save_pretrained(str(tmp_path / "g2"))
-    assert_refused(run_app("import", str(tmp_path / "g2")), "config.json: model_type 'gemma2'", "soft-caps the scores and the logits")
+    assert_refused(run_app("import", str(tmp_path / "g2"), "--layout", "gemma"), "config.json: model_type 'gemma2'",
+                   "soft-caps the scores and the logits", "the gemma2 layout reads it")

@@ -92,6 +92,19 @@ def test_layer_types_from_config_and_all_sliding(tmp_path):
     assert "raw_logits" not in spec.stage_shapes
 
 
+def test_a_range_of_layers_keeps_their_own_windows(tmp_path):
+    """--layers renumbers sliding_layers from the first layer kept: layers 1-2 of (sliding, full, sliding) are blocks 0
+    (full) and 1 (sliding), traced from a hidden state (no head, no logits' cap); layer 0 alone is windowed throughout; layer 1 alone is plain causal."""
+    write_gemma2(tmp_path / "g", layers=3)
+    spec = load_spec(str(imported(tmp_path, tmp_path / "g", "--layers", "1-2")))
+    assert (spec.block.window, spec.block.sliding_layers, spec.block.head_softcap) == (3, (1,), None)  # from a hidden state: no head
+    assert [s.window for s in spec.steps if s.op == "mha"] == [None, 3]
+    spec = load_spec(str(imported(tmp_path, tmp_path / "g", "--layers", "0-0")))
+    assert (spec.block.window, spec.block.sliding_layers, spec.block.head, spec.block.head_softcap) == (3, None, "none", None)
+    spec = load_spec(str(imported(tmp_path, tmp_path / "g", "--layers", "1-1")))
+    assert (spec.block.mask, spec.block.window) == ("causal", None)
+
+
 def test_query_pre_attn_scalar_is_the_attention_scale(tmp_path):
     """Gemma2Attention scales the scores by query_pre_attn_scalar ** -0.5: block.attention_scale where that is not
     1/sqrt(head_dim) (Gemma 2 27B: 144 with head_dim 128), nothing written where it is."""

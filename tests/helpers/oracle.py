@@ -213,6 +213,9 @@ class Stack:
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C) before the positions
     qk_norm: bool = False  # Qwen3: each head's q and k RMS-normalised over d (attn.q_norm, attn.k_norm), eps the block's
     attention_scale: float | None = None  # the scores' factor (T5: 1); None: 1/sqrt(d)
+    attention_softcap: float | None = None  # Gemma 2: the scores cap * tanh(scores / cap), before the mask
+    head_softcap: float | None = None  # Gemma 2: raw_logits, then logits = cap * tanh(raw_logits / cap)
+    sliding_layers: tuple | None = None  # Gemma 2: only these layers read mask's window; the others plain causal
 
 
 @dataclass
@@ -232,6 +235,8 @@ def stack_from_yaml(section: dict | None, default_mask: str, has_table: bool) ->
         final_norm=s.get("final_norm", False), head=s.get("head", "none"), pairing=s.get("rotary_pairing", "interleaved"),
         rotary_dim=s.get("rotary_dim"), head_bias=s.get("head_bias", False), embedding_scale=s.get("embedding_scale", False),
         qk_norm=s.get("qk_norm", False), attention_scale=s.get("attention_scale"),
+        attention_softcap=s.get("attention_softcap"), head_softcap=s.get("head_softcap"),
+        sliding_layers=tuple(s["mask"]["sliding_layers"]) if isinstance(s.get("mask"), dict) and "sliding_layers" in s["mask"] else None,
     )
 
 
@@ -265,12 +270,12 @@ def _norm(st, name, x, p, s: Stack, group=None):  # the stage `name`, its weight
     return y
 
 
-def _attend(st, pre, name, xq, xkv, p, H, mask, rope, qk_eps=None, scale=None):
+def _attend(st, pre, name, xq, xkv, p, H, mask, rope, qk_eps=None, scale=None, softcap=None):
     """H: (query heads, key/value heads); rope: (base, pairing, rotary width or None), or None without rotary positions;
     qk_eps: the eps of Qwen3's per-head q/k RMSNorm (None: none); scale: the scores' factor (None: 1/sqrt(d))."""
     base, pairing, dim = rope if rope is not None else (None, "interleaved", None)
     r = attention(xq, xkv, _group(p, pre + ("cross_attn" if name == "cross_attention" else "attn")), H[0], mask, base, H[1], pairing,
-                  rope_dim=dim, qk_eps=qk_eps, scale=scale)
+                  rope_dim=dim, qk_eps=qk_eps, scale=scale, softcap=softcap)
     inner = "cross" if name == "cross_attention" else "attn"
     for key in ("q", "k", "v", "scores", "weights", "heads"):
         st[f"{pre}{inner}.{key}"] = r[key]
@@ -332,7 +337,7 @@ def _rope(s: Stack):
 
 def pre_norm_layer(st, pre, x, p, s: Stack, H):  # N1 = LN1(X), R = X + MHA(N1), Y = R + FFN(LN2(R))
     n1 = _norm(st, pre + "norm1", x, p, s)
-    r = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale)
+    r = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap)
     st[pre + "residual1"] = r
     n2 = _norm(st, pre + "norm2", r, p, s)
     y = r + _ffn(st, pre, n2, p, s)
@@ -341,7 +346,7 @@ def pre_norm_layer(st, pre, x, p, s: Stack, H):  # N1 = LN1(X), R = X + MHA(N1),
 
 
 def post_norm_layer(st, pre, x, p, s: Stack, H):  # R = LN1(X + MHA(X)), Y = LN2(R + FFN(R))
-    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s), s.attention_scale)
+    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap)
     r = _norm(st, pre + "norm1", st[pre + "residual1"], p, s)
     st[pre + "residual2"] = r + _ffn(st, pre, r, p, s)
     y = _norm(st, pre + "norm2", st[pre + "residual2"], p, s)
@@ -351,7 +356,7 @@ def post_norm_layer(st, pre, x, p, s: Stack, H):  # R = LN1(X + MHA(X)), Y = LN2
 
 def sandwich_layer(st, pre, x, p, s: Stack, H):  # a LayerNorm before and after each sublayer
     n1 = _norm(st, pre + "norm1", x, p, s)
-    a = _norm(st, pre + "attn_norm", _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale), p, s, pre + "norm_a")
+    a = _norm(st, pre + "attn_norm", _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap), p, s, pre + "norm_a")
     r = x + a
     st[pre + "residual1"] = r
     n2 = _norm(st, pre + "norm2", r, p, s)
@@ -363,7 +368,7 @@ def sandwich_layer(st, pre, x, p, s: Stack, H):  # a LayerNorm before and after 
 
 def parallel_layer(st, pre, x, p, s: Stack, H):  # attention and the FFN both read norm1; their outputs are summed
     n = _norm(st, pre + "norm1", x, p, s)
-    both = _attend(st, pre, "attention", n, n, p, H, s.mask, _rope(s), _qk(s), s.attention_scale) + _ffn(st, pre, n, p, s)
+    both = _attend(st, pre, "attention", n, n, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap) + _ffn(st, pre, n, p, s)
     st[pre + "both"] = both
     y = x + both
     st[pre + "output"] = y
@@ -374,7 +379,7 @@ def parallel_residual_layer(st, pre, x, p, s: Stack, H, shared=False):
     """GPT-NeoX's parallel residual, Y = X + (MHA(LN1(X)) + FFN(LN2(X))); shared (Phi): one norm feeds both branches."""
     n1 = _norm(st, pre + "norm1", x, p, s)
     n2 = n1 if shared else _norm(st, pre + "norm2", x, p, s)  # the second norm reads X, not X + U
-    u = _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale)
+    u = _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap)
     branches = u + _ffn(st, pre, n2, p, s)
     st[pre + "branches"] = branches
     y = x + branches
@@ -386,13 +391,26 @@ def parallel_shared_layer(st, pre, x, p, s: Stack, H):
     return parallel_residual_layer(st, pre, x, p, s, H, shared=True)
 
 
+def sandwich_norm_layer(st, pre, x, p, s: Stack, H):
+    """Gemma 2's sandwich (norm_order: sandwich): R = X + LN_U(MHA(LN1(X))), Y = R + LN_F(FFN(LN2(R))), the norms on
+    the sublayers' outputs named attention_norm and ffn_norm, as their weights."""
+    n1 = _norm(st, pre + "norm1", x, p, s)
+    u = _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap)
+    r = x + _norm(st, pre + "attention_norm", u, p, s)
+    st[pre + "residual1"] = r
+    n2 = _norm(st, pre + "norm2", r, p, s)
+    y = r + _norm(st, pre + "ffn_norm", _ffn(st, pre, n2, p, s), p, s)
+    st[pre + "output"] = y
+    return y
+
+
 DECODER_ONLY_LAYERS = {"pre": pre_norm_layer, "post": post_norm_layer, "parallel": parallel_residual_layer,
-                       "parallel_shared": parallel_shared_layer}
+                       "parallel_shared": parallel_shared_layer, "sandwich": sandwich_norm_layer}
 
 
 def decoder_pre_norm_layer(st, pre, x, memory, p, s: Stack, H):
     n1 = _norm(st, pre + "norm1", x, p, s)
-    r1 = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale)
+    r1 = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap)
     st[pre + "residual1"] = r1
     n2 = _norm(st, pre + "norm2", r1, p, s)
     r2 = r1 + _attend(st, pre, "cross_attention", n2, memory, p, H, "none", None, scale=s.attention_scale)
@@ -404,7 +422,7 @@ def decoder_pre_norm_layer(st, pre, x, memory, p, s: Stack, H):
 
 
 def decoder_post_norm_layer(st, pre, x, memory, p, s: Stack, H):
-    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s), s.attention_scale)
+    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap)
     n1 = _norm(st, pre + "norm1", st[pre + "residual1"], p, s)
     st[pre + "residual2"] = n1 + _attend(st, pre, "cross_attention", n1, memory, p, H, "none", None, scale=s.attention_scale)
     n2 = _norm(st, pre + "norm2", st[pre + "residual2"], p, s)
@@ -435,6 +453,9 @@ def _exit(st, pre, h, p, s: Stack):
     if s.head != "none":
         w = p["embedding"].T if s.head == "tied" else p["head"]  # tied: logits = h E^T
         st["logits"] = h @ w + (p["head_bias"] if s.head_bias else 0.0)
+        if s.head_softcap is not None:  # Gemma 2: the head's raw logits, then capped
+            st["raw_logits"] = st["logits"]
+            st["logits"] = softcap_of(st["raw_logits"], s.head_softcap)
         st["probs"] = softmax(st["logits"])
     return h
 
@@ -454,8 +475,9 @@ def decoder_only(m: Model, p, tokens=None, x=None) -> dict[str, np.ndarray]:
         st["input"] = first
     h = _entry(st, "", first, p, s)
     layer = DECODER_ONLY_LAYERS[s.norm_order]
-    for pre in _layer_prefixes("", s, plain=s.layers == 1):
-        h = layer(st, pre, h, p, s, (m.H, m.H_kv))
+    for i, pre in enumerate(_layer_prefixes("", s, plain=s.layers == 1)):
+        full = s.sliding_layers is not None and i not in s.sliding_layers  # Gemma 2: this layer reads every key up to t
+        h = layer(st, pre, h, p, replace(s, mask="causal") if full else s, (m.H, m.H_kv))
     _exit(st, "", h, p, s)
     return st
 

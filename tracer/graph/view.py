@@ -416,7 +416,8 @@ def _kind(spec: Spec) -> Message:
     if spec.model == "encoder-decoder":
         return msg("encoder-decoder")
     order = {"pre": msg("pre-norm"), "post": msg("post-norm"), "parallel": msg("parallel residual"),
-             "parallel_shared": msg("parallel residual, one norm")}.get(spec.block.norm_order, msg("the spec's own steps"))
+             "parallel_shared": msg("parallel residual, one norm"),
+             "sandwich": msg("sandwich norms (each sublayer's output normalised before its residual add)")}.get(spec.block.norm_order, msg("the spec's own steps"))
     return nmsg("{order}, {n} layer", "{order}, {n} layers", spec.block.layers, order=order)
 
 
