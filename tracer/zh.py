@@ -227,6 +227,8 @@ UI: dict[str, str] = {
     "p(token), layers x positions, shaded up to the largest, {vmax} (░ ▒ ▓ █: up to 1/4, 1/2, 3/4, 1 of it; blank: below 1/8):":
         "p(token)，层 × 位置，按最大值 {vmax} 着色（░ ▒ ▓ █：至多其 1/4、1/2、3/4、1；空白：低于 1/8）：",
     "top {k}: {tokens}": "前 {k} 个：{tokens}",
+    # i23-gemma2: the caption of a sandwich block
+    "sandwich norms (each sublayer's output normalised before its residual add)": '夹心归一化（每个子层的输出在残差相加之前先归一化）',
 }
 
 # join(parts, sep): the separator in Chinese
@@ -1420,8 +1422,6 @@ MESSAGES: dict[str, str] = {
     # check: what a spec cannot show
     'note: {note}': '注意：{note}',
     # i23-gemma
-    'Gemma 2 adds a norm after each sublayer (post_attention_layernorm, pre/post_feedforward_layernorm), soft-caps the scores and the logits (attn_logit_softcapping, final_logit_softcapping), scales the scores by query_pre_attn_scalar and alternates sliding-window layers, which tracer does not model':
-        'Gemma 2 在每个子层之后还有一个归一化（post_attention_layernorm、pre/post_feedforward_layernorm），对分数和 logits 做软截断（attn_logit_softcapping、final_logit_softcapping），用 query_pre_attn_scalar 缩放分数，并交替使用滑动窗口层，tracer 不模拟这些',
     'Gemma 3 normalises q and k per head and alternates sliding-window layers, which tracer does not model': 'Gemma 3 按头对 q 和 k 做归一化，并交替使用滑动窗口层，tracer 不模拟这些',
     'RecurrentGemma mixes recurrent blocks with attention, which tracer does not model': 'RecurrentGemma 把循环块与注意力混合使用，tracer 不模拟这些',
     'PaliGemma reads images as well as tokens': 'PaliGemma 除了 token 还读取图像',
@@ -1573,6 +1573,39 @@ MESSAGES: dict[str, str] = {
     "tokens from the text by {name}, no special token added": "词元由 {name} 从文本得到，未加特殊词元",
     "tokens from the text by {name}, which added {added}": "词元由 {name} 从文本得到，它加上了 {added}",
     "input tokens, sample b=0: {tokens}": "输入词元，样本 b=0：{tokens}",
+    # i23-t5
+    'scores QK^T * {scale}, before the mask (block.attention_scale, not 1/sqrt(d))': '分数 QK^T * {scale}，掩码之前（block.attention_scale，不是 1/sqrt(d)）',
+    'expected a positive number such as 1 (the scores QK^T * s; absent: 1/sqrt(d)), received {got}': '应为正数，例如 1（分数为 QK^T * s；不写则为 1/sqrt(d)），收到 {got}',
+    'attention scale {s} (not 1/sqrt(d))': '注意力缩放 {s}（不是 1/sqrt(d)）',
+    # i23-gemma2
+    'Gemma 2 adds a norm after each sublayer, soft-caps the scores and the logits and alternates sliding-window layers (the gemma2 layout reads it)': 'Gemma 2 在每个子层之后还有一个归一化，对分数和 logits 做软上限，并交替使用滑动窗口层（由 gemma2 布局读取）',
+    "the gemma2 layout reads model_type gemma2 only (Gemma's block has no sandwich norms, soft caps or sliding layers)": 'gemma2 布局只读取 model_type gemma2（Gemma 的块没有夹心归一化、软上限和滑动窗口层）',
+    'layer_types: sliding_attention layers {layers} without a sliding_window': 'layer_types：第 {layers} 层是 sliding_attention，却没有 sliding_window',
+    'a Gemma 2 checkpoint needs its config.json (heads, head_dim, the soft caps and the sliding window are not in the tensors); put it beside the weights': 'Gemma 2 检查点需要它的 config.json（头数、head_dim、软上限和滑动窗口都不在张量里）；请把它放在权重旁边',
+    'hidden_act {act}: Gemma2MLP computes with hidden_activation (gelu_pytorch_tanh by default), not hidden_act': 'hidden_act {act}：Gemma2MLP 用 hidden_activation（默认 gelu_pytorch_tanh）计算，而不是 hidden_act',
+    "sandwich norms (each sublayer's output normalised before its residual add)": '夹心归一化（每个子层的输出在残差相加之前先归一化）',
+    'scores soft-capped (cap {cap})': '分数做软上限（上限 {cap}）',
+    'logits soft-capped (cap {cap})': 'logits 做软上限（上限 {cap}）',
+    'the window on layers {layers} only': '只有第 {layers} 层使用滑动窗口',
+    'scores cap * tanh(QK^T / sqrt(d) / cap), soft-capped at {cap}, before the mask': '分数 cap * tanh(QK^T / sqrt(d) / cap)，软上限为 {cap}，在掩码之前',
+    "the attention output's own {norm}, N_U = {LN}U(U), before the residual add (sandwich)": '注意力输出自己的{norm}，N_U = {LN}U(U)，在残差相加之前（夹心）',
+    'first residual add of the normalised attention output, R = X + N_U': '第一次残差相加，加的是归一化后的注意力输出，R = X + N_U',
+    "the FFN output's own {norm}, N_F = {LN}F(FFN(N_2)), before the residual add (sandwich)": 'FFN 输出自己的{norm}，N_F = {LN}F(FFN(N_2))，在残差相加之前（夹心）',
+    'block output of the normalised FFN output, Y = R + N_F': '块输出，加的是归一化后的 FFN 输出，Y = R + N_F',
+    'logits over the vocabulary, before the soft cap': '词表上的 logits，软上限之前',
+    'logits soft-capped, cap * tanh(raw_logits / cap), cap = {cap}': '做了软上限的 logits，cap * tanh(raw_logits / cap)，cap = {cap}',
+    'then cap * tanh(scores / cap), block.attention_softcap = cap, before the mask': '再取 cap * tanh(scores / cap)，block.attention_softcap = cap，在掩码之前',
+    'layer {i} is not one of the {n} layers (0 .. {last})': '第 {i} 层不在这 {n} 层之中（0 .. {last}）',
+    "head_softcap caps the output head's logits, but head is none": 'head_softcap 给输出层的 logits 设软上限，但 head 为 none',
+    "{key} (Gemma 2's) is for a decoder-only spec's block": '{key}（Gemma 2 的设置）只用于仅解码器 spec 的 block',
+    'expected a positive number such as 50 (the cap of cap * tanh(x / cap)), received {got}': '应为正数，例如 50（cap * tanh(x / cap) 中的 cap），实际为 {got}',
+    'sliding_layers names the layers that read the sliding window, but the mask has no window': 'sliding_layers 列出使用滑动窗口的层，但掩码没有 window',
+    'expected a list of layer numbers such as [0, 2], received {got}': '应为层号列表，例如 [0, 2]，实际为 {got}',
+    'expected each layer once, in increasing order, received {got}': '每层只能出现一次，且按递增顺序，实际为 {got}',
+    'cap * tanh({a} / cap): every value squashed smoothly into (-cap, cap), nearly unchanged where |{a}| << cap': 'cap * tanh({a} / cap)：每个值被平滑地压进 (-cap, cap)，在 |{a}| << cap 处几乎不变',
+    'cap * tanh({x} / cap), cap = {cap}': 'cap * tanh({x} / cap)，cap = {cap}',
+    'cap · tanh({scores} / cap), cap = {cap}': 'cap · tanh({scores} / cap)，cap = {cap}',
+    'scores cap * tanh(QK^T * {scale} / cap), soft-capped at {cap}, before the mask (block.attention_scale)': '分数 cap * tanh(QK^T * {scale} / cap)，软上限为 {cap}，在掩码之前（block.attention_scale）',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -2,7 +2,7 @@
 
     python examples/checkpoints/tiny_hf.py FAMILY [FOLDER]
 
-FAMILY is one of FAMILIES below (gpt2, llama, mistral, qwen2, mixtral, bert, roberta, distilbert, gpt_neox, phi, gemma, opt, opt-post (OPT-350m's shape: Post-Norm, an embedding 16 wide projected to 32 and back)); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
+FAMILY is one of FAMILIES below (gpt2, llama, mistral, qwen2, mixtral, bert, roberta, distilbert, gpt_neox, phi, gemma, gemma2 (sliding window 3 on layers 0 and 2 of 3, soft caps 50 and 30), opt, opt-post (OPT-350m's shape: Post-Norm, an embedding 16 wide projected to 32 and back)); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
 in float64, so that `tracer import FOLDER` and `tracer run` can be compared with the model's own forward.
 """
 
@@ -41,6 +41,9 @@ def make(family: str, folder: str) -> None:
                                                                                      "hidden_dim": 64, "max_position_embeddings": 32}),
         "gemma": (transformers.GemmaConfig, transformers.GemmaForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
                                                                                  "head_dim": 8, "intermediate_size": 64}),
+        "gemma2": (transformers.Gemma2Config, transformers.Gemma2ForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                                                                    "head_dim": 8, "intermediate_size": 64, "num_hidden_layers": 3,
+                                                                                    "sliding_window": 3, "query_pre_attn_scalar": 8}),
         "opt": (transformers.OPTConfig, transformers.OPTForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "ffn_dim": 64}),
         "opt-post": (transformers.OPTConfig, transformers.OPTForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "ffn_dim": 64,
                                                                                "do_layer_norm_before": False, "word_embed_proj_dim": 16}),
@@ -50,7 +53,7 @@ def make(family: str, folder: str) -> None:
     torch.manual_seed(0)
     model = model_class(config_class(**settings), add_pooling_layer=False) if family in encoders else model_class(config_class(**settings))
     model = model.double()
-    if family == "gemma":  # Gemma's norm weights start at 0 (the scale 1 + 0): random ones, so that (1 + w) shows
+    if family in ("gemma", "gemma2"):  # Gemma's norm weights start at 0 (the scale 1 + 0): random ones, so that (1 + w) shows
         with torch.no_grad():
             for name, p in model.named_parameters():
                 if "norm" in name:
@@ -59,7 +62,7 @@ def make(family: str, folder: str) -> None:
     print(f"wrote {folder} ({family}); import it with: tracer import {folder}")
 
 
-FAMILIES = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "mixtral", "bert", "roberta", "distilbert", "gpt_neox", "phi", "gemma", "opt", "opt-post")
+FAMILIES = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "mixtral", "bert", "roberta", "distilbert", "gpt_neox", "phi", "gemma", "gemma2", "opt", "opt-post")
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in FAMILIES:

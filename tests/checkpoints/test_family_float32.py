@@ -35,6 +35,8 @@ def _model(torch: Any, t: Any, family: str, folder: Path) -> Any:
                                              rope_parameters={**ROPE, "partial_rotary_factor": 0.5})),
         "qwen3": (t.Qwen3ForCausalLM, t.Qwen3Config(**SMALL, **decoder, head_dim=12)),  # d = 12, not C/H = 8
         "gemma": (t.GemmaForCausalLM, t.GemmaConfig(**SMALL, **decoder, head_dim=8, pad_token_id=None)),
+        "gemma2": (t.Gemma2ForCausalLM, t.Gemma2Config(**SMALL, **decoder, head_dim=12, pad_token_id=None, sliding_window=3,  # T = 10 > 3
+                                                       query_pre_attn_scalar=16, attn_logit_softcapping=2.0, final_logit_softcapping=3.0)),
         "opt": (t.OPTForCausalLM, t.OPTConfig(**{k: v for k, v in SMALL.items() if k != "initializer_range"}, hidden_size=32,
                                              num_attention_heads=4, ffn_dim=48, init_std=0.2)),
         "bert": (t.BertModel, t.BertConfig(**SMALL, hidden_size=32, num_attention_heads=4, intermediate_size=48)),
@@ -53,7 +55,7 @@ def _model(torch: Any, t: Any, family: str, folder: Path) -> Any:
     return model_class.from_pretrained(str(folder), attn_implementation="eager").eval()
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2", "qwen3", "mixtral", "gemma", "opt", "gpt_neox", "phi", *ENCODERS])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2", "qwen3", "mixtral", "gemma", "gemma2", "opt", "gpt_neox", "phi", *ENCODERS])
 def test_a_float32_model_as_shipped_is_within_float32_rounding(tmp_path: Path, family: str, request: pytest.FixtureRequest) -> None:
     torch, transformers = hf.need_torch()
     model = _model(torch, transformers, family, tmp_path / family)

@@ -3,7 +3,8 @@
 The next-token loss and every weight's gradient.  A tracer weight is a selection of a stored tensor (a part of a packed
 q/k/v, a transpose), so its gradient is the same selection of the stored tensor's gradient: the layout's own Take
 turns HF's gradient into tracer's shape, and every weight the layout maps is compared.  Qwen2, the biased LLaMA,
-Mixtral and the BERTs have tests of their own (test_qwen.py, test_mixtral.py, test_bert.py).
+Mixtral, the BERTs, Gemma and Gemma 2 have tests of their own (test_qwen.py, test_mixtral.py, test_bert.py, test_gemma.py,
+test_gemma2.py).
 """
 
 from __future__ import annotations

@@ -83,7 +83,7 @@ def test_layer_0_is_gemmas_formulas(tmp_path):
 
 
 @pytest.mark.parametrize("config, fragment", [
-    ({"model_type": "gemma2"}, "model_type 'gemma2': Gemma 2 adds a norm after each sublayer"),
+    ({"model_type": "gemma2"}, "model_type 'gemma2': Gemma 2 adds a norm after each sublayer"),  # through --layout gemma
     ({"model_type": "gemma3_text"}, "model_type 'gemma3_text': Gemma 3 normalises q and k per head"),
     ({"model_type": "llama"}, "model_type 'llama': the gemma layout reads model_type gemma only"),
     ({"query_pre_attn_scalar": 8}, "query_pre_attn_scalar = 8: the gemma layout does not model this setting"),
@@ -91,13 +91,12 @@ def test_layer_0_is_gemmas_formulas(tmp_path):
     ({"sliding_window": 4}, "sliding_window = 4: the gemma layout does not model this setting"),
     ({"hidden_act": "silu"}, "hidden_act 'silu': the gemma layout's MLP is GeGLU"),
     ({"hidden_activation": "gelu"}, "hidden_activation 'gelu': transformers 4 computes Gemma's MLP with it"),
-    ({"head_dim": 8}, "head_dim = 8: tracer's heads have width d = C / H = 4"),
     ({"use_bidirectional_attention": True}, "use_bidirectional_attention = true"),
     ({"hidden_act": 3}, "hidden_act: expected text, received 3"),
 ])
 def test_what_the_gemma_layout_does_not_model_is_refused_by_name(tmp_path, config, fragment):
     write_gemma(tmp_path / "g", **config)
-    layout = ("--layout", "gemma") if config.get("model_type") in ("llama", "gemma3_text") else ()
+    layout = ("--layout", "gemma") if config.get("model_type") in ("llama", "gemma3_text", "gemma2") else ()
     assert_refused(run_app("import", str(tmp_path / "g"), *layout), "config.json: " + fragment)
 
 
@@ -126,9 +125,9 @@ def _hf_gemma(tmp_path: Path, **extra):
     transformers = pytest.importorskip("transformers", reason="the comparison with Hugging Face needs transformers (optional extra)")
     torch.manual_seed(0)
     config = transformers.GemmaConfig(vocab_size=96, hidden_size=32, intermediate_size=56, num_hidden_layers=2, num_attention_heads=4,
-                                      num_key_value_heads=2, head_dim=8, max_position_embeddings=64, rms_norm_eps=1e-5,
+                                      num_key_value_heads=2, max_position_embeddings=64, rms_norm_eps=1e-5,
                                       initializer_range=0.3, rope_parameters={"rope_type": "default", "rope_theta": 1000.0},
-                                      pad_token_id=None, **extra)  # IDS holds 0: a padding row would get no gradient from its lookup
+                                      pad_token_id=None, **({"head_dim": 8} | extra))  # IDS holds 0: a padding row would get no gradient from its lookup
     model = transformers.GemmaForCausalLM(config)
     with torch.no_grad():  # HF initialises the norm weights to 0 (the scale 1 + 0): random ones, or (1 + w) read as w would not show
         for name, p in model.named_parameters():
@@ -225,11 +224,51 @@ def test_gemma_grad_matches_torch_autograd_through_hugging_face(tmp_path, monkey
     assert np.max(np.abs(hf["model.layers.0.mlp.up_proj.weight"].grad.numpy())) > 1e-6  # a gradient that could be wrong
 
 
-def test_gemma_2_saved_by_transformers_is_refused_by_name(tmp_path):
+def test_a_gemma_head_width_apart_from_c_over_h_is_dims_d(tmp_path):
+    """head_dim = 8 with C = 32 and 4 heads of C / H = 8 stays unwritten; head_dim 12 (Gemma 7B's 256 over 3072 / 16,
+    in small) is dims.d, q_proj [H*d, C] read as w_q [C, C_q]."""
+    write_gemma(tmp_path / "g", head_dim=4)  # tiny_llama: C = 16, 4 heads: C / H = 4
+    assert "d: 4" not in imported(tmp_path, tmp_path / "g").read_text()
+    write_gemma(tmp_path / "g6", head_dim=6)  # q_proj holds 4 * 4 rows: head_dim 6 does not describe these weights
+    assert_refused(run_app("import", str(tmp_path / "g6")), "config.json: head_dim = 6")
+
+
+def test_gemma_with_its_own_head_width_matches_hugging_face_in_float64(tmp_path, monkeypatch, request):
+    torch, model, folder = _hf_gemma(tmp_path, head_dim=12)
+    spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS)))
+    text = spec.read_text()
+    assert "d: 12" in text and "head_dim, not hidden_size / num_attention_heads" in text
+    loaded = load_spec(str(spec))
+    assert loaded.weights["blocks.0.attn.w_q"].shape == (32, 48) and loaded.weights["blocks.0.attn.w_k"].shape == (32, 24)
+    _gemma_float64(monkeypatch, torch, model)
+    found = _compare(_as_hf(_traced(spec)), *_hf_forward(torch, model, IDS), rtol=None, atol=TOL)
+    assert max(found.values()) <= TOL
+
+
+def test_gemma_with_its_own_head_width_grad_matches_torch_autograd(tmp_path, monkeypatch):
+    torch, model, folder = _hf_gemma(tmp_path, head_dim=12)
+    _gemma_float64(monkeypatch, torch, model)
+    logits = model(torch.tensor([IDS])).logits[0]
+    loss = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(IDS[1:]))
+    loss.backward()
+    hf = dict(model.named_parameters())
+    from tracer.grad.run import GradOptions, grad
+
+    gt = grad(load_spec(str(imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS))))), GradOptions(loss="next-token"))
+    assert gt.loss is not None and abs(gt.loss.value - loss.item()) <= TOL
+    for i in range(2):
+        for x in "qkvo":
+            want = hf[f"model.layers.{i}.self_attn.{x}_proj.weight"].grad.numpy().T
+            got = gt.weight_grads[f"blocks.{i}.attn.w_{x}"]
+            assert got.shape == want.shape and np.max(np.abs(got - want)) <= TOL * max(1.0, float(np.max(np.abs(want)))), (i, x)
+
+
+def test_gemma_2_saved_by_transformers_is_refused_by_name_through_the_gemma_layout(tmp_path):
     torch = pytest.importorskip("torch", reason="saving Hugging Face's models needs torch (optional extra)")
     transformers = pytest.importorskip("transformers", reason="saving Hugging Face's models needs transformers (optional extra)")
     torch.manual_seed(0)
     config = transformers.Gemma2Config(vocab_size=48, hidden_size=16, intermediate_size=24, num_hidden_layers=2, num_attention_heads=4,
                                        num_key_value_heads=2, head_dim=4, max_position_embeddings=32)
     transformers.Gemma2ForCausalLM(config).save_pretrained(str(tmp_path / "g2"))
-    assert_refused(run_app("import", str(tmp_path / "g2")), "config.json: model_type 'gemma2'", "soft-caps the scores and the logits")
+    assert_refused(run_app("import", str(tmp_path / "g2"), "--layout", "gemma"), "config.json: model_type 'gemma2'",
+                   "soft-caps the scores and the logits", "the gemma2 layout reads it")

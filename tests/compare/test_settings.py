@@ -49,6 +49,11 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "top_k": ({**BLOCK, "ffn": {"experts": 3, "top_k": 1}}, {**BLOCK, "ffn": {"experts": 3, "top_k": 2}}, "block.top_k"),
     "embedding_scale": (BLOCK, {**BLOCK, "embedding_scale": True}, "block.embedding_scale"),  # Gemma's embeddings times sqrt(C)
     "qk_norm": (BLOCK, {**BLOCK, "qk_norm": True}, "block.qk_norm"),  # Qwen3's per-head q/k RMSNorm
+    "attention_scale": (BLOCK, {**BLOCK, "attention_scale": 1}, "block.attention_scale"),  # T5's scores QK^T, no 1/sqrt(d)
+    "attention_softcap": (BLOCK, {**BLOCK, "attention_softcap": 0.5}, "block.attention_softcap"),  # Gemma 2's capped scores
+    "head_softcap": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "head_softcap": 0.5}, "block.head_softcap"),  # capped logits
+    "sliding_layers": ({**BLOCK, "layers": 2, "mask": {"causal": True, "window": 2}},
+                       {**BLOCK, "layers": 2, "mask": {"causal": True, "window": 2, "sliding_layers": [1]}}, "block.sliding_layers"),
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [

@@ -45,6 +45,13 @@ def rms_norm_offset(x, gamma, eps):  # Gemma's RMSNorm: the scale is 1 + gamma (
     return x / np.sqrt(np.mean(np.square(x), axis=-1, keepdims=True) + eps) * (1.0 + gamma)
 
 
+def softcap_of(x, cap):  # Gemma 2's soft cap: cap * tanh(x / cap), each value squashed into (-cap, cap)
+    return cap * np.tanh(x / cap)
+
+
+softcap = softcap_of
+
+
 def embedding_scale(e):  # Gemma's embeddings [..., C], times sqrt(C)
     return e * math.sqrt(e.shape[-1])
 
@@ -113,7 +120,7 @@ def rope(x, base, pairing="interleaved", dim=None):  # [..., T, d]: pair i read 
 
 
 def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleaved", softmax_over="keys", mask_after=False,
-              rope_dim=None, qk_eps=None):
+              rope_dim=None, qk_eps=None, scale=None, softcap=None):
     """Multi-head attention, one sample and one head at a time: [B,T,C], [B,S,C] -> dict of stages.
 
     mask: "causal" (query i reads keys 0..i), {"causal": True, "window": W} (keys i - W + 1 .. i), "none", or a [T,S]
@@ -125,6 +132,8 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
     The head width d is read from W_Q ([C, H*d]): C / H unless the model sets it apart (LLaMA's and Qwen3's head_dim).
     qk_eps (Qwen3): each head's query and key are RMS-normalised over their d coordinates, with w["q_norm"] and
     w["k_norm"] [d], before the rotary turn.
+    scale: the scores are q.k * scale (T5: 1); None: q.k / sqrt(d), the textbook's.
+    softcap (Gemma 2): the scores cap * tanh(scores / cap), after the scale, before the mask.
     """
     B, T, C = xq.shape
     S = xkv.shape[1]
@@ -162,7 +171,9 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
                 qh = rms_norm(qh, w["q_norm"], qk_eps)
             if rope_base is not None:
                 qh = rope(qh, rope_base, pairing, rope_dim)
-            s = qh @ kh.T / math.sqrt(d)
+            s = qh @ kh.T / math.sqrt(d) if scale is None else (qh @ kh.T) * scale
+            if softcap is not None:
+                s = softcap_of(s, softcap)
             wts = np.zeros((T, S))
             if softmax_over == "queries":
                 for j in range(S):
@@ -201,6 +212,10 @@ class Stack:
     head_bias: bool = False  # logits = h W_head + b_head
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C) before the positions
     qk_norm: bool = False  # Qwen3: each head's q and k RMS-normalised over d (attn.q_norm, attn.k_norm), eps the block's
+    attention_scale: float | None = None  # the scores' factor (T5: 1); None: 1/sqrt(d)
+    attention_softcap: float | None = None  # Gemma 2: the scores cap * tanh(scores / cap), before the mask
+    head_softcap: float | None = None  # Gemma 2: raw_logits, then logits = cap * tanh(raw_logits / cap)
+    sliding_layers: tuple | None = None  # Gemma 2: only these layers read mask's window; the others plain causal
 
 
 @dataclass
@@ -219,7 +234,9 @@ def stack_from_yaml(section: dict | None, default_mask: str, has_table: bool) ->
         positions=s.get("positions", "learned" if has_table else "none"), base=float(s.get("position_base", 10000.0)),
         final_norm=s.get("final_norm", False), head=s.get("head", "none"), pairing=s.get("rotary_pairing", "interleaved"),
         rotary_dim=s.get("rotary_dim"), head_bias=s.get("head_bias", False), embedding_scale=s.get("embedding_scale", False),
-        qk_norm=s.get("qk_norm", False),
+        qk_norm=s.get("qk_norm", False), attention_scale=s.get("attention_scale"),
+        attention_softcap=s.get("attention_softcap"), head_softcap=s.get("head_softcap"),
+        sliding_layers=tuple(s["mask"]["sliding_layers"]) if isinstance(s.get("mask"), dict) and "sliding_layers" in s["mask"] else None,
     )
 
 
@@ -253,12 +270,12 @@ def _norm(st, name, x, p, s: Stack, group=None):  # the stage `name`, its weight
     return y
 
 
-def _attend(st, pre, name, xq, xkv, p, H, mask, rope, qk_eps=None):
+def _attend(st, pre, name, xq, xkv, p, H, mask, rope, qk_eps=None, scale=None, softcap=None):
     """H: (query heads, key/value heads); rope: (base, pairing, rotary width or None), or None without rotary positions;
-    qk_eps: the eps of Qwen3's per-head q/k RMSNorm (None: none)."""
+    qk_eps: the eps of Qwen3's per-head q/k RMSNorm (None: none); scale: the scores' factor (None: 1/sqrt(d))."""
     base, pairing, dim = rope if rope is not None else (None, "interleaved", None)
     r = attention(xq, xkv, _group(p, pre + ("cross_attn" if name == "cross_attention" else "attn")), H[0], mask, base, H[1], pairing,
-                  rope_dim=dim, qk_eps=qk_eps)
+                  rope_dim=dim, qk_eps=qk_eps, scale=scale, softcap=softcap)
     inner = "cross" if name == "cross_attention" else "attn"
     for key in ("q", "k", "v", "scores", "weights", "heads"):
         st[f"{pre}{inner}.{key}"] = r[key]
@@ -320,7 +337,7 @@ def _rope(s: Stack):
 
 def pre_norm_layer(st, pre, x, p, s: Stack, H):  # N1 = LN1(X), R = X + MHA(N1), Y = R + FFN(LN2(R))
     n1 = _norm(st, pre + "norm1", x, p, s)
-    r = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s))
+    r = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap)
     st[pre + "residual1"] = r
     n2 = _norm(st, pre + "norm2", r, p, s)
     y = r + _ffn(st, pre, n2, p, s)
@@ -329,7 +346,7 @@ def pre_norm_layer(st, pre, x, p, s: Stack, H):  # N1 = LN1(X), R = X + MHA(N1),
 
 
 def post_norm_layer(st, pre, x, p, s: Stack, H):  # R = LN1(X + MHA(X)), Y = LN2(R + FFN(R))
-    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s))
+    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap)
     r = _norm(st, pre + "norm1", st[pre + "residual1"], p, s)
     st[pre + "residual2"] = r + _ffn(st, pre, r, p, s)
     y = _norm(st, pre + "norm2", st[pre + "residual2"], p, s)
@@ -339,7 +356,7 @@ def post_norm_layer(st, pre, x, p, s: Stack, H):  # R = LN1(X + MHA(X)), Y = LN2
 
 def sandwich_layer(st, pre, x, p, s: Stack, H):  # a LayerNorm before and after each sublayer
     n1 = _norm(st, pre + "norm1", x, p, s)
-    a = _norm(st, pre + "attn_norm", _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s)), p, s, pre + "norm_a")
+    a = _norm(st, pre + "attn_norm", _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap), p, s, pre + "norm_a")
     r = x + a
     st[pre + "residual1"] = r
     n2 = _norm(st, pre + "norm2", r, p, s)
@@ -351,7 +368,7 @@ def sandwich_layer(st, pre, x, p, s: Stack, H):  # a LayerNorm before and after 
 
 def parallel_layer(st, pre, x, p, s: Stack, H):  # attention and the FFN both read norm1; their outputs are summed
     n = _norm(st, pre + "norm1", x, p, s)
-    both = _attend(st, pre, "attention", n, n, p, H, s.mask, _rope(s), _qk(s)) + _ffn(st, pre, n, p, s)
+    both = _attend(st, pre, "attention", n, n, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap) + _ffn(st, pre, n, p, s)
     st[pre + "both"] = both
     y = x + both
     st[pre + "output"] = y
@@ -362,7 +379,7 @@ def parallel_residual_layer(st, pre, x, p, s: Stack, H, shared=False):
     """GPT-NeoX's parallel residual, Y = X + (MHA(LN1(X)) + FFN(LN2(X))); shared (Phi): one norm feeds both branches."""
     n1 = _norm(st, pre + "norm1", x, p, s)
     n2 = n1 if shared else _norm(st, pre + "norm2", x, p, s)  # the second norm reads X, not X + U
-    u = _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s))
+    u = _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap)
     branches = u + _ffn(st, pre, n2, p, s)
     st[pre + "branches"] = branches
     y = x + branches
@@ -374,16 +391,29 @@ def parallel_shared_layer(st, pre, x, p, s: Stack, H):
     return parallel_residual_layer(st, pre, x, p, s, H, shared=True)
 
 
+def sandwich_norm_layer(st, pre, x, p, s: Stack, H):
+    """Gemma 2's sandwich (norm_order: sandwich): R = X + LN_U(MHA(LN1(X))), Y = R + LN_F(FFN(LN2(R))), the norms on
+    the sublayers' outputs named attention_norm and ffn_norm, as their weights."""
+    n1 = _norm(st, pre + "norm1", x, p, s)
+    u = _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap)
+    r = x + _norm(st, pre + "attention_norm", u, p, s)
+    st[pre + "residual1"] = r
+    n2 = _norm(st, pre + "norm2", r, p, s)
+    y = r + _norm(st, pre + "ffn_norm", _ffn(st, pre, n2, p, s), p, s)
+    st[pre + "output"] = y
+    return y
+
+
 DECODER_ONLY_LAYERS = {"pre": pre_norm_layer, "post": post_norm_layer, "parallel": parallel_residual_layer,
-                       "parallel_shared": parallel_shared_layer}
+                       "parallel_shared": parallel_shared_layer, "sandwich": sandwich_norm_layer}
 
 
 def decoder_pre_norm_layer(st, pre, x, memory, p, s: Stack, H):
     n1 = _norm(st, pre + "norm1", x, p, s)
-    r1 = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s))
+    r1 = x + _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap)
     st[pre + "residual1"] = r1
     n2 = _norm(st, pre + "norm2", r1, p, s)
-    r2 = r1 + _attend(st, pre, "cross_attention", n2, memory, p, H, "none", None)
+    r2 = r1 + _attend(st, pre, "cross_attention", n2, memory, p, H, "none", None, scale=s.attention_scale)
     st[pre + "residual2"] = r2
     n3 = _norm(st, pre + "norm3", r2, p, s)
     y = r2 + _ffn(st, pre, n3, p, s)
@@ -392,9 +422,9 @@ def decoder_pre_norm_layer(st, pre, x, memory, p, s: Stack, H):
 
 
 def decoder_post_norm_layer(st, pre, x, memory, p, s: Stack, H):
-    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s))
+    st[pre + "residual1"] = x + _attend(st, pre, "attention", x, x, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap)
     n1 = _norm(st, pre + "norm1", st[pre + "residual1"], p, s)
-    st[pre + "residual2"] = n1 + _attend(st, pre, "cross_attention", n1, memory, p, H, "none", None)
+    st[pre + "residual2"] = n1 + _attend(st, pre, "cross_attention", n1, memory, p, H, "none", None, scale=s.attention_scale)
     n2 = _norm(st, pre + "norm2", st[pre + "residual2"], p, s)
     st[pre + "residual3"] = n2 + _ffn(st, pre, n2, p, s)
     y = _norm(st, pre + "norm3", st[pre + "residual3"], p, s)
@@ -423,6 +453,9 @@ def _exit(st, pre, h, p, s: Stack):
     if s.head != "none":
         w = p["embedding"].T if s.head == "tied" else p["head"]  # tied: logits = h E^T
         st["logits"] = h @ w + (p["head_bias"] if s.head_bias else 0.0)
+        if s.head_softcap is not None:  # Gemma 2: the head's raw logits, then capped
+            st["raw_logits"] = st["logits"]
+            st["logits"] = softcap_of(st["raw_logits"], s.head_softcap)
         st["probs"] = softmax(st["logits"])
     return h
 
@@ -442,8 +475,9 @@ def decoder_only(m: Model, p, tokens=None, x=None) -> dict[str, np.ndarray]:
         st["input"] = first
     h = _entry(st, "", first, p, s)
     layer = DECODER_ONLY_LAYERS[s.norm_order]
-    for pre in _layer_prefixes("", s, plain=s.layers == 1):
-        h = layer(st, pre, h, p, s, (m.H, m.H_kv))
+    for i, pre in enumerate(_layer_prefixes("", s, plain=s.layers == 1)):
+        full = s.sliding_layers is not None and i not in s.sliding_layers  # Gemma 2: this layer reads every key up to t
+        h = layer(st, pre, h, p, replace(s, mask="causal") if full else s, (m.H, m.H_kv))
     _exit(st, "", h, p, s)
     return st
 

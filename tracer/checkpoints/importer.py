@@ -214,6 +214,9 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     elif not from_tokens and block.get("head", "none") != "none":
         block["head"] = "none"
         notes["head"] = "left out: the head needs token input, and this trace starts from a hidden state"
+    _sliding_range(block, notes, first, last)
+    if block.get("head") == "none":
+        block.pop("head_softcap", None)  # Gemma 2's cap of the logits: no head, no logits
     lines.append("block:")
     lines += _mapping("  ", block, notes)
     lines.append("weights:")
@@ -227,6 +230,23 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     else:
         lines.append(_line("  tokens: random", "ids drawn from the seed (give your own with --tokens 464,2068,7586)"))
     return "\n".join(lines) + "\n"
+
+
+def _sliding_range(block: dict[str, Any], notes: dict[str, str], first: int, last: int) -> None:
+    """mask.sliding_layers (Gemma 2's layer_types) for the layers --layers keeps, numbered from 0 as the spec numbers them:
+    every kept layer sliding is the one window of every layer, none of them plain causal."""
+    mask = block.get("mask")
+    if not isinstance(mask, dict) or "sliding_layers" not in mask:
+        return
+    kept = [i - first for i in mask["sliding_layers"] if first <= i <= last]
+    if len(kept) == last - first + 1:
+        block["mask"] = {k: v for k, v in mask.items() if k != "sliding_layers"}
+    elif not kept:
+        block["mask"] = "causal"
+    else:
+        block["mask"] = dict(mask, sliding_layers=kept)
+    if kept != mask["sliding_layers"]:
+        notes["mask"] = notes.get("mask", "") + f"; of layers {first}-{last}: " + (f"blocks {kept} slide" if kept else "none slides")
 
 
 def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None) -> str:

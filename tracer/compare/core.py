@@ -467,6 +467,7 @@ _DESIGN_WORDS: dict[tuple[str, Any], Message] = {  # a block setting's value tha
     ("block.norm_order", "post"): msg("post-norm"),
     ("block.norm_order", "parallel"): msg("parallel residual"),
     ("block.norm_order", "parallel_shared"): msg("parallel residual, one norm"),
+    ("block.norm_order", "sandwich"): msg("sandwich norms (each sublayer's output normalised before its residual add)"),
     ("block.mask", "none"): msg("bidirectional"),
     ("block.positions", "rotary"): msg("rotary positions"),
     ("block.positions", "sinusoidal"): msg("sinusoidal positions"),
@@ -512,7 +513,13 @@ def design_words(steps: tuple[Step, ...], settings: dict[str, Any] | None = None
     widths = sorted({s.rotary_dim for s in steps if s.op == "mha" and s.base is not None and s.rotary_dim is not None})
     if widths:
         words.append(msg("partial rotary ({n} coordinates of each head turned)", n=", ".join(map(str, widths))))
-    return words + scaled_words(steps)
+    return words + scaled_words(steps) + attention_scale_words(steps) + capped_words(steps, settings)
+
+
+def attention_scale_words(steps: tuple[Step, ...]) -> list[Message]:
+    """block.attention_scale in words: 'attention scale 1 (not 1/sqrt(d))' (T5), one phrase per scale the steps use."""
+    scales = sorted({s.scale for s in steps if s.op in ("mha", "cross_mha") and s.scale is not None})
+    return [msg("attention scale {s} (not 1/sqrt(d))", s=f"{s:g}") for s in scales]
 
 
 def scaled_words(steps: tuple[Step, ...]) -> list[Message]:
@@ -524,6 +531,25 @@ def scaled_words(steps: tuple[Step, ...]) -> list[Message]:
         words.append(msg("RMSNorm with (1 + gamma)"))
     if any(s.activation == "geglu" and s.op in ("ffn", "ffn_hidden") for s in steps):
         words.append(msg("GeGLU (a gated FFN through the tanh GELU)"))
+    return words
+
+
+def capped_words(steps: tuple[Step, ...], settings: dict[str, Any]) -> list[Message]:
+    """Gemma 2's choices in words (i23-gemma2): soft-capped scores and logits, a window on some layers only; sandwich
+    norms from the step list when the settings do not say it (a spec of its own steps)."""
+    words: list[Message] = []
+    if settings.get("block.norm_order") != "sandwich" and any(s.name.endswith("attention_norm") and s.inputs and s.inputs[0].endswith("attention")
+                                                             for s in steps):
+        words.append(msg("sandwich norms (each sublayer's output normalised before its residual add)"))
+    caps = sorted({s.softcap for s in steps if s.op in ("mha", "cross_mha") and s.softcap is not None})
+    if caps:
+        words.append(msg("scores soft-capped (cap {cap})", cap=", ".join(f"{c:g}" for c in caps)))
+    logits = sorted({s.softcap for s in steps if s.op == "softcap" and s.softcap is not None})
+    if logits:
+        words.append(msg("logits soft-capped (cap {cap})", cap=", ".join(f"{c:g}" for c in logits)))
+    sliding = settings.get("block.sliding_layers")
+    if sliding:
+        words.append(msg("the window on layers {layers} only", layers=", ".join(map(str, sliding))))
     return words
 
 

@@ -329,6 +329,8 @@ def _attention(ctx: Context, step: Step, scale: bool = True, split: str = "trans
     ours_q = ctx.ours.get(f"{_prefix(step)}.q")
     if x is None or ours_w is None or ours_q is None or any(v is None for v in found.values()) or x.ndim != 3 or step.base is not None:
         return None  # (rotary positions: not the classic block's attention)
+    if step.scale is not None:  # block.attention_scale: not the classic block's 1/sqrt(d)
+        return None
     p = {k: v for k, v in found.items() if v is not None}
     B, H, T, d = ours_q.shape
     if p["w_q"].shape[-1] != H * d or p["w_k"].shape[-1] != H * d:  # grouped keys: not the classic block

@@ -278,7 +278,8 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
                                                        step.pairing or "interleaved", causal=causal, visible=visible,
                                                        rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
-                                                       qk_eps=bw.spec.block_for(step.name).eps if step.qk_norm else None)
+                                                       qk_eps=bw.spec.block_for(step.name).eps if step.qk_norm else None,
+                                                       scale=step.scale, softcap=step.softcap)
     for key in ATTN_ORDER:
         if key in internals:
             bw.grads[f"{prefix}.{key}"] = internals[key]
@@ -414,3 +415,8 @@ def backward_rms_norm_offset(bw: Backward, step: Step, g: np.ndarray) -> None:
                                                   bw.spec.block_for(step.name).eps)
     bw.send(step.inputs[0], dx)
     bw.send_weight(f"{step.weights}.gamma", dgamma)
+
+
+def backward_softcap(bw: Backward, step: Step, g: np.ndarray) -> None:
+    assert step.softcap is not None, "a softcap step has its cap"
+    bw.send(step.inputs[0], kernels.softcap_backward(g, bw.value(step.inputs[0]), step.softcap))

@@ -22,7 +22,7 @@ from tracer.engine.params import load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import masks
-from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix, shown_internal
+from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
 from tracer.model.contracts import operand_axes, position_violation, violation
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
@@ -467,7 +467,8 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
                                  softmax_over_queries=over_queries, rotary_base=step.base,
                                  rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
                                  rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
-                                 q_norm=q_norm, k_norm=k_norm, qk_eps=ex.spec.block_for(step.name).eps))
+                                 q_norm=q_norm, k_norm=k_norm, qk_eps=ex.spec.block_for(step.name).eps, scale=step.scale,
+                                 softcap=step.softcap))
         return parts["output"]
 
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
@@ -476,10 +477,14 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
     for key, meaning in ATTN_MEANINGS.items():
         if key not in parts:  # scores and weights not made: not kept, and finite (attend makes them when not)
             continue
+        if key == "scores":
+            meaning = scores_meaning(step)  # QK^T * s under block.attention_scale
         if step.qk_norm and key in ("q", "k"):
             meaning = msg("{meaning}, RMS-normalised per head", meaning=meaning)
         if step.base is not None and key in ("q", "k"):
             meaning = msg("{meaning}, turned by rotary positions", meaning=meaning)
+        if step.softcap is not None and key == "scores":  # Gemma 2: the scores soft-capped before the mask
+            meaning = softcapped_scores(step)
         shown = shown_internal(step, key)  # the cross-attention weights are in the default table
         ex.rec(f"{prefix}.{key}", parts[key], ex.axes(f"{prefix}.{key}"), meaning, internal=not shown)
     return ex.rec(step.name, out, ex.axes(step.name), step.meaning)
@@ -576,3 +581,10 @@ def forward_rms_norm_offset(ex: Executor, step: Step, inputs: list[np.ndarray]) 
     (x,) = inputs
     g = ex.params[f"{step.weights}.gamma"]
     return ex.record_step(step, lambda strict: kernels.rms_norm_offset(x, g, ex.spec.block_for(step.name).eps, strict))
+
+
+# -- i23-gemma2: Gemma 2's soft cap of the logits (the scores' is kernels.attend's) ------------------------------
+def forward_softcap(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    cap = step.softcap
+    assert cap is not None, "a softcap step has its cap"
+    return ex.record_step(step, lambda strict: kernels.softcap(inputs[0], cap))

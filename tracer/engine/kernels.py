@@ -243,19 +243,23 @@ def check_softmax_axis(scores: tuple[int, ...], over_queries: bool) -> None:  # 
     contracts.softmax_axis(scores, over_queries)
 
 
-def qk_scores(q: np.ndarray, k: np.ndarray) -> np.ndarray:  # [B,H,T,d], [B,H_kv,S,d] -> [B,H,T,S], scaled by 1/sqrt(d)
+def score_scale(d: int, scale: float | None) -> float:  # the factor of q.k: block.attention_scale, or 1/sqrt(d) when None
+    return 1.0 / math.sqrt(d) if scale is None else float(scale)
+
+
+def qk_scores(q: np.ndarray, k: np.ndarray, scale: float | None = None) -> np.ndarray:  # [B,H,T,d], [B,H_kv,S,d] -> [B,H,T,S], times scale (None: 1/sqrt(d))
     B, H, T, d = q.shape
     group = H // k.shape[1]  # query heads per key head: query head h reads key head h // group
     scores = np.empty((B, H, T, k.shape[2]), dtype=np.result_type(q, k))
     for b in range(B):
         for h in range(H):  # one head at a time: contiguous operands for BLAS, cache-sized temporaries
             np.matmul(np.ascontiguousarray(q[b, h]), np.ascontiguousarray(k[b, h // group]).T, out=scores[b, h])
-    scores *= 1.0 / math.sqrt(d)
+    scores *= score_scale(d, scale)
     return scores
 
 
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal: bool,
-           keep: bool = True) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+           keep: bool = True, scale: float | None = None, softcap: float | None = None) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
     """Scores, masked softmax over keys and the mix of values, a block of query rows at a time:
     [B,H,T,d], [B,H_kv,S,d], [B,H_kv,S,d] -> scores [B,H,T,S], weights [B,H,T,S], heads [B,T,C] (the mixes merged).
 
@@ -267,14 +271,17 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
     that is read is the same call on the same operands either way, so ``mixed`` is the same to the last bit.
     Without keep, q or k not finite, a product q.k that could overflow, or a mixed value that is not finite
     makes it start again with keep=True: the executor then records and flags where it began.
+    ``scale``: the factor of every q.k (block.attention_scale); None: 1/sqrt(d).
+    ``softcap`` (Gemma 2's attn_logit_softcapping): each score becomes cap * tanh(score / cap) after the scale and
+    before the mask (the recorded scores are the capped ones).
     """
     B, H, T, d = q.shape
     S = k.shape[2]
     group = H // k.shape[1]
     dtype = np.result_type(q, k)
-    scale = 1.0 / math.sqrt(d)
-    if not keep and not _products_fit(q, k, scale):  # a score could be inf or NaN: make them all, to be recorded and flagged
-        return attend(q, k, v, visible, causal, keep=True)
+    factor = score_scale(d, scale)
+    if not keep and not _products_fit(q, k, factor):  # a score could be inf or NaN: make them all, to be recorded and flagged
+        return attend(q, k, v, visible, causal, keep=True, scale=scale, softcap=softcap)
     scores = np.empty((B, H, T, S), dtype=dtype) if keep else None
     weights = np.zeros((B, H, T, S), dtype=dtype) if keep else None  # calloc: pages the mask leaves at 0 are never written
     mixed = np.empty((B, T, H, d), dtype=np.result_type(dtype, v))  # [B,T,H,d]: the heads side by side, merged as they are made
@@ -289,10 +296,10 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
                 n = min(r1, S) if causal else S  # keys this block of rows may read
                 s = scores[b, h, r0:r1] if scores is not None else scratch[: r1 - r0]  # type: ignore[index]
                 read = s[:, :n]
-                _scaled_scores(qh[r0:r1], kt[:, :n], scale, read)
+                _scaled_scores(qh[r0:r1], kt[:, :n], factor, read, softcap)
                 if scores is not None and weights is not None:
                     if n < S:  # the scores after the mask: recorded, never read
-                        _scaled_scores(qh[r0:r1], kt[:, n:], scale, s[:, n:])
+                        _scaled_scores(qh[r0:r1], kt[:, n:], factor, s[:, n:], softcap)
                     w = weights[b, h, r0:r1, :n]
                     np.copyto(w, read)
                 else:  # every score is finite: q and k are, and no product can overflow (_products_fit)
@@ -302,13 +309,22 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
 
     blas.by_heads(heads, [(b, h) for b in range(B) for h in range(H)], B * H * T * S * d)
     if not keep and not all_finite(mixed):  # a row that may read no key at all: 0/0
-        return attend(q, k, v, visible, causal, keep=True)
+        return attend(q, k, v, visible, causal, keep=True, scale=scale, softcap=softcap)
     return scores, weights, mixed.reshape(B, T, H * d)
 
 
-def _scaled_scores(q_rows: np.ndarray, kt: np.ndarray, scale: float, out: np.ndarray) -> None:  # [r,d], [d,n] -> out [r,n] = q k^T * scale
+def _scaled_scores(q_rows: np.ndarray, kt: np.ndarray, scale: float, out: np.ndarray,
+                   softcap: float | None = None) -> None:  # [r,d], [d,n] -> out [r,n] = q k^T * scale (then soft-capped)
     np.matmul(q_rows, kt, out=out)
     out *= scale
+    if softcap is not None:  # Gemma 2: cap * tanh(scores / cap), as Hugging Face computes it
+        cap_inplace(out, softcap)
+
+
+def cap_inplace(a: np.ndarray, cap: float) -> None:  # a -> cap * tanh(a / cap), in the array itself
+    a /= cap
+    np.tanh(a, out=a)
+    a *= cap
 
 
 def _masked_softmax(w: np.ndarray, r0: int, r1: int, n: int, causal: bool, blocked: np.ndarray | None) -> None:  # [r,n] scores of rows r0:r1 -> weights, in place
@@ -351,7 +367,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         rotary_pairing: str = "interleaved", H_kv: int | None = None, keep_weights: bool = True,
         strict: Strict = True, rotary_scaling: tuple[object, ...] | None = None,
         rotary_dim: int | None = None, q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None,
-        qk_eps: float = 1e-6) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]; q_norm, k_norm [d]
+        qk_eps: float = 1e-6, scale: float | None = None, softcap: float | None = None) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]; q_norm, k_norm [d]
     """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
 
     ``causal`` masks keys after each query (block by block: no [T,S] mask is made); ``visible`` ([T,S] bool, True where
@@ -361,6 +377,8 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     score or a mixed value is not finite; the output is the same to the last bit.
     ``q_norm``, ``k_norm`` (Qwen3's block.qk_norm): each head's query and key RMS-normalised over its d coordinates
     with these weights [d] and ``qk_eps``, after the split and before the rotary turn.
+    ``scale`` (block.attention_scale): the scores are q.k * scale; None: q.k / sqrt(d).
+    ``softcap`` (Gemma 2's block.attention_softcap): the scores cap * tanh(scores / cap), after the scale, before the mask.
     """
     if xkv is None:
         xkv = xq
@@ -382,14 +400,16 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     if softmax_over_queries:  # the violation, computed as NumPy would (only with strict=False)
         if causal and visible is None:
             visible = ~causal_mask(q.shape[2])
-        scores = qk_scores(q, k)  # [B,H,T,S]
+        scores = qk_scores(q, k, scale)  # [B,H,T,S]
+        if softcap is not None:
+            cap_inplace(scores, softcap)
         weights = np.where(visible, scores, -np.inf) if visible is not None else scores.copy()
         softmax_inplace(weights, axis=-2)
         mixed = weights @ np.repeat(v, H // H_kv, axis=1)  # each value head to the query heads that read it
         parts.update(scores=scores, weights=weights)
         heads = merge_heads(mixed)  # [B,H,T,d] -> [B,T,C]
     else:
-        kept_scores, kept_weights, heads = attend(q, k, v, visible, causal, keep_weights)
+        kept_scores, kept_weights, heads = attend(q, k, v, visible, causal, keep_weights, scale, softcap)
         if kept_scores is not None and kept_weights is not None:
             parts.update(scores=kept_scores, weights=kept_weights)
     parts.update(heads=heads, output=linear(heads, w_o, b_o, strict, ("b_o", "C")))
@@ -609,9 +629,9 @@ def _heads_last(B: int, n: int, H: int, d: int, dtype: np.dtype, zero: bool = Fa
     return (np.zeros if zero else np.empty)((B, n, H, d), dtype=dtype).transpose(0, 2, 1, 3)
 
 
-def qk_scores_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray, causal: bool = False
+def qk_scores_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray, causal: bool = False, scale: float | None = None
                        ) -> tuple[np.ndarray, np.ndarray]:  # [B,H,T,S], [B,H,T,d], [B,H_kv,S,d] -> dq, dk
-    """dq = ds k / sqrt(d), dk = ds^T q / sqrt(d), one head at a time; dk of a key head sums what each of the
+    """dq = ds k s, dk = ds^T q s with s the scores' factor (``scale``; None: 1/sqrt(d)), one head at a time; dk of a key head sums what each of the
     H / H_kv query heads that read it sends back.  Under a causal mask ds is exactly 0 after the diagonal,
     so a block of query rows reads only the keys up to its last row, and a block of keys only the queries
     from its first one on: those zeros are never multiplied."""
@@ -628,9 +648,9 @@ def qk_scores_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray, causal: boo
                 _qk_head_backward(ds[b, h], q[b, h], k[b, g], dq[b, h], dk[b, g], causal, step)
 
     blas.by_heads(heads, [(b, g) for b in range(B) for g in range(H_kv)], B * H * T * S * d)
-    scale = 1.0 / math.sqrt(d)
-    dq *= scale
-    dk *= scale
+    factor = score_scale(d, scale)
+    dq *= factor
+    dk *= factor
     return dq, dk
 
 
@@ -706,7 +726,7 @@ def _softmax_head_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, dw: np.
 
 
 def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-                       visible: np.ndarray | None, causal: bool
+                       visible: np.ndarray | None, causal: bool, scale: float | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,H,T,d] dmixed, q, [B,H_kv,S,d] k, v -> dq, dk, dv
     """attend_backward and qk_scores_backward in one, without the [B,H,T,S] weights: each head's weights are made
     again from q and k by the very calls ``attend`` made them with (so to the last bit), into a [T,S] buffer
@@ -725,7 +745,7 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
     dq = _heads_last(B, T, H, d, np.result_type(dtype, q, k))
     dk = _heads_last(B, S, H_kv, d, np.result_type(dtype, q, k), zero=True)
     dv = _heads_last(B, S, H_kv, d, dtype, zero=True)
-    scale = 1.0 / math.sqrt(d)
+    factor = score_scale(d, scale)
     blocked = None if visible is None else ~visible  # a causal mask's visible: a sliding window
     step = ROW_BLOCK if causal else max(T, S)
 
@@ -737,21 +757,22 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
                 for r0 in range(0, T, ROW_BLOCK):  # the weights, as attend makes them (after the diagonal: not written, not read)
                     r1 = min(r0 + ROW_BLOCK, T)
                     n = min(r1, S) if causal else S
-                    _scaled_scores(q[b, h, r0:r1], kt[:, :n], scale, w[r0:r1, :n])
+                    _scaled_scores(q[b, h, r0:r1], kt[:, :n], factor, w[r0:r1, :n])
                     _masked_softmax(w[r0:r1, :n], r0, r1, n, causal, blocked)
                 _softmax_head_backward(dmixed[b, h], w, v[b, g], ds, ds, dv[b, g], causal, step)
                 _qk_head_backward(ds, q[b, h], k[b, g], dq[b, h], dk[b, g], causal, step)
 
     blas.by_heads(heads, [(b, g) for b in range(B) for g in range(H_kv)], B * H * T * S * d)  # whole key heads
-    dq *= scale
-    dk *= scale
+    dq *= factor
+    dk *= factor
     return dq, dk, dv
 
 
 def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[str, np.ndarray], w: dict[str, np.ndarray],
                  H: int, rotary_base: float | None = None, over_queries: bool = False, rotary_pairing: str = "interleaved",
                  causal: bool = False, visible: np.ndarray | None = None, rotary_scaling: tuple[object, ...] | None = None,
-                 rotary_dim: int | None = None, qk_eps: float | None = None
+                 rotary_dim: int | None = None, qk_eps: float | None = None, scale: float | None = None,
+                 softcap: float | None = None
                  ) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q [B,H,T,d], k, v [B,H_kv,S,d], weights, heads -> dxq, dxkv,
     the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...;
@@ -760,17 +781,35 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
     Without ``parts["weights"]`` the weights are made again head by head (attention_backward, with attend's mask
     ``visible`` when not causal) and the result has no "weights" and "scores": the same numbers otherwise.
     ``qk_eps`` (block.qk_norm, with w["q_norm"], w["k_norm"] [d]): q and k were RMS-normalised per head before the turn;
-    their gradients go back through the norms (q and k before them made again from xq, xkv), and dw has q_norm, k_norm."""
+    their gradients go back through the norms (q and k before them made again from xq, xkv), and dw has q_norm, k_norm.
+    ``scale`` (block.attention_scale): the forward's factor of q.k; None: 1/sqrt(d).
+    ``softcap`` (block.attention_softcap): the scores were cap * tanh(s / cap); the weights are made again when not at
+    hand ([B,H,T,S], with the mask), the recorded scores' gradient is that of the capped scores, and it reaches q and k
+    times 1 - tanh(s / cap)^2."""
     g: dict[str, np.ndarray] = {}
     dw: dict[str, np.ndarray] = {}
     g["heads"], dw["w_o"], dw["b_o"] = linear_backward(dout, parts["heads"], w["w_o"], w["b_o"])
     dmixed = merge_heads_backward(g["heads"], H)
-    if "weights" in parts:
+    if softcap is not None:
+        raw = qk_scores(parts["q"], parts["k"], scale)  # before the cap
+        slope = 1.0 - np.tanh(raw / softcap) ** 2
+        if "weights" not in parts:
+            weights = raw.copy()
+            cap_inplace(weights, softcap)
+            n_q, n_k = weights.shape[-2:]
+            blocked = ~visible if visible is not None else (_after(n_q, n_k) if causal else None)
+            if blocked is not None:
+                np.copyto(weights, -np.inf, where=blocked)
+            softmax_inplace(weights, axis=-2 if over_queries else -1)
+            parts = dict(parts, weights=weights)
         g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], causal, over_queries)
-        g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"], causal)
+        g["q"], g["k"] = qk_scores_backward(g["scores"] * slope, parts["q"], parts["k"], causal, scale)
+    elif "weights" in parts:
+        g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], causal, over_queries)
+        g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"], causal, scale)
     else:
         assert not over_queries, "a softmax over queries is traced with its weights"
-        g["q"], g["k"], g["v"] = attention_backward(dmixed, parts["q"], parts["k"], parts["v"], visible, causal)
+        g["q"], g["k"], g["v"] = attention_backward(dmixed, parts["q"], parts["k"], parts["v"], visible, causal, scale)
     dq, dk = g["q"], g["k"]
     if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
         dq = rotary_backward(dq, rotary_base, rotary_pairing, rotary_dim, rotary_scaling)
@@ -934,3 +973,16 @@ def rms_norm_offset_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, e
     """d(1 + gamma)/dgamma = 1: dgamma is RMSNorm's, and dx is RMSNorm's with the scale 1 + gamma."""
     dx, dgamma, _ = _norm_backward(dy, x, 1.0 + gamma, eps, -1, centred=False)
     return dx, dgamma
+
+
+# -- i23-gemma2: Gemma 2's soft cap (the logits' block.head_softcap; the scores' cap is inside attend) --------------
+def softcap(x: np.ndarray, cap: float) -> np.ndarray:  # [..] -> [..], cap * tanh(x / cap), as Hugging Face computes it
+    out = x / cap
+    np.tanh(out, out=out)
+    out *= cap
+    return out
+
+
+def softcap_backward(dy: np.ndarray, x: np.ndarray, cap: float) -> np.ndarray:  # d/dx cap * tanh(x / cap) = 1 - tanh(x / cap)^2
+    t = np.tanh(x / cap)
+    return dy * (1.0 - t * t)

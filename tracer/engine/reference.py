@@ -267,7 +267,7 @@ class Reference:
             blk = self.spec.block_for(step.name)
             explicit = blk.mask_matrix
         n_keys = (self.spec.dims.S or 0) if cross or position_axis(step.name) == "S" else self.spec.dims.T
-        scale = 1.0 / math.sqrt(d)
+        scale = 1.0 / math.sqrt(d) if step.scale is None else step.scale  # block.attention_scale
         scores, weights, heads, out = {}, {}, {}, {}
         for t in positions:
             if explicit is not None:
@@ -286,6 +286,8 @@ class Reference:
                     for a, bb in zip(q[t][h], k[j][h // group]):
                         acc += a * bb
                     s[j] = acc * scale
+                    if step.softcap is not None:  # Gemma 2: cap * tanh(score / cap), before the mask
+                        s[j] = step.softcap * math.tanh(s[j] / step.softcap)
                 s_rows.append([s.get(j, math.nan) for j in range(n_keys)])  # keys not computed: NaN, skipped in comparison
                 if not keys:  # a fully masked row: softmax is 0/0
                     w_rows.append([math.nan] * n_keys)
@@ -491,3 +493,8 @@ def head_rms(v: Vec, gamma: Vec, eps: float) -> Vec:  # one head [d]: v / sqrt(m
         acc += a * a
     r = math.sqrt(acc / len(v) + eps)
     return [a / r * g for a, g in zip(v, gamma)]
+
+
+def reference_softcap(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    cap = step.softcap or 1.0  # Gemma 2's logits: cap * tanh(x / cap), one value at a time
+    return {t: [cap * math.tanh(v / cap) for v in ins[0][t]] for t in positions}

@@ -46,7 +46,7 @@ def output_stage(spec: Spec) -> str:
 
 def stages_read(spec: Spec) -> frozenset[str]:
     """The stages a loss reads: the block output (sum-squares), the logits and the probabilities (next-token)."""
-    return frozenset([output_stage(spec)] + [s.name for s in spec.steps if s.op in ("head", "softmax")])
+    return frozenset([output_stage(spec)] + [s.name for s in spec.steps if s.op in ("head", "softmax", "softcap")])
 
 
 def choose(spec: Spec, option: str | None) -> str:
@@ -79,8 +79,9 @@ def token_targets(spec: Spec, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def next_token(trace: Recording, ids: np.ndarray) -> Loss:
     spec = trace.spec
-    probs_name = next(s.name for s in spec.steps if s.op == "softmax")
-    logits = trace.stages[next(s.name for s in spec.steps if s.op == "head")].array
+    probs_step = next(s for s in spec.steps if s.op == "softmax")
+    probs_name = probs_step.name
+    logits = trace.stages[probs_step.inputs[0]].array  # the logits the softmax reads (after block.head_softcap's cap)
     probs = trace.stages[probs_name].array
     targets, counted = token_targets(spec, ids)
     n = int(counted.sum())

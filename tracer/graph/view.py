@@ -23,7 +23,7 @@ from rich.text import Text
 
 from tracer.i18n import tr
 from tracer.messages import Located, Message, msg, nmsg, render
-from tracer.model.blocks import ACTIVATION_NAMES, ATTN_MEANINGS, ENCODER, Step, internal_prefix, position_axis
+from tracer.model.blocks import ACTIVATION_NAMES, ATTN_MEANINGS, ENCODER, Step, internal_prefix, position_axis, scores_meaning, softcapped_scores
 from tracer.model.contracts import kind_word
 from tracer.model.ops import OPS, TABLES
 from tracer.model.shapes import shape_label
@@ -36,7 +36,7 @@ MASKS = {"causal": msg("causal mask"), "explicit": msg("explicit mask")}
 NO_MASK = msg("no mask")
 ENTRY = ("embed", "input", "position", "x", "embeddings", "token_type", "typed",  # BERT: E + P + E_type, then X = LN(...)
          "project_in")  # OPT: the C_e-wide embedding projected to C
-EXIT = ("final_norm", "logits", "probs", "project_out")  # OPT: back to C_e before the head
+EXIT = ("final_norm", "logits", "probs", "project_out", "raw_logits")  # OPT: back to C_e before the head; Gemma 2: raw_logits, capped
 PREFIX = re.compile(r"^((?:encoder|decoder)\.)?(blocks\.(\d+)\.)?")
 MAX_LAYERS_DRAWN = 4  # a deeper stack draws its first and last layer and says how many are between
 RAIL = {"": "  ", "source": "┬ ", "through": "│ ", "add": "⊕ "}
@@ -163,7 +163,7 @@ class Graph:
                    x=x, a=x, b=ins[1] if len(ins) > 1 else "", hidden=hidden_formula(step) if step.op in ("ffn", "ffn_hidden") else "",
                    axis=step.axis or "C", out=step.out or "C", start=step.start, stop=step.stop, stream=step.stream or "x",
                    base=f"{step.base or 0.0:g}", pos=position_axis(step.name), ins=", ".join(ins), mask=self.mask(step), rotary=rotary,
-                   over=msg(", softmax over queries") if step.axis == "queries" else "",
+                   over=msg(", softmax over queries") if step.axis == "queries" else "", cap=f"{step.softcap or 0.0:g}",
                    tokens=msg("{stream} tokens", stream=step.stream) if step.stream in ("source", "target") else msg("tokens"),
                    head=("Eᵀ" if self.spec.block.head == "tied" else "W_head") + (" + b_head" if self.spec.block.head_bias else ""))
 
@@ -233,7 +233,12 @@ class Graph:
                   if dims.H_kv is not None else msg("{m} W_K, W_V; split into heads", m=memory))  # grouped-query attention
             rows.append(Row(rail, f"{p}.k/v", norm_said(kv, "k"), self.shape(f"{p}.k"),
                             turned(msg("keys and values from {m}", m=memory)), self.weights(g, ("w_k", "w_v", "b_k", "b_v") + qk_weights[1:]), kind="internal"))
-        rows.append(Row(rail, f"{p}.scores", "q kᵀ / √d", self.shape(f"{p}.scores"), ATTN_MEANINGS["scores"], kind="internal"))
+        scores = "q kᵀ / √d" if step.scale is None else f"q kᵀ · {step.scale:g}"  # block.attention_scale
+        if step.softcap is not None:  # Gemma 2's block.attention_softcap: the scores capped before the mask
+            rows.append(Row(rail, f"{p}.scores", msg("cap · tanh({scores} / cap), cap = {cap}", scores=scores, cap=f"{step.softcap:g}"),
+                            self.shape(f"{p}.scores"), softcapped_scores(step), kind="internal"))
+        else:
+            rows.append(Row(rail, f"{p}.scores", scores, self.shape(f"{p}.scores"), scores_meaning(step), kind="internal"))
         softmax = (msg("{mask}; softmax over queries", mask=self.mask(step)) if step.axis == "queries"
                    else msg("{mask}; softmax over keys", mask=self.mask(step)))
         rows.append(Row(rail, f"{p}.weights", softmax, self.shape(f"{p}.weights"), ATTN_MEANINGS["weights"], kind="internal"))
@@ -256,9 +261,9 @@ class Graph:
                 key = ("layer", stack, int(m.group(3)))
             elif rest in ENTRY:
                 key = ("entry", stack, None)
-            elif step.op in ("head", "softmax") and out and out[-1][0] == "exit":
+            elif step.op in ("head", "softmax", "softcap") and out and out[-1][0] == "exit":
                 key = out[-1][:3]  # the output head belongs with the decoder's final norm
-            elif rest in EXIT or step.op in ("head", "softmax"):
+            elif rest in EXIT or step.op in ("head", "softmax", "softcap"):
                 key = ("exit", stack, None)
             else:
                 key = ("layer", stack, None)
@@ -411,7 +416,8 @@ def _kind(spec: Spec) -> Message:
     if spec.model == "encoder-decoder":
         return msg("encoder-decoder")
     order = {"pre": msg("pre-norm"), "post": msg("post-norm"), "parallel": msg("parallel residual"),
-             "parallel_shared": msg("parallel residual, one norm")}.get(spec.block.norm_order, msg("the spec's own steps"))
+             "parallel_shared": msg("parallel residual, one norm"),
+             "sandwich": msg("sandwich norms (each sublayer's output normalised before its residual add)")}.get(spec.block.norm_order, msg("the spec's own steps"))
     return nmsg("{order}, {n} layer", "{order}, {n} layers", spec.block.layers, order=order)
 
 

@@ -38,6 +38,9 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     scaling: tuple[object, ...] | None = None  # mha with rotary positions: a rope type's scaled speeds (tracer/model/rope.py)
     rotary_dim: int | None = None  # mha with rotary positions: only each head's first rotary_dim coordinates turned; None: all d
     qk_norm: bool | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); None: not
+    scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d)
+    softcap: float | None = None  # mha: scores soft-capped, cap * tanh(scores / cap), after the scale and before the mask
+    # (Gemma 2's attn_logit_softcapping); softcap: the cap of its tanh (final_logit_softcapping); None: not capped
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
@@ -193,7 +196,23 @@ MOE_STEPS: tuple[Step, ...] = (
 )
 PRE_NORM_MOE: tuple[Step, ...] = PRE_NORM[:4] + MOE_STEPS
 
-NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM, "parallel": PARALLEL, "parallel_shared": PARALLEL_SHARED}
+# Gemma 2's sandwich: Pre-Norm with a second norm on each sublayer's output, before its residual add:
+# N_1 = LN1(X), U = MHA(N_1), R = X + LN_U(U), N_2 = LN2(R), Y = R + LN_F(FFN(N_2)) (weights norm1, attn_norm, norm2, ffn_norm:
+# Hugging Face's input_layernorm, post_attention_layernorm, pre_feedforward_layernorm, post_feedforward_layernorm)
+SANDWICH: tuple[Step, ...] = (
+    PRE_NORM[0], PRE_NORM[1],
+    Step("attention_norm", "layer_norm", ("attention",), "attention_norm",
+         msg("the attention output's own {norm}, N_U = {LN}U(U), before the residual add (sandwich)", norm=NORMALISATION, LN="LN_")),
+    Step("residual1", "add", ("x", "attention_norm"), None, msg("first residual add of the normalised attention output, R = X + N_U")),
+    Step("norm2", "layer_norm", ("residual1",), "norm2", msg("second {norm}, N_2 = {LN}2(R)", norm=NORMALISATION, LN="LN_")),
+    PRE_NORM[4], PRE_NORM[5],
+    Step("ffn_norm", "layer_norm", ("ffn",), "ffn_norm",
+         msg("the FFN output's own {norm}, N_F = {LN}F(FFN(N_2)), before the residual add (sandwich)", norm=NORMALISATION, LN="LN_")),
+    Step("output", "add", ("residual1", "ffn_norm"), None, msg("block output of the normalised FFN output, Y = R + N_F")),
+)
+
+NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM, "parallel": PARALLEL, "parallel_shared": PARALLEL_SHARED,
+                                            "sandwich": SANDWICH}
 DECODER_NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": DECODER_PRE_NORM, "post": DECODER_POST_NORM}
 
 
@@ -216,6 +235,11 @@ class StackSettings(NamedTuple):  # variants via _replace
     rotary_dim: int | None = None  # partial rotary: the first rotary_dim coordinates of each head turned (None: all d)
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C), a stage of their own (embed_scale)
     qk_norm: bool = False  # Qwen3: each attention's q and k RMS-normalised per head (weights attn.q_norm, attn.k_norm [d])
+    attention_scale: float | None = None  # the scores' factor, QK^T * s (T5: 1; Gemma 2: query_pre_attn_scalar ** -0.5); None: 1/sqrt(d)
+    attention_softcap: float | None = None  # Gemma 2: every attention's scores cap * tanh(scores / cap), before the mask
+    head_softcap: float | None = None  # Gemma 2: the logits cap * tanh(logits / cap) (a softcap stage after the head)
+    sliding_layers: tuple[int, ...] | None = None  # with a window: only these layers' attention is windowed (Gemma 2's
+    # layer_types); the others read every key up to the query (plain causal).  None: every layer
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -253,8 +277,12 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                     changes["rotary_dim"] = s.rotary_dim
             if s.qk_norm and step.qk_norm is None:
                 changes["qk_norm"] = True
+            if s.attention_softcap is not None and step.softcap is None:
+                changes["softcap"] = s.attention_softcap
         if step.op == "cross_mha":
             changes["mask"] = "none"
+        if step.op in ("mha", "cross_mha") and s.attention_scale is not None and step.scale is None:
+            changes["scale"] = s.attention_scale
         if step.op == "router_probs" and step.axis is None:
             changes["axis"] = "E"  # the contract: a softmax over the experts
         out.append(step._replace(**changes) if changes else step)
@@ -262,10 +290,12 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
 
 
 def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: str, memory: str | None,
-           plain: bool) -> tuple[list[Step], str]:
+           plain: bool, sliding: tuple[int, ...] | None = None) -> tuple[list[Step], str]:
     """Repeat a layer template ``layers`` times; return the steps and the last stage's name.
 
-    With ``plain`` (one layer of a decoder-only model, the chapter's case) names are not prefixed.
+    With ``plain`` (one layer of a decoder-only model, the chapter's case) names are not prefixed.  ``sliding``
+    (mask.sliding_layers, Gemma 2's alternating layers): only these layers' attention keeps its sliding window,
+    the others' is plain causal.
     """
     steps: list[Step] = []
     layer_input = first_input
@@ -281,9 +311,10 @@ def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: st
             return lp + stage
 
         for step in template:
+            full = sliding is not None and i not in sliding and step.op == "mha" and step.window is not None
             steps.append(step._replace(
                 name=lp + step.name, inputs=tuple(rename(s) for s in step.inputs),
-                weights=(lp + step.weights) if step.weights else None,
+                weights=(lp + step.weights) if step.weights else None, window=None if full else step.window,
             ))
         layer_input = steps[-1].name
     return steps, layer_input
@@ -384,7 +415,19 @@ def project_out(last: str) -> Step:
     return Step(PROJECT_OUT, "linear", (last,), PROJECT_OUT, msg("the stack's output projected to the embedding's width C_e, for the head"), out="C_e")
 
 
-def head_steps(last: str) -> list[Step]:
+RAW_LOGITS = "raw_logits"  # with block.head_softcap: the head's own logits, before the cap
+
+
+def head_steps(last: str, softcap: float | None = None) -> list[Step]:
+    """The output head, then the probabilities; ``softcap`` (Gemma 2's final_logit_softcapping): the head's logits are
+    a stage of their own, raw_logits, and logits = cap * tanh(raw_logits / cap)."""
+    if softcap is not None:
+        return [
+            Step(RAW_LOGITS, "head", (last,), "head", msg("logits over the vocabulary, before the soft cap")),
+            Step("logits", "softcap", (RAW_LOGITS,), None, msg("logits soft-capped, cap * tanh(raw_logits / cap), cap = {cap}", cap=f"{softcap:g}"),
+                 softcap=softcap),
+            Step("probs", "softmax", ("logits",), None, msg("next-token probabilities, softmax over V")),
+        ]
     return [
         Step("logits", "head", (last,), "head", msg("logits over the vocabulary")),
         Step("probs", "softmax", ("logits",), None, msg("next-token probabilities, softmax over V")),
@@ -401,12 +444,28 @@ ATTN_MEANINGS: dict[str, Message] = {
 }
 
 
+def softcapped_scores(step: Step) -> Message:
+    """The meaning of an attention's scores under block.attention_softcap (Gemma 2's attn_logit_softcapping), with the
+    block's attention_scale when it sets one (Gemma 2's query_pre_attn_scalar ** -0.5)."""
+    cap = f"{step.softcap or 0.0:g}"
+    if step.scale is None:
+        return msg("scores cap * tanh(QK^T / sqrt(d) / cap), soft-capped at {cap}, before the mask", cap=cap)
+    return msg("scores cap * tanh(QK^T * {scale} / cap), soft-capped at {cap}, before the mask (block.attention_scale)", scale=f"{step.scale:g}", cap=cap)
+
+
 ENCODER = "encoder."  # the prefix of every encoder stage of an encoder-decoder
 
 
 def position_axis(stage: str) -> str:
     """The axis a stage's positions run along: S (the source) for an encoder stage, else T."""
     return "S" if stage.startswith(ENCODER) else "T"
+
+
+def scores_meaning(step: Step) -> Message:
+    """The scores' meaning: QK^T / sqrt(d), or QK^T * s when the block sets attention_scale (the step's scale)."""
+    if step.scale is None:
+        return ATTN_MEANINGS["scores"]
+    return msg("scores QK^T * {scale}, before the mask (block.attention_scale, not 1/sqrt(d))", scale=f"{step.scale:g}")
 
 
 def shown_internal(step: Step, key: str) -> bool:

@@ -203,6 +203,7 @@ def build() -> list[StageInfo]:
     entries += _moe_variant(variants)
     entries += _head_width_variants(variants)
     entries += _qk_norm_variants(variants)
+    entries += _gemma2_variants(variants, after)
     unique: dict[tuple[str, ...], StageInfo] = {}
     for e in sorted(entries, key=lambda e: SECTIONS.index(e.section)):  # stable: catalogue order within a section  # one entry per meaning within a section
         unique.setdefault((e.section, e.name, e.meaning, e.formula), e)
@@ -269,6 +270,30 @@ def _qk_norm_variants(section: str) -> list[StageInfo]:
             norm = msg("each head's d coordinates RMS-normalised, {key} / sqrt(mean({key}^2) + eps) * {key}_norm (weights attn.{key}_norm [d]), before the rotary turn",
                        key=key)
             out.append(dataclasses.replace(info, meaning=meaning, formula=join([info.formula, norm])))
+    return out
+
+
+def _gemma2_variants(section: str, after: str) -> list[StageInfo]:
+    """Gemma 2 (i23-gemma2): the sandwich layer's stages (block.norm_order: sandwich), the capped scores
+    (block.attention_softcap) and the capped logits after the head's raw_logits (block.head_softcap)."""
+    out = []
+    layer, shapes = _layer(blocks.SANDWICH, StackSettings(norm="rmsnorm_offset"))
+    pre = {s.name: s for s in blocks.configure(blocks.PRE_NORM, StackSettings(norm="rmsnorm_offset"), preset=True)}
+    for step in layer:
+        if step.name not in pre or step.inputs != pre[step.name].inputs:
+            out.append(StageInfo(step.name, section, msg("{meaning} (block.{field}: {value})", meaning=step.meaning, field="norm_order", value="sandwich"),
+                                 formula(step), shapes[step.name][0]))
+    layer, shapes = _layer(blocks.PRE_NORM, StackSettings(attention_softcap=50.0))
+    attention = next(s for s in layer if s.op == "mha")
+    for info in _internals(section, attention, shapes):
+        if info.name == "attn.scores":
+            out.append(dataclasses.replace(info, meaning=blocks.softcapped_scores(attention),
+                                           formula=join([info.formula, msg("then cap * tanh(scores / cap), block.attention_softcap = cap, before the mask")])))
+    tail = blocks.head_steps("final_norm", 30.0)
+    shapes = _shapes(tail, {"final_norm": (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))})
+    for step in tail[:2]:
+        out.append(StageInfo(step.name, after, msg("{meaning} (block.{field}: {value})", meaning=step.meaning, field="head_softcap", value="30"),
+                             formula(step), shapes[step.name][0]))
     return out
 
 

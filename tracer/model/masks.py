@@ -49,6 +49,9 @@ def windowed(kind: str, window: int | None, n_q: int) -> bool:
     return kind == "causal" and window is not None and window < n_q
 
 
-def label(kind: str, window: int | None) -> str:
-    """The mask as a caption names it: causal, none, explicit, or 'causal (window 4)'."""
+def label(kind: str, window: int | None, sliding: tuple[int, ...] | None = None) -> str:
+    """The mask as a caption names it: causal, none, explicit, 'causal (window 4)', or with Gemma 2's mask.sliding_layers
+    'causal (window 4 on layers 0, 2)'."""
+    if kind == "causal" and window is not None and sliding is not None:
+        return f"{kind} (window {window} on layers {', '.join(map(str, sliding))})"
     return f"{kind} (window {window})" if kind == "causal" and window is not None else kind

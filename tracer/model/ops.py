@@ -361,6 +361,8 @@ def _attention_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> i
         extra += 2 * heads  # rotary positions: turned copies of q and k
     if step.qk_norm:
         extra += 3 * heads  # block.qk_norm: normalised copies of q and k, and one scratch array while each is made
+    if step.softcap is not None:
+        extra += block * S * ITEMSIZE[spec.dtype]  # block.attention_softcap: a block of rows' tanh, before the cap's product
     return extra
 
 
@@ -519,6 +521,18 @@ _RECORDS += (
         "(1 + gamma) * {0} / sqrt(mean({0}^2) + eps), over the C coordinates of each row (Gemma's RMSNorm: gamma = 0 is the identity scale)",
         "RMSNorm_(1+gamma)[{w}]({0})", "rms_norm({x}) over C, times (1 + gamma)", _same_over_c, weights="rms_offset", graph_weights=("gamma",),
         preflight=_rms_norm_contracts, temporaries=_rms_norm_bytes),
+)
+
+def _softcap_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    return 0  # x / cap, tanh and times cap, in place in the output
+
+
+_RECORDS += (
+    # i23-gemma2: Gemma 2's soft cap of the logits (block.head_softcap, final_logit_softcapping); the scores' cap is the
+    # mha step's softcap setting (block.attention_softcap)
+    _op("softcap", 1, "soft cap, cap * tanh(x / cap)", "软上限，cap * tanh(x / cap)",
+        "cap * tanh({0} / cap): every value squashed smoothly into (-cap, cap), nearly unchanged where |{0}| << cap",
+        "cap*tanh({0}/cap)", "cap * tanh({x} / cap), cap = {cap}", _same, user=False, preflight=None, temporaries=_softcap_bytes),
 )
 
 OPS: dict[str, Op] = {op.name: op for op in _RECORDS}

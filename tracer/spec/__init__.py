@@ -34,9 +34,9 @@ TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder",
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type", "C_e", "d")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "head_bias", "embedding_norm", "token_types",
-              "position_offset", "ffn", "embedding_scale", "qk_norm")
+              "position_offset", "ffn", "embedding_scale", "qk_norm", "attention_scale", "attention_softcap", "head_softcap")
 FFN_KEYS = ("experts", "top_k")  # ffn: {experts: 8, top_k: 2}: a mixture of experts in place of the FFN (Mixtral's block)
-MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
+MASK_KEYS = ("causal", "window", "sliding_layers")  # mask: {causal: true, window: 4}; sliding_layers: [0, 2] (Gemma 2)
 ROPE_SCALING_KEYS = ("type",) + rope.LLAMA3_KEYS  # rope_scaling: {type: linear, factor: 4}
 INPUT_KEYS = ("tokens", "x", "text", "targets", "token_types", "special")
 SEQ2SEQ_INPUT_KEYS = ("source", "target", "targets")
@@ -132,11 +132,17 @@ class BlockSpec(NamedTuple):
     top_k: int | None = None  # the experts each position is sent to
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C) (a stage of their own, embed_scale)
     qk_norm: bool = False  # Qwen3: each attention's q and k RMS-normalised per head over d (attn.q_norm, attn.k_norm [d])
+    attention_scale: float | None = None  # the scores are QK^T * attention_scale (T5: 1); None: QK^T / sqrt(d)
+    attention_softcap: float | None = None  # Gemma 2: every attention's scores cap * tanh(scores / cap), before the mask
+    head_softcap: float | None = None  # Gemma 2: logits = cap * tanh(raw_logits / cap), a stage after the head
+    sliding_layers: tuple[int, ...] | None = None  # mask.sliding_layers: only these layers read the window (Gemma 2)
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
                              self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset,
-                             self.rope_scaling, self.rotary_dim, embedding_scale=self.embedding_scale, qk_norm=self.qk_norm)
+                             self.rope_scaling, self.rotary_dim, embedding_scale=self.embedding_scale, qk_norm=self.qk_norm,
+                             attention_scale=self.attention_scale, attention_softcap=self.attention_softcap, head_softcap=self.head_softcap,
+                             sliding_layers=self.sliding_layers)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function
@@ -576,12 +582,14 @@ class _Validator:
         orders = tuple(blocks.NORM_ORDERS) if p == ("block",) else ("pre", "post")  # a parallel block is a decoder-only layer
         norm_order = "custom" if "steps" in raw else self.choice(raw.get("norm_order", "pre"), p + ("norm_order",), orders)
         mask_raw = raw.get("mask", default_mask)
-        mask_matrix, window = None, None
+        mask_matrix, window, sliding = None, None, None
         if isinstance(mask_raw, list):
             mask_matrix = self.mask_matrix(mask_raw, p + ("mask",))
             mask = "explicit"
         elif isinstance(mask_raw, dict):
             mask, window = self.mask_window(mask_raw, p + ("mask",))
+            if "sliding_layers" in mask_raw:
+                sliding = self.sliding_layers(mask_raw["sliding_layers"], p + ("mask", "sliding_layers"), window)
         else:
             mask = self.choice(mask_raw, p + ("mask",), ("causal", "none"))
         eps = raw.get("eps", 1e-5)
@@ -630,10 +638,47 @@ class _Validator:
         qk_norm = self.boolean(raw.get("qk_norm", False), p + ("qk_norm",))
         if qk_norm and p != ("block",):
             raise self.fail(p + ("qk_norm",), msg("qk_norm (Qwen3's per-head RMSNorm of q and k) is for a decoder-only spec's block"))
+        attention_scale = None
+        if "attention_scale" in raw:  # absent: 1/sqrt(d), as every spec before it
+            attention_scale = raw["attention_scale"]
+            if isinstance(attention_scale, bool) or not isinstance(attention_scale, (int, float)) or not math.isfinite(attention_scale) or attention_scale <= 0:
+                raise self.fail(p + ("attention_scale",), msg("expected a positive number such as 1 (the scores QK^T * s; absent: 1/sqrt(d)), received {got}",
+                                                             got=self.received(p + ("attention_scale",), attention_scale)))
+            attention_scale = float(attention_scale)
+        if sliding is not None and any(i >= layers for i in sliding):
+            raise self.fail(p + ("mask", "sliding_layers"), msg("layer {i} is not one of the {n} layers (0 .. {last})",
+                                                                i=max(sliding), n=layers, last=layers - 1))
+        attention_softcap, head_softcap = (self.softcap(raw, key, p) for key in ("attention_softcap", "head_softcap"))
+        if head_softcap is not None and head == "none":
+            raise self.fail(p + ("head_softcap",), msg("head_softcap caps the output head's logits, but head is none"))
+        if (attention_softcap is not None or head_softcap is not None or norm_order == "sandwich") and p != ("block",):
+            key = "attention_softcap" if attention_softcap is not None else "head_softcap" if head_softcap is not None else "norm_order"
+            raise self.fail(p + (key,), msg("{key} (Gemma 2's) is for a decoder-only spec's block", key=key))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                          float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
-                         experts, top_k, embedding_scale, qk_norm)
+                         experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding)
         return spec, raw.get("steps")
+
+    def softcap(self, raw: dict[str, Any], key: str, p: Path) -> float | None:
+        """``attention_softcap: 50`` / ``head_softcap: 30`` (Gemma 2's): a positive cap, or absent (no cap)."""
+        if key not in raw:
+            return None
+        value = raw[key]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+            raise self.fail(p + (key,), msg("expected a positive number such as 50 (the cap of cap * tanh(x / cap)), received {got}",
+                                            got=self.received(p + (key,), value)))
+        return float(value)
+
+    def sliding_layers(self, raw: Any, path: Path, window: int | None) -> tuple[int, ...]:
+        """``sliding_layers: [0, 2]``: the layers whose attention reads the sliding window (the others: plain causal)."""
+        if window is None:
+            raise self.fail(path, msg("sliding_layers names the layers that read the sliding window, but the mask has no window"))
+        if not isinstance(raw, list):
+            raise self.fail(path, msg("expected a list of layer numbers such as [0, 2], received {got}", got=self.received(path, raw)))
+        out = tuple(self.integer(v, path + (i,), 0, 1000) for i, v in enumerate(raw))
+        if len(set(out)) != len(out) or list(out) != sorted(out):
+            raise self.fail(path, msg("expected each layer once, in increasing order, received {got}", got=self.received(path, raw)))
+        return out
 
     def rope_scaling(self, raw: Any, path: Path) -> tuple[object, ...]:
         """``{type: linear, factor: F}`` or ``{type: llama3, factor, low_freq_factor, high_freq_factor,
@@ -746,7 +791,7 @@ class _Validator:
             preset = not template
             order = blocks.PRE_NORM_MOE if block.experts is not None and preset else blocks.NORM_ORDERS.get(block.norm_order, ())
             layer = blocks.configure(order if preset else template, ds, preset=preset)
-            body, last = blocks.expand(layer, "", block.layers, x, None, plain=block.layers == 1)
+            body, last = blocks.expand(layer, "", block.layers, x, None, plain=block.layers == 1, sliding=block.sliding_layers)
             steps += entry + body
             prefix = ""
         if block.final_norm:
@@ -758,7 +803,7 @@ class _Validator:
             steps.append(blocks.project_out(last))
             last = steps[-1].name
         if block.head != "none":
-            steps += blocks.head_steps(last)
+            steps += blocks.head_steps(last, block.head_softcap)
         sizes = dims.as_dict()
         shapes: dict[str, Shape] = {}
         step_names = {s.name for s in steps}
@@ -786,7 +831,7 @@ class _Validator:
         name = raw["name"]
         if not isinstance(name, str) or not name or not all(ch.isalnum() or ch in "_-" for ch in name):
             raise self.fail(path + ("name",), msg("expected a stage name of letters, digits, _ and -, received {got}", got=self.received(path + ('name',), name)))
-        if name in shapes or name in RESERVED_STAGES or name in ("logits", "probs", "project_in", "project_out"):
+        if name in shapes or name in RESERVED_STAGES or name in ("logits", "probs", "project_in", "project_out", blocks.RAW_LOGITS):
             raise self.fail(path + ("name",), join([msg("stage {name} is already defined", name=repr(name)), msg("every step records a stage of its own")]))
         user_ops = tuple(k for k, v in OPS.items() if v.user)
         if isinstance(raw["op"], str) and raw["op"] not in user_ops:

@@ -10,11 +10,13 @@ heads, 1/sqrt(d)).  What differs is written into the spec as tracer settings, ea
   (not converted to 1 + weight at import), for every norm and the final norm (op rms_norm_offset);
 - ``activation: geglu``: GemmaMLP is down_proj(gelu_tanh(gate_proj(x)) * up_proj(x)) (hidden_act
   gelu_pytorch_tanh; the legacy 'gelu' of the released configs is computed so by transformers too);
-- the head is tied (tie_word_embeddings, Gemma's default).
+- the head is tied (tie_word_embeddings, Gemma's default);
+- head_dim other than hidden_size / num_attention_heads (the released Gemma 7B: 16 heads of 256 over 3072) is
+  ``dims.d``, as llama.read_decoder reads it for LLaMA.
 
 The rest is read by the llama family's reader (llama.read_decoder), after this file has refused every
-config.json key it does not model, by name.  Gemma 2 (model_type gemma2) is refused by name: its extra norms,
-soft-capping, query_pre_attn_scalar and alternating sliding windows are not modelled.
+config.json key it does not model, by name.  Gemma 2 (model_type gemma2) is its own family (gemma2.py, which reads
+Gemma's settings through read_config here): through this layout it is refused by name.
 """
 
 from __future__ import annotations
@@ -42,14 +44,13 @@ GEMMA_KEYS = frozenset({"vocab_size", "hidden_size", "intermediate_size", "num_h
                         "num_key_value_heads", "head_dim", "hidden_act", "hidden_activation", "rms_norm_eps", "rope_theta",
                         "rope_parameters", "rope_scaling", "tie_word_embeddings", "attention_bias", "use_bidirectional_attention"})
 # Gemma's relatives whose maths differ: refused by name, with what is not modelled
-GEMMA2 = msg("Gemma 2 adds a norm after each sublayer (post_attention_layernorm, pre/post_feedforward_layernorm), "
-             "soft-caps the scores and the logits (attn_logit_softcapping, final_logit_softcapping), scales the scores by "
-             "query_pre_attn_scalar and alternates sliding-window layers, which tracer does not model")
+GEMMA2 = msg("Gemma 2 adds a norm after each sublayer, soft-caps the scores and the logits and alternates sliding-window layers "
+             "(the gemma2 layout reads it)")
 GEMMA_DIFFERENT = {"gemma2": GEMMA2,
                    "gemma3": msg("Gemma 3 normalises q and k per head and alternates sliding-window layers, which tracer does not model"),
                    "recurrent_gemma": msg("RecurrentGemma mixes recurrent blocks with attention, which tracer does not model"),
                    "paligemma": msg("PaliGemma reads images as well as tokens")}
-MODEL_TYPES = ("gemma", "gemma2")  # gemma2 named so that its import is refused by name, with the reason
+MODEL_TYPES = ("gemma",)  # gemma2: its own family (gemma2.py), refused through this layout by name
 
 
 def _no_window(cfg: Config, model_type: str | None, layers: int) -> tuple[int | None, str]:
@@ -69,16 +70,12 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         raise cfg.refuse(msg("model_type {kind}: {why}; the {family} layout would trace it wrong", kind=repr(kind), why=why, family=layout.name))
     refuse_unknown(cfg, GEMMA_KEYS, layout.name)
     act, hidden_activation = cfg.text("hidden_act"), cfg.text("hidden_activation")
-    C, H = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
-    head_dim = cfg.integer("head_dim")
     refuse(cfg, [
         (act is not None and act not in TANH_ACTS,
          msg("hidden_act {act}: the gemma layout's MLP is GeGLU, its gate through GELU's tanh approximation (gelu_pytorch_tanh)", act=repr(act))),
         (hidden_activation is not None and hidden_activation not in TANH_ACTS[:2],
          msg("hidden_activation {act}: transformers 4 computes Gemma's MLP with it, transformers 5 with hidden_act; tracer's GeGLU is the tanh approximation (gelu_pytorch_tanh)",
              act=repr(hidden_activation))),
-        (head_dim is not None and C is not None and H is not None and H > 0 and C % H == 0 and head_dim != C // H,
-         msg("head_dim = {head_dim}: tracer's heads have width d = C / H = {d}", head_dim=head_dim, d=(C or 0) // (H or 1))),
         (cfg.flag("use_bidirectional_attention") is True, msg("use_bidirectional_attention = true: every token reads every other, which the gemma layout (causal) does not model")),
     ])
     if options.activation not in (None, "geglu"):
