@@ -2,7 +2,7 @@
 
 - Every ``sh`` block runs, line by line, in a scratch copy of the repository (specs/, examples/, README.md),
   each page's blocks in order; a line must exit 0, or the N of its ``# exit N`` comment.
-  ``pip install`` lines are not run; ``# needs torch`` lines are skipped when torch is missing; ``# slow`` lines
+  ``pip install`` lines are not run; ``# needs torch`` (``# needs tokenizers``) lines are skipped when torch (tokenizers) is missing; ``# slow`` lines
   (seconds each) run only under ``python -m pytest --slow``; the quick loop runs the commands of QUICK_PAGES, the rest
   run under --slow (as CI runs them).
 - A ``text`` block right after ``<!-- output: COMMAND -->`` is exactly what COMMAND prints, except where it shows a
@@ -45,6 +45,8 @@ FENCE = re.compile(r"^(\s*)(`{3,})(.*)$")
 OUTPUT_MARK = re.compile(r"^\s*<!--\s*output:\s*(.+?)\s*-->\s*$")
 EXIT = re.compile(r"#\s*exit\s+(\d+)\b")
 NEEDS_TORCH = re.compile(r"#\s*needs torch\b")
+TOKENIZERS = importlib.util.find_spec("tokenizers") is not None
+NEEDS_TOKENIZERS = re.compile(r"#\s*needs tokenizers\b")  # text in: the checkpoints extra
 SLOW = re.compile(r"#\s*slow\b")  # a command that takes seconds: run under --slow only
 COMMENT = re.compile(r"\s+#.*$")  # a shell comment after a command (# exit 1, # needs torch, ...)
 
@@ -104,7 +106,8 @@ def commands(text: str, slow: bool = True) -> list[Command]:
 
     def runs(line: str) -> bool:
         seen.append(line)
-        return not (NEEDS_TORCH.search(line) and not TORCH) and not (SLOW.search(line) and not slow)
+        return (not (NEEDS_TORCH.search(line) and not TORCH) and not (NEEDS_TOKENIZERS.search(line) and not TOKENIZERS)
+                and not (SLOW.search(line) and not slow))
 
     for b in blocks(text):
         if b.output_of is not None:
