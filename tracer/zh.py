@@ -1479,6 +1479,21 @@ MESSAGES: dict[str, str] = {
     'scores QK^T * {scale}, before the mask (block.attention_scale, not 1/sqrt(d))': '分数 QK^T * {scale}，掩码之前（block.attention_scale，不是 1/sqrt(d)）',
     'expected a positive number such as 1 (the scores QK^T * s; absent: 1/sqrt(d)), received {got}': '应为正数，例如 1（分数为 QK^T * s；不写则为 1/sqrt(d)），收到 {got}',
     'attention scale {s} (not 1/sqrt(d))': '注意力缩放 {s}（不是 1/sqrt(d)）',
+    '{meaning}, plus the position bias {bias}': '{meaning}，加上位置偏置 {bias}',
+    ', both directions': '，双向',
+    ', keys before the query only': '，只看查询之前的键',
+    'X (relative positions act inside attention, as a bias on the scores)': 'X（相对位置在注意力内部起作用，作为分数上的偏置）',
+    'the relative-bias table has one row for each bucket 0 .. buckets-1': '相对偏置表为每个桶 0 .. buckets-1 各有一行',
+    "index past the last row and stop with an IndexError, or, for a negative index, wrap to another bucket's row without complaint": '越过最后一行取下标并以 IndexError 停下；若下标为负，则不声不响地绕到另一个桶的行',
+    'a bucket without its row has no learned bias: another row would stand in for it silently': '没有对应行的桶没有学到的偏置：会有另一行悄悄顶替它',
+    '{n} positions reach bucket {top} of {buckets}, but the relative-bias table {table} has K_rel = {rows} rows (buckets 0 to {x})': '{n} 个位置会用到 {buckets} 个桶中的第 {top} 号，但相对偏置表 {table} 只有 K_rel = {rows} 行（桶 0 到 {x}）',
+    'relative position settings': '相对位置设置',
+    'expected a distance above buckets / 2 = {half}, received {got}': '应为大于 buckets / 2 = {half} 的距离，收到 {got}',
+    "relative is for positions: relative (T5's position bias), but positions is {positions}": 'relative 用于 positions: relative（T5 的位置偏置），但 positions 是 {positions}',
+    'K_rel is the rows of the relative-bias table: it needs positions: relative': 'K_rel 是相对偏置表的行数：它需要 positions: relative',
+    "B[h, i, j] = table[bucket(j - i), h]: T5's buckets of the distance (exact below max_exact, logarithmic up to max_distance), one bias per head, added to the scores of every self-attention of the stack":
+        'B[h, i, j] = table[bucket(j - i), h]：T5 按距离分桶（max_exact 以下逐个精确，到 max_distance 为止按对数加宽），每个头一个偏置，加到该堆叠每个自注意力的分数上',
+    'table[bucket(j - i)], {buckets} buckets up to distance {distance}{direction}': 'table[bucket(j - i)]，{buckets} 个桶，距离到 {distance} 为止{direction}',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -50,6 +50,8 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "embedding_scale": (BLOCK, {**BLOCK, "embedding_scale": True}, "block.embedding_scale"),  # Gemma's embeddings times sqrt(C)
     "qk_norm": (BLOCK, {**BLOCK, "qk_norm": True}, "block.qk_norm"),  # Qwen3's per-head q/k RMSNorm
     "attention_scale": (BLOCK, {**BLOCK, "attention_scale": 1}, "block.attention_scale"),  # T5's scores QK^T, no 1/sqrt(d)
+    "relative": ({**BLOCK, "positions": "relative"}, {**BLOCK, "positions": "relative", "relative": {"buckets": 8, "max_distance": 16}},
+                 "block.relative"),  # T5's relative position bias: its buckets
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [

@@ -259,7 +259,8 @@ def qk_scores(q: np.ndarray, k: np.ndarray, scale: float | None = None) -> np.nd
 
 
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal: bool,
-           keep: bool = True, scale: float | None = None) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+           keep: bool = True, scale: float | None = None,
+           bias: np.ndarray | None = None) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
     """Scores, masked softmax over keys and the mix of values, a block of query rows at a time:
     [B,H,T,d], [B,H_kv,S,d], [B,H_kv,S,d] -> scores [B,H,T,S], weights [B,H,T,S], heads [B,T,C] (the mixes merged).
 
@@ -272,14 +273,15 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
     Without keep, q or k not finite, a product q.k that could overflow, or a mixed value that is not finite
     makes it start again with keep=True: the executor then records and flags where it began.
     ``scale``: the factor of every q.k (block.attention_scale); None: 1/sqrt(d).
+    ``bias`` [H,T,S] (T5's relative position bias, positions: relative): added to every sample's scores, after the scale.
     """
     B, H, T, d = q.shape
     S = k.shape[2]
     group = H // k.shape[1]
     dtype = np.result_type(q, k)
     factor = score_scale(d, scale)
-    if not keep and not _products_fit(q, k, factor):  # a score could be inf or NaN: make them all, to be recorded and flagged
-        return attend(q, k, v, visible, causal, keep=True, scale=scale)
+    if not keep and not _products_fit(q, k, factor, bias):  # a score could be inf or NaN: make them all, to be recorded and flagged
+        return attend(q, k, v, visible, causal, keep=True, scale=scale, bias=bias)
     scores = np.empty((B, H, T, S), dtype=dtype) if keep else None
     weights = np.zeros((B, H, T, S), dtype=dtype) if keep else None  # calloc: pages the mask leaves at 0 are never written
     mixed = np.empty((B, T, H, d), dtype=np.result_type(dtype, v))  # [B,T,H,d]: the heads side by side, merged as they are made
@@ -295,9 +297,13 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
                 s = scores[b, h, r0:r1] if scores is not None else scratch[: r1 - r0]  # type: ignore[index]
                 read = s[:, :n]
                 _scaled_scores(qh[r0:r1], kt[:, :n], factor, read)
+                if bias is not None:
+                    read += bias[h, r0:r1, :n]
                 if scores is not None and weights is not None:
                     if n < S:  # the scores after the mask: recorded, never read
                         _scaled_scores(qh[r0:r1], kt[:, n:], factor, s[:, n:])
+                        if bias is not None:
+                            s[:, n:] += bias[h, r0:r1, n:]
                     w = weights[b, h, r0:r1, :n]
                     np.copyto(w, read)
                 else:  # every score is finite: q and k are, and no product can overflow (_products_fit)
@@ -307,7 +313,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
 
     blas.by_heads(heads, [(b, h) for b in range(B) for h in range(H)], B * H * T * S * d)
     if not keep and not all_finite(mixed):  # a row that may read no key at all: 0/0
-        return attend(q, k, v, visible, causal, keep=True, scale=scale)
+        return attend(q, k, v, visible, causal, keep=True, scale=scale, bias=bias)
     return scores, weights, mixed.reshape(B, T, H * d)
 
 
@@ -331,10 +337,10 @@ def _after(rows: int, cols: int) -> np.ndarray:  # [rows, cols] bool: True where
     return np.triu(np.ones((rows, cols), dtype=bool), k=1)
 
 
-def _products_fit(q: np.ndarray, k: np.ndarray, scale: float) -> bool:
-    """Whether every score q.k * scale is finite: q and k are, and no product can overflow (one pass over each)."""
+def _products_fit(q: np.ndarray, k: np.ndarray, scale: float, bias: np.ndarray | None = None) -> bool:
+    """Whether every score q.k * scale (+ bias) is finite: q and k are, and no product can overflow (one pass over each)."""
     with np.errstate(all="ignore"):
-        bound = _largest(q) * _largest(k) * q.shape[-1] * scale
+        bound = _largest(q) * _largest(k) * q.shape[-1] * scale + (0.0 if bias is None else _largest(bias))
     return math.isfinite(bound) and bound < float(np.finfo(np.result_type(q, k)).max) / 4  # a margin for rounding
 
 
@@ -356,7 +362,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         rotary_pairing: str = "interleaved", H_kv: int | None = None, keep_weights: bool = True,
         strict: Strict = True, rotary_scaling: tuple[object, ...] | None = None,
         rotary_dim: int | None = None, q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None,
-        qk_eps: float = 1e-6, scale: float | None = None) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]; q_norm, k_norm [d]
+        qk_eps: float = 1e-6, scale: float | None = None, bias: np.ndarray | None = None) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]; q_norm, k_norm [d]
     """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
 
     ``causal`` masks keys after each query (block by block: no [T,S] mask is made); ``visible`` ([T,S] bool, True where
@@ -367,6 +373,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     ``q_norm``, ``k_norm`` (Qwen3's block.qk_norm): each head's query and key RMS-normalised over its d coordinates
     with these weights [d] and ``qk_eps``, after the split and before the rotary turn.
     ``scale`` (block.attention_scale): the scores are q.k * scale; None: q.k / sqrt(d).
+    ``bias`` [H,T,S] (positions: relative, T5's position bias): added to the scores of every sample, before the mask.
     """
     if xkv is None:
         xkv = xq
@@ -389,13 +396,15 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         if causal and visible is None:
             visible = ~causal_mask(q.shape[2])
         scores = qk_scores(q, k, scale)  # [B,H,T,S]
+        if bias is not None:
+            scores += bias
         weights = np.where(visible, scores, -np.inf) if visible is not None else scores.copy()
         softmax_inplace(weights, axis=-2)
         mixed = weights @ np.repeat(v, H // H_kv, axis=1)  # each value head to the query heads that read it
         parts.update(scores=scores, weights=weights)
         heads = merge_heads(mixed)  # [B,H,T,d] -> [B,T,C]
     else:
-        kept_scores, kept_weights, heads = attend(q, k, v, visible, causal, keep_weights, scale)
+        kept_scores, kept_weights, heads = attend(q, k, v, visible, causal, keep_weights, scale, bias)
         if kept_scores is not None and kept_weights is not None:
             parts.update(scores=kept_scores, weights=kept_weights)
     parts.update(heads=heads, output=linear(heads, w_o, b_o, strict, ("b_o", "C")))
@@ -712,7 +721,8 @@ def _softmax_head_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, dw: np.
 
 
 def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-                       visible: np.ndarray | None, causal: bool, scale: float | None = None
+                       visible: np.ndarray | None, causal: bool, scale: float | None = None,
+                       bias: np.ndarray | None = None, dbias: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,H,T,d] dmixed, q, [B,H_kv,S,d] k, v -> dq, dk, dv
     """attend_backward and qk_scores_backward in one, without the [B,H,T,S] weights: each head's weights are made
     again from q and k by the very calls ``attend`` made them with (so to the last bit), into a [T,S] buffer
@@ -744,8 +754,12 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
                     r1 = min(r0 + ROW_BLOCK, T)
                     n = min(r1, S) if causal else S
                     _scaled_scores(q[b, h, r0:r1], kt[:, :n], factor, w[r0:r1, :n])
+                    if bias is not None:
+                        w[r0:r1, :n] += bias[h, r0:r1, :n]
                     _masked_softmax(w[r0:r1, :n], r0, r1, n, causal, blocked)
                 _softmax_head_backward(dmixed[b, h], w, v[b, g], ds, ds, dv[b, g], causal, step)
+                if dbias is not None:  # the position bias is every sample's: its gradient sums their dscores
+                    dbias[h] += np.tril(ds) if causal else ds  # under causal, ds after the diagonal is not written
                 _qk_head_backward(ds, q[b, h], k[b, g], dq[b, h], dk[b, g], causal, step)
 
     blas.by_heads(heads, [(b, g) for b in range(B) for g in range(H_kv)], B * H * T * S * d)  # whole key heads
@@ -757,7 +771,8 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
 def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[str, np.ndarray], w: dict[str, np.ndarray],
                  H: int, rotary_base: float | None = None, over_queries: bool = False, rotary_pairing: str = "interleaved",
                  causal: bool = False, visible: np.ndarray | None = None, rotary_scaling: tuple[object, ...] | None = None,
-                 rotary_dim: int | None = None, qk_eps: float | None = None, scale: float | None = None
+                 rotary_dim: int | None = None, qk_eps: float | None = None, scale: float | None = None,
+                 bias: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q [B,H,T,d], k, v [B,H_kv,S,d], weights, heads -> dxq, dxkv,
     the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...;
@@ -767,7 +782,9 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
     ``visible`` when not causal) and the result has no "weights" and "scores": the same numbers otherwise.
     ``qk_eps`` (block.qk_norm, with w["q_norm"], w["k_norm"] [d]): q and k were RMS-normalised per head before the turn;
     their gradients go back through the norms (q and k before them made again from xq, xkv), and dw has q_norm, k_norm.
-    ``scale`` (block.attention_scale): the forward's factor of q.k; None: 1/sqrt(d)."""
+    ``scale`` (block.attention_scale): the forward's factor of q.k; None: 1/sqrt(d).
+    ``bias`` [H,T,S] (positions: relative): the forward's position bias; its gradient, every sample's dscores summed,
+    is g["bias"]."""
     g: dict[str, np.ndarray] = {}
     dw: dict[str, np.ndarray] = {}
     g["heads"], dw["w_o"], dw["b_o"] = linear_backward(dout, parts["heads"], w["w_o"], w["b_o"])
@@ -775,9 +792,14 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
     if "weights" in parts:
         g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], causal, over_queries)
         g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"], causal, scale)
+        if bias is not None:
+            g["bias"] = g["scores"].sum(axis=0)
     else:
         assert not over_queries, "a softmax over queries is traced with its weights"
-        g["q"], g["k"], g["v"] = attention_backward(dmixed, parts["q"], parts["k"], parts["v"], visible, causal, scale)
+        dbias = None if bias is None else np.zeros(bias.shape, dtype=np.result_type(dmixed, bias))
+        g["q"], g["k"], g["v"] = attention_backward(dmixed, parts["q"], parts["k"], parts["v"], visible, causal, scale, bias, dbias)
+        if dbias is not None:
+            g["bias"] = dbias
     dq, dk = g["q"], g["k"]
     if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
         dq = rotary_backward(dq, rotary_base, rotary_pairing, rotary_dim, rotary_scaling)
@@ -941,3 +963,37 @@ def rms_norm_offset_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, e
     """d(1 + gamma)/dgamma = 1: dgamma is RMSNorm's, and dx is RMSNorm's with the scale 1 + gamma."""
     dx, dgamma, _ = _norm_backward(dy, x, 1.0 + gamma, eps, -1, centred=False)
     return dx, dgamma
+
+
+# -- i23-t5: T5's relative position bias (positions: relative) --------------------------------------
+def relative_buckets(n_q: int, n_k: int, bidirectional: bool, buckets: int, max_distance: int) -> np.ndarray:  # -> [n_q,n_k] int64
+    """The bucket of every (query i, key j), of j - i, as tracer.model.relative.bucket (Hugging Face's
+    _relative_position_bucket): the logarithm in float32, as Hugging Face computes it, so the integers are its own."""
+    rel = np.arange(n_k, dtype=np.int64)[None, :] - np.arange(n_q, dtype=np.int64)[:, None]
+    n, out = buckets, np.zeros((n_q, n_k), dtype=np.int64)
+    if bidirectional:
+        n //= 2
+        out += (rel > 0).astype(np.int64) * n
+        rel = np.abs(rel)
+    else:
+        rel = -np.minimum(rel, 0)
+    max_exact = n // 2
+    with np.errstate(divide="ignore", invalid="ignore"):  # log(0) where the distance is small: that branch is not taken
+        ratio = rel.astype(np.float32) / np.float32(max_exact)
+        large = max_exact + (np.log(ratio) / np.float32(math.log(max_distance / max_exact)) * np.float32(n - max_exact)).astype(np.int64)
+    return out + np.where(rel < max_exact, rel, np.minimum(large, n - 1))
+
+
+def relative_bias(table: np.ndarray, idx: np.ndarray) -> np.ndarray:  # [K_rel,H], [T,S] buckets -> [H,T,S]
+    """Each pair's bucket's row of the table, one plane per head.  A bucket past the table's last row (a violation,
+    flagged before this runs) reads the last row under --keep-going, where NumPy would raise or, negative, wrap."""
+    rows = np.minimum(idx, table.shape[0] - 1)
+    return np.ascontiguousarray(table[rows].transpose(2, 0, 1))
+
+
+def relative_bias_backward(dbias: np.ndarray, idx: np.ndarray, rows: int) -> np.ndarray:  # [H,T,S], [T,S] -> dtable [K_rel,H]
+    """The table's gradient: every pair's dbias, summed into its bucket's row (a scatter-add over the buckets)."""
+    H = dbias.shape[0]
+    dtable = np.zeros((rows, H), dtype=dbias.dtype)
+    np.add.at(dtable, np.minimum(idx, rows - 1).reshape(-1), dbias.transpose(1, 2, 0).reshape(-1, H))
+    return dtable

@@ -141,6 +141,8 @@ class Graph:
     def step_weights(self, step: Step) -> str:
         op = OPS[step.op]
         if op.weights in TABLES:  # embedding, position, head: a table of its own
+            if step.op == "relative_bias":  # T5: each stack's own table
+                return self.table(step.weights or "relative_bias")
             if step.op == "head" and self.spec.block.head == "tied":
                 return msg("{e} (tied: logits use Eᵀ)", e=self.table("embedding"))
             return self.table(op.weights)
@@ -159,7 +161,9 @@ class Graph:
                 rotary = msg(", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates", base=base, pairs=pairs, r=step.rotary_dim)
         if step.qk_norm:  # Qwen3: q and k RMS-normalised per head before the turn
             rotary = msg("{rotary}, q and k RMS-normalised per head (q_norm, k_norm)", rotary=rotary)
-        return msg(graph_template(OPS[step.op].graph),
+        rel = step.relative or (0, 0, False)  # positions: relative (T5): buckets, max_distance, bidirectional
+        return msg(graph_template(OPS[step.op].graph), buckets=rel[0], distance=rel[1],
+                   direction=msg(", both directions") if rel[2] else msg(", keys before the query only"),
                    x=x, a=x, b=ins[1] if len(ins) > 1 else "", hidden=hidden_formula(step) if step.op in ("ffn", "ffn_hidden") else "",
                    axis=step.axis or "C", out=step.out or "C", start=step.start, stop=step.stop, stream=step.stream or "x",
                    base=f"{step.base or 0.0:g}", pos=position_axis(step.name), ins=", ".join(ins), mask=self.mask(step), rotary=rotary,
@@ -234,6 +238,8 @@ class Graph:
             rows.append(Row(rail, f"{p}.k/v", norm_said(kv, "k"), self.shape(f"{p}.k"),
                             turned(msg("keys and values from {m}", m=memory)), self.weights(g, ("w_k", "w_v", "b_k", "b_v") + qk_weights[1:]), kind="internal"))
         scores = "q kᵀ / √d" if step.scale is None else f"q kᵀ · {step.scale:g}"  # block.attention_scale
+        if step.op == "mha" and len(step.inputs) > 1:  # positions: relative: the stack's position bias added
+            scores += f" + {step.inputs[1]}"
         rows.append(Row(rail, f"{p}.scores", scores, self.shape(f"{p}.scores"), scores_meaning(step), kind="internal"))
         softmax = (msg("{mask}; softmax over queries", mask=self.mask(step)) if step.axis == "queries"
                    else msg("{mask}; softmax over keys", mask=self.mask(step)))

@@ -39,6 +39,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     rotary_dim: int | None = None  # mha with rotary positions: only each head's first rotary_dim coordinates turned; None: all d
     qk_norm: bool | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); None: not
     scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d)
+    relative: tuple[int, int, bool] | None = None  # relative_bias: (buckets, max_distance, bidirectional), T5's bucketing
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
@@ -218,6 +219,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C), a stage of their own (embed_scale)
     qk_norm: bool = False  # Qwen3: each attention's q and k RMS-normalised per head (weights attn.q_norm, attn.k_norm [d])
     attention_scale: float | None = None  # the scores' factor, QK^T * s (T5: 1; Gemma 2: query_pre_attn_scalar ** -0.5); None: 1/sqrt(d)
+    relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -259,6 +261,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
             changes["mask"] = "none"
         if step.op in ("mha", "cross_mha") and s.attention_scale is not None and step.scale is None:
             changes["scale"] = s.attention_scale
+        if step.op == "mha" and s.positions == "relative" and POSITION_BIAS not in step.inputs:
+            changes["inputs"] = step.inputs + (POSITION_BIAS,)  # T5: the stack's one position bias, added to the scores
         if step.op == "router_probs" and step.axis is None:
             changes["axis"] = "E"  # the contract: a softmax over the experts
         out.append(step._replace(**changes) if changes else step)
@@ -279,6 +283,8 @@ def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: st
         def rename(stage: str, lp: str = lp, layer_input: str = layer_input) -> str:
             if stage == "x":
                 return layer_input
+            if stage == POSITION_BIAS:  # the stack's, made once before its layers (positions: relative)
+                return prefix + POSITION_BIAS
             if stage == "memory":
                 assert memory is not None
                 return memory
@@ -307,6 +313,8 @@ def entry(prefix: str, stream: str, s: StackSettings, uses_tokens: bool, project
         steps.append(first)
     if s.embedding_scale and uses_tokens:
         return scaled_entry(prefix, first, steps, s)
+    if s.positions == "relative":
+        return relative_entry(prefix, first, steps, s)
     if s.positions == "learned" and s.position_offset:
         steps.append(Step(prefix + "position", "position_offset", (), "position", OPS["position_offset"].meaning, start=s.position_offset))
     elif s.positions == "learned":
@@ -368,6 +376,20 @@ def bert_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings) ->
         steps.append(Step(prefix + "x", "layer_norm", (last,), prefix + EMBED_NORM, msg("embedding {norm}, X = {LN}emb(the summed embeddings)", norm=NORMALISATION, LN="LN_")))
     else:
         steps.append(Step(prefix + "x", "identity", (last,), None, msg("X, the embeddings")))
+    return steps, prefix + "x"
+
+
+POSITION_BIAS = "position_bias"  # positions: relative: the stack's stage [H,T,T] (the encoder's [H,S,S]) and its table's name
+
+
+def relative_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings) -> tuple[list[Step], str]:
+    """T5's positions: X is the embeddings themselves, and the stack's position bias [H,T,T], made once from its table
+    (weights <prefix>relative_bias [K_rel,H]), is added to the scores of every self-attention of the stack.  A stack
+    without a causal mask (the encoder) buckets both directions; a causal one (the decoder) only the keys before."""
+    buckets, distance = s.relative or (32, 128)
+    steps.append(Step(prefix + POSITION_BIAS, "relative_bias", (), prefix + "relative_bias", OPS["relative_bias"].meaning,
+                      relative=(buckets, distance, s.mask != "causal")))
+    steps.append(Step(prefix + "x", "identity", (first.name,), None, msg("X (relative positions act inside attention, as a bias on the scores)")))
     return steps, prefix + "x"
 
 

@@ -137,7 +137,8 @@ QK_NORM_KEYS: dict[str, tuple[str, ...]] = {"q_norm": ("d",), "k_norm": ("d",)}
 # The tables entry and exit ops read, by their weight name.
 TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_max", "C"), "head": ("C", "V"),
                                       "token_type": ("V_type", "C"),  # BERT's token-type table: one row per type id
-                                      "head_bias": ("V",)}  # head_bias: block.head_bias (Phi's lm_head.bias)
+                                      "head_bias": ("V",),  # head_bias: block.head_bias (Phi's lm_head.bias)
+                                      "relative_bias": ("K_rel", "H")}  # T5's relative position bias: one row per bucket
 
 
 # -- shapes -------------------------------------------------------------------------------
@@ -519,6 +520,25 @@ _RECORDS += (
         "(1 + gamma) * {0} / sqrt(mean({0}^2) + eps), over the C coordinates of each row (Gemma's RMSNorm: gamma = 0 is the identity scale)",
         "RMSNorm_(1+gamma)[{w}]({0})", "rms_norm({x}) over C, times (1 + gamma)", _same_over_c, weights="rms_offset", graph_weights=("gamma",),
         preflight=_rms_norm_contracts, temporaries=_rms_norm_bytes),
+)
+
+def _relative_bias_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # () -> [H,T,T]
+    return ("H", pos, pos), (sizes["H"], sizes[pos], sizes[pos])
+
+
+def _relative_bias_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    n = out_bytes // ITEMSIZE[spec.dtype] // spec.dims.H  # T * T pairs
+    return n * 8 * 3  # the distances, the buckets (int64) and the float32 logarithm's scratch, [T,T] each (8 bytes: a margin)
+
+
+_RECORDS += (
+    # i23-t5: T5's relative position bias (positions: relative), made once per stack and added to every self-attention's scores
+    _op("relative_bias", 0, "relative position bias, one row of the table per bucket of key - query",
+        "相对位置偏置：按 键 - 查询 的桶取表中的一行",
+        "B[h, i, j] = table[bucket(j - i), h]: T5's buckets of the distance (exact below max_exact, logarithmic up to max_distance), "
+        "one bias per head, added to the scores of every self-attention of the stack",
+        "table[bucket(j - i)]", "table[bucket(j - i)], {buckets} buckets up to distance {distance}{direction}", _relative_bias_shape,
+        weights="relative_bias", user=False, preflight=None, temporaries=_relative_bias_bytes),
 )
 
 OPS: dict[str, Op] = {op.name: op for op in _RECORDS}
