@@ -1494,6 +1494,30 @@ MESSAGES: dict[str, str] = {
     "B[h, i, j] = table[bucket(j - i), h]: T5's buckets of the distance (exact below max_exact, logarithmic up to max_distance), one bias per head, added to the scores of every self-attention of the stack":
         'B[h, i, j] = table[bucket(j - i), h]：T5 按距离分桶（max_exact 以下逐个精确，到 max_distance 为止按对数加宽），每个头一个偏置，加到该堆叠每个自注意力的分数上',
     'table[bucket(j - i)], {buckets} buckets up to distance {distance}{direction}': 'table[bucket(j - i)]，{buckets} 个桶，距离到 {distance} 为止{direction}',
+    # i23-t5 (the t5 family and head_scale)
+    "UMT5 gives every layer its own relative position table, where tracer shares layer 0's across the stack": 'UMT5 每层有自己的相对位置表，而 tracer 让整个堆叠共用第 0 层的表',
+    "mT5's checkpoints are read as T5 only once their parity is measured": 'mT5 的检查点要等与 Hugging Face 的一致性测过之后才按 T5 读取',
+    'LongT5 attends locally or through transient global tokens, which tracer does not model': 'LongT5 做局部注意力或经由临时全局 token 注意，tracer 不建模这些',
+    'Switch Transformers route tokens to experts, which tracer does not model': 'Switch Transformers 把 token 路由给专家，tracer 不建模这一点',
+    'the t5 layout reads model_type t5 only': 't5 布局只读取 model_type t5',
+    'a T5 checkpoint needs its config.json (heads, d_kv, the relative buckets are not all in the tensors); put it beside the weights': 'T5 检查点需要它的 config.json（头数、d_kv、相对位置的桶数并不都在张量里）；请把它放在权重旁边',
+    "feed_forward_proj {proj}: tracer's T5 FFN is relu or gated-gelu": 'feed_forward_proj {proj}：tracer 的 T5 FFN 是 relu 或 gated-gelu',
+    'dense_act_fn {act}: feed_forward_proj {proj} computes {want}': 'dense_act_fn {act}：feed_forward_proj {proj} 计算的是 {want}',
+    'is_gated_act = {got}: feed_forward_proj {proj} says {want}': 'is_gated_act = {got}：feed_forward_proj {proj} 表示 {want}',
+    'feed_forward_hidden_act {act}: not modelled (tracer reads feed_forward_proj)': 'feed_forward_hidden_act {act}：未建模（tracer 读取 feed_forward_proj）',
+    "feed_forward_proj {proj}, but the checkpoint holds {key}, relu's projection": 'feed_forward_proj {proj}，但检查点含有 {key}，即 relu 的投影',
+    'feed_forward_proj {proj}, but the checkpoint holds no {key}': 'feed_forward_proj {proj}，但检查点没有 {key}',
+    'holds no T5 token table (shared.weight); is it a T5 checkpoint?': '没有 T5 的 token 表（shared.weight）；这是 T5 检查点吗？',
+    'holds no T5 encoder and decoder layers (encoder.block.0..., decoder.block.0...)': '没有 T5 的编码器和解码器层（encoder.block.0...、decoder.block.0...）',
+    'holds no T5 attention (encoder.block.0.layer.0.SelfAttention.q.weight)': '没有 T5 的注意力（encoder.block.0.layer.0.SelfAttention.q.weight）',
+    'num_heads = {H} does not divide the {n} rows of SelfAttention.q (H * d_kv)': 'num_heads = {H} 不能整除 SelfAttention.q 的 {n} 行（H * d_kv）',
+    'holds no T5 FFN (encoder.block.0.layer.1.DenseReluDense.wo.weight)': '没有 T5 的 FFN（encoder.block.0.layer.1.DenseReluDense.wo.weight）',
+    "the t5 layout's FFN is fixed by feed_forward_proj {proj}: expected {want}": 't5 布局的 FFN 由 feed_forward_proj {proj} 决定：应为 {want}',
+    "scale_decoder_outputs = {got}, but tie_word_embeddings = {tie}, which transformers reads for the decoder's scale: the config says both": 'scale_decoder_outputs = {got}，但 tie_word_embeddings = {tie}，而 transformers 按后者决定解码器输出的缩放：配置两者都写了',
+    'the output times C^-1/2, what the tied head reads': '输出乘以 C^-1/2，即共享权重的输出层读取的值',
+    'head_scale scales what the output head reads, but head is none': 'head_scale 缩放输出层读取的值，但 head 是 none',
+    '{x} * C^-1/2': '{x} * C^-1/2',
+    "{a} * C^-1/2: every coordinate times 1 / sqrt(C), C ** -0.5 rounded to the run's dtype (T5's tied head: sequence_output * model_dim**-0.5)": '{a} * C^-1/2：每个坐标乘以 1 / sqrt(C)，C ** -0.5 先舍入到本次运行的 dtype（T5 共享权重的输出层：sequence_output * model_dim**-0.5）',
 }
 
 # nmsg(singular, plural, n): one Chinese form for both

@@ -397,3 +397,8 @@ def backward_rms_norm_offset(bw: Backward, step: Step, g: np.ndarray) -> None:
 def backward_relative_bias(bw: Backward, step: Step, g: np.ndarray) -> None:
     name = step.weights or "relative_bias"
     bw.send_weight(name, kernels.relative_bias_backward(g, relative_buckets_of(step, g.shape[1], g.shape[2]), bw.params[name].shape[0]))
+
+
+# -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
+def backward_head_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], kernels.head_scale_backward(g))

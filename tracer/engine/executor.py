@@ -567,3 +567,8 @@ def forward_relative_bias(ex: Executor, step: Step, inputs: list[np.ndarray]) ->
     if beyond is not None:  # a bucket past the table's rows: flagged; --keep-going reads the last row for it
         ex.flag(beyond)
     return ex.rec(step.name, kernels.relative_bias(table, relative_buckets_of(step, n_q, n_k)), ex.axes(step.name), step.meaning)
+
+
+# -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
+def forward_head_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    return ex.record_step(step, lambda strict: kernels.head_scale(inputs[0]))

@@ -997,3 +997,14 @@ def relative_bias_backward(dbias: np.ndarray, idx: np.ndarray, rows: int) -> np.
     dtable = np.zeros((rows, H), dtype=dbias.dtype)
     np.add.at(dtable, np.minimum(idx, rows - 1).reshape(-1), dbias.transpose(1, 2, 0).reshape(-1, H))
     return dtable
+
+
+# -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
+def head_scale(x: np.ndarray) -> np.ndarray:  # [B,T,C] -> [B,T,C], times C ** -0.5
+    """x * C ** -0.5, the factor a Python float as Hugging Face's model_dim**-0.5, rounded to x's dtype (a float32 run
+    multiplies by float32(C ** -0.5), as torch does with a Python scalar)."""
+    return x * np.asarray(float(x.shape[-1]) ** -0.5, dtype=x.dtype)
+
+
+def head_scale_backward(dy: np.ndarray) -> np.ndarray:  # [B,T,C] -> [B,T,C]
+    return dy * np.asarray(float(dy.shape[-1]) ** -0.5, dtype=dy.dtype)

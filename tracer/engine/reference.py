@@ -511,3 +511,9 @@ def reference_relative_bias(r: Reference, step: Step, b: int, positions: list[in
         rows = [table[bucket(j - t, bidirectional, buckets, distance)] for j in range(n_k)]
         out[t] = [[rows[j][h] for j in range(n_k)] for h in range(H)]
     return out
+
+
+# -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
+def reference_head_scale(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    factor = float(r.spec.dims.C) ** -0.5  # the reference computes in doubles
+    return {t: [v * factor for v in ins[0][t]] for t in positions}

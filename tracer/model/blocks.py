@@ -505,3 +505,11 @@ def _known_meanings() -> dict[str, Message]:
                       if isinstance(s.meaning, Message)]
         _KNOWN.update({str(m): m for m in found})
     return _KNOWN
+
+
+# -- i23-t5: T5's tied head reads the output times C ** -0.5 (block.head_scale) ----------------------
+HEAD_SCALE = "head_scale"  # its stage (decoder.head_scale in an encoder-decoder)
+
+
+def head_scale(prefix: str, last: str) -> Step:
+    return Step(prefix + HEAD_SCALE, "head_scale", (last,), None, msg("the output times C^-1/2, what the tied head reads"))

@@ -541,6 +541,13 @@ _RECORDS += (
         weights="relative_bias", user=False, preflight=None, temporaries=_relative_bias_bytes),
 )
 
+_RECORDS += (
+    # i23-t5: T5's tied head reads the decoder's output times C ** -0.5 (block.head_scale), a stage of its own
+    _op("head_scale", 1, "the decoder's output scaled by C^-1/2, for the tied head", "解码器输出乘以 C^-1/2，供共享权重的输出层使用",
+        "{0} * C^-1/2: every coordinate times 1 / sqrt(C), C ** -0.5 rounded to the run's dtype (T5's tied head: sequence_output * model_dim**-0.5)",
+        "{0} * C^-1/2", "{x} * C^-1/2", _embed_scale_shape, user=False, preflight=None, temporaries=_scale_bytes),
+)
+
 OPS: dict[str, Op] = {op.name: op for op in _RECORDS}
 USER_OPS: tuple[str, ...] = tuple(name for name, op in OPS.items() if op.user)
 

@@ -34,7 +34,7 @@ TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder",
 DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type", "C_e", "d", "K_rel")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "head_bias", "embedding_norm", "token_types",
-              "position_offset", "ffn", "embedding_scale", "qk_norm", "attention_scale", "relative")
+              "position_offset", "ffn", "embedding_scale", "qk_norm", "attention_scale", "relative", "head_scale")
 RELATIVE_KEYS = ("buckets", "max_distance")  # relative: {buckets: 32, max_distance: 128}: T5's relative position bias
 FFN_KEYS = ("experts", "top_k")  # ffn: {experts: 8, top_k: 2}: a mixture of experts in place of the FFN (Mixtral's block)
 MASK_KEYS = ("causal", "window")  # mask: {causal: true, window: 4}
@@ -44,7 +44,7 @@ SEQ2SEQ_INPUT_KEYS = ("source", "target", "targets")
 INITS = ("default", "xavier")  # how drawn matrices are scaled (tracer/params.py)
 LOSSES = ("next-token", "sum-squares")  # tracer grad: the scalar whose gradient is traced (tracer/grad/losses.py)
 STEP_KEYS = ("name", "op", "in", "weights", "axis", "start", "stop", "index", "out", "activation", "meaning")
-RESERVED_STAGES = ("embed", "input", "position", "x", "memory", "embeddings", "token_type", "typed", "embed_scaled", "position_bias")
+RESERVED_STAGES = ("embed", "input", "position", "x", "memory", "embeddings", "token_type", "typed", "embed_scaled", "position_bias", "head_scale")
 POSITIONS = ("learned", "sinusoidal", "rotary", "none", "relative")  # relative: T5's position bias on the scores
 PAIRINGS = ("interleaved", "half")  # rotary pairs (2i, 2i+1) as in Meta's LLaMA code, or (i, i + d/2) as in Hugging Face
 MODEL_FILE_KEYS = ("file", "layout", "first_layer", "allow_unread")  # weights: {file: model.safetensors, layout: gpt2}
@@ -136,6 +136,7 @@ class BlockSpec(NamedTuple):
     qk_norm: bool = False  # Qwen3: each attention's q and k RMS-normalised per head over d (attn.q_norm, attn.k_norm [d])
     attention_scale: float | None = None  # the scores are QK^T * attention_scale (T5: 1); None: QK^T / sqrt(d)
     relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
+    head_scale: bool = False  # T5's tied head: the head reads the (final-normed) output times C ** -0.5, a stage of its own
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
@@ -619,9 +620,12 @@ class _Validator:
                                                              got=self.received(p + ("attention_scale",), attention_scale)))
             attention_scale = float(attention_scale)
         relative = self.relative(raw, p, positions)
+        head_scale = self.boolean(raw.get("head_scale", False), p + ("head_scale",))
+        if head_scale and head == "none":
+            raise self.fail(p + ("head_scale",), msg("head_scale scales what the output head reads, but head is none"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                          float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
-                         experts, top_k, embedding_scale, qk_norm, attention_scale, relative)
+                         experts, top_k, embedding_scale, qk_norm, attention_scale, relative, head_scale)
         return spec, raw.get("steps")
 
     def relative(self, raw: dict[str, Any], p: Path, positions: str) -> tuple[int, int] | None:
@@ -775,6 +779,9 @@ class _Validator:
             last = steps[-1].name
         if block.head != "none" and dims.C_e is not None:  # OPT's project_out: C -> C_e, the embedding's width the head reads
             steps.append(blocks.project_out(last))
+            last = steps[-1].name
+        if block.head != "none" and block.head_scale:  # T5's tied head: the output times C ** -0.5 first, a stage of its own
+            steps.append(blocks.head_scale(prefix, last))
             last = steps[-1].name
         if block.head != "none":
             steps += blocks.head_steps(last)
