@@ -158,3 +158,13 @@ def test_a_tensor_the_t5_layout_does_not_read_is_refused(tmp_path):
     t["encoder.block.1.layer.0.SelfAttention.relative_attention_bias.weight"] = np.zeros((8, 4), dtype=np.float32)  # UMT5's per-layer table
     save_file(t, str(tmp_path / "t5" / "model.safetensors"), metadata={"format": "pt"})
     assert_refused(run_app("import", str(tmp_path / "t5")), "'encoder.block.1.layer.0.SelfAttention.relative_attention_bias.weight'")
+
+
+def test_umt5_saved_by_transformers_is_refused_by_name(tmp_path):
+    """UMT5 gives every layer its own relative position table: refused by name, with the reason, with no flags."""
+    torch, transformers = need_torch()
+    torch.manual_seed(0)
+    config = transformers.UMT5Config(vocab_size=64, d_model=32, num_heads=4, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
+                                     relative_attention_num_buckets=8, relative_attention_max_distance=16)
+    transformers.UMT5ForConditionalGeneration(config).save_pretrained(str(tmp_path / "umt5"))
+    assert_refused(run_app("import", str(tmp_path / "umt5")), "model_type 'umt5': UMT5 gives every layer its own relative position table")
