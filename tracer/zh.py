@@ -1517,6 +1517,7 @@ MESSAGES: dict[str, str] = {
     'the output times C^-1/2, what the tied head reads': '输出乘以 C^-1/2，即共享权重的输出层读取的值',
     'head_scale scales what the output head reads, but head is none': 'head_scale 缩放输出层读取的值，但 head 是 none',
     '{x} * C^-1/2': '{x} * C^-1/2',
+    'Relative positions: no position vectors are added; the position bias is added to the scores of every self-attention of the stack.': '相对位置：不加位置向量；位置偏置加到该堆叠每个自注意力的分数上。',
     "{a} * C^-1/2: every coordinate times 1 / sqrt(C), C ** -0.5 rounded to the run's dtype (T5's tied head: sequence_output * model_dim**-0.5)": '{a} * C^-1/2：每个坐标乘以 1 / sqrt(C)，C ** -0.5 先舍入到本次运行的 dtype（T5 共享权重的输出层：sequence_output * model_dim**-0.5）',
 }
 

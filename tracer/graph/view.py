@@ -35,8 +35,10 @@ ORDINALS = (msg("first residual path"), msg("second residual path"), msg("third 
 MASKS = {"causal": msg("causal mask"), "explicit": msg("explicit mask")}
 NO_MASK = msg("no mask")
 ENTRY = ("embed", "input", "position", "x", "embeddings", "token_type", "typed",  # BERT: E + P + E_type, then X = LN(...)
-         "project_in")  # OPT: the C_e-wide embedding projected to C
-EXIT = ("final_norm", "logits", "probs", "project_out")  # OPT: back to C_e before the head
+         "project_in",  # OPT: the C_e-wide embedding projected to C
+         "position_bias")  # T5: the stack's relative position bias, made once before its layers
+EXIT = ("final_norm", "logits", "probs", "project_out",  # OPT: back to C_e before the head
+        "head_scale")  # T5: the output times C^-1/2 before the tied head
 PREFIX = re.compile(r"^((?:encoder|decoder)\.)?(blocks\.(\d+)\.)?")
 MAX_LAYERS_DRAWN = 4  # a deeper stack draws its first and last layer and says how many are between
 RAIL = {"": "  ", "source": "┬ ", "through": "│ ", "add": "⊕ "}
@@ -285,6 +287,8 @@ class Graph:
         ops = {st.op for st in steps}
         if "add_position" in ops:
             s.note = msg("Positions are added here, before the block: a position is not a token appended to the sequence.")
+        elif "relative_bias" in ops:
+            s.note = msg("Relative positions: no position vectors are added; the position bias is added to the scores of every self-attention of the stack.")
         elif any(st.base is not None for st in self.steps if st.op in ("mha", "cross_mha") and st.name.startswith(stack)):
             s.note = msg("Rotary positions: no position vectors are added; q and k are turned inside each attention.")
         else:
