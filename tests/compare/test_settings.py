@@ -52,6 +52,7 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "attention_scale": (BLOCK, {**BLOCK, "attention_scale": 1}, "block.attention_scale"),  # T5's scores QK^T, no 1/sqrt(d)
     "relative": ({**BLOCK, "positions": "relative"}, {**BLOCK, "positions": "relative", "relative": {"buckets": 8, "max_distance": 16}},
                  "block.relative"),  # T5's relative position bias: its buckets
+    "head_scale": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "head_scale": True}, "block.head_scale"),  # T5's tied head, C^-1/2
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
