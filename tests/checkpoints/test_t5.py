@@ -168,3 +168,27 @@ def test_umt5_saved_by_transformers_is_refused_by_name(tmp_path):
                                      relative_attention_num_buckets=8, relative_attention_max_distance=16)
     transformers.UMT5ForConditionalGeneration(config).save_pretrained(str(tmp_path / "umt5"))
     assert_refused(run_app("import", str(tmp_path / "umt5")), "model_type 'umt5': UMT5 gives every layer its own relative position table")
+
+
+def test_t5_with_its_own_lm_head_matches_hugging_face(tmp_path, monkeypatch, request):
+    """T5 v1.1's shape: an lm_head.weight of its own in the file, tie_word_embeddings and scale_decoder_outputs false:
+    head: separate, no head_scale, and Hugging Face (which then does not tie them) agrees to 1e-10."""
+    torch, transformers = need_torch()
+    saved_t5(torch, transformers, tmp_path / "t5", "gated-gelu", 6)
+    from safetensors.numpy import load_file, save_file
+
+    t = load_file(str(tmp_path / "t5" / "model.safetensors"))
+    t["lm_head.weight"] = np.random.default_rng(0).standard_normal((64, 32)).astype(np.float32)
+    save_file(t, str(tmp_path / "t5" / "model.safetensors"), metadata={"format": "pt"})
+    config = json.loads((tmp_path / "t5" / "config.json").read_text())
+    config["tie_word_embeddings"], config["scale_decoder_outputs"] = False, False
+    (tmp_path / "t5" / "config.json").write_text(json.dumps(config))
+    spec = imported(tmp_path, tmp_path / "t5", "--tokens", ",".join(map(str, SOURCE)))
+    text = spec.read_text()
+    assert "head: separate" in text and "head_scale" not in text
+    model = transformers.T5ForConditionalGeneration.from_pretrained(str(tmp_path / "t5"), dtype=torch.float64).eval()
+    assert np.array_equal(model.lm_head.weight.detach().numpy(), t["lm_head.weight"].astype(np.float64))
+    lift_t5_norm(monkeypatch, torch)
+    found = compare(traced(spec), hf_t5(torch, model, *target_of(spec)))
+    measured(request, "t5 (own lm_head)", found)
+    assert max(found.values()) <= TOL, found
