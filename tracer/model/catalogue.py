@@ -204,6 +204,7 @@ def build() -> list[StageInfo]:
     entries += _head_width_variants(variants)
     entries += _qk_norm_variants(variants)
     entries += _relative_entries(seq2seq)
+    entries += _head_scale_entries(seq2seq)
     unique: dict[tuple[str, ...], StageInfo] = {}
     for e in sorted(entries, key=lambda e: SECTIONS.index(e.section)):  # stable: catalogue order within a section  # one entry per meaning within a section
         unique.setdefault((e.section, e.name, e.meaning, e.formula), e)
@@ -281,6 +282,13 @@ def _relative_entries(section: str) -> list[StageInfo]:
         shapes = _shapes(steps, {}, pos)
         out += _infos(section, [s for s in steps if s.op == "relative_bias"], shapes)
     return out
+
+
+def _head_scale_entries(section: str) -> list[StageInfo]:
+    """block.head_scale (T5's tied head): decoder.head_scale [B,T,C], the decoder's output times C^-1/2 before the head."""
+    step = blocks.head_scale("decoder.", "decoder.final_norm")
+    shapes = _shapes([step], {"decoder.final_norm": (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))})
+    return _infos(section, [step], shapes)
 
 
 CATALOGUE: tuple[StageInfo, ...] = tuple(build())
