@@ -2,7 +2,7 @@
 
     python examples/checkpoints/tiny_hf.py FAMILY [FOLDER]
 
-FAMILY is one of FAMILIES below (gpt2, llama, mistral, qwen2, mixtral, bert, roberta, distilbert, gpt_neox, phi, gemma, gemma2 (sliding window 3 on layers 0 and 2 of 3, soft caps 50 and 30), opt, opt-post (OPT-350m's shape: Post-Norm, an embedding 16 wide projected to 32 and back)); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
+FAMILY is one of FAMILIES below (gpt2, llama, mistral, qwen2, qwen3, mixtral, bert, roberta, distilbert, gpt_neox, phi, gemma, gemma2 (sliding window 3 on layers 0 and 2 of 3, soft caps 50 and 30), opt, opt-post (OPT-350m's shape: Post-Norm, an embedding 16 wide projected to 32 and back), t5 (T5ForConditionalGeneration, gated-gelu, d_kv 6 != C/H)); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
 in float64, so that `tracer import FOLDER` and `tracer run` can be compared with the model's own forward.
 """
 
@@ -47,6 +47,10 @@ def make(family: str, folder: str) -> None:
         "opt": (transformers.OPTConfig, transformers.OPTForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "ffn_dim": 64}),
         "opt-post": (transformers.OPTConfig, transformers.OPTForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "ffn_dim": 64,
                                                                                "do_layer_norm_before": False, "word_embed_proj_dim": 16}),
+        "t5": (transformers.T5Config, transformers.T5ForConditionalGeneration, {"vocab_size": 64, "d_model": 32, "num_heads": 4, "d_kv": 6,
+                                                                             "d_ff": 64, "num_layers": 2, "num_decoder_layers": 2,
+                                                                             "relative_attention_num_buckets": 8, "relative_attention_max_distance": 16,
+                                                                             "feed_forward_proj": "gated-gelu", "decoder_start_token_id": 0}),
     }
     encoders = {"bert", "roberta"}  # saved without the pooler, which tracer does not trace
     config_class, model_class, settings = configs[family]
@@ -62,7 +66,8 @@ def make(family: str, folder: str) -> None:
     print(f"wrote {folder} ({family}); import it with: tracer import {folder}")
 
 
-FAMILIES = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "mixtral", "bert", "roberta", "distilbert", "gpt_neox", "phi", "gemma", "gemma2", "opt", "opt-post")
+FAMILIES = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "mixtral", "bert", "roberta", "distilbert", "gpt_neox", "phi", "gemma", "gemma2", "opt", "opt-post",
+            "t5")
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in FAMILIES:

@@ -81,3 +81,25 @@ def test_a_float32_model_as_shipped_is_within_float32_rounding(tmp_path: Path, f
         assert err > 0.0 or name == "blocks.0.output"  # float32 against float64: a real, small difference
         largest = max(largest, err / scale)
     hf.measured(request, f"{family} (float32 as shipped, relative)", largest)
+
+
+@pytest.mark.parametrize("ffn", ["relu", "gated-gelu"])
+def test_a_float32_t5_as_shipped_is_within_float32_rounding(tmp_path: Path, ffn: str, request: pytest.FixtureRequest) -> None:
+    """T5 in float32 as shipped (T5LayerNorm's float32 variance kept): both final norms and the logits within 1e-5."""
+    from test_t5 import SOURCE, hf_t5, saved_t5
+
+    torch, transformers = hf.need_torch()
+    model = saved_t5(torch, transformers, tmp_path / "t5", ffn, 6, dtype=torch.float32)
+    spec = hf.imported(tmp_path, tmp_path / "t5", "--tokens", ",".join(map(str, SOURCE)))
+    assert "the checkpoint stores float32" in spec.read_text()
+    want = hf_t5(torch, model, SOURCE, [0] + SOURCE[:-1])
+    assert want["logits"].dtype == np.float32
+    st = hf.traced(spec)
+    largest = 0.0
+    for name, w in want.items():
+        scale = max(1.0, float(np.max(np.abs(w))))
+        err = float(np.max(np.abs(st[name] - w)))
+        assert err <= RTOL * scale, (name, err, scale)
+        largest = max(largest, err / scale)
+    assert largest > 0.0
+    hf.measured(request, "t5 (float32 as shipped, relative)", largest)

@@ -106,3 +106,42 @@ def test_grad_matches_torch_autograd_through_hugging_face(tmp_path: Path, monkey
     assert len(compared) >= 10 * 2 and "embedding" in compared, compared  # every layer's weights, not a lucky few
     assert all(f"blocks.1.attn.w_{x}" in compared for x in "qkvo")
     hf.measured(request, f"{family} (grad)", largest)
+
+
+def test_t5_grad_matches_torch_autograd_through_hugging_face(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                              request: pytest.FixtureRequest) -> None:
+    """T5 (gated-gelu, d_kv != C/H, the scaled tied head): the next-token loss over the target and every weight's gradient,
+    the shared table's (source, target and head together) and both relative-bias tables' among them."""
+    from test_t5 import SOURCE, lift_t5_norm, saved_t5
+
+    torch, transformers = hf.need_torch()
+    model = saved_t5(torch, transformers, tmp_path / "t5", "gated-gelu", 6)
+    path = hf.imported(tmp_path, tmp_path / "t5", "--tokens", ",".join(map(str, SOURCE)))
+    target = [0] + SOURCE[:-1]
+    lift_t5_norm(monkeypatch, torch)
+    logits = model(input_ids=torch.tensor([SOURCE]), decoder_input_ids=torch.tensor([target])).logits[0]
+    loss = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(target[1:]))
+    loss.backward()
+    stored = {n: p.grad.numpy() for n, p in model.named_parameters() if p.grad is not None}
+    spec = load_spec(str(path))
+    gt = grad(spec, GradOptions(loss="next-token"))
+    assert gt.loss is not None and abs(gt.loss.value - loss.item()) <= TOL
+    compared, largest = [], 0.0
+    for pattern, take in families.layouts()["t5"].table.items():
+        for i in range(2) if "{i}" in pattern else [None]:
+            name = pattern.replace("{i}", str(i))
+            keys = [k.replace("{i}", str(i)) for k in (take.key, take.alt) if k]
+            key = next((k for k in keys if k in stored), None)
+            if name not in gt.weight_grads or key is None:
+                continue
+            want = take.apply(stored[key])
+            got = gt.weight_grads[name]
+            assert got.shape == want.shape, name
+            err = float(np.max(np.abs(got - want)))
+            assert err <= TOL * max(1.0, float(np.max(np.abs(want)))), (name, err)
+            compared.append(name)
+            largest = max(largest, err)
+    for name in ("embedding", "encoder.relative_bias", "decoder.relative_bias", "decoder.blocks.1.cross_attn.w_k", "encoder.blocks.1.ffn.w3"):
+        assert name in compared, (name, compared)
+    assert len(compared) >= 40, compared
+    hf.measured(request, "t5 (grad)", largest)

@@ -54,6 +54,9 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "head_softcap": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "head_softcap": 0.5}, "block.head_softcap"),  # capped logits
     "sliding_layers": ({**BLOCK, "layers": 2, "mask": {"causal": True, "window": 2}},
                        {**BLOCK, "layers": 2, "mask": {"causal": True, "window": 2, "sliding_layers": [1]}}, "block.sliding_layers"),
+    "relative": ({**BLOCK, "positions": "relative"}, {**BLOCK, "positions": "relative", "relative": {"buckets": 8, "max_distance": 16}},
+                 "block.relative"),  # T5's relative position bias: its buckets
+    "head_scale": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "head_scale": True}, "block.head_scale"),  # T5's tied head, C^-1/2
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [

@@ -120,7 +120,7 @@ def rope(x, base, pairing="interleaved", dim=None):  # [..., T, d]: pair i read 
 
 
 def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleaved", softmax_over="keys", mask_after=False,
-              rope_dim=None, qk_eps=None, scale=None, softcap=None):
+              rope_dim=None, qk_eps=None, scale=None, softcap=None, bias=None):
     """Multi-head attention, one sample and one head at a time: [B,T,C], [B,S,C] -> dict of stages.
 
     mask: "causal" (query i reads keys 0..i), {"causal": True, "window": W} (keys i - W + 1 .. i), "none", or a [T,S]
@@ -134,6 +134,7 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
     w["k_norm"] [d], before the rotary turn.
     scale: the scores are q.k * scale (T5: 1); None: q.k / sqrt(d), the textbook's.
     softcap (Gemma 2): the scores cap * tanh(scores / cap), after the scale, before the mask.
+    bias [H,T,S] (T5's relative position bias): added to each head's scores before the mask.
     """
     B, T, C = xq.shape
     S = xkv.shape[1]
@@ -174,6 +175,8 @@ def attention(xq, xkv, w, H, mask, rope_base=None, H_kv=None, pairing="interleav
             s = qh @ kh.T / math.sqrt(d) if scale is None else (qh @ kh.T) * scale
             if softcap is not None:
                 s = softcap_of(s, softcap)
+            if bias is not None:
+                s = s + bias[h]
             wts = np.zeros((T, S))
             if softmax_over == "queries":
                 for j in range(S):
@@ -216,6 +219,7 @@ class Stack:
     attention_softcap: float | None = None  # Gemma 2: the scores cap * tanh(scores / cap), before the mask
     head_softcap: float | None = None  # Gemma 2: raw_logits, then logits = cap * tanh(raw_logits / cap)
     sliding_layers: tuple | None = None  # Gemma 2: only these layers read mask's window; the others plain causal
+    relative: tuple | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
 
 
 @dataclass
@@ -237,6 +241,8 @@ def stack_from_yaml(section: dict | None, default_mask: str, has_table: bool) ->
         qk_norm=s.get("qk_norm", False), attention_scale=s.get("attention_scale"),
         attention_softcap=s.get("attention_softcap"), head_softcap=s.get("head_softcap"),
         sliding_layers=tuple(s["mask"]["sliding_layers"]) if isinstance(s.get("mask"), dict) and "sliding_layers" in s["mask"] else None,
+        relative=((s.get("relative") or {}).get("buckets", 32), (s.get("relative") or {}).get("max_distance", 128))
+        if s.get("positions") == "relative" else None,
     )
 
 
@@ -271,11 +277,12 @@ def _norm(st, name, x, p, s: Stack, group=None):  # the stage `name`, its weight
 
 
 def _attend(st, pre, name, xq, xkv, p, H, mask, rope, qk_eps=None, scale=None, softcap=None):
+    bias = st.get(_stack_of(pre) + "position_bias") if name == "attention" else None  # T5: the stack's, self-attention only
     """H: (query heads, key/value heads); rope: (base, pairing, rotary width or None), or None without rotary positions;
     qk_eps: the eps of Qwen3's per-head q/k RMSNorm (None: none); scale: the scores' factor (None: 1/sqrt(d))."""
     base, pairing, dim = rope if rope is not None else (None, "interleaved", None)
     r = attention(xq, xkv, _group(p, pre + ("cross_attn" if name == "cross_attention" else "attn")), H[0], mask, base, H[1], pairing,
-                  rope_dim=dim, qk_eps=qk_eps, scale=scale, softcap=softcap)
+                  rope_dim=dim, qk_eps=qk_eps, scale=scale, softcap=softcap, bias=bias)
     inner = "cross" if name == "cross_attention" else "attn"
     for key in ("q", "k", "v", "scores", "weights", "heads"):
         st[f"{pre}{inner}.{key}"] = r[key]
@@ -432,8 +439,40 @@ def decoder_post_norm_layer(st, pre, x, memory, p, s: Stack, H):
     return y
 
 
+def _stack_of(pre):  # 'encoder.blocks.0.' -> 'encoder.'; 'blocks.1.' or '' -> ''
+    return pre.split("blocks.")[0]
+
+
+def t5_bucket(rel, bidirectional, buckets, max_distance):
+    """T5's bucket of the distance rel = key - query (Raffel et al. 2020; Mesh TensorFlow's relative_position_bucket), its
+    logarithm in float32 as Hugging Face computes it: written out one distance at a time."""
+    n, out = buckets, 0
+    if bidirectional:
+        n //= 2
+        out = n if rel > 0 else 0
+        rel = abs(rel)
+    else:
+        rel = max(-rel, 0)
+    exact = n // 2
+    if rel < exact:
+        return out + rel
+    f = np.float32
+    large = exact + int(f(np.log(f(rel) / f(exact))) / f(math.log(max_distance / exact)) * f(n - exact))
+    return out + min(large, n - 1)
+
+
+def relative_bias(table, n_q, n_k, bidirectional, buckets, max_distance):  # table [K,H] -> [H, n_q, n_k]
+    out = np.zeros((table.shape[1], n_q, n_k))
+    for i in range(n_q):
+        for j in range(n_k):
+            out[:, i, j] = table[t5_bucket(j - i, bidirectional, buckets, max_distance)]
+    return out
+
+
 def _entry(st, pre, first, p, s: Stack):
     T = first.shape[1]
+    if s.positions == "relative":  # T5: X is the embeddings; the bias is made once for the stack
+        st[pre + "position_bias"] = relative_bias(p[pre + "relative_bias"], T, T, s.mask != "causal", *s.relative)
     if s.positions == "learned":
         st[pre + "position"] = p["position"][:T]
     elif s.positions == "sinusoidal":

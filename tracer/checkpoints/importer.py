@@ -251,6 +251,8 @@ def _sliding_range(block: dict[str, Any], notes: dict[str, str], first: int, las
 
 def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None) -> str:
     assert cfg.encoder is not None
+    if cfg.target_start is not None:
+        return _seq2seq_tokens(cfg, title, shown, name, tokens, length, unread)
     V = 64
     ids = parse_tokens(tokens, None)
     if ids is not None:
@@ -274,6 +276,38 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
     lines.append("input:")
     for stream in ("source", "target"):
         lines.append(f"  {stream}: {json.dumps(ids)}" if ids is not None else _line(f"  {stream}: random", "ids drawn from the seed"))
+    return "\n".join(lines) + "\n"
+
+
+def _seq2seq_tokens(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None) -> str:
+    """An encoder-decoder whose checkpoint holds the token table (T5): the source is --tokens (else ids written out, 1 + 7t
+    mod V), the target decoder_start_token_id and the source but its last id (labels = the source, shifted right)."""
+    assert cfg.encoder is not None and cfg.target_start is not None
+    V = cfg.dims["V"]
+    ids = parse_tokens(tokens, V)
+    notes = dict(cfg.notes)
+    if ids is None:
+        ids = [(1 + 7 * t) % V for t in range(length)]
+    target = [cfg.target_start] + ids[:-1]
+    lines = _header(title, name, cfg, f"encoder-decoder, {cfg.encoder_layers} + {cfg.layers} layers")
+    lines.append(f"name: {yamlio.scalar(f'{title}: encoder-decoder')}")
+    lines.append("model: encoder-decoder")
+    lines.append("dims:")
+    lines += _mapping("  ", cfg.dims, notes)
+    lines.append(_line("dtype: float64", _dtype_note(cfg.dtype)))
+    lines.append(_line("seed: 0", "draws nothing the checkpoint holds"))
+    for section, settings in (("encoder", dict(cfg.encoder, layers=cfg.encoder_layers)), ("decoder", dict(cfg.block))):
+        lines.append(f"{section}:")
+        for k, v in settings.items():
+            if isinstance(v, dict):
+                lines.append(_line(f"  {k}: {{{', '.join(f'{a}: {_yaml(b)}' for a, b in v.items())}}}", notes.get(k)))
+            else:
+                lines.append(_line(f"  {k}: {_yaml(v)}", notes.get(k)))
+    lines.append("weights:")
+    lines += _weights_lines(shown, name, 0, unread)
+    lines.append("input:")
+    lines.append(_line(f"  source: {json.dumps(ids)}", "--tokens" if tokens is not None else "ids 1 + 7t mod V (give your own with --tokens)"))
+    lines.append(_line(f"  target: {json.dumps(target)}", "decoder_start_token_id, then the source but its last id (the source as labels, shifted right)"))
     return "\n".join(lines) + "\n"
 
 

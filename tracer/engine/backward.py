@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tracer.engine import interventions, kernels
-from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of
+from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of, relative_buckets_of
 from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix
 from tracer.model.ops import OPS
 
@@ -279,7 +279,8 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
                                                        step.pairing or "interleaved", causal=causal, visible=visible,
                                                        rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
                                                        qk_eps=bw.spec.block_for(step.name).eps if step.qk_norm else None,
-                                                       scale=step.scale, softcap=step.softcap)
+                                                       scale=step.scale, softcap=step.softcap,
+                                                       bias=bw.value(step.inputs[1]) if not cross and len(step.inputs) > 1 else None)
     for key in ATTN_ORDER:
         if key in internals:
             bw.grads[f"{prefix}.{key}"] = internals[key]
@@ -288,6 +289,8 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
         bw.send(step.inputs[1], dxkv)
     if mask is not None:  # the ablated heads' rows of W_O multiply zeros: their gradient is zero
         dw["w_o"] = dw["w_o"] * mask
+    if "bias" in internals:  # positions: relative: the stack's position bias, read by every self-attention of it
+        bw.send(step.inputs[1], internals["bias"])
     for k in keys:
         bw.send_weight(f"{step.weights}.{k}", dw[k])
 
@@ -420,3 +423,12 @@ def backward_rms_norm_offset(bw: Backward, step: Step, g: np.ndarray) -> None:
 def backward_softcap(bw: Backward, step: Step, g: np.ndarray) -> None:
     assert step.softcap is not None, "a softcap step has its cap"
     bw.send(step.inputs[0], kernels.softcap_backward(g, bw.value(step.inputs[0]), step.softcap))
+# -- i23-t5: T5's relative position bias (positions: relative) -------------------------------------
+def backward_relative_bias(bw: Backward, step: Step, g: np.ndarray) -> None:
+    name = step.weights or "relative_bias"
+    bw.send_weight(name, kernels.relative_bias_backward(g, relative_buckets_of(step, g.shape[1], g.shape[2]), bw.params[name].shape[0]))
+
+
+# -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
+def backward_head_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
+    bw.send(step.inputs[0], kernels.head_scale_backward(g))

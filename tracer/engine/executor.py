@@ -23,7 +23,7 @@ from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import masks
 from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
-from tracer.model.contracts import operand_axes, position_violation, violation
+from tracer.model.contracts import operand_axes, position_violation, relative_violation, violation
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
 from tracer.spec import Spec
@@ -448,6 +448,7 @@ def forward_linear(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nda
 def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     xq = inputs[0]
     xkv = inputs[1] if step.op == "cross_mha" else xq
+    bias = inputs[1] if step.op == "mha" and len(inputs) > 1 else None  # positions: relative: the stack's position bias [H,T,T]
     g = step.weights
     w = {k: ex.params[f"{g}.{k}"] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
     # Qwen3's block.qk_norm: q and k RMS-normalised per head, with the block's eps
@@ -468,7 +469,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
                                  rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
                                  rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
                                  q_norm=q_norm, k_norm=k_norm, qk_eps=ex.spec.block_for(step.name).eps, scale=step.scale,
-                                 softcap=step.softcap))
+                                 softcap=step.softcap, bias=bias))
         return parts["output"]
 
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
@@ -479,6 +480,8 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
             continue
         if key == "scores":
             meaning = scores_meaning(step)  # QK^T * s under block.attention_scale
+            if bias is not None:
+                meaning = msg("{meaning}, plus the position bias {bias}", meaning=meaning, bias=step.inputs[1])
         if step.qk_norm and key in ("q", "k"):
             meaning = msg("{meaning}, RMS-normalised per head", meaning=meaning)
         if step.base is not None and key in ("q", "k"):
@@ -588,3 +591,22 @@ def forward_softcap(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nd
     cap = step.softcap
     assert cap is not None, "a softcap step has its cap"
     return ex.record_step(step, lambda strict: kernels.softcap(inputs[0], cap))
+# -- i23-t5: T5's relative position bias (positions: relative) -------------------------------------
+def relative_buckets_of(step: Step, n_q: int, n_k: int) -> np.ndarray:
+    assert step.relative is not None
+    buckets, distance, bidirectional = step.relative
+    return kernels.relative_buckets(n_q, n_k, bidirectional, buckets, distance)
+
+
+def forward_relative_bias(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    table = ex.params[step.weights or "relative_bias"]
+    _, n_q, n_k = ex.spec.stage_shapes[step.name][1]
+    beyond = relative_violation(ex.spec, step)
+    if beyond is not None:  # a bucket past the table's rows: flagged; --keep-going reads the last row for it
+        ex.flag(beyond)
+    return ex.rec(step.name, kernels.relative_bias(table, relative_buckets_of(step, n_q, n_k)), ex.axes(step.name), step.meaning)
+
+
+# -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
+def forward_head_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    return ex.record_step(step, lambda strict: kernels.head_scale(inputs[0]))

@@ -259,7 +259,8 @@ def qk_scores(q: np.ndarray, k: np.ndarray, scale: float | None = None) -> np.nd
 
 
 def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | None, causal: bool,
-           keep: bool = True, scale: float | None = None, softcap: float | None = None) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
+           keep: bool = True, scale: float | None = None, softcap: float | None = None,
+           bias: np.ndarray | None = None) -> tuple[np.ndarray | None, np.ndarray | None, np.ndarray]:
     """Scores, masked softmax over keys and the mix of values, a block of query rows at a time:
     [B,H,T,d], [B,H_kv,S,d], [B,H_kv,S,d] -> scores [B,H,T,S], weights [B,H,T,S], heads [B,T,C] (the mixes merged).
 
@@ -274,14 +275,16 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
     ``scale``: the factor of every q.k (block.attention_scale); None: 1/sqrt(d).
     ``softcap`` (Gemma 2's attn_logit_softcapping): each score becomes cap * tanh(score / cap) after the scale and
     before the mask (the recorded scores are the capped ones).
+    ``bias`` [H,T,S] (T5's relative position bias, positions: relative): added to every sample's scores, after the scale.
+    No family has both, and a spec asking for both is refused (tracer/spec), so their order is never in question.
     """
     B, H, T, d = q.shape
     S = k.shape[2]
     group = H // k.shape[1]
     dtype = np.result_type(q, k)
     factor = score_scale(d, scale)
-    if not keep and not _products_fit(q, k, factor):  # a score could be inf or NaN: make them all, to be recorded and flagged
-        return attend(q, k, v, visible, causal, keep=True, scale=scale, softcap=softcap)
+    if not keep and not _products_fit(q, k, factor, bias):  # a score could be inf or NaN: make them all, to be recorded and flagged
+        return attend(q, k, v, visible, causal, keep=True, scale=scale, softcap=softcap, bias=bias)
     scores = np.empty((B, H, T, S), dtype=dtype) if keep else None
     weights = np.zeros((B, H, T, S), dtype=dtype) if keep else None  # calloc: pages the mask leaves at 0 are never written
     mixed = np.empty((B, T, H, d), dtype=np.result_type(dtype, v))  # [B,T,H,d]: the heads side by side, merged as they are made
@@ -297,9 +300,13 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
                 s = scores[b, h, r0:r1] if scores is not None else scratch[: r1 - r0]  # type: ignore[index]
                 read = s[:, :n]
                 _scaled_scores(qh[r0:r1], kt[:, :n], factor, read, softcap)
+                if bias is not None:
+                    read += bias[h, r0:r1, :n]
                 if scores is not None and weights is not None:
                     if n < S:  # the scores after the mask: recorded, never read
                         _scaled_scores(qh[r0:r1], kt[:, n:], factor, s[:, n:], softcap)
+                        if bias is not None:
+                            s[:, n:] += bias[h, r0:r1, n:]
                     w = weights[b, h, r0:r1, :n]
                     np.copyto(w, read)
                 else:  # every score is finite: q and k are, and no product can overflow (_products_fit)
@@ -309,7 +316,7 @@ def attend(q: np.ndarray, k: np.ndarray, v: np.ndarray, visible: np.ndarray | No
 
     blas.by_heads(heads, [(b, h) for b in range(B) for h in range(H)], B * H * T * S * d)
     if not keep and not all_finite(mixed):  # a row that may read no key at all: 0/0
-        return attend(q, k, v, visible, causal, keep=True, scale=scale, softcap=softcap)
+        return attend(q, k, v, visible, causal, keep=True, scale=scale, softcap=softcap, bias=bias)
     return scores, weights, mixed.reshape(B, T, H * d)
 
 
@@ -342,10 +349,10 @@ def _after(rows: int, cols: int) -> np.ndarray:  # [rows, cols] bool: True where
     return np.triu(np.ones((rows, cols), dtype=bool), k=1)
 
 
-def _products_fit(q: np.ndarray, k: np.ndarray, scale: float) -> bool:
-    """Whether every score q.k * scale is finite: q and k are, and no product can overflow (one pass over each)."""
+def _products_fit(q: np.ndarray, k: np.ndarray, scale: float, bias: np.ndarray | None = None) -> bool:
+    """Whether every score q.k * scale (+ bias) is finite: q and k are, and no product can overflow (one pass over each)."""
     with np.errstate(all="ignore"):
-        bound = _largest(q) * _largest(k) * q.shape[-1] * scale
+        bound = _largest(q) * _largest(k) * q.shape[-1] * scale + (0.0 if bias is None else _largest(bias))
     return math.isfinite(bound) and bound < float(np.finfo(np.result_type(q, k)).max) / 4  # a margin for rounding
 
 
@@ -367,7 +374,8 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         rotary_pairing: str = "interleaved", H_kv: int | None = None, keep_weights: bool = True,
         strict: Strict = True, rotary_scaling: tuple[object, ...] | None = None,
         rotary_dim: int | None = None, q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None,
-        qk_eps: float = 1e-6, scale: float | None = None, softcap: float | None = None) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]; q_norm, k_norm [d]
+        qk_eps: float = 1e-6, scale: float | None = None, softcap: float | None = None,
+        bias: np.ndarray | None = None) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]; q_norm, k_norm [d]
     """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
 
     ``causal`` masks keys after each query (block by block: no [T,S] mask is made); ``visible`` ([T,S] bool, True where
@@ -379,6 +387,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     with these weights [d] and ``qk_eps``, after the split and before the rotary turn.
     ``scale`` (block.attention_scale): the scores are q.k * scale; None: q.k / sqrt(d).
     ``softcap`` (Gemma 2's block.attention_softcap): the scores cap * tanh(scores / cap), after the scale, before the mask.
+    ``bias`` [H,T,S] (positions: relative, T5's position bias): added to the scores of every sample, before the mask.
     """
     if xkv is None:
         xkv = xq
@@ -403,13 +412,15 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         scores = qk_scores(q, k, scale)  # [B,H,T,S]
         if softcap is not None:
             cap_inplace(scores, softcap)
+        if bias is not None:
+            scores += bias
         weights = np.where(visible, scores, -np.inf) if visible is not None else scores.copy()
         softmax_inplace(weights, axis=-2)
         mixed = weights @ np.repeat(v, H // H_kv, axis=1)  # each value head to the query heads that read it
         parts.update(scores=scores, weights=weights)
         heads = merge_heads(mixed)  # [B,H,T,d] -> [B,T,C]
     else:
-        kept_scores, kept_weights, heads = attend(q, k, v, visible, causal, keep_weights, scale, softcap)
+        kept_scores, kept_weights, heads = attend(q, k, v, visible, causal, keep_weights, scale, softcap, bias)
         if kept_scores is not None and kept_weights is not None:
             parts.update(scores=kept_scores, weights=kept_weights)
     parts.update(heads=heads, output=linear(heads, w_o, b_o, strict, ("b_o", "C")))
@@ -726,7 +737,8 @@ def _softmax_head_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, dw: np.
 
 
 def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-                       visible: np.ndarray | None, causal: bool, scale: float | None = None
+                       visible: np.ndarray | None, causal: bool, scale: float | None = None,
+                       bias: np.ndarray | None = None, dbias: np.ndarray | None = None
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # [B,H,T,d] dmixed, q, [B,H_kv,S,d] k, v -> dq, dk, dv
     """attend_backward and qk_scores_backward in one, without the [B,H,T,S] weights: each head's weights are made
     again from q and k by the very calls ``attend`` made them with (so to the last bit), into a [T,S] buffer
@@ -758,8 +770,12 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
                     r1 = min(r0 + ROW_BLOCK, T)
                     n = min(r1, S) if causal else S
                     _scaled_scores(q[b, h, r0:r1], kt[:, :n], factor, w[r0:r1, :n])
+                    if bias is not None:
+                        w[r0:r1, :n] += bias[h, r0:r1, :n]
                     _masked_softmax(w[r0:r1, :n], r0, r1, n, causal, blocked)
                 _softmax_head_backward(dmixed[b, h], w, v[b, g], ds, ds, dv[b, g], causal, step)
+                if dbias is not None:  # the position bias is every sample's: its gradient sums their dscores
+                    dbias[h] += np.tril(ds) if causal else ds  # under causal, ds after the diagonal is not written
                 _qk_head_backward(ds, q[b, h], k[b, g], dq[b, h], dk[b, g], causal, step)
 
     blas.by_heads(heads, [(b, g) for b in range(B) for g in range(H_kv)], B * H * T * S * d)  # whole key heads
@@ -772,7 +788,7 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
                  H: int, rotary_base: float | None = None, over_queries: bool = False, rotary_pairing: str = "interleaved",
                  causal: bool = False, visible: np.ndarray | None = None, rotary_scaling: tuple[object, ...] | None = None,
                  rotary_dim: int | None = None, qk_eps: float | None = None, scale: float | None = None,
-                 softcap: float | None = None
+                 softcap: float | None = None, bias: np.ndarray | None = None
                  ) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q [B,H,T,d], k, v [B,H_kv,S,d], weights, heads -> dxq, dxkv,
     the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...;
@@ -785,7 +801,9 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
     ``scale`` (block.attention_scale): the forward's factor of q.k; None: 1/sqrt(d).
     ``softcap`` (block.attention_softcap): the scores were cap * tanh(s / cap); the weights are made again when not at
     hand ([B,H,T,S], with the mask), the recorded scores' gradient is that of the capped scores, and it reaches q and k
-    times 1 - tanh(s / cap)^2."""
+    times 1 - tanh(s / cap)^2.
+    ``bias`` [H,T,S] (positions: relative): the forward's position bias; its gradient, every sample's dscores summed,
+    is g["bias"]."""
     g: dict[str, np.ndarray] = {}
     dw: dict[str, np.ndarray] = {}
     g["heads"], dw["w_o"], dw["b_o"] = linear_backward(dout, parts["heads"], w["w_o"], w["b_o"])
@@ -807,9 +825,14 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
     elif "weights" in parts:
         g["scores"], g["v"], g["weights"] = attend_backward(dmixed, parts["weights"], parts["v"], causal, over_queries)
         g["q"], g["k"] = qk_scores_backward(g["scores"], parts["q"], parts["k"], causal, scale)
+        if bias is not None:
+            g["bias"] = g["scores"].sum(axis=0)
     else:
         assert not over_queries, "a softmax over queries is traced with its weights"
-        g["q"], g["k"], g["v"] = attention_backward(dmixed, parts["q"], parts["k"], parts["v"], visible, causal, scale)
+        dbias = None if bias is None else np.zeros(bias.shape, dtype=np.result_type(dmixed, bias))
+        g["q"], g["k"], g["v"] = attention_backward(dmixed, parts["q"], parts["k"], parts["v"], visible, causal, scale, bias, dbias)
+        if dbias is not None:
+            g["bias"] = dbias
     dq, dk = g["q"], g["k"]
     if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
         dq = rotary_backward(dq, rotary_base, rotary_pairing, rotary_dim, rotary_scaling)
@@ -986,3 +1009,46 @@ def softcap(x: np.ndarray, cap: float) -> np.ndarray:  # [..] -> [..], cap * tan
 def softcap_backward(dy: np.ndarray, x: np.ndarray, cap: float) -> np.ndarray:  # d/dx cap * tanh(x / cap) = 1 - tanh(x / cap)^2
     t = np.tanh(x / cap)
     return dy * (1.0 - t * t)
+# -- i23-t5: T5's relative position bias (positions: relative) --------------------------------------
+def relative_buckets(n_q: int, n_k: int, bidirectional: bool, buckets: int, max_distance: int) -> np.ndarray:  # -> [n_q,n_k] int64
+    """The bucket of every (query i, key j), of j - i, as tracer.model.relative.bucket (Hugging Face's
+    _relative_position_bucket): the logarithm in float32, as Hugging Face computes it, so the integers are its own."""
+    rel = np.arange(n_k, dtype=np.int64)[None, :] - np.arange(n_q, dtype=np.int64)[:, None]
+    n, out = buckets, np.zeros((n_q, n_k), dtype=np.int64)
+    if bidirectional:
+        n //= 2
+        out += (rel > 0).astype(np.int64) * n
+        rel = np.abs(rel)
+    else:
+        rel = -np.minimum(rel, 0)
+    max_exact = n // 2
+    with np.errstate(divide="ignore", invalid="ignore"):  # log(0) where the distance is small: that branch is not taken
+        ratio = rel.astype(np.float32) / np.float32(max_exact)
+        large = max_exact + (np.log(ratio) / np.float32(math.log(max_distance / max_exact)) * np.float32(n - max_exact)).astype(np.int64)
+    return out + np.where(rel < max_exact, rel, np.minimum(large, n - 1))
+
+
+def relative_bias(table: np.ndarray, idx: np.ndarray) -> np.ndarray:  # [K_rel,H], [T,S] buckets -> [H,T,S]
+    """Each pair's bucket's row of the table, one plane per head.  A bucket past the table's last row (a violation,
+    flagged before this runs) reads the last row under --keep-going, where NumPy would raise or, negative, wrap."""
+    rows = np.minimum(idx, table.shape[0] - 1)
+    return np.ascontiguousarray(table[rows].transpose(2, 0, 1))
+
+
+def relative_bias_backward(dbias: np.ndarray, idx: np.ndarray, rows: int) -> np.ndarray:  # [H,T,S], [T,S] -> dtable [K_rel,H]
+    """The table's gradient: every pair's dbias, summed into its bucket's row (a scatter-add over the buckets)."""
+    H = dbias.shape[0]
+    dtable = np.zeros((rows, H), dtype=dbias.dtype)
+    np.add.at(dtable, np.minimum(idx, rows - 1).reshape(-1), dbias.transpose(1, 2, 0).reshape(-1, H))
+    return dtable
+
+
+# -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
+def head_scale(x: np.ndarray) -> np.ndarray:  # [B,T,C] -> [B,T,C], times C ** -0.5
+    """x * C ** -0.5, the factor a Python float as Hugging Face's model_dim**-0.5, rounded to x's dtype (a float32 run
+    multiplies by float32(C ** -0.5), as torch does with a Python scalar)."""
+    return x * np.asarray(float(x.shape[-1]) ** -0.5, dtype=x.dtype)
+
+
+def head_scale_backward(dy: np.ndarray) -> np.ndarray:  # [B,T,C] -> [B,T,C]
+    return dy * np.asarray(float(dy.shape[-1]) ** -0.5, dtype=dy.dtype)

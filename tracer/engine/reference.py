@@ -208,7 +208,7 @@ class Reference:
         self.w = params  # nested lists
         given = columns or {}
         self.cols = {k: [list(c) for c in zip(*v)] for k, v in params.items()
-                     if _is_matrix(v) and k not in ("embedding", "position", "token_type") and k not in given}
+                     if _is_matrix(v) and k not in ("embedding", "position", "token_type") and not k.endswith("relative_bias") and k not in given}
         self.cols.update(given)
         if spec.block.head == "tied":
             self.cols["head"] = [list(row) for row in params["embedding"]]  # columns of E^T are rows of E
@@ -268,6 +268,7 @@ class Reference:
             explicit = blk.mask_matrix
         n_keys = (self.spec.dims.S or 0) if cross or position_axis(step.name) == "S" else self.spec.dims.T
         scale = 1.0 / math.sqrt(d) if step.scale is None else step.scale  # block.attention_scale
+        bias = st[step.inputs[1]] if not cross and len(step.inputs) > 1 else None  # positions: relative: [H][S] at each t
         scores, weights, heads, out = {}, {}, {}, {}
         for t in positions:
             if explicit is not None:
@@ -288,6 +289,8 @@ class Reference:
                     s[j] = acc * scale
                     if step.softcap is not None:  # Gemma 2: cap * tanh(score / cap), before the mask
                         s[j] = step.softcap * math.tanh(s[j] / step.softcap)
+                    if bias is not None:
+                        s[j] += bias[t][h][j]
                 s_rows.append([s.get(j, math.nan) for j in range(n_keys)])  # keys not computed: NaN, skipped in comparison
                 if not keys:  # a fully masked row: softmax is 0/0
                     w_rows.append([math.nan] * n_keys)
@@ -380,7 +383,7 @@ def reference_ffn_out(r: Reference, step: Step, b: int, positions: list[int], in
 
 
 def reference_mha(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
-    r.mha(step, ins[0], ins[-1], positions, st)  # records the internals too
+    r.mha(step, ins[0], ins[1] if step.op == "cross_mha" else ins[0], positions, st)  # records the internals too
     return st[step.name]
 
 
@@ -498,3 +501,24 @@ def head_rms(v: Vec, gamma: Vec, eps: float) -> Vec:  # one head [d]: v / sqrt(m
 def reference_softcap(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     cap = step.softcap or 1.0  # Gemma 2's logits: cap * tanh(x / cap), one value at a time
     return {t: [cap * math.tanh(v / cap) for v in ins[0][t]] for t in positions}
+# -- i23-t5: T5's relative position bias (positions: relative) -------------------------------------
+def reference_relative_bias(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    """At query t: [H][S], head h's bias for every key j, the table's row of the bucket of j - t (a plain loop)."""
+    from tracer.model.relative import bucket
+
+    assert step.relative is not None
+    buckets, distance, bidirectional = step.relative
+    table = r.w[step.weights or "relative_bias"]
+    n_k = r.spec.stage_shapes[step.name][1][2]
+    H = r.spec.dims.H
+    out = {}
+    for t in positions:
+        rows = [table[bucket(j - t, bidirectional, buckets, distance)] for j in range(n_k)]
+        out[t] = [[rows[j][h] for j in range(n_k)] for h in range(H)]
+    return out
+
+
+# -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
+def reference_head_scale(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    factor = float(r.spec.dims.C) ** -0.5  # the reference computes in doubles
+    return {t: [v * factor for v in ins[0][t]] for t in positions}

@@ -35,8 +35,11 @@ ORDINALS = (msg("first residual path"), msg("second residual path"), msg("third 
 MASKS = {"causal": msg("causal mask"), "explicit": msg("explicit mask")}
 NO_MASK = msg("no mask")
 ENTRY = ("embed", "input", "position", "x", "embeddings", "token_type", "typed",  # BERT: E + P + E_type, then X = LN(...)
-         "project_in")  # OPT: the C_e-wide embedding projected to C
-EXIT = ("final_norm", "logits", "probs", "project_out", "raw_logits")  # OPT: back to C_e before the head; Gemma 2: raw_logits, capped
+         "project_in",  # OPT: the C_e-wide embedding projected to C
+         "position_bias")  # T5: the stack's relative position bias, made once before its layers
+EXIT = ("final_norm", "logits", "probs", "project_out",  # OPT: back to C_e before the head
+        "raw_logits",  # Gemma 2: the logits before their soft cap
+        "head_scale")  # T5: the output times C^-1/2 before the tied head
 PREFIX = re.compile(r"^((?:encoder|decoder)\.)?(blocks\.(\d+)\.)?")
 MAX_LAYERS_DRAWN = 4  # a deeper stack draws its first and last layer and says how many are between
 RAIL = {"": "  ", "source": "┬ ", "through": "│ ", "add": "⊕ "}
@@ -141,6 +144,8 @@ class Graph:
     def step_weights(self, step: Step) -> str:
         op = OPS[step.op]
         if op.weights in TABLES:  # embedding, position, head: a table of its own
+            if step.op == "relative_bias":  # T5: each stack's own table
+                return self.table(step.weights or "relative_bias")
             if step.op == "head" and self.spec.block.head == "tied":
                 return msg("{e} (tied: logits use Eᵀ)", e=self.table("embedding"))
             return self.table(op.weights)
@@ -159,7 +164,9 @@ class Graph:
                 rotary = msg(", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates", base=base, pairs=pairs, r=step.rotary_dim)
         if step.qk_norm:  # Qwen3: q and k RMS-normalised per head before the turn
             rotary = msg("{rotary}, q and k RMS-normalised per head (q_norm, k_norm)", rotary=rotary)
-        return msg(graph_template(OPS[step.op].graph),
+        rel = step.relative or (0, 0, False)  # positions: relative (T5): buckets, max_distance, bidirectional
+        return msg(graph_template(OPS[step.op].graph), buckets=rel[0], distance=rel[1],
+                   direction=msg(", both directions") if rel[2] else msg(", keys before the query only"),
                    x=x, a=x, b=ins[1] if len(ins) > 1 else "", hidden=hidden_formula(step) if step.op in ("ffn", "ffn_hidden") else "",
                    axis=step.axis or "C", out=step.out or "C", start=step.start, stop=step.stop, stream=step.stream or "x",
                    base=f"{step.base or 0.0:g}", pos=position_axis(step.name), ins=", ".join(ins), mask=self.mask(step), rotary=rotary,
@@ -234,6 +241,8 @@ class Graph:
             rows.append(Row(rail, f"{p}.k/v", norm_said(kv, "k"), self.shape(f"{p}.k"),
                             turned(msg("keys and values from {m}", m=memory)), self.weights(g, ("w_k", "w_v", "b_k", "b_v") + qk_weights[1:]), kind="internal"))
         scores = "q kᵀ / √d" if step.scale is None else f"q kᵀ · {step.scale:g}"  # block.attention_scale
+        if step.op == "mha" and len(step.inputs) > 1:  # positions: relative: the stack's position bias added
+            scores += f" + {step.inputs[1]}"
         if step.softcap is not None:  # Gemma 2's block.attention_softcap: the scores capped before the mask
             rows.append(Row(rail, f"{p}.scores", msg("cap · tanh({scores} / cap), cap = {cap}", scores=scores, cap=f"{step.softcap:g}"),
                             self.shape(f"{p}.scores"), softcapped_scores(step), kind="internal"))
@@ -283,6 +292,8 @@ class Graph:
         ops = {st.op for st in steps}
         if "add_position" in ops:
             s.note = msg("Positions are added here, before the block: a position is not a token appended to the sequence.")
+        elif "relative_bias" in ops:
+            s.note = msg("Relative positions: no position vectors are added; the position bias is added to the scores of every self-attention of the stack.")
         elif any(st.base is not None for st in self.steps if st.op in ("mha", "cross_mha") and st.name.startswith(stack)):
             s.note = msg("Rotary positions: no position vectors are added; q and k are turned inside each attention.")
         else:

@@ -41,6 +41,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d)
     softcap: float | None = None  # mha: scores soft-capped, cap * tanh(scores / cap), after the scale and before the mask
     # (Gemma 2's attn_logit_softcapping); softcap: the cap of its tanh (final_logit_softcapping); None: not capped
+    relative: tuple[int, int, bool] | None = None  # relative_bias: (buckets, max_distance, bidirectional), T5's bucketing
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
@@ -240,6 +241,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     head_softcap: float | None = None  # Gemma 2: the logits cap * tanh(logits / cap) (a softcap stage after the head)
     sliding_layers: tuple[int, ...] | None = None  # with a window: only these layers' attention is windowed (Gemma 2's
     # layer_types); the others read every key up to the query (plain causal).  None: every layer
+    relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -283,6 +285,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
             changes["mask"] = "none"
         if step.op in ("mha", "cross_mha") and s.attention_scale is not None and step.scale is None:
             changes["scale"] = s.attention_scale
+        if step.op == "mha" and s.positions == "relative" and POSITION_BIAS not in step.inputs:
+            changes["inputs"] = step.inputs + (POSITION_BIAS,)  # T5: the stack's one position bias, added to the scores
         if step.op == "router_probs" and step.axis is None:
             changes["axis"] = "E"  # the contract: a softmax over the experts
         out.append(step._replace(**changes) if changes else step)
@@ -305,6 +309,8 @@ def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: st
         def rename(stage: str, lp: str = lp, layer_input: str = layer_input) -> str:
             if stage == "x":
                 return layer_input
+            if stage == POSITION_BIAS:  # the stack's, made once before its layers (positions: relative)
+                return prefix + POSITION_BIAS
             if stage == "memory":
                 assert memory is not None
                 return memory
@@ -334,6 +340,8 @@ def entry(prefix: str, stream: str, s: StackSettings, uses_tokens: bool, project
         steps.append(first)
     if s.embedding_scale and uses_tokens:
         return scaled_entry(prefix, first, steps, s)
+    if s.positions == "relative":
+        return relative_entry(prefix, first, steps, s)
     if s.positions == "learned" and s.position_offset:
         steps.append(Step(prefix + "position", "position_offset", (), "position", OPS["position_offset"].meaning, start=s.position_offset))
     elif s.positions == "learned":
@@ -395,6 +403,20 @@ def bert_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings) ->
         steps.append(Step(prefix + "x", "layer_norm", (last,), prefix + EMBED_NORM, msg("embedding {norm}, X = {LN}emb(the summed embeddings)", norm=NORMALISATION, LN="LN_")))
     else:
         steps.append(Step(prefix + "x", "identity", (last,), None, msg("X, the embeddings")))
+    return steps, prefix + "x"
+
+
+POSITION_BIAS = "position_bias"  # positions: relative: the stack's stage [H,T,T] (the encoder's [H,S,S]) and its table's name
+
+
+def relative_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings) -> tuple[list[Step], str]:
+    """T5's positions: X is the embeddings themselves, and the stack's position bias [H,T,T], made once from its table
+    (weights <prefix>relative_bias [K_rel,H]), is added to the scores of every self-attention of the stack.  A stack
+    without a causal mask (the encoder) buckets both directions; a causal one (the decoder) only the keys before."""
+    buckets, distance = s.relative or (32, 128)
+    steps.append(Step(prefix + POSITION_BIAS, "relative_bias", (), prefix + "relative_bias", OPS["relative_bias"].meaning,
+                      relative=(buckets, distance, s.mask != "causal")))
+    steps.append(Step(prefix + "x", "identity", (first.name,), None, msg("X (relative positions act inside attention, as a bias on the scores)")))
     return steps, prefix + "x"
 
 
@@ -531,3 +553,11 @@ def _known_meanings() -> dict[str, Message]:
                       if isinstance(s.meaning, Message)]
         _KNOWN.update({str(m): m for m in found})
     return _KNOWN
+
+
+# -- i23-t5: T5's tied head reads the output times C ** -0.5 (block.head_scale) ----------------------
+HEAD_SCALE = "head_scale"  # its stage (decoder.head_scale in an encoder-decoder)
+
+
+def head_scale(prefix: str, last: str) -> Step:
+    return Step(prefix + HEAD_SCALE, "head_scale", (last,), None, msg("the output times C^-1/2, what the tied head reads"))

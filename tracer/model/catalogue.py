@@ -103,7 +103,7 @@ def _shapes(steps: Sequence[Step], known: dict[str, Shape], pos: str = "T", size
         ins = [shapes[i] for i in step.inputs]
         shapes[step.name] = blocks.output_shape(step, ins, sizes, pos)
         if step.op in ("mha", "cross_mha"):
-            shapes.update(blocks.attention_internals(step, ins[0], ins[-1], sizes))
+            shapes.update(blocks.attention_internals(step, ins[0], ins[1] if step.op == "cross_mha" else ins[0], sizes))
     return shapes
 
 
@@ -204,6 +204,8 @@ def build() -> list[StageInfo]:
     entries += _head_width_variants(variants)
     entries += _qk_norm_variants(variants)
     entries += _gemma2_variants(variants, after)
+    entries += _relative_entries(seq2seq)
+    entries += _head_scale_entries(seq2seq)
     unique: dict[tuple[str, ...], StageInfo] = {}
     for e in sorted(entries, key=lambda e: SECTIONS.index(e.section)):  # stable: catalogue order within a section  # one entry per meaning within a section
         unique.setdefault((e.section, e.name, e.meaning, e.formula), e)
@@ -297,6 +299,23 @@ def _gemma2_variants(section: str, after: str) -> list[StageInfo]:
     return out
 
 
+def _relative_entries(section: str) -> list[StageInfo]:
+    """positions: relative (T5): each stack's position bias [H,S,S] / [H,T,T], made once and added to every self-attention."""
+    out: list[StageInfo] = []
+    for side, stream, pos, mask in (("encoder.", "source", "S", "none"), ("decoder.", "target", "T", "causal")):
+        steps, _ = blocks.entry(side, stream, StackSettings(positions="relative", mask=mask), True)
+        shapes = _shapes(steps, {}, pos)
+        out += _infos(section, [s for s in steps if s.op == "relative_bias"], shapes)
+    return out
+
+
+def _head_scale_entries(section: str) -> list[StageInfo]:
+    """block.head_scale (T5's tied head): decoder.head_scale [B,T,C], the decoder's output times C^-1/2 before the head."""
+    step = blocks.head_scale("decoder.", "decoder.final_norm")
+    shapes = _shapes([step], {"decoder.final_norm": (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))})
+    return _infos(section, [step], shapes)
+
+
 CATALOGUE: tuple[StageInfo, ...] = tuple(build())
 
 
@@ -344,3 +363,4 @@ def select(requested: Sequence[str], known: Sequence[str], where: str) -> list[s
         if name not in known:
             raise UsageError(msg("--stage {name}: no stage of that name in {where}{name2} (`tracer run SPEC --steps` lists a spec's stages, `tracer stages` what each name means)", name=name, where=where, name2=suggest(name, known)))
     return list(dict.fromkeys(requested))
+

@@ -241,3 +241,29 @@ def position_violation(spec: Spec, step: Step) -> Violation | None:
         numpy_would=msg("slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)", T=T, T_max=T_max),
         why=msg("positions {T_max} to {x} were never trained; the table cannot invent them (section 17.1)", T_max=T_max, x=T - 1),
     )
+
+
+# -- i23-t5: T5's relative position bias ------------------------------------------------------
+def relative_violation(spec: Spec, step: Step) -> Violation | None:
+    """A bucket beyond the relative-bias table (fewer rows K_rel than the buckets the positions reach): known from the
+    shapes and the bucket settings alone."""
+    from tracer.model.relative import largest_bucket
+
+    table = spec.weights.get(step.weights or "")
+    if table is None or step.relative is None:
+        return None
+    rows, H = table.given_shape or table.shape
+    buckets, distance, bidirectional = step.relative
+    axes, (_, n_q, n_k) = spec.stage_shapes[step.name]
+    top = largest_bucket(n_q, n_k, bidirectional, buckets, distance)
+    if top < rows:
+        return None
+    return Violation(
+        kind="position", stage=step.name,
+        message=at(step.name, msg("{n} positions reach bucket {top} of {buckets}, but the relative-bias table {table} has K_rel = {rows} rows (buckets 0 to {x})",
+                                  n=n_q, top=top, buckets=buckets, table=step.weights, rows=rows, x=rows - 1)),
+        shapes={step.weights or "relative_bias": shape_label(("K_rel", "H"), (rows, H)), step.name: shape_label(axes, (H, n_q, n_k))},
+        rule=msg("the relative-bias table has one row for each bucket 0 .. buckets-1"),
+        numpy_would=msg("index past the last row and stop with an IndexError, or, for a negative index, wrap to another bucket's row without complaint"),
+        why=msg("a bucket without its row has no learned bias: another row would stand in for it silently"),
+    )

@@ -137,7 +137,8 @@ QK_NORM_KEYS: dict[str, tuple[str, ...]] = {"q_norm": ("d",), "k_norm": ("d",)}
 # The tables entry and exit ops read, by their weight name.
 TABLES: dict[str, tuple[str, ...]] = {"embedding": ("V", "C"), "position": ("T_max", "C"), "head": ("C", "V"),
                                       "token_type": ("V_type", "C"),  # BERT's token-type table: one row per type id
-                                      "head_bias": ("V",)}  # head_bias: block.head_bias (Phi's lm_head.bias)
+                                      "head_bias": ("V",),  # head_bias: block.head_bias (Phi's lm_head.bias)
+                                      "relative_bias": ("K_rel", "H")}  # T5's relative position bias: one row per bucket
 
 
 # -- shapes -------------------------------------------------------------------------------
@@ -533,6 +534,33 @@ _RECORDS += (
     _op("softcap", 1, "soft cap, cap * tanh(x / cap)", "软上限，cap * tanh(x / cap)",
         "cap * tanh({0} / cap): every value squashed smoothly into (-cap, cap), nearly unchanged where |{0}| << cap",
         "cap*tanh({0}/cap)", "cap * tanh({x} / cap), cap = {cap}", _same, user=False, preflight=None, temporaries=_softcap_bytes),
+)
+
+
+def _relative_bias_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # () -> [H,T,T]
+    return ("H", pos, pos), (sizes["H"], sizes[pos], sizes[pos])
+
+
+def _relative_bias_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    n = out_bytes // ITEMSIZE[spec.dtype] // spec.dims.H  # T * T pairs
+    return n * 8 * 3  # the distances, the buckets (int64) and the float32 logarithm's scratch, [T,T] each (8 bytes: a margin)
+
+
+_RECORDS += (
+    # i23-t5: T5's relative position bias (positions: relative), made once per stack and added to every self-attention's scores
+    _op("relative_bias", 0, "relative position bias, one row of the table per bucket of key - query",
+        "相对位置偏置：按 键 - 查询 的桶取表中的一行",
+        "B[h, i, j] = table[bucket(j - i), h]: T5's buckets of the distance (exact below max_exact, logarithmic up to max_distance), "
+        "one bias per head, added to the scores of every self-attention of the stack",
+        "table[bucket(j - i)]", "table[bucket(j - i)], {buckets} buckets up to distance {distance}{direction}", _relative_bias_shape,
+        weights="relative_bias", user=False, preflight=None, temporaries=_relative_bias_bytes),
+)
+
+_RECORDS += (
+    # i23-t5: T5's tied head reads the decoder's output times C ** -0.5 (block.head_scale), a stage of its own
+    _op("head_scale", 1, "the decoder's output scaled by C^-1/2, for the tied head", "解码器输出乘以 C^-1/2，供共享权重的输出层使用",
+        "{0} * C^-1/2: every coordinate times 1 / sqrt(C), C ** -0.5 rounded to the run's dtype (T5's tied head: sequence_output * model_dim**-0.5)",
+        "{0} * C^-1/2", "{x} * C^-1/2", _embed_scale_shape, user=False, preflight=None, temporaries=_scale_bytes),
 )
 
 OPS: dict[str, Op] = {op.name: op for op in _RECORDS}

@@ -101,7 +101,8 @@ def verify(trace: Recording, budget: int = reference.DEFAULT_BUDGET) -> Referenc
     if plan.skipped:
         return ReferenceCheck(plan, {})
     arrays = load_params(spec)
-    by_columns = [k for k, v in arrays.items() if v.ndim == 2 and k not in ("embedding", "position", "token_type")]  # read a column at a time
+    by_columns = [k for k, v in arrays.items() if v.ndim == 2 and k not in ("embedding", "position", "token_type")
+                  and not k.endswith("relative_bias")]  # tables are read by rows (T5's relative-bias tables too)  # read a column at a time
     columns = {k: arrays[k].T.tolist() for k in by_columns}  # W.T made by NumPy: a copy the reference would make in Python
     params = {k: v.tolist() for k, v in arrays.items() if k not in columns}
     del arrays

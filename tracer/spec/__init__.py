@@ -31,10 +31,12 @@ KEYWORDS = ("identity", "zeros", "ones", "random")
 
 TOP_KEYS = ("name", "description", "model", "vocab", "dims", "block", "encoder", "decoder", "input", "weights",
             "seed", "init", "dtype", "allow_nonfinite", "loss", "tokenizer")
-DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type", "C_e", "d")
+DIM_KEYS = ("B", "T", "S", "C", "H", "H_kv", "F", "V", "T_max", "V_type", "C_e", "d", "K_rel")
 BLOCK_KEYS = ("norm_order", "steps", "layers", "mask", "eps", "norm", "activation", "positions", "position_base",
               "rotary_pairing", "rope_scaling", "rotary_dim", "final_norm", "head", "head_bias", "embedding_norm", "token_types",
-              "position_offset", "ffn", "embedding_scale", "qk_norm", "attention_scale", "attention_softcap", "head_softcap")
+              "position_offset", "ffn", "embedding_scale", "qk_norm", "attention_scale", "attention_softcap", "head_softcap",
+              "relative", "head_scale")
+RELATIVE_KEYS = ("buckets", "max_distance")  # relative: {buckets: 32, max_distance: 128}: T5's relative position bias
 FFN_KEYS = ("experts", "top_k")  # ffn: {experts: 8, top_k: 2}: a mixture of experts in place of the FFN (Mixtral's block)
 MASK_KEYS = ("causal", "window", "sliding_layers")  # mask: {causal: true, window: 4}; sliding_layers: [0, 2] (Gemma 2)
 ROPE_SCALING_KEYS = ("type",) + rope.LLAMA3_KEYS  # rope_scaling: {type: linear, factor: 4}
@@ -43,8 +45,8 @@ SEQ2SEQ_INPUT_KEYS = ("source", "target", "targets")
 INITS = ("default", "xavier")  # how drawn matrices are scaled (tracer/params.py)
 LOSSES = ("next-token", "sum-squares")  # tracer grad: the scalar whose gradient is traced (tracer/grad/losses.py)
 STEP_KEYS = ("name", "op", "in", "weights", "axis", "start", "stop", "index", "out", "activation", "meaning")
-RESERVED_STAGES = ("embed", "input", "position", "x", "memory", "embeddings", "token_type", "typed", "embed_scaled")
-POSITIONS = ("learned", "sinusoidal", "rotary", "none")
+RESERVED_STAGES = ("embed", "input", "position", "x", "memory", "embeddings", "token_type", "typed", "embed_scaled", "position_bias", "head_scale")
+POSITIONS = ("learned", "sinusoidal", "rotary", "none", "relative")  # relative: T5's position bias on the scores
 PAIRINGS = ("interleaved", "half")  # rotary pairs (2i, 2i+1) as in Meta's LLaMA code, or (i, i + d/2) as in Hugging Face
 MODEL_FILE_KEYS = ("file", "layout", "first_layer", "allow_unread")  # weights: {file: model.safetensors, layout: gpt2}
 FILE_KEYS = ("file", "key", "transpose")  # one weight: w_q: {file: w.npz, key: attn_q}
@@ -68,6 +70,7 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     E: int | None = None  # experts of a mixture of experts (block.ffn.experts; None: a plain FFN)
     C_e: int | None = None  # the token embedding's width when it is projected to C and back (OPT's word_embed_proj_dim)
     head_dim: int | None = None  # dims.d: a head width set apart from C / H (LLaMA's head_dim, Qwen3's); None: C // H
+    K_rel: int | None = None  # rows of T5's relative-bias tables (positions: relative): one per bucket
 
     @property
     def d(self) -> int:
@@ -136,13 +139,15 @@ class BlockSpec(NamedTuple):
     attention_softcap: float | None = None  # Gemma 2: every attention's scores cap * tanh(scores / cap), before the mask
     head_softcap: float | None = None  # Gemma 2: logits = cap * tanh(raw_logits / cap), a stage after the head
     sliding_layers: tuple[int, ...] | None = None  # mask.sliding_layers: only these layers read the window (Gemma 2)
+    relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
+    head_scale: bool = False  # T5's tied head: the head reads the (final-normed) output times C ** -0.5, a stage of its own
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
                              self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset,
                              self.rope_scaling, self.rotary_dim, embedding_scale=self.embedding_scale, qk_norm=self.qk_norm,
                              attention_scale=self.attention_scale, attention_softcap=self.attention_softcap, head_softcap=self.head_softcap,
-                             sliding_layers=self.sliding_layers)
+                             sliding_layers=self.sliding_layers, relative=self.relative)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function
@@ -476,7 +481,7 @@ class _Validator:
             raise self.fail(("dims", "C_e"), msg("C_e is the width of a decoder-only model's token embedding, projected to C after it and back before the head: it needs token input or a head"))
         dims = Dims(B=B, T=T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max, S=S,
                     H_kv=None if H_kv == given["H"] else H_kv, V_type=V_type, E=block.experts,  # H_kv = H is plain multi-head attention
-                    C_e=given.get("C_e"), head_dim=head_dim)
+                    C_e=given.get("C_e"), head_dim=head_dim, K_rel=self.relative_rows(weights_raw, model, block, encoder, given))
         if max_token is not None and V is not None and max_token >= V:
             where: Path = ("input", "tokens") if model == "decoder" else ("input",)
             raise self.fail(where, msg("token id {max_token} is out of range: the embedding table has V = {V} rows (ids 0 to {x})", max_token=yamlio.abbreviate(str(max_token)), V=V, x=V - 1))
@@ -654,9 +659,16 @@ class _Validator:
         if (attention_softcap is not None or head_softcap is not None or norm_order == "sandwich") and p != ("block",):
             key = "attention_softcap" if attention_softcap is not None else "head_softcap" if head_softcap is not None else "norm_order"
             raise self.fail(p + (key,), msg("{key} (Gemma 2's) is for a decoder-only spec's block", key=key))
+        relative = self.relative(raw, p, positions)
+        head_scale = self.boolean(raw.get("head_scale", False), p + ("head_scale",))
+        if head_scale and head == "none":
+            raise self.fail(p + ("head_scale",), msg("head_scale scales what the output head reads, but head is none"))
+        if attention_softcap is not None and relative is not None:  # no family has both: their order is not guessed
+            raise self.fail(p + ("attention_softcap",), msg("attention_softcap (Gemma 2's) with positions: relative (T5's): no model has both, so tracer does not guess whether the bias is added before or after the cap"))
         spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                          float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
-                         experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding)
+                         experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding,
+                         relative, head_scale)
         return spec, raw.get("steps")
 
     def softcap(self, raw: dict[str, Any], key: str, p: Path) -> float | None:
@@ -679,6 +691,36 @@ class _Validator:
         if len(set(out)) != len(out) or list(out) != sorted(out):
             raise self.fail(path, msg("expected each layer once, in increasing order, received {got}", got=self.received(path, raw)))
         return out
+
+    def relative(self, raw: dict[str, Any], p: Path, positions: str) -> tuple[int, int] | None:
+        """``positions: relative`` with ``relative: {buckets: K, max_distance: D}`` (T5's; defaults 32 and 128)."""
+        if positions != "relative":
+            if "relative" in raw:
+                raise self.fail(p + ("relative",), msg("relative is for positions: relative (T5's position bias), but positions is {positions}", positions=positions))
+            return None
+        path = p + ("relative",)
+        rel = self.keys(raw.get("relative") or {}, path, RELATIVE_KEYS, msg("relative position settings"))
+        buckets = self.integer(rel.get("buckets", 32), path + ("buckets",), 4, MAX_DIM)
+        distance = self.integer(rel.get("max_distance", 128), path + ("max_distance",), 1, MAX_DIM)
+        if distance <= buckets // 2:  # the logarithmic buckets span max_exact .. max_distance: it must lie above max_exact
+            raise self.fail(path + ("max_distance",), msg("expected a distance above buckets / 2 = {half}, received {got}", half=buckets // 2, got=distance))
+        return buckets, distance
+
+    def relative_rows(self, weights_raw: dict[str, Any], model: str, block: BlockSpec, encoder: BlockSpec | None, given: dict[str, int]) -> int | None:
+        """K_rel: the rows of the relative-bias tables (each stack's with positions: relative), else dims.K_rel, else the buckets."""
+        stacks = [(encoder, "encoder."), (block, "decoder.")] if model == "encoder-decoder" else [(block, "")]
+        wanted = [(st, prefix) for st, prefix in stacks if st is not None and st.relative is not None]
+        if not wanted:
+            if "K_rel" in given:
+                raise self.fail_key(("dims", "K_rel"), msg("K_rel is the rows of the relative-bias table: it needs positions: relative"))
+            return None
+        for _st, prefix in wanted:
+            name = prefix + "relative_bias"
+            value = self.lookup(weights_raw, group_yaml_path(name)[1:])
+            rows = len(value) if isinstance(value, list) and value else self.file_rows(name, value)
+            if rows is not None:
+                return rows
+        return given.get("K_rel", max(st.relative[0] for st, _ in wanted if st.relative is not None))
 
     def rope_scaling(self, raw: Any, path: Path) -> tuple[object, ...]:
         """``{type: linear, factor: F}`` or ``{type: llama3, factor, low_freq_factor, high_freq_factor,
@@ -802,6 +844,9 @@ class _Validator:
         if block.head != "none" and dims.C_e is not None:  # OPT's project_out: C -> C_e, the embedding's width the head reads
             steps.append(blocks.project_out(last))
             last = steps[-1].name
+        if block.head != "none" and block.head_scale:  # T5's tied head: the output times C ** -0.5 first, a stage of its own
+            steps.append(blocks.head_scale(prefix, last))
+            last = steps[-1].name
         if block.head != "none":
             steps += blocks.head_steps(last, block.head_softcap)
         sizes = dims.as_dict()
@@ -816,7 +861,7 @@ class _Validator:
                     raise self.fail(("block", "final_norm"), msg("the final normalisation reads the last step, {inputs}: {e}", inputs=step.inputs[0], e=message_of(e))) from None
                 raise self.fail(("block",), msg("step {name}: {e}", name=step.name, e=message_of(e))) from None  # a custom layer that clashes once stacked
             if step.op in ("mha", "cross_mha"):
-                internals = blocks.attention_internals(step, ins[0], ins[-1], sizes)
+                internals = blocks.attention_internals(step, ins[0], ins[1] if step.op == "cross_mha" else ins[0], sizes)
                 taken = [n for n in internals if n in shapes or n in step_names]
                 if taken:
                     raise self.fail(("block",), join([msg("step {name} records its attention internals as {prefix}.*, but stage {stage} already exists", name=step.name, prefix=taken[0].rsplit('.', 1)[0], stage=repr(taken[0])), msg("rename one of the steps")]))
@@ -1041,6 +1086,9 @@ class _Validator:
             if kind is None or step.weights is None:
                 continue
             group = step.weights
+            if kind == "relative_bias":  # T5: each stack's own table, named by its prefix (encoder.relative_bias)
+                wanted.setdefault(group, TABLES[kind])
+                continue
             if kind in TABLES:
                 width = TABLES[kind]
                 if dims.C_e is not None and kind in ("embedding", "head"):  # the embedding is C_e wide (OPT's word_embed_proj_dim)

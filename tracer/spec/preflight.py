@@ -9,7 +9,7 @@ No NumPy is imported (graph and validate stay quick):
 - LayerNorm statistics over another axis than C, BatchNorm in a text block;
 - softmax over queries;
 - an elementwise add of two differently shaped stages;
-- positions beyond the learned table's T_max rows.
+- positions beyond the learned table's T_max rows, and relative-position buckets beyond T5's bias table.
 Violations that depend on the values (NaN, Inf) are only known by running.
 """
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from tracer.errors import BrokenContract, Violation
 from tracer.model.blocks import Step, internal_prefix
-from tracer.model.contracts import operand_axes, position_violation, violation
+from tracer.model.contracts import operand_axes, position_violation, relative_violation, violation
 from tracer.model.ops import OPS
 from tracer.spec import Spec
 
@@ -31,6 +31,9 @@ def step_violations(spec: Spec, step: Step) -> list[Violation]:
     """What the run flags at `step`: the broken contracts as the executor words them, and positions beyond T_max."""
     if step.op in ("position_table", "position_offset"):
         v = position_violation(spec, step)
+        return [] if v is None else [v]
+    if step.op == "relative_bias":  # T5: a bucket beyond the relative-bias table
+        v = relative_violation(spec, step)
         return [] if v is None else [v]
     over_queries = step.op in ("mha", "cross_mha") and step.axis == "queries"
     axes = spec.stage_shapes[f"{internal_prefix(step)}.scores" if over_queries else step.name][0]  # as the executor labels them

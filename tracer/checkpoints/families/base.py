@@ -54,6 +54,7 @@ class Take(NamedTuple):
     optional: bool = False  # a tensor only some checkpoints of the family hold (a bias a config switches on): absent, the
     # weight takes its fill (zeros), as when the layout does not map it; the family's config reader checks config and tensors agree
     heads: int = 0  # packed per head: the axis is [H, split, n] (GPT-NeoX's query_key_value); -1 in a table: the spec's H
+    alt: str = ""  # another key for the same weight, tried when ``key`` is absent (T5's gated FFN: wi_0 in place of relu's wi)
 
     def shape(self, stored: tuple[int, ...]) -> tuple[int, ...] | None:
         """The shape tracer receives from a stored tensor of shape ``stored`` (None if it cannot be split so)."""
@@ -114,6 +115,7 @@ class ModelConfig(NamedTuple):
     assumed_why: str = ""  # "no config.json", "not in config.json", "a state dict does not record it"
     options_used: tuple[str, ...] = ()  # the Options fields the family read: any other given is refused
     padding_token: int | None = None  # a token id the input may not hold: RoBERTa numbers a padding token's position padding_idx
+    target_start: int | None = None  # an encoder-decoder with a token table (T5): the target's first id, decoder_start_token_id
 
 
 class Layout(NamedTuple):
@@ -164,7 +166,7 @@ class Layout(NamedTuple):
             fields["i"] = str(layer + first_layer)
         key = take.key.format(**fields)
         present = keys if isinstance(keys, (set, frozenset)) else frozenset(keys)
-        candidates = self.candidates(key)
+        candidates = self.candidates(key) + (self.candidates(take.alt.format(**fields)) if take.alt else [])
         for k in candidates:
             if k in present:
                 return take._replace(key=k), True
@@ -257,7 +259,7 @@ def _reverse(layout: Layout) -> tuple[dict[str, list[_Entry]], list[_Entry]]:
         anywhere: list[_Entry] = []
         for tracer_key, take in layout.table.items():
             stack = tracer_key.split("{i}", 1)[0] if "{i}" in tracer_key else ""
-            for written, fixed in _written(layout, take.key):
+            for written, fixed in _written(layout, take.key) + (_written(layout, take.alt) if take.alt else []):
                 entry = (_regex(written), tracer_key, stack, fixed)
                 head = written.split(".", 1)[0]
                 (anywhere if "{" in head else by_head.setdefault(head, [])).append(entry)
