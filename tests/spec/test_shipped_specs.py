@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from conftest import EXAMPLES, REPO, SPECS, run_app
+from conftest import EXAMPLES, REPO, SPECS, run_app, run_cli
 from helpers import oracle as ind
 from helpers.tracing import independent_stages, trace_file
 
@@ -57,7 +57,7 @@ def test_shipped_spec_matches_independent(spec):
 
 @pytest.mark.slow  # the GPT-2-sized walkthrough, verified, through the command
 def test_guide_walkthrough_table_shows_768_3072_768():
-    r = run_app("run", WALKTHROUGH, "--verify")
+    r = run_cli("run", WALKTHROUGH, "--verify")
     assert r.returncode == 0, r.stderr
     rows = [line.split("│")[1:-1] for line in r.stdout.splitlines() if line.startswith("│ ")]
     shapes = {cells[0].strip(): cells[3].strip() for cells in rows}

@@ -12,7 +12,7 @@ import json
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from conftest import PRE_TEXT, load_text, run_app, write_spec
+from conftest import PRE_TEXT, load_text, run_app, run_cli, write_spec
 
 from tracer.errors import SpecError
 
@@ -22,7 +22,7 @@ CH17 = PRE_TEXT
 def run_spec(tmp_path, text, name="spec.yaml"):
     """The installed command on a spec written to tmp_path (run from there, so messages say spec.yaml)."""
     write_spec(tmp_path, text, name)
-    return run_app("run", name, cwd=tmp_path)
+    return run_cli("run", name, cwd=tmp_path)
 
 
 def run_spec_in_process(tmp_path, text, name="spec.yaml"):
