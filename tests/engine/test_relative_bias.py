@@ -158,3 +158,14 @@ def test_the_memory_estimate_counts_the_position_bias():
     spec = load_spec_text(seq2seq())
     est = estimate(spec, RecordPolicy())
     assert any(s.name == "encoder.position_bias" for s in est.stages)
+
+
+def test_a_soft_cap_with_a_relative_bias_is_refused_not_guessed(tmp_path):
+    """No model caps the scores and adds T5's bias: whether the bias comes before or after the cap is not guessed."""
+    text = ("dims: {T: 4, C: 4, H: 2, F: 8}\n"
+            "block: {positions: relative, relative: {buckets: 8, max_distance: 16}, attention_softcap: 50}\n"
+            "input: {x: random}\nseed: 1\n")
+    write_spec(tmp_path, text)
+    assert_refused(run_app("run", "spec.yaml", cwd=tmp_path), "block.attention_softcap", "positions: relative", "does not guess")
+    ok = run_app("run", str(write_spec(tmp_path, text.replace(", attention_softcap: 50", ""), "b.yaml")))
+    assert ok.returncode == 0, ok.stderr
