@@ -155,3 +155,11 @@ def find(tok: Tokenizer, word: str) -> int | None:
         if len(ids) == 1:
             return int(ids[0])
     return None
+
+
+def token_id(path: str, word: str, V: int) -> int:
+    """--token WORD of a spec with ``tokenizer: path``: its id below V, or a UsageError (lens, diff and patch read it so)."""
+    found = find(load(path), word)
+    if found is not None and found < V:
+        return found
+    raise UsageError(msg("--token {token}: the tokenizer has no single token with this text (give its id instead)", token=repr(word)))

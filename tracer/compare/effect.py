@@ -58,10 +58,7 @@ def choose_token(spec: Spec | None, token: str | int | None, top_of: np.ndarray 
     if spec is not None and spec.tokenizer is not None:
         from tracer.checkpoints import tokenizer as tokenizers
 
-        found = tokenizers.find(tokenizers.load(spec.tokenizer), text)
-        if found is not None and found < V:
-            return found
-        raise UsageError(msg("--token {token}: the tokenizer has no single token with this text (give its id instead)", token=repr(text)))
+        return tokenizers.token_id(spec.tokenizer, text, V)
     if not vocab:
         raise UsageError(msg("{option} {got}: the spec has no vocab to look a word up in; give a token id 0 to {last}", option=option, got=text, last=V - 1))
     raise UsageError(msg("{option} {got}: no such word in the spec's vocab{hint}", option=option, got=repr(text), hint=suggest(text, vocab)))

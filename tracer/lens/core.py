@@ -126,10 +126,7 @@ def token_id(spec: Spec, token: str | int) -> int:
     if spec.tokenizer is not None:
         from tracer.checkpoints import tokenizer as tokenizers
 
-        found = tokenizers.find(tokenizers.load(spec.tokenizer), token)
-        if found is not None and found < V:
-            return found
-        raise UsageError(msg("--token {token}: the tokenizer has no single token with this text (give its id instead)", token=repr(token)))
+        return tokenizers.token_id(spec.tokenizer, token, V)
     if spec.vocab is not None and token in spec.vocab:
         return spec.vocab.index(token)
     if spec.vocab is not None:
