@@ -1357,6 +1357,8 @@ MESSAGES: dict[str, str] = {
     '{name}: preset parallel residual': '{name}：预设并行残差',
     '{name}: preset parallel residual under one norm': '{name}：预设并行残差（共用一个归一化）',
     'the design: A {a}; B {b}': '设计：A {a}；B {b}',
+    'the design: only B has {b}': '设计：只有 B 有 {b}',
+    'the design: only A has {a}': '设计：只有 A 有 {a}',
     ", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates": '，旋转位置底数 {base}，在每个头 d 个坐标中的前 r = {r} 个里按 {pairs} 配对',
     'partial rotary ({n} coordinates of each head turned)': '部分旋转（每个头旋转 {n} 个坐标）',
     # i23-moe
@@ -1413,7 +1415,6 @@ MESSAGES: dict[str, str] = {
     'a mixture of {E} experts, top {k}': '{E} 个专家的混合，取前 {k} 个',
     'positions from row {o}': '位置从第 {o} 行起',
     'rope scaling {kind}': 'rope 缩放 {kind}',
-    'none of these': '这些都没有',
     # graph: a parallel residual's branches
     '{branch} branch: {stage}': '{branch}分支：{stage}',
     'attention': '注意力',

@@ -15,7 +15,9 @@ def test_diff_of_a_sequential_and_a_parallel_block_says_parallel_residual(tmp_pa
     (tmp_path / "b.yaml").write_text(_spec("parallel", ", rotary_dim: 2"))
     r = run_app("diff", "a.yaml", "b.yaml", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
-    assert "the design: A none of these; B parallel residual, partial rotary (2 coordinates of each head turned)" in r.stdout
+    assert "the design: only B has parallel residual, partial rotary (2 coordinates of each head turned)" in r.stdout
+    swapped = run_app("diff", "b.yaml", "a.yaml", cwd=tmp_path)  # the side that makes the choices is named, never "A none"
+    assert "the design: only A has parallel residual, partial rotary (2 coordinates of each head turned)" in swapped.stdout
     (tmp_path / "c.yaml").write_text(_spec("parallel_shared", ", rotary_dim: 2"))
     one_norm = run_app("diff", "b.yaml", "c.yaml", cwd=tmp_path)  # both parallel: only the one norm is a difference of design
     assert "the design: A parallel residual; B parallel residual, one norm" in one_norm.stdout and "norm2" in one_norm.stdout

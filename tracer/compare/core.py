@@ -568,7 +568,11 @@ def design_line(a: Side, b: Side) -> Message | None:
     only_b = [w for w in words_b if w not in words_a]
     if not only_a and not only_b:
         return None
-    return msg("the design: A {a}; B {b}", a=join(only_a or [msg("none of these")], ", "), b=join(only_b or [msg("none of these")], ", "))
+    if not only_a:
+        return msg("the design: only B has {b}", b=join(only_b, ", "))
+    if not only_b:
+        return msg("the design: only A has {a}", a=join(only_a, ", "))
+    return msg("the design: A {a}; B {b}", a=join(only_a, ", "), b=join(only_b, ", "))
 
 
 # -- settings -----------------------------------------------------------------
