@@ -1321,7 +1321,6 @@ MESSAGES: dict[str, str] = {
     'Qwen2 always adds q, k and v biases and sets its sliding window per layer (the qwen2 layout reads it)': 'Qwen2 总是给 q、k、v 加偏置，并逐层设定滑动窗口（由 qwen2 布局读取）',
     "a list of {n} entries, each 'full_attention' or 'sliding_attention'": "由 {n} 项组成的列表，每项为 'full_attention' 或 'sliding_attention'",
     'layer_types: sliding_attention layers without a sliding_window (use_sliding_window is not true)': 'layer_types：有 sliding_attention 层，却没有 sliding_window（use_sliding_window 不是 true）',
-    "use_sliding_window = true: layers {slide} read a sliding window of {window} and the others all keys; tracer's layers share one mask": 'use_sliding_window = true：第 {slide} 层读取宽 {window} 的滑动窗口，其余各层读取所有键；tracer 的各层共用一个掩码',
     # i23-neox
     'part {part} of {n} within each head along axis {axis}': '沿轴 {axis} 在每个头内取 {n} 份中的第 {part} 份',
     '{key} = {value}: the {family} layout does not model this setting, so it would trace a different model': '{key} = {value}：{family} 布局不建模这个设置，追踪出来的会是另一个模型',

@@ -12,6 +12,7 @@ gradients agree with torch autograd through HF's own model to 1e-10.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -96,9 +97,15 @@ def test_qwen2_reads_its_qkv_biases_and_its_window(tmp_path):
     assert load_spec(str(imported(tmp_path, tmp_path / "late"))).block.window is None
 
 
-def test_qwen2_windows_that_differ_between_layers_are_refused(tmp_path):
-    _qwen2(tmp_path / "q", use_sliding_window=True, sliding_window=3, max_window_layers=1)
-    assert_refused(run_app("import", str(tmp_path / "q")), "config.json: use_sliding_window = true: layers 1 read a sliding window of 3")
+def test_qwen2_windows_on_some_layers_become_sliding_layers(tmp_path):
+    _qwen2(tmp_path / "q", use_sliding_window=True, sliding_window=3, max_window_layers=1)  # layer 1 of 2 slides
+    spec = load_spec(str(imported(tmp_path, tmp_path / "q")))
+    assert (spec.block.window, spec.block.sliding_layers) == (3, (1,))
+    _qwen2(tmp_path / "lt", use_sliding_window=True, sliding_window=3, layer_types=["sliding_attention", "full_attention"])
+    assert load_spec(str(imported(tmp_path, tmp_path / "lt"))).block.sliding_layers == (0,)  # layer_types over max_window_layers
+
+
+def test_qwen2_bad_layer_types_are_refused(tmp_path):
     _qwen2(tmp_path / "t", layer_types=["full_attention", "sliding"])
     assert_refused(run_app("import", str(tmp_path / "t")), "config.json: layer_types: expected a list of 2 entries")
 
@@ -143,6 +150,7 @@ def _module(kind: str):
 
 
 CASES = {"qwen2": ("qwen2", {}), "qwen2-window": ("qwen2", {"use_sliding_window": True, "sliding_window": 3, "max_window_layers": 0}),
+         "qwen2-window-layer-1": ("qwen2", {"use_sliding_window": True, "sliding_window": 3, "max_window_layers": 1}),
          "llama-biases": ("llama", {"attention_bias": True, "mlp_bias": True})}
 
 
@@ -154,7 +162,8 @@ def test_matches_hugging_face_in_float64(tmp_path, monkeypatch, case, request):
     shipped = _hf_forward(torch, model, ids)
     spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, ids)))  # no flags: the layout from model_type
     text = spec.read_text()
-    assert f"layout: {kind}" in text and ("window: 3" in text) == (case == "qwen2-window")
+    assert f"layout: {kind}" in text and ("window: 3" in text) == case.startswith("qwen2-window")
+    assert ("sliding_layers: [1]" in text) == (case == "qwen2-window-layer-1")  # the window on layer 1 only
     st = _traced(spec)
     _compare(st, *shipped, RTOL_FLOAT32)  # HF as shipped: within float32's rounding
     module, prefix = _module(kind)
@@ -163,8 +172,8 @@ def test_matches_hugging_face_in_float64(tmp_path, monkeypatch, case, request):
     found = _compare(st, hidden, outputs, logits, attentions, rtol=None, atol=TOL)
     assert max(found.values()) <= TOL
     measured(request, case, found)
-    if case == "qwen2-window":  # HF applies the window: the plain causal mask differs from position 3 on
-        spec.write_text(text.replace("mask: {causal: true, window: 3}", "mask: causal"))
+    if case.startswith("qwen2-window"):  # HF applies the window: the plain causal mask differs from position 3 on
+        spec.write_text(re.sub(r"mask: \{[^}]*\}", "mask: causal", text))
         assert np.abs(_traced(spec)["logits"][0, 3:] - logits[0, 3:]).max(axis=-1).min() > 1e-3
 
 

@@ -53,7 +53,7 @@ GEMMA_DIFFERENT = {"gemma2": GEMMA2,
 MODEL_TYPES = ("gemma",)  # gemma2: its own family (gemma2.py), refused through this layout by name
 
 
-def _no_window(cfg: Config, model_type: str | None, layers: int) -> tuple[int | None, str]:
+def _no_window(cfg: Config, model_type: str | None, layers: int) -> tuple[dict[str, Any] | None, str]:
     return None, ""  # GemmaForCausalLM has no sliding window (its config no sliding_window key: refused if given)
 
 

@@ -148,12 +148,14 @@ def rope_scaling(cfg: Config, kind: str, key: str) -> tuple[dict[str, Any] | Non
     return out, note
 
 
-def mistral_window(cfg: Config, model_type: str | None, layers: int) -> tuple[int | None, str]:
+def mistral_window(cfg: Config, model_type: str | None, layers: int) -> tuple[dict[str, Any] | None, str]:
     """Mistral's sliding_window W (every layer): query t reads keys t - W + 1..t (transformers' sliding_window_overlay,
     kv > q - W); LlamaForCausalLM reads no sliding_window, so a llama config's is not applied, nor one
     use_sliding_window turns off.  The window and the note saying where it came from."""
     window = cfg.integer("sliding_window") if model_type != "llama" and cfg.raw.get("use_sliding_window") is not False else None
-    return window, (f"sliding_window: each position reads itself and the {window - 1} before it" if window else "")
+    if not window:
+        return None, ""
+    return {"causal": True, "window": window}, f"sliding_window: each position reads itself and the {window - 1} before it"
 
 
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
@@ -162,7 +164,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     return read_decoder(config, ckpt, layout, options, ("attention_bias", "mlp_bias"), mistral_window, LLAMA_DIFFERENT)
 
 
-WindowRule = Callable[[Config, "str | None", int], "tuple[int | None, str]"]
+WindowRule = Callable[[Config, "str | None", int], "tuple[dict[str, Any] | None, str]"]  # the mask, and where it came from
 
 
 def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options, switches: tuple[str, ...],
@@ -234,7 +236,7 @@ def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout
              "d": "head_dim, not hidden_size / num_attention_heads: q_proj is [H*d, C], o_proj [C, H*d]; scores scaled by 1/sqrt(head_dim)",
              "F": "intermediate_size (gate_proj, up_proj)" if cfg.has("intermediate_size") else "the width of gate_proj",
              "V": "vocab_size (rows of embed_tokens)" if cfg.has("vocab_size") else "rows of embed_tokens"} | cfg.notes
-    window, window_note = window_of(cfg, model_type, layers)
+    window_mask, window_note = window_of(cfg, model_type, layers)
     block = {"norm_order": "pre", "layers": layers, "norm": "rmsnorm", "eps": eps,
              "activation": "swiglu", "positions": "rotary", "position_base": theta, "rotary_pairing": "half", "mask": "causal",
              "final_norm": True, "head": ("tied" if tied else "separate") if has_head else "none"}
@@ -249,8 +251,8 @@ def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout
     if scaling is not None:
         block["rope_scaling"] = scaling
         notes["rope_scaling"] = scaling_note
-    if window is not None:
-        block["mask"] = {"causal": True, "window": window}
+    if window_mask is not None:
+        block["mask"] = window_mask
         notes["mask"] = window_note
     if model_type is not None and model_type not in layout.model_types:
         cfg.assumed.append(("model_type", f"{model_type!r} computed as LLaMA"))

@@ -22,10 +22,10 @@ def table() -> dict[str, Take]:
     return llama.table(qkv_bias=True)
 
 
-def qwen2_window(cfg: Config, model_type: str | None, layers: int) -> tuple[int | None, str]:
+def qwen2_window(cfg: Config, model_type: str | None, layers: int) -> tuple[dict[str, Any] | None, str]:
     """Qwen2's sliding window, as Qwen2Config sets it: none unless use_sliding_window is true; then layer i slides when
-    i >= max_window_layers (or as config.json's layer_types says).  tracer's layers share one mask, so a window on some
-    layers and not others is refused by name; every layer sliding is the spec's mask: {causal: true, window: W}."""
+    i >= max_window_layers (or as config.json's layer_types says).  Every layer sliding is the spec's mask
+    {causal: true, window: W}; some layers sliding and not others adds sliding_layers (as Gemma 2's alternate layers)."""
     use = cfg.flag("use_sliding_window")
     window = cfg.integer("sliding_window") if use else None
     lowest = cfg.integer("max_window_layers", lo=0)
@@ -40,12 +40,15 @@ def qwen2_window(cfg: Config, model_type: str | None, layers: int) -> tuple[int 
     if window is None:
         refuse(cfg, [(any(sliding), msg("layer_types: sliding_attention layers without a sliding_window (use_sliding_window is not true)"))])
         return None, ""
-    refuse(cfg, [(any(sliding) and not all(sliding),
-                  msg("use_sliding_window = true: layers {slide} read a sliding window of {window} and the others all keys; tracer's layers share one mask",
-                      slide=", ".join(str(i) for i, s in enumerate(sliding) if s), window=window))])
     if not any(sliding):
         return None, ""
-    return window, f"sliding_window (use_sliding_window, every layer from max_window_layers on): each position reads itself and the {window - 1} before it"
+    if all(sliding):
+        return ({"causal": True, "window": window},
+                f"sliding_window (use_sliding_window, every layer from max_window_layers on): each position reads itself and the {window - 1} before it")
+    slide = [i for i, s in enumerate(sliding) if s]
+    rule = "layer_types" if types is not None else f"max_window_layers {first}"
+    return ({"causal": True, "window": window, "sliding_layers": slide},
+            f"sliding_window {window} on layers {slide} ({rule}), causal on the others: a sliding layer's position reads itself and the {window - 1} before it")
 
 
 # what the qwen2 layout refuses by name: LLaMA's list (Qwen2 aside), and Qwen2's relatives whose maths differ
