@@ -1358,6 +1358,7 @@ MESSAGES: dict[str, str] = {
     'the design: A {a}; B {b}': '设计：A {a}；B {b}',
     'the design: only B has {b}': '设计：只有 B 有 {b}',
     'the design: only A has {a}': '设计：只有 A 有 {a}',
+    '; run while {what}': '；运行时{what}',
     ", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates": '，旋转位置底数 {base}，在每个头 d 个坐标中的前 r = {r} 个里按 {pairs} 配对',
     'partial rotary ({n} coordinates of each head turned)': '部分旋转（每个头旋转 {n} 个坐标）',
     # i23-moe

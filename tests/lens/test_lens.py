@@ -169,3 +169,24 @@ def test_every_family_reads_out_or_is_refused_in_one_line(family, tmp_path):
     assert len(r.labels) == t.spec.block.layers + 1
     assert np.array_equal(r.probs[-1], t["probs"][0])
     np.testing.assert_allclose(r.probs.sum(-1), 1.0, atol=1e-12)
+
+
+def test_an_ablated_head_moves_the_lens_from_its_layer_on(tmp_path):
+    """--ablate on the lens: the layers before the ablated head read as without it, the ones from it on as tracer.trace
+    with the same ablation reads them, and the title and JSON say what was done."""
+    import tracer
+
+    spec = write_spec(tmp_path, _text())
+    plain = tracer.trace(str(spec)).lens("Paris").probs
+    ablated = tracer.trace(str(spec), ablate=["blocks.1.attn.head.0"]).lens("Paris").probs
+    js = json.loads(run_app("lens", str(spec), "--token", "Paris", "--json", "--ablate", "blocks.1.attn.head.0").stdout)
+    got = np.array([[cell["p_token"] for cell in layer["cells"]] for layer in js["layers"]])
+    T = plain.shape[1]
+    assert np.array_equal(got, ablated[:, np.arange(T), 7])
+    assert np.array_equal(got[:2], plain[:2, np.arange(T), 7])  # embed and blocks.0: before the ablated head
+    assert not np.allclose(got[2:], plain[2:, np.arange(T), 7])  # blocks.1 on: moved
+    assert js["interventions"] == [{"stage": "blocks.1.attention", "kind": "heads", "option": "--ablate blocks.1.attn.head.0", "heads": [0]}]
+    table = run_app("lens", str(spec), "--token", "Paris", "--ablate", "blocks.1.attn.head.0")
+    assert table.returncode == 0 and "; run while ablating head 0 of layer 1" in table.stdout
+    bad = run_app("lens", str(spec), "--ablate", "blocks.9.attn.head.0")
+    assert_refused(bad, "--ablate")

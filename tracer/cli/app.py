@@ -695,6 +695,7 @@ def graph(
 # -- i27-lens: tracer lens ------------------------------------------------------------------
 LENS_SECTIONS = {
     "What the lens shows": ("--token", "--top", "--batch", "--precision", "--text", "--no-special"),
+    "Interventions": ("--ablate", "--set"),
     "Output": ("--format", "--json", "--svg", "--html", "--force", "--no-color", "--lang"),
     "Checks and limits": ("--max-memory", "--confine"),
 }
@@ -720,6 +721,8 @@ def lens(
     max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = DEFAULT_MAX_MEMORY,
     confine: ConfineOption = None,
     lang: LangOption = None,
+    ablate: AblateOption = None,
+    set_: SetOption = None,
 ) -> None:
     """The logit lens: every layer's residual stream through the final norm (with that layer's own statistics) and the head.
 
@@ -732,7 +735,7 @@ def lens(
         form = lenses.lens_format(fmt, as_json)
         targets = export_targets(svg, html, [spec], "table" if form == "table" else form, force)
         result = lenses.lens_spec(spec, token=_int_or_text(token), top=top, batch=batch, max_memory=max_memory, precision=precision,
-                                  text=text, special=not no_special)
+                                  text=text, special=not no_special, ablate=tuple(ablate or ()), set_=tuple(set_ or ()))
         if form == "table":
             from tracer.lens.view import lens_view
 

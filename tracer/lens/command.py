@@ -19,8 +19,10 @@ def lens_format(fmt: str | None, as_json: bool) -> str:
 
 
 def lens_spec(path: str, *, token: str | int | None = None, top: int = LENS_TOP, batch: int = 0, max_memory: str = "4GB",
-              precision: int = 4, text: str | None = None, special: bool = True) -> LensResult:
-    """Load and run the spec (its input replaced by ``text``, when given), keeping each layer's residual, and read it out."""
+              precision: int = 4, text: str | None = None, special: bool = True, ablate: tuple[str, ...] = (),
+              set_: tuple[str, ...] = ()) -> LensResult:
+    """Load and run the spec (its input replaced by ``text``, when given; with ``ablate``/``set_`` applied as tracer run
+    applies --ablate/--set), keeping each layer's residual, and read it out."""
     import numpy as np
 
     from tracer.engine import executor
@@ -34,6 +36,10 @@ def lens_spec(path: str, *, token: str | int | None = None, top: int = LENS_TOP,
         raise UsageError(msg("--no-special says whether the tokenizer adds its special tokens to --text: give --text too"))
     else:
         s = memory.load_spec_within(path, max_memory)
+    if ablate or set_:
+        from tracer.engine.interventions import Requests, attach
+
+        s = attach(s, Requests(tuple(ablate), tuple(set_)))
     p = plan(s)
     choices.precision(precision)
     b, _ = choices.position(s, batch, 0, ("--batch", "--pos"))

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tracer.i18n import tr
-from tracer.messages import msg, render
+from tracer.messages import join, msg, render
 from tracer.views.text import csv_text, exact
 
 if TYPE_CHECKING:
@@ -61,8 +61,17 @@ def token_text(r: LensResult, t: int) -> str:
 def title(r: LensResult) -> str:
     same = len(set(r.tokens)) == 1
     what = token_text(r, 0) if same else render(r.chosen)
-    return render(msg("logit lens of {name}, sample b={b}: each layer's residual through the final norm (with that layer's own statistics) and the head; p of {what}",
+    line = render(msg("logit lens of {name}, sample b={b}: each layer's residual through the final norm (with that layer's own statistics) and the head; p of {what}",
                       name=r.spec.name, b=r.batch, what=what))
+    done = interventions(r)
+    return line if not done else line + render(msg("; run while {what}", what=join([i.phrase() for i in done], ", ")))
+
+
+def interventions(r: LensResult) -> list[Any]:
+    """The --ablate/--set the lens was run with, in the spec's order."""
+    from tracer.engine.interventions import by_stage
+
+    return list(by_stage(r.spec).values())
 
 
 def lens_table(r: LensResult) -> Table:
@@ -118,6 +127,7 @@ def lens_json(r: LensResult) -> dict[str, Any]:
         "batch": r.batch,
         "positions": [{"t": t, "id": r.positions[t][0], "text": r.positions[t][1]} for t in range(T)],
         "token": [{"t": t, "id": r.tokens[t], "text": r.words[t]} for t in range(T)],
+        "interventions": [i.as_json() for i in interventions(r)],
         "layers": [{"layer": label, "cells": [
             {"t": t, "p_token": float(r.probs[layer, t, r.tokens[t]]),
              "top": [{"id": i, "text": w, "p": p} for i, w, p in r.cell(layer, t).top]} for t in range(T)]}
