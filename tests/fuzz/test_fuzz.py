@@ -38,7 +38,7 @@ SEEDS = [
     "weights:\n  attn: {w_q: identity, w_k: zeros, w_v: ones, w_o: [[1, 0], [0, 1]], b_o: [0.5, -0.5]}\n  norm1: {gamma: ones}\n"
     "seed: 0\ndtype: float32\n",
 ]
-# per property: 1000 under --slow or in CI (2000 specs in all), 50 by default so that `python -m pytest` stays quick
+# per property: 1000 under --slow or in CI (2000 specs in all), 25 by default so that `python -m pytest` stays quick
 N = int(os.environ.get("TRACER_FUZZ_EXAMPLES") or (1000 if os.environ.get("CI") or slow_run() else 25))
 FUZZ = settings(max_examples=N, deadline=None, database=None, derandomize=not os.environ.get("TRACER_FUZZ_RANDOM"),
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
