@@ -215,6 +215,7 @@ def test_grad_matches_torch_autograd_through_hugging_face(tmp_path, monkeypatch,
 
 # -- rope scaling: linear and llama3 -------------------------------------------------------
 
+RTOL_SCALED_FLOAT32 = 1e-5
 ROPES = {"linear": {"rope_type": "linear", "factor": 4.0},
          # original_max_position_embeddings 100 puts the 8 speeds of d = 16 (wavelengths 6 to 2650) in all three llama3 regimes
          "llama3": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 100}}
@@ -265,7 +266,9 @@ def test_rope_scaling_matches_hugging_face_in_float64(tmp_path, monkeypatch, kin
     line = next(line for line in text.splitlines() if "rope_scaling:" in line)
     assert f"type: {kind}" in line and "# rope_parameters: rope type" in line
     st = _traced(spec)
-    _compare(st, *shipped, RTOL_FLOAT32)
+    # HF as shipped scales the speeds in float32 too (llama3: several more roundings of each speed before the angle):
+    # within 1e-5 of the largest value, still a hundred times below a real mistake; the exact match is the next one
+    _compare(st, *shipped, RTOL_SCALED_FLOAT32)
     _float64_internals(monkeypatch, torch, ml, "Llama")
     _scaled_rotary(monkeypatch, torch, ml, "Llama", ROPES[kind])
     found = _compare(st, *_hf_forward(torch, model, ids), rtol=None, atol=TOL)
