@@ -719,13 +719,19 @@ def _softmax_head_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, dw: np.
                            ds: np.ndarray | None, dv: np.ndarray, blocked: bool, step: int) -> None:
     """One head: [T,d] dmixed, [T,S] weights, [S,d] v -> dw [T,S] = dm v^T written in full, ds [T,S] written
     in the blocks of rows up to the diagonal when ``blocked`` (else in full; None: not at all), dv [S,d] added to.
-    ``ds`` may be ``dw`` itself: each block of dw is read once, just before it is overwritten."""
+    ``ds`` may be ``dw`` itself: each block of dw is read once, just before it is overwritten; then (a scratch
+    buffer, not a stage) dw is made only where it is read, a block of rows at a time, its keys up to the block's
+    last row when ``blocked``: each value is the same product of the same two rows of length d."""
     T, S = w.shape
-    np.matmul(dm, v.T, out=dw)
+    scratch = ds is dw
+    if not scratch:
+        np.matmul(dm, v.T, out=dw)
     if ds is not None:
         for r0 in range(0, T, step):
             r1 = min(r0 + step, T)
             n = r1 if blocked else S  # keys this block of rows may read
+            if scratch:
+                np.matmul(dm[r0:r1], v[:n].T, out=dw[r0:r1, :n])
             wb = w[r0:r1, :n]
             dsb = _dominant_shift(dw[r0:r1, :n], wb, -1, ds[r0:r1, :n])  # each row's dw, less its value at the top weight
             dsb -= np.einsum("ts,ts->t", dsb, wb)[:, None]  # less D, the weighted mean of the row (of shifted numbers)
