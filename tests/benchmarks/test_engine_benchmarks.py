@@ -18,15 +18,18 @@ ROWS = {
         rf"^  tracer, run minus start-up: {MS}",
         rf"^  fair ratio tracer / PyTorch build \+ forward \((training-mode|eval fast path), the faster\): {RATIO}; target <= 0\.80$",
         rf"^  old ratio tracer / PyTorch forward alone .*: {RATIO}$",
+        rf"^  fair ratio of the fastest runs .*: -?\d+ ms / \d+ ms = {RATIO}$",
         rf"^  the trace alone .*: {MS}",
         rf"^  the same trace again in that child .*: {MS}",
         rf"^  GEMM floor, the six products .*best of \d+ each: {MS}",
         rf"^  trace / floor: {RATIO}; target <= 1\.15 \(the second trace / floor: {RATIO}\)$",
+        rf"^  trace / floor of the fastest runs: \d+ / \d+ ms = {RATIO}$",
     ),
     "grad_vs_pytorch.py": (
         rf"^  tracer, grad minus start-up: {MS}",
         rf"^  fair ratio tracer / PyTorch build \+ forward \+ backward: {RATIO}; target <= 1\.00$",
         rf"^  old ratio tracer / PyTorch forward \+ backward alone .*: {RATIO}$",
+        rf"^  fair ratio of the fastest runs .*: -?\d+ ms / \d+ ms = {RATIO}$",
         rf"^  warm ratio tracer / PyTorch: {RATIO} \(median\)",
     ),
 }
