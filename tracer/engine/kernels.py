@@ -670,8 +670,12 @@ def _qk_head_backward(ds: np.ndarray, q: np.ndarray, k: np.ndarray, dq: np.ndarr
     T, S = ds.shape
     for r0 in range(0, T, step):
         r1 = min(r0 + step, T)
-        n = r1 if causal else S  # keys this block of rows reads
-        np.matmul(ds[r0:r1, :n], k[:n], out=dq[r0:r1])
+        np.matmul(ds[r0:r1, :r1 if causal else S], k[:r1 if causal else S], out=dq[r0:r1])  # the keys these rows read
+    _keys_backward(ds, q, dk, causal, step)
+
+
+def _keys_backward(ds: np.ndarray, q: np.ndarray, dk: np.ndarray, causal: bool, step: int) -> None:  # [T,S], [T,d] -> dk [S,d] added to
+    S = ds.shape[1]
     for c0 in range(0, S, step):
         c1 = min(c0 + step, S)
         first = c0 if causal else 0  # queries that read this block of keys
@@ -719,23 +723,31 @@ def _softmax_head_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, dw: np.
                            ds: np.ndarray | None, dv: np.ndarray, blocked: bool, step: int) -> None:
     """One head: [T,d] dmixed, [T,S] weights, [S,d] v -> dw [T,S] = dm v^T written in full, ds [T,S] written
     in the blocks of rows up to the diagonal when ``blocked`` (else in full; None: not at all), dv [S,d] added to.
-    ``ds`` may be ``dw`` itself: each block of dw is read once, just before it is overwritten; then (a scratch
-    buffer, not a stage) dw is made only where it is read, a block of rows at a time, its keys up to the block's
-    last row when ``blocked``: each value is the same product of the same two rows of length d."""
+    ``ds`` may be ``dw`` itself: each block of dw is then made, read once and overwritten (_softmax_rows_backward)."""
     T, S = w.shape
-    scratch = ds is dw
-    if not scratch:
+    if ds is not dw:
         np.matmul(dm, v.T, out=dw)
     if ds is not None:
         for r0 in range(0, T, step):
             r1 = min(r0 + step, T)
-            n = r1 if blocked else S  # keys this block of rows may read
-            if scratch:
-                np.matmul(dm[r0:r1], v[:n].T, out=dw[r0:r1, :n])
-            wb = w[r0:r1, :n]
-            dsb = _dominant_shift(dw[r0:r1, :n], wb, -1, ds[r0:r1, :n])  # each row's dw, less its value at the top weight
-            dsb -= np.einsum("ts,ts->t", dsb, wb)[:, None]  # less D, the weighted mean of the row (of shifted numbers)
-            dsb *= wb
+            _softmax_rows_backward(dm, w, v, dw, ds, r0, r1, r1 if blocked else S)
+    _values_backward(w, dm, dv, blocked, step)
+
+
+def _softmax_rows_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, dw: np.ndarray, ds: np.ndarray, r0: int, r1: int,
+                           n: int) -> None:  # rows r0:r1 of ds [T,S], their first n keys (those the rows may read)
+    """When ``ds`` is ``dw`` (a scratch buffer, not a stage), the block of dw is made here first, only where it is read:
+    each value is the same product of the same two rows of length d as in the whole dm v^T."""
+    if ds is dw:
+        np.matmul(dm[r0:r1], v[:n].T, out=dw[r0:r1, :n])
+    wb = w[r0:r1, :n]
+    dsb = _dominant_shift(dw[r0:r1, :n], wb, -1, ds[r0:r1, :n])  # each row's dw, less its value at the top weight
+    dsb -= np.einsum("ts,ts->t", dsb, wb)[:, None]  # less D, the weighted mean of the row (of shifted numbers)
+    dsb *= wb
+
+
+def _values_backward(w: np.ndarray, dm: np.ndarray, dv: np.ndarray, blocked: bool, step: int) -> None:  # [T,S], [T,d] -> dv [S,d] added to
+    S = w.shape[1]
     for c0 in range(0, S, step):
         c1 = min(c0 + step, S)
         first = c0 if blocked else 0  # queries that may read this block of keys
@@ -779,10 +791,19 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
                     if bias is not None:
                         w[r0:r1, :n] += bias[h, r0:r1, :n]
                     _masked_softmax(w[r0:r1, :n], r0, r1, n, causal, blocked)
-                _softmax_head_backward(dmixed[b, h], w, v[b, g], ds, ds, dv[b, g], causal, step)
+                    if causal:  # the block's dscores and dq at once, while its rows are at hand (step is ROW_BLOCK)
+                        _softmax_rows_backward(dmixed[b, h], w, v[b, g], ds, ds, r0, r1, r1)
+                        np.matmul(ds[r0:r1, :r1], k[b, g][:r1], out=dq[b, h, r0:r1])
+                if causal:
+                    _values_backward(w, dmixed[b, h], dv[b, g], causal, step)
+                else:
+                    _softmax_head_backward(dmixed[b, h], w, v[b, g], ds, ds, dv[b, g], causal, step)
                 if dbias is not None:  # the position bias is every sample's: its gradient sums their dscores
                     dbias[h] += np.tril(ds) if causal else ds  # under causal, ds after the diagonal is not written
-                _qk_head_backward(ds, q[b, h], k[b, g], dq[b, h], dk[b, g], causal, step)
+                if causal:
+                    _keys_backward(ds, q[b, h], dk[b, g], causal, step)
+                else:
+                    _qk_head_backward(ds, q[b, h], k[b, g], dq[b, h], dk[b, g], causal, step)
 
     blas.by_heads(heads, [(b, g) for b in range(B) for g in range(H_kv)], B * H * T * S * d)  # whole key heads
     dq *= factor
