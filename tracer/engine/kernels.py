@@ -721,7 +721,7 @@ def attend_backward(dmixed: np.ndarray, weights: np.ndarray, v: np.ndarray, caus
 
 def _softmax_head_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, dw: np.ndarray,
                            ds: np.ndarray | None, dv: np.ndarray, blocked: bool, step: int) -> None:
-    """One head: [T,d] dmixed, [T,S] weights, [S,d] v -> dw [T,S] = dm v^T written in full, ds [T,S] written
+    """One head: [T,d] dmixed, [T,S] weights, [S,d] v -> dw [T,S] = dm v^T written in full (unless it is ds), ds [T,S] written
     in the blocks of rows up to the diagonal when ``blocked`` (else in full; None: not at all), dv [S,d] added to.
     ``ds`` may be ``dw`` itself: each block of dw is then made, read once and overwritten (_softmax_rows_backward)."""
     T, S = w.shape
