@@ -93,24 +93,31 @@ class Checkpoint(ABC):
         """The tensor as stored (bfloat16 already widened to float32); may be a read-only memory map."""
 
     def read(self, key: str, dtype: str) -> np.ndarray:
-        """The tensor converted to ``dtype``: a new array of its own, whatever the file holds."""
+        """The tensor converted to ``dtype``: a new array of its own, whatever the file holds, written once (``fill``)."""
         import numpy as np
 
         info = self.info(key)
         if info.dtype not in FLOATS:
             raise CheckpointError(at(self.path, msg('tensor {key} holds {dtype}, expected floating-point numbers', key=repr(key), dtype=info.dtype)))
+        out = np.empty(info.shape, dtype=dtype)
         try:
-            a = self.raw(key)
-            out = np.array(a, dtype=dtype, copy=True)
+            self.fill(key, out)
         except CheckpointError:
             raise
         except reading.InputRefused as e:
             raise CheckpointError(at(self.path, at(msg("tensor {key}", key=repr(key)), e.message))) from None
         except (OSError, ValueError, EOFError) as e:
             raise CheckpointError(at(self.path, msg('tensor {key} cannot be read ({e}); the file is truncated or corrupt', key=repr(key), e=e))) from None
-        if out.shape != info.shape:
-            raise CheckpointError(at(self.path, msg('tensor {key} reads as {shape} but its header says {shape2}', key=repr(key), shape=shape_text(out.shape), shape2=shape_text(info.shape))))
         return out
+
+    def fill(self, key: str, out: np.ndarray) -> None:
+        """Write the tensor into ``out`` (its shape, the run's dtype): converted as it is copied, no other full copy."""
+        import numpy as np
+
+        a = self.raw(key)
+        if a.shape != out.shape:
+            raise CheckpointError(at(self.path, msg('tensor {key} reads as {shape} but its header says {shape2}', key=repr(key), shape=shape_text(a.shape), shape2=shape_text(out.shape))))
+        np.copyto(out, a, casting="unsafe")
 
     def read_rows(self, key: str, rows: list[int], dtype: str) -> np.ndarray:
         """The tensor in ``dtype`` with only ``rows`` read from the file; the other rows are zero pages, never touched."""
@@ -252,6 +259,65 @@ class SafetensorsFile(Checkpoint):
 
     def raw(self, key: str) -> np.ndarray:
         return _widen(self.mapped(key), self.info(key).dtype)
+
+    def fill(self, key: str, out: np.ndarray) -> None:
+        """Read the tensor's bytes a block at a time (pread, no memory map: the file's pages never count in the run's
+        memory) and convert each block into ``out``: float32 into float32 is read straight into ``out``, bfloat16 is
+        widened block by block, so no full-size temporary is made."""
+        import numpy as np
+
+        info, lo, hi = self.tensors[key]
+        stored = np.dtype(self._stored(key))
+        flat = out.reshape(-1)
+        fh, size = _opened(self.path)
+        with fh:
+            _same_size(self.path, size, self.size)
+            fd, at_byte = fh.fileno(), self.start + lo
+            if stored == flat.dtype:  # as stored: the file's bytes go straight into the result
+                _pread_into(fd, memoryview(flat.view(np.uint8)), at_byte, self.path, key)
+                return
+            step = READ_BLOCK // stored.itemsize
+            block = np.empty(min(step, flat.size), dtype=stored)
+            for i in range(0, flat.size, step):
+                part = block[: min(step, flat.size - i)]
+                _pread_into(fd, memoryview(part.view(np.uint8)), at_byte + i * stored.itemsize, self.path, key)
+                dest = flat[i:i + part.size]
+                if info.dtype == "bfloat16":  # the top 16 bits of a float32
+                    if dest.dtype == np.float32:
+                        wide = dest.view(np.uint32)
+                        np.left_shift(part, 16, out=wide, dtype=np.uint32)
+                    else:
+                        dest[...] = (part.astype(np.uint32) << 16).view(np.float32)
+                else:
+                    dest[...] = part
+
+
+def all_finite(a: np.ndarray) -> bool:
+    """Every value finite, checked a block at a time: a finite sum of a block means each of its values is (no
+    full-size temporary, as np.isfinite(a).all() would make)."""
+    import numpy as np
+
+    flat = a.reshape(-1)
+    step = READ_BLOCK // max(1, a.itemsize)
+    with np.errstate(all="ignore"):
+        for i in range(0, flat.size, step):
+            part = flat[i:i + step]
+            if not np.isfinite(part.sum()) and not np.isfinite(part).all():
+                return False
+    return True
+
+
+READ_BLOCK = 1 << 22  # bytes of a stored tensor converted at a time (Checkpoint.fill): the block stays in the cache
+
+
+def _pread_into(fd: int, view: memoryview, offset: int, path: str, key: str) -> None:
+    """Fill ``view`` from the file at ``offset`` (a few preadv calls: a big tensor may take more than one)."""
+    done = 0
+    while done < len(view):
+        n = os.preadv(fd, [view[done:done + (1 << 30)]], offset + done)
+        if n <= 0:
+            raise CheckpointError(at(path, msg('tensor {key} is cut short; the file is truncated', key=repr(key))))
+        done += n
 
 
 def _safetensors_entry(path: str, key: str, entry: Any) -> tuple[TensorInfo, int, int]:
@@ -579,6 +645,9 @@ class Folder(Checkpoint):
 
     def raw(self, key: str) -> np.ndarray:
         return self.shard(self.where[key]).raw(key)
+
+    def fill(self, key: str, out: np.ndarray) -> None:
+        self.shard(self.where[key]).fill(key, out)
 
     def release(self) -> None:
         for shard in self.shards.values():

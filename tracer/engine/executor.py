@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tracer.engine import interventions, kernels
-from tracer.engine.params import load_inputs, load_params
+from tracer.engine.params import LayerWeights, load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import masks
@@ -225,9 +225,11 @@ def attention_mask(spec: Spec, step: Step, n_q: int, over_queries: bool) -> tupl
 class Executor:
     def __init__(self, spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
                  policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None,
-                 inputs: dict[str, np.ndarray] | None = None) -> None:
+                 inputs: dict[str, np.ndarray] | None = None, by_layer: bool = False) -> None:
         """``params``, ``inputs``: every weight and input stream, already loaded (a run that repeats the forward pass,
-        such as grad --verify, or drawn meanwhile: tracer run, params.draw_params)."""
+        such as grad --verify, or drawn meanwhile: tracer run, params.draw_params).  ``by_layer`` (tracer run, whose
+        weights nothing reads after the run): a layer's weights from files are read when it starts, if ``params``
+        left them out (draw_params(by_layer=True)), and every layer's weights are let go after its last step."""
         self.spec = spec
         self.keep_going = keep_going
         self.overrides = overrides or {}
@@ -237,6 +239,7 @@ class Executor:
         self.inputs = load_inputs(spec) if inputs is None else inputs
         self.seen_nonfinite = False
         self.interventions = interventions.by_stage(spec)
+        self.layers = LayerWeights(spec, self.params) if by_layer else None
 
     def rec(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
         self.recorder(name, array, axes, meaning, internal)
@@ -310,6 +313,8 @@ class Executor:
             if self.stopped:
                 break
             iv = self.interventions.get(step.name)
+            if self.layers is not None:
+                self.layers.before(i)
             try:
                 if step.name in self.overrides:  # the probe's perturbed or permuted stage
                     stages[step.name] = self.rec(step.name, self.overrides[step.name], self.axes(step.name), step.meaning)
@@ -328,6 +333,8 @@ class Executor:
             for name in step.inputs:
                 if last_use[name] == i:
                     stages.pop(name, None)  # no later step reads it: it lives on only if recorded
+            if self.layers is not None:
+                self.layers.after(i)
         return self.trace
 
     def replaced(self, step: Step, iv: interventions.Intervention) -> np.ndarray:
@@ -551,9 +558,9 @@ def forward_expert_mix(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np
 
 def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
         policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None,
-        inputs: dict[str, np.ndarray] | None = None) -> Recording:
+        inputs: dict[str, np.ndarray] | None = None, by_layer: bool = False) -> Recording:
     with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings on stderr
-        return Executor(spec, keep_going, overrides, policy, params, inputs).run()
+        return Executor(spec, keep_going, overrides, policy, params, inputs, by_layer).run()
 
 
 # -- i23-bert: BERT's embeddings ---------------------------------------------

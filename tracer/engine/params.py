@@ -214,20 +214,66 @@ def _pieces(out: np.ndarray, seed: int, name: str, lo: float, hi: float) -> list
     return [functools.partial(fill_uniform, flat[i:i + PIECE], seed, name, i, lo, hi) for i in range(0, flat.size, PIECE)]
 
 
-def draw_params(spec: Spec) -> Draws:
+def draw_params(spec: Spec, by_layer: bool = False) -> Draws:
     """Every weight, as load_params(spec, for_run=True) gives them (``result()``); a big spec's seeded draws are
     started on a helper thread (Draws), in the order of the spec's weights, which is the order the steps read them.
     A given value that overflows the spec's dtype is the run's violation, not a warning (as in executor.run; the
-    helper thread inherits the setting)."""
+    helper thread inherits the setting).  ``by_layer``: the weights of a layer's steps that come from checkpoint files
+    are left out, for the executor to read when the layer starts (LayerWeights)."""
     with np.errstate(all="ignore"):
-        return _draws(spec, for_run=True)
+        return _draws(spec, for_run=True, by_layer=by_layer)
 
 
-def _draws(spec: Spec, for_run: bool) -> Draws:
+def weight_span(spec: Spec) -> dict[str, tuple[int, int]]:
+    """The weights of the steps' own groups (GROUP.KEY, where GROUP is a step's ``weights``: a layer's norms, attention
+    and FFN, the final norm), each with the first and the last step that reads it.  The tables (embedding, position,
+    head) are not in it: a tied head reads the embedding at the end."""
+    steps: dict[str, list[int]] = {}
+    for i, step in enumerate(spec.steps):
+        if step.weights:
+            steps.setdefault(step.weights, []).append(i)
+    out = {}
+    for name in spec.weights:
+        group = name.rpartition(".")[0]
+        if group in steps:
+            out[name] = (steps[group][0], steps[group][-1])
+    return out
+
+
+class LayerWeights:
+    """tracer run's weights a layer at a time: those of a group's steps that come from checkpoint files are read just
+    before its first step, and every group's weights (drawn ones too) are let go after its last step, so a run holds
+    one layer's weights at a time.  Each array is the one read_refs gives: the numbers are the same either way."""
+
+    def __init__(self, spec: Spec, params: dict[str, np.ndarray]) -> None:
+        self.spec, self.params = spec, params
+        self.reads: dict[int, dict[str, object]] = {}
+        self.drops: dict[int, list[str]] = {}
+        for name, (first, last) in weight_span(spec).items():
+            w = spec.weights[name]
+            if name not in params and w.source == "file":
+                self.reads.setdefault(first, {})[name] = w.value
+            self.drops.setdefault(last, []).append(name)
+
+    def before(self, i: int) -> None:
+        refs = self.reads.pop(i, None)
+        if refs:
+            from tracer.checkpoints.refs import read_refs
+
+            self.params.update(read_refs(refs, self.spec.dtype, self.spec.allow_nonfinite))  # type: ignore[arg-type]
+
+    def after(self, i: int) -> None:
+        for name in self.drops.pop(i, ()):
+            self.params.pop(name, None)
+
+
+def _draws(spec: Spec, for_run: bool, by_layer: bool = False) -> Draws:
     """load_params's weights: read from checkpoint files, made from keywords and given values, and drawn, a big
-    spec's seeded weights in pieces started on a helper thread, in the spec's order (the order the steps read them)."""
+    spec's seeded weights in pieces started on a helper thread, in the spec's order (the order the steps read them).
+    ``by_layer``: a layer's weights from files are left for LayerWeights to read."""
     dtype = np.dtype(spec.dtype)
-    files = {name: w.value for name, w in spec.weights.items() if w.source == "file"}
+    later = weight_span(spec) if by_layer else {}
+    files = {name: w.value for name, w in spec.weights.items() if w.source == "file" and name not in later}
     read: dict[str, np.ndarray] = {}
     if files:  # from checkpoint files: each tensor read once, converted to the spec's dtype
         from tracer.checkpoints.refs import read_refs
@@ -245,6 +291,8 @@ def _draws(spec: Spec, for_run: bool) -> Draws:
     for name, w in spec.weights.items():
         if name in read:
             arrays[name] = read[name]
+        elif w.source == "file":  # by_layer: read when its layer starts
+            continue
         elif big and name in drawn:
             assert spec.seed is not None, "spec validation guarantees a seed for drawn weights"
             b = bound(w, spec.init)
