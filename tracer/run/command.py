@@ -160,7 +160,7 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
         from tracer.files import check_output
 
         check_output(opts.save, "--save", [path], "npz", opts.force)
-    ready.check_memory(show_all=opts.show_all, verify=opts.verify, form=opts.form, with_weights=opts.with_weights)
+    ready.check_memory(show_all=opts.show_all, verify=opts.verify, form=opts.form, with_weights=opts.with_weights, by_layer=True)
     from tracer.engine import params as made
 
     # a big spec's seeded draws start on a helper thread; a layer's weights from files are read when it starts, and
