@@ -69,6 +69,21 @@ def test_a_tensor_is_read_into_the_runs_dtype_exactly(tmp_path: Path, monkeypatc
     assert got.flags.writeable and got.flags.owndata  # an array of its own, not a view of the file
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_a_matrix_is_read_straight_into_its_transpose(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dtype: str) -> None:
+    from safetensors.numpy import save_file
+
+    rng = np.random.default_rng(2)
+    held = write_bf16(tmp_path / "b.safetensors", {"w": rng.standard_normal((45, 13))})["w"]
+    a = rng.standard_normal((45, 13)).astype(np.float32)
+    save_file({"w": a}, str(tmp_path / "f.safetensors"))
+    monkeypatch.setattr(formats, "READ_BLOCK", 4 * 13 * 4 * 3)  # 3 rows a block: the last block short
+    for name, want in (("b", held), ("f", a)):
+        got = open_checkpoint(str(tmp_path / f"{name}.safetensors")).read("w", dtype, transpose=True)
+        assert got.shape == (13, 45) and got.flags.c_contiguous and got.dtype == np.dtype(dtype)
+        assert np.array_equal(got, want.T.astype(dtype))
+
+
 def test_the_finiteness_check_finds_a_nan_or_inf_in_any_block(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(formats, "READ_BLOCK", 80)  # 10 float64 values a block
     a = np.ones((9, 7))

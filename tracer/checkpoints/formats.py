@@ -92,16 +92,18 @@ class Checkpoint(ABC):
     def raw(self, key: str) -> np.ndarray:
         """The tensor as stored (bfloat16 already widened to float32); may be a read-only memory map."""
 
-    def read(self, key: str, dtype: str) -> np.ndarray:
-        """The tensor converted to ``dtype``: a new array of its own, whatever the file holds, written once (``fill``)."""
+    def read(self, key: str, dtype: str, transpose: bool = False) -> np.ndarray:
+        """The tensor converted to ``dtype``: a new array of its own, whatever the file holds, written once (``fill``).
+        ``transpose`` (a matrix): its transpose, as a C-ordered array, written straight from the file's rows."""
         import numpy as np
 
         info = self.info(key)
         if info.dtype not in FLOATS:
             raise CheckpointError(at(self.path, msg('tensor {key} holds {dtype}, expected floating-point numbers', key=repr(key), dtype=info.dtype)))
-        out = np.empty(info.shape, dtype=dtype)
+        transpose = transpose and len(info.shape) == 2
+        out = np.empty(info.shape[::-1] if transpose else info.shape, dtype=dtype)
         try:
-            self.fill(key, out)
+            self.fill(key, out.T if transpose else out)
         except CheckpointError:
             raise
         except reading.InputRefused as e:
@@ -268,11 +270,20 @@ class SafetensorsFile(Checkpoint):
 
         info, lo, hi = self.tensors[key]
         stored = np.dtype(self._stored(key))
-        flat = out.reshape(-1)
         fh, size = _opened(self.path)
         with fh:
             _same_size(self.path, size, self.size)
             fd, at_byte = fh.fileno(), self.start + lo
+            if not out.flags.c_contiguous:  # a transpose's view: a block of the file's rows at a time, written across
+                width = math.prod(info.shape[1:])
+                rows = max(1, (READ_BLOCK // 4) // max(1, width * stored.itemsize))  # a block that stays in the L2 cache
+                block = np.empty((min(rows, info.shape[0]), *info.shape[1:]), dtype=stored)
+                for r in range(0, info.shape[0], rows):
+                    part = block[: min(rows, info.shape[0] - r)]
+                    _pread_into(fd, memoryview(part.reshape(-1).view(np.uint8)), at_byte + r * width * stored.itemsize, self.path, key)
+                    out[r:r + part.shape[0]] = _widen(part, info.dtype)
+                return
+            flat = out.reshape(-1)
             if stored == flat.dtype:  # as stored: the file's bytes go straight into the result
                 _pread_into(fd, memoryview(flat.view(np.uint8)), at_byte, self.path, key)
                 return
