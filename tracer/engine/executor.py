@@ -24,7 +24,7 @@ from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import masks
 from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
 from tracer.model.contracts import operand_axes, position_violation, relative_violation, violation
-from tracer.model.ops import OPS
+from tracer.model.ops import OPS, SOFTMAX_ROWS
 from tracer.model.shapes import shape_label
 from tracer.spec import Spec
 from tracer.spec.memory import RecordPolicy, plan_stages
@@ -307,6 +307,14 @@ class Executor:
         stages: dict[str, np.ndarray] = dict(live or {})
         last_use = {name: i for i, step in enumerate(self.spec.steps) for name in step.inputs}
         start = max(start, interventions.start_of(self.spec))  # --from: the steps before its stage are not computed
+        try:
+            self._steps(start, stages, last_use)
+        finally:
+            if self.layers is not None:
+                self.layers.close()
+        return self.trace
+
+    def _steps(self, start: int, stages: dict[str, np.ndarray], last_use: dict[str, int]) -> None:
         for i, step in enumerate(self.spec.steps):
             if i < start:
                 continue
@@ -335,7 +343,6 @@ class Executor:
                     stages.pop(name, None)  # no later step reads it: it lives on only if recorded
             if self.layers is not None:
                 self.layers.after(i)
-        return self.trace
 
     def replaced(self, step: Step, iv: interventions.Intervention) -> np.ndarray:
         if iv.value is not None:
@@ -401,7 +408,20 @@ def forward_head(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarr
 
 
 def forward_softmax(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
-    return ex.record_step(step, lambda strict: kernels.softmax(inputs[0]))
+    """The vocabulary softmax, SOFTMAX_ROWS rows at a time: each row's max, exps and sum are the same operations on the
+    same values, so the same numbers, without three [B,T,V] temporaries (GPT-2's logits at T = 1024: 206 MB each)."""
+    (x,) = inputs
+
+    def compute(strict: kernels.Strict) -> np.ndarray:
+        if x.ndim < 2 or x.shape[-1] == 0 or x.size <= SOFTMAX_ROWS * x.shape[-1]:
+            return kernels.softmax(x)
+        out = np.empty(x.shape, dtype=x.dtype)
+        rows, into = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
+        for i in range(0, rows.shape[0], SOFTMAX_ROWS):
+            into[i:i + SOFTMAX_ROWS] = kernels.softmax(rows[i:i + SOFTMAX_ROWS])
+        return out
+
+    return ex.record_step(step, compute)
 
 
 # -- block ops ---------------------------------------------------------------

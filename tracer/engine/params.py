@@ -240,10 +240,15 @@ def weight_span(spec: Spec) -> dict[str, tuple[int, int]]:
     return out
 
 
+READ_AHEAD = 4  # groups of weights read ahead of the one in use (a layer's: its two norms, attention and FFN)
+
+
 class LayerWeights:
-    """tracer run's weights a layer at a time: those of a group's steps that come from checkpoint files are read just
-    before its first step, and every group's weights (drawn ones too) are let go after its last step, so a run holds
-    one layer's weights at a time.  Each array is the one read_refs gives: the numbers are the same either way."""
+    """tracer run's weights a layer at a time: those of a group's steps that come from checkpoint files are read before
+    its first step, and every group's weights (drawn ones too) are let go after its last step, so a run holds about one
+    layer's weights at a time, not the model's.  A helper thread reads the groups in order, at most READ_AHEAD groups
+    ahead of the one in use (reading waits on memory, the steps on the cores).  Each array is the one read_refs gives:
+    the numbers are the same either way.  An error reading a group is raised when its first step is due."""
 
     def __init__(self, spec: Spec, params: dict[str, np.ndarray]) -> None:
         self.spec, self.params = spec, params
@@ -254,17 +259,61 @@ class LayerWeights:
             if name not in params and w.source == "file":
                 self.reads.setdefault(first, {})[name] = w.value
             self.drops.setdefault(last, []).append(name)
+        self.order = sorted(self.reads)
+        self.ready: dict[int, object] = {}  # step -> its group's arrays, or the error reading them
+        self.used = 0  # groups handed to the run so far
+        self.stop = False
+        self.cond = threading.Condition()
+        self.helper: threading.Thread | None = None
+        if self.order:
+            self.helper = threading.Thread(target=contextvars.copy_context().run, args=(self._work,), daemon=True, name="tracer-reads")
+            self.helper.start()
+
+    def _work(self) -> None:
+        from tracer.checkpoints.refs import read_refs
+
+        for k, i in enumerate(self.order):
+            with self.cond:
+                while not self.stop and k >= self.used + READ_AHEAD:
+                    self.cond.wait()
+                if self.stop:
+                    return
+            try:
+                got: object = read_refs(self.reads[i], self.spec.dtype, self.spec.allow_nonfinite)  # type: ignore[arg-type]
+            except BaseException as e:  # raised on the run's thread when step i is due
+                got = e
+            with self.cond:
+                self.ready[i] = got
+                self.cond.notify_all()
+            if isinstance(got, BaseException):
+                return
 
     def before(self, i: int) -> None:
-        refs = self.reads.pop(i, None)
-        if refs:
-            from tracer.checkpoints.refs import read_refs
-
-            self.params.update(read_refs(refs, self.spec.dtype, self.spec.allow_nonfinite))  # type: ignore[arg-type]
+        if i not in self.reads:
+            return
+        with self.cond:
+            while i not in self.ready:
+                self.cond.wait()
+            got = self.ready.pop(i)
+            del self.reads[i]
+            self.used = self.order.index(i) + 1
+            self.cond.notify_all()
+        if isinstance(got, BaseException):
+            raise got
+        self.params.update(got)  # type: ignore[arg-type]
 
     def after(self, i: int) -> None:
         for name in self.drops.pop(i, ()):
             self.params.pop(name, None)
+
+    def close(self) -> None:
+        """Stop the helper (a run that stopped early) and wait for it: no thread outlives the run."""
+        with self.cond:
+            self.stop = True
+            self.cond.notify_all()
+        if self.helper is not None:
+            self.helper.join()
+        self.ready.clear()
 
 
 def _draws(spec: Spec, for_run: bool, by_layer: bool = False) -> Draws:

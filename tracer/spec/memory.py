@@ -307,22 +307,30 @@ def _reading_bytes(spec: Spec, w: Any) -> int:
     return block + whole
 
 
+READ_AHEAD = 4  # groups tracer run reads ahead of the one in use (engine.params.READ_AHEAD)
+
+
 def by_layer_weights(spec: Spec) -> int:
-    """The most weights read from files that tracer run holds at once when it reads each group's (a layer's norm,
-    attention, FFN) before its first step and lets it go after its last (params.LayerWeights): the groups in use at
-    one step."""
+    """The most weights read from files that tracer run holds at once when it reads each group's (a layer's norms,
+    attention, FFN) ahead of its first step and lets them go after its last (params.LayerWeights): group k of the
+    groups read, in order, is held from the step where group k - READ_AHEAD is handed to the run until its own last step."""
     itemsize = ITEMSIZE[spec.dtype]
     steps: dict[str, list[int]] = {}
     for i, step in enumerate(spec.steps):
         if step.weights:
             steps.setdefault(step.weights, []).append(i)
-    held = [0] * (len(spec.steps) + 1)
+    size: dict[str, int] = {}
     for name, w in spec.weights.items():
         group = name.rpartition(".")[0]
         if w.source == "file" and group in steps:
-            for i in range(steps[group][0], steps[group][-1] + 1):
-                held[i] += math.prod(w.shape) * itemsize
-    return max(held)
+            size[group] = size.get(group, 0) + math.prod(w.shape) * itemsize
+    order = sorted(size, key=lambda g: steps[g][0])
+    held = [0] * (len(spec.steps) + 1)
+    for k, group in enumerate(order):
+        start = steps[order[k - READ_AHEAD]][0] if k >= READ_AHEAD else 0
+        for i in range(start, steps[group][-1] + 1):
+            held[i] += size[group]
+    return max(held, default=0)
 
 
 def _later(spec: Spec, name: str) -> bool:
