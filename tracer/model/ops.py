@@ -387,7 +387,7 @@ SOFTMAX_ROWS = 64  # rows the vocabulary softmax takes at a time (executor.forwa
 
 
 def _vocab_softmax_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
-    """x - max, then exp of it, for SOFTMAX_ROWS rows at a time."""
+    """The rows' maxima and sums: the softmax works in its result, SOFTMAX_ROWS rows at a time (a small input at once)."""
     V = spec.dims.V or 1
     return 2 * min(in_bytes, SOFTMAX_ROWS * V * ITEMSIZE[spec.dtype])
 
