@@ -34,7 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from child import PEAK_CHILD, run_tracer  # benchmarks/child.py, beside this script
+from child import PEAK_CHILD, fresh, machine, run_tracer, tagged  # benchmarks/child.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -155,19 +155,6 @@ def _report():
 """
 
 
-def child(body: str, env: dict[str, str]) -> tuple[float, str]:
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", body], env=env, capture_output=True, text=True, cwd=ROOT)
-    wall = time.perf_counter() - t0
-    if r.returncode != 0:
-        raise SystemExit(f"child failed ({r.returncode}): {r.stderr[-3000:]}")
-    return wall, r.stderr
-
-
-def tagged(stderr: str, tag: str) -> str:
-    return next(ln for ln in stderr.splitlines() if ln.startswith(tag + " "))[len(tag) + 1:]
-
-
 def one_shape(label: str, shape: dict[str, int], folder: Path, args: argparse.Namespace, env: dict[str, str]) -> dict[str, object]:
     from tracer.spec import load_spec, memory
 
@@ -202,12 +189,12 @@ def one_shape(label: str, shape: dict[str, int], folder: Path, args: argparse.Na
     expected = {index[k] for k in index if k.startswith(("model.layers.0.", "model.embed_tokens."))}
     argv = ["tracer", "run", str(spec), "--record", "main", "--max-memory", "none"]
     body = PEAK_CHILD.format(body=INSTRUMENT + run_tracer(argv) + "_report()\n")
-    _, base_err = child(PEAK_CHILD.format(body="import numpy, yaml, rich.console, rich.table, typer, safetensors\n"
+    _, base_err = fresh(PEAK_CHILD.format(body="import numpy, yaml, rich.console, rich.table, typer, safetensors\n"
                                                 "import tracer.cli.app, tracer.engine.executor, tracer.views.tables"), env)
     base = int(tagged(base_err, "PEAK"))
     runs = []
     for _ in range(args.repeat):
-        wall, err = child(body, env)
+        wall, err = fresh(body, env)
         runs.append((wall, int(tagged(err, "PEAK")), json.loads(tagged(err, "READ"))))
     wall = statistics.median(w for w, _, _ in runs)
     peak = max(p for _, p, _ in runs)
@@ -245,15 +232,8 @@ def main() -> int:
     args = ap.parse_args()
     if args.tiny:
         args.T = min(args.T, 16)
-    import numpy as np
-
-    threads = str(args.threads)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads)
-    with open("/proc/loadavg") as fh:
-        load = fh.read().split()[:3]
-    blas = next((v.get("name", "?") + " " + str(v.get("version", "")) for k, v in np.show_config("dicts")["Build Dependencies"].items()
-                 if k == "blas"), "?")  # type: ignore[index]
-    print(f"BLAS {blas.strip()}, {threads} threads, load average {' '.join(load)}; the machine may be shared (noisy)")
+    env, line = machine(args.threads)
+    print(line)
     tmp = tempfile.TemporaryDirectory(prefix="tracer-big-layer-")
     root = Path(args.keep) if args.keep else Path(tmp.name)
     root.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from child import PEAK_CHILD, run_tracer  # benchmarks/child.py, beside this script
+from child import PEAK_CHILD, fresh, machine, run_tracer, tagged  # benchmarks/child.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -56,20 +56,6 @@ sys.stderr.write("\\nHF " + json.dumps(took) + "\\n")
 """
 
 
-def child(body: str, env: dict[str, str]) -> tuple[float, str]:
-    """Run ``body`` in a fresh interpreter: (wall seconds of the whole process, stderr)."""
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", body], env=env, capture_output=True, text=True, cwd=ROOT)
-    wall = time.perf_counter() - t0
-    if r.returncode != 0:
-        raise SystemExit(f"child failed ({r.returncode}): {r.stderr[-2000:]}")
-    return wall, r.stderr
-
-
-def tagged(stderr: str, tag: str) -> str:
-    return next(ln for ln in stderr.splitlines() if ln.startswith(tag + " "))[len(tag) + 1:]
-
-
 def runs_text(values: list[float]) -> str:
     return ", ".join(f"{v:.2f}" for v in values)
 
@@ -88,25 +74,20 @@ def main() -> int:
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
         print("torch and transformers are not installed: pip install -e '.[torch]'", file=sys.stderr)
         return 2
-    import numpy as np
 
     from tracer.spec import load_spec, memory  # no torch in this process: each measurement runs in a child
 
     layers, C, H, V, T = (2, 64, 4, 1000, min(args.T, 32)) if args.tiny else (12, 768, 12, 50257, args.T)
     threads = str(args.threads)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
-    with open("/proc/loadavg") as fh:
-        load = " ".join(fh.read().split()[:3])
-    blas = np.show_config("dicts")["Build Dependencies"]["blas"]  # type: ignore[index]
+    env, line = machine(args.threads)
     tmp = tempfile.TemporaryDirectory(prefix="tracer-ckpt-bench-")
     folder = Path(args.folder) if args.folder else Path(tmp.name) / f"gpt2-{args.dtype}"
     t0 = time.perf_counter()
     if not (folder / "model.safetensors").exists():
-        child(MAKE.format(layers=layers, C=C, H=H, V=V, T_max=max(T, 1024 if not args.tiny else 64), folder=str(folder),
+        fresh(MAKE.format(layers=layers, C=C, H=H, V=V, T_max=max(T, 1024 if not args.tiny else 64), folder=str(folder),
                           dtype=args.dtype), env)
     size = (folder / "model.safetensors").stat().st_size
-    print(f"BLAS {blas.get('name', '?')} {blas.get('version', '')}, {threads} threads on both sides, load average {load}; "
-          f"the machine may be shared (noisy)")
+    print(line)
     print(f"checkpoint: {layers} layers, C = {C}, H = {H}, V = {V}, {args.dtype} safetensors, {size / 1e9:.2f} GB "
           f"({time.perf_counter() - t0:.1f} s to make or find); T = {T}; medians of {args.repeat} interleaved repeats")
 
@@ -124,10 +105,10 @@ def main() -> int:
     argv = ["tracer", "run", str(spec), "--record", "main"]
     ours, theirs, peaks = [], [], []
     for _ in range(args.repeat):  # interleaved: tracer's cold process, then HF's forward in its own process
-        wall, err = child(PEAK_CHILD.format(body=run_tracer(argv)), env)
+        wall, err = fresh(PEAK_CHILD.format(body=run_tracer(argv)), env)
         ours.append(wall)
         peaks.append(int(tagged(err, "PEAK")))
-        _, err = child(HF.format(threads=threads, folder=str(folder), tokens=tokens, dtype=args.dtype), env)
+        _, err = fresh(HF.format(threads=threads, folder=str(folder), tokens=tokens, dtype=args.dtype), env)
         theirs.append(json.loads(tagged(err, "HF")))
     t, h = statistics.median(ours), statistics.median(theirs)
     target = 1.0 if args.dtype == "float32" else 1.2

@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from child import machine  # benchmarks/child.py, beside this script
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SENTENCE = "the quick brown fox jumps over the lazy dog while the old cat sleeps by the fire"  # 16 words
@@ -78,14 +80,10 @@ def main() -> int:
     if any(importlib.util.find_spec(m) is None for m in ("torch", "transformers", "tokenizers")):
         print("torch, transformers and tokenizers are needed: pip install -e '.[torch]'", file=sys.stderr)
         return 2
-    import numpy as np
 
     layers, C, H, V = (2, 64, 4, 1000) if args.tiny else (12, 768, 12, 50257)
     threads = str(args.threads)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS=threads, OPENBLAS_NUM_THREADS=threads, MKL_NUM_THREADS=threads)
-    with open("/proc/loadavg") as fh:
-        load = " ".join(fh.read().split()[:3])
-    blas = np.show_config("dicts")["Build Dependencies"]["blas"]  # type: ignore[index]
+    env, line = machine(args.threads)
     tmp = tempfile.TemporaryDirectory(prefix="tracer-engineer-bench-")
     folder = Path(args.folder) if args.folder else Path(tmp.name) / "gpt2"
     if not (folder / "model.safetensors").exists() or not (folder / "tokenizer.json").exists():
@@ -105,8 +103,7 @@ def main() -> int:
     from tracer.spec import load_spec
 
     T = load_spec(str(spec)).dims.T
-    print(f"BLAS {blas.get('name', '?')} {blas.get('version', '')}, {threads} threads on both sides, load average {load}; "
-          f"the machine may be shared (noisy)")
+    print(line)
     print(f"GPT-2{'' if args.tiny else '-small'}: {layers} layers, C = {C}, H = {H}, V = {V}, float32 safetensors "
           f"({size / 1e6:.0f} MB), one sentence of {len(SENTENCE.split())} words (T = {T}), all layers, the full table")
     tracer_argv = [sys.executable, "-m", "tracer", "run", str(spec)]

@@ -132,7 +132,7 @@ def test_a_layers_weights_are_gone_once_the_run_is_a_layer_past_it(tmp_path: Pat
     seen: list[tuple[int, list[int]]] = []
     real = refs.read_refs
 
-    def reading(wanted, dtype, allow_nonfinite, rows=None):  # noqa: ANN001, ANN202
+    def reading(wanted, dtype, allow_nonfinite, rows=None):
         gc.collect()
         first = next(iter(wanted))
         if first.startswith("blocks."):

@@ -15,7 +15,7 @@ def test_the_softmax_by_rows_is_the_one_softmax_to_the_last_bit(dtype: str) -> N
     x = (rng.standard_normal((2, 3 * SOFTMAX_ROWS + 5, 777)) * 8).astype(dtype)
 
     class Recorder:  # what forward_softmax asks of its executor: record the step's result
-        def record_step(self, step, compute):  # noqa: ANN001, ANN202
+        def record_step(self, step, compute):
             return compute([])
 
     got = executor.forward_softmax(Recorder(), None, [x])  # type: ignore[arg-type]
