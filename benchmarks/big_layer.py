@@ -103,7 +103,8 @@ def write_checkpoint(folder: Path, shape: dict[str, int]) -> dict[str, list[str]
     for k, group in enumerate(groups):
         name = f"model-{k + 1:05d}-of-{len(groups):05d}.safetensors"
         names[name] = [key for key, _ in group]
-        header, offset = {"__metadata__": {"format": "pt"}}, 0
+        header: dict[str, object] = {"__metadata__": {"format": "pt"}}
+        offset = 0
         for key, shp in group:
             header[key] = {"dtype": "BF16", "shape": list(shp), "data_offsets": [offset, offset + nbytes(shp)]}
             offset += nbytes(shp)
@@ -199,11 +200,11 @@ def one_shape(label: str, shape: dict[str, int], folder: Path, args: argparse.Na
     wall = statistics.median(w for w, _, _ in runs)
     peak = max(p for _, p, _ in runs)
     read = runs[-1][2]
-    opened = sorted(set(read["opened"]))  # type: ignore[arg-type]
+    opened = sorted(set(read["opened"]))
     print(f"  tracer run --layers 0-0, T = {args.T}, {args.dtype}, --record main: median {wall:.2f} s of {args.repeat} cold runs "
           f"(runs {', '.join(f'{w:.2f}' for w, _, _ in runs)})")
-    print(f"  read from the checkpoint: {read['bytes'] / 1e9:.3f} GB (layer 0's tensors and {args.T} embedding rows as stored); "  # type: ignore[operator]
-          f"the process read {read['rchar'] / 1e9:.3f} GB in all (rchar)")  # type: ignore[operator]
+    print(f"  read from the checkpoint: {read['bytes'] / 1e9:.3f} GB (layer 0's tensors and {args.T} embedding rows as stored); "
+          f"the process read {read['rchar'] / 1e9:.3f} GB in all (rchar)")
     ok_shards = set(opened) == expected
     print(f"  shards opened: {', '.join(opened)} of {len(shards)}; those holding layer 0 and the embedding: {', '.join(sorted(expected))}: "
           f"{'only those' if ok_shards else 'NOT only those'}")

@@ -33,7 +33,7 @@ def machine(threads: int) -> tuple[dict[str, str], str]:
     env = dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n, MKL_NUM_THREADS=n)
     with open("/proc/loadavg") as fh:
         load = " ".join(fh.read().split()[:3])
-    blas = np.show_config("dicts")["Build Dependencies"]["blas"]  # type: ignore[index]
+    blas = np.show_config("dicts")["Build Dependencies"]["blas"]
     return env, f"BLAS {blas.get('name', '?')} {blas.get('version', '')}, {n} threads on both sides, load average {load}; the machine may be shared (noisy)"
 
 

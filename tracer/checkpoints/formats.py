@@ -280,20 +280,20 @@ class SafetensorsFile(Checkpoint):
                 block = np.empty((min(rows, info.shape[0]), *info.shape[1:]), dtype=stored)
                 for r in range(0, info.shape[0], rows):
                     part = block[: min(rows, info.shape[0] - r)]
-                    _pread_into(fd, memoryview(part.reshape(-1).view(np.uint8)), at_byte + r * width * stored.itemsize, self.path, key)
+                    _pread_into(fd, part.reshape(-1).view(np.uint8).data, at_byte + r * width * stored.itemsize, self.path, key)
                     for j in range(0, part.shape[0], ACROSS):  # 16 rows: each row of the result gets a cache line at a time
                         rows_j = part[j:j + ACROSS]
                         out[r + j:r + j + rows_j.shape[0]] = _widen(rows_j, info.dtype)
                 return
             flat = out.reshape(-1)
             if stored == flat.dtype:  # as stored: the file's bytes go straight into the result
-                _pread_into(fd, memoryview(flat.view(np.uint8)), at_byte, self.path, key)
+                _pread_into(fd, flat.view(np.uint8).data, at_byte, self.path, key)
                 return
             step = READ_BLOCK // stored.itemsize
             block = np.empty(min(step, flat.size), dtype=stored)
             for i in range(0, flat.size, step):
                 part = block[: min(step, flat.size - i)]
-                _pread_into(fd, memoryview(part.view(np.uint8)), at_byte + i * stored.itemsize, self.path, key)
+                _pread_into(fd, part.view(np.uint8).data, at_byte + i * stored.itemsize, self.path, key)
                 dest = flat[i:i + part.size]
                 if info.dtype == "bfloat16":  # the top 16 bits of a float32
                     if dest.dtype == np.float32:

@@ -27,11 +27,15 @@ import math
 import os
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tracer.spec import InputSpec, Spec, Weight
 from tracer.spec.memory import DRAW_CHUNK
+
+if TYPE_CHECKING:
+    from tracer.checkpoints.refs import TensorRef
 
 
 def stream(seed: int, name: str, start: int = 0) -> np.random.PCG64:
@@ -252,15 +256,15 @@ class LayerWeights:
 
     def __init__(self, spec: Spec, params: dict[str, np.ndarray]) -> None:
         self.spec, self.params = spec, params
-        self.reads: dict[int, dict[str, object]] = {}
+        self.reads: dict[int, dict[str, TensorRef]] = {}
         self.drops: dict[int, list[str]] = {}
         for name, (first, last) in weight_span(spec).items():
             w = spec.weights[name]
             if name not in params and w.source == "file":
-                self.reads.setdefault(first, {})[name] = w.value
+                self.reads.setdefault(first, {})[name] = w.value  # a TensorRef (validation made it)
             self.drops.setdefault(last, []).append(name)
         self.order = sorted(self.reads)
-        self.ready: dict[int, object] = {}  # step -> its group's arrays, or the error reading them
+        self.ready: dict[int, dict[str, np.ndarray] | BaseException] = {}  # step -> its group's arrays, or the error
         self.used = 0  # groups handed to the run so far
         self.stop = False
         self.cond = threading.Condition()
@@ -278,8 +282,9 @@ class LayerWeights:
                     self.cond.wait()
                 if self.stop:
                     return
+            got: dict[str, np.ndarray] | BaseException
             try:
-                got: object = read_refs(self.reads[i], self.spec.dtype, self.spec.allow_nonfinite)  # type: ignore[arg-type]
+                got = read_refs(self.reads[i], self.spec.dtype, self.spec.allow_nonfinite)
             except BaseException as e:  # raised on the run's thread when step i is due
                 got = e
             with self.cond:
@@ -300,7 +305,7 @@ class LayerWeights:
             self.cond.notify_all()
         if isinstance(got, BaseException):
             raise got
-        self.params.update(got)  # type: ignore[arg-type]
+        self.params.update(got)
 
     def after(self, i: int) -> None:
         for name in self.drops.pop(i, ()):
