@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tracer.spec import InputSpec, Spec, Weight
-from tracer.spec.memory import DRAW_CHUNK
+from tracer.spec.memory import DRAW_CHUNK, READ_AHEAD
 
 if TYPE_CHECKING:
     from tracer.checkpoints.refs import TensorRef
@@ -242,9 +242,6 @@ def weight_span(spec: Spec) -> dict[str, tuple[int, int]]:
         if group in steps:
             out[name] = (steps[group][0], steps[group][-1])
     return out
-
-
-READ_AHEAD = 4  # groups of weights read ahead of the one in use (a layer's: its two norms, attention and FFN)
 
 
 class LayerWeights:

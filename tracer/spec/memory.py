@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from tracer import reading
-from tracer.checkpoints.formats import STORED_ITEMSIZE
+from tracer.checkpoints.formats import READ_BLOCK, STORED_ITEMSIZE
 from tracer.errors import UsageError
 from tracer.messages import Message, at, join, msg
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
@@ -290,9 +290,6 @@ def _given_values(spec: Spec) -> int:
     return n
 
 
-READ_BLOCK = 1 << 22  # bytes of a stored tensor converted at a time (checkpoints.formats.READ_BLOCK)
-
-
 def _reading_bytes(spec: Spec, w: Any) -> int:
     """The memory reading weight ``w`` from its checkpoint holds beyond the weight itself."""
     stored, take = w.value.stored, w.value.take
@@ -307,7 +304,7 @@ def _reading_bytes(spec: Spec, w: Any) -> int:
     return block + whole
 
 
-READ_AHEAD = 4  # groups tracer run reads ahead of the one in use (engine.params.READ_AHEAD)
+READ_AHEAD = 4  # groups of weights tracer run reads ahead of the one in use (a layer's: two norms, attention, FFN)
 
 
 def by_layer_weights(spec: Spec) -> int:
