@@ -29,7 +29,7 @@ from child import machine  # benchmarks/child.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 
-SENTENCE = "the quick brown fox jumps over the lazy dog while the old cat sleeps by the fire"  # 16 words
+SENTENCE = "the quick brown fox jumps over the lazy dog while the cat sleeps by the fire"  # 16 words
 CORPUS = [SENTENCE, "a model reads every word of the sentence", "the engineer asks what each layer does to the words"]
 
 MAKE = """
