@@ -166,3 +166,25 @@ def test_the_estimate_counts_the_groups_held_at_once(tmp_path: Path) -> None:
     # held at once, at most: a layer's FFN in use and the next layer's four groups read ahead
     assert layered.weights == tables + inputs + ffn + layer
     assert whole.weights > layered.weights
+
+
+def test_a_run_from_a_later_step_reads_only_the_layers_it_computes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    make_gpt2(str(tmp_path / "gpt2"), layers=3)
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(SPEC.format(dtype="float64"))
+    s = load_spec(str(spec))
+    start = next(i for i, step in enumerate(s.steps) if step.name == "blocks.2.norm1")
+    whole = run(spec, False)
+    read: list[str] = []
+    real = refs.read_refs
+    monkeypatch.setattr(refs, "read_refs", lambda wanted, *a, **k: read.extend(wanted) or real(wanted, *a, **k))
+    drawn = params.draw_params(s, by_layer=True).result()
+    ex = executor.Executor(s, policy=memory.RecordPolicy("main"), params=drawn, by_layer=True)
+    live = {"blocks.1.output": whole.trace.stages["blocks.1.output"].array}
+    done: list[executor.Recording] = []
+    worker = threading.Thread(target=lambda: done.append(ex.run(start=start, live=live)), daemon=True)
+    worker.start()
+    worker.join(60)
+    assert done, "the run from a later step never finished"
+    assert not any(k.startswith(("blocks.0.", "blocks.1.")) for k in read), read
+    assert np.array_equal(done[0].stages["blocks.2.output"].array, whole.trace.stages["blocks.2.output"].array)

@@ -308,6 +308,8 @@ class Executor:
         last_use = {name: i for i, step in enumerate(self.spec.steps) for name in step.inputs}
         start = max(start, interventions.start_of(self.spec))  # --from: the steps before its stage are not computed
         try:
+            if self.layers is not None:
+                self.layers.begin(start)
             self._steps(start, stages, last_use)
         finally:
             if self.layers is not None:

@@ -260,12 +260,18 @@ class LayerWeights:
             if name not in params and w.source == "file":
                 self.reads.setdefault(first, {})[name] = w.value  # a TensorRef (validation made it)
             self.drops.setdefault(last, []).append(name)
-        self.order = sorted(self.reads)
+        self.order: list[int] = []
         self.ready: dict[int, dict[str, np.ndarray] | BaseException] = {}  # step -> its group's arrays, or the error
         self.used = 0  # groups handed to the run so far
         self.stop = False
         self.cond = threading.Condition()
         self.helper: threading.Thread | None = None
+
+    def begin(self, start: int) -> None:
+        """Start reading, for a run from step ``start`` (--from): the groups of the steps before it are never read."""
+        for i in [i for i in self.reads if i < start]:
+            del self.reads[i]
+        self.order = sorted(self.reads)
         if self.order:
             self.helper = threading.Thread(target=contextvars.copy_context().run, args=(self._work,), daemon=True, name="tracer-reads")
             self.helper.start()
