@@ -5,9 +5,9 @@ index file), with no NumPy: ``tracer validate`` checks names and shapes without 
 tensor, and checks all that ``tracer run`` will (a header's size and nesting, every tensor's
 offsets against the file's size).  Every file is opened through ``tracer.reading``: regular files
 only (a FIFO or a device is refused, never waited on), each header bounded before it is parsed.
-``read(key)`` reads that one tensor (memory-mapped where the format allows) and converts it to the
-dtype asked for; bfloat16, which NumPy lacks, is widened to float32 by a
-16-bit shift.  A pickle (.pt, .bin, .pth) is opened only through ``torch.load(...,
+``read(key, dtype)`` reads that one tensor into a new array of the dtype asked for, written once
+(``fill``: a safetensors tensor is read with pread a block at a time, converted as it goes, into its
+transpose if asked); bfloat16, which NumPy lacks, is widened to float32 by a 16-bit shift.  A pickle (.pt, .bin, .pth) is opened only through ``torch.load(...,
 weights_only=True)`` when torch is installed; nothing else is ever unpickled.
 
 Every error is a CheckpointError holding a short fact; the spec adds where it was asked for.
