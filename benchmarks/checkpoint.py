@@ -1,19 +1,19 @@
-"""A real checkpoint: tracer on a GPT-2-small-sized Hugging Face model against Hugging Face's own forward, in one run.
+"""A real checkpoint: tracer on a 12-layer GPT-2-small Hugging Face model against Hugging Face's own forward, in one run.
 
     pip install -e '.[torch]'           # torch==2.13.0 (CPU) and transformers
-    python benchmarks/checkpoint.py [--folder DIR] [--layers 12] [--C 768] [--T 1024] [--repeat 3]
+    python benchmarks/checkpoint.py [--dtype float32|float64] [--folder DIR] [--T 1024] [--repeat 3] [--tiny]
 
-Makes a random-initialised GPT2LMHeadModel (12 layers, C = 768, H = 12, V = 50257, T_max = 1024),
-float64, saved with save_pretrained as safetensors (about 1 GB; kept in --folder when given), imports
-it with `tracer import` and prints, measured in the same run:
-- the time of a cold `tracer run` (a fresh process, as a user types it) on layer 0 alone and on all
-  layers with --record main, against Hugging Face's forward over the same layers with the same
-  number of threads (aim: at most 1.0x);
-- the time to open the checkpoint and read one layer's tensors, in a fresh process (aim: well
-  under 0.3 s, whatever the checkpoint's size);
-- the peak memory of the layer-0 run against that layer's tensors plus its recorded stages
-  (aim: at most 1.5x), with and without the interpreter's own baseline.
-The machine may be shared: times are medians of --repeat runs, and still noisy.
+Makes a random-initialised GPT2LMHeadModel (12 layers, C = 768, H = 12, V = 50257, T_max = 1024), saved with
+save_pretrained as safetensors in --dtype (float32 by default, as models are shipped; about 0.5 GB; kept in --folder
+when given), imports it with `tracer import --dtype` (the run in the checkpoint's dtype) for T = 1024 random tokens,
+all layers, and prints, measured in the same run, interleaved:
+- tracer: a whole cold `tracer run SPEC --record main` process (start-up, reading the checkpoint, the 12 layers, the
+  final norm, the logits and their softmax, the table), each repeat a fresh process;
+- Hugging Face: the forward of the loaded model (model(ids), eager attention, no_grad, the same number of threads),
+  in a fresh process each repeat, after one warm-up forward; loading the model is not counted;
+- the ratio of the medians (targets: float32 <= 1.0, float64 <= 1.2), each side's runs, and the peak memory of
+  tracer's run against its memory guard's estimate.
+It prints the BLAS, the threads and the load average; the machine may be shared: read the figures as noisy.
 """
 
 from __future__ import annotations
@@ -28,150 +28,100 @@ import tempfile
 import time
 from pathlib import Path
 
-from child import run_tracer  # benchmarks/child.py, beside this script
+from child import PEAK_CHILD, fresh, machine, run_tracer, tagged  # benchmarks/child.py, beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-
-CHILD = r"""
-import resource, sys, time
-t0 = time.perf_counter()
-{body}
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (1 if sys.platform == "darwin" else 1024)
-sys.stderr.write(f"\nBENCH {{peak}} {{time.perf_counter() - t0}}\n")
-"""
-READ_LAYER = """
-import numpy, safetensors  # loaded by any run before the checkpoint is opened: not part of reading it
-from tracer.checkpoints.formats import open_checkpoint
-t = time.perf_counter()
-ck = open_checkpoint({folder!r})
-for key in [k for k in ck.keys() if k.startswith(("h.0.", "transformer.h.0."))]:
-    ck.read(key, "float64")
-sys.stderr.write(f"\\nREAD {{time.perf_counter() - t}}\\n")
-"""
-
-
-def child(body: str, threads: int) -> tuple[float, int, str]:
-    """Run ``body`` in a fresh interpreter: (wall seconds of the whole process, peak bytes, stderr)."""
-    env = dict(os.environ, PYTHONPATH=str(ROOT), OMP_NUM_THREADS=str(threads), OPENBLAS_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads))
-    t0 = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", CHILD.format(body=body)], env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    if r.returncode != 0:
-        raise SystemExit(f"child failed ({r.returncode}): {r.stderr[-2000:]}")
-    line = next(ln for ln in r.stderr.splitlines() if ln.startswith("BENCH "))
-    return wall, int(line.split()[1]), r.stderr
-
 
 MAKE = """
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 cfg = GPT2Config(n_layer={layers}, n_embd={C}, n_head={H}, vocab_size={V}, n_positions={T_max}, bos_token_id=0, eos_token_id=0)
 torch.manual_seed(0)
-GPT2LMHeadModel(cfg).double().save_pretrained({folder!r})
+model = GPT2LMHeadModel(cfg)
+model.to(torch.{dtype}).save_pretrained({folder!r})
 """
 HF = """
-import json, statistics, torch
+import json, sys, time, torch
 from transformers import GPT2LMHeadModel
 torch.set_num_threads({threads})
-model = GPT2LMHeadModel.from_pretrained({folder!r}, attn_implementation="eager").double().eval()
-tr, ids = model.transformer, torch.tensor([{tokens!r}])
-def timed(fn):
-    with torch.no_grad():
-        fn()  # warm-up: the first call allocates and picks kernels
-    times = []
-    for _ in range({repeat}):
-        t = time.perf_counter()
-        with torch.no_grad():
-            fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-layer0 = timed(lambda: tr.h[0](tr.wte(ids) + tr.wpe(torch.arange(ids.shape[1])[None])))
-full = timed(lambda: model(ids))
-sys.stderr.write("\\nHF " + json.dumps({{"layer0": layer0, "full": full}}) + "\\n")
+model = GPT2LMHeadModel.from_pretrained({folder!r}, attn_implementation="eager", dtype=torch.{dtype}).eval()
+ids = torch.tensor([{tokens!r}])
+with torch.no_grad():
+    model(ids)  # warm-up: the first call allocates and picks kernels
+    t = time.perf_counter()
+    model(ids)
+    took = time.perf_counter() - t
+sys.stderr.write("\\nHF " + json.dumps(took) + "\\n")
 """
 
 
-def tagged(stderr: str, tag: str) -> str:
-    return next(ln for ln in stderr.splitlines() if ln.startswith(tag + " "))[len(tag) + 1:]
+def runs_text(values: list[float]) -> str:
+    return ", ".join(f"{v:.2f}" for v in values)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--dtype", choices=("float32", "float64"), default="float32")
     ap.add_argument("--folder", help="where the checkpoint is (made there if missing); default: a temporary folder")
-    ap.add_argument("--layers", type=int, default=12)
-    ap.add_argument("--C", type=int, default=768)
-    ap.add_argument("--H", type=int, default=12)
-    ap.add_argument("--V", type=int, default=50257)
     ap.add_argument("--T", type=int, default=1024)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
+    ap.add_argument("--tiny", action="store_true", help="2 layers, C = 64, V = 1000, T = 32 (for the test)")
     args = ap.parse_args()
     import importlib.util
 
     if importlib.util.find_spec("torch") is None or importlib.util.find_spec("transformers") is None:
         print("torch and transformers are not installed: pip install -e '.[torch]'", file=sys.stderr)
         return 2
-    # Every measurement runs in a child of this process, which stays small (no torch here): ru_maxrss is a
-    # high-water mark, and on Linux a child's starts from its parent's.
-    from tracer.spec import load_spec, memory
 
-    threads = args.threads
+    from tracer.spec import load_spec, memory  # no torch in this process: each measurement runs in a child
+
+    layers, C, H, V, T = (2, 64, 4, 1000, min(args.T, 32)) if args.tiny else (12, 768, 12, 50257, args.T)
+    threads = str(args.threads)
+    env, line = machine(args.threads)
     tmp = tempfile.TemporaryDirectory(prefix="tracer-ckpt-bench-")
-    folder = Path(args.folder) if args.folder else Path(tmp.name) / "gpt2"
+    folder = Path(args.folder) if args.folder else Path(tmp.name) / f"gpt2-{args.dtype}"
     t0 = time.perf_counter()
-    if not (folder / "model.safetensors").exists() and not (folder / "model.safetensors.index.json").exists():
-        child(MAKE.format(layers=args.layers, C=args.C, H=args.H, V=args.V, T_max=args.T, folder=str(folder)), threads)
-    size = sum(f.stat().st_size for f in folder.glob("*.safetensors"))
-    print(f"checkpoint: {args.layers} layers, C = {args.C}, H = {args.H}, V = {args.V}, float64, {size / 1e9:.2f} GB "
-          f"({time.perf_counter() - t0:.1f} s to make or find); T = {args.T}; {threads} threads on both sides; "
-          f"medians of {args.repeat} runs on a machine that may be shared (noisy)")
+    if not (folder / "model.safetensors").exists():
+        fresh(MAKE.format(layers=layers, C=C, H=H, V=V, T_max=max(T, 1024 if not args.tiny else 64), folder=str(folder),
+                          dtype=args.dtype), env)
+    size = (folder / "model.safetensors").stat().st_size
+    print(line)
+    print(f"checkpoint: {layers} layers, C = {C}, H = {H}, V = {V}, {args.dtype} safetensors, {size / 1e9:.2f} GB "
+          f"({time.perf_counter() - t0:.1f} s to make or find); T = {T}; medians of {args.repeat} interleaved repeats")
 
     import random
 
     rng = random.Random(0)
-    tokens = [rng.randrange(args.V) for _ in range(args.T)]
-    specs = Path(tmp.name)
-    one, full = specs / "layer0.yaml", specs / "all.yaml"
-    for out, extra in ((one, ["--layers", "0-0"]), (full, [])):
-        r = subprocess.run([sys.executable, "-m", "tracer", "import", str(folder), "--tokens", ",".join(map(str, tokens)), "-o", str(out),
-                            *extra], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True, text=True)
-        if r.returncode != 0:
-            raise SystemExit(r.stderr)
-
-    def tracer_run(spec: Path, *extra: str) -> tuple[float, int]:
-        argv = ["tracer", "run", str(spec), "--max-memory", "none", *extra]
-        runs = [child(run_tracer(argv), threads) for _ in range(args.repeat)]
-        return statistics.median(w for w, _, _ in runs), max(p for _, p, _ in runs)
-
-    # -- speed: a cold tracer run against HF's forward over the same layers ---------------------------
-    t_one, _ = tracer_run(one)  # as a user types it: the table, --record auto
-    t_full, _ = tracer_run(full, "--record", "main")
-    _, _, err = child(HF.format(threads=threads, folder=str(folder), tokens=tokens, repeat=args.repeat), threads)
-    hf = json.loads(tagged(err, "HF"))
-    print(f"layer 0:        tracer run {t_one:.3f} s (cold: a fresh process, reading the checkpoint)   "
-          f"HF forward {hf['layer0']:.3f} s (model loaded)   ratio {t_one / hf['layer0']:.2f}x")
-    print(f"all {args.layers} layers: tracer run --record main {t_full:.3f} s (cold)   HF forward {hf['full']:.3f} s   "
-          f"ratio {t_full / hf['full']:.2f}x")
-
-    # -- reading one layer ----------------------------------------------------------------------------
-    reads = [float(tagged(child(READ_LAYER.format(folder=str(folder)), threads)[2], "READ")) for _ in range(args.repeat)]
-    print(f"open the checkpoint and read layer 0's tensors: {statistics.median(reads):.3f} s (a fresh process, page cache warm)")
-
-    # -- memory: the layer-0 run against its tensors and recorded stages -----------------------------
-    spec = load_spec(str(one))
-    _, peak_one = tracer_run(one, "--record", "all")  # every stage kept, as the estimate below counts them
-    est = memory.estimate(spec, memory.RecordPolicy())
-    _, base, _ = child("import numpy, yaml, rich.console, rich.table, typer, safetensors\nimport tracer.cli.app, tracer.engine.executor, tracer.views.tables", threads)
-    must = est.weights + est.recorded
-    print(f"layer 0, --record all: peak {peak_one / 1e6:.0f} MB; its tensors and inputs {est.weights / 1e6:.0f} MB + recorded stages "
-          f"{est.recorded / 1e6:.0f} MB = {must / 1e6:.0f} MB; interpreter baseline {base / 1e6:.0f} MB")
-    print(f"  peak / (tensors + stages + baseline) = {peak_one / (must + base):.2f}x; "
-          f"(peak - baseline) / (tensors + stages) = {(peak_one - base) / must:.2f}x; tracer's own estimate {est.total / 1e6:.0f} MB")
-    print(json.dumps({"tracer_layer0_s": t_one, "hf_layer0_s": hf["layer0"], "tracer_all_main_s": t_full, "hf_all_s": hf["full"],
-                      "read_layer_s": statistics.median(reads), "peak_layer0_bytes": peak_one, "tensors_plus_stages_bytes": must,
-                      "baseline_bytes": base}))
+    tokens = [rng.randrange(V) for _ in range(T)]
+    spec = Path(tmp.name) / "all.yaml"
+    r = subprocess.run([sys.executable, "-m", "tracer", "import", str(folder), "--tokens", ",".join(map(str, tokens)),
+                        "--dtype", args.dtype, "-o", str(spec)], cwd=ROOT, env=env, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(r.stderr)
+    s = load_spec(str(spec))
+    assert s.dtype == args.dtype
+    argv = ["tracer", "run", str(spec), "--record", "main"]
+    ours, theirs, peaks = [], [], []
+    for _ in range(args.repeat):  # interleaved: tracer's cold process, then HF's forward in its own process
+        wall, err = fresh(PEAK_CHILD.format(body=run_tracer(argv)), env)
+        ours.append(wall)
+        peaks.append(int(tagged(err, "PEAK")))
+        _, err = fresh(HF.format(threads=threads, folder=str(folder), tokens=tokens, dtype=args.dtype), env)
+        theirs.append(json.loads(tagged(err, "HF")))
+    t, h = statistics.median(ours), statistics.median(theirs)
+    target = 1.0 if args.dtype == "float32" else 1.2
+    print(f"  tracer run --record main, all {layers} layers (a cold process: start-up and reading included): median {t:.2f} s "
+          f"(runs {runs_text(ours)})")
+    print(f"  HF forward of the loaded model (model(ids), eager, no_grad; loading not counted): median {h:.2f} s (runs {runs_text(theirs)})")
+    ratio = t / h
+    print(f"  ratio tracer / HF ({args.dtype}): {ratio:.2f}; target <= {target:.1f} ({'met' if ratio <= target else 'NOT met'})")
+    est = memory.estimate(s, memory.RecordPolicy("main"), by_layer=True)
+    peak = max(peaks)
+    print(f"  tracer's peak memory {peak / 1e9:.3f} GB; its memory guard's estimate {est.total / 1e9:.3f} GB "
+          f"({'covers it' if est.total >= peak else 'does NOT cover it'})")
+    print(json.dumps({"dtype": args.dtype, "tracer_s": ours, "hf_s": theirs, "ratio": ratio, "peak_bytes": peak, "estimate_bytes": est.total}))
     tmp.cleanup()
     return 0
 

@@ -18,3 +18,40 @@ def run_tracer(argv: list[str], ok: tuple[int, ...] = (0,)) -> str:
     outside ``ok`` is raised, so the child fails."""
     return (f"import sys\nsys.argv = {argv!r}\nfrom tracer.cli.app import main\ntry:\n    main()\n"
             f"except SystemExit as e:\n    if e.code not in {(*ok, None)!r}:\n        raise\n")
+
+
+def machine(threads: int) -> tuple[dict[str, str], str]:
+    """The children's environment (this checkout first on the path, ``threads`` BLAS threads) and the line that names
+    the BLAS, the threads and the load average."""
+    import os
+    from pathlib import Path
+
+    import numpy as np
+
+    root = str(Path(__file__).resolve().parent.parent)
+    n = str(threads)
+    env = dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n, MKL_NUM_THREADS=n)
+    with open("/proc/loadavg") as fh:
+        load = " ".join(fh.read().split()[:3])
+    blas = np.show_config("dicts")["Build Dependencies"]["blas"]
+    return env, f"BLAS {blas.get('name', '?')} {blas.get('version', '')}, {n} threads on both sides, load average {load}; the machine may be shared (noisy)"
+
+
+def fresh(body: str, env: dict[str, str]) -> tuple[float, str]:
+    """Run ``body`` in a fresh interpreter from the repository root: (wall seconds of the whole process, its stderr)."""
+    import subprocess
+    import sys
+    import time
+    from pathlib import Path
+
+    t0 = time.perf_counter()
+    r = subprocess.run([sys.executable, "-c", body], env=env, capture_output=True, text=True, cwd=Path(__file__).resolve().parent.parent)
+    wall = time.perf_counter() - t0
+    if r.returncode != 0:
+        raise SystemExit(f"child failed ({r.returncode}): {r.stderr[-3000:]}")
+    return wall, r.stderr
+
+
+def tagged(stderr: str, tag: str) -> str:
+    """The rest of the line of ``stderr`` that starts with ``tag``."""
+    return next(ln for ln in stderr.splitlines() if ln.startswith(tag + " "))[len(tag) + 1:]

@@ -1011,6 +1011,7 @@ MESSAGES: dict[str, str] = {
     'its values (about {n})': '其中的值（约 {n} 个）',
     '{what} needs about {total} ({detail}, interpreter {INTERPRETER_BYTES}), over --max-memory {limit_text}; {advice}, or raise --max-memory if this machine has the memory': '{what}约需 {total}（{detail}，解释器 {INTERPRETER_BYTES}），超过 --max-memory {limit_text}；{advice}，如果这台机器有足够内存，也可以调高 --max-memory',
     '--record {record}: expected one of {names}': '--record {record}：应为 {names} 之一',
+    '--dtype {dtype}: expected one of {names}': '--dtype {dtype}：应为 {names} 之一',
     '--all shows the attention internals, which --record main does not keep; use --record all or stats, or name the ones to keep with --keep (e.g. --keep attn.scores)': '--all 要显示注意力内部，而 --record main 不保留它们；请用 --record all 或 stats，或用 --keep 指定要保留的（例如 --keep attn.scores）',
     '{label} (statistics and one slice)': '{label}（统计量和一个切片）',
     '{label} (one slice)': '{label}（一个切片）',

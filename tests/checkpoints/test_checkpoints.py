@@ -103,8 +103,8 @@ def test_layer_zero_reads_only_layer_zero(tmp_path: Path, monkeypatch: pytest.Mo
     make_gpt2(str(tmp_path / "gpt2"), layers=3)
     spec, _ = gpt2_spec(tmp_path, layers=1, final=False, head="none")
     read: list[str] = []
-    real = formats.SafetensorsFile.raw
-    monkeypatch.setattr(formats.SafetensorsFile, "raw", lambda self, key: read.append(key) or real(self, key))
+    real = formats.SafetensorsFile.fill
+    monkeypatch.setattr(formats.SafetensorsFile, "fill", lambda self, key, out: read.append(key) or real(self, key, out))
     trace = executor.run(load_spec(str(spec)))
     assert trace.ok and read
     # wte is not read whole: no tied head reads it, so only the rows of the 4 tokens are (test_an_untied_run_...)
@@ -434,7 +434,8 @@ def test_max_memory_counts_the_checkpoint_and_refuses_before_reading(tmp_path: P
     n_weights = sum(int(np.prod(w.shape)) for w in s.weights.values())
     assert est.weights >= n_weights * 8
     read: list[str] = []
-    monkeypatch.setattr(formats.SafetensorsFile, "raw", lambda self, key: read.append(key))
+    for name in ("raw", "fill"):
+        monkeypatch.setattr(formats.SafetensorsFile, name, lambda self, key, *out: read.append(key))
     r = run_app("run", str(spec), "--max-memory", "1MB")
     assert r.returncode == 2 and "over --max-memory" in r.stderr and read == []
 

@@ -103,3 +103,35 @@ def test_a_float32_t5_as_shipped_is_within_float32_rounding(tmp_path: Path, ffn:
         largest = max(largest, err / scale)
     assert largest > 0.0
     hf.measured(request, "t5 (float32 as shipped, relative)", largest)
+
+
+@pytest.mark.parametrize("family", ["gpt2", "llama", "qwen3", "bert"])
+def test_import_dtype_float32_runs_in_float32_within_its_rounding(tmp_path: Path, family: str, request: pytest.FixtureRequest) -> None:
+    """`tracer import --dtype float32`: the float32 checkpoint read as stored and the run in float32, as Hugging Face
+    runs it; each stage within float32's rounding of HF's (both sides round, so not bit for bit)."""
+    torch, transformers = hf.need_torch()
+    model = _model(torch, transformers, family, tmp_path / family)
+    with torch.no_grad():
+        out = model(torch.tensor([IDS]), output_hidden_states=True)
+    spec = hf.imported(tmp_path, tmp_path / family, "--tokens", ",".join(map(str, IDS)), "--dtype", "float32")
+    text = spec.read_text()
+    assert any(line.startswith("dtype: float32 ") and line.endswith("# as the checkpoint stores it") for line in text.splitlines())
+    st = hf.traced(spec)
+    pairs = {"blocks.0.output": out.hidden_states[1].numpy(), "blocks.1.output": (out.last_hidden_state if family in ENCODERS
+                                                                                   else out.hidden_states[-1]).numpy()}
+    if family not in ENCODERS:
+        pairs = {"blocks.0.output": pairs["blocks.0.output"], "final_norm": pairs["blocks.1.output"], "logits": out.logits.numpy()}
+    largest = 0.0
+    for name, want in pairs.items():
+        scale = max(1.0, float(np.max(np.abs(want))))
+        err = float(np.max(np.abs(st[name] - want)))
+        assert err <= RTOL * scale, (family, name, err, scale)
+        largest = max(largest, err / scale)
+    hf.measured(request, f"{family} (--dtype float32, relative)", largest)
+
+
+def test_import_dtype_is_checked(tmp_path: Path) -> None:
+    from conftest import run_app
+
+    r = run_app("import", str(tmp_path), "--dtype", "float16")
+    assert r.returncode == 2 and r.stderr.startswith("tracer: error: --dtype 'float16'") and "Traceback" not in r.stderr

@@ -118,7 +118,7 @@ def test_a_run_that_fails_before_the_weights_are_used_stops_the_helper(monkeypat
     monkeypatch.setattr(params, "fill_uniform", lambda *a: time.sleep(0.002) or fill(*a))  # 490 pieces: about 1 s
     made: list[Draws] = []
     real = params.draw_params
-    monkeypatch.setattr(params, "draw_params", lambda spec: made.append(real(spec)) or made[-1])
+    monkeypatch.setattr(params, "draw_params", lambda spec, **kw: made.append(real(spec, **kw)) or made[-1])
 
     def broken() -> None:
         raise OSError("the renderer could not be imported")

@@ -101,7 +101,7 @@ def _no_layout(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None) 
 
 
 def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str | None, tokens: str | None, options: Options,
-          length: int, unread: list[str] | None = None) -> tuple[str, str, ModelConfig, str]:
+          length: int, unread: list[str] | None = None, dtype: str = "float64") -> tuple[str, str, ModelConfig, str]:
     """The spec's text, a one-line summary, the config it was made from and the layout's name.
 
     ``unread``: None for the first draft (written with allow_unread: true, to find what it leaves unread),
@@ -128,7 +128,7 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
     if cfg.model == "encoder-decoder":
         if layers is not None:
             raise UsageError(msg('--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole'))
-        return _seq2seq(cfg, title, shown_path, name, tokens, length, unread), f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name
+        return _seq2seq(cfg, title, shown_path, name, tokens, length, unread, dtype), f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name
     first, last = parse_layers(layers, cfg.layers)
     ids = parse_tokens(tokens, cfg.dims.get("V"))
     if cfg.padding_token is not None and first == 0:  # RoBERTa: a padding token takes position padding_idx, not its place in the sequence
@@ -146,13 +146,16 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
     if ids is not None and first == 0 and cfg.block.get("positions") == "learned" and T_max is not None and len(ids) > T_max:
         raise UsageError(msg("--tokens: {n} tokens, but the checkpoint has positions for {T_max} (its learned position table has T_max = {T_max} rows, n_positions); give at most {T_max}",
                              n=len(ids), T_max=T_max))
-    return _decoder(cfg, title, shown_path, name, first, last, ids, length, unread), f"{name}, layers {first}-{last} of {cfg.layers}", cfg, name
+    return _decoder(cfg, title, shown_path, name, first, last, ids, length, unread, dtype), f"{name}, layers {first}-{last} of {cfg.layers}", cfg, name
 
 
-def _dtype_note(stored: str) -> str:
-    if stored == "float64":
+def _dtype_note(stored: str, dtype: str = "float64") -> str:
+    if stored == dtype:
         return "as the checkpoint stores it"
     return f"the checkpoint stores {stored}; its tensors are converted on reading"
+
+
+DTYPES = ("float64", "float32")  # tracer import --dtype: what the run computes in
 
 
 def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
@@ -182,7 +185,7 @@ def _weights_lines(shown: str, name: str, first: int, unread: list[str] | None) 
 
 
 def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, last: int, ids: list[int] | None, length: int,
-             unread: list[str] | None) -> str:
+             unread: list[str] | None, dtype: str = "float64") -> str:
     n = last - first + 1
     whole_end = last == cfg.layers - 1
     from_tokens = cfg.input == "tokens" and first == 0
@@ -196,7 +199,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
         notes["T"] = "positions of the seeded random input (--length)"
     lines.append("dims:")
     lines += _mapping("  ", dims, notes)
-    lines.append(_line("dtype: float64", _dtype_note(cfg.dtype)))
+    lines.append(_line(f"dtype: {dtype}", _dtype_note(cfg.dtype, dtype)))
     lines.append(_line("seed: 0", "draws any random input" + ("" if cfg.embedding_given or not from_tokens else " and the embedding table")))
     block = dict(cfg.block, layers=n)
     if not from_tokens:  # the embeddings' own settings act before layer 0: a trace from a hidden state has none
@@ -249,10 +252,11 @@ def _sliding_range(block: dict[str, Any], notes: dict[str, str], first: int, las
         notes["mask"] = notes.get("mask", "") + f"; of layers {first}-{last}: " + (f"blocks {kept} slide" if kept else "none slides")
 
 
-def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None) -> str:
+def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None,
+             dtype: str = "float64") -> str:
     assert cfg.encoder is not None
     if cfg.target_start is not None:
-        return _seq2seq_tokens(cfg, title, shown, name, tokens, length, unread)
+        return _seq2seq_tokens(cfg, title, shown, name, tokens, length, unread, dtype)
     V = 64
     ids = parse_tokens(tokens, None)
     if ids is not None:
@@ -266,7 +270,7 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
         dims = {"S": length, "T": length} | dims
     lines.append("dims:")
     lines += _mapping("  ", dims, notes)
-    lines.append(_line("dtype: float64", _dtype_note(cfg.dtype)))
+    lines.append(_line(f"dtype: {dtype}", _dtype_note(cfg.dtype, dtype)))
     lines.append(_line("seed: 0", "draws the embedding table (not in the checkpoint) and any random input"))
     for section, settings in (("encoder", dict(cfg.encoder, layers=cfg.encoder_layers)), ("decoder", dict(cfg.block))):
         lines.append(f"{section}:")
@@ -279,7 +283,8 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
     return "\n".join(lines) + "\n"
 
 
-def _seq2seq_tokens(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None) -> str:
+def _seq2seq_tokens(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None,
+                    dtype: str = "float64") -> str:
     """An encoder-decoder whose checkpoint holds the token table (T5): the source is --tokens (else ids written out, 1 + 7t
     mod V), the target decoder_start_token_id and the source but its last id (labels = the source, shifted right)."""
     assert cfg.encoder is not None and cfg.target_start is not None
@@ -294,7 +299,7 @@ def _seq2seq_tokens(cfg: ModelConfig, title: str, shown: str, name: str, tokens:
     lines.append("model: encoder-decoder")
     lines.append("dims:")
     lines += _mapping("  ", cfg.dims, notes)
-    lines.append(_line("dtype: float64", _dtype_note(cfg.dtype)))
+    lines.append(_line(f"dtype: {dtype}", _dtype_note(cfg.dtype, dtype)))
     lines.append(_line("seed: 0", "draws nothing the checkpoint holds"))
     for section, settings in (("encoder", dict(cfg.encoder, layers=cfg.encoder_layers)), ("decoder", dict(cfg.block))):
         lines.append(f"{section}:")
@@ -324,10 +329,13 @@ def _text_path(path: str) -> str:
 def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = None, layers: str | None = None,
                       tokens: str | None = None, heads: int | None = None, length: int = 8, force: bool = False,
                       activation: str | None = None, eps: float | None = None, norm_order: str | None = None,
-                      allow_unread: bool = False, text: str | None = None, special: bool = True) -> Imported:
+                      allow_unread: bool = False, text: str | None = None, special: bool = True, dtype: str = "float64") -> Imported:
     """Build the spec for ``checkpoint``, check that it loads and reads the checkpoint whole (or ``allow_unread``),
     and write it to ``output`` (or return it for stdout).  ``text``: the input, tokenized with the folder's own
-    tokenizer.json (``special``: with the special tokens its post-processor adds)."""
+    tokenizer.json (``special``: with the special tokens its post-processor adds).  ``dtype``: what the spec computes in
+    (float64, or float32: a float32 checkpoint then read as stored)."""
+    if dtype not in DTYPES:
+        raise UsageError(msg("--dtype {dtype}: expected one of {names}", dtype=repr(dtype), names=" | ".join(DTYPES)))
     from tracer.files import check_output, text_mark, write_atomic
     from tracer.spec import load_spec_text
 
@@ -345,14 +353,14 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
     elif not special:
         raise UsageError(msg("--no-special says whether the tokenizer adds its special tokens to --text: give --text too"))
     try:
-        draft, _, _, name = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length)
+        draft, _, _, name = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, dtype=dtype)
         left = _unread(load_spec_text(draft, where), name)
         if left and not allow_unread:
             raise UsageError(at(checkpoint, nmsg(
                 "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without it (give --allow-unread to import it anyway, and the spec says so)",
                 "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without them (give --allow-unread to import it anyway, and the spec says so)",
                 len(left), layout=name, names=named_few(left))))
-        text, summary, cfg, _ = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, left)
+        text, summary, cfg, _ = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, left, dtype)
     except CheckpointError as e:
         raise UsageError(e.message) from None
     if said is not None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from tracer import reading
 from tracer.checkpoints.families.base import Layout, Take
-from tracer.checkpoints.formats import Checkpoint, TensorInfo, file_of, open_checkpoint, shape_text
+from tracer.checkpoints.formats import Checkpoint, TensorInfo, all_finite, file_of, open_checkpoint, shape_text
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, message_of, msg, nmsg
 
@@ -200,19 +200,21 @@ def read_refs(refs: dict[str, TensorRef], dtype: str, allow_nonfinite: bool,
     for (file, key), names in by_tensor.items():
         first = refs[names[0]]
         only = (rows or {}).get(names[0]) if len(names) == 1 and first.take == Take(key) else None
+        # a matrix the spec takes transposed (LLaMA's [out, in]), whole, for one weight: read straight into its transpose
+        transposed = len(names) == 1 and first.take == Take(key, transpose=True) and len(first.stored.shape) == 2
         try:
             if file not in opened:
                 opened[file] = open_checkpoint(file)
             ckpt = opened[file]
-            a = ckpt.read(key, dtype) if only is None else ckpt.read_rows(key, only, dtype)
+            a = ckpt.read(key, dtype, transpose=transposed) if only is None else ckpt.read_rows(key, only, dtype)
         except CheckpointError as e:
             raise CheckpointError(at(first.where, message_of(e))) from None
         checked = a if only is None else a[only]
-        if not allow_nonfinite and not np.isfinite(checked).all():
+        if not allow_nonfinite and not all_finite(checked):
             n_nan, n_inf = int(np.isnan(checked).sum()), int(np.isinf(checked).sum())
             raise CheckpointError(at(first.where, msg('{file_of}: tensor {key} (for {join}) holds {n_nan} NaN and {n_inf} Inf (not finite); add allow_nonfinite: true to study NaN and Inf on purpose', file_of=file_of(ckpt, key), key=repr(key), join=', '.join(names), n_nan=n_nan, n_inf=n_inf)))
         for name in names:
-            out[name] = a if not refs[name].take.split and not refs[name].take.transpose else refs[name].take.apply(a)
+            out[name] = a if transposed or (not refs[name].take.split and not refs[name].take.transpose) else refs[name].take.apply(a)
         del a
     for ckpt in opened.values():
         ckpt.release()

@@ -1013,6 +1013,8 @@ def import_(
     text: Annotated[str | None, typer.Option("--text", metavar="TEXT", show_default=False,
                                              help="Input text, tokenized with the folder's own tokenizer.json (needs the tokenizers package: the checkpoints extra).")] = None,
     no_special: Annotated[bool, typer.Option("--no-special", help="With --text: do not add the special tokens (BOS, EOS) the tokenizer's post-processor adds.")] = False,
+    dtype: Annotated[str, typer.Option("--dtype", metavar="float64|float32",
+                                       help="What the spec computes in: float64 (default), or float32 (a float32 checkpoint read as stored, as Hugging Face runs it).")] = "float64",
 ) -> None:
     """Write a spec that traces a real checkpoint: dims and settings from its config, weights read from the file."""
 
@@ -1021,7 +1023,7 @@ def import_(
         from tracer.messages import render
 
         result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length, force, activation=activation, eps=eps,
-                                   norm_order=norm_order, allow_unread=allow_unread, text=text, special=not no_special)
+                                   norm_order=norm_order, allow_unread=allow_unread, text=text, special=not no_special, dtype=dtype)
         if result.assumed:  # once, whether the spec goes to a file or to stdout
             settings = ", ".join(f"{name} {value}" for name, value in result.assumed)
             sys.stderr.write(render(msg("assumed ({why}): {settings}", why=result.why_assumed, settings=settings)) + "\n")

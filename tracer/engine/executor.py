@@ -18,13 +18,13 @@ from typing import NamedTuple
 import numpy as np
 
 from tracer.engine import interventions, kernels
-from tracer.engine.params import load_inputs, load_params
+from tracer.engine.params import LayerWeights, load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import masks
 from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
 from tracer.model.contracts import operand_axes, position_violation, relative_violation, violation
-from tracer.model.ops import OPS
+from tracer.model.ops import OPS, SOFTMAX_ROWS
 from tracer.model.shapes import shape_label
 from tracer.spec import Spec
 from tracer.spec.memory import RecordPolicy, plan_stages
@@ -225,9 +225,11 @@ def attention_mask(spec: Spec, step: Step, n_q: int, over_queries: bool) -> tupl
 class Executor:
     def __init__(self, spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
                  policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None,
-                 inputs: dict[str, np.ndarray] | None = None) -> None:
+                 inputs: dict[str, np.ndarray] | None = None, by_layer: bool = False) -> None:
         """``params``, ``inputs``: every weight and input stream, already loaded (a run that repeats the forward pass,
-        such as grad --verify, or drawn meanwhile: tracer run, params.draw_params)."""
+        such as grad --verify, or drawn meanwhile: tracer run, params.draw_params).  ``by_layer`` (tracer run, whose
+        weights nothing reads after the run): a layer's weights from files are read when it starts, if ``params``
+        left them out (draw_params(by_layer=True)), and every layer's weights are let go after its last step."""
         self.spec = spec
         self.keep_going = keep_going
         self.overrides = overrides or {}
@@ -237,6 +239,7 @@ class Executor:
         self.inputs = load_inputs(spec) if inputs is None else inputs
         self.seen_nonfinite = False
         self.interventions = interventions.by_stage(spec)
+        self.layers = LayerWeights(spec, self.params) if by_layer else None
 
     def rec(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
         self.recorder(name, array, axes, meaning, internal)
@@ -304,12 +307,24 @@ class Executor:
         stages: dict[str, np.ndarray] = dict(live or {})
         last_use = {name: i for i, step in enumerate(self.spec.steps) for name in step.inputs}
         start = max(start, interventions.start_of(self.spec))  # --from: the steps before its stage are not computed
+        try:
+            if self.layers is not None:
+                self.layers.begin(start)
+            self._steps(start, stages, last_use)
+        finally:
+            if self.layers is not None:
+                self.layers.close()
+        return self.trace
+
+    def _steps(self, start: int, stages: dict[str, np.ndarray], last_use: dict[str, int]) -> None:
         for i, step in enumerate(self.spec.steps):
             if i < start:
                 continue
             if self.stopped:
                 break
             iv = self.interventions.get(step.name)
+            if self.layers is not None:
+                self.layers.before(i)
             try:
                 if step.name in self.overrides:  # the probe's perturbed or permuted stage
                     stages[step.name] = self.rec(step.name, self.overrides[step.name], self.axes(step.name), step.meaning)
@@ -328,7 +343,8 @@ class Executor:
             for name in step.inputs:
                 if last_use[name] == i:
                     stages.pop(name, None)  # no later step reads it: it lives on only if recorded
-        return self.trace
+            if self.layers is not None:
+                self.layers.after(i)
 
     def replaced(self, step: Step, iv: interventions.Intervention) -> np.ndarray:
         if iv.value is not None:
@@ -394,7 +410,23 @@ def forward_head(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarr
 
 
 def forward_softmax(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
-    return ex.record_step(step, lambda strict: kernels.softmax(inputs[0]))
+    """The vocabulary softmax, SOFTMAX_ROWS rows at a time, in the result itself: each row's max, exps and sum are the
+    same operations on the same values, so the same numbers, without [B,T,V] temporaries (GPT-2's logits at T = 1024:
+    206 MB each in float32)."""
+    (x,) = inputs
+
+    def compute(strict: kernels.Strict) -> np.ndarray:
+        if x.ndim < 2 or x.shape[-1] == 0 or x.size <= SOFTMAX_ROWS * x.shape[-1]:
+            return kernels.softmax(x)
+        out = np.empty(x.shape, dtype=x.dtype)
+        rows, into = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
+        for i in range(0, rows.shape[0], SOFTMAX_ROWS):
+            block = into[i:i + SOFTMAX_ROWS]
+            block[...] = rows[i:i + SOFTMAX_ROWS]
+            kernels.softmax_inplace(block)  # softmax's operations, in the result's rows
+        return out
+
+    return ex.record_step(step, compute)
 
 
 # -- block ops ---------------------------------------------------------------
@@ -551,9 +583,9 @@ def forward_expert_mix(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np
 
 def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
         policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None,
-        inputs: dict[str, np.ndarray] | None = None) -> Recording:
+        inputs: dict[str, np.ndarray] | None = None, by_layer: bool = False) -> Recording:
     with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings on stderr
-        return Executor(spec, keep_going, overrides, policy, params, inputs).run()
+        return Executor(spec, keep_going, overrides, policy, params, inputs, by_layer).run()
 
 
 # -- i23-bert: BERT's embeddings ---------------------------------------------

@@ -27,11 +27,15 @@ import math
 import os
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tracer.spec import InputSpec, Spec, Weight
-from tracer.spec.memory import DRAW_CHUNK
+from tracer.spec.memory import DRAW_CHUNK, READ_AHEAD
+
+if TYPE_CHECKING:
+    from tracer.checkpoints.refs import TensorRef
 
 
 def stream(seed: int, name: str, start: int = 0) -> np.random.PCG64:
@@ -214,20 +218,119 @@ def _pieces(out: np.ndarray, seed: int, name: str, lo: float, hi: float) -> list
     return [functools.partial(fill_uniform, flat[i:i + PIECE], seed, name, i, lo, hi) for i in range(0, flat.size, PIECE)]
 
 
-def draw_params(spec: Spec) -> Draws:
+def draw_params(spec: Spec, by_layer: bool = False) -> Draws:
     """Every weight, as load_params(spec, for_run=True) gives them (``result()``); a big spec's seeded draws are
     started on a helper thread (Draws), in the order of the spec's weights, which is the order the steps read them.
     A given value that overflows the spec's dtype is the run's violation, not a warning (as in executor.run; the
-    helper thread inherits the setting)."""
+    helper thread inherits the setting).  ``by_layer``: the weights of a layer's steps that come from checkpoint files
+    are left out, for the executor to read when the layer starts (LayerWeights)."""
     with np.errstate(all="ignore"):
-        return _draws(spec, for_run=True)
+        return _draws(spec, for_run=True, by_layer=by_layer)
 
 
-def _draws(spec: Spec, for_run: bool) -> Draws:
+def weight_span(spec: Spec) -> dict[str, tuple[int, int]]:
+    """The weights of the steps' own groups (GROUP.KEY, where GROUP is a step's ``weights``: a layer's norms, attention
+    and FFN, the final norm), each with the first and the last step that reads it.  The tables (embedding, position,
+    head) are not in it: a tied head reads the embedding at the end."""
+    steps: dict[str, list[int]] = {}
+    for i, step in enumerate(spec.steps):
+        if step.weights:
+            steps.setdefault(step.weights, []).append(i)
+    out = {}
+    for name in spec.weights:
+        group = name.rpartition(".")[0]
+        if group in steps:
+            out[name] = (steps[group][0], steps[group][-1])
+    return out
+
+
+class LayerWeights:
+    """tracer run's weights a layer at a time: those of a group's steps that come from checkpoint files are read before
+    its first step, and every group's weights (drawn ones too) are let go after its last step, so a run holds about one
+    layer's weights at a time, not the model's.  A helper thread reads the groups in order, at most READ_AHEAD groups
+    ahead of the one in use (reading waits on memory, the steps on the cores).  Each array is the one read_refs gives:
+    the numbers are the same either way.  An error reading a group is raised when its first step is due."""
+
+    def __init__(self, spec: Spec, params: dict[str, np.ndarray]) -> None:
+        self.spec, self.params = spec, params
+        self.reads: dict[int, dict[str, TensorRef]] = {}
+        self.drops: dict[int, list[str]] = {}
+        for name, (first, last) in weight_span(spec).items():
+            w = spec.weights[name]
+            if name not in params and w.source == "file":
+                self.reads.setdefault(first, {})[name] = w.value  # a TensorRef (validation made it)
+            self.drops.setdefault(last, []).append(name)
+        self.order: list[int] = []
+        self.ready: dict[int, dict[str, np.ndarray] | BaseException] = {}  # step -> its group's arrays, or the error
+        self.used = 0  # groups handed to the run so far
+        self.stop = False
+        self.cond = threading.Condition()
+        self.helper: threading.Thread | None = None
+
+    def begin(self, start: int) -> None:
+        """Start reading, for a run from step ``start`` (--from): the groups of the steps before it are never read."""
+        for i in [i for i in self.reads if i < start]:
+            del self.reads[i]
+        self.order = sorted(self.reads)
+        if self.order:
+            self.helper = threading.Thread(target=contextvars.copy_context().run, args=(self._work,), daemon=True, name="tracer-reads")
+            self.helper.start()
+
+    def _work(self) -> None:
+        from tracer.checkpoints.refs import read_refs
+
+        for k, i in enumerate(self.order):
+            with self.cond:
+                while not self.stop and k >= self.used + READ_AHEAD:
+                    self.cond.wait()
+                if self.stop:
+                    return
+            got: dict[str, np.ndarray] | BaseException
+            try:
+                got = read_refs(self.reads[i], self.spec.dtype, self.spec.allow_nonfinite)
+            except BaseException as e:  # raised on the run's thread when step i is due
+                got = e
+            with self.cond:
+                self.ready[i] = got
+                self.cond.notify_all()
+            if isinstance(got, BaseException):
+                return
+
+    def before(self, i: int) -> None:
+        if i not in self.reads:
+            return
+        with self.cond:
+            while i not in self.ready:
+                self.cond.wait()
+            got = self.ready.pop(i)
+            del self.reads[i]
+            self.used = self.order.index(i) + 1
+            self.cond.notify_all()
+        if isinstance(got, BaseException):
+            raise got
+        self.params.update(got)
+
+    def after(self, i: int) -> None:
+        for name in self.drops.pop(i, ()):
+            self.params.pop(name, None)
+
+    def close(self) -> None:
+        """Stop the helper (a run that stopped early) and wait for it: no thread outlives the run."""
+        with self.cond:
+            self.stop = True
+            self.cond.notify_all()
+        if self.helper is not None:
+            self.helper.join()
+        self.ready.clear()
+
+
+def _draws(spec: Spec, for_run: bool, by_layer: bool = False) -> Draws:
     """load_params's weights: read from checkpoint files, made from keywords and given values, and drawn, a big
-    spec's seeded weights in pieces started on a helper thread, in the spec's order (the order the steps read them)."""
+    spec's seeded weights in pieces started on a helper thread, in the spec's order (the order the steps read them).
+    ``by_layer``: a layer's weights from files are left for LayerWeights to read."""
     dtype = np.dtype(spec.dtype)
-    files = {name: w.value for name, w in spec.weights.items() if w.source == "file"}
+    later = weight_span(spec) if by_layer else {}
+    files = {name: w.value for name, w in spec.weights.items() if w.source == "file" and name not in later}
     read: dict[str, np.ndarray] = {}
     if files:  # from checkpoint files: each tensor read once, converted to the spec's dtype
         from tracer.checkpoints.refs import read_refs
@@ -245,6 +348,8 @@ def _draws(spec: Spec, for_run: bool) -> Draws:
     for name, w in spec.weights.items():
         if name in read:
             arrays[name] = read[name]
+        elif w.source == "file":  # by_layer: read when its layer starts
+            continue
         elif big and name in drawn:
             assert spec.seed is not None, "spec validation guarantees a seed for drawn weights"
             b = bound(w, spec.init)

@@ -383,6 +383,15 @@ def _softmax_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int
     return in_bytes  # x - max, then exp of it (the row sums are small)
 
 
+SOFTMAX_ROWS = 64  # rows the vocabulary softmax takes at a time (executor.forward_softmax): its temporaries stay small
+
+
+def _vocab_softmax_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    """The rows' maxima and sums: the softmax works in its result, SOFTMAX_ROWS rows at a time (a small input at once)."""
+    V = spec.dims.V or 1
+    return 2 * min(in_bytes, SOFTMAX_ROWS * V * ITEMSIZE[spec.dtype])
+
+
 def _top_k_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
     return in_bytes  # the indices that sort each row (int64, as wide as float64)
 
@@ -430,7 +439,8 @@ _RECORDS: tuple[Op, ...] = (
         "{0} E^T (head: tied) or {0} W_head (head: separate)", "{0} {head}", "{x} {head}", _head_shape,
         weights="head", user=False, preflight=None, temporaries=None),
     _op("softmax", 1, "softmax over the vocabulary", "沿词表做 softmax",
-        "exp({0} - max) / sum over V of exp({0} - max)", "softmax({0})", "softmax({x}) over V", _same, user=False, preflight=None, temporaries=None),
+        "exp({0} - max) / sum over V of exp({0} - max)", "softmax({0})", "softmax({x}) over V", _same, user=False, preflight=None,
+        temporaries=_vocab_softmax_bytes),
     # the block's ops
     _op("layer_norm", 1, "LayerNorm", "层归一化（LayerNorm）",
         "gamma * ({0} - mean) / sqrt(var + eps) + beta, mean and var over the C coordinates of each row", "LayerNorm[{w}]({0})",

@@ -160,10 +160,12 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
         from tracer.files import check_output
 
         check_output(opts.save, "--save", [path], "npz", opts.force)
-    ready.check_memory(show_all=opts.show_all, verify=opts.verify, form=opts.form, with_weights=opts.with_weights)
+    ready.check_memory(show_all=opts.show_all, verify=opts.verify, form=opts.form, with_weights=opts.with_weights, by_layer=True)
     from tracer.engine import params as made
 
-    to_params, to_inputs = made.draw_params(s), None  # a big spec's seeded draws start on a helper thread
+    # a big spec's seeded draws start on a helper thread; a layer's weights from files are read when it starts, and
+    # every layer's weights go after its last step (nothing here reads them after the run)
+    to_params, to_inputs = made.draw_params(s, by_layer=True), None
     try:
         to_inputs = made.draw_inputs(s)
         if meanwhile is not None and (to_params.helped or to_inputs.helped):
@@ -175,7 +177,8 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
         for drawing in (to_params, to_inputs):
             if drawing is not None:
                 drawing.stop()
-    trace = executor.run(s, keep_going=opts.keep_going, policy=policy, params=drawn[0], inputs=drawn[1])
+    trace = executor.run(s, keep_going=opts.keep_going, policy=policy, params=drawn[0], inputs=drawn[1], by_layer=True)
+    del drawn
     check = None
     if opts.verify:
         from tracer.run.crosscheck import verify

@@ -26,10 +26,11 @@ class Prepared(NamedTuple):
     max_memory: str
 
     def check_memory(self, *, show_all: bool = False, verify: bool = False, form: str | None = None,
-                     with_weights: bool = False) -> memory.Estimate:
-        """The run's estimate; UsageError (exit 2) if it needs more than --max-memory."""
+                     with_weights: bool = False, by_layer: bool = False) -> memory.Estimate:
+        """The run's estimate; UsageError (exit 2) if it needs more than --max-memory.  ``by_layer``: tracer run's
+        weights, a layer's read when it starts and let go after (memory.by_layer_weights)."""
         return memory.check_run(self.spec, self.policy, self.max_memory, show_all=show_all, verify=verify, form=form,
-                                with_weights=with_weights)
+                                with_weights=with_weights, by_layer=by_layer)
 
 
 def select_stages(spec: Spec, requested: Sequence[str]) -> list[str] | None:

@@ -26,7 +26,7 @@ from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from tracer import reading
-from tracer.checkpoints.formats import STORED_ITEMSIZE
+from tracer.checkpoints.formats import READ_BLOCK, STORED_ITEMSIZE
 from tracer.errors import UsageError
 from tracer.messages import Message, at, join, msg
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
@@ -290,6 +290,52 @@ def _given_values(spec: Spec) -> int:
     return n
 
 
+def _reading_bytes(spec: Spec, w: Any) -> int:
+    """The memory reading weight ``w`` from its checkpoint holds beyond the weight itself."""
+    stored, take = w.value.stored, w.value.take
+    itemsize = ITEMSIZE[spec.dtype]
+    block = 0 if stored.dtype == spec.dtype else 3 * READ_BLOCK  # the stored block, its widened copy, the converted block
+    # a part of a packed tensor is made from the whole tensor as read; a matrix taken transposed is read straight into
+    # its transpose (refs.read_refs)
+    whole = math.prod(stored.shape) * itemsize if (take.split or (take.transpose and len(stored.shape) != 2)) else 0
+    if w.path == "embedding" and w.source == "file" and spec.block.head != "tied":
+        # its rows as stored, widened (bfloat16) and converted, before they are put in the table
+        return _held_values(spec, w.path, w.shape, w.source) * (STORED_ITEMSIZE.get(stored.dtype, 8) + 4 + itemsize)
+    return block + whole
+
+
+READ_AHEAD = 4  # groups of weights tracer run reads ahead of the one in use (a layer's: two norms, attention, FFN)
+
+
+def by_layer_weights(spec: Spec) -> int:
+    """The most weights read from files that tracer run holds at once when it reads each group's (a layer's norms,
+    attention, FFN) ahead of its first step and lets them go after its last (params.LayerWeights): group k of the
+    groups read, in order, is held from the step where group k - READ_AHEAD is handed to the run until its own last step."""
+    itemsize = ITEMSIZE[spec.dtype]
+    steps: dict[str, list[int]] = {}
+    for i, step in enumerate(spec.steps):
+        if step.weights:
+            steps.setdefault(step.weights, []).append(i)
+    size: dict[str, int] = {}
+    for name, w in spec.weights.items():
+        group = name.rpartition(".")[0]
+        if w.source == "file" and group in steps:
+            size[group] = size.get(group, 0) + math.prod(w.shape) * itemsize
+    order = sorted(size, key=lambda g: steps[g][0])
+    held = [0] * (len(spec.steps) + 1)
+    for k, group in enumerate(order):
+        start = steps[order[k - READ_AHEAD]][0] if k >= READ_AHEAD else 0
+        for i in range(start, steps[group][-1] + 1):
+            held[i] += size[group]
+    return max(held, default=0)
+
+
+def _later(spec: Spec, name: str) -> bool:
+    """Is weight ``name`` one that tracer run reads when its group's first step starts (by_layer_weights)?"""
+    group = name.rpartition(".")[0]
+    return spec.weights[name].source == "file" and any(step.weights == group for step in spec.steps if step.weights)
+
+
 def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, Message | str]:
     """The most memory one step holds beyond what is recorded in full, and which step."""
     by_name = {s.name: s for s in stages}
@@ -311,9 +357,10 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, Message | str
     drawn += [n for stream, (n, _) in _input_sizes(spec).items() if spec.inputs()[stream].value == "random"]
     biggest = min(max(drawn, default=0), DRAW_CHUNK)
     best: tuple[int, Message | str] = (biggest * (16 + (8 if itemsize != 8 else 0)), msg("loading the weights"))  # a chunk of raw words and their doubles
-    # From a checkpoint: one stored tensor at a time, as stored and converted, then its part (q of a packed q, k, v).
-    read = [(w.value.stored.nbytes + 2 * w.value.stored.nbytes // STORED_ITEMSIZE.get(w.value.stored.dtype, 2) * itemsize)
-            * _held_values(spec, w.path, w.shape, w.source) // math.prod(w.shape) for w in spec.weights.values() if w.source == "file"]
+    # From a checkpoint: one tensor at a time, read into the run's dtype through a block of the stored bytes
+    # (READ_BLOCK, and its widened copy), then, when the spec takes a part of it or its transpose, that part made from
+    # it (counted with the weights): the whole tensor as read is held meanwhile.
+    read = [_reading_bytes(spec, w) for w in spec.weights.values() if w.source == "file"]
     best = max(best, (max(read, default=0), msg("reading the checkpoint")))
     summary = SUMMARY_TEMP_BYTES if any(s.how == "stats" for s in stages) else 0  # summarising works in blocks
 
@@ -339,13 +386,18 @@ def _working(spec: Spec, stages: list[PlannedStage]) -> tuple[int, Message | str
 
 
 def estimate(spec: Spec, policy: RecordPolicy, as_json: bool = False, visible: set[str] | None = None, verify: bool = False,
-             form: str | None = None, with_weights: bool = False) -> Estimate:
+             form: str | None = None, with_weights: bool = False, by_layer: bool = False) -> Estimate:
     """What a run of ``spec`` under ``policy`` will hold at its peak (see the module's docstring).
 
-    JSON and CSV are written a stage (a weight) at a time, so their text costs the largest one, not the sum."""
+    JSON and CSV are written a stage (a weight) at a time, so their text costs the largest one, not the sum.
+    ``by_layer``: tracer run, which reads a layer's weights from files when it starts and lets them go after
+    (by_layer_weights); the other weights are held throughout."""
     itemsize = ITEMSIZE[spec.dtype]
     stages = plan_stages(spec, policy)
-    weights = sum(_held_values(spec, w.path, w.shape, w.source) for w in spec.weights.values()) * itemsize
+    weights = sum(_held_values(spec, w.path, w.shape, w.source) for name, w in spec.weights.items()
+                  if not (by_layer and _later(spec, name))) * itemsize
+    if by_layer:
+        weights += by_layer_weights(spec)
     weights += sum(n * size for n, size in _input_sizes(spec).values())
     working, working_at = _working(spec, stages)
     est = Estimate(spec, policy, stages, weights, _given_values(spec) * YAML_VALUE_BYTES, working, working_at)
@@ -474,10 +526,11 @@ def policy_for(spec: Spec, record: str, keep: list[str] | None, b: int, t: int, 
 
 
 def check_run(spec: Spec, policy: RecordPolicy, max_memory: str, as_json: bool = False, show_all: bool = False,
-              verify: bool = False, form: str | None = None, with_weights: bool = False) -> Estimate:
+              verify: bool = False, form: str | None = None, with_weights: bool = False, by_layer: bool = False) -> Estimate:
     """Estimate a run and refuse it (UsageError, exit 2) if it needs more than --max-memory."""
     limit = parse_size(max_memory)
     visible = None if show_all else {s.name for s in plan_stages(spec, policy) if not s.internal}
-    est = estimate(spec, policy, as_json=as_json, visible=visible, verify=verify, form=form, with_weights=with_weights)
+    est = estimate(spec, policy, as_json=as_json, visible=visible, verify=verify, form=form, with_weights=with_weights,
+                   by_layer=by_layer)
     check(est, limit, max_memory)
     return est
