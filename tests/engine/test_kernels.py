@@ -297,3 +297,22 @@ def test_blas_threads_come_back_after_a_single_threaded_block():
     assert get() == before
     assert blas.workers(12, 1 << 30) == min(12, before, os.cpu_count() or 1)
     assert blas.workers(12, 10) == 1 and blas.workers(1, 1 << 30) == 1
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("name", ["gelu_tanh", "silu"])
+def test_activations_in_scratch_arrays_round_as_their_formulas(name, dtype):
+    """gelu_tanh and silu work in one scratch array (and in the input itself when asked): every value, nan and the
+    infinities included, is bit for bit the formula's, evaluated operation by operation as written."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal(50_000) * rng.choice([1e-3, 1.0, 5.0, 40.0], 50_000)).astype(dtype)
+    x[:4] = [np.inf, -np.inf, np.nan, 0.0]
+    formula = {"gelu_tanh": lambda v: 0.5 * v * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (v + 0.044715 * v * v * v))),
+               "silu": lambda v: v / (1.0 + np.exp(-v))}[name]
+    with np.errstate(all="ignore"):
+        want = formula(x)
+        for inplace in (False, True):
+            given = x.copy()
+            got = getattr(kernels, name)(given, inplace=inplace)
+            assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+            assert (got is given) == inplace and (inplace or given.tobytes() == x.tobytes())  # the input kept unless asked
