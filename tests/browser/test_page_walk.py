@@ -1,0 +1,240 @@
+"""The chapter's page (`tracer page specs/ch17-prenorm.yaml`) clicked through as a student would, in Chromium:
+open a stage, read hovered cells against the trace, the keyboard, Table 17.1 against the terminal, the selectors,
+the language switch, print.  One page built for the module; a fresh tab per test (tests/helpers/browser.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from conftest import PRE_REL, run_app
+from helpers.browser import build, hover_cell, readout, shot, table_cells, words
+
+WIDE = {"COLUMNS": "250"}  # the terminal's table on one line a row
+
+
+@pytest.fixture(scope="module")
+def page_file(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("page"), "ch17.html", "page", PRE_REL, "-o", "{out}")
+
+
+@pytest.fixture(scope="module")
+def trace():
+    import tracer
+
+    return tracer.trace(PRE_REL)
+
+
+def terminal(*options: str) -> dict[str, list[str]]:
+    """`tracer run specs/ch17-prenorm.yaml OPTIONS` as printed: each stage's row (stage, what it is, value, shape)."""
+    r = run_app("run", PRE_REL, *options, env=WIDE)
+    assert r.returncode == 0, r.stderr
+    return {row[0]: row for row in table_cells(r.stdout)}
+
+
+def diagram_stages(tab) -> list[str]:
+    return tab.page.locator("#diagram .stage-box").evaluate_all("boxes => boxes.map(b => b.dataset.stage)")
+
+
+def value_at(trace, stage: str, index: dict[str, int]) -> float:
+    return float(trace[stage][tuple(index.values())])
+
+
+def test_the_diagram_has_a_box_per_stage_of_the_table_with_its_shape(tab, page_file) -> None:
+    t = tab(page_file)
+    rows = terminal()
+    boxes = diagram_stages(t)
+    assert set(rows) <= set(boxes), (sorted(rows), boxes)
+    assert [b for b in boxes if b in rows] == list(rows), "the diagram's order is not the table's"
+    for stage, (_, _, _, shape) in rows.items():
+        box = t.page.locator(f'#diagram .stage-box[data-stage="{stage}"] .shape')
+        assert words(box.inner_text()) == shape, (stage, box.inner_text(), shape)
+
+
+def test_clicking_a_box_opens_its_stage_with_formula_and_meaning(tab, page_file) -> None:
+    t = tab(page_file)
+    rows = terminal()
+    for stage in ("norm1", "hidden"):
+        t.page.locator(f'#diagram .stage-box[data-stage="{stage}"]').click()
+        assert t.page.locator("#stage").get_attribute("data-stage") == stage
+        assert t.page.locator("#stage .formula").inner_text().strip(), f"{stage}: no formula"
+        meaning = t.page.locator("#stage .meaning")
+        assert meaning.is_visible()
+        assert rows[stage][1] in words(meaning.inner_text()), (stage, meaning.inner_text(), rows[stage][1])
+    shot(t, "stage")
+
+
+def test_hovering_a_cell_reads_the_traced_value_exactly(tab, page_file, trace) -> None:
+    t = tab(page_file)
+    for stage in ("norm1", "attention", "hidden", "output"):
+        t.page.evaluate("s => window.tracerPage.select(s)", stage)
+        canvas = t.page.locator('#stage canvas.heatmap[data-kind="value"]')
+        assert canvas.get_attribute("data-row-axis") == "t"
+        assert canvas.get_attribute("data-col-axis") == ("f" if stage == "hidden" else "c")
+        rows, cols = int(canvas.get_attribute("data-rows")), int(canvas.get_attribute("data-cols"))
+        assert (rows, cols) == trace[stage].shape[1:], (stage, rows, cols)
+        for i in range(rows):
+            for j in range(cols):
+                index, value = hover_cell(t, canvas, i, j)
+                assert list(index) == ["b", "t", canvas.get_attribute("data-col-axis")], index
+                assert (index["t"], index[canvas.get_attribute("data-col-axis")]) == (i, j), (stage, i, j, index)
+                expected = value_at(trace, stage, index)
+                assert float(value) == expected and value == repr(expected), (stage, index, value, repr(expected))
+                shown = t.page.locator("#readout").inner_text()
+                assert value in shown, ("the readout does not show the exact value", shown, value)
+
+
+def test_the_heatmap_has_its_axis_letters(tab, page_file) -> None:
+    t = tab(page_file)
+    t.page.evaluate("s => window.tracerPage.select(s)", "hidden")
+    canvas = t.page.locator('#stage canvas.heatmap[data-kind="value"]')
+    letters = {canvas.get_attribute("data-row-axis"), canvas.get_attribute("data-col-axis")}
+    labels = t.page.locator("#stage .axis-label").all_inner_texts()
+    shown = {w.lower() for label in labels for w in re.findall(r"[A-Za-z]+", label)}
+    assert letters == {"t", "f"} and letters <= shown, (letters, labels)
+
+
+def test_arrow_keys_in_a_focused_heatmap_move_the_readout(tab, page_file, trace) -> None:
+    t = tab(page_file)
+    t.page.evaluate("s => window.tracerPage.select(s)", "hidden")
+    canvas = t.page.locator('#stage canvas.heatmap[data-kind="value"]')
+    canvas.focus()
+    t.page.keyboard.press("ArrowRight")
+    first, _ = readout(t)
+    moves = [("ArrowRight", "f", 1), ("ArrowDown", "t", 1), ("ArrowLeft", "f", -1), ("ArrowUp", "t", -1)]
+    for key, axis, step in moves:
+        before, _ = readout(t)
+        t.page.keyboard.press(key)
+        after, value = readout(t)
+        expected = dict(before)
+        limit = 3  # hidden is [1,3,3]: a move from the edge stays put
+        expected[axis] = min(max(before[axis] + step, 0), limit - 1)
+        assert after == expected, (key, before, after)
+        assert value == repr(value_at(trace, "hidden", after))
+    assert t.page.locator("#stage").get_attribute("data-stage") == "hidden", "keys inside a heatmap changed the stage"
+    assert first["b"] == 0
+
+
+def test_arrow_down_on_the_page_moves_to_the_next_stage(tab, page_file) -> None:
+    t = tab(page_file)
+    order = diagram_stages(t)
+    t.page.evaluate("s => window.tracerPage.select(s)", order[0])
+    t.page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    for nxt in order[1:4]:
+        t.page.keyboard.press("ArrowDown")
+        assert t.page.locator("#stage").get_attribute("data-stage") == nxt
+    t.page.keyboard.press("ArrowUp")
+    assert t.page.locator("#stage").get_attribute("data-stage") == order[2]
+
+
+def test_tab_reaches_the_stage_heatmap_and_focus_is_visible(tab, page_file) -> None:
+    t = tab(page_file)
+    t.page.evaluate("s => window.tracerPage.select(s)", "norm1")
+    t.page.evaluate("() => document.activeElement && document.activeElement.blur()")
+    for _ in range(80):
+        t.page.keyboard.press("Tab")
+        if t.page.evaluate("() => document.activeElement.matches('#stage canvas.heatmap')"):
+            break
+    else:
+        pytest.fail("Tab never reached the stage's heatmap")
+    outline = t.page.evaluate("() => { const s = getComputedStyle(document.activeElement); "
+                              "return [s.outlineStyle, parseFloat(s.outlineWidth)]; }")
+    assert outline[0] != "none" and outline[1] >= 2, ("focus is not visible", outline)
+
+
+def test_table_17_1_equals_the_terminal_number_for_number(tab, page_file) -> None:
+    t = tab(page_file)
+    t.page.locator("#show-table").click()
+    table = t.page.locator("table#table17")
+    assert table.is_visible()
+    shot(t, "table")
+
+    def shown() -> dict[str, tuple[str, str, str]]:
+        rows = table.locator("tr[data-stage]")
+        return {rows.nth(i).get_attribute("data-stage"): tuple(words(rows.nth(i).locator(f".{c}").inner_text())
+                                                                 for c in ("stage", "value", "shape"))
+                for i in range(rows.count())}
+
+    for pos in (0, 2):
+        if pos:
+            t.page.locator("#sel-t").select_option(str(pos))
+        expected = {stage: (stage, value, shape) for stage, (_, _, value, shape) in terminal("--pos", str(pos)).items()}
+        got = shown()
+        assert list(got) == list(expected), (list(got), list(expected))
+        assert got == expected
+
+
+def test_the_selectors_show_the_trace_at_the_chosen_position(tab, page_file, trace) -> None:
+    t = tab(page_file)
+    t.page.evaluate("s => window.tracerPage.select(s)", "output")
+    assert t.page.locator("#sel-b").is_visible() and t.page.locator("#sel-t").is_visible()
+    for pos in (1, 2, 0):
+        t.page.locator("#sel-t").select_option(str(pos))
+        value = terminal("--pos", str(pos))["output"][2]
+        shown = words(t.page.locator("#position-values").inner_text())
+        assert value in shown, (pos, shown, value)
+        numbers = [float(x) for x in value.strip("[]").split(",")]
+        assert numbers == [round(float(v), 6) for v in trace["output"][0, pos]], (numbers, trace["output"][0, pos])
+
+
+def test_the_language_switch_changes_every_meaning_and_back(tab, page_file) -> None:
+    t = tab(page_file)
+    english, chinese = terminal(), terminal("--lang", "zh")
+    assert t.page.evaluate("() => document.documentElement.lang") == "en"
+    t.page.evaluate("s => window.tracerPage.select(s)", "norm2")
+    t.page.locator("#lang-zh").click()
+    assert t.page.evaluate("() => document.documentElement.lang") == "zh-CN"
+    meaning = words(t.page.locator("#stage .meaning").inner_text())
+    assert chinese["norm2"][1] in meaning and english["norm2"][1] not in meaning, meaning
+    t.page.locator("#show-table").click()
+    for stage, row in chinese.items():
+        cell = words(t.page.locator(f'table#table17 tr[data-stage="{stage}"]').inner_text())
+        assert row[1] in cell, (stage, cell, row[1])
+    shot(t, "zh")
+    t.page.locator("#lang-en").click()
+    assert t.page.evaluate("() => document.documentElement.lang") == "en"
+    assert english["norm2"][1] in words(t.page.locator("#stage .meaning").inner_text())
+
+
+def test_lang_zh_sets_the_first_language(tab, tmp_path) -> None:
+    page = build(tmp_path, "zh.html", "page", PRE_REL, "-o", "{out}", "--lang", "zh")
+    t = tab(page)
+    assert t.page.evaluate("() => document.documentElement.lang") == "zh-CN"
+    t.page.evaluate("s => window.tracerPage.select(s)", "norm1")
+    assert terminal("--lang", "zh")["norm1"][1] in words(t.page.locator("#stage .meaning").inner_text())
+
+
+def test_nothing_fixed_covers_the_end_of_the_page(tab, page_file) -> None:
+    t = tab(page_file)
+    t.page.locator("#show-table").click()
+    t.page.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
+    covered = t.page.evaluate("""() => {
+        const all = [...document.body.querySelectorAll('*')];
+        const fixed = all.filter(e => ['fixed', 'sticky'].includes(getComputedStyle(e).position) && e.offsetParent !== null
+                                      || getComputedStyle(e).position === 'fixed');
+        const inFixed = e => fixed.some(f => f.contains(e));
+        const content = all.filter(e => !inFixed(e) && e.getClientRects().length && e.innerText && e.innerText.trim()
+                                        && e.children.length === 0);
+        const hits = [];
+        for (const f of fixed) {
+            const r = f.getBoundingClientRect();
+            if (!r.width || !r.height) continue;
+            for (const e of content) {
+                const c = e.getBoundingClientRect();
+                if (c.bottom > r.top + 1 && c.top < r.bottom - 1 && c.right > r.left + 1 && c.left < r.right - 1)
+                    hits.push(e.tagName + ': ' + e.innerText.slice(0, 40));
+            }
+        }
+        return hits;
+    }""")
+    assert covered == [], covered
+
+
+def test_the_printed_page_shows_the_diagram_the_stage_and_table_17_1(tab, page_file) -> None:
+    t = tab(page_file, media="print")
+    t.page.evaluate("s => window.tracerPage.select(s)", "norm1")
+    for selector in ("#diagram", "#stage", "table#table17"):
+        assert t.page.locator(selector).is_visible(), f"{selector} is hidden in print"
+    shot(t, "print", full_page=True)
+    pdf = t.page.pdf()
+    assert pdf[:5] == b"%PDF-" and len(pdf) > 5000
