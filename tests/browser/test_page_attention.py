@@ -9,6 +9,7 @@ from conftest import PRE_REL
 from helpers.browser import build, cell_centre, hover_cell, shot, words
 
 STACK = "specs/stack-2-layers.yaml"  # vocab words: token labels; 2 layers of 2 heads
+NEAR = 40  # px: a label this close to its row or column of cells reads as its label
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +74,16 @@ def test_key_and_query_labels_line_up_with_the_cells(tab, pages, traces, spec) -
         assert kb["y"] + kb["height"] <= box["y"] + 1, ("key labels go along the top", i, kb, box)
         assert abs(qb["y"] + qb["height"] / 2 - y) <= height / 2, ("query label off its row", i, qb, box)
         assert qb["x"] + qb["width"] <= box["x"] + 1, ("query labels go along the left", i, qb, box)
+        assert box["y"] - (kb["y"] + kb["height"]) <= NEAR, ("key label far above the cells", i, kb, box)
+        assert box["x"] - (qb["x"] + qb["width"]) <= NEAR, ("query label far left of the cells", i, qb, box)
+        for label in (key, query):
+            clipped = label.evaluate("e => e.scrollWidth > e.clientWidth + 1 || e.scrollHeight > e.clientHeight + 1")
+            assert not clipped, ("a label is cut off", i, label.inner_text())
         for label in (key, query):
             text = words(label.inner_text())
             assert (tokens[i] in text) if tokens else (str(i) in text), (i, text)
     if spec == PRE_REL:
+        t.page.locator("#attention").scroll_into_view_if_needed()
         shot(t, "attention")
 
 

@@ -134,6 +134,14 @@ def test_lens_page_has_the_lens_heatmap_with_exact_probabilities(tab, lens_page)
     shot(t, "lens")
 
 
+def test_a_wide_stage_does_not_push_the_page_sideways(tab, lens_page) -> None:
+    t = tab(lens_page)
+    for stage in ("blocks.0.hidden", "blocks.1.attn.weights", "logits"):
+        select(t, stage)
+        wide = t.page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        assert wide <= 0, (stage, f"the page is {wide} px wider than the window")
+
+
 # --- violations and the budget ---------------------------------------------------------------------------------------
 
 

@@ -230,6 +230,15 @@ def test_nothing_fixed_covers_the_end_of_the_page(tab, page_file) -> None:
     assert covered == [], covered
 
 
+def test_the_page_fits_the_window_without_scrolling_sideways(tab, page_file) -> None:
+    t = tab(page_file)
+    t.page.locator("#show-table").click()
+    for stage in diagram_stages(t):
+        t.page.evaluate("s => window.tracerPage.select(s)", stage)
+        wide = t.page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+        assert wide <= 0, (stage, f"the page is {wide} px wider than the window")
+
+
 def test_the_printed_page_shows_the_diagram_the_stage_and_table_17_1(tab, page_file) -> None:
     t = tab(page_file, media="print")
     t.page.evaluate("s => window.tracerPage.select(s)", "norm1")

@@ -16,7 +16,6 @@ import os
 import shutil
 import struct
 import zlib
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,12 +134,20 @@ def build(folder: Path, name: str, *args: str, codes: tuple[int, ...] = (0,)) ->
 # --- screenshots ---------------------------------------------------------------------------------------------------
 
 
-def _paeth(a: int, b: int, c: int) -> int:
-    p = a + b - c
-    pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-    if pa <= pb and pa <= pc:
-        return a
-    return b if pb <= pc else c
+def _unfilter(kind: int, line: bytes, up: bytes, bpp: int) -> bytes:
+    """One row under PNG's Average (3) or Paeth (4) filter, undone."""
+    out = bytearray(line)
+    if kind == 3:
+        for i in range(len(out)):
+            out[i] = (out[i] + (((out[i - bpp] if i >= bpp else 0) + up[i]) >> 1)) & 0xFF
+        return bytes(out)
+    for i in range(bpp):  # no left neighbour: the predictor is the byte above
+        out[i] = (out[i] + up[i]) & 0xFF
+    for i in range(bpp, len(out)):
+        a, b, c = out[i - bpp], up[i], up[i - bpp]
+        pa, pb, pc = abs(b - c), abs(a - c), abs(a + b - c - c)
+        out[i] = (out[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 0xFF
+    return bytes(out)
 
 
 def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
@@ -176,16 +183,8 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
             cur = (np.cumsum(line.reshape(width, bpp), axis=0, dtype=np.uint64) % 256).astype(np.uint8).reshape(stride)
         elif kind == 2:  # Up
             cur = line + prev
-        else:  # Average, Paeth: byte by byte
-            out = bytearray(line.tobytes())
-            up = prev.tobytes()
-            for i in range(stride):
-                left = out[i - bpp] if i >= bpp else 0
-                if kind == 3:
-                    out[i] = (out[i] + ((left + up[i]) >> 1)) & 0xFF
-                else:
-                    out[i] = (out[i] + _paeth(left, up[i], up[i - bpp] if i >= bpp else 0)) & 0xFF
-            cur = np.frombuffer(bytes(out), dtype=np.uint8)
+        else:  # Average, Paeth: byte by byte (the left neighbour is this row's own result)
+            cur = np.frombuffer(_unfilter(kind, line.tobytes(), prev.tobytes(), bpp), dtype=np.uint8)
         rows.append(cur.tobytes())
         prev = cur
     return width, height, rows
@@ -194,13 +193,12 @@ def png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
 def png_stats(data: bytes) -> tuple[int, float]:
     """The number of distinct colours in a PNG and the share of its pixels that differ from the most common one
     (the background)."""
+    import numpy as np
+
     width, height, rows = png_pixels(data)
-    bpp = len(rows[0]) // width
-    colours: Counter[bytes] = Counter()
-    for row in rows:
-        colours.update(row[i:i + 3] for i in range(0, len(row), bpp))
-    _, background = colours.most_common(1)[0]
-    return len(colours), 1 - background / (width * height)
+    pixels = np.frombuffer(b"".join(rows), dtype=np.uint8).reshape(height * width, -1)[:, :3].astype(np.uint32)
+    _, counts = np.unique(pixels[:, 0] << 16 | pixels[:, 1] << 8 | pixels[:, 2], return_counts=True)
+    return len(counts), 1 - int(counts.max()) / (width * height)
 
 
 def assert_not_blank(data: bytes, *, colours: int = 8, drawn: float = 0.01) -> tuple[int, float]:
