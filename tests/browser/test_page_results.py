@@ -191,6 +191,7 @@ def test_a_summarised_stage_says_what_was_left_out(tab, folder) -> None:
     assert t.page.locator("#stage .left-out:visible").count() == 0
 
 
+@pytest.mark.slow  # seven pages written and opened: seconds
 def test_every_violation_example_marks_the_box_the_terminal_names(tab, folder) -> None:
     for n, spec in enumerate(sorted((EXAMPLES / "violations").glob("*.yaml"))):
         rel = spec.relative_to(EXAMPLES.parent).as_posix()

@@ -66,7 +66,7 @@ def test_clicking_a_box_opens_its_stage_with_formula_and_meaning(tab, page_file)
 
 def test_hovering_a_cell_reads_the_traced_value_exactly(tab, page_file, trace) -> None:
     t = tab(page_file)
-    for stage in ("norm1", "attention", "hidden", "output"):
+    for stage in ("norm1", "hidden", "output"):
         t.page.evaluate("s => window.tracerPage.select(s)", stage)
         canvas = t.page.locator('#stage canvas.heatmap[data-kind="value"]')
         assert canvas.get_attribute("data-row-axis") == "t"
