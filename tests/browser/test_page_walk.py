@@ -61,6 +61,8 @@ def test_clicking_a_box_opens_its_stage_with_formula_and_meaning(tab, page_file)
         meaning = t.page.locator("#stage .meaning")
         assert meaning.is_visible()
         assert rows[stage][1] in words(meaning.inner_text()), (stage, meaning.inner_text(), rows[stage][1])
+    t.page.locator("#stage").evaluate("e => e.scrollIntoView({block: 'start'})")
+    hover_cell(t, t.page.locator('#stage canvas.heatmap[data-kind="value"]'), 1, 1)
     shot(t, "stage")
 
 
@@ -147,6 +149,7 @@ def test_table_17_1_equals_the_terminal_number_for_number(tab, page_file) -> Non
     t.page.locator("#show-table").click()
     table = t.page.locator("table#table17")
     assert table.is_visible()
+    table.evaluate("e => e.scrollIntoView({block: 'center'})")
     shot(t, "table")
 
     def shown() -> dict[str, tuple[str, str, str]]:
@@ -244,6 +247,6 @@ def test_the_printed_page_shows_the_diagram_the_stage_and_table_17_1(tab, page_f
     t.page.evaluate("s => window.tracerPage.select(s)", "norm1")
     for selector in ("#diagram", "#stage", "table#table17"):
         assert t.page.locator(selector).is_visible(), f"{selector} is hidden in print"
-    shot(t, "print", full_page=True)
+    shot(t, None, full_page=True)  # checked, not one of the docs' pictures
     pdf = t.page.pdf()
     assert pdf[:5] == b"%PDF-" and len(pdf) > 5000

@@ -208,12 +208,13 @@ def assert_not_blank(data: bytes, *, colours: int = 8, drawn: float = 0.01) -> t
     return found, share
 
 
-def shot(tab: Tab, name: str, *, full_page: bool = False, colours: int = 8, drawn: float = 0.01) -> bytes:
-    """A screenshot of the tab, checked not blank, and saved as page-NAME.png in $TRACER_SCREENSHOTS when set."""
+def shot(tab: Tab, name: str | None, *, full_page: bool = False, colours: int = 8, drawn: float = 0.01) -> bytes:
+    """A screenshot of the tab, checked not blank; saved as page-NAME.png in $TRACER_SCREENSHOTS when that is set
+    and the view has a name (the views docs/page.md shows)."""
     data: bytes = tab.page.screenshot(full_page=full_page)
     assert_not_blank(data, colours=colours, drawn=drawn)
     folder = os.environ.get("TRACER_SCREENSHOTS")
-    if folder:
+    if folder and name:
         Path(folder).mkdir(parents=True, exist_ok=True)
         (Path(folder) / f"page-{name}.png").write_bytes(data)
     return data
