@@ -8,7 +8,7 @@ import re
 
 import pytest
 from conftest import PRE_REL, run_app
-from helpers.browser import build, hover_cell, readout, shot, table_cells, words
+from helpers.browser import build, hover_cell, readout, shot, table_cells, table_header, words
 
 WIDE = {"COLUMNS": "250"}  # the terminal's table on one line a row
 
@@ -23,6 +23,16 @@ def trace():
     import tracer
 
     return tracer.trace(PRE_REL)
+
+
+def header(*options: str) -> list[str]:
+    """The header of the table `tracer run specs/ch17-prenorm.yaml OPTIONS` prints."""
+    return table_header(run_app("run", PRE_REL, *options, env=WIDE).stdout)
+
+
+def page_header(tab) -> list[str]:
+    cells = tab.page.locator("table#table17 th").all_inner_texts()
+    return [words(c) for c in cells if words(c)]
 
 
 def terminal(*options: str) -> dict[str, list[str]]:
@@ -165,6 +175,7 @@ def test_table_17_1_equals_the_terminal_number_for_number(tab, page_file) -> Non
         got = shown()
         assert list(got) == list(expected), (list(got), list(expected))
         assert got == expected
+        assert page_header(t) == header("--pos", str(pos)), (page_header(t), header("--pos", str(pos)))
 
 
 def test_the_selectors_show_the_trace_at_the_chosen_position(tab, page_file, trace) -> None:
@@ -193,6 +204,7 @@ def test_the_language_switch_changes_every_meaning_and_back(tab, page_file) -> N
     for stage, row in chinese.items():
         cell = words(t.page.locator(f'table#table17 tr[data-stage="{stage}"]').inner_text())
         assert row[1] in cell, (stage, cell, row[1])
+    assert page_header(t) == header("--lang", "zh"), (page_header(t), header("--lang", "zh"))
     shot(t, "zh")
     t.page.locator("#lang-en").click()
     assert t.page.evaluate("() => document.documentElement.lang") == "en"

@@ -266,6 +266,14 @@ def table_cells(output: str) -> list[list[str]]:
     return rows
 
 
+def table_header(output: str) -> list[str]:
+    """The header cells of the first rich table printed by tracer."""
+    for line in output.splitlines():
+        if line.startswith("┃"):
+            return [c.strip() for c in line.strip()[1:-1].split("┃")]
+    raise AssertionError(f"no table in {output[:300]!r}")
+
+
 def panel_lines(output: str) -> list[str]:
     """The text lines inside a rich panel (╭ ... ╰) printed by tracer."""
     lines, inside = [], False
