@@ -94,9 +94,9 @@ def summary_of(stage: Stage, b: int, t: int, precision: int) -> dict[str, Any]:
         counts, edges = np.zeros(0, dtype=np.int64), np.zeros(0)
     chosen_axes = chosen_view_axes(stage.axes)
     full, kept, seen_t = letters(stage.axes), [], False
-    for a, x in zip(stage.axes, letters(stage.axes)):
-        if a == "B" or (a in ("T", "S") and not seen_t):
-            seen_t = seen_t or a != "B"
+    for axis, x in zip(stage.axes, letters(stage.axes)):
+        if axis == "B" or (axis in ("T", "S") and not seen_t):
+            seen_t = seen_t or axis != "B"
             continue
         kept.append(x)
     del full
@@ -273,44 +273,47 @@ def b64_size(a: np.ndarray, precision: int) -> int:
 
 def apply_budget(data: dict[str, Any], arrays: dict[str, np.ndarray], budget: int, size_of: Callable[[dict[str, Any]], int],
                  stage_of: Callable[[str], Stage | None], b: int, t: int, precision: int) -> tuple[int, bool]:
-    """Embed every array in full while the page stays within ``budget`` bytes, summarising the largest first.
+    """Embed every array in full while the page stays within ``budget`` bytes, summarising the largest first
+    (a summary keeps the chosen position's values).  Returns the page's size and whether it is over budget even
+    with every array summarised."""
+    made: dict[str, Any] = {}  # each payload or summary made once, however often the page is measured
 
-    Returns the page's size and whether it is over budget even with every big array summarised."""
-    full = set(arrays)
-    summarised: list[str] = []
+    def full_of(key: str) -> dict[str, Any]:
+        if ("full", key) not in made:
+            made["full", key] = payload(arrays[key], precision)
+        return made["full", key]  # type: ignore[no-any-return]
 
-    def place() -> None:
-        for key, a in arrays.items():
+    def summary(key: str) -> dict[str, Any] | None:
+        if ("summary", key) not in made:
+            st = stage_of(key)
+            made["summary", key] = summary_of(st, b, t, precision) if st is not None else None
+        return made["summary", key]  # type: ignore[no-any-return]
+
+    def place(full: set[str]) -> None:
+        for key in arrays:
             sid, what, name = key.split(":", 2)
             entry = find(data, sid, name)
-            if key in full:
-                entry[what] = payload(a, precision)
-            else:
-                entry[what] = None
-                if what == "value":
-                    st = stage_of(key)
-                    entry["summary"] = summary_of(st, b, t, precision) if st is not None else None
+            entry[what] = full_of(key) if key in full else None
+            if what == "value":
+                entry["summary"] = None if key in full else summary(key)
+        data["budget"]["summarised"] = sorted({k.split(":", 2)[2] + ("" if k.split(":", 2)[1] == "value" else " (grad)")
+                                               for k in arrays if k not in full})
 
-    place_none = dict.fromkeys(arrays)  # the page without any array: its fixed part
-    for key in place_none:
-        sid, what, name = key.split(":", 2)
-        find(data, sid, name)[what] = None
-    total = size_of(data) + sum(b64_size(a, precision) for a in arrays.values())
+    full = set(arrays)
+    place(set())
+    fixed = size_of(data)  # every array summarised: the smallest page (so the estimate below errs on the safe side)
+    total = fixed + sum(b64_size(a, precision) for a in arrays.values())
     for key in sorted(arrays, key=lambda k: -arrays[k].size):
         if total <= budget:
             break
         full.discard(key)
-        summarised.append(key)
         total -= b64_size(arrays[key], precision)
     while True:
-        place()
-        data["budget"]["summarised"] = sorted({k.split(":", 2)[2] for k in summarised})
+        place(full)
         size = size_of(data)
         if size <= budget or not full:
             return size, size > budget
-        key = max(full, key=lambda k: arrays[k].size)  # the estimate missed: summarise one more
-        full.discard(key)
-        summarised.append(key)
+        full.discard(max(full, key=lambda k: arrays[k].size))  # the estimate missed: summarise one more
 
 
 def find(data: dict[str, Any], sid: str, name: str) -> dict[str, Any]:

@@ -457,16 +457,33 @@
   }
 
   // -- grad, lens, diff extras ---------------------------------------------------------------
+  function bars(rows, key) {
+    var max = 0;
+    rows.forEach(function (r) { var x = parseFloat(r[key]); if (isFinite(x)) max = Math.max(max, x); });
+    return function (r) {
+      var bar = el("span", { cls: "bar-h" });
+      var x = parseFloat(r[key]);
+      bar.style.width = (max > 0 && isFinite(x) ? Math.round(200 * x / max) : 0) + "px";
+      return bar;
+    };
+  }
+
   function layerGrads() {
     var g = D.layer_grads;
     var wrap = el("section", { id: "layer-grads" }, [el("h2", { text: s("layer_grads") })]);
-    var max = 0;
-    g.rows.forEach(function (r) { max = Math.max(max, parseFloat(r.total)); });
+    if (g.loss) wrap.appendChild(el("p", { cls: "loss", text: L(g.loss) + " = " + g.loss_value }));
+    if (g.per_layer) {
+      var p = g.per_layer, bar1 = bars(p.rows, "norm");
+      var t1 = el("table", { cls: "per-layer" }, [el("tr", {}, [el("th", { text: s("layer") }), el("th", { text: "|dL/d " + p.weight + "|" }), el("th", { text: "/ " + s("layer") + " 0" }), el("th", {})])]);
+      p.rows.forEach(function (r) {
+        t1.appendChild(el("tr", { "data-layer": r.layer }, [el("th", { text: r.layer }), el("td", { cls: "value", text: r.fmt, title: r.norm, "data-value": r.norm }), el("td", { text: r.ratio }), el("td", {}, [bar1(r)])]));
+      });
+      wrap.appendChild(t1);
+    }
+    var bar2 = bars(g.rows, "total");
     var t = el("table", { cls: "layer-grads" });
     g.rows.forEach(function (r) {
-      var bar = el("span", { cls: "bar-h" });
-      bar.style.width = (max > 0 ? Math.round(200 * parseFloat(r.total) / max) : 0) + "px";
-      t.appendChild(el("tr", { "data-layer": r.layer }, [el("th", { text: r.layer }), el("td", { cls: "value", text: r.total_fmt, title: r.total, "data-value": r.total }), el("td", {}, [bar]),
+      t.appendChild(el("tr", { "data-layer": r.layer }, [el("th", { text: r.layer }), el("td", { cls: "value", text: r.total_fmt, title: r.total, "data-value": r.total }), el("td", {}, [bar2(r)]),
         el("td", { cls: "weights", text: r.norms.map(function (n) { return n.weight + " " + n.fmt; }).join(", ") })]));
     });
     wrap.appendChild(t);
