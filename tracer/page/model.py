@@ -7,6 +7,7 @@ strings as the terminal table prints them, and the budget's decisions.
 from __future__ import annotations
 
 import base64
+import json
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -301,13 +302,17 @@ def apply_budget(data: dict[str, Any], arrays: dict[str, np.ndarray], budget: in
 
     full = set(arrays)
     place(set())
-    fixed = size_of(data)  # every array summarised: the smallest page (so the estimate below errs on the safe side)
-    total = fixed + sum(b64_size(a, precision) for a in arrays.values())
+    smallest = size_of(data)  # every array summarised
+
+    def summary_size(key: str) -> int:
+        return len(json.dumps(summary(key), separators=(",", ":"))) if key.split(":", 2)[1] == "value" else 0
+
+    total = smallest + sum(b64_size(a, precision) - summary_size(k) for k, a in arrays.items())
     for key in sorted(arrays, key=lambda k: -arrays[k].size):
         if total <= budget:
             break
         full.discard(key)
-        total -= b64_size(arrays[key], precision)
+        total -= b64_size(arrays[key], precision) - summary_size(key)
     while True:
         place(full)
         size = size_of(data)
