@@ -196,7 +196,7 @@ def side_data(run: Recording, sid: str, label: str, b: int, t: int, precision: i
     """One block's diagram and stages; the arrays (by key) the budget then embeds in full or summarises."""
     spec = run.spec
     sections, words = graph_info(spec)
-    flagged = {}
+    flagged: dict[str, Violation] = {}
     for v in run.violations:
         flagged.setdefault(v.stage, v)
     placed = {n for s in sections for n in s["stages"]}
@@ -214,11 +214,11 @@ def side_data(run: Recording, sid: str, label: str, b: int, t: int, precision: i
     for name in order:
         st = run.stages[name]
         formula, meaning = words.get(name, ("", st.meaning))
-        v = flagged.get(name)
+        found = flagged.get(name)
         entry: dict[str, Any] = {
             "name": name, "axes": list(st.axes), "letters": letters(st.axes), "shape": list(st.shape), "label": st.shape_label,
             "internal": bool(st.internal), "formula": both(formula) if formula else {"en": "", "zh": ""},
-            "meaning": both(meaning or st.meaning), "violation": {"kind": v.kind, "text": violation_text(v)} if v is not None else None,
+            "meaning": both(meaning or st.meaning), "violation": {"kind": found.kind, "text": violation_text(found)} if found is not None else None,
             "pos_text": position_strings(st, positions, precision), "value": None, "summary": None, "grad": None,
         }
         if st.data is not None:
@@ -235,7 +235,10 @@ def table17(run: Recording, positions: list[tuple[int, int]], precision: int) ->
 
     rows = visible_stages(run, False)
     spec = run.spec
-    headers = {f"{b},{t}": in_both(lambda b=b, t=t: "\t".join(stage_header(spec, b, t, False))) for b, t in positions}
+    def header(b: int, t: int) -> Callable[[], str]:
+        return lambda: "\t".join(stage_header(spec, b, t, False))
+
+    headers = {f"{b},{t}": in_both(header(b, t)) for b, t in positions}
     return {"stages": [s.name for s in rows], "headers": headers, "meanings": {s.name: both(s.meaning) for s in rows},
             "flagged": sorted({v.stage for v in run.violations}), "caption": in_both(lambda: caption(spec))}
 
@@ -277,18 +280,18 @@ def apply_budget(data: dict[str, Any], arrays: dict[str, np.ndarray], budget: in
     """Embed every array in full while the page stays within ``budget`` bytes, summarising the largest first
     (a summary keeps the chosen position's values).  Returns the page's size and whether it is over budget even
     with every array summarised."""
-    made: dict[str, Any] = {}  # each payload or summary made once, however often the page is measured
+    made: dict[tuple[str, str], Any] = {}  # each payload or summary made once, however often the page is measured
 
     def full_of(key: str) -> dict[str, Any]:
         if ("full", key) not in made:
             made["full", key] = payload(arrays[key], precision)
-        return made["full", key]  # type: ignore[no-any-return]
+        return made["full", key]
 
     def summary(key: str) -> dict[str, Any] | None:
         if ("summary", key) not in made:
             st = stage_of(key)
             made["summary", key] = summary_of(st, b, t, precision) if st is not None else None
-        return made["summary", key]  # type: ignore[no-any-return]
+        return made["summary", key]
 
     def place(full: set[str]) -> None:
         for key in arrays:
