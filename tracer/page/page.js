@@ -198,10 +198,9 @@
     top.appendChild(el("span", { cls: "axis-label col-axis", text: (extra.colName ? extra.colName + " " : "") + v.colAxis + " →" }));
     if (extra.keyLabels) {
       var keys = el("div", { cls: "key-labels" });
-      keys.style.width = w + "px";
       for (var c2 = 0; c2 < v.cols; c2++) {
         var kl = el("span", { cls: "key-label", "data-s": c2, text: extra.keyLabels[c2], title: v.colAxis + "=" + c2 });
-        kl.style.left = (c2 * cs) + "px"; kl.style.width = cs + "px";
+        kl.style.width = cs + "px"; kl.style.lineHeight = cs + "px";
         keys.appendChild(kl);
       }
       top.appendChild(keys);
@@ -211,10 +210,9 @@
     left.appendChild(el("span", { cls: "axis-label row-axis", text: (extra.rowName ? extra.rowName + " " : "") + (v.rowAxis || "") + (v.rowAxis ? " ↓" : "") }));
     if (extra.queryLabels) {
       var qs = el("div", { cls: "query-labels" });
-      qs.style.height = hgt + "px";
       for (var r2 = 0; r2 < v.rows; r2++) {
         var ql = el("span", { cls: "query-label", "data-t": r2, text: extra.queryLabels[r2], title: v.rowAxis + "=" + r2 });
-        ql.style.top = (r2 * cs) + "px"; ql.style.height = cs + "px"; ql.style.lineHeight = cs + "px";
+        ql.style.height = cs + "px"; ql.style.lineHeight = cs + "px";
         (function (row) { ql.addEventListener("mouseenter", function () { show(row, cursor.c); }); })(r2);
         qs.appendChild(ql);
       }
@@ -319,7 +317,7 @@
       for (var c2 = 0; c2 < Math.min(v.cols, big ? 64 : v.cols); c2++) tr.appendChild(el("td", { text: pyRepr(v.get(r, c2)), "data-index": v.index(r, c2) }));
       t.appendChild(tr);
     }
-    var out = [t];
+    var out = [el("div", { cls: "values-wrap" }, [t])];
     if (big) out.push(el("p", { cls: "note", text: s("values_note") }));
     return out;
   }
