@@ -281,6 +281,7 @@
       out.push(histogram(e.summary.hist));
     }
     if (e.grad) out.push(heatmap("grad", view(e.grad, e.shape, e.letters, [], e.grad.fmt), { side: sideId, title: s("grad") }));
+    else if (D.kind === "grad" && D.budget.summarised.indexOf(e.name + " (grad)") >= 0) out.push(el("p", { cls: "left-out", text: s("grad") + ": " + s("grad_left_out") }));
     return out;
   }
 
