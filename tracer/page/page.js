@@ -8,6 +8,7 @@
   // -- words ------------------------------------------------------------------------------
   function s(key) { var p = D.strings[key]; return p ? p[state.lang === "zh" ? 1 : 0] : key; }
   function L(o) { return o ? (o[state.lang] !== undefined ? o[state.lang] : o.en) : ""; }
+  function colon() { return state.lang === "zh" ? "：" : ": "; }
   function fill(text, fields) { return text.replace(/\{(\w+)\}/g, function (m, k) { return fields[k] !== undefined ? fields[k] : m; }); }
 
   // -- numbers: the exact value as Python's repr writes it (shortest round trip) -----------------
@@ -234,8 +235,8 @@
     var where = idx;
     if (kind === "attention") where = s("query") + " " + v.rowAxis + "=" + r + ", " + s("key") + " " + v.colAxis + "=" + c + " (" + idx + ")";
     box.appendChild(el("span", { cls: "readout-index", text: (extra.side ? extra.side.toUpperCase() + " " : "") + kind + " " + where }));
-    box.appendChild(el("span", { cls: "readout-exact", text: s("exact") + ": " + exact }));
-    box.appendChild(el("span", { cls: "readout-fmt", text: s("as_table") + ": " + (f !== null && f !== undefined ? f : "— (" + s("fmt_missing") + ")") }));
+    box.appendChild(el("span", { cls: "readout-exact", text: s("exact") + colon() + exact }));
+    box.appendChild(el("span", { cls: "readout-fmt", text: s("as_table") + colon() + (f !== null && f !== undefined ? f : "— (" + s("fmt_missing") + ")") }));
     if (extra.masked && extra.masked(r, c)) box.appendChild(el("span", { cls: "readout-masked", text: s("masked") }));
   }
 
@@ -269,19 +270,19 @@
     var out = [];
     var fmt = e.value && e.value.fmt;
     if (e.value) {
-      out.push(heatmap("value", view(e.value, e.shape, e.letters, [], fmt), { side: sideId, title: (sideId ? sideId.toUpperCase() + ": " : "") + s("value") }));
+      out.push(heatmap("value", view(e.value, e.shape, e.letters, [], fmt), { side: sideId, title: (sideId ? sideId.toUpperCase() + colon() : "") + s("value") }));
     } else if (e.summary) {
       var ch = e.summary.chosen;
       var prefix = [];
       if (e.letters.indexOf("b") >= 0) prefix.push("b=" + D.b);
       prefix.push(positionLetter(e) + "=" + D.t);
-      out.push(heatmap("value", view(ch, ch.shape, ch.letters, prefix, ch.fmt), { side: sideId, title: (sideId ? sideId.toUpperCase() + ": " : "") + s("value") + " (" + prefix.join(",") + ")" }));
+      out.push(heatmap("value", view(ch, ch.shape, ch.letters, prefix, ch.fmt), { side: sideId, title: (sideId ? sideId.toUpperCase() + colon() : "") + s("value") + " (" + prefix.join(",") + ")" }));
       var nm = e.summary.norms;
       out.push(heatmap("norms", view(nm, nm.shape, e.letters.slice(0, Math.max(1, e.letters.length - 1)), [], null), { side: sideId, title: s("norms") }));
       out.push(histogram(e.summary.hist));
     }
     if (e.grad) out.push(heatmap("grad", view(e.grad, e.shape, e.letters, [], e.grad.fmt), { side: sideId, title: s("grad") }));
-    else if (D.kind === "grad" && D.budget.summarised.indexOf(e.name + " (grad)") >= 0) out.push(el("p", { cls: "left-out", text: s("grad") + ": " + s("grad_left_out") }));
+    else if (D.kind === "grad" && D.budget.summarised.indexOf(e.name + " (grad)") >= 0) out.push(el("p", { cls: "left-out", text: s("grad") + colon() + s("grad_left_out") }));
     return out;
   }
 
@@ -300,7 +301,7 @@
       bars.appendChild(bar);
     });
     wrap.appendChild(bars);
-    if (h.nonfinite) wrap.appendChild(el("div", { text: s("nonfinite") + ": " + h.nonfinite }));
+    if (h.nonfinite) wrap.appendChild(el("div", { text: s("nonfinite") + colon() + h.nonfinite }));
     return wrap;
   }
 
@@ -329,8 +330,8 @@
     if (!e) return panel;
     if (e.summary) panel.setAttribute("data-summary", "true");
     panel.appendChild(el("h2", { text: state.stage + " " }, [el("span", { cls: "shape", text: e.label })]));
-    panel.appendChild(el("div", { cls: "formula" }, [el("span", { cls: "label", text: s("formula") + ": " }), L(e.formula)]));
-    panel.appendChild(el("div", { cls: "meaning" }, [el("span", { cls: "label", text: s("meaning") + ": " }), L(e.meaning)]));
+    panel.appendChild(el("div", { cls: "formula" }, [el("span", { cls: "label", text: s("formula") + colon() }), L(e.formula)]));
+    panel.appendChild(el("div", { cls: "meaning" }, [el("span", { cls: "label", text: s("meaning") + colon() }), L(e.meaning)]));
     if (e.violation) panel.appendChild(el("pre", { cls: "violation-text", text: L(e.violation.text) }));
     if (e.summary) panel.appendChild(el("p", { cls: "left-out", text: s("left_out") }));
     var key = state.b + "," + state.t;
@@ -344,7 +345,7 @@
     D.sides.forEach(function (sd) {
       var se = entryOf(sd, state.stage);
       var sid = D.kind === "diff" ? sd.id : "";
-      if (!se) { if (sid) maps.appendChild(el("p", { cls: "note", text: sd.label + ": " + s("not_in_trace") })); return; }
+      if (!se) { if (sid) maps.appendChild(el("p", { cls: "note", text: sd.label + colon() + s("not_in_trace") })); return; }
       stageHeatmaps(sd, se, sid).forEach(function (m) { maps.appendChild(m); });
       if (se.value) payloads.push(se);
     });
@@ -519,12 +520,12 @@
     var main = el("main", {});
     if (D.kind === "diff") {
       main.appendChild(el("pre", { id: "verdict", text: L(D.verdict) }));
-      var follow = el("button", { id: "follow-divergence", type: "button", disabled: D.first_divergence ? null : true, text: D.first_divergence ? s("follow") + ": " + D.first_divergence : s("no_divergence") });
+      var follow = el("button", { id: "follow-divergence", type: "button", disabled: D.first_divergence ? null : true, text: D.first_divergence ? s("follow") + colon() + D.first_divergence : s("no_divergence") });
       follow.addEventListener("click", function () { if (D.first_divergence) { select(D.first_divergence); var p = $("#stage"); if (p) p.focus(); } });
       main.appendChild(follow);
       var sides = el("div", { cls: "sides" });
       D.sides.forEach(function (sd) {
-        sides.appendChild(el("div", { id: "side-" + sd.id, cls: "side" }, [el("h2", { text: s("side_" + sd.id) + ": " + sd.name }), diagram(sd, { cls: "diagram", "aria-label": s("diagram") })]));
+        sides.appendChild(el("div", { id: "side-" + sd.id, cls: "side" }, [el("h2", { text: s("side_" + sd.id) + colon() + sd.name }), diagram(sd, { cls: "diagram", "aria-label": s("diagram") })]));
       });
       main.appendChild(sides);
     } else {
