@@ -388,3 +388,21 @@ def test_the_gpt2_sized_page_stays_within_its_budget_and_refuses_one_megabyte(tm
     r = run_app("page", spec, "-o", str(tmp_path / "small.html"), "--page-budget", "1")
     assert_refused(r, "--page-budget 1", "give --page-budget")
     assert math.isfinite(float(re.search(r"give --page-budget ([0-9.]+)", r.stderr).group(1)))
+
+
+def test_the_heads_carry_the_mask_as_the_spec_sets_it_and_the_words_as_labels(pre_page):
+    _, data = pre_page
+    (att,) = data["heads"]
+    assert (att["stage"], att["layer"], att["heads"], att["T"], att["S"]) == ("attn.weights", 0, 2, 3, 3)
+    bits = np.unpackbits(np.frombuffer(base64.b64decode(att["mask"]), dtype=np.uint8))[:9].reshape(3, 3)
+    assert bits.tolist() == [[1, 0, 0], [1, 1, 0], [1, 1, 1]]  # causal: query t reads keys s <= t
+    spec = str(SPECS / "stack-2-layers.yaml")
+    heads = page_data(tracer.trace(spec).page())["heads"]
+    assert [h["layer"] for h in heads] == [0, 1]
+    assert heads[0]["queries"][1] == ["<s>", "the", "mat", "."] == heads[0]["keys"][1]
+
+
+def test_the_page_and_another_output_may_not_share_a_file(tmp_path):
+    same = str(tmp_path / "same.html")
+    assert_refused(run_app("grad", PRE, "--page", same, "--html", same), "--page", "--html")
+    assert not os.path.exists(same)
