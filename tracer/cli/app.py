@@ -494,7 +494,7 @@ def grad(
 
             g = result.trace
             write_page_file(page, run_page(g.forward, b=result.batch, t=result.pos, precision=precision, lang=page_language(),
-                                           budget_mb=page_budget, grad=g if g.loss is not None else None), force)
+                                           budget_mb=page_budget, grad=g if g.loss is not None else None, grad_weight=weight), force)
         return result.code
 
     guarded(body, lang, confine)

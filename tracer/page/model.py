@@ -7,6 +7,7 @@ strings as the terminal table prints them, and the budget's decisions.
 from __future__ import annotations
 
 import base64
+import json
 import math
 import re
 from collections.abc import Callable, Iterable
@@ -94,9 +95,9 @@ def summary_of(stage: Stage, b: int, t: int, precision: int) -> dict[str, Any]:
         counts, edges = np.zeros(0, dtype=np.int64), np.zeros(0)
     chosen_axes = chosen_view_axes(stage.axes)
     full, kept, seen_t = letters(stage.axes), [], False
-    for a, x in zip(stage.axes, letters(stage.axes)):
-        if a == "B" or (a in ("T", "S") and not seen_t):
-            seen_t = seen_t or a != "B"
+    for axis, x in zip(stage.axes, letters(stage.axes)):
+        if axis == "B" or (axis in ("T", "S") and not seen_t):
+            seen_t = seen_t or axis != "B"
             continue
         kept.append(x)
     del full
@@ -195,7 +196,7 @@ def side_data(run: Recording, sid: str, label: str, b: int, t: int, precision: i
     """One block's diagram and stages; the arrays (by key) the budget then embeds in full or summarises."""
     spec = run.spec
     sections, words = graph_info(spec)
-    flagged = {}
+    flagged: dict[str, Violation] = {}
     for v in run.violations:
         flagged.setdefault(v.stage, v)
     placed = {n for s in sections for n in s["stages"]}
@@ -213,11 +214,11 @@ def side_data(run: Recording, sid: str, label: str, b: int, t: int, precision: i
     for name in order:
         st = run.stages[name]
         formula, meaning = words.get(name, ("", st.meaning))
-        v = flagged.get(name)
+        found = flagged.get(name)
         entry: dict[str, Any] = {
             "name": name, "axes": list(st.axes), "letters": letters(st.axes), "shape": list(st.shape), "label": st.shape_label,
             "internal": bool(st.internal), "formula": both(formula) if formula else {"en": "", "zh": ""},
-            "meaning": both(meaning or st.meaning), "violation": {"kind": v.kind, "text": violation_text(v)} if v is not None else None,
+            "meaning": both(meaning or st.meaning), "violation": {"kind": found.kind, "text": violation_text(found)} if found is not None else None,
             "pos_text": position_strings(st, positions, precision), "value": None, "summary": None, "grad": None,
         }
         if st.data is not None:
@@ -234,7 +235,10 @@ def table17(run: Recording, positions: list[tuple[int, int]], precision: int) ->
 
     rows = visible_stages(run, False)
     spec = run.spec
-    headers = {f"{b},{t}": in_both(lambda b=b, t=t: "\t".join(stage_header(spec, b, t, False))) for b, t in positions}
+    def header(b: int, t: int) -> Callable[[], str]:
+        return lambda: "\t".join(stage_header(spec, b, t, False))
+
+    headers = {f"{b},{t}": in_both(header(b, t)) for b, t in positions}
     return {"stages": [s.name for s in rows], "headers": headers, "meanings": {s.name: both(s.meaning) for s in rows},
             "flagged": sorted({v.stage for v in run.violations}), "caption": in_both(lambda: caption(spec))}
 
@@ -273,44 +277,51 @@ def b64_size(a: np.ndarray, precision: int) -> int:
 
 def apply_budget(data: dict[str, Any], arrays: dict[str, np.ndarray], budget: int, size_of: Callable[[dict[str, Any]], int],
                  stage_of: Callable[[str], Stage | None], b: int, t: int, precision: int) -> tuple[int, bool]:
-    """Embed every array in full while the page stays within ``budget`` bytes, summarising the largest first.
+    """Embed every array in full while the page stays within ``budget`` bytes, summarising the largest first
+    (a summary keeps the chosen position's values).  Returns the page's size and whether it is over budget even
+    with every array summarised."""
+    made: dict[tuple[str, str], Any] = {}  # each payload or summary made once, however often the page is measured
 
-    Returns the page's size and whether it is over budget even with every big array summarised."""
-    full = set(arrays)
-    summarised: list[str] = []
+    def full_of(key: str) -> dict[str, Any]:
+        if ("full", key) not in made:
+            made["full", key] = payload(arrays[key], precision)
+        return made["full", key]
 
-    def place() -> None:
-        for key, a in arrays.items():
+    def summary(key: str) -> dict[str, Any] | None:
+        if ("summary", key) not in made:
+            st = stage_of(key)
+            made["summary", key] = summary_of(st, b, t, precision) if st is not None else None
+        return made["summary", key]
+
+    def place(full: set[str]) -> None:
+        for key in arrays:
             sid, what, name = key.split(":", 2)
             entry = find(data, sid, name)
-            if key in full:
-                entry[what] = payload(a, precision)
-            else:
-                entry[what] = None
-                if what == "value":
-                    st = stage_of(key)
-                    entry["summary"] = summary_of(st, b, t, precision) if st is not None else None
+            entry[what] = full_of(key) if key in full else None
+            if what == "value":
+                entry["summary"] = None if key in full else summary(key)
+        data["budget"]["summarised"] = sorted({k.split(":", 2)[2] + ("" if k.split(":", 2)[1] == "value" else " (grad)")
+                                               for k in arrays if k not in full})
 
-    place_none = dict.fromkeys(arrays)  # the page without any array: its fixed part
-    for key in place_none:
-        sid, what, name = key.split(":", 2)
-        find(data, sid, name)[what] = None
-    total = size_of(data) + sum(b64_size(a, precision) for a in arrays.values())
+    full = set(arrays)
+    place(set())
+    smallest = size_of(data)  # every array summarised
+
+    def summary_size(key: str) -> int:
+        return len(json.dumps(summary(key), separators=(",", ":"))) if key.split(":", 2)[1] == "value" else 0
+
+    total = smallest + sum(b64_size(a, precision) - summary_size(k) for k, a in arrays.items())
     for key in sorted(arrays, key=lambda k: -arrays[k].size):
         if total <= budget:
             break
         full.discard(key)
-        summarised.append(key)
-        total -= b64_size(arrays[key], precision)
+        total -= b64_size(arrays[key], precision) - summary_size(key)
     while True:
-        place()
-        data["budget"]["summarised"] = sorted({k.split(":", 2)[2] for k in summarised})
+        place(full)
         size = size_of(data)
         if size <= budget or not full:
             return size, size > budget
-        key = max(full, key=lambda k: arrays[k].size)  # the estimate missed: summarise one more
-        full.discard(key)
-        summarised.append(key)
+        full.discard(max(full, key=lambda k: arrays[k].size))  # the estimate missed: summarise one more
 
 
 def find(data: dict[str, Any], sid: str, name: str) -> dict[str, Any]:

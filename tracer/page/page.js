@@ -8,6 +8,7 @@
   // -- words ------------------------------------------------------------------------------
   function s(key) { var p = D.strings[key]; return p ? p[state.lang === "zh" ? 1 : 0] : key; }
   function L(o) { return o ? (o[state.lang] !== undefined ? o[state.lang] : o.en) : ""; }
+  function colon() { return state.lang === "zh" ? "：" : ": "; }
   function fill(text, fields) { return text.replace(/\{(\w+)\}/g, function (m, k) { return fields[k] !== undefined ? fields[k] : m; }); }
 
   // -- numbers: the exact value as Python's repr writes it (shortest round trip) -----------------
@@ -198,10 +199,9 @@
     top.appendChild(el("span", { cls: "axis-label col-axis", text: (extra.colName ? extra.colName + " " : "") + v.colAxis + " →" }));
     if (extra.keyLabels) {
       var keys = el("div", { cls: "key-labels" });
-      keys.style.width = w + "px";
       for (var c2 = 0; c2 < v.cols; c2++) {
         var kl = el("span", { cls: "key-label", "data-s": c2, text: extra.keyLabels[c2], title: v.colAxis + "=" + c2 });
-        kl.style.left = (c2 * cs) + "px"; kl.style.width = cs + "px";
+        kl.style.width = cs + "px"; kl.style.lineHeight = cs + "px";
         keys.appendChild(kl);
       }
       top.appendChild(keys);
@@ -211,10 +211,9 @@
     left.appendChild(el("span", { cls: "axis-label row-axis", text: (extra.rowName ? extra.rowName + " " : "") + (v.rowAxis || "") + (v.rowAxis ? " ↓" : "") }));
     if (extra.queryLabels) {
       var qs = el("div", { cls: "query-labels" });
-      qs.style.height = hgt + "px";
       for (var r2 = 0; r2 < v.rows; r2++) {
         var ql = el("span", { cls: "query-label", "data-t": r2, text: extra.queryLabels[r2], title: v.rowAxis + "=" + r2 });
-        ql.style.top = (r2 * cs) + "px"; ql.style.height = cs + "px"; ql.style.lineHeight = cs + "px";
+        ql.style.height = cs + "px"; ql.style.lineHeight = cs + "px";
         (function (row) { ql.addEventListener("mouseenter", function () { show(row, cursor.c); }); })(r2);
         qs.appendChild(ql);
       }
@@ -236,8 +235,8 @@
     var where = idx;
     if (kind === "attention") where = s("query") + " " + v.rowAxis + "=" + r + ", " + s("key") + " " + v.colAxis + "=" + c + " (" + idx + ")";
     box.appendChild(el("span", { cls: "readout-index", text: (extra.side ? extra.side.toUpperCase() + " " : "") + kind + " " + where }));
-    box.appendChild(el("span", { cls: "readout-exact", text: s("exact") + ": " + exact }));
-    box.appendChild(el("span", { cls: "readout-fmt", text: s("as_table") + ": " + (f !== null && f !== undefined ? f : "— (" + s("fmt_missing") + ")") }));
+    box.appendChild(el("span", { cls: "readout-exact", text: s("exact") + colon() + exact }));
+    box.appendChild(el("span", { cls: "readout-fmt", text: s("as_table") + colon() + (f !== null && f !== undefined ? f : "— (" + s("fmt_missing") + ")") }));
     if (extra.masked && extra.masked(r, c)) box.appendChild(el("span", { cls: "readout-masked", text: s("masked") }));
   }
 
@@ -271,18 +270,19 @@
     var out = [];
     var fmt = e.value && e.value.fmt;
     if (e.value) {
-      out.push(heatmap("value", view(e.value, e.shape, e.letters, [], fmt), { side: sideId, title: (sideId ? sideId.toUpperCase() + ": " : "") + s("value") }));
+      out.push(heatmap("value", view(e.value, e.shape, e.letters, [], fmt), { side: sideId, title: (sideId ? sideId.toUpperCase() + colon() : "") + s("value") }));
     } else if (e.summary) {
       var ch = e.summary.chosen;
       var prefix = [];
       if (e.letters.indexOf("b") >= 0) prefix.push("b=" + D.b);
       prefix.push(positionLetter(e) + "=" + D.t);
-      out.push(heatmap("value", view(ch, ch.shape, ch.letters, prefix, ch.fmt), { side: sideId, title: (sideId ? sideId.toUpperCase() + ": " : "") + s("value") + " (" + prefix.join(",") + ")" }));
+      out.push(heatmap("value", view(ch, ch.shape, ch.letters, prefix, ch.fmt), { side: sideId, title: (sideId ? sideId.toUpperCase() + colon() : "") + s("value") + " (" + prefix.join(",") + ")" }));
       var nm = e.summary.norms;
       out.push(heatmap("norms", view(nm, nm.shape, e.letters.slice(0, Math.max(1, e.letters.length - 1)), [], null), { side: sideId, title: s("norms") }));
       out.push(histogram(e.summary.hist));
     }
     if (e.grad) out.push(heatmap("grad", view(e.grad, e.shape, e.letters, [], e.grad.fmt), { side: sideId, title: s("grad") }));
+    else if (D.kind === "grad" && D.budget.summarised.indexOf(e.name + " (grad)") >= 0) out.push(el("p", { cls: "left-out", text: s("grad") + colon() + s("grad_left_out") }));
     return out;
   }
 
@@ -301,7 +301,7 @@
       bars.appendChild(bar);
     });
     wrap.appendChild(bars);
-    if (h.nonfinite) wrap.appendChild(el("div", { text: s("nonfinite") + ": " + h.nonfinite }));
+    if (h.nonfinite) wrap.appendChild(el("div", { text: s("nonfinite") + colon() + h.nonfinite }));
     return wrap;
   }
 
@@ -319,7 +319,7 @@
       for (var c2 = 0; c2 < Math.min(v.cols, big ? 64 : v.cols); c2++) tr.appendChild(el("td", { text: pyRepr(v.get(r, c2)), "data-index": v.index(r, c2) }));
       t.appendChild(tr);
     }
-    var out = [t];
+    var out = [el("div", { cls: "values-wrap" }, [t])];
     if (big) out.push(el("p", { cls: "note", text: s("values_note") }));
     return out;
   }
@@ -330,8 +330,8 @@
     if (!e) return panel;
     if (e.summary) panel.setAttribute("data-summary", "true");
     panel.appendChild(el("h2", { text: state.stage + " " }, [el("span", { cls: "shape", text: e.label })]));
-    panel.appendChild(el("div", { cls: "formula" }, [el("span", { cls: "label", text: s("formula") + ": " }), L(e.formula)]));
-    panel.appendChild(el("div", { cls: "meaning" }, [el("span", { cls: "label", text: s("meaning") + ": " }), L(e.meaning)]));
+    panel.appendChild(el("div", { cls: "formula" }, [el("span", { cls: "label", text: s("formula") + colon() }), L(e.formula)]));
+    panel.appendChild(el("div", { cls: "meaning" }, [el("span", { cls: "label", text: s("meaning") + colon() }), L(e.meaning)]));
     if (e.violation) panel.appendChild(el("pre", { cls: "violation-text", text: L(e.violation.text) }));
     if (e.summary) panel.appendChild(el("p", { cls: "left-out", text: s("left_out") }));
     var key = state.b + "," + state.t;
@@ -345,7 +345,7 @@
     D.sides.forEach(function (sd) {
       var se = entryOf(sd, state.stage);
       var sid = D.kind === "diff" ? sd.id : "";
-      if (!se) { if (sid) maps.appendChild(el("p", { cls: "note", text: sd.label + ": " + s("not_in_trace") })); return; }
+      if (!se) { if (sid) maps.appendChild(el("p", { cls: "note", text: sd.label + colon() + s("not_in_trace") })); return; }
       stageHeatmaps(sd, se, sid).forEach(function (m) { maps.appendChild(m); });
       if (se.value) payloads.push(se);
     });
@@ -457,16 +457,33 @@
   }
 
   // -- grad, lens, diff extras ---------------------------------------------------------------
+  function bars(rows, key) {
+    var max = 0;
+    rows.forEach(function (r) { var x = parseFloat(r[key]); if (isFinite(x)) max = Math.max(max, x); });
+    return function (r) {
+      var bar = el("span", { cls: "bar-h" });
+      var x = parseFloat(r[key]);
+      bar.style.width = (max > 0 && isFinite(x) ? Math.round(200 * x / max) : 0) + "px";
+      return bar;
+    };
+  }
+
   function layerGrads() {
     var g = D.layer_grads;
     var wrap = el("section", { id: "layer-grads" }, [el("h2", { text: s("layer_grads") })]);
-    var max = 0;
-    g.rows.forEach(function (r) { max = Math.max(max, parseFloat(r.total)); });
+    if (g.loss) wrap.appendChild(el("p", { cls: "loss", text: L(g.loss) + " = " + g.loss_value }));
+    if (g.per_layer) {
+      var p = g.per_layer, bar1 = bars(p.rows, "norm");
+      var t1 = el("table", { cls: "per-layer" }, [el("tr", {}, [el("th", { text: s("layer") }), el("th", { text: "|dL/d " + p.weight + "|" }), el("th", { text: "/ " + s("layer") + " 0" }), el("th", {})])]);
+      p.rows.forEach(function (r) {
+        t1.appendChild(el("tr", { "data-layer": r.layer }, [el("th", { text: r.layer }), el("td", { cls: "value", text: r.fmt, title: r.norm, "data-value": r.norm }), el("td", { text: r.ratio }), el("td", {}, [bar1(r)])]));
+      });
+      wrap.appendChild(t1);
+    }
+    var bar2 = bars(g.rows, "total");
     var t = el("table", { cls: "layer-grads" });
     g.rows.forEach(function (r) {
-      var bar = el("span", { cls: "bar-h" });
-      bar.style.width = (max > 0 ? Math.round(200 * parseFloat(r.total) / max) : 0) + "px";
-      t.appendChild(el("tr", { "data-layer": r.layer }, [el("th", { text: r.layer }), el("td", { cls: "value", text: r.total_fmt, title: r.total, "data-value": r.total }), el("td", {}, [bar]),
+      t.appendChild(el("tr", { "data-layer": r.layer }, [el("th", { text: r.layer }), el("td", { cls: "value", text: r.total_fmt, title: r.total, "data-value": r.total }), el("td", {}, [bar2(r)]),
         el("td", { cls: "weights", text: r.norms.map(function (n) { return n.weight + " " + n.fmt; }).join(", ") })]));
     });
     wrap.appendChild(t);
@@ -503,12 +520,12 @@
     var main = el("main", {});
     if (D.kind === "diff") {
       main.appendChild(el("pre", { id: "verdict", text: L(D.verdict) }));
-      var follow = el("button", { id: "follow-divergence", type: "button", disabled: D.first_divergence ? null : true, text: D.first_divergence ? s("follow") + ": " + D.first_divergence : s("no_divergence") });
+      var follow = el("button", { id: "follow-divergence", type: "button", disabled: D.first_divergence ? null : true, text: D.first_divergence ? s("follow") + colon() + D.first_divergence : s("no_divergence") });
       follow.addEventListener("click", function () { if (D.first_divergence) { select(D.first_divergence); var p = $("#stage"); if (p) p.focus(); } });
       main.appendChild(follow);
       var sides = el("div", { cls: "sides" });
       D.sides.forEach(function (sd) {
-        sides.appendChild(el("div", { id: "side-" + sd.id, cls: "side" }, [el("h2", { text: s("side_" + sd.id) + ": " + sd.name }), diagram(sd, { cls: "diagram", "aria-label": s("diagram") })]));
+        sides.appendChild(el("div", { id: "side-" + sd.id, cls: "side" }, [el("h2", { text: s("side_" + sd.id) + colon() + sd.name }), diagram(sd, { cls: "diagram", "aria-label": s("diagram") })]));
       });
       main.appendChild(sides);
     } else {

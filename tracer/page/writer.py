@@ -102,7 +102,7 @@ def base(kind: str, title: str, lang: str, b: int, t: int, dims: dict[str, int],
 
 
 def run_page(run: Recording, *, b: int = 0, t: int = 0, precision: int = 6, lang: str = "en", budget_mb: float = DEFAULT_BUDGET_MB,
-             grad: GradTrace | None = None, lens: LensResult | None = None, refuse: bool = True) -> Page:
+             grad: GradTrace | None = None, lens: LensResult | None = None, refuse: bool = True, grad_weight: str = "ffn.w2") -> Page:
     """The page of one run: its diagram, every stage, Table 17.1, the heads; a gradient or a lens beside."""
     spec = run.spec
     kind = "grad" if grad is not None else "lens" if lens is not None else "run"
@@ -115,24 +115,31 @@ def run_page(run: Recording, *, b: int = 0, t: int = 0, precision: int = 6, lang
     data["table17"] = model.table17(run, positions, precision)
     data["heads"] = model.heads_data(run, b)
     if grad is not None:
-        data["layer_grads"] = layer_grads(grad)
+        data["layer_grads"] = layer_grads(grad, grad_weight)
     if lens is not None:
         data["lens"] = lens_data(lens)
     stages = {f"a:value:{n}": s for n, s in run.stages.items()}
     return finish(data, arrays, stages, budget_mb, b, t, precision, refuse)
 
 
-def layer_grads(g: GradTrace) -> dict[str, Any]:
-    """The per-layer picture `tracer grad` prints: each layer's weight-gradient norms and their total."""
-    from tracer.grad.run import weights_by_layer
-    from tracer.views.text import fmt_number
+def layer_grads(g: GradTrace, weight: str = "ffn.w2") -> dict[str, Any]:
+    """The gradient pictures `tracer grad` prints: each layer's weight-gradient norms (its weights table, formatted as
+    the terminal formats them) and, for a stack, ``--per-layer``'s |dL/dW| of one weight in every layer."""
+    from tracer.errors import TracerError
+    from tracer.grad.run import per_layer, weights_by_layer
+    from tracer.grad.view import fmt_norm, per_layer_rows
 
-    rows = []
-    for ln in weights_by_layer(g):
-        rows.append({"layer": ln.layer, "total": repr(ln.total), "total_fmt": fmt_number(ln.total, 6),
-                     "norms": [{"weight": w, "norm": repr(v), "fmt": fmt_number(v, 6)} for w, v in ln.norms.items()]})
-    loss = g.loss
-    return {"rows": rows, "loss": repr(float(loss.value)) if loss is not None and hasattr(loss, "value") else None}
+    rows = [{"layer": ln.layer, "total": repr(ln.total), "total_fmt": fmt_norm(ln.total),
+             "norms": [{"weight": w, "norm": repr(v), "fmt": fmt_norm(v)} for w, v in ln.norms.items()]} for ln in weights_by_layer(g)]
+    stack = None
+    try:
+        found = per_layer(g, weight)
+    except TracerError:  # one layer: nothing to compare across layers
+        found = []
+    if len(found) > 1:
+        stack = {"weight": weight, "rows": [{"layer": r[0], "norm": repr(n), "fmt": r[1], "ratio": r[2]} for r, (_, n) in zip(per_layer_rows(found), found)]}
+    return {"rows": rows, "per_layer": stack, "loss": model.both(g.loss.formula) if g.loss is not None else None,
+            "loss_value": repr(float(g.loss.value)) if g.loss is not None else None}
 
 
 def lens_data(r: LensResult) -> dict[str, Any]:
