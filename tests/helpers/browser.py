@@ -253,6 +253,12 @@ def hover_cell(tab: Tab, canvas: Any, i: int, j: int) -> tuple[dict[str, int], s
     box = canvas.bounding_box()
     assert box is not None and box["width"] > 0 and box["height"] > 0, "the heatmap is not drawn"
     x, y = cell_centre(box, rows, cols, i, j)
+    width, height = tab.page.evaluate("() => [window.innerWidth, window.innerHeight]")
+    if not (0 <= x < width and 0 <= y < height):  # a heatmap bigger than the window: bring the cell into it
+        tab.page.evaluate("([dx, dy]) => window.scrollBy(dx, dy)", [x - width / 2 if not 0 <= x < width else 0,
+                                                                    y - height / 2 if not 0 <= y < height else 0])
+        box = canvas.bounding_box()
+        x, y = cell_centre(box, rows, cols, i, j)
     tab.page.mouse.move(x, y)
     return readout(tab)
 
