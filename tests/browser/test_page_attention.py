@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import PRE_REL
-from helpers.browser import build, cell_centre, hover_cell, shot, words
+from helpers.browser import build, cell_centre, cell_colours, hover_cell, shot, words
 
 STACK = "specs/stack-2-layers.yaml"  # vocab words: token labels; 2 layers of 2 heads
 NEAR = 40  # px: a label this close to its row or column of cells reads as its label
@@ -84,35 +84,11 @@ def test_key_and_query_labels_line_up_with_the_cells(tab, pages, traces, spec) -
             assert (tokens[i] in text) if tokens else (str(i) in text), (i, text)
 
 
-def cell_colours(t, canvas, rows: int, cols: int) -> list[list[str]]:
-    """The most common colour inside each cell of a canvas (its middle half, away from borders)."""
-    return canvas.evaluate("""(c, [rows, cols]) => {
-        const ctx = c.getContext('2d');
-        const out = [];
-        for (let i = 0; i < rows; i++) {
-            const row = [];
-            for (let j = 0; j < cols; j++) {
-                const w = c.width / cols, h = c.height / rows;
-                const x0 = Math.floor(j * w + w / 4), y0 = Math.floor(i * h + h / 4);
-                const data = ctx.getImageData(x0, y0, Math.max(1, Math.floor(w / 2)), Math.max(1, Math.floor(h / 2))).data;
-                const count = {};
-                for (let k = 0; k < data.length; k += 4) {
-                    const key = data[k] + ',' + data[k + 1] + ',' + data[k + 2];
-                    count[key] = (count[key] || 0) + 1;
-                }
-                row.push(Object.entries(count).sort((a, b) => b[1] - a[1])[0][0]);
-            }
-            out.push(row);
-        }
-        return out;
-    }""", [rows, cols])
-
-
 def test_masked_cells_are_drawn_apart_with_a_legend(tab, pages, traces) -> None:
     t = tab(pages[STACK])
     canvas, _ = open_head(t, 1, 0)
     T = int(canvas.get_attribute("data-rows"))
-    colours = cell_colours(t, canvas, T, T)
+    colours = cell_colours(canvas, T, T)
     masked = {colours[i][j] for i in range(T) for j in range(T) if j > i}
     visible = {colours[i][j] for i in range(T) for j in range(T) if j <= i}
     assert len(masked) == 1, ("the masked cells are not drawn alike", colours)

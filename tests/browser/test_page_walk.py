@@ -8,7 +8,7 @@ import re
 
 import pytest
 from conftest import PRE_REL, run_app
-from helpers.browser import build, hover_cell, readout, shot, table_cells, table_header, words
+from helpers.browser import build, cell_colours, hover_cell, readout, shot, table_cells, table_header, words
 
 WIDE = {"COLUMNS": "250"}  # the terminal's table on one line a row
 
@@ -104,6 +104,43 @@ def test_the_heatmap_has_its_axis_letters(tab, page_file) -> None:
     labels = t.page.locator("#stage .axis-label").all_inner_texts()
     shown = {w.lower() for label in labels for w in re.findall(r"[A-Za-z]+", label)}
     assert letters == {"t", "f"} and letters <= shown, (letters, labels)
+
+
+def luminance(colour: str) -> float:
+    """The relative luminance (WCAG) of an "r,g,b" colour: what a reader without colour vision still sees."""
+    def linear(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+    r, g, b = (linear(float(x)) for x in colour.split(","))
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b
+
+
+@pytest.mark.parametrize("stage, signed", [("hidden", False), ("output", False), ("norm1", True), ("attention", True)])
+def test_the_colours_order_the_values_by_lightness_alone(tab, page_file, trace, stage, signed) -> None:
+    """Colour-blind readers: a one-signed stage is drawn darker to lighter as it grows (cividis), a signed one from
+    light at 0 to dark as |value| grows on each side (blue below 0, orange above: a pair colour-blind readers tell
+    apart), so lightness orders the cells of each sign."""
+    t = tab(page_file)
+    t.page.evaluate("s => window.tracerPage.select(s)", stage)
+    canvas = t.page.locator('#stage canvas.heatmap[data-kind="value"]')
+    values = trace[stage][0]
+    assert (values.min() < 0) == signed
+    colours = cell_colours(canvas, *values.shape)
+    cells = [(float(values[i, j]), luminance(colours[i][j])) for i in range(values.shape[0]) for j in range(values.shape[1])]
+    for v, light in cells:
+        for w, other in cells:
+            if signed and v * w > 0 and abs(v) < abs(w) - 1e-9 or not signed and v < w - 1e-9:
+                assert (light >= other - 0.01) if signed else (light <= other + 0.01), (stage, v, light, w, other)
+
+
+def test_a_head_stage_has_a_head_selector(tab, page_file, trace) -> None:
+    t = tab(page_file)
+    t.page.evaluate("s => window.tracerPage.select(s)", "attn.weights")
+    t.page.locator("#sel-h").select_option("1")
+    canvas = t.page.locator('#stage canvas.heatmap[data-kind="value"]')
+    index, value = hover_cell(t, canvas, 2, 1)
+    assert (index["h"], index["t"]) == (1, 2), index
+    assert value == repr(value_at(trace, "attn.weights", index))
 
 
 def test_arrow_keys_in_a_focused_heatmap_move_the_readout(tab, page_file, trace) -> None:

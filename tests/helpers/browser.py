@@ -263,6 +263,30 @@ def hover_cell(tab: Tab, canvas: Any, i: int, j: int) -> tuple[dict[str, int], s
     return readout(tab)
 
 
+def cell_colours(canvas: Any, rows: int, cols: int) -> list[list[str]]:
+    """The most common colour inside each cell of a canvas (its middle half, away from borders)."""
+    return canvas.evaluate("""(c, [rows, cols]) => {
+        const ctx = c.getContext('2d');
+        const out = [];
+        for (let i = 0; i < rows; i++) {
+            const row = [];
+            for (let j = 0; j < cols; j++) {
+                const w = c.width / cols, h = c.height / rows;
+                const x0 = Math.floor(j * w + w / 4), y0 = Math.floor(i * h + h / 4);
+                const data = ctx.getImageData(x0, y0, Math.max(1, Math.floor(w / 2)), Math.max(1, Math.floor(h / 2))).data;
+                const count = {};
+                for (let k = 0; k < data.length; k += 4) {
+                    const key = data[k] + ',' + data[k + 1] + ',' + data[k + 2];
+                    count[key] = (count[key] || 0) + 1;
+                }
+                row.push(Object.entries(count).sort((a, b) => b[1] - a[1])[0][0]);
+            }
+            out.push(row);
+        }
+        return out;
+    }""", [rows, cols])
+
+
 def table_cells(output: str) -> list[list[str]]:
     """The body rows of a rich table printed by tracer (box characters), each as its stripped cells."""
     rows = []
