@@ -143,6 +143,22 @@ def test_a_wide_stage_does_not_push_the_page_sideways(tab, lens_page) -> None:
         assert wide <= 0, (stage, f"the page is {wide} px wider than the window")
 
 
+def test_the_sample_selector_shows_the_other_sample(tab, lens_page) -> None:
+    import tracer
+
+    x = tracer.trace(STACK)["blocks.0.residual1"]
+    t = tab(lens_page)
+    select(t, "blocks.0.residual1")
+    t.page.locator("#sel-b").select_option("1")
+    t.page.locator("#sel-t").select_option("2")
+    rows = {row[0]: row for row in table_cells(run_app("run", STACK, "--batch", "1", "--pos", "2", env=WIDE).stdout)}
+    assert rows["blocks.0.residual1"][2] in words(t.page.locator("#position-values").inner_text())
+    canvas = t.page.locator('#stage canvas.heatmap[data-kind="value"]')
+    index, value = hover_cell(t, canvas, 3, 5)
+    assert (index["b"], index["t"], index["c"]) == (1, 3, 5), index
+    assert value == repr(float(x[1, 3, 5]))
+
+
 # --- violations and the budget ---------------------------------------------------------------------------------------
 
 
