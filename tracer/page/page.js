@@ -168,7 +168,7 @@
       }
     }
     function show(r, c) {
-      readout(kind, v, r, c, extra);
+      readout(kind, v, r, c, extra, canvas);
       if (extra.onRow) { rowMark = r; extra.onRow(r); }
       draw();
     }
@@ -224,9 +224,14 @@
     return el("div", { cls: "heatmap-wrap" }, [extra.title ? el("div", { cls: "heatmap-title", text: extra.title }) : null, grid, legend]);
   }
 
-  function readout(kind, v, r, c, extra) {
+  function readout(kind, v, r, c, extra, canvas) {
     var box = $("#readout");
     if (!box) return;
+    var host = canvas && canvas.closest("#attention, #lens, #stage");
+    if (host && !host.contains(box)) {  // beside the heatmap read, wherever it is on the page
+      var title = host.querySelector("h2, h3");
+      host.insertBefore(box, title ? title.nextSibling : host.firstChild);
+    }
     var x = v.get(r, c), exact = pyRepr(x), f = v.fmt(r, c), idx = v.index(r, c);
     box.setAttribute("data-index", idx);
     box.setAttribute("data-value", exact);
@@ -234,7 +239,8 @@
     box.textContent = "";
     var where = idx;
     if (kind === "attention") where = s("query") + " " + v.rowAxis + "=" + r + ", " + s("key") + " " + v.colAxis + "=" + c + " (" + idx + ")";
-    box.appendChild(el("span", { cls: "readout-index", text: (extra.side ? extra.side.toUpperCase() + " " : "") + kind + " " + where }));
+    var word = { value: s("value"), norms: s("norms"), grad: s("grad"), absdiff: s("absdiff"), attention: s("attention_word"), lens: s("lens_word") }[kind] || kind;
+    box.appendChild(el("span", { cls: "readout-index", text: (extra.side ? extra.side.toUpperCase() + " " : "") + word + " " + where }));
     box.appendChild(el("span", { cls: "readout-exact", text: s("exact") + colon() + exact }));
     box.appendChild(el("span", { cls: "readout-fmt", text: s("as_table") + colon() + (f !== null && f !== undefined ? f : "— (" + s("fmt_missing") + ")") }));
     if (extra.masked && extra.masked(r, c)) box.appendChild(el("span", { cls: "readout-masked", text: s("masked") }));

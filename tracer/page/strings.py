@@ -51,6 +51,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "no_divergence": ("No stage diverges.", "没有阶段出现分歧。"),
     "grad": ("gradient of the loss", "损失的梯度"),
     "grad_left_out": ("left out to stay within the budget (tracer grad --save keeps it in full)", "为不超出预算而省去（tracer grad --save 会完整保存）"),
+    "attention_word": ("attention weight", "注意力权重"),
+    "lens_word": ("p(token)", "p(token)"),
     "layer_grads": ("Gradient norms, layer by layer", "逐层的梯度范数"),
     "lens": ("Logit lens: probability of the token, layer by layer", "logit lens：逐层的词元概率"),
     "not_in_trace": ("not recorded on this side", "此侧未记录"),
