@@ -345,7 +345,7 @@
     var key = state.b + "," + state.t;
     var pv = e.pos_text[key];
     panel.appendChild(el("div", { id: "position-values", "data-b": state.b, "data-t": state.t }, [
-      el("span", { cls: "label", text: s("position_values") + " (b=" + state.b + ", t=" + state.t + "): " }),
+      el("span", { cls: "label", text: s("position_values") + " (b=" + state.b + ", t=" + state.t + ")" + colon() }),
       el("code", { cls: "value", text: pv !== undefined ? pv : s("not_precomputed") })]));
     panel.appendChild(el("div", { id: "readout", "data-index": "", "data-value": "", "aria-live": "polite", text: s("readout_hint") }));
     var maps = el("div", { cls: "heatmaps" });
@@ -423,7 +423,7 @@
   function heads() {
     var wrap = el("section", { id: "heads" }, [el("h2", { text: s("heads") })]);
     D.heads.forEach(function (a) {
-      var row = el("div", { cls: "head-row" }, [el("span", { cls: "label", text: a.stage + " (" + s("layer") + " " + a.layer + "): " })]);
+      var row = el("div", { cls: "head-row" }, [el("span", { cls: "label", text: a.stage + " (" + s("layer") + " " + a.layer + ")" + colon() })]);
       for (var h = 0; h < a.heads; h++) (function (h) {
         var open = state.head && state.head.stage === a.stage && state.head.h === h;
         var b = el("button", { type: "button", cls: "head" + (open ? " selected" : ""), "data-layer": a.layer, "data-head": h, "data-stage": a.stage, "aria-pressed": open ? "true" : "false", text: s("head") + " " + h });
