@@ -501,7 +501,7 @@
       wrap.appendChild(t1);
     }
     var bar2 = bars(g.rows, "total");
-    var t = el("table", { cls: "layer-grads" });
+    var t = el("table", { cls: "layer-grads" }, [el("tr", {}, [el("th", { text: s("layer") }), el("th", { text: "|dL/dW|" }), el("th", {}), el("th", { text: s("weights_word") })])]);
     g.rows.forEach(function (r) {
       t.appendChild(el("tr", { "data-layer": r.layer }, [el("th", { text: r.layer }), el("td", { cls: "value", text: r.total_fmt, title: r.total, "data-value": r.total }), el("td", {}, [bar2(r)]),
         el("td", { cls: "weights", text: r.norms.map(function (n) { return n.weight + " " + n.fmt; }).join(", ") })]));

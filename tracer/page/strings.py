@@ -53,6 +53,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "grad_left_out": ("left out to stay within the budget (tracer grad --save keeps it in full)", "为不超出预算而省去（tracer grad --save 会完整保存）"),
     "attention_word": ("attention weight", "注意力权重"),
     "lens_word": ("p(token)", "p(token)"),
+    "weights_word": ("each weight's |dL/dW|", "每个权重的 |dL/dW|"),
     "layer_grads": ("Gradient norms, layer by layer", "逐层的梯度范数"),
     "lens": ("Logit lens: probability of the token, layer by layer", "logit lens：逐层的词元概率"),
     "not_in_trace": ("not recorded on this side", "此侧未记录"),
