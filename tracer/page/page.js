@@ -111,11 +111,13 @@
       var x = v.get(r, c);
       if (isFinite(x)) { if (x < lo) lo = x; if (x > hi) hi = x; }
     }
+    var bad = 0;
+    for (var r2 = 0; r2 < v.rows; r2++) for (var c2 = 0; c2 < v.cols; c2++) if (!isFinite(v.get(r2, c2))) bad++;
     if (lo === Infinity) { lo = 0; hi = 1; }
     var signed = lo < 0 && hi > 0;
     var m = Math.max(Math.abs(lo), Math.abs(hi)) || 1;
     return {
-      signed: signed,
+      signed: signed, nonfinite: bad,
       colour: function (x) {
         if (!isFinite(x)) return [0, 0, 0];
         if (signed) return ramp(DIVERGING, 0.5 + x / (2 * m));
@@ -193,7 +195,7 @@
     });
     draw();
     canvas.tracerShow = show;
-    var legend = el("div", { cls: "legend", text: sc.signed ? s("legend_div") : s("legend_seq") });
+    var legend = el("div", { cls: "legend", text: (sc.signed ? s("legend_div") : s("legend_seq")) + (sc.nonfinite ? "; " + s("nonfinite_black") + colon() + sc.nonfinite : "") });
     var grid = el("div", { cls: "heatmap-grid" });
     grid.style.gridTemplateColumns = "auto " + w + "px";
     grid.appendChild(el("div", { cls: "corner" }));

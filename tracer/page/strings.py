@@ -61,6 +61,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "more_stages": ("more stages (the layers the drawing leaves out)", "更多阶段（图中省略的层）"),
     "fmt_missing": ("the terminal format is written for small arrays and the chosen position only", "终端写法只为小数组和所选位置写出"),
     "nonfinite": ("non-finite values", "非有限值"),
+    "nonfinite_black": ("NaN and ±inf drawn black", "NaN 与 ±inf 画成黑色"),
     "legend_seq": ("colour: low → high (cividis)", "颜色：低 → 高（cividis）"),
     "legend_div": ("colour: negative (blue) → 0 → positive (orange)", "颜色：负（蓝）→ 0 → 正（橙）"),
 }
