@@ -111,11 +111,13 @@
       var x = v.get(r, c);
       if (isFinite(x)) { if (x < lo) lo = x; if (x > hi) hi = x; }
     }
+    var bad = 0;
+    for (var r2 = 0; r2 < v.rows; r2++) for (var c2 = 0; c2 < v.cols; c2++) if (!isFinite(v.get(r2, c2))) bad++;
     if (lo === Infinity) { lo = 0; hi = 1; }
     var signed = lo < 0 && hi > 0;
     var m = Math.max(Math.abs(lo), Math.abs(hi)) || 1;
     return {
-      signed: signed,
+      signed: signed, nonfinite: bad,
       colour: function (x) {
         if (!isFinite(x)) return [0, 0, 0];
         if (signed) return ramp(DIVERGING, 0.5 + x / (2 * m));
@@ -133,7 +135,9 @@
 
   function heatmap(kind, v, extra) {
     extra = extra || {};
-    var cs = cellSize(v, kind), w = v.cols * cs, hgt = v.rows * cs, sc = scale(v);
+    var cs = cellSize(v, kind), cw = Math.max(cs, Math.ceil(16 / v.cols)), ch = Math.max(cs, Math.ceil(16 / v.rows));  // a strip is 16 px thick
+    cw = Math.min(cw, 64); ch = Math.min(ch, 64);
+    var w = v.cols * cw, hgt = v.rows * ch, sc = scale(v);
     var canvas = el("canvas", {
       cls: "heatmap", "data-kind": kind, "data-rows": v.rows, "data-cols": v.cols, "data-row-axis": v.rowAxis, "data-col-axis": v.colAxis,
       "data-side": extra.side || null, tabindex: "0", width: w, height: hgt, "aria-label": kind + " heatmap " + (extra.title || "")
@@ -144,7 +148,7 @@
       for (var r = 0; r < v.rows; r++) for (var c = 0; c < v.cols; c++) {
         var masked = extra.masked && extra.masked(r, c);
         var col = masked ? [200, 200, 200] : sc.colour(v.get(r, c));
-        for (var y = r * cs; y < (r + 1) * cs; y++) for (var x = c * cs; x < (c + 1) * cs; x++) {
+        for (var y = r * ch; y < (r + 1) * ch; y++) for (var x = c * cw; x < (c + 1) * cw; x++) {
           var k = (y * w + x) * 4;
           img.data[k] = col[0]; img.data[k + 1] = col[1]; img.data[k + 2] = col[2]; img.data[k + 3] = 255;
         }
@@ -156,25 +160,25 @@
     function draw() {
       if (!ctx) return;
       ctx.putImageData(img, 0, 0);
-      if (extra.masked && cs >= 6) {
+      if (extra.masked && cw >= 6 && ch >= 6) {
         ctx.strokeStyle = "rgba(90,90,90,0.8)"; ctx.lineWidth = 1;
         for (var r = 0; r < v.rows; r++) for (var c = 0; c < v.cols; c++) if (extra.masked(r, c)) {
-          ctx.beginPath(); ctx.moveTo(c * cs, (r + 1) * cs); ctx.lineTo((c + 1) * cs, r * cs); ctx.stroke();
+          ctx.beginPath(); ctx.moveTo(c * cw, (r + 1) * ch); ctx.lineTo((c + 1) * cw, r * ch); ctx.stroke();
         }
       }
-      if (rowMark >= 0) { ctx.strokeStyle = "#000"; ctx.lineWidth = 2; ctx.strokeRect(1, rowMark * cs + 1, w - 2, cs - 2); }
+      if (rowMark >= 0) { ctx.strokeStyle = "#000"; ctx.lineWidth = 2; ctx.strokeRect(1, rowMark * ch + 1, w - 2, Math.max(ch - 2, 1)); }
       if (document.activeElement === canvas) {
-        ctx.strokeStyle = "#d400d4"; ctx.lineWidth = 2; ctx.strokeRect(cursor.c * cs + 1, cursor.r * cs + 1, Math.max(cs - 2, 1), Math.max(cs - 2, 1));
+        ctx.strokeStyle = "#d400d4"; ctx.lineWidth = 2; ctx.strokeRect(cursor.c * cw + 1, cursor.r * ch + 1, Math.max(cw - 2, 1), Math.max(ch - 2, 1));
       }
     }
     function show(r, c) {
-      readout(kind, v, r, c, extra);
+      readout(kind, v, r, c, extra, canvas);
       if (extra.onRow) { rowMark = r; extra.onRow(r); }
       draw();
     }
     canvas.addEventListener("mousemove", function (ev) {
       var rect = canvas.getBoundingClientRect();
-      var c = Math.floor((ev.clientX - rect.left) * (w / rect.width) / cs), r = Math.floor((ev.clientY - rect.top) * (hgt / rect.height) / cs);
+      var c = Math.floor((ev.clientX - rect.left) * (w / rect.width) / cw), r = Math.floor((ev.clientY - rect.top) * (hgt / rect.height) / ch);
       if (r >= 0 && r < v.rows && c >= 0 && c < v.cols) show(r, c);
     });
     canvas.addEventListener("mouseleave", function () { if (extra.onRow) { rowMark = -1; extra.onRow(-1); draw(); } });
@@ -191,7 +195,7 @@
     });
     draw();
     canvas.tracerShow = show;
-    var legend = el("div", { cls: "legend", text: sc.signed ? s("legend_div") : s("legend_seq") });
+    var legend = el("div", { cls: "legend", text: (sc.signed ? s("legend_div") : s("legend_seq")) + (sc.nonfinite ? "; " + s("nonfinite_black") + colon() + sc.nonfinite : "") });
     var grid = el("div", { cls: "heatmap-grid" });
     grid.style.gridTemplateColumns = "auto " + w + "px";
     grid.appendChild(el("div", { cls: "corner" }));
@@ -201,7 +205,7 @@
       var keys = el("div", { cls: "key-labels" });
       for (var c2 = 0; c2 < v.cols; c2++) {
         var kl = el("span", { cls: "key-label", "data-s": c2, text: extra.keyLabels[c2], title: v.colAxis + "=" + c2 });
-        kl.style.width = cs + "px"; kl.style.lineHeight = cs + "px";
+        kl.style.width = cw + "px"; kl.style.lineHeight = cw + "px";
         keys.appendChild(kl);
       }
       top.appendChild(keys);
@@ -213,7 +217,7 @@
       var qs = el("div", { cls: "query-labels" });
       for (var r2 = 0; r2 < v.rows; r2++) {
         var ql = el("span", { cls: "query-label", "data-t": r2, text: extra.queryLabels[r2], title: v.rowAxis + "=" + r2 });
-        ql.style.height = cs + "px"; ql.style.lineHeight = cs + "px";
+        ql.style.height = ch + "px"; ql.style.lineHeight = ch + "px";
         (function (row) { ql.addEventListener("mouseenter", function () { show(row, cursor.c); }); })(r2);
         qs.appendChild(ql);
       }
@@ -224,17 +228,23 @@
     return el("div", { cls: "heatmap-wrap" }, [extra.title ? el("div", { cls: "heatmap-title", text: extra.title }) : null, grid, legend]);
   }
 
-  function readout(kind, v, r, c, extra) {
+  function readout(kind, v, r, c, extra, canvas) {
     var box = $("#readout");
     if (!box) return;
+    var host = canvas && canvas.closest("#attention, #lens, #stage");
+    if (host && !host.contains(box)) {  // beside the heatmap read, wherever it is on the page
+      var title = host.querySelector("h2, h3");
+      host.insertBefore(box, title ? title.nextSibling : host.firstChild);
+    }
     var x = v.get(r, c), exact = pyRepr(x), f = v.fmt(r, c), idx = v.index(r, c);
     box.setAttribute("data-index", idx);
     box.setAttribute("data-value", exact);
     box.setAttribute("data-kind", kind);
     box.textContent = "";
     var where = idx;
-    if (kind === "attention") where = s("query") + " " + v.rowAxis + "=" + r + ", " + s("key") + " " + v.colAxis + "=" + c + " (" + idx + ")";
-    box.appendChild(el("span", { cls: "readout-index", text: (extra.side ? extra.side.toUpperCase() + " " : "") + kind + " " + where }));
+    if (kind === "attention") where = s("query") + " " + v.rowAxis + "=" + (v.rowOf ? v.rowOf(r) : r) + ", " + s("key") + " " + v.colAxis + "=" + c + " (" + idx + ")";
+    var word = { value: s("value"), norms: s("norms"), grad: s("grad"), absdiff: s("absdiff"), attention: s("attention_word"), lens: s("lens_word") }[kind] || kind;
+    box.appendChild(el("span", { cls: "readout-index", text: (extra.side ? extra.side.toUpperCase() + " " : "") + word + " " + where }));
     box.appendChild(el("span", { cls: "readout-exact", text: s("exact") + colon() + exact }));
     box.appendChild(el("span", { cls: "readout-fmt", text: s("as_table") + colon() + (f !== null && f !== undefined ? f : "— (" + s("fmt_missing") + ")") }));
     if (extra.masked && extra.masked(r, c)) box.appendChild(el("span", { cls: "readout-masked", text: s("masked") }));
@@ -337,7 +347,7 @@
     var key = state.b + "," + state.t;
     var pv = e.pos_text[key];
     panel.appendChild(el("div", { id: "position-values", "data-b": state.b, "data-t": state.t }, [
-      el("span", { cls: "label", text: s("position_values") + " (b=" + state.b + ", t=" + state.t + "): " }),
+      el("span", { cls: "label", text: s("position_values") + " (b=" + state.b + ", t=" + state.t + ")" + colon() }),
       el("code", { cls: "value", text: pv !== undefined ? pv : s("not_precomputed") })]));
     panel.appendChild(el("div", { id: "readout", "data-index": "", "data-value": "", "aria-live": "polite", text: s("readout_hint") }));
     var maps = el("div", { cls: "heatmaps" });
@@ -415,7 +425,7 @@
   function heads() {
     var wrap = el("section", { id: "heads" }, [el("h2", { text: s("heads") })]);
     D.heads.forEach(function (a) {
-      var row = el("div", { cls: "head-row" }, [el("span", { cls: "label", text: a.stage + " (" + s("layer") + " " + a.layer + "): " })]);
+      var row = el("div", { cls: "head-row" }, [el("span", { cls: "label", text: a.stage + " (" + s("layer") + " " + a.layer + ")" + colon() })]);
       for (var h = 0; h < a.heads; h++) (function (h) {
         var open = state.head && state.head.stage === a.stage && state.head.h === h;
         var b = el("button", { type: "button", cls: "head" + (open ? " selected" : ""), "data-layer": a.layer, "data-head": h, "data-stage": a.stage, "aria-pressed": open ? "true" : "false", text: s("head") + " " + h });
@@ -433,6 +443,18 @@
     var e = side(0).stages[a.stage];
     var panel = el("div", { id: "attention", "data-stage": a.stage, "data-head": state.head.h });
     panel.appendChild(el("h3", { text: a.stage + " · " + s("head") + " " + state.head.h + " · b=" + state.b }));
+    if (e && !e.value && e.summary && e.summary.chosen.shape.length === 2) {  // summarised: the chosen query's row of this head
+      panel.appendChild(el("p", { cls: "left-out", text: s("left_out") }));
+      var ch = e.summary.chosen, arr = decode(ch), S = ch.shape[1], h0 = Math.min(state.head.h, ch.shape[0] - 1), fmt = ch.fmt;
+      var row = { rows: 1, cols: S, rowAxis: "t", colAxis: "s", rowOf: function () { return D.t; }, get: function (r, c) { return arr[h0 * S + c]; },
+        index: function (r, c) { return "b=" + D.b + ",h=" + h0 + ",t=" + D.t + ",s=" + c; }, fmt: function (r, c) { return fmt ? fmt[h0 * S + c] : null; } };
+      var labels = []; for (var i = 0; i < S; i++) labels.push(a.keys && a.keys[D.b] ? a.keys[D.b][i] : String(i));
+      var qlabel = a.queries && a.queries[D.b] ? a.queries[D.b][D.t] : String(D.t);
+      var maskRow = null;
+      if (a.mask) { var mb = atob(a.mask); maskRow = function (r, c) { var k = D.t * a.S + c; return !((mb.charCodeAt(k >> 3) >> (7 - (k & 7))) & 1); }; }
+      panel.appendChild(heatmap("attention", row, { title: s("query") + " t=" + D.t, masked: maskRow, rowName: s("query"), colName: s("key"), keyLabels: labels, queryLabels: [qlabel] }));
+      return panel;
+    }
     if (!e || !e.value) { panel.appendChild(el("p", { cls: "left-out", text: s("left_out") })); return panel; }
     var saveH = state.h; state.h = state.head.h;
     var v = view(e.value, e.shape, e.letters, [], e.value.fmt);
@@ -481,7 +503,7 @@
       wrap.appendChild(t1);
     }
     var bar2 = bars(g.rows, "total");
-    var t = el("table", { cls: "layer-grads" });
+    var t = el("table", { cls: "layer-grads" }, [el("tr", {}, [el("th", { text: s("layer") }), el("th", { text: "|dL/dW|" }), el("th", {}), el("th", { text: s("weights_word") })])]);
     g.rows.forEach(function (r) {
       t.appendChild(el("tr", { "data-layer": r.layer }, [el("th", { text: r.layer }), el("td", { cls: "value", text: r.total_fmt, title: r.total, "data-value": r.total }), el("td", {}, [bar2(r)]),
         el("td", { cls: "weights", text: r.norms.map(function (n) { return n.weight + " " + n.fmt; }).join(", ") })]));

@@ -51,6 +51,9 @@ STRINGS: dict[str, tuple[str, str]] = {
     "no_divergence": ("No stage diverges.", "没有阶段出现分歧。"),
     "grad": ("gradient of the loss", "损失的梯度"),
     "grad_left_out": ("left out to stay within the budget (tracer grad --save keeps it in full)", "为不超出预算而省去（tracer grad --save 会完整保存）"),
+    "attention_word": ("attention weight", "注意力权重"),
+    "lens_word": ("p(token)", "p(token)"),
+    "weights_word": ("each weight's |dL/dW|", "每个权重的 |dL/dW|"),
     "layer_grads": ("Gradient norms, layer by layer", "逐层的梯度范数"),
     "lens": ("Logit lens: probability of the token, layer by layer", "logit lens：逐层的词元概率"),
     "not_in_trace": ("not recorded on this side", "此侧未记录"),
@@ -58,6 +61,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "more_stages": ("more stages (the layers the drawing leaves out)", "更多阶段（图中省略的层）"),
     "fmt_missing": ("the terminal format is written for small arrays and the chosen position only", "终端写法只为小数组和所选位置写出"),
     "nonfinite": ("non-finite values", "非有限值"),
+    "nonfinite_black": ("NaN and ±inf drawn black", "NaN 与 ±inf 画成黑色"),
     "legend_seq": ("colour: low → high (cividis)", "颜色：低 → 高（cividis）"),
     "legend_div": ("colour: negative (blue) → 0 → positive (orange)", "颜色：负（蓝）→ 0 → 正（橙）"),
 }

@@ -85,10 +85,11 @@ def finish(data: dict[str, Any], arrays: dict[str, np.ndarray], stages: dict[str
     def stage_of(key: str) -> Stage | None:
         return stages.get(key)
 
-    size, over = model.apply_budget(data, arrays, budget, size_of, stage_of, b, t, precision)
+    margin = 256  # tracer's mark line and the size written on the page: the file stays within the budget
+    size, over = model.apply_budget(data, arrays, budget - margin, size_of, stage_of, b, t, precision)
     if over and refuse:
         raise UsageError(msg("--page-budget {budget}: the page needs at least {size} MB even with every large stage summarised; "
-                             "give --page-budget {size} or more", budget=f"{budget_mb:g}", size=smallest_budget(size)))
+                             "give --page-budget {size} or more", budget=f"{budget_mb:g}", size=smallest_budget(size + margin)))
     for _ in range(3):  # the size written on the page is the page's own size
         data["budget"].update(size=size, size_text=megabytes(size), over=over)
         size = size_of(data)
