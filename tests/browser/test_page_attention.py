@@ -106,7 +106,7 @@ def test_hovering_a_query_highlights_exactly_the_keys_it_attends_to(tab, pages, 
     T = weights.shape[0]
     for q in range(T):
         expected = {s for s in range(T) if weights[q, s] > 0}
-        t.page.locator(f'.query-label[data-t="{q}"]').hover()
+        t.page.locator(f'.query-label[data-t="{q}"]').hover(timeout=5000)
         lit = set(t.page.locator(".key-label.highlight").evaluate_all("ls => ls.map(l => Number(l.dataset.s))"))
         assert lit == expected, ("hovering query label", q, lit, expected)
         t.page.mouse.move(0, 0)
@@ -117,6 +117,22 @@ def test_hovering_a_query_highlights_exactly_the_keys_it_attends_to(tab, pages, 
         t.page.locator("#attention").evaluate("e => e.scrollIntoView({block: 'center'})")
         hover_cell(t, canvas, T - 1, 1)
         shot(t, "attention")
+
+
+@pytest.mark.parametrize("spec", [PRE_REL, STACK])
+def test_reading_a_head_does_not_move_it_under_the_pointer(tab, pages, spec) -> None:
+    t = tab(pages[spec])
+    canvas, _ = open_head(t, 0, 1)
+    canvas.scroll_into_view_if_needed()
+    query = t.page.locator('.query-label[data-t="1"]')
+    before, label = canvas.bounding_box(), query.bounding_box()
+    t.page.mouse.move(label["x"] + label["width"] / 2, label["y"] + label["height"] / 2)
+    assert canvas.bounding_box() == before, ("hovering a query label moved the heatmap", before, canvas.bounding_box())
+    x, y = cell_centre(before, int(canvas.get_attribute("data-rows")), int(canvas.get_attribute("data-cols")), 1, 1)
+    t.page.mouse.move(x, y)
+    assert canvas.bounding_box() == before, ("hovering a cell moved the heatmap", before, canvas.bounding_box())
+    t.page.mouse.move(1, 1)
+    assert canvas.bounding_box() == before, ("leaving the heatmap moved it", before, canvas.bounding_box())
 
 
 @pytest.mark.parametrize("spec", [PRE_REL, STACK])

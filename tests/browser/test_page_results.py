@@ -135,6 +135,17 @@ def test_lens_page_has_the_lens_heatmap_with_exact_probabilities(tab, lens_page)
     shot(t, "lens")
 
 
+def test_reading_the_lens_does_not_move_it_under_the_pointer(tab, lens_page) -> None:
+    t = tab(lens_page)
+    canvas = t.page.locator('#lens canvas.heatmap[data-kind="lens"]')
+    canvas.scroll_into_view_if_needed()
+    before = canvas.bounding_box()
+    hover_cell(t, canvas, 1, 1)
+    assert canvas.bounding_box() == before, ("hovering a cell moved the lens heatmap", before, canvas.bounding_box())
+    t.page.mouse.move(1, 1)
+    assert canvas.bounding_box() == before, ("leaving the heatmap moved it", before, canvas.bounding_box())
+
+
 def test_a_wide_stage_does_not_push_the_page_sideways(tab, lens_page) -> None:
     t = tab(lens_page)
     for stage in ("blocks.0.hidden", "blocks.1.attn.weights", "logits"):
