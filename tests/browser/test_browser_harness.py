@@ -5,7 +5,7 @@ screenshot is called blank."""
 from __future__ import annotations
 
 import pytest
-from helpers.browser import Tabs, assert_not_blank, png_pixels, png_stats
+from helpers.browser import Tabs, assert_not_blank, covered_by_fixed, png_pixels, png_stats
 
 SQUARES = """<!doctype html><html><head><meta charset="utf-8"><style>
 body { margin: 0; background: #fff; } div { position: absolute; width: 100px; height: 100px; }
@@ -69,3 +69,22 @@ def test_a_clean_page_has_no_problems(browser, tmp_path) -> None:
     tabs = Tabs(browser)
     tabs(page)
     assert tabs.close() == []
+
+
+FIXED_BAR = """<!doctype html><html><head><meta charset="utf-8"><style>
+#bar {{ position: fixed; bottom: 0; left: 0; right: 0; height: 60px; background: #eee; }}
+body {{ margin: 0; padding-bottom: {padding}px; }} p {{ height: 40px; margin: 0; }}
+</style></head><body>{paragraphs}<div id="bar">readout</div>
+<script>window.tracerPage = {{ready: true}};</script></body></html>"""
+
+
+@pytest.mark.parametrize("padding, covers", [(0, True), (70, False)])
+def test_a_fixed_bar_over_the_end_of_the_page_is_found(tab, tmp_path, padding, covers) -> None:
+    page = tmp_path / "bar.html"
+    page.write_text(FIXED_BAR.format(padding=padding, paragraphs="".join(f"<p>line {i}</p>" for i in range(40))), encoding="utf-8")
+    t = tab(page)
+    t.page.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
+    found = covered_by_fixed(t)
+    assert bool(found) == covers, found
+    if covers:
+        assert any("line 39" in f for f in found), found

@@ -8,7 +8,7 @@ import re
 
 import pytest
 from conftest import PRE_REL, run_app
-from helpers.browser import build, cell_colours, hover_cell, readout, shot, table_cells, table_header, words
+from helpers.browser import build, cell_colours, covered_by_fixed, hover_cell, readout, shot, table_cells, table_header, words
 
 WIDE = {"COLUMNS": "250"}  # the terminal's table on one line a row
 
@@ -260,25 +260,7 @@ def test_nothing_fixed_covers_the_end_of_the_page(tab, page_file) -> None:
     t = tab(page_file)
     t.page.locator("#show-table").click()
     t.page.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
-    covered = t.page.evaluate("""() => {
-        const all = [...document.body.querySelectorAll('*')];
-        const fixed = all.filter(e => ['fixed', 'sticky'].includes(getComputedStyle(e).position) && e.offsetParent !== null
-                                      || getComputedStyle(e).position === 'fixed');
-        const inFixed = e => fixed.some(f => f.contains(e));
-        const content = all.filter(e => !inFixed(e) && e.getClientRects().length && e.innerText && e.innerText.trim()
-                                        && e.children.length === 0);
-        const hits = [];
-        for (const f of fixed) {
-            const r = f.getBoundingClientRect();
-            if (!r.width || !r.height) continue;
-            for (const e of content) {
-                const c = e.getBoundingClientRect();
-                if (c.bottom > r.top + 1 && c.top < r.bottom - 1 && c.right > r.left + 1 && c.left < r.right - 1)
-                    hits.push(e.tagName + ': ' + e.innerText.slice(0, 40));
-            }
-        }
-        return hits;
-    }""")
+    covered = covered_by_fixed(t)
     assert covered == [], covered
 
 

@@ -287,6 +287,30 @@ def cell_colours(canvas: Any, rows: int, cols: int) -> list[list[str]]:
     }""", [rows, cols])
 
 
+def covered_by_fixed(tab: Tab) -> list[str]:
+    """The text elements a fixed (or stuck) element covers where the tab is scrolled: each as "TAG: text"."""
+    found: list[str] = tab.page.evaluate("""() => {
+        const all = [...document.body.querySelectorAll('*')];
+        const fixed = all.filter(e => ['fixed', 'sticky'].includes(getComputedStyle(e).position) && e.offsetParent !== null
+                                      || getComputedStyle(e).position === 'fixed');
+        const inFixed = e => fixed.some(f => f.contains(e));
+        const content = all.filter(e => !inFixed(e) && e.getClientRects().length && e.innerText && e.innerText.trim()
+                                        && e.children.length === 0);
+        const hits = [];
+        for (const f of fixed) {
+            const r = f.getBoundingClientRect();
+            if (!r.width || !r.height) continue;
+            for (const e of content) {
+                const c = e.getBoundingClientRect();
+                if (c.bottom > r.top + 1 && c.top < r.bottom - 1 && c.right > r.left + 1 && c.left < r.right - 1)
+                    hits.push(e.tagName + ': ' + e.innerText.slice(0, 40));
+            }
+        }
+        return hits;
+    }""")
+    return found
+
+
 def table_cells(output: str) -> list[list[str]]:
     """The body rows of a rich table printed by tracer (box characters), each as its stripped cells."""
     rows = []
