@@ -1,4 +1,4 @@
-/* tracer page: draws the data of <script id="tracer-data"> (no network, no eval, no library). */
+/* tracer page: draws the data of the JSON element #tracer-data (no network, no eval, no library). */
 (function () {
   "use strict";
   var D = JSON.parse(document.getElementById("tracer-data").textContent);
