@@ -567,6 +567,8 @@
   function rerender(focusSel) {
     var active = document.activeElement, sel = focusSel || null;
     if (!sel && active && active.id) sel = "#" + active.id;
+    else if (!sel && active && active.classList && active.classList.contains("head"))
+      sel = 'button.head[data-stage="' + active.getAttribute("data-stage") + '"][data-head="' + active.getAttribute("data-head") + '"]';
     else if (!sel && active && active.getAttribute && active.getAttribute("data-stage") && active.classList.contains("stage-box")) {
       var sideEl = active.closest(".side");
       sel = (sideEl ? "#" + sideEl.id + " " : "") + '.stage-box[data-stage="' + state.stage + '"]';
