@@ -373,9 +373,9 @@
   }
 
   // -- controls ---------------------------------------------------------------------------
-  function selector(id, label, n, value, onchange) {
+  function selector(id, label, n, value, onchange, words) {
     var sel = el("select", { id: id, "aria-label": label });
-    for (var i = 0; i < n; i++) sel.appendChild(el("option", { value: i, text: label + " " + i, selected: i === value ? true : null }));
+    for (var i = 0; i < n; i++) sel.appendChild(el("option", { value: i, text: label + " " + i + (words && words[i] !== undefined ? " (" + words[i] + ")" : ""), selected: i === value ? true : null }));
     sel.value = String(value);
     sel.addEventListener("change", function () { onchange(parseInt(sel.value, 10)); });
     return el("label", { cls: "control" }, [sel]);
@@ -385,7 +385,7 @@
     var c = el("div", { id: "controls" });
     var dims = D.dims;
     c.appendChild(selector("sel-b", "b", dims.B || 1, state.b, function (v) { state.b = v; rerender(); }));
-    c.appendChild(selector("sel-t", "t", dims.T || 1, state.t, function (v) { state.t = v; rerender(); }));
+    c.appendChild(selector("sel-t", "t", dims.T || 1, state.t, function (v) { state.t = v; rerender(); }, D.words ? D.words[state.b] : null));
     var e = state.stage ? anyEntry(state.stage) : null;
     if ((e && e.letters.indexOf("h") >= 0) || state.head) c.appendChild(selector("sel-h", "h", dims.H || 1, state.h, function (v) { state.h = v; if (state.head) state.head.h = v; rerender(); }));
     c.appendChild(el("span", { cls: "keys-hint", text: s("keys_hint") }));
