@@ -406,3 +406,16 @@ def test_the_page_and_another_output_may_not_share_a_file(tmp_path):
     same = str(tmp_path / "same.html")
     assert_refused(run_app("grad", PRE, "--page", same, "--html", same), "--page", "--html")
     assert not os.path.exists(same)
+
+
+def test_a_name_with_markup_stays_data(tmp_path):
+    hostile = "</script><script>alert(1)</script><!--"
+    text = (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8")
+    text = re.sub(r"(?m)^name: .*$", "name: " + json.dumps(hostile), text)
+    spec = write_spec(tmp_path, text)
+    out = tmp_path / "p.html"
+    assert run_app("page", str(spec), "-o", str(out)).returncode == 0
+    html = out.read_text(encoding="utf-8")
+    assert html.count("<script") == 2 and "alert(1)</script>" not in html
+    assert page_data(html)["title"] == hostile
+    assert "<title>&lt;/script&gt;" in html

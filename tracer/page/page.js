@@ -1,4 +1,4 @@
-/* tracer page: draws the data of <script id="tracer-data"> (no network, no eval, no library). */
+/* tracer page: draws the data of the JSON element #tracer-data (no network, no eval, no library). */
 (function () {
   "use strict";
   var D = JSON.parse(document.getElementById("tracer-data").textContent);
@@ -373,9 +373,9 @@
   }
 
   // -- controls ---------------------------------------------------------------------------
-  function selector(id, label, n, value, onchange) {
+  function selector(id, label, n, value, onchange, words) {
     var sel = el("select", { id: id, "aria-label": label });
-    for (var i = 0; i < n; i++) sel.appendChild(el("option", { value: i, text: label + " " + i, selected: i === value ? true : null }));
+    for (var i = 0; i < n; i++) sel.appendChild(el("option", { value: i, text: label + " " + i + (words && words[i] !== undefined ? " (" + words[i] + ")" : ""), selected: i === value ? true : null }));
     sel.value = String(value);
     sel.addEventListener("change", function () { onchange(parseInt(sel.value, 10)); });
     return el("label", { cls: "control" }, [sel]);
@@ -385,7 +385,7 @@
     var c = el("div", { id: "controls" });
     var dims = D.dims;
     c.appendChild(selector("sel-b", "b", dims.B || 1, state.b, function (v) { state.b = v; rerender(); }));
-    c.appendChild(selector("sel-t", "t", dims.T || 1, state.t, function (v) { state.t = v; rerender(); }));
+    c.appendChild(selector("sel-t", "t", dims.T || 1, state.t, function (v) { state.t = v; rerender(); }, D.words ? D.words[state.b] : null));
     var e = state.stage ? anyEntry(state.stage) : null;
     if ((e && e.letters.indexOf("h") >= 0) || state.head) c.appendChild(selector("sel-h", "h", dims.H || 1, state.h, function (v) { state.h = v; if (state.head) state.head.h = v; rerender(); }));
     c.appendChild(el("span", { cls: "keys-hint", text: s("keys_hint") }));
@@ -567,6 +567,8 @@
   function rerender(focusSel) {
     var active = document.activeElement, sel = focusSel || null;
     if (!sel && active && active.id) sel = "#" + active.id;
+    else if (!sel && active && active.classList && active.classList.contains("head"))
+      sel = 'button.head[data-stage="' + active.getAttribute("data-stage") + '"][data-head="' + active.getAttribute("data-head") + '"]';
     else if (!sel && active && active.getAttribute && active.getAttribute("data-stage") && active.classList.contains("stage-box")) {
       var sideEl = active.closest(".side");
       sel = (sideEl ? "#" + sideEl.id + " " : "") + '.stage-box[data-stage="' + state.stage + '"]';

@@ -99,7 +99,7 @@ def finish(data: dict[str, Any], arrays: dict[str, np.ndarray], stages: dict[str
 def base(kind: str, title: str, lang: str, b: int, t: int, dims: dict[str, int], precision: int) -> dict[str, Any]:
     return {"kind": kind, "title": title, "lang": check_lang(lang), "strings": {k: list(v) for k, v in STRINGS.items()},
             "b": b, "t": t, "dims": dims, "precision": precision, "sides": [], "table17": None, "heads": [],
-            "first_divergence": None, "verdict": None, "layer_grads": None, "lens": None, "positions_all": True}
+            "first_divergence": None, "verdict": None, "words": None, "layer_grads": None, "lens": None, "positions_all": True}
 
 
 def run_page(run: Recording, *, b: int = 0, t: int = 0, precision: int = 6, lang: str = "en", budget_mb: float = DEFAULT_BUDGET_MB,
@@ -115,6 +115,7 @@ def run_page(run: Recording, *, b: int = 0, t: int = 0, precision: int = 6, lang
     data["sides"].append(side)
     data["table17"] = model.table17(run, positions, precision)
     data["heads"] = model.heads_data(run, b)
+    data["words"] = spec.tokens_text()  # the input's tokens as text, when the spec has a vocab or a tokenizer
     if grad is not None:
         data["layer_grads"] = layer_grads(grad, grad_weight)
     if lens is not None:
