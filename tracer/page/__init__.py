@@ -20,8 +20,7 @@ The DOM contract (the browser tests hold the page to it):
   ``first-divergence``.
 - ``#stage[data-stage]`` (tabindex 0) with ``.formula``, ``.meaning``, ``.left-out`` (summarised),
   ``#position-values`` (the terminal table's value at the chosen position), ``#readout[data-index][data-value]``
-  (the one ``#readout`` moves into ``#attention`` or ``#lens`` while one of their heatmaps is read, so it stays
-  beside the cells) and ``canvas.heatmap[data-kind][data-rows][data-cols][data-row-axis][data-col-axis]`` (tabindex 0; arrow keys
+  (``#attention`` and ``#lens`` show a copy, ``.readout-local``, beside their cells) and ``canvas.heatmap[data-kind][data-rows][data-cols][data-row-axis][data-col-axis]`` (tabindex 0; arrow keys
   move its cursor), with ``.axis-label``s; kinds: value, norms (summarised), grad, absdiff (diff, with
   ``data-side`` a/b on the values), attention, lens; ``table.values``.
 - ``select#sel-b``, ``select#sel-t``, and ``select#sel-h`` for a stage with heads.

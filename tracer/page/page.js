@@ -231,11 +231,7 @@
   function readout(kind, v, r, c, extra, canvas) {
     var box = $("#readout");
     if (!box) return;
-    var host = canvas && canvas.closest("#attention, #lens, #stage");
-    if (host && !host.contains(box)) {  // beside the heatmap read, wherever it is on the page
-      var title = host.querySelector("h2, h3");
-      host.insertBefore(box, title ? title.nextSibling : host.firstChild);
-    }
+
     var x = v.get(r, c), exact = pyRepr(x), f = v.fmt(r, c), idx = v.index(r, c);
     box.setAttribute("data-index", idx);
     box.setAttribute("data-value", exact);
@@ -248,6 +244,12 @@
     box.appendChild(el("span", { cls: "readout-exact", text: s("exact") + colon() + exact }));
     box.appendChild(el("span", { cls: "readout-fmt", text: s("as_table") + colon() + (f !== null && f !== undefined ? f : "— (" + s("fmt_missing") + ")") }));
     if (extra.masked && extra.masked(r, c)) box.appendChild(el("span", { cls: "readout-masked", text: s("masked") }));
+    var local = canvas && canvas.closest("#attention, #lens");  // a copy beside the cells, in a box that keeps its height
+    local = local && local.querySelector(".readout-local");
+    if (local) {
+      local.textContent = "";
+      for (var k = 0; k < box.childNodes.length; k++) local.appendChild(box.childNodes[k].cloneNode(true));
+    }
   }
 
   // -- the diagram ------------------------------------------------------------------------
@@ -443,6 +445,7 @@
     var e = side(0).stages[a.stage];
     var panel = el("div", { id: "attention", "data-stage": a.stage, "data-head": state.head.h });
     panel.appendChild(el("h3", { text: a.stage + " · " + s("head") + " " + state.head.h + " · b=" + state.b }));
+    panel.appendChild(el("div", { cls: "readout-local", "aria-hidden": "true", text: s("readout_hint") }));
     if (e && !e.value && e.summary && e.summary.chosen.shape.length === 2) {  // summarised: the chosen query's row of this head
       panel.appendChild(el("p", { cls: "left-out", text: s("left_out") }));
       var ch = e.summary.chosen, arr = decode(ch), S = ch.shape[1], h0 = Math.min(state.head.h, ch.shape[0] - 1), fmt = ch.fmt;
@@ -514,7 +517,8 @@
 
   function lensPanel() {
     var l = D.lens;
-    var wrap = el("section", { id: "lens" }, [el("h2", { text: s("lens") }), el("p", { text: L(l.chosen) })]);
+    var wrap = el("section", { id: "lens" }, [el("h2", { text: s("lens") }), el("p", { text: L(l.chosen) }),
+      el("div", { cls: "readout-local", "aria-hidden": "true", text: s("readout_hint") })]);
     var v = view(l, l.shape, ["layer", "t"], [], l.fmt);
     wrap.appendChild(heatmap("lens", v, { title: l.labels.join(" · "), keyLabels: l.positions, queryLabels: l.labels }));
     return wrap;
