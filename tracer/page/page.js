@@ -225,7 +225,8 @@
     }
     grid.appendChild(left);
     grid.appendChild(canvas);
-    return el("div", { cls: "heatmap-wrap" }, [extra.title ? el("div", { cls: "heatmap-title", text: extra.title }) : null, grid, legend]);
+    var maskLegend = extra.masked ? el("div", { cls: "legend masked-legend" }, [el("span", { cls: "swatch masked" }), s("masked")]) : null;
+    return el("div", { cls: "heatmap-wrap" }, [extra.title ? el("div", { cls: "heatmap-title", text: extra.title }) : null, grid, legend, maskLegend]);
   }
 
   function readout(kind, v, r, c, extra, canvas) {
@@ -278,11 +279,22 @@
   }
 
   // -- the stage panel --------------------------------------------------------------------
+  function maskOf(name) {  // an attention stage's [T,S] mask as a test of (query, key): true where masked
+    for (var i = 0; i < D.heads.length; i++) {
+      var a = D.heads[i];
+      if (!a.mask || (a.stage !== name && a.stage.replace(/\.weights$/, ".scores") !== name)) continue;
+      var bin = atob(a.mask), S = a.S;
+      return function (r, c) { var k = r * S + c; return !((bin.charCodeAt(k >> 3) >> (7 - (k & 7))) & 1); };
+    }
+    return null;
+  }
+
   function stageHeatmaps(sd, e, sideId) {
     var out = [];
     var fmt = e.value && e.value.fmt;
     if (e.value) {
-      out.push(heatmap("value", view(e.value, e.shape, e.letters, [], fmt), { side: sideId, title: (sideId ? sideId.toUpperCase() + colon() : "") + s("value") }));
+      var masked = D.kind !== "diff" ? maskOf(e.name) : null;
+      out.push(heatmap("value", view(e.value, e.shape, e.letters, [], fmt), { side: sideId, masked: masked, title: (sideId ? sideId.toUpperCase() + colon() : "") + s("value") }));
     } else if (e.summary) {
       var ch = e.summary.chosen;
       var prefix = [];
@@ -477,7 +489,6 @@
       }
     };
     panel.appendChild(heatmap("attention", v, extra));
-    if (a.mask) panel.appendChild(el("div", { cls: "legend masked-legend" }, [el("span", { cls: "swatch masked" }), s("masked")]));
     return panel;
   }
 
