@@ -208,6 +208,7 @@ def test_a_small_budget_summarises_the_largest_stages_first(mid, tmp_path):
     summarised = [n for n, e in stages.items() if e["summary"] is not None]
     full = [n for n, e in stages.items() if e["value"] is not None]
     assert summarised and full and data["budget"]["summarised"] == sorted(summarised)
+    assert f"note: {len(summarised)} arrays summarised" in r.stderr
     assert min(t[n].size for n in summarised) >= max(t[n].size for n in full)  # the largest went first
     for n in summarised:
         s = stages[n]["summary"]
