@@ -263,6 +263,7 @@
       "aria-pressed": state.stage === name ? "true" : "false"
     }, [el("span", { cls: "name", text: name }), el("span", { cls: "shape", text: e.label })]);
     if (e.violation) b.appendChild(el("span", { cls: "violation-text", text: L(e.violation.text) }));
+    if (e.intervention) { b.classList.add("intervened"); b.appendChild(el("span", { cls: "intervention", text: "← " + L(e.intervention) })); }
     b.addEventListener("click", function () { select(name); });
     return b;
   }
@@ -357,6 +358,7 @@
     panel.appendChild(el("div", { cls: "formula" }, [el("span", { cls: "label", text: s("formula") + colon() }), L(e.formula)]));
     panel.appendChild(el("div", { cls: "meaning" }, [el("span", { cls: "label", text: s("meaning") + colon() }), L(e.meaning)]));
     if (e.violation) panel.appendChild(el("pre", { cls: "violation-text", text: L(e.violation.text) }));
+    if (e.intervention) panel.appendChild(el("p", { cls: "intervention", text: "← " + L(e.intervention) }));
     if (e.summary) panel.appendChild(el("p", { cls: "left-out", text: s("left_out") }));
     var key = state.b + "," + state.t;
     var pv = e.pos_text[key];
@@ -426,7 +428,7 @@
       var row = el("tr", { "data-stage": n, cls: flagged ? "flagged" : null }, [
         el("td", { cls: "stage", text: n }), el("td", { cls: "meaning", text: L(T.meanings[n]) }),
         el("td", { cls: "value", text: v !== undefined ? v : s("not_precomputed") }), el("td", { cls: "shape", text: e.label }),
-        el("td", { cls: "mark", text: flagged ? "← " + s("violation") : "" })]);
+        el("td", { cls: "mark", text: (flagged ? "← " + s("violation") : "") + (e.intervention ? "← " + L(e.intervention) : "") })]);
       row.addEventListener("click", function () { select(n); });
       table.appendChild(row);
     });
