@@ -1659,6 +1659,9 @@ MESSAGES: dict[str, str] = {
 
 # nmsg(singular, plural, n): one Chinese form for both
 PLURALS: dict[tuple[str, str], str] = {
+    # tracer page
+    ("{n} array summarised to stay within the budget (the page says what was left out)",
+     "{n} arrays summarised to stay within the budget (the page says what was left out)"): "为不超出预算概括了 {n} 个数组（页面上写明了省去的内容）",
     # tracer/checkpoints/importer.py
     ('--layers {text}: the checkpoint has {n} layer (0 to {last})', '--layers {text}: the checkpoint has {n} layers (0 to {last})'): '--layers {text}：检查点有 {n} 层（0 到 {last}）',
     # tracer/checkpoints/refs.py

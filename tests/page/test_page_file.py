@@ -208,6 +208,7 @@ def test_a_small_budget_summarises_the_largest_stages_first(mid, tmp_path):
     summarised = [n for n, e in stages.items() if e["summary"] is not None]
     full = [n for n, e in stages.items() if e["value"] is not None]
     assert summarised and full and data["budget"]["summarised"] == sorted(summarised)
+    assert f"note: {len(summarised)} arrays summarised" in r.stderr
     assert min(t[n].size for n in summarised) >= max(t[n].size for n in full)  # the largest went first
     for n in summarised:
         s = stages[n]["summary"]
@@ -419,3 +420,14 @@ def test_a_name_with_markup_stays_data(tmp_path):
     assert html.count("<script") == 2 and "alert(1)</script>" not in html
     assert page_data(html)["title"] == hostile
     assert "<title>&lt;/script&gt;" in html
+
+
+def test_an_intervention_is_named_on_its_stage_as_the_terminal_names_it(tmp_path):
+    out = tmp_path / "ab.html"
+    assert run_app("page", PRE, "-o", str(out), "--ablate", "attention").returncode == 0
+    stages = page_data(out.read_text(encoding="utf-8"))["sides"][0]["stages"]
+    terminal = run_app("run", PRE, "--ablate", "attention").stdout
+    said = stages["attention"]["intervention"]["en"]
+    assert f"attention  ← {said}" in terminal
+    assert stages["attention"]["pos_text"]["0,0"] == terminal_rows(PRE, "--ablate", "attention")["attention"][1]
+    assert all(e["intervention"] is None for n, e in stages.items() if n != "attention")

@@ -861,6 +861,9 @@ def write_page_file(path: str, page: object, force: bool, option: str = "--page"
     assert isinstance(page, Page)
     write_page(path, page, option, force)
     sys.stderr.write(tr("tracer: wrote {path}", path=shown(path)) + tr(" ({size}; budget {budget})", size=megabytes(page.size), budget=megabytes(page.budget)) + "\n")
+    if page.summarised:
+        _note(nmsg("{n} array summarised to stay within the budget (the page says what was left out)",
+                   "{n} arrays summarised to stay within the budget (the page says what was left out)", len(page.summarised)))
 
 
 @app.command()

@@ -20,16 +20,18 @@ The DOM contract (the browser tests hold the page to it):
   ``first-divergence``.
 - ``#stage[data-stage]`` (tabindex 0) with ``.formula``, ``.meaning``, ``.left-out`` (summarised),
   ``#position-values`` (the terminal table's value at the chosen position), ``#readout[data-index][data-value]``
-  (the one ``#readout`` moves into ``#attention`` or ``#lens`` while one of their heatmaps is read, so it stays
-  beside the cells) and ``canvas.heatmap[data-kind][data-rows][data-cols][data-row-axis][data-col-axis]`` (tabindex 0; arrow keys
-  move its cursor), with ``.axis-label``s; kinds: value, norms (summarised), grad, absdiff (diff, with
-  ``data-side`` a/b on the values), attention, lens; ``table.values``.
+  (a fixed height: nothing moves as it changes; ``#attention`` and ``#lens`` show a copy, ``.readout-local``,
+  beside their cells) and ``canvas.heatmap[data-kind][data-rows][data-cols][data-row-axis][data-col-axis]``
+  (tabindex 0; arrow keys move its cursor), with ``.axis-label``s; kinds: value, norms (summarised, beside
+  ``.histogram``), grad, absdiff (diff, with ``data-side`` a/b on the values), attention, lens; the mask hatched on
+  attention scores and weights (``.masked-legend``); ``table.values`` (inside ``.values-wrap``, which scrolls).
 - ``select#sel-b``, ``select#sel-t``, and ``select#sel-h`` for a stage with heads.
 - ``button#show-table`` opens ``table#table17``: ``tr[data-stage]`` with ``td.stage``, ``td.meaning``, ``td.value``,
   ``td.shape``.
 - ``#heads`` with ``button.head[data-layer][data-head][data-stage]``; an open head: ``#attention`` with
   ``canvas.heatmap[data-kind="attention"]``, ``.key-label[data-s]`` and ``.query-label[data-t]`` aligned with the
   cells (``.highlight`` on the keys a hovered query attends to), masked cells hatched, legend ``.masked-legend``.
-- Diff: ``#verdict``, ``button#follow-divergence``.  Grad: ``#layer-grads``.  Lens: ``#lens``.  ``#budget``.
+- Diff: ``#verdict``, ``button#follow-divergence``.  Grad: ``#layer-grads`` (``table.per-layer`` for a stack,
+  ``table.layer-grads``).  Lens: ``#lens``.  ``#budget`` (size, budget, the summarised stages).
 - ArrowDown/ArrowRight and ArrowUp/ArrowLeft (outside a heatmap or a select) move between stages.
 """

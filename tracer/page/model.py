@@ -220,6 +220,7 @@ def side_data(run: Recording, sid: str, label: str, b: int, t: int, precision: i
             "internal": bool(st.internal), "formula": both(formula) if formula else {"en": "", "zh": ""},
             "meaning": both(meaning or st.meaning), "violation": {"kind": found.kind, "text": violation_text(found)} if found is not None else None,
             "pos_text": position_strings(st, positions, precision), "value": None, "summary": None, "grad": None,
+            "intervention": both(st.intervention) if st.intervention is not None else None,  # --ablate, --set, --from
         }
         if st.data is not None:
             arrays[f"{sid}:value:{name}"] = st.data

@@ -225,17 +225,14 @@
     }
     grid.appendChild(left);
     grid.appendChild(canvas);
-    return el("div", { cls: "heatmap-wrap" }, [extra.title ? el("div", { cls: "heatmap-title", text: extra.title }) : null, grid, legend]);
+    var maskLegend = extra.masked ? el("div", { cls: "legend masked-legend" }, [el("span", { cls: "swatch masked" }), s("masked")]) : null;
+    return el("div", { cls: "heatmap-wrap" }, [extra.title ? el("div", { cls: "heatmap-title", text: extra.title }) : null, grid, legend, maskLegend]);
   }
 
   function readout(kind, v, r, c, extra, canvas) {
     var box = $("#readout");
     if (!box) return;
-    var host = canvas && canvas.closest("#attention, #lens, #stage");
-    if (host && !host.contains(box)) {  // beside the heatmap read, wherever it is on the page
-      var title = host.querySelector("h2, h3");
-      host.insertBefore(box, title ? title.nextSibling : host.firstChild);
-    }
+
     var x = v.get(r, c), exact = pyRepr(x), f = v.fmt(r, c), idx = v.index(r, c);
     box.setAttribute("data-index", idx);
     box.setAttribute("data-value", exact);
@@ -248,6 +245,12 @@
     box.appendChild(el("span", { cls: "readout-exact", text: s("exact") + colon() + exact }));
     box.appendChild(el("span", { cls: "readout-fmt", text: s("as_table") + colon() + (f !== null && f !== undefined ? f : "— (" + s("fmt_missing") + ")") }));
     if (extra.masked && extra.masked(r, c)) box.appendChild(el("span", { cls: "readout-masked", text: s("masked") }));
+    var local = canvas && canvas.closest("#attention, #lens");  // a copy beside the cells, in a box that keeps its height
+    local = local && local.querySelector(".readout-local");
+    if (local) {
+      local.textContent = "";
+      for (var k = 0; k < box.childNodes.length; k++) local.appendChild(box.childNodes[k].cloneNode(true));
+    }
   }
 
   // -- the diagram ------------------------------------------------------------------------
@@ -260,6 +263,7 @@
       "aria-pressed": state.stage === name ? "true" : "false"
     }, [el("span", { cls: "name", text: name }), el("span", { cls: "shape", text: e.label })]);
     if (e.violation) b.appendChild(el("span", { cls: "violation-text", text: L(e.violation.text) }));
+    if (e.intervention) { b.classList.add("intervened"); b.appendChild(el("span", { cls: "intervention", text: "← " + L(e.intervention) })); }
     b.addEventListener("click", function () { select(name); });
     return b;
   }
@@ -276,11 +280,22 @@
   }
 
   // -- the stage panel --------------------------------------------------------------------
+  function maskOf(name) {  // an attention stage's [T,S] mask as a test of (query, key): true where masked
+    for (var i = 0; i < D.heads.length; i++) {
+      var a = D.heads[i];
+      if (!a.mask || (a.stage !== name && a.stage.replace(/\.weights$/, ".scores") !== name)) continue;
+      var bin = atob(a.mask), S = a.S;
+      return function (r, c) { var k = r * S + c; return !((bin.charCodeAt(k >> 3) >> (7 - (k & 7))) & 1); };
+    }
+    return null;
+  }
+
   function stageHeatmaps(sd, e, sideId) {
     var out = [];
     var fmt = e.value && e.value.fmt;
     if (e.value) {
-      out.push(heatmap("value", view(e.value, e.shape, e.letters, [], fmt), { side: sideId, title: (sideId ? sideId.toUpperCase() + colon() : "") + s("value") }));
+      var masked = D.kind !== "diff" ? maskOf(e.name) : null;
+      out.push(heatmap("value", view(e.value, e.shape, e.letters, [], fmt), { side: sideId, masked: masked, title: (sideId ? sideId.toUpperCase() + colon() : "") + s("value") }));
     } else if (e.summary) {
       var ch = e.summary.chosen;
       var prefix = [];
@@ -343,6 +358,7 @@
     panel.appendChild(el("div", { cls: "formula" }, [el("span", { cls: "label", text: s("formula") + colon() }), L(e.formula)]));
     panel.appendChild(el("div", { cls: "meaning" }, [el("span", { cls: "label", text: s("meaning") + colon() }), L(e.meaning)]));
     if (e.violation) panel.appendChild(el("pre", { cls: "violation-text", text: L(e.violation.text) }));
+    if (e.intervention) panel.appendChild(el("p", { cls: "intervention", text: "← " + L(e.intervention) }));
     if (e.summary) panel.appendChild(el("p", { cls: "left-out", text: s("left_out") }));
     var key = state.b + "," + state.t;
     var pv = e.pos_text[key];
@@ -412,7 +428,7 @@
       var row = el("tr", { "data-stage": n, cls: flagged ? "flagged" : null }, [
         el("td", { cls: "stage", text: n }), el("td", { cls: "meaning", text: L(T.meanings[n]) }),
         el("td", { cls: "value", text: v !== undefined ? v : s("not_precomputed") }), el("td", { cls: "shape", text: e.label }),
-        el("td", { cls: "mark", text: flagged ? "← " + s("violation") : "" })]);
+        el("td", { cls: "mark", text: (flagged ? "← " + s("violation") : "") + (e.intervention ? "← " + L(e.intervention) : "") })]);
       row.addEventListener("click", function () { select(n); });
       table.appendChild(row);
     });
@@ -443,6 +459,7 @@
     var e = side(0).stages[a.stage];
     var panel = el("div", { id: "attention", "data-stage": a.stage, "data-head": state.head.h });
     panel.appendChild(el("h3", { text: a.stage + " · " + s("head") + " " + state.head.h + " · b=" + state.b }));
+    panel.appendChild(el("div", { cls: "readout-local", "aria-hidden": "true", text: s("readout_hint") }));
     if (e && !e.value && e.summary && e.summary.chosen.shape.length === 2) {  // summarised: the chosen query's row of this head
       panel.appendChild(el("p", { cls: "left-out", text: s("left_out") }));
       var ch = e.summary.chosen, arr = decode(ch), S = ch.shape[1], h0 = Math.min(state.head.h, ch.shape[0] - 1), fmt = ch.fmt;
@@ -474,7 +491,6 @@
       }
     };
     panel.appendChild(heatmap("attention", v, extra));
-    if (a.mask) panel.appendChild(el("div", { cls: "legend masked-legend" }, [el("span", { cls: "swatch masked" }), s("masked")]));
     return panel;
   }
 
@@ -514,7 +530,8 @@
 
   function lensPanel() {
     var l = D.lens;
-    var wrap = el("section", { id: "lens" }, [el("h2", { text: s("lens") }), el("p", { text: L(l.chosen) })]);
+    var wrap = el("section", { id: "lens" }, [el("h2", { text: s("lens") }), el("p", { text: L(l.chosen) }),
+      el("div", { cls: "readout-local", "aria-hidden": "true", text: s("readout_hint") })]);
     var v = view(l, l.shape, ["layer", "t"], [], l.fmt);
     wrap.appendChild(heatmap("lens", v, { title: l.labels.join(" · "), keyLabels: l.positions, queryLabels: l.labels }));
     return wrap;
