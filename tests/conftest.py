@@ -266,3 +266,25 @@ def assert_refused(r: subprocess.CompletedProcess[str], *fragments: str) -> None
     assert "\n\n" not in message and len(message.splitlines()) == 1, message
     for fragment in fragments:
         assert fragment in message, (fragment, message)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium for the page tests (tests/browser), one for the session; they skip, saying why, without
+    playwright or Chromium (tests/helpers/browser.py)."""
+    from helpers.browser import launch
+
+    yield from launch()
+
+
+@pytest.fixture
+def tab(browser):
+    """`tab(path)` opens a page file from file:// in a fresh context of the shared browser; the test fails on any
+    request outside the file, console error or page error (tests/helpers/browser.py)."""
+    from helpers.browser import Tabs
+
+    tabs = Tabs(browser)
+    yield tabs
+    problems = tabs.close()
+    if problems:
+        pytest.fail("the page misbehaved:\n" + "\n".join(problems), pytrace=False)

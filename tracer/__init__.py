@@ -5,7 +5,7 @@ import no NumPy:
 
 - ``tracer.load(path_or_dict)`` -> a validated Spec (a dict is checked like a YAML file);
 - ``tracer.trace(spec_or_path_or_dict, **options)`` -> a Trace: ``t["norm1"]`` is the array,
-  ``t.shape_of("norm1")``, ``t.violations``, ``t.to_json()``, ``t.save(path)``, ``t.attention()``;
+  ``t.shape_of("norm1")``, ``t.violations``, ``t.to_json()``, ``t.save(path)``, ``t.attention()``, ``t.page(path)``;
 - ``tracer.diff(a, b, ...)`` -> a Diff: ``.first_divergence``, ``.exit_code``, ``.stages``, ``.hint``;
 - ``tracer.recorder("mine.npz")`` -> a context manager recording your own block's arrays;
 - ``tracer.patch(clean, corrupt, stage=..., token=...)`` -> a PatchGrid: activation patching, stages x positions;
@@ -54,6 +54,8 @@ def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'tracer' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), "patch_api" if name == "patch" else name)
+    if _LAZY[name] in ("run.result", "compare.sides"):  # Trace.page and Diff.page live in the page feature, above run and compare
+        importlib.import_module(".page.api", __name__).attach()
     globals()[name] = value
     return value
 

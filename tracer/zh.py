@@ -70,6 +70,7 @@ UI: dict[str, str] = {
     "tracer: error: ": "tracer: 错误：",
     "tracer: note: ": "tracer: 注意：",
     "tracer: wrote {path}": "tracer: 已写入 {path}",
+    " ({size}; budget {budget})": "（{size}；预算 {budget}）",
     "interrupted": "已中断",
     "terminated": "已终止",
     # tracer probe
@@ -1650,10 +1651,18 @@ MESSAGES: dict[str, str] = {
     '{x} * C^-1/2': '{x} * C^-1/2',
     'Relative positions: no position vectors are added; the position bias is added to the scores of every self-attention of the stack.': '相对位置：不加位置向量；位置偏置加到该堆叠每个自注意力的分数上。',
     "{a} * C^-1/2: every coordinate times 1 / sqrt(C), C ** -0.5 rounded to the run's dtype (T5's tied head: sequence_output * model_dim**-0.5)": '{a} * C^-1/2：每个坐标乘以 1 / sqrt(C)，C ** -0.5 先舍入到本次运行的 dtype（T5 共享权重的输出层：sequence_output * model_dim**-0.5）',
+    # tracer page and --page
+    "--page-budget {value}: expected a positive number of megabytes, e.g. 20": "--page-budget {value}：应为正的兆字节数，例如 20",
+    "--page-budget {budget}: the page needs at least {size} MB even with every large stage summarised; give --page-budget {size} or more": "--page-budget {budget}：即使概括了每个大的阶段，页面也至少需要 {size} MB；请给出 --page-budget {size} 或更大",
+    "give the page's file: tracer page SPEC -o FILE": "请给出页面文件：tracer page SPEC -o FILE",
+    "--page shows one diff: give one side B": "--page 只显示一次比较：请只给一个 B 侧",
 }
 
 # nmsg(singular, plural, n): one Chinese form for both
 PLURALS: dict[tuple[str, str], str] = {
+    # tracer page
+    ("{n} array summarised to stay within the budget (the page says what was left out)",
+     "{n} arrays summarised to stay within the budget (the page says what was left out)"): "为不超出预算概括了 {n} 个数组（页面上写明了省去的内容）",
     # tracer/checkpoints/importer.py
     ('--layers {text}: the checkpoint has {n} layer (0 to {last})', '--layers {text}: the checkpoint has {n} layers (0 to {last})'): '--layers {text}：检查点有 {n} 层（0 到 {last}）',
     # tracer/checkpoints/refs.py

@@ -15,7 +15,7 @@ def headings(text: str) -> list[str]:
     return [line[:-1] for line in text.splitlines() if re.fullmatch(r"[A-Z][\w ]*:", line)]
 
 
-@pytest.mark.parametrize(("command", "sections"), [("run", cli.RUN_SECTIONS), ("grad", cli.GRAD_SECTIONS)])
+@pytest.mark.parametrize(("command", "sections"), [("run", cli.RUN_SECTIONS), ("grad", cli.GRAD_SECTIONS), ("page", cli.PAGE_SECTIONS)])
 def test_every_option_is_in_a_named_section(command, sections):
     r = run_app(command, "--help")
     assert r.returncode == 0, r.stderr

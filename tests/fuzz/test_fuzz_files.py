@@ -132,7 +132,7 @@ def replaceable(path: str, spec: Path, force: bool, kind: str) -> bool:
     return force or outputs.proves_ours(path, kind)
 
 
-COMMANDS = {"run": ("--save", "--svg", "--html"), "graph": ("--svg", "--html"), "diff": ("--svg", "--html")}
+COMMANDS = {"run": ("--save", "--svg", "--html"), "graph": ("--svg", "--html"), "diff": ("--svg", "--html", "--page"), "page": ("--output",)}
 
 
 @st.composite
@@ -156,7 +156,7 @@ def test_no_foreign_file_ever_changes(tmp_path_factory: Any, scene: tuple[str, l
         previous = make(folder, kind, f"o{i}.{option[2:]}", spec, previous)
         named.append((option, previous))
     before = snapshot(folder)
-    kinds = {"--save": "npz", "--svg": "svg", "--html": "html"}
+    kinds = {"--save": "npz", "--svg": "svg", "--html": "html", "--page": "html", "--output": "html"}
     allowed = {p for opt, p in named if replaceable(p, spec, force, kinds[opt])}
 
     args = [command, str(spec), *([str(spec)] if command == "diff" else [])]

@@ -25,13 +25,13 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("spec", ("tracer.spec",)),
     ("engine", ("tracer.engine",)),
     ("views", ("tracer.views",)),
-    ("features", ("tracer.lens", "tracer.run", "tracer.grad", "tracer.compare", "tracer.patching", "tracer.probe", "tracer.check", "tracer.graph", "tracer.grade",
+    ("features", ("tracer.lens", "tracer.run", "tracer.grad", "tracer.compare", "tracer.patching", "tracer.probe", "tracer.check", "tracer.graph", "tracer.page", "tracer.grade",
                   "tracer.checkpoints.importer")),
     ("api", ("tracer",)),
     ("cli", ("tracer.cli", "tracer.__main__")),
 )
 # Features may use one another only in this order (grad renders as run does; compare runs gradients; check runs a spec).
-FEATURES = ("tracer.lens", "tracer.run", "tracer.grad", "tracer.compare", "tracer.patching", "tracer.probe", "tracer.check", "tracer.graph", "tracer.grade",
+FEATURES = ("tracer.lens", "tracer.run", "tracer.grad", "tracer.compare", "tracer.patching", "tracer.probe", "tracer.check", "tracer.graph", "tracer.page", "tracer.grade",
             "tracer.checkpoints.importer")
 NO_NUMPY = ("model", "checkpoint readers", "spec")
 

@@ -224,6 +224,11 @@ ForceOption = Annotated[bool, typer.Option("--force", help="Let the output files
                                                         "(never a link, a read-only file or an input; see docs/files.md).")]
 
 
+PageOption = Annotated[str | None, typer.Option("--page", metavar="FILE", show_default=False,
+                                               help="Also write the result as one explorable HTML page (tracer page; docs/files.md's rules).")]
+PageBudgetOption = Annotated[float, typer.Option("--page-budget", metavar="MB", help="The page's size budget in megabytes: arrays beyond it are summarised; refused (exit 2) if even the summaries do not fit.")]
+
+
 def check_precision(precision: int) -> None:
     from tracer.spec.choices import precision as checked
 
@@ -428,7 +433,7 @@ def probe(
 
 GRAD_SECTIONS = {
     "What is traced": ("--loss", "--pos", "--batch", "--precision", "--all", "--stage", "--per-layer", "--weight"),
-    "Output": ("--format", "--json", "--save", "--svg", "--html", "--force", "--no-color", "--lang"),
+    "Output": ("--format", "--json", "--save", "--svg", "--html", "--page", "--page-budget", "--force", "--no-color", "--lang"),
     "Checks": ("--verify", "--keep-going", "--confine"),
     "Memory": ("--max-memory",),
     "Interventions": ("--ablate", "--set", "--from"),
@@ -456,6 +461,8 @@ def grad(
     no_color: NoColorOption = False,
     svg: SvgOption = None,
     html: HtmlOption = None,
+    page: PageOption = None,
+    page_budget: PageBudgetOption = 20.0,
     force: ForceOption = False,
     confine: ConfineOption = None,
     lang: LangOption = None,
@@ -471,15 +478,23 @@ def grad(
 
         form = output_format(fmt, as_json)
         check_precision(precision)
-        targets = export_targets(svg, html, [spec], form, force)
+        targets = export_targets(svg, html, [spec], form, force, save)
+        if page is not None:
+            page_checked(page, page_budget, [spec], force, {"--save": save, "--svg": svg, "--html": html})
         result = execute(GradRequest(spec, form, loss, batch, pos, precision, show_all, tuple(stage or ()), per_layer,
-                                     weight, verify, keep_going, save, max_memory, force, intervene(ablate, set_, start)))
+                                     weight, verify, keep_going, save, max_memory, force, intervene(ablate, set_, start), full=page is not None))
         if isinstance(result.output, str):
             sys.stdout.write(result.output)
         else:
             show(result.output, no_color, targets, result.title)
         for note in result.notes:
             _note(note)
+        if page is not None and result.trace is not None:
+            from tracer.page.writer import run_page
+
+            g = result.trace
+            write_page_file(page, run_page(g.forward, b=result.batch, t=result.pos, precision=precision, lang=page_language(),
+                                           budget_mb=page_budget, grad=g if g.loss is not None else None, grad_weight=weight), force)
         return result.code
 
     guarded(body, lang, confine)
@@ -521,6 +536,8 @@ def diff(
     start_a: Annotated[str | None, typer.Option("--from-a", metavar="STAGE=FILE:KEY", show_default=False, help="As --from, on side A only.")] = None,
     start_b: Annotated[str | None, typer.Option("--from-b", metavar="STAGE=FILE:KEY", show_default=False, help="As --from, on side B only.")] = None,
     token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False, help="The token whose probability the effect sentence follows (default: the clean side's top next token at the last position).")] = None,
+    page: PageOption = None,
+    page_budget: PageBudgetOption = 20.0,
 ) -> None:
     """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
 
@@ -554,9 +571,13 @@ def diff(
                               intervene=asked, token=token)
 
         if len(sides) > 1 or os.path.isdir(sides[0]):
+            if page is not None:
+                raise UsageError(msg("--page shows one diff: give one side B"))
             return diff_many(a, sides, form, bool(svg or html), compared)
         b = sides[0]
         targets = export_targets(svg, html, [a, b], form, force)
+        if page is not None:
+            page_checked(page, page_budget, [a, b], force, {"--svg": svg, "--html": html})
         try:
             result = compared(b)
         except TracerError as e:
@@ -573,6 +594,10 @@ def diff(
             writers = {"json": lambda: jsonout.dumps(result.as_json()), "csv": lambda: difftext.diff_csv(result),
                        "markdown": lambda: difftext.diff_markdown(result, precision)}
             sys.stdout.write(writers[form]())
+        if page is not None:
+            from tracer.page.writer import diff_page
+
+            write_page_file(page, diff_page(result, precision=precision, lang=page_language(), budget_mb=page_budget), force)
         return result.exit_code
 
     guarded(body, lang, confine)
@@ -696,7 +721,7 @@ def graph(
 LENS_SECTIONS = {
     "What the lens shows": ("--token", "--top", "--batch", "--precision", "--text", "--no-special"),
     "Interventions": ("--ablate", "--set"),
-    "Output": ("--format", "--json", "--svg", "--html", "--force", "--no-color", "--lang"),
+    "Output": ("--format", "--json", "--svg", "--html", "--page", "--page-budget", "--force", "--no-color", "--lang"),
     "Checks and limits": ("--max-memory", "--confine"),
 }
 
@@ -723,6 +748,8 @@ def lens(
     lang: LangOption = None,
     ablate: AblateOption = None,
     set_: SetOption = None,
+    page: PageOption = None,
+    page_budget: PageBudgetOption = 20.0,
 ) -> None:
     """The logit lens: every layer's residual stream through the final norm (with that layer's own statistics) and the head.
 
@@ -734,6 +761,8 @@ def lens(
 
         form = lenses.lens_format(fmt, as_json)
         targets = export_targets(svg, html, [spec], "table" if form == "table" else form, force)
+        if page is not None:
+            page_checked(page, page_budget, [spec], force, {"--svg": svg, "--html": html})
         result = lenses.lens_spec(spec, token=_int_or_text(token), top=top, batch=batch, max_memory=max_memory, precision=precision,
                                   text=text, special=not no_special, ablate=tuple(ablate or ()), set_=tuple(set_ or ()))
         if form == "table":
@@ -742,6 +771,12 @@ def lens(
             show(lens_view(result), no_color, targets, result.spec.name, force)
         else:
             sys.stdout.write(lenses.lens_text(result, form))
+        if page is not None:  # the stage diagram needs the run's stages: the spec traced as tracer page traces it
+            from tracer.page.writer import run_page
+            from tracer.run.result import trace
+
+            t = trace(result.spec, record="all", max_memory=max_memory, batch=result.batch, ablate=ablate or None, set=set_ or None)
+            write_page_file(page, run_page(t.run, b=t.batch, t=t.pos, lang=page_language(), budget_mb=page_budget, lens=result), force)
         return EXIT_OK
 
     guarded(body, lang, confine)
@@ -749,6 +784,86 @@ def lens(
 
 def _int_or_text(token: str | None) -> str | int | None:
     return int(token) if token is not None and token.strip().isdigit() else token
+
+
+PAGE_SECTIONS = {
+    "What the page shows": ("--pos", "--batch", "--precision", "--text", "--no-special"),
+    "Output": ("--output", "--page-budget", "--force", "--lang"),
+    "Checks and limits": ("--keep-going", "--max-memory", "--confine"),
+    "Interventions": ("--ablate", "--set", "--from"),
+}
+
+
+@app.command("page", cls=cliparams.sectioned(PAGE_SECTIONS))
+def page_command(
+    spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec to trace and show.", show_default=False)],
+    output: Annotated[str | None, typer.Option("--output", "-o", metavar="FILE", show_default=False,
+                                               help="The HTML file to write (never over a file tracer did not write, unless --force).")] = None,
+    pos: Annotated[int, typer.Option("--pos", "-t", metavar="T", help="The position the page opens at (-1: the last).")] = 0,
+    batch: Annotated[int, typer.Option("--batch", "-b", metavar="B", help="The sample the page opens at (-1: the last).")] = 0,
+    precision: PrecisionOption = 6,
+    text: Annotated[str | None, typer.Option("--text", metavar="TEXT", show_default=False,
+                                             help="Trace this text instead of the spec's input, tokenized with the spec's tokenizer.")] = None,
+    no_special: Annotated[bool, typer.Option("--no-special", help="With --text: do not add the tokenizer's special tokens (BOS, EOS).")] = False,
+    page_budget: PageBudgetOption = 20.0,
+    force: ForceOption = False,
+    lang: Annotated[str | None, typer.Option("--lang", metavar="zh|en", autocompletion=complete_lang, show_default=False,
+                                             help="The language the page opens in (it switches between both) and of the messages: zh (the book's Chinese) or en. Default: the locale.")] = None,
+    keep_going: Annotated[bool, typer.Option("--keep-going", help="Record NumPy's result at a violation and go on, flagging every violation.")] = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (every stage is kept).")] = DEFAULT_MAX_MEMORY,
+    confine: ConfineOption = None,
+    ablate: AblateOption = None,
+    set_: SetOption = None,
+    start: FromOption = None,
+) -> None:
+    """Write the worked example as one explorable HTML page: the block diagram, every stage as a heatmap and a
+    table with its exact values, Table 17.1, the attention heads, in English and Chinese.
+
+    Exit codes as tracer run: 0 clean, 1 a violation (the page shows it), 2 bad input or over budget.
+    """
+
+    def body() -> int:
+        from tracer.run.result import trace
+
+        if output is None:
+            raise UsageError(msg("give the page's file: tracer page SPEC -o FILE"))
+        check_precision(precision)
+        page_checked(output, page_budget, [spec], force, {}, "--output")
+        t = trace(spec, keep_going=keep_going, record="all", max_memory=max_memory, batch=batch, pos=pos, precision=precision,
+                  text=text, special=not no_special, ablate=ablate or None, set=set_ or None, start=start)
+        from tracer.page.writer import run_page
+
+        write_page_file(output, run_page(t.run, b=t.batch, t=t.pos, precision=precision, lang=page_language(), budget_mb=page_budget),
+                        force, "--output")
+        return EXIT_OK if t.ok else EXIT_VIOLATION
+
+    guarded(body, lang, confine)
+
+
+def page_checked(path: str, budget: float, inputs: list[str], force: bool, others: "dict[str, str | None]", option: str = "--page") -> None:
+    """The page's budget and file, checked before anything runs."""
+    from tracer.page.writer import check_budget, check_page
+
+    check_budget(budget)
+    check_page(path, option, inputs, force, others)
+
+
+def page_language() -> str:
+    from tracer import i18n
+
+    return i18n.language()
+
+
+def write_page_file(path: str, page: object, force: bool, option: str = "--page") -> None:
+    from tracer.i18n import tr
+    from tracer.page.writer import Page, megabytes, write_page
+
+    assert isinstance(page, Page)
+    write_page(path, page, option, force)
+    sys.stderr.write(tr("tracer: wrote {path}", path=shown(path)) + tr(" ({size}; budget {budget})", size=megabytes(page.size), budget=megabytes(page.budget)) + "\n")
+    if page.summarised:
+        _note(nmsg("{n} array summarised to stay within the budget (the page says what was left out)",
+                   "{n} arrays summarised to stay within the budget (the page says what was left out)", len(page.summarised)))
 
 
 @app.command()

@@ -8,7 +8,7 @@ from rich.console import RenderableType
 
 from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
 from tracer.grad import view
-from tracer.grad.run import GradOptions, grad, per_layer
+from tracer.grad.run import GradOptions, GradTrace, grad, per_layer
 from tracer.messages import msg
 from tracer.run.plan import select_stages
 from tracer.spec import memory
@@ -33,6 +33,7 @@ class GradRequest(NamedTuple):
     max_memory: str = memory.DEFAULT_MAX_MEMORY
     force: bool = False  # --force: --save may replace a file tracer cannot prove it wrote (docs/files.md)
     intervene: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ())  # --ablate, --set, --from as given
+    full: bool = False  # keep every stage and its gradient in full (--page shows them all)
 
 
 class GradResult(NamedTuple):
@@ -40,6 +41,9 @@ class GradResult(NamedTuple):
     code: int
     title: str
     notes: tuple[str, ...] = ()
+    trace: GradTrace | None = None  # the forward and backward traces (--page draws them)
+    batch: int = 0  # the position shown, -1 resolved
+    pos: int = 0
 
 
 def execute(r: GradRequest) -> GradResult:
@@ -58,10 +62,14 @@ def execute(r: GradRequest) -> GradResult:
 
         check_output(r.save, "--save", [r.path], "npz", r.force)
     # the [B,H,T,S] attention scores and weights and their gradients are kept only for an output that shows them
-    internals = r.show_all or r.form == "json" or r.save is not None or any(n.endswith((".scores", ".weights")) for n in only or ())
+    internals = r.full or r.show_all or r.form == "json" or r.save is not None or any(n.endswith((".scores", ".weights")) for n in only or ())
     # the plain table and Markdown show each stage's gradient at (b, t) and its norm only
     point = (r.batch, r.pos) if r.form in ("table", "markdown") and not internals else None
     g = grad(s, GradOptions(r.loss, r.keep_going, r.max_memory, r.form == "json", internals, point))
+
+    def done(result: GradResult) -> GradResult:
+        return result._replace(trace=g, batch=r.batch, pos=r.pos)
+
     if g.loss is None:  # the forward pass stopped at a violation: show it as run does
         from tracer.run.command import Outcome, RunOptions, render_text
 
@@ -71,8 +79,8 @@ def execute(r: GradRequest) -> GradResult:
         if r.form == "table":
             from tracer.views.tables import run_view
 
-            return GradResult(run_view(g.forward, r.batch, r.pos, r.precision, r.show_all, only=only), EXIT_VIOLATION, s.name, (note,))
-        return GradResult(render_text(outcome, r.form, opts), EXIT_VIOLATION, s.name, (note,))
+            return done(GradResult(run_view(g.forward, r.batch, r.pos, r.precision, r.show_all, only=only), EXIT_VIOLATION, s.name, (note,)))
+        return done(GradResult(render_text(outcome, r.form, opts), EXIT_VIOLATION, s.name, (note,)))
     code = EXIT_OK if g.forward.ok else EXIT_VIOLATION
     check = None
     if r.verify:
@@ -90,13 +98,13 @@ def execute(r: GradRequest) -> GradResult:
     if r.per_layer:
         rows = per_layer(g, r.weight)
         if r.form == "markdown":
-            return GradResult(view.per_layer_markdown(g, r.weight, rows), code, s.name)
-        return GradResult(view.per_layer_view(g, r.weight, rows), code, s.name)
+            return done(GradResult(view.per_layer_markdown(g, r.weight, rows), code, s.name))
+        return done(GradResult(view.per_layer_view(g, r.weight, rows), code, s.name))
     stages = view.shown_grads(g, r.show_all, only)
     if r.form == "json":
-        return GradResult(jsonout.dumps(view.grad_json(g, stages, check.as_json() if check else None)), code, s.name)
+        return done(GradResult(jsonout.dumps(view.grad_json(g, stages, check.as_json() if check else None)), code, s.name))
     if r.form == "csv":
-        return GradResult(view.grad_csv(g, stages), code, s.name, (note,) if note else ())
+        return done(GradResult(view.grad_csv(g, stages), code, s.name, (note,) if note else ()))
     if r.form == "markdown":
-        return GradResult(view.grad_markdown(g, stages, r.batch, r.pos, r.precision, only is None, note), code, s.name)
-    return GradResult(view.grad_view(g, stages, r.batch, r.pos, r.precision, only is None, note), code, s.name)
+        return done(GradResult(view.grad_markdown(g, stages, r.batch, r.pos, r.precision, only is None, note), code, s.name))
+    return done(GradResult(view.grad_view(g, stages, r.batch, r.pos, r.precision, only is None, note), code, s.name))
