@@ -47,13 +47,14 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook turns "auto" into a number of workers
 def pytest_cmdline_main(config: pytest.Config) -> None:
     """The whole suite (`python -m pytest`, no paths) runs in parallel with pytest-xdist, a worker a core, unless
-    told otherwise (-n 0, -p no:xdist, --pdb); a file or a test named on the command line runs in this process,
+    told otherwise (-n 0, -p no:xdist, --pdb), sharing the tests out by work stealing; a file or a test named on the command line runs in this process,
     where starting workers would cost more than it saves.  Without pytest-xdist everything runs in this process."""
     opt = config.option
     whole = getattr(config, "args_source", None) == pytest.Config.ArgsSource.TESTPATHS
     if (whole and config.pluginmanager.hasplugin("xdist") and getattr(opt, "numprocesses", 0) is None and not getattr(opt, "usepdb", False)
             and getattr(opt, "dist", "no") == "no" and "PYTEST_XDIST_WORKER" not in os.environ):
         opt.numprocesses = "auto"
+        opt.dist = "worksteal"  # an idle worker takes tests queued for a busy one: the long ones no longer end the run alone
 
 
 SLOW_REASON = "slow: run it with `python -m pytest --slow` (CI does)"
