@@ -83,6 +83,16 @@ def test_plain_coercion_keeps_typers_messages() -> None:
     assert r.returncode == 0 and r.stdout.count(": ok") == 2
 
 
+def test_a_number_option_is_read_without_pydantic_and_refuses_a_word() -> None:
+    from conftest import run_app
+
+    code, loaded, out = loaded_after("diff", PRE, PRE, "--atol", "1e-3", "--rtol", "0")
+    assert code == 0 and "pydantic" not in loaded
+    for args in (("diff", PRE, POST, "--atol", "tiny"), ("page", PRE, "-o", "never.html", "--page-budget", "tiny")):
+        r = run_app(*args)
+        assert r.returncode == 2 and f"'{args[-2]}'" in r.stderr and "'tiny'" in r.stderr and "Traceback" not in r.stderr, r.stderr
+
+
 def test_a_named_command_builds_alone_and_behaves_the_same():
     # main() builds only the command the first word names (typer builds every command's parameters at start-up).
     from typer.testing import CliRunner

@@ -5,7 +5,7 @@ Plain coercion, so a run never imports pydantic.
 Recent typer (0.2x) coerces every non-boolean parameter through a pydantic
 TypeAdapter.  Importing pydantic and building the adapters costs about 60 ms on
 every call of ``tracer run``, half again what NumPy, PyYAML, rich and typer
-together cost, for parameters that are plain text, whole numbers, flags and lists
+together cost, for parameters that are plain text, numbers, flags and lists
 of text.  ``install()`` gives exactly those parameters a plain coercion and leaves
 every other annotation to typer.  On a typer without this machinery it does
 nothing: tracer then just starts a little slower.
@@ -24,7 +24,7 @@ _FALSE = {"0", "false", "f", "no", "n", "off"}
 
 
 def _plain(annotation: Any) -> bool:
-    if annotation in (str, int, bool):
+    if annotation in (str, int, bool, float):
         return True
     return get_origin(annotation) is list and get_args(annotation) in ((str,), (int,))
 
@@ -55,6 +55,13 @@ def install() -> None:
             if word in _TRUE | _FALSE:
                 return word in _TRUE
             raise BadParameter(f"{value!r} is not true or false.", ctx=ctx, param=param)
+        if kind is float:
+            if isinstance(value, (int, float)):
+                return float(value)
+            try:
+                return float(str(value).strip().replace("_", ""))
+            except ValueError:
+                raise BadParameter(f"{value!r} is not a number.", ctx=ctx, param=param) from None
         if isinstance(value, int):
             return int(value)
         try:
