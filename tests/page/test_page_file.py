@@ -234,7 +234,7 @@ def test_a_budget_even_the_summaries_exceed_is_refused_naming_one_that_works(mid
 @pytest.mark.parametrize("budget", ["0", "-1", "nan", "inf"])
 def test_a_bad_budget_is_one_line_exit_2(tmp_path, budget):
     out = tmp_path / "p.html"
-    assert_refused(run_app("page", PRE, "-o", str(out), f"--page-budget={budget}"), "--page-budget")
+    assert_refused(run_app("page", PRE, "-o", str(out), f"--page-budget={budget}"), f"--page-budget {budget}: expected a positive number")
     assert not out.exists()
 
 

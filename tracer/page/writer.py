@@ -41,7 +41,8 @@ def asset(name: str) -> str:
 def check_budget(budget_mb: float) -> int:
     """--page-budget MB as bytes: a positive finite number."""
     if isinstance(budget_mb, bool) or not isinstance(budget_mb, (int, float)) or not math.isfinite(budget_mb) or budget_mb <= 0:
-        raise UsageError(msg("--page-budget {value}: expected a positive number of megabytes, e.g. 20", value=budget_mb))
+        shown = f"{budget_mb:g}" if isinstance(budget_mb, float) else budget_mb  # -1, as typed, not -1.0
+        raise UsageError(msg("--page-budget {value}: expected a positive number of megabytes, e.g. 20", value=shown))
     return int(budget_mb * model.MB)
 
 
