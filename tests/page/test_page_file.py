@@ -60,6 +60,20 @@ def terminal_rows(*args: str) -> dict[str, list[str]]:
     return rows
 
 
+def test_a_long_row_reads_as_each_languages_terminal_prints_it(tmp_path):
+    # a row of 32 values ends '… 32 values' in English, '… 共 32 个值' in Chinese: each language's page shows its own
+    out = tmp_path / "stack.html"
+    assert run_app("page", str(SPECS / "stack-2-layers.yaml"), "-o", str(out)).returncode == 0
+    entry = page_data(out.read_text(encoding="utf-8"))["sides"][0]["stages"]["blocks.0.hidden"]
+    (start,) = entry["pos_text"]["0,0"]  # the text before the row's ending, which is kept once for the stage, by language
+    texts = {lang: start + entry["pos_suffix"][lang] for lang in ("en", "zh")}
+    for lang in ("en", "zh"):
+        r = run_app("run", str(SPECS / "stack-2-layers.yaml"), "--lang", lang, env={"COLUMNS": "250"})
+        row = next(line for line in r.stdout.splitlines() if line.startswith("│ blocks.0.hidden "))
+        assert texts[lang] == row.strip("│").split("│")[2].strip()
+    assert texts["en"] != texts["zh"]
+
+
 # -- one file, nothing outside it -------------------------------------------------------------
 
 def test_the_page_is_one_file_with_no_external_reference(pre_page):
@@ -348,6 +362,12 @@ def test_lens_page_holds_the_lens_and_the_diagram(tmp_path):
     assert data["kind"] == "lens" and data["lens"]["labels"] == list(lens.labels)
     assert same_bits(decoded(data["lens"]), lens.p_token)
     assert data["sides"][0]["sections"]
+    # each cell's text as the lens table prints it ('p 0.75', 'p 0.09488': significant digits)
+    printed = []
+    for label in lens.labels:
+        line = next(ln for ln in r.stdout.splitlines() if ln.startswith(f"│ {label} "))
+        printed += [cell.strip().removeprefix("p ") for cell in line.strip("│").split("│")[1:]]
+    assert data["lens"]["fmt"] == printed
 
 
 def test_trace_page_returns_the_page_and_writes_it_by_the_file_rules(tmp_path):

@@ -172,16 +172,32 @@ def graph_info(spec: Spec) -> tuple[list[dict[str, Any]], dict[str, tuple[Any, A
     return sections, words
 
 
-def position_strings(stage: Stage, positions: list[tuple[int, int]], precision: int) -> dict[str, str]:
+def position_strings(stage: Stage, positions: list[tuple[int, int]], precision: int) -> dict[str, Any]:
+    """Each position's value as the terminal's table prints it, by position (``pos_text``).  A long row ends in each
+    language's words ('… 16 values]', '… 共 16 个值]'), the same for every position of the stage: that ending is kept
+    once, by language (``pos_suffix``), and such a position's text is [what comes before it].  A text that differs
+    otherwise is kept in each language; the same in both, as one string."""
     from tracer.views.text import MISSING, fmt_value
 
-    out = {}
+    texts: dict[str, Any] = {}
+    suffix: dict[str, str] | None = None
     for b, t in positions:
         try:
-            out[f"{b},{t}"] = fmt_value(stage.at(b, t), precision)
+            value = stage.at(b, t)
         except (IndexError, LookupError):
-            out[f"{b},{t}"] = MISSING
-    return out
+            texts[f"{b},{t}"] = MISSING
+            continue
+        both_texts = in_both(lambda value=value: fmt_value(value, precision))
+        en, zh = both_texts["en"], both_texts["zh"]
+        cut = en.rfind("… ")
+        ending = {"en": en[cut:], "zh": zh[cut:]} if cut >= 0 and en[:cut] == zh[:cut] else None
+        if en == zh:
+            texts[f"{b},{t}"] = en
+        elif ending is not None and ending == (suffix := suffix or ending):
+            texts[f"{b},{t}"] = [en[:cut]]
+        else:
+            texts[f"{b},{t}"] = both_texts
+    return {"pos_text": texts, "pos_suffix": suffix}
 
 
 def kept_positions(spec: Spec, b: int, t: int) -> list[tuple[int, int]]:
@@ -219,7 +235,7 @@ def side_data(run: Recording, sid: str, label: str, b: int, t: int, precision: i
             "name": name, "axes": list(st.axes), "letters": letters(st.axes), "shape": list(st.shape), "label": st.shape_label,
             "internal": bool(st.internal), "formula": both(formula) if formula else {"en": "", "zh": ""},
             "meaning": both(meaning or st.meaning), "violation": {"kind": found.kind, "text": violation_text(found)} if found is not None else None,
-            "pos_text": position_strings(st, positions, precision), "value": None, "summary": None, "grad": None,
+            **position_strings(st, positions, precision), "value": None, "summary": None, "grad": None,
             "intervention": both(st.intervention) if st.intervention is not None else None,  # --ablate, --set, --from
         }
         if st.data is not None:

@@ -8,6 +8,9 @@
   // -- words ------------------------------------------------------------------------------
   function s(key) { var p = D.strings[key]; return p ? p[state.lang === "zh" ? 1 : 0] : key; }
   function L(o) { return o ? (o[state.lang] !== undefined ? o[state.lang] : o.en) : ""; }
+  // a position's text (model.position_strings): the same in both languages, [its start] before the stage's ending in
+  // this language, or one text a language
+  function S(v, e) { return typeof v === "string" ? v : Array.isArray(v) ? v[0] + L(e.pos_suffix) : L(v); }
   function colon() { return state.lang === "zh" ? "：" : ": "; }
   function fill(text, fields) { return text.replace(/\{(\w+)\}/g, function (m, k) { return fields[k] !== undefined ? fields[k] : m; }); }
 
@@ -243,7 +246,8 @@
     var word = { value: s("value"), norms: s("norms"), grad: s("grad"), absdiff: s("absdiff"), attention: s("attention_word"), lens: s("lens_word") }[kind] || kind;
     box.appendChild(el("span", { cls: "readout-index", text: (extra.side ? extra.side.toUpperCase() + " " : "") + word + " " + where }));
     box.appendChild(el("span", { cls: "readout-exact", text: s("exact") + colon() + exact }));
-    box.appendChild(el("span", { cls: "readout-fmt", text: s("as_table") + colon() + (f !== null && f !== undefined ? f : "— (" + s("fmt_missing") + ")") }));
+    if (kind !== "absdiff")  // the terminal prints no cell of |A - B|: only the exact value to give
+      box.appendChild(el("span", { cls: "readout-fmt", text: s("as_table") + colon() + (f !== null && f !== undefined ? f : "— (" + s("fmt_missing") + ")") }));
     if (extra.masked && extra.masked(r, c)) box.appendChild(el("span", { cls: "readout-masked", text: s("masked") }));
     var local = canvas && canvas.closest("#attention, #lens");  // a copy beside the cells, in a box that keeps its height
     local = local && local.querySelector(".readout-local");
@@ -361,10 +365,15 @@
     if (e.intervention) panel.appendChild(el("p", { cls: "intervention", text: "← " + L(e.intervention) }));
     if (e.summary) panel.appendChild(el("p", { cls: "left-out", text: s("left_out") }));
     var key = state.b + "," + state.t;
-    var pv = e.pos_text[key];
-    panel.appendChild(el("div", { id: "position-values", "data-b": state.b, "data-t": state.t }, [
-      el("span", { cls: "label", text: s("position_values") + " (b=" + state.b + ", t=" + state.t + ")" + colon() }),
-      el("code", { cls: "value", text: pv !== undefined ? pv : s("not_precomputed") })]));
+    var pvKids = [el("span", { cls: "label", text: s("position_values") + " (b=" + state.b + ", t=" + state.t + ")" + colon() })];
+    D.sides.forEach(function (sd, i) {  // a diff: each side's value, named by its side; one block: its value
+      var se = sd.stages[state.stage];
+      if (!se || (D.kind !== "diff" && i > 0)) return;
+      var pv = se.pos_text[key];
+      if (D.kind === "diff") pvKids.push(el("span", { cls: "label side-label", text: (pvKids.length > 1 ? "  " : "") + sd.id.toUpperCase() + ": " }));
+      pvKids.push(el("code", { cls: "value", "data-side": sd.id, text: pv !== undefined ? S(pv, se) : s("not_precomputed") }));
+    });
+    panel.appendChild(el("div", { id: "position-values", "data-b": state.b, "data-t": state.t }, pvKids));
     panel.appendChild(el("div", { id: "readout", "data-index": "", "data-value": "", "aria-live": "polite", text: s("readout_hint") }));
     var maps = el("div", { cls: "heatmaps" });
     var payloads = [];
@@ -427,7 +436,7 @@
       var flagged = T.flagged.indexOf(n) >= 0;
       var row = el("tr", { "data-stage": n, cls: flagged ? "flagged" : null }, [
         el("td", { cls: "stage", text: n }), el("td", { cls: "meaning", text: L(T.meanings[n]) }),
-        el("td", { cls: "value", text: v !== undefined ? v : s("not_precomputed") }), el("td", { cls: "shape", text: e.label }),
+        el("td", { cls: "value", text: v !== undefined ? S(v, e) : s("not_precomputed") }), el("td", { cls: "shape", text: e.label }),
         el("td", { cls: "mark", text: (flagged ? "← " + s("violation") : "") + (e.intervention ? "← " + L(e.intervention) : "") })]);
       row.addEventListener("click", function () { select(n); });
       table.appendChild(row);

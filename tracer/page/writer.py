@@ -146,10 +146,10 @@ def layer_grads(g: GradTrace, weight: str = "ffn.w2") -> dict[str, Any]:
 
 
 def lens_data(r: LensResult) -> dict[str, Any]:
-    from tracer.views.text import fmt_number
+    from tracer.lens.view import fmt_p  # the lens table's own format: significant digits (0.75, 0.09488), not decimals
 
     p = r.p_token
-    return {"labels": list(r.labels), "shape": list(p.shape), "b64": model.encode(p), "fmt": [fmt_number(v, r.precision) for v in p.ravel().tolist()],
+    return {"labels": list(r.labels), "shape": list(p.shape), "b64": model.encode(p), "fmt": [fmt_p(v, r.precision) for v in p.ravel().tolist()],
             "words": list(r.words), "positions": [w or str(t) for t, (_, w) in enumerate(r.positions)], "chosen": model.both(r.chosen)}
 
 
@@ -192,7 +192,7 @@ def arrays_side(side: Any, sid: str, b: int, t: int, precision: int) -> tuple[di
     for name, st in side.stages.items():
         stages[name] = {"name": name, "axes": list(st.axes), "letters": model.letters(st.axes), "shape": list(st.shape), "label": st.shape_label,
                         "internal": bool(st.internal), "formula": {"en": "", "zh": ""}, "meaning": model.both(st.meaning),
-                        "violation": None, "pos_text": model.position_strings(st, [(b, t)], precision), "value": None, "summary": None, "grad": None}
+                        "violation": None, **model.position_strings(st, [(b, t)], precision), "value": None, "summary": None, "grad": None}
         arrays[f"{sid}:value:{name}"] = st.array
     order = list(side.stages)
     section = {"title": model.both(side.describe()), "kind": "arrays", "note": None, "stages": order}
