@@ -7,6 +7,7 @@ strings as the terminal table prints them, and the budget's decisions.
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import math
 import re
@@ -187,7 +188,7 @@ def position_strings(stage: Stage, positions: list[tuple[int, int]], precision: 
         except (IndexError, LookupError):
             texts[f"{b},{t}"] = MISSING
             continue
-        both_texts = in_both(lambda value=value: fmt_value(value, precision))
+        both_texts = in_both(functools.partial(fmt_value, value, precision))
         en, zh = both_texts["en"], both_texts["zh"]
         cut = en.rfind("… ")
         ending = {"en": en[cut:], "zh": zh[cut:]} if cut >= 0 and en[:cut] == zh[:cut] else None
