@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from rich.console import Console, RenderableType
 
     from tracer.compare.core import DiffResult
+    from tracer.page.writer import Page
     from tracer.views.export import Target
 
 APP_SETTINGS: dict[str, Any] = {
@@ -763,20 +764,19 @@ def lens(
         targets = export_targets(svg, html, [spec], "table" if form == "table" else form, force)
         if page is not None:
             page_checked(page, page_budget, [spec], force, {"--svg": svg, "--html": html})
-        result = lenses.lens_spec(spec, token=_int_or_text(token), top=top, batch=batch, max_memory=max_memory, precision=precision,
-                                  text=text, special=not no_special, ablate=tuple(ablate or ()), set_=tuple(set_ or ()))
+        result, run = lenses.lens_spec(spec, token=_int_or_text(token), top=top, batch=batch, max_memory=max_memory, precision=precision,
+                                       text=text, special=not no_special, ablate=tuple(ablate or ()), set_=tuple(set_ or ()),
+                                       record="all" if page is not None else "main")  # the page draws every stage
         if form == "table":
             from tracer.lens.view import lens_view
 
             show(lens_view(result), no_color, targets, result.spec.name, force)
         else:
             sys.stdout.write(lenses.lens_text(result, form))
-        if page is not None:  # the stage diagram needs the run's stages: the spec traced as tracer page traces it
+        if page is not None:
             from tracer.page.writer import run_page
-            from tracer.run.result import trace
 
-            t = trace(result.spec, record="all", max_memory=max_memory, batch=result.batch, ablate=ablate or None, set=set_ or None)
-            write_page_file(page, run_page(t.run, b=t.batch, t=t.pos, lang=page_language(), budget_mb=page_budget, lens=result), force)
+            write_page_file(page, run_page(run, b=result.batch, t=0, lang=page_language(), budget_mb=page_budget, lens=result), force)
         return EXIT_OK
 
     guarded(body, lang, confine)
@@ -854,11 +854,10 @@ def page_language() -> str:
     return i18n.language()
 
 
-def write_page_file(path: str, page: object, force: bool, option: str = "--page") -> None:
+def write_page_file(path: str, page: "Page", force: bool, option: str = "--page") -> None:
     from tracer.i18n import tr
-    from tracer.page.writer import Page, megabytes, write_page
+    from tracer.page.writer import megabytes, write_page
 
-    assert isinstance(page, Page)
     write_page(path, page, option, force)
     sys.stderr.write(tr("tracer: wrote {path}", path=shown(path)) + tr(" ({size}; budget {budget})", size=megabytes(page.size), budget=megabytes(page.budget)) + "\n")
     if page.summarised:

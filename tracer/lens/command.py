@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tracer.errors import UsageError
 from tracer.lens.core import LENS_TOP, LensResult, plan, read_out, token_id
 from tracer.messages import msg
+
+if TYPE_CHECKING:
+    from tracer.engine.executor import Recording
 
 LENS_FORMATS = ("table", "json", "csv")
 
@@ -20,9 +25,10 @@ def lens_format(fmt: str | None, as_json: bool) -> str:
 
 def lens_spec(path: str, *, token: str | int | None = None, top: int = LENS_TOP, batch: int = 0, max_memory: str = "4GB",
               precision: int = 4, text: str | None = None, special: bool = True, ablate: tuple[str, ...] = (),
-              set_: tuple[str, ...] = ()) -> LensResult:
+              set_: tuple[str, ...] = (), record: str = "main") -> tuple[LensResult, Recording]:
     """Load and run the spec (its input replaced by ``text``, when given; with ``ablate``/``set_`` applied as tracer run
-    applies --ablate/--set), keeping each layer's residual, and read it out."""
+    applies --ablate/--set), keeping each layer's residual (``record``: "all" keeps every stage, for --page), and read
+    it out: the lens, and the run it read."""
     import numpy as np
 
     from tracer.engine import executor
@@ -47,12 +53,12 @@ def lens_spec(path: str, *, token: str | int | None = None, top: int = LENS_TOP,
         raise UsageError(msg("--top {top}: expected 1 or more tokens a cell shows", top=top))
     if token is not None:
         token_id(s, token)  # an unknown --token is refused before anything runs
-    policy = memory.policy_for(s, "main", list(p.rows), b, 0)
+    policy = memory.policy_for(s, record, list(p.rows), b, 0)
     memory.check_run(s, policy, max_memory)
     with np.errstate(all="ignore"):
         ex = executor.Executor(s, policy=policy)
         run = ex.run()
-    return read_out(s, run, ex.params, ex.inputs, b, token, top, precision)
+    return read_out(s, run, ex.params, ex.inputs, b, token, top, precision), run
 
 
 def lens_text(r: LensResult, form: str) -> str:
