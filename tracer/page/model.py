@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from tracer.graph.view import Section
     from tracer.spec import Spec
 
-LANGS = ("en", "zh")
 MB = 1_000_000  # --page-budget counts decimal megabytes
 FMT_CELLS = 20_000  # an array up to this many values carries each value as the terminal table formats it
 POSITIONS_KEPT = 256  # B*T up to this: the terminal's strings for every position; beyond, the chosen one only
@@ -35,17 +34,13 @@ LAYER_NAME = re.compile(r"(?:^|\.)blocks\.(\d+)\.")
 
 def both(text: object) -> dict[str, str]:
     """A message (or a plain string a spec wrote) in each language."""
-    out = {}
-    for lang in LANGS:
-        with i18n.using(lang):
-            out[lang] = text.render(lang) if isinstance(text, Message) else render(str(text))
-    return out
+    return in_both(lambda: text.render(i18n.language()) if isinstance(text, Message) else render(str(text)))
 
 
 def in_both(make: Callable[[], str]) -> dict[str, str]:
     """Text made with tr() in the current language, made once in each."""
     out = {}
-    for lang in LANGS:
+    for lang in i18n.LANGUAGES:
         with i18n.using(lang):
             out[lang] = make()
     return out

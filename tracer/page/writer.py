@@ -10,6 +10,7 @@ import math
 from importlib import resources
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tracer import i18n
 from tracer.errors import UsageError
 from tracer.messages import msg
 from tracer.page import model
@@ -47,7 +48,7 @@ def check_budget(budget_mb: float) -> int:
 
 
 def check_lang(lang: str) -> str:
-    if lang not in model.LANGS:
+    if lang not in i18n.LANGUAGES:
         raise UsageError(msg("--lang {option}: expected one of zh | en (zh: the book's Chinese, en: English){hint}", option=lang, hint=""))
     return lang
 
