@@ -1,4 +1,4 @@
-"""The vocabulary softmax taken a block of rows at a time (executor.forward_softmax) gives the same numbers as one call."""
+"""The vocabulary softmax taken a block of rows at a time (kernels.softmax_by_rows, called by executor.forward_softmax) gives the same numbers as one call."""
 
 from __future__ import annotations
 

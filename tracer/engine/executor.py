@@ -410,23 +410,7 @@ def forward_head(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarr
 
 
 def forward_softmax(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
-    """The vocabulary softmax, SOFTMAX_ROWS rows at a time, in the result itself: each row's max, exps and sum are the
-    same operations on the same values, so the same numbers, without [B,T,V] temporaries (GPT-2's logits at T = 1024:
-    206 MB each in float32)."""
-    (x,) = inputs
-
-    def compute(strict: kernels.Strict) -> np.ndarray:
-        if x.ndim < 2 or x.shape[-1] == 0 or x.size <= SOFTMAX_ROWS * x.shape[-1]:
-            return kernels.softmax(x)
-        out = np.empty(x.shape, dtype=x.dtype)
-        rows, into = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
-        for i in range(0, rows.shape[0], SOFTMAX_ROWS):
-            block = into[i:i + SOFTMAX_ROWS]
-            block[...] = rows[i:i + SOFTMAX_ROWS]
-            kernels.softmax_inplace(block)  # softmax's operations, in the result's rows
-        return out
-
-    return ex.record_step(step, compute)
+    return ex.record_step(step, lambda strict: kernels.softmax_by_rows(inputs[0], SOFTMAX_ROWS))
 
 
 # -- block ops ---------------------------------------------------------------

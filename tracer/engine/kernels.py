@@ -185,6 +185,21 @@ def softmax_inplace(s: np.ndarray, axis: int = -1) -> None:  # like softmax, in 
     np.divide(s, s.sum(axis=axis, keepdims=True), out=s)
 
 
+def softmax_by_rows(x: np.ndarray, rows: int) -> np.ndarray:  # [..., V] -> same, normalised over V, ``rows`` rows at a time
+    """softmax over the last axis, made in its result ``rows`` rows at a time: each row's max, exps and sum are the same
+    operations on the same values, so the same numbers, without [..., V] temporaries (GPT-2's logits at T = 1024: 206 MB
+    each in float32)."""
+    if x.ndim < 2 or x.shape[-1] == 0 or x.size <= rows * x.shape[-1]:
+        return softmax(x)
+    out = np.empty(x.shape, dtype=x.dtype)
+    src, into = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
+    for i in range(0, src.shape[0], rows):
+        block = into[i:i + rows]
+        block[...] = src[i:i + rows]
+        softmax_inplace(block)
+    return out
+
+
 def causal_mask(T: int) -> np.ndarray:  # -> [T,T] bool, True where key j is after query i
     return np.triu(np.ones((T, T), dtype=bool), k=1)
 
