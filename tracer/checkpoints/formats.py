@@ -93,14 +93,19 @@ class Checkpoint(ABC):
         """The tensor as stored (bfloat16 already widened to float32); may be a read-only memory map."""
 
     def read(self, key: str, dtype: str, transpose: bool = False) -> np.ndarray:
-        """The tensor converted to ``dtype``: a new array of its own, whatever the file holds, written once (``fill``).
-        ``transpose`` (a matrix): its transpose, as a C-ordered array, written straight from the file's rows."""
+        """The tensor in ``dtype``: where the file holds it in that dtype, as it lies there (``as_stored``: a read-only
+        memory map of the file's pages, no copy); else a new array of its own, converted as it is written once
+        (``fill``).  ``transpose`` (a matrix): its transpose, the map's transposed view, or a C-ordered array written
+        straight from the file's rows."""
         import numpy as np
 
         info = self.info(key)
         if info.dtype not in FLOATS:
             raise CheckpointError(at(self.path, msg('tensor {key} holds {dtype}, expected floating-point numbers', key=repr(key), dtype=info.dtype)))
         transpose = transpose and len(info.shape) == 2
+        same = self.as_stored(key, dtype)
+        if same is not None:
+            return same.T if transpose else same
         out = np.empty(info.shape[::-1] if transpose else info.shape, dtype=dtype)
         try:
             self.fill(key, out.T if transpose else out)
@@ -111,6 +116,10 @@ class Checkpoint(ABC):
         except (OSError, ValueError, EOFError) as e:
             raise CheckpointError(at(self.path, msg('tensor {key} cannot be read ({e}); the file is truncated or corrupt', key=repr(key), e=e))) from None
         return out
+
+    def as_stored(self, key: str, dtype: str) -> np.ndarray | None:
+        """The tensor as the file lays it out, read-only, when that is already ``dtype`` and a format can map it; else None."""
+        return None
 
     def fill(self, key: str, out: np.ndarray) -> None:
         """Write the tensor into ``out`` (its shape, the run's dtype): converted as it is copied, no other full copy."""
@@ -244,6 +253,19 @@ class SafetensorsFile(Checkpoint):
             _same_size(self.path, size, self.size)
             return np.memmap(fh, dtype=stored, mode="r", offset=self.start + lo, shape=info.shape)
 
+    def as_stored(self, key: str, dtype: str) -> np.ndarray | None:
+        """A tensor of MAP_AT_LEAST bytes or more, stored in ``dtype`` (little-endian) at an address aligned for it: its
+        memory map, read-only.  The run then reads the file's pages in the page cache where they are, instead of copying
+        them into fresh memory (GPT-2's tied embedding: 154 MB in float32), and the pages go with the last array that
+        uses them.  The header's offsets were checked against the file's size when it was opened, and the size is
+        checked again here, so every page mapped is in the file."""
+        info, lo, _ = self.tensors[key]
+        if info.dtype != dtype or info.nbytes < MAP_AT_LEAST or (self.start + lo) % STORED_ITEMSIZE[dtype]:
+            return None
+        import numpy as np
+
+        return self.mapped(key).view(np.ndarray)  # a plain array over the map (which it keeps alive)
+
     def rows(self, key: str, rows: list[int]) -> np.ndarray:
         """Only these rows' bytes are read (one pread each: a memory map would fault in pages around each row)."""
         import numpy as np
@@ -320,6 +342,7 @@ def all_finite(a: np.ndarray) -> bool:
     return True
 
 
+MAP_AT_LEAST = 1 << 20  # bytes from which a tensor stored in the run's dtype is mapped, not copied (as_stored)
 READ_BLOCK = 1 << 22  # bytes of a stored tensor converted at a time (Checkpoint.fill): the block stays in the cache
 ACROSS = 16  # rows of a stored matrix written at a time into its transpose: the fastest of 8 to 512 measured
 
@@ -659,6 +682,9 @@ class Folder(Checkpoint):
 
     def raw(self, key: str) -> np.ndarray:
         return self.shard(self.where[key]).raw(key)
+
+    def as_stored(self, key: str, dtype: str) -> np.ndarray | None:
+        return self.shard(self.where[key]).as_stored(key, dtype)
 
     def fill(self, key: str, out: np.ndarray) -> None:
         self.shard(self.where[key]).fill(key, out)

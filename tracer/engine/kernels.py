@@ -147,25 +147,66 @@ def gelu(x: np.ndarray) -> np.ndarray:  # [...] -> [...], exact: x * Phi(x) = x/
 
 
 def gelu_tanh(x: np.ndarray, inplace: bool = False) -> np.ndarray:  # [...] -> [...], GPT-2's tanh approximation
-    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), each operation in that order in one scratch array (and x
-    itself when ``inplace``, for an x that is ours): the same roundings as the expression, without its six temporaries."""
-    t = np.multiply(x, 0.044715)
+    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), each operation in that order, in x itself when ``inplace``
+    (an x that is ours): the same roundings as the expression, without its six temporaries (_elementwise)."""
+    return _elementwise(_gelu_tanh_into, x, inplace)
+
+
+def _gelu_tanh_into(x: np.ndarray, y: np.ndarray, t: np.ndarray) -> None:  # y = gelu_tanh(x), t a scratch of x's size
+    np.multiply(x, 0.044715, out=t)
     t *= x
     t *= x
     t += x
     t *= math.sqrt(2.0 / math.pi)
     np.tanh(t, out=t)
     t += 1.0
-    y = np.multiply(x, 0.5, out=x if inplace else None)
+    np.multiply(x, 0.5, out=y)
     y *= t
-    return y
 
 
 def silu(x: np.ndarray, inplace: bool = False) -> np.ndarray:  # [...] -> [...], x * sigmoid(x) = x / (1 + exp(-x))
-    t = np.negative(x)
+    return _elementwise(_silu_into, x, inplace)
+
+
+def _silu_into(x: np.ndarray, y: np.ndarray, t: np.ndarray) -> None:  # y = x / (1 + exp(-x)), t a scratch of x's size
+    np.negative(x, out=t)
     np.exp(t, out=t)
     t += 1.0
-    return np.divide(x, t, out=x if inplace else t)
+    np.divide(x, t, out=y)
+
+
+def _elementwise(kernel: Callable[[np.ndarray, np.ndarray, np.ndarray], None], x: np.ndarray, inplace: bool) -> np.ndarray:
+    """kernel(x, y, scratch) for an activation, ELEMENTWISE_BLOCK values at a time: its scratch and the block stay in
+    the cache instead of each operation streaming the whole array through memory, and a big array's blocks are shared
+    out between threads (as many as the BLAS has).  Every value goes through the same operations in the same order,
+    and the blocks start at multiples of the block, so the SIMD loops see the same lanes: the same numbers, to the bit,
+    as the operations on the whole array.  An x that is not C-contiguous is done whole."""
+    y = x if inplace else np.empty_like(x)
+    if x.dtype.kind != "f":  # --keep-going's odd operands: NumPy's own promotion, whole
+        t = np.empty(x.shape, dtype=np.result_type(x, 0.5))
+        y = np.empty_like(t)
+        kernel(x, y, t)
+        return y
+    if not x.flags.c_contiguous or x.size <= ELEMENTWISE_BLOCK:
+        kernel(x, y, np.empty_like(x))
+        return y
+    xs, ys = x.reshape(-1), y.reshape(-1)
+    blocks = -(-x.size // ELEMENTWISE_BLOCK)
+
+    def part(span: tuple[int, int]) -> None:
+        t = np.empty(ELEMENTWISE_BLOCK, dtype=x.dtype)
+        for b in range(*span):
+            lo, hi = b * ELEMENTWISE_BLOCK, min(x.size, (b + 1) * ELEMENTWISE_BLOCK)
+            kernel(xs[lo:hi], ys[lo:hi], t[:hi - lo])
+
+    n = blas.workers(blocks, x.size, at_least=ROWS_ON_THREADS)
+    cut = [blocks * i // n for i in range(n + 1)]
+    blas.on_threads(part, list(zip(cut, cut[1:])))
+    return y
+
+
+ELEMENTWISE_BLOCK = 1 << 17  # values of an activation computed at a time (_elementwise): 512 kB of float32 for the block,
+# as much for its scratch, in a core's L2 cache beside the result
 
 
 ACTIVATION_FUNCTIONS = {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}
@@ -188,15 +229,23 @@ def softmax_inplace(s: np.ndarray, axis: int = -1) -> None:  # like softmax, in 
 def softmax_by_rows(x: np.ndarray, rows: int) -> np.ndarray:  # [..., V] -> same, normalised over V, ``rows`` rows at a time
     """softmax over the last axis, made in its result ``rows`` rows at a time: each row's max, exps and sum are the same
     operations on the same values, so the same numbers, without [..., V] temporaries (GPT-2's logits at T = 1024: 206 MB
-    each in float32)."""
+    each in float32).  The blocks of rows are shared out between threads (as many as the BLAS has): a row is
+    computed by one thread, start to end, so again the same numbers."""
     if x.ndim < 2 or x.shape[-1] == 0 or x.size <= rows * x.shape[-1]:
         return softmax(x)
     out = np.empty(x.shape, dtype=x.dtype)
     src, into = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
-    for i in range(0, src.shape[0], rows):
-        block = into[i:i + rows]
-        block[...] = src[i:i + rows]
-        softmax_inplace(block)
+    blocks = -(-src.shape[0] // rows)
+
+    def part(span: tuple[int, int]) -> None:
+        for b in range(*span):
+            block = into[b * rows:(b + 1) * rows]
+            block[...] = src[b * rows:(b + 1) * rows]
+            softmax_inplace(block)
+
+    n = blas.workers(blocks, x.size, at_least=ROWS_ON_THREADS)
+    cut = [blocks * i // n for i in range(n + 1)]
+    blas.on_threads(part, list(zip(cut, cut[1:])))
     return out
 
 
