@@ -311,7 +311,9 @@ def run(
             drawn = tuple(f"{internal_prefix(st)}.weights" for st in picked)  # the picture needs them, whatever --record says
             opts = opts._replace(keep=opts.keep + drawn)
         try:
-            outcome = runs.trace_one(specs[0], opts, meanwhile=lambda: _meanwhile(form))
+            from tracer.process import fault_in_ahead
+
+            outcome = runs.trace_one(specs[0], opts, meanwhile=lambda: _meanwhile(form), ahead=fault_in_ahead)
         except TracerError as e:
             if form == "json":  # the error object on stdout too, as with several specs
                 sys.stdout.write(runs.render_text(runs.Outcome(specs[0], e.exit_code, error=e.message), form, opts))

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from tracer.engine.executor import Recording, Stage
     from tracer.model.blocks import Step
+    from tracer.process import FaultingIn
     from tracer.run.crosscheck import ReferenceCheck
 
 # catalogue, jsonout (and json), verify are imported where they are used: a plain `tracer run SPEC`
@@ -138,12 +139,15 @@ class Outcome(NamedTuple):
         return jsonout.trace_json(self.trace, self.stages, self.check.as_json() if self.check else None, self.weights, streamed)
 
 
-def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | None = None) -> Outcome:
+def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | None = None,
+              ahead: Callable[[int], FaultingIn | None] | None = None) -> Outcome:
     """Load, check and run one spec; a TracerError propagates (the caller decides what it costs).
 
     ``meanwhile``: called while a big spec's weights are drawn on a helper thread (params.draw_params), for work
     the caller would do after the run anyway (the command line imports its renderer); the executor and its kernels
-    are imported then too.
+    are imported then too.  ``ahead``: called with the bytes the run will keep (its stages and the largest step's
+    temporaries), once the memory guard has passed them, to have that memory faulted in meanwhile
+    (process.fault_in_ahead, for the command line); what it starts is stopped when the run is over.
     """
     # What is kept of each stage (--record, --keep; a --stage asked for is kept in full), then the
     # memory that takes: a run over --max-memory is refused here, before anything is allocated.
@@ -160,7 +164,18 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
         from tracer.files import check_output
 
         check_output(opts.save, "--save", [path], "npz", opts.force)
-    ready.check_memory(show_all=opts.show_all, verify=opts.verify, form=opts.form, with_weights=opts.with_weights, by_layer=True)
+    estimate = ready.check_memory(show_all=opts.show_all, verify=opts.verify, form=opts.form, with_weights=opts.with_weights,
+                                  by_layer=True)
+    faulting = ahead(estimate.recorded + estimate.working) if ahead is not None else None
+    try:
+        return _traced(path, s, opts, policy, only, meanwhile)
+    finally:
+        if faulting is not None:
+            faulting.stop()
+
+
+def _traced(path: str, s: Spec, opts: RunOptions, policy: memory.RecordPolicy, only: list[str] | None,
+            meanwhile: Callable[[], object] | None) -> Outcome:
     from tracer.engine import params as made
 
     # a big spec's seeded draws start on a helper thread; a layer's weights from files are read when it starts, and

@@ -223,7 +223,15 @@ def token_word(spec: Spec, i: int) -> str:
 def top_tokens(spec: Spec, p: np.ndarray, k: int) -> list[tuple[int, str, float]]:
     """The ``k`` most probable ids of one row of probabilities, with their text and probability (ties: the lower id first)."""
     p = np.asarray(p, dtype=np.float64)
-    order = np.argsort(-p, kind="stable")[:k]
+    neg = -p
+    order = None
+    if 0 < k < p.size:  # a vocabulary's row: sort only the ids at or above the k-th probability (ties included)
+        kth = np.partition(neg, k - 1)[k - 1]
+        if not np.isnan(kth):
+            ids = np.flatnonzero(neg <= kth)
+            order = ids[np.argsort(neg[ids], kind="stable")][:k]
+    if order is None:
+        order = np.argsort(neg, kind="stable")[:k]
     return [(int(i), token_word(spec, int(i)), float(p[i])) for i in order]
 
 

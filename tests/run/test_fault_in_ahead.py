@@ -1,0 +1,66 @@
+"""tracer run faults in the memory its kept stages will take, on a helper thread (process.fault_in_ahead): the memory is
+there before the run writes it, nothing the run computes changes, and a program that imported tracer keeps its allocator."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+from conftest import REPO, run_app, run_cli
+
+from tracer import process
+
+glibc_linux = pytest.mark.skipif(not sys.platform.startswith("linux") or not os.confstr("CS_GNU_LIBC_VERSION"),
+                                 reason="fault_in_ahead works with glibc's allocator on Linux only")
+
+
+@glibc_linux
+def test_the_helper_faults_in_the_heap_the_run_will_write_and_changes_no_value() -> None:
+    script = textwrap.dedent("""
+        import json, os
+        from tracer import process
+        process._own = True  # as the entry point makes it (install_signals)
+        def resident():
+            with open("/proc/self/statm") as fh:
+                return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        before = resident()
+        job = process.fault_in_ahead(64 << 20)
+        job.thread.join()
+        after = resident()
+        import numpy as np
+        a = np.arange(4 << 20, dtype=np.float64)  # 32 MB, placed in the memory faulted in
+        print(json.dumps({"done": job.done, "refused": job.refused, "grew": after - before, "sum": float(a.sum()),
+                          "span": job.hi - job.lo}))
+    """)
+    r = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    if got["refused"]:
+        pytest.skip("this kernel has no MADV_POPULATE_WRITE (Linux 5.14)")
+    assert got["span"] >= (64 << 20) - 8192 and got["done"] == got["span"]
+    assert got["grew"] >= 0.9 * (64 << 20)  # resident before the run writes a byte of it
+    n = 4 << 20
+    assert got["sum"] == n * (n - 1) / 2
+
+
+def test_a_program_that_imported_tracer_keeps_its_allocator() -> None:
+    assert not process._own  # the test process imported tracer; only the entry point owns its process
+    assert process.fault_in_ahead(1 << 30) is None
+
+
+def test_a_small_run_faults_nothing_in(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(process, "_own", True)
+    assert process.fault_in_ahead(process.FAULT_IN_AT_LEAST - 1) is None
+
+
+def test_tracer_runs_numbers_are_the_same_with_its_memory_faulted_in_ahead() -> None:
+    args = ("run", "specs/gpt2-block.yaml", "--record", "main", "--stage", "hidden", "--json")  # keeps 52 MB and more
+    own = run_cli(*args)  # its own process: the memory faulted in ahead
+    inside = run_app(*args)  # in this process: not
+    assert own.returncode == inside.returncode == 0, (own.stderr, inside.stderr)
+    assert json.loads(own.stdout) == json.loads(inside.stdout)
