@@ -55,3 +55,17 @@ def fresh(body: str, env: dict[str, str]) -> tuple[float, str]:
 def tagged(stderr: str, tag: str) -> str:
     """The rest of the line of ``stderr`` that starts with ``tag``."""
     return next(ln for ln in stderr.splitlines() if ln.startswith(tag + " "))[len(tag) + 1:]
+
+
+FIRST_TOUCH = """
+import time, numpy as np
+t = time.perf_counter(); a = np.ones({mb} << 17); d = time.perf_counter() - t
+import sys; print("TOUCH", d * 1000 / {mb}, file=sys.stderr)
+"""
+
+
+def first_touch(env: dict[str, str], mb: int = 256) -> float:
+    """ms per MB that a fresh process takes to write ``mb`` MB of fresh memory: what every array a cold command makes
+    first costs on this machine at this moment (on virtual machines it varies from 0.1 to 4 ms/MB, run to run)."""
+    _, err = fresh(FIRST_TOUCH.format(mb=mb), env)
+    return float(tagged(err, "TOUCH"))
