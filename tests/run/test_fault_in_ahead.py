@@ -59,7 +59,11 @@ def test_a_small_run_faults_nothing_in(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_tracer_runs_numbers_are_the_same_with_its_memory_faulted_in_ahead() -> None:
-    args = ("run", "specs/gpt2-block.yaml", "--record", "main", "--precision", "17")  # keeps about 100 MB; every digit
+    from tracer.run.plan import prepare
+
+    kept = prepare("specs/gpt2-block.yaml", record="all", table=True).check_memory(by_layer=True, form="table").recorded
+    assert kept >= process.FAULT_IN_AT_LEAST  # the attention's scores and weights too: about 260 MB
+    args = ("run", "specs/gpt2-block.yaml", "--record", "all", "--precision", "17")  # every digit
     own = run_cli(*args, env={"COLUMNS": "400"})  # its own process: the memory faulted in ahead
     inside = run_app(*args, env={"COLUMNS": "400"})  # in this process: not
     assert own.returncode == inside.returncode == 0, (own.stderr, inside.stderr)

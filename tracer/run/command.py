@@ -145,8 +145,8 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
 
     ``meanwhile``: called while a big spec's weights are drawn on a helper thread (params.draw_params), for work
     the caller would do after the run anyway (the command line imports its renderer); the executor and its kernels
-    are imported then too.  ``ahead``: called with the bytes the run will keep (its stages and the largest step's
-    temporaries), once the memory guard has passed them, to have that memory faulted in meanwhile
+    are imported then too.  ``ahead``: called with the bytes of the stages the run will keep, once the memory guard has
+    passed the run, to have that memory faulted in meanwhile
     (process.fault_in_ahead, for the command line); what it starts is stopped when the run is over.
     """
     # What is kept of each stage (--record, --keep; a --stage asked for is kept in full), then the
@@ -166,7 +166,7 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
         check_output(opts.save, "--save", [path], "npz", opts.force)
     estimate = ready.check_memory(show_all=opts.show_all, verify=opts.verify, form=opts.form, with_weights=opts.with_weights,
                                   by_layer=True)
-    faulting = ahead(estimate.recorded + estimate.working) if ahead is not None else None
+    faulting = ahead(estimate.recorded) if ahead is not None else None
     try:
         return _traced(path, s, opts, policy, only, meanwhile)
     finally:
