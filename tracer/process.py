@@ -34,6 +34,7 @@ from tracer.errors import ClosedPipe, Interrupted, OutputError, TracerError
 from tracer.messages import msg
 
 _own = False  # the process is tracer's own command (install_signals), not a program that imported tracer
+_trim_kept = False  # fault_in_ahead raised glibc's trim threshold (keep_freed_memory leaves it)
 _held = 0  # depth of signals_held()
 _pending: int | None = None  # a signal that came while held
 
@@ -318,13 +319,16 @@ def keep_freed_memory() -> bool:
     except (ValueError, OSError, AttributeError):  # not glibc, or no mallopt
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-    return bool(mallopt(M_MMAP_THRESHOLD, 32 << 20)) and bool(mallopt(M_TRIM_THRESHOLD, 512 << 20))
+    # a heap grown for fault_in_ahead keeps its own, higher threshold: lowering it would hand that memory back
+    return bool(mallopt(M_MMAP_THRESHOLD, 32 << 20)) and (_trim_kept or bool(mallopt(M_TRIM_THRESHOLD, 512 << 20)))
 
 
 M_MMAP_MAX = -4  # glibc's mallopt: how many arrays it may map on their own (0: every one from the heap)
 MADV_POPULATE_WRITE = 23  # madvise(2), Linux 5.14: fault pages in, writable, without changing what they hold
 FAULT_IN_AT_LEAST = 64 << 20  # bytes of stages a run must keep before their memory is faulted in ahead
 FAULT_IN_PIECE = 4 << 20  # bytes faulted in by one madvise call (the helper can stop between two)
+MAX_TRIM_THRESHOLD = 2**31 - 1  # the largest glibc takes (an int): a free top above it is handed back
+FAULT_IN_AT_MOST = MAX_TRIM_THRESHOLD - (64 << 20)  # bytes faulted in ahead at most, below the trim threshold
 
 
 class FaultingIn:
@@ -335,7 +339,7 @@ class FaultingIn:
 
         self.madvise, self.lo, self.hi = madvise, lo, hi
         self.done = 0  # bytes faulted in so far
-        self.refused = False  # the kernel does not know MADV_POPULATE_WRITE (before Linux 5.14)
+        self.refused = False  # madvise refused a piece (a kernel before Linux 5.14); the helper stopped there
         self.stopped = False
         self.thread = threading.Thread(target=self._work, daemon=True, name="tracer-fault-in")
         self.thread.start()
@@ -345,7 +349,7 @@ class FaultingIn:
             if self.stopped:
                 return
             size = min(FAULT_IN_PIECE, self.hi - at)
-            if self.madvise(at, size, MADV_POPULATE_WRITE) != 0:  # a kernel before 5.14: EINVAL, nothing done
+            if self.madvise(at, size, MADV_POPULATE_WRITE) != 0:  # EINVAL before Linux 5.14 (ENOMEM: memory gone)
                 self.refused = True
                 return
             self.done += size
@@ -389,14 +393,17 @@ def fault_in_ahead(nbytes: int) -> FaultingIn | None:
     free.argtypes, free.restype = [ctypes.c_void_p], None
     sbrk.argtypes, sbrk.restype = [ctypes.c_long], ctypes.c_void_p
     madvise.argtypes, madvise.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
-    if not (mallopt(M_MMAP_MAX, 0) and mallopt(M_TRIM_THRESHOLD, 2**31 - 1)):
+    global _trim_kept
+    nbytes = min(nbytes, FAULT_IN_AT_MOST)  # the rest of a bigger run is faulted in as it is written
+    if not (mallopt(M_MMAP_MAX, 0) and mallopt(M_TRIM_THRESHOLD, MAX_TRIM_THRESHOLD)):
         return None
+    _trim_kept = True
     below = sbrk(0)
     block = malloc(nbytes)
-    above = sbrk(0)
     if not block:
         return None
     free(block)  # back to the top of the heap, kept (the trim threshold): the run's next arrays are placed there
+    above = sbrk(0)
     if below is None or above is None or not below < above or block + nbytes > above:  # not the heap's own growth
         return None  # (the block may begin in the heap's free top, below where it ended)
     page = os.sysconf("SC_PAGE_SIZE")

@@ -59,3 +59,18 @@ def test_mapped_or_copied_a_run_of_a_checkpoint_prints_the_same(tmp_path: Path, 
     copied = run_app("run", str(spec), "--json")
     assert mapped.returncode == copied.returncode == 0, (mapped.stderr, copied.stderr)
     assert mapped.stdout == copied.stdout and '"probs"' in mapped.stdout
+
+
+def test_the_finiteness_check_of_a_transposed_map_makes_no_copy(tmp_path: Path) -> None:
+    import tracemalloc
+
+    path, t = _file(tmp_path)
+    at = formats.SafetensorsFile(path).read("big", "float32", transpose=True)  # F-ordered: the map's transpose
+    assert at.flags.f_contiguous and not at.flags.c_contiguous
+    tracemalloc.start()
+    try:
+        assert formats.all_finite(at)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < at.nbytes // 4  # a block's sum at most, not a C-ordered copy of the 1.2 MB tensor

@@ -77,3 +77,13 @@ def test_the_softmax_by_rows_on_threads_is_one_softmax_to_the_bit(threads: int, 
     got = kernels.softmax_by_rows(x, 4)
     want = kernels.softmax(x)
     assert got.dtype == want.dtype and np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", [">f8", "complex128"])
+def test_other_dtypes_are_one_numpy_expression_as_before(dtype: str) -> None:
+    x = (np.random.default_rng(4).standard_normal(2 * kernels.ELEMENTWISE_BLOCK + 3) * 3).astype(dtype)
+    for fn, whole in ((kernels.gelu_tanh, whole_gelu_tanh), (kernels.silu, whole_silu)):
+        want, got = whole(x), fn(x)
+        assert got.dtype == want.dtype and np.array_equal(got, want)
+        mine = x.copy()
+        assert fn(mine, inplace=True) is mine and np.array_equal(mine, want)

@@ -332,7 +332,7 @@ def all_finite(a: np.ndarray) -> bool:
     full-size temporary, as np.isfinite(a).all() would make)."""
     import numpy as np
 
-    flat = a.reshape(-1)
+    flat = np.ravel(a, order="K")  # a view for a transposed map too (reshape(-1) would copy it whole)
     step = READ_BLOCK // max(1, a.itemsize)
     with np.errstate(all="ignore"):
         for i in range(0, flat.size, step):

@@ -148,8 +148,20 @@ def gelu(x: np.ndarray) -> np.ndarray:  # [...] -> [...], exact: x * Phi(x) = x/
 
 def gelu_tanh(x: np.ndarray, inplace: bool = False) -> np.ndarray:  # [...] -> [...], GPT-2's tanh approximation
     """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), each operation in that order, in x itself when ``inplace``
-    (an x that is ours): the same roundings as the expression, without its six temporaries (_elementwise)."""
-    return _elementwise(_gelu_tanh_into, x, inplace)
+    (an x that is ours): the same roundings as the expression, without its six temporaries; a big array a block at a
+    time (_elementwise)."""
+    if _by_blocks(x):
+        return _elementwise(_gelu_tanh_into, x, inplace)
+    t = np.multiply(x, 0.044715)
+    t *= x
+    t *= x
+    t += x
+    t *= math.sqrt(2.0 / math.pi)
+    np.tanh(t, out=t)
+    t += 1.0
+    y = np.multiply(x, 0.5, out=x if inplace else None)
+    y *= t
+    return y
 
 
 def _gelu_tanh_into(x: np.ndarray, y: np.ndarray, t: np.ndarray) -> None:  # y = gelu_tanh(x), t a scratch of x's size
@@ -165,7 +177,12 @@ def _gelu_tanh_into(x: np.ndarray, y: np.ndarray, t: np.ndarray) -> None:  # y =
 
 
 def silu(x: np.ndarray, inplace: bool = False) -> np.ndarray:  # [...] -> [...], x * sigmoid(x) = x / (1 + exp(-x))
-    return _elementwise(_silu_into, x, inplace)
+    if _by_blocks(x):
+        return _elementwise(_silu_into, x, inplace)
+    t = np.negative(x)
+    np.exp(t, out=t)
+    t += 1.0
+    return np.divide(x, t, out=x if inplace else t)
 
 
 def _silu_into(x: np.ndarray, y: np.ndarray, t: np.ndarray) -> None:  # y = x / (1 + exp(-x)), t a scratch of x's size
@@ -175,21 +192,20 @@ def _silu_into(x: np.ndarray, y: np.ndarray, t: np.ndarray) -> None:  # y = x / 
     np.divide(x, t, out=y)
 
 
+def _by_blocks(x: np.ndarray) -> bool:
+    """A big C-contiguous array of native float16, float32 or float64: an activation works through it by blocks
+    (_elementwise); anything else (small, strided, other dtypes, --keep-going's odd operands) as one NumPy expression."""
+    return (isinstance(x, np.ndarray) and x.dtype in (np.float16, np.float32, np.float64) and x.dtype.isnative
+            and x.flags.c_contiguous and x.size > ELEMENTWISE_BLOCK)
+
+
 def _elementwise(kernel: Callable[[np.ndarray, np.ndarray, np.ndarray], None], x: np.ndarray, inplace: bool) -> np.ndarray:
     """kernel(x, y, scratch) for an activation, ELEMENTWISE_BLOCK values at a time: its scratch and the block stay in
-    the cache instead of each operation streaming the whole array through memory, and a big array's blocks are shared
-    out between threads (as many as the BLAS has).  Every value goes through the same operations in the same order,
+    the cache instead of each operation streaming the whole array through memory, and the blocks are shared out
+    between threads (as many as the BLAS has).  Every value goes through the same operations in the same order,
     and the blocks start at multiples of the block, so the SIMD loops see the same lanes: the same numbers, to the bit,
-    as the operations on the whole array.  An x that is not C-contiguous is done whole."""
+    as the operations on the whole array (for the arrays _by_blocks picks)."""
     y = x if inplace else np.empty_like(x)
-    if x.dtype.kind != "f":  # --keep-going's odd operands: NumPy's own promotion, whole
-        t = np.empty(x.shape, dtype=np.result_type(x, 0.5))
-        y = np.empty_like(t)
-        kernel(x, y, t)
-        return y
-    if not x.flags.c_contiguous or x.size <= ELEMENTWISE_BLOCK:
-        kernel(x, y, np.empty_like(x))
-        return y
     xs, ys = x.reshape(-1), y.reshape(-1)
     blocks = -(-x.size // ELEMENTWISE_BLOCK)
 
