@@ -10,7 +10,7 @@ import sys
 import textwrap
 
 import pytest
-from conftest import REPO, run_app, run_cli
+from conftest import REPO, run_app
 
 from tracer import process
 
