@@ -152,44 +152,35 @@ def gelu_tanh(x: np.ndarray, inplace: bool = False) -> np.ndarray:  # [...] -> [
     time (_elementwise)."""
     if _by_blocks(x):
         return _elementwise(_gelu_tanh_into, x, inplace)
-    t = np.multiply(x, 0.044715)
+    return _gelu_tanh_into(x, x if inplace else None, None)
+
+
+def _gelu_tanh_into(x: np.ndarray, y: np.ndarray | None, t: np.ndarray | None) -> np.ndarray:
+    """gelu_tanh(x) into y, with t as scratch (each None: a new array, of NumPy's result dtype)."""
+    t = np.multiply(x, 0.044715, out=t)
     t *= x
     t *= x
     t += x
     t *= math.sqrt(2.0 / math.pi)
     np.tanh(t, out=t)
     t += 1.0
-    y = np.multiply(x, 0.5, out=x if inplace else None)
+    y = np.multiply(x, 0.5, out=y)  # last: y may be x itself
     y *= t
     return y
-
-
-def _gelu_tanh_into(x: np.ndarray, y: np.ndarray, t: np.ndarray) -> None:  # y = gelu_tanh(x), t a scratch of x's size
-    np.multiply(x, 0.044715, out=t)
-    t *= x
-    t *= x
-    t += x
-    t *= math.sqrt(2.0 / math.pi)
-    np.tanh(t, out=t)
-    t += 1.0
-    np.multiply(x, 0.5, out=y)
-    y *= t
 
 
 def silu(x: np.ndarray, inplace: bool = False) -> np.ndarray:  # [...] -> [...], x * sigmoid(x) = x / (1 + exp(-x))
     if _by_blocks(x):
         return _elementwise(_silu_into, x, inplace)
-    t = np.negative(x)
-    np.exp(t, out=t)
-    t += 1.0
-    return np.divide(x, t, out=x if inplace else t)
+    return _silu_into(x, x if inplace else None, None)
 
 
-def _silu_into(x: np.ndarray, y: np.ndarray, t: np.ndarray) -> None:  # y = x / (1 + exp(-x)), t a scratch of x's size
-    np.negative(x, out=t)
+def _silu_into(x: np.ndarray, y: np.ndarray | None, t: np.ndarray | None) -> np.ndarray:
+    """x / (1 + exp(-x)) into y, with t as scratch (t None: a new array; y None: the result in t)."""
+    t = np.negative(x, out=t)
     np.exp(t, out=t)
     t += 1.0
-    np.divide(x, t, out=y)
+    return np.divide(x, t, out=t if y is None else y)
 
 
 def _by_blocks(x: np.ndarray) -> bool:
@@ -199,7 +190,8 @@ def _by_blocks(x: np.ndarray) -> bool:
             and x.flags.c_contiguous and x.size > ELEMENTWISE_BLOCK)
 
 
-def _elementwise(kernel: Callable[[np.ndarray, np.ndarray, np.ndarray], None], x: np.ndarray, inplace: bool) -> np.ndarray:
+def _elementwise(kernel: Callable[[np.ndarray, np.ndarray | None, np.ndarray | None], np.ndarray], x: np.ndarray,
+                inplace: bool) -> np.ndarray:
     """kernel(x, y, scratch) for an activation, ELEMENTWISE_BLOCK values at a time: its scratch and the block stay in
     the cache instead of each operation streaming the whole array through memory, and the blocks are shared out
     between threads (as many as the BLAS has).  Every value goes through the same operations in the same order,
