@@ -375,7 +375,7 @@ def fault_in_ahead(nbytes: int) -> FaultingIn | None:
     12-layer GPT-2 (float32, T = 1024, --record main): 1.90 s against 2.15 s, the peak 1.06 GB against 0.98 GB (the
     heap's free pieces below the grown part take some stages, so part of it is faulted in and not used); on the
     GPT-2-sized block (its 52 MB of stages and temporaries faulted in), no gain, so a plain run of it does not.
-    A process that imported tracer (or runs its CLI in-process, as the tests do) keeps its allocator as it was.
+    A process that imported tracer (or invokes its typer app in-process, as the tests do) keeps its allocator as it was.
     """
     if not _own or nbytes < FAULT_IN_AT_LEAST or not sys.platform.startswith("linux"):
         return None
@@ -408,4 +408,7 @@ def fault_in_ahead(nbytes: int) -> FaultingIn | None:
         return None  # (the block may begin in the heap's free top, below where it ended)
     page = os.sysconf("SC_PAGE_SIZE")
     lo = -(-block // page) * page
-    return FaultingIn(madvise, lo, lo + (block + nbytes - lo) // page * page)
+    try:
+        return FaultingIn(madvise, lo, lo + (block + nbytes - lo) // page * page)
+    except RuntimeError:  # no thread to be had: the run writes its memory for the first time, as without this
+        return None
