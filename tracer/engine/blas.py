@@ -114,6 +114,14 @@ def on_threads(fn: Callable[[Any], R], parts: list[Any]) -> list[R]:
     return results
 
 
+def by_spans(fn: Callable[[tuple[int, int]], None], count: int, work: int, at_least: int) -> None:
+    """fn((lo, hi)) for consecutive spans covering range(count), one span a thread (as many as workers gives for
+    ``work`` scalar operations, ``at_least`` of them before a second thread is worth it); one span when not."""
+    n = workers(count, work, at_least)
+    cut = [count * i // n for i in range(n + 1)]
+    on_threads(fn, list(zip(cut, cut[1:])))
+
+
 def by_heads(heads: Callable[[list[Item]], None], items: list[Item], work: int) -> None:
     """heads(items) with the items dealt out to Python threads, each calling a one-thread BLAS, when the BLAS has
     threads to spare and ``work`` (scalar operations in all) is big; else in one call.  Each item is computed by one

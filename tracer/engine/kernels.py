@@ -207,9 +207,7 @@ def _elementwise(kernel: Callable[[np.ndarray, np.ndarray | None, np.ndarray | N
             lo, hi = b * ELEMENTWISE_BLOCK, min(x.size, (b + 1) * ELEMENTWISE_BLOCK)
             kernel(xs[lo:hi], ys[lo:hi], t[:hi - lo])
 
-    n = blas.workers(blocks, x.size, at_least=ROWS_ON_THREADS)
-    cut = [blocks * i // n for i in range(n + 1)]
-    blas.on_threads(part, list(zip(cut, cut[1:])))
+    blas.by_spans(part, blocks, x.size, ROWS_ON_THREADS)
     return y
 
 
@@ -251,9 +249,7 @@ def softmax_by_rows(x: np.ndarray, rows: int) -> np.ndarray:  # [..., V] -> same
             block[...] = src[b * rows:(b + 1) * rows]
             softmax_inplace(block)
 
-    n = blas.workers(blocks, x.size, at_least=ROWS_ON_THREADS)
-    cut = [blocks * i // n for i in range(n + 1)]
-    blas.on_threads(part, list(zip(cut, cut[1:])))
+    blas.by_spans(part, blocks, x.size, ROWS_ON_THREADS)
     return out
 
 
