@@ -26,6 +26,7 @@ from __future__ import annotations
 KINDS = {"broadcast": "广播", "axis": "轴", "position": "位置", "nonfinite": "非有限值", "causality": "因果性", "verify": "核对"}
 
 UI: dict[str, str] = {
+    "not graded": "未评",
     # the trace table (Table 17.1's columns)
     "stage": "记录名",
     "what it is": "阶段",
@@ -121,39 +122,6 @@ UI: dict[str, str] = {
     # tracer diff against your own arrays: status word and hints (hints.py)
     "not recorded": "未记录",
     "hint: {hint}": "提示：{hint}",
-    "{lead}: look at {advice}": "{lead}：请检查{advice}",
-    "{lead}. {diagnosis}": "{lead}。{diagnosis}",
-    "{stage} differs but {prev} agrees": "{stage} 不同，但 {prev} 一致",
-    "{stage} differs and no stage before it was compared": "{stage} 不同，而它之前没有可以比较的阶段",
-    "{stage} has another shape than tracer's": "{stage} 的 shape 与 tracer 的不同",
-    "LayerNorm (divide by C, not C-1; ε inside the square root; mean and variance over the C coordinates of each position, not over T or B)":
-        "LayerNorm（除以 C，不是 C-1；ε 放在平方根里面；均值和方差在每个位置的 C 个坐标上求，不是在 T 或 B 上）",
-    "RMSNorm (the mean of the squares over C, ε inside the square root, no mean subtracted)":
-        "RMSNorm（在 C 上求平方的均值，ε 放在平方根里面，不减均值）",
-    "BatchNorm (mean and variance over B and T, per coordinate)": "BatchNorm（每个坐标在 B 和 T 上求均值和方差）",
-    "attention: the softmax over the keys (the last axis), not the queries; the mask before the softmax, not after; "
-    "the scores divided by sqrt(d); the heads times W_O. Record attn.weights and attn.heads to see which":
-        "注意力：softmax 在键上求（最后一个轴），不是在查询上；掩码在 softmax 之前加，不是之后；分数除以 sqrt(d)；"
-        "各头的结果要乘 W_O。记录 attn.weights 和 attn.heads 可以看出是哪一处",
-    "cross-attention: queries from the decoder, keys and values from the encoder output; the softmax over the keys":
-        "交叉注意力：查询来自解码器，键和值来自编码器输出；softmax 在键上求",
-    "the scores: Q_h K_h^T / sqrt(d) for each head, queries as rows, before the mask":
-        "分数：每个头的 Q_h K_h^T / sqrt(d)，查询为行，在加掩码之前",
-    "the softmax: over the keys (the last axis), not the queries, with the mask applied before it (each row sums to 1)":
-        "softmax：在键上求（最后一个轴），不是在查询上，掩码在它之前加（每一行之和为 1）",
-    "the mixing: the weights times V for each head, the heads concatenated in order, before W_O":
-        "加权求和：每个头的权重乘 V，各头按顺序拼接，在乘 W_O 之前",
-    "the projections: X W_Q + b_Q (likewise K and V), split into H heads of width d":
-        "投影：X W_Q + b_Q（K 和 V 同理），再分成 H 个宽度为 d 的头",
-    "the residual add: both terms, the stream and the sublayer's output": "残差相加：两项都要有，残差路径上的值和子层的输出",
-    "the FFN's first layer: act(N_2 W_1 + b_1), reading the second normalisation": "FFN 的第一层：act(N_2 W_1 + b_1)，读取第二次归一化的结果",
-    "the FFN's second layer: hidden W_2 + b_2": "FFN 的第二层：hidden W_2 + b_2",
-    "the FFN: act(N_2 W_1 + b_1) W_2 + b_2, reading the second normalisation": "FFN：act(N_2 W_1 + b_1) W_2 + b_2，读取第二次归一化的结果",
-    "the input: the rows of E for the token ids, plus the rows of P (X = E + P)": "输入：按 token id 取 E 的行，再加上 P 的行（X = E + P）",
-    "the array's shape: record it with tracer's axes, in the book's order (see the shape columns)":
-        "数组的 shape：按 tracer 的轴、书中的顺序记录（见 shape 两列）",
-    "the step that computes it": "计算它的那一步",
-    "{lead}: no known mistake matches; look at {advice}": "{lead}：没有已知的错误与之相符；请检查{advice}",
     "Structure: the two step lists, aligned by step name": "结构：两份步骤列表，按步骤名对齐",
     "Settings that differ": "不同的设置",
     "What differs:": "不同之处：",
@@ -220,10 +188,6 @@ UI: dict[str, str] = {
     "parallel layers (norm_order: parallel, GPT-NeoX; parallel_shared, Phi)": "并行层（norm_order: parallel，GPT-NeoX；parallel_shared，Phi）",
     "parallel residual": "并行残差",
     "parallel residual, one norm": "并行残差，共用一个归一化",
-    # i23-gemma: tracer diff's advice for Gemma's stages
-    "Gemma's RMSNorm (the mean of the squares over C, ε inside the square root, then times 1 + gamma, not gamma: the stored weight is the offset from 1)":
-        "Gemma 的 RMSNorm（沿 C 取平方的均值，ε 放在平方根里，再乘以 1 + gamma 而不是 gamma：存储的权重是相对 1 的偏移）",
-    "the scaled embeddings: the rows of E for the token ids, times sqrt(C)": "缩放后的嵌入：按 token id 取 E 的行，再乘以 sqrt(C)",
     # i27-lens
     "p(token), layers x positions, shaded up to the largest, {vmax} (░ ▒ ▓ █: up to 1/4, 1/2, 3/4, 1 of it; blank: below 1/8):":
         "p(token)，层 × 位置，按最大值 {vmax} 着色（░ ▒ ▓ █：至多其 1/4、1/2、3/4、1；空白：低于 1/8）：",
@@ -239,6 +203,163 @@ SEPARATORS = {"; ": "；", ", ": "，"}
 # -- messages: keyed by the English template, grouped by the module that makes them ---------------
 
 MESSAGES: dict[str, str] = {
+    # i23-gemma: tracer diff's advice for Gemma's stages
+    "Gemma's RMSNorm (the mean of the squares over C, ε inside the square root, then times 1 + gamma, not gamma: the stored weight is the offset from 1)":
+        "Gemma 的 RMSNorm（沿 C 取平方的均值，ε 放在平方根里，再乘以 1 + gamma 而不是 gamma：存储的权重是相对 1 的偏移）",
+    "the scaled embeddings: the rows of E for the token ids, times sqrt(C)": "缩放后的嵌入：按 token id 取 E 的行，再乘以 sqrt(C)",
+    # tracer diff against your own arrays: the diagnosis search (compare/search.py, compare/hints.py)
+    "Your {stage} equals {what} computed with {mistakes}": "你的 {stage} 等于按下面的做法算出的{what}：{mistakes}",
+    "LayerNorm": "LayerNorm",
+    "the attention scores": "注意力分数",
+    "the attention weights": "注意力权重",
+    "the attention heads": "各注意力头的输出",
+    "the FFN's first layer": "FFN 的第一层",
+    "the FFN's second layer": "FFN 的第二层",
+    "the residual add": "残差相加",
+    "X = E + P": "X = E + P",
+    "the stage": "该阶段",
+    "{lead}; {near} agrees but only just ({share} of the tolerance, {times} times the stages before it): the mistake may be there":
+        "{lead}；{near} 虽然一致，但只是勉强一致（误差占容差的 {share}，是它之前各阶段的 {times} 倍）：错误可能就在那里",
+    "{stage} agrees within the tolerance, but only just ({share} of it, {times} times the stages before it)":
+        "{stage} 在容差之内一致，但只是勉强一致（误差占容差的 {share}，是它之前各阶段的 {times} 倍）",
+    "{diagnosis} (the same numbers here as {others})": "{diagnosis}（在这里与{others}给出相同的数值）",
+    "the queries, keys or values made with another of W_Q, W_K and W_V (they are equal here)":
+        "用 W_Q、W_K、W_V 中的另一个来算查询、键或值（这里它们相等）",
+    "these mistakes give its numbers unchanged: {mistakes}": "下面这些错误也不改变它的任何数值：{mistakes}",
+    "{bug}": "{bug}",
+    " or ": " 或 ",
+    " and ": " 且 ",
+    "{first} (or, giving the same numbers here, {others})": "{first}（在这里与{others}给出相同的数值）",
+    "{stage} read where {default} was due": "读取了 {stage}，应当读取 {default}",
+    "the mean and variance taken over T (the positions), not over C": "均值和方差在 T（各位置）上求，而不是在 C 上",
+    "the mean and variance taken over B (the samples), not over C": "均值和方差在 B（各样本）上求，而不是在 C 上",
+    "the mean and variance taken over T and C together, not over C alone": "均值和方差在 T 和 C 上一起求，而不是只在 C 上",
+    "the variance divided by C-1 (ddof=1), not by C": "方差除以 C-1（ddof=1），而不是除以 C",
+    "no ε in the square root": "平方根里没有 ε",
+    "ε = {e} where the spec says {eps}": "ε = {e}，而 spec 规定 {eps}",
+    "ε added outside the square root, sqrt(var) + ε": "ε 加在平方根外面，sqrt(var) + ε",
+    "a division by var + ε, not by its square root": "除以 var + ε，而不是它的平方根",
+    "no division by the standard deviation": "没有除以标准差",
+    "gamma left out": "漏了 gamma",
+    "beta left out": "漏了 beta",
+    "gamma and beta swapped": "gamma 和 beta 互换了",
+    "no mean subtracted (RMSNorm where the spec asks for LayerNorm)": "没有减去均值（spec 要求 LayerNorm，却用了 RMSNorm）",
+    "the mean subtracted (LayerNorm where the spec asks for RMSNorm)": "减去了均值（spec 要求 RMSNorm，却用了 LayerNorm）",
+    "the weights of {other} (its gamma and beta)": "用了 {other} 的权重（它的 gamma 和 beta）",
+    "the {what} made with {w}": "用 {w} 算出{what}",
+    "values": "值",
+    "the values taken as the input itself, without W_V": "值直接取输入本身，没有乘 W_V",
+    "{b} left out": "漏了 {b}",
+    "the heads split by a reshape without the transpose": "拆头时只做了 reshape，没有转置",
+    "the heads merged back by a reshape without the transpose": "合并各头时只做了 reshape，没有转置",
+    "the scores not scaled (no 1/sqrt(d))": "分数没有缩放（没有 1/sqrt(d)）",
+    "the scores divided by sqrt(C) = sqrt({C}), not by sqrt(d) = sqrt({d})": "分数除以 sqrt(C) = sqrt({C})，而不是 sqrt(d) = sqrt({d})",
+    "the scores divided by d = {d}, not by sqrt(d)": "分数除以 d = {d}，而不是 sqrt(d)",
+    "the scores divided by C = {C}, not by sqrt(d)": "分数除以 C = {C}，而不是 sqrt(d)",
+    "the scores multiplied by sqrt(d), not divided by it": "分数乘以 sqrt(d)，而不是除以它",
+    "the scores divided by sqrt(d) where the spec scales them by {s}": "分数除以 sqrt(d)，而 spec 规定乘以 {s}",
+    "the scores K Q^T (the queries and keys swapped)": "分数算成了 K Q^T（查询和键互换了）",
+    "no causal mask": "没有因果掩码",
+    "the causal mask off by one: the diagonal hidden too": "因果掩码错了一位：对角线也被遮住了",
+    "the causal mask off by one the other way: each query also reads the next key": "因果掩码朝另一边错了一位：每个查询还读到了下一个键",
+    "the mask transposed: each query reads the keys after it, not before": "掩码被转置了：每个查询读的是它之后的键，而不是之前的",
+    "the mask applied after the softmax": "掩码加在了 softmax 之后",
+    "the hidden scores set to 0, not -inf, before the softmax": "softmax 之前把被遮住的分数设成了 0，而不是 -inf",
+    "a causal mask where the spec has none": "加了因果掩码，而 spec 没有掩码",
+    "the softmax taken over the queries, not the keys": "softmax 在查询上求，而不是在键上",
+    "the softmax taken over the heads, not the keys": "softmax 在头这一轴上求，而不是在键上",
+    "no softmax: the masked scores used as weights": "没有 softmax：直接把加了掩码的分数当作权重",
+    "the softmax without each row's largest score subtracted: exp overflows (a score above about 709, 88 in float32, gives inf, and inf / inf is NaN); subtract the row's max before exp":
+        "softmax 没有先减去每一行的最大分数：exp 溢出了（分数超过约 709，float32 下约 88，就得到 inf，而 inf / inf 是 NaN）；先减去该行的最大值再取 exp",
+    "the weights transposed before they mix the values": "权重在与值相乘之前被转置了",
+    "the heads concatenated in the wrong order": "各头拼接的顺序错了",
+    "no W_O (the heads as they are)": "没有乘 W_O（直接用各头的结果）",
+    "W_O transposed": "W_O 被转置了",
+    "b_1 left out": "漏了 b_1",
+    "b_1 added after the activation, not before": "b_1 加在了激活之后，而不是之前",
+    "W_2 transposed where W_1 was due": "该用 W_1 的地方用了转置的 W_2",
+    "the gate through {act} where {spec} uses {gate}": "门控用了 {act}，而 {spec} 用的是 {gate}",
+    "no gate: the W_3 half left out": "没有门控：漏了 W_3 那一半",
+    "the activation on the W_3 half, not the W_1 half": "激活加在了 W_3 那一半上，而不是 W_1 那一半",
+    "no activation": "没有激活函数",
+    "{act} where the spec asks for {spec}": "用了 {act}，而 spec 要求 {spec}",
+    "the first layer's values before the activation read, not {hidden}": "读取了第一层激活之前的值，而不是 {hidden}",
+    "b_2 left out": "漏了 b_2",
+    "the activation applied again after W_2": "乘 W_2 之后又做了一次激活",
+    "W_1 transposed where W_2 was due": "该用 W_2 的地方用了转置的 W_1",
+    "{term} left out (only {other} kept)": "漏了 {term}（只留下 {other}）",
+    "{term} added twice": "{term} 加了两次",
+    "{term} subtracted, not added": "{term} 被减去了，而不是加上",
+    "no positions added (X = E)": "没有加位置向量（X = E）",
+    "the positions added twice": "位置向量加了两次",
+    "the position rows counted from 1, not 0": "位置表的行从 1 开始数，而不是从 0",
+    # tracer check: NaN and float32 answers
+    "where the NaN or infinite values began: {why}": "NaN 或无穷大最先出现在：{why}",
+    "the spec computes in {dtype}, whose value rounds otherwise at {p} decimals; your numbers are the exact value's (the spec in float64), and right":
+        "这份 spec 用 {dtype} 计算，保留 {p} 位小数时舍入结果不同；你的数值与精确值（同一 spec 用 float64 计算）一致，是正确的",
+    # tracer diff: float32 arrays in JSON, a table read in part
+    "{label}'s numbers look like float32 rounding (every value is a float32 number, as a float32 program writes them out): compared at atol {atol}, rtol {rtol}, float32's tolerance (give --atol and --rtol to choose)":
+        "{label} 的数值看起来是 float32 的舍入结果（每个值都是 float32 数，float32 程序写出的就是这样）：按 float32 的容差 atol {atol}、rtol {rtol} 比较（可用 --atol 和 --rtol 另行指定）",
+    # tracer grade: every entry accounted for, and the points
+    "{fields} differ but change no number of this run: no point lost": "{fields} 不同，但没有改变这次运行的任何数值：不扣分",
+    "hint: {hint}": "提示：{hint}",
+    "recorded arrays: graded on runs, contract and stages ({n} points); arrays show no structure or settings":
+        "记录的数组：按能运行、约定和各阶段评分（共 {n} 分）；数组看不出结构和设置",
+    "a symbolic link to a file outside the folder: not followed": "指向文件夹之外的符号链接：不跟随",
+    "a symbolic link: tracer does not follow links in a class folder (copy the file in instead)": "符号链接：tracer 不跟随班级文件夹里的链接（请把文件本身复制进来）",
+    "a hidden file": "隐藏文件",
+    "a file {spec} reads, not a hand-in": "{spec} 读取的文件，不是作业",
+    "the reference folder": "参考文件夹",
+    "a hidden folder": "隐藏文件夹",
+    "a folder": "文件夹",
+    "is not a regular file (a FIFO, a socket or a device): never opened": "不是普通文件（FIFO、套接字或设备）：不打开",
+    "none": "无",
+    "unknown suffix {suffix} (a hand-in is {suffixes})": "未知的后缀 {suffix}（作业应是 {suffixes}）",
+    "unreadable ({why})": "无法读取（{why}）",
+    "a folder in a flat folder of hand-ins (NAME.yaml files)": "平铺的作业文件夹（NAME.yaml 文件）里的子文件夹",
+    "a folder inside a student's folder (a hand-in is NAME/TASK.yaml)": "学生文件夹里的子文件夹（作业应是 NAME/TASK.yaml）",
+    "a file beside the student folders (one folder per student: NAME/TASK.yaml)": "与学生文件夹并列的文件（每个学生一个文件夹：NAME/TASK.yaml）",
+    "a second hand-in for {what}: {kept} is graded": "{what} 的第二份作业：评的是 {kept}",
+    "{folder}: no student folders and no hand-ins ({suffixes}) in this folder": "{folder}：这个文件夹里既没有学生文件夹，也没有作业（{suffixes}）",
+    "{folder}: cannot list this folder ({why})": "{folder}：无法列出这个文件夹（{why}）",
+    "{file}: {reason}": "{file}：{reason}",
+    # tracer diff against your own arrays: the hint (compare/hints.py)
+    "{lead}: look at {advice}": "{lead}：请检查{advice}",
+    "{lead}. {diagnosis}": "{lead}。{diagnosis}",
+    "{stage} differs but {prev} agrees": "{stage} 不同，但 {prev} 一致",
+    "{stage} differs and no stage before it was compared": "{stage} 不同，而它之前没有可以比较的阶段",
+    "{stage} has another shape than tracer's": "{stage} 的 shape 与 tracer 的不同",
+    "LayerNorm (divide by C, not C-1; ε inside the square root; mean and variance over the C coordinates of each position, not over T or B)":
+        "LayerNorm（除以 C，不是 C-1；ε 放在平方根里面；均值和方差在每个位置的 C 个坐标上求，不是在 T 或 B 上）",
+    "RMSNorm (the mean of the squares over C, ε inside the square root, no mean subtracted)":
+        "RMSNorm（在 C 上求平方的均值，ε 放在平方根里面，不减均值）",
+    "BatchNorm (mean and variance over B and T, per coordinate)": "BatchNorm（每个坐标在 B 和 T 上求均值和方差）",
+    "attention: the softmax over the keys (the last axis), not the queries; the mask before the softmax, not after; "
+    "the scores divided by sqrt(d); the heads times W_O. Record attn.weights and attn.heads to see which":
+        "注意力：softmax 在键上求（最后一个轴），不是在查询上；掩码在 softmax 之前加，不是之后；分数除以 sqrt(d)；"
+        "各头的结果要乘 W_O。记录 attn.weights 和 attn.heads 可以看出是哪一处",
+    "cross-attention: queries from the decoder, keys and values from the encoder output; the softmax over the keys":
+        "交叉注意力：查询来自解码器，键和值来自编码器输出；softmax 在键上求",
+    "the scores: Q_h K_h^T / sqrt(d) for each head, queries as rows, before the mask":
+        "分数：每个头的 Q_h K_h^T / sqrt(d)，查询为行，在加掩码之前",
+    "the softmax: over the keys (the last axis), not the queries, with the mask applied before it (each row sums to 1)":
+        "softmax：在键上求（最后一个轴），不是在查询上，掩码在它之前加（每一行之和为 1）",
+    "the mixing: the weights times V for each head, the heads concatenated in order, before W_O":
+        "加权求和：每个头的权重乘 V，各头按顺序拼接，在乘 W_O 之前",
+    "the projections: X W_Q + b_Q (likewise K and V), split into H heads of width d":
+        "投影：X W_Q + b_Q（K 和 V 同理），再分成 H 个宽度为 d 的头",
+    "the residual add: both terms, the stream and the sublayer's output": "残差相加：两项都要有，残差路径上的值和子层的输出",
+    "the FFN's first layer: act({reads} W_1 + b_1), reading {reads2}": "FFN 的第一层：act({reads} W_1 + b_1)，读取 {reads2}",
+    "the FFN's second layer: hidden W_2 + b_2": "FFN 的第二层：hidden W_2 + b_2",
+    "the FFN: act({reads} W_1 + b_1) W_2 + b_2, reading {reads2}": "FFN：act({reads} W_1 + b_1) W_2 + b_2，读取 {reads2}",
+    "attention: the softmax over the keys (the last axis), not the queries; the mask before the softmax, not after; "
+    "the scores divided by sqrt(d); the heads times W_O":
+        "注意力：softmax 在键上求（最后一个轴），不是在查询上；掩码在 softmax 之前加，不是之后；分数除以 sqrt(d)；各头的结果要乘 W_O",
+    "the input: the rows of E for the token ids, plus the rows of P (X = E + P)": "输入：按 token id 取 E 的行，再加上 P 的行（X = E + P）",
+    "the array's shape: record it with tracer's axes, in the book's order (see the shape columns)":
+        "数组的 shape：按 tracer 的轴、书中的顺序记录（见 shape 两列）",
+    "the step that computes it": "计算它的那一步",
+    "{lead}: no known mistake matches; look at {advice}": "{lead}：没有已知的错误与之相符；请检查{advice}",
     # tracer/check/answer.py
     'wrong: {stage} at b={b}, t={t}: entries {i} of {v} differ at {p} decimals (counting from 0)': '错误：{stage} 在 b={b}, t={t} 处：{v} 的第 {i} 项在 {p} 位小数上不同（从 0 数起）',
     '--expect {text}: expected a list of numbers such as [1, -2, -1]': '--expect {text}：应为数的列表，例如 [1, -2, -1]',
@@ -1251,7 +1372,6 @@ MESSAGES: dict[str, str] = {
     'lost: {parts}': '失分：{parts}',
     '{kind} violation: {rest}': '{kind}违规：{rest}',
     '{path}: no such folder': '{path}：没有这个文件夹',
-    '{folder}: no student folders and no specs (*.yaml) in this folder': '{folder}：这个文件夹里既没有学生文件夹，也没有 spec（*.yaml）',
     '{folder} is a flat folder of NAME.yaml files, and {n} reference tasks could be meant: give --task, one of {names}': '{folder} 是一个平铺的 NAME.yaml 文件夹，可能对应 {n} 个参考任务：请给出 --task，取 {names} 之一',
     '{folder}: no reference traces (*.json) in this folder': '{folder}：这个文件夹里没有参考追踪（*.json）',
     '--task {task}: no {task}.json in {folder}': '--task {task}：{folder} 里没有 {task}.json',
@@ -1660,6 +1780,10 @@ MESSAGES: dict[str, str] = {
 
 # nmsg(singular, plural, n): one Chinese form for both
 PLURALS: dict[tuple[str, str], str] = {
+    ("weights.{name} compared on the {n} row the run reads ({rows}): {who} reads only that row of its file",
+     "weights.{name} compared on the {n} rows the run reads ({rows}): {who} reads only those rows of its file"):
+        "weights.{name} 只比较了这次运行读取的 {n} 行（{rows}）：{who} 只从它的文件里读了这些行",
+    ("{n} entry not graded", "{n} entries not graded"): "{n} 项未评",
     # tracer page
     ("{n} array summarised to stay within the budget (the page says what was left out)",
      "{n} arrays summarised to stay within the budget (the page says what was left out)"): "为不超出预算概括了 {n} 个数组（页面上写明了省去的内容）",

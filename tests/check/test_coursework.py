@@ -28,13 +28,15 @@ def test_score_sheet_of_the_samples():
     alice, bob, carol = lines[1:4]
     # Alice wrote every matrix out in full: the same block, full marks.
     assert alice.split()[:5] == ["alice", "prenorm", "10/10", "same", "—"]
-    # Bob's post-norm block runs cleanly (2 + 2) but loses structure, settings and stages; norm1 parts first.
-    assert bob.split()[:5] == ["bob", "prenorm", "4/10", "different", "norm1"]
-    assert "settings differ: block.norm_order" in bob and "lost: structure, settings, stages" in bob
-    # Carol's beta: [0] is a broadcast violation and a weight of the wrong shape; NumPy's numbers still agree.
-    assert carol.split()[:4] == ["carol", "prenorm", "6/10", "violation"]
-    assert "broadcast violation: norm1" in carol and "lost: contract, settings" in carol
-    assert lines[4] == "3 graded: 1 same as the reference, mean score 6.7/10"
+    # Bob's post-norm block runs cleanly (2 + 2) but loses structure and stages (the norm order is the step list's,
+    # not a setting as well); norm1 parts first.
+    assert bob.split()[:5] == ["bob", "prenorm", "6/10", "different", "norm1"]
+    assert "structure differs" in bob and "lost: structure, stages" in bob
+    # Carol's beta: [0] is a broadcast violation and a weight of the wrong shape; NumPy's numbers still agree, so the
+    # weight costs nothing and the violation costs the contract.
+    assert carol.split()[:4] == ["carol", "prenorm", "8/10", "violation"]
+    assert "broadcast violation: norm1" in carol and "lost: contract" in carol and "change no number" in carol
+    assert lines[4] == "3 graded: 1 same as the reference, mean score 8.0/10"
 
 
 def test_csv_sheet_and_a_class_with_an_error_a_missing_and_an_extra_task(tmp_path):
@@ -47,7 +49,7 @@ def test_csv_sheet_and_a_class_with_an_error_a_missing_and_an_extra_task(tmp_pat
     r = grade(str(students), str(COURSE / "reference"), "--csv")
     assert r.returncode == 0, r.stderr
     rows = list(csv.reader(io.StringIO(r.stdout)))
-    assert rows[0] == ["student", "task", "score", "max", "verdict", "first_diverging", "note"]
+    assert rows[0] == ["student", "task", "score", "max", "verdict", "first_diverging", "note", "file"]
     by = {(row[0], row[1]): row for row in rows[1:]}
     assert by[("alice", "prenorm")][2:5] == ["10", "10", "same"]
     assert by[("alice", "extra")][2:5] == ["", "", "no reference"]
@@ -83,8 +85,8 @@ def test_a_flat_folder_of_name_yaml_is_one_student_a_file(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "a flat folder of NAME.yaml files, one student each; 3 students" in r.stderr
     rows = [line.split()[:4] for line in r.stdout.splitlines()[1:4]]
-    assert rows == [["alice", "prenorm", "10/10", "same"], ["bob", "prenorm", "4/10", "different"],
-                    ["carol", "prenorm", "6/10", "violation"]]
+    assert rows == [["alice", "prenorm", "10/10", "same"], ["bob", "prenorm", "6/10", "different"],
+                    ["carol", "prenorm", "8/10", "violation"]]
     assert "no reference" not in r.stdout
     per_student = grade(str(COURSE / "students"), str(COURSE / "reference"))
     assert "one folder per student (NAME/TASK.yaml); 3 students" in per_student.stderr
@@ -106,11 +108,11 @@ def test_the_sheet_in_chinese(tmp_path):
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["学生", "任务", "得分", "结论", "最先分歧的阶段", "说明"]
     assert lines[1].split()[:4] == ["alice", "prenorm", "10/10", "相同"] and "失分" in lines[2]
-    assert lines[-1] == "已评 3 份：1 份与参考相同，平均分 6.7/10"
+    assert lines[-1] == "已评 3 份：1 份与参考相同，平均分 8.0/10"
     assert "平铺" in r.stderr
 
 
-def test_a_changed_activation_loses_the_settings_point_as_a_changed_eps_does(tmp_path):
+def test_a_changed_activation_costs_what_a_changed_eps_does(tmp_path):
     students = tmp_path / "students"
     students.mkdir()
     alice = (COURSE / "students" / "alice" / "prenorm.yaml").read_text(encoding="utf-8")
@@ -122,6 +124,6 @@ def test_a_changed_activation_loses_the_settings_point_as_a_changed_eps_does(tmp
     by = {row[0]: row for row in list(csv.reader(io.StringIO(r.stdout)))[1:]}
     assert "settings differ: block.eps" in by["eps"][6] and "lost: settings, stages" in by["eps"][6]
     gelu = by["gelu"][6]
-    # the activation is a setting of the block and of the step that applies it: both points go
-    assert "settings differ: block.activation" in gelu and "lost: structure, settings, stages" in gelu
-    assert int(by["gelu"][2]) < 8 and by["gelu"][4] == "different"
+    # the activation is a setting (of the block, and of the step that applies it): the settings point, once
+    assert "settings differ: block.activation" in gelu and "lost: settings, stages" in gelu
+    assert by["gelu"][2] == by["eps"][2] == "6" and by["gelu"][4] == "different"

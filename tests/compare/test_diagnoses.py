@@ -13,7 +13,7 @@ from helpers import student
 
 import tracer
 from tracer.compare import core as diffing
-from tracer.compare import hints
+from tracer.compare import hints, recompute
 from tracer.compare.core import Side
 from tracer.engine.executor import Stage
 from tracer.model.blocks import Step
@@ -50,7 +50,7 @@ def check_found(r, bug):
     assert r.first_diverging is not None and r.first_diverging.name == student.MISTAKES[bug]
     assert r.hint is not None and r.hint.bug == bug, (r.hint and r.hint.english())
     ref, mine = (r.a, r.b)
-    ctx = hints.Context(r.first_diverging.name, ref, mine, hints.diagnosis_tolerance(mine.dtype))
+    ctx = recompute.Context(r.first_diverging.name, ref, mine, recompute.diagnosis_tolerance(mine.dtype))
     assert hints.matching(ctx, mine.stages[r.first_diverging.name].array) == [bug]  # no other mistake's check matches
 
 
@@ -126,7 +126,7 @@ def _ln_sides(x, theirs, gamma, beta):
     ref = Side("A", "spec", "spec", "ln", {}, {}, None, (step,), stages, {"norm1.gamma": gamma, "norm1.beta": beta}, [])
     dtype = "float32" if theirs.dtype == np.float32 else None
     mine = Side("B", "mine.npz", "arrays", "mine", {}, {}, dtype, (), {"x": stages["x"], "norm1": Stage("norm1", theirs.astype(np.float64), ("B", "T", "C"), "")}, None, [])
-    return hints.Context("norm1", ref, mine, hints.diagnosis_tolerance(dtype))
+    return recompute.Context("norm1", ref, mine, recompute.diagnosis_tolerance(dtype))
 
 
 @pytest.mark.parametrize("C", [2, 3, 8, 64, 512, 768, 2048, 5120, 8192])

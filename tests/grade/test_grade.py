@@ -20,9 +20,9 @@ def test_the_sheet_of_the_samples_from_the_installed_command():
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["student", "task", "score", "verdict", "first", "diverging", "note"]
     assert lines[1].split()[:5] == ["alice", "prenorm", "10/10", "same", "—"]
-    assert lines[2].split()[:5] == ["bob", "prenorm", "4/10", "different", "norm1"]
-    assert lines[3].split()[:4] == ["carol", "prenorm", "6/10", "violation"]
-    assert lines[4] == "3 graded: 1 same as the reference, mean score 6.7/10"
+    assert lines[2].split()[:5] == ["bob", "prenorm", "6/10", "different", "norm1"]
+    assert lines[3].split()[:4] == ["carol", "prenorm", "8/10", "violation"]
+    assert lines[4] == "3 graded: 1 same as the reference, mean score 8.0/10"
     assert r.stderr == "tracer: note: " + STUDENTS + ": one folder per student (NAME/TASK.yaml); 3 students\n"
 
 
@@ -38,8 +38,8 @@ def test_json_lines_one_object_per_student_and_task(tmp_path: Path):
     by = {row["student"]: row for row in rows}
     assert list(by) == ["alice", "bob", "carol", "dave", "erin"]
     assert by["alice"] == {"student": "alice", "task": "prenorm", "score": 10, "max": 10, "verdict": "same", "first_diverging": None,
-                           "lost": [], "note": "", "error": None}
-    assert by["bob"]["first_diverging"] == "norm1" and by["bob"]["lost"] == ["structure", "settings", "stages"]
+                           "lost": [], "note": "", "error": None, "file": "alice/prenorm.yaml"}
+    assert by["bob"]["first_diverging"] == "norm1" and by["bob"]["lost"] == ["structure", "stages"]
     assert by["dave"]["verdict"] == "error" and by["dave"]["score"] == 0 and by["dave"]["error"]["exit_code"] == 2
     assert "H = 3 must divide C = 2" in by["dave"]["error"]["message"]  # English in both languages, as CSV
     assert by["erin"]["verdict"] == "missing"
@@ -51,9 +51,9 @@ def test_csv_file_written_through_the_output_rules(tmp_path: Path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines()[0].split()[:2] == ["student", "task"]  # the sheet still on stdout
     rows = list(csv.reader(io.StringIO(out.read_text(encoding="utf-8"))))
-    assert rows[0] == ["student", "task", "score", "max", "verdict", "first_diverging", "note"]
-    assert [row[:5] for row in rows[1:]] == [["alice", "prenorm", "10", "10", "same"], ["bob", "prenorm", "4", "10", "different"],
-                                            ["carol", "prenorm", "6", "10", "violation"]]
+    assert rows[0] == ["student", "task", "score", "max", "verdict", "first_diverging", "note", "file"]
+    assert [row[:5] for row in rows[1:]] == [["alice", "prenorm", "10", "10", "same"], ["bob", "prenorm", "6", "10", "different"],
+                                            ["carol", "prenorm", "8", "10", "violation"]]
     # a CSV carries no mark of tracer's: an existing file is replaced only with --force
     before = out.read_bytes()
     refused = run_app("grade", STUDENTS, REFERENCE, "--csv", str(out))
@@ -66,7 +66,7 @@ def test_csv_file_written_through_the_output_rules(tmp_path: Path):
 
 def test_csv_on_stdout_and_not_with_json():
     r = run_app("grade", STUDENTS, REFERENCE, "--csv", "-")
-    assert r.returncode == 0 and r.stdout.startswith("student,task,score,max,verdict,first_diverging,note\n")
+    assert r.returncode == 0 and r.stdout.startswith("student,task,score,max,verdict,first_diverging,note,file\n")
     assert_refused(run_app("grade", STUDENTS, REFERENCE, "--csv", "-", "--json"), "--json and --csv -")
 
 
@@ -93,14 +93,14 @@ def test_the_sheet_in_chinese(tmp_path: Path):
     lines = r.stdout.splitlines()
     assert lines[0].split() == ["学生", "任务", "得分", "结论", "最先分歧的阶段", "说明"]
     assert lines[1].split()[:4] == ["alice", "prenorm", "10/10", "相同"] and "失分" in lines[2]
-    assert lines[-1] == "已评 2 份：1 份与参考相同，平均分 7.0/10"
+    assert lines[-1] == "已评 2 份：1 份与参考相同，平均分 8.0/10"
     assert "平铺" in r.stderr and "2 个学生" in r.stderr
 
 
 def test_folders_missing_empty_or_a_task_unclear_are_exit_2(tmp_path: Path):
     assert_refused(run_app("grade", str(tmp_path / "nope"), REFERENCE), "nope: no such folder")
     (tmp_path / "empty").mkdir()
-    assert_refused(run_app("grade", str(tmp_path / "empty"), REFERENCE), "no student folders and no specs")
+    assert_refused(run_app("grade", str(tmp_path / "empty"), REFERENCE), "no student folders and no hand-ins")
     assert_refused(run_app("grade", STUDENTS, str(tmp_path / "empty")), "no reference traces (*.json)")
     assert_refused(run_app("grade", STUDENTS, REFERENCE, "--task", "other"), "--task other: no other.json in")
     assert_refused(run_app("grade", STUDENTS, REFERENCE, "--atol", "-1"), "--atol")

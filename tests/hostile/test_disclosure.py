@@ -107,6 +107,8 @@ def test_the_grading_script_confines_each_spec_to_its_folder(hand_in: Path) -> N
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     p = subprocess.run([sys.executable, str(EXAMPLES / "coursework" / "grade.py"), str(hand_in.parent), str(refs), "--csv"],
                        capture_output=True, text=True, env=env, timeout=120)
-    rows = [line for line in p.stdout.splitlines() if line.startswith(("alice", "bob"))]
+    rows = [line for line in p.stdout.splitlines() if line.startswith(("alice,t,", "bob,t,"))]
     assert len(rows) == 2 and all("--confine" in row for row in rows), p.stdout + p.stderr
+    # the links themselves are listed, never followed
+    assert sum("symbolic link" in line for line in p.stdout.splitlines()) == 2, p.stdout
     assert "hunter2" not in p.stdout + p.stderr

@@ -11,7 +11,7 @@ from tracer.engine import executor
 from tracer.views import tables as render
 from tracer.views import trace_json as jsonout
 
-TOP_KEYS = {"schema_version", "spec", "ok", "dims", "block", "dtype", "init", "steps", "stages", "violations"}
+TOP_KEYS = {"schema_version", "spec", "ok", "dims", "block", "dtype", "init", "input", "steps", "stages", "violations"}
 STAGE_KEYS = {"name", "meaning", "shape", "axes", "values"}
 SEEDED = "dims: {B: 2, T: 5, C: 16, H: 4, F: 24}\ninput: {x: random}\nseed: 9\nweights:\n  ffn: {b1: random, b2: random}\n"
 

@@ -3,9 +3,13 @@
 The spec is run as `tracer run` runs it; the stage's value at one sample and position ([C], [F], ...)
 is compared with the numbers the student gives, to the printed precision: an entry is right when it
 rounds to what `tracer run --precision P` prints (|given - value| <= half a unit in the last of the
-P decimals).  Right: exit 0.  Wrong: exit 1, naming the entries that differ but not the values (the
-student looks them up with `tracer run` on purpose).  A bad --expect (a wrong count of numbers too), stage, --pos or
---batch: exit 2.
+P decimals).  A spec computed in float32 (or float16) is judged at its dtype's precision: an entry is right
+when it is right against the run's own value or against the exact value (the same spec in float64), since
+a hand computation is exact and the float32 run is not.  NaN and infinities are values a broken block
+computes (a softmax of a row that reads no key): ``nan``, ``inf`` and ``-inf`` are accepted, right where the
+stage holds the same, and a note says which stage first produced them.  Right: exit 0.  Wrong: exit 1, naming
+the entries that differ but not the values (the student looks them up with `tracer run` on purpose).  A bad
+--expect (a wrong count of numbers too), stage, --pos or --batch: exit 2.
 """
 
 from __future__ import annotations
@@ -15,14 +19,14 @@ import re
 from typing import Any, NamedTuple
 
 from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
-from tracer.messages import msg
+from tracer.messages import Message, msg
 from tracer.model.contracts import kind_word
 
 
 class Verdict(NamedTuple):
     right: bool
     line: str  # one line: a Message, English as a str (the CLI renders it)
-    notes: tuple[str, ...] = ()  # with a right answer: the classic mistakes this spec's numbers cannot show (Messages)
+    notes: tuple[str, ...] = ()  # with a right answer: where a NaN began, the exact value's, and the mistakes this spec cannot show (Messages)
 
     @property
     def exit_code(self) -> int:
@@ -33,6 +37,8 @@ class Verdict(NamedTuple):
 _EXPECT_TYPED = str.maketrans({"(": "[", ")": "]", "（": "[", "）": "]", "【": "[", "】": "]", "［": "[", "］": "]", "，": ",",
                         "、": ",", "－": "-", "\u3000": " "})
 _EXPECT_TOKEN = re.compile(r"\[|\]|[^\s,\[\]]+|,")
+TYPED_NONFINITE = ("nan", "inf", "infinity")  # what a student types for NaN and the infinities (any case, with a sign)
+NARROW = ("float32", "float16")  # dtypes a hand computation is more exact than
 
 
 def parse_expect(text: str) -> list[float]:
@@ -55,11 +61,12 @@ def parse_expect(text: str) -> list[float]:
         elif token == ",":
             continue
         else:
+            word = token.lower().lstrip("+-")
             try:
                 x = float(token)
             except ValueError:
                 raise bad from None
-            if not math.isfinite(x) or token.lower().lstrip("+-") in ("nan", "inf", "infinity"):
+            if not math.isfinite(x) and word not in TYPED_NONFINITE:  # 1e999: a typing slip, not a value
                 raise bad
             numbers.append(x)
     if depth != 0 or not numbers:
@@ -81,6 +88,8 @@ def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, prec
     name = (ready.stages or [stage])[0]
     params = load_params(s, for_run=True)
     trace = executor.run(s, policy=policy, params=params)
+    if name not in trace.stages and trace.violations and all(v.kind == "nonfinite" for v in trace.violations):
+        trace = executor.run(s, keep_going=True, policy=policy, params=params)  # NaN carried on: the stage's value is NaN
     if name not in trace.stages:
         first = trace.violations[0] if trace.violations else None
         stopped = msg("{kind} violation at stage {stage}", kind=kind_word(first.kind), stage=first.stage) if first else msg("the end of the run")
@@ -91,18 +100,53 @@ def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, prec
     if len(actual) != len(numbers):
         raise UsageError(msg("--expect {text}: {stage} at b={b}, t={t} has {n} numbers (the stage is {shape}); you gave {m}", text=repr(expect),
                              stage=name, b=b, t=t, n=len(actual), shape=shape, m=len(numbers)))
-    half = 0.5 * 10.0 ** -precision
-    wrong = [i for i, (x, y) in enumerate(zip(actual, numbers)) if not abs(x - y) <= half * (1 + 1e-9) + 1e-12]
+    wrong = _wrong(actual, numbers, precision)
+    notes: list[Message] = []
+    shown = actual
+    if wrong and s.dtype in NARROW:  # the exact value: the same spec in float64 (a hand computation is exact)
+        exact_spec = s._replace(dtype="float64")
+        exact = executor.run(exact_spec, keep_going=bool(trace.violations), policy=policy, params=load_params(exact_spec, for_run=True))
+        if name in exact.stages:
+            exact_values = [float(x) for x in exact.stages[name].at(b, t).ravel()]
+            still = [i for i in wrong if i in _wrong(exact_values, numbers, precision)]
+            if not still:
+                notes.append(msg("the spec computes in {dtype}, whose value rounds otherwise at {p} decimals; your numbers are the exact "
+                                 "value's (the spec in float64), and right", dtype=s.dtype, p=precision))
+                shown = exact_values
+            wrong = still
     if not wrong:
+        first = _first_nonfinite(trace)
+        if first is not None and not all(math.isfinite(x) for x in actual):
+            notes.append(msg("where the NaN or infinite values began: {why}", why=first.message))
         # right, but a hand computation with a classic mistake may be right too on this spec: say which it cannot show
-        return Verdict(True, msg("right: {stage} at b={b}, t={t} is {v} to {p} decimals", stage=name, b=b, t=t, v=_rounded(actual, precision), p=precision),
-                       tuple(spec_blind_spots(s, params)))
+        return Verdict(True, msg("right: {stage} at b={b}, t={t} is {v} to {p} decimals", stage=name, b=b, t=t, v=_rounded(shown, precision), p=precision),
+                       tuple(notes) + tuple(spec_blind_spots(s, params, trace.stages)))
     which = ", ".join(str(i) for i in wrong)
     if len(wrong) == 1:
         return Verdict(False, msg("wrong: {stage} at b={b}, t={t}: entry {i} of {v} differs at {p} decimals (counting from 0)", stage=name, b=b, t=t,
                                   i=which, v=_shown(numbers), p=precision))
     return Verdict(False, msg("wrong: {stage} at b={b}, t={t}: entries {i} of {v} differ at {p} decimals (counting from 0)", stage=name, b=b, t=t,
                               i=which, v=_shown(numbers), p=precision))
+
+
+def _wrong(actual: list[float], numbers: list[float], precision: int) -> list[int]:
+    """The entries that do not round to the stage's value at ``precision`` decimals (NaN right where NaN is, an infinity
+    where the same one is)."""
+    half = 0.5 * 10.0 ** -precision
+    out = []
+    for i, (x, y) in enumerate(zip(actual, numbers)):
+        if math.isnan(x) or math.isnan(y) or math.isinf(x) or math.isinf(y):
+            right = (math.isnan(x) and math.isnan(y)) or x == y
+        else:
+            right = abs(x - y) <= half * (1 + 1e-9) + 1e-12
+        if not right:
+            out.append(i)
+    return out
+
+
+def _first_nonfinite(trace: Any) -> Any:
+    """The run's first nonfinite violation (its stage and why), or None."""
+    return next((v for v in trace.violations if v.kind == "nonfinite"), None)
 
 
 def _rounded(numbers: list[float], precision: int) -> str:

@@ -117,10 +117,33 @@ def read_npz(path: str, archive: NpzFile | None = None) -> Arrays:
     return with_dtype(out, dtypes)
 
 
-def read_json(doc: dict[str, Any], path: str) -> dict[str, np.ndarray]:
-    """A JSON object of stage name -> nested list (NaN and infinities as "NaN", "Infinity", "-Infinity")."""
+def read_json(doc: dict[str, Any], path: str) -> Arrays:
+    """A JSON object of stage name -> nested list (NaN and infinities as "NaN", "Infinity", "-Infinity"); its dtype
+    is float32 when its numbers are float32's (written from float32 arrays: every value a float32 number, some of
+    them not short decimals), as an .npz says its own."""
     reader = _Reader(path)
-    return {name: reader.array(value, name) for name, value in doc.items()}
+    out = Arrays({name: reader.array(value, name) for name, value in doc.items()})
+    out.dtype = "float32" if looks_float32(out.values()) else None
+    return out
+
+
+def looks_float32(arrays: Any) -> bool:
+    """Every finite value is exactly a float32 number, and at least a tenth of the values that are not whole numbers
+    need more than 9 significant digits as doubles: arrays a float32 program wrote out (`arr.tolist()`), not short
+    decimals a person typed (which are float32 numbers only by chance, as 0.5 or 1.25 are)."""
+    long_digits = sampled = 0
+    for a in arrays:
+        values = np.asarray(a, dtype=np.float64).ravel()
+        values = values[np.isfinite(values)]
+        if values.size == 0:
+            continue
+        with np.errstate(all="ignore"):
+            if not np.array_equal(values.astype(np.float32).astype(np.float64), values):
+                return False
+        frac = values[values != np.round(values)][:256]
+        sampled += frac.size
+        long_digits += sum(len(repr(float(v)).lstrip("-").replace(".", "").split("e")[0].strip("0")) > 9 for v in frac)
+    return sampled > 0 and long_digits * 10 >= sampled
 
 
 class Arrays(dict[str, np.ndarray]):

@@ -78,6 +78,7 @@ class Side:
     settings: dict[str, Any] = field(default_factory=dict)  # every setting, flat and normalised (compare.settings)
     step_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # each step's settings, by step name
     complete: bool = True  # False: a trace saved before traces recorded every setting (only those it has are compared)
+    rows: dict[str, tuple[int, ...]] = field(default_factory=dict)  # a weight of which the run read only these rows
 
     @property
     def is_arrays(self) -> bool:
@@ -167,8 +168,11 @@ def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: execut
         g = backward(trace, losses.choose(spec, None))
         stages, weights = dict(g.grads), g.weight_grads
     flat, steps = known.of_spec(spec)
+    from tracer.engine.params import embedding_rows
+
+    read = embedding_rows(spec)  # an embedding from a checkpoint file: the run reads only its tokens' rows
     return Side(label, path, "spec", spec.name, spec.dims.as_dict(), block, spec.dtype, spec.steps, stages, weights, violations, spec,
-                settings=flat, step_settings=steps)
+                settings=flat, step_settings=steps, rows={} if read is None or grad else {"embedding": tuple(read)})
 
 
 def arrays_side(arrays: dict[str, np.ndarray], path: str, label: str) -> Side:
@@ -318,8 +322,18 @@ def expr(step: Step, settings: dict[str, Any] | None = None) -> str:
 def _same_step(a: Step, b: Step, sa: dict[str, Any] | None = None, sb: dict[str, Any] | None = None) -> bool:
     """The same computation: the same op on the same stages with the same weights (an add's operands in either order)
     and the same settings (normalised: a mask by its matrix)."""
+    return _same_wiring(a, b) and setting_changes(a, b, sa, sb) == []
+
+
+OP_FAMILIES = {"layer_norm": "norm", "rms_norm": "norm", "rms_norm_offset": "norm", "batch_norm": "norm"}  # one setting's choices
+
+
+def _same_wiring(a: Step, b: Step, by_family: bool = False) -> bool:
+    """The same op on the same stages with the same weights (an add's operands in either order), settings aside;
+    ``by_family``: any op of one family (a norm) is the same kind of op, its choice a setting."""
     ins_a, ins_b = (sorted(a.inputs), sorted(b.inputs)) if a.op == b.op == "add" else (list(a.inputs), list(b.inputs))
-    return (a.op, ins_a, a.weights) == (b.op, ins_b, b.weights) and setting_changes(a, b, sa, sb) == []
+    op_a, op_b = (OP_FAMILIES.get(a.op, a.op), OP_FAMILIES.get(b.op, b.op)) if by_family else (a.op, b.op)
+    return (op_a, ins_a, a.weights) == (op_b, ins_b, b.weights)
 
 
 def setting_changes(a: Step, b: Step, sa: dict[str, Any] | None = None, sb: dict[str, Any] | None = None) -> list[str]:
@@ -609,7 +623,7 @@ def compare_settings(a: Side, b: Side, grad: bool = False) -> list[SettingRow]:
     for key in align(list(da), list(db)):
         if custom and key == "block.norm_order":
             continue
-        if key in SPEC_ONLY_SETTINGS and not both_specs or key in GRAD_SETTINGS and not grad:
+        if key in SPEC_ONLY_SETTINGS and not both_specs and (key not in da or key not in db) or key in GRAD_SETTINGS and not grad:
             continue
         if (key not in da and not a.complete) or (key not in db and not b.complete):
             continue
@@ -641,13 +655,24 @@ def incomplete_note(a: Side, b: Side) -> Message | str:
     return ""
 
 
-def compare_weights(a: Side, b: Side, atol: float, rtol: float) -> tuple[list[WeightRow] | None, Message | str]:
+def rows_read(a: Side, b: Side, name: str) -> tuple[int, ...] | None:
+    """The rows of weight ``name`` both sides hold as the spec means them: a side that read only some rows of a table
+    from its file (the tokens' rows of an embedding) holds those, the other side all; None: every row."""
+    known = [set(s.rows[name]) for s in (a, b) if name in s.rows]
+    if not known:
+        return None
+    return tuple(sorted(set.intersection(*known)))
+
+
+def compare_weights(a: Side, b: Side, atol: float, rtol: float) -> tuple[list[WeightRow] | None, list[Message]]:
+    """Each weight of A against B's, by name; a table a side read only in part (an embedding from a file: the rows of
+    its tokens) is compared on the rows both hold, and a note says so."""
     missing = [s for s in (a, b) if s.weights is None]
     if missing:
         who = " and ".join(f"{s.label} ({s.path})" for s in missing)
-        return None, msg("weights not compared: {who} holds no weights (save a trace with `tracer run SPEC --json --with-weights` to include them)", who=who)
+        return None, [msg("weights not compared: {who} holds no weights (save a trace with `tracer run SPEC --json --with-weights` to include them)", who=who)]
     assert a.weights is not None and b.weights is not None
-    rows = []
+    rows, notes = [], []
     for name in align(list(a.weights), list(b.weights)):
         wa, wb = a.weights.get(name), b.weights.get(name)
         if wa is None or wb is None:
@@ -656,11 +681,28 @@ def compare_weights(a: Side, b: Side, atol: float, rtol: float) -> tuple[list[We
         elif wa.shape != wb.shape:
             rows.append(WeightRow(name, SHAPES_DIFFER, wa.shape, wb.shape))
         else:
-            c = compare_arrays(wa, wb, atol, rtol)
-            va = float(wa[c.where]) if c.where is not None else None
-            vb = float(wb[c.where]) if c.where is not None else None
-            rows.append(WeightRow(name, EQUAL if c.equal else DIFFERS, wa.shape, wb.shape, c.max_abs_diff, c.where, va, vb))
-    return rows, ""
+            read = rows_read(a, b, name)
+            if read is not None:
+                who = " and ".join(s.label for s in (a, b) if name in s.rows)
+                notes.append(nmsg("weights.{name} compared on the {n} row the run reads ({rows}): {who} reads only that row of its file",
+                                  "weights.{name} compared on the {n} rows the run reads ({rows}): {who} reads only those rows of its file",
+                                  len(read), name=name, rows=_listed(read), who=who))
+                index = np.asarray(read, dtype=np.intp)
+                c = compare_arrays(wa[index], wb[index], atol, rtol)
+                where = None if c.where is None else (int(index[c.where[0]]), *c.where[1:])
+            else:
+                c = compare_arrays(wa, wb, atol, rtol)
+                where = c.where
+            va = float(wa[where]) if where is not None else None
+            vb = float(wb[where]) if where is not None else None
+            rows.append(WeightRow(name, EQUAL if c.equal else DIFFERS, wa.shape, wb.shape, c.max_abs_diff, where, va, vb))
+    return rows, notes
+
+
+def _listed(rows: Sequence[int], most: int = 8) -> str:
+    """'0, 1, 2' or '3, 17, 42, ... (12 in all)'."""
+    shown = ", ".join(str(r) for r in rows[:most])
+    return shown if len(rows) <= most else f"{shown}, ... ({len(rows)} in all)"
 
 
 # -- stages -------------------------------------------------------------------
@@ -745,6 +787,30 @@ class DiffResult:
     @property
     def settings_same(self) -> bool:
         return not self.settings and not self.weights_differ
+
+    @property
+    def steps_same(self) -> bool:
+        """The same step list, read as a grade reads it.  Two preset blocks: the same norm order (and model, and the
+        encoder's): every other block setting chooses an op or a value, and is a setting.  A block of its own steps:
+        each step the same kind of op on the same stages with the same weights, in the same order."""
+        orders = [s.settings.get("block.norm_order") for s in (self.a, self.b)]
+        if None not in orders and "custom" not in orders:
+            return all(self.a.settings.get(k) == self.b.settings.get(k) for k in ("block.norm_order", "encoder.norm_order", "model"))
+        rows = self.steps
+        if any(r.a is None or r.b is None for r in rows):
+            return False
+        if not all(_same_wiring(r.a, r.b, by_family=True) for r in rows if r.a is not None and r.b is not None):
+            return False
+        names_b = [s.name for s in self.b.steps]
+        return [s.name for s in self.a.steps if s.name in names_b] == [n for n in names_b if n in {s.name for s in self.a.steps}]
+
+    @property
+    def setting_fields(self) -> list[str]:
+        """Every setting and weight that differs, by field (block.eps, hidden.activation, weights.ffn.w1), the norm
+        order aside: it names the step list, which steps_same compares."""
+        fields = [s.field for s in self.settings if s.field != "block.norm_order"]
+        fields += [f"{r.name}.{k}" for r in self.steps for k in r.changed if f"block.{k}" not in fields]
+        return fields + [f"weights.{w.name}" for w in self.weights_differ]
 
     @property
     def stages_differ(self) -> list[StageRow]:
@@ -1015,9 +1081,8 @@ def compare(a: Side, b: Side, *, atol: float | None = None, rtol: float | None =
                 notes.append(msg("{label} has {letter} = {n}: no value to show at {opt} {v}", label=s.label, letter=letter, n=s.dims.get(letter), opt=option, v=value))
     if keep_going:
         notes += violation_lines((a, b))
-    weights, weights_note = compare_weights(a, b, atol, rtol)
-    if isinstance(weights_note, Message):
-        notes.append(weights_note)
+    weights, weights_notes = compare_weights(a, b, atol, rtol)
+    notes += weights_notes
     older = incomplete_note(a, b)
     if isinstance(older, Message):
         notes.append(older)
@@ -1086,7 +1151,11 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
         if (r.status == ONLY_A and mine.label == "B") or (r.status == ONLY_B and mine.label == "A"):
             r.status = NOT_RECORDED
     notes: list[Message] = []
-    if by_dtype is not None:
+    if by_dtype is not None and not activations.is_npz(mine.path):
+        notes.append(msg("{label}'s numbers look like float32 rounding (every value is a float32 number, as a float32 program writes "
+                         "them out): compared at atol {atol}, rtol {rtol}, float32's tolerance (give --atol and --rtol to choose)",
+                         label=mine.label, atol=f"{atol:g}", rtol=f"{rtol:g}"))
+    elif by_dtype is not None:
         notes.append(msg("{label} holds {dtype} arrays: compared at atol {atol}, rtol {rtol}, {dtype2}'s tolerance (give --atol and --rtol to choose)",
                          label=mine.label, dtype=by_dtype, atol=f"{atol:g}", rtol=f"{rtol:g}", dtype2=by_dtype))
     for name in masked:
@@ -1095,7 +1164,7 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
     if ref.spec is not None:
         from tracer.compare.hints import spec_blind_spots
 
-        notes += spec_blind_spots(ref.spec, ref.weights or {})
+        notes += spec_blind_spots(ref.spec, ref.weights or {}, ref.stages)
     if m.unbatched:
         notes.append(msg("{label} gives {names} without the batch axis: read with B = 1", label=mine.label, names=", ".join(m.unbatched)))
     notes += m.reshaped

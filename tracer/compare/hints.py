@@ -2,109 +2,162 @@
 
 Three parts, each plain data:
 
-- advice by what the stage computes (English; rendered in the current language at the edge): a
+- advice by what the stage computes (a message, rendered in the current language at the edge): a
   LayerNorm stage points at the LayerNorm's usual mistakes (divide by C, not C-1; ε inside the square
   root; statistics over C), a residual add at a missing term, attention at the softmax's axis, the
-  mask and W_O.  "norm2 differs but residual1 agrees" says the bug sits between the two.
-- a diagnosis, a tested claim: DIAGNOSES holds one record per classic mistake (its name, the stages it
-  shows at, the stage recomputed with the mistake made, the sentence naming it and its fix).  The
+  mask and W_O, the FFN at the stage it reads.  "norm2 differs but residual1 agrees" says the bug sits
+  between the two.
+- a diagnosis, a tested claim: DIAGNOSES holds one record per classic mistake, worded (its name, the
+  stages it shows at, the stage recomputed with the mistake made, the sentence naming it and its fix);
+  compare/search.py searches every variant of the stage's op besides (each knob, then pairs).  Every
   recomputation reads the student's own arrays of the stages it needs (tracer's where they did not
   record them, and the sentence says so); a mistake is named when the student's array matches it at a
-  tolerance set by their dtype (DIAGNOSIS_TOLERANCE, far below the smallest effect of a mistake) while
-  the correct computation from the same inputs does not, and when no other mistake matches too.
-- spec_blind_spots: the classic mistakes a spec's numbers cannot show (d = 1, H = 1, T = 1, zero
-  biases, gamma 1 and beta 0), for tracer diff's notes and tracer check.
+  tolerance set by their dtype (DIAGNOSIS_TOLERANCE) while the correct computation from the same inputs
+  does not, and when nothing else matches too.  A stage that agrees within the diff's tolerance but
+  only just, far more off than the stages before it, is searched too: a float32 student's other ε.
+- spec_blind_spots: the mistakes a spec's numbers cannot show (d = 1, H = 1, T = 1, zero biases, gamma 1
+  and beta 0, and every variant that gives its correct numbers), for tracer diff's notes and tracer check.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
+from tracer.compare import search
+from tracer.compare.recompute import Context, Tolerance, close, diagnosis_tolerance, distance, recompute
 from tracer.engine.executor import Stage
-from tracer.i18n import tr
 from tracer.messages import Message, join, msg, render
-from tracer.model.blocks import Step
+from tracer.model.blocks import Step, internal_prefix
 
 if TYPE_CHECKING:
     from tracer.compare.core import DiffResult, Side
     from tracer.spec import Spec
 
-LN = ("LayerNorm (divide by C, not C-1; ε inside the square root; mean and variance over the C coordinates of each position, "
-      "not over T or B)")
-ADVICE = {
-    "layer_norm": LN,
-    "rms_norm": "RMSNorm (the mean of the squares over C, ε inside the square root, no mean subtracted)",
-    "batch_norm": "BatchNorm (mean and variance over B and T, per coordinate)",
-    "mha": "attention: the softmax over the keys (the last axis), not the queries; the mask before the softmax, not after; "
-           "the scores divided by sqrt(d); the heads times W_O. Record attn.weights and attn.heads to see which",
-    "cross_mha": "cross-attention: queries from the decoder, keys and values from the encoder output; the softmax over the keys",
-    "scores": "the scores: Q_h K_h^T / sqrt(d) for each head, queries as rows, before the mask",
-    "weights": "the softmax: over the keys (the last axis), not the queries, with the mask applied before it (each row sums to 1)",
-    "heads": "the mixing: the weights times V for each head, the heads concatenated in order, before W_O",
-    "q": "the projections: X W_Q + b_Q (likewise K and V), split into H heads of width d",
-    "add": "the residual add: both terms, the stream and the sublayer's output",
-    "ffn_hidden": "the FFN's first layer: act(N_2 W_1 + b_1), reading the second normalisation",
-    "ffn_out": "the FFN's second layer: hidden W_2 + b_2",
-    "ffn": "the FFN: act(N_2 W_1 + b_1) W_2 + b_2, reading the second normalisation",
-    "input": "the input: the rows of E for the token ids, plus the rows of P (X = E + P)",
-    "shape": "the array's shape: record it with tracer's axes, in the book's order (see the shape columns)",
-    "other": "the step that computes it",
+
+ADVICE: dict[str, Message] = {
+    "layer_norm": msg("LayerNorm (divide by C, not C-1; ε inside the square root; mean and variance over the C coordinates of each position, "
+                      "not over T or B)"),
+    "rms_norm": msg("RMSNorm (the mean of the squares over C, ε inside the square root, no mean subtracted)"),
+    "batch_norm": msg("BatchNorm (mean and variance over B and T, per coordinate)"),
+    "mha": msg("attention: the softmax over the keys (the last axis), not the queries; the mask before the softmax, not after; "
+               "the scores divided by sqrt(d); the heads times W_O. Record attn.weights and attn.heads to see which"),
+    "cross_mha": msg("cross-attention: queries from the decoder, keys and values from the encoder output; the softmax over the keys"),
+    "scores": msg("the scores: Q_h K_h^T / sqrt(d) for each head, queries as rows, before the mask"),
+    "weights": msg("the softmax: over the keys (the last axis), not the queries, with the mask applied before it (each row sums to 1)"),
+    "heads": msg("the mixing: the weights times V for each head, the heads concatenated in order, before W_O"),
+    "q": msg("the projections: X W_Q + b_Q (likewise K and V), split into H heads of width d"),
+    "add": msg("the residual add: both terms, the stream and the sublayer's output"),
+    "ffn_out": msg("the FFN's second layer: hidden W_2 + b_2"),
+    "input": msg("the input: the rows of E for the token ids, plus the rows of P (X = E + P)"),
+    "shape": msg("the array's shape: record it with tracer's axes, in the book's order (see the shape columns)"),
+    "other": msg("the step that computes it"),
+    "rms_norm_offset": msg("Gemma's RMSNorm (the mean of the squares over C, ε inside the square root, then times 1 + gamma, "
+                           "not gamma: the stored weight is the offset from 1)"),
+    "embed_scale": msg("the scaled embeddings: the rows of E for the token ids, times sqrt(C)"),
 }
 ADVICE["k"] = ADVICE["v"] = ADVICE["q"]
 for _op in ("embed", "position_table", "sinusoidal", "add_position"):
     ADVICE[_op] = ADVICE["input"]
+ADVICE_KINDS = (*ADVICE, "ffn_hidden", "ffn")  # the kinds with advice of their own (advice() words the FFN's by what it reads)
 
-LEAD_AGREES = "{stage} differs but {prev} agrees"
-LEAD_FIRST = "{stage} differs and no stage before it was compared"
-LEAD_SHAPE = "{stage} has another shape than tracer's"
+
+def advice(kind: str, step: Step | None, recorded: set[str]) -> Message:
+    """What to look at for a stage of this kind: the FFN's by the stage it reads (norm2 in pre-norm, norm1 in post-norm);
+    attention's asks to record its internals only when they are not recorded."""
+    if kind in ("ffn_hidden", "ffn"):
+        reads = step.inputs[0] if step is not None and step.inputs else "N_2"
+        if kind == "ffn":
+            return msg("the FFN: act({reads} W_1 + b_1) W_2 + b_2, reading {reads2}", reads=reads, reads2=reads)
+        return msg("the FFN's first layer: act({reads} W_1 + b_1), reading {reads2}", reads=reads, reads2=reads)
+    if kind == "mha" and step is not None:
+        from tracer.model.blocks import internal_prefix
+
+        prefix = internal_prefix(step)
+        if {f"{prefix}.weights", f"{prefix}.heads"} <= recorded:
+            return msg("attention: the softmax over the keys (the last axis), not the queries; the mask before the softmax, not after; "
+                       "the scores divided by sqrt(d); the heads times W_O")
+    return ADVICE.get(kind, ADVICE["other"])
+
 
 
 class Hint(NamedTuple):
-    stage: str
+    stage: str  # the stage the hint is about (the first diverging one, or one before it that agrees only just)
     prev: str | None  # the last stage before it that agrees
-    lead: str
-    advice: str
+    lead: Message  # "norm2 differs but residual1 agrees"
+    advice: Message
     diagnosis: Message | None = None  # one sentence: the mistake and its fix
-    bug: str | None = None  # the Diagnosis record's name ("no_scale"), None when no known mistake matches
+    bug: str | None = None  # the record's name ("no_scale") or the variant's ("scale=1/sqrt(C)"), None when nothing matches
     searched: bool = False  # some diagnosis was tried (then "no known mistake matches" is said)
+    same_numbers: tuple[str, ...] = ()  # the other mistakes that give the student's numbers here, by name
+
+    def message(self) -> Message:
+        """The hint as a message (rendered in the current language at the edge)."""
+        if self.diagnosis is None:
+            if self.searched:
+                return msg("{lead}: no known mistake matches; look at {advice}", lead=self.lead, advice=self.advice)
+            return msg("{lead}: look at {advice}", lead=self.lead, advice=self.advice)
+        # the tested claim, alone: the stage's general checklist would send the student past the mistake it names
+        return msg("{lead}. {diagnosis}", lead=self.lead, diagnosis=self.diagnosis)
 
     def text(self) -> str:
         """In the current language."""
-        lead = tr(self.lead, stage=self.stage, prev=self.prev or "")
-        if self.diagnosis is None:
-            if self.searched:
-                return tr("{lead}: no known mistake matches; look at {advice}", lead=lead, advice=tr(self.advice))
-            return tr("{lead}: look at {advice}", lead=lead, advice=tr(self.advice))
-        # the tested claim, alone: the stage's general checklist would send the student past the mistake it names
-        return tr("{lead}. {diagnosis}", lead=lead, diagnosis=render(self.diagnosis))
+        return render(self.message())
 
     def english(self) -> str:
-        from tracer.i18n import using
+        return render(self.message(), "en")
 
-        with using("en"):
-            return self.text()
-
-    def diagnosis_json(self) -> dict[str, str] | None:
-        """``{"bug": "no_scale", "text": "..."}`` (English), or None when no known mistake matches."""
+    def diagnosis_json(self) -> dict[str, object] | None:
+        """``{"bug": "no_scale", "stage": "attention", "text": "...", "same_numbers": [...]}`` (English), or None when nothing
+        matches; same_numbers names the other mistakes that give the student's numbers here."""
         if self.diagnosis is None or self.bug is None:
             return None
-        return {"bug": self.bug, "text": render(self.diagnosis, "en")}
+        return {"bug": self.bug, "stage": self.stage, "text": render(self.diagnosis, "en"), "same_numbers": list(self.same_numbers)}
 
 
 def _kind(name: str, stage: Stage | None, steps: dict[str, Step]) -> str:
     step = steps.get(name)
     if step is not None:
-        return step.op if step.op in ADVICE else "other"
+        return step.op if step.op in ADVICE_KINDS else "other"
     last = name.rsplit(".", 1)[-1]
-    return last if stage is not None and stage.internal and last in ADVICE else "other"
+    return last if stage is not None and stage.internal and last in ADVICE_KINDS else "other"
+
+
+def _attention_of(name: str, steps: tuple[Step, ...]) -> Step | None:
+    """The attention step an internal stage (attn.weights) belongs to."""
+    prefix = name.rpartition(".")[0]
+    return next((s for s in steps if s.op == "mha" and internal_prefix(s) == prefix), None) if prefix else None
+
+
+NEAR = 0.1  # a stage within the tolerance but at least this share of it ...
+JUMP = 30.0  # ... and this many times further off than every stage before it: the mistake may be there
+
+
+def near_limit(result: DiffResult, ref: Side, mine: Side) -> tuple[str, float, float] | None:
+    """(stage, its share of the tolerance, how many times the stages before it) for the first stage before the first
+    diverging one whose error jumps close to the tolerance (a float32 student's other ε at norm1), else None."""
+    first = result.first_diverging
+    if first is None:
+        return None
+    tol = Tolerance(result.atol, result.rtol)
+    before = 1e-3  # rounding: a float32 program's stages sit near a thousandth of float32's tolerance or below
+    for row in result.stages[: result.stages.index(first)]:
+        ours, theirs = ref.stages.get(row.name), mine.stages.get(row.name)
+        if row.max_abs_diff is None or ours is None or theirs is None or ours.array.shape != theirs.array.shape:
+            continue
+        share = distance(theirs.array, ours.array, tol)
+        if share >= NEAR and share >= JUMP * before:
+            return row.name, share, share / before
+        before = max(before, share)
+    return None
 
 
 def hint_for(result: DiffResult, ref: Side, mine: Side) -> Hint | None:
-    """The hint for the first diverging stage of a diff against another program's arrays; None when all agree."""
+    """The hint for the first diverging stage of a diff against another program's arrays; None when all agree.
+    A stage before it that agrees only just (near_limit) is diagnosed first: a mistake named there is the hint."""
     from tracer.compare.status import EQUAL, SHAPES_DIFFER
 
     first = result.first_diverging
@@ -112,117 +165,63 @@ def hint_for(result: DiffResult, ref: Side, mine: Side) -> Hint | None:
         return None
     rows = result.stages[: result.stages.index(first)]
     prev = next((r.name for r in reversed(rows) if r.status == EQUAL), None)
-    ours = ref.stages.get(first.name)
-    theirs = mine.stages.get(first.name)
-    steps = {s.name: s for s in ref.steps}
     if first.status == SHAPES_DIFFER:
-        return Hint(first.name, prev, LEAD_SHAPE, ADVICE["shape"])
-    kind = _kind(first.name, ours, steps)
-    lead = LEAD_AGREES if prev else LEAD_FIRST
-    if theirs is None or ours is None:
-        return Hint(first.name, prev, lead, ADVICE[kind])
-    ctx = Context(first.name, ref, mine, diagnosis_tolerance(mine.dtype))
-    found = diagnose(ctx, theirs.array)
+        return Hint(first.name, prev, msg("{stage} has another shape than tracer's", stage=first.name), ADVICE["shape"])
+    near = near_limit(result, ref, mine)
+    if near is not None:
+        name, share, times = near
+        found = _diagnosed(name, ref, mine, near=True)
+        if found is not None:
+            earlier = next((r.name for r in reversed(result.stages[: [r.name for r in result.stages].index(name)]) if r.status == EQUAL), None)
+            lead = msg("{stage} agrees within the tolerance, but only just ({share} of it, {times} times the stages before it)", stage=name,
+                       share=f"{share:.2g}", times=f"{times:.0f}")
+            return Hint(name, earlier, lead, _advice_at(name, ref, mine), found[0], found[1], True, found[2])
+    lead = msg("{stage} differs but {prev} agrees", stage=first.name, prev=prev) if prev else \
+        msg("{stage} differs and no stage before it was compared", stage=first.name)
+    if near is not None:
+        lead = msg("{lead}; {near} agrees but only just ({share} of the tolerance, {times} times the stages before it): the mistake may be there",
+                   lead=lead, near=near[0], share=f"{near[1]:.2g}", times=f"{near[2]:.0f}")
+    words = _advice_at(first.name, ref, mine)
+    if mine.stages.get(first.name) is None or ref.stages.get(first.name) is None:
+        return Hint(first.name, prev, lead, words)
+    found = _diagnosed(first.name, ref, mine)
     if found is None:
-        return Hint(first.name, prev, lead, ADVICE[kind], searched=True)
-    sentence = found.say(ctx)
+        return Hint(first.name, prev, lead, words, searched=True)
+    return Hint(first.name, prev, lead, words, found[0], found[1], True, found[2])
+
+
+def _advice_at(name: str, ref: Side, mine: Side) -> Message:
+    steps = {s.name: s for s in ref.steps}
+    kind = _kind(name, ref.stages.get(name), steps)
+    return advice(kind, steps.get(name) or _attention_of(name, ref.steps), set(mine.stages))
+
+
+def _diagnosed(name: str, ref: Side, mine: Side, near: bool = False) -> tuple[Message, str, tuple[str, ...]] | None:
+    """(the sentence, the bug's name, the other names that give the same numbers) for the stage, or None when no
+    mistake, or more than one, matches."""
+    theirs = mine.stages.get(name)
+    if theirs is None:
+        return None
+    ctx = Context(name, ref, mine, diagnosis_tolerance(mine.dtype))
+    found = diagnose(ctx, theirs.array, near=near)
+    if found is None:
+        return None
+    ctx.borrowed.clear()  # what the finding itself reads, not every variant tried
+    ctx.clear()
+    first = found.variants[0]
+    record = next((d for d in DIAGNOSES if len(first) == 1 and d.bug == first[0].value and first[0].key == "record"), None)
+    if record is not None:
+        record.recompute(ctx)
+    else:
+        search.variant_of(ctx, first)
+    sentence = say(ctx, found)
     if ctx.borrowed:
         sentence = msg("{diagnosis} (worked out from tracer's {names}: your file does not hold them)", diagnosis=sentence,
                        names=", ".join(ctx.borrowed))
-    return Hint(first.name, prev, lead, ADVICE[kind], sentence, found.bug, True)
+    return sentence, found.bug, tuple(found.names()[1:])
 
 
-# -- diagnoses: a classic mistake recomputed from the student's own inputs, matched against their array ---------
-
-class Tolerance(NamedTuple):
-    atol: float
-    rtol: float
-
-
-# The student's array must equal the mistake recomputed from their own inputs to within rounding, and must not equal
-# the correct computation from the same inputs: far below the smallest effect of a classic mistake (ddof=1 changes a
-# LayerNorm by 1/(2C): 6e-5 at C = 8192), far above the rounding of a float64 (1e-13) or a float32 (1e-6) program.
-DIAGNOSIS_TOLERANCE = {"float64": Tolerance(1e-10, 1e-8), "float32": Tolerance(1e-6, 1e-5), "float16": Tolerance(1e-3, 1e-2)}
-
-
-def diagnosis_tolerance(dtype: str | None) -> Tolerance:
-    return DIAGNOSIS_TOLERANCE.get(dtype or "float64", DIAGNOSIS_TOLERANCE["float64"])
-
-
-def _close(a: np.ndarray | None, b: np.ndarray | None, tol: Tolerance) -> bool:
-    if a is None or b is None or a.shape != b.shape:
-        return False
-    with np.errstate(all="ignore"):
-        return bool(np.allclose(a, b, rtol=tol.rtol, atol=tol.atol, equal_nan=True))
-
-
-class Context:
-    """What a diagnosis reads: the stage, its step, tracer's stages and weights, and the student's own arrays
-    (an input the student did not record is tracer's, and ``borrowed`` names it)."""
-
-    def __init__(self, name: str, ref: Side, mine: Side, tol: Tolerance) -> None:
-        self.name = name
-        self.tol = tol
-        self.ours = {n: s.array for n, s in ref.stages.items() if s.data is not None}
-        self.theirs = {n: s.array for n, s in mine.stages.items() if s.data is not None}
-        self.params = ref.weights or {}
-        self.spec = ref.spec
-        self.steps = {s.name: s for s in ref.steps}
-        self.step = self.steps.get(name)
-        self.key = "out"  # which array of an attention: scores, weights, heads, or its output
-        if self.step is None and "." in name:
-            prefix, _, self.key = name.rpartition(".")
-            self.step = next((s for s in ref.steps if s.op == "mha" and _prefix(s) == prefix), None)
-        self.borrowed: list[str] = []
-        self._cache: dict[tuple[object, ...], dict[str, np.ndarray] | None] = {}
-
-    @property
-    def kind(self) -> str:
-        """The step's op, or for an attention internal its key (scores, weights, heads)."""
-        if self.step is None:
-            return ""
-        return self.step.op if self.key == "out" else self.key
-
-    def inp(self, stage: str) -> np.ndarray | None:
-        """The student's array for ``stage`` when they recorded it (in tracer's shape), else tracer's (noted)."""
-        ours = self.ours.get(stage)
-        theirs = self.theirs.get(stage)
-        if theirs is not None and ours is not None and theirs.shape == ours.shape:
-            return theirs
-        if ours is not None and stage not in self.borrowed:
-            self.borrowed.append(stage)
-        return ours
-
-    def weight(self, name: str) -> np.ndarray | None:
-        return self.params.get(f"{self.step.weights}.{name}") if self.step is not None and self.step.weights else None
-
-    def attention(self, **bug: Any) -> np.ndarray | None:
-        """The attention (its ``key``: scores, weights, heads or output) with a mistake made, from the student's input."""
-        if self.step is None or self.step.op != "mha" or not self.step.inputs:
-            return None
-        key = tuple(sorted(bug.items()))
-        if key not in self._cache:
-            self._cache[key] = _attention(self, self.step, **bug)
-        found = self._cache[key]
-        return None if found is None else found.get(self.key)
-
-    def hidden(self) -> np.ndarray | None:
-        """For an attention's scores: where tracer's mask hides a key (its weights 0); None for any other stage."""
-        if self.kind != "scores" or self.step is None:
-            return None
-        weights = self.ours.get(f"{_prefix(self.step)}.weights")
-        return None if weights is None else weights <= 0
-
-    @property
-    def eps(self) -> float:
-        return self.spec.block_for(self.name).eps if self.spec is not None else 1e-5
-
-
-def _prefix(step: Step) -> str:
-    from tracer.model.blocks import internal_prefix
-
-    return internal_prefix(step)
-
+# -- the worded classic mistakes: one record each -----------------------------------------------------------------
 
 class Diagnosis(NamedTuple):
     """One classic mistake: the stages it shows at (ops, or an attention's scores/weights/heads), the stage recomputed
@@ -234,56 +233,61 @@ class Diagnosis(NamedTuple):
     say: Callable[[Context], Message]
 
 
-def diagnose(ctx: Context, theirs: np.ndarray) -> Diagnosis | None:
-    """The one classic mistake the student's array is: it matches the mistake recomputed from their inputs, and not the
-    correct computation; None when no known mistake matches (or several do: then none is named)."""
+def _forms(d: Diagnosis, ctx: Context) -> list[np.ndarray]:
+    got = d.recompute(ctx)
+    return [f for f in (got if isinstance(got, list) else [got]) if f is not None]
+
+
+def diagnose(ctx: Context, theirs: np.ndarray, near: bool = False) -> search.Finding | None:
+    """The one mistake the student's array is, a worded record's or a searched variant's (compare/search.py): it
+    matches the mistake recomputed from their inputs, and not the correct computation; None when none matches, or
+    several that give different numbers do."""
     if ctx.step is None:
         return None
     with np.errstate(all="ignore"):
-        correct = _correct(ctx)
-        hidden = ctx.hidden()
-        if correct is not None and _close(correct if hidden is None or correct.shape != theirs.shape else np.where(hidden, theirs, correct), theirs, ctx.tol):
-            return None
-        found = [d for d in DIAGNOSES if ctx.kind in d.kinds and _matches(d, ctx, theirs, correct)]
-    return found[0] if len(found) == 1 else None
+        extra = [((search.Knob("record", d.bug, msg("{bug}", bug=d.bug), d.bug),), form)
+                 for d in DIAGNOSES if ctx.kind in d.kinds for form in _forms(d, ctx)]
+        correct = None if ctx.step.op in ("layer_norm", "rms_norm", "mha", "add", "add_position", "ffn_hidden", "ffn_out") else _gemma_correct(ctx)
+        return search.search(ctx, theirs, extra=extra, near=near, correct=correct).finding
+
+
+def say(ctx: Context, found: search.Finding) -> Message:
+    """The finding in one sentence: the record's own words, else 'Your {stage} equals {what} computed with ...'."""
+    record = next((d for d in DIAGNOSES if d.bug == found.record), None)
+    others = [v for v in found.variants if not (len(v) == 1 and v[0].record == found.record)]
+    if record is not None:
+        sentence = record.say(ctx)
+        if others:
+            sentence = msg("{diagnosis} (the same numbers here as {others})", diagnosis=sentence,
+                           others=join([search.variant_words(v) for v in others], msg(" or ")))
+        return sentence
+    return msg("Your {stage} equals {what} computed with {mistakes}", stage=ctx.name, what=_WHAT.get(ctx.kind, msg("the stage")),
+               mistakes=found.words())
+
+
+_WHAT = {"layer_norm": msg("LayerNorm"), "rms_norm": msg("RMSNorm"), "mha": msg("attention"), "scores": msg("the attention scores"),
+         "weights": msg("the attention weights"), "heads": msg("the attention heads"), "ffn_hidden": msg("the FFN's first layer"),
+         "ffn_out": msg("the FFN's second layer"), "add": msg("the residual add"), "add_position": msg("X = E + P")}
 
 
 def matching(ctx: Context, theirs: np.ndarray) -> list[str]:
-    """Every diagnosis whose check matches (the tests: one mistake, one match)."""
+    """Every worded record whose check matches (the tests: one mistake, one match)."""
     with np.errstate(all="ignore"):
-        correct = _correct(ctx)
-        return [d.bug for d in DIAGNOSES if ctx.step is not None and ctx.kind in d.kinds and _matches(d, ctx, theirs, correct)]
+        correct = recompute(ctx) if ctx.step is not None and ctx.step.op in ("layer_norm", "mha", "add", "ffn_hidden", "ffn_out") \
+            else _gemma_correct(ctx)
+        hidden = ctx.hidden()
+        where = None if hidden is None else np.broadcast_to(~hidden, theirs.shape)
+        out = []
+        for d in DIAGNOSES:
+            if ctx.step is None or ctx.kind not in d.kinds:
+                continue
+            forms = _forms(d, ctx)
+            if any(distance(f, theirs, ctx.tol, where) <= 1.0 and distance(f, correct, ctx.tol, where) > 1.0 for f in forms):
+                out.append(d.bug)
+        return out
 
 
-def _matches(d: Diagnosis, ctx: Context, theirs: np.ndarray, correct: np.ndarray | None) -> bool:
-    got = d.recompute(ctx)
-    forms = got if isinstance(got, list) else [got]
-    hidden = ctx.hidden()
-    if hidden is not None:  # scores: compared where the mask lets a key through (recorded after the mask or before)
-        forms = [None if f is None or f.shape != theirs.shape else np.where(hidden, theirs, f) for f in forms]
-        correct = None if correct is None or correct.shape != theirs.shape else np.where(hidden, theirs, correct)
-    return any(f is not None and _close(f, theirs, ctx.tol) and not _close(f, correct, ctx.tol) for f in forms)
-
-
-def _correct(ctx: Context) -> np.ndarray | None:
-    step = ctx.step
-    if step is None:
-        return None
-    if step.op == "mha":
-        return ctx.attention()
-    if step.op == "layer_norm":
-        return _ln(ctx)
-    if step.op == "add" and len(step.inputs) == 2:
-        a, b = ctx.inp(step.inputs[0]), ctx.inp(step.inputs[1])
-        return None if a is None or b is None else a + b
-    if step.op == "ffn_hidden":
-        return _hidden(ctx)
-    if step.op == "ffn_out":
-        return _ffn_out(ctx)
-    return _gemma_correct(ctx)
-
-
-# -- the pieces, written out as the book writes them ------------------------------------------------------------
+# -- the pieces a record needs beyond compare/recompute.py --------------------------------------------------------
 
 def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, axis: int = -1, ddof: int = 0) -> np.ndarray:
     mu = x.mean(axis=axis, keepdims=True)
@@ -291,138 +295,12 @@ def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, 
     return gamma * (x - mu) / np.sqrt(var + eps) + beta
 
 
-def _ln(ctx: Context, axis: int = -1, ddof: int = 0, eps: float | None = None, swap: bool = False, x: np.ndarray | None = None) -> np.ndarray | None:
-    step = ctx.step
-    if step is None or step.op != "layer_norm" or not step.inputs:
-        return None
-    x = ctx.inp(step.inputs[0]) if x is None else x
-    gamma, beta = ctx.weight("gamma"), ctx.weight("beta")
-    if x is None or gamma is None or beta is None or x.ndim != 3:
-        return None
-    if swap:
-        gamma, beta = beta, gamma
-    return _layer_norm(x, gamma, beta, ctx.eps if eps is None else eps, axis, ddof)
-
-
-def _softmax(s: np.ndarray, axis: int) -> np.ndarray:
-    with np.errstate(all="ignore"):
-        e = np.exp(s - np.max(s, axis=axis, keepdims=True))
-        return e / e.sum(axis=axis, keepdims=True)
-
-
-def _merge(heads: np.ndarray) -> np.ndarray:  # [B,H,T,d] -> [B,T,H*d]
-    B, H, T, d = heads.shape
-    return heads.transpose(0, 2, 1, 3).reshape(B, T, H * d)
-
-
-def _attention(ctx: Context, step: Step, scale: bool = True, split: str = "transpose", order: str = "forward",
-               softmax: str = "keys", mask: str = "before", fill: float = -np.inf, w_o: bool = True,
-               reads: str | None = None) -> dict[str, np.ndarray] | None:
-    """Self-attention from the student's input (or ``reads``: another stage, Post-Norm's X), with a mistake made:
-    ``scale`` False: no 1/sqrt(d); ``split`` reshape: heads split by a reshape without the transpose (and merged back
-    by one, ``reshape_merge``: split so, merged correctly); ``order`` reversed: heads concatenated last first;
-    ``softmax`` queries; ``mask`` after (the softmax first) or diagonal (the diagonal masked too, filled with
-    ``fill``); ``w_o`` False: the heads without W_O.  The visible keys are read off tracer's weights (0 where masked)."""
-    x = ctx.inp(reads or step.inputs[0])
-    found = {k: ctx.params.get(f"{step.weights}.{k}") for k in ("w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o")}
-    ours_w = ctx.ours.get(f"{_prefix(step)}.weights")
-    ours_q = ctx.ours.get(f"{_prefix(step)}.q")
-    if x is None or ours_w is None or ours_q is None or any(v is None for v in found.values()) or x.ndim != 3 or step.base is not None:
-        return None  # (rotary positions: not the classic block's attention)
-    if step.scale is not None:  # block.attention_scale: not the classic block's 1/sqrt(d)
-        return None
-    p = {k: v for k, v in found.items() if v is not None}
-    B, H, T, d = ours_q.shape
-    if p["w_q"].shape[-1] != H * d or p["w_k"].shape[-1] != H * d:  # grouped keys: not the classic block
-        return None
-
-    def heads(w: np.ndarray, b: np.ndarray) -> np.ndarray:
-        y = x @ w + b  # [B,T,C]
-        if split == "transpose":
-            return y.reshape(B, T, H, d).transpose(0, 2, 1, 3)
-        return y.reshape(B, H, T, d)
-
-    q, k, v = heads(p["w_q"], p["b_q"]), heads(p["w_k"], p["b_k"]), heads(p["w_v"], p["b_v"])
-    scores = q @ k.swapaxes(-1, -2)
-    if scale:
-        scores = scores / np.sqrt(d)
-    visible = ours_w > 0
-    if mask == "diagonal":
-        visible = visible & ~np.eye(T, dtype=bool)
-    if mask == "after":
-        weights = _softmax(scores, -1) * visible
-    elif softmax == "queries":
-        weights = np.nan_to_num(_softmax(np.where(visible, scores, -np.inf), -2))
-    else:
-        weights = _softmax(np.where(visible, scores, fill), -1)
-    mixed = weights @ v  # [B,H,T,d]
-    if order == "reversed":
-        mixed = mixed[:, ::-1]
-    merged = mixed.reshape(B, T, H * d) if split == "reshape" else _merge(mixed)
-    out = merged @ p["w_o"] + p["b_o"] if w_o else merged
-    return {"scores": scores, "weights": weights, "heads": merged, "out": out}
-
-
-def _act(name: str, z: np.ndarray) -> np.ndarray | None:
-    if name == "relu":
-        return np.maximum(z, 0.0)
-    if name == "gelu":
-        return 0.5 * z * (1.0 + _erf(z / math.sqrt(2.0)))
-    if name == "gelu_tanh":
-        return 0.5 * z * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * z ** 3)))
-    return None
-
-
-def _erf(z: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erf, otypes=[np.float64])(z)
-
-
-def _activation(ctx: Context) -> str:
-    step = ctx.step
-    if step is None:
-        return "relu"
-    return str(step.params().get("activation") or (ctx.spec.block_for(ctx.name).activation if ctx.spec is not None else "relu"))
-
-
-def _hidden(ctx: Context, act: str | None = None, bias: bool = True) -> np.ndarray | None:
-    step = ctx.step
-    if step is None or step.op != "ffn_hidden" or not step.inputs:
-        return None
-    n, w1, b1 = ctx.inp(step.inputs[0]), ctx.weight("w1"), ctx.weight("b1")
-    if n is None or w1 is None or b1 is None:
-        return None
-    return _act(act or _activation(ctx), n @ w1 + (b1 if bias else 0.0))
-
-
-def _ffn_out(ctx: Context, bias: bool = True) -> np.ndarray | None:
-    step = ctx.step
-    if step is None or step.op != "ffn_out" or not step.inputs:
-        return None
-    h, w2, b2 = ctx.inp(step.inputs[0]), ctx.weight("w2"), ctx.weight("b2")
-    if h is None or w2 is None or b2 is None:
-        return None
-    return h @ w2 + (b2 if bias else 0.0)
-
-
-def _other_gelu(ctx: Context) -> np.ndarray | None:
-    act = _activation(ctx)
-    other = {"gelu": "gelu_tanh", "gelu_tanh": "gelu"}.get(act)
-    return None if other is None else _hidden(ctx, act=other)
-
-
-def _no_residual(ctx: Context) -> list[np.ndarray | None]:
-    step = ctx.step
-    if step is None or step.op != "add" or len(step.inputs) != 2:
-        return []
-    return [ctx.inp(term) for term in step.inputs]
-
-
 def _missing_term(ctx: Context) -> Message:
     step = ctx.step
     assert step is not None
     theirs = ctx.theirs.get(ctx.name)
     for i, term in enumerate(step.inputs):
-        if _close(ctx.inp(term), theirs, ctx.tol):
+        if close(ctx.inp(term), theirs, ctx.tol):
             return msg("Your {stage} equals {term} alone: the residual add is missing (add {other})", stage=ctx.name, term=term,
                        other=step.inputs[1 - i])
     return msg("Your {stage} equals {term} alone: the residual add is missing (add {other})", stage=ctx.name, term=step.inputs[-1],
@@ -438,124 +316,105 @@ def _normed_residual(ctx: Context) -> np.ndarray | None:
     step = ctx.step
     if step is None or step.op != "add" or len(step.inputs) != 2:
         return None
-    stream, sub = step.inputs
-    norm = _norm_of(ctx, stream)
-    if norm is None:
-        return None
-    n, u = ctx.inp(norm.name), ctx.inp(sub)
-    return None if n is None or u is None else n + u
+    norm = _norm_of(ctx, step.inputs[0])
+    return None if norm is None else recompute(ctx, a=norm.name)
+
+
+def _pre_norm(ctx: Context) -> bool:
+    if ctx.spec is not None:
+        return ctx.spec.block_for(ctx.name).norm_order == "pre"
+    return (ctx.block or {}).get("norm_order") == "pre"
 
 
 def _post_norm(ctx: Context) -> np.ndarray | None:
     """Post-Norm where Pre-Norm was asked: the first LayerNorm is LN(X + MHA(X)), and attention reads X, not N1."""
-    if ctx.spec is None or ctx.spec.block_for(ctx.name).norm_order != "pre" or ctx.step is None:
-        return None
     step = ctx.step
+    if step is None or not _pre_norm(ctx):
+        return None
     if step.op == "mha" and ctx.key == "out" and step.inputs:
         norm = ctx.steps.get(step.inputs[0])
         if norm is None or norm.op != "layer_norm" or not norm.inputs:
             return None
-        return ctx.attention(reads=norm.inputs[0])
+        return recompute(ctx, reads=norm.inputs[0])
     if step.op == "layer_norm" and step.inputs:
         sub = next((s for s in ctx.steps.values() if s.op == "mha" and s.inputs[:1] == (ctx.name,)), None)
-        found = None if sub is None else _attention(ctx, sub, reads=step.inputs[0])
+        if sub is None:
+            return None
+        found = recompute(ctx.at(sub), reads=step.inputs[0])
         x = ctx.inp(step.inputs[0])
-        return None if found is None or x is None else _ln(ctx, x=x + found["out"])
+        if found is None or x is None:
+            return None
+        from tracer.compare import recompute as plain
+
+        out = plain.norm(ctx, x=x + found)
+        return None if out is None else out["out"]
     return None
 
 
-def _off_by_one(ctx: Context) -> list[np.ndarray | None]:
-    if ctx.step is None or ctx.step.params().get("mask", "causal") != "causal":
-        return []
-    return [ctx.attention(mask="diagonal"), ctx.attention(mask="diagonal", fill=-1e9)]
+def _d(ctx: Context) -> object:
+    H = int(ctx.dims.get("H", 0) or 0)
+    width = ctx.weight("w_q")
+    return width.shape[-1] // H if width is not None and H else "d"
+
+
+def _classic_scale(ctx: Context) -> bool:
+    return ctx.step is not None and ctx.step.scale is None
 
 
 ATTN = ("mha", "scores", "weights", "heads")
 DIAGNOSES: tuple[Diagnosis, ...] = (
-    Diagnosis("ddof", ("layer_norm",), lambda c: _ln(c, ddof=1),
+    Diagnosis("ddof", ("layer_norm",), lambda c: recompute(c, ddof=1),
               lambda c: msg("Your {stage} equals LayerNorm with the variance divided by C-1 (ddof=1): divide by C", stage=c.name)),
-    Diagnosis("ln_over_t", ("layer_norm",), lambda c: _ln(c, axis=1),
+    Diagnosis("ln_over_t", ("layer_norm",), lambda c: recompute(c, axis="T"),
               lambda c: msg("Your {stage} equals LayerNorm with its mean and variance taken over {axis} instead of over C", stage=c.name,
                             axis=msg("T (the positions)"))),
-    Diagnosis("ln_over_b", ("layer_norm",), lambda c: _ln(c, axis=0),
+    Diagnosis("ln_over_b", ("layer_norm",), lambda c: recompute(c, axis="B"),
               lambda c: msg("Your {stage} equals LayerNorm with its mean and variance taken over {axis} instead of over C", stage=c.name,
                             axis=msg("B (the samples)"))),
-    Diagnosis("no_eps", ("layer_norm",), lambda c: _ln(c, eps=0.0),
+    Diagnosis("no_eps", ("layer_norm",), lambda c: recompute(c, eps=0.0),
               lambda c: msg("Your {stage} equals LayerNorm without ε: add ε to the variance inside the square root, sqrt(var + ε)", stage=c.name)),
-    Diagnosis("gamma_beta_swapped", ("layer_norm",), lambda c: _ln(c, swap=True),
+    Diagnosis("gamma_beta_swapped", ("layer_norm",), lambda c: recompute(c, gamma="swapped"),
               lambda c: msg("Your {stage} equals LayerNorm with gamma and beta swapped: multiply by gamma, then add beta", stage=c.name)),
     Diagnosis("post_norm", ("layer_norm", "mha"), _post_norm,
               lambda c: msg("Your {stage} is what a Post-Norm block computes (LN(X + MHA(X))): this spec asks for Pre-Norm, "
                             "N1 = LN1(X), R = X + MHA(N1), normalise before each sublayer, not after the add", stage=c.name)),
-    Diagnosis("no_residual", ("add",), _no_residual, lambda c: _missing_term(c)),
+    Diagnosis("no_residual", ("add",), lambda c: [recompute(c, a="none"), recompute(c, b="none")], lambda c: _missing_term(c)),
     Diagnosis("residual_from_norm", ("add",), _normed_residual,
               lambda c: msg("Your {stage} adds the normalised input to the sublayer's output (N + U): the residual adds the stream itself, "
                             "R = X + U, not LN(X) + U", stage=c.name)),
-    Diagnosis("no_w_o", ("mha",), lambda c: c.attention(w_o=False),
+    Diagnosis("no_w_o", ("mha",), lambda c: recompute(c, w_o="off"),
               lambda c: msg("Your {stage} equals the heads before W_O: multiply by W_O (and add b_O)", stage=c.name)),
-    Diagnosis("softmax_queries", ("mha", "weights", "heads"), lambda c: c.attention(softmax="queries"),
+    Diagnosis("softmax_queries", ("mha", "weights", "heads"), lambda c: recompute(c, softmax_over="queries"),
               lambda c: msg("Your {stage} equals attention with the softmax taken over the queries: take it over the keys (the last axis)", stage=c.name)),
-    Diagnosis("mask_after", ("mha", "weights", "heads"), lambda c: c.attention(mask="after"),
+    Diagnosis("mask_after", ("mha", "weights", "heads"), lambda c: recompute(c, mode="after"),
               lambda c: msg("Your {stage} equals attention with the mask applied after the softmax: mask the scores first (-inf on future keys), then the softmax", stage=c.name)),
-    Diagnosis("no_scale", ATTN, lambda c: c.attention(scale=False),
+    Diagnosis("no_scale", ATTN, lambda c: recompute(c, scale="1") if _classic_scale(c) else None,
               lambda c: msg("Your {stage} equals attention without the 1/sqrt(d) scale: divide the scores Q K^T by sqrt(d) = sqrt({d})", stage=c.name,
-                            d=c.ours[f"{_prefix(c.step)}.q"].shape[-1] if c.step is not None and f"{_prefix(c.step)}.q" in c.ours else "d")),
-    Diagnosis("split_without_transpose", ATTN, lambda c: c.attention(split="reshape"),
+                            d=_d(c))),
+    Diagnosis("split_without_transpose", ATTN, lambda c: recompute(c, split="reshape"),
               lambda c: msg("Your {stage} equals attention with the heads split by a reshape without the transpose: reshape [T,C] to [T,H,d], "
                             "then swap T and H (and back before W_O)", stage=c.name)),
-    Diagnosis("heads_reversed", ("mha", "heads"), lambda c: c.attention(order="reversed"),
+    Diagnosis("heads_reversed", ("mha", "heads"), lambda c: recompute(c, order="reversed"),
               lambda c: msg("Your {stage} equals attention with the heads concatenated in the wrong order: head 0 first, then head 1, ..., "
                             "before W_O", stage=c.name)),
-    Diagnosis("mask_off_by_one", ("mha", "weights", "heads"), _off_by_one,
+    Diagnosis("mask_off_by_one", ("mha", "weights", "heads"),
+              lambda c: [recompute(c, mask="diagonal"), recompute(c, mask="diagonal_1e9")] if c.step is not None and c.step.mask == "causal" else None,
               lambda c: msg("Your {stage} equals attention with the causal mask off by one: the diagonal is masked too (row 0 then has no key: "
                             "NaN with -inf, uniform with -1e9); mask only the keys after the query, np.triu(..., k=1)", stage=c.name)),
-    Diagnosis("gelu_exact", ("ffn_hidden",), lambda c: _other_gelu(c) if _activation(c) == "gelu_tanh" else None,
+    Diagnosis("gelu_exact", ("ffn_hidden",), lambda c: recompute(c, activation="gelu") if c.activation() == "gelu_tanh" else None,
               lambda c: msg("Your {stage} uses the exact GELU (erf) where the spec asks for the tanh approximation: "
                             "0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))", stage=c.name)),
-    Diagnosis("gelu_tanh", ("ffn_hidden",), lambda c: _other_gelu(c) if _activation(c) == "gelu" else None,
+    Diagnosis("gelu_tanh", ("ffn_hidden",), lambda c: recompute(c, activation="gelu_tanh") if c.activation() == "gelu" else None,
               lambda c: msg("Your {stage} uses GELU's tanh approximation where the spec asks for the exact GELU: x Φ(x) = 0.5 x (1 + erf(x/√2))",
                             stage=c.name)),
-    Diagnosis("ffn_no_bias", ("ffn_hidden", "ffn_out"), lambda c: _hidden(c, bias=False) if c.kind == "ffn_hidden" else _ffn_out(c, bias=False),
+    Diagnosis("ffn_no_bias", ("ffn_hidden", "ffn_out"), lambda c: recompute(c, b1="off") if c.kind == "ffn_hidden" else recompute(c, b2="off"),
               lambda c: msg("Your {stage} leaves the FFN's bias out: add {bias}", stage=c.name, bias="b_1" if c.kind == "ffn_hidden" else "b_2")),
 )
 
 
-# -- what a spec cannot show -------------------------------------------------------------------------------------
-
-SHOWS_ALL = "specs/variants/diagnose.yaml"  # a block in which every classic mistake changes a stage
-
-
-def spec_blind_spots(spec: Spec, params: Mapping[str, np.ndarray]) -> list[Message]:
-    """The classic mistakes this spec's numbers cannot reveal, each named by the property that hides it, and a spec
-    that can (one note; none when the spec shows them all).  tracer diff says it; tracer check can call it too."""
-    found: list[Message] = []
-    attn = [s for s in spec.steps if s.op == "mha"]
-    dims = spec.dims
-    if attn and dims.H and dims.C // dims.H == 1:
-        found.append(msg("d = 1 (a missing 1/sqrt(d) changes nothing)"))
-    if attn and dims.H == 1:
-        found.append(msg("H = 1 (heads split without the transpose or concatenated out of order change nothing)"))
-    if dims.T == 1:
-        found.append(msg("T = 1 (the mask, its place and the softmax's axis change nothing)"))
-    biases = [a for k, a in params.items() if k.rsplit(".", 1)[-1] in ("b_q", "b_k", "b_v", "b_o", "b1", "b2")]
-    if biases and not any(np.any(a != 0) for a in biases):
-        found.append(msg("every bias is zero (a bias left out changes nothing)"))
-    gammas = [a for k, a in params.items() if k.endswith(".gamma")]
-    betas = [a for k, a in params.items() if k.endswith(".beta")]
-    if gammas and all(np.all(g == 1) for g in gammas) and all(np.all(b == 0) for b in betas):
-        found.append(msg("gamma = 1 and beta = 0 (a LayerNorm that leaves gamma or beta out changes nothing)"))
-    if not found:
-        return []
-    return [msg("this spec cannot show every classic mistake: {props}; {spec} can", props=join(found), spec=SHOWS_ALL)]
-
-
-# -- Gemma's ways to get it wrong (i23-gemma) ------------------------------------------------------------------
+# -- Gemma's ways to get it wrong -------------------------------------------------------------------------------
 # A port of Hugging Face's Gemma that scales by the stored weight w instead of 1 + w, forgets the sqrt(C) of the
 # embeddings, or gates its FFN with the exact GELU or with SiLU: each recomputed from the student's inputs.
-ADVICE["rms_norm_offset"] = ("Gemma's RMSNorm (the mean of the squares over C, ε inside the square root, then times 1 + gamma, "
-                             "not gamma: the stored weight is the offset from 1)")
-ADVICE["embed_scale"] = "the scaled embeddings: the rows of E for the token ids, times sqrt(C)"
-
 
 def _rms_offset(ctx: Context, offset: float = 1.0) -> np.ndarray | None:
     step = ctx.step
@@ -575,21 +434,6 @@ def _embed(ctx: Context, scale: bool = True) -> np.ndarray | None:
     return None if e is None else (e * math.sqrt(e.shape[-1]) if scale else e)
 
 
-def _gated(ctx: Context, gate: str | None = None) -> np.ndarray | None:
-    """A gated FFN's hidden layer, act(N W_1 + b_1) * (N W_3 + b_3), its gate through ``gate`` (default: the spec's)."""
-    step = ctx.step
-    act = _activation(ctx)
-    if step is None or step.op != "ffn_hidden" or not step.inputs or act not in ("swiglu", "geglu"):
-        return None
-    n, w1, b1, w3, b3 = ctx.inp(step.inputs[0]), ctx.weight("w1"), ctx.weight("b1"), ctx.weight("w3"), ctx.weight("b3")
-    if n is None or w1 is None or b1 is None or w3 is None or b3 is None:
-        return None
-    z = n @ w1 + b1
-    name = gate or {"swiglu": "silu", "geglu": "gelu_tanh"}[act]
-    g = z / (1.0 + np.exp(-z)) if name == "silu" else _act(name, z)
-    return None if g is None else g * (n @ w3 + b3)
-
-
 def _gemma_correct(ctx: Context) -> np.ndarray | None:
     step = ctx.step
     if step is None:
@@ -598,7 +442,7 @@ def _gemma_correct(ctx: Context) -> np.ndarray | None:
         return _rms_offset(ctx)
     if step.op == "embed_scale":
         return _embed(ctx)
-    return None
+    return recompute(ctx)
 
 
 DIAGNOSES += (
@@ -607,11 +451,69 @@ DIAGNOSES += (
                             "x / sqrt(mean(x^2) + eps) * (1 + w)", stage=c.name)),
     Diagnosis("no_embedding_scale", ("embed_scale",), lambda c: _embed(c, scale=False),
               lambda c: msg("Your {stage} is the embeddings unscaled: Gemma multiplies them by sqrt(C) = sqrt({C})", stage=c.name,
-                            C=c.spec.dims.C if c.spec is not None else "C")),
-    Diagnosis("geglu_exact", ("ffn_hidden",), lambda c: _gated(c, gate="gelu") if _activation(c) == "geglu" else None,
+                            C=c.dims.get("C", "C"))),
+    Diagnosis("geglu_exact", ("ffn_hidden",), lambda c: recompute(c, gate="gelu") if c.activation() == "geglu" else None,
               lambda c: msg("Your {stage} gates with the exact GELU (erf) where GeGLU uses GELU's tanh approximation (Hugging Face's "
                             "gelu_pytorch_tanh, which Gemma's hidden_act means, even when it says gelu)", stage=c.name)),
-    Diagnosis("geglu_silu", ("ffn_hidden",), lambda c: _gated(c, gate="silu") if _activation(c) == "geglu" else None,
+    Diagnosis("geglu_silu", ("ffn_hidden",), lambda c: recompute(c, gate="silu") if c.activation() == "geglu" else None,
               lambda c: msg("Your {stage} gates with SiLU (SwiGLU) where the spec asks for GeGLU: the gate is GELU's tanh approximation, "
                             "gelu_tanh(N W_1 + b_1) * (N W_3 + b_3)", stage=c.name)),
 )
+
+
+# -- what a spec cannot show -------------------------------------------------------------------------------------
+
+SHOWS_ALL = "specs/variants/diagnose.yaml"  # a block in which every classic mistake changes a stage
+ROLES = ("q_from", "k_from", "v_from")
+
+
+def spec_blind_spots(spec: Spec, params: Mapping[str, np.ndarray], stages: Mapping[str, Stage] | None = None) -> list[Message]:
+    """The mistakes this spec's numbers cannot reveal, each named by the property that hides it (d = 1, H = 1, T = 1,
+    zero biases, gamma 1 and beta 0), then, from the run's ``stages``, every other variant of its ops that gives
+    its correct numbers (compare/search.py: W_O transposed where W_O is symmetric), and a spec that can show them
+    all (one note; none when the spec shows them all).  tracer diff says it; tracer check too."""
+    found: list[Message] = []
+    holds: set[str] = set()
+    attn = [s for s in spec.steps if s.op == "mha"]
+    dims = spec.dims
+    if attn and dims.H and dims.d == 1:
+        found.append(msg("d = 1 (a missing 1/sqrt(d) changes nothing)"))
+        holds.add("d1")
+    if attn and dims.H == 1:
+        found.append(msg("H = 1 (heads split without the transpose or concatenated out of order change nothing)"))
+        holds.add("h1")
+    if dims.T == 1:
+        found.append(msg("T = 1 (the mask, its place and the softmax's axis change nothing)"))
+        holds.add("t1")
+    biases = [a for k, a in params.items() if k.rsplit(".", 1)[-1] in ("b_q", "b_k", "b_v", "b_o", "b1", "b2")]
+    if biases and not any(np.any(a != 0) for a in biases):
+        found.append(msg("every bias is zero (a bias left out changes nothing)"))
+        holds.add("bias0")
+    gammas = [a for k, a in params.items() if k.endswith(".gamma")]
+    betas = [a for k, a in params.items() if k.endswith(".beta")]
+    if gammas and all(np.all(g == 1) for g in gammas) and all(np.all(b == 0) for b in betas):
+        found.append(msg("gamma = 1 and beta = 0 (a LayerNorm that leaves gamma or beta out changes nothing)"))
+        holds.add("gamma1")
+    if stages is not None:
+        more = [k for k in search.blind_spots(_contexts(spec, params, stages)) or [] if k.hidden_by not in holds]
+        roles = [k for k in more if k.key in ROLES and str(k.value).startswith("w_")]
+        words = [k.words for k in more if k not in roles]
+        if len(roles) == 6:  # W_Q = W_K = W_V
+            words.insert(0, msg("the queries, keys or values made with another of W_Q, W_K and W_V (they are equal here)"))
+        else:
+            words[:0] = [k.words for k in roles]
+        if words:
+            found.append(msg("these mistakes give its numbers unchanged: {mistakes}", mistakes=join(words, ", ")))
+    if not found:
+        return []
+    return [msg("this spec cannot show every classic mistake: {props}; {spec} can", props=join(found), spec=SHOWS_ALL)]
+
+
+def _contexts(spec: Spec, params: Mapping[str, np.ndarray], stages: Mapping[str, Stage]) -> Iterator[Context]:
+    from tracer.compare.recompute import EXACT, Run
+    from tracer.views.trace_json import block_json
+
+    run = Run(dict(stages), dict(params), spec, block_json(spec.block), spec.dims.as_dict(), spec.steps)
+    for step in spec.steps:
+        if step.op in search.KNOBS and step.name in stages:
+            yield Context(step.name, run, run, EXACT)

@@ -46,13 +46,14 @@ def error_json(a: str, b: str, code: int, error: object, schema_version: int) ->
 
 
 def hand_ins(paths: list[str]) -> list[str]:
-    """The sides to compare: each path as given, a folder as the hand-ins it holds (*.npz, *.json, *.yaml, *.yml, by name)."""
+    """The sides to compare: each path as given, a folder as the hand-ins it holds (*.npz, *.json, *.yaml, *.yml, the
+    suffix in any case, by name)."""
     sides: list[str] = []
     for path in paths:
         if not os.path.isdir(path):
             sides.append(path)
             continue
-        inside = sorted(name for name in os.listdir(path) if name.endswith(HAND_IN_SUFFIXES) and not name.startswith(".")
+        inside = sorted(name for name in os.listdir(path) if name.lower().endswith(HAND_IN_SUFFIXES) and not name.startswith(".")
                         and os.path.isfile(os.path.join(path, name)))
         if not inside:
             raise UsageError(msg("{folder}: a folder of hand-ins, but it holds no .npz, .json or .yaml file", folder=path))

@@ -40,7 +40,7 @@ class SavedTrace:
     stages: dict[str, Stage]  # in the saved order; attention internals are the stages no step records
     violations: list[dict[str, Any]]
     weights: dict[str, np.ndarray] | None  # only in traces saved with --with-weights
-    top: dict[str, Any] = field(default_factory=dict)  # the other settings it records: encoder, model, init (where written)
+    top: dict[str, Any] = field(default_factory=dict)  # the other settings it records: encoder, model, init, input, source (where written)
 
 
 def sniff(path: str, text: str) -> Any | None:
@@ -169,7 +169,7 @@ class _Reader:
         top: dict[str, Any] = {}
         if "encoder" in doc:
             top["encoder"] = self.block(self.want(doc["encoder"], "encoder", dict, msg("an object {norm_order, mask, eps, ...}")), "encoder")
-        for key in ("model", "init"):
+        for key in ("model", "init", "input", "source"):
             if key in doc:
                 top[key] = self.want(doc[key], key, str, msg("text"))
         return SavedTrace(self.path, spec_path, name, ok, dims, block, dtype, steps, stages, violations, weights, top)

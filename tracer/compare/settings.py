@@ -9,11 +9,13 @@ of what to compare: a new field is compared from the day it exists.
 Normalised: a mask is the matrix it gives for the positions the attention reads (``mask: causal`` and the same
 lower-triangular matrix written out are one mask), described as ``causal``, ``none``, ``causal, window W`` or the
 matrix itself; a default left out is the default; a setting nothing reads (a stack's mask where it has no
-attention) is dropped.
+attention) is dropped; a value that means the default is the default (``attention_scale: 0.25`` where d = 16:
+1/sqrt(d), as if it were left out).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -23,7 +25,7 @@ from tracer.engine.executor import visible_keys
 from tracer.model.blocks import Step, position_axis
 from tracer.model.ops import OPS
 from tracer.spec import SPEC_SETTINGS, Spec
-from tracer.views.trace_json import block_json
+from tracer.views.trace_json import block_json, input_words
 
 STACKS = ("block", "encoder")  # the sections a spec's settings of a stack are named under (block.eps, encoder.mask)
 
@@ -66,14 +68,28 @@ def saved_mask(word: Any, block: Mapping[str, Any] | None, n: int) -> Any:
     return word  # a word this tracer does not know (another version's): compared as written
 
 
+def default_scale(scale: Any, d: Any) -> bool:
+    """Is ``attention_scale`` the scale the scores get without it, 1/sqrt(d) (to the last bits a YAML number keeps)?"""
+    if isinstance(scale, bool) or not isinstance(scale, (int, float)) or isinstance(d, bool) or not isinstance(d, int) or d <= 0:
+        return False
+    return math.isclose(float(scale), 1.0 / math.sqrt(d), rel_tol=1e-12, abs_tol=0.0)
+
+
+def _plain_scale(block: Mapping[str, Any], d: Any) -> Mapping[str, Any]:
+    """A stack's settings with an attention_scale of 1/sqrt(d) read as none given."""
+    if default_scale(block.get("attention_scale"), d):
+        return {**block, "attention_scale": None}
+    return block
+
+
 def stack_of(step: Step) -> str:
     """The section whose settings a step takes: the encoder's for an encoder stage, else the block's."""
     return "encoder" if position_axis(step.name) == "S" else "block"
 
 
-def step_settings(steps: tuple[Step, ...], mask_of: Callable[[Step], Any], head: Any) -> dict[str, dict[str, Any]]:
+def step_settings(steps: tuple[Step, ...], mask_of: Callable[[Step], Any], head: Any, d: Any = None) -> dict[str, dict[str, Any]]:
     """Each step's own settings (Step.params: every field but its name, meaning, op, inputs and weights), its
-    attention's mask as a matrix, and the output head's tied | separate."""
+    attention's mask as a matrix, and the output head's tied | separate; a scale of 1/sqrt(d) is no scale given."""
     out: dict[str, dict[str, Any]] = {}
     for step in steps:
         s = dict(step.params())
@@ -82,6 +98,8 @@ def step_settings(steps: tuple[Step, ...], mask_of: Callable[[Step], Any], head:
             for key in mask_fields(s):  # the mask's word and window: compared as the one matrix they make
                 del s[key]
             s["mask"] = mask_of(step)
+            if default_scale(s.get("scale"), d):
+                del s["scale"]
         if step.op == "head" and head is not None:
             s["head"] = head
         out[step.name] = s
@@ -111,10 +129,9 @@ def _first_attention(steps: tuple[Step, ...], section: str) -> Step | None:
 
 
 def _input_words(value: Any) -> str | None:
-    """A spec's input as compared: its kind and values (a nested list), or 'random' (drawn from the seed)."""
-    if value is None:
-        return None
-    return f"{value.kind}: {value.value}"  # tokens: [[0, 1, 2]]; x: random (the values, drawn, are the input stage's)
+    """A spec's input as compared: its kind and values (a nested list), or 'random' (drawn from the seed), as a saved
+    trace records it (trace_json.input_words)."""
+    return None if value is None else input_words(value)  # tokens: [[0, 1, 2]]; x: random (the values are the input stage's)
 
 
 def of_spec(spec: Spec) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
@@ -134,7 +151,7 @@ def of_spec(spec: Spec) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
             continue
         if field in STACKS:
             if value is not None:
-                stacks[field] = block_json(value)
+                stacks[field] = dict(_plain_scale(block_json(value), spec.dims.d))
                 first = _first_attention(spec.steps, field)
                 if first is not None:
                     masks[field] = mask_of(first)
@@ -146,16 +163,17 @@ def of_spec(spec: Spec) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
             top[field] = None if value is None else [list(row) for row in value]
         else:
             top[field] = value
-    steps = step_settings(spec.steps, mask_of, spec.block.head if spec.block.head != "none" else None)
+    steps = step_settings(spec.steps, mask_of, spec.block.head if spec.block.head != "none" else None, spec.dims.d)
     return flat_settings(spec.dims.as_dict(), stacks, masks, top), steps
 
 
 def of_trace(dims: Mapping[str, Any], block: Mapping[str, Any], top: Mapping[str, Any], dtype: str | None,
              steps: tuple[Step, ...]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
     """A saved trace's settings and each step's, normalised as of_spec normalises a spec's."""
-    stacks: dict[str, Mapping[str, Any]] = {"block": block}
+    d = _head_width(dims)
+    stacks: dict[str, Mapping[str, Any]] = {"block": _plain_scale(block, d)}
     if isinstance(top.get("encoder"), Mapping):
-        stacks["encoder"] = top["encoder"]
+        stacks["encoder"] = _plain_scale(top["encoder"], d)
 
     def mask_of(step: Step) -> Any:
         section = stack_of(step)
@@ -171,10 +189,19 @@ def of_trace(dims: Mapping[str, Any], block: Mapping[str, Any], top: Mapping[str
     rest: dict[str, Any] = {"model": top.get("model", "decoder")}
     if dtype is not None:
         rest["dtype"] = dtype
-    if "init" in top:
-        rest["init"] = top["init"]
+    for key in ("init", "input", "source"):
+        if key in top:
+            rest[key] = top[key]
     head = block.get("head")
-    return flat_settings(dims, stacks, masks, rest), step_settings(steps, mask_of, head if head != "none" else None)
+    return flat_settings(dims, stacks, masks, rest), step_settings(steps, mask_of, head if head != "none" else None, d)
+
+
+def _head_width(dims: Mapping[str, Any]) -> int | None:
+    """A saved trace's d: dims.d when it records one, else C // H."""
+    d, C, H = dims.get("d"), dims.get("C"), dims.get("H")
+    if isinstance(d, int) and not isinstance(d, bool):
+        return d
+    return C // H if isinstance(C, int) and isinstance(H, int) and H > 0 else None
 
 
 def complete(block: Mapping[str, Any], top: Mapping[str, Any]) -> bool:

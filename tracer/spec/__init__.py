@@ -247,7 +247,7 @@ SPEC_NOT_SETTINGS = {
     "text": "the text the tokens were made from: the token ids are compared (input)",
     "specials_added": "which special tokens the text's ids include: the token ids are compared (input)",
 }
-SPEC_ONLY_SETTINGS = ("input", "source", "loss", "targets")  # not in a saved trace (its stages hold the input's values)
+SPEC_ONLY_SETTINGS = ("input", "source", "loss", "targets")  # not in a trace saved before it recorded its input (its stages hold the values)
 GRAD_SETTINGS = ("loss", "targets")  # what tracer grad differentiates: compared by diff --grad
 
 

@@ -15,6 +15,8 @@ Schema (stable; documented in docs/reference/output.md):
      "verify": {...},                  # only with --verify
      "dtype": "float64" | "float32",
      "init": "default" | "xavier",    # how drawn matrices are scaled
+     "input": "tokens: [[0, 1, 2]]" | "x: random" | ...,  # the input as the spec gives it (tracer diff compares it);
+     "source": ...,                   # an encoder-decoder's source too ("x: given" for a matrix too big to repeat)
      "weights": {name: nested list}    # only with --with-weights (e.g. "attn.w_q", "norm1.gamma")
      "tokens": {"text","special_added","ids","pieces"}  # only for a spec with a tokenizer: the tokens as text
     }
@@ -142,6 +144,10 @@ def trace_json(trace: Recording, stages: list[Stage], verify: dict[str, Any] | N
         out["verify"] = verify
     out["dtype"] = spec.dtype
     out["init"] = spec.init
+    for key in ("input", "source"):
+        given = getattr(spec, key)
+        if given is not None:
+            out[key] = input_words(given)
     if spec.interventions:  # i27-intervene: what the run replaced, as the command line asked
         out["interventions"] = [iv.as_json() for iv in spec.interventions]
     if spec.tokenizer is not None:  # i27-lens: the input tokens as text beside their ids
@@ -150,6 +156,15 @@ def trace_json(trace: Recording, stages: list[Stage], verify: dict[str, Any] | N
         pairs = ((name, array_json(w)) for name, w in weights.items())
         out["weights"] = Streamed(pairs, mapping=True) if streamed else dict(pairs)
     return out
+
+
+INPUT_WORDS_MAX = 100_000  # characters of an input written out in a trace's "input"; a longer one is "x: given"
+
+
+def input_words(given: Any) -> str:
+    """The input as tracer diff compares it: its kind and its values (token ids, a small matrix), or random."""
+    words = f"{given.kind}: {given.value}"
+    return words if len(words) <= INPUT_WORDS_MAX else f"{given.kind}: given"
 
 
 def tokens_json(spec: Spec) -> dict[str, Any]:
