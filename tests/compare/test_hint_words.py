@@ -88,3 +88,33 @@ def test_the_chapters_blind_spots_name_what_its_weights_hide():
                   "W_O transposed"):
         assert words in note, (words, note)
     assert "b_K" not in note  # never shows, on any spec
+
+
+# -- each stage's advice, in the case that shows it ----------------------------------------------------------------
+
+ADVICE_CASES = {  # the stage made wrong by a change no variant makes -> words its advice must hold
+    "norm1": "LayerNorm (divide by C, not C-1; ε inside the square root",
+    "attention": "attention: the softmax over the keys (the last axis), not the queries",
+    "attn.scores": "the scores: Q_h K_h^T / sqrt(d) for each head",
+    "attn.weights": "the softmax: over the keys (the last axis), not the queries",
+    "attn.heads": "the mixing: the weights times V for each head",
+    "residual1": "the residual add: both terms, the stream and the sublayer's output",
+    "hidden": "the FFN's first layer: act(norm2 W_1 + b_1), reading norm2",
+    "ffn": "the FFN's second layer: hidden W_2 + b_2",
+}
+
+
+def test_each_stages_advice_is_the_one_for_what_it_computes(tmp_path):
+    path = tmp_path / "s.yaml"
+    path.write_text(student.spec_text(4, 2))
+    t = tracer.trace(str(path))
+    good = student.numpy_block(np.asarray(t["x"])[0], dict(t.params), 2)
+    order = ["x", "norm1", "attn.scores", "attn.weights", "attn.heads", "attention", "residual1", "norm2", "hidden", "ffn", "output"]
+    for stage, words in ADVICE_CASES.items():
+        kept = order[: order.index(stage) + 1]
+        arrays = {k: good[k].copy() for k in kept}
+        arrays[stage] = arrays[stage] + 0.01 * np.cos(3 * arrays[stage])  # no variant of any op makes this
+        r = diffing.diff(str(path), _save(tmp_path, arrays, f"{stage}.npz"))
+        assert r.first_diverging is not None and r.first_diverging.name == stage, (stage, r.first_diverging)
+        text = r.hint.english()
+        assert "no known mistake matches" in text and words in text, (stage, text)

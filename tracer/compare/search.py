@@ -30,7 +30,7 @@ from tracer.messages import Message, join, msg
 COMMON_EPS = (1e-12, 1e-8, 1e-6, 1e-5, 1e-3)  # the epsilons libraries use (BERT 1e-12, PyTorch 1e-5, ...)
 ACTIVATIONS_TRIED = ("relu", "gelu", "gelu_tanh", "silu", "relu2", "sigmoid", "none")
 PAIR_BUDGET = 3e9  # multiply-adds the pairs of one search may cost (a chapter-sized stage: a few thousand each)
-SINGLE_BUDGET = 3e10
+SINGLE_BUDGET = 3e10  # ... and its single knobs (a GPT-2-sized attention at T = 1024: the worded records alone)
 
 
 class Knob(NamedTuple):
@@ -297,15 +297,20 @@ def knobs_for(ctx: Context) -> list[Knob]:
 
 
 def _cost(ctx: Context) -> float:
-    """Multiply-adds of one recomputation of the stage (the projections and the T x T products of an attention)."""
-    shape = next((a.shape for n, a in ctx.ours.items() if ctx.step is not None and ctx.step.inputs and n == ctx.step.inputs[0]), None)
-    if shape is None or len(shape) != 3:
+    """Multiply-adds of one recomputation of the stage: the projections and T x T products of an attention, the two
+    products of an FFN layer, a few per value of a norm or an add."""
+    step = ctx.step
+    read = ctx.ours.get(step.inputs[0]) if step is not None and step.inputs else None
+    if step is None or read is None or read.ndim != 3:
         return 1.0
+    shape = read.shape
     B, T, C = shape
-    F = max((a.shape[-1] for k, a in ctx.params.items() if ctx.step is not None and k.startswith(f"{ctx.step.weights}.")), default=C)
-    if ctx.step is not None and ctx.step.op == "mha":
+    if step.op == "mha":
         return float(4 * B * T * C * C + 2 * B * T * T * C)
-    return float(B * T * C * max(F, 1) + B * T * C)
+    if step.op in ("ffn_hidden", "ffn_out"):
+        F = max((a.shape[-1] for k, a in ctx.params.items() if k.startswith(f"{step.weights}.") and a.ndim == 2), default=C)
+        return float(2 * B * T * C * F)
+    return float(10 * B * T * C)
 
 
 # -- the search ---------------------------------------------------------------------------------------------------
@@ -344,8 +349,8 @@ def search(ctx: Context, theirs: np.ndarray, tol: Tolerance | None = None, extra
         return SearchOutcome(None, [], True)
     knobs = knobs_for(ctx)
     cost = _cost(ctx)
-    if cost * len(knobs) > SINGLE_BUDGET:
-        return SearchOutcome(None, [], False)
+    if cost * len(knobs) > SINGLE_BUDGET:  # a checkpoint-sized stage: the worded records alone, as they always were
+        knobs = []
     singles: list[tuple[tuple[Knob, ...], np.ndarray]] = []
     invisible: list[Knob] = []
     for k in knobs:
@@ -364,8 +369,8 @@ def search(ctx: Context, theirs: np.ndarray, tol: Tolerance | None = None, extra
         for a, b in itertools.combinations(visible, 2):
             if a.key == b.key:
                 continue
-            v = _forms(ctx, (a, b))
-            if v is not None and v.shape == theirs.shape and all(distance(v, s, EXACT, where) > 1.0 for _, s in singles if s is not None):
+            v = _forms(ctx, (a, b))  # (a pair that gives a single's numbers cannot match: no single did)
+            if v is not None and v.shape == theirs.shape:
                 pairs.append(((a, b), v))
         found = _best(_matches(pairs, theirs, dc, tol, where), where, tol)
     return SearchOutcome(found, invisible, bool(singles) or bool(invisible))

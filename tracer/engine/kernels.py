@@ -821,10 +821,10 @@ def _softmax_head_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, dw: np.
 
 
 def _softmax_rows_backward(dm: np.ndarray, w: np.ndarray, v: np.ndarray, dw: np.ndarray, ds: np.ndarray, r0: int, r1: int,
-                           n: int) -> None:  # rows r0:r1 of ds [T,S], their first n keys (those the rows may read)
-    """When ``ds`` is ``dw`` (a scratch buffer, not a stage), the block of dw is made here first, only where it is read:
-    each value is the same product of the same two rows of length d as in the whole dm v^T."""
-    if ds is dw:
+                           n: int, made: bool = False) -> None:  # rows r0:r1 of ds [T,S], their first n keys (those the rows may read)
+    """When ``ds`` is ``dw`` (a scratch buffer, not a stage) and not ``made`` already, the block of dw is made here
+    first, only where it is read (a softmax over keys without a causal mask: the block is the whole head)."""
+    if ds is dw and not made:
         np.matmul(dm[r0:r1], v[:n].T, out=dw[r0:r1, :n])
     wb = w[r0:r1, :n]
     dsb = _dominant_shift(dw[r0:r1, :n], wb, -1, ds[r0:r1, :n])  # each row's dw, less its value at the top weight
@@ -870,6 +870,8 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
         for b, g in pairs:
             kt = k[b, g].T
             for h in range(g * group, (g + 1) * group):
+                if causal:  # dweights = dm v^T by the one call attend_backward makes (a BLAS may round a block of it otherwise)
+                    np.matmul(dmixed[b, h], v[b, g].T, out=ds)
                 for r0 in range(0, T, ROW_BLOCK):  # the weights, as attend makes them (after the diagonal: not written, not read)
                     r1 = min(r0 + ROW_BLOCK, T)
                     n = min(r1, S) if causal else S
@@ -878,7 +880,7 @@ def attention_backward(dmixed: np.ndarray, q: np.ndarray, k: np.ndarray, v: np.n
                         w[r0:r1, :n] += bias[h, r0:r1, :n]
                     _masked_softmax(w[r0:r1, :n], r0, r1, n, causal, blocked)
                     if causal:  # the block's dscores and dq at once, while its rows are at hand (step is ROW_BLOCK)
-                        _softmax_rows_backward(dmixed[b, h], w, v[b, g], ds, ds, r0, r1, r1)
+                        _softmax_rows_backward(dmixed[b, h], w, v[b, g], ds, ds, r0, r1, r1, made=True)
                         np.matmul(ds[r0:r1, :r1], k[b, g][:r1], out=dq[b, h, r0:r1])
                 if causal:
                     _values_backward(w, dmixed[b, h], dv[b, g], causal, step)
