@@ -27,6 +27,7 @@ KINDS = {"broadcast": "广播", "axis": "轴", "position": "位置", "nonfinite"
 
 UI: dict[str, str] = {
     "not graded": "未评",
+    "incomplete": "不完整",
     # the trace table (Table 17.1's columns)
     "stage": "记录名",
     "what it is": "阶段",
@@ -323,6 +324,20 @@ MESSAGES: dict[str, str] = {
     "{folder}: no student folders and no hand-ins ({suffixes}) in this folder": "{folder}：这个文件夹里既没有学生文件夹，也没有作业（{suffixes}）",
     "{folder}: cannot list this folder ({why})": "{folder}：无法列出这个文件夹（{why}）",
     "{file}: {reason}": "{file}：{reason}",
+    "{path}: the reference cannot be read, so no hand-in is graded against it": "{path}：无法读取参考，因此没有作业按它评分",
+    "a reference is a trace tracer saved (tracer run SOLUTION.yaml --json --with-weights), not {what}":
+        "参考应是 tracer 保存的运行记录（tracer run SOLUTION.yaml --json --with-weights），而不是{what}",
+    "a spec": "spec",
+    "arrays": "数组",
+    "the arrays do not hold the block's output ({stage}): the stages part needs it": "这些数组没有块的输出（{stage}）：“各阶段”一项需要它",
+    "attention: the softmax over the keys (the last axis), not the queries; the mask before the softmax, not after; the scores divided by sqrt(d); the heads times W_O. Record {names} to see which":
+        "注意力：softmax 在键上求（最后一个轴），不是在查询上；掩码在 softmax 之前加，不是之后；分数除以 sqrt(d)；各头的结果要乘 W_O。记录 {names} 可以看出是哪一处",
+    "Your {stage} adds the normalised stream to the sublayer's output ({norm} + {sub}): the residual adds the stream itself, {stream} + {sub2}, not {norm2} + {sub3}":
+        "你的 {stage} 把归一化后的值与子层输出相加（{norm} + {sub}）：残差相加用的是残差路径上的值本身，{stream} + {sub2}，而不是 {norm2} + {sub3}",
+    "--expect {text}: {token} is too big for a number (NaN and the infinities are written nan, inf, -inf)":
+        "--expect {text}：{token} 太大，不是一个数（NaN 和无穷大写作 nan、inf、-inf）",
+    "{path}: is empty; expected a mapping of answers such as {example}": "{path}：是空的；应是答案的映射，例如 {example}",
+    "{path}: holds {kind}; expected a mapping of answers such as {example}": "{path}：里面是{kind}；应是答案的映射，例如 {example}",
     # tracer diff against your own arrays: the hint (compare/hints.py)
     "{lead}: look at {advice}": "{lead}：请检查{advice}",
     "{lead}. {diagnosis}": "{lead}。{diagnosis}",

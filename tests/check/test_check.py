@@ -119,7 +119,7 @@ def test_numpy_printed_form_of_a_near_one():
     assert run_app("check", EX2, "--stage", "norm", "--expect", "[-0.999995  1.      ]").returncode == 1
 
 
-@pytest.mark.parametrize("typed", ["[1, -2", "1, -2]]", "[1, x, 2]", "[1e999 1 2]", "[]", "[1 -2 nanx]"])
+@pytest.mark.parametrize("typed", ["[1, -2", "1, -2]]", "[1, x, 2]", "[]", "[1 -2 nanx]"])
 def test_expect_that_is_not_numbers_is_exit_2(typed):
     r = run_app("check", EX4, "--stage", "pre", "--expect", typed)
     assert r.returncode == 2, r.stdout + r.stderr
@@ -182,10 +182,12 @@ def test_answers_file_one_result_each_and_the_worst_exit_code(tmp_path):
 
 def test_answers_file_refusals(tmp_path):
     f = tmp_path / "answers.yaml"
-    f.write_text("pre@x: [1]\n", encoding="utf-8")
-    assert_refused(run_app("check", EX4, "--answers", str(f)), f"{f}:1:1: 'pre@x': expected STAGE, STAGE@T or STAGE@B,T")
+    f.write_text("pre@x: [1]\n", encoding="utf-8")  # an answer that cannot be one: its own line, exit 2 (the others still checked)
+    r = run_app("check", EX4, "--answers", str(f))
+    assert r.returncode == 2 and r.stdout.startswith(f"{f}:1:1: 'pre@x': expected STAGE, STAGE@T or STAGE@B,T"), r.stdout + r.stderr
     f.write_text("pre: {a: 1}\n", encoding="utf-8")
-    assert_refused(run_app("check", EX4, "--answers", str(f)), "pre: expected a list of numbers")
+    r = run_app("check", EX4, "--answers", str(f))
+    assert r.returncode == 2 and "pre: expected a list of numbers" in r.stdout
     assert_refused(run_app("check", EX4, "--answers", str(f), "--stage", "pre"), "without --stage and --expect")
     assert_refused(run_app("check", EX4, "--stage", "pre"), "give --stage and --expect")
     assert_refused(run_app("check", EX4, "--answers", str(tmp_path / "none.yaml")), "none.yaml")

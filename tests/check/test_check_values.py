@@ -42,7 +42,7 @@ def test_a_number_where_the_stage_is_nan_is_wrong_and_nan_where_it_is_a_number_t
 def test_inf_is_a_value_and_a_typed_overflow_is_refused(nan_spec):
     assert run_app("check", nan_spec, "--stage", "x", "--expect", "[inf, 0]").returncode == 1
     r = run_app("check", nan_spec, "--stage", "x", "--expect", "[1e999, 0]")
-    assert r.returncode == 2 and "expected a list of numbers" in r.stderr
+    assert r.returncode == 2 and "too big for a number" in r.stderr
 
 
 def test_an_answers_file_takes_yaml_nan(nan_spec, tmp_path):
@@ -76,3 +76,30 @@ def test_a_float32_spec_takes_the_exact_answer_and_its_own(tmp_path):
     wrong = list(by_hand)
     wrong[4] = f"{exact[4] + 5e-6:.6f}"
     assert run_app("check", str(path), "--stage", "attention", "--expect", "[" + ", ".join(wrong) + "]").returncode == 1
+
+
+def test_an_answers_file_takes_nan_as_yaml_reads_it(tmp_path):
+    spec = str(__import__("conftest").EXAMPLES / "violations" / "fully-masked-row.yaml")
+    answers = tmp_path / "answers.yaml"
+    answers.write_text("attention@1: [nan, nan]\nattention@1,0,0: [1, 1]\nx: [1, 0]\n")
+    r = run_app("check", spec, "--answers", str(answers))
+    lines = r.stdout.splitlines()
+    assert r.returncode == 2, r.stdout + r.stderr  # the worst: one answer refused
+    assert lines[0].startswith("right: attention at b=0, t=1 is [nan, nan]")
+    assert "expected STAGE, STAGE@T or STAGE@B,T" in lines[1] and lines[2].startswith("right: x at b=0, t=0")
+    assert lines[3] == "3 answers: 2 right, 0 wrong, 1 error; exit code 2"
+
+
+def test_an_answers_file_that_is_no_mapping_says_so(tmp_path):
+    spec = str(__import__("conftest").EXAMPLES / "exercises" / "ex4-ffn.yaml")
+    (tmp_path / "list.yaml").write_text("- [1, 2]\n")
+    (tmp_path / "empty.yaml").write_text("\n")
+    r = run_app("check", spec, "--answers", str(tmp_path / "list.yaml"))
+    assert r.returncode == 2 and "holds a list; expected a mapping of answers" in r.stderr
+    r = run_app("check", spec, "--answers", str(tmp_path / "empty.yaml"))
+    assert r.returncode == 2 and "is empty; expected a mapping of answers" in r.stderr
+
+
+def test_a_number_too_big_is_refused_in_words(nan_spec):
+    r = run_app("check", nan_spec, "--stage", "x", "--expect", "[1e999, 0]")
+    assert r.returncode == 2 and "1e999 is too big for a number" in r.stderr

@@ -146,3 +146,34 @@ def test_an_unlisted_mistake_is_still_not_named(tmp_path):
     arrays["attention"] = arrays["attention"] + 0.01 * np.sin(arrays["attention"])  # no variant makes this
     r = _diff(tmp_path, spec, arrays)
     assert r.first_diverging.name == "attention" and r.hint.bug is None and "no known mistake matches" in r.hint.english()
+
+
+def test_attention_reading_x_is_not_post_norm_when_norm1_is_recorded(tmp_path):
+    spec = str(SPECS / "variants" / "diagnose.yaml")
+    t = tracer.trace(spec)
+    w, x = dict(t.params), np.asarray(t["x"])[0]
+    good = student.numpy_block(x, w, 2)
+    T, C, H, d = 4, 4, 2, 2
+    q, k, v = ((x @ w[f"attn.w_{m}"] + w[f"attn.b_{m}"]).reshape(T, H, d).transpose(1, 0, 2) for m in "qkv")
+    s = np.where(np.triu(np.ones((T, T), bool), 1), -np.inf, q @ k.transpose(0, 2, 1) / np.sqrt(d))
+    a = np.exp(s - s.max(-1, keepdims=True))
+    a /= a.sum(-1, keepdims=True)
+    u = (a @ v).transpose(1, 0, 2).reshape(T, C) @ w["attn.w_o"] + w["attn.b_o"]
+    r = _diff(tmp_path, spec, {"x": x, "norm1": good["norm1"], "attention": u})
+    assert r.hint.bug == "reads=x", r.hint.english()
+    assert "Post-Norm" not in r.hint.english()
+    without = _diff(tmp_path, spec, {"x": x, "attention": u})  # norm1 not recorded: Post-Norm's attention, by its record
+    assert without.hint.bug == "post_norm"
+
+
+def test_masked_scores_are_known_by_the_mask_not_by_weights_that_underflow(tmp_path):
+    spec = tmp_path / "big.yaml"
+    spec.write_text("dims: {B: 1, T: 4, C: 4, H: 2, F: 8}\nseed: 7\ninput: {x: random}\nblock: {norm_order: pre, mask: causal}\n"
+                    "weights:\n  norm1: {gamma: [60, 60, 60, 60]}\n")
+    t = tracer.trace(str(spec))
+    arrays = {n: np.asarray(t[n]).copy() for n in ("x", "norm1", "attn.scores", "attn.weights", "attention")}
+    assert (arrays["attn.weights"][np.tril(np.ones((4, 4), bool))[None, None].repeat(2, 1)] == 0).any()  # some visible weights underflow
+    arrays["attn.scores"] = np.where(np.triu(np.ones((4, 4), bool), 1), -np.inf, arrays["attn.scores"])
+    r = _diff(tmp_path, str(spec), arrays)
+    assert r.exit_code == 0, r.summary()
+    assert any("holds masked scores" in n for n in r.notes)

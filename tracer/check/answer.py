@@ -15,10 +15,11 @@ the entries that differ but not the values (the student looks them up with `trac
 from __future__ import annotations
 
 import math
+import os
 import re
 from typing import Any, NamedTuple
 
-from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
+from tracer.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, UsageError
 from tracer.messages import Message, msg
 from tracer.model.contracts import kind_word
 
@@ -67,7 +68,8 @@ def parse_expect(text: str) -> list[float]:
             except ValueError:
                 raise bad from None
             if not math.isfinite(x) and word not in TYPED_NONFINITE:  # 1e999: a typing slip, not a value
-                raise bad
+                raise UsageError(msg("--expect {text}: {token} is too big for a number (NaN and the infinities are written nan, inf, -inf)",
+                                     text=repr(text), token=token))
             numbers.append(x)
     if depth != 0 or not numbers:
         raise bad
@@ -174,6 +176,7 @@ class Answer(NamedTuple):
     pos: int
     expect: str  # as --expect takes it
     where: str  # FILE:LINE:COL of its key
+    refused: Message | None = None  # the key or value cannot be an answer: its own line, the others still checked
 
 
 class Checked(NamedTuple):
@@ -208,29 +211,64 @@ _ANSWER_KEY = re.compile(r"(?P<stage>[^@\s]+)(?:@(?:(?P<b>-?\d+)\s*,\s*)?(?P<t>-
 
 def read_answers(path: str, batch: int = 0, pos: int = 0) -> list[Answer]:
     """An answers file: a YAML (or JSON) mapping, one answer a key: `STAGE` (at --pos, --batch), `STAGE@T` or `STAGE@B,T`,
-    each the numbers as a list or as --expect takes them (`pre@1: [-1, 2, 1]`, `norm: "[-0.999995  0.999995]"`)."""
+    each the numbers as a list or as --expect takes them (`pre@1: [-1, 2, 1]`, `norm: "[-0.999995  0.999995]"`, `x: [.nan, 1]`).
+    A key or value that cannot be an answer is an answer refused (its own line when checked), not the file's end."""
+    import yaml
+
+    from tracer.errors import SpecError
     from tracer.spec import yamlio
 
-    text = yamlio.read_text(path)
+    example = "'pre@0: [1, -2, -1]'"
+    try:
+        text = yamlio.read_text(path)
+    except SpecError:
+        if os.path.isfile(path) and os.path.getsize(path) < 4096 and not open(path, "rb").read().strip():
+            raise UsageError(msg("{path}: is empty; expected a mapping of answers such as {example}", path=path, example=example)) from None
+        raise
+    if not text.strip():
+        raise UsageError(msg("{path}: is empty; expected a mapping of answers such as {example}", path=path, example=example))
+    try:
+        top = yaml.safe_load(text)
+    except yaml.YAMLError:
+        top = {}  # the spec reader below says where the YAML is broken
+    if not isinstance(top, dict):
+        raise UsageError(msg("{path}: holds {kind}; expected a mapping of answers such as {example}", path=path,
+                             kind=msg("a list") if isinstance(top, list) else msg("a single value"), example=example))
     doc, src = yamlio.load(text, path)
     answers = []
     for key, value in doc.items():
         where = src.where_key((key,))
         m = _ANSWER_KEY.fullmatch(str(key))
         if m is None:
-            raise UsageError(msg("{where}: {key}: expected STAGE, STAGE@T or STAGE@B,T (such as pre@1)", where=where, key=repr(key)))
-        if isinstance(value, list) or (isinstance(value, (int, float)) and not isinstance(value, bool)):
-            expect = repr(value)
-        elif isinstance(value, str):
-            expect = value
-        else:
-            raise UsageError(msg("{where}: {key}: expected a list of numbers such as [1, -2, -1]", where=src.where((key,)), key=key))
+            answers.append(Answer(str(key), batch, pos, "", where,
+                                  msg("{where}: {key}: expected STAGE, STAGE@T or STAGE@B,T (such as pre@1)", where=where, key=repr(key))))
+            continue
         b = int(m.group("b")) if m.group("b") is not None else batch
         t = int(m.group("t")) if m.group("t") is not None else pos
+        expect = _as_expect(value)
+        if expect is None:
+            answers.append(Answer(m.group("stage"), b, t, "", where,
+                                  msg("{where}: {key}: expected a list of numbers such as [1, -2, -1]", where=src.where((key,)), key=key)))
+            continue
         answers.append(Answer(m.group("stage"), b, t, expect, where))
     if not answers:
         raise UsageError(msg("{path}: no answers (expected a mapping such as 'pre@0: [1, -2, -1]')", path=path))
     return answers
+
+
+def _as_expect(value: object) -> str | None:
+    """An answer's value as --expect reads it: a list (nested: row by row) of numbers, or of the words nan and inf that
+    YAML reads as text; a number; a string as typed.  None: not an answer (a mapping, true, null)."""
+    if isinstance(value, bool) or value is None or isinstance(value, dict):
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        parts = [_as_expect(v) for v in value]
+        return None if any(p is None for p in parts) else "[" + ", ".join(str(p) for p in parts) + "]"
+    return None
 
 
 def check_answers(path: str, answers: list[Answer], precision: int = 6) -> list[Checked]:
@@ -240,6 +278,9 @@ def check_answers(path: str, answers: list[Answer], precision: int = 6) -> list[
 
     out = []
     for a in answers:
+        if a.refused is not None:
+            out.append(Checked(a, EXIT_USAGE, error=a.refused))
+            continue
         try:
             v = check(path, a.stage, a.expect, a.pos, a.batch, precision)
             out.append(Checked(a, v.exit_code, v))

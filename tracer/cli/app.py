@@ -993,8 +993,8 @@ def grade(
     as_json: Annotated[bool, typer.Option("--json", help="JSON Lines on stdout instead of the sheet: one object per student and task.")] = False,
     csv_file: Annotated[str | None, typer.Option("--csv", metavar="FILE", show_default=False,
                                                  help="Also write the sheet as CSV to FILE (- : on stdout instead of the sheet).")] = None,
-    atol: Annotated[float, typer.Option("--atol", help="Absolute tolerance of each diff (as tracer diff).")] = 1e-9,
-    rtol: Annotated[float, typer.Option("--rtol", help="Relative tolerance of each diff (as tracer diff).")] = 1e-9,
+    atol: Annotated[float | None, typer.Option("--atol", show_default=False, help="Absolute tolerance of each diff, as tracer diff: default 1e-9, or 1e-5 against float32 arrays.")] = None,
+    rtol: Annotated[float | None, typer.Option("--rtol", show_default=False, help="Relative tolerance of each diff, as tracer diff: default 1e-9, or 1e-5 against float32 arrays.")] = None,
     force: ForceOption = False,
     lang: LangOption = None,
 ) -> None:
@@ -1009,7 +1009,7 @@ def grade(
         from tracer.grade import sheet as grading
         from tracer.grade import view
 
-        check_tolerance(atol, rtol)
+        check_tolerance(1e-9 if atol is None else atol, 1e-9 if rtol is None else rtol)
         if as_json and csv_file == "-":
             raise UsageError(msg("--json and --csv - both write to stdout: give one, or --csv FILE"))
         studs, refs = grading.folder(students), grading.folder(reference)

@@ -810,7 +810,8 @@ class DiffResult:
         order aside: it names the step list, which steps_same compares."""
         fields = [s.field for s in self.settings if s.field != "block.norm_order"]
         fields += [f"{r.name}.{k}" for r in self.steps for k in r.changed if f"block.{k}" not in fields]
-        return fields + [f"weights.{w.name}" for w in self.weights_differ]
+        structure = not self.steps_same  # a weight only one side holds is the step list's (sandwich norms) when that differs
+        return fields + [f"weights.{w.name}" for w in self.weights_differ if not (structure and w.status in (ONLY_A, ONLY_B))]
 
     @property
     def stages_differ(self) -> list[StageRow]:
@@ -1133,7 +1134,7 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
         listed = ", ".join(m.unmatched[:12]) + (", ..." if len(m.unmatched) > 12 else "")
         stats = msg("; kept as statistics only (--record stats): {names}", names=', '.join(m.stats_only)) if m.stats_only else ""
         raise DiffTrouble(msg("{path}: no array matches a stage of {label} ({path2}); its arrays: {x}{stats}. Name them as tracer's stages (`tracer run SPEC --steps` lists them) or map them: --map THEIRS=STAGE", path=mine.path, label=ref.label, path2=ref.path, x=listed or 'none', stats=stats))
-    stages_in, masked = masked_scores(m.stages, ref.stages)
+    stages_in, masked = masked_scores(m.stages, ref)
     mine = Side(mine.label, mine.path, ARRAYS, mine.name, {}, {}, mine.dtype, (), stages_in, None, [])
     a, b = (ref, mine) if mine.label == "B" else (mine, ref)
     for option, value, letter in (("--batch", batch, "B"), ("--pos", pos, "T")):
@@ -1184,16 +1185,24 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
 MASKED_BELOW = -1e4  # a recorded score at or below this where the mask hides a key is a masked score
 
 
-def masked_scores(mine: dict[str, Stage], ref: dict[str, Stage]) -> tuple[dict[str, Stage], list[str]]:
-    """The student's attention scores recorded after the mask (-inf, or a large negative, wherever tracer's weights are
-    0) are compared where the mask lets a key through: the masked entries are read as tracer's, the diff carries on to
-    the weights, and a note says so."""
+def masked_scores(mine: dict[str, Stage], ref: Side) -> tuple[dict[str, Stage], list[str]]:
+    """The student's attention scores recorded after the mask (-inf, or a large negative, wherever the spec's mask hides
+    a key) are compared where the mask lets a key through: the masked entries are read as tracer's, the diff carries
+    on to the weights, and a note says so.  The hidden keys are the mask's, not where tracer's weights are 0 (a weight
+    that underflows to 0 is not a hidden key)."""
+    from tracer.compare.recompute import visible_for
+
     out, masked = dict(mine), []
     for name, stage in mine.items():
-        ours, weights = ref.get(name), ref.get(name[: -len("scores")] + "weights") if name.endswith(".scores") else None
-        if ours is None or weights is None or ours.data is None or weights.data is None or stage.array.shape != ours.array.shape:
+        ours = ref.stages.get(name)
+        step = next((s for s in ref.steps if s.op == "mha" and f"{internal_prefix(s)}.scores" == name), None)
+        if ours is None or ours.data is None or step is None or stage.array.shape != ours.array.shape or ours.array.ndim != 4:
             continue
-        theirs, hidden = stage.array, weights.array <= 0
+        n_q, n_k = ours.array.shape[-2:]
+        if n_q != n_k:
+            continue
+        hidden = np.broadcast_to(~visible_for(ref.spec, ref.block, step, n_q)[None, None], ours.array.shape)
+        theirs = stage.array
         if not hidden.any() or not np.all(theirs[hidden] <= MASKED_BELOW) or np.all(ours.array[hidden] <= MASKED_BELOW):
             continue
         out[name] = Stage(name, np.where(hidden, ours.array, theirs), stage.axes, stage.meaning, stage.internal)

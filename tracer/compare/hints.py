@@ -74,12 +74,13 @@ def advice(kind: str, step: Step | None, recorded: set[str]) -> Message:
             return msg("the FFN: act({reads} W_1 + b_1) W_2 + b_2, reading {reads2}", reads=reads, reads2=reads)
         return msg("the FFN's first layer: act({reads} W_1 + b_1), reading {reads2}", reads=reads, reads2=reads)
     if kind == "mha" and step is not None:
-        from tracer.model.blocks import internal_prefix
-
         prefix = internal_prefix(step)
-        if {f"{prefix}.weights", f"{prefix}.heads"} <= recorded:
+        missing = [name for name in (f"{prefix}.weights", f"{prefix}.heads") if name not in recorded]
+        if not missing:
             return msg("attention: the softmax over the keys (the last axis), not the queries; the mask before the softmax, not after; "
                        "the scores divided by sqrt(d); the heads times W_O")
+        return msg("attention: the softmax over the keys (the last axis), not the queries; the mask before the softmax, not after; "
+                   "the scores divided by sqrt(d); the heads times W_O. Record {names} to see which", names=" and ".join(missing))
     return ADVICE.get(kind, ADVICE["other"])
 
 
@@ -320,6 +321,19 @@ def _normed_residual(ctx: Context) -> np.ndarray | None:
     return None if norm is None else recompute(ctx, a=norm.name)
 
 
+def _normed_words(ctx: Context) -> Message:
+    step = ctx.step
+    assert step is not None
+    stream, sub = step.inputs
+    norm = _norm_of(ctx, stream)
+    if stream == "x":  # the first residual add: the book's own letters
+        return msg("Your {stage} adds the normalised input to the sublayer's output (N + U): the residual adds the stream itself, "
+                   "R = X + U, not LN(X) + U", stage=ctx.name)
+    return msg("Your {stage} adds the normalised stream to the sublayer's output ({norm} + {sub}): the residual adds the stream itself, "
+               "{stream} + {sub2}, not {norm2} + {sub3}", stage=ctx.name, norm=norm.name if norm else "N", sub=sub, stream=stream, sub2=sub,
+               norm2=norm.name if norm else "N", sub3=sub)
+
+
 def _pre_norm(ctx: Context) -> bool:
     if ctx.spec is not None:
         return ctx.spec.block_for(ctx.name).norm_order == "pre"
@@ -333,8 +347,8 @@ def _post_norm(ctx: Context) -> np.ndarray | None:
         return None
     if step.op == "mha" and ctx.key == "out" and step.inputs:
         norm = ctx.steps.get(step.inputs[0])
-        if norm is None or norm.op != "layer_norm" or not norm.inputs:
-            return None
+        if norm is None or norm.op != "layer_norm" or not norm.inputs or norm.name in ctx.theirs:
+            return None  # a norm1 the student recorded, and that agrees, is no Post-Norm's (theirs would be LN(X + U))
         return recompute(ctx, reads=norm.inputs[0])
     if step.op == "layer_norm" and step.inputs:
         sub = next((s for s in ctx.steps.values() if s.op == "mha" and s.inputs[:1] == (ctx.name,)), None)
@@ -379,9 +393,7 @@ DIAGNOSES: tuple[Diagnosis, ...] = (
               lambda c: msg("Your {stage} is what a Post-Norm block computes (LN(X + MHA(X))): this spec asks for Pre-Norm, "
                             "N1 = LN1(X), R = X + MHA(N1), normalise before each sublayer, not after the add", stage=c.name)),
     Diagnosis("no_residual", ("add",), lambda c: [recompute(c, a="none"), recompute(c, b="none")], lambda c: _missing_term(c)),
-    Diagnosis("residual_from_norm", ("add",), _normed_residual,
-              lambda c: msg("Your {stage} adds the normalised input to the sublayer's output (N + U): the residual adds the stream itself, "
-                            "R = X + U, not LN(X) + U", stage=c.name)),
+    Diagnosis("residual_from_norm", ("add",), _normed_residual, lambda c: _normed_words(c)),
     Diagnosis("no_w_o", ("mha",), lambda c: recompute(c, w_o="off"),
               lambda c: msg("Your {stage} equals the heads before W_O: multiply by W_O (and add b_O)", stage=c.name)),
     Diagnosis("softmax_queries", ("mha", "weights", "heads"), lambda c: recompute(c, softmax_over="queries"),

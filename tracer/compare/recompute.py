@@ -153,19 +153,7 @@ class Context:
 
     def visible(self, step: Step, n: int) -> np.ndarray:
         """[T,T] bool, True where query i reads key j: the spec's mask (a saved trace's, from its settings)."""
-        from tracer.model import masks
-
-        if self.spec is not None:
-            from tracer.engine.executor import visible_keys
-
-            found = visible_keys(self.spec, step, n)
-            return np.ones((n, n), dtype=bool) if found is None else np.asarray(found, dtype=bool)
-        kind = step.mask or "none"
-        matrix = (self.block or {}).get("mask_matrix")
-        try:
-            return np.asarray(masks.visible(kind, n, window=step.window, explicit=matrix), dtype=bool)
-        except ValueError:
-            return np.ones((n, n), dtype=bool)
+        return visible_for(self.spec, self.block, step, n)
 
     def hidden(self) -> np.ndarray | None:
         """For an attention's scores: where the mask hides a key (broadcast over B and H); None for any other stage."""
@@ -179,6 +167,23 @@ class Context:
         stop = than or (self.step.name if self.step is not None else self.name)
         names = self.order[: self.order.index(stop)] if stop in self.order else []
         return [n for n in names if n not in self.internal and n in self.ours and self.ours[n].shape == shape]
+
+
+def visible_for(spec: Any, block: dict[str, Any] | None, step: Step, n: int) -> np.ndarray:
+    """[n,n] bool, True where query i reads key j under ``step``'s mask: the spec's (a saved trace's, from its
+    block's settings: the word, the window, an explicit matrix)."""
+    from tracer.model import masks
+
+    if spec is not None:
+        from tracer.engine.executor import visible_keys
+
+        found = visible_keys(spec, step, n)
+        return np.ones((n, n), dtype=bool) if found is None else np.asarray(found, dtype=bool)
+    matrix = (block or {}).get("mask_matrix")
+    try:
+        return np.asarray(masks.visible(step.mask or "none", n, window=step.window, explicit=matrix), dtype=bool)
+    except ValueError:
+        return np.ones((n, n), dtype=bool)
 
 
 # -- the pieces, written out as the book writes them ------------------------------------------------------------

@@ -16,11 +16,11 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracer.compare.core import DEFAULT_ATOL, DEFAULT_RTOL, DiffResult, diff
-from tracer.compare.status import SHAPES_DIFFER
+from tracer.compare.core import DiffResult, diff, read_side
+from tracer.compare.status import NOT_RECORDED, SHAPES_DIFFER
 from tracer.errors import EXIT_INTERNAL, TracerError, UsageError
 from tracer.files import confined
-from tracer.messages import Message, join, msg
+from tracer.messages import Message, at, join, msg
 from tracer.model.contracts import kind_word
 
 # part -> points (docs/coursework.md): runs, keeps every contract, the same step list, the same settings and
@@ -33,7 +33,7 @@ SPEC, JSON, ARRAYS = "spec", "json", "arrays"
 KIND_OF_SUFFIX = {".yaml": SPEC, ".yml": SPEC, ".json": JSON, ".npz": ARRAYS}  # compare.many.HAND_IN_SUFFIXES, in any case
 SUFFIXES_SAID = ".yaml, .yml, .json or .npz"
 NOT_GRADED = "not graded"
-VERDICTS = ("same", "different", "violation", "error", "missing", "no reference", NOT_GRADED)
+VERDICTS = ("same", "different", "incomplete", "violation", "error", "missing", "no reference", NOT_GRADED)
 PER_STUDENT = "per-student"  # STUDENTS/NAME/TASK.yaml
 FLAT = "flat"  # STUDENTS/NAME.yaml, one task
 
@@ -84,7 +84,7 @@ def _rubric_for(kind: str, r: DiffResult | None) -> dict[str, int]:
     return ARRAYS_RUBRIC if kind == ARRAYS or (r is not None and r.arrays is not None) else RUBRIC
 
 
-def grade_one(student: str, task: str, hand_in: Submission | Path, reference: Path, atol: float, rtol: float) -> Grade:
+def grade_one(student: str, task: str, hand_in: Submission | Path, reference: Path, atol: float | None, rtol: float | None) -> Grade:
     """One hand-in against its task's reference; every trouble with the hand-in is its grade, never the sheet's."""
     h = hand_in if isinstance(hand_in, Submission) else Submission(hand_in, SPEC, hand_in.name)
     rubric = _rubric_for(h.kind, None)
@@ -133,18 +133,22 @@ def _arrays_grade(student: str, task: str, h: Submission, r: DiffResult) -> Grad
     """Recorded arrays: runs (they are read and name the reference's stages), contract (each has its stage's shape),
     stages (every stage they record agrees); they show no step list and no settings, so those are not scored."""
     rows = r.compared
-    earned = {"runs": True, "contract": not any(row.status == SHAPES_DIFFER for row in rows), "stages": not r.stages_differ}
+    output = r.a.steps[-1].name if r.a.steps else None
+    recorded = output is None or any(row.name == output and row.status != NOT_RECORDED for row in r.stages)
+    earned = {"runs": True, "contract": not any(row.status == SHAPES_DIFFER for row in rows), "stages": not r.stages_differ and recorded}
     score = sum(points for part, points in ARRAYS_RUBRIC.items() if earned[part])
     lost = tuple(part for part in ARRAYS_RUBRIC if not earned[part])
     total = sum(ARRAYS_RUBRIC.values())
     first = r.first_diverging.name if r.first_diverging else ""
     notes: list[Message] = [r.summary()]
+    if not recorded:
+        notes.append(msg("the arrays do not hold the block's output ({stage}): the stages part needs it", stage=output))
     if r.hint is not None:
         notes.append(msg("hint: {hint}", hint=r.hint.message()))
     notes.append(msg("recorded arrays: graded on runs, contract and stages ({n} points); arrays show no structure or settings", n=total))
     if lost:
         notes.append(msg("lost: {parts}", parts=", ".join(lost)))
-    verdict = "same" if r.same else "different"
+    verdict = "same" if r.same and recorded else "incomplete" if r.same else "different"
     return Grade(student, task, score, verdict, first, join(notes), lost, total=total, file=h.file)
 
 
@@ -290,9 +294,13 @@ def survey(students: Path, refs: Path | None = None) -> Survey:
         handed_in: dict[str, dict[str, Submission]] = {}
         skipped: list[Grade] = []
         for p in files:
-            hidden = p.name.startswith(".")
-            skipped.append(_skip(p, students, (msg("a hidden folder") if _is_folder(p) else msg("a hidden file")) if hidden
-                                 else msg("a file beside the student folders (one folder per student: NAME/TASK.yaml)")))
+            reason = classify(p, students)[1]
+            beside = msg("a file beside the student folders (one folder per student: NAME/TASK.yaml)")
+            if p.is_symlink():
+                beside = reason or _link_reason(p, students)
+            elif p.name.startswith("."):
+                beside = msg("a hidden folder") if _is_folder(p) else msg("a hidden file")
+            skipped.append(_skip(p, students, beside))
         for f in folders:
             inner = _entries(f)
             sub = [p for p in inner if _is_folder(p)]
@@ -312,6 +320,18 @@ def folder(path: str) -> Path:
     if not p.is_dir():
         raise UsageError(msg("{path}: no such folder", path=path))
     return p
+
+
+def check_reference(ref: Path) -> None:
+    """A reference must be a trace tracer saved (`tracer run SOLUTION.yaml --json --with-weights`): one that is not, or
+    cannot be read, stops the grading (exit 2) before any student is graded against it."""
+    try:
+        doc, spec, arrays, _ = read_side(str(ref))
+    except TracerError as e:
+        raise UsageError(join([msg("{path}: the reference cannot be read, so no hand-in is graded against it", path=str(ref)), e.message])) from None
+    if doc is None:
+        raise UsageError(at(str(ref), msg("a reference is a trace tracer saved (tracer run SOLUTION.yaml --json --with-weights), "
+                                          "not {what}", what=msg("a spec") if spec is not None else msg("arrays"))))
 
 
 def references(folder: Path) -> dict[str, Path]:
@@ -338,14 +358,18 @@ def _task_of(name: str, tasks: dict[str, Path]) -> str | None:
     return same[0] if len(same) == 1 else None
 
 
-def sheet(students: Path, refs: Path, atol: float = DEFAULT_ATOL, rtol: float = DEFAULT_RTOL,
+def sheet(students: Path, refs: Path, atol: float | None = None, rtol: float | None = None,
           task: str | None = None) -> tuple[str, list[Grade]]:
-    """(the layout found, one grade per student and task, then each entry not graded)."""
+    """(the layout found, one grade per student and task, then each entry not graded).  ``atol``/``rtol`` None: each
+    diff's own default (float64's, or float32's against a float32 program's arrays), as tracer diff chooses."""
     tasks = references(refs)
     if not tasks:
         raise UsageError(msg("{folder}: no reference traces (*.json) in this folder", folder=str(refs)))
     if task is not None and task not in tasks:
         raise UsageError(msg("--task {task}: no {task}.json in {folder}", task=task, folder=str(refs)))
+    for name, ref in tasks.items():  # the teacher's files first: a broken reference is the sheet's trouble, not a student's
+        if task is None or name == task:
+            check_reference(ref)
     found = survey(students, refs)
     if not found.handed_in and not found.skipped:
         raise UsageError(msg("{folder}: no student folders and no hand-ins ({suffixes}) in this folder", folder=str(students),

@@ -16,7 +16,7 @@ CSV_HEADER = ["student", "task", "score", "max", "verdict", "first_diverging", "
 
 
 def _verdict(word: str) -> str:
-    words = {"same": tr("same"), "different": tr("different"), "violation": tr("violation"), "error": tr("error"),
+    words = {"same": tr("same"), "different": tr("different"), "incomplete": tr("incomplete"), "violation": tr("violation"), "error": tr("error"),
              "missing": tr("missing"), "no reference": tr("no reference"), NOT_GRADED: tr("not graded")}
     return words.get(word, word)
 
