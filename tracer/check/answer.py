@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from tracer.errors import EXIT_OK, EXIT_USAGE, EXIT_VIOLATION, UsageError
@@ -222,7 +223,7 @@ def read_answers(path: str, batch: int = 0, pos: int = 0) -> list[Answer]:
     try:
         text = yamlio.read_text(path)
     except SpecError:
-        if os.path.isfile(path) and os.path.getsize(path) < 4096 and not open(path, "rb").read().strip():
+        if os.path.isfile(path) and os.path.getsize(path) < 4096 and not Path(path).read_bytes().strip():
             raise UsageError(msg("{path}: is empty; expected a mapping of answers such as {example}", path=path, example=example)) from None
         raise
     if not text.strip():
