@@ -7,8 +7,9 @@
   its layout table (tracer weight names -> checkpoint keys plus small named conversions: split a
   packed q/k/v, transpose an nn.Linear [out,in]) and its config reader (config.json or the tensor
   shapes -> the spec's dims and block settings, each with a note of where it came from, refusing
-  what tracer cannot trace faithfully); base.py holds what they share (Take, Layout, ModelConfig);
-  families/__init__.py is the registry (``--layout`` names, config.json model_types).
+  what tracer cannot trace faithfully); base.py holds what they share (Take, Layout, ModelConfig, and
+  Family, the config reader every family declares against); families/__init__.py is the registry
+  (``--layout`` names, config.json model_types).
 - refs.py: what spec.py and params.py call: find and check a weight's tensor at validation (key,
   shape, dtype; every error with the spec's file:line:col), say which tensors a spec leaves unread
   (a checkpoint is read whole, or refused), read them when the run starts.
@@ -19,9 +20,11 @@ Adding a family (e.g. llama) is one file, one line in the registry, and its test
    transpose=True), ...}``; tracer's weight names are those of ``tracer stages`` / GROUP_KEYS, with
    ``{i}`` for the layer; ``Take(key, split=, part=, axis=, transpose=)`` says how the stored tensor
    becomes tracer's [in, out] matrix.
-2. In the same file, ``read_config(config, ckpt, layout, options) -> ModelConfig``: dims and block
-   settings from config.json read through ``base.Config`` (every value type-checked; ``shape_of``
-   gives a weight's shape), a note for each, what is assumed, one refusal rule a line; and
+2. In the same file, ``LLAMA_READS = Family(...)``: the config.json fields it reads (``Field``: type, default,
+   the spec setting it becomes), the values it refuses (``Refusal``), the tensors its sizes come from;
+   ``read_config(config, ckpt, layout, options) -> ModelConfig`` reads them (``LLAMA_READS.read(...)``, a
+   ``Reading``) and holds what is the family's own: its other rules, its dims and block settings and
+   a note for each (docs/contributing.md, "How to add a checkpoint family"); and
    ``LAYOUT = Layout("llama", summary, table(), read_config, aliases, model_types=("llama", "mistral"))``,
    where ``aliases`` lists other prefixes a checkpoint may use.
 3. Add ``llama.LAYOUT`` to FAMILIES in families/__init__.py; `tracer import --layout llama` and

@@ -5,7 +5,7 @@ the conversions of base.py) and its config reader (config.json or the tensor sha
 settings, refusing what tracer cannot trace faithfully), bound together in its ``LAYOUT``.  base.py
 holds what they share; nothing here imports NumPy.
 
-Adding a family: write its file (``table()``, ``read_config()``, ``LAYOUT``), add its ``LAYOUT`` to
+Adding a family: write its file (``table()``, its ``Family`` declaration, ``read_config()``, ``LAYOUT``), add its ``LAYOUT`` to
 FAMILIES below, and write its tests (tests/checkpoints/test_checkpoints.py checks every family has its parts).
 """
 

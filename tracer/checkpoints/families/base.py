@@ -11,7 +11,11 @@ spec's seed, as when it is not given (an ``nn.Transformer`` has no embedding tab
 
 A family's config reader, ``(config or None, checkpoint, layout, options) -> ModelConfig``, says what
 the spec's dims and block settings are and, for each, where it came from (written into the imported
-spec as a comment).  It reads config.json through ``Config``, which type-checks every value it
+spec as a comment).  A family declares what it reads as a ``Family``: the config.json fields
+(``Field``: type, default or required, the spec setting it becomes), the values it refuses
+(``Refusal``, by name), the tensors its sizes come from; ``Family.read`` reads every family in the
+same steps and returns a ``Reading``, so a family's file holds only its own tables, rules and
+conversions.  It reads config.json through ``Config``, which type-checks every value it
 reads (``expected a whole number, received boolean true``), refuses a value the tensors contradict
 (n_embd against the embedding's width), and settles each setting from config.json, else the
 command line's option (``Options``: --heads, --activation, --eps, --norm-order), else the family's
@@ -32,7 +36,7 @@ from __future__ import annotations
 import math
 import os
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer.checkpoints.formats import Checkpoint, received, shape_text
@@ -456,29 +460,20 @@ class Config:
             raise self.fail(key, msg("a positive number") if positive else msg("a number"), value)
         return float(value)
 
-    def text(self, key: str) -> str | None:
+    def _typed(self, key: str, ok: Callable[[Any], bool], what: Message) -> Any:
         value = self.raw.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise self.fail(key, msg("text"), value)
+        if value is not None and not ok(value):
+            raise self.fail(key, what, value)
         return value
+
+    def text(self, key: str) -> str | None:
+        return self._typed(key, lambda v: isinstance(v, str), msg("text"))
 
     def flag(self, key: str) -> bool | None:
-        value = self.raw.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, bool):
-            raise self.fail(key, msg("true or false"), value)
-        return value
+        return self._typed(key, lambda v: isinstance(v, bool), msg("true or false"))
 
     def mapping(self, key: str) -> dict[str, Any]:
-        value = self.raw.get(key)
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise self.fail(key, msg("a mapping"), value)
-        return value
+        return self._typed(key, lambda v: isinstance(v, dict), msg("a mapping")) or {}
 
     def why_assumed(self) -> str:
         return self.absent or ("no config.json" if not self.exists else "not in config.json")
@@ -505,24 +500,33 @@ class Config:
         self.assumed.append((name, default))
         return default
 
+    def assume(self, name: str, value: Any, why: str, shown: str = "") -> Any:
+        """``value``, the family's default for a setting config.json does not give, recorded as assumed; its note
+        '[shown, ]assumed: not in config.json (why)'."""
+        self.notes[name] = (f"{shown}, " if shown else "") + f"assumed: {self.why_assumed()} ({why})"
+        self.assumed.append((name, value))
+        return value
+
     def same(self, key: str, found: int, letter: str, tensor: str = "", shape: tuple[int, ...] = ()) -> None:
         """A size config.json gives must be the one the tensors have (n_embd and wte's width): else refused, not credited."""
         value = self.integer(key)
         if value is None or value == found:
             return
         if tensor:
-            raise self.refuse(msg("{key} = {value}, but the checkpoint's tensors have {letter} = {found} ({tensor} is {shape}); the config does not describe these weights",
+            raise self.refuse(msg("{key} = {value}, but the checkpoint's tensors have {letter} = {found} ({tensor} is {shape}); "
+                                  "the config does not describe these weights",
                                   key=key, value=value, letter=letter, found=found, tensor=tensor, shape=shape_text(shape)))
         raise self.refuse(msg("{key} = {value}, but the checkpoint's tensors have {letter} = {found}; the config does not describe these weights",
                               key=key, value=value, letter=letter, found=found))
 
-    def model_type(self, reads: tuple[str, ...], differ: dict[str, Message]) -> str | None:
-        """config.json's model_type; one whose maths differ from this family's (Gemma's scaled embeddings) is refused."""
+    def model_type(self, reads: tuple[str, ...], differ: Mapping[str, Message], others: Message | None = None) -> str | None:
+        """config.json's model_type; one whose maths differ from this family's (Gemma's scaled embeddings) is refused, and
+        so is any other one not read, when ``others`` says why."""
         kind = self.text("model_type")
         if kind is not None and kind not in reads:
-            for prefix, why in differ.items():
-                if kind == prefix or kind.startswith(prefix):
-                    raise self.refuse(msg("model_type {kind}: {why}; the {family} layout would trace it wrong", kind=repr(kind), why=why, family=self.family))
+            why = next((why for prefix, why in differ.items() if kind.startswith(prefix)), others)
+            if why is not None:
+                raise self.refuse(msg("model_type {kind}: {why}; the {family} layout would trace it wrong", kind=repr(kind), why=why, family=self.family))
         return kind
 
 
@@ -542,7 +546,7 @@ def need_heads(heads: int | None, C: int, what: str) -> int:
     return heads
 
 
-# -- config keys nothing in the maths reads (i23-neox) -------------------------------------------------
+# -- config keys nothing in the maths reads -----------------------------------------------------------
 # What every Hugging Face config may carry that does not change an eval forward: names, token ids, generation and
 # output switches, dropout (off at eval).  A family that lists its own keys refuses any other by name (refuse_unknown).
 HF_HARMLESS_KEYS = frozenset({
@@ -562,3 +566,169 @@ def refuse_unknown(cfg: Config, known: frozenset[str] | set[str], family: str) -
         if key not in known and key not in HF_HARMLESS_KEYS and cfg.raw[key] not in (None, [], {}):
             raise cfg.refuse(msg("{key} = {value}: the {family} layout does not model this setting, so it would trace a different model",
                                  key=key, value=received(cfg.raw[key]), family=family))
+
+
+# -- the family config reader: what a family declares, read the same way for every family ----------------
+class Field(NamedTuple):
+    """A config.json key a family reads: its type, and the spec setting it settles, with the family's default."""
+
+    key: str  # "": a setting no config.json gives (a state dict has none), from the option or the default
+    kind: str = "integer"  # integer | number | text | flag | mapping: Config's type check of that name
+    setting: str = ""  # the spec setting it settles: config.json's value, else the option, else ``default``, recorded as assumed
+    default: Any = None
+    why: str = ""  # where the default comes from, in the note ("GPT-2's layer_norm_epsilon")
+    note: str = ""  # the setting's note when config.json gives it ("activation_function: {value}"); "": the key
+    choices: Mapping[str, Any] | None = None  # the values it may take -> what tracer makes of each; any other refused by name,
+    # after the family's own refusals (which may say why better)
+    required: bool = False  # absent or null: refused ("expected a whole number, received nothing (null)")
+    check: Callable[[Config, Any], None] | None = None  # the family's own check of the command line's option, before settling
+
+
+class Refusal(NamedTuple):
+    """A config.json value a family cannot trace faithfully, refused by name: ``bad(value)`` holds (the value as its Field
+    types it, else as written); ``why`` names the key and says why, its fields ``value`` and ``act``, where it has them, filled
+    with the value received (``received``) and its repr."""
+
+    key: str
+    bad: Callable[[Any], bool]
+    why: Message
+
+
+class Reading(NamedTuple):
+    """What a Family's ``read`` returns: the checked config (``cfg``, for the family's own steps and ``cfg.record()``),
+    its model_type, every declared field's value (type-checked; None when absent), the settings they settle, and the
+    sizes the tensors give, each checked against config.json."""
+
+    cfg: Config
+    kind: str | None
+    values: dict[str, Any]
+    settings: dict[str, Any]
+    V: int = 0
+    C: int = 0
+    layers: int = 0
+    H: int = 0
+    F: int = 0  # 0: the family reads F itself
+    embedding: tuple[int, ...] = ()  # the token table's shape: (V, C), or (V, C_e) where another tensor gives C
+    embedding_key: str = ""  # as the checkpoint writes it
+
+
+# Hugging Face's usual names of the sizes (LlamaConfig's, PhiConfig's, ...), and its usual refusal of heads that do not divide C
+HF_SIZES = {"C": "hidden_size", "V": "vocab_size", "layers": "num_hidden_layers", "H": "num_attention_heads", "F": "intermediate_size"}
+HF_DIVIDES = msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H="H", C="C")
+
+
+def _filled(why: Message, **fields: object) -> Message:
+    """``why`` with those of ``fields`` its template names filled in (a declared message's key, value, H, C)."""
+    return why.refill(**{k: v for k, v in fields.items() if k in why.fields})
+
+
+class Family(NamedTuple):
+    """What a family's config reader declares; ``read`` reads every family in the same steps, in this order: config.json
+    (``needs``), its model_type, its keys (``known``), the declared fields and refusals, the sizes the tensors give
+    against the keys of ``sizes`` (``embedding``), then the settings the fields settle.  Each refusal names the key or
+    the tensor, as the family's message says."""
+
+    name: str  # the layout's name, as messages give it ("": the name of the layout read, for a reader several families share)
+    needs: Message | None = None  # no config.json: refused so (None: the tensors and the command line's options suffice)
+    reads: tuple[str, ...] | None = None  # the model_types it computes (None: the layout's)
+    differ: Mapping[str, Message] = {}  # model_types (prefixes) whose maths differ: refused by name, saying why
+    others: Message | None = None  # why any other model_type given is refused (None: read as the family's)
+    only: Message | None = None  # any model_type not read, none included, refused so (its field kind: the model_type received)
+    known: frozenset[str] | None = None  # the keys the family models: any other (not harmless) refused by name
+    fields: tuple[Field, ...] = ()
+    refusals: tuple[Refusal, ...] = ()
+    embedding: Message | None = None  # no token table: refused so (None: the family reads its sizes itself)
+    layer: Message | None = None  # no layer: refused so (its field key, if any: the key looked for)
+    layer_of: str = "blocks.0.norm1.gamma"  # the tracer weight whose key, layer by layer, counts the layers
+    width_of: str = "embedding"  # the tracer weight whose width is C (OPT: q_proj, the embedding being C_e wide)
+    sizes: Mapping[str, str] = HF_SIZES  # C, V, layers, H, F -> the config.json key that gives it, checked against the tensors
+    heads: str = "option"  # H not in config.json: "option" (--heads gives it) or "required" (refused)
+    divides: Message | None = HF_DIVIDES  # H not dividing C: refused so (its fields H and C filled in; key, width: their keys)
+
+    def read(self, config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options, absent: str | None = None) -> Reading:
+        """What this declaration reads of ``config`` (config.json, or None) and the checkpoint; ``absent``: why a setting is
+        assumed, when not "no config.json" / "not in config.json" (a state dict does not record it)."""
+        if not config and self.needs is not None:
+            raise CheckpointError(at(ckpt.path, self.needs))
+        cfg = Config(config, ckpt, options, self.name or layout.name, absent)
+        reads = layout.model_types if self.reads is None else self.reads
+        kind = cfg.model_type(reads, self.differ, self.others)
+        if self.only is not None and kind not in reads:
+            raise cfg.refuse(_filled(self.only, kind=received(kind)))
+        if self.known is not None:
+            refuse_unknown(cfg, self.known, cfg.family)
+        values = {f.key: self._value(cfg, f) for f in self.fields}
+        for rule in self.refusals:
+            value = values[rule.key] if rule.key in values else cfg.raw.get(rule.key)
+            if rule.bad(value):
+                raise cfg.refuse(_filled(rule.why, value=received(value), act=repr(value)))
+        for f in self.fields:
+            if f.choices is not None and values[f.key] is not None and values[f.key] not in f.choices:
+                raise cfg.refuse(msg("{key} {act}: expected one of {join}", key=f.key, act=repr(values[f.key]), join=", ".join(f.choices)))
+        sizes = self._sizes(cfg, ckpt, layout) if self.embedding is not None else {}
+        settings: dict[str, Any] = {}
+        for f in self.fields:
+            if f.setting:
+                raw = values[f.key]
+                if f.check is not None:
+                    f.check(cfg, raw)
+                value = f.choices.get(raw) if f.choices is not None and raw is not None else raw
+                note = f.note.replace("{value}", str(raw)) if f.note else None
+                settings[f.setting] = cfg.setting(f.setting, f.key, value, f.default, f.why, note=note, shown=raw)
+        return Reading(cfg, kind, values, settings, **sizes)
+
+    @staticmethod
+    def _value(cfg: Config, field: Field) -> Any:
+        value = cfg.integer(field.key) if field.kind == "integer" else getattr(cfg, field.kind)(field.key)
+        if value is None and field.required:
+            raise cfg.fail(field.key, msg("a whole number") if field.kind == "integer" else msg("a positive number"), None)
+        return value
+
+    def _sizes(self, cfg: Config, ckpt: Checkpoint, layout: Layout) -> dict[str, Any]:
+        """V and C from the token table, the layers, H and F, each checked against the key of ``sizes`` that gives it."""
+        assert self.embedding is not None and self.layer is not None
+        embed = shape_of(ckpt, layout, "embedding")
+        if embed is None:
+            raise CheckpointError(at(ckpt.path, self.embedding))
+        found = layout.locate(self.layer_of, ckpt.key_set())
+        assert found is not None  # a layer's weight the table maps, never optional
+        layers = layer_count(ckpt.keys(), found[0].key.replace(".0.", ".{i}.", 1))
+        if layers == 0:
+            raise CheckpointError(at(ckpt.path, _filled(self.layer, key=found[0].key)))
+        width = layout.locate(self.width_of, ckpt.key_set())
+        assert width is not None
+        shape = ckpt.info(width[0].key).shape
+        C = embed[1] if self.width_of == "embedding" else shape_of(ckpt, layout, self.width_of)[0]  # type: ignore[index]
+        embedding_key = layout.locate("embedding", ckpt.key_set())[0].key  # type: ignore[index]
+        keys = self.sizes
+        if "C" in keys:
+            cfg.same(keys["C"], C, "C", width[0].key, shape)
+        if "V" in keys:
+            cfg.same(keys["V"], embed[0], "V", embedding_key, embed)
+        if "layers" in keys:
+            cfg.same(keys["layers"], layers, "layers")
+        out = {"V": embed[0], "C": C, "layers": layers, "embedding": embed, "embedding_key": embedding_key}
+        if "H" in keys:
+            out["H"] = self._heads(cfg, keys["H"], C, keys.get("C", ""), ckpt)
+        if "F" in keys:
+            w1 = shape_of(ckpt, layout, "blocks.0.ffn.w1")
+            if w1 is not None:
+                cfg.same(keys["F"], w1[1], "F")
+            out["F"] = w1[1] if w1 else cfg.integer(keys["F"])
+            if out["F"] is None:
+                raise cfg.fail(keys["F"], msg("a whole number"), None)
+        return out
+
+    def _heads(self, cfg: Config, key: str, C: int, width: str, ckpt: Checkpoint) -> int:
+        """H from config.json's ``key``: it must divide C; absent, --heads gives it, or (``required``) it is refused."""
+        heads = cfg.integer(key)
+        if heads is not None and self.divides is not None and C % heads:
+            raise cfg.refuse(_filled(self.divides, H=heads, C=C, key=key, width=width))
+        if self.heads == "required":
+            if heads is None:
+                raise cfg.fail(key, msg("a whole number"), None)
+            cfg.notes["H"] = key
+            return heads
+        if heads is None:
+            need_heads(cfg.options.heads, C, f"{ckpt.path} without config.json" if not cfg.exists else "config.json")
+        return int(cfg.setting("H", key, heads, None, ""))

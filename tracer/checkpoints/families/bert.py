@@ -10,22 +10,10 @@ a checkpoint that holds them is refused naming those tensors, unless --allow-unr
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from tracer.checkpoints.families.base import (
-    Config,
-    Layout,
-    ModelConfig,
-    Options,
-    Take,
-    group,
-    layer_count,
-    norm,
-    received,
-    refuse,
-    shape_of,
-    stored_dtype,
-)
+from tracer.checkpoints.families.base import HF_SIZES, Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
@@ -34,28 +22,25 @@ from tracer.messages import Message, at, msg
 BERT_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
 
 
-def linear(key: str) -> dict[str, Take]:
-    return {"w": Take(f"{key}.weight", transpose=True), "b": Take(f"{key}.bias")}
+def post_norm_layer(projections: dict[str, str], norm1: str, up: str, down: str, norm2: str) -> dict[str, Take]:
+    """One Post-Norm encoder layer, every projection an nn.Linear [out,in] with a bias: ``projections`` (q, k, v, o -> its key),
+    the LayerNorm after attention, the FFN's up and down projections, the LayerNorm after the FFN."""
+    attn: dict[str, Take] = {}
+    for x, key in projections.items():
+        attn |= {f"w_{x}": Take(f"{key}.weight", transpose=True), f"b_{x}": Take(f"{key}.bias")}
+    ffn = {"w1": Take(f"{up}.weight", transpose=True), "b1": Take(f"{up}.bias"), "w2": Take(f"{down}.weight", transpose=True), "b2": Take(f"{down}.bias")}
+    return (group("blocks.{i}.", "attn", attn) | group("blocks.{i}.", "norm1", norm(norm1)) | group("blocks.{i}.", "ffn", ffn)
+            | group("blocks.{i}.", "norm2", norm(norm2)))
 
 
 def table() -> dict[str, Take]:
-    """BertModel / RobertaModel: every projection an nn.Linear [out,in] with a bias."""
+    """BertModel / RobertaModel."""
     L = "encoder.layer.{i}."
     table = {"embedding": Take("embeddings.word_embeddings.weight"), "position": Take("embeddings.position_embeddings.weight"),
              "token_type": Take("embeddings.token_type_embeddings.weight")}
     table |= group("", "embed_norm", norm("embeddings.LayerNorm"))
-    attn: dict[str, Take] = {}
-    for letter, name in (("q", "query"), ("k", "key"), ("v", "value")):
-        lin = linear(f"{L}attention.self.{name}")
-        attn |= {f"w_{letter}": lin["w"], f"b_{letter}": lin["b"]}
-    lin = linear(L + "attention.output.dense")
-    attn |= {"w_o": lin["w"], "b_o": lin["b"]}
-    table |= group("blocks.{i}.", "attn", attn)
-    table |= group("blocks.{i}.", "norm1", norm(L + "attention.output.LayerNorm"))
-    up, down = linear(L + "intermediate.dense"), linear(L + "output.dense")
-    table |= group("blocks.{i}.", "ffn", {"w1": up["w"], "b1": up["b"], "w2": down["w"], "b2": down["b"]})
-    table |= group("blocks.{i}.", "norm2", norm(L + "output.LayerNorm"))
-    return table
+    attn = {"q": L + "attention.self.query", "k": L + "attention.self.key", "v": L + "attention.self.value", "o": L + "attention.output.dense"}
+    return table | post_norm_layer(attn, L + "attention.output.LayerNorm", L + "intermediate.dense", L + "output.dense", L + "output.LayerNorm")
 
 
 # model_types whose tensors may fit the bert layout but whose maths differ: refused by name
@@ -74,75 +59,50 @@ BERT_UNMODELLED: dict[str, tuple[Any, Message]] = {
 }
 
 
-def _refuse_unmodelled(cfg: Config) -> None:
-    rules = []
-    for key, (usual, why) in BERT_UNMODELLED.items():
-        value = cfg.raw.get(key)
-        rules.append((value is not None and value != usual,
-                      msg("{key} = {value}: {why}, which tracer's BERT encoder does not model", key=key, value=received(value), why=why)))
-    pruned = cfg.raw.get("pruned_heads")
-    rules.append((bool(pruned), msg("pruned_heads = {value}: layers with pruned attention heads, which tracer's BERT encoder does not model", value=received(pruned))))
-    refuse(cfg, rules)
+def encoder(name: str, what: str, act: str, sizes: Mapping[str, str] = HF_SIZES) -> Family:
+    """What the bert and distilbert readers read alike: the sizes under the keys of ``sizes`` (H required), the activation
+    under ``act``, their messages naming the family ``what`` (BERT, RoBERTa, DistilBERT)."""
+    return Family(name, embedding=msg("holds no {what} token embedding (embeddings.word_embeddings.weight); is it a {what} checkpoint?", what=what),
+                  layer=msg("holds no {what} layer ({key})", what=what, key=""), sizes=sizes, heads="required",
+                  divides=msg("{key} = {H} does not divide {width} = {C} (each head has width d = C / H)", key="", H="H", width="", C="C"),
+                  fields=(Field(act, "text", "activation", "gelu", "BERT's exact GELU", choices=BERT_ACTIVATIONS),))
 
 
-def activation_setting(cfg: Config, key: str, options: Options) -> str:
-    act = cfg.text(key)
-    if act is not None and act not in BERT_ACTIVATIONS:
-        raise cfg.refuse(msg("{key} {act}: expected one of {join}", key=key, act=repr(act), join=", ".join(BERT_ACTIVATIONS)))
-    return str(cfg.setting("activation", key, BERT_ACTIVATIONS.get(act or ""), "gelu", "BERT's exact GELU", shown=act))
+def position_table(cfg: Config, ckpt: Checkpoint, layout: Layout, what: str) -> int:
+    """T_max: the rows of the position table, which max_position_embeddings must give."""
+    T_max = shape_of(ckpt, layout, "position")
+    if T_max is None:
+        raise CheckpointError(at(ckpt.path, msg("holds no {what} position table (embeddings.position_embeddings.weight)", what=what)))
+    cfg.same("max_position_embeddings", T_max[0], "T_max", layout.locate("position", ckpt.keys())[0].key, T_max)  # type: ignore[index]
+    return T_max[0]
 
 
-def encoder_dims(cfg: Config, ckpt: Checkpoint, layout: Layout, keys: dict[str, str], what: str) -> tuple[int, int, int, int, int]:
-    """V, C, layers, H and F, each checked against the tensors."""
-    embed = shape_of(ckpt, layout, "embedding")
-    if embed is None:
-        raise CheckpointError(at(ckpt.path, msg("holds no {what} token embedding (embeddings.word_embeddings.weight); is it a {what} checkpoint?", what=what)))
-    V, C = embed
-    found = layout.locate("blocks.0.norm1.gamma", ckpt.key_set())
-    assert found is not None
-    layers = layer_count(ckpt.keys(), found[0].key.replace(".0.", ".{i}.", 1))
-    if layers == 0:
-        raise CheckpointError(at(ckpt.path, msg("holds no {what} layer ({key})", what=what, key=found[0].key)))
-    embedding_key = layout.locate("embedding", ckpt.keys())[0].key  # type: ignore[index]
-    cfg.same(keys["C"], C, "C", embedding_key, embed)
-    cfg.same("vocab_size", V, "V", embedding_key, embed)
-    cfg.same(keys["layers"], layers, "layers")
-    H = cfg.integer(keys["H"])
-    if H is None:
-        raise cfg.fail(keys["H"], msg("a whole number"), None)
-    if C % H:
-        raise cfg.refuse(msg("{key} = {H} does not divide {width} = {C} (each head has width d = C / H)", key=keys["H"], H=H, width=keys["C"], C=C))
-    cfg.notes["H"] = keys["H"]
-    w1 = shape_of(ckpt, layout, "blocks.0.ffn.w1")
-    F = w1[1] if w1 else cfg.integer(keys["F"])
-    if w1 is not None:
-        cfg.same(keys["F"], w1[1], "F")
-    if F is None:
-        raise cfg.fail(keys["F"], msg("a whole number"), None)
-    return V, C, layers, H, F
+def _set_but(usual: Any) -> Callable[[Any], bool]:
+    return lambda value: value is not None and value != usual
+
+
+def bert(what: str) -> Family:
+    """What the bert reader reads, its messages naming BERT or RoBERTa; XLM-RoBERTa, CamemBERT, ...: their positions and parity
+    are not tested, so any model_type but bert and roberta is refused."""
+    family = encoder("bert", what, "hidden_act")
+    unmodelled = tuple(Refusal(key, _set_but(usual), msg("{key} = {value}: {why}, which tracer's BERT encoder does not model", key=key, value="", why=why))
+                       for key, (usual, why) in BERT_UNMODELLED.items())
+    pruned = msg("pruned_heads = {value}: layers with pruned attention heads, which tracer's BERT encoder does not model", value="")
+    return family._replace(
+        needs=msg("a BERT checkpoint needs its config.json (heads, layer_norm_eps, RoBERTa's padding_idx are not in the tensors); put it beside the weights"),
+        differ=BERT_DIFFERENT, only=msg("model_type {kind}: the bert layout reads model_type 'bert' and 'roberta' only", kind=""),
+        refusals=(*unmodelled, Refusal("pruned_heads", bool, pruned)),
+        fields=(*family.fields, Field("layer_norm_eps", "number", "eps", 1e-12, "BERT's layer_norm_eps")))
 
 
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     """Hugging Face BERT / RoBERTa: Post-Norm, no mask, exact GELU, token + position + token type, then LayerNorm."""
-    if not config:
-        raise CheckpointError(at(ckpt.path, msg("a BERT checkpoint needs its config.json (heads, layer_norm_eps, RoBERTa's padding_idx are not in the tensors); put it beside the weights")))
-    cfg = Config(config, ckpt, options, "bert")
-    model_type = cfg.model_type(layout.model_types, BERT_DIFFERENT)
-    if model_type not in layout.model_types:  # XLM-RoBERTa, CamemBERT, ...: their positions and parity are not tested
-        raise cfg.refuse(msg("model_type {kind}: the bert layout reads model_type 'bert' and 'roberta' only", kind=received(model_type)))
-    _refuse_unmodelled(cfg)
-    what = "RoBERTa" if model_type == "roberta" else "BERT"
-    V, C, layers, H, F = encoder_dims(cfg, ckpt, layout, {"C": "hidden_size", "layers": "num_hidden_layers", "H": "num_attention_heads",
-                                                  "F": "intermediate_size"}, what)
-    activation = activation_setting(cfg, "hidden_act", options)
-    eps = cfg.setting("eps", "layer_norm_eps", cfg.number("layer_norm_eps"), 1e-12, "BERT's layer_norm_eps")
-    T_max = shape_of(ckpt, layout, "position")
+    what = "RoBERTa" if isinstance(config, dict) and config.get("model_type") == "roberta" else "BERT"
+    read = bert(what).read(config, ckpt, layout, options)
+    cfg, model_type, V, C, H, F, layers = read.cfg, read.kind, read.V, read.C, read.H, read.F, read.layers
+    activation, eps = read.settings["activation"], read.settings["eps"]
+    dims = {"C": C, "H": H, "F": F, "V": V, "T_max": position_table(cfg, ckpt, layout, what)}
     types = shape_of(ckpt, layout, "token_type")
-    if T_max is None:
-        raise CheckpointError(at(ckpt.path, msg("holds no {what} position table (embeddings.position_embeddings.weight)", what=what)))
-    position_key = layout.locate("position", ckpt.keys())[0].key  # type: ignore[index]
-    cfg.same("max_position_embeddings", T_max[0], "T_max", position_key, T_max)
-    dims = {"C": C, "H": H, "F": F, "V": V, "T_max": T_max[0]}
     notes = cfg.notes | {"C": "hidden_size", "F": "intermediate_size", "V": "vocab_size (rows of word_embeddings)",
                          "T_max": "max_position_embeddings (rows of position_embeddings)"}
     block: dict[str, Any] = {"norm_order": "post", "layers": layers, "norm": "layernorm", "eps": eps, "activation": activation,

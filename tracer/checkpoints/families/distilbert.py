@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families.base import Config, Layout, ModelConfig, Options, Take, group, norm, received, shape_of, stored_dtype
-from tracer.checkpoints.families.bert import activation_setting, encoder_dims, linear
+from tracer.checkpoints.families.base import Layout, ModelConfig, Options, Take, group, norm, stored_dtype
+from tracer.checkpoints.families.bert import encoder, position_table, post_norm_layer
 from tracer.checkpoints.formats import Checkpoint
-from tracer.errors import CheckpointError
-from tracer.messages import at, msg
+from tracer.messages import msg
 
 
 def table() -> dict[str, Take]:
@@ -20,35 +19,25 @@ def table() -> dict[str, Take]:
     L = "transformer.layer.{i}."
     table = {"embedding": Take("embeddings.word_embeddings.weight"), "position": Take("embeddings.position_embeddings.weight")}
     table |= group("", "embed_norm", norm("embeddings.LayerNorm"))
-    attn: dict[str, Take] = {}
-    for letter in "qkvo":
-        lin = linear(f"{L}attention.{letter if letter != 'o' else 'out'}_lin")
-        attn |= {f"w_{letter}": lin["w"], f"b_{letter}": lin["b"]}
-    table |= group("blocks.{i}.", "attn", attn)
-    table |= group("blocks.{i}.", "norm1", norm(L + "sa_layer_norm"))
-    up, down = linear(L + "ffn.lin1"), linear(L + "ffn.lin2")
-    table |= group("blocks.{i}.", "ffn", {"w1": up["w"], "b1": up["b"], "w2": down["w"], "b2": down["b"]})
-    table |= group("blocks.{i}.", "norm2", norm(L + "output_layer_norm"))
-    return table
+    attn = {x: f"{L}attention.{x}_lin" for x in "qkv"} | {"o": L + "attention.out_lin"}
+    return table | post_norm_layer(attn, L + "sa_layer_norm", L + "ffn.lin1", L + "ffn.lin2", L + "output_layer_norm")
+
+
+# what the distilbert reader reads: BERT's sizes and activation under DistilBERT's keys
+DISTILBERT_SIZES = {"C": "dim", "V": "vocab_size", "layers": "n_layers", "H": "n_heads", "F": "hidden_dim"}
+DISTILBERT_READS = encoder("distilbert", "DistilBERT", "activation", DISTILBERT_SIZES)._replace(
+    needs=msg("a DistilBERT checkpoint needs its config.json (n_heads is not in the tensors); put it beside the weights"),
+    only=msg("model_type {kind}: the distilbert layout reads model_type 'distilbert' only", kind=""))
 
 
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     """Hugging Face DistilBERT: as BERT without token types; its LayerNorms have eps 1e-12, fixed in its code."""
-    if not config:
-        raise CheckpointError(at(ckpt.path, msg("a DistilBERT checkpoint needs its config.json (n_heads is not in the tensors); put it beside the weights")))
-    cfg = Config(config, ckpt, options, "distilbert")
-    if cfg.model_type(layout.model_types, {}) not in layout.model_types:
-        raise cfg.refuse(msg("model_type {kind}: the distilbert layout reads model_type 'distilbert' only", kind=received(cfg.raw.get("model_type"))))
-    V, C, layers, H, F = encoder_dims(cfg, ckpt, layout, {"C": "dim", "layers": "n_layers", "H": "n_heads", "F": "hidden_dim"}, "DistilBERT")
-    activation = activation_setting(cfg, "activation", options)
-    pos = shape_of(ckpt, layout, "position")
-    if pos is None:
-        raise CheckpointError(at(ckpt.path, msg("holds no {what} position table (embeddings.position_embeddings.weight)", what="DistilBERT")))
-    position_key = layout.locate("position", ckpt.keys())[0].key  # type: ignore[index]
-    cfg.same("max_position_embeddings", pos[0], "T_max", position_key, pos)
-    dims = {"C": C, "H": H, "F": F, "V": V, "T_max": pos[0]}
+    read = DISTILBERT_READS.read(config, ckpt, layout, options)
+    cfg, V, C, H, F, layers, activation = read.cfg, read.V, read.C, read.H, read.F, read.layers, read.settings["activation"]
+    dims = {"C": C, "H": H, "F": F, "V": V, "T_max": position_table(cfg, ckpt, layout, "DistilBERT")}
     notes = cfg.notes | {"C": "dim", "F": "hidden_dim", "V": "vocab_size (rows of word_embeddings)",
-                         "T_max": "max_position_embeddings (rows of position_embeddings" + (", sinusoidal values as stored)" if cfg.flag("sinusoidal_pos_embds") else ")"),
+                         "T_max": "max_position_embeddings (rows of position_embeddings"
+                                  + (", sinusoidal values as stored)" if cfg.flag("sinusoidal_pos_embds") else ")"),
                          "eps": "1e-12, fixed in DistilBERT's code (nn.LayerNorm(dim, eps=1e-12))"}
     block = {"norm_order": "post", "layers": layers, "norm": "layernorm", "eps": 1e-12, "activation": activation,
              "positions": "learned", "mask": "none", "embedding_norm": True, "final_norm": False, "head": "none"}

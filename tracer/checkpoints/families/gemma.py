@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.checkpoints.families import llama
-from tracer.checkpoints.families.base import Config, Layout, ModelConfig, Options, Take, refuse, refuse_unknown
+from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
@@ -57,31 +57,33 @@ def _no_window(cfg: Config, model_type: str | None, layers: int) -> tuple[dict[s
     return None, ""  # GemmaForCausalLM has no sliding window (its config no sliding_window key: refused if given)
 
 
+# what the gemma reader reads before LLaMA's reader reads the rest: Gemma's keys (any other refused by name) and its MLP's activation
+GEMMA_READS = Family("", needs=msg("a Gemma checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); "
+                                   "put it beside the weights"),
+                     reads=("gemma",), differ=GEMMA_DIFFERENT, known=GEMMA_KEYS,
+                     others=msg("the gemma layout reads model_type gemma only (another family's norms and embeddings differ)"),
+                     fields=(Field("hidden_act", "text"), Field("hidden_activation", "text"), Field("use_bidirectional_attention", "flag")),
+                     refusals=(Refusal("hidden_act", lambda v: v is not None and v not in TANH_ACTS,
+                                       msg("hidden_act {act}: the gemma layout's MLP is GeGLU, its gate through GELU's tanh approximation "
+                                           "(gelu_pytorch_tanh)", act="")),
+                               Refusal("hidden_activation", lambda v: v is not None and v not in TANH_ACTS[:2],
+                                       msg("hidden_activation {act}: transformers 4 computes Gemma's MLP with it, transformers 5 with hidden_act; "
+                                           "tracer's GeGLU is the tanh approximation (gelu_pytorch_tanh)", act="")),
+                               Refusal("use_bidirectional_attention", lambda v: v is True,
+                                       msg("use_bidirectional_attention = true: every token reads every other, "
+                                           "which the gemma layout (causal) does not model"))))
+
+
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     """Hugging Face Gemma: LLaMA's settings (read by llama.read_decoder) and Gemma's scaled embeddings, (1 + w) RMSNorm
     and GeGLU, each a spec setting; every key not modelled refused by name first."""
-    if not config:
-        raise CheckpointError(at(ckpt.path, msg("a Gemma checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights")))
-    cfg = Config(config, ckpt, options, layout.name)
-    kind = cfg.text("model_type")
-    if kind is not None and kind != "gemma":
-        why = next((why for prefix, why in GEMMA_DIFFERENT.items() if kind.startswith(prefix)),
-                   msg("the gemma layout reads model_type gemma only (another family's norms and embeddings differ)"))
-        raise cfg.refuse(msg("model_type {kind}: {why}; the {family} layout would trace it wrong", kind=repr(kind), why=why, family=layout.name))
-    refuse_unknown(cfg, GEMMA_KEYS, layout.name)
-    act, hidden_activation = cfg.text("hidden_act"), cfg.text("hidden_activation")
-    refuse(cfg, [
-        (act is not None and act not in TANH_ACTS,
-         msg("hidden_act {act}: the gemma layout's MLP is GeGLU, its gate through GELU's tanh approximation (gelu_pytorch_tanh)", act=repr(act))),
-        (hidden_activation is not None and hidden_activation not in TANH_ACTS[:2],
-         msg("hidden_activation {act}: transformers 4 computes Gemma's MLP with it, transformers 5 with hidden_act; tracer's GeGLU is the tanh approximation (gelu_pytorch_tanh)",
-             act=repr(hidden_activation))),
-        (cfg.flag("use_bidirectional_attention") is True, msg("use_bidirectional_attention = true: every token reads every other, which the gemma layout (causal) does not model")),
-    ])
+    read = GEMMA_READS.read(config, ckpt, layout, options)
+    cfg, act = read.cfg, read.values["hidden_act"]
     if options.activation not in (None, "geglu"):
-        raise CheckpointError(at(f"--activation {options.activation}", msg("the gemma layout's MLP is GeGLU (down_proj(gelu_tanh(gate_proj(x)) * up_proj(x))): expected geglu")))
+        raise CheckpointError(at(f"--activation {options.activation}",
+                                 msg("the gemma layout's MLP is GeGLU (down_proj(gelu_tanh(gate_proj(x)) * up_proj(x))): expected geglu")))
     # the rest is LLaMA's: read by its reader, without the keys read here (it would refuse a GELU MLP)
-    rest = {k: v for k, v in config.items() if k not in ("hidden_act", "hidden_activation", "use_bidirectional_attention", "model_type")}
+    rest = {k: v for k, v in cfg.raw.items() if k not in ("hidden_act", "hidden_activation", "use_bidirectional_attention", "model_type")}
     tie_assumed = cfg.flag("tie_word_embeddings") is None
     if tie_assumed:
         rest["tie_word_embeddings"] = True  # GemmaConfig's default
@@ -89,7 +91,8 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     assumed = [a for a in base.assumed if a[0] != "activation"]
     notes = dict(base.notes)
     if act is not None:
-        notes["activation"] = f"hidden_act {act}" + (" (transformers computes the legacy 'gelu' of Gemma's configs as gelu_pytorch_tanh)" if act == "gelu" else "")
+        legacy = " (transformers computes the legacy 'gelu' of Gemma's configs as gelu_pytorch_tanh)"
+        notes["activation"] = f"hidden_act {act}" + (legacy if act == "gelu" else "")
     else:
         assumed.append(("activation", "geglu"))
         notes["activation"] = f"assumed: {base.assumed_why or 'not in config.json'} (GemmaConfig's default hidden_act gelu_pytorch_tanh)"

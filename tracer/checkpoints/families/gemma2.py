@@ -25,10 +25,9 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.checkpoints.families import gemma
-from tracer.checkpoints.families.base import Config, Layout, ModelConfig, Options, Take, group, refuse, refuse_unknown
+from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Take, group, refuse
 from tracer.checkpoints.formats import Checkpoint
-from tracer.errors import CheckpointError
-from tracer.messages import Message, at, msg
+from tracer.messages import Message, msg
 
 
 def table() -> dict[str, Take]:
@@ -59,33 +58,33 @@ def _layer_types(cfg: Config, layers: int) -> list[str]:
     return list(value)
 
 
+# what the gemma2 reader reads on top of Gemma's (gemma.read_config): its keys (any other refused by name), the soft caps and the window
+GEMMA2_READS = Family("", needs=msg("a Gemma 2 checkpoint needs its config.json (heads, head_dim, the soft caps and the sliding window are not in "
+                                    "the tensors); put it beside the weights"),
+                      reads=("gemma2",), differ=GEMMA2_DIFFERENT, known=gemma.GEMMA_KEYS | GEMMA2_KEYS,
+                      others=msg("the gemma2 layout reads model_type gemma2 only (Gemma's block has no sandwich norms, soft caps or sliding layers)"),
+                      fields=(Field("query_pre_attn_scalar", "number"), Field("head_dim"), Field("hidden_size"), Field("num_attention_heads"),
+                              Field("sliding_window"), Field("attn_logit_softcapping", "number"), Field("final_logit_softcapping", "number")))
+
+
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     """Hugging Face Gemma 2: Gemma's settings (gemma.read_config, with the keys Gemma 2 adds taken out first), then the
     sandwich norms, the two soft caps and the per-layer sliding window; every key not modelled refused by name."""
-    if not config:
-        raise CheckpointError(at(ckpt.path, msg("a Gemma 2 checkpoint needs its config.json (heads, head_dim, the soft caps and the sliding window are not in the tensors); put it beside the weights")))
-    cfg = Config(config, ckpt, options, layout.name)
-    kind = cfg.text("model_type")
-    if kind is not None and kind != "gemma2":
-        why = next((why for prefix, why in GEMMA2_DIFFERENT.items() if kind.startswith(prefix)),
-                   msg("the gemma2 layout reads model_type gemma2 only (Gemma's block has no sandwich norms, soft caps or sliding layers)"))
-        raise cfg.refuse(msg("model_type {kind}: {why}; the {family} layout would trace it wrong", kind=repr(kind), why=why, family=layout.name))
-    refuse_unknown(cfg, gemma.GEMMA_KEYS | GEMMA2_KEYS, layout.name)
-    scalar = cfg.number("query_pre_attn_scalar")
-    head_dim = cfg.integer("head_dim")
-    C, H = cfg.integer("hidden_size"), cfg.integer("num_attention_heads")
+    read = GEMMA2_READS.read(config, ckpt, layout, options)
+    cfg, raw, got = read.cfg, read.cfg.raw, read.values
+    scalar, head_dim, C, H = got["query_pre_attn_scalar"], got["head_dim"], got["hidden_size"], got["num_attention_heads"]
+    window, attn_cap, final_cap = got["sliding_window"], got["attn_logit_softcapping"], got["final_logit_softcapping"]
     d = head_dim if head_dim is not None else (C // H if C is not None and H else None)
-    window = cfg.integer("sliding_window")
-    attn_cap, final_cap = cfg.number("attn_logit_softcapping"), cfg.number("final_logit_softcapping")
     # Gemma2Attention's scaling, query_pre_attn_scalar ** -0.5: block.attention_scale where it is not 1/sqrt(head_dim)
     scale = scalar ** -0.5 if scalar is not None and scalar != d else None
     refuse(cfg, [
         (cfg.text("hidden_act") is not None and cfg.raw.get("hidden_activation") is None,
-         msg("hidden_act {act}: Gemma2MLP computes with hidden_activation (gelu_pytorch_tanh by default), not hidden_act", act=repr(cfg.raw.get("hidden_act")))),
+         msg("hidden_act {act}: Gemma2MLP computes with hidden_activation (gelu_pytorch_tanh by default), not hidden_act",
+             act=repr(cfg.raw.get("hidden_act")))),
     ])
     # Gemma's reader on the keys it knows: the MLP's activation is hidden_activation (Gemma2MLP reads nothing else)
-    rest = {k: v for k, v in config.items() if k not in GEMMA2_KEYS and k not in ("model_type", "hidden_act")}
-    rest["hidden_act"] = config.get("hidden_activation") or "gelu_pytorch_tanh"
+    rest = {k: v for k, v in raw.items() if k not in GEMMA2_KEYS and k not in ("model_type", "hidden_act")}
+    rest["hidden_act"] = raw.get("hidden_activation") or "gelu_pytorch_tanh"
     base = gemma.read_config(rest, ckpt, layout, options)
     layers = base.layers
     types = _layer_types(cfg, layers)
@@ -94,9 +93,9 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         raise cfg.refuse(msg("layer_types: sliding_attention layers {layers} without a sliding_window", layers=list(sliding)))
     assumed = [a for a in base.assumed if a[0] != "activation"]
     notes = dict(base.notes)
-    notes["activation"] = ("hidden_activation " + str(config["hidden_activation"]) if config.get("hidden_activation") is not None
+    notes["activation"] = ("hidden_activation " + str(raw["hidden_activation"]) if raw.get("hidden_activation") is not None
                            else "assumed: not in config.json (Gemma2Config's default hidden_activation gelu_pytorch_tanh)")
-    if config.get("hidden_activation") is None:
+    if raw.get("hidden_activation") is None:
         assumed.append(("activation", "geglu"))
     block: dict[str, Any] = {}
     for key, value in base.block.items():

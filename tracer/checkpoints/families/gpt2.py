@@ -4,21 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families.base import (
-    Config,
-    Layout,
-    ModelConfig,
-    Options,
-    Take,
-    group,
-    layer_count,
-    need_heads,
-    norm,
-    packed_attention,
-    refuse,
-    shape_of,
-    stored_dtype,
-)
+from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, packed_attention, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
@@ -46,53 +32,39 @@ GPT2_DIFFERENT: dict[str, Message] = {"gpt_bigcode": msg("GPTBigCode shares one 
                                       "gptj": msg("GPT-J computes attention and the MLP in parallel, with rotary positions")}
 
 
+# what the gpt2 reader reads: config.json's keys and the tensors they describe, and what tracer's GPT-2 block does not model
+GPT2_READS = Family("gpt2", differ=GPT2_DIFFERENT,
+                    fields=(Field("activation_function", "text", "activation", "gelu_tanh", "GPT-2's gelu_new", "activation_function: {value}", HF_ACTIVATIONS),
+                            Field("layer_norm_epsilon", "number", "eps", 1e-5, "GPT-2's layer_norm_epsilon"),
+                            Field("scale_attn_weights", "flag"), Field("scale_attn_by_inverse_layer_idx", "flag")),
+                    refusals=(Refusal("scale_attn_weights", lambda v: v is False, msg("{key} = {cfg}: tracer's attention scales scores by 1/sqrt(d) only",
+                                                                                        key="scale_attn_weights", cfg=False)),
+                              Refusal("scale_attn_by_inverse_layer_idx", bool, msg("{key} = {cfg}: tracer's attention scales scores by 1/sqrt(d) only",
+                                                                                    key="scale_attn_by_inverse_layer_idx", cfg=True))),
+                    embedding=msg('holds no GPT-2 token embedding (wte.weight or transformer.wte.weight); is it a GPT-2 checkpoint?'),
+                    layer=msg('holds no GPT-2 layer (h.0.ln_1.weight)'), sizes={"C": "n_embd", "V": "vocab_size", "layers": "n_layer", "H": "n_head"},
+                    divides=msg("n_head = {H} does not divide n_embd = {C} (each head has width d = C / H)", H="H", C="C"))
+
+
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
-    cfg = Config(config, ckpt, options, "gpt2")
-    cfg.model_type(layout.model_types, GPT2_DIFFERENT)
-    wte = shape_of(ckpt, layout, "embedding")
-    if wte is None:
-        raise CheckpointError(at(ckpt.path, msg('holds no GPT-2 token embedding (wte.weight or transformer.wte.weight); is it a GPT-2 checkpoint?')))
-    V, C = wte
+    if options.activation not in (None,) + GPT2_ACTIVATIONS:
+        raise CheckpointError(at(f"--activation {options.activation}", msg("expected one of {join} (GPT-2's activations)", join=", ".join(GPT2_ACTIVATIONS))))
+    read = GPT2_READS.read(config, ckpt, layout, options)
+    cfg, V, C, H, layers = read.cfg, read.V, read.C, read.H, read.layers
     wpe = shape_of(ckpt, layout, "position")
     w1 = shape_of(ckpt, layout, "blocks.0.ffn.w1")
-    found = layout.locate("blocks.0.norm1.gamma", ckpt.key_set())
-    pattern = found[0].key.replace(".0.", ".{i}.", 1) if found else "h.{i}.ln_1.weight"
-    layers = layer_count(ckpt.keys(), pattern)
-    if layers == 0:
-        raise CheckpointError(at(ckpt.path, msg('holds no GPT-2 layer (h.0.ln_1.weight)')))
-    embedding_key = layout.locate("embedding", ckpt.keys())[0].key  # type: ignore[index]
-    cfg.same("n_embd", C, "C", embedding_key, (V, C))
-    cfg.same("vocab_size", V, "V", embedding_key, (V, C))
-    cfg.same("n_layer", layers, "layers")
     if wpe is not None:
         cfg.same("n_positions", wpe[0], "T_max", layout.locate("position", ckpt.keys())[0].key, wpe)  # type: ignore[index]
     if w1 is not None and cfg.integer("n_inner") is not None:
         cfg.same("n_inner", w1[1], "F", layout.locate("blocks.0.ffn.w1", ckpt.keys())[0].key, (C, w1[1]))  # type: ignore[index]
-    # what tracer's GPT-2 block does not model, one rule a line
-    refuse(cfg, [
-        (cfg.flag("scale_attn_weights") is False, msg("{key} = {cfg}: tracer's attention scales scores by 1/sqrt(d) only", key="scale_attn_weights", cfg=False)),
-        (bool(cfg.flag("scale_attn_by_inverse_layer_idx")), msg("{key} = {cfg}: tracer's attention scales scores by 1/sqrt(d) only", key="scale_attn_by_inverse_layer_idx", cfg=True)),
-    ])
-    act = cfg.text("activation_function")
-    if options.activation not in (None,) + GPT2_ACTIVATIONS:
-        raise CheckpointError(at(f"--activation {options.activation}", msg("expected one of {join} (GPT-2's activations)", join=", ".join(GPT2_ACTIVATIONS))))
-    if act is not None and act not in HF_ACTIVATIONS:
-        raise cfg.refuse(msg('activation_function {act}: expected one of {join}', act=repr(act), join=', '.join(HF_ACTIVATIONS)))
-    activation = cfg.setting("activation", "activation_function", HF_ACTIVATIONS.get(act or ""), "gelu_tanh", "GPT-2's gelu_new",
-                             note=f"activation_function: {act}", shown=act)
-    heads = cfg.integer("n_head")
-    if heads is not None and C % heads:
-        raise cfg.refuse(msg("n_head = {H} does not divide n_embd = {C} (each head has width d = C / H)", H=heads, C=C))
-    if heads is None:
-        need_heads(options.heads, C, f"{ckpt.path} without config.json" if not cfg.exists else "config.json")
-    H = cfg.setting("H", "n_head", heads, None, "")
-    eps = cfg.setting("eps", "layer_norm_epsilon", cfg.number("layer_norm_epsilon"), 1e-5, "GPT-2's layer_norm_epsilon")
+    activation, eps = read.settings["activation"], read.settings["eps"]
     tie = cfg.flag("tie_word_embeddings")
     tied = (tie is None or tie) or shape_of(ckpt, layout, "head") is None
     if tie is None and shape_of(ckpt, layout, "head") is not None:
         cfg.assumed.append(("head", "tied"))
     dims = {"C": C, "H": H, "F": w1[1] if w1 else (cfg.integer("n_inner") or 4 * C), "V": V}
-    notes = cfg.notes | {"C": "n_embd" if cfg.has("n_embd") else "the width of wte", "V": "vocab_size (rows of wte)" if cfg.has("vocab_size") else "rows of wte",
+    notes = cfg.notes | {"C": "n_embd" if cfg.has("n_embd") else "the width of wte",
+                         "V": "vocab_size (rows of wte)" if cfg.has("vocab_size") else "rows of wte",
                          "F": ("n_inner" if cfg.has("n_inner") else "the width of c_fc") if w1 else "n_inner (4 n_embd when null)"}
     if wpe is not None:
         dims["T_max"] = wpe[0]

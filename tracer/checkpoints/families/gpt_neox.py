@@ -9,23 +9,10 @@ query_key_value (its 3C outputs are [H, 3, d]: head h's q, then its k, then its 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-from tracer.checkpoints.families.base import (
-    Config,
-    Layout,
-    ModelConfig,
-    Options,
-    Take,
-    group,
-    layer_count,
-    need_heads,
-    norm,
-    refuse,
-    refuse_unknown,
-    shape_of,
-    stored_dtype,
-)
+from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, refuse, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
@@ -74,66 +61,57 @@ def rope(cfg: Config) -> tuple[float | None, float | None, str, str, str]:
     return theta, pct, str(kind), theta_from, pct_from
 
 
+def rotary_dim(cfg: Config, pct: float | None, pct_from: str, d: int, default: float, why: str) -> int:
+    """r, the coordinates of each head turned: Hugging Face's int(head_dim * partial_rotary_factor), ``default`` (``why``) when absent."""
+    r = int(d * (default if pct is None else pct))
+    if pct is None:
+        cfg.assume("rotary_dim", r, f"{why} {default:g}: int(d * {default:g}) = {r}")
+    else:
+        cfg.notes["rotary_dim"] = f"{pct_from} {pct:g}: int(d * {pct:g}) = {r} of each head's d = {d} coordinates turned"
+    return r
+
+
+def repeated(default: str) -> Callable[[Config, Any], None]:
+    """--activation may only repeat what hidden_act gives (``default``, Hugging Face's name, when absent)."""
+    def check(cfg: Config, act: Any) -> None:
+        if cfg.options.activation is not None and cfg.options.activation != NEOX_ACTIVATIONS.get(act or default):
+            raise CheckpointError(at(f"--activation {cfg.options.activation}",
+                                     msg("{path} gives hidden_act = {act}: leave --activation out, or correct config.json", path=cfg.path, act=act or default)))
+    return check
+
+
+# what the gpt_neox reader reads: config.json's keys (any other refused by name) and the tensors they describe
+NEOX_READS = Family("gpt_neox", needs=msg("a GPT-NeoX checkpoint needs its config.json (heads, rotary_pct, use_parallel_residual are not in the tensors); "
+                                          "put it beside the weights"),
+                    known=NEOX_KEYS, embedding=msg("holds no GPT-NeoX token embedding (gpt_neox.embed_in.weight); is it a GPT-NeoX checkpoint?"),
+                    layer=msg("holds no GPT-NeoX layer (gpt_neox.layers.0.input_layernorm.weight)"),
+                    fields=(Field("hidden_act", "text", "activation", "gelu", "GPT-NeoX's default hidden_act gelu", "hidden_act: {value}", NEOX_ACTIVATIONS,
+                                  check=repeated("gelu")),
+                            Field("layer_norm_eps", "number", "eps", 1e-5, "GPT-NeoX's layer_norm_eps"), Field("use_parallel_residual", "flag"),
+                            Field("attention_bias", "flag")),
+                    refusals=(Refusal("attention_bias", lambda v: v is False,
+                                      msg("attention_bias = false: the gpt_neox layout reads query_key_value and dense with their biases")),))
+
+
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     """Hugging Face GPT-NeoX / Pythia: LayerNorm, GELU, a parallel residual, partial rotary positions, q/k/v packed per head."""
-    if not config:
-        raise CheckpointError(at(ckpt.path, msg("a GPT-NeoX checkpoint needs its config.json (heads, rotary_pct, use_parallel_residual are not in the tensors); put it beside the weights")))
-    cfg = Config(config, ckpt, options, "gpt_neox")
-    cfg.model_type(layout.model_types, {})
-    embed = shape_of(ckpt, layout, "embedding")
-    if embed is None:
-        raise CheckpointError(at(ckpt.path, msg("holds no GPT-NeoX token embedding (gpt_neox.embed_in.weight); is it a GPT-NeoX checkpoint?")))
-    V, C = embed
-    found = layout.locate("blocks.0.norm1.gamma", ckpt.key_set())
-    pattern = found[0].key.replace(".0.", ".{i}.", 1) if found else "gpt_neox.layers.{i}.input_layernorm.weight"
-    layers = layer_count(ckpt.keys(), pattern)
-    if layers == 0:
-        raise CheckpointError(at(ckpt.path, msg("holds no GPT-NeoX layer (gpt_neox.layers.0.input_layernorm.weight)")))
-    embedding_key = layout.locate("embedding", ckpt.keys())[0].key  # type: ignore[index]
-    cfg.same("hidden_size", C, "C", embedding_key, embed)
-    cfg.same("vocab_size", V, "V", embedding_key, embed)
-    cfg.same("num_hidden_layers", layers, "layers")
-    refuse_unknown(cfg, NEOX_KEYS, "gpt_neox")
-    heads = cfg.integer("num_attention_heads")
-    if heads is None:
-        need_heads(options.heads, C, "config.json")
-    H = cfg.setting("H", "num_attention_heads", heads, None, "")
-    act = cfg.text("hidden_act")
+    read = NEOX_READS.read(config, ckpt, layout, options)
+    cfg, V, C, H, F, layers = read.cfg, read.V, read.C, read.H, read.F, read.layers
     theta, pct, rope_type, theta_from, pct_from = rope(cfg)
-    parallel = cfg.flag("use_parallel_residual")
+    parallel = read.values["use_parallel_residual"]
     d = C // H
-    r = int(d * pct) if pct is not None else d // 4  # Hugging Face: int(head_size * partial_rotary_factor), 0.25 by default
     refuse(cfg, [
-        (C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
-        (act is not None and act not in NEOX_ACTIVATIONS, msg("hidden_act {act}: expected one of {join}", act=repr(act), join=", ".join(NEOX_ACTIVATIONS))),
-        (cfg.flag("attention_bias") is False, msg("attention_bias = false: the gpt_neox layout reads query_key_value and dense with their biases")),
         (rope_type != "default", msg("rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)", rope=repr(rope_type))),
         (pct is not None and pct > 1, msg("{key} = {value}: at most 1 (the whole head turned)", key=pct_from, value=pct)),
     ])
-    if options.activation is not None and options.activation != NEOX_ACTIVATIONS.get(act or "gelu"):
-        raise CheckpointError(at(f"--activation {options.activation}", msg("{path} gives hidden_act = {act}: leave --activation out, or correct config.json",
-                                                                             path=cfg.path, act=act or "gelu")))
-    activation = cfg.setting("activation", "hidden_act", NEOX_ACTIVATIONS.get(act) if act else None, "gelu", "GPT-NeoX's default hidden_act gelu",
-                             note=f"hidden_act: {act}", shown=act)
-    eps = cfg.setting("eps", "layer_norm_eps", cfg.number("layer_norm_eps"), 1e-5, "GPT-NeoX's layer_norm_eps")
+    activation, eps = read.settings["activation"], read.settings["eps"]
     theta = cfg.setting("position_base", theta_from, theta, 10000.0, "GPT-NeoX's default rotary_emb_base")
-    if pct is None:
-        cfg.notes["rotary_dim"] = f"assumed: {cfg.why_assumed()} (GPT-NeoX's default rotary_pct 0.25: int(d * 0.25) = {r})"
-        cfg.assumed.append(("rotary_dim", r))
-    else:
-        cfg.notes["rotary_dim"] = f"{pct_from} {pct:g}: int(d * {pct:g}) = {r} of each head's d = {d} coordinates turned"
+    r = rotary_dim(cfg, pct, pct_from, d, 0.25, "GPT-NeoX's default rotary_pct")
     if parallel is None:
-        cfg.notes["norm_order"] = f"parallel, assumed: {cfg.why_assumed()} (GPT-NeoX's default use_parallel_residual true)"
-        cfg.assumed.append(("norm_order", "parallel"))
+        cfg.assume("norm_order", "parallel", "GPT-NeoX's default use_parallel_residual true", shown="parallel")
     else:
         cfg.notes["norm_order"] = ("use_parallel_residual: Y = X + MHA(LN1(X)) + FFN(LN2(X))" if parallel
                                    else "use_parallel_residual false: the sequential pre-norm block")
-    w1 = shape_of(ckpt, layout, "blocks.0.ffn.w1")
-    if w1 is not None:
-        cfg.same("intermediate_size", w1[1], "F")
-    F = w1[1] if w1 else cfg.integer("intermediate_size")
-    if F is None:
-        raise cfg.fail("intermediate_size", msg("a whole number"), None)
     tie = cfg.flag("tie_word_embeddings")
     has_head = shape_of(ckpt, layout, "head") is not None
     tied = bool(tie) or (tie is None and not has_head)

@@ -5,21 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tracer.checkpoints.families.base import (
-    Config,
-    Layout,
-    ModelConfig,
-    Options,
-    Take,
-    group,
-    layer_count,
-    need_heads,
-    received,
-    refuse,
-    shape_of,
-    stored_dtype,
-)
-from tracer.checkpoints.formats import Checkpoint
+from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, refuse, shape_of, stored_dtype
+from tracer.checkpoints.formats import Checkpoint, received
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
 from tracer.model.rope import ROPE_TYPES  # the rope types tracer models besides the default
@@ -57,7 +44,8 @@ def table(qkv_bias: bool = False) -> dict[str, Take]:
 BIASES = (("attention_bias", "attn", ("b_q", "b_k", "b_v", "b_o")), ("mlp_bias", "ffn", ("b1", "b3", "b2")))
 
 
-def bias_rules(cfg: Config, ckpt: Checkpoint, layout: Layout, layers: int, switches: tuple[str, ...] = ("attention_bias", "mlp_bias")) -> list[tuple[bool, Message]]:
+def bias_rules(cfg: Config, ckpt: Checkpoint, layout: Layout, layers: int,
+               switches: tuple[str, ...] = ("attention_bias", "mlp_bias")) -> list[tuple[bool, Message]]:
     """Each switch of ``switches`` and the checkpoint's bias tensors must agree, in every layer: a bias the config switches on
     but the file lacks (it would be zeros), or one the file holds but the config switches off (Hugging Face would not add it),
     is refused by name."""
@@ -89,7 +77,8 @@ LLAMA_DIFFERENT: dict[str, Message] = {"gemma": msg("Gemma scales its embeddings
                                        "phi": msg("Phi packs q, k and v and rotates only part of each head"),
                                        "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head"),
                                        "qwen2": msg("Qwen2 always adds q, k and v biases and sets its sliding window per layer (the qwen2 layout reads it)"),
-                                       "qwen3": msg("Qwen3 normalises q and k per head (q_norm, k_norm; the qwen3 layout reads it)")}  # mixtral: its own family (mixtral.py)
+                                       # mixtral: its own family (mixtral.py)
+                                       "qwen3": msg("Qwen3 normalises q and k per head (q_norm, k_norm; the qwen3 layout reads it)")}
 # config.json keys that mark maths the llama block does not model (Gemma's, Granite's, Cohere's, ...): refused when set
 UNMODELLED: dict[str, Message] = {"query_pre_attn_scalar": msg("scores scaled by 1/sqrt(query_pre_attn_scalar), not 1/sqrt(d)"),
                                   "attn_logit_softcapping": msg("attention scores soft-capped"),
@@ -105,6 +94,25 @@ UNMODELLED: dict[str, Message] = {"query_pre_attn_scalar": msg("scores scaled by
                                   "qkv_bias": msg("q, k and v biases"),
                                   "use_qkv_bias": msg("q, k and v biases"),
                                   "use_qk_norm": msg("q and k normalised")}
+
+
+# what the llama reader reads (LLaMA, Mistral, and the families read as LLaMA is: Qwen2, Qwen3, Gemma, Mixtral), and the
+# config.json keys whose values mark maths tracer's LLaMA block does not model (Gemma's, Granite's, Cohere's, ...)
+LLAMA_READS = Family("", needs=msg('a LLaMA checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); '
+                                   'put it beside the weights'),
+                     fields=(Field("hidden_act", "text", "activation", "swiglu", "Hugging Face's hidden_act silu",
+                                   "mlp: down_proj(silu(gate_proj(x)) * up_proj(x))",
+                                   {"silu": "swiglu"}),
+                             Field("rms_norm_eps", "number", "eps", 1e-6, "Hugging Face's rms_norm_eps"),
+                             Field("hidden_activation", "text"), Field("head_dim"), Field("num_key_value_heads")),
+                     refusals=(Refusal("hidden_act", lambda v: v not in (None, "silu"), msg("hidden_act {act}: tracer's SwiGLU gates with silu", act="")),
+                               Refusal("hidden_activation", lambda v: v not in (None, "silu"),
+                                       msg("hidden_activation {act}: tracer's SwiGLU gates with silu", act="")),
+                               *(Refusal(key, lambda v: v not in (None, False, 0, 1, 1.0),
+                                         msg("{key} = {value}: {why}, which tracer's LLaMA block does not model", key=key, value="", why=why))
+                                 for key, why in UNMODELLED.items())),
+                     embedding=msg('holds no LLaMA token embedding (model.embed_tokens.weight); is it a LLaMA checkpoint?'),
+                     layer=msg('holds no LLaMA layer (model.layers.0.input_layernorm.weight)'), divides=None)  # its heads divide C unless head_dim is given
 
 
 def _rope(cfg: Config) -> tuple[float | None, str, str, str]:
@@ -142,7 +150,8 @@ def rope_scaling(cfg: Config, kind: str, key: str) -> tuple[dict[str, Any] | Non
             raise cfg.fail(f"{key}.{k}", msg("a positive number"), None)
         out[k] = int(value) if k == "original_max_position_embeddings" and value.is_integer() else value
     refuse(cfg, [(kind == "llama3" and out.get("high_freq_factor", 1) <= out.get("low_freq_factor", 0),
-                  msg("{key}: high_freq_factor = {high} must be above low_freq_factor = {low}", key=key, high=out.get("high_freq_factor"), low=out.get("low_freq_factor")))])
+                  msg("{key}: high_freq_factor = {high} must be above low_freq_factor = {low}", key=key, high=out.get("high_freq_factor"),
+                      low=out.get("low_freq_factor")))])
     note = (f"{key}: rope type linear, every speed / {out['factor']:g}" if kind == "linear" else
             f"{key}: rope type llama3 (Llama 3.1's), factor {out['factor']:g}, by wavelength against {out['original_max_position_embeddings']} positions")
     return out, note
@@ -172,63 +181,34 @@ def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout
     """A LLaMA-like decoder (LLaMA, Mistral, Qwen2): ``switches`` are the config's bias switches the family reads
     (the others' biases are fixed by its table), ``window_of`` its sliding-window rule, ``different`` the model_types
     it refuses by name."""
-    if not config:
-        raise CheckpointError(at(ckpt.path, msg('a LLaMA checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights')))
-    cfg = Config(config, ckpt, options, layout.name)
-    model_type = cfg.model_type(layout.model_types, different)
-    embed = shape_of(ckpt, layout, "embedding")
-    if embed is None:
-        raise CheckpointError(at(ckpt.path, msg('holds no LLaMA token embedding (model.embed_tokens.weight); is it a LLaMA checkpoint?')))
-    V, C = embed
-    found = layout.locate("blocks.0.norm1.gamma", ckpt.key_set())
-    pattern = found[0].key.replace(".0.", ".{i}.", 1) if found else "model.layers.{i}.input_layernorm.weight"
-    layers = layer_count(ckpt.keys(), pattern)
-    if layers == 0:
-        raise CheckpointError(at(ckpt.path, msg('holds no LLaMA layer (model.layers.0.input_layernorm.weight)')))
-    embedding_key = layout.locate("embedding", ckpt.keys())[0].key  # type: ignore[index]
-    cfg.same("hidden_size", C, "C", embedding_key, embed)
-    cfg.same("vocab_size", V, "V", embedding_key, embed)
-    cfg.same("num_hidden_layers", layers, "layers")
-    heads = cfg.integer("num_attention_heads")
-    if heads is None:
-        need_heads(options.heads, C, "config.json")
-    H = cfg.setting("H", "num_attention_heads", heads, None, "")
-    H_kv = cfg.integer("num_key_value_heads") or H
+    if options.activation not in (None, "swiglu"):
+        raise CheckpointError(at(f"--activation {options.activation}",
+                                 msg("the llama layout's MLP is SwiGLU (down_proj(silu(gate_proj(x)) * up_proj(x))): expected swiglu")))
+    read = LLAMA_READS._replace(differ=different).read(config, ckpt, layout, options)
+    cfg, model_type, V, C, H, layers, F = read.cfg, read.kind, read.V, read.C, read.H, read.layers, read.F
+    head_dim = read.values["head_dim"]
+    H_kv = read.values["num_key_value_heads"] or H
     theta, rope_type, theta_from, rope_key = _rope(cfg)
-    act = cfg.text("hidden_act")
-    head_dim = cfg.integer("head_dim")
-    # what tracer's LLaMA block does not model, one rule a line
+    # what tracer's LLaMA block does not model beside the keys LLAMA refuses, one rule a line
     refuse(cfg, [
         (head_dim is None and C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
-        (act not in (None, "silu"), msg("hidden_act {act}: tracer's SwiGLU gates with silu", act=repr(act))),
-        (cfg.text("hidden_activation") not in (None, "silu"), msg("hidden_activation {act}: tracer's SwiGLU gates with silu", act=repr(cfg.raw.get("hidden_activation")))),
-        (rope_type not in ("default",) + ROPE_TYPES, msg("{key}: rope type {rope}: tracer's rotary positions are the default RoPE, linear or llama3", key=rope_key, rope=repr(rope_type))),
+        (rope_type not in ("default",) + ROPE_TYPES,
+         msg("{key}: rope type {rope}: tracer's rotary positions are the default RoPE, linear or llama3", key=rope_key, rope=repr(rope_type))),
         (H % H_kv != 0, msg("num_key_value_heads = {H_kv} must divide num_attention_heads = {H}", H_kv=H_kv, H=H)),
-    ] + [(cfg.raw.get(key) not in (None, False, 0, 1, 1.0), msg("{key} = {value}: {why}, which tracer's LLaMA block does not model", key=key, value=received(cfg.raw.get(key)), why=why))
-         for key, why in UNMODELLED.items()] + bias_rules(cfg, ckpt, layout, layers, switches))
+    ] + bias_rules(cfg, ckpt, layout, layers, switches))
     if not cfg.has("num_key_value_heads"):
         cfg.notes["H_kv"] = "assumed: not in config.json (= num_attention_heads, as Hugging Face does)"
     q = layout.locate("blocks.0.attn.w_q", ckpt.key_set())
     if head_dim is not None and q is not None and q[1]:  # head_dim and q_proj's H * d rows must agree
         stored = ckpt.info(q[0].key).shape
         cfg.same("head_dim", stored[0] // H if stored[0] % H == 0 else stored[0], "d", q[0].key, stored)
-    if options.activation not in (None, "swiglu"):
-        raise CheckpointError(at(f"--activation {options.activation}", msg("the llama layout's MLP is SwiGLU (down_proj(silu(gate_proj(x)) * up_proj(x))): expected swiglu")))
-    cfg.setting("activation", "hidden_act", "swiglu" if act else None, "swiglu", "Hugging Face's hidden_act silu",
-                note="mlp: down_proj(silu(gate_proj(x)) * up_proj(x))", shown=act)
-    eps = cfg.setting("eps", "rms_norm_eps", cfg.number("rms_norm_eps"), 1e-6, "Hugging Face's rms_norm_eps")
+    eps = read.settings["eps"]
     theta = cfg.setting("position_base", theta_from, theta, 10000.0, "LLaMA's default rope_theta")
-    w1 = shape_of(ckpt, layout, "blocks.0.ffn.w1")
-    if w1 is not None:
-        cfg.same("intermediate_size", w1[1], "F")
     tie = cfg.flag("tie_word_embeddings")
     tied = bool(tie)
     has_head = tied or shape_of(ckpt, layout, "head") is not None
     if tie is None and shape_of(ckpt, layout, "head") is not None:
         cfg.assumed.append(("head", "separate"))
-    F = w1[1] if w1 else cfg.integer("intermediate_size")
-    if F is None:
-        raise cfg.fail("intermediate_size", msg("a whole number"), None)
     own_width = head_dim is not None and (C % H != 0 or head_dim != C // H)  # Hugging Face's head_dim, set apart from C / H
     dims = {"C": C, "H": H} | ({"H_kv": H_kv} if H_kv != H else {}) | ({"d": head_dim} if own_width else {}) | {"F": F, "V": V}
     notes = {"C": "hidden_size" if cfg.has("hidden_size") else "the width of embed_tokens",

@@ -13,8 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.checkpoints.families import llama
-from tracer.checkpoints.families.base import Config, Layout, ModelConfig, Options, Take, group, received, refuse, shape_of
-from tracer.checkpoints.formats import Checkpoint
+from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, refuse, shape_of
+from tracer.checkpoints.formats import Checkpoint, received
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
 
@@ -37,25 +37,28 @@ FORWARD_ONLY = {"router_aux_loss_coef": "the load-balancing loss's weight (train
                 "router_jitter_noise": "noise on the router's input, applied in training only"}
 
 
+# what the mixtral reader reads before LLaMA's reader reads the rest
+MIXTRAL_READS = Family("mixtral", needs=msg("a Mixtral checkpoint needs its config.json (heads, experts, top-k, rope_theta are not all in the tensors); "
+                                           "put it beside the weights"),
+                       fields=(Field("num_local_experts"), Field("num_experts_per_tok")),
+                       refusals=(Refusal("norm_topk_prob", lambda v: v is False,
+                                         msg("norm_topk_prob = false: Mixtral's gates are renormalised over the chosen experts, which tracer's top_k does")),))
+
+
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     """LLaMA's settings (read by the llama family's reader) and the experts: num_local_experts E, num_experts_per_tok k."""
-    if not config:
-        raise CheckpointError(at(ckpt.path, msg("a Mixtral checkpoint needs its config.json (heads, experts, top-k, rope_theta are not all in the tensors); put it beside the weights")))
-    cfg = Config(config, ckpt, options, "mixtral")
-    cfg.model_type(layout.model_types, {})
+    read = MIXTRAL_READS.read(config, ckpt, layout, options)
+    cfg, experts, top_k = read.cfg, read.values["num_local_experts"], read.values["num_experts_per_tok"]
     router = shape_of(ckpt, layout, "blocks.0.moe.router")
     if router is None:
         raise CheckpointError(at(ckpt.path, msg("holds no Mixtral router (model.layers.0.block_sparse_moe.gate.weight); is it a Mixtral checkpoint?")))
     E = router[1]
-    experts = cfg.integer("num_local_experts")
-    top_k = cfg.integer("num_experts_per_tok")
     refuse(cfg, [
         (experts is None, msg("num_local_experts is missing: the number of experts (the router has {E} rows)", E=E)),
         (top_k is None, msg("num_experts_per_tok is missing: how many experts each position is sent to")),
         (experts is not None and experts > MAX_EXPERTS, msg("num_local_experts = {n}: the mixtral layout maps at most {m} experts", n=experts, m=MAX_EXPERTS)),
         (top_k is not None and experts is not None and top_k > experts,
          msg("num_experts_per_tok = {k} is more than num_local_experts = {n}", k=top_k, n=experts)),
-        (cfg.raw.get("norm_topk_prob") is False, msg("norm_topk_prob = false: Mixtral's gates are renormalised over the chosen experts, which tracer's top_k does")),
     ])
     assert experts is not None and top_k is not None
     cfg.same("num_local_experts", E, "E", "model.layers.0.block_sparse_moe.gate.weight", (E, router[0]))
@@ -65,11 +68,12 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         else:
             cfg.flag(key)
     # LLaMA's reader refuses a mixture of experts it does not model: here the experts are read above, so it reads the rest
-    rest = {k: v for k, v in config.items() if k not in ("num_local_experts", "num_experts_per_tok", *FORWARD_ONLY)}
+    rest = {k: v for k, v in cfg.raw.items() if k not in ("num_local_experts", "num_experts_per_tok", *FORWARD_ONLY)}
     base = llama.read_config(rest, ckpt, layout, options)
     w1 = shape_of(ckpt, layout, "blocks.0.moe.w1_0")
     if w1 is not None and w1[1] != base.dims["F"]:
-        raise cfg.refuse(msg("intermediate_size = {F}, but the checkpoint's tensors have F = {found}; the config does not describe these weights", F=base.dims["F"], found=w1[1]))
+        raise cfg.refuse(msg("intermediate_size = {F}, but the checkpoint's tensors have F = {found}; the config does not describe these weights",
+                             F=base.dims["F"], found=w1[1]))
     block = dict(base.block, ffn={"experts": experts, "top_k": top_k})
     notes = dict(base.notes, ffn=f"num_local_experts {experts}, num_experts_per_tok {top_k}: router softmax over the experts, "
                                  "the top k renormalised (MixtralTopKRouter)",

@@ -14,19 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families.base import (
-    Config,
-    Layout,
-    ModelConfig,
-    Options,
-    Take,
-    group,
-    layer_count,
-    refuse,
-    refuse_unknown,
-    shape_of,
-    stored_dtype,
-)
+from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Take, group, refuse, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint, shape_text
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
@@ -100,28 +88,22 @@ def switch_rules(cfg: Config, ckpt: Checkpoint, layout: Layout, layers: int, fin
     return rules
 
 
+# what the opt reader reads: config.json's keys (any other refused by name) and the tensors they describe; C is q_proj's width,
+# the token table being word_embed_proj_dim wide
+OPT_READS = Family("opt", needs=msg("an OPT checkpoint needs its config.json (heads, do_layer_norm_before are not in the tensors); put it beside the weights"),
+                   known=OPT_KEYS, embedding=msg("holds no OPT token embedding (model.decoder.embed_tokens.weight); is it an OPT checkpoint?"),
+                   layer=msg("holds no OPT layer (model.decoder.layers.0.self_attn.q_proj.weight)"), layer_of="blocks.0.attn.w_q", width_of="blocks.0.attn.w_q",
+                   fields=(Field("activation_function", "text", "activation", "relu", "OPT's default activation_function relu", "activation_function: {value}",
+                                 OPT_ACTIVATIONS),
+                           Field("do_layer_norm_before", "flag"), Field("_remove_final_layer_norm", "flag")),
+                   sizes={"C": "hidden_size", "V": "vocab_size", "layers": "num_hidden_layers", "H": "num_attention_heads", "F": "ffn_dim"}, heads="required")
+
+
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     """Hugging Face OPT: learned positions from row 2, Pre-Norm or Post-Norm (do_layer_norm_before), ReLU, a tied head."""
-    if not config:
-        raise CheckpointError(at(ckpt.path, msg("an OPT checkpoint needs its config.json (heads, do_layer_norm_before are not in the tensors); put it beside the weights")))
-    cfg = Config(config, ckpt, options, "opt")
-    cfg.model_type(layout.model_types, {})
-    embed = shape_of(ckpt, layout, "embedding")
-    if embed is None:
-        raise CheckpointError(at(ckpt.path, msg("holds no OPT token embedding (model.decoder.embed_tokens.weight); is it an OPT checkpoint?")))
-    V, C_embed = embed
-    found = layout.locate("blocks.0.attn.w_q", ckpt.key_set())
-    pattern = found[0].key.replace(".0.", ".{i}.", 1) if found else "model.decoder.layers.{i}.self_attn.q_proj.weight"
-    layers = layer_count(ckpt.keys(), pattern)
-    if layers == 0:
-        raise CheckpointError(at(ckpt.path, msg("holds no OPT layer (model.decoder.layers.0.self_attn.q_proj.weight)")))
-    w_q = shape_of(ckpt, layout, "blocks.0.attn.w_q")
-    assert w_q is not None
-    C = w_q[0]
-    embedding_key = layout.locate("embedding", ckpt.keys())[0].key  # type: ignore[index]
-    refuse_unknown(cfg, OPT_KEYS, "opt")
-    cfg.same("hidden_size", C, "C", found[0].key if found else "", w_q[::-1])
-    cfg.same("word_embed_proj_dim", C_embed, "C_e", embedding_key, embed)
+    read = OPT_READS.read(config, ckpt, layout, options)
+    cfg, V, C, H, F, layers, C_embed = read.cfg, read.V, read.C, read.H, read.F, read.layers, read.embedding[1]
+    cfg.same("word_embed_proj_dim", C_embed, "C_e", read.embedding_key, read.embedding)
     projected = C_embed != C  # OPTDecoder: project_in and project_out exist exactly when word_embed_proj_dim != hidden_size
     for name, want in (("project_in.w", (C_embed, C)), ("project_out.w", (C, C_embed))):
         key = layout.find(name)[0].key  # type: ignore[index]
@@ -136,21 +118,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         if held and shape != want:
             raise cfg.refuse(msg("{key} is {shape}: expected {want} (word_embed_proj_dim = {C_e}, hidden_size = {C})", key=repr(key),
                                  shape=shape_text(shape[::-1] if shape else ()), want=shape_text(want[::-1]), C_e=C_embed, C=C))
-    cfg.same("vocab_size", V, "V", embedding_key, embed)
-    cfg.same("num_hidden_layers", layers, "layers")
-    H = cfg.integer("num_attention_heads")
-    if H is None:
-        raise cfg.fail("num_attention_heads", msg("a whole number"), None)
-    act = cfg.text("activation_function")
-    pre = cfg.flag("do_layer_norm_before")
-    remove_final = cfg.flag("_remove_final_layer_norm")
-    refuse(cfg, [
-        (C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
-        (act is not None and act not in OPT_ACTIVATIONS, msg("activation_function {act}: expected one of {join}", act=repr(act), join=", ".join(OPT_ACTIVATIONS))),
-    ])
-    cfg.notes["H"] = "num_attention_heads"
-    activation = cfg.setting("activation", "activation_function", OPT_ACTIVATIONS.get(act) if act else None, "relu",
-                             "OPT's default activation_function relu", note=f"activation_function: {act}", shown=act)
+    pre, remove_final, activation = read.values["do_layer_norm_before"], read.values["_remove_final_layer_norm"], read.settings["activation"]
     final = pre is not False and not remove_final
     refuse(cfg, switch_rules(cfg, ckpt, layout, layers, final))
     has_final = any(_held(ckpt, layout, f"final_norm.{w}") for w in ("gamma", "beta"))
@@ -164,21 +132,17 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     if positions[0] <= OFFSET:
         raise cfg.refuse(msg("{key} has {rows} rows; OPT's positions start at row 2, so it needs at least 3", key=position_key, rows=positions[0]))
     cfg.same("max_position_embeddings", positions[0] - OFFSET, "T_max - 2", position_key, positions)
-    w1 = shape_of(ckpt, layout, "blocks.0.ffn.w1")
-    assert w1 is not None
-    cfg.same("ffn_dim", w1[1], "F")
     tie = cfg.flag("tie_word_embeddings")
     has_head = shape_of(ckpt, layout, "head") is not None
     head = "tied" if tie is not False else ("separate" if has_head else "none")
     if pre is None:
-        cfg.notes["norm_order"] = f"pre, assumed: {cfg.why_assumed()} (OPTConfig's default do_layer_norm_before true)"
-        cfg.assumed.append(("norm_order", "pre"))
+        cfg.assume("norm_order", "pre", "OPTConfig's default do_layer_norm_before true", shown="pre")
     else:
         cfg.notes["norm_order"] = ("do_layer_norm_before true: LayerNorm before each sublayer (Pre-Norm)" if pre
                                    else "do_layer_norm_before false: LayerNorm after each residual sum (Post-Norm, as OPT-350m)")
     affine = cfg.flag("layer_norm_elementwise_affine") is not False
     bias = cfg.flag("enable_bias") is not False
-    dims = {"C": C, "H": H, "F": w1[1], "V": V, "T_max": positions[0]} | ({"C_e": C_embed} if projected else {})
+    dims = {"C": C, "H": H, "F": F, "V": V, "T_max": positions[0]} | ({"C_e": C_embed} if projected else {})
     notes = cfg.notes | {"C": "hidden_size" if cfg.has("hidden_size") else "the width of q_proj",
                          "F": "ffn_dim (fc1)" if cfg.has("ffn_dim") else "the width of fc1",
                          "V": "vocab_size (rows of embed_tokens)" if cfg.has("vocab_size") else "rows of embed_tokens",

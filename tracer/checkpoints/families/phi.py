@@ -9,25 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families.base import (
-    Config,
-    Layout,
-    ModelConfig,
-    Options,
-    Take,
-    group,
-    layer_count,
-    need_heads,
-    norm,
-    refuse,
-    refuse_unknown,
-    shape_of,
-    stored_dtype,
-)
-from tracer.checkpoints.families.gpt_neox import NEOX_ACTIVATIONS, rope
+from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, refuse, shape_of, stored_dtype
+from tracer.checkpoints.families.gpt_neox import NEOX_ACTIVATIONS, repeated, rope, rotary_dim
 from tracer.checkpoints.formats import Checkpoint
-from tracer.errors import CheckpointError
-from tracer.messages import at, msg
+from tracer.messages import msg
 
 
 def table() -> dict[str, Take]:
@@ -50,65 +35,35 @@ PHI_KEYS = frozenset({"vocab_size", "hidden_size", "num_hidden_layers", "num_att
                    "rope_theta", "qk_layernorm", "head_dim"})
 
 
+# what the phi reader reads: config.json's keys (any other refused by name) and the tensors they describe
+PHI_READS = Family("phi", needs=msg("a Phi checkpoint needs its config.json (heads, partial_rotary_factor are not in the tensors); put it beside the weights"),
+                   known=PHI_KEYS, embedding=msg("holds no Phi token embedding (model.embed_tokens.weight); is it a Phi checkpoint?"),
+                   layer=msg("holds no Phi layer (model.layers.0.input_layernorm.weight)"),
+                   fields=(Field("hidden_act", "text", "activation", "gelu_tanh", "Phi's default hidden_act gelu_new", "hidden_act: {value}", NEOX_ACTIVATIONS,
+                                 check=repeated("gelu_new")),
+                           Field("layer_norm_eps", "number", "eps", 1e-5, "Phi's layer_norm_eps"), Field("num_key_value_heads"), Field("head_dim"),
+                           Field("qk_layernorm", "flag")),
+                   refusals=(Refusal("qk_layernorm", bool, msg("qk_layernorm = true: tracer's attention does not normalise q and k")),))
+
+
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     """Hugging Face Phi: one LayerNorm before a parallel attention and MLP, partial rotary positions, a biased head."""
-    if not config:
-        raise CheckpointError(at(ckpt.path, msg("a Phi checkpoint needs its config.json (heads, partial_rotary_factor are not in the tensors); put it beside the weights")))
-    cfg = Config(config, ckpt, options, "phi")
-    cfg.model_type(layout.model_types, {})
-    embed = shape_of(ckpt, layout, "embedding")
-    if embed is None:
-        raise CheckpointError(at(ckpt.path, msg("holds no Phi token embedding (model.embed_tokens.weight); is it a Phi checkpoint?")))
-    V, C = embed
-    found = layout.locate("blocks.0.norm1.gamma", ckpt.key_set())
-    pattern = found[0].key.replace(".0.", ".{i}.", 1) if found else "model.layers.{i}.input_layernorm.weight"
-    layers = layer_count(ckpt.keys(), pattern)
-    if layers == 0:
-        raise CheckpointError(at(ckpt.path, msg("holds no Phi layer (model.layers.0.input_layernorm.weight)")))
-    embedding_key = layout.locate("embedding", ckpt.keys())[0].key  # type: ignore[index]
-    cfg.same("hidden_size", C, "C", embedding_key, embed)
-    cfg.same("vocab_size", V, "V", embedding_key, embed)
-    cfg.same("num_hidden_layers", layers, "layers")
-    refuse_unknown(cfg, PHI_KEYS, "phi")
-    heads = cfg.integer("num_attention_heads")
-    if heads is None:
-        need_heads(options.heads, C, "config.json")
-    H = cfg.setting("H", "num_attention_heads", heads, None, "")
-    H_kv = cfg.integer("num_key_value_heads") or H
-    act = cfg.text("hidden_act")
-    head_dim = cfg.integer("head_dim")
+    read = PHI_READS.read(config, ckpt, layout, options)
+    cfg, V, C, H, F, layers, head_dim = read.cfg, read.V, read.C, read.H, read.F, read.layers, read.values["head_dim"]
+    H_kv = read.values["num_key_value_heads"] or H
     theta, pct, rope_type, theta_from, pct_from = rope(cfg)
     d = C // H
-    r = int(d * pct) if pct is not None else d // 2  # Hugging Face: int(head_dim * partial_rotary_factor), 0.5 by default
     refuse(cfg, [
-        (C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
         (H % H_kv != 0, msg("num_key_value_heads = {H_kv} must divide num_attention_heads = {H}", H_kv=H_kv, H=H)),
         (head_dim not in (None, d), msg("head_dim = {head_dim}: tracer's heads have width d = C / H = {d}", head_dim=head_dim, d=d)),
-        (act is not None and act not in NEOX_ACTIVATIONS, msg("hidden_act {act}: expected one of {join}", act=repr(act), join=", ".join(NEOX_ACTIVATIONS))),
-        (bool(cfg.flag("qk_layernorm")), msg("qk_layernorm = true: tracer's attention does not normalise q and k")),
         (rope_type != "default", msg("rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)", rope=repr(rope_type))),
         (pct is not None and pct > 1, msg("{key} = {value}: at most 1 (the whole head turned)", key=pct_from, value=pct)),
     ])
-    if options.activation is not None and options.activation != NEOX_ACTIVATIONS.get(act or "gelu_new"):
-        raise CheckpointError(at(f"--activation {options.activation}", msg("{path} gives hidden_act = {act}: leave --activation out, or correct config.json",
-                                                                             path=cfg.path, act=act or "gelu_new")))
-    activation = cfg.setting("activation", "hidden_act", NEOX_ACTIVATIONS.get(act) if act else None, "gelu_tanh", "Phi's default hidden_act gelu_new",
-                             note=f"hidden_act: {act}", shown=act)
-    eps = cfg.setting("eps", "layer_norm_eps", cfg.number("layer_norm_eps"), 1e-5, "Phi's layer_norm_eps")
+    activation, eps = read.settings["activation"], read.settings["eps"]
     theta = cfg.setting("position_base", theta_from, theta, 10000.0, "Phi's default rope_theta")
-    if pct is None:
-        cfg.notes["rotary_dim"] = f"assumed: {cfg.why_assumed()} (Phi's default partial_rotary_factor 0.5: int(d * 0.5) = {r})"
-        cfg.assumed.append(("rotary_dim", r))
-    else:
-        cfg.notes["rotary_dim"] = f"{pct_from} {pct:g}: int(d * {pct:g}) = {r} of each head's d = {d} coordinates turned"
+    r = rotary_dim(cfg, pct, pct_from, d, 0.5, "Phi's default partial_rotary_factor")
     if not cfg.has("num_key_value_heads"):
         cfg.notes["H_kv"] = "assumed: not in config.json (= num_attention_heads, as Hugging Face does)"
-    w1 = shape_of(ckpt, layout, "blocks.0.ffn.w1")
-    if w1 is not None:
-        cfg.same("intermediate_size", w1[1], "F")
-    F = w1[1] if w1 else cfg.integer("intermediate_size")
-    if F is None:
-        raise cfg.fail("intermediate_size", msg("a whole number"), None)
     tie = cfg.flag("tie_word_embeddings")
     has_head = shape_of(ckpt, layout, "head") is not None
     tied = bool(tie) or (tie is None and not has_head)

@@ -7,20 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families.base import (
-    Config,
-    Layout,
-    ModelConfig,
-    Options,
-    Take,
-    group,
-    layer_count,
-    need_heads,
-    norm,
-    packed_attention,
-    shape_of,
-    stored_dtype,
-)
+from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Take, group, layer_count, need_heads, norm, packed_attention, shape_of
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
@@ -49,6 +36,10 @@ def table() -> dict[str, Take]:
 
 
 TORCH_ACTIVATIONS = ("relu", "gelu")  # nn.TransformerEncoderLayer's activation: relu (its default) or gelu (exact)
+# what a state dict does not record, from the command line's options, else PyTorch's defaults
+TORCH_READS = Family("torch", fields=(Field("", setting="norm_order", default="post", why="PyTorch's default norm_first=False"),
+                                      Field("", setting="activation", default="relu", why="PyTorch's default"),
+                                      Field("", setting="eps", default=1e-5, why="PyTorch's default layer_norm_eps")))
 
 
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
@@ -64,19 +55,19 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     w_q = shape_of(ckpt, layout, prefix + "attn.w_q")
     w1 = shape_of(ckpt, layout, prefix + "ffn.w1")
     if w_q is None or w1 is None:
-        raise CheckpointError(at(ckpt.path, msg('holds no nn.TransformerEncoderLayer weights (self_attn.in_proj_weight, linear1.weight); is it a PyTorch nn.Transformer* state dict?')))
+        raise CheckpointError(at(ckpt.path, msg('holds no nn.TransformerEncoderLayer weights (self_attn.in_proj_weight, linear1.weight); '
+                                                'is it a PyTorch nn.Transformer* state dict?')))
     C, F = w_q[0], w1[1]
     H = need_heads(options.heads, C, "a PyTorch state dict")
     if options.activation not in (None,) + TORCH_ACTIVATIONS:
-        raise CheckpointError(at(f"--activation {options.activation}", msg("expected one of {join} (nn.TransformerEncoderLayer's activations)", join=", ".join(TORCH_ACTIVATIONS))))
-    cfg = Config(None, ckpt, options, "torch", absent="a state dict does not record it")  # the options, or PyTorch's defaults
+        raise CheckpointError(at(f"--activation {options.activation}",
+                                 msg("expected one of {join} (nn.TransformerEncoderLayer's activations)", join=", ".join(TORCH_ACTIVATIONS))))
+    read = TORCH_READS.read(None, ckpt, layout, options, absent="a state dict does not record it")  # the options, or PyTorch's defaults
+    cfg, settings = read.cfg, read.settings
     cfg.used.add("heads")
-    settings = {"norm_order": cfg.setting("norm_order", "", None, "post", "PyTorch's default norm_first=False"),
-                "activation": cfg.setting("activation", "", None, "relu", "PyTorch's default"),
-                "eps": cfg.setting("eps", "", None, 1e-5, "PyTorch's default layer_norm_eps")}
     dims = {"C": C, "H": H, "F": F}
     notes = {"C": "in_proj_weight is [3C,C]", "H": "--heads (a state dict does not record nhead)", "F": "linear1 is [F,C]"} | cfg.notes
-    dtype = stored_dtype(ckpt, layout, prefix + "attn.w_q")
+    dtype = ckpt.info(layout.locate(prefix + "attn.w_q", ckpt.key_set())[0].key).dtype  # type: ignore[index]
     common = {"norm_order": settings["norm_order"], "norm": "layernorm", "eps": settings["eps"], "activation": settings["activation"],
               "positions": "none"}
     if seq2seq:

@@ -25,19 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families.base import (
-    Config,
-    Layout,
-    ModelConfig,
-    Options,
-    Take,
-    group,
-    layer_count,
-    refuse,
-    refuse_unknown,
-    shape_of,
-    stored_dtype,
-)
+from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Take, group, layer_count, refuse, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
@@ -91,33 +79,34 @@ T5_DIFFERENT = {"umt5": msg("UMT5 gives every layer its own relative position ta
 T5_MODEL_TYPES = ("t5", "umt5")  # umt5 named so that its import is refused by name, with the reason
 
 
+# what the t5 reader reads first: T5's keys (any other refused by name) and its FFN's switches
+T5_READS = Family("", needs=msg("a T5 checkpoint needs its config.json (heads, d_kv, the relative buckets are not all in the tensors); "
+                                 "put it beside the weights"),
+                  reads=("t5",), differ=T5_DIFFERENT, others=msg("the t5 layout reads model_type t5 only"), known=T5_KEYS,
+                  fields=(Field("feed_forward_proj", "text"), Field("dense_act_fn", "text"), Field("is_gated_act", "flag"),
+                          Field("feed_forward_hidden_act", "text"), Field("num_heads", required=True)))
+
+
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     """Hugging Face T5: every size and switch from config.json, type-checked against the tensors; what is not modelled refused by name."""
-    if not config:
-        raise CheckpointError(at(ckpt.path, msg("a T5 checkpoint needs its config.json (heads, d_kv, the relative buckets are not all in the tensors); put it beside the weights")))
-    cfg = Config(config, ckpt, options, layout.name)
-    kind = cfg.text("model_type")
-    if kind is not None and kind != "t5":
-        why = next((why for prefix, why in T5_DIFFERENT.items() if kind.startswith(prefix)),
-                   msg("the t5 layout reads model_type t5 only"))
-        raise cfg.refuse(msg("model_type {kind}: {why}; the {family} layout would trace it wrong", kind=repr(kind), why=why, family=layout.name))
-    refuse_unknown(cfg, T5_KEYS, layout.name)
-    proj = cfg.text("feed_forward_proj") or "relu"
+    read = T5_READS.read(config, ckpt, layout, options)
+    cfg, proj = read.cfg, read.values["feed_forward_proj"] or "relu"
     refuse(cfg, [(proj not in FFNS, msg("feed_forward_proj {proj}: tracer's T5 FFN is relu or gated-gelu", proj=repr(proj)))])
     activation, act_fn, gated = FFNS[proj]
-    dense = cfg.text("dense_act_fn")
-    is_gated = cfg.flag("is_gated_act")
-    hidden_act = cfg.text("feed_forward_hidden_act")
+    dense, is_gated, hidden_act = read.values["dense_act_fn"], read.values["is_gated_act"], read.values["feed_forward_hidden_act"]
     refuse(cfg, [
-        (dense is not None and dense != act_fn, msg("dense_act_fn {act}: feed_forward_proj {proj} computes {want}", act=repr(dense), proj=repr(proj), want=repr(act_fn))),
-        (is_gated is not None and is_gated != gated, msg("is_gated_act = {got}: feed_forward_proj {proj} says {want}", got=str(is_gated).lower(), proj=repr(proj), want=str(gated).lower())),
+        (dense is not None and dense != act_fn,
+         msg("dense_act_fn {act}: feed_forward_proj {proj} computes {want}", act=repr(dense), proj=repr(proj), want=repr(act_fn))),
+        (is_gated is not None and is_gated != gated,
+         msg("is_gated_act = {got}: feed_forward_proj {proj} says {want}", got=str(is_gated).lower(), proj=repr(proj), want=str(gated).lower())),
         (hidden_act is not None, msg("feed_forward_hidden_act {act}: not modelled (tracer reads feed_forward_proj)", act=repr(hidden_act))),
     ])
     ckpt_layout = layout
     keys_set = ckpt.key_set()
     relu_held = "encoder.block.0.layer.1.DenseReluDense.wi.weight" in keys_set
-    refuse(cfg, [(gated and relu_held, msg("feed_forward_proj {proj}, but the checkpoint holds {key}, relu's projection", proj=repr(proj), key=repr("encoder.block.0.layer.1.DenseReluDense.wi.weight"))),
-                 (not gated and not relu_held, msg("feed_forward_proj {proj}, but the checkpoint holds no {key}", proj=repr(proj), key=repr("encoder.block.0.layer.1.DenseReluDense.wi.weight")))])
+    wi = repr("encoder.block.0.layer.1.DenseReluDense.wi.weight")
+    refuse(cfg, [(gated and relu_held, msg("feed_forward_proj {proj}, but the checkpoint holds {key}, relu's projection", proj=repr(proj), key=wi)),
+                 (not gated and not relu_held, msg("feed_forward_proj {proj}, but the checkpoint holds no {key}", proj=repr(proj), key=wi))])
     embed = shape_of(ckpt, ckpt_layout, "embedding")
     if embed is None:
         raise CheckpointError(at(ckpt.path, msg("holds no T5 token table (shared.weight); is it a T5 checkpoint?")))
@@ -131,9 +120,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         raise CheckpointError(at(ckpt.path, msg("holds no T5 encoder and decoder layers (encoder.block.0..., decoder.block.0...)")))
     cfg.same("num_layers", enc_layers, "encoder layers")
     cfg.same("num_decoder_layers", dec_layers, "decoder layers")
-    H = cfg.integer("num_heads")
-    if H is None:
-        raise cfg.fail("num_heads", msg("a whole number"), None)
+    H = read.values["num_heads"]
     q = shape_of(ckpt, ckpt_layout, "encoder.blocks.0.attn.w_q")
     if q is None:
         raise CheckpointError(at(ckpt.path, msg("holds no T5 attention (encoder.block.0.layer.0.SelfAttention.q.weight)")))
@@ -158,7 +145,8 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         cfg.same("relative_attention_num_buckets", table_shape[0], "K_rel", "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", table_shape)
     eps = cfg.setting("eps", "layer_norm_epsilon", cfg.number("layer_norm_epsilon"), 1e-6, "T5Config's default layer_norm_epsilon")
     if options.activation not in (None, activation):
-        raise CheckpointError(at(f"--activation {options.activation}", msg("the t5 layout's FFN is fixed by feed_forward_proj {proj}: expected {want}", proj=repr(proj), want=activation)))
+        raise CheckpointError(at(f"--activation {options.activation}",
+                                 msg("the t5 layout's FFN is fixed by feed_forward_proj {proj}: expected {want}", proj=repr(proj), want=activation)))
     tie = cfg.flag("tie_word_embeddings")
     scale = tie is not False  # transformers 5: scale_decoder_outputs = (tie_word_embeddings is not False)
     stated = cfg.flag("scale_decoder_outputs")
