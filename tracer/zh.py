@@ -982,7 +982,7 @@ MESSAGES: dict[str, str] = {
     'no stage {name} in this trace{hint}': '这次运行记录中没有阶段 {name}{hint}',
     "{name} was kept as statistics (record='stats'), not in full; trace again with keep=[{quoted}] or record='all'": "{name} 只保存了统计量（record='stats'），不是完整的值；请用 keep=[{quoted}] 或 record='all' 重新运行",
     'no stage {name} in this trace (the run stopped at a {kind} violation at {stage}){hint}': '这次运行记录中没有阶段 {name}（运行在 {stage} 处的{kind}违规停止）{hint}',
-    # tracer/spec/__init__.py
+    # tracer/spec/: the validation (__init__.py and its sections: checks, block, dims, inputs, steps, weights, weight_files)
     'did you mean {names}?': '是不是想写 {names}？',
     'a single value': '单个值',
     'a single number': '单个数',
@@ -1820,7 +1820,7 @@ PLURALS: dict[tuple[str, str], str] = {
     ('{n} spec: {parts}; exit code {code}', '{n} specs: {parts}; exit code {code}'): '{n} 个 spec：{parts}；退出码 {code}',
     ('{n} with a violation', '{n} with violations'): '{n} 个有违规',
     ('{n} error', '{n} errors'): '{n} 个出错',
-    # tracer/spec/__init__.py
+    # tracer/spec/: the validation (__init__.py and its sections: checks, block, dims, inputs, steps, weights, weight_files)
     ('{n} level of nesting', '{n} levels of nesting'): '{n} 层嵌套',
     ('{op} reads {n} stage, received {m}', '{op} reads {n} stages, received {m}'): '{op} 读取 {n} 个阶段，实际给了 {m} 个',
     ('expected a list of {n} layer mapping (one per layer), received {got}', 'expected a list of {n} layer mappings (one per layer), received {got}'): '应为{n} 个层映射组成的列表（每层一个），实际为{got}',

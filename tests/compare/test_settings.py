@@ -15,7 +15,9 @@ from conftest import PRE, PRE_TEXT, run_app, write_spec
 from tracer.compare import core, settings
 from tracer.messages import render
 from tracer.model.blocks import STEP_SETTINGS, Step
-from tracer.spec import BLOCK_KEYS, SPEC_NOT_SETTINGS, SPEC_SETTINGS, STEP_KEYS, BlockSpec, Spec, load_spec_text
+from tracer.spec import Spec, load_spec_text
+from tracer.spec.keys import BLOCK_KEYS, STEP_KEYS
+from tracer.spec.typed import SPEC_NOT_SETTINGS, SPEC_SETTINGS, BlockSpec
 
 # A block whose weights are drawn, so that any setting may change alone.
 BLOCK: dict[str, Any] = {"norm_order": "pre", "mask": "causal", "eps": 1e-5, "final_norm": False}

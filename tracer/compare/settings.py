@@ -24,7 +24,7 @@ import numpy as np
 from tracer.engine.executor import visible_keys
 from tracer.model.blocks import Step, position_axis
 from tracer.model.ops import OPS
-from tracer.spec import SPEC_SETTINGS, Spec
+from tracer.spec.typed import SPEC_SETTINGS, Spec
 from tracer.views.trace_json import block_json, input_words
 
 STACKS = ("block", "encoder")  # the sections a spec's settings of a stack are named under (block.eps, encoder.mask)
@@ -206,6 +206,6 @@ def _head_width(dims: Mapping[str, Any]) -> int | None:
 
 def complete(block: Mapping[str, Any], top: Mapping[str, Any]) -> bool:
     """Does a saved trace record every setting (written since traces carry them all), or only some (an older one)?"""
-    from tracer.spec import BlockSpec
+    from tracer.spec.typed import BlockSpec
 
     return all(k in block for k in BlockSpec._fields) and "init" in top

@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tracer.spec import InputSpec, Spec, Weight
 from tracer.spec.memory import DRAW_CHUNK, READ_AHEAD
+from tracer.spec.typed import InputSpec, Spec, Weight
 
 if TYPE_CHECKING:
     from tracer.checkpoints.refs import TensorRef

@@ -16,7 +16,8 @@ import numpy as np
 from tracer.engine.executor import Recording
 from tracer.errors import UsageError
 from tracer.messages import msg
-from tracer.spec import LOSSES, Spec
+from tracer.spec import Spec
+from tracer.spec.keys import LOSSES
 
 FORMULAS = {  # the JSON's "formula" is their English
     "next-token": msg("-mean over b, t of log probs[b, t, next token]"),
@@ -69,7 +70,8 @@ def token_targets(spec: Spec, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     if spec.targets is not None:
         return np.asarray(spec.targets, dtype=np.int64), np.ones(ids.shape, dtype=bool)
     if ids.shape[1] < 2:
-        raise UsageError(msg("{path}: next-token needs T >= 2 (position t predicts token t+1), received T = {shape}; give input.targets or use --loss sum-squares", path=spec.path, shape=ids.shape[1]))
+        raise UsageError(msg("{path}: next-token needs T >= 2 (position t predicts token t+1), received T = {shape}; "
+                             "give input.targets or use --loss sum-squares", path=spec.path, shape=ids.shape[1]))
     targets = np.zeros_like(ids)
     targets[:, :-1] = ids[:, 1:]
     counted = np.ones(ids.shape, dtype=bool)

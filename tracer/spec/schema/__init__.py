@@ -1,7 +1,7 @@
 """The JSON Schema of the spec format, shipped with the package; `tracer schema` prints it.
 
 An editor's YAML extension (yaml-language-server) reads it to validate and complete a spec as it
-is typed. It names the keys and choices tracer/spec.py accepts (tests/spec/test_schema.py holds the two
+is typed. It names the keys and choices tracer/spec/keys.py lists (tests/spec/test_schema.py holds the two
 together). No NumPy here: the command is as fast as --help.
 """
 
