@@ -289,3 +289,10 @@ def tab(browser):
     problems = tabs.close()
     if problems:
         pytest.fail("the page misbehaved:\n" + "\n".join(problems), pytrace=False)
+
+
+def compared(a, b, **options):
+    """tracer diff's comparison of two sides, as the library gives it (tracer.diff(...).result): the tests' short hand."""
+    import tracer
+
+    return tracer.diff(a, b, **options).result

@@ -26,26 +26,23 @@ __all__ = ["Diff", "Recorder", "SpecError", "StageShape", "Trace", "TracerError"
 if TYPE_CHECKING:
     from tracer.compare.recording import Recorder as Recorder
     from tracer.compare.recording import recorder as recorder
-    from tracer.compare.sides import Diff as Diff
-    from tracer.compare.sides import diff as diff
     from tracer.errors import SpecError as SpecError
     from tracer.errors import TracerError as TracerError
     from tracer.errors import UsageError as UsageError
-
-    # i27-intervene
+    from tracer.front.comparison import Diff as Diff
+    from tracer.front.comparison import diff as diff
+    from tracer.front.run_trace import StageShape as StageShape
+    from tracer.front.run_trace import Trace as Trace
+    from tracer.front.run_trace import trace as trace
     from tracer.patching.run import PatchGrid as PatchGrid
     from tracer.patching.run import patch_api as patch
-    from tracer.run.result import StageShape as StageShape
-    from tracer.run.result import Trace as Trace
-    from tracer.run.result import trace as trace
     from tracer.spec.loading import load as load
 
 # name -> the module defining it.  No module of the package is named like one of these functions, so importing a
 # submodule never rebinds them.
-_LAZY = {"load": "spec.loading", "trace": "run.result", "Trace": "run.result", "StageShape": "run.result", "diff": "compare.sides",
-         "Diff": "compare.sides", "recorder": "compare.recording", "Recorder": "compare.recording", "TracerError": "errors",
-         "SpecError": "errors", "UsageError": "errors"}
-_LAZY.update({"patch": "patching.run", "PatchGrid": "patching.run"})  # i27-intervene
+_LAZY = {"load": "spec.loading", "trace": "front.run_trace", "Trace": "front.run_trace", "StageShape": "front.run_trace",
+         "diff": "front.comparison", "Diff": "front.comparison", "recorder": "compare.recording", "Recorder": "compare.recording",
+         "TracerError": "errors", "SpecError": "errors", "UsageError": "errors", "patch": "patching.run", "PatchGrid": "patching.run"}
 
 
 def __getattr__(name: str) -> Any:
@@ -54,8 +51,6 @@ def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'tracer' has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), "patch_api" if name == "patch" else name)
-    if _LAZY[name] in ("run.result", "compare.sides"):  # Trace.page and Diff.page live in the page feature, above run and compare
-        importlib.import_module(".page.api", __name__).attach()
     globals()[name] = value
     return value
 

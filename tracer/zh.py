@@ -603,7 +603,7 @@ MESSAGES: dict[str, str] = {
     'holds a whole number too large for a double': '含有一个 double 放不下的大整数',
     'expected whole numbers of 0 or more, received {n}': '应为 0 或更大的整数，实际为{n}',
     'expected a number or one of "NaN", "Infinity", "-Infinity", received {v}': '应为 a number 或 one of "NaN", "Infinity", "-Infinity"，实际为{v}',
-    # tracer/compare/sides.py
+    # tracer/front/comparison.py
     'side {label}: expected a path, a Spec, a spec dict, a Trace or a mapping of stage name -> array, received {name__}': 'side {label}：应为路径、Spec、spec 字典、Trace 或阶段名 -> 数组的映射，实际为 {name__}',
     # tracer/compare/status.py
     'equal': '相等',
@@ -940,7 +940,7 @@ MESSAGES: dict[str, str] = {
     'standard output is closed': '标准输出已关闭',
     'cannot write the output: {why}': '无法写出输出：{why}',
     'standard output was closed by its reader': '标准输出被它的读取方关闭了',
-    # tracer/run/attention.py
+    # tracer/views/attention.py
     'cross-attention, no mask: every target position reads every source position': '交叉注意力，无掩码：每个目标位置读取每个源位置',
     '{path}: the model has no attention step (op mha or cross_mha), so there are no attention weights to draw': '{path}: 模型中没有注意力步骤（op mha 或 cross_mha），所以没有注意力权重可画',
     '{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {q} × {cb} {k} ({r} × {c} blocks, the last ones smaller)': '每个头 {nq} × {nk} 个格子，太多，无法逐个打印：每格是一块 {rb} 个{q} × {cb} 个{k}的平均权重（{r} × {c} 块，最后几块较小）',
@@ -966,7 +966,7 @@ MESSAGES: dict[str, str] = {
     "--steps shows one spec's step list; give one spec (received {n})": '--steps 显示一个 spec 的步骤列表；请只给一个 spec（实际给了 {n} 个）',
     'give at least one spec': '请至少给一个 spec',
     'internal error: {what} (a bug in tracer; please report it)': '内部错误：{what}（这是 tracer 的缺陷，请报告）',
-    # tracer/run/crosscheck.py
+    # tracer/views/reference_check.py
     'NumPy and the scalar reference differ by {stages} at stage {name}, above the tolerance {name2}{more}': 'NumPy 与标量参考实现在阶段 {name} 相差 {stages}，超过容差 {name2}{more}',
     'the run flagged a {kind} violation at stage {stage} ({reason}); the reference only computes blocks that keep every contract': '本次运行在阶段 {stage} 标记了{kind}违规（{reason}）；参考实现只计算遵守全部约定的块',
     'the run flagged a {kind} violation at stage {stage}; the reference only computes blocks that keep every contract': '本次运行在阶段 {stage} 标记了{kind}违规；参考实现只计算遵守全部约定的块',
@@ -976,7 +976,7 @@ MESSAGES: dict[str, str] = {
     'verify: largest |NumPy - reference| over all stages = {x} (every sample and position)': 'verify：所有阶段上 |NumPy - 参考实现| 的最大值 = {x}（所有样本和位置）',
     'verify: largest |NumPy - reference| over all stages = {x}': 'verify：所有阶段上 |NumPy - 参考实现| 的最大值 = {x}',
     'verify: partial: {reason}': 'verify：部分核对：{reason}',
-    # tracer/run/result.py
+    # tracer/front/run_trace.py
     'no axis {letter} in {x}': '{x} 中没有轴 {letter}',
     '; its stages: {names}': '；它的阶段：{names}',
     'no stage {name} in this trace{hint}': '这次运行记录中没有阶段 {name}{hint}',

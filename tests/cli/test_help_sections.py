@@ -9,13 +9,16 @@ from conftest import run_app
 
 from tracer.cli import app as cli
 from tracer.cli.options import OTHER_SECTION, sectioned
+from tracer.grad import cli as grad_cli
+from tracer.page import cli as page_cli
+from tracer.run import cli as run_cli
 
 
 def headings(text: str) -> list[str]:
     return [line[:-1] for line in text.splitlines() if re.fullmatch(r"[A-Z][\w ]*:", line)]
 
 
-@pytest.mark.parametrize(("command", "sections"), [("run", cli.RUN_SECTIONS), ("grad", cli.GRAD_SECTIONS), ("page", cli.PAGE_SECTIONS)])
+@pytest.mark.parametrize(("command", "sections"), [("run", run_cli.RUN_SECTIONS), ("grad", grad_cli.GRAD_SECTIONS), ("page", page_cli.PAGE_SECTIONS)])
 def test_every_option_is_in_a_named_section(command, sections):
     r = run_app(command, "--help")
     assert r.returncode == 0, r.stderr

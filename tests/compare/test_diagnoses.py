@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import PRE, run_cli
+from conftest import PRE, compared, run_cli
 from helpers import student
 
 import tracer
@@ -60,7 +60,7 @@ def test_each_mistake_in_numpy_is_found_and_named(tmp_path, bug, size):
     C = SIZES[size]
     spec, params, x = traced(tmp_path, C, heads_for(C, bug), activation_for(bug))
     arrays = student.numpy_block(x, params, heads_for(C, bug), activation=activation_for(bug), bug=bug)
-    r = diffing.diff(spec, save(tmp_path, arrays, student.MAIN))
+    r = compared(spec, save(tmp_path, arrays, student.MAIN))
     check_found(r, bug)
     assert "no known mistake" not in r.hint.english()
 
@@ -72,7 +72,7 @@ def test_each_mistake_in_torch_is_found_and_named(tmp_path, bug, size):
     C = SIZES[size]
     spec, params, x = traced(tmp_path, C, heads_for(C, bug), activation_for(bug))
     arrays = student.torch_block(x, params, heads_for(C, bug), activation=activation_for(bug), bug=bug)
-    r = diffing.diff(spec, save(tmp_path, arrays, student.MAIN))
+    r = compared(spec, save(tmp_path, arrays, student.MAIN))
     check_found(r, bug)
 
 
@@ -81,7 +81,7 @@ def test_the_correct_block_agrees_and_nothing_is_named(tmp_path, size):
     C = SIZES[size]
     spec, params, x = traced(tmp_path, C, heads_for(C, None))
     arrays = student.numpy_block(x, params, heads_for(C, None))
-    r = diffing.diff(spec, save(tmp_path, arrays, set(arrays)))
+    r = compared(spec, save(tmp_path, arrays, set(arrays)))
     assert r.exit_code == 0, [(s.name, s.max_abs_diff) for s in r.stages_differ]
     assert r.hint is None
     assert any("masked scores" in n for n in r.notes)  # attn.scores recorded after the mask
@@ -91,7 +91,7 @@ def test_a_bug_no_record_knows_says_so_then_the_checklist(tmp_path):
     spec, params, x = traced(tmp_path, 4, 2)
     arrays = student.numpy_block(x, params, 2)
     arrays["norm1"] = arrays["norm1"] * 1.5
-    r = diffing.diff(spec, save(tmp_path, arrays, student.MAIN))
+    r = compared(spec, save(tmp_path, arrays, student.MAIN))
     assert r.hint is not None and r.hint.bug is None
     assert r.hint.english().startswith("norm1 differs but x agrees: no known mistake matches; look at LayerNorm")
     assert r.as_json()["diagnosis"] is None
@@ -112,7 +112,7 @@ def test_the_json_holds_the_diagnosis_apart(tmp_path):
 def test_an_input_not_recorded_is_tracers_and_said_so(tmp_path):
     spec, params, x = traced(tmp_path, 2, 1)
     arrays = student.numpy_block(x, params, 1, bug="no_eps")
-    r = diffing.diff(spec, save(tmp_path, arrays, ("norm1", "attention")))
+    r = compared(spec, save(tmp_path, arrays, ("norm1", "attention")))
     assert r.hint is not None and r.hint.bug == "no_eps"
     assert "worked out from tracer's x: your file does not hold them" in r.hint.english()
 
@@ -158,7 +158,7 @@ def test_masked_scores_are_accepted_and_the_diff_carries_on_to_the_weights(tmp_p
     arrays = student.numpy_block(x, params, 2, bug="softmax_queries")
     T = x.shape[0]
     arrays["attn.scores"] = np.where(np.triu(np.ones((T, T), dtype=bool), k=1), fill, arrays["attn.scores"])
-    r = diffing.diff(spec, save(tmp_path, arrays, set(arrays)))
+    r = compared(spec, save(tmp_path, arrays, set(arrays)))
     row = next(s for s in r.stages if s.name == "attn.scores")
     assert row.status == "equal"
     assert any("attn.scores holds masked scores" in n for n in r.notes)
@@ -169,7 +169,7 @@ def test_masked_scores_are_accepted_and_the_diff_carries_on_to_the_weights(tmp_p
 def test_masked_scores_without_the_scale_are_named_at_the_scores(tmp_path):
     spec, params, x = traced(tmp_path, 4, 2)
     arrays = student.numpy_block(x, params, 2, bug="no_scale")
-    r = diffing.diff(spec, save(tmp_path, arrays, set(arrays)))
+    r = compared(spec, save(tmp_path, arrays, set(arrays)))
     assert r.first_diverging is not None and r.first_diverging.name == "attn.scores"
     assert r.hint is not None and r.hint.bug == "no_scale"
 
@@ -180,25 +180,25 @@ def test_float32_arrays_are_compared_at_float32s_tolerance_and_it_says_so(tmp_pa
     spec, params, x = traced(tmp_path, 8, 2)
     arrays = student.numpy_block(x, params, 2, dtype=np.float32)
     path = save(tmp_path, arrays, student.MAIN)
-    r = diffing.diff(spec, path)
+    r = compared(spec, path)
     assert r.exit_code == 0 and (r.atol, r.rtol) == diffing.DTYPE_TOLERANCE["float32"] and r.by_dtype == "float32"
     assert any("B holds float32 arrays: compared at atol 1e-05, rtol 1e-05" in n for n in r.notes)
     doc = json.loads(run_cli("diff", spec, path, "--json").stdout)
     assert doc["tolerance"] == {"atol": 1e-5, "rtol": 1e-5, "by_dtype": "float32"}
-    given = diffing.diff(spec, path, atol=1e-9)  # an explicit tolerance wins
+    given = compared(spec, path, atol=1e-9)  # an explicit tolerance wins
     assert given.exit_code == 1 and given.by_dtype is None and (given.atol, given.rtol) == (1e-9, 1e-9)
 
 
 def test_a_float32_mistake_is_still_named(tmp_path):
     spec, params, x = traced(tmp_path, 8, 2)
     arrays = student.numpy_block(x, params, 2, bug="ddof", dtype=np.float32)
-    r = diffing.diff(spec, save(tmp_path, arrays, student.MAIN))
+    r = compared(spec, save(tmp_path, arrays, student.MAIN))
     assert r.hint is not None and r.hint.bug == "ddof"
 
 
 def test_float64_arrays_keep_the_default_tolerance(tmp_path):
     spec, params, x = traced(tmp_path, 8, 2)
-    r = diffing.diff(spec, save(tmp_path, student.numpy_block(x, params, 2), student.MAIN))
+    r = compared(spec, save(tmp_path, student.numpy_block(x, params, 2), student.MAIN))
     assert (r.atol, r.rtol) == (1e-9, 1e-9) and r.by_dtype is None and r.exit_code == 0
 
 
@@ -208,7 +208,7 @@ def test_the_chapters_spec_says_which_mistakes_it_cannot_show(tmp_path):
     from helpers import oracle
 
     arrays = {k: v for k, v in oracle.chapter_block().items() if k in student.MAIN}
-    r = diffing.diff(PRE, save(tmp_path, arrays, student.MAIN))
+    r = compared(PRE, save(tmp_path, arrays, student.MAIN))
     note = next(n for n in r.notes if "cannot show every classic mistake" in n)
     for prop in ("d = 1", "every bias is zero", "gamma = 1 and beta = 0", "specs/variants/diagnose.yaml"):
         assert prop in note
@@ -232,7 +232,7 @@ def test_the_mask_off_by_one_filled_with_a_large_negative_is_named(tmp_path):
     spec, params, x = traced(tmp_path, 2, 1)
     arrays = student.numpy_block(x, params, 1, bug="mask_off_by_one", fill=-1e9)
     assert np.allclose(arrays["attn.weights"][0, 0], 1 / 3)  # row 0 reads no key: uniform
-    r = diffing.diff(spec, save(tmp_path, arrays, student.MAIN))
+    r = compared(spec, save(tmp_path, arrays, student.MAIN))
     assert r.hint is not None and r.hint.bug == "mask_off_by_one"
 
 

@@ -8,11 +8,10 @@ import json
 
 import numpy as np
 import pytest
-from conftest import SPECS, run_app
+from conftest import SPECS, compared, run_app
 from helpers import mistakes, student
 
 import tracer
-from tracer.compare import core as diffing
 
 
 def _spec(tmp_path, C: int, H: int, T: int, seed: int = 7) -> str:
@@ -28,7 +27,7 @@ def _spec(tmp_path, C: int, H: int, T: int, seed: int = 7) -> str:
 def _diff(tmp_path, spec: str, arrays: dict[str, np.ndarray]):
     path = tmp_path / "mine.npz"
     np.savez(path, **arrays)
-    return diffing.diff(spec, str(path))
+    return compared(spec, str(path))
 
 
 def _named(r) -> set[str]:

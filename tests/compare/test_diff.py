@@ -12,7 +12,7 @@ import re
 
 import numpy as np
 import pytest
-from conftest import EXAMPLES, POST, PRE, PRE_TEXT, SPECS, run_app, write_spec
+from conftest import EXAMPLES, POST, PRE, PRE_TEXT, SPECS, compared, run_app, write_spec
 
 from tracer.compare import core as diffing
 from tracer.model.blocks import POST_NORM, PRE_NORM
@@ -445,7 +445,7 @@ def test_at_100_columns_a_c2_table_keeps_its_shapes_whole():
 
     from tracer.compare.view import diff_view
 
-    r = diffing.diff(PRE, POST)
+    r = compared(PRE, POST)
     c = Console(width=100, file=io.StringIO(), no_color=True, emoji=False, highlight=False)
     c.print(diff_view(r, 6))
     out = c.file.getvalue()

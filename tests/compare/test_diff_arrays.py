@@ -7,11 +7,10 @@ import json
 
 import numpy as np
 import pytest
-from conftest import PRE, assert_refused, run_app
+from conftest import PRE, assert_refused, compared, run_app
 from helpers import oracle
 
 from tracer import i18n
-from tracer.compare import core as diffing
 
 MAIN = ("x", "norm1", "attention", "residual1", "norm2", "hidden", "ffn", "output")
 
@@ -41,7 +40,7 @@ EXPECTED = {  # bug -> (first diverging stage with the main stages recorded, the
 @pytest.mark.parametrize("bug", oracle.STUDENT_BUGS)
 def test_each_typical_bug_is_found_at_its_stage_with_its_hint(tmp_path, bug):
     stage, diagnosis, _ = EXPECTED[bug]
-    r = diffing.diff(PRE, save(tmp_path, main_stages([bug])))
+    r = compared(PRE, save(tmp_path, main_stages([bug])))
     assert r.exit_code == 1
     assert r.first_diverging is not None and r.first_diverging.name == stage
     assert r.hint is not None and r.hint.stage == stage and r.hint.bug == diagnosis
@@ -53,7 +52,7 @@ def test_each_typical_bug_is_found_at_its_stage_with_its_hint(tmp_path, bug):
 @pytest.mark.parametrize("bug", oracle.STUDENT_BUGS)
 def test_recording_the_internals_narrows_it_down(tmp_path, bug):
     _, _, stage = EXPECTED[bug]
-    r = diffing.diff(PRE, save(tmp_path, oracle.chapter_block([bug])))
+    r = compared(PRE, save(tmp_path, oracle.chapter_block([bug])))
     assert r.first_diverging is not None and r.first_diverging.name == stage
     assert r.hint is not None and r.hint.stage == stage
 
@@ -74,7 +73,7 @@ def test_the_hint_is_printed_in_both_languages(tmp_path):
 def test_hint_without_a_diagnosis_still_names_the_usual_mistakes(tmp_path):
     arrays = main_stages()
     arrays["norm2"] = arrays["norm2"] * 1.5  # no typical bug: the advice alone
-    r = diffing.diff(PRE, save(tmp_path, arrays))
+    r = compared(PRE, save(tmp_path, arrays))
     assert r.hint is not None and r.hint.diagnosis is None
     assert r.hint.english() == ("norm2 differs but residual1 agrees: no known mistake matches; look at LayerNorm (divide by C, not C-1; ε inside the square root; "
                                 "mean and variance over the C coordinates of each position, not over T or B)")
@@ -84,7 +83,7 @@ def test_where_and_both_values_are_named(tmp_path):
     arrays = main_stages()
     arrays["ffn"] = arrays["ffn"].copy()
     arrays["ffn"][2, 1] += 0.5
-    r = diffing.diff(PRE, save(tmp_path, arrays))
+    r = compared(PRE, save(tmp_path, arrays))
     first = r.first_diverging
     assert first is not None and first.name == "ffn" and first.where == (0, 2, 1)
     assert first.where_label() == "b=0, t=2, c=1" and first.max_abs_diff == pytest.approx(0.5)
@@ -126,10 +125,10 @@ def test_map_options_and_map_file(tmp_path):
     arrays["ln_1"] = arrays.pop("norm1")
     arrays["mystery"] = np.zeros(4)
     path = save(tmp_path, arrays)
-    r = diffing.diff(PRE, path)
+    r = compared(PRE, path)
     assert r.exit_code == 0 and "norm1" in r.arrays.not_recorded
     assert any("match no stage of A: ln_1, mystery" in n for n in r.notes)  # listed, never silently ignored
-    r = diffing.diff(PRE, path, names=["ln_1=norm1"])
+    r = compared(PRE, path, names=["ln_1=norm1"])
     assert r.arrays.renamed == {"norm1": "ln_1"} and r.arrays.unmatched == ["mystery"]
     names = tmp_path / "names.yaml"
     names.write_text("ln_1: norm1\n", encoding="utf-8")
@@ -257,7 +256,7 @@ def test_the_whole_report_in_zh(tmp_path):
 
 
 def test_arrays_on_side_a(tmp_path):
-    r = diffing.diff(save(tmp_path, main_stages(["ddof"])), PRE)
+    r = compared(save(tmp_path, main_stages(["ddof"])), PRE)
     assert r.exit_code == 1 and r.arrays is not None and r.arrays.label == "A"
     assert r.first_diverging is not None and r.first_diverging.name == "norm1"
     assert r.hint is not None and r.hint.bug == "ddof"

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import run_app
+from conftest import compared, run_app
 from helpers import oracle
 from helpers.tracing import flow, trace_text
-
-from tracer.compare import core as diffing
 
 
 def _spec(tmp_path):
@@ -64,7 +62,7 @@ def test_each_gemma_mistake_is_found_and_named(tmp_path, bug):
     path, trace = _spec(tmp_path)
     arrays, stage = mistake(trace, bug)
     np.savez(tmp_path / "mine.npz", **arrays)
-    r = diffing.diff(str(path), str(tmp_path / "mine.npz"))
+    r = compared(str(path), str(tmp_path / "mine.npz"))
     assert r.exit_code == 1
     assert r.first_diverging is not None and r.first_diverging.name == stage
     assert r.hint is not None and r.hint.bug == bug, (r.hint, bug)
@@ -73,7 +71,7 @@ def test_each_gemma_mistake_is_found_and_named(tmp_path, bug):
 def test_the_correct_gemma_arrays_agree_and_the_hint_is_printed_in_both_languages(tmp_path):
     path, trace = _spec(tmp_path)
     np.savez(tmp_path / "right.npz", **_stages(trace, *BEFORE_HIDDEN, "hidden"))
-    r = diffing.diff(str(path), str(tmp_path / "right.npz"))
+    r = compared(str(path), str(tmp_path / "right.npz"))
     assert r.exit_code == 0 and r.hint is None
     arrays, _ = mistake(trace, "norm_without_offset")
     np.savez(tmp_path / "mine.npz", **arrays)

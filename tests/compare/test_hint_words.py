@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 
 import numpy as np
-from conftest import SPECS
+from conftest import SPECS, compared
 from helpers import student
 
 import tracer
-from tracer.compare import core as diffing
 from tracer.compare import hints
 
 
@@ -26,7 +25,7 @@ def test_the_ffn_advice_names_what_the_ffn_reads_in_post_norm(tmp_path):
     t = tracer.trace(spec)
     arrays = {n: np.asarray(t[n]).copy() for n in ("x", "attention", "residual1", "norm1", "hidden")}
     arrays["hidden"] = arrays["hidden"] * 1.3 + 0.1  # no variant makes this
-    r = diffing.diff(spec, _save(tmp_path, arrays))
+    r = compared(spec, _save(tmp_path, arrays))
     text = r.hint.english()
     assert r.first_diverging.name == "hidden"
     assert "the FFN's first layer: act(norm1 W_1 + b_1), reading norm1" in text, text
@@ -38,7 +37,7 @@ def test_the_ffn_advice_in_pre_norm_reads_norm2(tmp_path):
     t = tracer.trace(spec)
     arrays = {n: np.asarray(t[n]).copy() for n in ("x", "norm1", "attention", "residual1", "norm2", "hidden")}
     arrays["hidden"] = arrays["hidden"] * 1.3 + 0.1
-    r = diffing.diff(spec, _save(tmp_path, arrays))
+    r = compared(spec, _save(tmp_path, arrays))
     assert "act(norm2 W_1 + b_1), reading norm2" in r.hint.english()
 
 
@@ -48,7 +47,7 @@ def _attention_case(tmp_path, keys):
     t = tracer.trace(str(path))
     arrays = student.numpy_block(np.asarray(t["x"])[0], dict(t.params), 2)
     arrays["attention"] = arrays["attention"] + 0.01 * np.cos(arrays["attention"])  # wrong after the heads: no variant
-    return diffing.diff(str(path), _save(tmp_path, {k: v for k, v in arrays.items() if k in keys}))
+    return compared(str(path), _save(tmp_path, {k: v for k, v in arrays.items() if k in keys}))
 
 
 def test_attention_advice_asks_for_the_internals_only_when_they_are_not_recorded(tmp_path):
@@ -68,7 +67,7 @@ def test_float32_arrays_written_as_json_are_compared_at_float32s_tolerance(tmp_p
     arrays = student.numpy_block(np.asarray(t["x"])[0], dict(t.params), 2, dtype=np.float32)
     mine = tmp_path / "mine.json"
     mine.write_text(json.dumps({k: v.astype(np.float32).tolist() for k, v in arrays.items() if k in student.MAIN}))
-    r = diffing.diff(str(path), str(mine))
+    r = compared(str(path), str(mine))
     assert r.same and r.by_dtype == "float32" and (r.atol, r.rtol) == (1e-5, 1e-5), r.summary()
     assert any("numbers look like float32 rounding" in n for n in r.notes)
     typed = tmp_path / "typed.json"  # short decimals a person wrote: float64's tolerance, as before
@@ -114,7 +113,7 @@ def test_each_stages_advice_is_the_one_for_what_it_computes(tmp_path):
         kept = order[: order.index(stage) + 1]
         arrays = {k: good[k].copy() for k in kept}
         arrays[stage] = arrays[stage] + 0.01 * np.cos(3 * arrays[stage])  # no variant of any op makes this
-        r = diffing.diff(str(path), _save(tmp_path, arrays, f"{stage}.npz"))
+        r = compared(str(path), _save(tmp_path, arrays, f"{stage}.npz"))
         assert r.first_diverging is not None and r.first_diverging.name == stage, (stage, r.first_diverging)
         text = r.hint.english()
         assert "no known mistake matches" in text and words in text, (stage, text)

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 import pytest
-from conftest import PRE, PRE_TEXT, run_app, write_spec
+from conftest import PRE, PRE_TEXT, compared, run_app, write_spec
 
 from tracer.compare import core, settings
 from tracer.messages import render
@@ -106,7 +106,7 @@ def _write(tmp_path, doc: dict[str, Any], name: str) -> str:
 
 def _named(tmp_path, a: dict[str, Any], b: dict[str, Any], field: str, **options: Any) -> core.DiffResult:
     """Diff A and B: exit 1, and ``field`` named in the settings rows, the JSON and the closing line."""
-    r = core.diff(_write(tmp_path, a, "a.yaml"), _write(tmp_path, b, "b.yaml"), keep_going=True, **options)
+    r = compared(_write(tmp_path, a, "a.yaml"), _write(tmp_path, b, "b.yaml"), keep_going=True, **options)
     assert r.exit_code == 1
     assert field in [s.field for s in r.settings], [s.field for s in r.settings]
     assert field in [d["field"] for d in r.as_json()["settings"]["differences"]]
@@ -181,7 +181,7 @@ def test_step_settings_written_in_custom_steps_are_named(tmp_path):
         changed[i][key] = value
         if key == "stop":
             changed[i]["start"] = 0
-        r = core.diff(_write(tmp_path, base, "a.yaml"), _write(tmp_path, {**base, "block": {"steps": changed, "eps": 1e-5}}, "b.yaml"),
+        r = compared(_write(tmp_path, base, "a.yaml"), _write(tmp_path, {**base, "block": {"steps": changed, "eps": 1e-5}}, "b.yaml"),
                       keep_going=True)
         assert r.exit_code == 1, key
         doc = r.as_json()
@@ -268,7 +268,7 @@ def test_a_trace_saved_before_traces_recorded_every_setting_says_what_it_cannot_
     del doc["init"]
     old = tmp_path / "old.json"
     old.write_text(json.dumps(doc), encoding="utf-8")
-    r = core.diff(str(old), PRE)
+    r = compared(str(old), PRE)
     assert r.exit_code == 0
     note = " ".join(render(n) for n in r.notes)
     assert "saved before traces recorded every setting" in note and "block.activation" in note and "init" in note
@@ -282,6 +282,6 @@ def test_an_older_trace_of_a_tied_head_is_the_same_as_its_spec(tmp_path):
     del doc["init"]
     old = tmp_path / "old.json"
     old.write_text(json.dumps(doc), encoding="utf-8")
-    r = core.diff(str(old), str(tied))
+    r = compared(str(old), str(tied))
     assert r.exit_code == 0 and r.structure == [] and r.settings == []
     assert "block.head" in " ".join(render(n) for n in r.notes)

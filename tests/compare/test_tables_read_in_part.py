@@ -10,9 +10,7 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-from conftest import run_app
-
-from tracer.compare import core as diffing
+from conftest import compared, run_app
 
 BLOCK = """dims: {B: 1, T: 3, C: 2, H: 2, F: 3}
 block: {norm_order: pre, mask: causal, eps: 1e-5, final_norm: false}
@@ -46,14 +44,14 @@ def test_the_same_table_inline_and_from_a_file_is_the_same_block(tmp_path: Path)
     solution, _, spec = _course(tmp_path)
     inline = solution / "inline.yaml"
     inline.write_text("name: solution\n" + BLOCK.replace("EMBEDDING", str(E)), encoding="utf-8")
-    r = diffing.diff(str(spec), str(inline))
+    r = compared(str(spec), str(inline))
     assert r.same and r.exit_code == 0, r.summary()
     assert any("weights.embedding compared on the 3 rows the run reads (0, 1, 2): A reads only those rows of its file" in n for n in r.notes)
 
 
 def test_a_reference_saved_from_the_spec_is_the_spec(tmp_path: Path):
     _, refs, spec = _course(tmp_path)
-    r = diffing.diff(str(refs / "prenorm.json"), str(spec))
+    r = compared(str(refs / "prenorm.json"), str(spec))
     assert r.same and not r.weights_differ, r.summary()
 
 
@@ -61,7 +59,7 @@ def test_a_row_the_run_reads_that_differs_still_differs(tmp_path: Path):
     solution, refs, spec = _course(tmp_path)
     other = solution / "other.yaml"
     other.write_text("name: solution\n" + BLOCK.replace("EMBEDDING", str([[1, 0], [0, 1], [1, 2], [2, 3], [4, 5]])), encoding="utf-8")
-    r = diffing.diff(str(refs / "prenorm.json"), str(other))
+    r = compared(str(refs / "prenorm.json"), str(other))
     assert [w.name for w in r.weights_differ] == ["embedding"] and r.weights_differ[0].where == (2, 1)
 
 

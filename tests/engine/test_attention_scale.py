@@ -11,14 +11,14 @@ import math
 
 import numpy as np
 import pytest
-from conftest import assert_refused, run_app, write_spec
+from conftest import assert_refused, compared, run_app, write_spec
 from helpers.tracing import check_against_independent, trace_text
 
 from tracer.compare import core
 from tracer.grad.finite_diff import verify as verify_grad
 from tracer.grad.run import GradOptions, grad
 from tracer.messages import render
-from tracer.run import crosscheck
+from tracer.views import reference_check
 from tracer.spec import load_spec_text
 from tracer.spec.memory import RecordPolicy, estimate
 
@@ -76,7 +76,7 @@ def test_the_scores_meaning_says_the_scale():
 
 
 def test_the_scalar_reference_follows_the_scale():
-    v = crosscheck.verify(trace_text(decoder(scale=1.0)))
+    v = reference_check.verify(trace_text(decoder(scale=1.0)))
     assert v.plan.full and any(name.endswith(".scores") for name in v.stages)
     assert v.max_abs_diff < 1e-12
 
@@ -111,7 +111,7 @@ def test_a_bad_attention_scale_is_refused_with_its_place(tmp_path, value):
 
 def test_diff_names_the_setting_and_the_design(tmp_path):
     a, b = write_spec(tmp_path, decoder(scale=None), "a.yaml"), write_spec(tmp_path, decoder(scale=1.0), "b.yaml")
-    r = core.diff(str(a), str(b), keep_going=True)
+    r = compared(str(a), str(b), keep_going=True)
     assert r.exit_code == 1
     assert "block.attention_scale" in [s.field for s in r.settings]
     words = [render(w) for w in core.design_words(r.b.steps, r.b.settings)]

@@ -12,7 +12,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import assert_refused, run_app, write_spec
+from conftest import assert_refused, compared, run_app, write_spec
 from helpers.tracing import check_against_independent, trace_text
 
 from tracer.compare import core
@@ -20,7 +20,7 @@ from tracer.grad.finite_diff import verify as verify_grad
 from tracer.grad.run import GradOptions, grad
 from tracer.messages import render
 from tracer.model.ops import OPS
-from tracer.run import crosscheck
+from tracer.views import reference_check
 from tracer.spec import load_spec_text
 from tracer.spec.memory import RecordPolicy, estimate
 
@@ -75,7 +75,7 @@ def test_only_the_sliding_layers_read_the_window():
 
 
 def test_the_scalar_reference_follows_every_choice():
-    v = crosscheck.verify(trace_text(gemma2()))
+    v = reference_check.verify(trace_text(gemma2()))
     assert v.plan.full and "raw_logits" in v.stages and "blocks.0.attention_norm" in v.stages
     assert v.max_abs_diff < 1e-12
 
@@ -131,7 +131,7 @@ input: {source: [[0, 1, 2]], target: [[3, 4]]}
 def test_diff_names_gemma_2s_design(tmp_path):
     a = write_spec(tmp_path, gemma2("pre", mask="causal", extra=""), "a.yaml")
     b = write_spec(tmp_path, gemma2(), "b.yaml")
-    r = core.diff(str(a), str(b), keep_going=True)
+    r = compared(str(a), str(b), keep_going=True)
     assert r.exit_code == 1
     fields = [s.field for s in r.settings]
     for field in ("block.norm_order", "block.attention_softcap", "block.head_softcap", "block.sliding_layers"):

@@ -12,7 +12,7 @@ from helpers.tracing import trace_text
 
 from tracer.grad.finite_diff import verify as verify_grad
 from tracer.grad.run import GradOptions, grad
-from tracer.run import crosscheck
+from tracer.views import reference_check
 from tracer.spec import load_spec_text
 
 DECODER = """name: head scaled
@@ -42,7 +42,7 @@ def test_the_head_reads_the_output_times_c_to_the_minus_half():
 
 
 def test_the_scalar_reference_and_the_gradient_follow_the_scale():
-    v = crosscheck.verify(trace_text(DECODER))
+    v = reference_check.verify(trace_text(DECODER))
     assert "head_scale" in v.stages and v.max_abs_diff < 1e-12
     for text in (DECODER, SEQ2SEQ):
         check = verify_grad(grad(load_spec_text(text), GradOptions()))

@@ -13,9 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import write_spec
+from conftest import compared, write_spec
 
-from tracer.compare import core as diffing
 from tracer.spec import load_spec_text, memory
 
 LINEAR = 2.3  # doubling the layers may cost at most this much more
@@ -65,5 +64,5 @@ def test_diff_is_linear_in_layers(tmp_path: Path) -> None:
     counts = []
     for n in (10, 20):
         spec = str(write_spec(tmp_path, encoder_decoder(n), f"ed{n}.yaml"))
-        counts.append(opcodes(lambda spec=spec: diffing.diff(spec, spec)))  # both sides run: the executor is counted too
+        counts.append(opcodes(lambda spec=spec: compared(spec, spec)))  # both sides run: the executor is counted too
     assert counts[1] < LINEAR * counts[0], (counts, counts[1] / counts[0])

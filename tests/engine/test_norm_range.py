@@ -85,7 +85,7 @@ def test_a_verify_failure_is_a_violation(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_the_tolerance_scales_with_the_values() -> None:
-    from tracer.run.crosscheck import ReferenceCheck
+    from tracer.views.reference_check import ReferenceCheck
 
     plan = reference.Plan([0], [0], True, 1, 1, "")
     v = ReferenceCheck(plan, {"a": 1e-7, "b": 1e-7, "c": math.inf}, {"a": 1.0, "b": 1e6, "c": 1.0}, 1e-9)

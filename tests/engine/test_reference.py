@@ -8,8 +8,8 @@ from conftest import BOOK_Y, PRE, SPECS, load_text, trace_of
 
 from tracer.engine import executor, reference
 from tracer.engine.params import load_inputs, load_params
-from tracer.run.crosscheck import verify
 from tracer.spec import load_spec
+from tracer.views.reference_check import verify
 
 
 def run_reference(spec, samples, positions):

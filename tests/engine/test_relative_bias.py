@@ -11,16 +11,15 @@ import json
 
 import numpy as np
 import pytest
-from conftest import assert_refused, run_app, write_spec
+from conftest import assert_refused, compared, run_app, write_spec
 from helpers import oracle
 from helpers.tracing import check_against_independent, trace_text
 
-from tracer.compare import core
 from tracer.engine import kernels
 from tracer.grad.finite_diff import verify as verify_grad
 from tracer.grad.run import GradOptions, grad
 from tracer.model import relative
-from tracer.run import crosscheck
+from tracer.views import reference_check
 from tracer.spec import load_spec_text
 from tracer.spec.memory import RecordPolicy, estimate
 
@@ -86,7 +85,7 @@ def test_the_buckets_are_hugging_faces(bidirectional, k, m):
 
 
 def test_the_scalar_reference_follows_the_position_bias():
-    v = crosscheck.verify(trace_text(seq2seq()))
+    v = reference_check.verify(trace_text(seq2seq()))
     assert any(name.endswith("position_bias") for name in v.stages)
     assert v.max_abs_diff < 1e-12
 
@@ -149,7 +148,7 @@ def test_graph_draws_the_position_bias_and_the_scores_it_joins(tmp_path):
 
 def test_diff_names_the_relative_settings(tmp_path):
     a, b = write_spec(tmp_path, seq2seq(8, 10), "a.yaml"), write_spec(tmp_path, seq2seq(8, 12), "b.yaml")
-    r = core.diff(str(a), str(b), keep_going=True)
+    r = compared(str(a), str(b), keep_going=True)
     assert r.exit_code == 1
     assert "encoder.relative" in [s.field for s in r.settings]
 

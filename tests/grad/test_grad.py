@@ -357,10 +357,10 @@ GRADIENTS = EXAMPLES / "gradients"
 
 
 def test_diff_grad_compares_the_backward_traces():
-    from tracer.compare.core import diff
+    from conftest import compared as diff
 
     a, b = str(GRADIENTS / "with-residual.yaml"), str(GRADIENTS / "without-residual.yaml")
-    r = diff(a, b, grad=True, only=("x", "blocks.0.output"))
+    r = diff(a, b, grad=True, stages=("x", "blocks.0.output"))
     ga = grad(load_spec(a), GradOptions())
     rows = {row.name: row for row in r.stages}
     assert np.array_equal(rows["x"].a.array, ga.grads["x"].array)  # A's stage is its gradient, not its value

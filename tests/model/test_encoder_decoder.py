@@ -12,7 +12,7 @@ from helpers import oracle as ind
 from helpers.tracing import check_against_independent, trace_text
 
 from tracer.engine.params import load_params
-from tracer.run.crosscheck import verify
+from tracer.views.reference_check import verify
 
 SEQ2SEQ = """
 model: encoder-decoder

@@ -18,7 +18,7 @@ from helpers.tracing import check_against_independent, flow, trace_text
 
 from tracer.engine import kernels
 from tracer.engine.params import load_params
-from tracer.run import crosscheck as verify
+from tracer.views import reference_check as verify
 
 LLAMA_LIKE = """name: gqa
 dims: {{B: 2, T: 5, C: 16, H: 4, H_kv: {H_kv}, F: 24}}

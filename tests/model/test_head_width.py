@@ -10,11 +10,10 @@ import json
 
 import numpy as np
 import pytest
-from conftest import assert_refused, run_app, where, write_spec
+from conftest import assert_refused, compared, run_app, where, write_spec
 from helpers.tracing import check_against_independent, trace_text
 
-from tracer.compare import core
-from tracer.run import crosscheck as verify
+from tracer.views import reference_check as verify
 from tracer.spec import load_spec_text
 from tracer.spec.memory import RecordPolicy, estimate
 
@@ -132,7 +131,7 @@ def test_the_memory_estimate_counts_the_wider_heads():
 def test_diff_names_the_head_width(tmp_path):
     a = write_spec(tmp_path, head_width(6, positions="none"), "a.yaml")
     b = write_spec(tmp_path, head_width(8, positions="none"), "b.yaml")
-    r = core.diff(str(a), str(b), keep_going=True)
+    r = compared(str(a), str(b), keep_going=True)
     assert r.exit_code == 1
     assert "dims.d" in [s.field for s in r.settings]
 

@@ -93,7 +93,7 @@ def run_watched(*args: str) -> tuple[subprocess.CompletedProcess[str], tuple[int
 
 @glibc_linux
 def test_tracer_runs_numbers_are_the_same_with_its_memory_faulted_in_ahead() -> None:
-    from tracer.run.plan import prepare
+    from tracer.front.prepare import prepare
 
     kept = prepare("specs/gpt2-block.yaml", record="all", table=True).check_memory(by_layer=True, form="table").recorded
     assert kept >= process.FAULT_IN_AT_LEAST  # the attention's scores and weights too: about 260 MB

@@ -1,4 +1,4 @@
-"""The command line and the library prepare a run the same way (tracer.run.plan.prepare): the same loading
+"""The command line and the library prepare a run the same way (tracer.front.prepare.prepare): the same loading
 (a spec whose text alone is over --max-memory is refused before it is parsed), the same --batch/--pos range
 check and the same --record/--keep policy, so they refuse the same things with the same words."""
 

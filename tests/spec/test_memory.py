@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from conftest import REPO, SPECS, assert_refused, run_app, write_spec
 
-from tracer.cli import app as cli
+from tracer.cli import shared as cli
 from tracer.engine import executor
 from tracer.errors import UsageError
 from tracer.spec import load_spec, load_spec_text, memory

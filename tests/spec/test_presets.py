@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from conftest import PRE, run_app
+from conftest import PRE, compared, run_app
 
-from tracer.compare import core as diffing
 from tracer.engine import executor
 from tracer.spec import load_spec_text
 from tracer.spec.presets import PRESETS
@@ -23,10 +22,10 @@ def test_the_chapter_presets_trace_example_17_2(tmp_path):
     for name in ("ch17", "custom"):
         path = tmp_path / f"{name}.yaml"
         path.write_text(PRESETS[name].text, encoding="utf-8")
-        r = diffing.diff(PRE, str(path))
+        r = compared(PRE, str(path))
         assert not r.stages_differ, name  # Table 17.1, every stage
         assert r.weights_differ == [], name
-    assert diffing.diff(PRE, str(tmp_path / "ch17.yaml")).same
+    assert compared(PRE, str(tmp_path / "ch17.yaml")).same
 
 
 def test_gpt2_preset_has_gpt2_small_sizes():

@@ -18,8 +18,8 @@ from rich.style import Style
 
 from tracer.engine import executor
 from tracer.errors import UsageError
-from tracer.run.attention import BINS, GLYPHS, MASKED, attention_view, make_grid, panel_text, resolve
 from tracer.spec import load_spec, load_spec_text
+from tracer.views.attention import BINS, GLYPHS, MASKED, attention_view, make_grid, panel_text, resolve
 
 STACK = str(SPECS / "stack-2-layers.yaml")
 SEQ2SEQ = str(SPECS / "encoder-decoder.yaml")

@@ -15,10 +15,9 @@ import hypothesis.extra.numpy as hnp
 import hypothesis.strategies as st
 import numpy as np
 import pytest
-from conftest import EXAMPLES, POST, PRE
+from conftest import EXAMPLES, POST, PRE, compared
 from hypothesis import given, settings
 
-from tracer.compare import core as diffing
 from tracer.compare import text as difftext
 from tracer.engine import executor
 from tracer.engine.executor import Stage
@@ -115,7 +114,7 @@ def test_markdown_marks_the_violation_row_and_quotes_the_panel():
 # -- diff CSV ---------------------------------------------------------------------
 
 def test_diff_csv_one_row_per_position_and_where_the_rows_part():
-    r = diffing.diff(PRE, POST)
+    r = compared(PRE, POST)
     rows = rows_of(difftext.diff_csv(r))
     assert rows[0] == difftext.DIFF_CSV_COLUMNS
     norm1 = {row[6]: row for row in rows if row[2] == "norm1"}
@@ -129,7 +128,7 @@ def test_diff_csv_one_row_per_position_and_where_the_rows_part():
 
 
 def test_diff_markdown_has_the_stage_table_and_the_summary():
-    r = diffing.diff(PRE, POST)
+    r = compared(PRE, POST)
     md = difftext.diff_markdown(r, 6)
     assert "- attention reads norm1(x) in A, x in B" in md
     table = [line for line in md.splitlines() if line.startswith("| `")]

@@ -82,7 +82,7 @@ def check(path: str, stage: str, expect: str, pos: int = 0, batch: int = 0, prec
     from tracer.compare.hints import spec_blind_spots
     from tracer.engine import executor
     from tracer.engine.params import load_params
-    from tracer.run.plan import prepare
+    from tracer.front.prepare import prepare
 
     numbers = parse_expect(expect)
     ready = prepare(path, record="all", stages=[stage], batch=batch, pos=pos)

@@ -25,23 +25,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracer import reading
-from tracer.compare import saved as jsonin
 from tracer.compare import settings as known
 from tracer.compare.status import DIFFERS, EQUAL, NOT_RECORDED, ONLY_A, ONLY_B, SHAPES_DIFFER, STATUS_MESSAGES
 from tracer.engine import executor
 from tracer.engine.executor import Stage
 from tracer.errors import DiffTrouble, UsageError
-from tracer.messages import Message, at, join, msg, nmsg
+from tracer.messages import Message, join, msg, nmsg
 from tracer.model import catalogue
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.ops import OPS
-from tracer.spec import memory, yamlio
+from tracer.spec import memory
 from tracer.views import trace_json as jsonout
 
 if TYPE_CHECKING:
     from tracer.compare.hints import Hint
-from tracer.spec import GRAD_SETTINGS, SPEC_ONLY_SETTINGS, Spec, load_spec_text
+from tracer.spec import GRAD_SETTINGS, SPEC_ONLY_SETTINGS, Spec
 from tracer.views.trace_json import SCHEMA_VERSION, array_json
 
 EXIT_SAME = 0
@@ -97,53 +95,6 @@ class Side:
 
 
 ARRAYS = "arrays"
-Read = tuple[Any, "Spec | None", "dict[str, np.ndarray] | None", int]  # a saved trace's JSON, a spec, arrays; bytes it will hold
-
-
-def read_side(path: str, grad: bool = False, limit: int | None = None, limit_text: str = "none") -> Read:
-    """A side read but not run: a saved trace's parsed JSON, or a spec, or another program's arrays (one of
-    the three), and the bytes the side will hold; with ``grad`` only a spec will do (its gradients double it).
-    An archive of arrays is refused before any is decompressed if its headers declare more than ``limit``."""
-    from tracer.compare import arrays as activations
-
-    needs_spec = at(path, msg("--grad runs the backward pass, which needs the spec: give a YAML spec, not saved arrays or a saved trace"))
-    if activations.is_npz(path):
-        if grad:
-            raise UsageError(needs_spec)
-        archive = activations.open_npz(path)
-        memory.refuse_over(at(path, msg("reading its arrays")), {msg("the arrays, as stored and as float64"): activations.npz_bytes(archive)},
-                           limit, limit_text, msg("compare fewer or smaller arrays"))
-        arrays = activations.read_npz(path, archive)
-        return None, None, arrays, sum(a.nbytes for a in arrays.values())
-    text = yamlio.read_text(path)
-    arrays_doc = activations.sniff_json(path, text)
-    doc = jsonin.sniff(path, text) if arrays_doc is None else None
-    if grad and (arrays_doc is not None or doc is not None):
-        raise UsageError(needs_spec)
-    if arrays_doc is not None:
-        listed = activations.read_json(arrays_doc, path)
-        return None, None, listed, sum(a.nbytes for a in listed.values())
-    if doc is not None:
-        return doc, None, None, memory.saved_trace_bytes(len(text.encode()))
-    spec = load_spec_text(text, path)
-    return None, spec, None, memory.run_bytes(spec) * (2 if grad else 1)  # a gradient the size of every stage and weight
-
-
-def load_side(path: str, label: str, keep_going: bool, read: Read | None = None, grad: bool = False, lean: bool = False) -> Side:
-    """One side, run from its spec, read from a saved trace, or another program's arrays; with ``grad`` its
-    stages and weights are the gradients of its loss (tracer grad), in backward order; ``lean``: a spec's run
-    keeps no attention internals but the cross-attention weights (the stages a diff without --all compares)."""
-    doc, spec, arrays, _ = read_side(path, grad) if read is None else read
-    if arrays is not None:
-        return arrays_side(arrays, path, label)
-    if spec is None:
-        t = jsonin.load_trace(doc, path)
-        flat, steps = known.of_trace(t.dims, t.block, t.top, t.dtype, t.steps)
-        return Side(label, path, "trace", t.name, t.dims, t.block, t.dtype, t.steps, t.stages, t.weights, t.violations,
-                    settings=flat, step_settings=steps, complete=known.complete(t.block, t.top))
-    return spec_side(spec, path, label, keep_going, grad=grad, lean=lean)
-
-
 def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: executor.Recording | None = None,
               params: dict[str, np.ndarray] | None = None, grad: bool = False, lean: bool = False) -> Side:
     """A spec run here (or already run: ``trace`` and its ``params``); ``grad``: its gradients instead (tracer grad);
@@ -971,68 +922,6 @@ def _check_index(option: str, value: int, letter: str, a: Side, b: Side) -> int:
 
 def _visible(stages: dict[str, Stage], show_all: bool) -> dict[str, Stage]:
     return {n: s for n, s in stages.items() if show_all or not s.internal}
-
-
-def diff(path_a: str, path_b: str, *, atol: float | None = None, rtol: float | None = None, batch: int = 0, pos: int = 0,
-         show_all: bool = False, keep_going: bool = False, only: Sequence[str] = (), names: Sequence[str] = (),
-         grad: bool = False, max_memory: str = memory.DEFAULT_MAX_MEMORY, intervene: tuple[Any, Any] | None = None,
-         token: str | int | None = None) -> DiffResult:
-    """Compare two files; ``only`` (--stage) restricts the stage rows, shown and compared, to those names;
-    ``names`` (--map) says which of a side's arrays is which stage; ``grad`` (--grad) compares the gradients
-    of each side's loss instead of the values (docs/gradients.md).
-
-    Both sides are read, then their memory counted together (each spec side is a full run, a saved
-    trace its parsed values), and a diff over --max-memory is refused before either side runs.
-    ``atol``/``rtol`` None: the default (float64's, or a float32 program's own: DTYPE_TOLERANCE).
-    ``intervene``: each side's --ablate/--set/--from (interventions.Requests, or None); ``token``: --token, the token
-    whose probability the effect sentence follows (tracer.compare.effect)."""
-    check_tolerance(DEFAULT_ATOL if atol is None else atol, DEFAULT_RTOL if rtol is None else rtol)
-    limit = memory.parse_size(max_memory)
-    with reading.within(limit):
-        read_a, read_b = read_side(path_a, grad, limit, max_memory), read_side(path_b, grad, limit, max_memory)
-    if intervene is not None:  # i27-intervene: each spec side computes with its own interventions
-        read_a, read_b = _intervened(read_a, intervene[0], path_a, "A"), _intervened(read_b, intervene[1], path_b, "B")
-    memory.refuse_over(msg("{a} and {b}: this diff", a=path_a, b=path_b), {msg("side A"): read_a[3], msg("side B"): read_b[3],
-                       msg("comparing"): memory.compare_bytes([r[1] for r in (read_a, read_b)], show_all)}, limit, max_memory)
-    # Without --all or --stage, attention internals are not compared: a spec side need not keep them (the cross-attention
-    # weights excepted, which the table shows), unless the other side holds a program's own arrays, which may be them.
-    lean = not (show_all or only or grad or read_a[2] is not None or read_b[2] is not None)
-    a = load_side(path_a, "A", keep_going, read_a, grad, lean)
-    b = load_side(path_b, "B", keep_going, read_b, grad, lean)
-    result = compare(a, b, atol=atol, rtol=rtol, batch=batch, pos=pos, show_all=show_all, keep_going=keep_going, only=only,
-                     names=names, grad=grad)
-    if (intervene is not None or token is not None) and not grad:
-        _add_effect(result, token)
-    return result
-
-
-# -- i27-intervene: a diff of interventions ------------------------------------------------------------
-def _intervened(read: Read, requests: Any, path: str, label: str) -> Read:
-    if not requests:
-        return read
-    doc, spec, arrays, nbytes = read
-    if spec is None:
-        raise UsageError(at(path, msg("--ablate, --set and --from change a run: side {label} must be a spec, not saved arrays or a saved trace", label=label)))
-    from tracer.engine.interventions import attach
-
-    return doc, attach(spec, requests), arrays, nbytes
-
-
-def _add_effect(result: DiffResult, token: str | int | None) -> None:
-    """The sentence on what the intervened side does to the chosen token's probability, as a note (and JSON's effect)."""
-    from tracer.compare import effect as moved
-
-    a, b = result.a, result.b
-    ia = a.spec.interventions if a.spec is not None else ()
-    ib = b.spec.interventions if b.spec is not None else ()
-    clean, changed = (b, a) if ia and not ib else (a, b)
-    what = moved.subject(changed.spec.interventions if changed.spec is not None else (), clean.spec.interventions if clean.spec is not None else ())
-    found = moved.effect(clean.stages, changed.stages, clean.spec or changed.spec, what, token, result.batch)
-    if found is None:
-        if token is not None:
-            raise UsageError(msg("--token: a side has no logits (a spec with head: tied or separate has them)"))
-        return
-    result.effect = found  # the views end with its sentence; JSON has it as effect
 
 
 def check_tolerance(atol: float, rtol: float) -> None:

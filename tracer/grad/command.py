@@ -7,10 +7,10 @@ from typing import NamedTuple
 from rich.console import RenderableType
 
 from tracer.errors import EXIT_OK, EXIT_VIOLATION, UsageError
+from tracer.front.prepare import load_checked, select_stages
 from tracer.grad import view
 from tracer.grad.run import GradOptions, GradTrace, grad, per_layer
 from tracer.messages import msg
-from tracer.run.plan import select_stages
 from tracer.spec import memory
 from tracer.spec.choices import position
 from tracer.views import trace_json as jsonout
@@ -47,11 +47,10 @@ class GradResult(NamedTuple):
 
 
 def execute(r: GradRequest) -> GradResult:
-    s = memory.load_spec_within(r.path, r.max_memory)  # a spec with millions of inline values is refused before it is parsed
-    if any(r.intervene):  # i27-intervene: the backward pass runs through the intervened forward
-        from tracer.engine.interventions import Requests, attach
+    from tracer.engine.interventions import Requests
 
-        s = attach(s, Requests(*r.intervene))
+    # the backward pass runs through the intervened forward
+    s = load_checked(r.path, max_memory=r.max_memory, intervene=Requests(*r.intervene) if any(r.intervene) else None)
     only = select_stages(s, r.stages)
     batch, pos = position(s, r.batch, r.pos)
     r = r._replace(batch=batch, pos=pos)

@@ -16,10 +16,11 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracer.compare.core import DiffResult, diff, read_side
+from tracer.compare.core import DiffResult
 from tracer.compare.status import NOT_RECORDED, SHAPES_DIFFER
 from tracer.errors import EXIT_INTERNAL, TracerError, UsageError
 from tracer.files import confined
+from tracer.front.comparison import diff, read_side
 from tracer.messages import Message, at, join, msg
 from tracer.model.contracts import kind_word
 
@@ -91,7 +92,7 @@ def grade_one(student: str, task: str, hand_in: Submission | Path, reference: Pa
     total = sum(rubric.values())
     try:
         with confined(str(h.path.parent)):  # the hand-in may read only its own folder (as tracer run --confine does)
-            r = diff(str(reference), str(h.path), atol=atol, rtol=rtol, keep_going=True)
+            r = diff(str(reference), str(h.path), atol=atol, rtol=rtol, keep_going=True).result
     except TracerError as e:
         return Grade(student, task, 0, "error", "", e.message, tuple(rubric), e.exit_code, total, h.file)
     except (KeyboardInterrupt, SystemExit):

@@ -32,20 +32,14 @@ def lens_spec(path: str, *, token: str | int | None = None, top: int = LENS_TOP,
     import numpy as np
 
     from tracer.engine import executor
+    from tracer.engine.interventions import Requests
+    from tracer.front.prepare import load_checked
     from tracer.spec import choices, memory
-    from tracer.spec.loading import load_with_text
 
-    if text is not None:
-        memory.load_spec_within(path, max_memory)  # the size check, before the text is tokenized into it
-        s = load_with_text(path, text, special)
-    elif not special:
+    if text is None and not special:
         raise UsageError(msg("--no-special says whether the tokenizer adds its special tokens to --text: give --text too"))
-    else:
-        s = memory.load_spec_within(path, max_memory)
-    if ablate or set_:
-        from tracer.engine.interventions import Requests, attach
-
-        s = attach(s, Requests(tuple(ablate), tuple(set_)))
+    s = load_checked(path, max_memory=max_memory, text=text, special=special,
+                     intervene=Requests(tuple(ablate), tuple(set_)) if ablate or set_ else None)
     p = plan(s)
     choices.precision(precision)
     b, _ = choices.position(s, batch, 0, ("--batch", "--pos"))

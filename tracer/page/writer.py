@@ -218,3 +218,15 @@ def write_page(path: str, page: Page, option: str, force: bool) -> None:
     body = page.html.encode("utf-8")
     data = files.text_mark("html", body) + body
     files.write_atomic(path, lambda fh: fh.write(data), option, "html", force)
+
+
+def page_written(page: Page, path: str | None, inputs: list[str], force: bool) -> str:
+    """The page's HTML, written to ``path`` too when given (never over a file tracer did not write, unless ``force``):
+    what ``Trace.page`` and ``Diff.page`` return."""
+    from tracer.spec import choices
+
+    if path is not None:
+        path = choices.file_path(path, "path")
+        check_page(path, "path", inputs, choices.flag(force, "force"))
+        write_page(path, page, "path", force)
+    return page.html

@@ -15,7 +15,7 @@ from rich.text import Text
 
 from tracer.i18n import tr
 from tracer.messages import msg, render
-from tracer.run.attention import fit, glyph
+from tracer.views.attention import fit, glyph
 from tracer.views.text import csv_text, fmt_number
 
 if TYPE_CHECKING:

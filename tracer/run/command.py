@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer import i18n
+from tracer.cli.shared import FORMATS
 from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
+from tracer.front.prepare import prepare
 from tracer.messages import msg, nmsg, render
-from tracer.run.plan import prepare
 from tracer.spec import Spec, choices, memory
 from tracer.views import text as textout
 
@@ -26,12 +27,11 @@ if TYPE_CHECKING:
     from tracer.engine.executor import Recording, Stage
     from tracer.model.blocks import Step
     from tracer.process import FaultingIn
-    from tracer.run.crosscheck import ReferenceCheck
+    from tracer.views.reference_check import ReferenceCheck
 
 # catalogue, jsonout (and json), verify are imported where they are used: a plain `tracer run SPEC`
 # needs none of them, and every import is start-up time (benchmarks/startup.py).
 
-FORMATS = ("table", "json", "csv", "markdown")
 
 
 def output_format(fmt: str | None, as_json: bool) -> str:
@@ -196,7 +196,7 @@ def _traced(path: str, s: Spec, opts: RunOptions, policy: memory.RecordPolicy, o
     del drawn
     check = None
     if opts.verify:
-        from tracer.run.crosscheck import verify
+        from tracer.views.reference_check import verify
 
         check = verify(trace, opts.verify_budget)
         failed = check.violation()
@@ -224,7 +224,7 @@ def table_view(outcome: Outcome, precision: int, drawn: list[Step] | None = None
         from rich.console import Group
         from rich.text import Text
 
-        from tracer.run.attention import attention_view
+        from tracer.views.attention import attention_view
 
         picture = attention_view(trace, drawn, outcome.batch)
         return Group(picture, Text(check.note())) if check is not None else picture

@@ -154,7 +154,7 @@ class Trace(Mapping[str, np.ndarray]):
     def attention(self, stage: str | None = None, *, batch: int | None = None) -> View:
         """The heatmaps ``tracer run --attention`` draws: the first attention step, or the one named
         (``attention``, ``blocks.1.attn``, ``all``)."""
-        from tracer.run.attention import attention_view, resolve
+        from tracer.views.attention import attention_view, resolve
 
         b, _ = self._position(batch, None)
         named = [choices.text(stage, "stage")] if stage is not None else []
@@ -173,6 +173,15 @@ class Trace(Mapping[str, np.ndarray]):
         from tracer.engine.params import load_inputs
 
         return read_out(self.spec, self.run, self.params, load_inputs(self.spec), b, token, top, precision)
+
+    def page(self, path: str | None = None, *, lang: str = "en", budget_mb: float = 20.0, force: bool = False) -> str:  # 20: page.writer.DEFAULT_BUDGET_MB
+        """The explorable page of this run (as ``tracer page``): one self-contained HTML file, returned as text and
+        written to ``path`` when given (never over a file tracer did not write, unless ``force``; docs/files.md).
+        ``lang``: the page's first language (en | zh); ``budget_mb``: as --page-budget."""
+        from tracer.page.writer import page_written, run_page
+
+        page = run_page(self.run, b=self.batch, t=self.pos, precision=self.precision, lang=choices.text(lang, "lang"), budget_mb=budget_mb)
+        return page_written(page, path, [self.spec.path, *self.spec.files_read], force)
 
     def _position(self, batch: int | None, pos: int | None) -> tuple[int, int]:
         b = self.batch if batch is None else choices.whole(batch, "batch")
@@ -203,21 +212,19 @@ def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep
     ``set=["blocks.0.ffn=run.npz:blocks.0.ffn"]``, ``start="blocks.0.output=run.npz:blocks.0.output"``).
     """
     from tracer.engine import executor
-    from tracer.run.plan import prepare
+    from tracer.front.prepare import load_checked, prepare
 
     keep_going, show_all = choices.flag(keep_going, "keep_going"), choices.flag(show_all, "show_all")
     record, keep, max_memory = choices.text(record, "record"), choices.texts(keep, "keep"), choices.text(max_memory, "max_memory")
     batch, pos, precision = choices.whole(batch, "batch"), choices.whole(pos, "pos"), choices.whole(precision, "precision")
     choices.precision(precision, "precision")
-    if text is not None:  # i27-lens: text in
-        from tracer.spec.loading import load_with_text
-
-        spec = load_with_text(spec, choices.text(text, "text"), choices.flag(special, "special"))
+    if text is not None:  # the input as text, tokenized by the spec's own tokenizer
+        spec = load_checked(spec, max_memory=max_memory, text=choices.text(text, "text"), special=choices.flag(special, "special"))
     ready = prepare(spec, record=record, keep=keep, batch=batch, pos=pos, show_all=show_all, max_memory=max_memory,
                     options=("batch", "pos"))
     ready.check_memory(show_all=show_all)
     s, policy, batch, pos = ready.spec, ready.policy, ready.batch, ready.pos
-    if ablate is not None or set is not None or start is not None:  # i27-intervene
+    if ablate is not None or set is not None or start is not None:
         from tracer.engine.interventions import attach, requests_of
 
         s = attach(s, requests_of(ablate, set, start))

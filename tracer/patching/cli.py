@@ -1,0 +1,86 @@
+"""``tracer patch``: the command line's options, checked, then the library's call, rendered once."""
+
+import sys
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from tracer.cli.shared import (
+    DEFAULT_MAX_MEMORY,
+    BatchOption,
+    ConfineOption,
+    ForceOption,
+    HtmlOption,
+    LangOption,
+    NoColorOption,
+    SvgOption,
+    check_precision,
+    export_targets,
+    guarded,
+    show,
+)
+from tracer.errors import TracerError, UsageError
+from tracer.messages import msg
+
+if TYPE_CHECKING:
+    pass
+
+
+def patch(
+    clean: Annotated[str, typer.Argument(metavar="CLEAN", help="The spec of the clean run: its stage values are patched in.", show_default=False)],
+    corrupt: Annotated[str, typer.Argument(metavar="CORRUPT", help="The spec of the corrupt run (the same model on another input): patched at each cell.", show_default=False)],
+    stage: Annotated[list[str] | None, typer.Option("--stage", metavar="PATTERN", show_default=False,
+                                                    help="The stages to patch, by name or pattern (default 'blocks.*.output'); repeatable.")] = None,
+    token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False, help="The token whose logit is followed (default: the clean run's top next token at the last position).")] = None,
+    batch: BatchOption = 0,
+    precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")] = 4,
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object instead of the table and heatmap.")] = False,
+    fmt: Annotated[str | None, typer.Option("--format", metavar="table|json|csv", show_default=False, help="Output format (default: table, with the heatmap).")] = None,
+    no_color: NoColorOption = False,
+    svg: SvgOption = None,
+    html: HtmlOption = None,
+    force: ForceOption = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a sweep whose runs are estimated to need more.")] = DEFAULT_MAX_MEMORY,
+    confine: ConfineOption = None,
+    lang: LangOption = None,
+) -> None:
+    """Activation patching: each stage at each position patched from CLEAN into CORRUPT, and the change in a token's logit.
+
+    Exit codes: 0 the sweep ran, 1 a run had a violation, 2 bad input.
+    """
+
+    def body() -> int:
+        from tracer.front.prepare import load_checked
+        from tracer.patching.run import DEFAULT_STAGE
+        from tracer.patching.run import patch as sweep
+        from tracer.run.command import output_format
+
+        form = output_format(fmt, as_json)
+        if form == "markdown":
+            raise UsageError(msg("--format markdown: tracer patch writes table, json or csv"))
+        check_precision(precision)
+        targets = export_targets(svg, html, [clean, corrupt], form, force)
+        try:
+            grid = sweep(load_checked(clean, max_memory=max_memory), load_checked(corrupt, max_memory=max_memory), tuple(stage or (DEFAULT_STAGE,)), token, batch, max_memory)
+        except TracerError as e:
+            if form == "json":  # the error object on stdout too, as tracer run and tracer diff write it
+                from tracer.views import trace_json as jsonout
+
+                sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "kind": "patch", "ok": False,
+                                                "error": {"exit_code": e.exit_code, "message": e.message}}))
+            raise
+        if form == "json":
+            from tracer.views import trace_json as jsonout
+
+            sys.stdout.write(jsonout.dumps(grid.as_json()))
+        elif form == "csv":
+            from tracer.patching.view import patch_csv
+
+            sys.stdout.write(patch_csv(grid))
+        else:
+            from tracer.patching.view import patch_view
+
+            show(patch_view(grid, precision), no_color, targets, "tracer patch", force)
+        return grid.exit_code
+
+    guarded(body, lang, confine)
