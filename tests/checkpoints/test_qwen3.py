@@ -21,8 +21,8 @@ from helpers.hf_parity import measured
 from helpers.tracing import check_against_independent, trace_text
 from test_llama import IDS, RTOL_FLOAT32, _compare, _float64_internals, _hf_forward, _traced, imported, write_llama
 
-from tracer.views import reference_check as verify
 from tracer.spec import load_spec
+from tracer.views import reference_check as verify
 
 TOL = 1e-10
 

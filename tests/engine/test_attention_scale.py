@@ -18,9 +18,9 @@ from tracer.compare import core
 from tracer.grad.finite_diff import verify as verify_grad
 from tracer.grad.run import GradOptions, grad
 from tracer.messages import render
-from tracer.views import reference_check
 from tracer.spec import load_spec_text
 from tracer.spec.memory import RecordPolicy, estimate
+from tracer.views import reference_check
 
 DECODER = """name: scaled
 dims: {{B: 2, T: 5, C: 8, H: 2, F: 12}}

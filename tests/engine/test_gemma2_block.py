@@ -20,9 +20,9 @@ from tracer.grad.finite_diff import verify as verify_grad
 from tracer.grad.run import GradOptions, grad
 from tracer.messages import render
 from tracer.model.ops import OPS
-from tracer.views import reference_check
 from tracer.spec import load_spec_text
 from tracer.spec.memory import RecordPolicy, estimate
+from tracer.views import reference_check
 
 GEMMA2 = """name: gemma 2
 dims: {{B: 2, T: 6, C: 8, H: 2, H_kv: 1, F: 12, d: 6}}

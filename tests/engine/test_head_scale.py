@@ -12,8 +12,8 @@ from helpers.tracing import trace_text
 
 from tracer.grad.finite_diff import verify as verify_grad
 from tracer.grad.run import GradOptions, grad
-from tracer.views import reference_check
 from tracer.spec import load_spec_text
+from tracer.views import reference_check
 
 DECODER = """name: head scaled
 dims: {B: 1, T: 4, C: 8, H: 2, F: 12, V: 9}

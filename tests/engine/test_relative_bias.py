@@ -19,9 +19,9 @@ from tracer.engine import kernels
 from tracer.grad.finite_diff import verify as verify_grad
 from tracer.grad.run import GradOptions, grad
 from tracer.model import relative
-from tracer.views import reference_check
 from tracer.spec import load_spec_text
 from tracer.spec.memory import RecordPolicy, estimate
+from tracer.views import reference_check
 
 SEQ2SEQ = """name: relative
 model: encoder-decoder

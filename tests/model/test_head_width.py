@@ -13,9 +13,9 @@ import pytest
 from conftest import assert_refused, compared, run_app, where, write_spec
 from helpers.tracing import check_against_independent, trace_text
 
-from tracer.views import reference_check as verify
 from tracer.spec import load_spec_text
 from tracer.spec.memory import RecordPolicy, estimate
+from tracer.views import reference_check as verify
 
 HEAD_WIDTH = """name: head width
 dims: {{B: 2, T: 5, C: 10, H: 4, {kv}d: {d}, F: 12}}
