@@ -16,6 +16,7 @@ from tracer.engine.params import load_inputs, load_params
 from tracer.grad import losses
 from tracer.grad.finite_diff import Forward, verify
 from tracer.grad.run import GradOptions, grad, per_layer
+from tracer.model.activations import ACTIVATIONS
 from tracer.spec import load_spec, load_spec_text
 
 STACK = str(SPECS / "stack-2-layers.yaml")
@@ -113,7 +114,7 @@ def test_verify_agrees_and_catches_a_wrong_kernel(monkeypatch):
     def wrong(dy, z):
         return kernels.relu_backward(dy, z) * 1.01
 
-    monkeypatch.setitem(kernels.ACTIVATION_BACKWARDS, "relu", wrong)
+    monkeypatch.setitem(ACTIVATIONS, "relu", ACTIVATIONS["relu"]._replace(backward=wrong))
     bad = verify(grad(load_spec(STACK), GradOptions()))
     assert not bad.ok and any(c.weight.endswith("ffn.w1") for c in bad.failed)
 

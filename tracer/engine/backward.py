@@ -15,7 +15,8 @@ import numpy as np
 
 from tracer.engine import interventions, kernels
 from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of, relative_buckets_of
-from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix
+from tracer.model.activations import is_gated
+from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix
 from tracer.model.ops import OPS
 
 ATTN_ORDER = ("heads", "weights", "scores", "q", "k", "v")  # the internals in the order the backward pass reaches them
@@ -296,13 +297,13 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
 
 
 def _ffn_weights(bw: Backward, step: Step) -> dict[str, np.ndarray]:
-    names = ("w1", "b1", "w3", "b3") if step.activation in GATED else ("w1", "b1")
+    names = ("w1", "b1", "w3", "b3") if is_gated(step.activation) else ("w1", "b1")
     return {k: bw.params[f"{step.weights}.{k}"] for k in names}
 
 
 def _hidden_backward(bw: Backward, step: Step, dh: np.ndarray, x_name: str, h: np.ndarray, spare_h: bool = False) -> None:
     p = _ffn_weights(bw, step)
-    dx, dw = kernels.ffn_hidden_backward(dh, bw.value(x_name), p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), h,
+    dx, dw = kernels.ffn_hidden_backward(dh, bw.value(x_name), p["w1"], p["b1"], step.activation, p.get("w3"), p.get("b3"), h,
                                          spare_h)
     bw.send(x_name, dx)
     for k, v in dw.items():
@@ -319,7 +320,7 @@ def _out_backward(bw: Backward, step: Step, g: np.ndarray, h: np.ndarray) -> np.
 def backward_ffn(bw: Backward, step: Step, g: np.ndarray) -> None:  # both halves in one step: the hidden layer is recomputed
     x = bw.value(step.inputs[0])
     p = _ffn_weights(bw, step)
-    h = kernels.ffn_hidden(x, p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), strict=False)
+    h = kernels.ffn_hidden(x, p["w1"], p["b1"], step.activation, p.get("w3"), p.get("b3"), strict=False)
     _hidden_backward(bw, step, _out_backward(bw, step, g, h), step.inputs[0], h)
 
 

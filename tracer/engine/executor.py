@@ -22,7 +22,8 @@ from tracer.engine.params import LayerWeights, load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import masks
-from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
+from tracer.model.activations import is_gated
+from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
 from tracer.model.contracts import operand_axes, position_violation, relative_violation, violation
 from tracer.model.ops import OPS, SOFTMAX_ROWS
 from tracer.model.shapes import shape_label
@@ -510,17 +511,16 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
 
 
 def _ffn_params(ex: Executor, step: Step) -> dict[str, np.ndarray]:
-    keys = ("w1", "b1", "w2", "b2") + (("w3", "b3") if step.activation in GATED else ())
+    keys = ("w1", "b1", "w2", "b2") + (("w3", "b3") if is_gated(step.activation) else ())
     return {k: ex.params[f"{step.weights}.{k}"] for k in keys}
 
 
 def forward_ffn(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     p = _ffn_params(ex, step)
-    act = step.activation or "relu"
 
     def compute(strict: kernels.Strict) -> np.ndarray:
-        h = kernels.ffn_hidden(x, p["w1"], p["b1"], act, p.get("w3"), p.get("b3"), strict)
+        h = kernels.ffn_hidden(x, p["w1"], p["b1"], step.activation, p.get("w3"), p.get("b3"), strict)
         return kernels.ffn_out(h, p["w2"], p["b2"], strict)
 
     return ex.record_step(step, compute)
@@ -529,8 +529,7 @@ def forward_ffn(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
 def forward_ffn_hidden(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     p = _ffn_params(ex, step)
-    act = step.activation or "relu"
-    return ex.record_step(step, lambda strict: kernels.ffn_hidden(x, p["w1"], p["b1"], act, p.get("w3"), p.get("b3"), strict))
+    return ex.record_step(step, lambda strict: kernels.ffn_hidden(x, p["w1"], p["b1"], step.activation, p.get("w3"), p.get("b3"), strict))
 
 
 def forward_ffn_out(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:

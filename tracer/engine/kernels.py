@@ -19,6 +19,7 @@ from tracer.engine import blas
 from tracer.errors import BrokenContract, ShapeError
 from tracer.messages import msg
 from tracer.model import contracts, rope
+from tracer.model.activations import activation_of
 from tracer.model.contracts import ROW_BLOCK
 
 Strict = bool | list[BrokenContract]  # raise at the first broken contract | no checks | collect them all
@@ -135,14 +136,21 @@ def linear(x: np.ndarray, w: np.ndarray, b: np.ndarray, strict: Strict = True,
     return x @ w + b  # NumPy's own broadcast, for --keep-going
 
 
-def relu(x: np.ndarray) -> np.ndarray:  # [...] -> [...]
-    return np.maximum(x, 0.0)
+def relu(x: np.ndarray, inplace: bool = False) -> np.ndarray:  # [...] -> [...], in x itself when ``inplace``
+    return np.maximum(x, 0.0, out=x if inplace else None)
+
+
+def relu2(x: np.ndarray, inplace: bool = False) -> np.ndarray:  # [...] -> [...], max(x, 0)^2, Primer's squared ReLU
+    """relu(x) ** 2, as relu(x) * relu(x) (the same rounding as the power), in x itself when ``inplace``."""
+    y = np.maximum(x, 0.0, out=x if inplace else None)
+    return np.multiply(y, y, out=y)
 
 
 _erf = np.frompyfunc(math.erf, 1, 1)
 
 
-def gelu(x: np.ndarray) -> np.ndarray:  # [...] -> [...], exact: x * Phi(x) = x/2 (1 + erf(x / sqrt 2))
+def gelu(x: np.ndarray, inplace: bool = False) -> np.ndarray:  # [...] -> [...], exact: x * Phi(x) = x/2 (1 + erf(x / sqrt 2))
+    """Always a new array (``inplace`` would save nothing: math.erf goes through an object array of Python floats)."""
     return (0.5 * x * (1.0 + np.asarray(_erf(x * (1.0 / math.sqrt(2.0)))).astype(x.dtype))).astype(x.dtype, copy=False)
 
 
@@ -213,10 +221,6 @@ def _elementwise(kernel: Callable[[np.ndarray, np.ndarray | None, np.ndarray | N
 
 ELEMENTWISE_BLOCK = 1 << 17  # values of an activation computed at a time (_elementwise): 512 kB of float32 for the block,
 # as much for its scratch, in a core's L2 cache beside the result
-
-
-ACTIVATION_FUNCTIONS = {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}
-GATE_FUNCTIONS = {"swiglu": silu, "geglu": gelu_tanh}  # a gated FFN's gate activation, by its name (blocks.GATE_ACTIVATIONS)
 
 
 def softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:  # [..., T_q, T_k] -> same, normalised over keys (axis -1)
@@ -532,19 +536,15 @@ def batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, s
     return _affine(standardise(x, (0, 1), eps), gamma, beta)
 
 
-def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu", w3: np.ndarray | None = None,
+def ffn_hidden(x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str | None = None, w3: np.ndarray | None = None,
                b3: np.ndarray | None = None, strict: Strict = True) -> np.ndarray:  # [B,T,C], [C,F], [F] -> [B,T,F]
-    if activation in GATE_FUNCTIONS:  # gated: silu(x W_1 + b_1) * (x W_3 + b_3); GeGLU: gelu_tanh(x W_1 + b_1) * (x W_3 + b_3)
+    """act(x W_1 + b_1), the activation's kernel by its record; gated (SwiGLU, GeGLU): gate(x W_1 + b_1) * (x W_3 + b_3)."""
+    record = activation_of(activation)
+    h = record.run_forward()(linear(x, w1, b1, strict, ("b1", "F")), inplace=True)  # in place: the product is ours
+    if record.gate is not None:
         assert w3 is not None and b3 is not None
-        gate = GATE_FUNCTIONS[activation](linear(x, w1, b1, strict, ("b1", "F")), inplace=True)  # in place: the product is ours
-        gate *= linear(x, w3, b3, strict, ("b3", "F"))
-        return gate
-    h = linear(x, w1, b1, strict, ("b1", "F"))
-    if activation == "relu":
-        return np.maximum(h, 0.0, out=h)  # in place: h is ours
-    if activation == "gelu_tanh":
-        return gelu_tanh(h, inplace=True)
-    return ACTIVATION_FUNCTIONS[activation](h)
+        h *= linear(x, w3, b3, strict, ("b3", "F"))
+    return h
 
 
 def ffn_out(h: np.ndarray, w2: np.ndarray, b2: np.ndarray, strict: Strict = True) -> np.ndarray:  # [B,T,F], [F,C], [C] -> [B,T,C]
@@ -684,8 +684,8 @@ def silu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...
     return dy * (s * (1.0 + z * (1.0 - s)))
 
 
-ACTIVATION_BACKWARDS = {"relu": relu_backward, "gelu": gelu_backward, "gelu_tanh": gelu_tanh_backward}
-GATE_BACKWARDS = {"swiglu": silu_backward, "geglu": gelu_tanh_backward}
+def relu2_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...], d/dz max(z, 0)^2 = 2 max(z, 0)
+    return dy * (2.0 * np.maximum(z, 0.0))
 
 
 def softmax_backward(dy: np.ndarray, p: np.ndarray, axis: int = -1) -> np.ndarray:  # dy, p = softmax output -> ds, same shape
@@ -980,27 +980,29 @@ def batch_norm_backward(dy: np.ndarray, x: np.ndarray, gamma: np.ndarray, beta: 
     return dx, dgamma, reduce_to(dbeta, beta.shape)
 
 
-def ffn_hidden_backward(dh: np.ndarray, x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str = "relu",
+def ffn_hidden_backward(dh: np.ndarray, x: np.ndarray, w1: np.ndarray, b1: np.ndarray, activation: str | None = None,
                         w3: np.ndarray | None = None, b3: np.ndarray | None = None, h: np.ndarray | None = None,
                         spare_h: bool = False) -> tuple[np.ndarray, dict[str, np.ndarray]]:  # [B,T,F], [B,T,C], [C,F], [F] -> dx [B,T,C], {w1, b1, (w3, b3)}
-    """``h``: the forward's output, when at hand.  ReLU's gradient reads it (h > 0 exactly where z > 0, NaN
-    included), so the pre-activation z is not computed again; the other activations recompute z.
-    ``spare_h``: no one needs h afterwards: ReLU's gradient is written over it instead of into a fresh [B,T,F] array."""
+    """``h``: the forward's output, when at hand.  An activation whose record ``reads_output`` (ReLU: h > 0 exactly
+    where z > 0, NaN included) has its gradient read from it, so the pre-activation z is not computed again; the
+    others recompute z.  ``spare_h``: no one needs h afterwards: that gradient is written over it instead of into a
+    fresh [B,T,F] array."""
     dw: dict[str, np.ndarray] = {}
-    if activation == "relu" and h is not None:
-        dz = relu_backward(dh, h, out=h) if spare_h else ACTIVATION_BACKWARDS["relu"](dh, h)
+    record = activation_of(activation)
+    act_backward = record.run_backward()
+    if record.reads_output and h is not None:
+        dz = act_backward(dh, h, out=h) if spare_h else act_backward(dh, h)
         dx, dw["w1"], dw["b1"] = linear_backward(dz, x, w1, b1)
         return dx, dw
     z = x @ w1 + b1  # the pre-activation, recomputed (it is not a recorded stage)
-    if activation in GATE_FUNCTIONS:
+    if record.gate is not None:
         assert w3 is not None and b3 is not None
         gate = x @ w3 + b3
-        act, act_backward = GATE_FUNCTIONS[activation], GATE_BACKWARDS[activation]
         dx, dw["w1"], dw["b1"] = linear_backward(act_backward(dh * gate, z), x, w1, b1)
-        dx3, dw["w3"], dw["b3"] = linear_backward(dh * act(z), x, w3, b3)
+        dx3, dw["w3"], dw["b3"] = linear_backward(dh * record.run_forward()(z), x, w3, b3)
         dx += dx3
         return dx, dw
-    dx, dw["w1"], dw["b1"] = linear_backward(ACTIVATION_BACKWARDS[activation](dh, z), x, w1, b1)
+    dx, dw["w1"], dw["b1"] = linear_backward(act_backward(dh, z), x, w1, b1)
     return dx, dw
 
 

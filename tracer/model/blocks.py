@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from tracer.messages import Message, msg
+from tracer.model.activations import DEFAULT_ACTIVATION, activation_of, is_gated, spec_activations
 from tracer.model.ops import GROUPED_KV_KEYS, HEAD_WIDTH_KEYS, MOE_EXPERT_KEYS, MOE_ROUTER_KEYS, OPS, QK_NORM_KEYS, WEIGHT_GROUPS, internal_prefix
 from tracer.model.shapes import Shape
 
@@ -30,7 +31,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     stop: int | None = None  # select: one past the last index kept
     out: str | None = None  # linear: output width letter (C or F)
     mask: str | None = None  # mha: causal | none | explicit
-    activation: str | None = None  # ffn, ffn_hidden: relu | gelu | gelu_tanh | swiglu | geglu
+    activation: str | None = None  # ffn, ffn_hidden: an activation's name (tracer/model/activations.py)
     base: float | None = None  # sinusoidal: the base; mha: the rotary base (None: no rotary positions)
     stream: str | None = None  # embed, input: which input the step reads (tokens | x | source | target)
     pairing: str | None = None  # mha with rotary positions: half pairs (i, i + d/2); None: interleaved (2i, 2i+1)
@@ -65,14 +66,8 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
 # inputs, weights).  Derived, not listed, so that a new field is a setting everywhere one is read (tracer diff).
 STEP_SETTINGS: tuple[str, ...] = tuple(f for f in Step._fields if f not in ("name", "meaning", "op", "inputs", "weights"))
 
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu", "geglu")
-ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "swiglu": "SwiGLU", "geglu": "GeGLU"}
 NORMS = {"layernorm": "layer_norm", "rmsnorm": "rms_norm", "batchnorm": "batch_norm",
          "rmsnorm_offset": "rms_norm_offset"}  # rmsnorm_offset: Gemma's RMSNorm, x / rms * (1 + gamma)
-# The gated FFNs: act(x W_1 + b_1) * (x W_3 + b_3), and the activation of their gate (SwiGLU: silu; GeGLU, Gemma's:
-# GELU's tanh approximation)
-GATE_ACTIVATIONS = {"swiglu": "silu", "geglu": "gelu_tanh"}
-GATED = tuple(GATE_ACTIVATIONS)
 
 
 def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = False,
@@ -93,7 +88,7 @@ def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = Fa
 
 def group_kind(step: Step) -> str | None:
     kind = OPS[step.op].weights
-    if kind == "ffn" and step.activation in GATED:
+    if kind == "ffn" and is_gated(step.activation):
         return "ffn_gated"
     return kind
 
@@ -221,7 +216,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     """What a stack's steps take from the spec's block (or encoder/decoder) section."""
 
     norm: str = "layernorm"  # layernorm | rmsnorm | batchnorm
-    activation: str = "relu"
+    activation: str = DEFAULT_ACTIVATION
     mask: str = "causal"  # causal | none | explicit
     positions: str = "learned"  # learned | sinusoidal | rotary | none
     position_base: float = 10000.0
@@ -257,7 +252,7 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                 changes["meaning"] = meaning.refill(norm=word, **({"LN": letters} if "LN" in meaning.fields else {}))
         if step.op in ("ffn", "ffn_hidden", "ffn_out") and step.activation is None:
             changes["activation"] = s.activation
-            name = ACTIVATION_NAMES[s.activation]
+            name = activation_of(s.activation).label
             meaning = step.meaning
             if isinstance(meaning, Message):
                 named = {k: name for k in ("act", "actf") if k in meaning.fields}
@@ -539,7 +534,7 @@ def _known_meanings() -> dict[str, Message]:
     if not _KNOWN:
         found: list[Message] = [op.meaning for op in OPS.values()] + list(ATTN_MEANINGS.values())
         for norm in NORMS:
-            for activation in ACTIVATIONS:
+            for activation in spec_activations():
                 settings = StackSettings(norm=norm, activation=activation)
                 for template in (*NORM_ORDERS.values(), *DECODER_NORM_ORDERS.values()):
                     found += [s.meaning for s in configure(template, settings, preset=True) if isinstance(s.meaning, Message)]

@@ -17,7 +17,8 @@ from tracer.errors import SpecError, UsageError
 from tracer.files import outside_confinement, reading
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import blocks, masks, rope
-from tracer.model.blocks import ACTIVATIONS, NORMS, StackSettings, Step, group_kind, output_shape
+from tracer.model.activations import DEFAULT_ACTIVATION, spec_activations
+from tracer.model.blocks import NORMS, StackSettings, Step, group_kind, output_shape
 from tracer.model.ops import OPS, TABLES
 from tracer.model.shapes import Shape, shape_label
 from tracer.spec import yamlio
@@ -120,7 +121,7 @@ class BlockSpec(NamedTuple):
     mask_matrix: tuple[tuple[bool, ...], ...] | None = None  # [T,T], True where query i may read key j
     layers: int = 1
     norm: str = "layernorm"  # layernorm | rmsnorm | batchnorm
-    activation: str = "relu"  # relu | gelu | gelu_tanh | swiglu
+    activation: str = DEFAULT_ACTIVATION  # an activation a spec may name (tracer/model/activations.py)
     position_base: float = 10000.0
     head: str = "none"  # none | tied | separate
     rotary_pairing: str = "interleaved"  # interleaved | half
@@ -620,7 +621,7 @@ class _Validator:
             rotary_dim = self.integer(raw["rotary_dim"], p + ("rotary_dim",), 1, MAX_DIM)  # even and at most d: the rotary op's contract
         layers = self.integer(raw.get("layers", 1), p + ("layers",), 1, 1000)
         norm = self.choice(raw.get("norm", "layernorm"), p + ("norm",), tuple(NORMS))
-        activation = self.choice(raw.get("activation", "relu"), p + ("activation",), ACTIVATIONS)
+        activation = self.choice(raw.get("activation", DEFAULT_ACTIVATION), p + ("activation",), spec_activations())
         head = self.choice(raw.get("head", "none"), p + ("head",), ("none", "tied", "separate"))
         head_bias = self.boolean(raw.get("head_bias", False), p + ("head_bias",))
         if head_bias and head == "none":
@@ -933,7 +934,7 @@ class _Validator:
         if "activation" in raw:
             if op not in ("ffn", "ffn_hidden"):
                 raise self.fail(path + ("activation",), msg("only ffn and ffn_hidden take an activation"))
-            activation = self.choice(raw["activation"], path + ("activation",), ACTIVATIONS)
+            activation = self.choice(raw["activation"], path + ("activation",), spec_activations())
         meaning = raw.get("meaning", info.meaning)
         if not isinstance(meaning, str):
             raise self.fail(path + ("meaning",), msg("expected text, received {got}", got=self.received(path + ('meaning',), meaning)))

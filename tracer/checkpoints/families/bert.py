@@ -29,9 +29,7 @@ from tracer.checkpoints.families.base import (
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
-
-# Hugging Face's ACT2FN names -> tracer's activations: "gelu" is the exact erf GELU
-BERT_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
+from tracer.model.activations import HF_ACTIVATIONS
 
 
 def linear(key: str) -> dict[str, Take]:
@@ -87,9 +85,9 @@ def _refuse_unmodelled(cfg: Config) -> None:
 
 def activation_setting(cfg: Config, key: str, options: Options) -> str:
     act = cfg.text(key)
-    if act is not None and act not in BERT_ACTIVATIONS:
-        raise cfg.refuse(msg("{key} {act}: expected one of {join}", key=key, act=repr(act), join=", ".join(BERT_ACTIVATIONS)))
-    return str(cfg.setting("activation", key, BERT_ACTIVATIONS.get(act or ""), "gelu", "BERT's exact GELU", shown=act))
+    if act is not None and act not in HF_ACTIVATIONS:
+        raise cfg.refuse(msg("{key} {act}: expected one of {join}", key=key, act=repr(act), join=", ".join(HF_ACTIVATIONS)))
+    return str(cfg.setting("activation", key, HF_ACTIVATIONS.get(act or ""), "gelu", "BERT's exact GELU", shown=act))
 
 
 def encoder_dims(cfg: Config, ckpt: Checkpoint, layout: Layout, keys: dict[str, str], what: str) -> tuple[int, int, int, int, int]:

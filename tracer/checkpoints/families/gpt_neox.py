@@ -29,6 +29,7 @@ from tracer.checkpoints.families.base import (
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
+from tracer.model.activations import HF_ACTIVATIONS
 
 
 def table() -> dict[str, Take]:
@@ -47,9 +48,6 @@ def table() -> dict[str, Take]:
     table |= group("", "final_norm", norm("gpt_neox.final_layer_norm"))
     return table
 
-
-# Hugging Face's hidden_act -> tracer's activation (ACT2FN: gelu is the exact erf GELU, gelu_new the tanh one)
-NEOX_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
 
 NEOX_KEYS = frozenset({"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
                    "layer_norm_eps", "tie_word_embeddings", "use_parallel_residual", "rope_parameters", "rope_scaling",
@@ -105,15 +103,15 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     r = int(d * pct) if pct is not None else d // 4  # Hugging Face: int(head_size * partial_rotary_factor), 0.25 by default
     refuse(cfg, [
         (C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
-        (act is not None and act not in NEOX_ACTIVATIONS, msg("hidden_act {act}: expected one of {join}", act=repr(act), join=", ".join(NEOX_ACTIVATIONS))),
+        (act is not None and act not in HF_ACTIVATIONS, msg("hidden_act {act}: expected one of {join}", act=repr(act), join=", ".join(HF_ACTIVATIONS))),
         (cfg.flag("attention_bias") is False, msg("attention_bias = false: the gpt_neox layout reads query_key_value and dense with their biases")),
         (rope_type != "default", msg("rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)", rope=repr(rope_type))),
         (pct is not None and pct > 1, msg("{key} = {value}: at most 1 (the whole head turned)", key=pct_from, value=pct)),
     ])
-    if options.activation is not None and options.activation != NEOX_ACTIVATIONS.get(act or "gelu"):
+    if options.activation is not None and options.activation != HF_ACTIVATIONS.get(act or "gelu"):
         raise CheckpointError(at(f"--activation {options.activation}", msg("{path} gives hidden_act = {act}: leave --activation out, or correct config.json",
                                                                              path=cfg.path, act=act or "gelu")))
-    activation = cfg.setting("activation", "hidden_act", NEOX_ACTIVATIONS.get(act) if act else None, "gelu", "GPT-NeoX's default hidden_act gelu",
+    activation = cfg.setting("activation", "hidden_act", HF_ACTIVATIONS.get(act) if act else None, "gelu", "GPT-NeoX's default hidden_act gelu",
                              note=f"hidden_act: {act}", shown=act)
     eps = cfg.setting("eps", "layer_norm_eps", cfg.number("layer_norm_eps"), 1e-5, "GPT-NeoX's layer_norm_eps")
     theta = cfg.setting("position_base", theta_from, theta, 10000.0, "GPT-NeoX's default rotary_emb_base")

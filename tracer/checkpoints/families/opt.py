@@ -30,6 +30,7 @@ from tracer.checkpoints.families.base import (
 from tracer.checkpoints.formats import Checkpoint, shape_text
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
+from tracer.model.activations import HF_ACTIVATIONS
 
 OFFSET = 2  # OPTLearnedPositionalEmbedding.offset: the table has max_position_embeddings + 2 rows
 
@@ -60,9 +61,6 @@ def table() -> dict[str, Take]:
     table |= {"project_in.w": Take(D + "project_in.weight", transpose=True), "project_out.w": Take(D + "project_out.weight", transpose=True)}
     return table
 
-
-# Hugging Face's ACT2FN names -> tracer's activations: "gelu" is the exact erf GELU, gelu_new the tanh one
-OPT_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
 
 # what OPTConfig holds beyond the keys every config may carry: each read below, or (dropout, init) not in an eval forward
 OPT_KEYS = frozenset({"vocab_size", "hidden_size", "num_hidden_layers", "ffn_dim", "num_attention_heads", "max_position_embeddings",
@@ -146,10 +144,10 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     remove_final = cfg.flag("_remove_final_layer_norm")
     refuse(cfg, [
         (C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
-        (act is not None and act not in OPT_ACTIVATIONS, msg("activation_function {act}: expected one of {join}", act=repr(act), join=", ".join(OPT_ACTIVATIONS))),
+        (act is not None and act not in HF_ACTIVATIONS, msg("activation_function {act}: expected one of {join}", act=repr(act), join=", ".join(HF_ACTIVATIONS))),
     ])
     cfg.notes["H"] = "num_attention_heads"
-    activation = cfg.setting("activation", "activation_function", OPT_ACTIVATIONS.get(act) if act else None, "relu",
+    activation = cfg.setting("activation", "activation_function", HF_ACTIVATIONS.get(act) if act else None, "relu",
                              "OPT's default activation_function relu", note=f"activation_function: {act}", shown=act)
     final = pre is not False and not remove_final
     refuse(cfg, switch_rules(cfg, ckpt, layout, layers, final))

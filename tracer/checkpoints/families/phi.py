@@ -24,10 +24,11 @@ from tracer.checkpoints.families.base import (
     shape_of,
     stored_dtype,
 )
-from tracer.checkpoints.families.gpt_neox import NEOX_ACTIVATIONS, rope
+from tracer.checkpoints.families.gpt_neox import rope
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
+from tracer.model.activations import HF_ACTIVATIONS
 
 
 def table() -> dict[str, Take]:
@@ -84,15 +85,15 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         (C % H != 0, msg("num_attention_heads = {H} does not divide hidden_size = {C} (each head has width d = C / H)", H=H, C=C)),
         (H % H_kv != 0, msg("num_key_value_heads = {H_kv} must divide num_attention_heads = {H}", H_kv=H_kv, H=H)),
         (head_dim not in (None, d), msg("head_dim = {head_dim}: tracer's heads have width d = C / H = {d}", head_dim=head_dim, d=d)),
-        (act is not None and act not in NEOX_ACTIVATIONS, msg("hidden_act {act}: expected one of {join}", act=repr(act), join=", ".join(NEOX_ACTIVATIONS))),
+        (act is not None and act not in HF_ACTIVATIONS, msg("hidden_act {act}: expected one of {join}", act=repr(act), join=", ".join(HF_ACTIVATIONS))),
         (bool(cfg.flag("qk_layernorm")), msg("qk_layernorm = true: tracer's attention does not normalise q and k")),
         (rope_type != "default", msg("rope type {rope}: tracer's rotary positions are the default RoPE (no scaling)", rope=repr(rope_type))),
         (pct is not None and pct > 1, msg("{key} = {value}: at most 1 (the whole head turned)", key=pct_from, value=pct)),
     ])
-    if options.activation is not None and options.activation != NEOX_ACTIVATIONS.get(act or "gelu_new"):
+    if options.activation is not None and options.activation != HF_ACTIVATIONS.get(act or "gelu_new"):
         raise CheckpointError(at(f"--activation {options.activation}", msg("{path} gives hidden_act = {act}: leave --activation out, or correct config.json",
                                                                              path=cfg.path, act=act or "gelu_new")))
-    activation = cfg.setting("activation", "hidden_act", NEOX_ACTIVATIONS.get(act) if act else None, "gelu_tanh", "Phi's default hidden_act gelu_new",
+    activation = cfg.setting("activation", "hidden_act", HF_ACTIVATIONS.get(act) if act else None, "gelu_tanh", "Phi's default hidden_act gelu_new",
                              note=f"hidden_act: {act}", shown=act)
     eps = cfg.setting("eps", "layer_norm_eps", cfg.number("layer_norm_eps"), 1e-5, "Phi's layer_norm_eps")
     theta = cfg.setting("position_base", theta_from, theta, 10000.0, "Phi's default rope_theta")
