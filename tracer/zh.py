@@ -613,7 +613,7 @@ MESSAGES: dict[str, str] = {
     'first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}': '第一个出现非有限值的阶段：{n_nan} 个 NaN 和 {n_inf} 个 Inf，第一个在 {where}',
     'float32 overflows above about 3.4e38': 'float32 超过约 3.4e38 就会溢出',
     'stage {name} ({formula}): {e}': '阶段 {name}（{formula}）：{e}',
-    # tracer/engine/kernels.py
+    # tracer/engine/kernels/
     'cannot multiply [..., {shape}] by a [{shape2}, {shape3}] matrix': '无法用 [{shape2}, {shape3}] 矩阵乘 [..., {shape}]',
     'H_kv = {H_kv} key/value heads cannot be shared evenly by H = {H} query heads': 'H_kv = {H_kv} 个键/值头无法由 H = {H} 个查询头平均共用',
     # tracer/engine/reference.py

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from conftest import EXAMPLES, PRE, PRE_TEXT, SPECS, assert_refused, run_app, run_cli, where, write_spec
 
-from tracer.engine import executor, kernels
+from tracer.engine import executor
+from tracer.engine.kernels import attention, embeddings, ffn
 from tracer.engine.params import load_inputs, load_params
 from tracer.grad import losses
 from tracer.grad.finite_diff import Forward, verify
@@ -112,7 +113,7 @@ def test_verify_agrees_and_catches_a_wrong_kernel(monkeypatch):
     assert v.ok and len({c.weight for c in v.checks}) == len(g.weights)
 
     def wrong(dy, z):
-        return kernels.relu_backward(dy, z) * 1.01
+        return ffn.relu_backward(dy, z) * 1.01
 
     monkeypatch.setitem(ACTIVATIONS, "relu", ACTIVATIONS["relu"]._replace(backward=wrong))
     bad = verify(grad(load_spec(STACK), GradOptions()))
@@ -154,21 +155,21 @@ def test_verify_grouped_query_half_pairing_catches_wrong_kernels(monkeypatch, H_
     spec = load_spec_text(GQA.read_text(encoding="utf-8").replace("H_kv: 2", f"H_kv: {H_kv}"))
     v = verify(grad(spec, GradOptions()))
     assert v.ok and len({c.weight for c in v.checks}) == len(spec.weights)
-    turn, scores = kernels.rotary_backward, kernels.qk_scores_backward
+    turn, scores = embeddings.rotary_backward, attention.qk_scores_backward
 
     def interleaved(dy, base, pairing="interleaved", dim=None, scaling=None):  # the pairing ignored: turned back in the wrong pairs
         return turn(dy, base)
 
-    monkeypatch.setattr(kernels, "rotary_backward", interleaved)
+    monkeypatch.setattr(embeddings, "rotary_backward", interleaved)
     bad = verify(grad(spec, GradOptions()))
     assert not bad.ok and {c.weight for c in bad.failed} >= {"attn.w_q", "attn.w_k"}
-    monkeypatch.setattr(kernels, "rotary_backward", turn)
+    monkeypatch.setattr(embeddings, "rotary_backward", turn)
 
     def first_of_group(ds, q, k, *causal):  # dk from the first query head of each group only: the group sum forgotten
         G = q.shape[1] // k.shape[1]
         return scores(ds, q, k, *causal)[0], scores(ds[:, ::G], q[:, ::G], k, *causal)[1]
 
-    monkeypatch.setattr(kernels, "qk_scores_backward", first_of_group)
+    monkeypatch.setattr(attention, "qk_scores_backward", first_of_group)
     bad = verify(grad(spec, GradOptions()))
     assert not bad.ok and "attn.w_k" in {c.weight for c in bad.failed} and "attn.w_v" not in {c.weight for c in bad.failed}
 

@@ -77,8 +77,8 @@ def test_every_record_has_every_part(name):
 
 def test_the_completeness_check_names_what_is_missing():
     relu = ACTIVATIONS["relu"]
-    assert missing_parts(relu._replace(backward="tracer.engine.kernels:no_such_kernel")) == [
-        "backward: 'tracer.engine.kernels:no_such_kernel' does not resolve (AttributeError)"]
+    assert missing_parts(relu._replace(backward="tracer.engine.kernels.ffn:no_such_kernel")) == [
+        "backward: 'tracer.engine.kernels.ffn:no_such_kernel' does not resolve (AttributeError)"]
     assert missing_parts(relu._replace(neighbours=("relu", "tanh"))) == [
         "neighbour 'relu' is neither another plain activation's record nor one of NOT_ACTIVATIONS",
         "neighbour 'tanh' is neither another plain activation's record nor one of NOT_ACTIVATIONS"]

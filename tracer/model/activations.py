@@ -29,7 +29,7 @@ to z and multiplies by x W_3 + b_3.  A record holds:
 - ``reads_output``: its gradient may be read from its output instead of z (ReLU: h > 0 exactly where z > 0), so z
   is not computed again; its backward then also takes ``out=``, an array to write into (it may be the output itself).
 
-Adding an activation: its record here, its kernels (forward and backward, tracer/engine) and its scalar reference
+Adding an activation: its record here, its kernels (forward and backward, tracer/engine/kernels/ffn.py) and its scalar reference
 (tracer/engine/reference.py), and its formula's Chinese in tracer/zh.py; tests/model/test_activations.py says what
 is missing.  Nothing here imports NumPy.
 """
@@ -102,7 +102,7 @@ def _python_floats(hidden: int, itemsize: int) -> int:
 
 
 # -- the records -------------------------------------------------------------------------------------------------
-_KERNELS, _REFERENCE = "tracer.engine.kernels:", "tracer.engine.reference:"
+_KERNELS, _REFERENCE = "tracer.engine.kernels.ffn:", "tracer.engine.reference:"
 
 
 def _plain(name: str, label: str, expr: str, meaning: str, zh: str, formula: str, *, temporaries: Temporaries,

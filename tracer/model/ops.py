@@ -21,7 +21,7 @@ A record holds:
   record names its code instead of importing it; ``tests/model/test_ops.py`` resolves every name.  An op the
   scalar reference cannot follow per position says why in ``reference_skip`` instead.
 
-Adding an op: write its record here, its kernels (tracer/engine/kernels.py) and its three engine steps, and
+Adding an op: write its record here, its kernels (tracer/engine/kernels/, by family of op) and its three engine steps, and
 its tests; the completeness test says what is missing.  Nothing here imports NumPy.
 """
 
