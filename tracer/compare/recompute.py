@@ -138,8 +138,8 @@ class Context:
 
     @property
     def eps(self) -> float:
-        if self.spec is not None:
-            return self.spec.block_for(self.name).eps
+        if self.step is not None and self.step.eps is not None:  # a spec's norm step carries its stack's eps
+            return self.step.eps
         eps = self.block.get("eps") if self.block else None
         return float(eps) if isinstance(eps, (int, float)) and not isinstance(eps, bool) else 1e-5
 

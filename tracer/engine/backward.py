@@ -210,7 +210,7 @@ def backward_layer_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
     x = bw.value(step.inputs[0])
     gamma, beta = bw.params[f"{step.weights}.gamma"], bw.params[f"{step.weights}.beta"]
     axis = bw.trace.stages[step.inputs[0]].axes.index(step.axis or "C")
-    dx, dgamma, dbeta = norms.layer_norm_backward(g, x, gamma, beta, bw.spec.block_for(step.name).eps, axis)
+    dx, dgamma, dbeta = norms.layer_norm_backward(g, x, gamma, beta, step.epsilon(), axis)
     bw.send(step.inputs[0], dx)
     bw.send_weight(f"{step.weights}.gamma", dgamma)
     bw.send_weight(f"{step.weights}.beta", dbeta)
@@ -218,14 +218,14 @@ def backward_layer_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
 
 def backward_rms_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
     dx, dgamma = norms.rms_norm_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.gamma"],
-                                           bw.spec.block_for(step.name).eps)
+                                           step.epsilon())
     bw.send(step.inputs[0], dx)
     bw.send_weight(f"{step.weights}.gamma", dgamma)
 
 
 def backward_batch_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
     gamma, beta = bw.params[f"{step.weights}.gamma"], bw.params[f"{step.weights}.beta"]
-    dx, dgamma, dbeta = norms.batch_norm_backward(g, bw.value(step.inputs[0]), gamma, beta, bw.spec.block_for(step.name).eps)
+    dx, dgamma, dbeta = norms.batch_norm_backward(g, bw.value(step.inputs[0]), gamma, beta, step.epsilon())
     bw.send(step.inputs[0], dx)
     bw.send_weight(f"{step.weights}.gamma", dgamma)
     bw.send_weight(f"{step.weights}.beta", dbeta)
@@ -280,7 +280,7 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     dxq, dxkv, internals, dw = multihead.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
                                                        step.pairing or "interleaved", causal=causal, visible=visible,
                                                        rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
-                                                       qk_eps=bw.spec.block_for(step.name).eps if step.qk_norm else None,
+                                                       qk_eps=step.epsilon() if step.qk_norm else None,
                                                        scale=step.scale, softcap=step.softcap,
                                                        bias=bw.value(step.inputs[1]) if not cross and len(step.inputs) > 1 else None)
     for key in ATTN_ORDER:
@@ -417,7 +417,7 @@ def backward_embed_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
 
 def backward_rms_norm_offset(bw: Backward, step: Step, g: np.ndarray) -> None:
     dx, dgamma = norms.rms_norm_offset_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.gamma"],
-                                                  bw.spec.block_for(step.name).eps)
+                                                  step.epsilon())
     bw.send(step.inputs[0], dx)
     bw.send_weight(f"{step.weights}.gamma", dgamma)
 

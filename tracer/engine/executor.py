@@ -421,19 +421,19 @@ def forward_layer_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np
     g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
     labels = ex.axes(step.inputs[0])
     axis = labels.index(step.axis or "C")
-    return ex.record_step(step, lambda strict: norms.layer_norm(x, g, b, ex.spec.block_for(step.name).eps, axis, strict, labels))
+    return ex.record_step(step, lambda strict: norms.layer_norm(x, g, b, step.epsilon(), axis, strict, labels))
 
 
 def forward_rms_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g = ex.params[f"{step.weights}.gamma"]
-    return ex.record_step(step, lambda strict: norms.rms_norm(x, g, ex.spec.block_for(step.name).eps, strict))
+    return ex.record_step(step, lambda strict: norms.rms_norm(x, g, step.epsilon(), strict))
 
 
 def forward_batch_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
-    return ex.record_step(step, lambda strict: norms.batch_norm(x, g, b, ex.spec.block_for(step.name).eps, strict))
+    return ex.record_step(step, lambda strict: norms.batch_norm(x, g, b, step.epsilon(), strict))
 
 
 def forward_add(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
@@ -469,7 +469,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
     bias = inputs[1] if step.op == "mha" and len(inputs) > 1 else None  # positions: relative: the stack's position bias [H,T,T]
     g = step.weights
     w = {k: ex.params[f"{g}.{k}"] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
-    # Qwen3's block.qk_norm: q and k RMS-normalised per head, with the block's eps
+    # Qwen3's block.qk_norm: q and k RMS-normalised per head, with the block's eps (the step's)
     q_norm, k_norm = (ex.params[f"{g}.q_norm"], ex.params[f"{g}.k_norm"]) if step.qk_norm else (None, None)
     ablated = ex.interventions.get(step.name)
     if ablated is not None and ablated.kind == "heads":  # --ablate ATTN.head.N: the head's rows of W_O meet zeros
@@ -486,7 +486,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
                                  softmax_over_queries=over_queries, rotary_base=step.base,
                                  rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
                                  rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
-                                 q_norm=q_norm, k_norm=k_norm, qk_eps=ex.spec.block_for(step.name).eps, scale=step.scale,
+                                 q_norm=q_norm, k_norm=k_norm, qk_eps=step.epsilon() if step.qk_norm else None, scale=step.scale,
                                  softcap=step.softcap, bias=bias))
         return parts["output"]
 
@@ -599,7 +599,7 @@ def forward_embed_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> n
 def forward_rms_norm_offset(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g = ex.params[f"{step.weights}.gamma"]
-    return ex.record_step(step, lambda strict: norms.rms_norm_offset(x, g, ex.spec.block_for(step.name).eps, strict))
+    return ex.record_step(step, lambda strict: norms.rms_norm_offset(x, g, step.epsilon(), strict))
 
 
 # -- i23-gemma2: Gemma 2's soft cap of the logits (the scores' is attention.attend's) ------------------------------

@@ -259,7 +259,7 @@ class Reference:
                 full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
                 heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
                 if step.qk_norm and name in ("q", "k"):  # Qwen3: each head RMS-normalised over its d coordinates, then turned
-                    heads = [head_rms(v, self.w[f"{g}.{name}_norm"], self.spec.block_for(step.name).eps) for v in heads]
+                    heads = [head_rms(v, self.w[f"{g}.{name}_norm"], step.epsilon()) for v in heads]
                 if step.base is not None and name in ("q", "k"):
                     heads = [rotate(v, t, step.base, step.pairing or "interleaved", step.rotary_dim, step.scaling) for v in heads]
                 out[t] = heads  # [H][d] for q, [H_kv][d] for k and v
@@ -355,12 +355,12 @@ def reference_identity(r: Reference, step: Step, b: int, positions: list[int], i
 
 
 def reference_layer_norm(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
-    g, eps = step.weights, r.spec.block_for(step.name).eps
+    g, eps = step.weights, step.epsilon()
     return {t: layer_norm(ins[0][t], r.w[f"{g}.gamma"], r.w[f"{g}.beta"], eps) for t in positions}
 
 
 def reference_rms_norm(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
-    g, eps = step.weights, r.spec.block_for(step.name).eps
+    g, eps = step.weights, step.epsilon()
     return {t: rms_norm(ins[0][t], r.w[f"{g}.gamma"], eps) for t in positions}
 
 
@@ -489,7 +489,7 @@ def reference_embed_scale(r: Reference, step: Step, b: int, positions: list[int]
 
 def reference_rms_norm_offset(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values],
                               st: dict[str, Values]) -> Values:
-    g, eps = step.weights, r.spec.block_for(step.name).eps
+    g, eps = step.weights, step.epsilon()
     scale = [1.0 + w for w in r.w[f"{g}.gamma"]]
     return {t: rms_norm(ins[0][t], scale, eps) for t in positions}
 

@@ -43,11 +43,12 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     softcap: float | None = None  # mha: scores soft-capped, cap * tanh(scores / cap), after the scale and before the mask
     # (Gemma 2's attn_logit_softcapping); softcap: the cap of its tanh (final_logit_softcapping); None: not capped
     relative: tuple[int, int, bool] | None = None  # relative_bias: (buckets, max_distance, bidirectional), T5's bucketing
+    eps: float | None = None  # a norm's epsilon, and an attention's per-head q and k norms' (qk_norm): the stack's block.eps
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
         extra = [f"weights={self.weights}"] if self.weights else []
-        for key, value in self.params().items():
+        for key, value in self.own_params().items():
             extra.append(f"{key}={value}")
         return f"{self.name} = {self.op}({', '.join([args] + extra) if args else ', '.join(extra)})"
 
@@ -61,13 +62,29 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
                 out[key] = value
         return out
 
+    def own_params(self) -> dict[str, object]:
+        """The settings the step list shows and a saved trace keeps: params() but those its stack gives every step of
+        its kind alike (STACK_GIVEN: eps, shown and saved as the stack's own setting, block.eps)."""
+        return {key: value for key, value in self.params().items() if key not in STACK_GIVEN}
+
+    def epsilon(self) -> float:
+        """The epsilon of the step's norm (a norm's, or an attention's per-head q and k norms'): its stack's block.eps,
+        which configure gives every such step."""
+        if self.eps is None:
+            raise ValueError(f"step {self.name} ({self.op}) has no eps")
+        return self.eps
+
 
 # A step's own settings: every field but what names it (name, meaning) and what it reads and computes with (op,
 # inputs, weights).  Derived, not listed, so that a new field is a setting everywhere one is read (tracer diff).
 STEP_SETTINGS: tuple[str, ...] = tuple(f for f in Step._fields if f not in ("name", "meaning", "op", "inputs", "weights"))
+# The step settings a stack gives every step of their kind alike, from a setting of its own (a norm's eps is block.eps):
+# tracer diff compares them as the stack's setting, and the step list shows and saves them there.
+STACK_GIVEN: tuple[str, ...] = ("eps",)
 
 NORMS = {"layernorm": "layer_norm", "rmsnorm": "rms_norm", "batchnorm": "batch_norm",
          "rmsnorm_offset": "rms_norm_offset"}  # rmsnorm_offset: Gemma's RMSNorm, x / rms * (1 + gamma)
+NORM_OPS = tuple(NORMS.values())  # the ops that normalise (each with its eps)
 
 
 def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = False,
@@ -237,10 +254,11 @@ class StackSettings(NamedTuple):  # variants via _replace
     sliding_layers: tuple[int, ...] | None = None  # with a window: only these layers' attention is windowed (Gemma 2's
     # layer_types); the others read every key up to the query (plain causal).  None: every layer
     relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
+    eps: float = 1e-5  # every norm's epsilon (and block.qk_norm's per-head norms')
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
-    """Give a layer template the stack's norm, activation, mask and rotary settings."""
+    """Give a layer template the stack's norm (and its eps), activation, mask and rotary settings."""
     out = []
     for step in template:
         changes: dict[str, Any] = {}
@@ -250,6 +268,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
             meaning = step.meaning
             if isinstance(meaning, Message) and "norm" in meaning.fields:
                 changes["meaning"] = meaning.refill(norm=word, **({"LN": letters} if "LN" in meaning.fields else {}))
+        if changes.get("op", step.op) in NORM_OPS and step.eps is None:
+            changes["eps"] = s.eps
         if step.op in ("ffn", "ffn_hidden", "ffn_out") and step.activation is None:
             changes["activation"] = s.activation
             name = activation_of(s.activation).label
@@ -274,6 +294,7 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                     changes["rotary_dim"] = s.rotary_dim
             if s.qk_norm and step.qk_norm is None:
                 changes["qk_norm"] = True
+                changes["eps"] = s.eps  # the per-head norms of q and k
             if s.attention_softcap is not None and step.softcap is None:
                 changes["softcap"] = s.attention_softcap
         if step.op == "cross_mha":
@@ -395,7 +416,8 @@ def bert_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings) ->
         steps.append(Step(prefix + "typed", "add", (last, prefix + "token_type"), None, msg("embeddings plus token-type vectors")))
         last = prefix + "typed"
     if s.embedding_norm:
-        steps.append(Step(prefix + "x", "layer_norm", (last,), prefix + EMBED_NORM, msg("embedding {norm}, X = {LN}emb(the summed embeddings)", norm=NORMALISATION, LN="LN_")))
+        steps.append(Step(prefix + "x", "layer_norm", (last,), prefix + EMBED_NORM, msg("embedding {norm}, X = {LN}emb(the summed embeddings)", norm=NORMALISATION, LN="LN_"),
+                          eps=s.eps))
     else:
         steps.append(Step(prefix + "x", "identity", (last,), None, msg("X, the embeddings")))
     return steps, prefix + "x"
@@ -417,7 +439,7 @@ def relative_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings
 
 def final_norm(prefix: str, last: str, s: StackSettings) -> Step:
     op = NORMS[s.norm]
-    return Step(prefix + "final_norm", op, (last,), prefix + "final_norm", msg("final normalisation after the stack"))
+    return Step(prefix + "final_norm", op, (last,), prefix + "final_norm", msg("final normalisation after the stack"), eps=s.eps)
 
 
 # -- OPT's projections (i23-opt): an embedding C_e wide, projected to C after it and back before the head -----------

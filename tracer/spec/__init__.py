@@ -148,7 +148,7 @@ class BlockSpec(NamedTuple):
                              self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset,
                              self.rope_scaling, self.rotary_dim, embedding_scale=self.embedding_scale, qk_norm=self.qk_norm,
                              attention_scale=self.attention_scale, attention_softcap=self.attention_softcap, head_softcap=self.head_softcap,
-                             sliding_layers=self.sliding_layers, relative=self.relative)
+                             sliding_layers=self.sliding_layers, relative=self.relative, eps=self.eps)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function

@@ -27,7 +27,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         rotary_pairing: str = "interleaved", H_kv: int | None = None, keep_weights: bool = True,
         strict: Strict = True, rotary_scaling: tuple[object, ...] | None = None,
         rotary_dim: int | None = None, q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None,
-        qk_eps: float = 1e-6, scale: float | None = None, softcap: float | None = None,
+        qk_eps: float | None = None, scale: float | None = None, softcap: float | None = None,
         bias: np.ndarray | None = None) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]; q_norm, k_norm [d]
     """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
 
@@ -52,7 +52,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     q = split_heads(linear(xq, w_q, b_q, strict, ("b_q", "C_q" if own else "C")), H)  # [B,H,T,d]
     k = split_heads(linear(xkv, w_k, b_k, strict, ("b_k", kv_bias)), H_kv)  # [B,H_kv,S,d]
     v = split_heads(linear(xkv, w_v, b_v, strict, ("b_v", kv_bias)), H_kv)
-    if q_norm is not None and k_norm is not None:  # Qwen3: per-head RMSNorm of q and k, before the turn
+    if q_norm is not None and k_norm is not None and qk_eps is not None:  # Qwen3: per-head RMSNorm of q and k, before the turn
         q, k = norms.head_norm(q, q_norm, qk_eps, strict, "q_norm"), norms.head_norm(k, k_norm, qk_eps, strict, "k_norm")
     if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets
         q = embeddings.rotary(q, rotary_base, rotary_pairing, rotary_dim, strict, rotary_scaling)
