@@ -628,7 +628,7 @@ MESSAGES: dict[str, str] = {
     'first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}': '第一个出现非有限值的阶段：{n_nan} 个 NaN 和 {n_inf} 个 Inf，第一个在 {where}',
     'float32 overflows above about 3.4e38': 'float32 超过约 3.4e38 就会溢出',
     'stage {name} ({formula}): {e}': '阶段 {name}（{formula}）：{e}',
-    # tracer/engine/kernels.py
+    # tracer/engine/kernels/
     'cannot multiply [..., {shape}] by a [{shape2}, {shape3}] matrix': '无法用 [{shape2}, {shape3}] 矩阵乘 [..., {shape}]',
     'H_kv = {H_kv} key/value heads cannot be shared evenly by H = {H} query heads': 'H_kv = {H_kv} 个键/值头无法由 H = {H} 个查询头平均共用',
     # tracer/engine/reference.py
@@ -810,6 +810,8 @@ MESSAGES: dict[str, str] = {
     'GELU({a} W_1 + b_1), GELU(z) = z Phi(z) = z/2 (1 + erf(z / sqrt 2))': 'GELU({a} W_1 + b_1), GELU(z) = z Phi(z) = z/2 (1 + erf(z / sqrt 2))',
     "GELU({a} W_1 + b_1), GPT-2's tanh approximation z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))": 'GELU({a} W_1 + b_1)，GPT-2 的 tanh 近似 z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))',
     'silu({a} W_1 + b_1) * ({a} W_3 + b_3), silu(z) = z sigmoid(z)': 'silu({a} W_1 + b_1) * ({a} W_3 + b_3), silu(z) = z sigmoid(z)',
+    'silu({a} W_1 + b_1), silu(z) = z sigmoid(z) = z / (1 + exp(-z))': 'silu({a} W_1 + b_1)，silu(z) = z sigmoid(z) = z / (1 + exp(-z))',
+    'ReLU²({a} W_1 + b_1) = max({a} W_1 + b_1, 0)^2, the squared ReLU': 'ReLU²({a} W_1 + b_1) = max({a} W_1 + b_1, 0)^2，平方 ReLU',
     '{a} W_Q + b_Q, split into H heads: head h takes columns h*d .. (h+1)*d - 1': '{a} W_Q + b_Q，拆成 H 个头：头 h 取第 h*d .. (h+1)*d - 1 列',
     '{b} W_K + b_K, split into heads': '{b} W_K + b_K，拆成多个头',
     '{b} W_V + b_V, split into heads': '{b} W_V + b_V，拆成多个头',
@@ -1542,6 +1544,7 @@ MESSAGES: dict[str, str] = {
     'exact GELU': '精确 GELU',
     'GELU (tanh)': 'GELU（tanh 近似）',
     'SwiGLU': 'SwiGLU',
+    'squared ReLU (ReLU²)': '平方 ReLU（ReLU²）',
     'token types': 'token 类型',
     'a norm on the embeddings': '嵌入之后的归一化',
     'a biased head': '带偏置的输出层',

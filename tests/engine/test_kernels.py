@@ -12,6 +12,7 @@ import pytest
 from conftest import load_text
 
 from tracer.engine import kernels, reference
+from tracer.engine.kernels import attention, ffn, multihead, norms
 from tracer.errors import BrokenContract, ShapeError
 
 TOL = 1e-12
@@ -36,7 +37,7 @@ def test_layer_norm(seed, shape):
     rng = np.random.default_rng(seed)
     x, gamma, beta = rand(rng, B, T, C, scale=3.0), rand(rng, C), rand(rng, C)
     eps = [1e-5, 5e-6, 1e-3][seed]
-    got = kernels.layer_norm(x, gamma, beta, eps)
+    got = norms.layer_norm(x, gamma, beta, eps)
     for b in range(B):
         for t in range(T):
             want = reference.layer_norm(x[b, t].tolist(), gamma.tolist(), beta.tolist(), eps)
@@ -46,7 +47,7 @@ def test_layer_norm(seed, shape):
 def test_layer_norm_book_examples():
     # Section 17.3: [1,3] -> about [-0.999995, 0.999995]; [10,10] -> [0,0]; exercise 2: [2,4] -> [-1,1]/sqrt(1.00001)
     x = np.array([[[1.0, 3.0], [10.0, 10.0], [2.0, 4.0], [20.0, 20.0]]])
-    y = kernels.layer_norm(x, np.ones(2), np.zeros(2), 0.00001)
+    y = norms.layer_norm(x, np.ones(2), np.zeros(2), 0.00001)
     s = 1 / math.sqrt(1.00001)
     np.testing.assert_allclose(y[0], [[-s, s], [0, 0], [-s, s], [0, 0]], rtol=0, atol=1e-15)
     assert [round(v, 6) for v in y[0, 0]] == [-0.999995, 0.999995]
@@ -59,8 +60,8 @@ def test_linear_and_ffn(seed, shape):
     rng = np.random.default_rng(100 + seed)
     x, w1, b1, w2, b2 = rand(rng, B, T, C), rand(rng, C, F), rand(rng, F), rand(rng, F, C), rand(rng, C)
     lin = kernels.linear(x, w1, b1)
-    hidden = kernels.ffn_hidden(x, w1, b1)
-    out = kernels.ffn_out(hidden, w2, b2)
+    hidden = ffn.ffn_hidden(x, w1, b1)
+    out = ffn.ffn_out(hidden, w2, b2)
     assert lin.shape == (B, T, F) and hidden.shape == (B, T, F) and out.shape == (B, T, C)
     assert (hidden == 0).any() and (hidden > 0).any()  # ReLU really cut something
     for b in range(B):
@@ -122,7 +123,7 @@ def test_mha_against_reference(mask, seed, shape):
     x = rand(rng, B, T, C)
     w = {f"w_{n}": rand(rng, C, C, scale=1 / math.sqrt(C) * 2) for n in "qkvo"}
     w.update({f"b_{n}": rand(rng, C, scale=0.3) for n in "qkvo"})
-    got = kernels.mha(x, **w, H=H, causal=mask == "causal")
+    got = multihead.mha(x, **w, H=H, causal=mask == "causal")
     assert got["q"].shape == (B, H, T, d) and got["scores"].shape == (B, H, T, T) and got["heads"].shape == (B, T, C)
 
     spec = attention_spec(shape, mask)
@@ -157,21 +158,21 @@ def test_mha_head_h_reads_columns_h_times_d():
     for n in "qkv":
         w2[f"w_{n}"] = w[f"w_{n}"].copy()
         w2[f"w_{n}"][:, 4:6] = rand(rng, C, 2)  # head 2 reads columns 4..5
-    a, b = kernels.mha(x, **w, H=H, causal=True), kernels.mha(x, **w2, H=H, causal=True)
+    a, b = multihead.mha(x, **w, H=H, causal=True), multihead.mha(x, **w2, H=H, causal=True)
     np.testing.assert_array_equal(a["heads"][..., :4], b["heads"][..., :4])
     assert not np.allclose(a["heads"][..., 4:], b["heads"][..., 4:])
 
 
 def test_split_and_merge_heads_round_trip():
     x = np.arange(2 * 3 * 8, dtype=float).reshape(2, 3, 8)
-    h = kernels.split_heads(x, 4)
+    h = multihead.split_heads(x, 4)
     assert h.shape == (2, 4, 3, 2)
     np.testing.assert_array_equal(h[1, 2, 0], x[1, 0, 4:6])
-    np.testing.assert_array_equal(kernels.merge_heads(h), x)
+    np.testing.assert_array_equal(multihead.merge_heads(h), x)
 
 
 def test_causal_mask():
-    m = kernels.causal_mask(3)
+    m = attention.causal_mask(3)
     assert m.tolist() == [[False, True, True], [False, False, True], [False, False, False]]
 
 
@@ -195,14 +196,14 @@ def test_layer_norm_refuses_a_stretched_vector(which):
     args = {"gamma": np.ones(4), "beta": np.zeros(4)}
     args[which] = args[which][:1]
     with pytest.raises(BrokenContract, match=rf"{which} has shape \[1\] where \[C\] = \[4\] is due"):
-        kernels.layer_norm(x, args["gamma"], args["beta"], 1e-5)
-    loose = kernels.layer_norm(x, args["gamma"], args["beta"], 1e-5, strict=False)
-    np.testing.assert_allclose(loose, kernels.layer_norm(x, np.ones(4), np.zeros(4), 1e-5), rtol=0, atol=0)
+        norms.layer_norm(x, args["gamma"], args["beta"], 1e-5)
+    loose = norms.layer_norm(x, args["gamma"], args["beta"], 1e-5, strict=False)
+    np.testing.assert_allclose(loose, norms.layer_norm(x, np.ones(4), np.zeros(4), 1e-5), rtol=0, atol=0)
 
 
 def test_layer_norm_wrong_vector_is_a_shape_error():
     with pytest.raises(ShapeError, match=r"gamma has shape \[3\], expected \[C\] = \[4\]"):
-        kernels.layer_norm(np.ones((1, 2, 4)), np.ones(3), np.zeros(4), 1e-5)
+        norms.layer_norm(np.ones((1, 2, 4)), np.ones(3), np.zeros(4), 1e-5)
 
 
 def test_linear_checks_inner_dimension_and_bias():
@@ -237,8 +238,8 @@ def test_attention_without_keeping_scores_is_the_same_to_the_last_bit(case):
     if visible is not None:
         visible[:, 0] = True  # every query reads a key
     kw = {"H": H, "H_kv": H_kv, "visible": visible, "causal": mask == "causal", "rotary_base": base}
-    kept = kernels.mha(xq, None if S == T else xkv, **w, **kw)
-    lean = kernels.mha(xq, None if S == T else xkv, **w, **kw, keep_weights=False)
+    kept = multihead.mha(xq, None if S == T else xkv, **w, **kw)
+    lean = multihead.mha(xq, None if S == T else xkv, **w, **kw, keep_weights=False)
     assert "scores" not in lean and "weights" not in lean
     for key in ("q", "k", "v", "heads", "output"):
         assert lean[key].dtype == kept[key].dtype and np.array_equal(lean[key], kept[key]), key
@@ -250,13 +251,13 @@ def test_attention_without_keeping_makes_them_when_a_value_is_not_finite():
     xq, _, w = _mha_case(rng, 1, 300, 300, 8, 2, 2, np.float64)
     xq[0, 5, 0] = np.inf  # a score goes non-finite: the executor must be able to record and flag where
     with np.errstate(all="ignore"):
-        lean = kernels.mha(xq, **w, H=2, causal=True, keep_weights=False)
+        lean = multihead.mha(xq, **w, H=2, causal=True, keep_weights=False)
     assert "scores" in lean and not np.isfinite(lean["scores"]).all()
     visible = np.ones((4, 4), dtype=bool)
     visible[2] = False  # a query that may read no key: its weights are 0/0
     xq, _, w = _mha_case(rng, 1, 4, 4, 8, 2, 2, np.float64)
     with np.errstate(all="ignore"):
-        lean = kernels.mha(xq, **w, H=2, visible=visible, keep_weights=False)
+        lean = multihead.mha(xq, **w, H=2, visible=visible, keep_weights=False)
     assert "weights" in lean and np.isnan(lean["weights"][0, :, 2]).all()
 
 
@@ -265,13 +266,13 @@ def test_attention_without_keeping_makes_them_when_an_unread_score_could_overflo
     xq, _, w = _mha_case(rng, 1, 300, 300, 8, 2, 2, np.float64)
     xq *= 1e160  # q.k can overflow, also after the mask where the lean path would not look
     with np.errstate(all="ignore"):
-        lean = kernels.mha(xq, **w, H=2, causal=True, keep_weights=False)
+        lean = multihead.mha(xq, **w, H=2, causal=True, keep_weights=False)
     assert "scores" in lean
 
 
 @pytest.mark.parametrize("keep", [True, False])
 def test_attention_heads_on_threads_give_the_same_numbers_as_in_turn(keep, monkeypatch):
-    """kernels.attend shares whole heads between Python threads (tracer/blas.py): one thread or three, the same bits."""
+    """attention.attend shares whole heads between Python threads (tracer/blas.py): one thread or three, the same bits."""
     from tracer.engine import blas
 
     rng = np.random.default_rng(11)
@@ -279,7 +280,7 @@ def test_attention_heads_on_threads_give_the_same_numbers_as_in_turn(keep, monke
     results = []
     for n in (1, 3):
         monkeypatch.setattr(blas, "workers", lambda tasks, work, at_least=0, n=n: n)
-        results.append(kernels.mha(xq, **w, H=6, H_kv=3, causal=True, keep_weights=keep))
+        results.append(multihead.mha(xq, **w, H=6, H_kv=3, causal=True, keep_weights=keep))
     for key in results[0]:
         assert np.array_equal(results[0][key], results[1][key]), key
 
@@ -313,6 +314,6 @@ def test_activations_in_scratch_arrays_round_as_their_formulas(name, dtype):
         want = formula(x)
         for inplace in (False, True):
             given = x.copy()
-            got = getattr(kernels, name)(given, inplace=inplace)
+            got = getattr(ffn, name)(given, inplace=inplace)
             assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
             assert (got is given) == inplace and (inplace or given.tobytes() == x.tobytes())  # the input kept unless asked

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 from conftest import SPECS, run_app, write_spec
 
-from tracer.engine import kernels, reference
+from tracer.engine import reference
+from tracer.engine.kernels import norms
 
 ONES = np.ones(2)
 ZEROS = np.zeros(2)
@@ -20,7 +21,7 @@ ZEROS = np.zeros(2)
 @pytest.mark.parametrize("dtype, big", [("float32", 1e20), ("float32", 3e38), ("float64", 1e155), ("float64", 1.7e308)])
 def test_layer_norm_of_huge_rows_is_plus_minus_one(dtype: str, big: float) -> None:
     x = np.array([[[big, 1.0], [1.0, 1.0], [big, -big], [-big, -big]]], dtype=dtype)
-    y = kernels.layer_norm(x, ONES.astype(dtype), ZEROS.astype(dtype), 1e-5)
+    y = norms.layer_norm(x, ONES.astype(dtype), ZEROS.astype(dtype), 1e-5)
     assert y.dtype == np.dtype(dtype)
     np.testing.assert_allclose(y[0], [[1, -1], [0, 0], [1, -1], [0, 0]], atol=1e-6)
     assert reference.layer_norm([float(big), 1.0], [1.0, 1.0], [0.0, 0.0], 1e-5) == pytest.approx([1, -1])
@@ -30,9 +31,9 @@ def test_layer_norm_of_huge_rows_is_plus_minus_one(dtype: str, big: float) -> No
 @pytest.mark.parametrize("dtype, big", [("float32", 1e20), ("float64", 1e200)])
 def test_rms_norm_and_batch_norm_of_huge_values(dtype: str, big: float) -> None:
     x = np.array([[[big, big], [big, -big]]], dtype=dtype)
-    np.testing.assert_allclose(kernels.rms_norm(x, ONES.astype(dtype), 1e-5)[0], [[1, 1], [1, -1]], rtol=1e-6)
+    np.testing.assert_allclose(norms.rms_norm(x, ONES.astype(dtype), 1e-5)[0], [[1, 1], [1, -1]], rtol=1e-6)
     assert reference.rms_norm([big, -big], [1.0, 1.0], 1e-5) == pytest.approx([1, -1])
-    np.testing.assert_allclose(kernels.batch_norm(x, ONES.astype(dtype), ZEROS.astype(dtype), 1e-5, strict=False)[0], [[0, 1], [0, -1]], atol=1e-6)
+    np.testing.assert_allclose(norms.batch_norm(x, ONES.astype(dtype), ZEROS.astype(dtype), 1e-5, strict=False)[0], [[0, 1], [0, -1]], atol=1e-6)
 
 
 @pytest.mark.parametrize("scale", [2.0**-20, 1.0, 3.0, 2.0**40])
@@ -44,13 +45,13 @@ def test_scaling_by_a_power_of_two_changes_no_bit_where_nothing_overflows(scale:
     mu += (x - mu).mean(axis=-1, keepdims=True)
     xc = x - mu
     plain = g * (xc / np.sqrt((xc * xc).mean(axis=-1, keepdims=True) + 1e-5)) + b  # the textbook formula
-    assert np.array_equal(kernels.layer_norm(x, g, b, 1e-5), plain)
+    assert np.array_equal(norms.layer_norm(x, g, b, 1e-5), plain)
 
 
 def test_zero_constant_and_nonfinite_rows() -> None:
     x = np.array([[[0.0, 0.0], [5.0, 5.0], [math.nan, 1.0], [math.inf, 1.0]]])
     with np.errstate(invalid="ignore"):
-        y = kernels.layer_norm(x, ONES, ZEROS, 1e-5)
+        y = norms.layer_norm(x, ONES, ZEROS, 1e-5)
     assert np.array_equal(y[0, :2], np.zeros((2, 2)))
     assert np.isnan(y[0, 2:]).all()  # NaN in, NaN out: flagged by the executor as nonfinite
 
@@ -71,8 +72,8 @@ def test_huge_inputs_run_clean_and_verify(tmp_path: Path, text: str, want: list[
 
 
 def test_a_verify_failure_is_a_violation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = kernels.rms_norm
-    monkeypatch.setattr(kernels, "rms_norm", lambda x, g, eps, strict=True: real(x, g, eps, strict) * 1.5)  # a broken kernel
+    real = norms.rms_norm
+    monkeypatch.setattr(norms, "rms_norm", lambda x, g, eps, strict=True: real(x, g, eps, strict) * 1.5)  # a broken kernel
     spec = str(SPECS / "variants" / "rmsnorm.yaml")
     r = run_app("run", spec, "--verify", "--json")
     assert r.returncode == 1, r.stderr

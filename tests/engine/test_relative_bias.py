@@ -15,7 +15,7 @@ from conftest import assert_refused, compared, run_app, write_spec
 from helpers import oracle
 from helpers.tracing import check_against_independent, trace_text
 
-from tracer.engine import kernels
+from tracer.engine.kernels import embeddings
 from tracer.grad.finite_diff import verify as verify_grad
 from tracer.grad.run import GradOptions, grad
 from tracer.model import relative
@@ -64,7 +64,7 @@ def test_a_decoder_only_block_with_relative_positions_matches_the_independent_mo
 @pytest.mark.parametrize("bidirectional", [True, False])
 @pytest.mark.parametrize("k, m", [(4, 3), (8, 16), (10, 33), (32, 128), (64, 300)])
 def test_the_buckets_are_the_pure_python_ones_and_the_oracles(bidirectional, k, m):
-    got = kernels.relative_buckets(40, 300, bidirectional, k, m)
+    got = embeddings.relative_buckets(40, 300, bidirectional, k, m)
     for i in (0, 7, 39):
         for j in range(300):
             b = relative.bucket(j - i, bidirectional, k, m)
@@ -81,7 +81,7 @@ def test_the_buckets_are_hugging_faces(bidirectional, k, m):
     want = t5.T5Attention._relative_position_bucket(rel, bidirectional=bidirectional, num_buckets=k, max_distance=m).numpy()
     got = np.array([relative.bucket(int(r), bidirectional, k, m) for r in rel])
     assert np.array_equal(got, want)
-    assert np.array_equal(kernels.relative_buckets(3000, 3001, bidirectional, k, m)[-1], want[1:3002])  # j - 2999, j = 0 .. 3000
+    assert np.array_equal(embeddings.relative_buckets(3000, 3001, bidirectional, k, m)[-1], want[1:3002])  # j - 2999, j = 0 .. 3000
 
 
 def test_the_scalar_reference_follows_the_position_bias():

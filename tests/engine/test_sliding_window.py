@@ -15,8 +15,9 @@ from conftest import run_app, write_spec
 from helpers import oracle
 from helpers.tracing import check_against_independent, trace_text
 
-from tracer.engine import kernels, reference
+from tracer.engine import reference
 from tracer.engine.executor import visible_keys
+from tracer.engine.kernels import attention
 from tracer.engine.params import load_inputs, load_params
 from tracer.model import masks
 from tracer.spec import load_spec_text
@@ -66,12 +67,12 @@ def test_rotary_and_grouped_heads_under_a_window():
 
 def test_a_window_across_row_blocks(monkeypatch):
     """Blocks of 3 query rows over T = 10: the window reaches back into the block before, kept or not kept."""
-    monkeypatch.setattr(kernels, "ROW_BLOCK", 3)
+    monkeypatch.setattr(attention, "ROW_BLOCK", 3)
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((2, 2, 10, 4)) for _ in range(3))
     visible = masks.visible("causal", 10, window=4)
-    _, w, mixed = kernels.attend(q, k, v, visible, True, keep=True)
-    _, _, lean = kernels.attend(q, k, v, visible, True, keep=False)
+    _, w, mixed = attention.attend(q, k, v, visible, True, keep=True)
+    _, _, lean = attention.attend(q, k, v, visible, True, keep=False)
     assert np.array_equal(mixed, lean)
     want = np.einsum("bhts,bhsd->bhtd", _softmax_where(np.einsum("bhtd,bhsd->bhts", q, k) / 2.0, visible), v)
     assert np.allclose(mixed, want.transpose(0, 2, 1, 3).reshape(2, 10, 8), atol=1e-13, rtol=0)

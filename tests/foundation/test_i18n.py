@@ -13,6 +13,7 @@ from tracer import i18n, zh
 from tracer.errors import TracerError
 from tracer.messages import Message, msg, render
 from tracer.model import blocks, catalogue, ops
+from tracer.model.activations import spec_activations
 
 ZH = ("--lang", "zh")
 HAN = re.compile(r"[\u4e00-\u9fff]")
@@ -136,7 +137,7 @@ def test_every_built_in_meaning_has_the_books_words():
     meanings = {e.meaning for e in catalogue.CATALOGUE}
     meanings |= {info.meaning for info in ops.OPS.values()} | set(blocks.ATTN_MEANINGS.values())
     for norm in blocks.NORMS:
-        for activation in blocks.ACTIVATIONS:
+        for activation in spec_activations():
             settings = blocks.StackSettings(norm=norm, activation=activation)
             for template in (*blocks.NORM_ORDERS.values(), *blocks.DECODER_NORM_ORDERS.values()):
                 meanings |= {s.meaning for s in blocks.configure(template, settings, preset=True)}
@@ -165,7 +166,7 @@ def test_variant_meanings_follow_the_base_entry(english, chinese):
     """A variant's meaning is its base entry's template with the norm's or the activation's words filled in."""
     made = {str(e.meaning): e.meaning for e in catalogue.CATALOGUE}
     for norm in blocks.NORMS:
-        for activation in blocks.ACTIVATIONS:
+        for activation in spec_activations():
             settings = blocks.StackSettings(norm=norm, activation=activation)
             for template in (*blocks.NORM_ORDERS.values(), *blocks.DECODER_NORM_ORDERS.values()):
                 made.update({str(s.meaning): s.meaning for s in blocks.configure(template, settings, preset=True)})

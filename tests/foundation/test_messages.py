@@ -143,12 +143,13 @@ def whitelisted_keys() -> set[str]:
     """The templates the whitelisted non-literal sites make: each table they read from."""
     from tracer.graph.view import graph_template
     from tracer.model import catalogue
+    from tracer.model.activations import ACTIVATIONS
     from tracer.model.contracts import AXIS_WORDS
     from tracer.model.ops import OPS
 
     keys = set(AXIS_WORDS.values())
     keys |= {catalogue.formula_template(t) for t in [op.formula for op in OPS.values()]
-             + [*catalogue.ACTIVATION_FORMULAS.values(), *catalogue.INTERNAL_FORMULAS.values()]}
+             + [*(a.formula for a in ACTIVATIONS.values()), *catalogue.INTERNAL_FORMULAS.values()]}
     return keys | {graph_template(op.graph) for op in OPS.values()}
 
 
@@ -191,9 +192,10 @@ def test_axis_words_are_in_the_catalogue():
 
 def test_formulas_are_in_the_catalogue():
     from tracer.model import catalogue
+    from tracer.model.activations import ACTIVATIONS
     from tracer.model.ops import OPS
 
-    templates = [op.formula for op in OPS.values()] + [*catalogue.ACTIVATION_FORMULAS.values(), *catalogue.INTERNAL_FORMULAS.values()]
+    templates = [op.formula for op in OPS.values()] + [*(a.formula for a in ACTIVATIONS.values()), *catalogue.INTERNAL_FORMULAS.values()]
     missing = [t for t in templates if catalogue.formula_template(t) not in zh.MESSAGES]
     assert not missing, missing
     from tracer.graph.view import graph_template

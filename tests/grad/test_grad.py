@@ -11,11 +11,13 @@ import numpy as np
 import pytest
 from conftest import EXAMPLES, PRE, PRE_TEXT, SPECS, assert_refused, run_app, run_cli, where, write_spec
 
-from tracer.engine import executor, kernels
+from tracer.engine import executor
+from tracer.engine.kernels import attention, embeddings, ffn
 from tracer.engine.params import load_inputs, load_params
 from tracer.grad import losses
 from tracer.grad.finite_diff import Forward, verify
 from tracer.grad.run import GradOptions, grad, per_layer
+from tracer.model.activations import ACTIVATIONS
 from tracer.spec import load_spec, load_spec_text
 
 STACK = str(SPECS / "stack-2-layers.yaml")
@@ -111,9 +113,9 @@ def test_verify_agrees_and_catches_a_wrong_kernel(monkeypatch):
     assert v.ok and len({c.weight for c in v.checks}) == len(g.weights)
 
     def wrong(dy, z):
-        return kernels.relu_backward(dy, z) * 1.01
+        return ffn.relu_backward(dy, z) * 1.01
 
-    monkeypatch.setitem(kernels.ACTIVATION_BACKWARDS, "relu", wrong)
+    monkeypatch.setitem(ACTIVATIONS, "relu", ACTIVATIONS["relu"]._replace(backward=wrong))
     bad = verify(grad(load_spec(STACK), GradOptions()))
     assert not bad.ok and any(c.weight.endswith("ffn.w1") for c in bad.failed)
 
@@ -153,21 +155,21 @@ def test_verify_grouped_query_half_pairing_catches_wrong_kernels(monkeypatch, H_
     spec = load_spec_text(GQA.read_text(encoding="utf-8").replace("H_kv: 2", f"H_kv: {H_kv}"))
     v = verify(grad(spec, GradOptions()))
     assert v.ok and len({c.weight for c in v.checks}) == len(spec.weights)
-    turn, scores = kernels.rotary_backward, kernels.qk_scores_backward
+    turn, scores = embeddings.rotary_backward, attention.qk_scores_backward
 
     def interleaved(dy, base, pairing="interleaved", dim=None, scaling=None):  # the pairing ignored: turned back in the wrong pairs
         return turn(dy, base)
 
-    monkeypatch.setattr(kernels, "rotary_backward", interleaved)
+    monkeypatch.setattr(embeddings, "rotary_backward", interleaved)
     bad = verify(grad(spec, GradOptions()))
     assert not bad.ok and {c.weight for c in bad.failed} >= {"attn.w_q", "attn.w_k"}
-    monkeypatch.setattr(kernels, "rotary_backward", turn)
+    monkeypatch.setattr(embeddings, "rotary_backward", turn)
 
     def first_of_group(ds, q, k, *causal):  # dk from the first query head of each group only: the group sum forgotten
         G = q.shape[1] // k.shape[1]
         return scores(ds, q, k, *causal)[0], scores(ds[:, ::G], q[:, ::G], k, *causal)[1]
 
-    monkeypatch.setattr(kernels, "qk_scores_backward", first_of_group)
+    monkeypatch.setattr(attention, "qk_scores_backward", first_of_group)
     bad = verify(grad(spec, GradOptions()))
     assert not bad.ok and "attn.w_k" in {c.weight for c in bad.failed} and "attn.w_v" not in {c.weight for c in bad.failed}
 

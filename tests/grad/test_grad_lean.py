@@ -1,5 +1,5 @@
 """tracer grad's plain table keeps no attention scores and weights: the backward pass makes each head's weights
-again (kernels.attention_backward).  Every gradient it keeps must be the full trace's to the last bit."""
+again (attention.attention_backward).  Every gradient it keeps must be the full trace's to the last bit."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from conftest import EXAMPLES, SPECS, run_app
 
 from tracer.engine import blas, kernels
 from tracer.engine.backward import Backward
+from tracer.engine.kernels import attention, norms
 from tracer.grad.run import GradOptions, grad
 from tracer.spec import load_spec, load_spec_text
 
@@ -59,7 +60,7 @@ def test_none_and_explicit_masks():
 def test_row_blocks_grouped_heads_and_threads(monkeypatch, H_kv, threads):
     """Blocks of 2 query rows over T = 7 (a short last block), grouped and plain heads, on 1 to 3 Python threads
     (the heads shared out as the big specs have them: here forced, the blocks being small)."""
-    monkeypatch.setattr(kernels, "ROW_BLOCK", 2)
+    monkeypatch.setattr(attention, "ROW_BLOCK", 2)
     monkeypatch.setattr(blas, "workers", lambda tasks, work, at_least=0: min(tasks, threads))
     same_to_the_bit(block(H_kv=H_kv))
 
@@ -67,7 +68,7 @@ def test_row_blocks_grouped_heads_and_threads(monkeypatch, H_kv, threads):
 @pytest.mark.parametrize("threads", [1, 2])
 def test_a_sliding_window_across_row_blocks(monkeypatch, threads):
     """A window of 3 over blocks of 2 query rows: the lean pass makes the window's weights again as the forward did."""
-    monkeypatch.setattr(kernels, "ROW_BLOCK", 2)
+    monkeypatch.setattr(attention, "ROW_BLOCK", 2)
     monkeypatch.setattr(blas, "workers", lambda tasks, work, at_least=0: min(tasks, threads))
     same_to_the_bit(block(mask="{causal: true, window: 3}", H_kv=2))
     same_to_the_bit(block(mask="{causal: true, window: 1}", order="post", positions="learned"))
@@ -87,11 +88,11 @@ def test_the_backward_kernels_share_heads_out_alike(monkeypatch):
     monkeypatch.setattr(blas, "by_heads", spy)
     rng = np.random.default_rng(0)
     q, k, v = rng.standard_normal((2, 4, 9, 3)), rng.standard_normal((2, 2, 9, 3)), rng.standard_normal((2, 2, 9, 3))
-    _, w, _ = kernels.attend(q, k, v, None, True)
+    _, w, _ = attention.attend(q, k, v, None, True)
     dm = rng.standard_normal(q.shape)
-    ds, _, _ = kernels.attend_backward(dm, w, v, True)
-    kernels.qk_scores_backward(ds, q, k, True)
-    kernels.attention_backward(dm, q, k, v, None, True)
+    ds, _, _ = attention.attend_backward(dm, w, v, True)
+    attention.qk_scores_backward(ds, q, k, True)
+    attention.attention_backward(dm, q, k, v, None, True)
     assert set(calls) >= {"attend_backward", "qk_scores_backward", "attention_backward"}
     assert calls["attend_backward"] == calls["qk_scores_backward"] == calls["attention_backward"]
 
@@ -230,7 +231,7 @@ def test_a_big_norm_shares_its_rows_between_threads(monkeypatch, norm, threads):
     g, b = rng.standard_normal(400), rng.standard_normal(400)
 
     def run() -> np.ndarray:
-        return kernels.layer_norm(x, g, b, 1e-5) if norm == "layer" else kernels.rms_norm(x, g, 1e-5)
+        return norms.layer_norm(x, g, b, 1e-5) if norm == "layer" else norms.rms_norm(x, g, 1e-5)
 
     monkeypatch.setattr(kernels, "ROWS_ON_THREADS", 1000)
     calls: list[int] = []

@@ -144,9 +144,9 @@ def test_grouped_query_and_rotary_pairings(H_kv, pairing, order):
 def test_causal_row_blocks(monkeypatch, H_kv, loss):
     """Under a causal mask the backward works in blocks of ROW_BLOCK query rows, as the forward does, and never
     touches the keys after a block: blocks of 2 rows over T = 7 (a short last block), grouped and plain heads."""
-    from tracer.engine import kernels
+    from tracer.engine.kernels import attention
 
-    monkeypatch.setattr(kernels, "ROW_BLOCK", 2)
+    monkeypatch.setattr(attention, "ROW_BLOCK", 2)
     gt = compare(block_spec("pre", positions="rotary", layers=2, head="tied", final_norm=True, B=2, T=7, C=16, H=4,
                             H_kv=H_kv, seed=47), loss=loss)
     for layer in (0, 1):

@@ -15,6 +15,7 @@ import pytest
 from conftest import run_app, write_spec
 
 from tracer.engine import kernels
+from tracer.engine.kernels import attention
 
 
 def _pairwise_reference(weights: np.ndarray, dy: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -45,7 +46,7 @@ def test_the_softmax_gradient_is_right_to_its_own_size_at_every_saturation(sprea
     B, H, T, S = scores.shape
     v = rng.standard_normal((B, H, S, 4))
     dmixed = rng.standard_normal((B, H, T, 4))
-    ds, _, dweights = kernels.attend_backward(dmixed, p, v)
+    ds, _, dweights = attention.attend_backward(dmixed, p, v)
     exact, scale = _pairwise_reference(p, dweights)
     assert np.all(np.abs(ds - exact) <= 16 * np.finfo(np.float64).eps * scale + np.finfo(np.float64).tiny)
 

@@ -13,7 +13,8 @@ from conftest import assert_refused, run_app, write_spec
 from helpers import oracle as ind
 from helpers.tracing import check_against_independent, flow, trace_text
 
-from tracer.engine import kernels, reference
+from tracer.engine import reference
+from tracer.engine.kernels import embeddings, norms
 from tracer.engine.params import load_params
 from tracer.model.ops import OPS
 from tracer.spec import load_spec_text
@@ -75,13 +76,13 @@ def test_the_kernels_and_the_scalar_reference_agree():
     rng = np.random.default_rng(7)
     x = rng.normal(size=(1, 3, 6))
     g = rng.normal(size=6)
-    got = kernels.rms_norm_offset(x, g, 1e-6)
+    got = norms.rms_norm_offset(x, g, 1e-6)
     for t in range(3):
         want = reference.rms_norm(list(x[0, t]), [1.0 + v for v in g], 1e-6)
         assert np.max(np.abs(got[0, t] - want)) <= 1e-15
-    assert np.array_equal(kernels.embed_scale(x), x * 6 ** 0.5)
+    assert np.array_equal(embeddings.embed_scale(x), x * 6 ** 0.5)
     x32 = x.astype(np.float32)
-    scaled = kernels.embed_scale(x32)  # the factor rounded to float32 first, as Gemma's normaliser is a float32 tensor there
+    scaled = embeddings.embed_scale(x32)  # the factor rounded to float32 first, as Gemma's normaliser is a float32 tensor there
     assert scaled.dtype == np.float32 and np.array_equal(scaled, x32 * np.float32(6 ** 0.5))
 
 

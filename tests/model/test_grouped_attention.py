@@ -16,7 +16,7 @@ from conftest import assert_refused, run_app, run_cli, where, write_spec
 from helpers import oracle as ind
 from helpers.tracing import check_against_independent, flow, trace_text
 
-from tracer.engine import kernels
+from tracer.engine.kernels import attention, embeddings, multihead
 from tracer.engine.params import load_params
 from tracer.views import reference_check as verify
 
@@ -85,12 +85,12 @@ def test_a_key_head_is_shared_by_its_group_of_query_heads():
     w = {"w_q": rng.normal(size=(C, C)), "w_k": rng.normal(size=(C, H_kv * d)), "w_v": rng.normal(size=(C, H_kv * d)),
          "w_o": rng.normal(size=(C, C)), "b_q": rng.normal(size=C), "b_k": rng.normal(size=H_kv * d),
          "b_v": rng.normal(size=H_kv * d), "b_o": rng.normal(size=C)}
-    gqa = kernels.mha(x, **w, H=H, H_kv=H_kv, causal=True, visible=~kernels.causal_mask(T), rotary_base=100.0,
+    gqa = multihead.mha(x, **w, H=H, H_kv=H_kv, causal=True, visible=~attention.causal_mask(T), rotary_base=100.0,
                       rotary_pairing="half")
     heads = [g for g in range(H_kv) for _ in range(group)]  # query head h -> key head h // group
     cols = np.concatenate([np.arange(g * d, (g + 1) * d) for g in heads])
     wide = dict(w, w_k=w["w_k"][:, cols], w_v=w["w_v"][:, cols], b_k=w["b_k"][cols], b_v=w["b_v"][cols])
-    mha = kernels.mha(x, **wide, H=H, causal=True, visible=~kernels.causal_mask(T), rotary_base=100.0, rotary_pairing="half")
+    mha = multihead.mha(x, **wide, H=H, causal=True, visible=~attention.causal_mask(T), rotary_base=100.0, rotary_pairing="half")
     assert gqa["k"].shape == (B, H_kv, T, d) and mha["k"].shape == (B, H, T, d)
     for key in ("scores", "weights", "heads", "output"):
         assert np.max(np.abs(gqa[key] - mha[key])) <= 1e-12, key
@@ -263,7 +263,7 @@ def test_rotary_frequencies_are_hugging_faces_default_rope():
     d, base, T = 8, 500000.0, 3
     x = np.zeros((1, 1, T, d))
     x[..., : d // 2] = 1.0  # the first of each half-pair: its turn shows cos and sin of the angle
-    out = kernels.rotary(x, base, "half")
+    out = embeddings.rotary(x, base, "half")
     inv_freq = 1.0 / base ** (np.arange(0, d, 2) / d)
     angle = np.arange(T)[:, None] * inv_freq[None, :]
     assert np.max(np.abs(out[0, 0, :, : d // 2] - np.cos(angle))) <= 1e-15
@@ -274,7 +274,7 @@ def test_rotary_pairing_matches_the_independent_rope():
     rng = np.random.default_rng(4)
     x = rng.normal(size=(2, 3, 6, 8))
     for pairing in ("interleaved", "half"):
-        assert np.max(np.abs(kernels.rotary(x, 30.0, pairing) - ind.rope(x, 30.0, pairing))) <= 1e-14
+        assert np.max(np.abs(embeddings.rotary(x, 30.0, pairing) - ind.rope(x, 30.0, pairing))) <= 1e-14
 
 
 @pytest.mark.parametrize("block, fragment", [

@@ -11,8 +11,8 @@ import pytest
 
 from tracer import i18n
 from tracer.messages import given
-from tracer.model import ops
 from tracer.model.blocks import Step
+from tracer.model.named import resolve
 from tracer.model.ops import OPS, TABLES, WEIGHT_GROUPS, Op
 
 # The fields each view fills a record's templates with.
@@ -42,7 +42,7 @@ def _engine_part(ref: str | None) -> str | None:
     if ":" not in ref:
         return f"{ref!r} is not module:function"
     try:
-        fn = ops._resolve(ref)
+        fn = resolve(ref)
     except (ImportError, AttributeError) as e:
         return f"{ref!r} does not resolve ({type(e).__name__})"
     if not callable(fn):

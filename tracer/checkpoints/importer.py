@@ -413,10 +413,10 @@ def _options(heads: int | None, activation: str | None, eps: float | None, norm_
     """The command line's stand-ins for a config, each checked before anything is read."""
     import math
 
-    from tracer.model.blocks import ACTIVATIONS
+    from tracer.model.activations import spec_activations
 
-    if activation is not None and activation not in ACTIVATIONS:
-        raise UsageError(msg("--activation {name}: expected one of {join}", name=repr(activation), join=" | ".join(ACTIVATIONS)))
+    if activation is not None and activation not in spec_activations():
+        raise UsageError(msg("--activation {name}: expected one of {join}", name=repr(activation), join=" | ".join(spec_activations())))
     if eps is not None and not (math.isfinite(eps) and eps > 0):
         raise UsageError(msg("--eps {eps}: expected a positive number, such as 1e-5", eps=eps))
     if norm_order is not None and norm_order not in ("pre", "post"):

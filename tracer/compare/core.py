@@ -32,6 +32,7 @@ from tracer.engine.executor import Stage
 from tracer.errors import DiffTrouble, UsageError
 from tracer.messages import Message, join, msg, nmsg
 from tracer.model import catalogue
+from tracer.model.activations import ACTIVATIONS, DEFAULT_ACTIVATION
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.ops import OPS
 from tracer.spec import memory
@@ -53,8 +54,6 @@ DEFAULT_RTOL = 1e-9
 DTYPE_TOLERANCE = {"float32": (1e-5, 1e-5), "float16": (1e-2, 1e-2)}
 
 SUBLAYERS = ("mha", "ffn_hidden")  # the ops a norm feeds in pre-norm order
-ACT_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU_tanh", "swiglu": "SwiGLU", "geglu": "GeGLU"}  # gelu_tanh: the tanh approximation
-GATE_NAMES = {"swiglu": "SiLU", "geglu": "GELU_tanh"}  # a gated FFN's gate, as its expression names it
 
 
 # -- the two sides ------------------------------------------------------------
@@ -251,11 +250,12 @@ def expr(step: Step, settings: dict[str, Any] | None = None) -> str:
     text = None
     try:
         if template is not None:
-            activation = str(settings.get("activation") or "relu")
-            act = ACT_NAMES.get(activation, activation)
+            activation = str(settings.get("activation") or DEFAULT_ACTIVATION)
+            record = ACTIVATIONS.get(activation)  # a saved trace's activation this tracer does not know: its name as written
+            act = activation if record is None else record.expr
             gate = ""
-            if activation in GATE_NAMES and "{gate}" in template:  # SiLU(x W1 + b1) * (x W3 + b3), not 'SwiGLU(x W1 + b1)'
-                act, gate = GATE_NAMES[activation], f" * ({step.inputs[0]} W3 + b3)"
+            if record is not None and record.gate is not None and "{gate}" in template:  # SiLU(x W1 + b1) * (x W3 + b3), not 'SwiGLU(x W1 + b1)'
+                act, gate = ACTIVATIONS[record.gate].expr, f" * ({step.inputs[0]} W3 + b3)"
             head = "E^T" if settings.get("head") == "tied" else "W_head"
             text = template.format(*step.inputs, w=step.weights, act=act, gate=gate, head=head)
     except IndexError:  # fewer inputs than the op's usual form (a hand-edited trace)
@@ -439,9 +439,6 @@ _DESIGN_WORDS: dict[tuple[str, Any], Message] = {  # a block setting's value tha
     ("block.positions", "none"): msg("no positions"),
     ("block.norm", "rmsnorm"): msg("RMSNorm"),
     ("block.norm", "batchnorm"): msg("BatchNorm"),
-    ("block.activation", "gelu"): msg("exact GELU"),
-    ("block.activation", "gelu_tanh"): msg("GELU (tanh)"),
-    ("block.activation", "swiglu"): msg("SwiGLU"),
     ("block.token_types", True): msg("token types"),
     ("block.embedding_norm", True): msg("a norm on the embeddings"),
     ("block.head_bias", True): msg("a biased head"),
@@ -454,8 +451,7 @@ def design_words(steps: tuple[Step, ...], settings: dict[str, Any] | None = None
     sliding window); a spec of its own steps (or a side without settings) from its step list: a parallel residual (an
     add of an attention output and an FFN output) and a partial rotary width."""
     settings = settings or {}
-    words: list[Message] = [_DESIGN_WORDS[(key, value)] for key, value in settings.items()
-                            if isinstance(value, (str, bool)) and (key, value) in _DESIGN_WORDS]
+    words: list[Message] = [w for key, value in settings.items() if (w := _design_word(key, value)) is not None]
     mask = settings.get("block.mask")
     if isinstance(mask, str) and "window" in mask:
         words.append(msg("sliding window ({mask})", mask=mask))
@@ -481,6 +477,14 @@ def design_words(steps: tuple[Step, ...], settings: dict[str, Any] | None = None
     return words + scaled_words(steps) + attention_scale_words(steps) + capped_words(steps, settings)
 
 
+def _design_word(key: str, value: Any) -> Message | None:
+    """A block setting's words as a design choice: _DESIGN_WORDS', or, for block.activation, its record's."""
+    if key == "block.activation" and isinstance(value, str):
+        record = ACTIVATIONS.get(value)
+        return record.design if record is not None and record.design_from == "settings" else None
+    return _DESIGN_WORDS.get((key, value)) if isinstance(value, (str, bool)) else None
+
+
 def attention_scale_words(steps: tuple[Step, ...]) -> list[Message]:
     """block.attention_scale in words: 'attention scale 1 (not 1/sqrt(d))' (T5), one phrase per scale the steps use."""
     scales = sorted({s.scale for s in steps if s.op in ("mha", "cross_mha") and s.scale is not None})
@@ -494,8 +498,10 @@ def scaled_words(steps: tuple[Step, ...]) -> list[Message]:
         words.append(msg("embeddings times sqrt(C)"))
     if any(s.op == "rms_norm_offset" for s in steps):
         words.append(msg("RMSNorm with (1 + gamma)"))
-    if any(s.activation == "geglu" and s.op in ("ffn", "ffn_hidden") for s in steps):
-        words.append(msg("GeGLU (a gated FFN through the tanh GELU)"))
+    for name in dict.fromkeys(s.activation for s in steps if s.op in ("ffn", "ffn_hidden") and s.activation in ACTIVATIONS):
+        record = ACTIVATIONS[name]  # GeGLU: named with Gemma's other choices
+        if record.design is not None and record.design_from == "steps":
+            words.append(record.design)
     return words
 
 

@@ -31,6 +31,7 @@ from tracer.compare import search
 from tracer.compare.recompute import Context, Tolerance, close, diagnosis_tolerance, distance, recompute
 from tracer.engine.executor import Stage
 from tracer.messages import Message, join, msg, render
+from tracer.model.activations import ACTIVATIONS
 from tracer.model.blocks import Step, internal_prefix
 
 if TYPE_CHECKING:
@@ -375,6 +376,16 @@ def _classic_scale(ctx: Context) -> bool:
     return ctx.step is not None and ctx.step.scale is None
 
 
+def _neighbour(ctx: Context, diagnosis: str) -> np.ndarray | None:
+    """The FFN's first layer with the activation (a gated one's gate) that the record of the spec's activation says
+    this worded diagnosis names (its ``diagnoses``: gelu_tanh's gelu is gelu_exact); None where it names none."""
+    record = ACTIVATIONS.get(ctx.activation())
+    other = next((a for a, named in record.diagnoses if named == diagnosis), None) if record is not None else None
+    if record is None or other is None:
+        return None
+    return recompute(ctx, gate=other) if record.gate is not None else recompute(ctx, activation=other)
+
+
 ATTN = ("mha", "scores", "weights", "heads")
 DIAGNOSES: tuple[Diagnosis, ...] = (
     Diagnosis("ddof", ("layer_norm",), lambda c: recompute(c, ddof=1),
@@ -413,10 +424,10 @@ DIAGNOSES: tuple[Diagnosis, ...] = (
               lambda c: [recompute(c, mask="diagonal"), recompute(c, mask="diagonal_1e9")] if c.step is not None and c.step.mask == "causal" else None,
               lambda c: msg("Your {stage} equals attention with the causal mask off by one: the diagonal is masked too (row 0 then has no key: "
                             "NaN with -inf, uniform with -1e9); mask only the keys after the query, np.triu(..., k=1)", stage=c.name)),
-    Diagnosis("gelu_exact", ("ffn_hidden",), lambda c: recompute(c, activation="gelu") if c.activation() == "gelu_tanh" else None,
+    Diagnosis("gelu_exact", ("ffn_hidden",), lambda c: _neighbour(c, "gelu_exact"),
               lambda c: msg("Your {stage} uses the exact GELU (erf) where the spec asks for the tanh approximation: "
                             "0.5 x (1 + tanh(sqrt(2/π) (x + 0.044715 x³)))", stage=c.name)),
-    Diagnosis("gelu_tanh", ("ffn_hidden",), lambda c: recompute(c, activation="gelu_tanh") if c.activation() == "gelu" else None,
+    Diagnosis("gelu_tanh", ("ffn_hidden",), lambda c: _neighbour(c, "gelu_tanh"),
               lambda c: msg("Your {stage} uses GELU's tanh approximation where the spec asks for the exact GELU: x Φ(x) = 0.5 x (1 + erf(x/√2))",
                             stage=c.name)),
     Diagnosis("ffn_no_bias", ("ffn_hidden", "ffn_out"), lambda c: recompute(c, b1="off") if c.kind == "ffn_hidden" else recompute(c, b2="off"),
@@ -464,10 +475,10 @@ DIAGNOSES += (
     Diagnosis("no_embedding_scale", ("embed_scale",), lambda c: _embed(c, scale=False),
               lambda c: msg("Your {stage} is the embeddings unscaled: Gemma multiplies them by sqrt(C) = sqrt({C})", stage=c.name,
                             C=c.dims.get("C", "C"))),
-    Diagnosis("geglu_exact", ("ffn_hidden",), lambda c: recompute(c, gate="gelu") if c.activation() == "geglu" else None,
+    Diagnosis("geglu_exact", ("ffn_hidden",), lambda c: _neighbour(c, "geglu_exact"),
               lambda c: msg("Your {stage} gates with the exact GELU (erf) where GeGLU uses GELU's tanh approximation (Hugging Face's "
                             "gelu_pytorch_tanh, which Gemma's hidden_act means, even when it says gelu)", stage=c.name)),
-    Diagnosis("geglu_silu", ("ffn_hidden",), lambda c: recompute(c, gate="silu") if c.activation() == "geglu" else None,
+    Diagnosis("geglu_silu", ("ffn_hidden",), lambda c: _neighbour(c, "geglu_silu"),
               lambda c: msg("Your {stage} gates with SiLU (SwiGLU) where the spec asks for GeGLU: the gate is GELU's tanh approximation, "
                             "gelu_tanh(N W_1 + b_1) * (N W_3 + b_3)", stage=c.name)),
 )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
+from tracer.model.activations import ACTIVATIONS, DEFAULT_ACTIVATION
 from tracer.model.blocks import Step, internal_prefix
 
 if TYPE_CHECKING:
@@ -137,8 +138,8 @@ class Context:
 
     @property
     def eps(self) -> float:
-        if self.spec is not None:
-            return self.spec.block_for(self.name).eps
+        if self.step is not None and self.step.eps is not None:  # a spec's norm step carries its stack's eps
+            return self.step.eps
         eps = self.block.get("eps") if self.block else None
         return float(eps) if isinstance(eps, (int, float)) and not isinstance(eps, bool) else 1e-5
 
@@ -149,7 +150,7 @@ class Context:
             return str(said)
         if self.spec is not None:
             return self.spec.block_for(self.name).activation
-        return str((self.block or {}).get("activation") or "relu")
+        return str((self.block or {}).get("activation") or DEFAULT_ACTIVATION)
 
     def visible(self, step: Step, n: int) -> np.ndarray:
         """[T,T] bool, True where query i reads key j: the spec's mask (a saved trace's, from its settings)."""
@@ -194,25 +195,15 @@ def softmax(s: np.ndarray, axis: int, stable: bool = True) -> np.ndarray:
         return e / e.sum(axis=axis, keepdims=True)
 
 
-def _erf(z: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.erf, otypes=[np.float64])(z)
-
-
 def act(name: str, z: np.ndarray) -> np.ndarray | None:
-    """An activation by name (relu, gelu (erf), gelu_tanh, silu, sigmoid, relu2, none), None for one it does not know."""
+    """An activation by name: a plain activation's record's kernel (relu, gelu (erf), gelu_tanh, silu, relu2, ...), or
+    what a diagnosis also tries (NOT_ACTIVATIONS: sigmoid, none); None for one it does not know."""
+    record = ACTIVATIONS.get(name)
     with np.errstate(all="ignore"):
-        if name == "relu":
-            return np.maximum(z, 0.0)
-        if name == "gelu":
-            return 0.5 * z * (1.0 + _erf(z / math.sqrt(2.0)))
-        if name == "gelu_tanh":
-            return 0.5 * z * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (z + 0.044715 * z ** 3)))
-        if name == "silu":
-            return z / (1.0 + np.exp(-z))
+        if record is not None and record.gate is None:
+            return np.asarray(record.run_forward()(z))
         if name == "sigmoid":
             return 1.0 / (1.0 + np.exp(-z))
-        if name == "relu2":
-            return np.maximum(z, 0.0) ** 2
         if name == "none":
             return z
     return None
@@ -376,16 +367,16 @@ def ffn_hidden(ctx: Context, reads: str | None = None, activation: str | None = 
         return None
     bias_1 = np.zeros(weight_1.shape[-1]) if bias_1 is None else bias_1
     spec_act = ctx.activation()
-    from tracer.model.blocks import GATE_ACTIVATIONS
+    own = ACTIVATIONS.get(spec_act)
 
     with np.errstate(all="ignore"):
         z = n @ weight_1 + (bias_1 if b1 == "on" else 0.0)
-        if spec_act in GATE_ACTIVATIONS:
+        if own is not None and own.gate is not None:
             w3, b3 = ctx.weight("w3"), ctx.weight("b3")
             if w3 is None:
                 return None
             other = n @ w3 + (0.0 if b3 is None else b3)
-            name = gate or GATE_ACTIVATIONS[spec_act]
+            name = gate or own.gate
             if gated == "swapped":
                 z, other = other, z
             g = act(name, z)

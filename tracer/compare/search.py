@@ -26,9 +26,9 @@ import numpy as np
 
 from tracer.compare.recompute import EXACT, Context, Tolerance, distance, recompute
 from tracer.messages import Message, join, msg
+from tracer.model.activations import ACTIVATIONS, DEFAULT_ACTIVATION
 
 COMMON_EPS = (1e-12, 1e-8, 1e-6, 1e-5, 1e-3)  # the epsilons libraries use (BERT 1e-12, PyTorch 1e-5, ...)
-ACTIVATIONS_TRIED = ("relu", "gelu", "gelu_tanh", "silu", "relu2", "sigmoid", "none")
 PAIR_BUDGET = 3e9  # multiply-adds the pairs of one search may cost (a chapter-sized stage: a few thousand each)
 SINGLE_BUDGET = 3e10  # ... and its single knobs (a GPT-2-sized attention at T = 1024: the worded records alone)
 
@@ -220,32 +220,39 @@ def ffn_hidden_knobs(ctx: Context) -> list[Knob]:
     step = ctx.step
     assert step is not None
     spec_act = ctx.activation()
-    from tracer.model.blocks import GATE_ACTIVATIONS
+    own = ACTIVATIONS.get(spec_act)  # the spec's activation's record: the neighbours a student writes instead
 
     knobs = _reads(ctx, step.inputs[0])
     knobs += [Knob("b1", "off", msg("b_1 left out"), "ffn_no_bias", hidden_by="bias0"),
               Knob("b1", "after", msg("b_1 added after the activation, not before"), hidden_by="bias0"),
               Knob("w1", "w2T", msg("W_2 transposed where W_1 was due"))]
-    if spec_act in GATE_ACTIVATIONS:
-        gate = GATE_ACTIVATIONS[spec_act]
-        records = {"gelu": "geglu_exact", "silu": "geglu_silu"} if spec_act == "geglu" else {}
+    if own is not None and own.gate is not None:
+        gate = own.gate
+        records = dict(own.diagnoses)
         knobs += [Knob("gate", a, msg("the gate through {act} where {spec} uses {gate}", act=a, spec=spec_act, gate=gate), records.get(a))
-                  for a in ("silu", "gelu", "gelu_tanh", "relu", "sigmoid") if a != gate]
+                  for a in own.neighbours]
         knobs += [Knob("gated", "off", msg("no gate: the W_3 half left out")),
                   Knob("gated", "swapped", msg("the activation on the W_3 half, not the W_1 half"))]
     else:
-        records = {"gelu": "gelu_exact", "gelu_tanh": "gelu_tanh"}
-        for a in ACTIVATIONS_TRIED:
+        records = dict(own.diagnoses) if own is not None else {}
+        for a in own.neighbours if own is not None else _every_activation():
             if a == spec_act:
                 continue
-            record = records.get(a) if {a, spec_act} == {"gelu", "gelu_tanh"} else None
-            words = msg("no activation") if a == "none" else msg("{act} where the spec asks for {spec}", act=_ACT_NAMES.get(a, a), spec=_ACT_NAMES.get(spec_act, spec_act))
-            knobs.append(Knob("activation", a, words, record))
+            words = msg("no activation") if a == "none" else msg("{act} where the spec asks for {spec}", act=_act_words(a), spec=_act_words(spec_act))
+            knobs.append(Knob("activation", a, words, records.get(a)))
     return knobs
 
 
-_ACT_NAMES = {"relu": "ReLU", "gelu": "the exact GELU (erf)", "gelu_tanh": "GELU's tanh approximation", "silu": "SiLU", "relu2": "ReLU²",
-              "sigmoid": "the sigmoid"}
+def _act_words(name: str) -> Message | str:
+    """An activation in words: its record's meaning; the sigmoid, no activation of tracer's, or a name as written."""
+    record = ACTIVATIONS.get(name)
+    return record.meaning if record is not None else "the sigmoid" if name == "sigmoid" else name
+
+
+def _every_activation() -> tuple[str, ...]:
+    """What a spec's activation this tracer does not know (another version's saved trace) is tried against: every
+    plain activation and its neighbours."""
+    return tuple(dict.fromkeys(n for a in ACTIVATIONS.values() if a.gate is None for n in (a.name, *a.neighbours)))
 
 
 def ffn_out_knobs(ctx: Context) -> list[Knob]:
@@ -254,9 +261,14 @@ def ffn_out_knobs(ctx: Context) -> list[Knob]:
     knobs = _reads(ctx, step.inputs[0])
     knobs += [Knob("reads", "pre", msg("the first layer's values before the activation read, not {hidden}", hidden=step.inputs[0])),
               Knob("b2", "off", msg("b_2 left out"), "ffn_no_bias", hidden_by="bias0"),
-              Knob("after", ctx.activation() if ctx.activation() in ACTIVATIONS_TRIED else "relu", msg("the activation applied again after W_2")),
+              Knob("after", ctx.activation() if _plain(ctx.activation()) else DEFAULT_ACTIVATION, msg("the activation applied again after W_2")),
               Knob("w2", "w1T", msg("W_1 transposed where W_2 was due"))]
     return knobs
+
+
+def _plain(name: str) -> bool:  # an activation with a record, not gated: what the FFN's output may go through again
+    record = ACTIVATIONS.get(name)
+    return record is not None and record.gate is None
 
 
 def add_knobs(ctx: Context) -> list[Knob]:

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from tracer.engine.executor import visible_keys
-from tracer.model.blocks import Step, position_axis
+from tracer.model.blocks import STACK_GIVEN, Step, position_axis
 from tracer.model.ops import OPS
 from tracer.spec.typed import SPEC_SETTINGS, Spec
 from tracer.views.trace_json import block_json, input_words
@@ -87,12 +87,20 @@ def stack_of(step: Step) -> str:
     return "encoder" if position_axis(step.name) == "S" else "block"
 
 
-def step_settings(steps: tuple[Step, ...], mask_of: Callable[[Step], Any], head: Any, d: Any = None) -> dict[str, dict[str, Any]]:
+def step_settings(steps: tuple[Step, ...], mask_of: Callable[[Step], Any], head: Any, d: Any = None,
+                  stacks: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
     """Each step's own settings (Step.params: every field but its name, meaning, op, inputs and weights), its
-    attention's mask as a matrix, and the output head's tied | separate; a scale of 1/sqrt(d) is no scale given."""
+    attention's mask as a matrix, and the output head's tied | separate; a scale of 1/sqrt(d) is no scale given.
+    ``stacks``: each stack's settings (block, encoder): a setting a step takes from its stack alike (blocks.STACK_GIVEN:
+    a norm's eps) is compared as the stack's (block.eps), so it is left out where it is the stack's, and named once."""
     out: dict[str, dict[str, Any]] = {}
     for step in steps:
         s = dict(step.params())
+        stack = (stacks or {}).get(stack_of(step))
+        if stack is not None:
+            for key in STACK_GIVEN:
+                if key in s and s[key] == stack.get(key):
+                    del s[key]
         op = OPS.get(step.op)
         if op is not None and op.attention:
             for key in mask_fields(s):  # the mask's word and window: compared as the one matrix they make
@@ -163,7 +171,7 @@ def of_spec(spec: Spec) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
             top[field] = None if value is None else [list(row) for row in value]
         else:
             top[field] = value
-    steps = step_settings(spec.steps, mask_of, spec.block.head if spec.block.head != "none" else None, spec.dims.d)
+    steps = step_settings(spec.steps, mask_of, spec.block.head if spec.block.head != "none" else None, spec.dims.d, stacks)
     return flat_settings(spec.dims.as_dict(), stacks, masks, top), steps
 
 
@@ -193,7 +201,7 @@ def of_trace(dims: Mapping[str, Any], block: Mapping[str, Any], top: Mapping[str
         if key in top:
             rest[key] = top[key]
     head = block.get("head")
-    return flat_settings(dims, stacks, masks, rest), step_settings(steps, mask_of, head if head != "none" else None, d)
+    return flat_settings(dims, stacks, masks, rest), step_settings(steps, mask_of, head if head != "none" else None, d, stacks)
 
 
 def _head_width(dims: Mapping[str, Any]) -> int | None:

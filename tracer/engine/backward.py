@@ -15,7 +15,9 @@ import numpy as np
 
 from tracer.engine import interventions, kernels
 from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of, relative_buckets_of
-from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix
+from tracer.engine.kernels import embeddings, ffn, multihead, norms
+from tracer.model.activations import is_gated
+from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix
 from tracer.model.ops import OPS
 
 ATTN_ORDER = ("heads", "weights", "scores", "q", "k", "v")  # the internals in the order the backward pass reaches them
@@ -85,7 +87,7 @@ class Backward:
             self.owned.add(name)
 
     def send_weight(self, name: str, g: np.ndarray) -> None:
-        """The kernels return weight gradients no one else holds (kernels.py): kept without a copy."""
+        """The kernels return weight gradients no one else holds (tracer/engine/kernels): kept without a copy."""
         have = self.weight_grads.get(name)
         self.weight_grads[name] = g if have is None else have + g
 
@@ -169,7 +171,7 @@ def _fit(g: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
 # -- entry and exit ----------------------------------------------------------
 def backward_embed(bw: Backward, step: Step, g: np.ndarray) -> None:
     table = bw.params["embedding"]
-    bw.send_weight("embedding", kernels.embedding_backward(g, bw.inputs[step.stream or "tokens"], table.shape[0]))
+    bw.send_weight("embedding", embeddings.embedding_backward(g, bw.inputs[step.stream or "tokens"], table.shape[0]))
 
 
 def backward_input(bw: Backward, step: Step, g: np.ndarray) -> None:  # no weights, no earlier stage
@@ -180,11 +182,11 @@ backward_sinusoidal = backward_input  # no weights, no earlier stage
 
 
 def backward_position_table(bw: Backward, step: Step, g: np.ndarray) -> None:
-    bw.send_weight("position", kernels.position_backward(g, bw.params["position"].shape[0]))
+    bw.send_weight("position", embeddings.position_backward(g, bw.params["position"].shape[0]))
 
 
 def backward_add_position(bw: Backward, step: Step, g: np.ndarray) -> None:
-    dh, dpos = kernels.add_position_backward(g)
+    dh, dpos = embeddings.add_position_backward(g)
     bw.send(step.inputs[0], dh)
     bw.send(step.inputs[1], dpos)
 
@@ -192,7 +194,7 @@ def backward_add_position(bw: Backward, step: Step, g: np.ndarray) -> None:
 def backward_head(bw: Backward, step: Step, g: np.ndarray) -> None:
     tied = bw.spec.block.head == "tied"
     w = bw.params["embedding"].T if tied else bw.params["head"]
-    dh, dw = kernels.head_backward(g, bw.value(step.inputs[0]), w)
+    dh, dw = embeddings.head_backward(g, bw.value(step.inputs[0]), w)
     bw.send(step.inputs[0], dh)
     bw.send_weight("embedding" if tied else "head", dw.T if tied else dw)
     if bw.spec.block.head_bias:
@@ -208,22 +210,22 @@ def backward_layer_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
     x = bw.value(step.inputs[0])
     gamma, beta = bw.params[f"{step.weights}.gamma"], bw.params[f"{step.weights}.beta"]
     axis = bw.trace.stages[step.inputs[0]].axes.index(step.axis or "C")
-    dx, dgamma, dbeta = kernels.layer_norm_backward(g, x, gamma, beta, bw.spec.block_for(step.name).eps, axis)
+    dx, dgamma, dbeta = norms.layer_norm_backward(g, x, gamma, beta, step.epsilon(), axis)
     bw.send(step.inputs[0], dx)
     bw.send_weight(f"{step.weights}.gamma", dgamma)
     bw.send_weight(f"{step.weights}.beta", dbeta)
 
 
 def backward_rms_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
-    dx, dgamma = kernels.rms_norm_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.gamma"],
-                                           bw.spec.block_for(step.name).eps)
+    dx, dgamma = norms.rms_norm_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.gamma"],
+                                           step.epsilon())
     bw.send(step.inputs[0], dx)
     bw.send_weight(f"{step.weights}.gamma", dgamma)
 
 
 def backward_batch_norm(bw: Backward, step: Step, g: np.ndarray) -> None:
     gamma, beta = bw.params[f"{step.weights}.gamma"], bw.params[f"{step.weights}.beta"]
-    dx, dgamma, dbeta = kernels.batch_norm_backward(g, bw.value(step.inputs[0]), gamma, beta, bw.spec.block_for(step.name).eps)
+    dx, dgamma, dbeta = norms.batch_norm_backward(g, bw.value(step.inputs[0]), gamma, beta, step.epsilon())
     bw.send(step.inputs[0], dx)
     bw.send_weight(f"{step.weights}.gamma", dgamma)
     bw.send_weight(f"{step.weights}.beta", dbeta)
@@ -241,7 +243,7 @@ def backward_identity(bw: Backward, step: Step, g: np.ndarray) -> None:
 
 
 def backward_relu(bw: Backward, step: Step, g: np.ndarray) -> None:
-    bw.send(step.inputs[0], kernels.relu_backward(g, bw.value(step.inputs[0])))
+    bw.send(step.inputs[0], ffn.relu_backward(g, bw.value(step.inputs[0])))
 
 
 def backward_select(bw: Backward, step: Step, g: np.ndarray) -> None:
@@ -275,10 +277,10 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     causal, visible = attention_mask(bw.spec, step, xq.shape[1], False)
     if "weights" in parts:  # the forward's weights are at hand, 0 where masked: no mask is needed
         visible = None
-    dxq, dxkv, internals, dw = kernels.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
+    dxq, dxkv, internals, dw = multihead.mha_backward(g, xq, xkv, parts, w, bw.spec.dims.H, step.base, step.axis == "queries",
                                                        step.pairing or "interleaved", causal=causal, visible=visible,
                                                        rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
-                                                       qk_eps=bw.spec.block_for(step.name).eps if step.qk_norm else None,
+                                                       qk_eps=step.epsilon() if step.qk_norm else None,
                                                        scale=step.scale, softcap=step.softcap,
                                                        bias=bw.value(step.inputs[1]) if not cross and len(step.inputs) > 1 else None)
     for key in ATTN_ORDER:
@@ -296,13 +298,13 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
 
 
 def _ffn_weights(bw: Backward, step: Step) -> dict[str, np.ndarray]:
-    names = ("w1", "b1", "w3", "b3") if step.activation in GATED else ("w1", "b1")
+    names = ("w1", "b1", "w3", "b3") if is_gated(step.activation) else ("w1", "b1")
     return {k: bw.params[f"{step.weights}.{k}"] for k in names}
 
 
 def _hidden_backward(bw: Backward, step: Step, dh: np.ndarray, x_name: str, h: np.ndarray, spare_h: bool = False) -> None:
     p = _ffn_weights(bw, step)
-    dx, dw = kernels.ffn_hidden_backward(dh, bw.value(x_name), p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), h,
+    dx, dw = ffn.ffn_hidden_backward(dh, bw.value(x_name), p["w1"], p["b1"], step.activation, p.get("w3"), p.get("b3"), h,
                                          spare_h)
     bw.send(x_name, dx)
     for k, v in dw.items():
@@ -310,7 +312,7 @@ def _hidden_backward(bw: Backward, step: Step, dh: np.ndarray, x_name: str, h: n
 
 
 def _out_backward(bw: Backward, step: Step, g: np.ndarray, h: np.ndarray) -> np.ndarray:
-    dh, dw2, db2 = kernels.ffn_out_backward(g, h, bw.params[f"{step.weights}.w2"], bw.params[f"{step.weights}.b2"])
+    dh, dw2, db2 = ffn.ffn_out_backward(g, h, bw.params[f"{step.weights}.w2"], bw.params[f"{step.weights}.b2"])
     bw.send_weight(f"{step.weights}.w2", dw2)
     bw.send_weight(f"{step.weights}.b2", db2)
     return dh
@@ -319,7 +321,7 @@ def _out_backward(bw: Backward, step: Step, g: np.ndarray, h: np.ndarray) -> np.
 def backward_ffn(bw: Backward, step: Step, g: np.ndarray) -> None:  # both halves in one step: the hidden layer is recomputed
     x = bw.value(step.inputs[0])
     p = _ffn_weights(bw, step)
-    h = kernels.ffn_hidden(x, p["w1"], p["b1"], step.activation or "relu", p.get("w3"), p.get("b3"), strict=False)
+    h = ffn.ffn_hidden(x, p["w1"], p["b1"], step.activation, p.get("w3"), p.get("b3"), strict=False)
     _hidden_backward(bw, step, _out_backward(bw, step, g, h), step.inputs[0], h)
 
 
@@ -333,7 +335,7 @@ def backward_ffn_out(bw: Backward, step: Step, g: np.ndarray) -> None:
 
 # -- a mixture of experts ------------------------------------------------------
 def backward_router(bw: Backward, step: Step, g: np.ndarray) -> None:
-    dx, dw = kernels.router_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.router"])
+    dx, dw = ffn.router_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.router"])
     bw.send(step.inputs[0], dx)
     bw.send_weight(f"{step.weights}.router", dw)
 
@@ -343,12 +345,12 @@ def backward_router_probs(bw: Backward, step: Step, g: np.ndarray) -> None:
 
 
 def backward_top_k(bw: Backward, step: Step, g: np.ndarray) -> None:
-    bw.send(step.inputs[0], kernels.top_k_backward(g, bw.value(step.inputs[0]), bw.value(step.name)))
+    bw.send(step.inputs[0], ffn.top_k_backward(g, bw.value(step.inputs[0]), bw.value(step.name)))
 
 
 def backward_expert_mix(bw: Backward, step: Step, g: np.ndarray) -> None:
     w1, w3, w2 = experts_of(bw.params, step.weights, bw.spec.dims.E or 0)
-    dx, dgates, dw = kernels.expert_mix_backward(g, bw.value(step.inputs[0]), bw.value(step.inputs[1]), w1, w3, w2)
+    dx, dgates, dw = ffn.expert_mix_backward(g, bw.value(step.inputs[0]), bw.value(step.inputs[1]), w1, w3, w2)
     bw.send(step.inputs[0], dx)
     bw.send(step.inputs[1], dgates)
     for k, v in dw.items():
@@ -401,34 +403,34 @@ assert set(ATTN_ORDER) == set(ATTN_MEANINGS)
 # -- i23-bert: BERT's embeddings ---------------------------------------------
 def backward_token_type_table(bw: Backward, step: Step, g: np.ndarray) -> None:
     table = bw.params["token_type"]
-    bw.send_weight("token_type", kernels.embedding_backward(g, bw.inputs["token_types"], table.shape[0]))
+    bw.send_weight("token_type", embeddings.embedding_backward(g, bw.inputs["token_types"], table.shape[0]))
 
 
 def backward_position_offset(bw: Backward, step: Step, g: np.ndarray) -> None:
-    bw.send_weight("position", kernels.position_offset_backward(g, bw.params["position"].shape[0], step.start or 0))
+    bw.send_weight("position", embeddings.position_offset_backward(g, bw.params["position"].shape[0], step.start or 0))
 
 
 # -- i23-gemma: Gemma's scaled embeddings and its RMSNorm with (1 + gamma) -------------------------
 def backward_embed_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
-    bw.send(step.inputs[0], kernels.embed_scale_backward(g))
+    bw.send(step.inputs[0], embeddings.embed_scale_backward(g))
 
 
 def backward_rms_norm_offset(bw: Backward, step: Step, g: np.ndarray) -> None:
-    dx, dgamma = kernels.rms_norm_offset_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.gamma"],
-                                                  bw.spec.block_for(step.name).eps)
+    dx, dgamma = norms.rms_norm_offset_backward(g, bw.value(step.inputs[0]), bw.params[f"{step.weights}.gamma"],
+                                                  step.epsilon())
     bw.send(step.inputs[0], dx)
     bw.send_weight(f"{step.weights}.gamma", dgamma)
 
 
 def backward_softcap(bw: Backward, step: Step, g: np.ndarray) -> None:
     assert step.softcap is not None, "a softcap step has its cap"
-    bw.send(step.inputs[0], kernels.softcap_backward(g, bw.value(step.inputs[0]), step.softcap))
+    bw.send(step.inputs[0], embeddings.softcap_backward(g, bw.value(step.inputs[0]), step.softcap))
 # -- i23-t5: T5's relative position bias (positions: relative) -------------------------------------
 def backward_relative_bias(bw: Backward, step: Step, g: np.ndarray) -> None:
     name = step.weights or "relative_bias"
-    bw.send_weight(name, kernels.relative_bias_backward(g, relative_buckets_of(step, g.shape[1], g.shape[2]), bw.params[name].shape[0]))
+    bw.send_weight(name, embeddings.relative_bias_backward(g, relative_buckets_of(step, g.shape[1], g.shape[2]), bw.params[name].shape[0]))
 
 
 # -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
 def backward_head_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
-    bw.send(step.inputs[0], kernels.head_scale_backward(g))
+    bw.send(step.inputs[0], embeddings.head_scale_backward(g))

@@ -4,7 +4,7 @@ Attention is many small products (a head and a block of 256 query rows at a time
 BLAS splits each one between its threads, which then wait for each other at its end: dozens of
 waits per head, and on a shared, loaded machine each wait can cost a scheduler slice (measured here:
 a 12-head, 1024-position attention took 0.2 s on a quiet machine and over 1 s under load). So
-``kernels.attend`` runs whole heads on as many Python threads as the BLAS has, each calling the BLAS
+``kernels.attention.attend`` runs whole heads on as many Python threads as the BLAS has, each calling the BLAS
 with one thread (NumPy lets go of the GIL in its loops and BLAS calls). Each head is then computed by
 one thread start to end: the numbers do not depend on how the heads were shared out.
 

@@ -18,11 +18,13 @@ from typing import NamedTuple
 import numpy as np
 
 from tracer.engine import interventions, kernels
+from tracer.engine.kernels import embeddings, ffn, multihead, norms
 from tracer.engine.params import LayerWeights, load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import masks
-from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
+from tracer.model.activations import is_gated
+from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
 from tracer.model.contracts import operand_axes, position_violation, relative_violation, violation
 from tracer.model.ops import OPS, SOFTMAX_ROWS
 from tracer.model.shapes import shape_label
@@ -215,7 +217,7 @@ def visible_keys(spec: Spec, step: Step, n_q: int) -> np.ndarray | None:
 
 
 def attention_mask(spec: Spec, step: Step, n_q: int, over_queries: bool) -> tuple[bool, np.ndarray | None]:
-    """What kernels.mha takes: ``causal`` (keys after each query are skipped, block by block) and ``visible``, the
+    """What multihead.mha takes: ``causal`` (keys after each query are skipped, block by block) and ``visible``, the
     [T,T] mask when attend needs one: any mask but plain causal (a sliding window that hides keys included)."""
     causal = step.mask == "causal"
     plain = causal and not masks.windowed("causal", step.window, n_q)
@@ -390,7 +392,7 @@ def forward_sinusoidal(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np
     T, C = ex.spec.stage_shapes[step.name][1]
     base = step.base
     assert base is not None, "spec validation sets the base of a sinusoidal step"
-    return ex.record_step(step, lambda strict: kernels.sinusoidal(T, C, base, np.dtype(ex.spec.dtype)))
+    return ex.record_step(step, lambda strict: embeddings.sinusoidal(T, C, base, np.dtype(ex.spec.dtype)))
 
 
 def forward_add_position(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
@@ -419,19 +421,19 @@ def forward_layer_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np
     g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
     labels = ex.axes(step.inputs[0])
     axis = labels.index(step.axis or "C")
-    return ex.record_step(step, lambda strict: kernels.layer_norm(x, g, b, ex.spec.block_for(step.name).eps, axis, strict, labels))
+    return ex.record_step(step, lambda strict: norms.layer_norm(x, g, b, step.epsilon(), axis, strict, labels))
 
 
 def forward_rms_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g = ex.params[f"{step.weights}.gamma"]
-    return ex.record_step(step, lambda strict: kernels.rms_norm(x, g, ex.spec.block_for(step.name).eps, strict))
+    return ex.record_step(step, lambda strict: norms.rms_norm(x, g, step.epsilon(), strict))
 
 
 def forward_batch_norm(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g, b = ex.params[f"{step.weights}.gamma"], ex.params[f"{step.weights}.beta"]
-    return ex.record_step(step, lambda strict: kernels.batch_norm(x, g, b, ex.spec.block_for(step.name).eps, strict))
+    return ex.record_step(step, lambda strict: norms.batch_norm(x, g, b, step.epsilon(), strict))
 
 
 def forward_add(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
@@ -445,7 +447,7 @@ def forward_identity(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.n
 
 
 def forward_relu(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
-    return ex.record_step(step, lambda strict: kernels.relu(inputs[0]))
+    return ex.record_step(step, lambda strict: ffn.relu(inputs[0]))
 
 
 def forward_select(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
@@ -467,7 +469,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
     bias = inputs[1] if step.op == "mha" and len(inputs) > 1 else None  # positions: relative: the stack's position bias [H,T,T]
     g = step.weights
     w = {k: ex.params[f"{g}.{k}"] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
-    # Qwen3's block.qk_norm: q and k RMS-normalised per head, with the block's eps
+    # Qwen3's block.qk_norm: q and k RMS-normalised per head, with the block's eps (the step's)
     q_norm, k_norm = (ex.params[f"{g}.q_norm"], ex.params[f"{g}.k_norm"]) if step.qk_norm else (None, None)
     ablated = ex.interventions.get(step.name)
     if ablated is not None and ablated.kind == "heads":  # --ablate ATTN.head.N: the head's rows of W_O meet zeros
@@ -480,11 +482,11 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
     keep = any(ex.recorder.how.get(f"{prefix}.{key}", "full") != "skip" for key in ("scores", "weights"))
 
     def compute(strict: kernels.Strict) -> np.ndarray:
-        parts.update(kernels.mha(xq, xkv, **w, H=ex.spec.dims.H, H_kv=ex.spec.dims.H_kv, visible=visible,
+        parts.update(multihead.mha(xq, xkv, **w, H=ex.spec.dims.H, H_kv=ex.spec.dims.H_kv, visible=visible,
                                  softmax_over_queries=over_queries, rotary_base=step.base,
                                  rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
                                  rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
-                                 q_norm=q_norm, k_norm=k_norm, qk_eps=ex.spec.block_for(step.name).eps, scale=step.scale,
+                                 q_norm=q_norm, k_norm=k_norm, qk_eps=step.epsilon() if step.qk_norm else None, scale=step.scale,
                                  softcap=step.softcap, bias=bias))
         return parts["output"]
 
@@ -510,18 +512,17 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
 
 
 def _ffn_params(ex: Executor, step: Step) -> dict[str, np.ndarray]:
-    keys = ("w1", "b1", "w2", "b2") + (("w3", "b3") if step.activation in GATED else ())
+    keys = ("w1", "b1", "w2", "b2") + (("w3", "b3") if is_gated(step.activation) else ())
     return {k: ex.params[f"{step.weights}.{k}"] for k in keys}
 
 
 def forward_ffn(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     p = _ffn_params(ex, step)
-    act = step.activation or "relu"
 
     def compute(strict: kernels.Strict) -> np.ndarray:
-        h = kernels.ffn_hidden(x, p["w1"], p["b1"], act, p.get("w3"), p.get("b3"), strict)
-        return kernels.ffn_out(h, p["w2"], p["b2"], strict)
+        h = ffn.ffn_hidden(x, p["w1"], p["b1"], step.activation, p.get("w3"), p.get("b3"), strict)
+        return ffn.ffn_out(h, p["w2"], p["b2"], strict)
 
     return ex.record_step(step, compute)
 
@@ -529,14 +530,13 @@ def forward_ffn(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
 def forward_ffn_hidden(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     p = _ffn_params(ex, step)
-    act = step.activation or "relu"
-    return ex.record_step(step, lambda strict: kernels.ffn_hidden(x, p["w1"], p["b1"], act, p.get("w3"), p.get("b3"), strict))
+    return ex.record_step(step, lambda strict: ffn.ffn_hidden(x, p["w1"], p["b1"], step.activation, p.get("w3"), p.get("b3"), strict))
 
 
 def forward_ffn_out(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (h,) = inputs
     w2, b2 = ex.params[f"{step.weights}.w2"], ex.params[f"{step.weights}.b2"]
-    return ex.record_step(step, lambda strict: kernels.ffn_out(h, w2, b2, strict))
+    return ex.record_step(step, lambda strict: ffn.ffn_out(h, w2, b2, strict))
 
 
 # a mixture of experts
@@ -547,22 +547,22 @@ def experts_of(params: dict[str, np.ndarray], group: str | None, E: int) -> tupl
 
 def forward_router(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     w_g = ex.params[f"{step.weights}.router"]
-    return ex.record_step(step, lambda strict: kernels.router(inputs[0], w_g))
+    return ex.record_step(step, lambda strict: ffn.router(inputs[0], w_g))
 
 
 def forward_router_probs(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
-    return ex.record_step(step, lambda strict: kernels.router_softmax(inputs[0], step.axis == "T", strict))
+    return ex.record_step(step, lambda strict: ffn.router_softmax(inputs[0], step.axis == "T", strict))
 
 
 def forward_top_k(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     k = ex.spec.block_for(step.name).top_k or 1
-    return ex.record_step(step, lambda strict: kernels.top_k(inputs[0], k))
+    return ex.record_step(step, lambda strict: ffn.top_k(inputs[0], k))
 
 
 def forward_expert_mix(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     x, gates = inputs
     w1, w3, w2 = experts_of(ex.params, step.weights, ex.spec.dims.E or 0)
-    return ex.record_step(step, lambda strict: kernels.expert_mix(x, gates, w1, w3, w2))
+    return ex.record_step(step, lambda strict: ffn.expert_mix(x, gates, w1, w3, w2))
 
 
 def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
@@ -575,7 +575,7 @@ def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] |
 # -- i23-bert: BERT's embeddings ---------------------------------------------
 def forward_token_type_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     table, types = ex.params["token_type"], ex.inputs["token_types"]
-    return ex.record_step(step, lambda strict: kernels.token_type_rows(table, types))  # [V_type,C] rows -> [B,T,C]
+    return ex.record_step(step, lambda strict: embeddings.token_type_rows(table, types))  # [V_type,C] rows -> [B,T,C]
 
 
 def forward_position_offset(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
@@ -586,32 +586,32 @@ def forward_position_offset(ex: Executor, step: Step, inputs: list[np.ndarray]) 
     beyond = position_violation(ex.spec, step)
     if beyond is not None:
         ex.flag(beyond)
-        rows = kernels.position_rows(P, offset, T)
+        rows = embeddings.position_rows(P, offset, T)
         return ex.rec(step.name, rows, ("T_max", "C"), step.meaning)  # --keep-going traces the rows the table has
-    return ex.rec(step.name, kernels.position_rows(P, offset, T), axes, step.meaning)  # [T,C], shared by every sample
+    return ex.rec(step.name, embeddings.position_rows(P, offset, T), axes, step.meaning)  # [T,C], shared by every sample
 
 
 # -- i23-gemma: Gemma's scaled embeddings and its RMSNorm with (1 + gamma) -------------------------
 def forward_embed_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
-    return ex.record_step(step, lambda strict: kernels.embed_scale(inputs[0]))
+    return ex.record_step(step, lambda strict: embeddings.embed_scale(inputs[0]))
 
 
 def forward_rms_norm_offset(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     (x,) = inputs
     g = ex.params[f"{step.weights}.gamma"]
-    return ex.record_step(step, lambda strict: kernels.rms_norm_offset(x, g, ex.spec.block_for(step.name).eps, strict))
+    return ex.record_step(step, lambda strict: norms.rms_norm_offset(x, g, step.epsilon(), strict))
 
 
-# -- i23-gemma2: Gemma 2's soft cap of the logits (the scores' is kernels.attend's) ------------------------------
+# -- i23-gemma2: Gemma 2's soft cap of the logits (the scores' is attention.attend's) ------------------------------
 def forward_softcap(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     cap = step.softcap
     assert cap is not None, "a softcap step has its cap"
-    return ex.record_step(step, lambda strict: kernels.softcap(inputs[0], cap))
+    return ex.record_step(step, lambda strict: embeddings.softcap(inputs[0], cap))
 # -- i23-t5: T5's relative position bias (positions: relative) -------------------------------------
 def relative_buckets_of(step: Step, n_q: int, n_k: int) -> np.ndarray:
     assert step.relative is not None
     buckets, distance, bidirectional = step.relative
-    return kernels.relative_buckets(n_q, n_k, bidirectional, buckets, distance)
+    return embeddings.relative_buckets(n_q, n_k, bidirectional, buckets, distance)
 
 
 def forward_relative_bias(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
@@ -620,9 +620,9 @@ def forward_relative_bias(ex: Executor, step: Step, inputs: list[np.ndarray]) ->
     beyond = relative_violation(ex.spec, step)
     if beyond is not None:  # a bucket past the table's rows: flagged; --keep-going reads the last row for it
         ex.flag(beyond)
-    return ex.rec(step.name, kernels.relative_bias(table, relative_buckets_of(step, n_q, n_k)), ex.axes(step.name), step.meaning)
+    return ex.rec(step.name, embeddings.relative_bias(table, relative_buckets_of(step, n_q, n_k)), ex.axes(step.name), step.meaning)
 
 
 # -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
 def forward_head_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
-    return ex.record_step(step, lambda strict: kernels.head_scale(inputs[0]))
+    return ex.record_step(step, lambda strict: embeddings.head_scale(inputs[0]))

@@ -22,7 +22,8 @@ from typing import Any
 
 from tracer.messages import join, msg
 from tracer.model import rope
-from tracer.model.blocks import ATTN_MEANINGS, GATED, Step, internal_prefix, position_axis
+from tracer.model.activations import activation_of, is_gated
+from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, position_axis
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
 from tracer.spec import Spec
@@ -55,7 +56,7 @@ def position_cost(spec: Spec, keys: int) -> int:
         if step.op in ("mha", "cross_mha"):
             cost += 4 * C * C + 2 * keys * C
         elif step.op in ("ffn_hidden", "ffn_out", "ffn"):
-            cost += C * F * (3 if step.activation in GATED else 1) * (2 if step.op == "ffn" else 1)
+            cost += C * F * (3 if is_gated(step.activation) else 1) * (2 if step.op == "ffn" else 1)
         elif step.op == "linear":
             cost += C * max(C, F)
         elif step.op == "head":
@@ -152,6 +153,10 @@ def relu(x: Vec) -> Vec:
     return [v if v > 0.0 else 0.0 for v in x]
 
 
+def relu2(x: Vec) -> Vec:  # Primer's squared ReLU
+    return [v * v if v > 0.0 else 0.0 for v in x]
+
+
 def gelu(x: Vec) -> Vec:
     return [0.5 * v * (1.0 + math.erf(v / math.sqrt(2.0))) for v in x]
 
@@ -161,8 +166,8 @@ def gelu_tanh(x: Vec) -> Vec:
     return [0.5 * v * (1.0 + math.tanh(k * (v + 0.044715 * v * v * v))) for v in x]
 
 
-def silu(v: float) -> float:
-    return v / (1.0 + math.exp(-v))
+def silu(x: Vec) -> Vec:
+    return [v / (1.0 + math.exp(-v)) for v in x]
 
 
 def softmax(x: Vec) -> Vec:
@@ -231,14 +236,13 @@ class Reference:
         st[step.name] = OPS[step.op].run_reference()(self, step, b, positions, [st[i] for i in step.inputs], st)
 
     def ffn_hidden(self, g: str | None, x: Vec, activation: str | None) -> Vec:
-        a = matvec(x, self.cols[f"{g}.w1"], self.w[f"{g}.b1"])
-        if activation == "swiglu":
-            up = matvec(x, self.cols[f"{g}.w3"], self.w[f"{g}.b3"])
-            return [silu(u) * v for u, v in zip(a, up)]
-        if activation == "geglu":  # Gemma's GeGLU: the tanh GELU of the gate times the up projection
-            up = matvec(x, self.cols[f"{g}.w3"], self.w[f"{g}.b3"])
-            return [u * v for u, v in zip(gelu_tanh(a), up)]
-        return {"relu": relu, "gelu": gelu, "gelu_tanh": gelu_tanh}[activation or "relu"](a)
+        """act(x W_1 + b_1) by the activation's record; gated: its gate's of x W_1 + b_1, times x W_3 + b_3."""
+        record = activation_of(activation)
+        h: Vec = record.run_reference()(matvec(x, self.cols[f"{g}.w1"], self.w[f"{g}.b1"]))
+        if record.gate is None:
+            return h
+        up = matvec(x, self.cols[f"{g}.w3"], self.w[f"{g}.b3"])
+        return [u * v for u, v in zip(h, up)]
 
     def ffn_out(self, g: str | None, h: Vec) -> Vec:
         return matvec(h, self.cols[f"{g}.w2"], self.w[f"{g}.b2"])
@@ -255,7 +259,7 @@ class Reference:
                 full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
                 heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
                 if step.qk_norm and name in ("q", "k"):  # Qwen3: each head RMS-normalised over its d coordinates, then turned
-                    heads = [head_rms(v, self.w[f"{g}.{name}_norm"], self.spec.block_for(step.name).eps) for v in heads]
+                    heads = [head_rms(v, self.w[f"{g}.{name}_norm"], step.epsilon()) for v in heads]
                 if step.base is not None and name in ("q", "k"):
                     heads = [rotate(v, t, step.base, step.pairing or "interleaved", step.rotary_dim, step.scaling) for v in heads]
                 out[t] = heads  # [H][d] for q, [H_kv][d] for k and v
@@ -351,12 +355,12 @@ def reference_identity(r: Reference, step: Step, b: int, positions: list[int], i
 
 
 def reference_layer_norm(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
-    g, eps = step.weights, r.spec.block_for(step.name).eps
+    g, eps = step.weights, step.epsilon()
     return {t: layer_norm(ins[0][t], r.w[f"{g}.gamma"], r.w[f"{g}.beta"], eps) for t in positions}
 
 
 def reference_rms_norm(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
-    g, eps = step.weights, r.spec.block_for(step.name).eps
+    g, eps = step.weights, step.epsilon()
     return {t: rms_norm(ins[0][t], r.w[f"{g}.gamma"], eps) for t in positions}
 
 
@@ -434,7 +438,7 @@ def reference_expert_mix(r: Reference, step: Step, b: int, positions: list[int],
                 continue
             a = matvec(x, r.cols[f"{g}.w1_{e}"])
             up = matvec(x, r.cols[f"{g}.w3_{e}"])
-            h = matvec([silu(u) * v for u, v in zip(a, up)], r.cols[f"{g}.w2_{e}"])
+            h = matvec([u * v for u, v in zip(silu(a), up)], r.cols[f"{g}.w2_{e}"])
             y = [yc + hc * gate for yc, hc in zip(y, h)]
         out[t] = y
     return out
@@ -485,7 +489,7 @@ def reference_embed_scale(r: Reference, step: Step, b: int, positions: list[int]
 
 def reference_rms_norm_offset(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values],
                               st: dict[str, Values]) -> Values:
-    g, eps = step.weights, r.spec.block_for(step.name).eps
+    g, eps = step.weights, step.epsilon()
     scale = [1.0 + w for w in r.w[f"{g}.gamma"]]
     return {t: rms_norm(ins[0][t], scale, eps) for t in positions}
 

@@ -23,7 +23,8 @@ from rich.text import Text
 
 from tracer.i18n import tr
 from tracer.messages import Located, Message, msg, nmsg, render
-from tracer.model.blocks import ACTIVATION_NAMES, ATTN_MEANINGS, ENCODER, Step, internal_prefix, position_axis, scores_meaning, softcapped_scores
+from tracer.model.activations import ACTIVATIONS, activation_of
+from tracer.model.blocks import ATTN_MEANINGS, ENCODER, Step, internal_prefix, position_axis, scores_meaning, softcapped_scores
 from tracer.model.contracts import kind_word
 from tracer.model.ops import OPS, TABLES
 from tracer.model.shapes import shape_label
@@ -74,13 +75,12 @@ def graph_template(template: str) -> str:
 
 
 def hidden_formula(step: Step) -> str:
-    """The FFN's hidden layer: act(x W_1 + b_1), or SwiGLU's gated product."""
+    """The FFN's hidden layer: act(x W_1 + b_1), or a gated FFN's product, its gate named as diff's expressions name it."""
     x = step.inputs[0]
-    if step.activation == "swiglu":
-        return f"(SiLU({x} W_1 + b_1) * ({x} W_3 + b_3))"
-    if step.activation == "geglu":  # Gemma's GeGLU: the gate through the tanh GELU
-        return f"(GELU_tanh({x} W_1 + b_1) * ({x} W_3 + b_3))"
-    return f"{ACTIVATION_NAMES.get(step.activation or 'relu', 'ReLU')}({x} W_1 + b_1)"
+    record = activation_of(step.activation)
+    if record.gate is not None:  # SwiGLU: (SiLU(x W_1 + b_1) * (x W_3 + b_3)); Gemma's GeGLU: the gate through the tanh GELU
+        return f"({ACTIVATIONS[record.gate].expr}({x} W_1 + b_1) * ({x} W_3 + b_3))"
+    return f"{record.label}({x} W_1 + b_1)"
 
 
 # -- reading the step list ---------------------------------------------------

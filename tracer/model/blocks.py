@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from tracer.messages import Message, msg
+from tracer.model.activations import DEFAULT_ACTIVATION, activation_of, is_gated, spec_activations
 from tracer.model.ops import GROUPED_KV_KEYS, HEAD_WIDTH_KEYS, MOE_EXPERT_KEYS, MOE_ROUTER_KEYS, OPS, QK_NORM_KEYS, WEIGHT_GROUPS, internal_prefix
 from tracer.model.shapes import Shape
 
@@ -30,7 +31,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     stop: int | None = None  # select: one past the last index kept
     out: str | None = None  # linear: output width letter (C or F)
     mask: str | None = None  # mha: causal | none | explicit
-    activation: str | None = None  # ffn, ffn_hidden: relu | gelu | gelu_tanh | swiglu | geglu
+    activation: str | None = None  # ffn, ffn_hidden: an activation's name (tracer/model/activations.py)
     base: float | None = None  # sinusoidal: the base; mha: the rotary base (None: no rotary positions)
     stream: str | None = None  # embed, input: which input the step reads (tokens | x | source | target)
     pairing: str | None = None  # mha with rotary positions: half pairs (i, i + d/2); None: interleaved (2i, 2i+1)
@@ -42,11 +43,12 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     softcap: float | None = None  # mha: scores soft-capped, cap * tanh(scores / cap), after the scale and before the mask
     # (Gemma 2's attn_logit_softcapping); softcap: the cap of its tanh (final_logit_softcapping); None: not capped
     relative: tuple[int, int, bool] | None = None  # relative_bias: (buckets, max_distance, bidirectional), T5's bucketing
+    eps: float | None = None  # a norm's epsilon, and an attention's per-head q and k norms' (qk_norm): the stack's block.eps
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
         extra = [f"weights={self.weights}"] if self.weights else []
-        for key, value in self.params().items():
+        for key, value in self.own_params().items():
             extra.append(f"{key}={value}")
         return f"{self.name} = {self.op}({', '.join([args] + extra) if args else ', '.join(extra)})"
 
@@ -60,19 +62,29 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
                 out[key] = value
         return out
 
+    def own_params(self) -> dict[str, object]:
+        """The settings the step list shows and a saved trace keeps: params() but those its stack gives every step of
+        its kind alike (STACK_GIVEN: eps, shown and saved as the stack's own setting, block.eps)."""
+        return {key: value for key, value in self.params().items() if key not in STACK_GIVEN}
+
+    def epsilon(self) -> float:
+        """The epsilon of the step's norm (a norm's, or an attention's per-head q and k norms'): its stack's block.eps,
+        which configure gives every such step."""
+        if self.eps is None:
+            raise ValueError(f"step {self.name} ({self.op}) has no eps")
+        return self.eps
+
 
 # A step's own settings: every field but what names it (name, meaning) and what it reads and computes with (op,
 # inputs, weights).  Derived, not listed, so that a new field is a setting everywhere one is read (tracer diff).
 STEP_SETTINGS: tuple[str, ...] = tuple(f for f in Step._fields if f not in ("name", "meaning", "op", "inputs", "weights"))
+# The step settings a stack gives every step of their kind alike, from a setting of its own (a norm's eps is block.eps):
+# tracer diff compares them as the stack's setting, and the step list shows and saves them there.
+STACK_GIVEN: tuple[str, ...] = ("eps",)
 
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh", "swiglu", "geglu")
-ACTIVATION_NAMES = {"relu": "ReLU", "gelu": "GELU", "gelu_tanh": "GELU (tanh)", "swiglu": "SwiGLU", "geglu": "GeGLU"}
 NORMS = {"layernorm": "layer_norm", "rmsnorm": "rms_norm", "batchnorm": "batch_norm",
          "rmsnorm_offset": "rms_norm_offset"}  # rmsnorm_offset: Gemma's RMSNorm, x / rms * (1 + gamma)
-# The gated FFNs: act(x W_1 + b_1) * (x W_3 + b_3), and the activation of their gate (SwiGLU: silu; GeGLU, Gemma's:
-# GELU's tanh approximation)
-GATE_ACTIVATIONS = {"swiglu": "silu", "geglu": "gelu_tanh"}
-GATED = tuple(GATE_ACTIVATIONS)
+NORM_OPS = tuple(NORMS.values())  # the ops that normalise (each with its eps)
 
 
 def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = False,
@@ -93,7 +105,7 @@ def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = Fa
 
 def group_kind(step: Step) -> str | None:
     kind = OPS[step.op].weights
-    if kind == "ffn" and step.activation in GATED:
+    if kind == "ffn" and is_gated(step.activation):
         return "ffn_gated"
     return kind
 
@@ -221,7 +233,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     """What a stack's steps take from the spec's block (or encoder/decoder) section."""
 
     norm: str = "layernorm"  # layernorm | rmsnorm | batchnorm
-    activation: str = "relu"
+    activation: str = DEFAULT_ACTIVATION
     mask: str = "causal"  # causal | none | explicit
     positions: str = "learned"  # learned | sinusoidal | rotary | none
     position_base: float = 10000.0
@@ -242,10 +254,11 @@ class StackSettings(NamedTuple):  # variants via _replace
     sliding_layers: tuple[int, ...] | None = None  # with a window: only these layers' attention is windowed (Gemma 2's
     # layer_types); the others read every key up to the query (plain causal).  None: every layer
     relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
+    eps: float = 1e-5  # every norm's epsilon (and block.qk_norm's per-head norms')
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
-    """Give a layer template the stack's norm, activation, mask and rotary settings."""
+    """Give a layer template the stack's norm (and its eps), activation, mask and rotary settings."""
     out = []
     for step in template:
         changes: dict[str, Any] = {}
@@ -255,9 +268,11 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
             meaning = step.meaning
             if isinstance(meaning, Message) and "norm" in meaning.fields:
                 changes["meaning"] = meaning.refill(norm=word, **({"LN": letters} if "LN" in meaning.fields else {}))
+        if changes.get("op", step.op) in NORM_OPS and step.eps is None:
+            changes["eps"] = s.eps
         if step.op in ("ffn", "ffn_hidden", "ffn_out") and step.activation is None:
             changes["activation"] = s.activation
-            name = ACTIVATION_NAMES[s.activation]
+            name = activation_of(s.activation).label
             meaning = step.meaning
             if isinstance(meaning, Message):
                 named = {k: name for k in ("act", "actf") if k in meaning.fields}
@@ -279,6 +294,7 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                     changes["rotary_dim"] = s.rotary_dim
             if s.qk_norm and step.qk_norm is None:
                 changes["qk_norm"] = True
+                changes["eps"] = s.eps  # the per-head norms of q and k
             if s.attention_softcap is not None and step.softcap is None:
                 changes["softcap"] = s.attention_softcap
         if step.op == "cross_mha":
@@ -400,7 +416,8 @@ def bert_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings) ->
         steps.append(Step(prefix + "typed", "add", (last, prefix + "token_type"), None, msg("embeddings plus token-type vectors")))
         last = prefix + "typed"
     if s.embedding_norm:
-        steps.append(Step(prefix + "x", "layer_norm", (last,), prefix + EMBED_NORM, msg("embedding {norm}, X = {LN}emb(the summed embeddings)", norm=NORMALISATION, LN="LN_")))
+        steps.append(Step(prefix + "x", "layer_norm", (last,), prefix + EMBED_NORM, msg("embedding {norm}, X = {LN}emb(the summed embeddings)", norm=NORMALISATION, LN="LN_"),
+                          eps=s.eps))
     else:
         steps.append(Step(prefix + "x", "identity", (last,), None, msg("X, the embeddings")))
     return steps, prefix + "x"
@@ -422,7 +439,7 @@ def relative_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings
 
 def final_norm(prefix: str, last: str, s: StackSettings) -> Step:
     op = NORMS[s.norm]
-    return Step(prefix + "final_norm", op, (last,), prefix + "final_norm", msg("final normalisation after the stack"))
+    return Step(prefix + "final_norm", op, (last,), prefix + "final_norm", msg("final normalisation after the stack"), eps=s.eps)
 
 
 # -- OPT's projections (i23-opt): an embedding C_e wide, projected to C after it and back before the head -----------
@@ -539,7 +556,7 @@ def _known_meanings() -> dict[str, Message]:
     if not _KNOWN:
         found: list[Message] = [op.meaning for op in OPS.values()] + list(ATTN_MEANINGS.values())
         for norm in NORMS:
-            for activation in ACTIVATIONS:
+            for activation in spec_activations():
                 settings = StackSettings(norm=norm, activation=activation)
                 for template in (*NORM_ORDERS.values(), *DECODER_NORM_ORDERS.values()):
                     found += [s.meaning for s in configure(template, settings, preset=True) if isinstance(s.meaning, Message)]

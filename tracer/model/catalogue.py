@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from tracer.errors import UsageError
 from tracer.messages import Message, join, msg
 from tracer.model import blocks
+from tracer.model.activations import DEFAULT_ACTIVATION, activation_of, spec_activations
 from tracer.model.blocks import ATTN_MEANINGS, StackSettings, Step
 from tracer.model.ops import OPS
 from tracer.model.shapes import Shape
@@ -42,14 +43,6 @@ class StageInfo:
                 "shape": self.shape, "axes": list(self.axes)}
 
 
-# What an FFN's first half computes, by its activation ({0}: the stage it reads); every other op's formula is in its record.
-ACTIVATION_FORMULAS = {
-    "relu": "ReLU({0} W_1 + b_1) = max({0} W_1 + b_1, 0)",
-    "gelu": "GELU({0} W_1 + b_1), GELU(z) = z Phi(z) = z/2 (1 + erf(z / sqrt 2))",
-    "gelu_tanh": "GELU({0} W_1 + b_1), GPT-2's tanh approximation z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))",
-    "swiglu": "silu({0} W_1 + b_1) * ({0} W_3 + b_3), silu(z) = z sigmoid(z)",
-    "geglu": "GELU_tanh({0} W_1 + b_1) * ({0} W_3 + b_3), the tanh approximation z/2 (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3)))",
-}
 INTERNAL_FORMULAS = {
     "q": "{0} W_Q + b_Q, split into H heads: head h takes columns h*d .. (h+1)*d - 1",
     "k": "{1} W_K + b_K, split into heads",
@@ -80,12 +73,12 @@ def formula_template(template: str) -> str:
 
 
 def filled(template: str, a: object = "", b: object = "") -> Message:
-    """A formula (a record's, ACTIVATION_FORMULAS', INTERNAL_FORMULAS') as a message: {0} and {1} are the stages it reads."""
+    """A formula (an op's or an activation's record's, INTERNAL_FORMULAS') as a message: {0} and {1} are the stages it reads."""
     return msg(formula_template(template), a=a, b=b)
 
 
 def formula(step: Step) -> Message:
-    template = ACTIVATION_FORMULAS[step.activation or "relu"] if step.op == "ffn_hidden" else OPS[step.op].formula
+    template = activation_of(step.activation).formula if step.op == "ffn_hidden" else OPS[step.op].formula  # an FFN's first half: its activation's
     return filled(template, *step.inputs[:2])
 
 
@@ -190,8 +183,8 @@ def build() -> list[StageInfo]:
         entries.append(StageInfo(step.name, seq2seq, meaning, filled(OPS["layer_norm"].formula, output), ("B", pos, "C")))
 
     # variants: the same names, other arithmetic
-    for field, value in (("norm", "rmsnorm"), ("norm", "batchnorm"), ("norm", "rmsnorm_offset"), ("activation", "gelu"),
-                         ("activation", "gelu_tanh"), ("activation", "swiglu"), ("activation", "geglu")):
+    others = [("activation", name) for name in spec_activations() if name != DEFAULT_ACTIVATION]
+    for field, value in [("norm", "rmsnorm"), ("norm", "batchnorm"), ("norm", "rmsnorm_offset"), *others]:
         variant = StackSettings(norm=value) if field == "norm" else StackSettings(activation=value)
         layer, shapes = _layer(blocks.PRE_NORM, variant)
         base = {s.name: s for s in blocks.configure(blocks.PRE_NORM, plain, preset=True)}

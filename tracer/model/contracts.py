@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from tracer.spec import Spec
 
 Shape = tuple[int, ...]
-ROW_BLOCK = 256  # attention works a block of query rows at a time (kernels.attend); tracer.spec.memory counts one block
+ROW_BLOCK = 256  # attention works a block of query rows at a time (kernels.attention.attend); tracer.spec.memory counts one block
 # A violation's kind as a word inside a sentence ('a broadcast violation'): the JSON's kind stays the English word.
 KIND_WORDS: dict[str, Message] = {"broadcast": msg("broadcast"), "axis": msg("axis"), "position": msg("position"),
                                   "nonfinite": msg("nonfinite"), "causality": msg("causality"), "verify": msg("verify")}

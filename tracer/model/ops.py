@@ -21,22 +21,23 @@ A record holds:
   record names its code instead of importing it; ``tests/model/test_ops.py`` resolves every name.  An op the
   scalar reference cannot follow per position says why in ``reference_skip`` instead.
 
-Adding an op: write its record here, its kernels (tracer/engine/kernels.py) and its three engine steps, and
+Adding an op: write its record here, its kernels (tracer/engine/kernels/, by family of op) and its three engine steps, and
 its tests; the completeness test says what is missing.  Nothing here imports NumPy.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer.errors import BrokenContract, ShapeError
 from tracer.messages import Message, given, msg
 from tracer.model import contracts, masks
+from tracer.model.activations import activation_of
 from tracer.model.contracts import ROW_BLOCK
-from tracer.model.shapes import ITEMSIZE, PY_VALUE_BYTES, Shape, shape_label
+from tracer.model.named import resolve
+from tracer.model.shapes import ITEMSIZE, Shape, shape_label
 
 if TYPE_CHECKING:
     from tracer.model.blocks import Step
@@ -69,15 +70,15 @@ class Op(NamedTuple):  # NamedTuples, not dataclasses: a tenth of the import tim
     attention: bool = False  # records the attention internals (q, k, v, scores, weights, heads)
 
     def run_forward(self) -> Callable[..., Any]:
-        return _resolve(self.forward)
+        return resolve(self.forward)
 
     def run_backward(self) -> Callable[..., Any]:
-        return _resolve(self.backward)
+        return resolve(self.backward)
 
     def run_reference(self) -> Callable[..., Any]:
         if self.reference is None:
             raise KeyError(f"the reference has no op {self.name!r}: {self.reference_skip}")
-        return _resolve(self.reference)
+        return resolve(self.reference)
 
     def temporary_bytes(self, spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
         return 0 if self.temporaries is None else self.temporaries(spec, step, in_bytes, out_bytes)
@@ -87,18 +88,6 @@ class Op(NamedTuple):  # NamedTuples, not dataclasses: a tenth of the import tim
         if self.preflight is not None:
             self.preflight(spec, step, broken)
         return broken
-
-
-_RESOLVED: dict[str, Callable[..., Any]] = {}
-
-
-def _resolve(ref: str) -> Callable[..., Any]:
-    """The function a record names as ``module:function``, imported on first use."""
-    fn = _RESOLVED.get(ref)
-    if fn is None:
-        module, _, name = ref.partition(":")
-        fn = _RESOLVED[ref] = getattr(importlib.import_module(module), name)
-    return fn
 
 
 def internal_prefix(step: Step) -> str:  # attention records its internals under this prefix
@@ -370,10 +359,7 @@ def _attention_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> i
 def _ffn_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
     F = spec.dims.F
     hidden = out_bytes // (spec.dims.C if step.op == "ffn" else F) * F  # [B,T,F]
-    act = step.activation or "relu"
-    extra = {"relu": 0, "gelu_tanh": 3, "swiglu": 3, "geglu": 4}.get(act, 0) * hidden  # geglu: the tanh GELU's 3 and the gate
-    if act == "gelu":  # math.erf through frompyfunc: an object array of Python floats
-        extra = hidden // ITEMSIZE[spec.dtype] * (PY_VALUE_BYTES + 8) + 2 * hidden
+    extra = activation_of(step.activation).temporaries(hidden, ITEMSIZE[spec.dtype])  # the activation's record says
     if step.op == "ffn":
         extra += hidden  # the hidden layer itself is not a stage of this step
     return extra

@@ -12,7 +12,8 @@ from typing import Any
 
 from tracer.messages import join, msg
 from tracer.model import blocks, rope
-from tracer.model.blocks import ACTIVATIONS, NORMS
+from tracer.model.activations import DEFAULT_ACTIVATION, spec_activations
+from tracer.model.blocks import NORMS
 from tracer.spec.checks import Checks, nested_shape, positive
 from tracer.spec.keys import BLOCK_KEYS, FFN_KEYS, MASK_KEYS, MAX_DIM, PAIRINGS, POSITIONS, RELATIVE_KEYS, ROPE_SCALING_KEYS
 from tracer.spec.typed import BlockSpec
@@ -50,7 +51,7 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     positions, base, pairing, scaling, rotary_dim = positions_of(c, raw, p, has_table)
     layers = c.integer(raw.get("layers", 1), p + ("layers",), 1, 1000)
     norm = c.choice(raw.get("norm", "layernorm"), p + ("norm",), tuple(NORMS))
-    activation = c.choice(raw.get("activation", "relu"), p + ("activation",), ACTIVATIONS)
+    activation = c.choice(raw.get("activation", DEFAULT_ACTIVATION), p + ("activation",), spec_activations())
     head = c.choice(raw.get("head", "none"), p + ("head",), ("none", "tied", "separate"))
     head_bias = c.boolean(raw.get("head_bias", False), p + ("head_bias",))
     if head_bias and head == "none":

@@ -11,7 +11,8 @@ from typing import Any
 
 from tracer.messages import join, message_of, msg, nmsg
 from tracer.model import blocks
-from tracer.model.blocks import ACTIVATIONS, NORMS, Step, output_shape
+from tracer.model.activations import spec_activations
+from tracer.model.blocks import NORMS, Step, output_shape
 from tracer.model.ops import OPS, TABLES, Op
 from tracer.model.shapes import Shape
 from tracer.spec import yamlio
@@ -56,7 +57,7 @@ def step(c: Checks, raw: Any, path: Path, shapes: dict[str, Shape], sizes: dict[
     if "activation" in raw:
         if op not in ("ffn", "ffn_hidden"):
             raise c.fail(path + ("activation",), msg("only ffn and ffn_hidden take an activation"))
-        activation = c.choice(raw["activation"], path + ("activation",), ACTIVATIONS)
+        activation = c.choice(raw["activation"], path + ("activation",), spec_activations())
     meaning = raw.get("meaning", info.meaning)
     if not isinstance(meaning, str):
         raise c.fail(path + ("meaning",), msg("expected text, received {got}", got=c.received(path + ('meaning',), meaning)))

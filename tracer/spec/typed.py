@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tracer.model import blocks, masks
+from tracer.model.activations import DEFAULT_ACTIVATION
 from tracer.model.blocks import StackSettings, Step
 from tracer.model.shapes import Shape
 from tracer.spec.keys import DIM_KEYS
@@ -81,7 +82,7 @@ class BlockSpec(NamedTuple):
     mask_matrix: tuple[tuple[bool, ...], ...] | None = None  # [T,T], True where query i may read key j
     layers: int = 1
     norm: str = "layernorm"  # layernorm | rmsnorm | batchnorm
-    activation: str = "relu"  # relu | gelu | gelu_tanh | swiglu
+    activation: str = DEFAULT_ACTIVATION  # an activation a spec may name (tracer/model/activations.py)
     position_base: float = 10000.0
     head: str = "none"  # none | tied | separate
     rotary_pairing: str = "interleaved"  # interleaved | half
@@ -108,7 +109,7 @@ class BlockSpec(NamedTuple):
                              self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset,
                              self.rope_scaling, self.rotary_dim, embedding_scale=self.embedding_scale, qk_norm=self.qk_norm,
                              attention_scale=self.attention_scale, attention_softcap=self.attention_softcap, head_softcap=self.head_softcap,
-                             sliding_layers=self.sliding_layers, relative=self.relative)
+                             sliding_layers=self.sliding_layers, relative=self.relative, eps=self.eps)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function

@@ -288,7 +288,7 @@ def step_rows(spec: Spec, only: Sequence[str] | None = None) -> list[list[str]]:
     for i, step in enumerate(spec.steps, 1):
         if only is not None and step.name not in only:
             continue
-        settings = ", ".join(f"{k}={v}" for k, v in step.params().items() if k != "stream")
+        settings = ", ".join(f"{k}={v}" for k, v in step.own_params().items() if k != "stream")
         if step.op == "select":
             settings = f"axis={step.axis}, {step.start}:{step.stop}"
         rows.append([str(i), step.name, step.op, ", ".join(step.inputs), step.weights or "", settings,

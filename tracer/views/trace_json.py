@@ -73,7 +73,7 @@ def stage_json(stage: Stage) -> dict[str, Any]:
 
 
 def steps_json(spec: Spec) -> list[dict[str, Any]]:
-    return [{"name": s.name, "op": s.op, "inputs": list(s.inputs), "weights": s.weights, **s.params(),
+    return [{"name": s.name, "op": s.op, "inputs": list(s.inputs), "weights": s.weights, **s.own_params(),
              "shape": list(spec.stage_shapes[s.name][1]), "axes": list(spec.stage_shapes[s.name][0])} for s in spec.steps]
 
 

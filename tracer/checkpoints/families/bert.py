@@ -17,9 +17,9 @@ from tracer.checkpoints.families.base import HF_SIZES, Config, Family, Field, La
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
+from tracer.model.activations import HF_ACTIVATIONS
 
 # Hugging Face's ACT2FN names -> tracer's activations: "gelu" is the exact erf GELU
-BERT_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
 
 
 def post_norm_layer(projections: dict[str, str], norm1: str, up: str, down: str, norm2: str) -> dict[str, Take]:
@@ -65,7 +65,7 @@ def encoder(name: str, what: str, act: str, sizes: Mapping[str, str] = HF_SIZES)
     return Family(name, embedding=msg("holds no {what} token embedding (embeddings.word_embeddings.weight); is it a {what} checkpoint?", what=what),
                   layer=msg("holds no {what} layer ({key})", what=what, key=""), sizes=sizes, heads="required",
                   divides=msg("{key} = {H} does not divide {width} = {C} (each head has width d = C / H)", key="", H="H", width="", C="C"),
-                  fields=(Field(act, "text", "activation", "gelu", "BERT's exact GELU", choices=BERT_ACTIVATIONS),))
+                  fields=(Field(act, "text", "activation", "gelu", "BERT's exact GELU", choices=HF_ACTIVATIONS),))
 
 
 def position_table(cfg: Config, ckpt: Checkpoint, layout: Layout, what: str) -> int:

@@ -8,6 +8,7 @@ from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig,
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
+from tracer.model.activations import HF_ACTIVATIONS
 
 
 def table() -> dict[str, Take]:
@@ -23,7 +24,6 @@ def table() -> dict[str, Take]:
     return table
 
 
-HF_ACTIVATIONS = {"gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "gelu": "gelu", "relu": "relu"}
 GPT2_ACTIVATIONS = ("gelu_tanh", "gelu", "relu")  # what --activation may give a GPT-2 without config.json
 
 # model_types a config may carry through --layout gpt2 whose maths differ from GPT-2's although their tensors may fit

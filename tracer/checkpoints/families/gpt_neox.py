@@ -16,6 +16,7 @@ from tracer.checkpoints.families.base import Config, Family, Field, Layout, Mode
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
+from tracer.model.activations import HF_ACTIVATIONS
 
 
 def table() -> dict[str, Take]:
@@ -36,7 +37,6 @@ def table() -> dict[str, Take]:
 
 
 # Hugging Face's hidden_act -> tracer's activation (ACT2FN: gelu is the exact erf GELU, gelu_new the tanh one)
-NEOX_ACTIVATIONS = {"gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh", "relu": "relu"}
 
 NEOX_KEYS = frozenset({"vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size", "hidden_act",
                    "layer_norm_eps", "tie_word_embeddings", "use_parallel_residual", "rope_parameters", "rope_scaling",
@@ -74,7 +74,7 @@ def rotary_dim(cfg: Config, pct: float | None, pct_from: str, d: int, default: f
 def repeated(default: str) -> Callable[[Config, Any], None]:
     """--activation may only repeat what hidden_act gives (``default``, Hugging Face's name, when absent)."""
     def check(cfg: Config, act: Any) -> None:
-        if cfg.options.activation is not None and cfg.options.activation != NEOX_ACTIVATIONS.get(act or default):
+        if cfg.options.activation is not None and cfg.options.activation != HF_ACTIVATIONS.get(act or default):
             raise CheckpointError(at(f"--activation {cfg.options.activation}",
                                      msg("{path} gives hidden_act = {act}: leave --activation out, or correct config.json", path=cfg.path, act=act or default)))
     return check
@@ -85,7 +85,7 @@ NEOX_READS = Family("gpt_neox", needs=msg("a GPT-NeoX checkpoint needs its confi
                                           "put it beside the weights"),
                     known=NEOX_KEYS, embedding=msg("holds no GPT-NeoX token embedding (gpt_neox.embed_in.weight); is it a GPT-NeoX checkpoint?"),
                     layer=msg("holds no GPT-NeoX layer (gpt_neox.layers.0.input_layernorm.weight)"),
-                    fields=(Field("hidden_act", "text", "activation", "gelu", "GPT-NeoX's default hidden_act gelu", "hidden_act: {value}", NEOX_ACTIVATIONS,
+                    fields=(Field("hidden_act", "text", "activation", "gelu", "GPT-NeoX's default hidden_act gelu", "hidden_act: {value}", HF_ACTIVATIONS,
                                   check=repeated("gelu")),
                             Field("layer_norm_eps", "number", "eps", 1e-5, "GPT-NeoX's layer_norm_eps"), Field("use_parallel_residual", "flag"),
                             Field("attention_bias", "flag")),

@@ -18,6 +18,7 @@ from tracer.checkpoints.families.base import Config, Family, Field, Layout, Mode
 from tracer.checkpoints.formats import Checkpoint, shape_text
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
+from tracer.model.activations import HF_ACTIVATIONS
 
 OFFSET = 2  # OPTLearnedPositionalEmbedding.offset: the table has max_position_embeddings + 2 rows
 
@@ -50,7 +51,6 @@ def table() -> dict[str, Take]:
 
 
 # Hugging Face's ACT2FN names -> tracer's activations: "gelu" is the exact erf GELU, gelu_new the tanh one
-OPT_ACTIVATIONS = {"relu": "relu", "gelu": "gelu", "gelu_new": "gelu_tanh", "gelu_pytorch_tanh": "gelu_tanh"}
 
 # what OPTConfig holds beyond the keys every config may carry: each read below, or (dropout, init) not in an eval forward
 OPT_KEYS = frozenset({"vocab_size", "hidden_size", "num_hidden_layers", "ffn_dim", "num_attention_heads", "max_position_embeddings",
@@ -94,7 +94,7 @@ OPT_READS = Family("opt", needs=msg("an OPT checkpoint needs its config.json (he
                    known=OPT_KEYS, embedding=msg("holds no OPT token embedding (model.decoder.embed_tokens.weight); is it an OPT checkpoint?"),
                    layer=msg("holds no OPT layer (model.decoder.layers.0.self_attn.q_proj.weight)"), layer_of="blocks.0.attn.w_q", width_of="blocks.0.attn.w_q",
                    fields=(Field("activation_function", "text", "activation", "relu", "OPT's default activation_function relu", "activation_function: {value}",
-                                 OPT_ACTIVATIONS),
+                                 HF_ACTIVATIONS),
                            Field("do_layer_norm_before", "flag"), Field("_remove_final_layer_norm", "flag")),
                    sizes={"C": "hidden_size", "V": "vocab_size", "layers": "num_hidden_layers", "H": "num_attention_heads", "F": "ffn_dim"}, heads="required")
 

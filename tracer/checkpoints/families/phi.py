@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, refuse, shape_of, stored_dtype
-from tracer.checkpoints.families.gpt_neox import NEOX_ACTIVATIONS, repeated, rope, rotary_dim
+from tracer.checkpoints.families.gpt_neox import repeated, rope, rotary_dim
 from tracer.checkpoints.formats import Checkpoint
 from tracer.messages import msg
+from tracer.model.activations import HF_ACTIVATIONS
 
 
 def table() -> dict[str, Take]:
@@ -39,7 +40,7 @@ PHI_KEYS = frozenset({"vocab_size", "hidden_size", "num_hidden_layers", "num_att
 PHI_READS = Family("phi", needs=msg("a Phi checkpoint needs its config.json (heads, partial_rotary_factor are not in the tensors); put it beside the weights"),
                    known=PHI_KEYS, embedding=msg("holds no Phi token embedding (model.embed_tokens.weight); is it a Phi checkpoint?"),
                    layer=msg("holds no Phi layer (model.layers.0.input_layernorm.weight)"),
-                   fields=(Field("hidden_act", "text", "activation", "gelu_tanh", "Phi's default hidden_act gelu_new", "hidden_act: {value}", NEOX_ACTIVATIONS,
+                   fields=(Field("hidden_act", "text", "activation", "gelu_tanh", "Phi's default hidden_act gelu_new", "hidden_act: {value}", HF_ACTIVATIONS,
                                  check=repeated("gelu_new")),
                            Field("layer_norm_eps", "number", "eps", 1e-5, "Phi's layer_norm_eps"), Field("num_key_value_heads"), Field("head_dim"),
                            Field("qk_layernorm", "flag")),
