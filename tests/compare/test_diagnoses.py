@@ -12,9 +12,8 @@ from conftest import PRE, compared, run_cli
 from helpers import student
 
 import tracer
-from tracer.compare import core as diffing
-from tracer.compare import hints, recompute
-from tracer.compare.core import Side
+from tracer.compare import hints, judge, recompute
+from tracer.compare.align import Side
 from tracer.engine.executor import Stage
 from tracer.model.blocks import Step
 
@@ -181,7 +180,7 @@ def test_float32_arrays_are_compared_at_float32s_tolerance_and_it_says_so(tmp_pa
     arrays = student.numpy_block(x, params, 2, dtype=np.float32)
     path = save(tmp_path, arrays, student.MAIN)
     r = compared(spec, path)
-    assert r.exit_code == 0 and (r.atol, r.rtol) == diffing.DTYPE_TOLERANCE["float32"] and r.by_dtype == "float32"
+    assert r.exit_code == 0 and (r.atol, r.rtol) == judge.DTYPE_TOLERANCE["float32"] and r.by_dtype == "float32"
     assert any("B holds float32 arrays: compared at atol 1e-05, rtol 1e-05" in n for n in r.notes)
     doc = json.loads(run_cli("diff", spec, path, "--json").stdout)
     assert doc["tolerance"] == {"atol": 1e-5, "rtol": 1e-5, "by_dtype": "float32"}

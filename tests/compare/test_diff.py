@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from conftest import EXAMPLES, POST, PRE, PRE_TEXT, SPECS, compared, run_app, write_spec
 
-from tracer.compare import core as diffing
+from tracer.compare import align, explain, judge
 from tracer.model.blocks import POST_NORM, PRE_NORM
 
 # Example 17.2: the first row of X is [1, 0]; LayerNorm (eps 1e-5) maps it to [a, -a].
@@ -44,9 +44,9 @@ def save_trace(tmp_path, spec: str, name: str, *extra: str) -> str:
 # -- alignment ---------------------------------------------------------------
 
 def test_align_keeps_a_order_and_places_b_only_after_their_b_predecessor():
-    assert diffing.align(["x", "a", "b", "c"], ["x", "b", "d", "e", "c"]) == ["x", "a", "b", "d", "e", "c"]
-    assert diffing.align(["x", "a"], ["new", "x"]) == ["new", "x", "a"]  # only in B, first in B
-    assert diffing.align([], ["p", "q"]) == ["p", "q"]
+    assert align.align(["x", "a", "b", "c"], ["x", "b", "d", "e", "c"]) == ["x", "a", "b", "d", "e", "c"]
+    assert align.align(["x", "a"], ["new", "x"]) == ["new", "x", "a"]  # only in B, first in B
+    assert align.align([], ["p", "q"]) == ["p", "q"]
 
 
 def test_stage_rows_only_in_a_and_only_in_b():
@@ -56,13 +56,13 @@ def test_stage_rows_only_in_a_and_only_in_b():
 
     a = {k: Stage(k, v, ("T", "C")[-v.ndim:], "") for k, v in one.items()}
     b = {k: Stage(k, v, ("T", "C")[-v.ndim:], "") for k, v in two.items()}
-    rows = diffing.compare_stages(a, b, 0, 0, 1e-9, 1e-9)
+    rows = judge.compare_stages(a, b, 0, 0, 1e-9, 1e-9)
     # fresh follows x, its predecessor in B
     assert [(r.name, r.status) for r in rows] == [("x", "equal"), ("fresh", "only_in_b"), ("gone", "only_in_a")]
 
 
 def test_structure_lines_for_pre_and_post_norm():
-    lines = diffing.structure_lines(PRE_NORM, POST_NORM)
+    lines = explain.structure_lines(PRE_NORM, POST_NORM)
     # Section 17.6: Pre-Norm attention receives LN(X), Post-Norm receives X ...
     assert "attention reads norm1(x) in A, x in B" in lines
     # ... and Post-Norm normalises after each residual add (17.9, answer 6).
@@ -70,23 +70,23 @@ def test_structure_lines_for_pre_and_post_norm():
     assert "residual2 = norm1 + ffn only in B" in lines
     assert "output = residual1 + ffn in A, norm2 in B" in lines
     assert any(line.startswith("A normalises only what the sublayers read") for line in lines)
-    assert diffing.structure_lines(PRE_NORM, PRE_NORM) == []
+    assert explain.structure_lines(PRE_NORM, PRE_NORM) == []
 
 
 # -- the equality rule -------------------------------------------------------
 
 def test_compare_arrays_nonfinite_and_symmetric_tolerance():
     nan, inf = math.nan, math.inf
-    same = diffing.compare_arrays(np.array([nan, inf, -inf, 1.0]), np.array([nan, inf, -inf, 1.0]), 0.0, 0.0)
+    same = judge.compare_arrays(np.array([nan, inf, -inf, 1.0]), np.array([nan, inf, -inf, 1.0]), 0.0, 0.0)
     assert same.equal and same.max_abs_diff == 0.0
-    c = diffing.compare_arrays(np.array([inf, 1.0]), np.array([5.0, 1.0]), 1e-9, 1e-9)
+    c = judge.compare_arrays(np.array([inf, 1.0]), np.array([5.0, 1.0]), 1e-9, 1e-9)
     assert not c.equal and c.max_abs_diff == inf and c.where == (0,)
-    c = diffing.compare_arrays(np.array([nan]), np.array([0.0]), 1.0, 1.0)
+    c = judge.compare_arrays(np.array([nan]), np.array([0.0]), 1.0, 1.0)
     assert not c.equal
     # |a - b| <= atol + rtol * max(|a|, |b|): 100 vs 101 with rtol 0.01 is equal either way round
-    assert diffing.compare_arrays(np.array([100.0]), np.array([101.0]), 0.0, 0.01).equal
-    assert diffing.compare_arrays(np.array([101.0]), np.array([100.0]), 0.0, 0.01).equal
-    assert not diffing.compare_arrays(np.array([101.0]), np.array([100.0]), 0.0, 0.009).equal
+    assert judge.compare_arrays(np.array([100.0]), np.array([101.0]), 0.0, 0.01).equal
+    assert judge.compare_arrays(np.array([101.0]), np.array([100.0]), 0.0, 0.01).equal
+    assert not judge.compare_arrays(np.array([101.0]), np.array([100.0]), 0.0, 0.009).equal
 
 
 # -- the chapter's pair --------------------------------------------------------

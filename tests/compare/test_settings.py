@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from conftest import PRE, PRE_TEXT, compared, run_app, write_spec
 
-from tracer.compare import core, settings
+from tracer.compare import align, explain, judge, settings
 from tracer.messages import render
 from tracer.model.blocks import STEP_SETTINGS, Step
 from tracer.spec import Spec, load_spec_text
@@ -104,7 +104,7 @@ def _write(tmp_path, doc: dict[str, Any], name: str) -> str:
     return str(write_spec(tmp_path, json.dumps(doc, ensure_ascii=False), name))
 
 
-def _named(tmp_path, a: dict[str, Any], b: dict[str, Any], field: str, **options: Any) -> core.DiffResult:
+def _named(tmp_path, a: dict[str, Any], b: dict[str, Any], field: str, **options: Any) -> judge.DiffResult:
     """Diff A and B: exit 1, and ``field`` named in the settings rows, the JSON and the closing line."""
     r = compared(_write(tmp_path, a, "a.yaml"), _write(tmp_path, b, "b.yaml"), keep_going=True, **options)
     assert r.exit_code == 1
@@ -160,11 +160,11 @@ def test_each_step_setting_changed_alone_is_named():
         named = "mask" if settings.mask_fields({key: None}) else key  # a window is compared as the mask it makes
         theirs = settings.step_settings(other, mask_of, None)
         mine = settings.step_settings(steps, mask_of, None)
-        rows = core.step_rows(steps, other, mine, theirs)
+        rows = align.step_rows(steps, other, mine, theirs)
         row = next(r for r in rows if r.name == changed.name)
         assert row.status == "differs" and row.changed == [named], key
         assert row.expr_a() != row.expr_b()
-        lines = [render(line) for line in core.structure_lines(steps, other, mine, theirs)]
+        lines = [render(line) for line in explain.structure_lines(steps, other, mine, theirs)]
         assert any(f"{named}: " in line for line in lines), (key, lines)
 
 

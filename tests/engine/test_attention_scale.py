@@ -14,7 +14,7 @@ import pytest
 from conftest import assert_refused, compared, run_app, write_spec
 from helpers.tracing import check_against_independent, trace_text
 
-from tracer.compare import core
+from tracer.compare import explain
 from tracer.grad.finite_diff import verify as verify_grad
 from tracer.grad.run import GradOptions, grad
 from tracer.messages import render
@@ -114,9 +114,9 @@ def test_diff_names_the_setting_and_the_design(tmp_path):
     r = compared(str(a), str(b), keep_going=True)
     assert r.exit_code == 1
     assert "block.attention_scale" in [s.field for s in r.settings]
-    words = [render(w) for w in core.design_words(r.b.steps, r.b.settings)]
+    words = [render(w) for w in explain.design_words(r.b.steps, r.b.settings)]
     assert "attention scale 1 (not 1/sqrt(d))" in words
-    assert core.design_words(r.a.steps, r.a.settings) == [] or "attention scale" not in " ".join(render(w) for w in core.design_words(r.a.steps, r.a.settings))
+    assert explain.design_words(r.a.steps, r.a.settings) == [] or "attention scale" not in " ".join(render(w) for w in explain.design_words(r.a.steps, r.a.settings))
     doc = json.loads(run_app("diff", str(a), str(b), "--json").stdout)
     row = next(s for s in doc["structure"]["steps"] if s["name"] == "blocks.0.attention")
     assert "scale" in row["settings_differ"]

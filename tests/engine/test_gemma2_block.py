@@ -15,7 +15,7 @@ import pytest
 from conftest import assert_refused, compared, run_app, write_spec
 from helpers.tracing import check_against_independent, trace_text
 
-from tracer.compare import core
+from tracer.compare import explain
 from tracer.grad.finite_diff import verify as verify_grad
 from tracer.grad.run import GradOptions, grad
 from tracer.messages import render
@@ -136,7 +136,7 @@ def test_diff_names_gemma_2s_design(tmp_path):
     fields = [s.field for s in r.settings]
     for field in ("block.norm_order", "block.attention_softcap", "block.head_softcap", "block.sliding_layers"):
         assert field in fields, (field, fields)
-    words = [render(w) for w in core.design_words(r.b.steps, r.b.settings)]
+    words = [render(w) for w in explain.design_words(r.b.steps, r.b.settings)]
     assert "sandwich norms (each sublayer's output normalised before its residual add)" in words
     assert "scores soft-capped (cap 0.8)" in words and "logits soft-capped (cap 1.5)" in words
     assert "the window on layers 0, 2 only" in words

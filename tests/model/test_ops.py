@@ -19,7 +19,7 @@ from tracer.model.ops import OPS, TABLES, WEIGHT_GROUPS, Op
 GRAPH_FIELDS = {"x", "a", "b", "hidden", "axis", "out", "start", "stop", "stream", "base", "pos", "ins", "mask", "rotary", "over",
                 "tokens", "head", "cap",  # cap: the softcap op's (Gemma 2)
                 "buckets", "distance", "direction"}  # buckets, distance, direction: T5's relative_bias
-EXPR_FIELDS = {"w", "act", "gate", "head"}  # what compare.core.expr fills in: the weights, the activation, SwiGLU's gate, E^T | W_head
+EXPR_FIELDS = {"w", "act", "gate", "head"}  # what compare.align.expr fills in: the weights, the activation, SwiGLU's gate, E^T | W_head
 
 
 def _fields(template: str) -> tuple[set[str], int]:

@@ -38,7 +38,7 @@ from tracer.errors import TracerError, UsageError
 from tracer.messages import msg
 
 if TYPE_CHECKING:
-    from tracer.compare.core import DiffResult
+    from tracer.compare.judge import DiffResult
 
 
 def diff(

@@ -35,7 +35,8 @@ from tracer.model.activations import ACTIVATIONS
 from tracer.model.blocks import Step, internal_prefix
 
 if TYPE_CHECKING:
-    from tracer.compare.core import DiffResult, Side
+    from tracer.compare.align import Side
+    from tracer.compare.judge import DiffResult
     from tracer.spec import Spec
 
 

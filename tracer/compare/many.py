@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from tracer.compare.core import DiffResult
+from tracer.compare.judge import DiffResult
 from tracer.errors import EXIT_INTERNAL, EXIT_OK, TracerError, UsageError
 from tracer.messages import Message, msg, nmsg, render
 

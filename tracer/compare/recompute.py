@@ -23,7 +23,7 @@ from tracer.model.activations import ACTIVATIONS, DEFAULT_ACTIVATION
 from tracer.model.blocks import Step, internal_prefix
 
 if TYPE_CHECKING:
-    from tracer.compare.core import Side
+    from tracer.compare.align import Side
 
 Arrays = dict[str, np.ndarray]
 

@@ -15,7 +15,7 @@ from tracer.messages import msg, nmsg, render
 from tracer.views.text import LEAD_COLUMN, MISSING, csv_text, exact, fmt_diff, fmt_number, fmt_setting, fmt_value, markdown_table, md_text, position_cells
 
 if TYPE_CHECKING:
-    from tracer.compare.core import DiffResult
+    from tracer.compare.judge import DiffResult
 
 
 DIFF_CSV_COLUMNS = ["spec_a", "spec_b", "stage", "stage_status", "b", "h", "t", "status", "max_abs_diff"]
@@ -26,7 +26,7 @@ def diff_csv(r: DiffResult) -> str:
 
     A stage whose shapes differ, or that only one side has, is one row with empty b, h, t.
     """
-    from tracer.compare.core import differences
+    from tracer.compare.judge import differences
     from tracer.compare.status import DIFFERS, EQUAL
 
     def rows() -> Iterator[list[str]]:

@@ -13,7 +13,7 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-from tracer.compare.core import DiffResult
+from tracer.compare.judge import DiffResult
 from tracer.compare.status import DIFFERS, EQUAL, NOT_RECORDED, STATUS_WORDS
 from tracer.compare.text import (
     FIRST_MARK,

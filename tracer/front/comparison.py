@@ -5,7 +5,7 @@ JSON object of arrays, by path), or an object: a loaded Spec, a dict of spec fie
 ``dims``), a Trace from ``tracer.trace``, or a mapping of stage name -> array (your own
 activations; ``names={"ln1": "norm1"}`` is --map).  A side given by path is read before either runs
 and both are counted against --max-memory together.  The result, a Diff, holds the comparison
-(compare.core's DiffResult): the first diverging stage, where and by how much, the per-stage table, the
+(compare.judge's DiffResult): the first diverging stage, where and by how much, the per-stage table, the
 exit code diff(1) would give, and, against your own arrays, what the divergence usually means.
 """
 
@@ -20,7 +20,8 @@ import numpy as np
 from tracer import reading
 from tracer.compare import saved
 from tracer.compare import settings as derived
-from tracer.compare.core import DiffResult, Side, arrays_side, check_tolerance, compare, spec_side
+from tracer.compare.align import Side, arrays_side, spec_side
+from tracer.compare.judge import DiffResult, check_tolerance, compare
 from tracer.errors import UsageError
 from tracer.front.run_trace import Trace
 from tracer.messages import at, msg
@@ -31,7 +32,7 @@ from tracer.views.display import View
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
-    from tracer.compare.core import StageRow
+    from tracer.compare.align import StageRow
 
 SideLike = Union[str, "os.PathLike[str]", Spec, Trace, Mapping[str, Any]]
 

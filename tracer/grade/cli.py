@@ -35,7 +35,7 @@ def grade(
     """
 
     def body() -> int:
-        from tracer.compare.core import check_tolerance
+        from tracer.compare.judge import check_tolerance
         from tracer.grade import sheet as grading
         from tracer.grade import view
 

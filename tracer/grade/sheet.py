@@ -16,7 +16,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tracer.compare.core import DiffResult
+from tracer.compare.judge import DiffResult
 from tracer.compare.status import NOT_RECORDED, SHAPES_DIFFER
 from tracer.errors import EXIT_INTERNAL, TracerError, UsageError
 from tracer.files import confined

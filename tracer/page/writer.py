@@ -19,7 +19,7 @@ from tracer.page.strings import STRINGS
 if TYPE_CHECKING:
     import numpy as np
 
-    from tracer.compare.core import DiffResult
+    from tracer.compare.judge import DiffResult
     from tracer.engine.executor import Recording, Stage
     from tracer.grad.run import GradTrace
     from tracer.lens.core import LensResult

@@ -1,15 +1,12 @@
-"""tracer diff: two blocks side by side, stage by stage.
+"""tracer diff's verdict: two sides compared, stage by stage, setting by setting, weight by weight.
 
-Each side is a YAML spec (run here) or a trace saved by ``tracer run --json``.
-The comparison has three parts, each plain data (no rich; render_diff draws it):
+The comparison has three parts, each plain data (no rich; compare/view.py draws it):
 
-- structure: the two step lists aligned by step name, each step with all its settings, and what differs
-  (section 17.6: pre-norm attention reads norm1(x), post-norm reads x; hidden = ReLU(...) in A, GELU(...) in B);
-- settings: every setting of the computation, derived from the spec and normalised (compare.settings: dims,
+- structure: the two step lists aligned (compare/align.py) and what differs, in words (compare/explain.py);
+- settings: every setting of the computation, derived from the spec and normalised (compare/settings.py: dims,
   every block setting, dtype, init, ...; a mask by its matrix), and the weights (which weight, largest difference);
-- stages: one row per stage name, aligned, with a status and the largest
-  absolute difference over the whole array; the first row that is not equal
-  is the first diverging stage.
+- stages: one row per stage name, aligned, with a status and the largest absolute difference over the whole
+  array; the first row that is not equal is the first diverging stage.
 
 Two arrays are equal when every element satisfies
 ``|a - b| <= atol + rtol * max(|a|, |b|)``; NaN equals NaN and an infinity
@@ -25,137 +22,53 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracer.compare import settings as known
+from tracer.compare.align import (
+    ARRAYS,
+    ArraysReport,
+    Side,
+    StageRow,
+    StepRow,
+    align,
+    check_violations,
+    expr,
+    masked_scores,
+    same_wiring,
+    step_rows,
+    value_at,
+    violation_lines,
+)
+from tracer.compare.explain import structure_lines, with_design
 from tracer.compare.status import DIFFERS, EQUAL, NOT_RECORDED, ONLY_A, ONLY_B, SHAPES_DIFFER, STATUS_MESSAGES
-from tracer.engine import executor
 from tracer.engine.executor import Stage
 from tracer.errors import DiffTrouble, UsageError
 from tracer.messages import Message, join, msg, nmsg
 from tracer.model import catalogue
-from tracer.model.activations import ACTIVATIONS, DEFAULT_ACTIVATION
-from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
-from tracer.model.ops import OPS
-from tracer.spec import memory
-from tracer.views import trace_json as jsonout
+from tracer.model.blocks import Step
+from tracer.spec import GRAD_SETTINGS, SPEC_ONLY_SETTINGS
+from tracer.views.trace_json import SCHEMA_VERSION, array_json
 
 if TYPE_CHECKING:
     from tracer.compare.hints import Hint
-from tracer.spec import GRAD_SETTINGS, SPEC_ONLY_SETTINGS, Spec
-from tracer.views.trace_json import SCHEMA_VERSION, array_json
+
 
 EXIT_SAME = 0
+
+
 EXIT_DIFFERENT = 1
+
+
 # Far above the rounding noise of float64 (reordered sums of 768 terms stay below 1e-12 relative)
 # and far below the sixth decimal the tables print.
 DEFAULT_ATOL = 1e-9
+
+
 DEFAULT_RTOL = 1e-9
+
+
 # Another program's float32 (or float16) arrays are compared at their own precision unless --atol/--rtol is given:
 # a float32 block agrees with float64 to about 1e-7 relative per operation, 1e-6 after a block of sums over C.
 DTYPE_TOLERANCE = {"float32": (1e-5, 1e-5), "float16": (1e-2, 1e-2)}
 
-SUBLAYERS = ("mha", "ffn_hidden")  # the ops a norm feeds in pre-norm order
-
-
-# -- the two sides ------------------------------------------------------------
-
-@dataclass
-class Side:
-    label: str  # "A" | "B"
-    path: str
-    source: str  # "spec" | "trace" | "arrays" (another program's arrays: names and values only)
-    name: str
-    dims: dict[str, int]
-    block: dict[str, Any]
-    dtype: str | None
-    steps: tuple[Step, ...]
-    stages: dict[str, Stage]
-    weights: dict[str, np.ndarray] | None
-    violations: list[dict[str, Any]]
-    spec: Spec | None = None  # the spec a "spec" side was run from (hints recompute its typical bugs)
-    settings: dict[str, Any] = field(default_factory=dict)  # every setting, flat and normalised (compare.settings)
-    step_settings: dict[str, dict[str, Any]] = field(default_factory=dict)  # each step's settings, by step name
-    complete: bool = True  # False: a trace saved before traces recorded every setting (only those it has are compared)
-    rows: dict[str, tuple[int, ...]] = field(default_factory=dict)  # a weight of which the run read only these rows
-
-    @property
-    def is_arrays(self) -> bool:
-        return self.source == ARRAYS
-
-    @property
-    def has_internals(self) -> bool:
-        return any(s.internal for s in self.stages.values())
-
-    def describe(self) -> Message:
-        if self.is_arrays:
-            return msg("{label}: {path} (arrays, {name})", label=self.label, path=self.path, name=self.name)
-        if self.source == "trace":
-            return msg("{label}: {path} (trace, {name})", label=self.label, path=self.path, name=repr(self.name))
-        return msg("{label}: {path} (spec, {name})", label=self.label, path=self.path, name=repr(self.name))
-
-
-ARRAYS = "arrays"
-def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: executor.Recording | None = None,
-              params: dict[str, np.ndarray] | None = None, grad: bool = False, lean: bool = False) -> Side:
-    """A spec run here (or already run: ``trace`` and its ``params``); ``grad``: its gradients instead (tracer grad);
-    ``lean``: run keeping no attention internals but the cross-attention weights (see load_side)."""
-    if trace is None or params is None:
-        policy = None
-        if lean:
-            shown = frozenset(f"{internal_prefix(st)}.{key}" for st in spec.steps for key in ATTN_MEANINGS if shown_internal(st, key))
-            policy = memory.RecordPolicy("main", shown)
-        with np.errstate(all="ignore"):  # NaN and Inf show up as stages, not as warnings
-            ex = executor.Executor(spec, keep_going, policy=policy)
-            trace = ex.run()
-            params = ex.params
-    block = jsonout.block_json(spec.block)
-    violations = [v.as_json() for v in trace.violations]
-    stages = {n: st for n, st in trace.stages.items() if st.data is not None}
-    weights = params
-    if grad and (trace.ok or keep_going):
-        from tracer.grad import losses
-        from tracer.grad.run import backward
-
-        g = backward(trace, losses.choose(spec, None))
-        stages, weights = dict(g.grads), g.weight_grads
-    flat, steps = known.of_spec(spec)
-    from tracer.engine.params import embedding_rows
-
-    read = embedding_rows(spec)  # an embedding from a checkpoint file: the run reads only its tokens' rows
-    return Side(label, path, "spec", spec.name, spec.dims.as_dict(), block, spec.dtype, spec.steps, stages, weights, violations, spec,
-                settings=flat, step_settings=steps, rows={} if read is None or grad else {"embedding": tuple(read)})
-
-
-def arrays_side(arrays: dict[str, np.ndarray], path: str, label: str) -> Side:
-    """Another program's arrays: stages in name only until matched against the other side (see activations.match)."""
-    from tracer.compare.arrays import catalogue_stages, describe
-
-    dtype = getattr(arrays, "dtype", None)  # the narrowest dtype they were written in (activations.Arrays): it sets the tolerance
-    return Side(label, path, ARRAYS, describe(arrays), {}, {}, dtype, (), catalogue_stages(arrays), None, [], None)
-
-
-def violation_lines(sides: tuple[Side, Side]) -> list[Message]:
-    # a violation's message starts with its stage: "norm1: beta has shape [1] where [C] = [2] is due"
-    return [msg("{label} ({path}): {kind} violation: {message}", label=s.label, path=s.path, kind=kind_message(v["kind"]), message=v["message"])
-            for s in sides for v in s.violations]
-
-
-def kind_message(kind: str) -> Message | str:
-    """A violation's kind as a word of a sentence ('broadcast'); a hand-edited trace's unknown kind stays as written."""
-    from tracer.model.contracts import kind_word
-
-    return kind_word(kind)
-
-
-def check_violations(sides: tuple[Side, Side], keep_going: bool) -> None:
-    if keep_going:
-        return
-    found = violation_lines(sides)
-    if found:
-        raise DiffTrouble(join([join([msg("a side has a violation, so its later stages are not comparable:"), *found], "\n  "),
-                                msg("(give --keep-going to compare anyway, with NumPy's result recorded at each violation)")], "\n"))
-
-
-# -- comparing arrays ---------------------------------------------------------
 
 @dataclass
 class Comparison:
@@ -205,348 +118,6 @@ def compare_arrays(a: np.ndarray, b: np.ndarray, atol: float, rtol: float) -> Co
     where = tuple(int(i) for i in np.unravel_index(at, shape))
     return Comparison(equal, best, where)
 
-
-# -- alignment ----------------------------------------------------------------
-
-def align(a_names: list[str], b_names: list[str]) -> list[str]:
-    """A's order; a name only in B goes right after the name that precedes it in B."""
-    merged = list(a_names)
-    seen = set(merged)
-    for i, name in enumerate(b_names):
-        if name in seen:
-            continue
-        at = merged.index(b_names[i - 1]) + 1 if i else 0
-        merged.insert(at, name)
-        seen.add(name)
-    return merged
-
-
-# -- structure ----------------------------------------------------------------
-
-def _setting_text(value: Any) -> str:
-    return f"{value:g}" if isinstance(value, float) else str(value)
-
-
-def _default_setting(step: Step, key: str) -> Any:
-    """A step setting an expression leaves unsaid: the op's contract axis, self-attention's causal mask, the input it
-    reads by default (None: none, every value is said)."""
-    op = OPS.get(step.op)
-    if key == "axis":
-        return op.axes[0] if op is not None and op.axes else None
-    if key == "mask":
-        return "none" if step.op == "cross_mha" else "causal"
-    if key == "stream":
-        return {"embed": "tokens", "input": "x"}.get(step.op)
-    return None
-
-
-def expr(step: Step, settings: dict[str, Any] | None = None) -> str:
-    """The step's right-hand side in the book's notation (its record's ``expr``), with each of its settings that the
-    notation does not show and that is not the usual one after a semicolon (``MHA(norm1); mask none``), so that two
-    steps that compute differently never read the same; a hand-edited trace's unknown op as a call."""
-    settings = step.params() if settings is None else settings
-    op = OPS.get(step.op)
-    template = None if op is None else op.expr
-    text = None
-    try:
-        if template is not None:
-            activation = str(settings.get("activation") or DEFAULT_ACTIVATION)
-            record = ACTIVATIONS.get(activation)  # a saved trace's activation this tracer does not know: its name as written
-            act = activation if record is None else record.expr
-            gate = ""
-            if record is not None and record.gate is not None and "{gate}" in template:  # SiLU(x W1 + b1) * (x W3 + b3), not 'SwiGLU(x W1 + b1)'
-                act, gate = ACTIVATIONS[record.gate].expr, f" * ({step.inputs[0]} W3 + b3)"
-            head = "E^T" if settings.get("head") == "tied" else "W_head"
-            text = template.format(*step.inputs, w=step.weights, act=act, gate=gate, head=head)
-    except IndexError:  # fewer inputs than the op's usual form (a hand-edited trace)
-        pass
-    if text is None:
-        return f"{step.op}({', '.join(step.inputs)}{'; ' + step.weights if step.weights else ''})"
-    said = {"activation"} if template is not None and "{act}" in template else set()
-    if template is not None and "{head}" in template:
-        said.add("head")
-    rest = [f"{k} {_setting_text(v)}" for k, v in settings.items()
-            if k not in said and v is not None and v != _default_setting(step, k)]
-    return text + ("; " + ", ".join(rest) if rest else "")
-
-
-def _same_step(a: Step, b: Step, sa: dict[str, Any] | None = None, sb: dict[str, Any] | None = None) -> bool:
-    """The same computation: the same op on the same stages with the same weights (an add's operands in either order)
-    and the same settings (normalised: a mask by its matrix)."""
-    return _same_wiring(a, b) and setting_changes(a, b, sa, sb) == []
-
-
-OP_FAMILIES = {"layer_norm": "norm", "rms_norm": "norm", "rms_norm_offset": "norm", "batch_norm": "norm"}  # one setting's choices
-
-
-def _same_wiring(a: Step, b: Step, by_family: bool = False) -> bool:
-    """The same op on the same stages with the same weights (an add's operands in either order), settings aside;
-    ``by_family``: any op of one family (a norm) is the same kind of op, its choice a setting."""
-    ins_a, ins_b = (sorted(a.inputs), sorted(b.inputs)) if a.op == b.op == "add" else (list(a.inputs), list(b.inputs))
-    op_a, op_b = (OP_FAMILIES.get(a.op, a.op), OP_FAMILIES.get(b.op, b.op)) if by_family else (a.op, b.op)
-    return (op_a, ins_a, a.weights) == (op_b, ins_b, b.weights)
-
-
-def setting_changes(a: Step, b: Step, sa: dict[str, Any] | None = None, sb: dict[str, Any] | None = None) -> list[str]:
-    """The settings of two steps that differ (all of each step's settings, normalised), by name."""
-    sa = a.params() if sa is None else sa
-    sb = b.params() if sb is None else sb
-    return [k for k in align(list(sa), list(sb)) if sa.get(k) != sb.get(k)]
-
-
-@dataclass
-class StepRow:
-    name: str
-    a: Step | None
-    b: Step | None
-    settings_a: dict[str, Any] | None = None  # the step's normalised settings (compare.settings)
-    settings_b: dict[str, Any] | None = None
-
-    @property
-    def status(self) -> str:
-        if self.a is None:
-            return ONLY_B
-        if self.b is None:
-            return ONLY_A
-        return EQUAL if _same_step(self.a, self.b, self.settings_a, self.settings_b) else DIFFERS
-
-    @property
-    def changed(self) -> list[str]:
-        """The settings that differ, by name (empty when a side lacks the step)."""
-        if self.a is None or self.b is None:
-            return []
-        return setting_changes(self.a, self.b, self.settings_a, self.settings_b)
-
-    def expr_a(self) -> str:
-        assert self.a is not None
-        return expr(self.a, self.settings_a)
-
-    def expr_b(self) -> str:
-        assert self.b is not None
-        return expr(self.b, self.settings_b)
-
-
-def _reads(name: str, steps: dict[str, Step]) -> str:
-    """What a sublayer reads: a norm is shown with its own input, norm1(x)."""
-    s = steps.get(name)
-    return f"{name}({s.inputs[0]})" if s is not None and s.op == "layer_norm" and s.inputs else name
-
-
-def _stream_norms(steps: dict[str, Step]) -> list[Step]:
-    """Norms that normalise a residual add and carry the stream on (post-norm order)."""
-    readers: dict[str, list[Step]] = {}
-    for s in steps.values():
-        for i in s.inputs:
-            readers.setdefault(i, []).append(s)
-    out = []
-    for s in steps.values():
-        if s.op != "layer_norm" or not s.inputs:
-            continue
-        source = steps.get(s.inputs[0])
-        feeds_stream = any(r.op not in SUBLAYERS for r in readers.get(s.name, []))
-        if source is not None and source.op == "add" and feeds_stream:
-            out.append(s)
-    return out
-
-
-def _sublayer_norms(steps: dict[str, Step]) -> list[tuple[Step, str]]:
-    """Norms read only by sublayers (pre-norm order): (norm, the sublayer that reads it)."""
-    out = []
-    for s in steps.values():
-        if s.op != "layer_norm":
-            continue
-        readers = [r for r in steps.values() if s.name in r.inputs]
-        if readers and all(r.op in SUBLAYERS for r in readers):
-            out.append((s, readers[0].name))
-    return out
-
-
-def step_rows(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...], settings_a: dict[str, dict[str, Any]] | None = None,
-              settings_b: dict[str, dict[str, Any]] | None = None) -> list[StepRow]:
-    """The two step lists aligned by step name, each step with its settings."""
-    A = {s.name: s for s in a_steps}
-    B = {s.name: s for s in b_steps}
-    sa, sb = settings_a or {}, settings_b or {}
-    return [StepRow(n, A.get(n), B.get(n), sa.get(n), sb.get(n)) for n in align(list(A), list(B))]
-
-
-def _changes(r: StepRow) -> Message:
-    """'activation: relu | gelu; mask: causal | none': each setting of a step that differs, named."""
-    sa, sb = r.settings_a or {}, r.settings_b or {}
-    return join([msg("{field}: {a} | {b}", field=k, a=_setting_text(sa.get(k, "—")), b=_setting_text(sb.get(k, "—"))) for k in r.changed])
-
-
-def structure_lines(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...], settings_a: dict[str, dict[str, Any]] | None = None,
-                    settings_b: dict[str, dict[str, Any]] | None = None) -> list[Message]:
-    """What differs between the two step lists, one sentence each; empty when they are the same."""
-    A = {s.name: s for s in a_steps}
-    B = {s.name: s for s in b_steps}
-    rows = step_rows(a_steps, b_steps, settings_a, settings_b)
-    lines: list[Message] = []
-    told: set[str] = set()
-    for r in rows:  # what each sublayer reads
-        a, b = r.a, r.b
-        if a is not None and b is not None and a.op == b.op and a.op in SUBLAYERS and a.inputs != b.inputs and a.inputs and b.inputs:
-            lines.append(msg("{name} reads {a} in A, {b} in B", name=r.name, a=_reads(a.inputs[0], A), b=_reads(b.inputs[0], B)))
-            told.add(r.name)
-    stream = {"A": _stream_norms(A), "B": _stream_norms(B)}
-    if [s.name for s in stream["A"]] != [s.name for s in stream["B"]]:  # where each side normalises
-        for label, steps in (("A", A), ("B", B)):
-            norms = stream[label]
-            adds = [s for s in steps.values() if s.op == "add"]
-            told.update(s.name for s in norms)
-            if norms:
-                listed = ", ".join(f"{s.name}({s.inputs[0]})" for s in norms)
-                lines.append(msg("{label} normalises after each residual add: {norms}", label=label, norms=listed) if len(norms) == len(adds)
-                             else msg("{label} normalises after a residual add: {norms}", label=label, norms=listed))
-            else:
-                fed = _sublayer_norms(steps)
-                told.update(s.name for s, _ in fed)
-                where = join([msg("{norm} feeds {reader}", norm=f"{s.name}({s.inputs[0]})", reader=reader) for s, reader in fed], ", ")
-                never = msg("the residual stream is never normalised: {where}", where=where) if fed else msg("the residual stream is never normalised")
-                lines.append(join([msg("{label} normalises only what the sublayers read", label=label), never]))
-    for r in rows:  # every other step computed differently
-        a, b = r.a, r.b
-        if b is None and a is not None:
-            lines.append(msg("{name} = {expr} only in A", name=r.name, expr=r.expr_a()))
-        elif a is None and b is not None:
-            lines.append(msg("{name} = {expr} only in B", name=r.name, expr=r.expr_b()))
-        elif a is not None and b is not None and r.status != EQUAL and r.name in told and r.changed:
-            lines.append(msg("{name}: {what}", name=r.name, what=_changes(r)))  # what it reads is said above; its settings too
-        elif a is not None and b is not None and r.status != EQUAL and r.name not in told:
-            if a.weights != b.weights:
-                lines.append(msg("{name} = {a} in A, {b} in B (weights {wa} in A, {wb} in B)", name=r.name, a=r.expr_a(), b=r.expr_b(), wa=a.weights, wb=b.weights))
-            elif r.changed and a.op == b.op:
-                lines.append(msg("{name} = {a} in A, {b} in B ({what})", name=r.name, a=r.expr_a(), b=r.expr_b(), what=_changes(r)))
-            else:
-                lines.append(msg("{name} = {a} in A, {b} in B", name=r.name, a=r.expr_a(), b=r.expr_b()))
-    common_a = [n for n in A if n in B]
-    common_b = [n for n in B if n in A]
-    if common_a != common_b:
-        lines.append(msg("step order differs: A {a}; B {b}", a=", ".join(A), b=", ".join(B)))
-    return lines
-
-
-# -- the design in words ------------------------------------------------------------------------------
-_DESIGN_WORDS: dict[tuple[str, Any], Message] = {  # a block setting's value that is a design choice -> its words
-    ("block.norm_order", "post"): msg("post-norm"),
-    ("block.norm_order", "parallel"): msg("parallel residual"),
-    ("block.norm_order", "parallel_shared"): msg("parallel residual, one norm"),
-    ("block.norm_order", "sandwich"): msg("sandwich norms (each sublayer's output normalised before its residual add)"),
-    ("block.mask", "none"): msg("bidirectional"),
-    ("block.positions", "rotary"): msg("rotary positions"),
-    ("block.positions", "sinusoidal"): msg("sinusoidal positions"),
-    ("block.positions", "none"): msg("no positions"),
-    ("block.norm", "rmsnorm"): msg("RMSNorm"),
-    ("block.norm", "batchnorm"): msg("BatchNorm"),
-    ("block.token_types", True): msg("token types"),
-    ("block.embedding_norm", True): msg("a norm on the embeddings"),
-    ("block.head_bias", True): msg("a biased head"),
-}
-
-
-def design_words(steps: tuple[Step, ...], settings: dict[str, Any] | None = None) -> list[Message]:
-    """The block's design choices, in words (the chapter's block has none of them): from the derived settings (norm
-    order, mask, positions, norm, activation, token types, grouped heads, experts, partial rotary, rope scaling, a
-    sliding window); a spec of its own steps (or a side without settings) from its step list: a parallel residual (an
-    add of an attention output and an FFN output) and a partial rotary width."""
-    settings = settings or {}
-    words: list[Message] = [w for key, value in settings.items() if (w := _design_word(key, value)) is not None]
-    mask = settings.get("block.mask")
-    if isinstance(mask, str) and "window" in mask:
-        words.append(msg("sliding window ({mask})", mask=mask))
-    if settings.get("dims.H_kv") is not None and settings.get("dims.H_kv") != settings.get("dims.H"):
-        words.append(msg("grouped-query attention (H_kv = {n})", n=settings["dims.H_kv"]))
-    if settings.get("block.experts") is not None:
-        words.append(msg("a mixture of {E} experts, top {k}", E=settings["block.experts"], k=settings.get("block.top_k")))
-    if settings.get("block.position_offset"):
-        words.append(msg("positions from row {o}", o=settings["block.position_offset"]))
-    scaling = settings.get("block.rope_scaling")
-    if scaling:
-        words.append(msg("rope scaling {kind}", kind=str(scaling[0] if isinstance(scaling, (list, tuple)) else scaling)))
-    by_name = {s.name: s for s in steps}
-    if not any(settings.get("block.norm_order") == order for order in ("parallel", "parallel_shared")):
-        for s in steps:
-            ops = sorted(by_name[i].op for i in s.inputs if i in by_name)
-            if s.op == "add" and len(ops) == 2 and ops[0] in ("ffn", "ffn_out") and ops[1] in ("cross_mha", "mha"):
-                words.append(msg("parallel residual"))
-                break
-    widths = sorted({s.rotary_dim for s in steps if s.op == "mha" and s.base is not None and s.rotary_dim is not None})
-    if widths:
-        words.append(msg("partial rotary ({n} coordinates of each head turned)", n=", ".join(map(str, widths))))
-    return words + scaled_words(steps) + attention_scale_words(steps) + capped_words(steps, settings)
-
-
-def _design_word(key: str, value: Any) -> Message | None:
-    """A block setting's words as a design choice: _DESIGN_WORDS', or, for block.activation, its record's."""
-    if key == "block.activation" and isinstance(value, str):
-        record = ACTIVATIONS.get(value)
-        return record.design if record is not None and record.design_from == "settings" else None
-    return _DESIGN_WORDS.get((key, value)) if isinstance(value, (str, bool)) else None
-
-
-def attention_scale_words(steps: tuple[Step, ...]) -> list[Message]:
-    """block.attention_scale in words: 'attention scale 1 (not 1/sqrt(d))' (T5), one phrase per scale the steps use."""
-    scales = sorted({s.scale for s in steps if s.op in ("mha", "cross_mha") and s.scale is not None})
-    return [msg("attention scale {s} (not 1/sqrt(d))", s=f"{s:g}") for s in scales]
-
-
-def scaled_words(steps: tuple[Step, ...]) -> list[Message]:
-    """Gemma's choices in words (i23-gemma): embeddings scaled by sqrt(C), an RMSNorm scaled by (1 + gamma), a GeGLU FFN."""
-    words: list[Message] = []
-    if any(s.op == "embed_scale" for s in steps):
-        words.append(msg("embeddings times sqrt(C)"))
-    if any(s.op == "rms_norm_offset" for s in steps):
-        words.append(msg("RMSNorm with (1 + gamma)"))
-    for name in dict.fromkeys(s.activation for s in steps if s.op in ("ffn", "ffn_hidden") and s.activation in ACTIVATIONS):
-        record = ACTIVATIONS[name]  # GeGLU: named with Gemma's other choices
-        if record.design is not None and record.design_from == "steps":
-            words.append(record.design)
-    return words
-
-
-def capped_words(steps: tuple[Step, ...], settings: dict[str, Any]) -> list[Message]:
-    """Gemma 2's choices in words (i23-gemma2): soft-capped scores and logits, a window on some layers only; sandwich
-    norms from the step list when the settings do not say it (a spec of its own steps)."""
-    words: list[Message] = []
-    if settings.get("block.norm_order") != "sandwich" and any(s.name.endswith("attention_norm") and s.inputs and s.inputs[0].endswith("attention")
-                                                             for s in steps):
-        words.append(msg("sandwich norms (each sublayer's output normalised before its residual add)"))
-    caps = sorted({s.softcap for s in steps if s.op in ("mha", "cross_mha") and s.softcap is not None})
-    if caps:
-        words.append(msg("scores soft-capped (cap {cap})", cap=", ".join(f"{c:g}" for c in caps)))
-    logits = sorted({s.softcap for s in steps if s.op == "softcap" and s.softcap is not None})
-    if logits:
-        words.append(msg("logits soft-capped (cap {cap})", cap=", ".join(f"{c:g}" for c in logits)))
-    sliding = settings.get("block.sliding_layers")
-    if sliding:
-        words.append(msg("the window on layers {layers} only", layers=", ".join(map(str, sliding))))
-    return words
-
-
-def with_design(lines: list[Message], a: Side, b: Side) -> list[Message]:
-    """The structure's sentences, the design in words first when the structures differ (GPT-2 against Pythia: 'parallel
-    residual'); two blocks of one design that differ in a setting say so in the settings table instead."""
-    line = design_line(a, b) if lines else None
-    return [line, *lines] if line is not None else lines
-
-
-def design_line(a: Side, b: Side) -> Message | None:
-    """'the design: A GELU (tanh); B post-norm, bidirectional, token types, ...': the choices one side makes and the other
-    does not (None when both make the same ones)."""
-    words_a, words_b = design_words(a.steps, a.settings), design_words(b.steps, b.settings)
-    only_a = [w for w in words_a if w not in words_b]
-    only_b = [w for w in words_b if w not in words_a]
-    if not only_a and not only_b:
-        return None
-    if not only_a:
-        return msg("the design: only B has {b}", b=join(only_b, ", "))
-    if not only_b:
-        return msg("the design: only A has {a}", a=join(only_a, ", "))
-    return msg("the design: A {a}; B {b}", a=join(only_a, ", "), b=join(only_b, ", "))
-
-
-# -- settings -----------------------------------------------------------------
 
 @dataclass
 class SettingRow:
@@ -662,39 +233,11 @@ def _listed(rows: Sequence[int], most: int = 8) -> str:
     return shown if len(rows) <= most else f"{shown}, ... ({len(rows)} in all)"
 
 
-# -- stages -------------------------------------------------------------------
-
-@dataclass
-class StageRow:
-    name: str
-    status: str
-    a: Stage | None
-    b: Stage | None
-    value_a: np.ndarray | None  # at (batch, pos); None when that side has no such row
-    value_b: np.ndarray | None
-    max_abs_diff: float | None = None
-    where: tuple[int, ...] | None = None
-
-    def where_label(self) -> str:
-        if self.where is None or self.a is None:
-            return ""
-        return ", ".join(f"{axis.lower()}={i}" for axis, i in zip(self.a.axes, self.where))
-
-
-def _value_at(stage: Stage | None, batch: int, pos: int) -> np.ndarray | None:
-    if stage is None:
-        return None
-    try:
-        return np.asarray(stage.at(batch, pos))
-    except IndexError:  # this side has fewer samples or positions
-        return None
-
-
 def compare_stages(a: dict[str, Stage], b: dict[str, Stage], batch: int, pos: int, atol: float, rtol: float) -> list[StageRow]:
     rows = []
     for name in align(list(a), list(b)):
         sa, sb = a.get(name), b.get(name)
-        va, vb = _value_at(sa, batch, pos), _value_at(sb, batch, pos)
+        va, vb = value_at(sa, batch, pos), value_at(sb, batch, pos)
         if sb is None:
             rows.append(StageRow(name, ONLY_A, sa, None, va, None))
         elif sa is None:
@@ -706,8 +249,6 @@ def compare_stages(a: dict[str, Stage], b: dict[str, Stage], batch: int, pos: in
             rows.append(StageRow(name, EQUAL if c.equal else DIFFERS, sa, sb, va, vb, c.max_abs_diff, c.where))
     return rows
 
-
-# -- the whole comparison -----------------------------------------------------
 
 @dataclass
 class DiffResult:
@@ -756,7 +297,7 @@ class DiffResult:
         rows = self.steps
         if any(r.a is None or r.b is None for r in rows):
             return False
-        if not all(_same_wiring(r.a, r.b, by_family=True) for r in rows if r.a is not None and r.b is not None):
+        if not all(same_wiring(r.a, r.b, by_family=True) for r in rows if r.a is not None and r.b is not None):
             return False
         names_b = [s.name for s in self.b.steps]
         return [s.name for s in self.a.steps if s.name in names_b] == [n for n in names_b if n in {s.name for s in self.a.steps}]
@@ -993,27 +534,6 @@ def compare(a: Side, b: Side, *, atol: float | None = None, rtol: float | None =
     )
 
 
-# -- another program's arrays ---------------------------------------------------
-
-@dataclass
-class ArraysReport:
-    """What became of the arrays of the side that holds them: matched, renamed, left over, reshaped."""
-
-    label: str  # the side with the arrays ("B"; "A" when only A holds arrays)
-    path: str
-    reference: str  # the other side's label
-    matched: list[str]  # stage names (the reference's)
-    renamed: dict[str, str]  # stage -> the user's name, where they differ
-    unmatched: list[str]  # the user's arrays that match no stage
-    unbatched: list[str]  # given without the batch axis, read with B = 1
-    not_recorded: list[str]  # the reference's stages the arrays do not hold
-
-    def as_json(self) -> dict[str, Any]:
-        return {"side": self.label, "path": self.path, "matched": list(self.matched), "renamed": dict(self.renamed),
-                "unmatched": list(self.unmatched), "without_batch_axis": list(self.unbatched),
-                "not_recorded": list(self.not_recorded)}
-
-
 def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: int, pos: int, show_all: bool, keep_going: bool,
                         only: Sequence[str], names: Sequence[str] | dict[str, str], by_dtype: str | None = None) -> DiffResult:
     """One side (or both) holds another program's arrays: match them to the other side's stages and compare those."""
@@ -1075,31 +595,3 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
                         settings=[], weights=None, stages=rows, notes=notes, arrays=report, by_dtype=by_dtype)
     result.hint = hint_for(result, ref, mine)
     return result
-
-
-MASKED_BELOW = -1e4  # a recorded score at or below this where the mask hides a key is a masked score
-
-
-def masked_scores(mine: dict[str, Stage], ref: Side) -> tuple[dict[str, Stage], list[str]]:
-    """The student's attention scores recorded after the mask (-inf, or a large negative, wherever the spec's mask hides
-    a key) are compared where the mask lets a key through: the masked entries are read as tracer's, the diff carries
-    on to the weights, and a note says so.  The hidden keys are the mask's, not where tracer's weights are 0 (a weight
-    that underflows to 0 is not a hidden key)."""
-    from tracer.compare.recompute import visible_for
-
-    out, masked = dict(mine), []
-    for name, stage in mine.items():
-        ours = ref.stages.get(name)
-        step = next((s for s in ref.steps if s.op == "mha" and f"{internal_prefix(s)}.scores" == name), None)
-        if ours is None or ours.data is None or step is None or stage.array.shape != ours.array.shape or ours.array.ndim != 4:
-            continue
-        n_q, n_k = ours.array.shape[-2:]
-        if n_q != n_k:
-            continue
-        hidden = np.broadcast_to(~visible_for(ref.spec, ref.block, step, n_q)[None, None], ours.array.shape)
-        theirs = stage.array
-        if not hidden.any() or not np.all(theirs[hidden] <= MASKED_BELOW) or np.all(ours.array[hidden] <= MASKED_BELOW):
-            continue
-        out[name] = Stage(name, np.where(hidden, ours.array, theirs), stage.axes, stage.meaning, stage.internal)
-        masked.append(name)
-    return out, masked
