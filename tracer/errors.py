@@ -157,9 +157,6 @@ class StageNotFound(UsageError, KeyError):
 class UnknownLanguage(ValueError):
     """--lang names no language tracer speaks; the CLI words the refusal (a UsageError, exit 2) in the locale's language."""
 
-
-# -- i27-intervene ---------------------------------------------------------------------------------
-
 class SweepStopped(TracerError):
     """tracer patch: the clean or the corrupt run flagged a violation, so no cell can be measured (exit 1, as a
     violation is for tracer run)."""

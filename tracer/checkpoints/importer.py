@@ -372,7 +372,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
     return Imported(text, summary, cfg.assumed, cfg.assumed_why)
 
 
-# -- i27-lens: --text, tokenized with the folder's own tokenizer.json ------------------------
+# -- --text, tokenized with the folder's own tokenizer.json ------------------------
 def _text_tokens(checkpoint: str, shown: str, tokens: str | None, text: str, special: bool, output: str | None) -> tuple[str, tuple[str, str, bool, list[str]]]:
     """--text as the --tokens its tokenizer makes, and what the spec says instead of them (tokenizer path, text, special, added)."""
     from tracer.checkpoints import tokenizer as tokenizers

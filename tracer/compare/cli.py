@@ -96,7 +96,7 @@ def diff(
         form = output_format(fmt, as_json)
         check_precision(precision)
 
-        both = intervene(ablate, set_, start)  # i27-intervene: both sides, then each side's own
+        both = intervene(ablate, set_, start)  # both sides, then each side's own
         sides_asked = (intervene([*both[0], *(ablate_a or ())], [*both[1], *(set_a or ())], start_a or start),
                        intervene([*both[0], *(ablate_b or ())], [*both[1], *(set_b or ())], start_b or start))
         asked = None

@@ -171,7 +171,7 @@ def attention_scale_words(steps: tuple[Step, ...]) -> list[Message]:
 
 
 def scaled_words(steps: tuple[Step, ...]) -> list[Message]:
-    """Gemma's choices in words (i23-gemma): embeddings scaled by sqrt(C), an RMSNorm scaled by (1 + gamma), a GeGLU FFN."""
+    """Gemma's choices in words: embeddings scaled by sqrt(C), an RMSNorm scaled by (1 + gamma), a GeGLU FFN."""
     words: list[Message] = []
     if any(s.op == "embed_scale" for s in steps):
         words.append(msg("embeddings times sqrt(C)"))
@@ -185,7 +185,7 @@ def scaled_words(steps: tuple[Step, ...]) -> list[Message]:
 
 
 def capped_words(steps: tuple[Step, ...], settings: dict[str, Any]) -> list[Message]:
-    """Gemma 2's choices in words (i23-gemma2): soft-capped scores and logits, a window on some layers only; sandwich
+    """Gemma 2's choices in words: soft-capped scores and logits, a window on some layers only; sandwich
     norms from the step list when the settings do not say it (a spec of its own steps)."""
     words: list[Message] = []
     if settings.get("block.norm_order") != "sandwich" and any(s.name.endswith("attention_norm") and s.inputs and s.inputs[0].endswith("attention")

@@ -268,7 +268,7 @@ class DiffResult:
     arrays: ArraysReport | None = None  # when a side is another program's arrays
     hint: Hint | None = None  # what the first divergence usually means (arrays only)
     by_dtype: str | None = None  # the tolerance was chosen by the arrays' dtype ("float32"), not given
-    effect: Any = None  # i27-intervene: the chosen token's p and logit, clean against intervened (compare.effect.Effect)
+    effect: Any = None  # the chosen token's p and logit, clean against intervened (compare.effect.Effect)
 
     @property
     def compared(self) -> list[StageRow]:

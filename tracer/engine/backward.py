@@ -400,7 +400,7 @@ def gradients(trace: Recording, params: dict[str, np.ndarray], inputs: dict[str,
 assert set(ATTN_ORDER) == set(ATTN_MEANINGS)
 
 
-# -- i23-bert: BERT's embeddings ---------------------------------------------
+# -- BERT's embeddings ---------------------------------------------
 def backward_token_type_table(bw: Backward, step: Step, g: np.ndarray) -> None:
     table = bw.params["token_type"]
     bw.send_weight("token_type", embeddings.embedding_backward(g, bw.inputs["token_types"], table.shape[0]))
@@ -410,7 +410,7 @@ def backward_position_offset(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send_weight("position", embeddings.position_offset_backward(g, bw.params["position"].shape[0], step.start or 0))
 
 
-# -- i23-gemma: Gemma's scaled embeddings and its RMSNorm with (1 + gamma) -------------------------
+# -- Gemma's scaled embeddings and its RMSNorm with (1 + gamma) -------------------------
 def backward_embed_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], embeddings.embed_scale_backward(g))
 
@@ -425,12 +425,12 @@ def backward_rms_norm_offset(bw: Backward, step: Step, g: np.ndarray) -> None:
 def backward_softcap(bw: Backward, step: Step, g: np.ndarray) -> None:
     assert step.softcap is not None, "a softcap step has its cap"
     bw.send(step.inputs[0], embeddings.softcap_backward(g, bw.value(step.inputs[0]), step.softcap))
-# -- i23-t5: T5's relative position bias (positions: relative) -------------------------------------
+# -- T5's relative position bias (positions: relative) -------------------------------------
 def backward_relative_bias(bw: Backward, step: Step, g: np.ndarray) -> None:
     name = step.weights or "relative_bias"
     bw.send_weight(name, embeddings.relative_bias_backward(g, relative_buckets_of(step, g.shape[1], g.shape[2]), bw.params[name].shape[0]))
 
 
-# -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
+# -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
 def backward_head_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], embeddings.head_scale_backward(g))

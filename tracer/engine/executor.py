@@ -572,7 +572,7 @@ def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] |
         return Executor(spec, keep_going, overrides, policy, params, inputs, by_layer).run()
 
 
-# -- i23-bert: BERT's embeddings ---------------------------------------------
+# -- BERT's embeddings ---------------------------------------------
 def forward_token_type_table(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     table, types = ex.params["token_type"], ex.inputs["token_types"]
     return ex.record_step(step, lambda strict: embeddings.token_type_rows(table, types))  # [V_type,C] rows -> [B,T,C]
@@ -591,7 +591,7 @@ def forward_position_offset(ex: Executor, step: Step, inputs: list[np.ndarray]) 
     return ex.rec(step.name, embeddings.position_rows(P, offset, T), axes, step.meaning)  # [T,C], shared by every sample
 
 
-# -- i23-gemma: Gemma's scaled embeddings and its RMSNorm with (1 + gamma) -------------------------
+# -- Gemma's scaled embeddings and its RMSNorm with (1 + gamma) -------------------------
 def forward_embed_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     return ex.record_step(step, lambda strict: embeddings.embed_scale(inputs[0]))
 
@@ -602,12 +602,12 @@ def forward_rms_norm_offset(ex: Executor, step: Step, inputs: list[np.ndarray]) 
     return ex.record_step(step, lambda strict: norms.rms_norm_offset(x, g, step.epsilon(), strict))
 
 
-# -- i23-gemma2: Gemma 2's soft cap of the logits (the scores' is attention.attend's) ------------------------------
+# -- Gemma 2's soft cap of the logits (the scores' is attention.attend's) ------------------------------
 def forward_softcap(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     cap = step.softcap
     assert cap is not None, "a softcap step has its cap"
     return ex.record_step(step, lambda strict: embeddings.softcap(inputs[0], cap))
-# -- i23-t5: T5's relative position bias (positions: relative) -------------------------------------
+# -- T5's relative position bias (positions: relative) -------------------------------------
 def relative_buckets_of(step: Step, n_q: int, n_k: int) -> np.ndarray:
     assert step.relative is not None
     buckets, distance, bidirectional = step.relative
@@ -623,6 +623,6 @@ def forward_relative_bias(ex: Executor, step: Step, inputs: list[np.ndarray]) ->
     return ex.rec(step.name, embeddings.relative_bias(table, relative_buckets_of(step, n_q, n_k)), ex.axes(step.name), step.meaning)
 
 
-# -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
+# -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
 def forward_head_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     return ex.record_step(step, lambda strict: embeddings.head_scale(inputs[0]))

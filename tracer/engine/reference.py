@@ -468,7 +468,7 @@ def max_abs(a: Any) -> float:
     return 0.0 if math.isnan(a) else abs(a)
 
 
-# -- i23-bert: BERT's embeddings ---------------------------------------------
+# -- BERT's embeddings ---------------------------------------------
 def reference_token_type_table(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values],
                                st: dict[str, Values]) -> Values:
     types = r.inputs["token_types"][b]
@@ -481,7 +481,7 @@ def reference_position_offset(r: Reference, step: Step, b: int, positions: list[
     return {t: list(r.w["position"][offset + t]) for t in positions}
 
 
-# -- i23-gemma: Gemma's scaled embeddings and its RMSNorm with (1 + gamma) -------------------------
+# -- Gemma's scaled embeddings and its RMSNorm with (1 + gamma) -------------------------
 def reference_embed_scale(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     factor = float(r.spec.dims.C) ** 0.5  # the reference computes in doubles
     return {t: [v * factor for v in ins[0][t]] for t in positions}
@@ -505,7 +505,7 @@ def head_rms(v: Vec, gamma: Vec, eps: float) -> Vec:  # one head [d]: v / sqrt(m
 def reference_softcap(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     cap = step.softcap or 1.0  # Gemma 2's logits: cap * tanh(x / cap), one value at a time
     return {t: [cap * math.tanh(v / cap) for v in ins[0][t]] for t in positions}
-# -- i23-t5: T5's relative position bias (positions: relative) -------------------------------------
+# -- T5's relative position bias (positions: relative) -------------------------------------
 def reference_relative_bias(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     """At query t: [H][S], head h's bias for every key j, the table's row of the bucket of j - t (a plain loop)."""
     from tracer.model.relative import bucket
@@ -522,7 +522,7 @@ def reference_relative_bias(r: Reference, step: Step, b: int, positions: list[in
     return out
 
 
-# -- i23-t5: T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
+# -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
 def reference_head_scale(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     factor = float(r.spec.dims.C) ** -0.5  # the reference computes in doubles
     return {t: [v * factor for v in ins[0][t]] for t in positions}

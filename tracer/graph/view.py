@@ -594,7 +594,7 @@ class Figure:
 
 
 def _input_tokens(spec: Spec) -> str:
-    """A spec with a tokenizer: its input tokens as text beside their ids, one line (i27-lens); '' otherwise."""
+    """A spec with a tokenizer: its input tokens as text beside their ids, one line; '' otherwise."""
     words = spec.tokens_text() if spec.tokenizer is not None else None
     if not words or not isinstance(spec.input.value, list):
         return ""

@@ -442,7 +442,7 @@ def final_norm(prefix: str, last: str, s: StackSettings) -> Step:
     return Step(prefix + "final_norm", op, (last,), prefix + "final_norm", msg("final normalisation after the stack"), eps=s.eps)
 
 
-# -- OPT's projections (i23-opt): an embedding C_e wide, projected to C after it and back before the head -----------
+# -- OPT's projections: an embedding C_e wide, projected to C after it and back before the head -----------
 PROJECT_IN, PROJECT_OUT = "project_in", "project_out"  # their stage names and weight groups (w [in,out]; b zeros: OPT has none)
 
 
@@ -572,7 +572,7 @@ def _known_meanings() -> dict[str, Message]:
     return _KNOWN
 
 
-# -- i23-t5: T5's tied head reads the output times C ** -0.5 (block.head_scale) ----------------------
+# -- T5's tied head reads the output times C ** -0.5 (block.head_scale) ----------------------
 HEAD_SCALE = "head_scale"  # its stage (decoder.head_scale in an encoder-decoder)
 
 

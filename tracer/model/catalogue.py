@@ -147,7 +147,7 @@ def build() -> list[StageInfo]:
     tail_shapes = _shapes([], {last: shapes[last]})
     tail = [blocks.final_norm("", last, plain)] + blocks.head_steps("final_norm")
     entries += _infos(after, tail, _shapes(tail, tail_shapes))
-    # OPT with word_embed_proj_dim != C (i23-opt): the embedding is C_e wide, projected to C after it and back before the head
+    # OPT with word_embed_proj_dim != C: the embedding is C_e wide, projected to C after it and back before the head
     projected = SIZES | {"C_e": 6}
     steps, _ = blocks.entry("", "tokens", plain, True, projected=True)
     entries += _infos(before, [s for s in steps if s.name == blocks.PROJECT_IN], _shapes(steps, {}, sizes=projected))
@@ -269,7 +269,7 @@ def _qk_norm_variants(section: str) -> list[StageInfo]:
 
 
 def _gemma2_variants(section: str, after: str) -> list[StageInfo]:
-    """Gemma 2 (i23-gemma2): the sandwich layer's stages (block.norm_order: sandwich), the capped scores
+    """Gemma 2: the sandwich layer's stages (block.norm_order: sandwich), the capped scores
     (block.attention_softcap) and the capped logits after the head's raw_logits (block.head_softcap)."""
     out = []
     layer, shapes = _layer(blocks.SANDWICH, StackSettings(norm="rmsnorm_offset"))

@@ -243,7 +243,7 @@ def position_violation(spec: Spec, step: Step) -> Violation | None:
     )
 
 
-# -- i23-t5: T5's relative position bias ------------------------------------------------------
+# -- T5's relative position bias ------------------------------------------------------
 def relative_violation(spec: Spec, step: Step) -> Violation | None:
     """A bucket beyond the relative-bias table (fewer rows K_rel than the buckets the positions reach): known from the
     shapes and the bucket settings alone."""

@@ -406,6 +406,23 @@ def _op(name: str, arity: int, meaning: str, zh: str, formula: str, expr: str, g
               (_REF + impl) if reference else None, preflight=preflight, temporaries=temporaries, **parts)
 
 
+def _embed_scale_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # [B,T,C] -> [B,T,C]
+    return _same_over_c(step, ins, sizes, pos)
+
+
+def _scale_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    return 0  # one product into the output
+def _softcap_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    return 0  # x / cap, tanh and times cap, in place in the output
+def _relative_bias_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # () -> [H,T,T]
+    return ("H", pos, pos), (sizes["H"], sizes[pos], sizes[pos])
+
+
+def _relative_bias_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    n = out_bytes // ITEMSIZE[spec.dtype] // spec.dims.H  # T * T pairs
+    return n * 8 * 3  # the distances, the buckets (int64) and the float32 logarithm's scratch, [T,T] each (8 bytes: a margin)
+
+
 _RECORDS: tuple[Op, ...] = (
     # entry and exit steps, built from the spec's settings
     _op("embed", 0, "token embeddings, rows of E", "token 嵌入，取 E 的行",
@@ -487,29 +504,14 @@ _RECORDS: tuple[Op, ...] = (
         "the chosen SwiGLU experts of {x}, weighted by {b}", _expert_mix_shape, weights="moe",
         graph_weights=("w1_0", "w3_0", "w2_0"), preflight=None, temporaries=_expert_mix_bytes),
     _op("identity", 1, "the input, unchanged", "输入，原样不变", "{0}", "{0}", "{x}", _same, view="input", preflight=None, temporaries=None),
-)
-
-_RECORDS += (
-    # i23-bert: BERT's embeddings, E[token] + P[o + t] + E_type[type], then a LayerNorm (a layer_norm step, embed_norm)
+    # BERT's embeddings, E[token] + P[o + t] + E_type[type], then a LayerNorm (a layer_norm step, embed_norm)
     _op("token_type_table", 0, "token-type vectors, rows of E_type", "token 类型向量，取 E_type 的行",
         "E_type[token type]: one row of the token-type table E_type [V_type,C] per position (input.token_types; zeros when not given)",
         "rows of E_type", "rows of E_type for the token types", _stream, weights="token_type", user=False, preflight=None, temporaries=None),
     _op("position_offset", 0, "position vectors, rows of P from an offset", "位置向量，从偏移处取 P 的行",
         "P[o:o+T]: rows o .. o+T-1 of the learned table P [T_max,C] (RoBERTa: o = padding_idx + 1)", "rows of P",
         "rows {start} .. {start}+{pos}-1 of P", _table, weights="position", user=False, view="given", preflight=None, temporaries=None),
-)
-
-
-def _embed_scale_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # [B,T,C] -> [B,T,C]
-    return _same_over_c(step, ins, sizes, pos)
-
-
-def _scale_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
-    return 0  # one product into the output
-
-
-_RECORDS += (
-    # i23-gemma: Gemma's scaled embeddings (block.embedding_scale) and its RMSNorm with (1 + gamma) (block.norm: rmsnorm_offset)
+    # Gemma's scaled embeddings (block.embedding_scale) and its RMSNorm with (1 + gamma) (block.norm: rmsnorm_offset)
     _op("embed_scale", 1, "token embeddings scaled by sqrt(C)", "按 sqrt(C) 缩放的 token 嵌入",
         "{0} * sqrt(C): every embedding times the square root of the width C, sqrt(C) rounded to the run's dtype (Gemma's normaliser)",
         "{0} * sqrt(C)", "{x} * sqrt(C)", _embed_scale_shape, user=False, preflight=None, temporaries=_scale_bytes),
@@ -518,42 +520,19 @@ _RECORDS += (
         "(1 + gamma) * {0} / sqrt(mean({0}^2) + eps), over the C coordinates of each row (Gemma's RMSNorm: gamma = 0 is the identity scale)",
         "RMSNorm_(1+gamma)[{w}]({0})", "rms_norm({x}) over C, times (1 + gamma)", _same_over_c, weights="rms_offset", graph_weights=("gamma",),
         preflight=_rms_norm_contracts, temporaries=_rms_norm_bytes),
-)
-
-def _softcap_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
-    return 0  # x / cap, tanh and times cap, in place in the output
-
-
-_RECORDS += (
-    # i23-gemma2: Gemma 2's soft cap of the logits (block.head_softcap, final_logit_softcapping); the scores' cap is the
+    # Gemma 2's soft cap of the logits (block.head_softcap, final_logit_softcapping); the scores' cap is the
     # mha step's softcap setting (block.attention_softcap)
     _op("softcap", 1, "soft cap, cap * tanh(x / cap)", "软上限，cap * tanh(x / cap)",
         "cap * tanh({0} / cap): every value squashed smoothly into (-cap, cap), nearly unchanged where |{0}| << cap",
         "cap*tanh({0}/cap)", "cap * tanh({x} / cap), cap = {cap}", _same, user=False, preflight=None, temporaries=_softcap_bytes),
-)
-
-
-def _relative_bias_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # () -> [H,T,T]
-    return ("H", pos, pos), (sizes["H"], sizes[pos], sizes[pos])
-
-
-def _relative_bias_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
-    n = out_bytes // ITEMSIZE[spec.dtype] // spec.dims.H  # T * T pairs
-    return n * 8 * 3  # the distances, the buckets (int64) and the float32 logarithm's scratch, [T,T] each (8 bytes: a margin)
-
-
-_RECORDS += (
-    # i23-t5: T5's relative position bias (positions: relative), made once per stack and added to every self-attention's scores
+    # T5's relative position bias (positions: relative), made once per stack and added to every self-attention's scores
     _op("relative_bias", 0, "relative position bias, one row of the table per bucket of key - query",
         "相对位置偏置：按 键 - 查询 的桶取表中的一行",
         "B[h, i, j] = table[bucket(j - i), h]: T5's buckets of the distance (exact below max_exact, logarithmic up to max_distance), "
         "one bias per head, added to the scores of every self-attention of the stack",
         "table[bucket(j - i)]", "table[bucket(j - i)], {buckets} buckets up to distance {distance}{direction}", _relative_bias_shape,
         weights="relative_bias", user=False, preflight=None, temporaries=_relative_bias_bytes),
-)
-
-_RECORDS += (
-    # i23-t5: T5's tied head reads the decoder's output times C ** -0.5 (block.head_scale), a stage of its own
+    # T5's tied head reads the decoder's output times C ** -0.5 (block.head_scale), a stage of its own
     _op("head_scale", 1, "the decoder's output scaled by C^-1/2, for the tied head", "解码器输出乘以 C^-1/2，供共享权重的输出层使用",
         "{0} * C^-1/2: every coordinate times 1 / sqrt(C), C ** -0.5 rounded to the run's dtype (T5's tied head: sequence_output * model_dim**-0.5)",
         "{0} * C^-1/2", "{x} * C^-1/2", _embed_scale_shape, user=False, preflight=None, temporaries=_scale_bytes),

@@ -36,7 +36,7 @@ def probe(
         from tracer.probe.result import FAIL
 
         s = load_checked(spec, max_memory=max_memory)
-        if ablate or set_:  # i27-intervene: the probe perturbs the intervened block (its input: no --from)
+        if ablate or set_:  # the probe perturbs the intervened block (its input: no --from)
             from tracer.engine.interventions import Requests, attach
 
             s = attach(s, Requests(*intervene(ablate, set_, None)))

@@ -62,9 +62,9 @@ class RunOptions(NamedTuple):
     save: str | None = None  # --save FILE.npz
     form: str = "table"  # the output format (the memory estimate counts what --format json writes)
     force: bool = False  # --force: --save may replace a file tracer cannot prove it wrote
-    # i27-intervene: --ablate, --set, --from as given (tracer.engine.interventions.Requests)
+    # --ablate, --set, --from as given (tracer.engine.interventions.Requests)
     intervene: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]] = ((), (), ())
-    top: int = 5  # --top: the next tokens the probs line shows (0: the first values) (i27-lens)
+    top: int = 5  # --top: the next tokens the probs line shows (0: the first values)
 
 
 def options(specs: Sequence[str], *, fmt: str | None = None, as_json: bool = False, steps: bool = False, draw: bool = False,
@@ -92,7 +92,7 @@ def options(specs: Sequence[str], *, fmt: str | None = None, as_json: bool = Fal
         raise UsageError(msg("--attention draws a picture; it does not combine with {x}", x='--steps' if steps else '--format ' + form))
     if exports and len(specs) > 1:
         raise UsageError(msg("--svg and --html export one spec's view: give one spec"))
-    if any(opts.intervene) and opts.verify:  # i27-intervene
+    if any(opts.intervene) and opts.verify:
         raise UsageError(msg("--verify checks the kernels against the scalar reference, which knows no --ablate, --set or --from: give one or the other"))
     return opts
 
@@ -110,7 +110,7 @@ class Outcome(NamedTuple):
     show_all: bool = False
     batch: int = 0  # --batch and --pos, counted from the front (-1 given: the last)
     pos: int = 0
-    top: int = 5  # --top (i27-lens)
+    top: int = 5  # --top
 
     @property
     def stages(self) -> list[Stage]:
@@ -156,7 +156,7 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
                     show_all=opts.show_all, max_memory=opts.max_memory)
     s, policy, only = ready.spec, ready.policy, ready.stages
     opts = opts._replace(batch=ready.batch, pos=ready.pos)
-    if any(opts.intervene):  # i27-intervene: every name, file and shape checked before anything runs
+    if any(opts.intervene):  # every name, file and shape checked before anything runs
         from tracer.engine.interventions import Requests, attach
 
         s = attach(s, Requests(*opts.intervene))

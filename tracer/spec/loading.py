@@ -66,7 +66,7 @@ def _plain(value: Any, path: Path, name: str, depth: int) -> Any:
     raise SpecError(msg("{name}: {path}: expected a number, text, a list or a mapping, received {name__}", name=name, path=format_path(path), name__=type(value).__name__))
 
 
-# -- i27-lens: a spec's input replaced by text ---------------------------------------------------
+# -- a spec's input replaced by text ---------------------------------------------------
 def load_with_text(spec: SpecLike, text: str, special: bool = True, *, name: str = DICT_NAME) -> Spec:
     """The spec (a path or a dict) with ``input: {text: ..., special: ...}`` in place of its input, tokenized with its
     own ``tokenizer:``; the targets and token types of the old input are dropped (they were for other tokens)."""

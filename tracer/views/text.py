@@ -122,7 +122,7 @@ def caption(spec: Spec) -> str:
 
 
 def text_note(spec: Spec) -> str:
-    """'; tokens from the text by tokenizer.json, which added <s>': where a spec's tokens came from (i27-lens)."""
+    """'; tokens from the text by tokenizer.json, which added <s>': where a spec's tokens came from."""
     if spec.text is None:
         return ""
     import os
@@ -210,7 +210,7 @@ DEFAULT_TOP = 5  # tracer run --top: the next tokens the probs line shows at eac
 
 
 def token_word(spec: Spec, i: int) -> str:
-    """Token id ``i`` as text: the tokenizer's piece, the vocab's word, else '' (i27-lens)."""
+    """Token id ``i`` as text: the tokenizer's piece, the vocab's word, else ''."""
     if spec.tokenizer is not None:
         from tracer.checkpoints import tokenizer as tokenizers
 

@@ -148,9 +148,9 @@ def trace_json(trace: Recording, stages: list[Stage], verify: dict[str, Any] | N
         given = getattr(spec, key)
         if given is not None:
             out[key] = input_words(given)
-    if spec.interventions:  # i27-intervene: what the run replaced, as the command line asked
+    if spec.interventions:  # what the run replaced, as the command line asked
         out["interventions"] = [iv.as_json() for iv in spec.interventions]
-    if spec.tokenizer is not None:  # i27-lens: the input tokens as text beside their ids
+    if spec.tokenizer is not None:  # the input tokens as text beside their ids
         out["tokens"] = tokens_json(spec)
     if weights is not None:  # --with-weights: lets `tracer diff` name the weight that differs
         pairs = ((name, array_json(w)) for name, w in weights.items())
