@@ -34,18 +34,18 @@ def check(
     """
 
     def body() -> int:
-        from tracer.check import answer as answers_
+        from tracer.check.answer import answer_json, check, check_answers, read_answers
         from tracer.messages import render
-        from tracer.views import trace_json as jsonout
+        from tracer.views.trace_json import dumps
 
         check_precision(precision)
         if answers is not None:
             if expect is not None or stage is not None:
                 raise UsageError(msg("--answers gives every stage and value: give it without --stage and --expect"))
-            results = answers_.check_answers(spec, answers_.read_answers(answers, batch, pos), precision)
+            results = check_answers(spec, read_answers(answers, batch, pos), precision)
             for c in results:
                 if as_json:
-                    sys.stdout.write(jsonout.dumps(c.as_json(spec)))
+                    sys.stdout.write(dumps(c.as_json(spec)))
                 else:
                     sys.stdout.write(" ".join(render(c.verdict.line if c.verdict is not None else c.error).split()) + "\n")
             notes = next((c.verdict.notes for c in results if c.verdict is not None and c.verdict.notes), ())
@@ -61,13 +61,13 @@ def check(
         if stage is None or expect is None:
             raise UsageError(msg("give --stage and --expect (one value), or --answers FILE (many)"))
         try:
-            verdict = answers_.check(spec, stage, expect, pos, batch, precision)
+            verdict = check(spec, stage, expect, pos, batch, precision)
         except TracerError as e:
             if as_json:  # the error object on stdout too
-                sys.stdout.write(jsonout.dumps(answers_.answer_json(spec, stage, batch, pos, None, e.exit_code, e.message)))
+                sys.stdout.write(dumps(answer_json(spec, stage, batch, pos, None, e.exit_code, e.message)))
             raise
         if as_json:
-            sys.stdout.write(jsonout.dumps(answers_.answer_json(spec, stage, batch, pos, verdict, verdict.exit_code)))
+            sys.stdout.write(dumps(answer_json(spec, stage, batch, pos, verdict, verdict.exit_code)))
         else:
             sys.stdout.write(render(verdict.line) + "\n")
             for note in verdict.notes:  # on stderr: stdout stays the one line a script reads

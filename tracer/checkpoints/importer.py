@@ -16,7 +16,7 @@ import json
 import os
 from typing import Any, NamedTuple
 
-from tracer.checkpoints import families as layouts
+from tracer.checkpoints import families
 from tracer.checkpoints.families.base import ModelConfig, Options, grouped, named_few
 from tracer.checkpoints.formats import Checkpoint, open_checkpoint
 from tracer.errors import CheckpointError, UsageError
@@ -91,13 +91,13 @@ def _mapping(indent: str, items: dict[str, Any], notes: dict[str, str]) -> list[
 def _no_layout(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None) -> UsageError:
     """Why no layout was picked, suggesting only the layouts that would read the checkpoint whole."""
     model_type = (config or {}).get("model_type")
-    read = ", ".join(sorted({t for lay in layouts.layouts().values() for t in lay.model_types}))
+    read = ", ".join(sorted({t for lay in families.layouts().values() for t in lay.model_types}))
     why = (msg("config.json's model_type {model_type} names no layout (tracer reads {types})", model_type=repr(model_type), types=read)
            if model_type else msg("the checkpoint has no config.json"))
-    fits = layouts.whole_readers(ckpt, config)
+    fits = families.whole_readers(ckpt, config)
     if fits:
         return UsageError(at(ckpt_path, join([why, msg("give --layout {names}", names=" | ".join(fits))])))
-    return UsageError(at(ckpt_path, join([why, msg("none of tracer's layouts ({names}) maps all of its tensors, so none would trace it whole", names=", ".join(n for n in layouts.names() if n != "tracer"))])))
+    return UsageError(at(ckpt_path, join([why, msg("none of tracer's layouts ({names}) maps all of its tensors, so none would trace it whole", names=", ".join(n for n in families.names() if n != "tracer"))])))
 
 
 def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str | None, tokens: str | None, options: Options,
@@ -108,13 +108,13 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
     else the tensors the spec leaves unread (the spec then allows them only if there are any, and lists them).
     """
     ckpt = open_checkpoint(ckpt_path)
-    config = layouts.config_of(ckpt)
-    name = layout_name or layouts.infer(config)
+    config = families.config_of(ckpt)
+    name = layout_name or families.infer(config)
     if name is None:
         raise _no_layout(ckpt_path, ckpt, config)
-    if name not in layouts.names():
-        raise UsageError(msg('--layout {name}: expected one of {join}', name=repr(name), join=' | '.join(layouts.names())))
-    layout = layouts.layouts()[name]
+    if name not in families.names():
+        raise UsageError(msg('--layout {name}: expected one of {join}', name=repr(name), join=' | '.join(families.names())))
+    layout = families.layouts()[name]
     cfg = layout.read_config(config, ckpt, layout, options)
     for field, option in (("heads", "--heads"), ("activation", "--activation"), ("eps", "--eps"), ("norm_order", "--norm-order")):
         value = getattr(options, field)
@@ -375,7 +375,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
 # -- --text, tokenized with the folder's own tokenizer.json ------------------------
 def _text_tokens(checkpoint: str, shown: str, tokens: str | None, text: str, special: bool, output: str | None) -> tuple[str, tuple[str, str, bool, list[str]]]:
     """--text as the --tokens its tokenizer makes, and what the spec says instead of them (tokenizer path, text, special, added)."""
-    from tracer.checkpoints import tokenizer as tokenizers
+    from tracer.checkpoints.tokenizer import encode, load
 
     if tokens is not None:
         raise UsageError(msg("--text and --tokens both give the input: give one"))
@@ -383,7 +383,7 @@ def _text_tokens(checkpoint: str, shown: str, tokens: str | None, text: str, spe
     file = os.path.join(folder, "tokenizer.json")
     if not os.path.lexists(file):
         raise UsageError(at(checkpoint, msg("--text is tokenized with the checkpoint's own tokenizer.json, and there is none beside it")))
-    enc = tokenizers.encode(tokenizers.load(file), text, special)
+    enc = encode(load(file), text, special)
     if not enc.ids:
         raise UsageError(msg("--text: the tokenizer makes no token of this text"))
     rel = os.path.join(shown if os.path.isdir(checkpoint) else os.path.dirname(shown), "tokenizer.json")
@@ -431,5 +431,5 @@ def _unread(spec: Any, layout_name: str) -> list[str]:
     read = [w.value for w in spec.weights.values() if w.source == "file" and isinstance(w.value, refs.TensorRef)]
     if not read:
         return []
-    src = refs.ModelSource(open_checkpoint(read[0].file), layouts.layouts()[layout_name], 0, "")
+    src = refs.ModelSource(open_checkpoint(read[0].file), families.layouts()[layout_name], 0, "")
     return refs.unread(src, read, spec.block.head == "tied")

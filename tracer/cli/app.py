@@ -15,7 +15,7 @@ import typer
 
 from tracer.check import cli as check_cli
 from tracer.checkpoints import import_cli
-from tracer.cli import options as cliparams
+from tracer.cli import options
 from tracer.cli.shared import error_line
 from tracer.compare import cli as diff_cli
 from tracer.errors import EXIT_OK
@@ -56,18 +56,18 @@ def _root(
     """Trace a Transformer block stage by stage: values, shapes, and the broadcast and axis mistakes NumPy lets slide."""
 
 
-cliparams.install()  # plain text and numbers need no pydantic (see cliparams)
+options.install()  # plain text and numbers need no pydantic (see cliparams)
 
 
 # The commands, in the order --help lists them.
-app.command(cls=cliparams.sectioned(run_cli.RUN_SECTIONS))(run_cli.run)
+app.command(cls=options.sectioned(run_cli.RUN_SECTIONS))(run_cli.run)
 app.command()(probe_cli.probe)
-app.command(cls=cliparams.sectioned(grad_cli.GRAD_SECTIONS))(grad_cli.grad)
+app.command(cls=options.sectioned(grad_cli.GRAD_SECTIONS))(grad_cli.grad)
 app.command()(diff_cli.diff)
 app.command()(patch_cli.patch)
 app.command()(graph_cli.graph)
-app.command(cls=cliparams.sectioned(lens_cli.LENS_SECTIONS))(lens_cli.lens)
-app.command("page", cls=cliparams.sectioned(page_cli.PAGE_SECTIONS))(page_cli.page_command)
+app.command(cls=options.sectioned(lens_cli.LENS_SECTIONS))(lens_cli.lens)
+app.command("page", cls=options.sectioned(page_cli.PAGE_SECTIONS))(page_cli.page_command)
 app.command()(run_cli.validate)
 app.command()(check_cli.check)
 app.command()(grade_cli.grade)

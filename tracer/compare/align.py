@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from tracer.compare import settings as known
+from tracer.compare.settings import of_spec
 from tracer.compare.status import DIFFERS, EQUAL, ONLY_A, ONLY_B
 from tracer.engine import executor
 from tracer.engine.executor import Stage
@@ -19,7 +19,7 @@ from tracer.model.activations import ACTIVATIONS, DEFAULT_ACTIVATION
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, shown_internal
 from tracer.model.ops import OPS
 from tracer.spec import Spec, memory
-from tracer.views import trace_json as jsonout
+from tracer.views.trace_json import block_json
 
 
 @dataclass
@@ -73,7 +73,7 @@ def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: execut
             ex = executor.Executor(spec, keep_going, policy=policy)
             trace = ex.run()
             params = ex.params
-    block = jsonout.block_json(spec.block)
+    block = block_json(spec.block)
     violations = [v.as_json() for v in trace.violations]
     stages = {n: st for n, st in trace.stages.items() if st.data is not None}
     weights = params
@@ -83,7 +83,7 @@ def spec_side(spec: Spec, path: str, label: str, keep_going: bool, trace: execut
 
         g = backward(trace, losses.choose(spec, None))
         stages, weights = dict(g.grads), g.weight_grads
-    flat, steps = known.of_spec(spec)
+    flat, steps = of_spec(spec)
     from tracer.engine.params import embedding_rows
 
     read = embedding_rows(spec)  # an embedding from a checkpoint file: the run reads only its tokens' rows

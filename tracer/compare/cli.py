@@ -88,10 +88,10 @@ def diff(
     """
 
     def body() -> int:
-        from tracer.compare import text as difftext
+        from tracer.compare.text import diff_csv, diff_markdown
         from tracer.front.comparison import diff as diff_sides
         from tracer.run.command import output_format
-        from tracer.views import trace_json as jsonout
+        from tracer.views.trace_json import SCHEMA_VERSION, dumps
 
         form = output_format(fmt, as_json)
         check_precision(precision)
@@ -124,15 +124,15 @@ def diff(
             if form == "json":  # the error object on stdout too, as with several sides
                 from tracer.compare.many import error_json
 
-                sys.stdout.write(jsonout.dumps(error_json(a, b, e.exit_code, e.message, jsonout.SCHEMA_VERSION)))
+                sys.stdout.write(dumps(error_json(a, b, e.exit_code, e.message, SCHEMA_VERSION)))
             raise
         if form == "table":
             from tracer.compare.view import diff_view
 
             show(diff_view(result, precision), no_color, targets, f"tracer diff {a} {b}", force)
         else:
-            writers = {"json": lambda: jsonout.dumps(result.as_json()), "csv": lambda: difftext.diff_csv(result),
-                       "markdown": lambda: difftext.diff_markdown(result, precision)}
+            writers = {"json": lambda: dumps(result.as_json()), "csv": lambda: diff_csv(result),
+                       "markdown": lambda: diff_markdown(result, precision)}
             sys.stdout.write(writers[form]())
         if page is not None:
             from tracer.page.writer import diff_page
@@ -147,7 +147,7 @@ def diff_many(a: str, paths: list[str], form: str, exports: bool, compared: "Cal
     """Each hand-in against A, in this process: a status line each and a summary (table), or JSON Lines, one object
     per hand-in, an error as an object too (json; the status lines then on stderr)."""
     from tracer.compare import many
-    from tracer.views import trace_json as jsonout
+    from tracer.views.trace_json import dumps
 
     if form not in ("table", "json"):
         raise UsageError(msg("--format {form} compares two sides; with several, give the table or --json (JSON Lines)", form=form))
@@ -160,7 +160,7 @@ def diff_many(a: str, paths: list[str], form: str, exports: bool, compared: "Cal
         outcomes.append(h)
         line = many.status_line(h)
         if form == "json":
-            sys.stdout.write(jsonout.dumps(h.json(a)))
+            sys.stdout.write(dumps(h.json(a)))
             sys.stdout.flush()
             sys.stderr.write(line + "\n")
         else:

@@ -26,9 +26,10 @@ def token_text(spec: Spec | None, token: int) -> str:
     if spec is not None and spec.vocab is not None and 0 <= token < len(spec.vocab):
         return repr(spec.vocab[token])
     if spec is not None and spec.tokenizer is not None:
-        from tracer.checkpoints import tokenizer as tokenizers
+        from tracer.checkpoints.tokenizer import load as load_tokenizer
+        from tracer.checkpoints.tokenizer import piece as piece_of
 
-        return repr(tokenizers.piece(tokenizers.load(spec.tokenizer), token))
+        return repr(piece_of(load_tokenizer(spec.tokenizer), token))
     return f"#{token}"
 
 
@@ -56,9 +57,9 @@ def choose_token(spec: Spec | None, token: str | int | None, top_of: np.ndarray 
     from tracer.model.catalogue import suggest
 
     if spec is not None and spec.tokenizer is not None:
-        from tracer.checkpoints import tokenizer as tokenizers
+        from tracer.checkpoints.tokenizer import token_id
 
-        return tokenizers.token_id(spec.tokenizer, text, V)
+        return token_id(spec.tokenizer, text, V)
     if not vocab:
         raise UsageError(msg("{option} {got}: the spec has no vocab to look a word up in; give a token id 0 to {last}", option=option, got=text, last=V - 1))
     raise UsageError(msg("{option} {got}: no such word in the spec's vocab{hint}", option=option, got=repr(text), hint=suggest(text, vocab)))

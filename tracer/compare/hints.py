@@ -360,9 +360,9 @@ def _post_norm(ctx: Context) -> np.ndarray | None:
         x = ctx.inp(step.inputs[0])
         if found is None or x is None:
             return None
-        from tracer.compare import recompute as plain
+        from tracer.compare.recompute import norm as norm_of_sum
 
-        out = plain.norm(ctx, x=x + found)
+        out = norm_of_sum(ctx, x=x + found)
         return None if out is None else out["out"]
     return None
 

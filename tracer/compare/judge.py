@@ -537,14 +537,14 @@ def compare(a: Side, b: Side, *, atol: float | None = None, rtol: float | None =
 def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: int, pos: int, show_all: bool, keep_going: bool,
                         only: Sequence[str], names: Sequence[str] | dict[str, str], by_dtype: str | None = None) -> DiffResult:
     """One side (or both) holds another program's arrays: match them to the other side's stages and compare those."""
-    from tracer.compare import arrays as activations
+    from tracer.compare.arrays import is_npz, match, parse_map
     from tracer.compare.hints import hint_for
 
     mine, ref = (b, a) if b.is_arrays else (a, b)  # both arrays: B's are matched to A's names
     check_violations((a, b), keep_going)
-    mapping = names if isinstance(names, dict) else activations.parse_map(names)
+    mapping = names if isinstance(names, dict) else parse_map(names)
     arrays = {n: st.array for n, st in mine.stages.items()}
-    m = activations.match(arrays, mapping, ref.stages, mine.path, f"{ref.label} ({ref.path})")
+    m = match(arrays, mapping, ref.stages, mine.path, f"{ref.label} ({ref.path})")
     if not m.stages:
         listed = ", ".join(m.unmatched[:12]) + (", ..." if len(m.unmatched) > 12 else "")
         stats = msg("; kept as statistics only (--record stats): {names}", names=', '.join(m.stats_only)) if m.stats_only else ""
@@ -567,7 +567,7 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
         if (r.status == ONLY_A and mine.label == "B") or (r.status == ONLY_B and mine.label == "A"):
             r.status = NOT_RECORDED
     notes: list[Message] = []
-    if by_dtype is not None and not activations.is_npz(mine.path):
+    if by_dtype is not None and not is_npz(mine.path):
         notes.append(msg("{label}'s numbers look like float32 rounding (every value is a float32 number, as a float32 program writes "
                          "them out): compared at atol {atol}, rtol {rtol}, float32's tolerance (give --atol and --rtol to choose)",
                          label=mine.label, atol=f"{atol:g}", rtol=f"{rtol:g}"))

@@ -32,11 +32,11 @@ class HandIn(NamedTuple):
         return "same" if self.result.same else "different"
 
     def json(self, reference: str) -> dict[str, Any]:
-        from tracer.views import trace_json as jsonout
+        from tracer.views.trace_json import SCHEMA_VERSION
 
         if self.result is not None:
             return self.result.as_json()
-        return error_json(reference, self.path, self.code, self.error, jsonout.SCHEMA_VERSION)
+        return error_json(reference, self.path, self.code, self.error, SCHEMA_VERSION)
 
 
 def error_json(a: str, b: str, code: int, error: object, schema_version: int) -> dict[str, Any]:

@@ -19,9 +19,9 @@ import numpy as np
 
 from tracer import reading
 from tracer.compare import saved
-from tracer.compare import settings as derived
 from tracer.compare.align import Side, arrays_side, spec_side
 from tracer.compare.judge import DiffResult, check_tolerance, compare
+from tracer.compare.settings import complete, of_trace
 from tracer.errors import UsageError
 from tracer.front.run_trace import Trace
 from tracer.messages import at, msg
@@ -165,24 +165,24 @@ def read_side(path: str, grad: bool = False, limit: int | None = None, limit_tex
     """A side read but not run: a saved trace's parsed JSON, or a spec, or another program's arrays (one of
     the three), and the bytes the side will hold; with ``grad`` only a spec will do (its gradients double it).
     An archive of arrays is refused before any is decompressed if its headers declare more than ``limit``."""
-    from tracer.compare import arrays as activations
+    from tracer.compare.arrays import is_npz, npz_bytes, open_npz, read_json, read_npz, sniff_json
 
     needs_spec = at(path, msg("--grad runs the backward pass, which needs the spec: give a YAML spec, not saved arrays or a saved trace"))
-    if activations.is_npz(path):
+    if is_npz(path):
         if grad:
             raise UsageError(needs_spec)
-        archive = activations.open_npz(path)
-        memory.refuse_over(at(path, msg("reading its arrays")), {msg("the arrays, as stored and as float64"): activations.npz_bytes(archive)},
+        archive = open_npz(path)
+        memory.refuse_over(at(path, msg("reading its arrays")), {msg("the arrays, as stored and as float64"): npz_bytes(archive)},
                            limit, limit_text, msg("compare fewer or smaller arrays"))
-        arrays = activations.read_npz(path, archive)
+        arrays = read_npz(path, archive)
         return None, None, arrays, sum(a.nbytes for a in arrays.values())
     text = yamlio.read_text(path)
-    arrays_doc = activations.sniff_json(path, text)
+    arrays_doc = sniff_json(path, text)
     doc = saved.sniff(path, text) if arrays_doc is None else None
     if grad and (arrays_doc is not None or doc is not None):
         raise UsageError(needs_spec)
     if arrays_doc is not None:
-        listed = activations.read_json(arrays_doc, path)
+        listed = read_json(arrays_doc, path)
         return None, None, listed, sum(a.nbytes for a in listed.values())
     if doc is not None:
         return doc, None, None, memory.saved_trace_bytes(len(text.encode()))
@@ -199,9 +199,9 @@ def load_side(path: str, label: str, keep_going: bool, read: Read | None = None,
         return arrays_side(arrays, path, label)
     if spec is None:
         t = saved.load_trace(doc, path)
-        flat, steps = derived.of_trace(t.dims, t.block, t.top, t.dtype, t.steps)
+        flat, steps = of_trace(t.dims, t.block, t.top, t.dtype, t.steps)
         return Side(label, path, "trace", t.name, t.dims, t.block, t.dtype, t.steps, t.stages, t.weights, t.violations,
-                    settings=flat, step_settings=steps, complete=derived.complete(t.block, t.top))
+                    settings=flat, step_settings=steps, complete=complete(t.block, t.top))
     return spec_side(spec, path, label, keep_going, grad=grad, lean=lean)
 
 
@@ -278,14 +278,14 @@ def _intervened(read: Read, requests: Any, path: str, label: str) -> Read:
 
 def _add_effect(result: DiffResult, token: str | int | None) -> None:
     """The sentence on what the intervened side does to the chosen token's probability, as a note (and JSON's effect)."""
-    from tracer.compare import effect as moved
+    from tracer.compare.effect import effect, subject
 
     a, b = result.a, result.b
     ia = a.spec.interventions if a.spec is not None else ()
     ib = b.spec.interventions if b.spec is not None else ()
     clean, changed = (b, a) if ia and not ib else (a, b)
-    what = moved.subject(changed.spec.interventions if changed.spec is not None else (), clean.spec.interventions if clean.spec is not None else ())
-    found = moved.effect(clean.stages, changed.stages, clean.spec or changed.spec, what, token, result.batch)
+    what = subject(changed.spec.interventions if changed.spec is not None else (), clean.spec.interventions if clean.spec is not None else ())
+    found = effect(clean.stages, changed.stages, clean.spec or changed.spec, what, token, result.batch)
     if found is None:
         if token is not None:
             raise UsageError(msg("--token: a side has no logits (a spec with head: tied or separate has them)"))

@@ -143,13 +143,13 @@ class Trace(Mapping[str, np.ndarray]):
               show_all: bool | None = None, stages: Sequence[str] | None = None) -> View:
         """The view ``tracer run`` prints: the table, the output matrix, any violation (rich and Jupyter show it)."""
         from tracer.model.catalogue import select
-        from tracer.views import tables as render
+        from tracer.views.tables import run_view
 
         b, t = self._position(batch, pos)
         digits = self.precision if precision is None else choices.precision(choices.whole(precision, "precision"), "precision")
         wide = self.show_all if show_all is None else choices.flag(show_all, "show_all")
         only = select(choices.texts(stages, "stages"), list(self.run.stages), self.spec.path) if stages is not None else None
-        return View(render.run_view(self.run, b, t, digits, wide, only=only))
+        return View(run_view(self.run, b, t, digits, wide, only=only))
 
     def attention(self, stage: str | None = None, *, batch: int | None = None) -> View:
         """The heatmaps ``tracer run --attention`` draws: the first attention step, or the one named

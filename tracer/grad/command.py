@@ -13,7 +13,7 @@ from tracer.grad.run import GradOptions, GradTrace, grad, per_layer
 from tracer.messages import msg
 from tracer.spec import memory
 from tracer.spec.choices import position
-from tracer.views import trace_json as jsonout
+from tracer.views.trace_json import dumps
 
 
 class GradRequest(NamedTuple):
@@ -101,7 +101,7 @@ def execute(r: GradRequest) -> GradResult:
         return done(GradResult(view.per_layer_view(g, r.weight, rows), code, s.name))
     stages = view.shown_grads(g, r.show_all, only)
     if r.form == "json":
-        return done(GradResult(jsonout.dumps(view.grad_json(g, stages, check.as_json() if check else None)), code, s.name))
+        return done(GradResult(dumps(view.grad_json(g, stages, check.as_json() if check else None)), code, s.name))
     if r.form == "csv":
         return done(GradResult(view.grad_csv(g, stages), code, s.name, (note,) if note else ()))
     if r.form == "markdown":

@@ -19,8 +19,7 @@ from tracer.grad.run import GradTrace, weights_by_layer
 from tracer.i18n import tr
 from tracer.messages import render
 from tracer.model.shapes import shape_label
-from tracer.views import text as textout
-from tracer.views.text import MISSING, fmt_value, markdown_table, md_text, token_label
+from tracer.views.text import MISSING, fmt_value, markdown_table, md_text, token_label, trace_csv
 
 BAR_WIDTH = 40
 
@@ -152,7 +151,7 @@ def grad_markdown(g: GradTrace, stages: Sequence[Stage], b: int, t: int, precisi
 
 def grad_csv(g: GradTrace, stages: Sequence[Stage]) -> str:
     """The gradients in run's CSV layout: one row per stage and position, the gradient's values."""
-    return textout.trace_csv([(g.spec.path, stages)])
+    return trace_csv([(g.spec.path, stages)])
 
 
 def grad_json(g: GradTrace, stages: Sequence[Stage], verify: dict[str, Any] | None = None) -> dict[str, Any]:

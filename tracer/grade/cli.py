@@ -36,18 +36,18 @@ def grade(
 
     def body() -> int:
         from tracer.compare.judge import check_tolerance
-        from tracer.grade import sheet as grading
         from tracer.grade import view
+        from tracer.grade.sheet import folder, inputs, sheet
 
         check_tolerance(1e-9 if atol is None else atol, 1e-9 if rtol is None else rtol)
         if as_json and csv_file == "-":
             raise UsageError(msg("--json and --csv - both write to stdout: give one, or --csv FILE"))
-        studs, refs = grading.folder(students), grading.folder(reference)
+        studs, refs = folder(students), folder(reference)
         if csv_file not in (None, "-"):
             from tracer.files import check_output
 
-            check_output(csv_file, "--csv", grading.inputs(studs, refs), "csv", force)  # never over a hand-in or a reference
-        layout, grades = grading.sheet(studs, refs, atol, rtol, task)
+            check_output(csv_file, "--csv", inputs(studs, refs), "csv", force)  # never over a hand-in or a reference
+        layout, grades = sheet(studs, refs, atol, rtol, task)
         note_line(view.layout_line(students, layout, grades))
         if csv_file not in (None, "-"):
             from tracer.files import write_atomic

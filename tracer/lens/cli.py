@@ -70,13 +70,13 @@ def lens(
     """
 
     def body() -> int:
-        from tracer.lens import command as lenses
+        from tracer.lens.command import lens_format, lens_spec, lens_text
 
-        form = lenses.lens_format(fmt, as_json)
+        form = lens_format(fmt, as_json)
         targets = export_targets(svg, html, [spec], "table" if form == "table" else form, force)
         if page is not None:
             page_checked(page, page_budget, [spec], force, {"--svg": svg, "--html": html})
-        result, run = lenses.lens_spec(spec, token=int_or_text(token), top=top, batch=batch, max_memory=max_memory, precision=precision,
+        result, run = lens_spec(spec, token=int_or_text(token), top=top, batch=batch, max_memory=max_memory, precision=precision,
                                        text=text, special=not no_special, ablate=tuple(ablate or ()), set_=tuple(set_ or ()),
                                        record="all" if page is not None else "main")  # the page draws every stage
         if form == "table":
@@ -84,7 +84,7 @@ def lens(
 
             show(lens_view(result), no_color, targets, result.spec.name, force)
         else:
-            sys.stdout.write(lenses.lens_text(result, form))
+            sys.stdout.write(lens_text(result, form))
         if page is not None:
             from tracer.page.writer import run_page
 

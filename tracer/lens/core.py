@@ -124,9 +124,9 @@ def token_id(spec: Spec, token: str | int) -> int:
             raise UsageError(msg("--token {token}: id {i} is out of range: the vocabulary has V = {V} ids (0 to {x})", token=repr(str(token)), i=i, V=V, x=V - 1))
         return i
     if spec.tokenizer is not None:
-        from tracer.checkpoints import tokenizer as tokenizers
+        from tracer.checkpoints import tokenizer
 
-        return tokenizers.token_id(spec.tokenizer, token, V)
+        return tokenizer.token_id(spec.tokenizer, token, V)
     if spec.vocab is not None and token in spec.vocab:
         return spec.vocab.index(token)
     if spec.vocab is not None:

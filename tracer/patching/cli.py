@@ -64,15 +64,15 @@ def patch(
             grid = sweep(load_checked(clean, max_memory=max_memory), load_checked(corrupt, max_memory=max_memory), tuple(stage or (DEFAULT_STAGE,)), token, batch, max_memory)
         except TracerError as e:
             if form == "json":  # the error object on stdout too, as tracer run and tracer diff write it
-                from tracer.views import trace_json as jsonout
+                from tracer.views.trace_json import SCHEMA_VERSION, dumps
 
-                sys.stdout.write(jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "kind": "patch", "ok": False,
+                sys.stdout.write(dumps({"schema_version": SCHEMA_VERSION, "kind": "patch", "ok": False,
                                                 "error": {"exit_code": e.exit_code, "message": e.message}}))
             raise
         if form == "json":
-            from tracer.views import trace_json as jsonout
+            from tracer.views.trace_json import SCHEMA_VERSION, dumps
 
-            sys.stdout.write(jsonout.dumps(grid.as_json()))
+            sys.stdout.write(dumps(grid.as_json()))
         elif form == "csv":
             from tracer.patching.view import patch_csv
 

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tracer.compare import effect as chosen
+from tracer.compare import effect
 from tracer.engine import executor
 from tracer.engine.interventions import Intervention, position_axis
 from tracer.errors import EXIT_OK, EXIT_VIOLATION, SweepStopped, UsageError
@@ -166,9 +166,9 @@ def patch(clean: Spec, corrupt: Spec, stages: Sequence[str] = (DEFAULT_STAGE,), 
         violations = _violations("CLEAN", clean_run) + _violations("CORRUPT", base)
         if violations:  # nothing to patch from or into: exit 1, as tracer run's exit for a violation
             raise SweepStopped(join([*violations, msg("tracer patch needs both runs free of violations (`tracer run SPEC` shows them)")]))
-        la, lc = chosen.last_logits(clean_run.stages, b), chosen.last_logits(base.stages, b)
+        la, lc = effect.last_logits(clean_run.stages, b), effect.last_logits(base.stages, b)
         V = corrupt.stage_shapes["logits"][1][-1]
-        tok = chosen.choose_token(corrupt if corrupt.vocab else clean, token, la, V)
+        tok = effect.choose_token(corrupt if corrupt.vocab else clean, token, la, V)
         T = corrupt.stage_shapes[picked[0]][1][position_axis(corrupt.stage_shapes[picked[0]][0]) or 0] if picked else 0
         logits = np.full((len(picked), T), np.nan)
         live = {n: st.array for n, st in base.stages.items() if st.data is not None}
@@ -185,14 +185,14 @@ def patch(clean: Spec, corrupt: Spec, stages: Sequence[str] = (DEFAULT_STAGE,), 
                 patched = corrupt._replace(interventions=(iv,))
                 ex = executor.Executor(patched, policy=memory.RecordPolicy("table", frozenset({"logits"})), params=params, inputs=inputs)
                 run = ex.run(index[name], live)
-                got = chosen.last_logits(run.stages, b)
+                got = effect.last_logits(run.stages, b)
                 if got is None or not run.ok:
                     violations += _violations(f"{name} t={t}", run)
                     continue
                 logits[i, t] = got[tok]
     words = [f"t={t}{_word(corrupt, b, t)}" for t in range(T)]
     t_last = corrupt.stage_shapes["logits"][1][1] - 1
-    return PatchGrid(clean, corrupt, picked, words, tok, chosen.token_text(corrupt if corrupt.vocab else clean, tok), b, t_last,
+    return PatchGrid(clean, corrupt, picked, words, tok, effect.token_text(corrupt if corrupt.vocab else clean, tok), b, t_last,
                      float(la[tok]) if la is not None else float("nan"), float(lc[tok]) if lc is not None else float("nan"), logits, violations)
 
 

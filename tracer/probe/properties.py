@@ -185,7 +185,7 @@ def probe(spec: Spec, exact: bool = False, max_memory: str | None = None) -> lis
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # NaN and Inf are judged above ("cannot measure"), not warned about
         if exact:
-            from tracer.probe import exact as proof
+            from tracer.probe.exact import causality as proved_causality
 
-            return [proof.causality(spec), permutation(spec)]
+            return [proved_causality(spec), permutation(spec)]
         return [causality(spec), permutation(spec)]

@@ -89,10 +89,10 @@ def run(
     """
 
     def body() -> int:
-        from tracer.run import command as runs
+        from tracer.run.command import Outcome, options, render_chunks, render_text, table_view, trace_one
 
         draw = attention or bool(attention_stage)
-        opts = runs.options(specs, fmt=fmt, as_json=as_json, steps=steps, draw=draw, exports=bool(svg or html), batch=batch, pos=pos,
+        opts = options(specs, fmt=fmt, as_json=as_json, steps=steps, draw=draw, exports=bool(svg or html), batch=batch, pos=pos,
                             precision=precision, show_all=show_all, verify=verify, keep_going=keep_going, exit_zero=exit_zero,
                             with_weights=with_weights, stages=tuple(stage or ()), verify_budget=verify_budget, record=record,
                             keep=tuple(keep or ()), max_memory=max_memory, save=save, force=force,
@@ -114,16 +114,16 @@ def run(
         try:
             from tracer.process import fault_in_ahead
 
-            outcome = runs.trace_one(specs[0], opts, meanwhile=lambda: _meanwhile(form), ahead=fault_in_ahead)
+            outcome = trace_one(specs[0], opts, meanwhile=lambda: _meanwhile(form), ahead=fault_in_ahead)
         except TracerError as e:
             if form == "json":  # the error object on stdout too, as with several specs
-                sys.stdout.write(runs.render_text(runs.Outcome(specs[0], e.exit_code, error=e.message), form, opts))
+                sys.stdout.write(render_text(Outcome(specs[0], e.exit_code, error=e.message), form, opts))
             raise
         if form == "table":
             assert outcome.trace is not None
-            show(runs.table_view(outcome, precision, picked if draw else None), no_color, targets, outcome.trace.spec.name, force)
+            show(table_view(outcome, precision, picked if draw else None), no_color, targets, outcome.trace.spec.name, force)
         else:
-            for chunk in runs.render_chunks(outcome, form, opts):  # written as made: a big trace is never held as text
+            for chunk in render_chunks(outcome, form, opts):  # written as made: a big trace is never held as text
                 sys.stdout.write(chunk)
             if form in ("json", "csv") and outcome.trace is not None:
                 from tracer.views.text import unreached_note
@@ -143,22 +143,22 @@ def _meanwhile(form: str) -> None:
 
     keep_freed_memory()
     if form == "table":
-        from tracer.views import tables as render  # noqa: F401
+        import tracer.views.tables  # noqa: F401
 
 
 def print_steps(path: str, form: str, opts: object, no_color: bool, targets: "list[Target]") -> int:
     from tracer.front.prepare import load_checked, select_stages
-    from tracer.run import command as runs
+    from tracer.run.command import RunOptions, steps_text
 
-    assert isinstance(opts, runs.RunOptions)
+    assert isinstance(opts, RunOptions)
     s = load_checked(path)
     only = select_stages(s, opts.stages)
     if form == "table":
-        from tracer.views import tables as render
+        from tracer.views.tables import steps_table
 
-        show(render.steps_table(s, only), no_color, targets, s.name, opts.force)
+        show(steps_table(s, only), no_color, targets, s.name, opts.force)
     else:
-        sys.stdout.write(runs.steps_text(s, form, only))
+        sys.stdout.write(steps_text(s, form, only))
     return EXIT_OK
 
 
@@ -167,27 +167,27 @@ def run_many(specs: list[str], form: str, opts: object, no_color: bool) -> int:
     CSV (one header) and Markdown: the results on stdout, the status lines on stderr."""
     from rich.text import Text
 
-    from tracer.run import command as runs
-    from tracer.views import text as textout
+    from tracer.run.command import RunOptions, RunSummary, attempt, render_text, status_text
+    from tracer.views.text import trace_csv
 
-    assert isinstance(opts, runs.RunOptions)
+    assert isinstance(opts, RunOptions)
     status_out = console(no_color, stderr=form != "table")
     style = {"ok": "green", "violation": "bold red", "error": "bold yellow"}
-    summary = runs.RunSummary()
+    summary = RunSummary()
     csv_parts = []
     for path in specs:
-        o = runs.attempt(path, opts)
+        o = attempt(path, opts)
         summary.outcomes.append(o)
         if form == "csv":
             if o.trace is not None:
                 csv_parts.append((o.path, o.stages))
         elif form != "table":
-            sys.stdout.write(runs.render_text(o, form, opts) + ("\n" if form == "markdown" else ""))
+            sys.stdout.write(render_text(o, form, opts) + ("\n" if form == "markdown" else ""))
             sys.stdout.flush()
         word = o.status()[0]
-        status_out.print(Text(runs.status_text(o), style=style[word]) if word != "ok" else Text(runs.status_text(o)))
+        status_out.print(Text(status_text(o), style=style[word]) if word != "ok" else Text(status_text(o)))
     if form == "csv":
-        sys.stdout.write(textout.trace_csv(csv_parts))
+        sys.stdout.write(trace_csv(csv_parts))
     status_out.print(Text(summary.line(), style="bold"))
     return summary.exit_code
 
@@ -306,7 +306,7 @@ def stages(
     def body() -> int:
         from tracer.model import catalogue
         from tracer.run.command import output_format
-        from tracer.views import text as textout
+        from tracer.views.text import catalogue_csv, catalogue_markdown
 
         form = output_format(fmt, as_json)
         entries = catalogue.lookup(name) if name is not None else list(catalogue.CATALOGUE)
@@ -319,9 +319,9 @@ def stages(
 
             sys.stdout.write(json.dumps(doc, ensure_ascii=not is_utf(sys.stdout)) + "\n")
         elif form == "csv":
-            sys.stdout.write(textout.catalogue_csv(entries))
+            sys.stdout.write(catalogue_csv(entries))
         elif form == "markdown":
-            sys.stdout.write(textout.catalogue_markdown(entries, note))
+            sys.stdout.write(catalogue_markdown(entries, note))
         else:
             from tracer.views.tables import catalogue_view
 

@@ -18,7 +18,7 @@ from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, U
 from tracer.front.prepare import prepare
 from tracer.messages import msg, nmsg, render
 from tracer.spec import Spec, choices, memory
-from tracer.views import text as textout
+from tracer.views.text import STEP_HEADER, csv_text, md_text, run_markdown, step_rows, steps_markdown, trace_csv_chunks, visible_stages
 
 if TYPE_CHECKING:
     import numpy as np
@@ -115,7 +115,7 @@ class Outcome(NamedTuple):
     @property
     def stages(self) -> list[Stage]:
         assert self.trace is not None
-        return textout.visible_stages(self.trace, self.show_all, self.only)
+        return visible_stages(self.trace, self.show_all, self.only)
 
     def status(self) -> tuple[str, str]:
         """('ok' | 'violation' | 'error', the rest of the line in the current language)."""
@@ -131,12 +131,12 @@ class Outcome(NamedTuple):
         return ("ok" if self.trace.ok else "violation"), detail
 
     def json(self, streamed: bool = False) -> dict[str, Any]:
-        from tracer.views import trace_json as jsonout
+        from tracer.views.trace_json import SCHEMA_VERSION, trace_json
 
         if self.trace is None:
-            return {"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": self.path, "name": None}, "ok": False,
+            return {"schema_version": SCHEMA_VERSION, "spec": {"path": self.path, "name": None}, "ok": False,
                     "error": {"exit_code": self.code, "message": self.error}}
-        return jsonout.trace_json(self.trace, self.stages, self.check.as_json() if self.check else None, self.weights, streamed)
+        return trace_json(self.trace, self.stages, self.check.as_json() if self.check else None, self.weights, streamed)
 
 
 def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | None = None,
@@ -176,13 +176,13 @@ def trace_one(path: str, opts: RunOptions, meanwhile: Callable[[], object] | Non
 
 def _traced(path: str, s: Spec, opts: RunOptions, policy: memory.RecordPolicy, only: list[str] | None,
             meanwhile: Callable[[], object] | None) -> Outcome:
-    from tracer.engine import params as made
+    from tracer.engine.params import draw_inputs, draw_params
 
     # a big spec's seeded draws start on a helper thread; a layer's weights from files are read when it starts, and
     # every layer's weights go after its last step (nothing here reads them after the run)
-    to_params, to_inputs = made.draw_params(s, by_layer=True), None
+    to_params, to_inputs = draw_params(s, by_layer=True), None
     try:
-        to_inputs = made.draw_inputs(s)
+        to_inputs = draw_inputs(s)
         if meanwhile is not None and (to_params.helped or to_inputs.helped):
             meanwhile()
         from tracer.engine import executor
@@ -228,9 +228,9 @@ def table_view(outcome: Outcome, precision: int, drawn: list[Step] | None = None
 
         picture = attention_view(trace, drawn, outcome.batch)
         return Group(picture, Text(check.note())) if check is not None else picture
-    from tracer.views import tables as render
+    from tracer.views.tables import run_view
 
-    return render.run_view(trace, outcome.batch, outcome.pos, precision, outcome.show_all, check.stages if check else None,
+    return run_view(trace, outcome.batch, outcome.pos, precision, outcome.show_all, check.stages if check else None,
                            check.note() if check else "", outcome.only, outcome.top)
 
 
@@ -284,35 +284,35 @@ def render_text(o: Outcome, fmt: str, opts: RunOptions) -> str:
 def render_chunks(o: Outcome, fmt: str, opts: RunOptions) -> Iterator[str]:
     """render_text's text in pieces, for writing as it is made: JSON and CSV a stage at a time, so their text
     is never held whole (memory.estimate counts the largest piece)."""
-    from tracer.views import trace_json as jsonout
+    from tracer.views.trace_json import chunks
 
     if fmt == "json":
-        yield from jsonout.chunks(o.json(streamed=True))
+        yield from chunks(o.json(streamed=True))
         yield "\n"
         return
     if fmt == "csv":
-        yield from textout.trace_csv_chunks([(o.path, o.stages)])
+        yield from trace_csv_chunks([(o.path, o.stages)])
         return
     yield markdown_text(o, opts)
 
 
 def markdown_text(o: Outcome, opts: RunOptions) -> str:
     if o.trace is None:
-        return f"### {textout.md_text(o.path)}\n\n> **{i18n.tr('error')}**: {textout.md_text(render(o.error))}\n"
-    return textout.run_markdown(o.trace, o.stages, o.batch, o.pos, opts.precision,
+        return f"### {md_text(o.path)}\n\n> **{i18n.tr('error')}**: {md_text(render(o.error))}\n"
+    return run_markdown(o.trace, o.stages, o.batch, o.pos, opts.precision,
                                 o.check.stages if o.check else None, o.check.note() if o.check else "", o.only, o.top)
 
 
 def steps_text(s: Spec, fmt: str, only: list[str] | None) -> str:
     """``--steps`` as JSON, CSV or Markdown."""
-    from tracer.views import trace_json as jsonout
+    from tracer.views.trace_json import SCHEMA_VERSION, dumps, steps_json
 
     if fmt == "json":
-        steps = [step for step in jsonout.steps_json(s) if only is None or step["name"] in only]
-        return jsonout.dumps({"schema_version": jsonout.SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name}, "steps": steps})
+        steps = [step for step in steps_json(s) if only is None or step["name"] in only]
+        return dumps({"schema_version": SCHEMA_VERSION, "spec": {"path": s.path, "name": s.name}, "steps": steps})
     if fmt == "csv":
-        return textout.csv_text(textout.STEP_HEADER, textout.step_rows(s, only))
-    return textout.steps_markdown(s, only)
+        return csv_text(STEP_HEADER, step_rows(s, only))
+    return steps_markdown(s, only)
 
 
 def check_many(specs: Sequence[str], steps: bool) -> None:

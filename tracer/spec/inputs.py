@@ -73,12 +73,12 @@ def tokenizer_file(c: Checks, raw: Any) -> str | None:
         raise c.fail(path, msg("expected the path of a tokenizer.json, received {got}", got=c.received(path, raw)))
     confined(c, path, raw)
     from tracer.checkpoints import refs
-    from tracer.checkpoints import tokenizer as tokenizers
+    from tracer.checkpoints.tokenizer import CheckpointError, load
 
     file = refs.resolve(spec_dir(c), raw)
     try:
-        tokenizers.load(file)
-    except (tokenizers.CheckpointError, UsageError) as e:
+        load(file)
+    except (CheckpointError, UsageError) as e:
         raise c.fail(path, e.message) from None
     return file
 
@@ -95,11 +95,11 @@ def text_input(c: Checks, raw: dict[str, Any], tokenizer: str | None) -> tuple[d
     if tokenizer is None:
         raise c.fail(path, msg("input.text is tokenized with the checkpoint's own tokenizer: add tokenizer: tokenizer.json (its path, relative to this spec)"))
     special = c.boolean(raw.get("special", True), ("input", "special"))
-    from tracer.checkpoints import tokenizer as tokenizers
+    from tracer.checkpoints.tokenizer import CheckpointError, encode, load
 
     try:
-        enc = tokenizers.encode(tokenizers.load(tokenizer), text, special)
-    except (tokenizers.CheckpointError, UsageError) as e:
+        enc = encode(load(tokenizer), text, special)
+    except (CheckpointError, UsageError) as e:
         raise c.fail(path, e.message) from None
     if not enc.ids:
         raise c.fail(path, msg("the tokenizer makes no token of this text"))

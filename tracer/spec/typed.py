@@ -180,10 +180,10 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
         """The input tokens as words (when the spec has a vocab), for labelling positions."""
         inp = self.inputs().get(stream) if self.source is not None else self.input
         if self.tokenizer is not None and inp is not None and inp.kind == "tokens" and inp.value != "random":
-            from tracer.checkpoints import tokenizer as tokenizers
+            from tracer.checkpoints.tokenizer import load, piece
 
-            tok = tokenizers.load(self.tokenizer)
-            return [[tokenizers.piece(tok, t) for t in row] for row in inp.value]
+            tok = load(self.tokenizer)
+            return [[piece(tok, t) for t in row] for row in inp.value]
         if self.vocab is None or inp is None or inp.kind != "tokens" or inp.value == "random":
             return None
         return [[self.vocab[t] for t in row] for row in inp.value]

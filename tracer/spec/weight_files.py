@@ -37,8 +37,7 @@ def confined(c: Checks, path: Path, file: str) -> None:
 
 def model_file(c: Checks, raw: dict[str, Any]) -> Any:
     """weights: {file: ..., layout: ..., first_layer: N}: open the checkpoint (headers only) and pick the layout."""
-    from tracer.checkpoints import families as layouts
-    from tracer.checkpoints import refs
+    from tracer.checkpoints import families, refs
 
     raw = c.keys(raw, ("weights",), MODEL_FILE_KEYS, msg("weights from a checkpoint"))
     path: Path = ("weights", "file")
@@ -50,15 +49,15 @@ def model_file(c: Checks, raw: dict[str, Any]) -> Any:
         ckpt = refs.open_checkpoint(refs.resolve(spec_dir(c), file))
         layout_name = raw.get("layout")
         if layout_name is None:
-            layout_name = layouts.infer(layouts.config_of(ckpt))
+            layout_name = families.infer(families.config_of(ckpt))
             if layout_name is None:
                 raise c.fail(path, msg("which layout? add layout: {names} (the checkpoint has no config.json whose model_type names one)",
-                                       names=' | '.join(layouts.names())))
+                                       names=' | '.join(families.names())))
     except refs.CheckpointError as e:
         raise c.fail(path, e.message) from None
-    layout = layouts.layouts().get(layout_name) if isinstance(layout_name, str) else None
+    layout = families.layouts().get(layout_name) if isinstance(layout_name, str) else None
     if layout is None:
-        raise c.fail(("weights", "layout"), msg("expected {what}, received {got}", what=msg("one of {options}", options=' | '.join(layouts.names())),
+        raise c.fail(("weights", "layout"), msg("expected {what}, received {got}", what=msg("one of {options}", options=' | '.join(families.names())),
                                                 got=c.received(('weights', 'layout'), layout_name)))
     first = c.integer(raw.get("first_layer", 0), ("weights", "first_layer"), 0, 100_000)
     c.allow_unread = c.boolean(raw.get("allow_unread", False), ("weights", "allow_unread"))

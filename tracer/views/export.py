@@ -3,7 +3,7 @@
 The picture is recorded at the content's natural width, not the terminal's, so
 the same command gives the same file on any terminal or in a pipe.  Files are
 written atomically and begin with tracer's mark, so that only a file tracer wrote is
-ever replaced (outputs.py has the rule, docs/files.md explains it).  Nothing here imports NumPy.
+ever replaced (files.py has the rule, docs/files.md explains it).  Nothing here imports NumPy.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from rich.cells import cell_len
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 
-from tracer import files as outputs
+from tracer import files
 
 MAX_WIDTH = 1000  # the piped console's width: no export is wider
 MIN_WIDTH = 20
@@ -37,9 +37,9 @@ def check_targets(svg: str | None, html: str | None, inputs: list[str], force: b
 
     ``others``: the command's other outputs (--save), which no export may share a file with."""
     targets = [Target(kind, path) for kind, path in (("svg", svg), ("html", html)) if path is not None]
-    outputs.check_distinct({**(others or {}), "--svg": svg, "--html": html})
+    files.check_distinct({**(others or {}), "--svg": svg, "--html": html})
     for t in targets:
-        outputs.check_output(t.path, f"--{t.kind}", inputs, t.kind, force)
+        files.check_output(t.path, f"--{t.kind}", inputs, t.kind, force)
     return targets
 
 
@@ -123,8 +123,8 @@ def render_exports(renderable: RenderableType, targets: list[Target], title: str
 def write_atomic(target: Target, text: str, force: bool = False) -> None:
     """Write the whole file or nothing, under tracer's mark (its first line)."""
     body = text.encode("utf-8")
-    data = outputs.text_mark(target.kind, body) + body
-    outputs.write_atomic(target.path, lambda fh: fh.write(data), f"--{target.kind}", target.kind, force)
+    data = files.text_mark(target.kind, body) + body
+    files.write_atomic(target.path, lambda fh: fh.write(data), f"--{target.kind}", target.kind, force)
 
 
 def export(renderable: RenderableType, targets: list[Target], title: str, no_color: bool = False, force: bool = False) -> list[str]:

@@ -9,7 +9,7 @@ reads back with ``weights: {file: trace.npz, layout: tracer}``.
 The archive is what ``np.savez`` writes (uncompressed members ``NAME.npy``, ZIP64 when large), but
 built member by member with zipfile: np.savez takes the names as keyword arguments, so a stage named
 ``file`` or ``allow_pickle`` would clash with its own parameters.  The zip comment is tracer's mark
-(outputs.npz_mark); np.load ignores it.
+(files.npz_mark); np.load ignores it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from typing import IO, BinaryIO
 
 import numpy as np
 
-from tracer import files as outputs
+from tracer import files
 from tracer.engine.executor import Recording
 from tracer.process import signals_held
 
@@ -59,7 +59,7 @@ def write_npz(fh: BinaryIO, arrays: dict[str, np.ndarray]) -> None:
                 raise
             with signals_held():
                 member.close()
-        zf.comment = outputs.npz_mark(zf.infolist())
+        zf.comment = files.npz_mark(zf.infolist())
     except BaseException:
         _close_quietly(zf)  # the archive is write_atomic's temporary, removed on the way out
         raise
@@ -75,4 +75,4 @@ def _close_quietly(handle: zipfile.ZipFile | IO[bytes] | None) -> None:
 
 def save(trace: Recording, path: str, weights: dict[str, np.ndarray] | None = None, force: bool = False) -> None:
     arrays = npz_arrays(trace, weights)
-    outputs.write_atomic(path, lambda fh: write_npz(fh, arrays), "--save", "npz", force)
+    files.write_atomic(path, lambda fh: write_npz(fh, arrays), "--save", "npz", force)

@@ -68,15 +68,15 @@ class ReferenceCheck:
 
     def note(self) -> str:
         """The line (two when partial) printed under the table, in the current language."""
-        from tracer.messages import render as message
+        from tracer.messages import render
 
         p = self.plan
         if p.skipped:
-            return message(msg("verify: skipped: {reason}", reason=p.reason))
+            return render(msg("verify: skipped: {reason}", reason=p.reason))
         x = f"{self.max_abs_diff:.3g}"
         if p.full:
-            return message(msg("verify: largest |NumPy - reference| over all stages = {x} (every sample and position)", x=x))
-        return message(join([msg("verify: largest |NumPy - reference| over all stages = {x}", x=x), msg("verify: partial: {reason}", reason=p.reason)], "\n"))
+            return render(msg("verify: largest |NumPy - reference| over all stages = {x} (every sample and position)", x=x))
+        return render(join([msg("verify: largest |NumPy - reference| over all stages = {x}", x=x), msg("verify: partial: {reason}", reason=p.reason)], "\n"))
 
 
 def _number(x: float) -> object:

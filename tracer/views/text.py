@@ -212,9 +212,10 @@ DEFAULT_TOP = 5  # tracer run --top: the next tokens the probs line shows at eac
 def token_word(spec: Spec, i: int) -> str:
     """Token id ``i`` as text: the tokenizer's piece, the vocab's word, else ''."""
     if spec.tokenizer is not None:
-        from tracer.checkpoints import tokenizer as tokenizers
+        from tracer.checkpoints.tokenizer import load as load_tokenizer
+        from tracer.checkpoints.tokenizer import piece as piece_of
 
-        return tokenizers.piece(tokenizers.load(spec.tokenizer), i)
+        return piece_of(load_tokenizer(spec.tokenizer), i)
     if spec.vocab is not None and 0 <= i < len(spec.vocab):
         return spec.vocab[i]
     return ""
