@@ -71,7 +71,7 @@ def install() -> None:
 
     class PlainRuntimeParam(RuntimeParam):
         def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
-            annotation = self.annotation
+            annotation: Any = self.annotation
             if get_origin(annotation) is list:
                 (kind,) = get_args(annotation)
                 items = value if isinstance(value, (list, tuple)) else [value]
