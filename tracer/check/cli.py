@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracer.cli.shared import ConfineOption, LangOption, check_precision, complete_stage, guarded
+from tracer.cli import shared
 from tracer.errors import TracerError, UsageError
 from tracer.messages import msg, nmsg
 
@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def check(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec whose stage was worked out by hand.", show_default=False)],
-    stage: Annotated[str | None, typer.Option("--stage", "-s", autocompletion=complete_stage, show_default=False,
+    stage: Annotated[str | None, typer.Option("--stage", "-s", autocompletion=shared.complete_stage, show_default=False,
                                               help="The stage whose value was worked out (as tracer run names it).")] = None,
     expect: Annotated[str | None, typer.Option("--expect", "-e", metavar="NUMBERS", show_default=False,
                                                help='The hand-worked value at --pos and --batch, e.g. "[1, -2, -1]" (NumPy\'s "[ 1. -2. -1.]" too).')] = None,
@@ -25,8 +25,8 @@ def check(
     batch: Annotated[int, typer.Option("--batch", "-b", metavar="B", help="Sample of the value (-1: the last).")] = 0,
     precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals that must agree, as tracer run --precision prints them.")] = 6,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per answer instead of the line.")] = False,
-    confine: ConfineOption = None,
-    lang: LangOption = None,
+    confine: shared.ConfineOption = None,
+    lang: shared.LangOption = None,
 ) -> None:
     """Check a hand-worked value: right or wrong to the printed precision.
 
@@ -38,7 +38,7 @@ def check(
         from tracer.messages import render
         from tracer.views.trace_json import dumps
 
-        check_precision(precision)
+        shared.check_precision(precision)
         if answers is not None:
             if expect is not None or stage is not None:
                 raise UsageError(msg("--answers gives every stage and value: give it without --stage and --expect"))
@@ -74,4 +74,4 @@ def check(
                 sys.stderr.write(render(msg("note: {note}", note=note)) + "\n")
         return verdict.exit_code
 
-    guarded(body, lang, confine)
+    shared.guarded(body, lang, confine)

@@ -7,33 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracer.cli.shared import (
-    DEFAULT_MAX_MEMORY,
-    AblateOption,
-    BatchOption,
-    ConfineOption,
-    ForceOption,
-    FormatOption,
-    FromOption,
-    HtmlOption,
-    LangOption,
-    NoColorOption,
-    PageBudgetOption,
-    PageOption,
-    PosOption,
-    PrecisionOption,
-    SetOption,
-    StageOption,
-    SvgOption,
-    check_precision,
-    export_targets,
-    guarded,
-    intervene,
-    page_checked,
-    page_language,
-    show,
-    write_page_file,
-)
+from tracer.cli import shared
 from tracer.errors import TracerError, UsageError
 from tracer.messages import msg
 
@@ -48,27 +22,27 @@ def diff(
                                                        "Several (or a folder of them): each compared with A, a status line each, or JSON Lines.", show_default=False)],
     atol: Annotated[float | None, typer.Option("--atol", show_default=False, help="Absolute tolerance: equal when |A - B| <= atol + rtol * max(|A|, |B|); default 1e-9, or 1e-5 against float32 arrays (1e-2 float16).")] = None,
     rtol: Annotated[float | None, typer.Option("--rtol", show_default=False, help="Relative tolerance (see --atol): default 1e-9, or 1e-5 against float32 arrays.")] = None,
-    pos: PosOption = 0,
-    batch: BatchOption = 0,
-    precision: PrecisionOption = 6,
+    pos: shared.PosOption = 0,
+    batch: shared.BatchOption = 0,
+    precision: shared.PrecisionOption = 6,
     show_all: Annotated[bool, typer.Option("--all", help="Also compare attention internals (attn.q, attn.k, ...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object instead of the tables.")] = False,
-    fmt: FormatOption = None,
-    stage: StageOption = None,
+    fmt: shared.FormatOption = None,
+    stage: shared.StageOption = None,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Compare even when a side has a violation (else exit 2).")] = False,
     names: Annotated[list[str] | None, typer.Option("--map", metavar="THEIRS=OURS", show_default=False,
                                                     help="Your array THEIRS is tracer's stage OURS (repeatable), or a YAML file of 'theirs: ours' lines.")] = None,
     grad: Annotated[bool, typer.Option("--grad", help="Compare the backward traces: each stage's and weight's gradient of the side's loss (as tracer grad).")] = False,
-    no_color: NoColorOption = False,
-    svg: SvgOption = None,
-    html: HtmlOption = None,
-    force: ForceOption = False,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a diff estimated to need more (both sides count).")] = DEFAULT_MAX_MEMORY,
-    confine: ConfineOption = None,
-    lang: LangOption = None,
-    ablate: AblateOption = None,
-    set_: SetOption = None,
-    start: FromOption = None,
+    no_color: shared.NoColorOption = False,
+    svg: shared.SvgOption = None,
+    html: shared.HtmlOption = None,
+    force: shared.ForceOption = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a diff estimated to need more (both sides count).")] = shared.DEFAULT_MAX_MEMORY,
+    confine: shared.ConfineOption = None,
+    lang: shared.LangOption = None,
+    ablate: shared.AblateOption = None,
+    set_: shared.SetOption = None,
+    start: shared.FromOption = None,
     ablate_a: Annotated[list[str] | None, typer.Option("--ablate-a", metavar="STAGE[=mean]", show_default=False, help="As --ablate, on side A only.")] = None,
     ablate_b: Annotated[list[str] | None, typer.Option("--ablate-b", metavar="STAGE[=mean]", show_default=False, help="As --ablate, on side B only.")] = None,
     set_a: Annotated[list[str] | None, typer.Option("--set-a", metavar="STAGE=FILE:KEY", show_default=False, help="As --set, on side A only.")] = None,
@@ -76,8 +50,8 @@ def diff(
     start_a: Annotated[str | None, typer.Option("--from-a", metavar="STAGE=FILE:KEY", show_default=False, help="As --from, on side A only.")] = None,
     start_b: Annotated[str | None, typer.Option("--from-b", metavar="STAGE=FILE:KEY", show_default=False, help="As --from, on side B only.")] = None,
     token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False, help="The token whose probability the effect sentence follows (default: the clean side's top next token at the last position).")] = None,
-    page: PageOption = None,
-    page_budget: PageBudgetOption = 20.0,
+    page: shared.PageOption = None,
+    page_budget: shared.PageBudgetOption = 20.0,
 ) -> None:
     """Compare two blocks stage by stage: structure, settings, and where the numbers first diverge.
 
@@ -94,11 +68,11 @@ def diff(
         from tracer.views.trace_json import SCHEMA_VERSION, dumps
 
         form = output_format(fmt, as_json)
-        check_precision(precision)
+        shared.check_precision(precision)
 
-        both = intervene(ablate, set_, start)  # both sides, then each side's own
-        sides_asked = (intervene([*both[0], *(ablate_a or ())], [*both[1], *(set_a or ())], start_a or start),
-                       intervene([*both[0], *(ablate_b or ())], [*both[1], *(set_b or ())], start_b or start))
+        both = shared.intervene(ablate, set_, start)  # both sides, then each side's own
+        sides_asked = (shared.intervene([*both[0], *(ablate_a or ())], [*both[1], *(set_a or ())], start_a or start),
+                       shared.intervene([*both[0], *(ablate_b or ())], [*both[1], *(set_b or ())], start_b or start))
         asked = None
         if any(any(x) for x in sides_asked):
             from tracer.engine.interventions import Requests
@@ -115,9 +89,9 @@ def diff(
                 raise UsageError(msg("--page shows one diff: give one side B"))
             return diff_many(a, sides, form, bool(svg or html), compared)
         b = sides[0]
-        targets = export_targets(svg, html, [a, b], form, force)
+        targets = shared.export_targets(svg, html, [a, b], form, force)
         if page is not None:
-            page_checked(page, page_budget, [a, b], force, {"--svg": svg, "--html": html})
+            shared.page_checked(page, page_budget, [a, b], force, {"--svg": svg, "--html": html})
         try:
             result = compared(b)
         except TracerError as e:
@@ -129,7 +103,7 @@ def diff(
         if form == "table":
             from tracer.compare.view import diff_view
 
-            show(diff_view(result, precision), no_color, targets, f"tracer diff {a} {b}", force)
+            shared.show(diff_view(result, precision), no_color, targets, f"tracer diff {a} {b}", force)
         else:
             writers = {"json": lambda: dumps(result.as_json()), "csv": lambda: diff_csv(result),
                        "markdown": lambda: diff_markdown(result, precision)}
@@ -137,10 +111,10 @@ def diff(
         if page is not None:
             from tracer.page.writer import diff_page
 
-            write_page_file(page, diff_page(result, precision=precision, lang=page_language(), budget_mb=page_budget), force)
+            shared.write_page_file(page, diff_page(result, precision=precision, lang=shared.page_language(), budget_mb=page_budget), force)
         return result.exit_code
 
-    guarded(body, lang, confine)
+    shared.guarded(body, lang, confine)
 
 
 def diff_many(a: str, paths: list[str], form: str, exports: bool, compared: "Callable[[str], DiffResult]") -> int:

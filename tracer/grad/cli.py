@@ -5,34 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracer.cli.shared import (
-    DEFAULT_MAX_MEMORY,
-    AblateOption,
-    BatchOption,
-    ConfineOption,
-    ForceOption,
-    FormatOption,
-    FromOption,
-    HtmlOption,
-    LangOption,
-    NoColorOption,
-    PageBudgetOption,
-    PageOption,
-    PosOption,
-    PrecisionOption,
-    SetOption,
-    StageOption,
-    SvgOption,
-    check_precision,
-    export_targets,
-    guarded,
-    intervene,
-    note_line,
-    page_checked,
-    page_language,
-    show,
-    write_page_file,
-)
+from tracer.cli import shared
 
 if TYPE_CHECKING:
     pass
@@ -51,30 +24,30 @@ def grad(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec to run forward and backward.", show_default=False)],
     loss: Annotated[str | None, typer.Option("--loss", metavar="next-token|sum-squares", show_default=False,
                                              help="The scalar whose gradient is traced. Default: the spec's loss:, else next-token with an output head, sum-squares (0.5·ΣY²) without.")] = None,
-    pos: PosOption = 0,
-    batch: BatchOption = 0,
-    precision: PrecisionOption = 6,
-    show_all: Annotated[bool, typer.Option("--all", help="Also show the gradients of the attention internals (attn.q, attn.k, ...).")] = False,
+    pos: shared.PosOption = 0,
+    batch: shared.BatchOption = 0,
+    precision: shared.PrecisionOption = 6,
+    show_all: Annotated[bool, typer.Option("--all", help="Also shared.show the gradients of the attention internals (attn.q, attn.k, ...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: run's JSON, each stage with its grad, plus loss and weight_grads.")] = False,
-    fmt: FormatOption = None,
-    stage: StageOption = None,
+    fmt: shared.FormatOption = None,
+    stage: shared.StageOption = None,
     per_layer: Annotated[bool, typer.Option("--per-layer", help="Show one weight's gradient norm in every layer of the stack (--weight), with bars.")] = False,
     weight: Annotated[str, typer.Option("--weight", metavar="NAME", help="The weight --per-layer compares across layers.")] = "ffn.w2",
     verify: Annotated[bool, typer.Option("--verify", help="Check a sample of every weight's gradient by central finite differences.")] = False,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Take the gradient of what NumPy computed even after a violation.")] = False,
     save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write the stages, their gradients (grad/STAGE) and the weights' (grad/weights/NAME) to an .npz archive.")] = None,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run (forward and backward) estimated to need more.")] = DEFAULT_MAX_MEMORY,
-    no_color: NoColorOption = False,
-    svg: SvgOption = None,
-    html: HtmlOption = None,
-    page: PageOption = None,
-    page_budget: PageBudgetOption = 20.0,
-    force: ForceOption = False,
-    confine: ConfineOption = None,
-    lang: LangOption = None,
-    ablate: AblateOption = None,
-    set_: SetOption = None,
-    start: FromOption = None,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run (forward and backward) estimated to need more.")] = shared.DEFAULT_MAX_MEMORY,
+    no_color: shared.NoColorOption = False,
+    svg: shared.SvgOption = None,
+    html: shared.HtmlOption = None,
+    page: shared.PageOption = None,
+    page_budget: shared.PageBudgetOption = 20.0,
+    force: shared.ForceOption = False,
+    confine: shared.ConfineOption = None,
+    lang: shared.LangOption = None,
+    ablate: shared.AblateOption = None,
+    set_: shared.SetOption = None,
+    start: shared.FromOption = None,
 ) -> None:
     """The training signal, stage by stage: a loss's gradient with respect to every stage and weight, in backward order."""
 
@@ -83,24 +56,24 @@ def grad(
         from tracer.run.command import output_format
 
         form = output_format(fmt, as_json)
-        check_precision(precision)
-        targets = export_targets(svg, html, [spec], form, force, save)
+        shared.check_precision(precision)
+        targets = shared.export_targets(svg, html, [spec], form, force, save)
         if page is not None:
-            page_checked(page, page_budget, [spec], force, {"--save": save, "--svg": svg, "--html": html})
+            shared.page_checked(page, page_budget, [spec], force, {"--save": save, "--svg": svg, "--html": html})
         result = execute(GradRequest(spec, form, loss, batch, pos, precision, show_all, tuple(stage or ()), per_layer,
-                                     weight, verify, keep_going, save, max_memory, force, intervene(ablate, set_, start), full=page is not None))
+                                     weight, verify, keep_going, save, max_memory, force, shared.intervene(ablate, set_, start), full=page is not None))
         if isinstance(result.output, str):
             sys.stdout.write(result.output)
         else:
-            show(result.output, no_color, targets, result.title)
+            shared.show(result.output, no_color, targets, result.title)
         for note in result.notes:
-            note_line(note)
+            shared.note_line(note)
         if page is not None and result.trace is not None:
             from tracer.page.writer import run_page
 
             g = result.trace
-            write_page_file(page, run_page(g.forward, b=result.batch, t=result.pos, precision=precision, lang=page_language(),
+            shared.write_page_file(page, run_page(g.forward, b=result.batch, t=result.pos, precision=precision, lang=shared.page_language(),
                                            budget_mb=page_budget, grad=g if g.loss is not None else None, grad_weight=weight), force)
         return result.code
 
-    guarded(body, lang, confine)
+    shared.guarded(body, lang, confine)

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracer.cli.shared import ForceOption, LangOption, guarded, note_line
+from tracer.cli import shared
 from tracer.errors import EXIT_OK, UsageError
 from tracer.messages import msg
 
@@ -25,8 +25,8 @@ def grade(
                                                  help="Also write the sheet as CSV to FILE (- : on stdout instead of the sheet).")] = None,
     atol: Annotated[float | None, typer.Option("--atol", show_default=False, help="Absolute tolerance of each diff, as tracer diff: default 1e-9, or 1e-5 against float32 arrays.")] = None,
     rtol: Annotated[float | None, typer.Option("--rtol", show_default=False, help="Relative tolerance of each diff, as tracer diff: default 1e-9, or 1e-5 against float32 arrays.")] = None,
-    force: ForceOption = False,
-    lang: LangOption = None,
+    force: shared.ForceOption = False,
+    lang: shared.LangOption = None,
 ) -> None:
     """Grade a class: each hand-in diffed against its task's reference (tracer diff --keep-going), scored, one sheet.
 
@@ -48,7 +48,7 @@ def grade(
 
             check_output(csv_file, "--csv", inputs(studs, refs), "csv", force)  # never over a hand-in or a reference
         layout, grades = sheet(studs, refs, atol, rtol, task)
-        note_line(view.layout_line(students, layout, grades))
+        shared.note_line(view.layout_line(students, layout, grades))
         if csv_file not in (None, "-"):
             from tracer.files import write_atomic
 
@@ -62,4 +62,4 @@ def grade(
             sys.stdout.write(view.as_text(grades))
         return EXIT_OK
 
-    guarded(body, lang)
+    shared.guarded(body, lang)

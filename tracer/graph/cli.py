@@ -4,7 +4,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracer.cli.shared import ForceOption, NoColorOption, PictureLangOption, export_targets, guarded, show
+from tracer.cli import shared
 from tracer.errors import EXIT_OK
 
 if TYPE_CHECKING:
@@ -13,11 +13,11 @@ if TYPE_CHECKING:
 
 def graph(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec of the block to draw.", show_default=False)],
-    no_color: NoColorOption = False,
+    no_color: shared.NoColorOption = False,
     svg: Annotated[str | None, typer.Option("--svg", metavar="FILE", help="Also write the drawing as an SVG picture.", show_default=False)] = None,
     html: Annotated[str | None, typer.Option("--html", metavar="FILE", help="Also write the drawing as an HTML page.", show_default=False)] = None,
-    force: ForceOption = False,
-    lang: PictureLangOption = None,
+    force: shared.ForceOption = False,
+    lang: shared.PictureLangOption = None,
 ) -> None:
     """Draw the block as Figure 17.1 does: before the block, each residual path with every stage and its shape.
 
@@ -28,9 +28,9 @@ def graph(
         from tracer.front.prepare import load_checked
         from tracer.graph.view import graph_view
 
-        targets = export_targets(svg, html, [spec], "table", force)
+        targets = shared.export_targets(svg, html, [spec], "table", force)
         s = load_checked(spec)
-        show(graph_view(s), no_color, targets, s.name, force)
+        shared.show(graph_view(s), no_color, targets, s.name, force)
         return EXIT_OK
 
-    guarded(body, lang)
+    shared.guarded(body, lang)

@@ -5,27 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracer.cli.shared import (
-    DEFAULT_MAX_MEMORY,
-    AblateOption,
-    BatchOption,
-    ConfineOption,
-    ForceOption,
-    HtmlOption,
-    LangOption,
-    NoColorOption,
-    PageBudgetOption,
-    PageOption,
-    SetOption,
-    SvgOption,
-    export_targets,
-    guarded,
-    int_or_text,
-    page_checked,
-    page_language,
-    show,
-    write_page_file,
-)
+from tracer.cli import shared
 from tracer.errors import EXIT_OK
 
 if TYPE_CHECKING:
@@ -45,24 +25,24 @@ def lens(
     token: Annotated[str | None, typer.Option("--token", metavar="TEXT|ID", show_default=False,
                                               help="The token whose probability each cell shows: its text (e.g. Paris) or its id. Default: the model's own next token at each position.")] = None,
     top: Annotated[int, typer.Option("--top", metavar="K", help="The most probable tokens each cell lists.")] = 3,
-    batch: BatchOption = 0,
+    batch: shared.BatchOption = 0,
     precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")] = 4,
     text: Annotated[str | None, typer.Option("--text", metavar="TEXT", show_default=False,
                                              help="Read out this text instead of the spec's input, tokenized with the spec's tokenizer.")] = None,
     no_special: Annotated[bool, typer.Option("--no-special", help="With --text: do not add the tokenizer's special tokens (BOS, EOS).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     fmt: Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT", show_default=False, help="table (default) | json | csv.")] = None,
-    no_color: NoColorOption = False,
-    svg: SvgOption = None,
-    html: HtmlOption = None,
-    force: ForceOption = False,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = DEFAULT_MAX_MEMORY,
-    confine: ConfineOption = None,
-    lang: LangOption = None,
-    ablate: AblateOption = None,
-    set_: SetOption = None,
-    page: PageOption = None,
-    page_budget: PageBudgetOption = 20.0,
+    no_color: shared.NoColorOption = False,
+    svg: shared.SvgOption = None,
+    html: shared.HtmlOption = None,
+    force: shared.ForceOption = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = shared.DEFAULT_MAX_MEMORY,
+    confine: shared.ConfineOption = None,
+    lang: shared.LangOption = None,
+    ablate: shared.AblateOption = None,
+    set_: shared.SetOption = None,
+    page: shared.PageOption = None,
+    page_budget: shared.PageBudgetOption = 20.0,
 ) -> None:
     """The logit lens: every layer's residual stream through the final norm (with that layer's own statistics) and the head.
 
@@ -73,22 +53,22 @@ def lens(
         from tracer.lens.command import lens_format, lens_spec, lens_text
 
         form = lens_format(fmt, as_json)
-        targets = export_targets(svg, html, [spec], "table" if form == "table" else form, force)
+        targets = shared.export_targets(svg, html, [spec], "table" if form == "table" else form, force)
         if page is not None:
-            page_checked(page, page_budget, [spec], force, {"--svg": svg, "--html": html})
-        result, run = lens_spec(spec, token=int_or_text(token), top=top, batch=batch, max_memory=max_memory, precision=precision,
+            shared.page_checked(page, page_budget, [spec], force, {"--svg": svg, "--html": html})
+        result, run = lens_spec(spec, token=shared.int_or_text(token), top=top, batch=batch, max_memory=max_memory, precision=precision,
                                        text=text, special=not no_special, ablate=tuple(ablate or ()), set_=tuple(set_ or ()),
                                        record="all" if page is not None else "main")  # the page draws every stage
         if form == "table":
             from tracer.lens.view import lens_view
 
-            show(lens_view(result), no_color, targets, result.spec.name, force)
+            shared.show(lens_view(result), no_color, targets, result.spec.name, force)
         else:
             sys.stdout.write(lens_text(result, form))
         if page is not None:
             from tracer.page.writer import run_page
 
-            write_page_file(page, run_page(run, b=result.batch, t=0, lang=page_language(), budget_mb=page_budget, lens=result), force)
+            shared.write_page_file(page, run_page(run, b=result.batch, t=0, lang=shared.page_language(), budget_mb=page_budget, lens=result), force)
         return EXIT_OK
 
-    guarded(body, lang, confine)
+    shared.guarded(body, lang, confine)

@@ -5,20 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracer.cli.shared import (
-    DEFAULT_MAX_MEMORY,
-    BatchOption,
-    ConfineOption,
-    ForceOption,
-    HtmlOption,
-    LangOption,
-    NoColorOption,
-    SvgOption,
-    check_precision,
-    export_targets,
-    guarded,
-    show,
-)
+from tracer.cli import shared
 from tracer.errors import TracerError, UsageError
 from tracer.messages import msg
 
@@ -32,17 +19,17 @@ def patch(
     stage: Annotated[list[str] | None, typer.Option("--stage", metavar="PATTERN", show_default=False,
                                                     help="The stages to patch, by name or pattern (default 'blocks.*.output'); repeatable.")] = None,
     token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False, help="The token whose logit is followed (default: the clean run's top next token at the last position).")] = None,
-    batch: BatchOption = 0,
+    batch: shared.BatchOption = 0,
     precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object instead of the table and heatmap.")] = False,
     fmt: Annotated[str | None, typer.Option("--format", metavar="table|json|csv", show_default=False, help="Output format (default: table, with the heatmap).")] = None,
-    no_color: NoColorOption = False,
-    svg: SvgOption = None,
-    html: HtmlOption = None,
-    force: ForceOption = False,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a sweep whose runs are estimated to need more.")] = DEFAULT_MAX_MEMORY,
-    confine: ConfineOption = None,
-    lang: LangOption = None,
+    no_color: shared.NoColorOption = False,
+    svg: shared.SvgOption = None,
+    html: shared.HtmlOption = None,
+    force: shared.ForceOption = False,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a sweep whose runs are estimated to need more.")] = shared.DEFAULT_MAX_MEMORY,
+    confine: shared.ConfineOption = None,
+    lang: shared.LangOption = None,
 ) -> None:
     """Activation patching: each stage at each position patched from CLEAN into CORRUPT, and the change in a token's logit.
 
@@ -58,8 +45,8 @@ def patch(
         form = output_format(fmt, as_json)
         if form == "markdown":
             raise UsageError(msg("--format markdown: tracer patch writes table, json or csv"))
-        check_precision(precision)
-        targets = export_targets(svg, html, [clean, corrupt], form, force)
+        shared.check_precision(precision)
+        targets = shared.export_targets(svg, html, [clean, corrupt], form, force)
         try:
             grid = sweep(load_checked(clean, max_memory=max_memory), load_checked(corrupt, max_memory=max_memory), tuple(stage or (DEFAULT_STAGE,)), token, batch, max_memory)
         except TracerError as e:
@@ -80,7 +67,7 @@ def patch(
         else:
             from tracer.patching.view import patch_view
 
-            show(patch_view(grid, precision), no_color, targets, "tracer patch", force)
+            shared.show(patch_view(grid, precision), no_color, targets, "tracer patch", force)
         return grid.exit_code
 
-    guarded(body, lang, confine)
+    shared.guarded(body, lang, confine)

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracer.cli.shared import DEFAULT_MAX_MEMORY, AblateOption, LangOption, SetOption, console, guarded, intervene
+from tracer.cli import shared
 from tracer.errors import EXIT_OK, EXIT_VIOLATION
 
 if TYPE_CHECKING:
@@ -18,10 +18,10 @@ def probe(
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a property fails.")] = False,
     no_color: Annotated[bool, typer.Option("--no-color", help="No colour, even on a terminal.")] = False,
     exact: Annotated[bool, typer.Option("--exact", help="Prove causality with the backward pass: every later position's gradient exactly 0.")] = False,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a probe estimated to need more (it holds two runs at once).")] = DEFAULT_MAX_MEMORY,
-    lang: LangOption = None,
-    ablate: AblateOption = None,
-    set_: SetOption = None,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a probe estimated to need more (it holds two runs at once).")] = shared.DEFAULT_MAX_MEMORY,
+    lang: shared.LangOption = None,
+    ablate: shared.AblateOption = None,
+    set_: shared.SetOption = None,
 ) -> None:
     """Check causality and permutation equivariance empirically, by perturbing and permuting the input rows.
 
@@ -39,15 +39,15 @@ def probe(
         if ablate or set_:  # the probe perturbs the intervened block (its input: no --from)
             from tracer.engine.interventions import Requests, attach
 
-            s = attach(s, Requests(*intervene(ablate, set_, None)))
+            s = attach(s, Requests(*shared.intervene(ablate, set_, None)))
         props = run_probe(s, exact, max_memory)
         if as_json:
             sys.stdout.write(view.json_text(s, props))
         else:
-            console(no_color).print(view.table(s, props))
+            shared.console(no_color).print(view.table(s, props))
         if any(p.result == FAIL for p in props):
             return EXIT_OK if exit_zero else EXIT_VIOLATION
         unmeasured_error(s, props)  # exit 2: the input cannot show the property either way
         return EXIT_OK
 
-    guarded(body, lang)
+    shared.guarded(body, lang)

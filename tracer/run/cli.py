@@ -6,34 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tracer.cli.shared import (
-    BUG_REPORT,
-    DEFAULT_MAX_MEMORY,
-    AblateOption,
-    BatchOption,
-    ConfineOption,
-    ForceOption,
-    FormatOption,
-    FromOption,
-    HtmlOption,
-    LangOption,
-    NoColorOption,
-    PosOption,
-    PrecisionOption,
-    SetOption,
-    StageOption,
-    SvgOption,
-    TopOption,
-    complete_catalogue_name,
-    complete_format,
-    complete_preset,
-    console,
-    export_targets,
-    guarded,
-    intervene,
-    note_line,
-    show,
-)
+from tracer.cli import shared
 from tracer.errors import EXIT_INTERNAL, EXIT_OK, EXIT_VIOLATION, TracerError, UsageError
 from tracer.messages import at, join, msg, shown
 
@@ -52,35 +25,35 @@ RUN_SECTIONS = {
 
 def run(
     specs: Annotated[list[str], typer.Argument(metavar="SPEC", help="The YAML spec(s) to trace. With more than one: a status line each and a summary.", show_default=False)],
-    pos: PosOption = 0,
-    batch: BatchOption = 0,
-    precision: PrecisionOption = 6,
-    show_all: Annotated[bool, typer.Option("--all", help="Also show attention internals (attn.q, attn.k, ...).")] = False,
+    pos: shared.PosOption = 0,
+    batch: shared.BatchOption = 0,
+    precision: shared.PrecisionOption = 6,
+    show_all: Annotated[bool, typer.Option("--all", help="Also shared.show attention internals (attn.q, attn.k, ...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object (schema_version 1) per spec.")] = False,
-    fmt: FormatOption = None,
-    stage: StageOption = None,
+    fmt: shared.FormatOption = None,
+    stage: shared.StageOption = None,
     verify: Annotated[bool, typer.Option("--verify", help="Run the scalar reference beside NumPy; print the largest difference per stage.")] = False,
     verify_budget: Annotated[int, typer.Option("--verify-budget", help="Scalar operations the reference may take (about 15 million a second); beyond it, verify what is exact on its own.")] = 60_000_000,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Record NumPy's result at a violation and go on, flagging every violation.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a violation was flagged (for scripts that only collect reports).")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="Print the step list the spec runs, with each stage's shape, and exit.")] = False,
-    no_color: NoColorOption = False,
+    no_color: shared.NoColorOption = False,
     with_weights: Annotated[bool, typer.Option("--with-weights", help="With --json: also write every weight, so `tracer diff` can name the weight that differs. With --save: also save them as weights.NAME (a checkpoint for layout: tracer).")] = False,
     attention: Annotated[bool, typer.Option("--attention", help="Draw the first attention stage's weights as heatmaps (one panel per head) instead of the table.")] = False,
     attention_stage: Annotated[list[str] | None, typer.Option("--attention-stage", metavar="NAME", help="Draw this attention stage (e.g. blocks.1.attention, decoder.blocks.0.cross_attention, or all); repeatable; implies --attention.", show_default=False)] = None,
-    svg: SvgOption = None,
-    html: HtmlOption = None,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = DEFAULT_MAX_MEMORY,
+    svg: shared.SvgOption = None,
+    html: shared.HtmlOption = None,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = shared.DEFAULT_MAX_MEMORY,
     record: Annotated[str, typer.Option("--record", metavar="auto|all|main|stats", help="Keep what the output shows (auto: for the table, each stage's value at --batch/--pos and the block output), every stage (all), all but the attention internals (main), or statistics of big arrays (stats).")] = "auto",
     keep: Annotated[list[str] | None, typer.Option("--keep", metavar="STAGE", help="Keep this stage in full whatever --record says (repeatable).")] = None,
     save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write every recorded array to an .npz archive, under its stage name.")] = None,
-    force: ForceOption = False,
-    confine: ConfineOption = None,
-    lang: LangOption = None,
-    ablate: AblateOption = None,
-    set_: SetOption = None,
-    start: FromOption = None,
-    top: TopOption = 5,
+    force: shared.ForceOption = False,
+    confine: shared.ConfineOption = None,
+    lang: shared.LangOption = None,
+    ablate: shared.AblateOption = None,
+    set_: shared.SetOption = None,
+    start: shared.FromOption = None,
+    top: shared.TopOption = 5,
 ) -> None:
     """Trace SPEC and print one row per stage (Table 17.1), then the output matrix.
 
@@ -96,9 +69,9 @@ def run(
                             precision=precision, show_all=show_all, verify=verify, keep_going=keep_going, exit_zero=exit_zero,
                             with_weights=with_weights, stages=tuple(stage or ()), verify_budget=verify_budget, record=record,
                             keep=tuple(keep or ()), max_memory=max_memory, save=save, force=force,
-                            intervene=intervene(ablate, set_, start), top=top)
+                            intervene=shared.intervene(ablate, set_, start), top=top)
         form = opts.form
-        targets = export_targets(svg, html, list(specs), form, force, save)
+        targets = shared.export_targets(svg, html, list(specs), form, force, save)
         if steps:
             return print_steps(specs[0], form, opts, no_color, targets)
         if len(specs) > 1:
@@ -121,7 +94,7 @@ def run(
             raise
         if form == "table":
             assert outcome.trace is not None
-            show(table_view(outcome, precision, picked if draw else None), no_color, targets, outcome.trace.spec.name, force)
+            shared.show(table_view(outcome, precision, picked if draw else None), no_color, targets, outcome.trace.spec.name, force)
         else:
             for chunk in render_chunks(outcome, form, opts):  # written as made: a big trace is never held as text
                 sys.stdout.write(chunk)
@@ -130,10 +103,10 @@ def run(
 
                 note = unreached_note(outcome.trace, outcome.only)
                 if note:
-                    note_line(note)
+                    shared.note_line(note)
         return outcome.code
 
-    guarded(body, lang, confine)
+    shared.guarded(body, lang, confine)
 
 
 def _meanwhile(form: str) -> None:
@@ -156,7 +129,7 @@ def print_steps(path: str, form: str, opts: object, no_color: bool, targets: "li
     if form == "table":
         from tracer.views.tables import steps_table
 
-        show(steps_table(s, only), no_color, targets, s.name, opts.force)
+        shared.show(steps_table(s, only), no_color, targets, s.name, opts.force)
     else:
         sys.stdout.write(steps_text(s, form, only))
     return EXIT_OK
@@ -171,7 +144,7 @@ def run_many(specs: list[str], form: str, opts: object, no_color: bool) -> int:
     from tracer.views.text import trace_csv
 
     assert isinstance(opts, RunOptions)
-    status_out = console(no_color, stderr=form != "table")
+    status_out = shared.console(no_color, stderr=form != "table")
     style = {"ok": "green", "violation": "bold red", "error": "bold yellow"}
     summary = RunSummary()
     csv_parts = []
@@ -194,14 +167,14 @@ def run_many(specs: list[str], form: str, opts: object, no_color: bool) -> int:
 
 def validate(
     specs: Annotated[list[str], typer.Argument(help="The YAML specs to check.", show_default=False, metavar="SPEC")],
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Report a spec whose run would need more as invalid (as run refuses it).")] = DEFAULT_MAX_MEMORY,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Report a spec whose run would need more as invalid (as run refuses it).")] = shared.DEFAULT_MAX_MEMORY,
     record: Annotated[str, typer.Option("--record", metavar="auto|all|main|stats", help="The recording the memory estimate assumes (auto: a plain `tracer run`).")] = "auto",
-    confine: ConfineOption = None,
-    lang: LangOption = None,
+    confine: shared.ConfineOption = None,
+    lang: shared.LangOption = None,
 ) -> None:
     """Check each SPEC without running it: one line per spec, 'ok', the violation a run would flag, or the error.
 
-    What the shapes and settings alone show (beta: [0], LayerNorm over T, softmax over queries, positions
+    What the shapes and settings alone shared.show (beta: [0], LayerNorm over T, softmax over queries, positions
     beyond T_max) is reported as tracer run reports it.  Exit code: the worst of 0 valid, 1 a run would
     flag a violation, 2 not valid.
     """
@@ -233,16 +206,16 @@ def validate(
             except Exception as e:  # a bug: say so for this spec, go on with the others
                 if os.environ.get("TRACER_DEBUG"):
                     raise
-                line, code = at(path, join([msg("internal error: {what}", what=f"{type(e).__name__}: {e}"), BUG_REPORT])), EXIT_INTERNAL
+                line, code = at(path, join([msg("internal error: {what}", what=f"{type(e).__name__}: {e}"), shared.BUG_REPORT])), EXIT_INTERNAL
             sys.stdout.write(" ".join(render(line).split()) + "\n")  # one line per spec, whatever the message
             worst = max(worst, code)
         return worst
 
-    guarded(body, lang, confine)
+    shared.guarded(body, lang, confine)
 
 
 def new(
-    preset: Annotated[str | None, typer.Option("--preset", "-P", autocompletion=complete_preset, show_default=False,
+    preset: Annotated[str | None, typer.Option("--preset", "-P", autocompletion=shared.complete_preset, show_default=False,
                                                help="ch17 | custom | gpt2 | stack | modern | encoder-decoder")] = None,
     output: Annotated[str | None, typer.Option("--output", "-o", show_default=False,
                                                help="Write the spec to this file (never over an existing one) instead of stdout.")] = None,
@@ -276,7 +249,7 @@ def new(
         sys.stderr.write(render(msg("wrote {path} (preset {preset}); trace it with: tracer run {path}", path=shown(output), preset=preset)) + "\n")
         return EXIT_OK
 
-    guarded(body)
+    shared.guarded(body)
 
 
 def schema() -> None:
@@ -288,18 +261,18 @@ def schema() -> None:
         sys.stdout.write(spec_schema_text())
         return EXIT_OK
 
-    guarded(body)
+    shared.guarded(body)
 
 
 def stages(
-    name: Annotated[str | None, typer.Argument(metavar="NAME", autocompletion=complete_catalogue_name, show_default=False,
+    name: Annotated[str | None, typer.Argument(metavar="NAME", autocompletion=shared.complete_catalogue_name, show_default=False,
                                                help="Only this stage (blocks.3.norm1 finds norm1).")] = None,
     fmt: Annotated[str | None, typer.Option(
-        "--format", "-f", metavar="FORMAT", autocompletion=complete_format, show_default=False,
+        "--format", "-f", metavar="FORMAT", autocompletion=shared.complete_format, show_default=False,
         help="table (default) | json | csv | markdown. CSV: one row per stage name; Markdown: a pipe table.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
-    no_color: NoColorOption = False,
-    lang: LangOption = None,
+    no_color: shared.NoColorOption = False,
+    lang: shared.LangOption = None,
 ) -> None:
     """List every stage name a trace can record, with its meaning, formula and shape."""
 
@@ -325,7 +298,7 @@ def stages(
         else:
             from tracer.views.tables import catalogue_view
 
-            console(no_color).print(catalogue_view(entries, note))
+            shared.console(no_color).print(catalogue_view(entries, note))
         return EXIT_OK
 
-    guarded(body, lang)
+    shared.guarded(body, lang)
