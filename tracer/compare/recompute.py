@@ -351,6 +351,16 @@ def attention(ctx: Context, reads: str | None = None, q_from: str = "w_q", k_fro
     return {"scores": s, "weights": a, "heads": heads, "out": out}
 
 
+def _layer(ctx: Context, x: np.ndarray | None, own: str, sibling: str, transposed: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    """An FFN layer's weight (its sibling's transposed, by mistake) and bias (zeros when it has none), when they fit ``x``."""
+    other = ctx.weight(sibling)
+    weight = other.T if transposed and other is not None else ctx.weight(own)
+    if x is None or weight is None or x.shape[-1] != weight.shape[0]:
+        return None
+    bias = ctx.weight("b" + own[1:])
+    return weight, np.zeros(weight.shape[-1]) if bias is None else bias
+
+
 def ffn_hidden(ctx: Context, reads: str | None = None, activation: str | None = None, b1: str = "on", w1: str = "w1",
                gate: str | None = None, gated: str = "on") -> Arrays | None:
     """The FFN's first layer, act(N W_1 + b_1) (gated: gate(N W_1 + b_1) * (N W_3 + b_3)), with the knobs: ``reads``
@@ -360,12 +370,10 @@ def ffn_hidden(ctx: Context, reads: str | None = None, activation: str | None = 
     if step is None or step.op != "ffn_hidden" or not step.inputs:
         return None
     n = ctx.inp(reads or step.inputs[0])
-    other_2 = ctx.weight("w2")
-    weight_1 = other_2.T if w1 == "w2T" and other_2 is not None else ctx.weight("w1")
-    bias_1 = ctx.weight("b1")
-    if n is None or weight_1 is None or n.shape[-1] != weight_1.shape[0]:
+    layer = _layer(ctx, n, "w1", "w2", w1 == "w2T")
+    if n is None or layer is None:
         return None
-    bias_1 = np.zeros(weight_1.shape[-1]) if bias_1 is None else bias_1
+    weight_1, bias_1 = layer
     spec_act = ctx.activation()
     own = ACTIVATIONS.get(spec_act)
 
@@ -405,13 +413,12 @@ def ffn_out(ctx: Context, reads: str | None = None, b2: str = "on", after: str |
         h = None if n is None or w1 is None or n.shape[-1] != w1.shape[0] else n @ w1 + (0.0 if b1 is None else b1)
     else:
         h = ctx.inp(reads or step.inputs[0])
-    other_1 = ctx.weight("w1")
-    weight_2 = other_1.T if w2 == "w1T" and other_1 is not None else ctx.weight("w2")
-    bias_2 = ctx.weight("b2")
-    if h is None or weight_2 is None or h.shape[-1] != weight_2.shape[0]:
+    layer = _layer(ctx, h, "w2", "w1", w2 == "w1T")
+    if h is None or layer is None:
         return None
+    weight_2, bias_2 = layer
     with np.errstate(all="ignore"):
-        out = h @ weight_2 + (0.0 if bias_2 is None or b2 == "off" else bias_2)
+        out = h @ weight_2 + (bias_2 if b2 == "on" else 0.0)
         if after is not None:
             out = act(after, out)
     return None if out is None else {"out": out}

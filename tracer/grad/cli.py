@@ -27,7 +27,7 @@ def grad(
     pos: shared.PosOption = 0,
     batch: shared.BatchOption = 0,
     precision: shared.PrecisionOption = 6,
-    show_all: Annotated[bool, typer.Option("--all", help="Also shared.show the gradients of the attention internals (attn.q, attn.k, ...).")] = False,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show the gradients of the attention internals (attn.q, attn.k, ...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: run's JSON, each stage with its grad, plus loss and weight_grads.")] = False,
     fmt: shared.FormatOption = None,
     stage: shared.StageOption = None,

@@ -77,12 +77,20 @@ def reads_later(spec: Spec) -> str | None:
     return None
 
 
-def causality(spec: Spec) -> Property:
-    name = "causality"
+def causal_by_design(spec: Spec) -> Property | str:
+    """The block's input stage to perturb (x; decoder.x), or the causality property already settled: not applicable,
+    because the mask lets a position read a later one by design."""
     why = reads_later(spec)
     if why is not None:
-        return Property(name, NOT_APPLICABLE, why)
-    xname = "decoder.x" if spec.model == "encoder-decoder" else "x"
+        return Property("causality", NOT_APPLICABLE, why)
+    return "decoder.x" if spec.model == "encoder-decoder" else "x"
+
+
+def causality(spec: Spec) -> Property:
+    name = "causality"
+    xname = causal_by_design(spec)
+    if isinstance(xname, Property):
+        return xname
     with np.errstate(all="ignore"):
         trace = executor.run(spec, keep_going=True)
     params, inputs = load_params(spec), load_inputs(spec)

@@ -58,13 +58,12 @@ def _probe_positions(T: int) -> list[int]:
 
 
 def causality(spec: Spec) -> Property:
-    from tracer.probe.exact import reads_later
+    from tracer.probe.exact import causal_by_design
 
     name = "causality"
-    why = reads_later(spec)
-    if why is not None:
-        return Property(name, NOT_APPLICABLE, why)
-    xname = "decoder.x" if spec.model == "encoder-decoder" else "x"
+    xname = causal_by_design(spec)
+    if isinstance(xname, Property):
+        return xname
     base = executor.run(spec, keep_going=True)
     x = base.stages[xname].array
     T = x.shape[1]  # fewer than dims.T when the run is cut at T_max

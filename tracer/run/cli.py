@@ -28,7 +28,7 @@ def run(
     pos: shared.PosOption = 0,
     batch: shared.BatchOption = 0,
     precision: shared.PrecisionOption = 6,
-    show_all: Annotated[bool, typer.Option("--all", help="Also shared.show attention internals (attn.q, attn.k, ...).")] = False,
+    show_all: Annotated[bool, typer.Option("--all", help="Also show attention internals (attn.q, attn.k, ...).")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object (schema_version 1) per spec.")] = False,
     fmt: shared.FormatOption = None,
     stage: shared.StageOption = None,
@@ -174,7 +174,7 @@ def validate(
 ) -> None:
     """Check each SPEC without running it: one line per spec, 'ok', the violation a run would flag, or the error.
 
-    What the shapes and settings alone shared.show (beta: [0], LayerNorm over T, softmax over queries, positions
+    What the shapes and settings alone show (beta: [0], LayerNorm over T, softmax over queries, positions
     beyond T_max) is reported as tracer run reports it.  Exit code: the worst of 0 valid, 1 a run would
     flag a violation, 2 not valid.
     """
