@@ -43,7 +43,8 @@ LENS_SECTIONS = {
 def lens(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec to read out layer by layer (it needs a head).", show_default=False)],
     token: Annotated[str | None, typer.Option("--token", metavar="TEXT|ID", show_default=False,
-                                              help="The token whose probability each cell shows: its text (e.g. Paris) or its id. Default: the model's own next token at each position.")] = None,
+                                              help="The token whose probability each cell shows: its text (e.g. Paris) or its id. Default: the model's own "
+                                                   "next token at each position.")] = None,
     top: Annotated[int, typer.Option("--top", metavar="K", help="The most probable tokens each cell lists.")] = 3,
     batch: BatchOption = 0,
     precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")] = 4,
@@ -56,7 +57,8 @@ def lens(
     svg: SvgOption = None,
     html: HtmlOption = None,
     force: ForceOption = False,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = DEFAULT_MAX_MEMORY,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE",
+                                            help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = DEFAULT_MAX_MEMORY,
     confine: ConfineOption = None,
     lang: LangOption = None,
     ablate: AblateOption = None,
