@@ -125,7 +125,8 @@ def main() -> int:
     touch.append(first_touch(env))
     print(f"  the first write to fresh memory on this machine (a fresh process writing 256 MB): {touch[0]:.2f} ms/MB before "
           f"the runs, {touch[1]:.2f} ms/MB after (what tracer's kept stages and HF's first forward pay; HF's timed forward follows a warm-up)")
-    print(json.dumps({"first_touch_ms_per_mb": touch, "dtype": args.dtype, "tracer_s": ours, "hf_s": theirs, "ratio": ratio, "peak_bytes": peak, "estimate_bytes": est.total}))
+    print(json.dumps({"first_touch_ms_per_mb": touch, "dtype": args.dtype, "tracer_s": ours, "hf_s": theirs, "ratio": ratio, "peak_bytes": peak,
+                      "estimate_bytes": est.total}))
     tmp.cleanup()
     return 0
 

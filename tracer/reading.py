@@ -59,7 +59,8 @@ def afford(need: int, what: Message | str) -> None:
     """InputRefused if ``need`` bytes are more than the current --max-memory (see within)."""
     limit = _BUDGET.get()
     if limit is not None and need > limit:
-        raise InputRefused(msg("{what} would need about {need} bytes to parse, more than --max-memory allows ({limit} bytes)", what=what, need=f"{need:,}", limit=f"{limit:,}"))
+        raise InputRefused(msg("{what} would need about {need} bytes to parse, more than --max-memory allows ({limit} bytes)", what=what, need=f"{need:,}",
+                               limit=f"{limit:,}"))
 
 
 def open_regular(path: str) -> tuple[IO[bytes], int]:
@@ -267,7 +268,8 @@ def npy_header(fh: IO[bytes]) -> NpyHeader:
         raise InputRefused(msg("is truncated (its .npy header is cut short)"))
     n = int.from_bytes(raw, "little")
     if n > MAX_NPY_HEADER:
-        raise InputRefused(msg("has an .npy header of {n} bytes, more than the {limit} NumPy reads; the file is corrupt or hostile", n=f"{n:,}", limit=f"{MAX_NPY_HEADER:,}"))
+        raise InputRefused(msg("has an .npy header of {n} bytes, more than the {limit} NumPy reads; the file is corrupt or hostile", n=f"{n:,}",
+                               limit=f"{MAX_NPY_HEADER:,}"))
     data = fh.read(n)
     if len(data) < n:
         raise InputRefused(msg("is truncated (its .npy header is cut short)"))
@@ -314,7 +316,8 @@ def zip_members(archive: zipfile.ZipFile) -> list[zipfile.ZipInfo]:
         if m.flag_bits & 0x1:
             raise InputRefused(msg("member {name} is encrypted; tracer reads unencrypted archives only", name=repr(m.filename[:80])))
         if m.compress_type not in known:
-            raise InputRefused(msg("member {name} uses a compression tracer does not read (method {method})", name=repr(m.filename[:80]), method=m.compress_type))
+            raise InputRefused(msg("member {name} uses a compression tracer does not read (method {method})", name=repr(m.filename[:80]),
+                                   method=m.compress_type))
     return members
 
 

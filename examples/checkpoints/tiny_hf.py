@@ -2,7 +2,10 @@
 
     python examples/checkpoints/tiny_hf.py FAMILY [FOLDER]
 
-FAMILY is one of FAMILIES below (gpt2, llama, mistral, qwen2, qwen3, mixtral, bert, roberta, distilbert, gpt_neox, phi, gemma, gemma2 (sliding window 3 on layers 0 and 2 of 3, soft caps 50 and 30), opt, opt-post (OPT-350m's shape: Post-Norm, an embedding 16 wide projected to 32 and back), t5 (T5ForConditionalGeneration, gated-gelu, d_kv 6 != C/H)); FOLDER defaults to tiny-FAMILY.  The weights are random from a fixed seed,
+FAMILY is one of FAMILIES below (gpt2, llama, mistral, qwen2, qwen3, mixtral, bert, roberta, distilbert, gpt_neox, phi, gemma, \
+gemma2 (sliding window 3 on layers 0 and 2 of 3, soft caps 50 and 30), opt, opt-post (OPT-350m's shape: Post-Norm, an embedding 16 wide \
+projected to 32 and back), t5 (T5ForConditionalGeneration, gated-gelu, d_kv 6 != C/H)); FOLDER defaults to tiny-FAMILY.  \
+The weights are random from a fixed seed,
 in float64, so that `tracer import FOLDER` and `tracer run` can be compared with the model's own forward.
 """
 

@@ -212,7 +212,8 @@ def test_projections_and_the_config_must_agree(tmp_path):
     _, _, folder = _opt(tmp_path, word_embed_proj_dim=32)
     t = load_file(str(folder / "model.safetensors"))
     save_file({k: v for k, v in t.items() if "project_in" not in k}, str(folder / "model.safetensors"), metadata={"format": "pt"})
-    assert_refused(run_app("import", str(folder)), "word_embed_proj_dim = 32, but hidden_size = 48, and the checkpoint holds no 'model.decoder.project_in.weight'")
+    assert_refused(run_app("import", str(folder)),
+                   "word_embed_proj_dim = 32, but hidden_size = 48, and the checkpoint holds no 'model.decoder.project_in.weight'")
     _, _, plain = _opt(tmp_path / "plain")
     t = load_file(str(plain / "model.safetensors"))
     t["model.decoder.project_out.weight"] = np.zeros((48, 48), dtype=np.float64)

@@ -55,8 +55,10 @@ def test_llama_biases_are_read_when_the_config_switches_them_on(tmp_path):
 
 
 @pytest.mark.parametrize("config, skip, fragment", [
-    ({"attention_bias": True}, "model.layers.1.self_attn.v_proj.bias", "attention_bias = true, but the checkpoint holds no 'model.layers.1.self_attn.v_proj.bias'"),
-    ({"attention_bias": False}, "", "attention_bias = boolean false, but the checkpoint holds 'model.layers.0.self_attn.q_proj.bias', which Hugging Face would not add"),
+    ({"attention_bias": True}, "model.layers.1.self_attn.v_proj.bias",
+     "attention_bias = true, but the checkpoint holds no 'model.layers.1.self_attn.v_proj.bias'"),
+    ({"attention_bias": False}, "",
+     "attention_bias = boolean false, but the checkpoint holds 'model.layers.0.self_attn.q_proj.bias', which Hugging Face would not add"),
     ({}, "", "attention_bias = boolean false, but the checkpoint holds 'model.layers.0.self_attn.q_proj.bias'"),
 ])
 def test_biases_and_config_that_disagree_are_refused(tmp_path, config, skip, fragment):
@@ -289,7 +291,8 @@ def _largest_logit_gap(st, logits) -> float:
     ({"rope_parameters": {"rope_type": "linear", "factor": 2.0, "partial_rotary_factor": 0.5, "rope_theta": 1e4}},
      "config.json: rope_parameters.partial_rotary_factor: rope type 'linear' with partial_rotary_factor is not modelled"),
     ({"rope_parameters": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0, "high_freq_factor": 1.0,
-                          "original_max_position_embeddings": 64, "rope_theta": 1e4}}, "config.json: rope_parameters: high_freq_factor = 1.0 must be above low_freq_factor = 4.0"),
+                          "original_max_position_embeddings": 64, "rope_theta": 1e4}},
+     "config.json: rope_parameters: high_freq_factor = 1.0 must be above low_freq_factor = 4.0"),
 ])
 def test_a_rope_scaling_tracer_cannot_read_is_refused(tmp_path, rope, fragment):
     write_llama(tmp_path / "ckpt", rope_theta=None, **rope)

@@ -135,7 +135,8 @@ def test_mask_buffers_are_harmless_and_a_stored_tied_head_must_equal_the_embeddi
     ({"embedding_multiplier": 12.0}, "embedding_multiplier = 12.0"),
     ({"hidden_activation": "gelu_pytorch_tanh"}, "hidden_activation 'gelu_pytorch_tanh'"),
     ({"rope_scaling": {"factor": 2.0}}, "rope_scaling: rope type 'default with factor'"),
-    ({"rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}}, "rope_parameters: rope type 'default with partial_rotary_factor 0.5'"),
+    ({"rope_parameters": {"rope_type": "default", "rope_theta": 1e4, "partial_rotary_factor": 0.5}},
+     "rope_parameters: rope type 'default with partial_rotary_factor 0.5'"),
 ])
 def test_a_model_whose_maths_differ_is_refused_through_the_llama_layout(tmp_path: Path, config: dict, fragment: str) -> None:
     make_llama(str(tmp_path / "m"), config=config)

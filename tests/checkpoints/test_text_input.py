@@ -138,7 +138,9 @@ def test_a_linked_tokenizer_is_read_as_its_file_and_confine_follows_the_link(fol
     """A Hugging Face cache's files are links: read through them, as weight files are; --confine judges the target."""
     os.symlink(folder / "tokenizer.json", tmp_path / "tokenizer.json")
     spec = _spec(folder, tmp_path, "tokenizer: tokenizer.json\ninput:\n  text: hello\n")
-    linked, direct = run_app("run", str(spec), "--json"), run_app("run", str(_spec(folder, tmp_path, f"tokenizer: {folder / 'tokenizer.json'}\ninput:\n  text: hello\n", "d.yaml")), "--json")
+    linked, direct = (run_app("run", str(spec), "--json"),
+                      run_app("run", str(_spec(folder, tmp_path, f"tokenizer: {folder / 'tokenizer.json'}\ninput:\n  text: hello\n", "d.yaml")),
+                              "--json"))
     assert linked.returncode == 0, linked.stderr
     assert json.loads(linked.stdout)["tokens"] == json.loads(direct.stdout)["tokens"]
     fifo = tmp_path / "fifo.json"

@@ -124,7 +124,8 @@ def _ln_sides(x, theirs, gamma, beta):
     stages = {"x": Stage("x", x, ("B", "T", "C"), ""), "norm1": Stage("norm1", correct, ("B", "T", "C"), "")}
     ref = Side("A", "spec", "spec", "ln", {}, {}, None, (step,), stages, {"norm1.gamma": gamma, "norm1.beta": beta}, [])
     dtype = "float32" if theirs.dtype == np.float32 else None
-    mine = Side("B", "mine.npz", "arrays", "mine", {}, {}, dtype, (), {"x": stages["x"], "norm1": Stage("norm1", theirs.astype(np.float64), ("B", "T", "C"), "")}, None, [])
+    mine = Side("B", "mine.npz", "arrays", "mine", {}, {}, dtype, (),
+                {"x": stages["x"], "norm1": Stage("norm1", theirs.astype(np.float64), ("B", "T", "C"), "")}, None, [])
     return recompute.Context("norm1", ref, mine, recompute.diagnosis_tolerance(dtype))
 
 

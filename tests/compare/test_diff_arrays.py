@@ -75,7 +75,8 @@ def test_hint_without_a_diagnosis_still_names_the_usual_mistakes(tmp_path):
     arrays["norm2"] = arrays["norm2"] * 1.5  # no typical bug: the advice alone
     r = compared(PRE, save(tmp_path, arrays))
     assert r.hint is not None and r.hint.diagnosis is None
-    assert r.hint.english() == ("norm2 differs but residual1 agrees: no known mistake matches; look at LayerNorm (divide by C, not C-1; ε inside the square root; "
+    assert r.hint.english() == ("norm2 differs but residual1 agrees: no known mistake matches; look at LayerNorm "
+                                "(divide by C, not C-1; ε inside the square root; "
                                 "mean and variance over the C coordinates of each position, not over T or B)")
 
 

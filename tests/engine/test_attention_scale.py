@@ -116,7 +116,8 @@ def test_diff_names_the_setting_and_the_design(tmp_path):
     assert "block.attention_scale" in [s.field for s in r.settings]
     words = [render(w) for w in explain.design_words(r.b.steps, r.b.settings)]
     assert "attention scale 1 (not 1/sqrt(d))" in words
-    assert explain.design_words(r.a.steps, r.a.settings) == [] or "attention scale" not in " ".join(render(w) for w in explain.design_words(r.a.steps, r.a.settings))
+    assert (explain.design_words(r.a.steps, r.a.settings) == []
+            or "attention scale" not in " ".join(render(w) for w in explain.design_words(r.a.steps, r.a.settings)))
     doc = json.loads(run_app("diff", str(a), str(b), "--json").stdout)
     row = next(s for s in doc["structure"]["steps"] if s["name"] == "blocks.0.attention")
     assert "scale" in row["settings_differ"]

@@ -28,8 +28,10 @@ model: encoder-decoder
 dims: {{C: 8, H: 2, F: 12, V: 9}}
 seed: 4
 encoder: {{norm_order: pre, layers: 2, final_norm: true, norm: rmsnorm, positions: relative, relative: {{buckets: {k}, max_distance: {m}}}, attention_scale: 1}}
-decoder: {{norm_order: pre, layers: 2, final_norm: true, head: tied, norm: rmsnorm, positions: relative, relative: {{buckets: {k}, max_distance: {m}}}, attention_scale: 1}}
-input: {{source: [[0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2], [3, 3, 2, 1, 0, 8, 7, 6, 5, 4, 3, 2]], target: [[4, 5, 6, 7, 8, 1, 2, 3, 0, 5, 1], [1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2]]}}
+decoder: {{norm_order: pre, layers: 2, final_norm: true, head: tied, norm: rmsnorm, positions: relative, \
+relative: {{buckets: {k}, max_distance: {m}}}, attention_scale: 1}}
+input: {{source: [[0, 1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2], [3, 3, 2, 1, 0, 8, 7, 6, 5, 4, 3, 2]], \
+target: [[4, 5, 6, 7, 8, 1, 2, 3, 0, 5, 1], [1, 2, 3, 4, 5, 6, 7, 8, 0, 1, 2]]}}
 """
 
 DECODER = """name: relative decoder-only

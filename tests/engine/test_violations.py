@@ -164,7 +164,8 @@ def test_weight_of_a_stretchable_shape(tmp_path, group, key, given, letter, widt
     # --verify cannot follow a stretched weight: it says so (regression: exit 3 in the scalar reference)
     v = run_app("run", "spec.yaml", "--verify", "--keep-going", cwd=tmp_path)
     assert v.returncode == 1
-    assert f"verify: skipped: the run flagged a broadcast violation at stage {stage} (weights.{group}.{key} is [1] where [{letter}] = [{width}] is due)" in v.stdout
+    assert (f"verify: skipped: the run flagged a broadcast violation at stage {stage} "
+            f"(weights.{group}.{key} is [1] where [{letter}] = [{width}] is due)") in v.stdout
     # the legal neighbour: one value per coordinate, a [F] bias over [B,T,F] included
     fixed = text.replace(f"{key}: {given}", f"{key}: [{', '.join([given.strip('[]')] * width)}]")
     assert_clean(*trap(tmp_path, fixed))

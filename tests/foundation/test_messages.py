@@ -23,7 +23,8 @@ TRACER = REPO / "tracer"
 NON_LITERAL: dict[tuple[str, str, str], str] = {
     ("graph/view.py", "msg", "graph_template(OPS[step.op].graph)"): "an op's graph template, each in the catalogue (test_formulas_are_in_the_catalogue)",
     ("model/contracts.py", "msg", "AXIS_WORDS[letter]"): "the words of contracts.AXIS_WORDS, each in the catalogue (test_axis_words_are_in_the_catalogue)",
-    ("model/catalogue.py", "msg", "formula_template(template)"): "an op's formula or one of catalogue's formula tables, each in the catalogue (test_formulas_are_in_the_catalogue)",
+    ("model/catalogue.py", "msg", "formula_template(template)"):
+        "an op's formula or one of catalogue's formula tables, each in the catalogue (test_formulas_are_in_the_catalogue)",
 }
 
 

@@ -363,7 +363,8 @@ def post_norm_layer(st, pre, x, p, s: Stack, H):  # R = LN1(X + MHA(X)), Y = LN2
 
 def sandwich_layer(st, pre, x, p, s: Stack, H):  # a LayerNorm before and after each sublayer
     n1 = _norm(st, pre + "norm1", x, p, s)
-    a = _norm(st, pre + "attn_norm", _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap), p, s, pre + "norm_a")
+    a = _norm(st, pre + "attn_norm", _attend(st, pre, "attention", n1, n1, p, H, s.mask, _rope(s), _qk(s), s.attention_scale, s.attention_softcap), p, s,
+              pre + "norm_a")
     r = x + a
     st[pre + "residual1"] = r
     n2 = _norm(st, pre + "norm2", r, p, s)

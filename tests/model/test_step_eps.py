@@ -26,7 +26,8 @@ def test_every_preset_norm_step_carries_its_stacks_eps(norm, order):
 
 def test_a_spec_gives_each_stack_its_own_eps_and_qk_norm_its_stacks():
     text = (SPECS / "encoder-decoder.yaml").read_text(encoding="utf-8")
-    spec = load_spec_text(text.replace("encoder: {layers: 1,", "encoder: {eps: 1e-3, layers: 1,").replace("decoder: {layers: 1,", "decoder: {eps: 1e-2, layers: 1,"))
+    spec = load_spec_text(text.replace("encoder: {layers: 1,", "encoder: {eps: 1e-3, layers: 1,")
+                              .replace("decoder: {layers: 1,", "decoder: {eps: 1e-2, layers: 1,"))
     norms = [s for s in spec.steps if s.op in NORM_OPS]
     assert norms and all(s.eps == (1e-3 if s.name.startswith("encoder.") else 1e-2) for s in norms)
     assert all(s.eps is None for s in spec.steps if s.op not in NORM_OPS)

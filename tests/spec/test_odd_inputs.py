@@ -150,7 +150,8 @@ def test_bare_nan_tokens_among_a_stages_values_read_as_numbers(tmp_path: Path) -
 @pytest.mark.parametrize("text, needle, fragments", [
     (HEAD + "vocab: []\n", "[]", ("vocab", "expected a non-empty list of words, received an empty list")),
     (HEAD.replace("[0, 1, 2]", "[1, 2]") + "vocab: [a, 1, b]\n", "1, b", ("vocab[1]", "expected a word (text), received the number 1")),
-    (HEAD.replace("[0, 1, 2]", "[0, 1]") + "block: {mask: [[1, 0], [0.5, 1]]}\n", "0.5", ("block.mask[1][0]", "expected 0 (masked) or 1 (may attend), received 0.5")),
+    (HEAD.replace("[0, 1, 2]", "[0, 1]") + "block: {mask: [[1, 0], [0.5, 1]]}\n", "0.5",
+     ("block.mask[1][0]", "expected 0 (masked) or 1 (may attend), received 0.5")),
     (HEAD.replace("[0, 1, 2]", "[0, 1]") + "block: {mask: [[1, 0], [true, 1]]}\n", "true", ("block.mask[1][0]", "received boolean")),
     ("model: encoder-decoder\ndims: {C: 2, H: 2, F: 3}\ninput: {source: [0, 1], target: [1, 0]}\nseed: 0\nencoder: {head: separate}\n",
      "head", ("encoder.head", "the output head belongs to the decoder")),

@@ -64,7 +64,8 @@ CASES = [
     ("unknown top key suggests", MIN + "blok: {mask: causal}\n",
      ["blok: unknown key 'blok'; did you mean 'block'?"]),
     ("unknown key lists known keys", MIN + "zzz: 1\n",
-     ["zzz: unknown key 'zzz'; known keys: name, description, model, vocab, dims, block, encoder, decoder, input, weights, seed, init, dtype, allow_nonfinite"]),
+     ["zzz: unknown key 'zzz'; known keys: name, description, model, vocab, dims, block, encoder, decoder, input, weights, seed, init, "
+      "dtype, allow_nonfinite"]),
     ("unknown dims key", "dims: {C: 2, H: 2, F: 3, Tmax: 4}\ninput: {tokens: [0, 1]}\nseed: 0\n",
      ["dims.Tmax: unknown key 'Tmax'; did you mean 'T_max'?"]),
     ("unknown block key", MIN + "block: {normorder: pre}\n",
@@ -116,7 +117,8 @@ CASES = [
     ("allow_nonfinite", MIN + "allow_nonfinite: maybe\n", ["allow_nonfinite: expected true or false, received text 'maybe'"]),
     ("name not text", MIN + "name: [a]\n", ["name: expected text, received a list"]),
     # -- block -------------------------------------------------------------------------------------
-    ("norm_order", MIN + "block: {norm_order: middle}\n", ["block.norm_order: expected one of pre | post | parallel | parallel_shared | sandwich, received text 'middle'"]),
+    ("norm_order", MIN + "block: {norm_order: middle}\n",
+     ["block.norm_order: expected one of pre | post | parallel | parallel_shared | sandwich, received text 'middle'"]),
     ("mask", MIN + "block: {mask: full}\n", ["block.mask: expected one of causal | none, received text 'full'"]),
     ("a window of 0", MIN + "block: {mask: {causal: true, window: 0}}\n",
      ["spec.yaml:4:38: block.mask.window: expected a whole number from 1 to 10,000,000, received 0"]),

@@ -127,7 +127,8 @@ class Checkpoint(ABC):
 
         a = self.raw(key)
         if a.shape != out.shape:
-            raise CheckpointError(at(self.path, msg('tensor {key} reads as {shape} but its header says {shape2}', key=repr(key), shape=shape_text(a.shape), shape2=shape_text(out.shape))))
+            raise CheckpointError(at(self.path, msg('tensor {key} reads as {shape} but its header says {shape2}', key=repr(key), shape=shape_text(a.shape),
+                                                    shape2=shape_text(out.shape))))
         np.copyto(out, a, casting="unsafe")
 
     def read_rows(self, key: str, rows: list[int], dtype: str) -> np.ndarray:
@@ -182,7 +183,8 @@ def _opened(path: str) -> tuple[Any, int]:
 
 def _same_size(path: str, size: int, expected: int) -> None:
     if size != expected:
-        raise CheckpointError(at(path, msg('has changed since its header was read ({size} bytes, {expected} before); run the command again', size=f"{size:,}", expected=f"{expected:,}")))
+        raise CheckpointError(at(path, msg('has changed since its header was read ({size} bytes, {expected} before); run the command again', size=f"{size:,}",
+                                           expected=f"{expected:,}")))
 
 
 # -- safetensors ---------------------------------------------------------------
@@ -201,7 +203,8 @@ class SafetensorsFile(Checkpoint):
                 raise CheckpointError(at(path, msg('is not a safetensors file (only {n_head} bytes)', n_head=len(head))))
             (n,) = struct.unpack("<Q", head)
             if n > MAX_HEADER or 8 + n > size:
-                raise CheckpointError(at(path, msg('is not a safetensors file, or is truncated (its header length is implausible for a file of {size} bytes)', size=f"{size:,}")))
+                raise CheckpointError(at(path, msg('is not a safetensors file, or is truncated (its header length is implausible for a file of {size} bytes)',
+                                                   size=f"{size:,}")))
             try:
                 header = reading.json_value(reading.read_exactly(fh, n), msg("a header"), depth=SAFETENSORS_DEPTH)
             except reading.InputRefused as e:
@@ -218,10 +221,12 @@ class SafetensorsFile(Checkpoint):
         end = 0
         for key, (_, lo, hi) in sorted(self.tensors.items(), key=lambda item: (item[1][1], item[1][2])):
             if lo != end:
-                raise CheckpointError(at(path, msg('tensor {key} starts at byte {lo} of the data, where {end} is due (tensors overlap or leave a gap); the file is corrupt', key=repr(key), lo=f"{lo:,}", end=f"{end:,}")))
+                raise CheckpointError(at(path, msg('tensor {key} starts at byte {lo} of the data, where {end} is due (tensors overlap or leave a '
+                                                   'gap); the file is corrupt', key=repr(key), lo=f"{lo:,}", end=f"{end:,}")))
             end = hi
         if self.start + end > size:
-            raise CheckpointError(at(path, msg('is truncated: its header promises {x} bytes, the file has {size}', x=f"{self.start + end:,}", size=f"{size:,}")))
+            raise CheckpointError(at(path, msg('is truncated: its header promises {x} bytes, the file has {size}', x=f"{self.start + end:,}",
+                                               size=f"{size:,}")))
         if self.start + end < size:
             raise CheckpointError(at(path, msg('has {n} bytes after its last tensor; the file is corrupt', n=f"{size - self.start - end:,}")))
 
@@ -371,7 +376,8 @@ def _safetensors_entry(path: str, key: str, entry: Any) -> tuple[TensorInfo, int
     info = TensorInfo(tuple(shape), SAFETENSORS_DTYPES[dtype])
     lo, hi = offsets
     if hi - lo != info.nbytes:
-        raise CheckpointError(at(path, msg('tensor {key} {shape} {dtype} should take {nbytes} bytes, its header gives {x}; the file is corrupt', key=repr(key), shape=shape_text(info.shape), dtype=info.dtype, nbytes=f"{info.nbytes:,}", x=f"{hi - lo:,}")))
+        raise CheckpointError(at(path, msg('tensor {key} {shape} {dtype} should take {nbytes} bytes, its header gives {x}; the file is corrupt', key=repr(key),
+                                           shape=shape_text(info.shape), dtype=info.dtype, nbytes=f"{info.nbytes:,}", x=f"{hi - lo:,}")))
     return info, lo, hi
 
 
@@ -448,7 +454,8 @@ class NpyFile(Checkpoint):
             self._npy = _npy_header(fh, path)
         self._info, self.offset, self.size = self._npy.info, self._npy.offset, size
         if size < self.offset + self._info.nbytes:
-            raise CheckpointError(at(path, msg('is truncated: its header promises {x} bytes, the file has {size}', x=f"{self.offset + self._info.nbytes:,}", size=f"{size:,}")))
+            raise CheckpointError(at(path, msg('is truncated: its header promises {x} bytes, the file has {size}', x=f"{self.offset + self._info.nbytes:,}",
+                                               size=f"{size:,}")))
 
     def keys(self) -> list[str]:
         return [self.key]
@@ -498,7 +505,8 @@ class NpzFile(Checkpoint):
                     self.unreadable[key] = npy.info.dtype
                     continue
                 if m.file_size != npy.offset + npy.info.nbytes:
-                    raise CheckpointError(at(path, msg('member {key} should hold {x} bytes, holds {file_size}; the file is corrupt', key=repr(key), x=f"{npy.offset + npy.info.nbytes:,}", file_size=f"{m.file_size:,}")))
+                    raise CheckpointError(at(path, msg('member {key} should hold {x} bytes, holds {file_size}; the file is corrupt', key=repr(key),
+                                                       x=f"{npy.offset + npy.info.nbytes:,}", file_size=f"{m.file_size:,}")))
                 self.tensors[key] = npy.info
                 self._npy[key] = npy
         except CheckpointError:
@@ -536,7 +544,8 @@ class NpzFile(Checkpoint):
                 data = reading.read_into(fh, npy.info.nbytes)
                 fh.read(1)  # the end of the member: the zip's CRC is checked there
         except (zipfile.BadZipFile, OSError, EOFError, ValueError, RuntimeError, NotImplementedError) as e:
-            raise CheckpointError(at(self.path, msg('member {key} cannot be read ({e}); the file is truncated or corrupt', key=repr(key), e=type(e).__name__))) from None
+            raise CheckpointError(at(self.path, msg('member {key} cannot be read ({e}); the file is truncated or corrupt', key=repr(key),
+                                                    e=type(e).__name__))) from None
         return _array_from(data, npy)
 
 
@@ -555,7 +564,8 @@ class TorchFile(Checkpoint):
     def __init__(self, path: str) -> None:
         self.path = path
         if not torch_available():
-            raise CheckpointError(at(path, msg("is a PyTorch pickle; tracer never unpickles it without torch's weights_only loader: {TORCH_ADVICE}", TORCH_ADVICE=TORCH_ADVICE)))
+            raise CheckpointError(at(path, msg("is a PyTorch pickle; tracer never unpickles it without torch's weights_only loader: {TORCH_ADVICE}",
+                                               TORCH_ADVICE=TORCH_ADVICE)))
         import torch
 
         fh, _ = _opened(path)  # a regular file, checked; torch reads that very file through its descriptor
@@ -571,19 +581,24 @@ class TorchFile(Checkpoint):
                     sd = torch.load(fh, map_location="cpu", weights_only=True)  # the legacy format cannot be memory-mapped
             except Exception as e:  # torch raises UnpicklingError, RuntimeError, EOFError, ... for a bad file
                 if type(e).__name__ == "UnpicklingError":
-                    raise CheckpointError(at(path, msg("holds Python objects other than tensors, which torch.load(weights_only=True) refuses to unpickle (and tracer never unpickles otherwise); save the model's state_dict() instead"))) from None
-                raise CheckpointError(at(path, msg('cannot be read as a PyTorch state dict with weights_only=True ({name}); the file is truncated or corrupt', name=type(e).__name__))) from None
+                    raise CheckpointError(at(path, msg("holds Python objects other than tensors, which torch.load(weights_only=True) refuses to unpickle (and "
+                                                       "tracer never unpickles otherwise); save the model's state_dict() instead"))) from None
+                raise CheckpointError(at(path, msg('cannot be read as a PyTorch state dict with weights_only=True ({name}); the file is truncated or corrupt',
+                                                   name=type(e).__name__))) from None
         if isinstance(sd, dict) and len(sd) == 1 and isinstance(next(iter(sd.values())), dict):
             sd = next(iter(sd.values()))  # {"state_dict": {...}} or {"model": {...}}
         if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
             raise CheckpointError(at(path, msg('expected a state dict (a mapping of names to tensors), received {name}', name=type(sd).__name__)))
         for key, t in sd.items():
             if t.layout != torch.strided:
-                raise CheckpointError(at(path, msg('tensor {key} is a sparse tensor; tracer reads dense tensors only (save it with .to_dense())', key=repr(str(key)))))
+                raise CheckpointError(at(path, msg('tensor {key} is a sparse tensor; tracer reads dense tensors only (save it with .to_dense())',
+                                                   key=repr(str(key)))))
             if t.device.type != "cpu":
-                raise CheckpointError(at(path, msg('tensor {key} is on the {device} device, which holds no values tracer can read; save the tensors themselves', key=repr(str(key)), device=t.device.type)))
+                raise CheckpointError(at(path, msg('tensor {key} is on the {device} device, which holds no values tracer can read; save the tensors themselves',
+                                                   key=repr(str(key)), device=t.device.type)))
             if t.is_quantized or t.is_complex():
-                raise CheckpointError(at(path, msg('tensor {key} holds {dtype}, expected floating-point numbers', key=repr(str(key)), dtype=str(t.dtype).replace("torch.", ""))))
+                raise CheckpointError(at(path, msg('tensor {key} holds {dtype}, expected floating-point numbers', key=repr(str(key)),
+                                                   dtype=str(t.dtype).replace("torch.", ""))))
         self.tensors = sd
         names = {torch.float64: "float64", torch.float32: "float32", torch.float16: "float16", torch.bfloat16: "bfloat16"}
         self._info = {k: TensorInfo(tuple(v.shape), names.get(v.dtype, str(v.dtype).replace("torch.", ""))) for k, v in sd.items()}
@@ -651,7 +666,8 @@ class Folder(Checkpoint):
                     raise CheckpointError(at(index, msg("expected a 'weight_map' of tensor names to shard files")))
                 for key, shard in weight_map.items():
                     if not isinstance(shard, str):
-                        raise CheckpointError(at(index, at("weight_map", at(key, msg("expected {what}, received {got}", what=msg("the name of a shard file"), got=received(shard))))))
+                        raise CheckpointError(at(index, at("weight_map", at(key, msg("expected {what}, received {got}", what=msg("the name of a shard file"),
+                                                                                     got=received(shard))))))
                 self.where = dict(weight_map)
                 self.main = index
                 return
@@ -661,7 +677,8 @@ class Folder(Checkpoint):
                 self.where = dict.fromkeys(self.shard(name).keys(), name)
                 return
         found = ", ".join(checkpoint_like(os.listdir(path))[:8]) or msg("no checkpoint files")
-        raise CheckpointError(at(path, msg('is a folder without model.safetensors, a sharded model.safetensors.index.json or pytorch_model.bin (it holds {found})', found=found)))
+        raise CheckpointError(at(path, msg('is a folder without model.safetensors, a sharded model.safetensors.index.json or '
+                                           'pytorch_model.bin (it holds {found})', found=found)))
 
     def shard(self, name: str) -> Checkpoint:
         if name not in self.shards:
@@ -737,7 +754,8 @@ def open_checkpoint(path: str) -> Checkpoint:
     try:
         os.fsencode(path)
     except UnicodeError:
-        raise CheckpointError(at(path.encode("ascii", "backslashreplace").decode("ascii"), msg("the path cannot be written in this system's file-name encoding (set a UTF-8 locale, or PYTHONUTF8=1)"))) from None
+        raise CheckpointError(at(path.encode("ascii", "backslashreplace").decode("ascii"),
+                                 msg("the path cannot be written in this system's file-name encoding (set a UTF-8 locale, or PYTHONUTF8=1)"))) from None
     try:
         return Folder(path) if os.path.isdir(path) else _cached(path)
     except FileNotFoundError:

@@ -17,7 +17,8 @@ def import_(
     checkpoint: Annotated[str, typer.Argument(metavar="CHECKPOINT", show_default=False,
                                               help="A Hugging Face model folder, or a .safetensors, .npz or PyTorch .pt/.bin file.")],
     output: Annotated[str | None, typer.Option("--output", "-o", show_default=False,
-                                               help="Write the spec to this file (replacing only a spec tracer import wrote and nobody edited since, unless --force) instead of stdout.")] = None,
+                                               help="Write the spec to this file (replacing only a spec tracer import wrote and nobody edited since, unless "
+                                                    "--force) instead of stdout.")] = None,
     layout: Annotated[str | None, typer.Option("--layout", metavar="gpt2|torch|...", show_default=False,
                                                help="How the checkpoint's tensors map onto tracer's weights. Default: config.json's model_type.")] = None,
     layers: Annotated[str | None, typer.Option("--layers", metavar="FIRST-LAST", show_default=False,
@@ -25,22 +26,28 @@ def import_(
     tokens: Annotated[str | None, typer.Option("--tokens", metavar="IDS", show_default=False,
                                                help="Input token ids, e.g. 464,2068,7586 (default: a seeded random input).")] = None,
     heads: Annotated[int | None, typer.Option("--heads", metavar="H", show_default=False,
-                                              help="Number of heads, when the checkpoint does not record it (a PyTorch state dict, no config.json). Refused if config.json says otherwise.")] = None,
+                                              help="Number of heads, when the checkpoint does not record it (a PyTorch state dict, no config.json). Refused if "
+                                                   "config.json says otherwise.")] = None,
     activation: Annotated[str | None, typer.Option("--activation", metavar="NAME", show_default=False,
-                                                   help="The activation, when no config records it (gelu_tanh, gelu, relu, swiglu). Refused if config.json says otherwise.")] = None,
+                                                   help="The activation, when no config records it (gelu_tanh, gelu, relu, swiglu). Refused if "
+                                                        "config.json says otherwise.")] = None,
     eps: Annotated[float | None, typer.Option("--eps", metavar="EPS", show_default=False,
                                               help="The norms' epsilon, when no config records it. Refused if config.json says otherwise.")] = None,
     norm_order: Annotated[str | None, typer.Option("--norm-order", metavar="pre|post", show_default=False,
                                                    help="Pre- or post-norm, for a PyTorch state dict (norm_first=True is pre; default post).")] = None,
     allow_unread: Annotated[bool, typer.Option("--allow-unread",
-                                               help="Import even when the spec would leave some of the checkpoint's tensors unread in the layers it traces; the spec lists them.")] = False,
+                                               help="Import even when the spec would leave some of the checkpoint's tensors unread in the layers it traces; "
+                                                    "the spec lists them.")] = False,
     length: Annotated[int, typer.Option("--length", metavar="T", help="Positions of the random input when --tokens is not given.")] = 8,
     force: ForceOption = False,
     text: Annotated[str | None, typer.Option("--text", metavar="TEXT", show_default=False,
-                                             help="Input text, tokenized with the folder's own tokenizer.json (needs the tokenizers package: the checkpoints extra).")] = None,
-    no_special: Annotated[bool, typer.Option("--no-special", help="With --text: do not add the special tokens (BOS, EOS) the tokenizer's post-processor adds.")] = False,
+                                             help="Input text, tokenized with the folder's own tokenizer.json (needs the tokenizers package: "
+                                                  "the checkpoints extra).")] = None,
+    no_special: Annotated[bool, typer.Option("--no-special",
+                                             help="With --text: do not add the special tokens (BOS, EOS) the tokenizer's post-processor adds.")] = False,
     dtype: Annotated[str, typer.Option("--dtype", metavar="float64|float32",
-                                       help="What the spec computes in: float64 (default), or float32 (a float32 checkpoint read as stored, as Hugging Face runs it).")] = "float64",
+                                       help="What the spec computes in: float64 (default), or float32 (a float32 checkpoint read as stored, as "
+                                            "Hugging Face runs it).")] = "float64",
 ) -> None:
     """Write a spec that traces a real checkpoint: dims and settings from its config, weights read from the file."""
 
@@ -60,7 +67,8 @@ def import_(
         else:
             from tracer.messages import render
 
-            sys.stderr.write(render(msg("wrote {path} ({summary}); trace it with: tracer run {path}", path=shown(output), summary=shown(result.summary))) + "\n")
+            sys.stderr.write(render(msg("wrote {path} ({summary}); trace it with: tracer run {path}", path=shown(output),
+                                        summary=shown(result.summary))) + "\n")
         return EXIT_OK
 
     guarded(body)

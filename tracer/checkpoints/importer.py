@@ -45,8 +45,8 @@ def parse_layers(text: str | None, total: int) -> tuple[int, int]:
     if first < 0 or last < first:
         raise UsageError(msg('--layers {text}: expected a layer or a range such as 0-1 (first-last, counting from 0)', text=repr(text)))
     if last >= total:
-        raise UsageError(nmsg("--layers {text}: the checkpoint has {n} layer (0 to {last})", "--layers {text}: the checkpoint has {n} layers (0 to {last})", total,
-                              text=text, last=total - 1))
+        raise UsageError(nmsg("--layers {text}: the checkpoint has {n} layer (0 to {last})", "--layers {text}: the checkpoint has {n} layers (0 to {last})",
+                              total, text=text, last=total - 1))
     return first, last
 
 
@@ -97,7 +97,8 @@ def _no_layout(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None) 
     fits = families.whole_readers(ckpt, config)
     if fits:
         return UsageError(at(ckpt_path, join([why, msg("give --layout {names}", names=" | ".join(fits))])))
-    return UsageError(at(ckpt_path, join([why, msg("none of tracer's layouts ({names}) maps all of its tensors, so none would trace it whole", names=", ".join(n for n in families.names() if n != "tracer"))])))
+    return UsageError(at(ckpt_path, join([why, msg("none of tracer's layouts ({names}) maps all of its tensors, so none would trace it whole",
+                                                   names=", ".join(n for n in families.names() if n != "tracer"))])))
 
 
 def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str | None, tokens: str | None, options: Options,
@@ -128,13 +129,15 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
     if cfg.model == "encoder-decoder":
         if layers is not None:
             raise UsageError(msg('--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole'))
-        return _seq2seq(cfg, title, shown_path, name, tokens, length, unread, dtype), f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name
+        return (_seq2seq(cfg, title, shown_path, name, tokens, length, unread, dtype),
+                f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name)
     first, last = parse_layers(layers, cfg.layers)
     ids = parse_tokens(tokens, cfg.dims.get("V"))
     if cfg.padding_token is not None and first == 0:  # RoBERTa: a padding token takes position padding_idx, not its place in the sequence
         pad = cfg.padding_token
         if ids is not None and pad in ids:
-            raise UsageError(msg("--tokens: id {pad} is RoBERTa's padding token (pad_token_id), whose position Hugging Face sets to padding_idx; tracer's positions run from padding_idx + 1: leave it out",
+            raise UsageError(msg("--tokens: id {pad} is RoBERTa's padding token (pad_token_id), whose position Hugging Face sets to padding_idx; tracer's "
+                                 "positions run from padding_idx + 1: leave it out",
                                  pad=pad))
         if ids is None:  # not drawn at random, which could draw the padding token: ids that avoid it, written out
             V = cfg.dims["V"]
@@ -144,7 +147,8 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         raise UsageError(msg("--tokens: {n} tokens, but positions start at row {o} of the learned table of T_max = {T_max} rows; give at most {most}",
                              n=len(ids), o=offset, T_max=T_max, most=T_max - offset))
     if ids is not None and first == 0 and cfg.block.get("positions") == "learned" and T_max is not None and len(ids) > T_max:
-        raise UsageError(msg("--tokens: {n} tokens, but the checkpoint has positions for {T_max} (its learned position table has T_max = {T_max} rows, n_positions); give at most {T_max}",
+        raise UsageError(msg("--tokens: {n} tokens, but the checkpoint has positions for {T_max} (its learned position table has T_max = {T_max} rows, "
+                             "n_positions); give at most {T_max}",
                              n=len(ids), T_max=T_max))
     return _decoder(cfg, title, shown_path, name, first, last, ids, length, unread, dtype), f"{name}, layers {first}-{last} of {cfg.layers}", cfg, name
 
@@ -357,8 +361,10 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         left = _unread(load_spec_text(draft, where), name)
         if left and not allow_unread:
             raise UsageError(at(checkpoint, nmsg(
-                "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without it (give --allow-unread to import it anyway, and the spec says so)",
-                "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without them (give --allow-unread to import it anyway, and the spec says so)",
+                "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without it (give "
+                "--allow-unread to import it anyway, and the spec says so)",
+                "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without them (give "
+                "--allow-unread to import it anyway, and the spec says so)",
                 len(left), layout=name, names=named_few(left))))
         text, summary, cfg, _ = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, left, dtype)
     except CheckpointError as e:
@@ -394,7 +400,8 @@ def _with_text(spec_text: str, said: tuple[str, str, bool, list[str]]) -> str:
     """The spec with its input.tokens given as the text they were made from, and the tokenizer that makes them."""
     rel, text, special, added = said
     if "\n  tokens: [" not in spec_text:
-        raise UsageError(msg("--text is the input of the first layer's token embedding: an import that starts from a hidden state (--layers from 1, an encoder) takes none"))
+        raise UsageError(msg("--text is the input of the first layer's token embedding: an import that starts from a hidden state (--layers from 1, "
+                             "an encoder) takes none"))
     out = []
     for line in spec_text.splitlines():
         if line.startswith("  tokens: ["):

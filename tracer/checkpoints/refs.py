@@ -131,7 +131,8 @@ def _closest(key: str, keys: list[str]) -> Message:
 def checked(ckpt: Checkpoint, take: Take, exists: bool, name: str, label: str, want: tuple[int, ...], where: str) -> TensorRef:
     """The TensorRef for tracer weight ``name`` (``label``: its axes and sizes), or a CheckpointError naming what is wrong."""
     if not exists:
-        raise CheckpointError(at(where, msg('{file_of}: no tensor {key} (for {name} {label}){closest}', file_of=file_of(ckpt, take.key), key=repr(take.key), name=name, label=label, closest=_closest(take.key, ckpt.keys()))))
+        raise CheckpointError(at(where, msg('{file_of}: no tensor {key} (for {name} {label}){closest}', file_of=file_of(ckpt, take.key), key=repr(take.key),
+                                            name=name, label=label, closest=_closest(take.key, ckpt.keys()))))
     info = ckpt.info(take.key)
     got = take.shape(info.shape)
     if got != want:
@@ -139,7 +140,8 @@ def checked(ckpt: Checkpoint, take: Take, exists: bool, name: str, label: str, w
                                             key=repr(take.key), how=take.describe(), name=name, label=label,
                                             want=shape_text(take.stored_shape(want)), got=shape_text(info.shape))))
     if info.dtype not in ("float64", "float32", "float16", "bfloat16"):
-        raise CheckpointError(at(where, msg('{file_of}: tensor {key} for {name}: expected floating-point numbers, received {dtype}', file_of=file_of(ckpt, take.key), key=repr(take.key), name=name, dtype=info.dtype)))
+        raise CheckpointError(at(where, msg('{file_of}: tensor {key} for {name}: expected floating-point numbers, received {dtype}',
+                                            file_of=file_of(ckpt, take.key), key=repr(take.key), name=name, dtype=info.dtype)))
     return TensorRef(ckpt.path, take.key, take, info, where)
 
 
@@ -164,7 +166,8 @@ def file_ref(path: str, key: str | None, transpose: bool, name: str, label: str,
     keys = ckpt.keys()
     if key is None:
         if len(keys) != 1:
-            raise CheckpointError(at(where, msg('{path} holds {n_keys} tensors; name one with key: (e.g. key: {x})', path=path, n_keys=len(keys), x=keys[0] if keys else 'w')))
+            raise CheckpointError(at(where, msg('{path} holds {n_keys} tensors; name one with key: (e.g. key: {x})', path=path, n_keys=len(keys),
+                                                x=keys[0] if keys else 'w')))
         key = keys[0]
     return checked(ckpt, Take(key, transpose=transpose), key in ckpt, name, label, want, where)
 
@@ -212,7 +215,9 @@ def read_refs(refs: dict[str, TensorRef], dtype: str, allow_nonfinite: bool,
         checked = a if only is None else a[only]
         if not allow_nonfinite and not all_finite(checked):
             n_nan, n_inf = int(np.isnan(checked).sum()), int(np.isinf(checked).sum())
-            raise CheckpointError(at(first.where, msg('{file_of}: tensor {key} (for {join}) holds {n_nan} NaN and {n_inf} Inf (not finite); add allow_nonfinite: true to study NaN and Inf on purpose', file_of=file_of(ckpt, key), key=repr(key), join=', '.join(names), n_nan=n_nan, n_inf=n_inf)))
+            raise CheckpointError(at(first.where, msg('{file_of}: tensor {key} (for {join}) holds {n_nan} NaN and {n_inf} Inf (not finite); add '
+                                                      'allow_nonfinite: true to study NaN and Inf on purpose', file_of=file_of(ckpt, key), key=repr(key),
+                                                      join=', '.join(names), n_nan=n_nan, n_inf=n_inf)))
         for name in names:
             out[name] = a if transposed or (not refs[name].take.split and not refs[name].take.transpose) else refs[name].take.apply(a)
         del a

@@ -225,7 +225,8 @@ PageOption = Annotated[str | None, typer.Option("--page", metavar="FILE", show_d
                                                help="Also write the result as one explorable HTML page (tracer page; docs/files.md's rules).")]
 
 
-PageBudgetOption = Annotated[float, typer.Option("--page-budget", metavar="MB", help="The page's size budget in megabytes: arrays beyond it are summarised; refused (exit 2) if even the summaries do not fit.")]
+PageBudgetOption = Annotated[float, typer.Option("--page-budget", metavar="MB", help="The page's size budget in megabytes: arrays beyond it are summarised; "
+                                                                                     "refused (exit 2) if even the summaries do not fit.")]
 
 
 def check_precision(precision: int) -> None:
@@ -234,7 +235,8 @@ def check_precision(precision: int) -> None:
     checked(precision)
 
 
-TopOption = Annotated[int, typer.Option("--top", metavar="K", help="The next tokens the probs line shows at each position, most probable first, with their text and probability (0: the first values instead).")]
+TopOption = Annotated[int, typer.Option("--top", metavar="K", help="The next tokens the probs line shows at each position, most probable first, with their "
+                                                                   "text and probability (0: the first values instead).")]
 
 
 def export_targets(svg: str | None, html: str | None, inputs: list[str], form: str, force: bool = False,
@@ -284,7 +286,8 @@ def write_page_file(path: str, page: "Page", force: bool, option: str = "--page"
     from tracer.page.writer import megabytes, write_page
 
     write_page(path, page, option, force)
-    sys.stderr.write(tr("tracer: wrote {path}", path=shown(path)) + tr(" ({size}; budget {budget})", size=megabytes(page.size), budget=megabytes(page.budget)) + "\n")
+    sys.stderr.write(tr("tracer: wrote {path}", path=shown(path)) + tr(" ({size}; budget {budget})", size=megabytes(page.size),
+                                                                       budget=megabytes(page.budget)) + "\n")
     if page.summarised:
         note_line(nmsg("{n} array summarised to stay within the budget (the page says what was left out)",
                    "{n} arrays summarised to stay within the budget (the page says what was left out)", len(page.summarised)))

@@ -66,7 +66,8 @@ def open_npz(path: str) -> NpzFile:
     """An .npz archive of arrays, its headers read (each bounded, tracer.reading), no array yet."""
     if not reading.is_regular(path):
         if os.path.isdir(path) or not os.path.lexists(path):
-            raise ArraysFileError(msg("{path}: {x}, expected an .npz archive of arrays", path=path, x=msg("is a directory") if os.path.isdir(path) else msg("no such file")))
+            raise ArraysFileError(msg("{path}: {x}, expected an .npz archive of arrays", path=path,
+                                      x=msg("is a directory") if os.path.isdir(path) else msg("no such file")))
         try:
             reading.open_regular(path)[0].close()
         except reading.InputRefused as e:
@@ -75,7 +76,8 @@ def open_npz(path: str) -> NpzFile:
         raise ArraysFileError(msg("{path}: is not an .npz archive (an .npz is a zip file of .npy arrays, as np.savez writes it)", path=path))
     note_input(path)
     if _head(path).startswith(NPY_MAGIC):
-        raise ArraysFileError(msg("{path}: holds one bare array (.npy), not an archive of named arrays; write one with np.savez('mine.npz', norm1=...)", path=path))
+        raise ArraysFileError(msg("{path}: holds one bare array (.npy), not an archive of named arrays; write one with np.savez('mine.npz', norm1=...)",
+                                  path=path))
     try:
         archive = NpzFile(path, numbers_only=False)
     except CheckpointError as e:
@@ -83,8 +85,10 @@ def open_npz(path: str) -> NpzFile:
         raise ArraysFileError(msg("{path}: not a readable .npz archive ({e})", path=path, e=_body(m, path))) from None
     for name, dtype in archive.unreadable.items():
         if dtype.lstrip("<>|=") == "O":
-            raise ArraysFileError(msg("{path}: array {name} holds Python objects; tracer reads arrays of numbers only (and never unpickles)", path=path, name=repr(name)))
-        raise ArraysFileError(msg("{what}: expected numbers, received an array of dtype {dtype}", what=f"{path}: array {name!r}", dtype=reading.dtype_shown(dtype)))
+            raise ArraysFileError(msg("{path}: array {name} holds Python objects; tracer reads arrays of numbers only (and never unpickles)", path=path,
+                                      name=repr(name)))
+        raise ArraysFileError(msg("{what}: expected numbers, received an array of dtype {dtype}", what=f"{path}: array {name!r}",
+                                  dtype=reading.dtype_shown(dtype)))
     if not archive.tensors:
         raise ArraysFileError(msg("{path}: the archive holds no arrays", path=path))
     return archive
@@ -214,7 +218,8 @@ def _map_file(path: str) -> list[tuple[str, str, str]]:
     pairs = []
     for theirs, ours in doc.items():
         if not isinstance(ours, str) or not ours:
-            raise UsageError(msg("{where}: {theirs}: expected a tracer stage name, received {ours}", where=src.where((theirs,)), theirs=theirs, ours=repr(ours)))
+            raise UsageError(msg("{where}: {theirs}: expected a tracer stage name, received {ours}", where=src.where((theirs,)), theirs=theirs,
+                                 ours=repr(ours)))
         pairs.append((str(theirs), ours, src.where_key((theirs,))))
     return pairs
 
@@ -237,13 +242,16 @@ def match(arrays: Mapping[str, np.ndarray], names: Mapping[str, str], reference:
     plain = {n: a for n, a in arrays.items() if not any(n == base + s for base in stats_only for s in STATS_SUFFIXES)}
     for theirs, ours in names.items():
         if theirs not in plain:
-            raise UsageError(msg("--map {theirs}={ours}: {path} has no array {theirs2}{theirs3} (its arrays: {x})", theirs=theirs, ours=ours, path=path, theirs2=repr(theirs), theirs3=catalogue.suggest(theirs, plain), x=', '.join(plain) or 'none'))
+            raise UsageError(msg("--map {theirs}={ours}: {path} has no array {theirs2}{theirs3} (its arrays: {x})", theirs=theirs, ours=ours, path=path,
+                                 theirs2=repr(theirs), theirs3=catalogue.suggest(theirs, plain), x=', '.join(plain) or 'none'))
         if ours not in reference:
-            raise UsageError(msg("--map {theirs}={ours}: {ref_label} has no stage {ours2}{ours3}", theirs=theirs, ours=ours, ref_label=ref_label, ours2=repr(ours), ours3=catalogue.suggest(ours, reference)))
+            raise UsageError(msg("--map {theirs}={ours}: {ref_label} has no stage {ours2}{ours3}", theirs=theirs, ours=ours, ref_label=ref_label,
+                                 ours2=repr(ours), ours3=catalogue.suggest(ours, reference)))
     by_ours: dict[str, str] = {}
     for theirs, ours in names.items():
         if ours in by_ours:
-            raise UsageError(msg("--map: {by_ours} and {theirs} are both mapped to the stage {ours}", by_ours=repr(by_ours[ours]), theirs=repr(theirs), ours=repr(ours)))
+            raise UsageError(msg("--map: {by_ours} and {theirs} are both mapped to the stage {ours}", by_ours=repr(by_ours[ours]), theirs=repr(theirs),
+                                 ours=repr(ours)))
         by_ours[ours] = theirs
     unmatched = []
     for theirs in plain:

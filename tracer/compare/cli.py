@@ -16,12 +16,16 @@ if TYPE_CHECKING:
 
 
 def diff(
-    a: Annotated[str, typer.Argument(metavar="A", help="Side A: a YAML spec, a trace saved by `tracer run SPEC --json`, or arrays (as B).", show_default=False)],
+    a: Annotated[str, typer.Argument(metavar="A", help="Side A: a YAML spec, a trace saved by `tracer run SPEC --json`, or arrays (as B).",
+                                     show_default=False)],
     sides: Annotated[list[str], typer.Argument(metavar="B...", help="Side B: a YAML spec, a saved JSON trace, or your own arrays: an .npz "
                                                        "(one array per stage; a --save archive too) or a JSON object of stage name -> nested list. "
-                                                       "Several (or a folder of them): each compared with A, a status line each, or JSON Lines.", show_default=False)],
-    atol: Annotated[float | None, typer.Option("--atol", show_default=False, help="Absolute tolerance: equal when |A - B| <= atol + rtol * max(|A|, |B|); default 1e-9, or 1e-5 against float32 arrays (1e-2 float16).")] = None,
-    rtol: Annotated[float | None, typer.Option("--rtol", show_default=False, help="Relative tolerance (see --atol): default 1e-9, or 1e-5 against float32 arrays.")] = None,
+                                                       "Several (or a folder of them): each compared with A, a status line each, or JSON Lines.",
+                                               show_default=False)],
+    atol: Annotated[float | None, typer.Option("--atol", show_default=False, help="Absolute tolerance: equal when |A - B| <= atol + rtol * max(|A|, |B|); "
+                                                                                  "default 1e-9, or 1e-5 against float32 arrays (1e-2 float16).")] = None,
+    rtol: Annotated[float | None, typer.Option("--rtol", show_default=False,
+                                               help="Relative tolerance (see --atol): default 1e-9, or 1e-5 against float32 arrays.")] = None,
     pos: shared.PosOption = 0,
     batch: shared.BatchOption = 0,
     precision: shared.PrecisionOption = 6,
@@ -31,13 +35,16 @@ def diff(
     stage: shared.StageOption = None,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Compare even when a side has a violation (else exit 2).")] = False,
     names: Annotated[list[str] | None, typer.Option("--map", metavar="THEIRS=OURS", show_default=False,
-                                                    help="Your array THEIRS is tracer's stage OURS (repeatable), or a YAML file of 'theirs: ours' lines.")] = None,
-    grad: Annotated[bool, typer.Option("--grad", help="Compare the backward traces: each stage's and weight's gradient of the side's loss (as tracer grad).")] = False,
+                                                    help="Your array THEIRS is tracer's stage OURS (repeatable), or a YAML file of "
+                                                         "'theirs: ours' lines.")] = None,
+    grad: Annotated[bool, typer.Option("--grad",
+                                       help="Compare the backward traces: each stage's and weight's gradient of the side's loss (as tracer grad).")] = False,
     no_color: shared.NoColorOption = False,
     svg: shared.SvgOption = None,
     html: shared.HtmlOption = None,
     force: shared.ForceOption = False,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a diff estimated to need more (both sides count).")] = shared.DEFAULT_MAX_MEMORY,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE",
+                                            help="Refuse a diff estimated to need more (both sides count).")] = shared.DEFAULT_MAX_MEMORY,
     confine: shared.ConfineOption = None,
     lang: shared.LangOption = None,
     ablate: shared.AblateOption = None,
@@ -49,7 +56,9 @@ def diff(
     set_b: Annotated[list[str] | None, typer.Option("--set-b", metavar="STAGE=FILE:KEY", show_default=False, help="As --set, on side B only.")] = None,
     start_a: Annotated[str | None, typer.Option("--from-a", metavar="STAGE=FILE:KEY", show_default=False, help="As --from, on side A only.")] = None,
     start_b: Annotated[str | None, typer.Option("--from-b", metavar="STAGE=FILE:KEY", show_default=False, help="As --from, on side B only.")] = None,
-    token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False, help="The token whose probability the effect sentence follows (default: the clean side's top next token at the last position).")] = None,
+    token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False,
+                                              help="The token whose probability the effect sentence follows (default: the clean side's top next token "
+                                                   "at the last position).")] = None,
     page: shared.PageOption = None,
     page_budget: shared.PageBudgetOption = 20.0,
 ) -> None:

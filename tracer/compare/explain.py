@@ -95,7 +95,8 @@ def structure_lines(a_steps: tuple[Step, ...], b_steps: tuple[Step, ...], settin
             lines.append(msg("{name}: {what}", name=r.name, what=_changes(r)))  # what it reads is said above; its settings too
         elif a is not None and b is not None and r.status != EQUAL and r.name not in told:
             if a.weights != b.weights:
-                lines.append(msg("{name} = {a} in A, {b} in B (weights {wa} in A, {wb} in B)", name=r.name, a=r.expr_a(), b=r.expr_b(), wa=a.weights, wb=b.weights))
+                lines.append(msg("{name} = {a} in A, {b} in B (weights {wa} in A, {wb} in B)", name=r.name, a=r.expr_a(), b=r.expr_b(), wa=a.weights,
+                                 wb=b.weights))
             elif r.changed and a.op == b.op:
                 lines.append(msg("{name} = {a} in A, {b} in B ({what})", name=r.name, a=r.expr_a(), b=r.expr_b(), what=_changes(r)))
             else:

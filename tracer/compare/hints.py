@@ -411,7 +411,8 @@ DIAGNOSES: tuple[Diagnosis, ...] = (
     Diagnosis("softmax_queries", ("mha", "weights", "heads"), lambda c: recompute(c, softmax_over="queries"),
               lambda c: msg("Your {stage} equals attention with the softmax taken over the queries: take it over the keys (the last axis)", stage=c.name)),
     Diagnosis("mask_after", ("mha", "weights", "heads"), lambda c: recompute(c, mode="after"),
-              lambda c: msg("Your {stage} equals attention with the mask applied after the softmax: mask the scores first (-inf on future keys), then the softmax", stage=c.name)),
+              lambda c: msg("Your {stage} equals attention with the mask applied after the softmax: mask the scores first (-inf on future "
+                            "keys), then the softmax", stage=c.name)),
     Diagnosis("no_scale", ATTN, lambda c: recompute(c, scale="1") if _classic_scale(c) else None,
               lambda c: msg("Your {stage} equals attention without the 1/sqrt(d) scale: divide the scores Q K^T by sqrt(d) = sqrt({d})", stage=c.name,
                             d=_d(c))),

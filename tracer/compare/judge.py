@@ -178,7 +178,8 @@ def incomplete_note(a: Side, b: Side) -> Message | str:
         if s.source == "trace" and not s.complete:
             lacking = [k for k in other.settings if k not in s.settings and k not in SPEC_ONLY_SETTINGS]
             if lacking:
-                return msg("{label} ({path}) was saved before traces recorded every setting: {names} not compared (save it again with `tracer run SPEC --json`)",
+                return msg("{label} ({path}) was saved before traces recorded every setting: {names} not compared (save it again with "
+                           "`tracer run SPEC --json`)",
                            label=s.label, path=s.path, names=", ".join(lacking))
     return ""
 
@@ -463,7 +464,8 @@ def _check_index(option: str, value: int, letter: str, a: Side, b: Side) -> int:
     na, nb = a.dims.get(letter, 1), b.dims.get(letter, 1)
     n = max(na, nb)
     if not -n <= value < n:
-        raise UsageError(msg("{option} {value} is out of range: {letter} = {na} in A, {nb} in B (give 0 to {x}, or -1 to -{n} from the end)", option=option, value=value, letter=letter, na=na, nb=nb, x=n - 1, n=n))
+        raise UsageError(msg("{option} {value} is out of range: {letter} = {na} in A, {nb} in B (give 0 to {x}, or -1 to -{n} from the end)", option=option,
+                             value=value, letter=letter, na=na, nb=nb, x=n - 1, n=n))
     return value % n
 
 
@@ -515,7 +517,8 @@ def compare(a: Side, b: Side, *, atol: float | None = None, rtol: float | None =
     for s in (a, b):
         for letter, value, option in (("B", batch, "--batch"), ("T", pos, "--pos")):
             if value >= s.dims.get(letter, 1):
-                notes.append(msg("{label} has {letter} = {n}: no value to show at {opt} {v}", label=s.label, letter=letter, n=s.dims.get(letter), opt=option, v=value))
+                notes.append(msg("{label} has {letter} = {n}: no value to show at {opt} {v}", label=s.label, letter=letter, n=s.dims.get(letter), opt=option,
+                                 v=value))
     if keep_going:
         notes += violation_lines((a, b))
     weights, weights_notes = compare_weights(a, b, atol, rtol)
@@ -548,14 +551,17 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
     if not m.stages:
         listed = ", ".join(m.unmatched[:12]) + (", ..." if len(m.unmatched) > 12 else "")
         stats = msg("; kept as statistics only (--record stats): {names}", names=', '.join(m.stats_only)) if m.stats_only else ""
-        raise DiffTrouble(msg("{path}: no array matches a stage of {label} ({path2}); its arrays: {x}{stats}. Name them as tracer's stages (`tracer run SPEC --steps` lists them) or map them: --map THEIRS=STAGE", path=mine.path, label=ref.label, path2=ref.path, x=listed or 'none', stats=stats))
+        raise DiffTrouble(msg("{path}: no array matches a stage of {label} ({path2}); its arrays: {x}{stats}. Name them as tracer's stages (`tracer run SPEC "
+                              "--steps` lists them) or map them: --map THEIRS=STAGE", path=mine.path, label=ref.label, path2=ref.path, x=listed or 'none',
+                              stats=stats))
     stages_in, masked = masked_scores(m.stages, ref)
     mine = Side(mine.label, mine.path, ARRAYS, mine.name, {}, {}, mine.dtype, (), stages_in, None, [])
     a, b = (ref, mine) if mine.label == "B" else (mine, ref)
     for option, value, letter in (("--batch", batch, "B"), ("--pos", pos, "T")):
         n = ref.dims.get(letter, 1) if not ref.is_arrays else 1 << 62
         if not 0 <= value < n:
-            raise UsageError(msg("{option} {value} is out of range: {letter} = {n} in {label} (give 0 to {x})", option=option, value=value, letter=letter, n=n, label=ref.label, x=n - 1))
+            raise UsageError(msg("{option} {value} is out of range: {letter} = {n} in {label} (give 0 to {x})", option=option, value=value, letter=letter, n=n,
+                                 label=ref.label, x=n - 1))
     visible = {n: s for n, s in ref.stages.items() if show_all or not s.internal or n in m.stages}
     if only:
         chosen = catalogue.select(only, list(ref.stages), f"{ref.label}") or []
@@ -575,7 +581,8 @@ def compare_arrays_side(a: Side, b: Side, *, atol: float, rtol: float, batch: in
         notes.append(msg("{label} holds {dtype} arrays: compared at atol {atol}, rtol {rtol}, {dtype2}'s tolerance (give --atol and --rtol to choose)",
                          label=mine.label, dtype=by_dtype, atol=f"{atol:g}", rtol=f"{rtol:g}", dtype2=by_dtype))
     for name in masked:
-        notes.append(msg("{label}'s {name} holds masked scores (-inf or a large negative where the mask hides a key): compared where the mask lets a key through",
+        notes.append(msg("{label}'s {name} holds masked scores (-inf or a large negative where the mask hides a key): compared where the "
+                         "mask lets a key through",
                          label=mine.label, name=name))
     if ref.spec is not None:
         from tracer.compare.hints import spec_blind_spots

@@ -46,7 +46,8 @@ class Recorder:
         if not isinstance(name, str) or not name:
             raise UsageError(msg("recorder: a stage name is text such as 'norm1', received {name}", name=repr(name)))
         if name in self.arrays:
-            raise UsageError(msg("recorder: {name} is recorded twice; give each stage its own name (in a stack of layers: blocks.0.norm1, blocks.1.norm1, ...)", name=repr(name)))
+            raise UsageError(msg("recorder: {name} is recorded twice; give each stage its own name (in a stack of layers: blocks.0.norm1, blocks.1.norm1, ...)",
+                                 name=repr(name)))
         self.arrays[name] = _copy(name, array)
         return array
 
@@ -97,7 +98,8 @@ def check_target(path: str) -> None:
     if not path or path.endswith(("/", os.sep)):
         raise UsageError(msg("recorder: {path}: expected a file name such as mine.npz", path=repr(path)))
     if os.path.isdir(path):
-        raise UsageError(msg("recorder: {path} is a directory; give a file name inside it, e.g. {names}", path=repr(path), names=os.path.join(path, 'mine.npz')))
+        raise UsageError(msg("recorder: {path} is a directory; give a file name inside it, e.g. {names}", path=repr(path),
+                             names=os.path.join(path, 'mine.npz')))
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UsageError(msg("recorder: cannot write {path}: the folder {path2} does not exist", path=repr(path), path2=repr(os.path.dirname(path))))
@@ -107,7 +109,8 @@ def check_target(path: str) -> None:
         with open(path, "rb") as fh:
             head = fh.read(4)
         if head and head != ZIP_MAGIC:
-            raise UsageError(msg("recorder: {path} exists and is not an .npz archive; refusing to overwrite it (delete it or choose another name)", path=repr(path)))
+            raise UsageError(msg("recorder: {path} exists and is not an .npz archive; refusing to overwrite it (delete it or choose another name)",
+                                 path=repr(path)))
 
 
 def write_npz(path: str, arrays: dict[str, np.ndarray]) -> None:

@@ -148,7 +148,8 @@ class _Reader:
             raise TraceFileError(msg("{path}: {not_a_trace}; it has no {missing} field", path=self.path, not_a_trace=not_a_trace, missing=repr(missing)))
         version = doc["schema_version"]
         if version != SCHEMA_VERSION or isinstance(version, bool):
-            raise self.fail("schema_version", msg("{version} is not supported: this tracer reads schema_version {SCHEMA_VERSION}", version=_kind(version), SCHEMA_VERSION=SCHEMA_VERSION))
+            raise self.fail("schema_version", msg("{version} is not supported: this tracer reads schema_version {SCHEMA_VERSION}", version=_kind(version),
+                                                  SCHEMA_VERSION=SCHEMA_VERSION))
 
         spec = self.want(doc.get("spec", {}), "spec", dict, msg("an object {path, name}"))
         name = self.want(spec.get("name", self.path), "spec.name", str, msg("text"))
@@ -249,11 +250,13 @@ class _Reader:
                     raise self.fail(f + ".shape", msg("expected whole numbers of 0 or more, received {n}", n=_kind(n)))
             axes = self.want(s.get("axes"), f + ".axes", list, msg("a list of axis letters"))
             if len(axes) != len(shape) or not all(isinstance(a, str) for a in axes):
-                raise self.fail(f + ".axes", msg("expected {n} axis letters (one per entry of shape {shape}), received {axes}", n=len(shape), shape=shape, axes=repr(axes)[:120]))
+                raise self.fail(f + ".axes", msg("expected {n} axis letters (one per entry of shape {shape}), received {axes}", n=len(shape), shape=shape,
+                                                 axes=repr(axes)[:120]))
             if "values" not in s:
                 raise self.fail(f, msg("missing values"))
             if s["values"] is None and "stats" in s:
-                raise self.fail(f + ".values", msg("the stage was kept as statistics (tracer run --record stats); comparing needs every value: save the trace with --record all"))
+                raise self.fail(f + ".values", msg("the stage was kept as statistics (tracer run --record stats); comparing needs every value: save the "
+                                                   "trace with --record all"))
             array = self.array(s["values"], f + ".values", tuple(shape))
             out[name] = Stage(name, array, tuple(axes), meaning, internal=name not in step_names)
         return out

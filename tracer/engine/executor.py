@@ -287,12 +287,14 @@ class Executor:
             rows = [int(i) for i in np.flatnonzero(~visible.any(axis=-1))]
             if rows:
                 why = nmsg("query position {rows} may read no key at all: the softmax of a row that is entirely -inf is 0/0 = NaN",
-                           "query positions {rows} may read no key at all: the softmax of a row that is entirely -inf is 0/0 = NaN", len(rows), rows=', '.join(map(str, rows)))
+                           "query positions {rows} may read no key at all: the softmax of a row that is entirely -inf is 0/0 = NaN", len(rows),
+                           rows=', '.join(map(str, rows)))
         elif self.spec.dtype == "float32":
             why = join([why, msg("float32 overflows above about 3.4e38")])
         return Violation(
             kind="nonfinite", stage=name,
-            message=at(name, msg("first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}", n_nan=n_nan, n_inf=n_inf, where=where)),
+            message=at(name, msg("first stage with non-finite values: {n_nan} NaN and {n_inf} Inf, the first at {where}", n_nan=n_nan, n_inf=n_inf,
+                                 where=where)),
             shapes={name: shape_label(axes, a.shape)},
             rule=msg("every stage of a block must be finite"),
             numpy_would=msg("carry on quietly, printing at most a RuntimeWarning"),

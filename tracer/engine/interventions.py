@@ -142,10 +142,12 @@ def _unknown(option: str, name: str, spec: Spec, heads: dict[str, tuple[str, int
 
     steps = [s.name for s in spec.steps]
     if name in spec.stage_shapes:  # an attention internal: inside one step
-        return UsageError(msg("{option} {name}: an attention internal cannot be replaced on its own; intervene on a step's stage ({steps}) or on a head ({head})",
+        return UsageError(msg("{option} {name}: an attention internal cannot be replaced on its own; intervene on a step's stage ({steps}) "
+                              "or on a head ({head})",
                               option=option, name=name, steps=", ".join(steps[:4]) + (", ..." if len(steps) > 4 else ""),
                               head=next(iter(heads), "attn.head.0")))
-    return UsageError(msg("{option} {name}: no stage or head of that name in {where}{hint} (`tracer run SPEC --steps` lists the stages; a head is ATTN.head.N, e.g. {head})",
+    return UsageError(msg("{option} {name}: no stage or head of that name in {where}{hint} (`tracer run SPEC --steps` lists the stages; a head is "
+                          "ATTN.head.N, e.g. {head})",
                           option=option, name=name, where=spec.path, hint=suggest(name, [*steps, *heads]),
                           head=next(iter(heads), "attn.head.0")))
 
@@ -251,7 +253,8 @@ def resolve(spec: Spec, requests: Requests) -> tuple[Intervention, ...]:
         for step in spec.steps[first + 1:]:
             for read in step.inputs:
                 if steps.get(read, first) < first:
-                    raise UsageError(msg("{option}: {step} reads {read}, a stage before {stage}, which is not computed; start from a stage that carries everything the later steps read (a layer's output, say)",
+                    raise UsageError(msg("{option}: {step} reads {read}, a stage before {stage}, which is not computed; start from a stage that carries "
+                                         "everything the later steps read (a layer's output, say)",
                                          option=starts[0].option, step=step.name, read=read, stage=starts[0].stage))
         for iv in found.values():
             if steps[iv.stage] < first:

@@ -80,7 +80,8 @@ class Trace(Mapping[str, np.ndarray]):
     def __getitem__(self, name: str) -> np.ndarray:
         stage = self.stage(name)
         if stage.data is None:
-            raise StageNotFound(at(self.spec.path, msg("{name} was kept as statistics (record='stats'), not in full; trace again with keep=[{quoted}] or record='all'",
+            raise StageNotFound(at(self.spec.path,
+                                   msg("{name} was kept as statistics (record='stats'), not in full; trace again with keep=[{quoted}] or record='all'",
                                                        name=name, quoted=repr(name))))
         return stage.data
 

@@ -23,7 +23,8 @@ GRAD_SECTIONS = {
 def grad(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec to run forward and backward.", show_default=False)],
     loss: Annotated[str | None, typer.Option("--loss", metavar="next-token|sum-squares", show_default=False,
-                                             help="The scalar whose gradient is traced. Default: the spec's loss:, else next-token with an output head, sum-squares (0.5·ΣY²) without.")] = None,
+                                             help="The scalar whose gradient is traced. Default: the spec's loss:, else next-token with an output head, "
+                                                  "sum-squares (0.5·ΣY²) without.")] = None,
     pos: shared.PosOption = 0,
     batch: shared.BatchOption = 0,
     precision: shared.PrecisionOption = 6,
@@ -35,8 +36,10 @@ def grad(
     weight: Annotated[str, typer.Option("--weight", metavar="NAME", help="The weight --per-layer compares across layers.")] = "ffn.w2",
     verify: Annotated[bool, typer.Option("--verify", help="Check a sample of every weight's gradient by central finite differences.")] = False,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Take the gradient of what NumPy computed even after a violation.")] = False,
-    save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write the stages, their gradients (grad/STAGE) and the weights' (grad/weights/NAME) to an .npz archive.")] = None,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run (forward and backward) estimated to need more.")] = shared.DEFAULT_MAX_MEMORY,
+    save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write the stages, their gradients (grad/STAGE) and the weights' "
+                                                                                "(grad/weights/NAME) to an .npz archive.")] = None,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE",
+                                            help="Refuse a run (forward and backward) estimated to need more.")] = shared.DEFAULT_MAX_MEMORY,
     no_color: shared.NoColorOption = False,
     svg: shared.SvgOption = None,
     html: shared.HtmlOption = None,

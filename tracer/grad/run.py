@@ -73,7 +73,9 @@ def check_memory(spec: Spec, max_memory: str, as_json: bool) -> memory.Estimate:
         est.extra["--json gradients"] = est.extra.get("--json output", 0)
     if limit is not None and est.total > limit:
         parts = memory.sized(est.largest(3))
-        raise UsageError(msg("{path}: tracer grad keeps every stage and the gradient of each stage and weight: about {breakdown}, over --max-memory {max_memory}. Largest: {parts}. Lower B, T or the number of layers, or raise --max-memory if this machine has the memory.", path=spec.path, breakdown=est.breakdown(), max_memory=max_memory, parts=parts))
+        raise UsageError(msg("{path}: tracer grad keeps every stage and the gradient of each stage and weight: about {breakdown}, over --max-memory "
+                             "{max_memory}. Largest: {parts}. Lower B, T or the number of layers, or raise --max-memory if this machine has the memory.",
+                             path=spec.path, breakdown=est.breakdown(), max_memory=max_memory, parts=parts))
     return est
 
 
@@ -162,5 +164,6 @@ def per_layer(g: GradTrace, weight: str) -> list[tuple[str, float]]:
             raise UsageError(msg("{path}: --per-layer compares the layers of a stack, and this spec has none (block.layers > 1)", path=g.spec.path))
         from tracer.model.catalogue import suggest
 
-        raise UsageError(msg("--weight {weight}: no layer has it{x}", weight=repr(weight), x=suggest(weight, known) or msg("; the layers have {names}", names=", ".join(known))))
+        raise UsageError(msg("--weight {weight}: no layer has it{x}", weight=repr(weight),
+                             x=suggest(weight, known) or msg("; the layers have {names}", names=", ".join(known))))
     return out

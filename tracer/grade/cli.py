@@ -23,8 +23,10 @@ def grade(
     as_json: Annotated[bool, typer.Option("--json", help="JSON Lines on stdout instead of the sheet: one object per student and task.")] = False,
     csv_file: Annotated[str | None, typer.Option("--csv", metavar="FILE", show_default=False,
                                                  help="Also write the sheet as CSV to FILE (- : on stdout instead of the sheet).")] = None,
-    atol: Annotated[float | None, typer.Option("--atol", show_default=False, help="Absolute tolerance of each diff, as tracer diff: default 1e-9, or 1e-5 against float32 arrays.")] = None,
-    rtol: Annotated[float | None, typer.Option("--rtol", show_default=False, help="Relative tolerance of each diff, as tracer diff: default 1e-9, or 1e-5 against float32 arrays.")] = None,
+    atol: Annotated[float | None, typer.Option("--atol", show_default=False,
+                                               help="Absolute tolerance of each diff, as tracer diff: default 1e-9, or 1e-5 against float32 arrays.")] = None,
+    rtol: Annotated[float | None, typer.Option("--rtol", show_default=False,
+                                               help="Relative tolerance of each diff, as tracer diff: default 1e-9, or 1e-5 against float32 arrays.")] = None,
     force: shared.ForceOption = False,
     lang: shared.LangOption = None,
 ) -> None:

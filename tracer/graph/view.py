@@ -161,7 +161,8 @@ class Graph:
             rotary = msg(", rotary base {base}, pairs (i, i + d/2)", base=base) if step.pairing == "half" else msg(", rotary base {base}", base=base)
             if step.rotary_dim is not None:  # partial rotary: d becomes r in the pairs, the rest of each head passes
                 pairs = "(i, i + r/2)" if step.pairing == "half" else "(2i, 2i+1)"
-                rotary = msg(", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates", base=base, pairs=pairs, r=step.rotary_dim)
+                rotary = msg(", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates", base=base, pairs=pairs,
+                             r=step.rotary_dim)
         if step.qk_norm:  # Qwen3: q and k RMS-normalised per head before the turn
             rotary = msg("{rotary}, q and k RMS-normalised per head (q_norm, k_norm)", rotary=rotary)
         rel = step.relative or (0, 0, False)  # positions: relative (T5): buckets, max_distance, bidirectional
@@ -428,7 +429,8 @@ def _kind(spec: Spec) -> Message:
         return msg("encoder-decoder")
     order = {"pre": msg("pre-norm"), "post": msg("post-norm"), "parallel": msg("parallel residual"),
              "parallel_shared": msg("parallel residual, one norm"),
-             "sandwich": msg("sandwich norms (each sublayer's output normalised before its residual add)")}.get(spec.block.norm_order, msg("the spec's own steps"))
+             "sandwich": msg("sandwich norms (each sublayer's output normalised before its residual add)")}.get(
+        spec.block.norm_order, msg("the spec's own steps"))
     return nmsg("{order}, {n} layer", "{order}, {n} layers", spec.block.layers, order=order)
 
 

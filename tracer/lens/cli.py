@@ -23,7 +23,8 @@ LENS_SECTIONS = {
 def lens(
     spec: Annotated[str, typer.Argument(metavar="SPEC", help="The YAML spec to read out layer by layer (it needs a head).", show_default=False)],
     token: Annotated[str | None, typer.Option("--token", metavar="TEXT|ID", show_default=False,
-                                              help="The token whose probability each cell shows: its text (e.g. Paris) or its id. Default: the model's own next token at each position.")] = None,
+                                              help="The token whose probability each cell shows: its text (e.g. Paris) or its id. Default: the model's own "
+                                                   "next token at each position.")] = None,
     top: Annotated[int, typer.Option("--top", metavar="K", help="The most probable tokens each cell lists.")] = 3,
     batch: shared.BatchOption = 0,
     precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")] = 4,
@@ -36,7 +37,8 @@ def lens(
     svg: shared.SvgOption = None,
     html: shared.HtmlOption = None,
     force: shared.ForceOption = False,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = shared.DEFAULT_MAX_MEMORY,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE",
+                                            help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = shared.DEFAULT_MAX_MEMORY,
     confine: shared.ConfineOption = None,
     lang: shared.LangOption = None,
     ablate: shared.AblateOption = None,

@@ -43,7 +43,8 @@ def plan(spec: Spec) -> LensPlan:
     if spec.model != "decoder":
         raise UsageError(at(spec.path, msg("the logit lens reads a decoder-only stack's residual stream; an encoder-decoder is not one")))
     if spec.block.head == "none":
-        raise UsageError(at(spec.path, msg("the logit lens reads each layer through the head, and this spec has none (block.head: none): nothing scores the vocabulary")))
+        raise UsageError(at(spec.path,
+                            msg("the logit lens reads each layer through the head, and this spec has none (block.head: none): nothing scores the vocabulary")))
     steps = spec.steps
     in_blocks = [i for i, s in enumerate(steps) if s.name.startswith("blocks.")]
     if not in_blocks:
@@ -53,10 +54,12 @@ def plan(spec: Spec) -> LensPlan:
         raise UsageError(at(spec.path, msg("the logit lens needs the stream entering the first layer and the head after the last")))
     tail_input = steps[last].name
     if any(n.startswith("blocks.") and n != tail_input for s in steps[last + 1:] for n in s.inputs):
-        raise UsageError(at(spec.path, msg("the logit lens reruns the steps after the last layer on each layer's output; here they read more than that output")))
+        raise UsageError(at(spec.path,
+                            msg("the logit lens reruns the steps after the last layer on each layer's output; here they read more than that output")))
     has_norm = any(s.op in ("layer_norm", "rms_norm", "rms_norm_offset") for s in steps[last + 1:])
     if not has_norm and spec.block.norm_order != "post":
-        raise UsageError(at(spec.path, msg("the logit lens reads each layer through the final norm and the head, and this {order} stack has no final norm (block.final_norm: false): the head would read a residual no norm has scaled",
+        raise UsageError(at(spec.path, msg("the logit lens reads each layer through the final norm and the head, and this {order} stack has no final norm "
+                                           "(block.final_norm: false): the head would read a residual no norm has scaled",
                                          order=spec.block.norm_order)))
     n_layers = spec.block.layers
     rows = [steps[first - 1].name]
@@ -121,7 +124,8 @@ def token_id(spec: Spec, token: str | int) -> int:
     if isinstance(token, int) or (isinstance(token, str) and token.strip().isdigit()):
         i = int(token)
         if not 0 <= i < V:
-            raise UsageError(msg("--token {token}: id {i} is out of range: the vocabulary has V = {V} ids (0 to {x})", token=repr(str(token)), i=i, V=V, x=V - 1))
+            raise UsageError(msg("--token {token}: id {i} is out of range: the vocabulary has V = {V} ids (0 to {x})", token=repr(str(token)), i=i, V=V,
+                                 x=V - 1))
         return i
     if spec.tokenizer is not None:
         from tracer.checkpoints import tokenizer
@@ -145,15 +149,16 @@ def read_out(spec: Spec, run: Recording, params: dict[str, np.ndarray], inputs: 
         raise UsageError(msg("--top {top}: expected 1 or more tokens a cell shows", top=top))
     if not run.ok:
         v = run.violations[0]
-        raise UsageError(at(spec.path, msg("the run stopped at a {kind} violation at {stage}: the lens reads a finished run (tracer run shows the violation)", kind=v.kind, stage=v.stage)))
+        raise UsageError(at(spec.path, msg("the run stopped at a {kind} violation at {stage}: the lens reads a finished run (tracer run shows the violation)",
+                                           kind=v.kind, stage=v.stage)))
     chosen_id = token_id(spec, token) if token is not None else None
     out = []
     with np.errstate(all="ignore"):
         for name in p.rows:
             stage = run.stages.get(name)
             if stage is None or stage.data is None:
-                raise UsageError(at(spec.path, msg("the lens reads {name} in full, and this trace kept it {how}: trace with record='all' (or keep it)", name=name,
-                                                   how=msg("as statistics") if stage is not None else msg("not at all"))))
+                raise UsageError(at(spec.path, msg("the lens reads {name} in full, and this trace kept it {how}: trace with record='all' (or keep it)",
+                                                   name=name, how=msg("as statistics") if stage is not None else msg("not at all"))))
             tail = executor.Executor(spec, policy=RecordPolicy("all"), params=params, inputs=inputs)
             rec = tail.run(start=p.tail_start, live={p.tail_input: stage.data})
             last = rec.stages[spec.steps[-1].name]

@@ -61,7 +61,8 @@ def token_text(r: LensResult, t: int) -> str:
 def title(r: LensResult) -> str:
     same = len(set(r.tokens)) == 1
     what = token_text(r, 0) if same else render(r.chosen)
-    line = render(msg("logit lens of {name}, sample b={b}: each layer's residual through the final norm (with that layer's own statistics) and the head; p of {what}",
+    line = render(msg("logit lens of {name}, sample b={b}: each layer's residual through the final norm (with that layer's own statistics) and "
+                      "the head; p of {what}",
                       name=r.spec.name, b=r.batch, what=what))
     done = interventions(r)
     return line if not done else line + render(msg("; run while {what}", what=join([i.phrase() for i in done], ", ")))

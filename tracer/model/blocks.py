@@ -416,7 +416,8 @@ def bert_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings) ->
         steps.append(Step(prefix + "typed", "add", (last, prefix + "token_type"), None, msg("embeddings plus token-type vectors")))
         last = prefix + "typed"
     if s.embedding_norm:
-        steps.append(Step(prefix + "x", "layer_norm", (last,), prefix + EMBED_NORM, msg("embedding {norm}, X = {LN}emb(the summed embeddings)", norm=NORMALISATION, LN="LN_"),
+        steps.append(Step(prefix + "x", "layer_norm", (last,), prefix + EMBED_NORM,
+                          msg("embedding {norm}, X = {LN}emb(the summed embeddings)", norm=NORMALISATION, LN="LN_"),
                           eps=s.eps))
     else:
         steps.append(Step(prefix + "x", "identity", (last,), None, msg("X, the embeddings")))

@@ -262,7 +262,8 @@ def _qk_norm_variants(section: str) -> list[StageInfo]:
         if info.name in ("attn.q", "attn.k"):
             key = info.name[-1]
             meaning = msg("{meaning}, RMS-normalised per head, then turned by rotary positions (block.qk_norm)", meaning=info.meaning)
-            norm = msg("each head's d coordinates RMS-normalised, {key} / sqrt(mean({key}^2) + eps) * {key}_norm (weights attn.{key}_norm [d]), before the rotary turn",
+            norm = msg("each head's d coordinates RMS-normalised, {key} / sqrt(mean({key}^2) + eps) * {key}_norm (weights attn.{key}_norm [d]), "
+                       "before the rotary turn",
                        key=key)
             out.append(dataclasses.replace(info, meaning=meaning, formula=join([info.formula, norm])))
     return out
@@ -341,7 +342,8 @@ def suggest(name: str, known: Iterable[str]) -> Message | str:
     close = [repr(k) for k in known if k.endswith("." + name)][:3] or [repr(c) for c in difflib.get_close_matches(name, known, n=3, cutoff=0.6)]
     if not close:
         return ""
-    names = close[0] if len(close) == 1 else msg("{a} or {b}", a=close[0], b=close[1]) if len(close) == 2 else msg("{a} or {b} or {c}", a=close[0], b=close[1], c=close[2])
+    names = (close[0] if len(close) == 1 else msg("{a} or {b}", a=close[0], b=close[1]) if len(close) == 2
+             else msg("{a} or {b} or {c}", a=close[0], b=close[1], c=close[2]))
     return msg("; did you mean {names}?", names=names)
 
 
@@ -354,6 +356,7 @@ def select(requested: Sequence[str], known: Sequence[str], where: str) -> list[s
         return None
     for name in requested:
         if name not in known:
-            raise UsageError(msg("--stage {name}: no stage of that name in {where}{name2} (`tracer run SPEC --steps` lists a spec's stages, `tracer stages` what each name means)", name=name, where=where, name2=suggest(name, known)))
+            raise UsageError(msg("--stage {name}: no stage of that name in {where}{name2} (`tracer run SPEC --steps` lists a spec's stages, `tracer stages` "
+                                 "what each name means)", name=name, where=where, name2=suggest(name, known)))
     return list(dict.fromkeys(requested))
 

@@ -51,7 +51,8 @@ def same_shape(a: Shape, b: Shape, names: tuple[str, str] = ("left", "right")) -
     try:
         out = broadcast_shapes(a, b)
     except ValueError:
-        raise ShapeError(msg("cannot add {names} {a} and {names2} {b}: the shapes do not match and NumPy cannot broadcast them", names=names[0], a=list(a), names2=names[1], b=list(b))) from None
+        raise ShapeError(msg("cannot add {names} {a} and {names2} {b}: the shapes do not match and NumPy cannot broadcast them", names=names[0], a=list(a),
+                             names2=names[1], b=list(b))) from None
     raise BrokenContract(
         "broadcast",
         msg("{names} {a} and {names2} {b} differ; an elementwise add needs equal shapes", names=names[0], a=list(a), names2=names[1], b=list(b)),
@@ -110,7 +111,8 @@ def softmax_axis(scores: Shape, over_queries: bool) -> None:  # attention weight
             msg("softmax taken over queries (axis -2) instead of keys (axis -1)"),
             {"scores": scores},
             numpy_would=msg("normalise each key's column instead of each query's row, without complaint"),
-            why=(msg("a query's weights no longer sum to 1 over what it reads, and each weight depends on the other queries' scores, later positions included")),
+            why=(msg("a query's weights no longer sum to 1 over what it reads, and each weight depends on the other queries' scores, "
+                     "later positions included")),
             rule=msg("attention weights are a softmax over keys: each query's row sums to 1"),
         )
 
@@ -123,9 +125,11 @@ def rotary_width(d: int, rotary_dim: int | None) -> None:  # partial rotary: pai
         "axis",
         msg("rotary_dim = {r} coordinates turned in heads of width d = {d}", r=rotary_dim, d=d),
         {"q": (d,), "k": (d,)},
-        numpy_would=(msg("turn {n} coordinates paired for a width of {r}, leaving one without its partner, without complaint", n=min(rotary_dim, d) // 2 * 2, r=rotary_dim)
+        numpy_would=(msg("turn {n} coordinates paired for a width of {r}, leaving one without its partner, without complaint", n=min(rotary_dim, d) // 2 * 2,
+                         r=rotary_dim)
                      if odd else msg("slice q[..., :{r}] to all {d} coordinates and turn them at speeds meant for {r}, without complaint", r=rotary_dim, d=d)),
-        why=msg("rotary positions turn pairs of coordinates: an odd width leaves one unpaired, and a width beyond d pairs coordinates a head does not have at the wrong speeds"),
+        why=msg("rotary positions turn pairs of coordinates: an odd width leaves one unpaired, and a width beyond d pairs coordinates a head does not "
+                "have at the wrong speeds"),
         rule=msg("a partial rotary width is even and at most the head width d"),
         axes={"q": ("d",), "k": ("d",)},
     )
@@ -137,7 +141,8 @@ def batch_norm(x: Shape) -> None:  # a text block never normalises over samples 
         msg("BatchNorm statistics taken over samples and positions (B x T = {x} x {x2}) for each coordinate", x=x[0], x2=x[1]),
         {"x": x},
         numpy_would=msg("average each coordinate over the whole batch and every position, without complaint"),
-        why=(msg("one sample's result depends on the other samples and on later positions; sentences differ in length and content, so the same position in different sentences is not comparable (guide, section 5)")),
+        why=(msg("one sample's result depends on the other samples and on later positions; sentences differ in length and content, so the same position in "
+                 "different sentences is not comparable (guide, section 5)")),
         rule=msg("text blocks normalise each sample's each position over its own C coordinates (LayerNorm)"),
     )
 
@@ -149,7 +154,8 @@ def router_softmax_axis(logits: Shape, over_tokens: bool) -> None:  # router pro
             msg("router softmax taken over positions (axis T) instead of experts (axis E)"),
             {"logits": logits},
             numpy_would=msg("normalise each expert's column over the positions instead of each position's row, without complaint"),
-            why=msg("a position's expert probabilities no longer sum to 1, and which experts it is sent to depends on the other positions, later ones included"),
+            why=msg("a position's expert probabilities no longer sum to 1, and which experts it is sent to depends on the other "
+                    "positions, later ones included"),
             rule=msg("router probabilities are a softmax over the experts: each position's row sums to 1"),
         )
 
@@ -170,11 +176,15 @@ def broadcast_why(axes: tuple[str, ...], shapes: list[Shape]) -> Message:
             n = max(sizes)
             word = msg(AXIS_WORDS[letter]) if letter in AXIS_WORDS else msg("entries along {letter}", letter=letter)
             if letter == "B":  # which sample or position the single row came from is not known here
-                reasons.append(msg("one sample's update would be handed to all {n} samples, so the other sample would receive an update that is not its own", n=n) if n == 2 else
-                               msg("one sample's update would be handed to all {n} samples, so the other {m} samples would receive an update that is not their own", n=n, m=n - 1))
+                reasons.append(msg("one sample's update would be handed to all {n} samples, so the other sample would receive an update that is not its own",
+                                   n=n) if n == 2 else
+                               msg("one sample's update would be handed to all {n} samples, so the other {m} samples would receive an update "
+                                   "that is not their own", n=n, m=n - 1))
             elif letter == "T":
-                reasons.append(msg("one position's update would be handed to all {n} positions, so the other position would receive an update that is not its own", n=n) if n == 2 else
-                               msg("one position's update would be handed to all {n} positions, so the other {m} positions would receive an update that is not their own", n=n, m=n - 1))
+                reasons.append(msg("one position's update would be handed to all {n} positions, so the other position would receive an "
+                                   "update that is not its own", n=n) if n == 2 else
+                               msg("one position's update would be handed to all {n} positions, so the other {m} positions would receive an update "
+                                   "that is not their own", n=n, m=n - 1))
             else:
                 reasons.append(msg("all {n} {what} would receive the same value", n=n, what=word))
     if not reasons:
@@ -226,7 +236,8 @@ def position_violation(spec: Spec, step: Step) -> Violation | None:
     if offset:
         return Violation(
             kind="position", stage=step.name,
-            message=at(step.name, msg("{axes} = {T} positions from row {o} need rows {o} to {last}, but the learned table has T_max = {T_max} rows (indices 0 to {x})",
+            message=at(step.name,
+                       msg("{axes} = {T} positions from row {o} need rows {o} to {last}, but the learned table has T_max = {T_max} rows (indices 0 to {x})",
                                       axes=axes[0], T=T, o=offset, last=offset + T - 1, T_max=T_max, x=T_max - 1)),
             shapes={"position": shape_label(("T_max", "C"), (T_max, C)), "x": shape_label(("B", axes[0], "C"), (spec.dims.B, T, C))},
             rule=msg("a learned position table has one row for each position 0 .. T_max-1, and no more"),
@@ -235,10 +246,12 @@ def position_violation(spec: Spec, step: Step) -> Violation | None:
         )
     return Violation(
         kind="position", stage=step.name,
-        message=at(step.name, msg("{axes} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {x})", axes=axes[0], T=T, T_max=T_max, x=T_max - 1)),
+        message=at(step.name, msg("{axes} = {T} positions but the learned table has T_max = {T_max} rows (indices 0 to {x})", axes=axes[0], T=T, T_max=T_max,
+                                  x=T_max - 1)),
         shapes={"position": shape_label(("T_max", "C"), (T_max, C)), "x": shape_label(("B", axes[0], "C"), (spec.dims.B, T, C))},
         rule=msg("a learned position table has one row for each position 0 .. T_max-1, and no more"),
-        numpy_would=msg("slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)", T=T, T_max=T_max),
+        numpy_would=msg("slice P[:{T}] to just {T_max} rows without complaint (and, for a one-row table, broadcast that row to every position)", T=T,
+                        T_max=T_max),
         why=msg("positions {T_max} to {x} were never trained; the table cannot invent them (section 17.1)", T_max=T_max, x=T - 1),
     )
 
@@ -260,7 +273,8 @@ def relative_violation(spec: Spec, step: Step) -> Violation | None:
         return None
     return Violation(
         kind="position", stage=step.name,
-        message=at(step.name, msg("{n} positions reach bucket {top} of {buckets}, but the relative-bias table {table} has K_rel = {rows} rows (buckets 0 to {x})",
+        message=at(step.name,
+                   msg("{n} positions reach bucket {top} of {buckets}, but the relative-bias table {table} has K_rel = {rows} rows (buckets 0 to {x})",
                                   n=n_q, top=top, buckets=buckets, table=step.weights, rows=rows, x=rows - 1)),
         shapes={step.weights or "relative_bias": shape_label(("K_rel", "H"), (rows, H)), step.name: shape_label(axes, (H, n_q, n_k))},
         rule=msg("the relative-bias table has one row for each bucket 0 .. buckets-1"),

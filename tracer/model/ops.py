@@ -165,7 +165,8 @@ def _first(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> 
 def _add_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:
     (a_axes, a), (b_axes, b) = ins
     if len(a) != len(b) or not all(x == y or 1 in (x, y) for x, y in zip(a, b)):
-        raise ValueError(msg("cannot add {a_axes} and {b_axes}: NumPy cannot broadcast them either", a_axes=shape_label(a_axes, a), b_axes=shape_label(b_axes, b)))
+        raise ValueError(msg("cannot add {a_axes} and {b_axes}: NumPy cannot broadcast them either", a_axes=shape_label(a_axes, a),
+                             b_axes=shape_label(b_axes, b)))
     return a_axes, tuple(max(x, y) for x, y in zip(a, b))
 
 

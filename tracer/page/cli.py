@@ -33,9 +33,11 @@ def page_command(
     page_budget: shared.PageBudgetOption = 20.0,
     force: shared.ForceOption = False,
     lang: Annotated[str | None, typer.Option("--lang", metavar="zh|en", autocompletion=shared.complete_lang, show_default=False,
-                                             help="The language the page opens in (it switches between both) and of the messages: zh (the book's Chinese) or en. Default: the locale.")] = None,
+                                             help="The language the page opens in (it switches between both) and of the messages: zh (the book's Chinese) or "
+                                                  "en. Default: the locale.")] = None,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Record NumPy's result at a violation and go on, flagging every violation.")] = False,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (every stage is kept).")] = shared.DEFAULT_MAX_MEMORY,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE",
+                                            help="Refuse a run estimated to need more (every stage is kept).")] = shared.DEFAULT_MAX_MEMORY,
     confine: shared.ConfineOption = None,
     ablate: shared.AblateOption = None,
     set_: shared.SetOption = None,

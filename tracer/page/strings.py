@@ -27,7 +27,8 @@ STRINGS: dict[str, tuple[str, str]] = {
     "values_note": ("The array is large: the table shows the chosen row; the heatmap shows it all.",
                     "数组较大：表格只显示所选的行，热图显示全部。"),
     "summary": ("summarised to stay within the page budget", "为不超出页面预算而概括"),
-    "left_out": ("Left out to stay within the budget: the full array. Kept: the norm at each position, a histogram of all values, and the values at the chosen position.",
+    "left_out": ("Left out to stay within the budget: the full array. Kept: the norm at each position, a histogram of all values, and the values at "
+                 "the chosen position.",
                  "为不超出预算而省去：完整数组。保留：每个位置的范数、全部数值的直方图，以及所选位置的值。"),
     "norms": ("norm at each position", "每个位置的范数"),
     "histogram": ("histogram of all values", "全部数值的直方图"),

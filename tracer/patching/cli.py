@@ -15,19 +15,23 @@ if TYPE_CHECKING:
 
 def patch(
     clean: Annotated[str, typer.Argument(metavar="CLEAN", help="The spec of the clean run: its stage values are patched in.", show_default=False)],
-    corrupt: Annotated[str, typer.Argument(metavar="CORRUPT", help="The spec of the corrupt run (the same model on another input): patched at each cell.", show_default=False)],
+    corrupt: Annotated[str, typer.Argument(metavar="CORRUPT", help="The spec of the corrupt run (the same model on another input): patched at each cell.",
+                                           show_default=False)],
     stage: Annotated[list[str] | None, typer.Option("--stage", metavar="PATTERN", show_default=False,
                                                     help="The stages to patch, by name or pattern (default 'blocks.*.output'); repeatable.")] = None,
-    token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False, help="The token whose logit is followed (default: the clean run's top next token at the last position).")] = None,
+    token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False,
+                                              help="The token whose logit is followed (default: the clean run's top next token at the last position).")] = None,
     batch: shared.BatchOption = 0,
     precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object instead of the table and heatmap.")] = False,
-    fmt: Annotated[str | None, typer.Option("--format", metavar="table|json|csv", show_default=False, help="Output format (default: table, with the heatmap).")] = None,
+    fmt: Annotated[str | None, typer.Option("--format", metavar="table|json|csv", show_default=False,
+                                            help="Output format (default: table, with the heatmap).")] = None,
     no_color: shared.NoColorOption = False,
     svg: shared.SvgOption = None,
     html: shared.HtmlOption = None,
     force: shared.ForceOption = False,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a sweep whose runs are estimated to need more.")] = shared.DEFAULT_MAX_MEMORY,
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE",
+                                            help="Refuse a sweep whose runs are estimated to need more.")] = shared.DEFAULT_MAX_MEMORY,
     confine: shared.ConfineOption = None,
     lang: shared.LangOption = None,
 ) -> None:
@@ -48,7 +52,8 @@ def patch(
         shared.check_precision(precision)
         targets = shared.export_targets(svg, html, [clean, corrupt], form, force)
         try:
-            grid = sweep(load_checked(clean, max_memory=max_memory), load_checked(corrupt, max_memory=max_memory), tuple(stage or (DEFAULT_STAGE,)), token, batch, max_memory)
+            grid = sweep(load_checked(clean, max_memory=max_memory), load_checked(corrupt, max_memory=max_memory), tuple(stage or (DEFAULT_STAGE,)), token,
+                         batch, max_memory)
         except TracerError as e:
             if form == "json":  # the error object on stdout too, as tracer run and tracer diff write it
                 from tracer.views.trace_json import SCHEMA_VERSION, dumps

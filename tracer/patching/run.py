@@ -120,7 +120,8 @@ def pick_stages(spec: Spec, patterns: Sequence[str]) -> list[str]:
         if not any(fnmatch.fnmatchcase(n, p) for n in names):
             from tracer.model.catalogue import suggest
 
-            raise UsageError(msg("--stage {pattern}: no stage of {where} matches it{hint} (a pattern such as 'blocks.*.output'; `tracer run SPEC --steps` lists the stages)",
+            raise UsageError(msg("--stage {pattern}: no stage of {where} matches it{hint} (a pattern such as 'blocks.*.output'; `tracer run SPEC "
+                                 "--steps` lists the stages)",
                                  pattern=p, where=spec.path, hint=suggest(p, names)))
     for n in picked:
         if position_axis(spec.stage_shapes[n][0]) is None:
@@ -153,7 +154,8 @@ def patch(clean: Spec, corrupt: Spec, stages: Sequence[str] = (DEFAULT_STAGE,), 
     for name in [*picked, "logits"]:
         mine, want = clean.stage_shapes.get(name), corrupt.stage_shapes.get(name)
         if mine is None or tuple(mine[1]) != tuple(want[1] if want else ()):
-            raise UsageError(msg("{name}: clean and corrupt must trace the same stages with the same shapes (two inputs to one model): expected {expected} as in {ref}, received {got} in {other}",
+            raise UsageError(msg("{name}: clean and corrupt must trace the same stages with the same shapes (two inputs to one model): expected {expected} as "
+                                 "in {ref}, received {got} in {other}",
                                  name=name, expected=shape_label(*want) if want else "-", ref=corrupt.path,
                                  got=shape_label(*mine) if mine else msg("no such stage"), other=clean.path))
     b, _ = choices.position(corrupt, batch, 0, ("--batch", "--pos"))

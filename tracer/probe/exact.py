@@ -61,7 +61,8 @@ def reads_later(spec: Spec) -> str | None:
     A causal mask is not judged by its matrix: the probe measures whether it holds (a bug in the mask is caught)."""
     attention = [s for s in spec.steps if s.op == "mha" and spec.block_for(s.name) is spec.block]
     if not attention:
-        return None if spec.block.mask == "causal" else msg("the block's mask is {mask}, not causal: later positions may be read by design", mask=spec.block.mask)
+        return None if spec.block.mask == "causal" else msg("the block's mask is {mask}, not causal: later positions may be read by design",
+                                                            mask=spec.block.mask)
     for step in attention:
         if step.mask == "causal":  # declared causal (a sliding window too): probed, the matrix not taken on trust
             continue
@@ -125,7 +126,8 @@ def causality(spec: Spec) -> Property:
                     later = np.argwhere(gx[:, t + 1:] != 0)
                     s = int(later[0][1]) + t + 1
                     where = _origin(makers[-1], grads, t) if makers else xname
-                    grad = f"d {out.name}[b={b}, t={t}, {out.axes[-1]}={c}] / d {xname}[b={int(later[0][0])}, t={s}] = {fmt_vector(gx[later[0][0], s].tolist(), 6)}"
+                    grad = (f"d {out.name}[b={b}, t={t}, {out.axes[-1]}={c}] / d {xname}[b={int(later[0][0])}, t={s}] = "
+                            f"{fmt_vector(gx[later[0][0], s].tolist(), 6)}")
                     return Property(name, FAIL, msg("{grad} is not zero: position {t} depends on position {s}, although the mask is causal; "
                                                     "the dependence enters at stage {where}", grad=grad, t=t, s=s, where=where), where, t)
     whole = len(coords) == W

@@ -37,7 +37,9 @@ def _compare(a: np.ndarray, b: np.ndarray) -> tuple[float, int]:
 def _unmeasured(name: str, blind: dict[str, int], total: dict[str, int]) -> Property:
     stage = next(iter(blind))
     return Property(name, UNMEASURED,
-                    msg("stage {stage} is NaN in both runs at {blind} of its {total} compared values (stages with such values: {n}): NaN cannot show a change, so the probe cannot tell whether the property holds; probe a spec whose run has no NaN", stage=stage, blind=blind[stage], total=total[stage], n=len(blind)), stage)
+                    msg("stage {stage} is NaN in both runs at {blind} of its {total} compared values (stages with such values: {n}): NaN cannot show a change, "
+                        "so the probe cannot tell whether the property holds; probe a spec whose run has no NaN", stage=stage, blind=blind[stage],
+                        total=total[stage], n=len(blind)), stage)
 
 
 def _upto(stage: executor.Stage, t: int) -> np.ndarray:
@@ -92,14 +94,17 @@ def causality(spec: Spec) -> Property:
                 total[stage.name] = total.get(stage.name, 0) + a.size
             if diff > _tolerance(a):
                 return Property(name, FAIL,
-                                msg("perturbing {later} changed stage {stage} at {earlier} by up to {d}: {who} on later ones, although the mask is causal", later=_span(t + 1, T - 1), stage=stage.name, earlier=_span(0, t), d=f"{diff:.3g}", who=msg("position 0 depends") if t == 0 else msg("positions up to {t} depend", t=t)),
+                                msg("perturbing {later} changed stage {stage} at {earlier} by up to {d}: {who} on later ones, although the mask is causal",
+                                    later=_span(t + 1, T - 1), stage=stage.name, earlier=_span(0, t), d=f"{diff:.3g}",
+                                    who=msg("position 0 depends") if t == 0 else msg("positions up to {t} depend", t=t)),
                                 stage.name, t)
             largest = max(largest, diff)
         checked.append(t)
     if blind:
         return _unmeasured(name, blind, total)
     return Property(name, PASS,
-                    msg("perturbing the positions after t changed no stage at positions 0..t (checked t = {names}; largest change {largest})", names=', '.join(map(str, checked)), largest=f"{largest:.3g}"))
+                    msg("perturbing the positions after t changed no stage at positions 0..t (checked t = {names}; largest change {largest})",
+                        names=', '.join(map(str, checked)), largest=f"{largest:.3g}"))
 
 
 def without_positions_or_mask(spec: Spec) -> Spec:
@@ -148,7 +153,8 @@ def permutation(spec: Spec) -> Property:
             blind[stage.name], total[stage.name] = nan, a.size
         if diff > _tolerance(a):
             return Property(name, FAIL,
-                            msg("with positions and mask removed, moving row {x} of X to the front did not move stage {name} the same way (largest difference {diff})", x=T - 1, name=stage.name, diff=f"{diff:.3g}"), stage.name)
+                            msg("with positions and mask removed, moving row {x} of X to the front did not move stage {name} the same way "
+                                "(largest difference {diff})", x=T - 1, name=stage.name, diff=f"{diff:.3g}"), stage.name)
         largest = max(largest, diff)
     if blind:
         return _unmeasured(name, blind, total)
@@ -157,15 +163,18 @@ def permutation(spec: Spec) -> Property:
         checked_plain = True
     if checked_plain:
         return Property(name, PASS, msg("moving row {r} of X to the front moved every per-position stage's rows the same way (largest difference {d}). "
-                                        "Checked with positions and mask removed, as Example 17.1 states it; the spec's own positions and mask are what break it on purpose.", r=T - 1, d=f"{largest:.3g}"))
-    return Property(name, PASS, msg("moving row {r} of X to the front moved every per-position stage's rows the same way (largest difference {d}).", r=T - 1, d=f"{largest:.3g}"))
+                                        "Checked with positions and mask removed, as Example 17.1 states it; the spec's own positions and mask are what "
+                                        "break it on purpose.", r=T - 1, d=f"{largest:.3g}"))
+    return Property(name, PASS, msg("moving row {r} of X to the front moved every per-position stage's rows the same way (largest difference {d}).", r=T - 1,
+                                    d=f"{largest:.3g}"))
 
 
 def unmeasured_error(spec: Spec, props: list[Property]) -> None:
     """A probe that could not measure is not a pass: UsageError (exit 2) naming the properties, after the table."""
     blind = [p for p in props if p.result == UNMEASURED]
     if blind:
-        raise UsageError(msg("{path}: the probe cannot measure {names}: {evidence}", path=spec.path, names=' and '.join(p.name for p in blind), evidence=blind[0].evidence))
+        raise UsageError(msg("{path}: the probe cannot measure {names}: {evidence}", path=spec.path, names=' and '.join(p.name for p in blind),
+                             evidence=blind[0].evidence))
 
 
 def probe(spec: Spec, exact: bool = False, max_memory: str | None = None) -> list[Property]:

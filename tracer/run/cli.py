@@ -24,7 +24,8 @@ RUN_SECTIONS = {
 
 
 def run(
-    specs: Annotated[list[str], typer.Argument(metavar="SPEC", help="The YAML spec(s) to trace. With more than one: a status line each and a summary.", show_default=False)],
+    specs: Annotated[list[str], typer.Argument(metavar="SPEC", help="The YAML spec(s) to trace. With more than one: a status line each and a summary.",
+                                               show_default=False)],
     pos: shared.PosOption = 0,
     batch: shared.BatchOption = 0,
     precision: shared.PrecisionOption = 6,
@@ -33,18 +34,27 @@ def run(
     fmt: shared.FormatOption = None,
     stage: shared.StageOption = None,
     verify: Annotated[bool, typer.Option("--verify", help="Run the scalar reference beside NumPy; print the largest difference per stage.")] = False,
-    verify_budget: Annotated[int, typer.Option("--verify-budget", help="Scalar operations the reference may take (about 15 million a second); beyond it, verify what is exact on its own.")] = 60_000_000,
+    verify_budget: Annotated[int, typer.Option("--verify-budget", help="Scalar operations the reference may take (about 15 million a second); beyond it, "
+                                                                       "verify what is exact on its own.")] = 60_000_000,
     keep_going: Annotated[bool, typer.Option("--keep-going", help="Record NumPy's result at a violation and go on, flagging every violation.")] = False,
     exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even when a violation was flagged (for scripts that only collect reports).")] = False,
     steps: Annotated[bool, typer.Option("--steps", help="Print the step list the spec runs, with each stage's shape, and exit.")] = False,
     no_color: shared.NoColorOption = False,
-    with_weights: Annotated[bool, typer.Option("--with-weights", help="With --json: also write every weight, so `tracer diff` can name the weight that differs. With --save: also save them as weights.NAME (a checkpoint for layout: tracer).")] = False,
-    attention: Annotated[bool, typer.Option("--attention", help="Draw the first attention stage's weights as heatmaps (one panel per head) instead of the table.")] = False,
-    attention_stage: Annotated[list[str] | None, typer.Option("--attention-stage", metavar="NAME", help="Draw this attention stage (e.g. blocks.1.attention, decoder.blocks.0.cross_attention, or all); repeatable; implies --attention.", show_default=False)] = None,
+    with_weights: Annotated[bool, typer.Option("--with-weights",
+                                               help="With --json: also write every weight, so `tracer diff` can name the weight that differs. With --save: "
+                                                    "also save them as weights.NAME (a checkpoint for layout: tracer).")] = False,
+    attention: Annotated[bool, typer.Option("--attention",
+                                            help="Draw the first attention stage's weights as heatmaps (one panel per head) instead of the table.")] = False,
+    attention_stage: Annotated[list[str] | None, typer.Option("--attention-stage", metavar="NAME",
+                                                              help="Draw this attention stage (e.g. blocks.1.attention, decoder.blocks.0.cross_attention, or "
+                                                                   "all); repeatable; implies --attention.", show_default=False)] = None,
     svg: shared.SvgOption = None,
     html: shared.HtmlOption = None,
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = shared.DEFAULT_MAX_MEMORY,
-    record: Annotated[str, typer.Option("--record", metavar="auto|all|main|stats", help="Keep what the output shows (auto: for the table, each stage's value at --batch/--pos and the block output), every stage (all), all but the attention internals (main), or statistics of big arrays (stats).")] = "auto",
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE",
+                                            help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")] = shared.DEFAULT_MAX_MEMORY,
+    record: Annotated[str, typer.Option("--record", metavar="auto|all|main|stats",
+                                        help="Keep what the output shows (auto: for the table, each stage's value at --batch/--pos and the block output), "
+                                             "every stage (all), all but the attention internals (main), or statistics of big arrays (stats).")] = "auto",
     keep: Annotated[list[str] | None, typer.Option("--keep", metavar="STAGE", help="Keep this stage in full whatever --record says (repeatable).")] = None,
     save: Annotated[str | None, typer.Option("--save", metavar="FILE.npz", help="Write every recorded array to an .npz archive, under its stage name.")] = None,
     force: shared.ForceOption = False,
@@ -167,8 +177,10 @@ def run_many(specs: list[str], form: str, opts: object, no_color: bool) -> int:
 
 def validate(
     specs: Annotated[list[str], typer.Argument(help="The YAML specs to check.", show_default=False, metavar="SPEC")],
-    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Report a spec whose run would need more as invalid (as run refuses it).")] = shared.DEFAULT_MAX_MEMORY,
-    record: Annotated[str, typer.Option("--record", metavar="auto|all|main|stats", help="The recording the memory estimate assumes (auto: a plain `tracer run`).")] = "auto",
+    max_memory: Annotated[str, typer.Option("--max-memory", metavar="SIZE",
+                                            help="Report a spec whose run would need more as invalid (as run refuses it).")] = shared.DEFAULT_MAX_MEMORY,
+    record: Annotated[str, typer.Option("--record", metavar="auto|all|main|stats",
+                                        help="The recording the memory estimate assumes (auto: a plain `tracer run`).")] = "auto",
     confine: shared.ConfineOption = None,
     lang: shared.LangOption = None,
 ) -> None:

@@ -87,7 +87,8 @@ def options(specs: Sequence[str], *, fmt: str | None = None, as_json: bool = Fal
     if opts.save is not None and len(specs) > 1:
         raise UsageError(msg("--save writes one spec's arrays: give one spec"))
     if form == "csv" and opts.record == "stats":
-        raise UsageError(msg("--format csv writes every value of every stage, and --record stats keeps only statistics of the big ones: use --record all or main (or --keep the stages you want)"))
+        raise UsageError(msg("--format csv writes every value of every stage, and --record stats keeps only statistics of the big ones: use --record all or "
+                             "main (or --keep the stages you want)"))
     if draw and (form != "table" or steps):
         raise UsageError(msg("--attention draws a picture; it does not combine with {x}", x='--steps' if steps else '--format ' + form))
     if exports and len(specs) > 1:

@@ -34,7 +34,8 @@ def load(spec: SpecLike, *, name: str = DICT_NAME) -> Spec:
     if isinstance(spec, Mapping):
         doc = plain(spec, name)
         return load_spec_doc(doc, Source(name, {}, {}))
-    raise SpecError(msg("{name}: expected a spec: a file path, a dict of spec fields or a loaded Spec, received {name__}", name=name, name__=type(spec).__name__))
+    raise SpecError(msg("{name}: expected a spec: a file path, a dict of spec fields or a loaded Spec, received {name__}", name=name,
+                        name__=type(spec).__name__))
 
 
 def plain(doc: Mapping[str, Any], name: str) -> dict[str, Any]:
@@ -61,9 +62,11 @@ def _plain(value: Any, path: Path, name: str, depth: int) -> Any:
         listed = value.tolist()
         if type(listed) is type(value) or hasattr(listed, "tolist") and not isinstance(listed, (list, tuple)):
             # a float128 (or another number NumPy cannot give as a Python one) lists as itself: refused, not recursed into
-            raise SpecError(msg("{name}: {path}: expected a number, text, a list or a mapping, received {name__}", name=name, path=format_path(path), name__=type(value).__name__))
+            raise SpecError(msg("{name}: {path}: expected a number, text, a list or a mapping, received {name__}", name=name, path=format_path(path),
+                                name__=type(value).__name__))
         return _plain(listed, path, name, depth)
-    raise SpecError(msg("{name}: {path}: expected a number, text, a list or a mapping, received {name__}", name=name, path=format_path(path), name__=type(value).__name__))
+    raise SpecError(msg("{name}: {path}: expected a number, text, a list or a mapping, received {name__}", name=name, path=format_path(path),
+                        name__=type(value).__name__))
 
 
 # -- a spec's input replaced by text ---------------------------------------------------
@@ -83,7 +86,8 @@ def load_with_text(spec: SpecLike, text: str, special: bool = True, *, name: str
     elif isinstance(spec, Mapping):
         doc, src, files = plain(spec, name), Source(name, {}, {}), ()
     else:
-        raise SpecError(msg("text= tokenizes into a spec read from a file or a dict (the spec's tokenizer: names the file); received {name__}", name__=type(spec).__name__))
+        raise SpecError(msg("text= tokenizes into a spec read from a file or a dict (the spec's tokenizer: names the file); received {name__}",
+                            name__=type(spec).__name__))
     doc = dict(doc, input={"text": text, "special": special})
     s = load_spec_doc(doc, src)
     return s._replace(files_read=tuple(dict.fromkeys(files + s.files_read)))

@@ -61,7 +61,8 @@ def parse_size(text: str, option: str = "--max-memory") -> int | None:
     m = _SIZE_RE.match(text)
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _UNITS:
-        raise UsageError(msg("{option} {text}: expected a size such as 4GB, 512MB, 2GiB or a number of bytes, or none for no limit (KB, MB, GB, TB are powers of 1000; KiB, MiB, GiB, TiB powers of 1024)", option=option, text=repr(text)))
+        raise UsageError(msg("{option} {text}: expected a size such as 4GB, 512MB, 2GiB or a number of bytes, or none for no limit (KB, MB, GB, TB are powers "
+                             "of 1000; KiB, MiB, GiB, TiB powers of 1024)", option=option, text=repr(text)))
     shown = text if len(text) <= 40 else f"{text[:20]}...{text[-8:]}"
     digits = m.group(1)
     if digits.isdigit() and len(digits) <= 18:  # a whole number: exact as an int (the default 4GB; no decimal import)
@@ -457,7 +458,9 @@ def refuse_over(what: str, parts: dict[str, int], limit: int | None, limit_text:
     total = INTERPRETER_BYTES + sum(parts.values())
     if limit is not None and total > limit:
         detail = sized(parts.items(), ", ")
-        raise UsageError(msg("{what} needs about {total} ({detail}, interpreter {INTERPRETER_BYTES}), over --max-memory {limit_text}; {advice}, or raise --max-memory if this machine has the memory", what=what, total=format_size(total), detail=detail, INTERPRETER_BYTES=format_size(INTERPRETER_BYTES), limit_text=limit_text, advice=advice))
+        raise UsageError(msg("{what} needs about {total} ({detail}, interpreter {INTERPRETER_BYTES}), over --max-memory {limit_text}; {advice}, or raise "
+                             "--max-memory if this machine has the memory", what=what, total=format_size(total), detail=detail,
+                             INTERPRETER_BYTES=format_size(INTERPRETER_BYTES), limit_text=limit_text, advice=advice))
     return total
 
 
@@ -492,7 +495,9 @@ def check(est: Estimate, limit: int | None, limit_text: str) -> None:
         if est.policy.keep:
             advice.append(msg("keep fewer stages in full with --keep"))
     raise UsageError(
-        msg("{path}: this run needs about {breakdown}, over --max-memory {limit_text}{x}. Largest: {parts}. To record less: {names}; or raise --max-memory if this machine has the memory.", path=spec.path, breakdown=est.breakdown(), limit_text=limit_text, x='' if format_size(limit).replace(' ', '') == limit_text else f' ({format_size(limit)})', parts=parts, names=join(advice))
+        msg("{path}: this run needs about {breakdown}, over --max-memory {limit_text}{x}. Largest: {parts}. To record less: {names}; or raise --max-memory if "
+            "this machine has the memory.", path=spec.path, breakdown=est.breakdown(), limit_text=limit_text,
+            x='' if format_size(limit).replace(' ', '') == limit_text else f' ({format_size(limit)})', parts=parts, names=join(advice))
     )
 
 
@@ -521,7 +526,8 @@ def policy_for(spec: Spec, record: str, keep: list[str] | None, b: int, t: int, 
             raise UsageError(msg("--keep {name}: no such stage; {hint}", name=repr(name), hint=hint))
     policy = RecordPolicy(record, frozenset(keep or ()), b, t)
     if show_all and not any(s.internal and s.how != "skip" for s in plan_stages(spec, policy)) and record == "main":
-        raise UsageError(msg("--all shows the attention internals, which --record main does not keep; use --record all or stats, or name the ones to keep with --keep (e.g. --keep attn.scores)"))
+        raise UsageError(msg("--all shows the attention internals, which --record main does not keep; use --record all or stats, or name the ones to keep with "
+                             "--keep (e.g. --keep attn.scores)"))
     return policy
 
 

@@ -134,7 +134,8 @@ def read_text(path: str) -> str:
     except OSError as e:
         raise SpecError(msg("{path}: cannot read: {x}", path=shown(path), x=e.strerror or e)) from None
     if len(data) > MAX_FILE_BYTES:
-        raise SpecError(msg("{path}: is larger than {x} MiB, the most a spec may be; draw big weights from the seed instead of writing them out", path=shown(path), x=MAX_FILE_BYTES // 2**20))
+        raise SpecError(msg("{path}: is larger than {x} MiB, the most a spec may be; draw big weights from the seed instead of writing them out",
+                            path=shown(path), x=MAX_FILE_BYTES // 2**20))
     if b"\x00" in data:
         raise SpecError(msg("{path}: is a binary file (contains NUL bytes), expected a YAML spec", path=shown(path)))
     bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a UTF-8 byte-order mark, as some editors write
@@ -211,7 +212,8 @@ def _slip_message(text: str, e: yaml.MarkedYAMLError, filename: str) -> Message 
 
 
 def _too_deep() -> Message:
-    return msg("values nest more than {n} levels deep (YAML nesting is too deep for a spec: its deepest value is a [B,T,C] matrix inside two mappings)", n=MAX_DEPTH)
+    return msg("values nest more than {n} levels deep (YAML nesting is too deep for a spec: its deepest value is a [B,T,C] matrix inside two mappings)",
+               n=MAX_DEPTH)
 
 
 def _syntax_message(e: yaml.MarkedYAMLError, filename: str) -> Message:
@@ -269,7 +271,8 @@ class _Composer:
         if not isinstance(value, dict):
             kind = msg("a list") if isinstance(value, list) else (msg("empty") if value is None else msg("a single value"))
             m = self.src.marks.get((), Mark(1, 1))
-            raise SpecError(at(f"{name}:{m.line}:{m.col}", msg("the document is {kind}; a spec must be a mapping of keys such as dims, block, weights", kind=kind)))
+            raise SpecError(at(f"{name}:{m.line}:{m.col}", msg("the document is {kind}; a spec must be a mapping of keys such as dims, block, weights",
+                                                               kind=kind)))
         return value, self.src
 
     def node(self) -> Any:
@@ -391,11 +394,13 @@ class _Composer:
 
     def check_tag(self, ev: Any, path: Path) -> None:
         if ev.tag is not None:  # no tag is needed in a spec: !!python/object and friends are never constructed
-            raise SpecError(msg("{start_mark}: {path}: the tag {tag} is not allowed; tracer reads plain YAML only (quote a value to make it text)", start_mark=self.where(ev.start_mark), path=format_path(path), tag=repr(ev.tag)))
+            raise SpecError(msg("{start_mark}: {path}: the tag {tag} is not allowed; tracer reads plain YAML only (quote a value to make it text)",
+                                start_mark=self.where(ev.start_mark), path=format_path(path), tag=repr(ev.tag)))
 
     def alias(self, ev: Any, path: Path) -> Any:
         if ev.anchor not in self.anchors:
-            raise SpecError(msg("{start_mark}: {path}: the alias *{anchor} refers to no complete anchor before it (an anchor cannot be used inside its own value)", start_mark=self.where(ev.start_mark), path=format_path(path), anchor=ev.anchor))
+            raise SpecError(msg("{start_mark}: {path}: the alias *{anchor} refers to no complete anchor before it (an anchor cannot be used "
+                                "inside its own value)", start_mark=self.where(ev.start_mark), path=format_path(path), anchor=ev.anchor))
         value, size = self.anchors[ev.anchor]
         self.aliased = True
         self.add(size, ev.start_mark)
@@ -405,9 +410,11 @@ class _Composer:
         self.count += n
         if self.count > MAX_EXPANDED_NODES:
             if self.aliased:
-                raise SpecError(at(self.where(mark), join([msg("the document has more than {n} values once its aliases are expanded", n=f"{MAX_EXPANDED_NODES:,}"),
+                raise SpecError(at(self.where(mark), join([msg("the document has more than {n} values once its aliases are expanded",
+                                                               n=f"{MAX_EXPANDED_NODES:,}"),
                                                            msg("anchors and aliases that multiply like this are refused")])))
-            raise SpecError(at(self.where(mark), msg("the document has more than {n} values ; a spec this large cannot be traced here (draw big weights from the seed instead)", n=f"{MAX_EXPANDED_NODES:,}")))
+            raise SpecError(at(self.where(mark), msg("the document has more than {n} values ; a spec this large cannot be traced here (draw big weights "
+                                                     "from the seed instead)", n=f"{MAX_EXPANDED_NODES:,}")))
 
 
 def _integer(text: str, base: int) -> int:
@@ -418,7 +425,8 @@ def _integer(text: str, base: int) -> int:
     digits = text.lstrip("+-")
     bits_per_digit = {2: 1, 8: 3, 10: math.log2(10), 16: 4}[base]
     if (len(digits.lstrip("0")) - 1) * bits_per_digit >= 1024:
-        raise ValueError(msg("expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), received an integer of {n} digits", n=len(digits.lstrip('0'))))
+        raise ValueError(msg("expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), received an integer of {n} digits",
+                             n=len(digits.lstrip('0'))))
     try:
         value = int(text, base)
     except ValueError:
@@ -426,7 +434,8 @@ def _integer(text: str, base: int) -> int:
     try:
         float(value)  # rounds to the nearest float64: at 2**1024 - 2**970 and beyond, that is infinity
     except OverflowError:
-        raise ValueError(msg("expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), received {text}", text=abbreviate(text))) from None
+        raise ValueError(msg("expected a number smaller than about 1.8e308 in magnitude (the largest a float64 holds), received {text}",
+                             text=abbreviate(text))) from None
     return value
 
 

@@ -71,7 +71,8 @@ def resolve(spec: Spec, names: Iterable[str]) -> list[Step]:
             picked = [s for s in steps if name in (s.name, internal_prefix(s), internal_prefix(s) + ".weights")]
         if not picked:
             known = ", ".join(s.name for s in steps)
-            raise UsageError(msg("--attention-stage {name}: no attention step of that name; {path} has: {known} (or 'all')", name=repr(name), path=spec.path, known=known))
+            raise UsageError(msg("--attention-stage {name}: no attention step of that name; {path} has: {known} (or 'all')", name=repr(name), path=spec.path,
+                                 known=known))
         out += [s for s in picked if s not in out]
     return out
 
@@ -345,14 +346,16 @@ def stage_view(trace: Recording, step: Step, b: int) -> RenderableType:
     if g0.mode == "blocks":
         rb, cb = (int(np.diff(bin_edges(n))[0]) for n in (nq, nk))
         q, k = msg("queries") if rb > 1 else msg("query"), msg("keys") if cb > 1 else msg("key")
-        cells = (msg("{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {q} × {cb} {k} ({r} × {c} blocks, the last ones smaller)",
+        cells = (msg("{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {q} × {cb} {k} ({r} × {c} blocks, "
+                     "the last ones smaller)",
                      nq=nq, nk=nk, rb=rb, q=q, cb=cb, k=k, r=len(g0.rows), c=len(g0.cols)) if nq % rb or nk % cb
                  else msg("{nq} × {nk} cells per head are too many to print: each cell is the mean weight of a block of {rb} {q} × {cb} {k} ({r} × {c} blocks)",
                           nq=nq, nk=nk, rb=rb, q=q, cb=cb, k=k, r=len(g0.rows), c=len(g0.cols)))
         head.append("\n" + render(join([cells, msg("shades are relative to the largest mean in each head"),
                                           msg("a cell is · only when its whole block is masked")])), style="yellow")
     elif g0.mode == "shades":
-        head.append("\n" + render(msg("more than {NUMBER_KEYS} keys: shades only, no numbers (tracer run --all --json has every value)", NUMBER_KEYS=NUMBER_KEYS)))
+        head.append("\n" + render(msg("more than {NUMBER_KEYS} keys: shades only, no numbers (tracer run --all --json has every value)",
+                                      NUMBER_KEYS=NUMBER_KEYS)))
     if g0.mode == "shades" and k_words and k_words != q_words:
         head.append("\n" + tr("keys: ") + ", ".join(f"{j} {word}" for j, word in enumerate(k_words)))
     panels: list[RenderableType] = [

@@ -47,7 +47,8 @@ class ReferenceCheck:
         more = f"; {len(failing) - 1} more stage{'s' if len(failing) > 2 else ''} differ too" if len(failing) > 1 else ""
         return Violation(
             "verify", name,
-            msg("NumPy and the scalar reference differ by {stages} at stage {name}, above the tolerance {name2}{more}", stages=f"{self.stages[name]:.3g}", name=name, name2=f"{self.allowed(name):.3g}", more=more),
+            msg("NumPy and the scalar reference differ by {stages} at stage {name}, above the tolerance {name2}{more}", stages=f"{self.stages[name]:.3g}",
+                name=name, name2=f"{self.allowed(name):.3g}", more=more),
             rule=msg("--verify: every stage agrees with tracer/reference.py to within {rtol} x max(1, largest |value|)", rtol=f"{self.rtol:g}"),
             why=msg("one of the two computations is wrong for this input: the trace's numbers cannot be trusted"),
         )
@@ -96,7 +97,8 @@ def verify(trace: Recording, budget: int = reference.DEFAULT_BUDGET) -> Referenc
             reason = msg("the run flagged a {kind} violation at stage {stage} ({reason}); the reference only computes blocks that keep every contract",
                          kind=kind_word(v.kind), stage=v.stage, reason=plan.reason)
         else:
-            reason = msg("the run flagged a {kind} violation at stage {stage}; the reference only computes blocks that keep every contract", kind=kind_word(v.kind), stage=v.stage)
+            reason = msg("the run flagged a {kind} violation at stage {stage}; the reference only computes blocks that keep every contract",
+                         kind=kind_word(v.kind), stage=v.stage)
         return ReferenceCheck(reference.Plan([], [], False, 0, plan.full_cost, reason), {})
     if plan.skipped:
         return ReferenceCheck(plan, {})

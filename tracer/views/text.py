@@ -116,8 +116,8 @@ def caption(spec: Spec) -> str:
     order = {"custom": "custom steps", "parallel": "parallel residual", "parallel_shared": "parallel residual, one norm",
              "sandwich": "sandwich norms (each sublayer's output normalised before its residual add)"}.get(
         spec.block.norm_order, f"{spec.block.norm_order}-norm")
-    line = tr("{order}, mask {mask}, eps {eps}; {dims}", order=tr(order), mask=masks.label(spec.block.mask, spec.block.window, spec.block.sliding_layers), eps=f"{spec.block.eps:g}",
-              dims=", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
+    line = tr("{order}, mask {mask}, eps {eps}; {dims}", order=tr(order), mask=masks.label(spec.block.mask, spec.block.window, spec.block.sliding_layers),
+              eps=f"{spec.block.eps:g}", dims=", ".join(f"{k} = {v}" for k, v in spec.dims.as_dict().items()))
     return line + text_note(spec)
 
 

@@ -19,7 +19,8 @@ def table() -> dict[str, Take]:
 
 
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
-    raise CheckpointError(at(ckpt.path, msg("a tracer archive holds weights, not the block's settings; reference it from the spec that made it: weights: {file: {path2}, layout: tracer}", path2=ckpt.path)))
+    raise CheckpointError(at(ckpt.path, msg("a tracer archive holds weights, not the block's settings; reference it from the spec that made it: weights: "
+                                            "{file: {path2}, layout: tracer}", path2=ckpt.path)))
 
 
 LAYOUT = Layout("tracer", "tracer's own --save archive (weights.NAME) or an .npz keyed by tracer's weight names", table(), read_config,

@@ -113,7 +113,8 @@ def cap_inplace(a: np.ndarray, cap: float) -> None:  # a -> cap * tanh(a / cap),
     a *= cap
 
 
-def _masked_softmax(w: np.ndarray, r0: int, r1: int, n: int, causal: bool, blocked: np.ndarray | None) -> None:  # [r,n] scores of rows r0:r1 -> weights, in place
+def _masked_softmax(w: np.ndarray, r0: int, r1: int, n: int, causal: bool,
+                    blocked: np.ndarray | None) -> None:  # [r,n] scores of rows r0:r1 -> weights, in place
     """The block's scores masked (-inf where ``blocked`` [T,S] is True; else, under causal, after each row) and softmaxed.
     Under causal the block holds the keys up to its last row (n of them); a sliding window's ``blocked`` also hides
     the keys before each row's window, the keys after it as causal does."""
