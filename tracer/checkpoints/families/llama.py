@@ -41,7 +41,8 @@ def table(qkv_bias: bool = False) -> dict[str, Take]:
 
 
 # the optional biases: config.json's switch, tracer's group, its weights and the projections that hold them
-BIASES = (("attention_bias", "attn", ("b_q", "b_k", "b_v", "b_o")), ("mlp_bias", "ffn", ("b1", "b3", "b2")))
+BIASES = (("attention_bias", "attn", ("b_q", "b_k", "b_v", "b_o")), ("mlp_bias", "ffn", ("b1", "b3", "b2")),
+          ("use_qkv_bias", "attn", ("b_q", "b_k", "b_v")))  # StableLM's
 
 
 def bias_rules(cfg: Config, ckpt: Checkpoint, layout: Layout, layers: int,
@@ -75,7 +76,7 @@ LLAMA_DIFFERENT: dict[str, Message] = {"gemma": msg("Gemma scales its embeddings
                                        "cohere": msg("Cohere computes attention and the MLP in parallel, with LayerNorm and a logit scale"),
                                        "olmo": msg("OLMo's norms have no weight (or normalise q and k)"),
                                        "phi": msg("Phi packs q, k and v and rotates only part of each head"),
-                                       "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head"),
+                                       "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head (the stablelm layout reads it)"),
                                        "qwen2": msg("Qwen2 always adds q, k and v biases and sets its sliding window per layer (the qwen2 layout reads it)"),
                                        # mixtral: its own family (mixtral.py)
                                        "qwen3": msg("Qwen3 normalises q and k per head (q_norm, k_norm; the qwen3 layout reads it)")}
