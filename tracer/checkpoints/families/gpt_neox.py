@@ -77,6 +77,14 @@ def tied_head(cfg: Config, ckpt: Checkpoint, layout: Layout) -> bool:
     return bool(tie) or (tie is None and shape_of(ckpt, layout, "head") is None)
 
 
+def rotary_notes(tied: bool, partial: bool) -> dict[str, str]:
+    """The notes of Hugging Face's rotary positions (rotate_half, over each head or its first r coordinates) and of the head."""
+    return {"positions": "rotary (RoPE) on part of each head, inside each attention" if partial else "rotary (RoPE), inside each attention",
+            "rotary_pairing": "Hugging Face's rotate_half over the rotary part: pairs (i, i + r/2)" if partial
+            else "Hugging Face's rotate_half: pairs (i, i + d/2), no weight permutation",
+            "head": "lm_head = embed_tokens (tie_word_embeddings)" if tied else "lm_head.weight, untied"}
+
+
 def repeated(default: str) -> Callable[[Config, Any], None]:
     """--activation may only repeat what hidden_act gives (``default``, Hugging Face's name, when absent)."""
     def check(cfg: Config, act: Any) -> None:

@@ -70,6 +70,15 @@ def bias_rules(cfg: Config, ckpt: Checkpoint, layout: Layout, layers: int,
     return rules
 
 
+def swiglu_note(cfg: Config, notes: dict[str, str], mlp: str, defaults: str) -> None:
+    """The activation's note for a SwiGLU MLP (``mlp``: its class), hidden_act silu recorded as assumed when config.json has
+    none (``defaults``: the config class whose default it is)."""
+    notes["activation"] = f"{mlp}: down_proj(silu(gate_proj(x)) * up_proj(x))"
+    if not cfg.has("hidden_act"):
+        cfg.assumed.append(("activation", "swiglu"))
+        notes["activation"] += f" (hidden_act assumed: not in config.json; {defaults}'s default silu)"
+
+
 # model_types whose tensors fit the llama layout but whose maths differ: refused by name through --layout llama
 LLAMA_DIFFERENT: dict[str, Message] = {"gemma": msg("Gemma scales its embeddings by sqrt(hidden_size) and its RMSNorm by (1 + weight)"),
                                        "granite": msg("Granite scales its embeddings, residuals, attention and logits by multipliers"),

@@ -15,8 +15,8 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, refuse, shape_of, stored_dtype
-from tracer.checkpoints.families.gpt_neox import rope, rotary_dim, tied_head
-from tracer.checkpoints.families.llama import bias_rules
+from tracer.checkpoints.families.gpt_neox import rope, rotary_dim, rotary_notes, tied_head
+from tracer.checkpoints.families.llama import bias_rules, swiglu_note
 from tracer.checkpoints.formats import Checkpoint
 from tracer.messages import msg
 
@@ -58,8 +58,6 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     biases and an optional parallel block under one norm."""
     read = STABLELM_READS.read(config, ckpt, layout, options)
     cfg, V, C, H, F, layers, head_dim = read.cfg, read.V, read.C, read.H, read.F, read.layers, read.values["head_dim"]
-    if options.activation not in (None, "swiglu"):
-        raise cfg.refuse(msg("--activation {act}: StableLM's MLP is SwiGLU (down_proj(silu(gate_proj(x)) * up_proj(x)))", act=options.activation))
     H_kv = read.values["num_key_value_heads"] or H
     theta, pct, rope_type, theta_from, pct_from = rope(cfg)
     parallel = bool(read.values["use_parallel_residual"])
@@ -93,14 +91,8 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     block |= {"mask": "causal", "final_norm": True, "head": "tied" if tied else "separate"}
     notes |= {"norm_order": ("use_parallel_residual: one input_layernorm, attention and MLP in parallel, Y = X + MHA(LN(X)) + FFN(LN(X))"
                              if parallel else "StableLmDecoderLayer: the pre-norm block"),
-              "norm": "nn.LayerNorm with a weight and a bias", "activation": "StableLmMLP: down_proj(silu(gate_proj(x)) * up_proj(x))",
-              "positions": "rotary (RoPE) on part of each head, inside each attention",
-              "rotary_pairing": "Hugging Face's rotate_half over the rotary part: pairs (i, i + r/2)",
-              "final_norm": "model.norm",
-              "head": "lm_head = embed_tokens (tie_word_embeddings)" if tied else "lm_head.weight, untied"}
-    if not cfg.has("hidden_act"):
-        cfg.assumed.append(("activation", "swiglu"))
-        notes["activation"] += " (hidden_act assumed: not in config.json; StableLmConfig's default silu)"
+              "norm": "nn.LayerNorm with a weight and a bias", "final_norm": "model.norm"} | rotary_notes(tied, r != d)
+    swiglu_note(cfg, notes, "StableLmMLP", "StableLmConfig")
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
 
