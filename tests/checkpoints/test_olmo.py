@@ -6,25 +6,15 @@ filled (1 and 0), not read; the q/k/v/o biases attention_bias switches on; clip_
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from conftest import assert_refused, run_app
 from helpers import hf_parity as hf
 
 from tracer.spec import load_spec
 
-TOL = 1e-10
-
 
 def _olmo(tmp_path, **config):
-    torch, transformers = hf.need_torch()
-    settings = {"vocab_size": 64, "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-                "intermediate_size": 80, "max_position_embeddings": 32, "initializer_range": 0.2, "pad_token_id": 1, "eos_token_id": 2,
-                "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
-    settings.update(config)
-    model = hf.saved(torch, transformers.OlmoForCausalLM, transformers.OlmoConfig(**settings), tmp_path / "olmo")
-    return torch, model, tmp_path / "olmo"
+    return hf.tiny(tmp_path, "OlmoForCausalLM", "OlmoConfig", "olmo", {"num_key_value_heads": 2, "pad_token_id": 1, "eos_token_id": 2} | config)
 
 
 def lift_layer_norm(monkeypatch, torch, module) -> None:
@@ -42,10 +32,7 @@ def test_olmo_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, config,
 
     hf.lift_float32(monkeypatch, torch, mod, "Olmo")
     lift_layer_norm(monkeypatch, torch, mod)
-    spec = hf.imported(tmp_path, folder, "--tokens", ",".join(map(str, hf.IDS)))
-    found = hf.compare(hf.traced(spec), *hf.hf_forward(torch, model, model.model.layers, hf.IDS))
-    assert max(found.values()) <= TOL, found
-    hf.measured(request, "olmo", found)
+    spec, _ = hf.parity(tmp_path, request, "olmo", torch, model, folder)
     s = load_spec(str(spec))
     assert (s.block.norm, s.block.eps, s.block.activation, s.block.head) == ("layernorm", 1e-5, "swiglu", "tied" if config else "separate")
     assert (s.weights["blocks.1.norm1.gamma"].source, s.weights["final_norm.beta"].source) == ("ones", "zeros")  # no weights: filled
@@ -61,9 +48,6 @@ def test_olmo_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, config,
     ({"layer_norm_eps": 1e-6}, "layer_norm_eps = 1e-06: the olmo layout does not model this setting"),
 ])
 def test_what_the_olmo_layout_cannot_trace_is_refused(tmp_path, config, fragment):
-    _, _, folder = _olmo(tmp_path)
-    cfg = json.loads((folder / "config.json").read_text())
-    cfg.update(config)
-    (folder / "config.json").write_text(json.dumps(cfg))
+    folder = hf.with_config(_olmo(tmp_path)[2], config)
     args = ("--layout", "olmo") if "model_type" in config else ()
     assert_refused(run_app("import", str(folder), *args), "config.json: " + fragment)

@@ -7,25 +7,16 @@ q/k/v biases use_qkv_bias switches on, and use_parallel_residual's one norm befo
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from conftest import assert_refused, run_app
 from helpers import hf_parity as hf
 
 from tracer.spec import load_spec
 
-TOL = 1e-10
-
 
 def _stablelm(tmp_path, **config):
-    torch, transformers = hf.need_torch()
-    settings = {"vocab_size": 64, "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-                "intermediate_size": 80, "max_position_embeddings": 32, "layer_norm_eps": 1e-5, "initializer_range": 0.2,
-                "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0, "partial_rotary_factor": 0.5}}
-    settings.update(config)
-    model = hf.saved(torch, transformers.StableLmForCausalLM, transformers.StableLmConfig(**settings), tmp_path / "stablelm")
-    return torch, model, tmp_path / "stablelm"
+    rope = {"rope_type": "default", "rope_theta": 1000.0, "partial_rotary_factor": 0.5}
+    return hf.tiny(tmp_path, "StableLmForCausalLM", "StableLmConfig", "stablelm", {"num_key_value_heads": 2, "rope_parameters": rope} | config)
 
 
 @pytest.mark.parametrize("config, order", [({}, "pre"), ({"use_qkv_bias": True, "use_parallel_residual": True, "num_key_value_heads": 4}, "parallel_shared")])
@@ -34,10 +25,7 @@ def test_stablelm_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, con
     from transformers.models.stablelm import modeling_stablelm as mod
 
     hf.lift_float32(monkeypatch, torch, mod, "StableLm")
-    spec = hf.imported(tmp_path, folder, "--tokens", ",".join(map(str, hf.IDS)))
-    found = hf.compare(hf.traced(spec), *hf.hf_forward(torch, model, model.model.layers, hf.IDS))
-    assert max(found.values()) <= TOL, found
-    hf.measured(request, "stablelm", found)
+    spec, _ = hf.parity(tmp_path, request, "stablelm", torch, model, folder)
     s = load_spec(str(spec))
     assert (s.block.norm, s.block.norm_order, s.block.rotary_dim, s.block.activation) == ("layernorm", order, 6, "swiglu")
     assert s.weights["blocks.1.norm1.beta"].source == "file"
@@ -53,8 +41,5 @@ def test_stablelm_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, con
     ({"my_new_scale": 2.0}, "my_new_scale = 2.0: the stablelm layout does not model this setting"),
 ])
 def test_what_the_stablelm_layout_cannot_trace_is_refused(tmp_path, config, fragment):
-    _, _, folder = _stablelm(tmp_path)
-    cfg = json.loads((folder / "config.json").read_text())
-    cfg.update(config)
-    (folder / "config.json").write_text(json.dumps(cfg))
+    folder = hf.with_config(_stablelm(tmp_path)[2], config)
     assert_refused(run_app("import", str(folder)), "config.json: " + fragment)

@@ -106,3 +106,33 @@ def measured(request: Any, family: str, found: dict[str, float] | float) -> None
     figures (CI's log holds them; docs/families.md quotes them)."""
     figure = max(found.values()) if isinstance(found, dict) else found
     request.node.user_properties.append((PARITY, [family, float(figure)]))
+
+
+# -- a family's tiny model, its parity and its refusals, as the families' tests share them ---------------------------
+TINY = {"vocab_size": 64, "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 80,
+        "max_position_embeddings": 32, "initializer_range": 0.2, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+
+
+def tiny(tmp_path: Path, model_class: str, config_class: str, name: str, settings: dict[str, Any]) -> tuple[Any, Any, Path]:
+    """(torch, the model, its folder): transformers' ``model_class`` of TINY's sizes with ``settings`` on top, saved in float64."""
+    torch, transformers = need_torch()
+    model = saved(torch, getattr(transformers, model_class), getattr(transformers, config_class)(**(TINY | settings)), tmp_path / name)
+    return torch, model, tmp_path / name
+
+
+def parity(tmp_path: Path, request: Any, family: str, torch: Any, model: Any, folder: Path) -> tuple[Path, dict[str, float]]:
+    """``folder`` imported with no flag but the tokens, traced, and compared with ``model``'s forward at every layer (its float32
+    internals lifted by the caller): asserted within 1e-10, the figure recorded; the spec's path and the differences."""
+    spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS)))
+    found = compare(traced(spec), *hf_forward(torch, model, model.model.layers, IDS))
+    assert max(found.values()) <= 1e-10, found
+    measured(request, family, found)
+    return spec, found
+
+
+def with_config(folder: Path, changes: dict[str, Any]) -> Path:
+    """``folder``'s config.json with ``changes`` written over it."""
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(changes)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder

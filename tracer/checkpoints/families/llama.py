@@ -42,7 +42,8 @@ def table(qkv_bias: bool = False) -> dict[str, Take]:
 
 # the optional biases: config.json's switch, tracer's group, its weights and the projections that hold them
 BIASES = (("attention_bias", "attn", ("b_q", "b_k", "b_v", "b_o")), ("mlp_bias", "ffn", ("b1", "b3", "b2")),
-          ("use_qkv_bias", "attn", ("b_q", "b_k", "b_v")))  # StableLM's
+          ("use_qkv_bias", "attn", ("b_q", "b_k", "b_v")),  # StableLM's
+          ("use_bias", "attn", ("b_q", "b_k", "b_v", "b_o")), ("use_bias", "ffn", ("b1", "b2")))  # StarCoder2's
 
 
 def bias_rules(cfg: Config, ckpt: Checkpoint, layout: Layout, layers: int,

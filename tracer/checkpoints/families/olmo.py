@@ -58,7 +58,8 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     theta, rope_type, theta_from, rope_key = llama._rope(cfg)
     refuse(cfg, [
         (H % H_kv != 0, msg("num_key_value_heads = {H_kv} must divide num_attention_heads = {H}", H_kv=H_kv, H=H)),
-        (rope_type != "default", msg("{key}: rope type {rope}: the olmo layout's rotary positions are the default RoPE", key=rope_key, rope=repr(rope_type))),
+        (rope_type != "default", msg("{key}: rope type {rope}: the {family} layout's rotary positions are the default RoPE",
+                                     key=rope_key, rope=repr(rope_type), family="olmo")),
     ] + llama.bias_rules(cfg, ckpt, layout, layers, ("attention_bias",)))
     theta = cfg.setting("position_base", theta_from, theta, 10000.0, "OlmoConfig's default rope_theta")
     tied = tied_head(cfg, ckpt, layout)
