@@ -59,6 +59,9 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "relative": ({**BLOCK, "positions": "relative"}, {**BLOCK, "positions": "relative", "relative": {"buckets": 8, "max_distance": 16}},
                  "block.relative"),  # T5's relative position bias: its buckets
     "head_scale": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "head_scale": True}, "block.head_scale"),  # T5's tied head, C^-1/2
+    "embedding_multiplier": (BLOCK, {**BLOCK, "embedding_multiplier": 2.0}, "block.embedding_multiplier"),  # Granite's embeddings times m
+    "residual_multiplier": (BLOCK, {**BLOCK, "residual_multiplier": 0.5}, "block.residual_multiplier"),  # Granite's sublayer outputs times m
+    "logits_divisor": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "logits_divisor": 4.0}, "block.logits_divisor"),  # Granite's logits / s
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [

@@ -62,10 +62,12 @@ def hf_forward(torch: Any, model: Any, layers: Any, ids: list[int]) -> tuple[lis
     return [h.numpy() for h in out.hidden_states], outputs, out.logits.numpy()
 
 
-def compare(st: dict[str, np.ndarray], hidden: list[np.ndarray], outputs: list[np.ndarray], logits: np.ndarray) -> dict[str, float]:
-    """Largest |tracer - HF| for the embedding, every layer's output, the final norm and the logits."""
+def compare(st: dict[str, np.ndarray], hidden: list[np.ndarray], outputs: list[np.ndarray], logits: np.ndarray,
+            first: str = "embed") -> dict[str, float]:
+    """Largest |tracer - HF| for the embedding (``first``: the stage HF's first hidden state is, "x" where the embeddings
+    are scaled), every layer's output, the final norm and the logits."""
     L = len(outputs)
-    pairs = {"embed": hidden[0], "final_norm": hidden[L], "logits": logits}
+    pairs = {first: hidden[0], "final_norm": hidden[L], "logits": logits}
     for i in range(L):
         pairs[f"blocks.{i}.output"] = outputs[i]
     found = {}
@@ -120,11 +122,11 @@ def tiny(tmp_path: Path, model_class: str, config_class: str, name: str, setting
     return torch, model, tmp_path / name
 
 
-def parity(tmp_path: Path, request: Any, family: str, torch: Any, model: Any, folder: Path) -> tuple[Path, dict[str, float]]:
+def parity(tmp_path: Path, request: Any, family: str, torch: Any, model: Any, folder: Path, first: str = "embed") -> tuple[Path, dict[str, float]]:
     """``folder`` imported with no flag but the tokens, traced, and compared with ``model``'s forward at every layer (its float32
     internals lifted by the caller): asserted within 1e-10, the figure recorded; the spec's path and the differences."""
     spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS)))
-    found = compare(traced(spec), *hf_forward(torch, model, model.model.layers, IDS))
+    found = compare(traced(spec), *hf_forward(torch, model, model.model.layers, IDS), first=first)
     assert max(found.values()) <= 1e-10, found
     measured(request, family, found)
     return spec, found

@@ -178,6 +178,16 @@ def scaled_words(steps: tuple[Step, ...]) -> list[Message]:
         words.append(msg("embeddings times sqrt(C)"))
     if any(s.op == "rms_norm_offset" for s in steps):
         words.append(msg("RMSNorm with (1 + gamma)"))
+    branch = ("attention_scaled", "ffn_scaled")  # blocks.N.attention_scaled: a sublayer output scaled (the others: the embeddings)
+    embedding = sorted({s.scale for s in steps if s.op == "scale" and s.scale is not None and s.name.rsplit(".", 1)[-1] not in branch})
+    if embedding:  # Granite's embedding_multiplier
+        words.append(msg("embeddings times {m}", m=", ".join(f"{m:g}" for m in embedding)))
+    residual = sorted({s.scale for s in steps if s.op == "scale" and s.scale is not None and s.name.rsplit(".", 1)[-1] in branch})
+    if residual:  # Granite's residual_multiplier
+        words.append(msg("sublayer outputs times {m} before the residual add", m=", ".join(f"{m:g}" for m in residual)))
+    divisors = sorted({s.scale for s in steps if s.op == "divide" and s.scale is not None})
+    if divisors:  # Granite's logits_scaling
+        words.append(msg("logits divided by {s}", s=", ".join(f"{d:g}" for d in divisors)))
     for name in dict.fromkeys(s.activation for s in steps if s.op in ("ffn", "ffn_hidden") and s.activation in ACTIVATIONS):
         record = ACTIVATIONS[name]  # GeGLU: named with Gemma's other choices
         if record.design is not None and record.design_from == "steps":

@@ -431,6 +431,17 @@ def backward_relative_bias(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send_weight(name, embeddings.relative_bias_backward(g, relative_buckets_of(step, g.shape[1], g.shape[2]), bw.params[name].shape[0]))
 
 
+# -- Granite's multipliers: d(x * s) = dy * s, d(x / s) = dy / s --------------------------------------
+def backward_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
+    assert step.scale is not None, "a scale step has its number"
+    bw.send(step.inputs[0], embeddings.scale(g, step.scale))
+
+
+def backward_divide(bw: Backward, step: Step, g: np.ndarray) -> None:
+    assert step.scale is not None, "a divide step has its number"
+    bw.send(step.inputs[0], embeddings.divide(g, step.scale))
+
+
 # -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
 def backward_head_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], embeddings.head_scale_backward(g))

@@ -625,6 +625,19 @@ def forward_relative_bias(ex: Executor, step: Step, inputs: list[np.ndarray]) ->
     return ex.rec(step.name, embeddings.relative_bias(table, relative_buckets_of(step, n_q, n_k)), ex.axes(step.name), step.meaning)
 
 
+# -- Granite's multipliers (block.embedding_multiplier, residual_multiplier, logits_divisor) ------------------
+def forward_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    s = step.scale
+    assert s is not None, "a scale step has its number"
+    return ex.record_step(step, lambda strict: embeddings.scale(inputs[0], s))
+
+
+def forward_divide(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    s = step.scale
+    assert s is not None, "a divide step has its number"
+    return ex.record_step(step, lambda strict: embeddings.divide(inputs[0], s))
+
+
 # -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
 def forward_head_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
     return ex.record_step(step, lambda strict: embeddings.head_scale(inputs[0]))

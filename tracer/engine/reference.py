@@ -522,6 +522,17 @@ def reference_relative_bias(r: Reference, step: Step, b: int, positions: list[in
     return out
 
 
+# -- Granite's multipliers, one value at a time -------------------------------------------------------------
+def reference_scale(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    s = step.scale or 1.0
+    return {t: [v * s for v in ins[0][t]] for t in positions}
+
+
+def reference_divide(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    s = step.scale or 1.0
+    return {t: [v / s for v in ins[0][t]] for t in positions}
+
+
 # -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
 def reference_head_scale(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     factor = float(r.spec.dims.C) ** -0.5  # the reference computes in doubles

@@ -172,7 +172,7 @@ class Graph:
                    axis=step.axis or "C", out=step.out or "C", start=step.start, stop=step.stop, stream=step.stream or "x",
                    base=f"{step.base or 0.0:g}", pos=position_axis(step.name), ins=", ".join(ins), mask=self.mask(step), rotary=rotary,
                    over=msg(", softmax over queries") if step.axis == "queries" else "", cap=f"{step.softcap or 0.0:g}",
-                   tokens=msg("{stream} tokens", stream=step.stream) if step.stream in ("source", "target") else msg("tokens"),
+                   scale=f"{step.scale or 0.0:g}", tokens=msg("{stream} tokens", stream=step.stream) if step.stream in ("source", "target") else msg("tokens"),
                    head=("Eᵀ" if self.spec.block.head == "tied" else "W_head") + (" + b_head" if self.spec.block.head_bias else ""))
 
     def mask(self, step: Step) -> Message:
@@ -271,9 +271,9 @@ class Graph:
                 key = ("layer", stack, int(m.group(3)))
             elif rest in ENTRY:
                 key = ("entry", stack, None)
-            elif step.op in ("head", "softmax", "softcap") and out and out[-1][0] == "exit":
+            elif step.op in ("head", "softmax", "softcap", "divide") and out and out[-1][0] == "exit":
                 key = out[-1][:3]  # the output head belongs with the decoder's final norm
-            elif rest in EXIT or step.op in ("head", "softmax", "softcap"):
+            elif rest in EXIT or step.op in ("head", "softmax", "softcap", "divide"):
                 key = ("exit", stack, None)
             else:
                 key = ("layer", stack, None)

@@ -199,6 +199,7 @@ def build() -> list[StageInfo]:
     entries += _gemma2_variants(variants, after)
     entries += _relative_entries(seq2seq)
     entries += _head_scale_entries(seq2seq)
+    entries += _granite_variants(before, variants, after)
     unique: dict[tuple[str, ...], StageInfo] = {}
     for e in sorted(entries, key=lambda e: SECTIONS.index(e.section)):  # stable: catalogue order within a section  # one entry per meaning within a section
         unique.setdefault((e.section, e.name, e.meaning, e.formula), e)
@@ -300,6 +301,28 @@ def _relative_entries(section: str) -> list[StageInfo]:
         steps, _ = blocks.entry(side, stream, StackSettings(positions="relative", mask=mask), True)
         shapes = _shapes(steps, {}, pos)
         out += _infos(section, [s for s in steps if s.op == "relative_bias"], shapes)
+    return out
+
+
+def _granite_variants(before: str, section: str, after: str) -> list[StageInfo]:
+    """Granite's multipliers: the embeddings times m (block.embedding_multiplier), each sublayer's output times m before its
+    residual add (block.residual_multiplier: attention_scaled, ffn_scaled) and the logits divided by s (block.logits_divisor)."""
+    out: list[StageInfo] = []
+    for positions in ("rotary", "learned"):
+        steps, _ = blocks.entry("", "tokens", StackSettings(positions=positions, embedding_multiplier=12.0), True)
+        out += [dataclasses.replace(i, meaning=msg("{meaning} (block.{field}: {value})", meaning=i.meaning, field="embedding_multiplier", value="12"))
+                for i in _infos(before, [s for s in steps if s.op == "scale"], _shapes(steps, {}))]
+    layer, shapes = _layer(blocks.PRE_NORM, StackSettings(residual_multiplier=0.22))
+    pre = {s.name: s for s in blocks.configure(blocks.PRE_NORM, StackSettings(), preset=True)}
+    for step in layer:
+        if step.name not in pre or step.inputs != pre[step.name].inputs:
+            out.append(StageInfo(step.name, section, msg("{meaning} (block.{field}: {value})", meaning=step.meaning, field="residual_multiplier",
+                                                         value="0.22"), formula(step), shapes[step.name][0]))
+    tail = blocks.head_steps("final_norm", None, 8.0)
+    shapes = _shapes(tail, {"final_norm": (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))})
+    for step in tail[:2]:
+        out.append(StageInfo(step.name, after, msg("{meaning} (block.{field}: {value})", meaning=step.meaning, field="logits_divisor", value="8"),
+                             formula(step), shapes[step.name][0]))
     return out
 
 

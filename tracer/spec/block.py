@@ -74,10 +74,11 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     if attention_softcap is not None and relative is not None:  # no family has both: their order is not guessed
         raise c.fail(p + ("attention_softcap",), msg("attention_softcap (Gemma 2's) with positions: relative (T5's): no model has both, "
                                                      "so tracer does not guess whether the bias is added before or after the cap"))
+    multipliers = multipliers_of(c, raw, p, norm_order, experts, head, embedding_scale, head_softcap)
     spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                      float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
                      experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding,
-                     relative, head_scale)
+                     relative, head_scale, *multipliers)
     return spec, raw.get("steps")
 
 
@@ -276,6 +277,30 @@ def softcaps(c: Checks, raw: dict[str, Any], p: Path, head: str, norm_order: str
         key = "attention_softcap" if attention_softcap is not None else "head_softcap" if head_softcap is not None else "norm_order"
         raise c.fail(p + (key,), msg("{key} (Gemma 2's) is for a decoder-only spec's block", key=key))
     return attention_softcap, head_softcap
+
+
+def multipliers_of(c: Checks, raw: dict[str, Any], p: Path, norm_order: str, experts: int | None, head: str, embedding_scale: bool,
+                   head_softcap: float | None) -> tuple[float | None, float | None, float | None]:
+    """Granite's ``embedding_multiplier``, ``residual_multiplier`` and ``logits_divisor``: positive numbers, each for a
+    decoder-only spec's block; the residual multiplier in the pre-norm block (Granite's), the divisor with a head."""
+    out: list[float | None] = []
+    for key in ("embedding_multiplier", "residual_multiplier", "logits_divisor"):
+        value = raw.get(key)
+        if key in raw and not positive(value):
+            raise c.fail(p + (key,), msg("expected a positive number such as 0.25, received {got}", got=c.received(p + (key,), value)))
+        if key in raw and p != ("block",):
+            raise c.fail(p + (key,), msg("{key} (Granite's) is for a decoder-only spec's block", key=key))
+        out.append(float(raw[key]) if key in raw else None)
+    if out[0] is not None and embedding_scale:
+        raise c.fail(p + ("embedding_multiplier",), msg("embedding_multiplier and embedding_scale both scale the embeddings: give one"))
+    if out[1] is not None and (norm_order != "pre" or experts is not None):
+        raise c.fail(p + ("residual_multiplier",), msg("residual_multiplier scales the pre-norm block's sublayer outputs (Granite's): "
+                                                       "expected norm_order: pre without ffn experts"))
+    if out[2] is not None and head == "none":
+        raise c.fail(p + ("logits_divisor",), msg("logits_divisor divides the output head's logits, but head is none"))
+    if out[2] is not None and head_softcap is not None:
+        raise c.fail(p + ("logits_divisor",), msg("logits_divisor with head_softcap: no model has both, so tracer does not guess their order"))
+    return out[0], out[1], out[2]
 
 
 def softcap(c: Checks, raw: dict[str, Any], key: str, p: Path) -> float | None:
