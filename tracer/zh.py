@@ -286,6 +286,7 @@ SHARED_MESSAGES: dict[str, str] = {
     "{a} / s: every value divided by the step's scale s, s rounded to the run's dtype (Granite's logits_scaling)": '{a} / s：每个值除以该步的 scale s，s 先舍入到本次运行的 dtype（Granite 的 logits_scaling）',
     '{x} * {scale}': '{x} * {scale}',
     '{x} / {scale}': '{x} / {scale}',
+    '{meaning}, after the RMS norm of the whole projection': '{meaning}，在整个投影做 RMS 归一化之后',
 }
 
 

@@ -46,6 +46,7 @@ def _model(torch: Any, transformers: Any, family: str, folder: Path) -> Any:
     made |= {
         "stablelm": (transformers.StableLmForCausalLM, transformers.StableLmConfig(**width | {"rope_parameters": {**rope, "partial_rotary_factor": 0.5}})),
         "olmo": (transformers.OlmoForCausalLM, transformers.OlmoConfig(**width)),
+        "olmo2": (transformers.Olmo2ForCausalLM, transformers.Olmo2Config(**width)),
         "starcoder2": (transformers.Starcoder2ForCausalLM, transformers.Starcoder2Config(**width, sliding_window=4)),
         "granite": (transformers.GraniteForCausalLM, transformers.GraniteConfig(**width, embedding_multiplier=12.0, attention_multiplier=0.0625,
                                                                               residual_multiplier=0.22, logits_scaling=8.0)),
@@ -79,10 +80,10 @@ def _lift(monkeypatch: Any, torch: Any, family: str) -> None:
         hf.lift_float32(monkeypatch, torch, module, {"stablelm": "StableLm", "olmo": "Olmo", "starcoder2": "Starcoder2"}[family])
         if family == "olmo":
             lift_layer_norm(monkeypatch, torch, module)
-    elif family == "granite":
-        from transformers.models.granite import modeling_granite
+    elif family in ("granite", "olmo2"):
+        from importlib import import_module
 
-        _float64_internals(monkeypatch, torch, modeling_granite, "Granite")
+        _float64_internals(monkeypatch, torch, import_module(f"transformers.models.{family}.modeling_{family}"), family.capitalize())
 
 
 def _stored_name(key: str, names: set[str]) -> str | None:
@@ -93,7 +94,7 @@ def _stored_name(key: str, names: set[str]) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "gpt_neox", "phi", "stablelm", "olmo", "starcoder2", "granite"])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "gpt_neox", "phi", "stablelm", "olmo", "starcoder2", "granite", "olmo2"])
 def test_grad_matches_torch_autograd_through_hugging_face(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, family: str,
                                                           request: pytest.FixtureRequest) -> None:
     torch, transformers = hf.need_torch()
@@ -125,7 +126,7 @@ def test_grad_matches_torch_autograd_through_hugging_face(tmp_path: Path, monkey
             assert err <= TOL * max(1.0, float(np.max(np.abs(want)))), (name, err)
             compared.append(name)
             largest = max(largest, err)
-    per_layer = 7 if family == "olmo" else 10  # OLMo's norms have no weights
+    per_layer = {"olmo": 7, "olmo2": 11}.get(family, 10)  # OLMo's norms have no weights; OLMo 2's q and k have norms
     assert len(compared) >= per_layer * 2 and "embedding" in compared, compared  # every layer's weights, not a lucky few
     assert all(f"blocks.1.attn.w_{x}" in compared for x in "qkvo")
     hf.measured(request, f"{family} (grad)", largest)

@@ -22,21 +22,13 @@ def _granite(tmp_path, **config):
                    {"num_key_value_heads": 2, "rms_norm_eps": 1e-6, "bos_token_id": 0, "eos_token_id": 0} | MULTIPLIERS | config)
 
 
-def lift_rms_norm(monkeypatch, torch, module) -> None:
-    """GraniteRMSNorm computes in float32 even in a float64 model: the same formula in float64."""
-    def forward(self, x):
-        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
-
-    monkeypatch.setattr(module.GraniteRMSNorm, "forward", forward)
-
-
 @pytest.mark.parametrize("config", [{}, {"attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True, "attention_multiplier": 1.0}])
 def test_granite_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, config, request):
     torch, model, folder = _granite(tmp_path, **config)
     from transformers.models.granite import modeling_granite as mod
 
     hf.lift_float32(monkeypatch, torch, mod, "Granite")
-    lift_rms_norm(monkeypatch, torch, mod)
+    hf.lift_rms_norm(monkeypatch, torch, mod.GraniteRMSNorm)
     spec, _ = hf.parity(tmp_path, request, "granite", torch, model, folder, first="x")  # HF's first hidden state: the scaled embeddings
     s = load_spec(str(spec))
     b = s.block

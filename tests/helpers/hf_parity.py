@@ -138,3 +138,11 @@ def with_config(folder: Path, changes: dict[str, Any]) -> Path:
     cfg.update(changes)
     (folder / "config.json").write_text(json.dumps(cfg))
     return folder
+
+
+def lift_rms_norm(monkeypatch: Any, torch: Any, norm_class: Any) -> None:
+    """An RMSNorm that computes in float32 even in a float64 model (Granite's, OLMo 2's): the same formula in float64."""
+    def forward(self: Any, x: Any) -> Any:
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+
+    monkeypatch.setattr(norm_class, "forward", forward)

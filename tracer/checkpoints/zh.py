@@ -41,6 +41,10 @@ MESSAGES: dict[str, str] = {
     'a multimodal or speech model built on Granite reads more than tokens': '基于 Granite 的多模态或语音模型读取的不只是 token',
     'a Granite checkpoint needs its config.json (heads, the multipliers, rope_theta are not in the tensors); put it beside the weights': 'Granite 检查点需要它的 config.json（头数、各个系数、rope_theta 不在张量里）；请把它放在权重旁边',
     "the granite layout reads model_type granite only (another family's multipliers differ)": 'granite 布局只读取 model_type granite（其他族的系数不同）',
+    "OLMo's norms come before each sublayer and have no weights, and it does not normalise q and k (the olmo layout reads it)": 'OLMo 的归一化在每个子层之前，没有权重，而且它不对 q 和 k 做归一化（olmo 布局读取它）',
+    'an OLMo 2 checkpoint needs its config.json (heads, key/value heads, rope_theta, rms_norm_eps are not in the tensors); put it beside the weights': 'OLMo 2 检查点需要它的 config.json（头数、键/值头数、rope_theta、rms_norm_eps 不在张量里）；请把它放在权重旁边',
+    'holds no OLMo 2 token embedding (model.embed_tokens.weight); is it an OLMo 2 checkpoint?': '没有 OLMo 2 的 token 嵌入（model.embed_tokens.weight）；这是 OLMo 2 检查点吗？',
+    'holds no OLMo 2 layer (model.layers.0.post_attention_layernorm.weight)': '没有 OLMo 2 层（model.layers.0.post_attention_layernorm.weight）',
     # end of StableLM, OLMo, OLMo 2, Granite, StarCoder2
     "a tracer archive holds weights, not the block's settings; reference it from the spec that made it: weights: {file: {path2}, layout: tracer}": 'tracer 归档只保存权重，不保存块的设置；请在生成它的 spec 中引用它：weights: {file: {path2}, layout: tracer}',
     "install torch to read it (pip install 'tracer[torch]'), or convert it once to safetensors: {command}": "请安装 torch 来读取它（pip install 'tracer[torch]'），或者先把它转换成 safetensors：{command}",

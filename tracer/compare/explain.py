@@ -113,6 +113,8 @@ _DESIGN_WORDS: dict[tuple[str, Any], Message] = {  # a block setting's value tha
     ("block.norm_order", "parallel"): msg("parallel residual"),
     ("block.norm_order", "parallel_shared"): msg("parallel residual, one norm"),
     ("block.norm_order", "sandwich"): msg("sandwich norms (each sublayer's output normalised before its residual add)"),
+    ("block.norm_order", "post_sublayer"): msg("post-sublayer norms (only each sublayer's output normalised, before its residual add)"),
+    ("block.qk_projection", True): msg("q and k normalised over their whole projections"),
     ("block.mask", "none"): msg("bidirectional"),
     ("block.positions", "rotary"): msg("rotary positions"),
     ("block.positions", "sinusoidal"): msg("sinusoidal positions"),
@@ -199,8 +201,8 @@ def capped_words(steps: tuple[Step, ...], settings: dict[str, Any]) -> list[Mess
     """Gemma 2's choices in words: soft-capped scores and logits, a window on some layers only; sandwich
     norms from the step list when the settings do not say it (a spec of its own steps)."""
     words: list[Message] = []
-    if settings.get("block.norm_order") != "sandwich" and any(s.name.endswith("attention_norm") and s.inputs and s.inputs[0].endswith("attention")
-                                                             for s in steps):
+    normed = any(s.name.endswith("attention_norm") and s.inputs and s.inputs[0].endswith("attention") for s in steps)
+    if settings.get("block.norm_order") not in ("sandwich", "post_sublayer") and normed:
         words.append(msg("sandwich norms (each sublayer's output normalised before its residual add)"))
     caps = sorted({s.softcap for s in steps if s.op in ("mha", "cross_mha") and s.softcap is not None})
     if caps:

@@ -282,7 +282,8 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
                                                        rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
                                                        qk_eps=step.epsilon() if step.qk_norm else None,
                                                        scale=step.scale, softcap=step.softcap,
-                                                       bias=bw.value(step.inputs[1]) if not cross and len(step.inputs) > 1 else None)
+                                                       bias=bw.value(step.inputs[1]) if not cross and len(step.inputs) > 1 else None,
+                                                       qk_projection=bool(step.qk_projection))
     for key in ATTN_ORDER:
         if key in internals:
             bw.grads[f"{prefix}.{key}"] = internals[key]

@@ -489,7 +489,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
                                  rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
                                  rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
                                  q_norm=q_norm, k_norm=k_norm, qk_eps=step.epsilon() if step.qk_norm else None, scale=step.scale,
-                                 softcap=step.softcap, bias=bias))
+                                 softcap=step.softcap, bias=bias, qk_projection=bool(step.qk_projection)))
         return parts["output"]
 
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
@@ -503,7 +503,8 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
             if bias is not None:
                 meaning = msg("{meaning}, plus the position bias {bias}", meaning=meaning, bias=step.inputs[1])
         if step.qk_norm and key in ("q", "k"):
-            meaning = msg("{meaning}, RMS-normalised per head", meaning=meaning)
+            meaning = (msg("{meaning}, after the RMS norm of the whole projection", meaning=meaning) if step.qk_projection
+                       else msg("{meaning}, RMS-normalised per head", meaning=meaning))
         if step.base is not None and key in ("q", "k"):
             meaning = msg("{meaning}, turned by rotary positions", meaning=meaning)
         if step.softcap is not None and key == "scores":  # Gemma 2: the scores soft-capped before the mask

@@ -257,8 +257,10 @@ class Reference:
             out = {}
             for t in where:
                 full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
+                if step.qk_projection and name in ("q", "k"):  # OLMo 2: the whole projection RMS-normalised, then split and turned
+                    full = head_rms(full, self.w[f"{g}.{name}_norm"], step.epsilon())
                 heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
-                if step.qk_norm and name in ("q", "k"):  # Qwen3: each head RMS-normalised over its d coordinates, then turned
+                if step.qk_norm and not step.qk_projection and name in ("q", "k"):  # Qwen3: each head RMS-normalised over its d coordinates, then turned
                     heads = [head_rms(v, self.w[f"{g}.{name}_norm"], step.epsilon()) for v in heads]
                 if step.base is not None and name in ("q", "k"):
                     heads = [rotate(v, t, step.base, step.pairing or "interleaved", step.rotary_dim, step.scaling) for v in heads]

@@ -163,7 +163,9 @@ class Graph:
                 pairs = "(i, i + r/2)" if step.pairing == "half" else "(2i, 2i+1)"
                 rotary = msg(", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates", base=base, pairs=pairs,
                              r=step.rotary_dim)
-        if step.qk_norm:  # Qwen3: q and k RMS-normalised per head before the turn
+        if step.qk_norm and step.qk_projection:  # OLMo 2: q and k RMS-normalised over their whole projections before the split
+            rotary = msg("{rotary}, q and k RMS-normalised over their whole projections (q_norm, k_norm)", rotary=rotary)
+        elif step.qk_norm:  # Qwen3: q and k RMS-normalised per head before the turn
             rotary = msg("{rotary}, q and k RMS-normalised per head (q_norm, k_norm)", rotary=rotary)
         rel = step.relative or (0, 0, False)  # positions: relative (T5): buckets, max_distance, bidirectional
         return msg(graph_template(OPS[step.op].graph), buckets=rel[0], distance=rel[1],

@@ -39,6 +39,7 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     scaling: tuple[object, ...] | None = None  # mha with rotary positions: a rope type's scaled speeds (tracer/model/rope.py)
     rotary_dim: int | None = None  # mha with rotary positions: only each head's first rotary_dim coordinates turned; None: all d
     qk_norm: bool | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); None: not
+    qk_projection: bool | None = None  # mha with qk_norm: over the whole of q's and k's projections, not per head (OLMo 2's)
     scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d);
     # scale, divide: the number the stage multiplies or divides by (Granite's multipliers, block.logits_divisor)
     softcap: float | None = None  # mha: scores soft-capped, cap * tanh(scores / cap), after the scale and before the mask
@@ -89,11 +90,12 @@ NORM_OPS = tuple(NORMS.values())  # the ops that normalise (each with its eps)
 
 
 def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = False,
-               qk_norm: bool = False) -> dict[str, tuple[str, ...]]:
+               qk_norm: bool = False, qk_projection: bool = False) -> dict[str, tuple[str, ...]]:
     """A weight group's keys and their axes; ``grouped``: the model has fewer key/value heads than query heads;
     ``experts``: a mixture of experts' E (its group holds the router and w1_e, w3_e, w2_e for each expert e);
     ``head_width``: the heads have a width d of their own (dims.d): w_q [C,C_q], w_k, w_v [C,C_kv], w_o [C_q,C];
-    ``qk_norm``: the attention normalises q and k per head (block.qk_norm): q_norm, k_norm [d]."""
+    ``qk_norm``: the attention normalises q and k per head (block.qk_norm): q_norm, k_norm [d]; ``qk_projection``: over their
+    whole projections (block.qk_norm: projection, OLMo 2's): q_norm [C_q], k_norm [C_kv] (C where the width is C's)."""
     if kind == "moe":
         return {**MOE_ROUTER_KEYS, **{f"{k}_{e}": axes for e in range(experts) for k, axes in MOE_EXPERT_KEYS.items()}}
     keys = WEIGHT_GROUPS[kind]
@@ -101,6 +103,8 @@ def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = Fa
         keys = {**keys, **HEAD_WIDTH_KEYS}
     elif kind == "attn" and grouped:
         keys = {**keys, **GROUPED_KV_KEYS}
+    if kind == "attn" and qk_norm and qk_projection:
+        return {**keys, "q_norm": ("C_q",) if head_width else ("C",), "k_norm": ("C_kv",) if grouped or head_width else ("C",)}
     return {**keys, **QK_NORM_KEYS} if kind == "attn" and qk_norm else keys
 
 
@@ -225,8 +229,23 @@ SANDWICH: tuple[Step, ...] = (
     Step("output", "add", ("residual1", "ffn_norm"), None, msg("block output of the normalised FFN output, Y = R + N_F")),
 )
 
+# OLMo 2's order: no norm before a sublayer, one on its output before the residual add (Gemma 2's sandwich without
+# norm1 and norm2): U = MHA(X), R = X + LN_U(U), Y = R + LN_F(FFN(R)) (weights attention_norm, ffn_norm: Hugging Face's
+# post_attention_layernorm, post_feedforward_layernorm)
+POST_SUBLAYER: tuple[Step, ...] = (
+    Step("attention", "mha", ("x",), "attn", msg("attention output, U = MHA(X) (no norm before it)")),
+    Step("attention_norm", "layer_norm", ("attention",), "attention_norm",
+         msg("the attention output's {norm}, N_U = {LN}U(U), before the residual add (post-sublayer)", norm=NORMALISATION, LN="LN_")),
+    SANDWICH[3],
+    Step("hidden", "ffn_hidden", ("residual1",), "ffn", msg("FFN after {act}, {actf}(R W_1 + b_1) (no norm before it)", act=ACTIVATION, actf="act")),
+    PRE_NORM[5],
+    Step("ffn_norm", "layer_norm", ("ffn",), "ffn_norm",
+         msg("the FFN output's {norm}, N_F = {LN}F(FFN(R)), before the residual add (post-sublayer)", norm=NORMALISATION, LN="LN_")),
+    SANDWICH[8],
+)
+
 NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM, "parallel": PARALLEL, "parallel_shared": PARALLEL_SHARED,
-                                            "sandwich": SANDWICH}
+                                            "sandwich": SANDWICH, "post_sublayer": POST_SUBLAYER}
 DECODER_NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": DECODER_PRE_NORM, "post": DECODER_POST_NORM}
 
 
@@ -249,6 +268,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     rotary_dim: int | None = None  # partial rotary: the first rotary_dim coordinates of each head turned (None: all d)
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C), a stage of their own (embed_scale)
     qk_norm: bool = False  # Qwen3: each attention's q and k RMS-normalised per head (weights attn.q_norm, attn.k_norm [d])
+    qk_projection: bool = False  # OLMo 2: with qk_norm, over the whole projections (q_norm [C_q], k_norm [C_kv])
     attention_scale: float | None = None  # the scores' factor, QK^T * s (T5: 1; Gemma 2: query_pre_attn_scalar ** -0.5); None: 1/sqrt(d)
     attention_softcap: float | None = None  # Gemma 2: every attention's scores cap * tanh(scores / cap), before the mask
     head_softcap: float | None = None  # Gemma 2: the logits cap * tanh(logits / cap) (a softcap stage after the head)
@@ -298,6 +318,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                     changes["rotary_dim"] = s.rotary_dim
             if s.qk_norm and step.qk_norm is None:
                 changes["qk_norm"] = True
+                if s.qk_projection:
+                    changes["qk_projection"] = True
                 changes["eps"] = s.eps  # the per-head norms of q and k
             if s.attention_softcap is not None and step.softcap is None:
                 changes["softcap"] = s.attention_softcap

@@ -200,6 +200,7 @@ def build() -> list[StageInfo]:
     entries += _relative_entries(seq2seq)
     entries += _head_scale_entries(seq2seq)
     entries += _granite_variants(before, variants, after)
+    entries += _post_sublayer_variants(variants)
     unique: dict[tuple[str, ...], StageInfo] = {}
     for e in sorted(entries, key=lambda e: SECTIONS.index(e.section)):  # stable: catalogue order within a section  # one entry per meaning within a section
         unique.setdefault((e.section, e.name, e.meaning, e.formula), e)
@@ -267,7 +268,26 @@ def _qk_norm_variants(section: str) -> list[StageInfo]:
                        "before the rotary turn",
                        key=key)
             out.append(dataclasses.replace(info, meaning=meaning, formula=join([info.formula, norm])))
+    layer, shapes = _layer(blocks.PRE_NORM, StackSettings(positions="rotary", rotary_pairing="half", qk_norm=True, qk_projection=True))
+    attention = next(s for s in layer if s.op == "mha")
+    for info in _internals(section, attention, shapes):
+        if info.name in ("attn.q", "attn.k"):
+            key = info.name[-1]
+            meaning = msg("{meaning}, after the RMS norm of the whole projection, then turned by rotary positions (block.qk_norm: projection)",
+                          meaning=info.meaning)
+            norm = msg("the whole projection RMS-normalised at each position, over all its heads' coordinates (weights attn.{key}_norm), "
+                       "before the split into heads and the rotary turn", key=key)
+            out.append(dataclasses.replace(info, meaning=meaning, formula=join([info.formula, norm])))
     return out
+
+
+def _post_sublayer_variants(section: str) -> list[StageInfo]:
+    """OLMo 2 (block.norm_order: post_sublayer): the stages that read or are other than the pre-norm layer's."""
+    layer, shapes = _layer(blocks.POST_SUBLAYER, StackSettings(norm="rmsnorm"))
+    pre = {s.name: s for s in blocks.configure(blocks.PRE_NORM, StackSettings(norm="rmsnorm"), preset=True)}
+    return [StageInfo(step.name, section, msg("{meaning} (block.{field}: {value})", meaning=step.meaning, field="norm_order", value="post_sublayer"),
+                      formula(step), shapes[step.name][0])
+            for step in layer if step.name not in pre or step.inputs != pre[step.name].inputs]
 
 
 def _gemma2_variants(section: str, after: str) -> list[StageInfo]:

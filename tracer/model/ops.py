@@ -300,7 +300,10 @@ def _attention_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -
     _enforce(broken, contracts.softmax_axis, spec.stage_shapes[f"{internal_prefix(step)}.scores"][1], step.axis == "queries")
     if step.base is not None:
         _enforce(broken, contracts.rotary_width, spec.dims.d, step.rotary_dim)
-    if step.qk_norm:  # each head's q and k normalised over its d coordinates: the weights are [d]
+    if step.qk_norm and step.qk_projection:  # OLMo 2: q and k normalised over their whole projections: [C_q], [C_kv]
+        _vector(spec, broken, g, "q_norm", q_width, q_axis)
+        _vector(spec, broken, g, "k_norm", kv_width, kv_axis)
+    elif step.qk_norm:  # each head's q and k normalised over its d coordinates: the weights are [d]
         for key in ("q_norm", "k_norm"):
             _vector(spec, broken, g, key, spec.dims.d, "d")
     _vector(spec, broken, g, "b_o", C, "C")

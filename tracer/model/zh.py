@@ -180,6 +180,12 @@ MESSAGES: dict[str, str] = {
     'logits over the vocabulary, before the divisor': '词表上的 logits，除以系数之前',
     'logits divided by s = {s}, raw_logits / s': 'logits 除以 s = {s}，raw_logits / s',
     '{branch} times the residual multiplier m = {m}, before the residual add': '{branch} 乘以残差系数 m = {m}，在残差相加之前',
+    'attention output, U = MHA(X) (no norm before it)': '注意力输出，U = MHA(X)（之前没有归一化）',
+    "the attention output's {norm}, N_U = {LN}U(U), before the residual add (post-sublayer)": '注意力输出自己的{norm}，N_U = {LN}U(U)，在残差相加之前（子层后归一化）',
+    'FFN after {act}, {actf}(R W_1 + b_1) (no norm before it)': '经过{act}的 FFN，{actf}(R W_1 + b_1)（之前没有归一化）',
+    "the FFN output's {norm}, N_F = {LN}F(FFN(R)), before the residual add (post-sublayer)": 'FFN 输出自己的{norm}，N_F = {LN}F(FFN(R))，在残差相加之前（子层后归一化）',
+    '{meaning}, after the RMS norm of the whole projection, then turned by rotary positions (block.qk_norm: projection)': '{meaning}，先在整个投影上做 RMS 归一化，再由旋转位置转动（block.qk_norm: projection）',
+    "the whole projection RMS-normalised at each position, over all its heads' coordinates (weights attn.{key}_norm), before the split into heads and the rotary turn": '在每个位置上对整个投影做 RMS 归一化，覆盖所有头的坐标（权重 attn.{key}_norm），在拆分成头和旋转之前',
 }
 
 PLURALS: dict[tuple[str, str], str] = {

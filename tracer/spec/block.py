@@ -62,7 +62,7 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     if experts is not None:
         activation = "swiglu"
     embedding_norm, token_types, offset, embedding_scale = embeddings_of(c, raw, p, positions)
-    qk_norm, attention_scale = attention_of(c, raw, p)
+    qk_norm, attention_scale, qk_projection = attention_of(c, raw, p)
     if sliding is not None and any(i >= layers for i in sliding):
         raise c.fail(p + ("mask", "sliding_layers"), msg("layer {i} is not one of the {n} layers (0 .. {last})",
                                                          i=max(sliding), n=layers, last=layers - 1))
@@ -78,7 +78,7 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                      float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
                      experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding,
-                     relative, head_scale, *multipliers)
+                     relative, head_scale, *multipliers, qk_projection=qk_projection)
     return spec, raw.get("steps")
 
 
@@ -253,9 +253,11 @@ def embeddings_of(c: Checks, raw: dict[str, Any], p: Path, positions: str) -> tu
     return embedding_norm, token_types, offset, embedding_scale
 
 
-def attention_of(c: Checks, raw: dict[str, Any], p: Path) -> tuple[bool, float | None]:
-    """Qwen3's qk_norm and the scores' scale: (qk_norm, attention_scale; None: 1/sqrt(d))."""
-    qk_norm = c.boolean(raw.get("qk_norm", False), p + ("qk_norm",))
+def attention_of(c: Checks, raw: dict[str, Any], p: Path) -> tuple[bool, float | None, bool]:
+    """Qwen3's qk_norm (true: per head) or OLMo 2's (projection: over the whole projections) and the scores' scale:
+    (qk_norm, attention_scale; None: 1/sqrt(d), qk_projection)."""
+    projection = raw.get("qk_norm") == "projection"
+    qk_norm = True if projection else c.boolean(raw.get("qk_norm", False), p + ("qk_norm",))
     if qk_norm and p != ("block",):
         raise c.fail(p + ("qk_norm",), msg("qk_norm (Qwen3's per-head RMSNorm of q and k) is for a decoder-only spec's block"))
     attention_scale = None
@@ -265,7 +267,7 @@ def attention_of(c: Checks, raw: dict[str, Any], p: Path) -> tuple[bool, float |
             raise c.fail(p + ("attention_scale",), msg("expected a positive number such as 1 (the scores QK^T * s; absent: 1/sqrt(d)), received {got}",
                                                        got=c.received(p + ("attention_scale",), attention_scale)))
         attention_scale = float(attention_scale)
-    return qk_norm, attention_scale
+    return qk_norm, attention_scale, projection
 
 
 def softcaps(c: Checks, raw: dict[str, Any], p: Path, head: str, norm_order: str) -> tuple[float | None, float | None]:
@@ -273,7 +275,7 @@ def softcaps(c: Checks, raw: dict[str, Any], p: Path, head: str, norm_order: str
     attention_softcap, head_softcap = (softcap(c, raw, key, p) for key in ("attention_softcap", "head_softcap"))
     if head_softcap is not None and head == "none":
         raise c.fail(p + ("head_softcap",), msg("head_softcap caps the output head's logits, but head is none"))
-    if (attention_softcap is not None or head_softcap is not None or norm_order == "sandwich") and p != ("block",):
+    if (attention_softcap is not None or head_softcap is not None or norm_order in ("sandwich", "post_sublayer")) and p != ("block",):
         key = "attention_softcap" if attention_softcap is not None else "head_softcap" if head_softcap is not None else "norm_order"
         raise c.fail(p + (key,), msg("{key} (Gemma 2's) is for a decoder-only spec's block", key=key))
     return attention_softcap, head_softcap

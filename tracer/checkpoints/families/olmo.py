@@ -52,31 +52,40 @@ OLMO_READS = Family("olmo", differ=OLMO_DIFFERENT,
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:
     """Hugging Face OLMo: LLaMA's block with LayerNorms that have no weight or bias (eps 1e-5), and the q/k/v/o biases
     attention_bias switches on."""
-    read = OLMO_READS.read(config, ckpt, layout, options)
+    block = {"norm_order": "pre", "norm": "layernorm", "eps": OLMO_EPS}
+    notes = {"norm": "OlmoLayerNorm: LayerNorm without a weight or a bias (gamma 1 and beta 0, filled: not in the checkpoint)",
+             "eps": "OlmoLayerNorm's own 1e-5 (no config key sets it)", "final_norm": "model.norm (an OlmoLayerNorm, no weights)"}
+    return read_olmo(config, ckpt, layout, options, OLMO_READS, block, notes, "Olmo")
+
+
+def read_olmo(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options, reads: Family, own: dict[str, Any],
+              own_notes: dict[str, str], name: str) -> ModelConfig:
+    """An OLMo or an OLMo 2 (``name``: the prefix of its classes): LLaMA's heads, rotary positions, SwiGLU, attention_bias
+    and head, with the family's own norm settings ``own`` (noted ``own_notes``) put in before the positions; a Field of ``reads``
+    that settles eps (OLMo 2's rms_norm_eps) gives the block's eps."""
+    read = reads.read(config, ckpt, layout, options)
     cfg, V, C, H, F, layers = read.cfg, read.V, read.C, read.H, read.F, read.layers
     H_kv = read.values["num_key_value_heads"] or H
     theta, rope_type, theta_from, rope_key = llama._rope(cfg)
     refuse(cfg, [
         (H % H_kv != 0, msg("num_key_value_heads = {H_kv} must divide num_attention_heads = {H}", H_kv=H_kv, H=H)),
         (rope_type != "default", msg("{key}: rope type {rope}: the {family} layout's rotary positions are the default RoPE",
-                                     key=rope_key, rope=repr(rope_type), family="olmo")),
+                                     key=rope_key, rope=repr(rope_type), family=layout.name)),
     ] + llama.bias_rules(cfg, ckpt, layout, layers, ("attention_bias",)))
-    theta = cfg.setting("position_base", theta_from, theta, 10000.0, "OlmoConfig's default rope_theta")
+    theta = cfg.setting("position_base", theta_from, theta, 10000.0, f"{name}Config's default rope_theta")
     tied = tied_head(cfg, ckpt, layout)
     dims = {"C": C, "H": H} | ({"H_kv": H_kv} if H_kv != H else {}) | {"F": F, "V": V}
     notes = {"C": "hidden_size", "H_kv": "num_key_value_heads (grouped-query attention)", "F": "intermediate_size (gate_proj, up_proj)",
              "V": "vocab_size (rows of embed_tokens)"} | cfg.notes
     if not cfg.has("num_key_value_heads"):
-        notes["H_kv"] = "assumed: not in config.json (= num_attention_heads, as OlmoConfig does)"
-    block: dict[str, Any] = {"norm_order": "pre", "layers": layers, "norm": "layernorm", "eps": OLMO_EPS, "activation": "swiglu",
-                             "positions": "rotary", "position_base": theta, "rotary_pairing": "half", "mask": "causal", "final_norm": True,
-                             "head": "tied" if tied else "separate"}
-    notes |= {"norm": "OlmoLayerNorm: LayerNorm without a weight or a bias (gamma 1 and beta 0, filled: not in the checkpoint)",
-              "eps": "OlmoLayerNorm's own 1e-5 (no config key sets it)",
-              "final_norm": "model.norm (an OlmoLayerNorm, no weights)"} | rotary_notes(tied, False)
-    llama.swiglu_note(cfg, notes, "OlmoMLP", "OlmoConfig")
+        notes["H_kv"] = f"assumed: not in config.json (= num_attention_heads, as {name}Config does)"
+    own = own | ({"eps": read.settings["eps"]} if "eps" in read.settings else {})  # OLMo 2's rms_norm_eps (OLMo's is fixed)
+    block: dict[str, Any] = {"norm_order": own["norm_order"], "layers": layers} | {k: v for k, v in own.items() if k != "norm_order"}
+    block |= {"activation": "swiglu", "positions": "rotary", "position_base": theta, "rotary_pairing": "half", "mask": "causal", "final_norm": True,
+              "head": "tied" if tied else "separate"}
+    notes |= own_notes | rotary_notes(tied, False)
+    llama.swiglu_note(cfg, notes, f"{name}MLP", f"{name}Config")
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
-
 
 LAYOUT = Layout("olmo", "Hugging Face OLMo (OlmoForCausalLM): LLaMA's block with LayerNorms that have no weights", table(), read_config,
                 aliases=(("model.", ""),), model_types=("olmo",),
