@@ -29,7 +29,7 @@ def test_granite_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, conf
 
     hf.lift_float32(monkeypatch, torch, mod, "Granite")
     hf.lift_rms_norm(monkeypatch, torch, mod.GraniteRMSNorm)
-    spec, _ = hf.parity(tmp_path, request, "granite", torch, model, folder, first="x")  # HF's first hidden state: the scaled embeddings
+    spec, _ = hf.family_parity(tmp_path, request, "granite", torch, model, folder, first="x")  # HF's first hidden state: the scaled embeddings
     s = load_spec(str(spec))
     b = s.block
     assert (b.embedding_multiplier, b.attention_scale, b.residual_multiplier, b.logits_divisor) == (12.0, config.get("attention_multiplier", 0.0625),

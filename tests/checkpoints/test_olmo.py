@@ -32,7 +32,7 @@ def test_olmo_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, config,
 
     hf.lift_float32(monkeypatch, torch, mod, "Olmo")
     lift_layer_norm(monkeypatch, torch, mod)
-    spec, _ = hf.parity(tmp_path, request, "olmo", torch, model, folder)
+    spec, _ = hf.family_parity(tmp_path, request, "olmo", torch, model, folder)
     s = load_spec(str(spec))
     assert (s.block.norm, s.block.eps, s.block.activation, s.block.head) == ("layernorm", 1e-5, "swiglu", "tied" if config else "separate")
     assert (s.weights["blocks.1.norm1.gamma"].source, s.weights["final_norm.beta"].source) == ("ones", "zeros")  # no weights: filled

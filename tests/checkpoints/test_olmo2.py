@@ -25,7 +25,7 @@ def test_olmo2_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, config
 
     hf.lift_float32(monkeypatch, torch, mod, "Olmo2")
     hf.lift_rms_norm(monkeypatch, torch, mod.Olmo2RMSNorm)
-    spec, _ = hf.parity(tmp_path, request, "olmo2", torch, model, folder)
+    spec, _ = hf.family_parity(tmp_path, request, "olmo2", torch, model, folder)
     s = load_spec(str(spec))
     assert (s.block.norm_order, s.block.norm, s.block.qk_norm, s.block.qk_projection) == ("post_sublayer", "rmsnorm", True, True)
     assert s.block.eps == config.get("rms_norm_eps", 1e-5)

@@ -25,7 +25,7 @@ def test_stablelm_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, con
     from transformers.models.stablelm import modeling_stablelm as mod
 
     hf.lift_float32(monkeypatch, torch, mod, "StableLm")
-    spec, _ = hf.parity(tmp_path, request, "stablelm", torch, model, folder)
+    spec, _ = hf.family_parity(tmp_path, request, "stablelm", torch, model, folder)
     s = load_spec(str(spec))
     assert (s.block.norm, s.block.norm_order, s.block.rotary_dim, s.block.activation) == ("layernorm", order, 6, "swiglu")
     assert s.weights["blocks.1.norm1.beta"].source == "file"

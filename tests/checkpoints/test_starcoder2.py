@@ -24,7 +24,7 @@ def test_starcoder2_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, c
     from transformers.models.starcoder2 import modeling_starcoder2 as mod
 
     hf.lift_float32(monkeypatch, torch, mod, "Starcoder2")
-    spec, _ = hf.parity(tmp_path, request, "starcoder2", torch, model, folder)
+    spec, _ = hf.family_parity(tmp_path, request, "starcoder2", torch, model, folder)
     s = load_spec(str(spec))
     assert (s.block.norm, s.block.activation, s.block.window) == ("layernorm", "gelu" if config else "gelu_tanh", 3 if config else None)
     assert (s.block.head, s.weights["blocks.1.ffn.b1"].source) == (("separate", "zeros") if config else ("tied", "file"))

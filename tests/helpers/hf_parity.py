@@ -122,7 +122,7 @@ def tiny(tmp_path: Path, model_class: str, config_class: str, name: str, setting
     return torch, model, tmp_path / name
 
 
-def parity(tmp_path: Path, request: Any, family: str, torch: Any, model: Any, folder: Path, first: str = "embed") -> tuple[Path, dict[str, float]]:
+def family_parity(tmp_path: Path, request: Any, family: str, torch: Any, model: Any, folder: Path, first: str = "embed") -> tuple[Path, dict[str, float]]:
     """``folder`` imported with no flag but the tokens, traced, and compared with ``model``'s forward at every layer (its float32
     internals lifted by the caller): asserted within 1e-10, the figure recorded; the spec's path and the differences."""
     spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS)))
