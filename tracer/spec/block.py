@@ -78,7 +78,8 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                      float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
                      experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding,
-                     relative, head_scale, *multipliers, qk_projection=qk_projection)
+                     relative, head_scale, embedding_multiplier=multipliers[0], residual_multiplier=multipliers[1],
+                     logits_divisor=multipliers[2], qk_projection=qk_projection)
     return spec, raw.get("steps")
 
 
