@@ -56,3 +56,12 @@ def test_what_the_granite_layout_cannot_trace_is_refused(tmp_path, config, fragm
     folder = hf.with_config(_granite(tmp_path)[2], config)
     args = ("--layout", "granite") if "model_type" in config else ()
     assert_refused(run_app("import", str(folder), *args), "config.json: " + fragment)
+
+
+@pytest.mark.parametrize("layers, embedding", [("1-1", None), ("0-0", 12.0)])
+def test_a_layer_range_keeps_what_its_layers_compute(tmp_path, layers, embedding):
+    """--layers: the residual multiplier is each layer's, kept; the logits' divisor goes with the head; the embedding
+    multiplier stays only where the trace starts from the tokens (layer 0)."""
+    _, _, folder = _granite(tmp_path)
+    b = load_spec(str(hf.imported(tmp_path, folder, "--layers", layers, "--tokens", "1,2,3"))).block
+    assert (b.head, b.logits_divisor, b.residual_multiplier, b.embedding_multiplier) == ("none", None, 0.22, embedding)
