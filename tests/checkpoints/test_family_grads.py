@@ -41,6 +41,16 @@ def _model(torch: Any, transformers: Any, family: str, folder: Path) -> Any:
         "phi": (transformers.PhiForCausalLM, transformers.PhiConfig(**SMALL, hidden_size=48, num_attention_heads=4, intermediate_size=80,
                                                                   rope_parameters={**rope, "partial_rotary_factor": 0.5})),
     }
+    width = {**SMALL, "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 48, "rope_parameters": rope,
+             "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": None}  # StableLM, OLMo, StarCoder2, Granite
+    made |= {
+        "stablelm": (transformers.StableLmForCausalLM, transformers.StableLmConfig(**width | {"rope_parameters": {**rope, "partial_rotary_factor": 0.5}})),
+        "olmo": (transformers.OlmoForCausalLM, transformers.OlmoConfig(**width)),
+        "olmo2": (transformers.Olmo2ForCausalLM, transformers.Olmo2Config(**width)),
+        "starcoder2": (transformers.Starcoder2ForCausalLM, transformers.Starcoder2Config(**width, sliding_window=4)),
+        "granite": (transformers.GraniteForCausalLM, transformers.GraniteConfig(**width, embedding_multiplier=12.0, attention_multiplier=0.0625,
+                                                                              residual_multiplier=0.22, logits_scaling=8.0)),
+    }
     model_class, config = made[family]
     return hf.saved(torch, model_class, config, folder)
 
@@ -61,6 +71,19 @@ def _lift(monkeypatch: Any, torch: Any, family: str) -> None:
         from transformers.models.phi import modeling_phi
 
         hf.lift_float32(monkeypatch, torch, modeling_phi, "Phi")
+    elif family in ("stablelm", "olmo", "starcoder2"):
+        from importlib import import_module
+
+        from test_olmo import lift_layer_norm
+
+        module = import_module(f"transformers.models.{family}.modeling_{family}")
+        hf.lift_float32(monkeypatch, torch, module, {"stablelm": "StableLm", "olmo": "Olmo", "starcoder2": "Starcoder2"}[family])
+        if family == "olmo":
+            lift_layer_norm(monkeypatch, torch, module)
+    elif family in ("granite", "olmo2"):
+        from importlib import import_module
+
+        _float64_internals(monkeypatch, torch, import_module(f"transformers.models.{family}.modeling_{family}"), family.capitalize())
 
 
 def _stored_name(key: str, names: set[str]) -> str | None:
@@ -71,7 +94,7 @@ def _stored_name(key: str, names: set[str]) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "gpt_neox", "phi"])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "gpt_neox", "phi", "stablelm", "olmo", "starcoder2", "granite", "olmo2"])
 def test_grad_matches_torch_autograd_through_hugging_face(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, family: str,
                                                           request: pytest.FixtureRequest) -> None:
     torch, transformers = hf.need_torch()
@@ -103,7 +126,8 @@ def test_grad_matches_torch_autograd_through_hugging_face(tmp_path: Path, monkey
             assert err <= TOL * max(1.0, float(np.max(np.abs(want)))), (name, err)
             compared.append(name)
             largest = max(largest, err)
-    assert len(compared) >= 10 * 2 and "embedding" in compared, compared  # every layer's weights, not a lucky few
+    per_layer = {"olmo": 7, "olmo2": 11}.get(family, 10)  # OLMo's norms have no weights; OLMo 2's q and k have norms
+    assert len(compared) >= per_layer * 2 and "embedding" in compared, compared  # every layer's weights, not a lucky few
     assert all(f"blocks.1.attn.w_{x}" in compared for x in "qkvo")
     hf.measured(request, f"{family} (grad)", largest)
 

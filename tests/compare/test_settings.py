@@ -59,6 +59,10 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "relative": ({**BLOCK, "positions": "relative"}, {**BLOCK, "positions": "relative", "relative": {"buckets": 8, "max_distance": 16}},
                  "block.relative"),  # T5's relative position bias: its buckets
     "head_scale": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "head_scale": True}, "block.head_scale"),  # T5's tied head, C^-1/2
+    "embedding_multiplier": (BLOCK, {**BLOCK, "embedding_multiplier": 2.0}, "block.embedding_multiplier"),  # Granite's embeddings times m
+    "residual_multiplier": (BLOCK, {**BLOCK, "residual_multiplier": 0.5}, "block.residual_multiplier"),  # Granite's sublayer outputs times m
+    "logits_divisor": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "logits_divisor": 4.0}, "block.logits_divisor"),  # Granite's logits / s
+    "qk_projection": ({**BLOCK, "qk_norm": True}, {**BLOCK, "qk_norm": "projection"}, "block.qk_projection"),  # OLMo 2's q/k norm, whole projections
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
@@ -66,6 +70,7 @@ MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
     (BLOCK, {**BLOCK, "activation": "swiglu"}, "block.activation"),  # the gated FFN
     ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "separate"}, "block.head"),
     (BLOCK, {**BLOCK, "norm": "batchnorm"}, "block.norm"),
+    ({**BLOCK, "norm_order": "sandwich"}, {**BLOCK, "norm_order": "post_sublayer"}, "block.norm_order"),  # OLMo 2's: no norm before a sublayer
     ({**BLOCK, "positions": "sinusoidal"}, {**BLOCK, "positions": "sinusoidal", "position_base": 100}, "block.position_base"),
     ({**BLOCK, "positions": "learned"}, {**BLOCK, "positions": "none"}, "block.positions"),
     ({**ROTARY, "rope_scaling": {"type": "linear", "factor": 4}}, {**ROTARY, "rope_scaling": {"type": "llama3", "factor": 4, "low_freq_factor": 1,

@@ -62,10 +62,12 @@ def hf_forward(torch: Any, model: Any, layers: Any, ids: list[int]) -> tuple[lis
     return [h.numpy() for h in out.hidden_states], outputs, out.logits.numpy()
 
 
-def compare(st: dict[str, np.ndarray], hidden: list[np.ndarray], outputs: list[np.ndarray], logits: np.ndarray) -> dict[str, float]:
-    """Largest |tracer - HF| for the embedding, every layer's output, the final norm and the logits."""
+def compare(st: dict[str, np.ndarray], hidden: list[np.ndarray], outputs: list[np.ndarray], logits: np.ndarray,
+            first: str = "embed") -> dict[str, float]:
+    """Largest |tracer - HF| for the embedding (``first``: the stage HF's first hidden state is, "x" where the embeddings
+    are scaled), every layer's output, the final norm and the logits."""
     L = len(outputs)
-    pairs = {"embed": hidden[0], "final_norm": hidden[L], "logits": logits}
+    pairs = {first: hidden[0], "final_norm": hidden[L], "logits": logits}
     for i in range(L):
         pairs[f"blocks.{i}.output"] = outputs[i]
     found = {}
@@ -106,3 +108,41 @@ def measured(request: Any, family: str, found: dict[str, float] | float) -> None
     figures (CI's log holds them; docs/families.md quotes them)."""
     figure = max(found.values()) if isinstance(found, dict) else found
     request.node.user_properties.append((PARITY, [family, float(figure)]))
+
+
+# -- a family's tiny model, its parity and its refusals, as the families' tests share them ---------------------------
+TINY = {"vocab_size": 64, "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 80,
+        "max_position_embeddings": 32, "initializer_range": 0.2, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+
+
+def tiny(tmp_path: Path, model_class: str, config_class: str, name: str, settings: dict[str, Any]) -> tuple[Any, Any, Path]:
+    """(torch, the model, its folder): transformers' ``model_class`` of TINY's sizes with ``settings`` on top, saved in float64."""
+    torch, transformers = need_torch()
+    model = saved(torch, getattr(transformers, model_class), getattr(transformers, config_class)(**(TINY | settings)), tmp_path / name)
+    return torch, model, tmp_path / name
+
+
+def family_parity(tmp_path: Path, request: Any, family: str, torch: Any, model: Any, folder: Path, first: str = "embed") -> tuple[Path, dict[str, float]]:
+    """``folder`` imported with no flag but the tokens, traced, and compared with ``model``'s forward at every layer (its float32
+    internals lifted by the caller): asserted within 1e-10, the figure recorded; the spec's path and the differences."""
+    spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS)))
+    found = compare(traced(spec), *hf_forward(torch, model, model.model.layers, IDS), first=first)
+    assert max(found.values()) <= 1e-10, found
+    measured(request, family, found)
+    return spec, found
+
+
+def with_config(folder: Path, changes: dict[str, Any]) -> Path:
+    """``folder``'s config.json with ``changes`` written over it."""
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(changes)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+def lift_rms_norm(monkeypatch: Any, torch: Any, norm_class: Any) -> None:
+    """An RMSNorm that computes in float32 even in a float64 model (Granite's, OLMo 2's): the same formula in float64."""
+    def forward(self: Any, x: Any) -> Any:
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+
+    monkeypatch.setattr(norm_class, "forward", forward)

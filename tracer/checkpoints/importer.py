@@ -207,7 +207,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     lines.append(_line("seed: 0", "draws any random input" + ("" if cfg.embedding_given or not from_tokens else " and the embedding table")))
     block = dict(cfg.block, layers=n)
     if not from_tokens:  # the embeddings' own settings act before layer 0: a trace from a hidden state has none
-        for key in ("embedding_norm", "token_types", "position_offset", "embedding_scale"):
+        for key in ("embedding_norm", "token_types", "position_offset", "embedding_scale", "embedding_multiplier"):
             block.pop(key, None)
     if not from_tokens and block.get("positions") in ("learned", "sinusoidal"):  # rotary acts inside every layer: kept
         block["positions"] = "none"
@@ -224,6 +224,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     _sliding_range(block, notes, first, last)
     if block.get("head") == "none":
         block.pop("head_softcap", None)  # Gemma 2's cap of the logits: no head, no logits
+        block.pop("logits_divisor", None)  # Granite's logits_scaling, likewise
     lines.append("block:")
     lines += _mapping("  ", block, notes)
     lines.append("weights:")

@@ -282,7 +282,8 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
                                                        rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
                                                        qk_eps=step.epsilon() if step.qk_norm else None,
                                                        scale=step.scale, softcap=step.softcap,
-                                                       bias=bw.value(step.inputs[1]) if not cross and len(step.inputs) > 1 else None)
+                                                       bias=bw.value(step.inputs[1]) if not cross and len(step.inputs) > 1 else None,
+                                                       qk_projection=bool(step.qk_projection))
     for key in ATTN_ORDER:
         if key in internals:
             bw.grads[f"{prefix}.{key}"] = internals[key]
@@ -429,6 +430,17 @@ def backward_softcap(bw: Backward, step: Step, g: np.ndarray) -> None:
 def backward_relative_bias(bw: Backward, step: Step, g: np.ndarray) -> None:
     name = step.weights or "relative_bias"
     bw.send_weight(name, embeddings.relative_bias_backward(g, relative_buckets_of(step, g.shape[1], g.shape[2]), bw.params[name].shape[0]))
+
+
+# -- Granite's multipliers: d(x * s) = dy * s, d(x / s) = dy / s --------------------------------------
+def backward_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
+    assert step.scale is not None, "a scale step has its number"
+    bw.send(step.inputs[0], embeddings.scale(g, step.scale))
+
+
+def backward_divide(bw: Backward, step: Step, g: np.ndarray) -> None:
+    assert step.scale is not None, "a divide step has its number"
+    bw.send(step.inputs[0], embeddings.divide(g, step.scale))
 
 
 # -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------

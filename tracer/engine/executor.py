@@ -489,7 +489,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
                                  rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
                                  rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
                                  q_norm=q_norm, k_norm=k_norm, qk_eps=step.epsilon() if step.qk_norm else None, scale=step.scale,
-                                 softcap=step.softcap, bias=bias))
+                                 softcap=step.softcap, bias=bias, qk_projection=bool(step.qk_projection)))
         return parts["output"]
 
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
@@ -503,7 +503,8 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
             if bias is not None:
                 meaning = msg("{meaning}, plus the position bias {bias}", meaning=meaning, bias=step.inputs[1])
         if step.qk_norm and key in ("q", "k"):
-            meaning = msg("{meaning}, RMS-normalised per head", meaning=meaning)
+            meaning = (msg("{meaning}, after the RMS norm of the whole projection", meaning=meaning) if step.qk_projection
+                       else msg("{meaning}, RMS-normalised per head", meaning=meaning))
         if step.base is not None and key in ("q", "k"):
             meaning = msg("{meaning}, turned by rotary positions", meaning=meaning)
         if step.softcap is not None and key == "scores":  # Gemma 2: the scores soft-capped before the mask
@@ -623,6 +624,19 @@ def forward_relative_bias(ex: Executor, step: Step, inputs: list[np.ndarray]) ->
     if beyond is not None:  # a bucket past the table's rows: flagged; --keep-going reads the last row for it
         ex.flag(beyond)
     return ex.rec(step.name, embeddings.relative_bias(table, relative_buckets_of(step, n_q, n_k)), ex.axes(step.name), step.meaning)
+
+
+# -- Granite's multipliers (block.embedding_multiplier, residual_multiplier, logits_divisor) ------------------
+def forward_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    s = step.scale
+    assert s is not None, "a scale step has its number"
+    return ex.record_step(step, lambda strict: embeddings.scale(inputs[0], s))
+
+
+def forward_divide(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    s = step.scale
+    assert s is not None, "a divide step has its number"
+    return ex.record_step(step, lambda strict: embeddings.divide(inputs[0], s))
 
 
 # -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------

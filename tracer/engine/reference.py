@@ -257,8 +257,10 @@ class Reference:
             out = {}
             for t in where:
                 full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
+                if step.qk_projection and name in ("q", "k"):  # OLMo 2: the whole projection RMS-normalised, then split and turned
+                    full = head_rms(full, self.w[f"{g}.{name}_norm"], step.epsilon())
                 heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
-                if step.qk_norm and name in ("q", "k"):  # Qwen3: each head RMS-normalised over its d coordinates, then turned
+                if step.qk_norm and not step.qk_projection and name in ("q", "k"):  # Qwen3: each head RMS-normalised over its d coordinates, then turned
                     heads = [head_rms(v, self.w[f"{g}.{name}_norm"], step.epsilon()) for v in heads]
                 if step.base is not None and name in ("q", "k"):
                     heads = [rotate(v, t, step.base, step.pairing or "interleaved", step.rotary_dim, step.scaling) for v in heads]
@@ -520,6 +522,17 @@ def reference_relative_bias(r: Reference, step: Step, b: int, positions: list[in
         rows = [table[bucket(j - t, bidirectional, buckets, distance)] for j in range(n_k)]
         out[t] = [[rows[j][h] for j in range(n_k)] for h in range(H)]
     return out
+
+
+# -- Granite's multipliers, one value at a time -------------------------------------------------------------
+def reference_scale(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    s = step.scale or 1.0
+    return {t: [v * s for v in ins[0][t]] for t in positions}
+
+
+def reference_divide(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    s = step.scale or 1.0
+    return {t: [v / s for v in ins[0][t]] for t in positions}
 
 
 # -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------

@@ -163,7 +163,9 @@ class Graph:
                 pairs = "(i, i + r/2)" if step.pairing == "half" else "(2i, 2i+1)"
                 rotary = msg(", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates", base=base, pairs=pairs,
                              r=step.rotary_dim)
-        if step.qk_norm:  # Qwen3: q and k RMS-normalised per head before the turn
+        if step.qk_norm and step.qk_projection:  # OLMo 2: q and k RMS-normalised over their whole projections before the split
+            rotary = msg("{rotary}, q and k RMS-normalised over their whole projections (q_norm, k_norm)", rotary=rotary)
+        elif step.qk_norm:  # Qwen3: q and k RMS-normalised per head before the turn
             rotary = msg("{rotary}, q and k RMS-normalised per head (q_norm, k_norm)", rotary=rotary)
         rel = step.relative or (0, 0, False)  # positions: relative (T5): buckets, max_distance, bidirectional
         return msg(graph_template(OPS[step.op].graph), buckets=rel[0], distance=rel[1],
@@ -172,7 +174,7 @@ class Graph:
                    axis=step.axis or "C", out=step.out or "C", start=step.start, stop=step.stop, stream=step.stream or "x",
                    base=f"{step.base or 0.0:g}", pos=position_axis(step.name), ins=", ".join(ins), mask=self.mask(step), rotary=rotary,
                    over=msg(", softmax over queries") if step.axis == "queries" else "", cap=f"{step.softcap or 0.0:g}",
-                   tokens=msg("{stream} tokens", stream=step.stream) if step.stream in ("source", "target") else msg("tokens"),
+                   scale=f"{step.scale or 0.0:g}", tokens=msg("{stream} tokens", stream=step.stream) if step.stream in ("source", "target") else msg("tokens"),
                    head=("Eᵀ" if self.spec.block.head == "tied" else "W_head") + (" + b_head" if self.spec.block.head_bias else ""))
 
     def mask(self, step: Step) -> Message:
@@ -271,9 +273,9 @@ class Graph:
                 key = ("layer", stack, int(m.group(3)))
             elif rest in ENTRY:
                 key = ("entry", stack, None)
-            elif step.op in ("head", "softmax", "softcap") and out and out[-1][0] == "exit":
+            elif step.op in ("head", "softmax", "softcap", "divide") and out and out[-1][0] == "exit":
                 key = out[-1][:3]  # the output head belongs with the decoder's final norm
-            elif rest in EXIT or step.op in ("head", "softmax", "softcap"):
+            elif rest in EXIT or step.op in ("head", "softmax", "softcap", "divide"):
                 key = ("exit", stack, None)
             else:
                 key = ("layer", stack, None)

@@ -39,7 +39,9 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     scaling: tuple[object, ...] | None = None  # mha with rotary positions: a rope type's scaled speeds (tracer/model/rope.py)
     rotary_dim: int | None = None  # mha with rotary positions: only each head's first rotary_dim coordinates turned; None: all d
     qk_norm: bool | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); None: not
-    scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d)
+    qk_projection: bool | None = None  # mha with qk_norm: over the whole of q's and k's projections, not per head (OLMo 2's)
+    scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d);
+    # scale, divide: the number the stage multiplies or divides by (Granite's multipliers, block.logits_divisor)
     softcap: float | None = None  # mha: scores soft-capped, cap * tanh(scores / cap), after the scale and before the mask
     # (Gemma 2's attn_logit_softcapping); softcap: the cap of its tanh (final_logit_softcapping); None: not capped
     relative: tuple[int, int, bool] | None = None  # relative_bias: (buckets, max_distance, bidirectional), T5's bucketing
@@ -88,11 +90,12 @@ NORM_OPS = tuple(NORMS.values())  # the ops that normalise (each with its eps)
 
 
 def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = False,
-               qk_norm: bool = False) -> dict[str, tuple[str, ...]]:
+               qk_norm: bool = False, qk_projection: bool = False) -> dict[str, tuple[str, ...]]:
     """A weight group's keys and their axes; ``grouped``: the model has fewer key/value heads than query heads;
     ``experts``: a mixture of experts' E (its group holds the router and w1_e, w3_e, w2_e for each expert e);
     ``head_width``: the heads have a width d of their own (dims.d): w_q [C,C_q], w_k, w_v [C,C_kv], w_o [C_q,C];
-    ``qk_norm``: the attention normalises q and k per head (block.qk_norm): q_norm, k_norm [d]."""
+    ``qk_norm``: the attention normalises q and k per head (block.qk_norm): q_norm, k_norm [d]; ``qk_projection``: over their
+    whole projections (block.qk_norm: projection, OLMo 2's): q_norm [C_q], k_norm [C_kv] (C where the width is C's)."""
     if kind == "moe":
         return {**MOE_ROUTER_KEYS, **{f"{k}_{e}": axes for e in range(experts) for k, axes in MOE_EXPERT_KEYS.items()}}
     keys = WEIGHT_GROUPS[kind]
@@ -100,6 +103,8 @@ def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = Fa
         keys = {**keys, **HEAD_WIDTH_KEYS}
     elif kind == "attn" and grouped:
         keys = {**keys, **GROUPED_KV_KEYS}
+    if kind == "attn" and qk_norm and qk_projection:
+        return {**keys, "q_norm": ("C_q",) if head_width else ("C",), "k_norm": ("C_kv",) if grouped or head_width else ("C",)}
     return {**keys, **QK_NORM_KEYS} if kind == "attn" and qk_norm else keys
 
 
@@ -224,8 +229,23 @@ SANDWICH: tuple[Step, ...] = (
     Step("output", "add", ("residual1", "ffn_norm"), None, msg("block output of the normalised FFN output, Y = R + N_F")),
 )
 
+# OLMo 2's order: no norm before a sublayer, one on its output before the residual add (Gemma 2's sandwich without
+# norm1 and norm2): U = MHA(X), R = X + LN_U(U), Y = R + LN_F(FFN(R)) (weights attention_norm, ffn_norm: Hugging Face's
+# post_attention_layernorm, post_feedforward_layernorm)
+POST_SUBLAYER: tuple[Step, ...] = (
+    Step("attention", "mha", ("x",), "attn", msg("attention output, U = MHA(X) (no norm before it)")),
+    Step("attention_norm", "layer_norm", ("attention",), "attention_norm",
+         msg("the attention output's {norm}, N_U = {LN}U(U), before the residual add (post-sublayer)", norm=NORMALISATION, LN="LN_")),
+    SANDWICH[3],
+    Step("hidden", "ffn_hidden", ("residual1",), "ffn", msg("FFN after {act}, {actf}(R W_1 + b_1) (no norm before it)", act=ACTIVATION, actf="act")),
+    PRE_NORM[5],
+    Step("ffn_norm", "layer_norm", ("ffn",), "ffn_norm",
+         msg("the FFN output's {norm}, N_F = {LN}F(FFN(R)), before the residual add (post-sublayer)", norm=NORMALISATION, LN="LN_")),
+    SANDWICH[8],
+)
+
 NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM, "parallel": PARALLEL, "parallel_shared": PARALLEL_SHARED,
-                                            "sandwich": SANDWICH}
+                                            "sandwich": SANDWICH, "post_sublayer": POST_SUBLAYER}
 DECODER_NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": DECODER_PRE_NORM, "post": DECODER_POST_NORM}
 
 
@@ -248,6 +268,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     rotary_dim: int | None = None  # partial rotary: the first rotary_dim coordinates of each head turned (None: all d)
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C), a stage of their own (embed_scale)
     qk_norm: bool = False  # Qwen3: each attention's q and k RMS-normalised per head (weights attn.q_norm, attn.k_norm [d])
+    qk_projection: bool = False  # OLMo 2: with qk_norm, over the whole projections (q_norm [C_q], k_norm [C_kv])
     attention_scale: float | None = None  # the scores' factor, QK^T * s (T5: 1; Gemma 2: query_pre_attn_scalar ** -0.5); None: 1/sqrt(d)
     attention_softcap: float | None = None  # Gemma 2: every attention's scores cap * tanh(scores / cap), before the mask
     head_softcap: float | None = None  # Gemma 2: the logits cap * tanh(logits / cap) (a softcap stage after the head)
@@ -255,6 +276,9 @@ class StackSettings(NamedTuple):  # variants via _replace
     # layer_types); the others read every key up to the query (plain causal).  None: every layer
     relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
     eps: float = 1e-5  # every norm's epsilon (and block.qk_norm's per-head norms')
+    embedding_multiplier: float | None = None  # Granite: the token embeddings times m, a stage of their own (op scale)
+    residual_multiplier: float | None = None  # Granite: each sublayer's output times m before its residual add (stages attention_scaled, ffn_scaled)
+    logits_divisor: float | None = None  # Granite: logits = raw_logits / s (logits_scaling), a stage after the head (op divide)
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -294,6 +318,8 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                     changes["rotary_dim"] = s.rotary_dim
             if s.qk_norm and step.qk_norm is None:
                 changes["qk_norm"] = True
+                if s.qk_projection:
+                    changes["qk_projection"] = True
                 changes["eps"] = s.eps  # the per-head norms of q and k
             if s.attention_softcap is not None and step.softcap is None:
                 changes["softcap"] = s.attention_softcap
@@ -306,6 +332,25 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
         if step.op == "router_probs" and step.axis is None:
             changes["axis"] = "E"  # the contract: a softmax over the experts
         out.append(step._replace(**changes) if changes else step)
+    return scaled_residuals(tuple(out), s.residual_multiplier) if preset and s.residual_multiplier is not None else tuple(out)
+
+
+BRANCHES = ("attention", "ffn")  # the sublayer outputs a residual add reads (the pre-norm block's)
+SCALED_ADDS = {"attention": msg("first residual add of the scaled attention output, R = X + m U"),
+               "ffn": msg("block output, Y = R + m FFN(N_2)")}
+
+
+def scaled_residuals(layer: tuple[Step, ...], m: float) -> tuple[Step, ...]:
+    """Granite's residual_multiplier: each sublayer's output times m, a stage of its own (attention_scaled, ffn_scaled),
+    before the residual add that reads it: R = X + m * MHA(N_1), Y = R + m * FFN(N_2)."""
+    out: list[Step] = []
+    for step in layer:
+        if step.op == "add" and any(i in BRANCHES for i in step.inputs):
+            branch = next(i for i in step.inputs if i in BRANCHES)
+            out.append(Step(f"{branch}_scaled", "scale", (branch,), None,
+                            msg("{branch} times the residual multiplier m = {m}, before the residual add", branch=branch, m=f"{m:g}"), scale=m))
+            step = step._replace(inputs=tuple(f"{branch}_scaled" if i == branch else i for i in step.inputs), meaning=SCALED_ADDS[branch])
+        out.append(step)
     return tuple(out)
 
 
@@ -354,7 +399,7 @@ def entry(prefix: str, stream: str, s: StackSettings, uses_tokens: bool, project
     if uses_tokens and projected:
         first = project_in(prefix, first.name)
         steps.append(first)
-    if s.embedding_scale and uses_tokens:
+    if (s.embedding_scale or s.embedding_multiplier is not None) and uses_tokens:
         return scaled_entry(prefix, first, steps, s)
     if s.positions == "relative":
         return relative_entry(prefix, first, steps, s)
@@ -376,7 +421,19 @@ def entry(prefix: str, stream: str, s: StackSettings, uses_tokens: bool, project
 
 
 def scaled_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings) -> tuple[list[Step], str]:
-    """Gemma's embeddings: E[token] * sqrt(C), a stage of its own (X itself when the positions act inside attention)."""
+    """Gemma's embeddings: E[token] * sqrt(C), a stage of its own (X itself when the positions act inside attention);
+    Granite's: E[token] * embedding_multiplier."""
+    m = s.embedding_multiplier
+    if m is not None and s.positions in ("rotary", "none"):
+        x = (msg("X = E[token] * m, the embeddings times the embedding multiplier m = {m} (rotary positions act inside attention)", m=f"{m:g}")
+             if s.positions == "rotary" else msg("X = E[token] * m, the embeddings times the embedding multiplier m = {m} (no positions)", m=f"{m:g}"))
+        steps.append(Step(prefix + "x", "scale", (first.name,), None, x, scale=m))
+        return steps, prefix + "x"
+    if m is not None:
+        scaled = Step(prefix + "embed_scaled", "scale", (first.name,), None, msg("token embeddings times the embedding multiplier m = {m}", m=f"{m:g}"),
+                      scale=m)
+        steps.append(scaled)
+        return entry_after(prefix, scaled, steps, s._replace(embedding_multiplier=None))
     if s.positions in ("rotary", "none"):
         x = (msg("X = E[token] * sqrt(C), the scaled embeddings (rotary positions act inside attention)") if s.positions == "rotary"
              else msg("X = E[token] * sqrt(C), the scaled embeddings (no positions)"))
@@ -458,9 +515,16 @@ def project_out(last: str) -> Step:
 RAW_LOGITS = "raw_logits"  # with block.head_softcap: the head's own logits, before the cap
 
 
-def head_steps(last: str, softcap: float | None = None) -> list[Step]:
+def head_steps(last: str, softcap: float | None = None, divisor: float | None = None) -> list[Step]:
     """The output head, then the probabilities; ``softcap`` (Gemma 2's final_logit_softcapping): the head's logits are
-    a stage of their own, raw_logits, and logits = cap * tanh(raw_logits / cap)."""
+    a stage of their own, raw_logits, and logits = cap * tanh(raw_logits / cap); ``divisor`` (Granite's logits_scaling):
+    logits = raw_logits / s."""
+    if divisor is not None:
+        return [
+            Step(RAW_LOGITS, "head", (last,), "head", msg("logits over the vocabulary, before the divisor")),
+            Step("logits", "divide", (RAW_LOGITS,), None, msg("logits divided by s = {s}, raw_logits / s", s=f"{divisor:g}"), scale=divisor),
+            Step("probs", "softmax", ("logits",), None, msg("next-token probabilities, softmax over V")),
+        ]
     if softcap is not None:
         return [
             Step(RAW_LOGITS, "head", (last,), "head", msg("logits over the vocabulary, before the soft cap")),

@@ -300,7 +300,10 @@ def _attention_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -
     _enforce(broken, contracts.softmax_axis, spec.stage_shapes[f"{internal_prefix(step)}.scores"][1], step.axis == "queries")
     if step.base is not None:
         _enforce(broken, contracts.rotary_width, spec.dims.d, step.rotary_dim)
-    if step.qk_norm:  # each head's q and k normalised over its d coordinates: the weights are [d]
+    if step.qk_norm and step.qk_projection:  # OLMo 2: q and k normalised over their whole projections: [C_q], [C_kv]
+        _vector(spec, broken, g, "q_norm", q_width, q_axis)
+        _vector(spec, broken, g, "k_norm", kv_width, kv_axis)
+    elif step.qk_norm:  # each head's q and k normalised over its d coordinates: the weights are [d]
         for key in ("q_norm", "k_norm"):
             _vector(spec, broken, g, key, spec.dims.d, "d")
     _vector(spec, broken, g, "b_o", C, "C")
@@ -533,6 +536,14 @@ _RECORDS: tuple[Op, ...] = (
         "one bias per head, added to the scores of every self-attention of the stack",
         "table[bucket(j - i)]", "table[bucket(j - i)], {buckets} buckets up to distance {distance}{direction}", _relative_bias_shape,
         weights="relative_bias", user=False, preflight=None, temporaries=_relative_bias_bytes),
+    # Granite's multipliers: the embeddings and each sublayer's output times a number (block.embedding_multiplier,
+    # block.residual_multiplier), the logits divided by one (block.logits_divisor); the number is the step's scale
+    _op("scale", 1, "times a number, x * s", "乘以一个数，x * s",
+        "{0} * s: every value times the step's scale s, s rounded to the run's dtype (Granite's embedding_multiplier, residual_multiplier)",
+        "{0} * s", "{x} * {scale}", _same, user=False, preflight=None, temporaries=_scale_bytes),
+    _op("divide", 1, "divided by a number, x / s", "除以一个数，x / s",
+        "{0} / s: every value divided by the step's scale s, s rounded to the run's dtype (Granite's logits_scaling)",
+        "{0} / s", "{x} / {scale}", _same, user=False, preflight=None, temporaries=_scale_bytes),
     # T5's tied head reads the decoder's output times C ** -0.5 (block.head_scale), a stage of its own
     _op("head_scale", 1, "the decoder's output scaled by C^-1/2, for the tied head", "解码器输出乘以 C^-1/2，供共享权重的输出层使用",
         "{0} * C^-1/2: every coordinate times 1 / sqrt(C), C ** -0.5 rounded to the run's dtype (T5's tied head: sequence_output * model_dim**-0.5)",

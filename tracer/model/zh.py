@@ -172,6 +172,20 @@ MESSAGES: dict[str, str] = {
     'a bucket without its row has no learned bias: another row would stand in for it silently': '没有对应行的桶没有学到的偏置：会有另一行悄悄顶替它',
     '{n} positions reach bucket {top} of {buckets}, but the relative-bias table {table} has K_rel = {rows} rows (buckets 0 to {x})': '{n} 个位置会用到 {buckets} 个桶中的第 {top} 号，但相对偏置表 {table} 只有 K_rel = {rows} 行（桶 0 到 {x}）',
     'the output times C^-1/2, what the tied head reads': '输出乘以 C^-1/2，即共享权重的输出层读取的值',
+    'first residual add of the scaled attention output, R = X + m U': '第一次残差相加，加的是缩放后的注意力输出，R = X + m U',
+    'block output, Y = R + m FFN(N_2)': '块输出，Y = R + m FFN(N_2)',
+    'X = E[token] * m, the embeddings times the embedding multiplier m = {m} (rotary positions act inside attention)': 'X = E[token] * m，嵌入乘以嵌入系数 m = {m}（旋转位置在注意力内部起作用）',
+    'X = E[token] * m, the embeddings times the embedding multiplier m = {m} (no positions)': 'X = E[token] * m，嵌入乘以嵌入系数 m = {m}（没有位置编码）',
+    'token embeddings times the embedding multiplier m = {m}': 'token 嵌入乘以嵌入系数 m = {m}',
+    'logits over the vocabulary, before the divisor': '词表上的 logits，除以系数之前',
+    'logits divided by s = {s}, raw_logits / s': 'logits 除以 s = {s}，raw_logits / s',
+    '{branch} times the residual multiplier m = {m}, before the residual add': '{branch} 乘以残差系数 m = {m}，在残差相加之前',
+    'attention output, U = MHA(X) (no norm before it)': '注意力输出，U = MHA(X)（之前没有归一化）',
+    "the attention output's {norm}, N_U = {LN}U(U), before the residual add (post-sublayer)": '注意力输出自己的{norm}，N_U = {LN}U(U)，在残差相加之前（子层后归一化）',
+    'FFN after {act}, {actf}(R W_1 + b_1) (no norm before it)': '经过{act}的 FFN，{actf}(R W_1 + b_1)（之前没有归一化）',
+    "the FFN output's {norm}, N_F = {LN}F(FFN(R)), before the residual add (post-sublayer)": 'FFN 输出自己的{norm}，N_F = {LN}F(FFN(R))，在残差相加之前（子层后归一化）',
+    '{meaning}, after the RMS norm of the whole projection, then turned by rotary positions (block.qk_norm: projection)': '{meaning}，先在整个投影上做 RMS 归一化，再由旋转位置转动（block.qk_norm: projection）',
+    "the whole projection RMS-normalised at each position, over all its heads' coordinates (weights attn.{key}_norm), before the split into heads and the rotary turn": '在每个位置上对整个投影做 RMS 归一化，覆盖所有头的坐标（权重 attn.{key}_norm），在拆分成头和旋转之前',
 }
 
 PLURALS: dict[tuple[str, str], str] = {

@@ -62,7 +62,7 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     if experts is not None:
         activation = "swiglu"
     embedding_norm, token_types, offset, embedding_scale = embeddings_of(c, raw, p, positions)
-    qk_norm, attention_scale = attention_of(c, raw, p)
+    qk_norm, attention_scale, qk_projection = attention_of(c, raw, p)
     if sliding is not None and any(i >= layers for i in sliding):
         raise c.fail(p + ("mask", "sliding_layers"), msg("layer {i} is not one of the {n} layers (0 .. {last})",
                                                          i=max(sliding), n=layers, last=layers - 1))
@@ -74,10 +74,12 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     if attention_softcap is not None and relative is not None:  # no family has both: their order is not guessed
         raise c.fail(p + ("attention_softcap",), msg("attention_softcap (Gemma 2's) with positions: relative (T5's): no model has both, "
                                                      "so tracer does not guess whether the bias is added before or after the cap"))
+    multipliers = multipliers_of(c, raw, p, norm_order, experts, head, embedding_scale, head_softcap)
     spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                      float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
                      experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding,
-                     relative, head_scale)
+                     relative, head_scale, embedding_multiplier=multipliers[0], residual_multiplier=multipliers[1],
+                     logits_divisor=multipliers[2], qk_projection=qk_projection)
     return spec, raw.get("steps")
 
 
@@ -252,9 +254,11 @@ def embeddings_of(c: Checks, raw: dict[str, Any], p: Path, positions: str) -> tu
     return embedding_norm, token_types, offset, embedding_scale
 
 
-def attention_of(c: Checks, raw: dict[str, Any], p: Path) -> tuple[bool, float | None]:
-    """Qwen3's qk_norm and the scores' scale: (qk_norm, attention_scale; None: 1/sqrt(d))."""
-    qk_norm = c.boolean(raw.get("qk_norm", False), p + ("qk_norm",))
+def attention_of(c: Checks, raw: dict[str, Any], p: Path) -> tuple[bool, float | None, bool]:
+    """Qwen3's qk_norm (true: per head) or OLMo 2's (projection: over the whole projections) and the scores' scale:
+    (qk_norm, attention_scale; None: 1/sqrt(d), qk_projection)."""
+    projection = raw.get("qk_norm") == "projection"
+    qk_norm = True if projection else c.boolean(raw.get("qk_norm", False), p + ("qk_norm",))
     if qk_norm and p != ("block",):
         raise c.fail(p + ("qk_norm",), msg("qk_norm (Qwen3's per-head RMSNorm of q and k) is for a decoder-only spec's block"))
     attention_scale = None
@@ -264,7 +268,7 @@ def attention_of(c: Checks, raw: dict[str, Any], p: Path) -> tuple[bool, float |
             raise c.fail(p + ("attention_scale",), msg("expected a positive number such as 1 (the scores QK^T * s; absent: 1/sqrt(d)), received {got}",
                                                        got=c.received(p + ("attention_scale",), attention_scale)))
         attention_scale = float(attention_scale)
-    return qk_norm, attention_scale
+    return qk_norm, attention_scale, projection
 
 
 def softcaps(c: Checks, raw: dict[str, Any], p: Path, head: str, norm_order: str) -> tuple[float | None, float | None]:
@@ -272,10 +276,34 @@ def softcaps(c: Checks, raw: dict[str, Any], p: Path, head: str, norm_order: str
     attention_softcap, head_softcap = (softcap(c, raw, key, p) for key in ("attention_softcap", "head_softcap"))
     if head_softcap is not None and head == "none":
         raise c.fail(p + ("head_softcap",), msg("head_softcap caps the output head's logits, but head is none"))
-    if (attention_softcap is not None or head_softcap is not None or norm_order == "sandwich") and p != ("block",):
+    if (attention_softcap is not None or head_softcap is not None or norm_order in ("sandwich", "post_sublayer")) and p != ("block",):
         key = "attention_softcap" if attention_softcap is not None else "head_softcap" if head_softcap is not None else "norm_order"
         raise c.fail(p + (key,), msg("{key} (Gemma 2's) is for a decoder-only spec's block", key=key))
     return attention_softcap, head_softcap
+
+
+def multipliers_of(c: Checks, raw: dict[str, Any], p: Path, norm_order: str, experts: int | None, head: str, embedding_scale: bool,
+                   head_softcap: float | None) -> tuple[float | None, float | None, float | None]:
+    """Granite's ``embedding_multiplier``, ``residual_multiplier`` and ``logits_divisor``: positive numbers, each for a
+    decoder-only spec's block; the residual multiplier in the pre-norm block (Granite's), the divisor with a head."""
+    out: list[float | None] = []
+    for key in ("embedding_multiplier", "residual_multiplier", "logits_divisor"):
+        value = raw.get(key)
+        if key in raw and not positive(value):
+            raise c.fail(p + (key,), msg("expected a positive number such as 0.25, received {got}", got=c.received(p + (key,), value)))
+        if key in raw and p != ("block",):
+            raise c.fail(p + (key,), msg("{key} (Granite's) is for a decoder-only spec's block", key=key))
+        out.append(float(raw[key]) if key in raw else None)
+    if out[0] is not None and embedding_scale:
+        raise c.fail(p + ("embedding_multiplier",), msg("embedding_multiplier and embedding_scale both scale the embeddings: give one"))
+    if out[1] is not None and (norm_order != "pre" or experts is not None):
+        raise c.fail(p + ("residual_multiplier",), msg("residual_multiplier scales the pre-norm block's sublayer outputs (Granite's): "
+                                                       "expected norm_order: pre without ffn experts"))
+    if out[2] is not None and head == "none":
+        raise c.fail(p + ("logits_divisor",), msg("logits_divisor divides the output head's logits, but head is none"))
+    if out[2] is not None and head_softcap is not None:
+        raise c.fail(p + ("logits_divisor",), msg("logits_divisor with head_softcap: no model has both, so tracer does not guess their order"))
+    return out[0], out[1], out[2]
 
 
 def softcap(c: Checks, raw: dict[str, Any], key: str, p: Path) -> float | None:

@@ -52,6 +52,9 @@ def dims_of(c: Checks, given: dict[str, int], head_dim: int | None, read: InputS
     uses_tokens = read.input.kind == "tokens"
     if not uses_tokens and block.head != "none":
         raise c.fail(("block", "head"), msg("an output head needs token input (it scores the vocabulary)"))
+    if not uses_tokens and block.embedding_multiplier is not None:
+        raise c.fail(("block", "embedding_multiplier"),
+                     msg("embedding_multiplier scales the token embeddings: it needs input.tokens (an input x stands for vectors already scaled)"))
     if not uses_tokens and block.embedding_scale:
         raise c.fail(("block", "embedding_scale"),
                      msg("embedding_scale scales the token embeddings: it needs input.tokens (an input x stands for vectors already scaled)"))

@@ -175,7 +175,7 @@ def expand(c: Checks, model: str, block: BlockSpec, encoder: BlockSpec | None, t
         steps.append(blocks.head_scale(prefix, last))
         last = steps[-1].name
     if block.head != "none":
-        steps += blocks.head_steps(last, block.head_softcap)
+        steps += blocks.head_steps(last, block.head_softcap, block.logits_divisor)
     return tuple(steps), stage_shapes(c, steps, dims)
 
 

@@ -103,13 +103,19 @@ class BlockSpec(NamedTuple):
     sliding_layers: tuple[int, ...] | None = None  # mask.sliding_layers: only these layers read the window (Gemma 2)
     relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
     head_scale: bool = False  # T5's tied head: the head reads the (final-normed) output times C ** -0.5, a stage of its own
+    embedding_multiplier: float | None = None  # Granite: X = E[token] * m (op scale)
+    residual_multiplier: float | None = None  # Granite: each sublayer's output times m before its residual add (op scale)
+    logits_divisor: float | None = None  # Granite: logits = raw_logits / s (logits_scaling; op divide)
+    qk_projection: bool = False  # qk_norm: projection (OLMo 2): over the whole projections instead (q_norm [C_q], k_norm [C_kv])
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
                              self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset,
                              self.rope_scaling, self.rotary_dim, embedding_scale=self.embedding_scale, qk_norm=self.qk_norm,
                              attention_scale=self.attention_scale, attention_softcap=self.attention_softcap, head_softcap=self.head_softcap,
-                             sliding_layers=self.sliding_layers, relative=self.relative, eps=self.eps)
+                             sliding_layers=self.sliding_layers, relative=self.relative, eps=self.eps,
+                             embedding_multiplier=self.embedding_multiplier, residual_multiplier=self.residual_multiplier,
+                             logits_divisor=self.logits_divisor, qk_projection=self.qk_projection)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function

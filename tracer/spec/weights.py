@@ -101,7 +101,7 @@ def wanted_weights(c: Checks, steps: tuple[Step, ...], shapes: dict[str, Shape],
         if kind in TABLES:
             table_wanted(wanted, kind, dims, block)
             continue
-        keys = blocks.group_keys(kind, dims.H_kv is not None, dims.E or 0, dims.own_head_width, bool(step.qk_norm))
+        keys = blocks.group_keys(kind, dims.H_kv is not None, dims.E or 0, dims.own_head_width, bool(step.qk_norm), bool(step.qk_projection))
         if kind == "linear":
             in_letter = shapes[step.inputs[0]][0][-1]
             keys = {"w": (in_letter, step.out or "C"), "b": (step.out or "C",)}

@@ -282,6 +282,13 @@ MESSAGES: dict[str, str] = {
     "relative is for positions: relative (T5's position bias), but positions is {positions}": 'relative 用于 positions: relative（T5 的位置偏置），但 positions 是 {positions}',
     'K_rel is the rows of the relative-bias table: it needs positions: relative': 'K_rel 是相对偏置表的行数：它需要 positions: relative',
     'head_scale scales what the output head reads, but head is none': 'head_scale 缩放输出层读取的值，但 head 是 none',
+    'embedding_multiplier and embedding_scale both scale the embeddings: give one': 'embedding_multiplier 和 embedding_scale 都缩放嵌入：只给其中一个',
+    "residual_multiplier scales the pre-norm block's sublayer outputs (Granite's): expected norm_order: pre without ffn experts": 'residual_multiplier 缩放前置归一化块中子层的输出（Granite 的做法）：应为 norm_order: pre，且没有 ffn experts',
+    "logits_divisor divides the output head's logits, but head is none": 'logits_divisor 用来除输出层的 logits，但 head 为 none',
+    'logits_divisor with head_softcap: no model has both, so tracer does not guess their order': 'logits_divisor 与 head_softcap 同时给出：没有模型两者都有，所以 tracer 不猜它们的先后',
+    'expected a positive number such as 0.25, received {got}': '应为正数，例如 0.25，收到的是 {got}',
+    "{key} (Granite's) is for a decoder-only spec's block": '{key}（Granite 的设置）只用于仅解码器 spec 的 block',
+    'embedding_multiplier scales the token embeddings: it needs input.tokens (an input x stands for vectors already scaled)': 'embedding_multiplier 缩放 token 嵌入：它需要 input.tokens（输入 x 代表已经缩放过的向量）',
 }
 
 PLURALS: dict[tuple[str, str], str] = {

@@ -71,6 +71,20 @@ def rotary_dim(cfg: Config, pct: float | None, pct_from: str, d: int, default: f
     return r
 
 
+def tied_head(cfg: Config, ckpt: Checkpoint, layout: Layout) -> bool:
+    """Whether the head is the embedding: tie_word_embeddings true, or absent with no head tensor in the checkpoint."""
+    tie = cfg.flag("tie_word_embeddings")
+    return bool(tie) or (tie is None and shape_of(ckpt, layout, "head") is None)
+
+
+def rotary_notes(tied: bool, partial: bool) -> dict[str, str]:
+    """The notes of Hugging Face's rotary positions (rotate_half, over each head or its first r coordinates) and of the head."""
+    return {"positions": "rotary (RoPE) on part of each head, inside each attention" if partial else "rotary (RoPE), inside each attention",
+            "rotary_pairing": "Hugging Face's rotate_half over the rotary part: pairs (i, i + r/2)" if partial
+            else "Hugging Face's rotate_half: pairs (i, i + d/2), no weight permutation",
+            "head": "lm_head = embed_tokens (tie_word_embeddings)" if tied else "lm_head.weight, untied"}
+
+
 def repeated(default: str) -> Callable[[Config, Any], None]:
     """--activation may only repeat what hidden_act gives (``default``, Hugging Face's name, when absent)."""
     def check(cfg: Config, act: Any) -> None:
@@ -112,9 +126,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     else:
         cfg.notes["norm_order"] = ("use_parallel_residual: Y = X + MHA(LN1(X)) + FFN(LN2(X))" if parallel
                                    else "use_parallel_residual false: the sequential pre-norm block")
-    tie = cfg.flag("tie_word_embeddings")
-    has_head = shape_of(ckpt, layout, "head") is not None
-    tied = bool(tie) or (tie is None and not has_head)
+    tied = tied_head(cfg, ckpt, layout)
     dims = {"C": C, "H": H, "F": F, "V": V}
     notes = {"C": "hidden_size" if cfg.has("hidden_size") else "the width of embed_in",
              "F": "intermediate_size (dense_h_to_4h)" if cfg.has("intermediate_size") else "the width of dense_h_to_4h",

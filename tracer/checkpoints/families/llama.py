@@ -41,7 +41,9 @@ def table(qkv_bias: bool = False) -> dict[str, Take]:
 
 
 # the optional biases: config.json's switch, tracer's group, its weights and the projections that hold them
-BIASES = (("attention_bias", "attn", ("b_q", "b_k", "b_v", "b_o")), ("mlp_bias", "ffn", ("b1", "b3", "b2")))
+BIASES = (("attention_bias", "attn", ("b_q", "b_k", "b_v", "b_o")), ("mlp_bias", "ffn", ("b1", "b3", "b2")),
+          ("use_qkv_bias", "attn", ("b_q", "b_k", "b_v")),  # StableLM's
+          ("use_bias", "attn", ("b_q", "b_k", "b_v", "b_o")), ("use_bias", "ffn", ("b1", "b2")))  # StarCoder2's
 
 
 def bias_rules(cfg: Config, ckpt: Checkpoint, layout: Layout, layers: int,
@@ -69,13 +71,22 @@ def bias_rules(cfg: Config, ckpt: Checkpoint, layout: Layout, layers: int,
     return rules
 
 
+def swiglu_note(cfg: Config, notes: dict[str, str], mlp: str, defaults: str) -> None:
+    """The activation's note for a SwiGLU MLP (``mlp``: its class), hidden_act silu recorded as assumed when config.json has
+    none (``defaults``: the config class whose default it is)."""
+    notes["activation"] = f"{mlp}: down_proj(silu(gate_proj(x)) * up_proj(x))"
+    if not cfg.has("hidden_act"):
+        cfg.assumed.append(("activation", "swiglu"))
+        notes["activation"] += f" (hidden_act assumed: not in config.json; {defaults}'s default silu)"
+
+
 # model_types whose tensors fit the llama layout but whose maths differ: refused by name through --layout llama
 LLAMA_DIFFERENT: dict[str, Message] = {"gemma": msg("Gemma scales its embeddings by sqrt(hidden_size) and its RMSNorm by (1 + weight)"),
                                        "granite": msg("Granite scales its embeddings, residuals, attention and logits by multipliers"),
                                        "cohere": msg("Cohere computes attention and the MLP in parallel, with LayerNorm and a logit scale"),
                                        "olmo": msg("OLMo's norms have no weight (or normalise q and k)"),
                                        "phi": msg("Phi packs q, k and v and rotates only part of each head"),
-                                       "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head"),
+                                       "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head (the stablelm layout reads it)"),
                                        "qwen2": msg("Qwen2 always adds q, k and v biases and sets its sliding window per layer (the qwen2 layout reads it)"),
                                        # mixtral: its own family (mixtral.py)
                                        "qwen3": msg("Qwen3 normalises q and k per head (q_norm, k_norm; the qwen3 layout reads it)")}

@@ -163,6 +163,14 @@ def head_scale_backward(dy: np.ndarray) -> np.ndarray:  # [B,T,C] -> [B,T,C]
     return dy * np.asarray(float(dy.shape[-1]) ** -0.5, dtype=dy.dtype)
 
 
+def scale(x: np.ndarray, s: float) -> np.ndarray:  # [..] -> [..], x * s, s rounded to x's dtype (torch's tensor times a Python float)
+    return x * np.asarray(s, dtype=x.dtype)
+
+
+def divide(x: np.ndarray, s: float) -> np.ndarray:  # [..] -> [..], x / s, s rounded to x's dtype (Granite's logits / logits_scaling)
+    return x / np.asarray(s, dtype=x.dtype)
+
+
 def softcap(x: np.ndarray, cap: float) -> np.ndarray:  # [..] -> [..], cap * tanh(x / cap), as Hugging Face computes it
     out = x / cap
     np.tanh(out, out=out)
