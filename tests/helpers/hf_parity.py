@@ -75,8 +75,8 @@ def compare(st: dict[str, np.ndarray], hidden: list[np.ndarray], outputs: list[n
     return found
 
 
-def lift_float32(monkeypatch: Any, torch: Any, module: Any, prefix: str) -> None:
-    """HF's float32 steps (the rotary angles, the softmax) as the same formulas in float64."""
+def lift_float32(monkeypatch: Any, torch: Any, module: Any, prefix: str, rms: bool = False) -> None:
+    """HF's float32 steps (the rotary angles, the softmax and, with ``rms``, its RMSNorm) as the same formulas in float64."""
 
     def rotary(self, x, position_ids):
         d = 2 * self.inv_freq.shape[0]
@@ -94,8 +94,23 @@ def lift_float32(monkeypatch: Any, torch: Any, module: Any, prefix: str) -> None
         w = torch.nn.functional.softmax(w, dim=-1, dtype=torch.float64)
         return torch.matmul(w, value).transpose(1, 2).contiguous(), w
 
+    def rms_norm(self, x):
+        return self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon))
+
     monkeypatch.setattr(getattr(module, f"{prefix}RotaryEmbedding"), "forward", rotary)
     monkeypatch.setattr(module, "eager_attention_forward", eager)
+    if rms:
+        monkeypatch.setattr(getattr(module, f"{prefix}RMSNorm"), "forward", rms_norm)
+
+
+def refused_with(folder: Path, changes: dict[str, Any], fragment: str) -> None:
+    """``folder``'s config.json with ``changes`` made is refused by `tracer import` in one line naming ``fragment``."""
+    from conftest import assert_refused
+
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg.update(changes)
+    (folder / "config.json").write_text(json.dumps(cfg))
+    assert_refused(run_app("import", str(folder)), "config.json: " + fragment)
 
 
 PARITY = "parity"  # the user property a parity test records its figure under (tests/conftest.py prints them at the end)

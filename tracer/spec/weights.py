@@ -207,7 +207,7 @@ def weight(c: Checks, value: Any, path: Path, name: str, axes: tuple[str, ...], 
     if isinstance(value, dict):
         return Weight(name, axes, want, "file", file_weight(c, value, path, name, label, want))
     if value is None and c.model_source is not None:
-        from_checkpoint = checkpoint_weight(c, name, axes, want, label, dims.H)
+        from_checkpoint = checkpoint_weight(c, name, axes, want, label, dims)
         if from_checkpoint is not None:
             return from_checkpoint
     if value is None:

@@ -1,0 +1,58 @@
+"""The phi3 layout: Hugging Face Phi-3 (Phi3ForCausalLM) imported with no flags, traced, and compared with its forward.
+
+What is new against LLaMA: q, k and v packed in qkv_proj (unequal parts with grouped-query attention), the gate and up
+projections packed in gate_up_proj, a partial rotary factor (Phi-4-mini's) and a sliding window on every layer.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import hf_parity as hf
+
+from tracer.spec import load_spec
+
+TOL = 1e-10
+IDS = [5, 17, 42, 3, 29, 0, 11, 8, 60, 33]  # T = 10, beyond the window of 4
+
+
+def _phi3(tmp_path, **config):
+    torch, transformers = hf.need_torch()
+    settings = {"vocab_size": 64, "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+                "intermediate_size": 80, "max_position_embeddings": 32, "rms_norm_eps": 1e-5, "initializer_range": 0.2,
+                "pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 1,
+                "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+    settings.update(config)
+    model = hf.saved(torch, transformers.Phi3ForCausalLM, transformers.Phi3Config(**settings), tmp_path / "phi3")
+    return torch, model, tmp_path / "phi3"
+
+
+@pytest.mark.parametrize("config", [{}, {"num_key_value_heads": 4, "tie_word_embeddings": True},
+                                    {"sliding_window": 4, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0,
+                                                                              "partial_rotary_factor": 0.5}}])
+def test_phi3_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, config, request):
+    torch, model, folder = _phi3(tmp_path, **config)
+    from transformers.models.phi3 import modeling_phi3 as mod
+
+    hf.lift_float32(monkeypatch, torch, mod, "Phi3", rms=True)
+    spec = hf.imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS)))
+    found = hf.compare(hf.traced(spec), *hf.hf_forward(torch, model, model.model.layers, IDS))
+    assert max(found.values()) <= TOL, found
+    hf.measured(request, "phi3", found)
+    s = load_spec(str(spec))
+    assert (s.block.norm, s.block.rotary_pairing, s.block.activation) == ("rmsnorm", "half", "swiglu")
+    assert s.block.rotary_dim == (6 if "sliding_window" in config else None)
+    assert s.block.window == (4 if "sliding_window" in config else None)
+    H_kv = config.get("num_key_value_heads", 2)
+    assert s.weights["blocks.0.attn.w_k"].shape == (48, H_kv * 12)
+
+
+@pytest.mark.parametrize("config, fragment", [
+    ({"rope_parameters": {"rope_type": "longrope", "rope_theta": 1e4, "short_factor": [1.0] * 6, "long_factor": [2.0] * 6}},
+     "rope_parameters: rope type 'longrope'"),
+    ({"head_dim": 8}, "head_dim = 8"),
+    ({"hidden_act": "gelu"}, "hidden_act 'gelu'"),
+    ({"my_new_scale": 2.0}, "my_new_scale = 2.0: the phi3 layout does not model this setting"),
+    ({"num_key_value_heads": 1}, "model.layers.0.self_attn.qkv_proj.weight has 96 rows, but num_attention_heads = 4 and num_key_value_heads = 1"),
+])
+def test_what_the_phi3_layout_cannot_trace_is_refused(tmp_path, config, fragment):
+    hf.refused_with(_phi3(tmp_path)[2], config, fragment)
