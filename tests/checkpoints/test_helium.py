@@ -10,10 +10,6 @@ import pytest
 from conftest import assert_refused, run_app
 from helpers import hf_parity as hf
 
-from tracer.spec import load_spec
-
-TOL = 1e-10
-
 
 def _helium(tmp_path, **config):
     torch, transformers = hf.need_torch()
@@ -27,15 +23,10 @@ def _helium(tmp_path, **config):
 
 @pytest.mark.parametrize("config", [{}, {"attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True}])
 def test_helium_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, config, request):
-    torch, model, folder = _helium(tmp_path, **config)
+    _, model, folder = _helium(tmp_path, **config)
     from transformers.models.helium import modeling_helium as mod
 
-    hf.lift_float32(monkeypatch, torch, mod, "Helium", rms=True)
-    spec = hf.imported(tmp_path, folder, "--tokens", ",".join(map(str, hf.IDS)))
-    found = hf.compare(hf.traced(spec), *hf.hf_forward(torch, model, model.model.layers, hf.IDS))
-    assert max(found.values()) <= TOL, found
-    hf.measured(request, "helium", found)
-    s = load_spec(str(spec))
+    s = hf.parity(tmp_path, monkeypatch, request, model, folder, mod, "Helium", "helium")
     assert s.block.rotary_pairing == "interleaved"
     assert (s.weights["blocks.0.attn.b_q"].source == "file") == bool(config) and s.weights["blocks.0.attn.b_o"].source != "file"
 

@@ -9,9 +9,6 @@ from __future__ import annotations
 import pytest
 from helpers import hf_parity as hf
 
-from tracer.spec import load_spec
-
-TOL = 1e-10
 IDS = [5, 17, 42, 3, 29, 0, 11, 8, 60, 33]  # T = 10, beyond the window of 4
 
 
@@ -30,15 +27,10 @@ def _phi3(tmp_path, **config):
                                     {"sliding_window": 4, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0,
                                                                               "partial_rotary_factor": 0.5}}])
 def test_phi3_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, config, request):
-    torch, model, folder = _phi3(tmp_path, **config)
+    _, model, folder = _phi3(tmp_path, **config)
     from transformers.models.phi3 import modeling_phi3 as mod
 
-    hf.lift_float32(monkeypatch, torch, mod, "Phi3", rms=True)
-    spec = hf.imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS)))
-    found = hf.compare(hf.traced(spec), *hf.hf_forward(torch, model, model.model.layers, IDS))
-    assert max(found.values()) <= TOL, found
-    hf.measured(request, "phi3", found)
-    s = load_spec(str(spec))
+    s = hf.parity(tmp_path, monkeypatch, request, model, folder, mod, "Phi3", "phi3", IDS)
     assert (s.block.norm, s.block.rotary_pairing, s.block.activation) == ("rmsnorm", "half", "swiglu")
     assert s.block.rotary_dim == (6 if "sliding_window" in config else None)
     assert s.block.window == (4 if "sliding_window" in config else None)

@@ -103,6 +103,23 @@ def lift_float32(monkeypatch: Any, torch: Any, module: Any, prefix: str, rms: bo
         monkeypatch.setattr(getattr(module, f"{prefix}RMSNorm"), "forward", rms_norm)
 
 
+def parity(tmp_path: Path, monkeypatch: Any, request: Any, model: Any, folder: Path, module: Any, prefix: str, family: str,
+           ids: list[int] = IDS, tol: float = 1e-10) -> Any:
+    """A LLaMA-like model (``module``: its modeling file, ``prefix`` its classes') imported from ``folder`` with no flags and
+    traced on ``ids``: every layer, the final norm and the logits within ``tol`` of its forward once its float32 rotary,
+    RMSNorm and softmax are lifted to float64; the figure recorded for ``family``.  The imported spec, loaded."""
+    import torch
+
+    from tracer.spec import load_spec
+
+    lift_float32(monkeypatch, torch, module, prefix, rms=True)
+    spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, ids)))
+    found = compare(traced(spec), *hf_forward(torch, model, model.model.layers, ids))
+    assert max(found.values()) <= tol, found
+    measured(request, family, found)
+    return load_spec(str(spec))
+
+
 def refused_with(folder: Path, changes: dict[str, Any], fragment: str) -> None:
     """``folder``'s config.json with ``changes`` made is refused by `tracer import` in one line naming ``fragment``."""
     from conftest import assert_refused

@@ -201,6 +201,9 @@ def capped_words(steps: tuple[Step, ...], settings: dict[str, Any]) -> list[Mess
     sliding = settings.get("block.sliding_layers")
     if sliding:
         words.append(msg("the window on layers {layers} only", layers=", ".join(map(str, sliding))))
+    turned = settings.get("block.rotary_layers")
+    if turned is not None:  # SmolLM3's no_rope_layers: the other layers' attention has no positions
+        words.append(msg("rotary positions on layers {layers} only", layers=", ".join(map(str, turned)) or "none"))
     return words
 
 

@@ -309,13 +309,17 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
     return tuple(out)
 
 
+UNTURNED: dict[str, Any] = {"base": None, "pairing": None, "scaling": None, "rotary_dim": None}  # an attention without rotary positions
+
+
 def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: str, memory: str | None,
-           plain: bool, sliding: tuple[int, ...] | None = None) -> tuple[list[Step], str]:
+           plain: bool, sliding: tuple[int, ...] | None = None, rotary: tuple[int, ...] | None = None) -> tuple[list[Step], str]:
     """Repeat a layer template ``layers`` times; return the steps and the last stage's name.
 
     With ``plain`` (one layer of a decoder-only model, the chapter's case) names are not prefixed.  ``sliding``
     (mask.sliding_layers, Gemma 2's alternating layers): only these layers' attention keeps its sliding window,
-    the others' is plain causal.
+    the others' is plain causal.  ``rotary`` (block.rotary_layers, SmolLM3's no_rope_layers): only these layers'
+    attention turns q and k by the rotary positions, the others' has no positions.
     """
     steps: list[Step] = []
     layer_input = first_input
@@ -334,9 +338,11 @@ def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: st
 
         for step in template:
             full = sliding is not None and i not in sliding and step.op == "mha" and step.window is not None
+            unturned = rotary is not None and i not in rotary and step.op == "mha" and step.base is not None
             steps.append(step._replace(
                 name=lp + step.name, inputs=tuple(rename(s) for s in step.inputs),
                 weights=(lp + step.weights) if step.weights else None, window=None if full else step.window,
+                **(UNTURNED if unturned else {}),
             ))
         layer_input = steps[-1].name
     return steps, layer_input

@@ -68,6 +68,7 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
                                                          i=max(sliding), n=layers, last=layers - 1))
     attention_softcap, head_softcap = softcaps(c, raw, p, head, norm_order)
     relative = relative_of(c, raw, p, positions)
+    rotary_layers = rotary_layers_of(c, raw, p, positions, layers)
     head_scale = c.boolean(raw.get("head_scale", False), p + ("head_scale",))
     if head_scale and head == "none":
         raise c.fail(p + ("head_scale",), msg("head_scale scales what the output head reads, but head is none"))
@@ -77,7 +78,7 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                      float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
                      experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding,
-                     relative, head_scale)
+                     relative, head_scale, rotary_layers)
     return spec, raw.get("steps")
 
 
@@ -147,6 +148,11 @@ def sliding_layers(c: Checks, raw: Any, path: Path, window: int | None) -> tuple
     """``sliding_layers: [0, 2]``: the layers whose attention reads the sliding window (the others: plain causal)."""
     if window is None:
         raise c.fail(path, msg("sliding_layers names the layers that read the sliding window, but the mask has no window"))
+    return layer_list(c, raw, path)
+
+
+def layer_list(c: Checks, raw: Any, path: Path) -> tuple[int, ...]:
+    """A list of layer numbers, each once, in increasing order (sliding_layers, rotary_layers)."""
     if not isinstance(raw, list):
         raise c.fail(path, msg("expected a list of layer numbers such as [0, 2], received {got}", got=c.received(path, raw)))
     out = tuple(c.integer(v, path + (i,), 0, 1000) for i, v in enumerate(raw))
@@ -178,6 +184,20 @@ def positions_of(c: Checks, raw: dict[str, Any], p: Path, has_table: bool
             raise c.fail(p + ("rotary_dim",), msg("rotary_dim is for rotary positions, but positions is {positions}", positions=positions))
         rotary_dim = c.integer(raw["rotary_dim"], p + ("rotary_dim",), 1, MAX_DIM)  # even and at most d: the rotary op's contract
     return positions, base, pairing, scaling, rotary_dim
+
+
+def rotary_layers_of(c: Checks, raw: dict[str, Any], p: Path, positions: str, layers: int) -> tuple[int, ...] | None:
+    """``rotary_layers: [0, 1, 2]`` (SmolLM3's no_rope_layers): the layers whose attention is turned, each once, in
+    increasing order, every one of the stack's; the others have no positions.  Absent: every layer."""
+    if "rotary_layers" not in raw:
+        return None
+    path = p + ("rotary_layers",)
+    if positions != "rotary":
+        raise c.fail(path, msg("rotary_layers is for rotary positions, but positions is {positions}", positions=positions))
+    out = layer_list(c, raw["rotary_layers"], path)
+    if out and out[-1] >= layers:
+        raise c.fail(path, msg("layer {i} is not one of the {n} layers (0 .. {last})", i=out[-1], n=layers, last=layers - 1))
+    return out
 
 
 def rope_scaling(c: Checks, raw: Any, path: Path) -> tuple[object, ...]:

@@ -103,6 +103,8 @@ class BlockSpec(NamedTuple):
     sliding_layers: tuple[int, ...] | None = None  # mask.sliding_layers: only these layers read the window (Gemma 2)
     relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
     head_scale: bool = False  # T5's tied head: the head reads the (final-normed) output times C ** -0.5, a stage of its own
+    rotary_layers: tuple[int, ...] | None = None  # positions: rotary: only these layers' attention is turned (SmolLM3's
+    # no_rope_layers); the others have no positions.  None: every layer
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,

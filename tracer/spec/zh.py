@@ -38,6 +38,7 @@ MESSAGES: dict[str, str] = {
     'expected a number above 1 such as 10000, received {got}': '应为大于 1 的数，例如 10000，实际为{got}',
     'position_base is for sinusoidal or rotary positions, but positions is {positions}': 'position_base 用于正余弦或旋转位置编码，但 positions 是 {positions}',
     'rotary_pairing is for rotary positions, but positions is {positions}': 'rotary_pairing 用于旋转位置编码，但 positions 是 {positions}',
+    'rotary_layers is for rotary positions, but positions is {positions}': 'rotary_layers 用于旋转位置编码，但 positions 是 {positions}',
     'with custom steps, name the norm op in each step (layer_norm, rms_norm, batch_norm)': '使用自定义步骤时，请在每个步骤里写明归一化的 op（layer_norm、rms_norm、batch_norm）',
     'expected causal, none, or a square [T,T] matrix of 0 and 1, received {shape}': '应为 causal、none，或由 0 和 1 组成的 [T,T] 方阵，实际为{shape}',
     'expected a list of steps such as {name: norm1, op: layer_norm, in: x, weights: norm1}, received {got}': '应为步骤列表，例如 {name: norm1, op: layer_norm, in: x, weights: norm1}，实际为{got}',
