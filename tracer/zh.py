@@ -278,6 +278,8 @@ SHARED_MESSAGES: dict[str, str] = {
     "sandwich norms (each sublayer's output normalised before its residual add)": '夹心归一化（每个子层的输出在残差相加之前先归一化）',
     'cap * tanh({a} / cap): every value squashed smoothly into (-cap, cap), nearly unchanged where |{a}| << cap': 'cap * tanh({a} / cap)：每个值被平滑地压进 (-cap, cap)，在 |{a}| << cap 处几乎不变',
     'cap * tanh({x} / cap), cap = {cap}': 'cap * tanh({x} / cap)，cap = {cap}',
+    "s * {a}: every logit times the block's logit_scale s, s rounded to the run's dtype (Cohere's logits * logit_scale)": 's * {a}：每个 logit 乘以块的 logit_scale s，s 先舍入到本次运行的 dtype（Cohere 的 logits * logit_scale）',
+    '{scale} * {x}': '{scale} * {x}',
     "B[h, i, j] = table[bucket(j - i), h]: T5's buckets of the distance (exact below max_exact, logarithmic up to max_distance), one bias per head, added to the scores of every self-attention of the stack": 'B[h, i, j] = table[bucket(j - i), h]：T5 按距离分桶（max_exact 以下逐个精确，到 max_distance 为止按对数加宽），每个头一个偏置，加到该堆叠每个自注意力的分数上',
     'table[bucket(j - i)], {buckets} buckets up to distance {distance}{direction}': 'table[bucket(j - i)]，{buckets} 个桶，距离到 {distance} 为止{direction}',
     '{x} * C^-1/2': '{x} * C^-1/2',

@@ -12,13 +12,7 @@ from helpers import hf_parity as hf
 
 
 def _helium(tmp_path, **config):
-    torch, transformers = hf.need_torch()
-    settings = {"vocab_size": 64, "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-                "head_dim": 12, "intermediate_size": 80, "max_position_embeddings": 32, "rms_norm_eps": 1e-6, "initializer_range": 0.2,
-                "pad_token_id": 0, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
-    settings.update(config)
-    model = hf.saved(torch, transformers.HeliumForCausalLM, transformers.HeliumConfig(**settings), tmp_path / "helium")
-    return torch, model, tmp_path / "helium"
+    return hf.tiny(tmp_path, "Helium", **({"head_dim": 12, "rms_norm_eps": 1e-6} | config))
 
 
 @pytest.mark.parametrize("config", [{}, {"attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True}])

@@ -13,14 +13,7 @@ IDS = [5, 17, 42, 3, 29, 0, 11, 8, 60, 33]  # T = 10, beyond the window of 4
 
 
 def _phi3(tmp_path, **config):
-    torch, transformers = hf.need_torch()
-    settings = {"vocab_size": 64, "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-                "intermediate_size": 80, "max_position_embeddings": 32, "rms_norm_eps": 1e-5, "initializer_range": 0.2,
-                "pad_token_id": 0, "eos_token_id": 1, "bos_token_id": 1,
-                "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
-    settings.update(config)
-    model = hf.saved(torch, transformers.Phi3ForCausalLM, transformers.Phi3Config(**settings), tmp_path / "phi3")
-    return torch, model, tmp_path / "phi3"
+    return hf.tiny(tmp_path, "Phi3", **({"rms_norm_eps": 1e-5} | config))
 
 
 @pytest.mark.parametrize("config", [{}, {"num_key_value_heads": 4, "tie_word_embeddings": True},

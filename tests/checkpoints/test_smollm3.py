@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from conftest import assert_refused, run_app, write_spec
 from helpers import hf_parity as hf
-from helpers.tracing import trace_text
+from helpers.tracing import run_refused, trace_text
 
 from tracer.spec import load_spec
 from tracer.views import reference_check as verify
@@ -51,17 +51,11 @@ def test_diff_says_which_layers_are_turned(tmp_path):
     ("rotary", "[2, 0]", "expected each layer once, in increasing order"),
 ])
 def test_a_wrong_rotary_layers_is_refused_by_name(tmp_path, positions, layers, fragment):
-    assert_refused(run_app("run", str(write_spec(tmp_path, SPEC.format(positions=positions, layers=layers)))), "block.rotary_layers: " + fragment)
+    run_refused(tmp_path, SPEC.format(positions=positions, layers=layers), "block.rotary_layers: " + fragment)
 
 
 def _smollm3(tmp_path, **config):
-    torch, transformers = hf.need_torch()
-    settings = {"vocab_size": 64, "hidden_size": 48, "num_hidden_layers": 4, "num_attention_heads": 4, "num_key_value_heads": 2,
-                "intermediate_size": 80, "max_position_embeddings": 32, "rms_norm_eps": 1e-6, "initializer_range": 0.2,
-                "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
-    settings.update(config)
-    model = hf.saved(torch, transformers.SmolLM3ForCausalLM, transformers.SmolLM3Config(**settings), tmp_path / "smollm3")
-    return torch, model, tmp_path / "smollm3"
+    return hf.tiny(tmp_path, "SmolLM3", **({"num_hidden_layers": 4, "rms_norm_eps": 1e-6} | config))
 
 
 @pytest.mark.parametrize("config, turned, sliding", [

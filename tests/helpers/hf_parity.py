@@ -35,6 +35,20 @@ def saved(torch: Any, model_class: Any, config: Any, folder: Path) -> Any:
     return model_class.from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
 
 
+# a tiny LLaMA-like config: 2 layers of 4 heads (2 key/value heads) of width 12, F = 80, V = 64, weights drawn wide
+TINY = {"vocab_size": 64, "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+        "intermediate_size": 80, "max_position_embeddings": 32, "initializer_range": 0.2, "pad_token_id": 0, "bos_token_id": 1,
+        "eos_token_id": 2, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
+
+
+def tiny(tmp_path: Path, kind: str, **settings: Any) -> tuple[Any, Any, Path]:
+    """transformers' ``<kind>ForCausalLM`` of TINY with ``settings``, saved to tmp_path / its kind: (torch, the model, the folder)."""
+    torch, transformers = need_torch()
+    config = getattr(transformers, f"{kind}Config")(**(TINY | settings))
+    folder = tmp_path / kind.lower()
+    return torch, saved(torch, getattr(transformers, f"{kind}ForCausalLM"), config, folder), folder
+
+
 def imported(tmp_path: Path, ckpt: Path, *args: str) -> Path:
     out = tmp_path / "spec.yaml"
     r = run_app("import", str(ckpt), "-o", str(out), *args)
@@ -104,15 +118,19 @@ def lift_float32(monkeypatch: Any, torch: Any, module: Any, prefix: str, rms: bo
 
 
 def parity(tmp_path: Path, monkeypatch: Any, request: Any, model: Any, folder: Path, module: Any, prefix: str, family: str,
-           ids: list[int] = IDS, tol: float = 1e-10) -> Any:
+           ids: list[int] = IDS, tol: float = 1e-10, lift: Any = None) -> Any:
     """A LLaMA-like model (``module``: its modeling file, ``prefix`` its classes') imported from ``folder`` with no flags and
     traced on ``ids``: every layer, the final norm and the logits within ``tol`` of its forward once its float32 rotary,
-    RMSNorm and softmax are lifted to float64; the figure recorded for ``family``.  The imported spec, loaded."""
+    RMSNorm and softmax are lifted to float64 (``lift(monkeypatch, torch, module)``: a family's own lifts in their place);
+    the figure recorded for ``family``.  The imported spec, loaded."""
     import torch
 
     from tracer.spec import load_spec
 
-    lift_float32(monkeypatch, torch, module, prefix, rms=True)
+    if lift is None:
+        lift_float32(monkeypatch, torch, module, prefix, rms=True)
+    else:
+        lift(monkeypatch, torch, module)
     spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, ids)))
     found = compare(traced(spec), *hf_forward(torch, model, model.model.layers, ids))
     assert max(found.values()) <= tol, found

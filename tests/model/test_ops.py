@@ -17,7 +17,7 @@ from tracer.model.ops import OPS, TABLES, WEIGHT_GROUPS, Op
 
 # The fields each view fills a record's templates with.
 GRAPH_FIELDS = {"x", "a", "b", "hidden", "axis", "out", "start", "stop", "stream", "base", "pos", "ins", "mask", "rotary", "over",
-                "tokens", "head", "cap",  # cap: the softcap op's (Gemma 2)
+                "tokens", "head", "cap", "scale",  # cap: the softcap op's (Gemma 2); scale: logit_scale's (Cohere)
                 "buckets", "distance", "direction"}  # buckets, distance, direction: T5's relative_bias
 EXPR_FIELDS = {"w", "act", "gate", "head"}  # what compare.align.expr fills in: the weights, the activation, SwiGLU's gate, E^T | W_head
 

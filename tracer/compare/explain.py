@@ -198,6 +198,9 @@ def capped_words(steps: tuple[Step, ...], settings: dict[str, Any]) -> list[Mess
     logits = sorted({s.softcap for s in steps if s.op == "softcap" and s.softcap is not None})
     if logits:
         words.append(msg("logits soft-capped (cap {cap})", cap=", ".join(f"{c:g}" for c in logits)))
+    scales = sorted({s.scale for s in steps if s.op == "logit_scale" and s.scale is not None})
+    if scales:
+        words.append(msg("logits scaled (s = {scale})", scale=", ".join(f"{c:g}" for c in scales)))
     sliding = settings.get("block.sliding_layers")
     if sliding:
         words.append(msg("the window on layers {layers} only", layers=", ".join(map(str, sliding))))

@@ -334,6 +334,7 @@ MESSAGES: dict[str, str] = {
     'scores soft-capped (cap {cap})': '分数做软上限（上限 {cap}）',
     'logits soft-capped (cap {cap})': 'logits 做软上限（上限 {cap}）',
     'the window on layers {layers} only': '只有第 {layers} 层使用滑动窗口',
+    'logits scaled (s = {scale})': 'logits 乘以缩放因子（s = {scale}）',
     'rotary positions on layers {layers} only': '只有第 {layers} 层使用旋转位置',
     '--page shows one diff: give one side B': '--page 只显示一次比较：请只给一个 B 侧',
 }

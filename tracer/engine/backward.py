@@ -431,6 +431,11 @@ def backward_relative_bias(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send_weight(name, embeddings.relative_bias_backward(g, relative_buckets_of(step, g.shape[1], g.shape[2]), bw.params[name].shape[0]))
 
 
+def backward_logit_scale(bw: Backward, step: Step, g: np.ndarray) -> None:  # Cohere's logits * logit_scale
+    assert step.scale is not None, "a logit_scale step has its scale"
+    bw.send(step.inputs[0], embeddings.logit_scale_backward(g, step.scale))
+
+
 # -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
 def backward_head_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], embeddings.head_scale_backward(g))

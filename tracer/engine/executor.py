@@ -609,6 +609,12 @@ def forward_softcap(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nd
     cap = step.softcap
     assert cap is not None, "a softcap step has its cap"
     return ex.record_step(step, lambda strict: embeddings.softcap(inputs[0], cap))
+def forward_logit_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:  # Cohere's logits * logit_scale
+    scale = step.scale
+    assert scale is not None, "a logit_scale step has its scale"
+    return ex.record_step(step, lambda strict: embeddings.logit_scale(inputs[0], scale))
+
+
 # -- T5's relative position bias (positions: relative) -------------------------------------
 def relative_buckets_of(step: Step, n_q: int, n_k: int) -> np.ndarray:
     assert step.relative is not None

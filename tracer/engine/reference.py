@@ -505,6 +505,11 @@ def head_rms(v: Vec, gamma: Vec, eps: float) -> Vec:  # one head [d]: v / sqrt(m
 def reference_softcap(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     cap = step.softcap or 1.0  # Gemma 2's logits: cap * tanh(x / cap), one value at a time
     return {t: [cap * math.tanh(v / cap) for v in ins[0][t]] for t in positions}
+def reference_logit_scale(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    scale = step.scale or 1.0  # Cohere's logits * logit_scale, one value at a time
+    return {t: [scale * v for v in ins[0][t]] for t in positions}
+
+
 # -- T5's relative position bias (positions: relative) -------------------------------------
 def reference_relative_bias(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     """At query t: [H][S], head h's bias for every key j, the table's row of the bucket of j - t (a plain loop)."""

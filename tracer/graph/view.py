@@ -171,7 +171,7 @@ class Graph:
                    x=x, a=x, b=ins[1] if len(ins) > 1 else "", hidden=hidden_formula(step) if step.op in ("ffn", "ffn_hidden") else "",
                    axis=step.axis or "C", out=step.out or "C", start=step.start, stop=step.stop, stream=step.stream or "x",
                    base=f"{step.base or 0.0:g}", pos=position_axis(step.name), ins=", ".join(ins), mask=self.mask(step), rotary=rotary,
-                   over=msg(", softmax over queries") if step.axis == "queries" else "", cap=f"{step.softcap or 0.0:g}",
+                   over=msg(", softmax over queries") if step.axis == "queries" else "", cap=f"{step.softcap or 0.0:g}", scale=f"{step.scale or 0.0:g}",
                    tokens=msg("{stream} tokens", stream=step.stream) if step.stream in ("source", "target") else msg("tokens"),
                    head=("Eᵀ" if self.spec.block.head == "tied" else "W_head") + (" + b_head" if self.spec.block.head_bias else ""))
 
@@ -271,9 +271,9 @@ class Graph:
                 key = ("layer", stack, int(m.group(3)))
             elif rest in ENTRY:
                 key = ("entry", stack, None)
-            elif step.op in ("head", "softmax", "softcap") and out and out[-1][0] == "exit":
+            elif step.op in ("head", "softmax", "softcap", "logit_scale") and out and out[-1][0] == "exit":
                 key = out[-1][:3]  # the output head belongs with the decoder's final norm
-            elif rest in EXIT or step.op in ("head", "softmax", "softcap"):
+            elif rest in EXIT or step.op in ("head", "softmax", "softcap", "logit_scale"):
                 key = ("exit", stack, None)
             else:
                 key = ("layer", stack, None)

@@ -39,7 +39,8 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     scaling: tuple[object, ...] | None = None  # mha with rotary positions: a rope type's scaled speeds (tracer/model/rope.py)
     rotary_dim: int | None = None  # mha with rotary positions: only each head's first rotary_dim coordinates turned; None: all d
     qk_norm: bool | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); None: not
-    scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d)
+    scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d);
+    # logit_scale: the factor of the logits (block.logit_scale)
     softcap: float | None = None  # mha: scores soft-capped, cap * tanh(scores / cap), after the scale and before the mask
     # (Gemma 2's attn_logit_softcapping); softcap: the cap of its tanh (final_logit_softcapping); None: not capped
     relative: tuple[int, int, bool] | None = None  # relative_bias: (buckets, max_distance, bidirectional), T5's bucketing
@@ -464,9 +465,16 @@ def project_out(last: str) -> Step:
 RAW_LOGITS = "raw_logits"  # with block.head_softcap: the head's own logits, before the cap
 
 
-def head_steps(last: str, softcap: float | None = None) -> list[Step]:
+def head_steps(last: str, softcap: float | None = None, scale: float | None = None) -> list[Step]:
     """The output head, then the probabilities; ``softcap`` (Gemma 2's final_logit_softcapping): the head's logits are
-    a stage of their own, raw_logits, and logits = cap * tanh(raw_logits / cap)."""
+    a stage of their own, raw_logits, and logits = cap * tanh(raw_logits / cap); ``scale`` (Cohere's logit_scale):
+    logits = scale * raw_logits."""
+    if scale is not None:
+        return [
+            Step(RAW_LOGITS, "head", (last,), "head", msg("logits over the vocabulary, before the scale")),
+            Step("logits", "logit_scale", (RAW_LOGITS,), None, msg("logits scaled, s * raw_logits, s = {scale}", scale=f"{scale:g}"), scale=scale),
+            Step("probs", "softmax", ("logits",), None, msg("next-token probabilities, softmax over V")),
+        ]
     if softcap is not None:
         return [
             Step(RAW_LOGITS, "head", (last,), "head", msg("logits over the vocabulary, before the soft cap")),

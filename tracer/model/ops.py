@@ -533,6 +533,10 @@ _RECORDS: tuple[Op, ...] = (
         "one bias per head, added to the scores of every self-attention of the stack",
         "table[bucket(j - i)]", "table[bucket(j - i)], {buckets} buckets up to distance {distance}{direction}", _relative_bias_shape,
         weights="relative_bias", user=False, preflight=None, temporaries=_relative_bias_bytes),
+    # Cohere's logits times logit_scale (block.logit_scale), after the head's raw_logits
+    _op("logit_scale", 1, "logits times a scale, s * x", "乘以缩放因子的 logits，s * x",
+        "s * {0}: every logit times the block's logit_scale s, s rounded to the run's dtype (Cohere's logits * logit_scale)",
+        "s * {0}", "{scale} * {x}", _same, user=False, preflight=None, temporaries=_scale_bytes),
     # T5's tied head reads the decoder's output times C ** -0.5 (block.head_scale), a stage of its own
     _op("head_scale", 1, "the decoder's output scaled by C^-1/2, for the tied head", "解码器输出乘以 C^-1/2，供共享权重的输出层使用",
         "{0} * C^-1/2: every coordinate times 1 / sqrt(C), C ** -0.5 rounded to the run's dtype (T5's tied head: sequence_output * model_dim**-0.5)",

@@ -69,6 +69,7 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     attention_softcap, head_softcap = softcaps(c, raw, p, head, norm_order)
     relative = relative_of(c, raw, p, positions)
     rotary_layers = rotary_layers_of(c, raw, p, positions, layers)
+    logit_scale = logit_scale_of(c, raw, p, head, head_softcap)
     head_scale = c.boolean(raw.get("head_scale", False), p + ("head_scale",))
     if head_scale and head == "none":
         raise c.fail(p + ("head_scale",), msg("head_scale scales what the output head reads, but head is none"))
@@ -78,7 +79,7 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                      float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
                      experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding,
-                     relative, head_scale, rotary_layers)
+                     relative, head_scale, rotary_layers, logit_scale)
     return spec, raw.get("steps")
 
 
@@ -296,6 +297,23 @@ def softcaps(c: Checks, raw: dict[str, Any], p: Path, head: str, norm_order: str
         key = "attention_softcap" if attention_softcap is not None else "head_softcap" if head_softcap is not None else "norm_order"
         raise c.fail(p + (key,), msg("{key} (Gemma 2's) is for a decoder-only spec's block", key=key))
     return attention_softcap, head_softcap
+
+
+def logit_scale_of(c: Checks, raw: dict[str, Any], p: Path, head: str, head_softcap: float | None) -> float | None:
+    """``logit_scale: s`` (Cohere's): the logits times s, a decoder-only spec's block with a head; absent: none."""
+    if "logit_scale" not in raw:
+        return None
+    path = p + ("logit_scale",)
+    value = raw["logit_scale"]
+    if not positive(value):
+        raise c.fail(path, msg("expected a positive number such as 0.0625 (logits = s * raw_logits), received {got}", got=c.received(path, value)))
+    if head == "none":
+        raise c.fail(path, msg("logit_scale scales the output head's logits, but head is none"))
+    if p != ("block",):
+        raise c.fail(path, msg("logit_scale (Cohere's) is for a decoder-only spec's block"))
+    if head_softcap is not None:  # no family has both: their order is not guessed
+        raise c.fail(path, msg("logit_scale with head_softcap: no model has both, so tracer does not guess which comes first"))
+    return float(value)
 
 
 def softcap(c: Checks, raw: dict[str, Any], key: str, p: Path) -> float | None:

@@ -176,7 +176,7 @@ def expand(c: Checks, model: str, block: BlockSpec, encoder: BlockSpec | None, t
         steps.append(blocks.head_scale(prefix, last))
         last = steps[-1].name
     if block.head != "none":
-        steps += blocks.head_steps(last, block.head_softcap)
+        steps += blocks.head_steps(last, block.head_softcap, block.logit_scale)
     return tuple(steps), stage_shapes(c, steps, dims)
 
 

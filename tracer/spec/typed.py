@@ -105,6 +105,7 @@ class BlockSpec(NamedTuple):
     head_scale: bool = False  # T5's tied head: the head reads the (final-normed) output times C ** -0.5, a stage of its own
     rotary_layers: tuple[int, ...] | None = None  # positions: rotary: only these layers' attention is turned (SmolLM3's
     # no_rope_layers); the others have no positions.  None: every layer
+    logit_scale: float | None = None  # Cohere: logits = s * raw_logits, a stage after the head; None: the head's logits
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,

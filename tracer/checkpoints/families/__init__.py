@@ -15,6 +15,7 @@ from typing import Any
 
 from tracer.checkpoints.families import (
     bert,
+    cohere,
     distilbert,
     gemma,
     gemma2,
@@ -41,7 +42,7 @@ from tracer.messages import at, msg
 FAMILIES: tuple[Layout, ...] = (gpt2.LAYOUT, llama.LAYOUT, mixtral.LAYOUT, pytorch.LAYOUT, tracer_npz.LAYOUT,
                                 bert.LAYOUT, distilbert.LAYOUT, qwen.LAYOUT, gpt_neox.LAYOUT, phi.LAYOUT,
                                 gemma.LAYOUT, opt.LAYOUT, qwen3.LAYOUT, gemma2.LAYOUT, t5.LAYOUT,
-                                phi3.LAYOUT, helium.LAYOUT, smollm3.LAYOUT)  # in the order messages list them
+                                phi3.LAYOUT, helium.LAYOUT, smollm3.LAYOUT, cohere.LAYOUT)  # in the order messages list them
 
 _BY_NAME = {family.name: family for family in FAMILIES}
 

@@ -163,6 +163,14 @@ def head_scale_backward(dy: np.ndarray) -> np.ndarray:  # [B,T,C] -> [B,T,C]
     return dy * np.asarray(float(dy.shape[-1]) ** -0.5, dtype=dy.dtype)
 
 
+def logit_scale(x: np.ndarray, scale: float) -> np.ndarray:  # [..] -> [..], x * s, s a Python float rounded to x's dtype (torch's scalar)
+    return x * np.asarray(scale, dtype=x.dtype)
+
+
+def logit_scale_backward(dy: np.ndarray, scale: float) -> np.ndarray:
+    return dy * np.asarray(scale, dtype=dy.dtype)
+
+
 def softcap(x: np.ndarray, cap: float) -> np.ndarray:  # [..] -> [..], cap * tanh(x / cap), as Hugging Face computes it
     out = x / cap
     np.tanh(out, out=out)
