@@ -23,7 +23,7 @@ from typing import Any
 from tracer.messages import join, msg
 from tracer.model import rope
 from tracer.model.activations import activation_of, is_gated
-from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, position_axis
+from tracer.model.blocks import ATTN_MEANINGS, QK_OFFSET, Step, internal_prefix, position_axis
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
 from tracer.spec import Spec
@@ -259,7 +259,9 @@ class Reference:
                 full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
                 heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
                 if step.qk_norm and name in ("q", "k"):  # Qwen3: each head RMS-normalised over its d coordinates, then turned
-                    heads = [head_rms(v, self.w[f"{g}.{name}_norm"], step.epsilon()) for v in heads]
+                    gamma = self.w[f"{g}.{name}_norm"]
+                    gamma = [1.0 + x for x in gamma] if step.qk_norm == QK_OFFSET else gamma  # Gemma 3's (1 + w)
+                    heads = [head_rms(v, gamma, step.epsilon()) for v in heads]
                 if step.base is not None and name in ("q", "k"):
                     heads = [rotate(v, t, step.base, step.pairing or "interleaved", step.rotary_dim, step.scaling) for v in heads]
                 out[t] = heads  # [H][d] for q, [H_kv][d] for k and v

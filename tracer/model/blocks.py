@@ -38,7 +38,8 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     window: int | None = None  # mha with a causal mask: a sliding window of W keys (tracer/model/masks.py); None: none
     scaling: tuple[object, ...] | None = None  # mha with rotary positions: a rope type's scaled speeds (tracer/model/rope.py)
     rotary_dim: int | None = None  # mha with rotary positions: only each head's first rotary_dim coordinates turned; None: all d
-    qk_norm: bool | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); None: not
+    qk_norm: bool | str | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); "offset": scaled by
+    # (1 + w), the block's norm being rmsnorm_offset (Gemma 3's); None: not
     scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d);
     # logit_scale: the factor of the logits (block.logit_scale)
     softcap: float | None = None  # mha: scores soft-capped, cap * tanh(scores / cap), after the scale and before the mask
@@ -294,7 +295,7 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                 if s.rotary_dim is not None:
                     changes["rotary_dim"] = s.rotary_dim
             if s.qk_norm and step.qk_norm is None:
-                changes["qk_norm"] = True
+                changes["qk_norm"] = QK_OFFSET if s.norm == "rmsnorm_offset" else True
                 changes["eps"] = s.eps  # the per-head norms of q and k
             if s.attention_softcap is not None and step.softcap is None:
                 changes["softcap"] = s.attention_softcap
@@ -310,17 +311,20 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
     return tuple(out)
 
 
+QK_OFFSET = "offset"  # an attention's qk_norm under norm: rmsnorm_offset: the per-head norms scale by (1 + w), as Gemma 3's do
 UNTURNED: dict[str, Any] = {"base": None, "pairing": None, "scaling": None, "rotary_dim": None}  # an attention without rotary positions
 
 
 def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: str, memory: str | None,
-           plain: bool, sliding: tuple[int, ...] | None = None, rotary: tuple[int, ...] | None = None) -> tuple[list[Step], str]:
+           plain: bool, sliding: tuple[int, ...] | None = None, rotary: tuple[int, ...] | None = None,
+           local_base: float | None = None) -> tuple[list[Step], str]:
     """Repeat a layer template ``layers`` times; return the steps and the last stage's name.
 
     With ``plain`` (one layer of a decoder-only model, the chapter's case) names are not prefixed.  ``sliding``
     (mask.sliding_layers, Gemma 2's alternating layers): only these layers' attention keeps its sliding window,
     the others' is plain causal.  ``rotary`` (block.rotary_layers, SmolLM3's no_rope_layers): only these layers'
-    attention turns q and k by the rotary positions, the others' has no positions.
+    attention turns q and k by the rotary positions, the others' has no positions.  ``local_base`` (block.local_position_base,
+    Gemma 3's rope_local_base_freq): the sliding layers' attention turns at that base, unscaled.
     """
     steps: list[Step] = []
     layer_input = first_input
@@ -340,10 +344,11 @@ def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: st
         for step in template:
             full = sliding is not None and i not in sliding and step.op == "mha" and step.window is not None
             unturned = rotary is not None and i not in rotary and step.op == "mha" and step.base is not None
+            local = local_base is not None and step.op == "mha" and step.base is not None and step.window is not None and not full
             steps.append(step._replace(
                 name=lp + step.name, inputs=tuple(rename(s) for s in step.inputs),
                 weights=(lp + step.weights) if step.weights else None, window=None if full else step.window,
-                **(UNTURNED if unturned else {}),
+                **(UNTURNED if unturned else {"base": local_base, "scaling": None} if local else {}),
             ))
         layer_input = steps[-1].name
     return steps, layer_input

@@ -70,6 +70,7 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     relative = relative_of(c, raw, p, positions)
     rotary_layers = rotary_layers_of(c, raw, p, positions, layers)
     logit_scale = logit_scale_of(c, raw, p, head, head_softcap)
+    local_base = local_base_of(c, raw, p, positions, window)
     head_scale = c.boolean(raw.get("head_scale", False), p + ("head_scale",))
     if head_scale and head == "none":
         raise c.fail(p + ("head_scale",), msg("head_scale scales what the output head reads, but head is none"))
@@ -79,7 +80,7 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                      float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
                      experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding,
-                     relative, head_scale, rotary_layers, logit_scale)
+                     relative, head_scale, rotary_layers, logit_scale, local_base)
     return spec, raw.get("steps")
 
 
@@ -199,6 +200,21 @@ def rotary_layers_of(c: Checks, raw: dict[str, Any], p: Path, positions: str, la
     if out and out[-1] >= layers:
         raise c.fail(path, msg("layer {i} is not one of the {n} layers (0 .. {last})", i=out[-1], n=layers, last=layers - 1))
     return out
+
+
+def local_base_of(c: Checks, raw: dict[str, Any], p: Path, positions: str, window: int | None) -> float | None:
+    """``local_position_base: B`` (Gemma 3's rope_local_base_freq): the sliding layers' rotary base, their speeds unscaled."""
+    if "local_position_base" not in raw:
+        return None
+    path = p + ("local_position_base",)
+    base = raw["local_position_base"]
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 1:
+        raise c.fail(path, msg("expected a number above 1 such as 10000, received {got}", got=c.received(path, base)))
+    if positions != "rotary":
+        raise c.fail(path, msg("local_position_base is for rotary positions, but positions is {positions}", positions=positions))
+    if window is None:
+        raise c.fail(path, msg("local_position_base is the base of the sliding layers, but the mask has no window"))
+    return float(base)
 
 
 def rope_scaling(c: Checks, raw: Any, path: Path) -> tuple[object, ...]:

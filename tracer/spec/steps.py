@@ -161,7 +161,7 @@ def expand(c: Checks, model: str, block: BlockSpec, encoder: BlockSpec | None, t
         order = blocks.PRE_NORM_MOE if block.experts is not None and preset else blocks.NORM_ORDERS.get(block.norm_order, ())
         layer = blocks.configure(order if preset else template, ds, preset=preset)
         body, last = blocks.expand(layer, "", block.layers, x, None, plain=block.layers == 1, sliding=block.sliding_layers,
-                                    rotary=block.rotary_layers)
+                                    rotary=block.rotary_layers, local_base=block.local_position_base)
         steps = entry + body
         prefix = ""
     if block.final_norm:

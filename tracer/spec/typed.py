@@ -106,6 +106,7 @@ class BlockSpec(NamedTuple):
     rotary_layers: tuple[int, ...] | None = None  # positions: rotary: only these layers' attention is turned (SmolLM3's
     # no_rope_layers); the others have no positions.  None: every layer
     logit_scale: float | None = None  # Cohere: logits = s * raw_logits, a stage after the head; None: the head's logits
+    local_position_base: float | None = None  # Gemma 3: the sliding layers' rotary base (unscaled); None: position_base everywhere
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,

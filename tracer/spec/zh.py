@@ -39,6 +39,8 @@ MESSAGES: dict[str, str] = {
     'position_base is for sinusoidal or rotary positions, but positions is {positions}': 'position_base 用于正余弦或旋转位置编码，但 positions 是 {positions}',
     'rotary_pairing is for rotary positions, but positions is {positions}': 'rotary_pairing 用于旋转位置编码，但 positions 是 {positions}',
     'rotary_layers is for rotary positions, but positions is {positions}': 'rotary_layers 用于旋转位置编码，但 positions 是 {positions}',
+    'local_position_base is for rotary positions, but positions is {positions}': 'local_position_base 用于旋转位置编码，但 positions 是 {positions}',
+    'local_position_base is the base of the sliding layers, but the mask has no window': 'local_position_base 是滑动层的基数，但掩码没有窗口',
     'expected a positive number such as 0.0625 (logits = s * raw_logits), received {got}': '应为正数，例如 0.0625（logits = s * raw_logits），实际为 {got}',
     "logit_scale scales the output head's logits, but head is none": 'logit_scale 缩放输出层的 logits，但 head 为 none',
     "logit_scale (Cohere's) is for a decoder-only spec's block": 'logit_scale（Cohere 的设置）只用于仅解码器 spec 的 block',
