@@ -41,10 +41,11 @@ TINY = {"vocab_size": 64, "hidden_size": 48, "num_hidden_layers": 2, "num_attent
         "eos_token_id": 2, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
 
 
-def tiny(tmp_path: Path, kind: str, **settings: Any) -> tuple[Any, Any, Path]:
-    """transformers' ``<kind>ForCausalLM`` of TINY with ``settings``, saved to tmp_path / its kind: (torch, the model, the folder)."""
+def tiny(tmp_path: Path, kind: str, config_class: str = "", **settings: Any) -> tuple[Any, Any, Path]:
+    """transformers' ``<kind>ForCausalLM`` of TINY with ``settings`` (its config ``<kind>Config``, or ``config_class``),
+    saved to tmp_path / its kind: (torch, the model, the folder)."""
     torch, transformers = need_torch()
-    config = getattr(transformers, f"{kind}Config")(**(TINY | settings))
+    config = getattr(transformers, config_class or f"{kind}Config")(**(TINY | settings))
     folder = tmp_path / kind.lower()
     return torch, saved(torch, getattr(transformers, f"{kind}ForCausalLM"), config, folder), folder
 
@@ -76,10 +77,12 @@ def hf_forward(torch: Any, model: Any, layers: Any, ids: list[int]) -> tuple[lis
     return [h.numpy() for h in out.hidden_states], outputs, out.logits.numpy()
 
 
-def compare(st: dict[str, np.ndarray], hidden: list[np.ndarray], outputs: list[np.ndarray], logits: np.ndarray) -> dict[str, float]:
-    """Largest |tracer - HF| for the embedding, every layer's output, the final norm and the logits."""
+def compare(st: dict[str, np.ndarray], hidden: list[np.ndarray], outputs: list[np.ndarray], logits: np.ndarray,
+            entry: str = "embed") -> dict[str, float]:
+    """Largest |tracer - HF| for the embedding (``entry``: the stage HF's first hidden state is, x where the embeddings are
+    scaled), every layer's output, the final norm and the logits."""
     L = len(outputs)
-    pairs = {"embed": hidden[0], "final_norm": hidden[L], "logits": logits}
+    pairs = {entry: hidden[0], "final_norm": hidden[L], "logits": logits}
     for i in range(L):
         pairs[f"blocks.{i}.output"] = outputs[i]
     found = {}
@@ -118,7 +121,7 @@ def lift_float32(monkeypatch: Any, torch: Any, module: Any, prefix: str, rms: bo
 
 
 def parity(tmp_path: Path, monkeypatch: Any, request: Any, model: Any, folder: Path, module: Any, prefix: str, family: str,
-           ids: list[int] = IDS, tol: float = 1e-10, lift: Any = None) -> Any:
+           ids: list[int] = IDS, tol: float = 1e-10, lift: Any = None, entry: str = "embed") -> Any:
     """A LLaMA-like model (``module``: its modeling file, ``prefix`` its classes') imported from ``folder`` with no flags and
     traced on ``ids``: every layer, the final norm and the logits within ``tol`` of its forward once its float32 rotary,
     RMSNorm and softmax are lifted to float64 (``lift(monkeypatch, torch, module)``: a family's own lifts in their place);
@@ -132,7 +135,7 @@ def parity(tmp_path: Path, monkeypatch: Any, request: Any, model: Any, folder: P
     else:
         lift(monkeypatch, torch, module)
     spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, ids)))
-    found = compare(traced(spec), *hf_forward(torch, model, model.model.layers, ids))
+    found = compare(traced(spec), *hf_forward(torch, model, model.model.layers, ids), entry=entry)
     assert max(found.values()) <= tol, found
     measured(request, family, found)
     return load_spec(str(spec))

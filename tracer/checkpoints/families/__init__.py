@@ -19,6 +19,7 @@ from tracer.checkpoints.families import (
     distilbert,
     gemma,
     gemma2,
+    gemma3,
     gpt2,
     gpt_neox,
     helium,
@@ -42,7 +43,7 @@ from tracer.messages import at, msg
 FAMILIES: tuple[Layout, ...] = (gpt2.LAYOUT, llama.LAYOUT, mixtral.LAYOUT, pytorch.LAYOUT, tracer_npz.LAYOUT,
                                 bert.LAYOUT, distilbert.LAYOUT, qwen.LAYOUT, gpt_neox.LAYOUT, phi.LAYOUT,
                                 gemma.LAYOUT, opt.LAYOUT, qwen3.LAYOUT, gemma2.LAYOUT, t5.LAYOUT,
-                                phi3.LAYOUT, helium.LAYOUT, smollm3.LAYOUT, cohere.LAYOUT)  # in the order messages list them
+                                phi3.LAYOUT, helium.LAYOUT, smollm3.LAYOUT, cohere.LAYOUT, gemma3.LAYOUT)  # in the order messages list them
 
 _BY_NAME = {family.name: family for family in FAMILIES}
 
