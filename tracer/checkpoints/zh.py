@@ -10,6 +10,7 @@ MESSAGES: dict[str, str] = {
     'transposed': '转置',
     'rows {start} to {stop} of {n} along axis {axis}': '沿轴 {axis} 的第 {start} 到 {stop} 行（共 {n} 行）',
     'a multimodal model': '多模态模型',
+    'a mixture of experts beside a shared expert behind a sigmoid gate, its top k not renormalised unless norm_topk_prob, which tracer does not model': '混合专家旁边还有一个经 sigmoid 门控的共享专家，且除非 norm_topk_prob，否则 top k 不重新归一化，tracer 没有建模',
     "Gemma 3n's layers differ (per-layer embeddings, AltUp), which tracer does not model": 'Gemma 3n 的层不同（逐层嵌入、AltUp），tracer 没有建模',
     "Gemma 3's multimodal checkpoint nests its text model (text_config, model.language_model); the gemma3 layout reads Gemma3ForCausalLM's (model_type gemma3_text)": 'Gemma 3 的多模态检查点把文本模型嵌套在里面（text_config、model.language_model）；gemma3 布局读取 Gemma3ForCausalLM 的（model_type gemma3_text）',
     'a Gemma 3 checkpoint needs its config.json (heads, head_dim, layer_types and the rotary bases are not in the tensors); put it beside the weights': 'Gemma 3 检查点需要它的 config.json（头数、head_dim、layer_types 和旋转基数都不在张量里）；请把它放在权重旁边',
