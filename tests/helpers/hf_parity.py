@@ -37,7 +37,7 @@ def saved(torch: Any, model_class: Any, config: Any, folder: Path) -> Any:
 
 # a tiny LLaMA-like config: 2 layers of 4 heads (2 key/value heads) of width 12, F = 80, V = 64, weights drawn wide
 TINY = {"vocab_size": 64, "hidden_size": 48, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-        "intermediate_size": 80, "max_position_embeddings": 32, "initializer_range": 0.2, "pad_token_id": 0, "bos_token_id": 1,
+        "intermediate_size": 80, "max_position_embeddings": 32, "initializer_range": 0.2, "pad_token_id": 63, "bos_token_id": 1,
         "eos_token_id": 2, "rope_parameters": {"rope_type": "default", "rope_theta": 1000.0}}
 
 
