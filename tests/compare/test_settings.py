@@ -59,6 +59,10 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "relative": ({**BLOCK, "positions": "relative"}, {**BLOCK, "positions": "relative", "relative": {"buckets": 8, "max_distance": 16}},
                  "block.relative"),  # T5's relative position bias: its buckets
     "head_scale": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "head_scale": True}, "block.head_scale"),  # T5's tied head, C^-1/2
+    "rotary_layers": ({**ROTARY, "layers": 2}, {**ROTARY, "layers": 2, "rotary_layers": [0]}, "block.rotary_layers"),  # SmolLM3's no_rope_layers
+    "logit_scale": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "logit_scale": 0.5}, "block.logit_scale"),  # Cohere's scaled logits
+    "local_position_base": ({**ROTARY, "mask": {"causal": True, "window": 2}},  # Gemma 3's sliding layers' own rotary base
+                            {**ROTARY, "mask": {"causal": True, "window": 2}, "local_position_base": 500}, "block.local_position_base"),
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
