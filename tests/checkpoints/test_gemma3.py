@@ -8,9 +8,13 @@ scale's float32 sqrt(C)) are lifted to float64, and then every layer, the final 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
-from conftest import assert_refused, run_app
+from conftest import assert_refused, run_app, write_spec
 from helpers import hf_parity as hf
+from helpers.tracing import run_refused, trace_text
+
+from tracer.views import reference_check as verify
 
 IDS = [5, 17, 42, 3, 29, 0, 11, 8, 60, 33]  # T = 10, beyond the window of 4
 ROPE = {"full_attention": {"rope_type": "linear", "factor": 8.0, "rope_theta": 1e6}, "sliding_attention": {"rope_type": "default", "rope_theta": 1e4}}
@@ -77,3 +81,36 @@ def test_the_gemma2_layout_refuses_gemma3_by_name(tmp_path):
 ])
 def test_what_the_gemma3_layout_cannot_trace_is_refused(tmp_path, config, fragment):
     hf.refused_with(_gemma3(tmp_path)[2], config, fragment)
+
+
+# -- Gemma 3's attention in tracer's own terms, no torch ------------------------------------------------
+
+SPEC = """name: gemma 3 attention
+dims: {B: 1, T: 6, C: 8, H: 2, F: 12, V: 16}
+seed: 3
+block: {norm: rmsnorm_offset, norm_order: sandwich, activation: geglu, positions: rotary, rotary_pairing: half, position_base: 1000000,
+        local_position_base: 10000, qk_norm: true, final_norm: true, head: tied, layers: 3,
+        mask: {causal: true, window: 3, sliding_layers: [0, 1]}, rope_scaling: {type: linear, factor: 8}}
+input: {tokens: [[0, 1, 2, 3, 4, 5]]}
+"""
+
+
+def test_offset_qk_norms_start_at_the_scale_one_and_the_reference_and_grad_follow(tmp_path):
+    trace = trace_text(SPEC)
+    assert trace.spec.weights["blocks.0.attn.q_norm"].source == "zeros"  # (1 + 0): each head of q at unit RMS before the turn
+    steps = {s.name: s for s in trace.spec.steps}
+    assert [(steps[f"blocks.{i}.attention"].base, steps[f"blocks.{i}.attention"].scaling) for i in range(3)] == [
+        (1e4, None), (1e4, None), (1e6, ("linear", 8.0))]
+    no_turn = trace_text(SPEC.replace("positions: rotary, rotary_pairing: half, position_base: 1000000,\n        local_position_base: 10000, ",
+                                      "positions: none, ").replace(", rope_scaling: {type: linear, factor: 8}", ""))
+    q = no_turn.stages["blocks.0.attn.q"].array
+    assert np.allclose(np.sqrt(np.mean(q ** 2, axis=-1)), 1.0, atol=1e-4)
+    v = verify.verify(trace)
+    assert v.plan.full and v.max_abs_diff < 1e-12
+    r = run_app("grad", str(write_spec(tmp_path, SPEC)), "--verify")
+    assert r.returncode == 0 and "all agree" in r.stdout, r.stderr
+
+
+def test_local_position_base_needs_a_window(tmp_path):
+    run_refused(tmp_path, SPEC.replace("mask: {causal: true, window: 3, sliding_layers: [0, 1]}", "mask: causal"),
+                "block.local_position_base: local_position_base is the base of the sliding layers, but the mask has no window")
