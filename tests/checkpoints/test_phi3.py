@@ -41,3 +41,13 @@ def test_phi3_matches_hugging_face_at_every_layer(tmp_path, monkeypatch, config,
 ])
 def test_what_the_phi3_layout_cannot_trace_is_refused(tmp_path, config, fragment):
     hf.refused_with(_phi3(tmp_path)[2], config, fragment)
+
+
+def test_a_spec_whose_heads_do_not_fit_qkv_proj_is_refused_naming_the_rows(tmp_path):
+    from conftest import assert_refused, run_app
+
+    folder = _phi3(tmp_path)[2]  # 4 heads and 2 key/value heads of width 12: qkv_proj holds 48 + 24 + 24 rows
+    spec = hf.imported(tmp_path, folder)
+    spec.write_text(spec.read_text().replace("  H_kv: 2 ", "  H_kv: 4 "))  # the spec now wants 48 + 48 + 48 rows
+    assert_refused(run_app("run", str(spec)), "tensor 'model.layers.0.self_attn.qkv_proj.weight' (rows 0 to 47 of 144 along axis 0, transposed)",
+                   "expected [144,48], received [96,48]")
