@@ -37,6 +37,11 @@ COVERED = {
     "starcoder2": "test_starcoder2.py::test_starcoder2_matches_hugging_face_at_every_layer",
     "granite": "test_granite.py::test_granite_matches_hugging_face_at_every_layer",
     "olmo2": "test_olmo2.py::test_olmo2_matches_hugging_face_at_every_layer",
+    "phi3": "test_phi3.py::test_phi3_matches_hugging_face_at_every_layer",
+    "helium": "test_helium.py::test_helium_matches_hugging_face_at_every_layer",
+    "smollm3": "test_smollm3.py::test_smollm3_matches_hugging_face_at_every_layer",
+    "cohere": "test_cohere.py::test_cohere_matches_hugging_face_at_every_layer",
+    "gemma3_text": "test_gemma3.py::test_gemma3_matches_hugging_face_at_every_layer",
     # a model type a family names only to refuse it by name, with the reason (its test shows the refusal)
     "gemma2": "test_gemma2.py::test_gemma2_matches_hugging_face_in_float64",
     "umt5": "test_t5.py::test_umt5_saved_by_transformers_is_refused_by_name",

@@ -18,7 +18,7 @@ MULTIPLIERS = {"embedding_multiplier": 12.0, "attention_multiplier": 0.0625, "re
 
 
 def _granite(tmp_path, **config):
-    return hf.tiny(tmp_path, "GraniteForCausalLM", "GraniteConfig", "granite",
+    return hf.tiny_family(tmp_path, "GraniteForCausalLM", "GraniteConfig", "granite",
                    {"num_key_value_heads": 2, "rms_norm_eps": 1e-6, "bos_token_id": 0, "eos_token_id": 0} | MULTIPLIERS | config)
 
 

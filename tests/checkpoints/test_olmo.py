@@ -14,7 +14,7 @@ from tracer.spec import load_spec
 
 
 def _olmo(tmp_path, **config):
-    return hf.tiny(tmp_path, "OlmoForCausalLM", "OlmoConfig", "olmo", {"num_key_value_heads": 2, "pad_token_id": 1, "eos_token_id": 2} | config)
+    return hf.tiny_family(tmp_path, "OlmoForCausalLM", "OlmoConfig", "olmo", {"num_key_value_heads": 2, "pad_token_id": 1, "eos_token_id": 2} | config)
 
 
 def lift_layer_norm(monkeypatch, torch, module) -> None:

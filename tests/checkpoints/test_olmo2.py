@@ -15,7 +15,7 @@ from tracer.spec import load_spec
 
 
 def _olmo2(tmp_path, **config):
-    return hf.tiny(tmp_path, "Olmo2ForCausalLM", "Olmo2Config", "olmo2", {"num_key_value_heads": 2, "pad_token_id": 1, "eos_token_id": 2} | config)
+    return hf.tiny_family(tmp_path, "Olmo2ForCausalLM", "Olmo2Config", "olmo2", {"num_key_value_heads": 2, "pad_token_id": 1, "eos_token_id": 2} | config)
 
 
 @pytest.mark.parametrize("config", [{}, {"attention_bias": True, "num_key_value_heads": 4, "rms_norm_eps": 1e-6}])

@@ -16,7 +16,7 @@ from tracer.spec import load_spec
 
 def _stablelm(tmp_path, **config):
     rope = {"rope_type": "default", "rope_theta": 1000.0, "partial_rotary_factor": 0.5}
-    return hf.tiny(tmp_path, "StableLmForCausalLM", "StableLmConfig", "stablelm", {"num_key_value_heads": 2, "rope_parameters": rope} | config)
+    return hf.tiny_family(tmp_path, "StableLmForCausalLM", "StableLmConfig", "stablelm", {"num_key_value_heads": 2, "rope_parameters": rope} | config)
 
 
 @pytest.mark.parametrize("config, order", [({}, "pre"), ({"use_qkv_bias": True, "use_parallel_residual": True, "num_key_value_heads": 4}, "parallel_shared")])

@@ -14,7 +14,7 @@ from tracer.spec import load_spec
 
 
 def _starcoder2(tmp_path, **config):
-    return hf.tiny(tmp_path, "Starcoder2ForCausalLM", "Starcoder2Config", "starcoder2",
+    return hf.tiny_family(tmp_path, "Starcoder2ForCausalLM", "Starcoder2Config", "starcoder2",
                    {"num_key_value_heads": 2, "bos_token_id": 0, "eos_token_id": 0} | config)
 
 

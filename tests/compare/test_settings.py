@@ -63,6 +63,10 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "residual_multiplier": (BLOCK, {**BLOCK, "residual_multiplier": 0.5}, "block.residual_multiplier"),  # Granite's sublayer outputs times m
     "logits_divisor": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "logits_divisor": 4.0}, "block.logits_divisor"),  # Granite's logits / s
     "qk_projection": ({**BLOCK, "qk_norm": True}, {**BLOCK, "qk_norm": "projection"}, "block.qk_projection"),  # OLMo 2's q/k norm, whole projections
+    "rotary_layers": ({**ROTARY, "layers": 2}, {**ROTARY, "layers": 2, "rotary_layers": [0]}, "block.rotary_layers"),  # SmolLM3's no_rope_layers
+    "logit_scale": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "logit_scale": 0.5}, "block.logit_scale"),  # Cohere's scaled logits
+    "local_position_base": ({**ROTARY, "mask": {"causal": True, "window": 2}},  # Gemma 3's sliding layers' own rotary base
+                            {**ROTARY, "mask": {"causal": True, "window": 2}, "local_position_base": 500}, "block.local_position_base"),
 }
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [

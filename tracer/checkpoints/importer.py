@@ -222,6 +222,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
         block["head"] = "none"
         notes["head"] = "left out: the head needs token input, and this trace starts from a hidden state"
     _sliding_range(block, notes, first, last)
+    _rotary_range(block, notes, first, last)
     if block.get("head") == "none":
         block.pop("head_softcap", None)  # Gemma 2's cap of the logits: no head, no logits
         block.pop("logits_divisor", None)  # Granite's logits_scaling, likewise
@@ -255,6 +256,20 @@ def _sliding_range(block: dict[str, Any], notes: dict[str, str], first: int, las
         block["mask"] = dict(mask, sliding_layers=kept)
     if kept != mask["sliding_layers"]:
         notes["mask"] = notes.get("mask", "") + f"; of layers {first}-{last}: " + (f"blocks {kept} slide" if kept else "none slides")
+
+
+def _rotary_range(block: dict[str, Any], notes: dict[str, str], first: int, last: int) -> None:
+    """block.rotary_layers (SmolLM3's no_rope_layers) for the layers --layers keeps, numbered from 0: every kept layer
+    turned is every layer's rotary positions (the setting left out)."""
+    if "rotary_layers" not in block:
+        return
+    kept = [i - first for i in block["rotary_layers"] if first <= i <= last]
+    if len(kept) == last - first + 1:
+        del block["rotary_layers"]
+        notes.pop("rotary_layers", None)
+    elif kept != block["rotary_layers"]:
+        block["rotary_layers"] = kept
+        notes["rotary_layers"] = notes.get("rotary_layers", "") + f"; of layers {first}-{last}: " + (f"blocks {kept} turned" if kept else "none turned")
 
 
 def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None,

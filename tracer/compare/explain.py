@@ -181,7 +181,7 @@ def scaled_words(steps: tuple[Step, ...]) -> list[Message]:
     if any(s.op == "rms_norm_offset" for s in steps):
         words.append(msg("RMSNorm with (1 + gamma)"))
     branch = ("attention_scaled", "ffn_scaled")  # blocks.N.attention_scaled: a sublayer output scaled (the others: the embeddings)
-    embedding = sorted({s.scale for s in steps if s.op == "scale" and s.scale is not None and s.name.rsplit(".", 1)[-1] not in branch})
+    embedding = sorted({s.scale for s in steps if s.op == "scale" and s.scale is not None and s.name.rsplit(".", 1)[-1] not in branch + ("logits",)})
     if embedding:  # Granite's embedding_multiplier
         words.append(msg("embeddings times {m}", m=", ".join(f"{m:g}" for m in embedding)))
     residual = sorted({s.scale for s in steps if s.op == "scale" and s.scale is not None and s.name.rsplit(".", 1)[-1] in branch})
@@ -210,9 +210,15 @@ def capped_words(steps: tuple[Step, ...], settings: dict[str, Any]) -> list[Mess
     logits = sorted({s.softcap for s in steps if s.op == "softcap" and s.softcap is not None})
     if logits:
         words.append(msg("logits soft-capped (cap {cap})", cap=", ".join(f"{c:g}" for c in logits)))
+    scales = sorted({s.scale for s in steps if s.op == "scale" and s.name.rsplit(".", 1)[-1] == "logits" and s.scale is not None})  # Cohere's
+    if scales:
+        words.append(msg("logits scaled (s = {scale})", scale=", ".join(f"{c:g}" for c in scales)))
     sliding = settings.get("block.sliding_layers")
     if sliding:
         words.append(msg("the window on layers {layers} only", layers=", ".join(map(str, sliding))))
+    turned = settings.get("block.rotary_layers")
+    if turned is not None:  # SmolLM3's no_rope_layers: the other layers' attention has no positions
+        words.append(msg("rotary positions on layers {layers} only", layers=", ".join(map(str, turned)) or "none"))
     return words
 
 

@@ -334,6 +334,8 @@ MESSAGES: dict[str, str] = {
     'scores soft-capped (cap {cap})': '分数做软上限（上限 {cap}）',
     'logits soft-capped (cap {cap})': 'logits 做软上限（上限 {cap}）',
     'the window on layers {layers} only': '只有第 {layers} 层使用滑动窗口',
+    'logits scaled (s = {scale})': 'logits 乘以缩放因子（s = {scale}）',
+    'rotary positions on layers {layers} only': '只有第 {layers} 层使用旋转位置',
     '--page shows one diff: give one side B': '--page 只显示一次比较：请只给一个 B 侧',
     'embeddings times {m}': '嵌入乘以 {m}',
     'sublayer outputs times {m} before the residual add': '子层输出在残差相加之前乘以 {m}',

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tracer.engine import interventions, kernels
-from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of, relative_buckets_of
+from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of, qk_scale, relative_buckets_of
 from tracer.engine.kernels import embeddings, ffn, multihead, norms
 from tracer.model.activations import is_gated
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix
@@ -265,7 +265,7 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     xq = bw.value(step.inputs[0])
     xkv = bw.value(step.inputs[1]) if cross else xq
     keys = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o") + (("q_norm", "k_norm") if step.qk_norm else ())
-    w = {k: bw.params[f"{step.weights}.{k}"] for k in keys}
+    w = {k: qk_scale(step, bw.params[f"{step.weights}.{k}"]) if k.endswith("_norm") else bw.params[f"{step.weights}.{k}"] for k in keys}
     ablated = bw.interventions.get(step.name)
     mask = None
     if ablated is not None and ablated.kind == "heads":  # as the forward: the head's rows of W_O meet zeros

@@ -24,7 +24,7 @@ from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import masks
 from tracer.model.activations import is_gated
-from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
+from tracer.model.blocks import ATTN_MEANINGS, QK_OFFSET, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
 from tracer.model.contracts import operand_axes, position_violation, relative_violation, violation
 from tracer.model.ops import OPS, SOFTMAX_ROWS
 from tracer.model.shapes import shape_label
@@ -471,8 +471,8 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
     bias = inputs[1] if step.op == "mha" and len(inputs) > 1 else None  # positions: relative: the stack's position bias [H,T,T]
     g = step.weights
     w = {k: ex.params[f"{g}.{k}"] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
-    # Qwen3's block.qk_norm: q and k RMS-normalised per head, with the block's eps (the step's)
-    q_norm, k_norm = (ex.params[f"{g}.q_norm"], ex.params[f"{g}.k_norm"]) if step.qk_norm else (None, None)
+    # Qwen3's block.qk_norm: q and k RMS-normalised per head, with the block's eps (the step's); Gemma 3's scale by (1 + w)
+    q_norm, k_norm = (qk_scale(step, ex.params[f"{g}.q_norm"]), qk_scale(step, ex.params[f"{g}.k_norm"])) if step.qk_norm else (None, None)
     ablated = ex.interventions.get(step.name)
     if ablated is not None and ablated.kind == "heads":  # --ablate ATTN.head.N: the head's rows of W_O meet zeros
         w["w_o"] = w["w_o"] * ablated.head_mask(w["w_o"].shape[:1], w["w_o"].dtype)[:, None]
@@ -610,6 +610,12 @@ def forward_softcap(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nd
     cap = step.softcap
     assert cap is not None, "a softcap step has its cap"
     return ex.record_step(step, lambda strict: embeddings.softcap(inputs[0], cap))
+def qk_scale(step: Step, w: np.ndarray) -> np.ndarray:
+    """The factor of a per-head q or k norm: its weight, or 1 + weight where the block's norms are Gemma's (qk_norm offset)."""
+    return 1.0 + w if step.qk_norm == QK_OFFSET else w
+
+
+
 # -- T5's relative position bias (positions: relative) -------------------------------------
 def relative_buckets_of(step: Step, n_q: int, n_k: int) -> np.ndarray:
     assert step.relative is not None

@@ -23,7 +23,7 @@ from typing import Any
 from tracer.messages import join, msg
 from tracer.model import rope
 from tracer.model.activations import activation_of, is_gated
-from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, position_axis
+from tracer.model.blocks import ATTN_MEANINGS, QK_OFFSET, Step, internal_prefix, position_axis
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
 from tracer.spec import Spec
@@ -261,7 +261,9 @@ class Reference:
                     full = head_rms(full, self.w[f"{g}.{name}_norm"], step.epsilon())
                 heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
                 if step.qk_norm and not step.qk_projection and name in ("q", "k"):  # Qwen3: each head RMS-normalised over its d coordinates, then turned
-                    heads = [head_rms(v, self.w[f"{g}.{name}_norm"], step.epsilon()) for v in heads]
+                    gamma = self.w[f"{g}.{name}_norm"]
+                    gamma = [1.0 + x for x in gamma] if step.qk_norm == QK_OFFSET else gamma  # Gemma 3's (1 + w)
+                    heads = [head_rms(v, gamma, step.epsilon()) for v in heads]
                 if step.base is not None and name in ("q", "k"):
                     heads = [rotate(v, t, step.base, step.pairing or "interleaved", step.rotary_dim, step.scaling) for v in heads]
                 out[t] = heads  # [H][d] for q, [H_kv][d] for k and v
@@ -507,6 +509,8 @@ def head_rms(v: Vec, gamma: Vec, eps: float) -> Vec:  # one head [d]: v / sqrt(m
 def reference_softcap(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     cap = step.softcap or 1.0  # Gemma 2's logits: cap * tanh(x / cap), one value at a time
     return {t: [cap * math.tanh(v / cap) for v in ins[0][t]] for t in positions}
+
+
 # -- T5's relative position bias (positions: relative) -------------------------------------
 def reference_relative_bias(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     """At query t: [H][S], head h's bias for every key j, the table's row of the bucket of j - t (a plain loop)."""

@@ -38,10 +38,11 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     window: int | None = None  # mha with a causal mask: a sliding window of W keys (tracer/model/masks.py); None: none
     scaling: tuple[object, ...] | None = None  # mha with rotary positions: a rope type's scaled speeds (tracer/model/rope.py)
     rotary_dim: int | None = None  # mha with rotary positions: only each head's first rotary_dim coordinates turned; None: all d
-    qk_norm: bool | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); None: not
+    qk_norm: bool | str | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); "offset": scaled by
+    # (1 + w), the block's norm being rmsnorm_offset (Gemma 3's); None: not
     qk_projection: bool | None = None  # mha with qk_norm: over the whole of q's and k's projections, not per head (OLMo 2's)
     scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d);
-    # scale, divide: the number the stage multiplies or divides by (Granite's multipliers, block.logits_divisor)
+    # scale, divide: the number the stage multiplies or divides by (Granite's multipliers, block.logits_divisor, Cohere's logit_scale)
     softcap: float | None = None  # mha: scores soft-capped, cap * tanh(scores / cap), after the scale and before the mask
     # (Gemma 2's attn_logit_softcapping); softcap: the cap of its tanh (final_logit_softcapping); None: not capped
     relative: tuple[int, int, bool] | None = None  # relative_bias: (buckets, max_distance, bidirectional), T5's bucketing
@@ -317,7 +318,7 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                 if s.rotary_dim is not None:
                     changes["rotary_dim"] = s.rotary_dim
             if s.qk_norm and step.qk_norm is None:
-                changes["qk_norm"] = True
+                changes["qk_norm"] = QK_OFFSET if s.norm == "rmsnorm_offset" else True
                 if s.qk_projection:
                     changes["qk_projection"] = True
                 changes["eps"] = s.eps  # the per-head norms of q and k
@@ -354,13 +355,20 @@ def scaled_residuals(layer: tuple[Step, ...], m: float) -> tuple[Step, ...]:
     return tuple(out)
 
 
+QK_OFFSET = "offset"  # an attention's qk_norm under norm: rmsnorm_offset: the per-head norms scale by (1 + w), as Gemma 3's do
+UNTURNED: dict[str, Any] = {"base": None, "pairing": None, "scaling": None, "rotary_dim": None}  # an attention without rotary positions
+
+
 def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: str, memory: str | None,
-           plain: bool, sliding: tuple[int, ...] | None = None) -> tuple[list[Step], str]:
+           plain: bool, sliding: tuple[int, ...] | None = None, rotary: tuple[int, ...] | None = None,
+           local_base: float | None = None) -> tuple[list[Step], str]:
     """Repeat a layer template ``layers`` times; return the steps and the last stage's name.
 
     With ``plain`` (one layer of a decoder-only model, the chapter's case) names are not prefixed.  ``sliding``
     (mask.sliding_layers, Gemma 2's alternating layers): only these layers' attention keeps its sliding window,
-    the others' is plain causal.
+    the others' is plain causal.  ``rotary`` (block.rotary_layers, SmolLM3's no_rope_layers): only these layers'
+    attention turns q and k by the rotary positions, the others' has no positions.  ``local_base`` (block.local_position_base,
+    Gemma 3's rope_local_base_freq): the sliding layers' attention turns at that base, unscaled.
     """
     steps: list[Step] = []
     layer_input = first_input
@@ -379,9 +387,12 @@ def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: st
 
         for step in template:
             full = sliding is not None and i not in sliding and step.op == "mha" and step.window is not None
+            unturned = rotary is not None and i not in rotary and step.op == "mha" and step.base is not None
+            local = local_base is not None and step.op == "mha" and step.base is not None and step.window is not None and not full
             steps.append(step._replace(
                 name=lp + step.name, inputs=tuple(rename(s) for s in step.inputs),
                 weights=(lp + step.weights) if step.weights else None, window=None if full else step.window,
+                **(UNTURNED if unturned else {"base": local_base, "scaling": None} if local else {}),
             ))
         layer_input = steps[-1].name
     return steps, layer_input
@@ -515,10 +526,16 @@ def project_out(last: str) -> Step:
 RAW_LOGITS = "raw_logits"  # with block.head_softcap: the head's own logits, before the cap
 
 
-def head_steps(last: str, softcap: float | None = None, divisor: float | None = None) -> list[Step]:
+def head_steps(last: str, softcap: float | None = None, divisor: float | None = None, scale: float | None = None) -> list[Step]:
     """The output head, then the probabilities; ``softcap`` (Gemma 2's final_logit_softcapping): the head's logits are
     a stage of their own, raw_logits, and logits = cap * tanh(raw_logits / cap); ``divisor`` (Granite's logits_scaling):
-    logits = raw_logits / s."""
+    logits = raw_logits / s; ``scale`` (Cohere's logit_scale): logits = raw_logits * s."""
+    if scale is not None:
+        return [
+            Step(RAW_LOGITS, "head", (last,), "head", msg("logits over the vocabulary, before the scale")),
+            Step("logits", "scale", (RAW_LOGITS,), None, msg("logits scaled, raw_logits * s, s = {scale}", scale=f"{scale:g}"), scale=scale),
+            Step("probs", "softmax", ("logits",), None, msg("next-token probabilities, softmax over V")),
+        ]
     if divisor is not None:
         return [
             Step(RAW_LOGITS, "head", (last,), "head", msg("logits over the vocabulary, before the divisor")),

@@ -163,6 +163,8 @@ MESSAGES: dict[str, str] = {
     "the FFN output's own {norm}, N_F = {LN}F(FFN(N_2)), before the residual add (sandwich)": 'FFN 输出自己的{norm}，N_F = {LN}F(FFN(N_2))，在残差相加之前（夹心）',
     'block output of the normalised FFN output, Y = R + N_F': '块输出，加的是归一化后的 FFN 输出，Y = R + N_F',
     'logits over the vocabulary, before the soft cap': '词表上的 logits，软上限之前',
+    'logits over the vocabulary, before the scale': '词表上的 logits，缩放之前',
+    'logits scaled, raw_logits * s, s = {scale}': '缩放后的 logits，raw_logits * s，s = {scale}',
     'logits soft-capped, cap * tanh(raw_logits / cap), cap = {cap}': '做了软上限的 logits，cap * tanh(raw_logits / cap)，cap = {cap}',
     'then cap * tanh(scores / cap), block.attention_softcap = cap, before the mask': '再取 cap * tanh(scores / cap)，block.attention_softcap = cap，在掩码之前',
     'scores cap * tanh(QK^T * {scale} / cap), soft-capped at {cap}, before the mask (block.attention_scale)': '分数 cap * tanh(QK^T * {scale} / cap)，软上限为 {cap}，在掩码之前（block.attention_scale）',

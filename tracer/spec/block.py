@@ -68,6 +68,9 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
                                                          i=max(sliding), n=layers, last=layers - 1))
     attention_softcap, head_softcap = softcaps(c, raw, p, head, norm_order)
     relative = relative_of(c, raw, p, positions)
+    rotary_layers = rotary_layers_of(c, raw, p, positions, layers)
+    logit_scale = logit_scale_of(c, raw, p, head, head_softcap)
+    local_base = local_base_of(c, raw, p, positions, window)
     head_scale = c.boolean(raw.get("head_scale", False), p + ("head_scale",))
     if head_scale and head == "none":
         raise c.fail(p + ("head_scale",), msg("head_scale scales what the output head reads, but head is none"))
@@ -75,11 +78,13 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
         raise c.fail(p + ("attention_softcap",), msg("attention_softcap (Gemma 2's) with positions: relative (T5's): no model has both, "
                                                      "so tracer does not guess whether the bias is added before or after the cap"))
     multipliers = multipliers_of(c, raw, p, norm_order, experts, head, embedding_scale, head_softcap)
+    if multipliers[2] is not None and logit_scale is not None:  # no family has both: their order is not guessed
+        raise c.fail(p + ("logit_scale",), msg("logit_scale (Cohere's) with logits_divisor (Granite's): no model has both; give one"))
     spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                      float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
                      experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding,
-                     relative, head_scale, embedding_multiplier=multipliers[0], residual_multiplier=multipliers[1],
-                     logits_divisor=multipliers[2], qk_projection=qk_projection)
+                     relative, head_scale, rotary_layers, logit_scale, local_base, embedding_multiplier=multipliers[0],
+                     residual_multiplier=multipliers[1], logits_divisor=multipliers[2], qk_projection=qk_projection)
     return spec, raw.get("steps")
 
 
@@ -149,6 +154,11 @@ def sliding_layers(c: Checks, raw: Any, path: Path, window: int | None) -> tuple
     """``sliding_layers: [0, 2]``: the layers whose attention reads the sliding window (the others: plain causal)."""
     if window is None:
         raise c.fail(path, msg("sliding_layers names the layers that read the sliding window, but the mask has no window"))
+    return layer_list(c, raw, path)
+
+
+def layer_list(c: Checks, raw: Any, path: Path) -> tuple[int, ...]:
+    """A list of layer numbers, each once, in increasing order (sliding_layers, rotary_layers)."""
     if not isinstance(raw, list):
         raise c.fail(path, msg("expected a list of layer numbers such as [0, 2], received {got}", got=c.received(path, raw)))
     out = tuple(c.integer(v, path + (i,), 0, 1000) for i, v in enumerate(raw))
@@ -180,6 +190,35 @@ def positions_of(c: Checks, raw: dict[str, Any], p: Path, has_table: bool
             raise c.fail(p + ("rotary_dim",), msg("rotary_dim is for rotary positions, but positions is {positions}", positions=positions))
         rotary_dim = c.integer(raw["rotary_dim"], p + ("rotary_dim",), 1, MAX_DIM)  # even and at most d: the rotary op's contract
     return positions, base, pairing, scaling, rotary_dim
+
+
+def rotary_layers_of(c: Checks, raw: dict[str, Any], p: Path, positions: str, layers: int) -> tuple[int, ...] | None:
+    """``rotary_layers: [0, 1, 2]`` (SmolLM3's no_rope_layers): the layers whose attention is turned, each once, in
+    increasing order, every one of the stack's; the others have no positions.  Absent: every layer."""
+    if "rotary_layers" not in raw:
+        return None
+    path = p + ("rotary_layers",)
+    if positions != "rotary":
+        raise c.fail(path, msg("rotary_layers is for rotary positions, but positions is {positions}", positions=positions))
+    out = layer_list(c, raw["rotary_layers"], path)
+    if out and out[-1] >= layers:
+        raise c.fail(path, msg("layer {i} is not one of the {n} layers (0 .. {last})", i=out[-1], n=layers, last=layers - 1))
+    return out
+
+
+def local_base_of(c: Checks, raw: dict[str, Any], p: Path, positions: str, window: int | None) -> float | None:
+    """``local_position_base: B`` (Gemma 3's rope_local_base_freq): the sliding layers' rotary base, their speeds unscaled."""
+    if "local_position_base" not in raw:
+        return None
+    path = p + ("local_position_base",)
+    base = raw["local_position_base"]
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 1:
+        raise c.fail(path, msg("expected a number above 1 such as 10000, received {got}", got=c.received(path, base)))
+    if positions != "rotary":
+        raise c.fail(path, msg("local_position_base is for rotary positions, but positions is {positions}", positions=positions))
+    if window is None:
+        raise c.fail(path, msg("local_position_base is the base of the sliding layers, but the mask has no window"))
+    return float(base)
 
 
 def rope_scaling(c: Checks, raw: Any, path: Path) -> tuple[object, ...]:
@@ -304,6 +343,23 @@ def multipliers_of(c: Checks, raw: dict[str, Any], p: Path, norm_order: str, exp
     if out[2] is not None and head_softcap is not None:
         raise c.fail(p + ("logits_divisor",), msg("logits_divisor with head_softcap: no model has both, so tracer does not guess their order"))
     return out[0], out[1], out[2]
+
+
+def logit_scale_of(c: Checks, raw: dict[str, Any], p: Path, head: str, head_softcap: float | None) -> float | None:
+    """``logit_scale: s`` (Cohere's): the logits times s, a decoder-only spec's block with a head; absent: none."""
+    if "logit_scale" not in raw:
+        return None
+    path = p + ("logit_scale",)
+    value = raw["logit_scale"]
+    if not positive(value):
+        raise c.fail(path, msg("expected a positive number such as 0.0625 (logits = s * raw_logits), received {got}", got=c.received(path, value)))
+    if head == "none":
+        raise c.fail(path, msg("logit_scale scales the output head's logits, but head is none"))
+    if p != ("block",):
+        raise c.fail(path, msg("logit_scale (Cohere's) is for a decoder-only spec's block"))
+    if head_softcap is not None:  # no family has both: their order is not guessed
+        raise c.fail(path, msg("logit_scale with head_softcap: no model has both, so tracer does not guess which comes first"))
+    return float(value)
 
 
 def softcap(c: Checks, raw: dict[str, Any], key: str, p: Path) -> float | None:

@@ -160,7 +160,8 @@ def expand(c: Checks, model: str, block: BlockSpec, encoder: BlockSpec | None, t
         preset = not template
         order = blocks.PRE_NORM_MOE if block.experts is not None and preset else blocks.NORM_ORDERS.get(block.norm_order, ())
         layer = blocks.configure(order if preset else template, ds, preset=preset)
-        body, last = blocks.expand(layer, "", block.layers, x, None, plain=block.layers == 1, sliding=block.sliding_layers)
+        body, last = blocks.expand(layer, "", block.layers, x, None, plain=block.layers == 1, sliding=block.sliding_layers,
+                                    rotary=block.rotary_layers, local_base=block.local_position_base)
         steps = entry + body
         prefix = ""
     if block.final_norm:
@@ -175,7 +176,7 @@ def expand(c: Checks, model: str, block: BlockSpec, encoder: BlockSpec | None, t
         steps.append(blocks.head_scale(prefix, last))
         last = steps[-1].name
     if block.head != "none":
-        steps += blocks.head_steps(last, block.head_softcap, block.logits_divisor)
+        steps += blocks.head_steps(last, block.head_softcap, block.logits_divisor, block.logit_scale)
     return tuple(steps), stage_shapes(c, steps, dims)
 
 

@@ -103,6 +103,10 @@ class BlockSpec(NamedTuple):
     sliding_layers: tuple[int, ...] | None = None  # mask.sliding_layers: only these layers read the window (Gemma 2)
     relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
     head_scale: bool = False  # T5's tied head: the head reads the (final-normed) output times C ** -0.5, a stage of its own
+    rotary_layers: tuple[int, ...] | None = None  # positions: rotary: only these layers' attention is turned (SmolLM3's
+    # no_rope_layers); the others have no positions.  None: every layer
+    logit_scale: float | None = None  # Cohere: logits = s * raw_logits, a stage after the head; None: the head's logits
+    local_position_base: float | None = None  # Gemma 3: the sliding layers' rotary base (unscaled); None: position_base everywhere
     embedding_multiplier: float | None = None  # Granite: X = E[token] * m (op scale)
     residual_multiplier: float | None = None  # Granite: each sublayer's output times m before its residual add (op scale)
     logits_divisor: float | None = None  # Granite: logits = raw_logits / s (logits_scaling; op divide)

@@ -16,7 +16,7 @@ from tracer.messages import msg, nmsg
 from tracer.model.ops import TABLES
 from tracer.spec.checks import Checks
 from tracer.spec.keys import FILE_KEYS, MODEL_FILE_KEYS
-from tracer.spec.typed import BlockSpec, Weight
+from tracer.spec.typed import BlockSpec, Dims, Weight
 from tracer.spec.yamlio import Path, format_path
 
 
@@ -76,12 +76,12 @@ def layer_name(name: str) -> str:
     return "blocks.0." + name
 
 
-def checkpoint_weight(c: Checks, name: str, axes: tuple[str, ...], want: tuple[int, ...], label: str, H: int) -> Weight | None:
+def checkpoint_weight(c: Checks, name: str, axes: tuple[str, ...], want: tuple[int, ...], label: str, dims: Dims) -> Weight | None:
     """A weight the whole-model checkpoint holds, through its layout (None when the layout has none for it)."""
     from tracer.checkpoints import refs
 
     try:
-        ref = refs.model_ref(c.model_source, layer_name(name), label, want, name, H)
+        ref = refs.model_ref(c.model_source, layer_name(name), label, want, name, dims.H, dims.size)
     except refs.CheckpointError as e:
         raise SpecError(e.message) from None
     return None if ref is None else Weight(name, axes, want, "file", ref)

@@ -13,21 +13,43 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import bert, distilbert, gemma, gemma2, gpt2, gpt_neox, llama, mixtral, opt, phi, pytorch, qwen, qwen3, t5, tracer_npz
+from tracer.checkpoints.families import (
+    bert,
+    cohere,
+    distilbert,
+    gemma,
+    gemma2,
+    gemma3,
+    gpt2,
+    gpt_neox,
+    granite,
+    helium,
+    llama,
+    mixtral,
+    olmo,
+    olmo2,
+    opt,
+    phi,
+    phi3,
+    pytorch,
+    qwen,
+    qwen3,
+    smollm3,
+    stablelm,
+    starcoder2,
+    t5,
+    tracer_npz,
+)
 from tracer.checkpoints.families.base import Layout, config_path, received, unlisted
-from tracer.checkpoints.families.granite import LAYOUT as GRANITE
-from tracer.checkpoints.families.olmo import LAYOUT as OLMO
-from tracer.checkpoints.families.olmo2 import LAYOUT as OLMO2
-from tracer.checkpoints.families.stablelm import LAYOUT as STABLELM
-from tracer.checkpoints.families.starcoder2 import LAYOUT as STARCODER2
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
 
 FAMILIES: tuple[Layout, ...] = (gpt2.LAYOUT, llama.LAYOUT, mixtral.LAYOUT, pytorch.LAYOUT, tracer_npz.LAYOUT,
                                 bert.LAYOUT, distilbert.LAYOUT, qwen.LAYOUT, gpt_neox.LAYOUT, phi.LAYOUT,
-                                gemma.LAYOUT, opt.LAYOUT, qwen3.LAYOUT, gemma2.LAYOUT, t5.LAYOUT)  # in the order messages list them
-FAMILIES += (STABLELM, OLMO, STARCODER2, GRANITE, OLMO2)  # StableLM, OLMo, OLMo 2, Granite, StarCoder2
+                                gemma.LAYOUT, opt.LAYOUT, qwen3.LAYOUT, gemma2.LAYOUT, t5.LAYOUT,
+                                phi3.LAYOUT, helium.LAYOUT, smollm3.LAYOUT, cohere.LAYOUT, gemma3.LAYOUT,
+                                stablelm.LAYOUT, olmo.LAYOUT, starcoder2.LAYOUT, granite.LAYOUT, olmo2.LAYOUT)  # in the order messages list them
 
 _BY_NAME = {family.name: family for family in FAMILIES}
 

@@ -59,11 +59,26 @@ class Take(NamedTuple):
     # weight takes its fill (zeros), as when the layout does not map it; the family's config reader checks config and tensors agree
     heads: int = 0  # packed per head: the axis is [H, split, n] (GPT-NeoX's query_key_value); -1 in a table: the spec's H
     alt: str = ""  # another key for the same weight, tried when ``key`` is absent (T5's gated FFN: wi_0 in place of relu's wi)
+    parts: tuple[str, ...] = ()  # packed in unequal parts: each part's width as a dims letter (Phi-3's qkv_proj: C_q, C_kv, C_kv);
+    # ``part`` says which, ``axis`` along what; the spec's sizes give the rows (``resolved``); unresolved, the shape is unknown (None)
+    rows: tuple[int, ...] = ()  # resolved parts: (start, stop, total) along ``axis``
+
+    def resolved(self, size: Callable[[str], int]) -> Take:
+        """A Take of unequal ``parts`` with its rows fixed by the spec's sizes (``size('C_q')``); any other Take as it is."""
+        if not self.parts:
+            return self
+        widths = [size(letter) for letter in self.parts]
+        start = sum(widths[:self.part])
+        return self._replace(rows=(start, start + widths[self.part], sum(widths)))
 
     def shape(self, stored: tuple[int, ...]) -> tuple[int, ...] | None:
         """The shape tracer receives from a stored tensor of shape ``stored`` (None if it cannot be split so)."""
         out = list(stored)
-        if self.split:
+        if self.parts:
+            if not self.rows or self.axis >= len(out) or out[self.axis] != self.rows[2]:
+                return None
+            out[self.axis] = self.rows[1] - self.rows[0]
+        elif self.split:
             if self.axis >= len(out) or out[self.axis] % self.split:
                 return None
             out[self.axis] //= self.split
@@ -72,14 +87,18 @@ class Take(NamedTuple):
     def stored_shape(self, want: tuple[int, ...]) -> tuple[int, ...]:
         """The stored shape that gives tracer ``want``."""
         out = list(reversed(want)) if self.transpose else list(want)
-        if self.split and self.axis < len(out):
+        if self.rows and self.axis < len(out):
+            out[self.axis] = self.rows[2]
+        elif self.split and self.axis < len(out):
             out[self.axis] *= self.split
         return tuple(out)
 
     def describe(self) -> Message | str:
         """' (part 1 of 3 along axis 0, transposed)': how the stored tensor becomes tracer's weight."""
         words: list[Message] = []
-        if self.split and self.heads:
+        if self.rows:
+            words.append(msg("rows {start} to {stop} of {n} along axis {axis}", start=self.rows[0], stop=self.rows[1] - 1, n=self.rows[2], axis=self.axis))
+        elif self.split and self.heads:
             words.append(msg("part {part} of {n} within each head along axis {axis}", part=self.part + 1, n=self.split, axis=self.axis))
         elif self.split:
             words.append(msg("part {part} of {n} along axis {axis}", part=self.part + 1, n=self.split, axis=self.axis))
@@ -90,7 +109,9 @@ class Take(NamedTuple):
     def apply(self, a: np.ndarray) -> np.ndarray:  # stored -> tracer's [in, out], an array of its own
         import numpy as np
 
-        if self.split and self.heads > 0:  # [.., H * split * n, ..] -> [.., H, split, n, ..]: part j of every head
+        if self.rows:
+            a = np.take(a, range(self.rows[0], self.rows[1]), axis=self.axis)
+        elif self.split and self.heads > 0:  # [.., H * split * n, ..] -> [.., H, split, n, ..]: part j of every head
             n = a.shape[self.axis] // (self.split * self.heads)
             a = np.moveaxis(a, self.axis, 0)
             a = a.reshape((self.heads, self.split, n) + a.shape[1:])[:, self.part].reshape((self.heads * n,) + a.shape[1:])

@@ -47,7 +47,8 @@ GEMMA_KEYS = frozenset({"vocab_size", "hidden_size", "intermediate_size", "num_h
 GEMMA2 = msg("Gemma 2 adds a norm after each sublayer, soft-caps the scores and the logits and alternates sliding-window layers "
              "(the gemma2 layout reads it)")
 GEMMA_DIFFERENT = {"gemma2": GEMMA2,
-                   "gemma3": msg("Gemma 3 normalises q and k per head and alternates sliding-window layers, which tracer does not model"),
+                   "gemma3": msg("Gemma 3 normalises q and k per head and turns its sliding layers at a base of their own "
+                                 "(the gemma3 layout reads its text model)"),
                    "recurrent_gemma": msg("RecurrentGemma mixes recurrent blocks with attention, which tracer does not model"),
                    "paligemma": msg("PaliGemma reads images as well as tokens")}
 MODEL_TYPES = ("gemma",)  # gemma2: its own family (gemma2.py), refused through this layout by name

@@ -89,7 +89,9 @@ LLAMA_DIFFERENT: dict[str, Message] = {"gemma": msg("Gemma scales its embeddings
                                        "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head (the stablelm layout reads it)"),
                                        "qwen2": msg("Qwen2 always adds q, k and v biases and sets its sliding window per layer (the qwen2 layout reads it)"),
                                        # mixtral: its own family (mixtral.py)
-                                       "qwen3": msg("Qwen3 normalises q and k per head (q_norm, k_norm; the qwen3 layout reads it)")}
+                                       "qwen3": msg("Qwen3 normalises q and k per head (q_norm, k_norm; the qwen3 layout reads it)"),
+                                       "helium": msg("Helium pairs its rotary coordinates (2i, 2i+1), not (i, i + d/2) (the helium layout reads it)"),
+                                       "smollm3": msg("SmolLM3 leaves the rotary positions out of some layers (no_rope_layers; the smollm3 layout reads it)")}
 # config.json keys that mark maths the llama block does not model (Gemma's, Granite's, Cohere's, ...): refused when set
 UNMODELLED: dict[str, Message] = {"query_pre_attn_scalar": msg("scores scaled by 1/sqrt(query_pre_attn_scalar), not 1/sqrt(d)"),
                                   "attn_logit_softcapping": msg("attention scores soft-capped"),
