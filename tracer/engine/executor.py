@@ -610,6 +610,8 @@ def forward_softcap(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nd
     cap = step.softcap
     assert cap is not None, "a softcap step has its cap"
     return ex.record_step(step, lambda strict: embeddings.softcap(inputs[0], cap))
+
+
 def qk_scale(step: Step, w: np.ndarray) -> np.ndarray:
     """The factor of a per-head q or k norm: its weight, or 1 + weight where the block's norms are Gemma's (qk_norm offset)."""
     return 1.0 + w if step.qk_norm == QK_OFFSET else w
