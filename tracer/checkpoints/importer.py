@@ -159,7 +159,8 @@ def _dtype_note(stored: str, dtype: str = "float64") -> str:
     return f"the checkpoint stores {stored}; its tensors are converted on reading"
 
 
-DTYPES = ("float64", "float32")  # tracer import --dtype: what the run computes in
+DTYPES = ("float64", "float32")
+TASK_HEADS = ("pooler", "classifier", "mlm")  # the block settings of the heads after the stack  # tracer import --dtype: what the run computes in
 
 
 def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
@@ -213,14 +214,19 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
         block["positions"] = "none"
         notes["positions"] = (f"the input stands for the hidden state entering layer {first}: positions were added before layer 0"
                               if first > 0 else notes.get("positions", ""))
+    tasks = [k for k in TASK_HEADS if k in block]
     if not whole_end:
         block["final_norm"] = False
         block["head"] = "none"
         notes["final_norm"] = f"left out: the final norm acts after layer {cfg.layers - 1}, which --layers leaves out"
         notes["head"] = f"left out (no logits): the head reads the last layer, {cfg.layers - 1}"
-    elif not from_tokens and block.get("head", "none") != "none":
+    elif not from_tokens and (block.get("head", "none") != "none" or tasks):
         block["head"] = "none"
         notes["head"] = "left out: the head needs token input, and this trace starts from a hidden state"
+    if tasks and (not whole_end or not from_tokens):  # the task heads read the last layer's output (and the tokens' padding)
+        for key in (*TASK_HEADS, "head_bias"):
+            block.pop(key, None)
+        dims.pop("L", None)
     _sliding_range(block, notes, first, last)
     if block.get("head") == "none":
         block.pop("head_softcap", None)  # Gemma 2's cap of the logits: no head, no logits

@@ -174,9 +174,28 @@ def expand(c: Checks, model: str, block: BlockSpec, encoder: BlockSpec | None, t
     if block.head != "none" and block.head_scale:  # T5's tied head: the output times C ** -0.5 first, a stage of its own
         steps.append(blocks.head_scale(prefix, last))
         last = steps[-1].name
+    tasks = task_steps(block, last)
+    taken = {s.name for s in steps} & {s.name for s in tasks}
+    if taken:
+        raise c.fail(("block",), join([msg("stage {name} is already defined", name=repr(sorted(taken)[0])), msg("every step records a stage of its own")]))
+    steps += tasks
+    return tuple(steps), stage_shapes(c, steps, dims)
+
+
+def task_steps(block: BlockSpec, last: str) -> list[Step]:
+    """The head and the task heads after the stack's last stage ``last``: the pooler, a classifier, then the output head
+    (after a masked-LM head's transform, its stages mlm.*)."""
+    steps: list[Step] = []
+    if block.pooler:
+        steps += blocks.pooler_steps(last)
+    if block.classifier is not None:
+        steps += blocks.classifier_steps(last, *block.classifier)
+    if block.mlm is not None:
+        steps += blocks.mlm_steps(last, block.mlm, block.settings())
+        return steps + blocks.head_steps(steps[-1].name, block.head_softcap, prefix=blocks.MLM)
     if block.head != "none":
         steps += blocks.head_steps(last, block.head_softcap)
-    return tuple(steps), stage_shapes(c, steps, dims)
+    return steps
 
 
 def encoder_decoder_layers(block: BlockSpec, encoder: BlockSpec) -> tuple[list[Step], str]:

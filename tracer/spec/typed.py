@@ -33,6 +33,7 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     C_e: int | None = None  # the token embedding's width when it is projected to C and back (OPT's word_embed_proj_dim)
     head_dim: int | None = None  # dims.d: a head width set apart from C / H (LLaMA's head_dim, Qwen3's); None: C // H
     K_rel: int | None = None  # rows of T5's relative-bias tables (positions: relative): one per bucket
+    L: int | None = None  # the classes of a classifier's scores (block.classifier: num_labels)
 
     @property
     def d(self) -> int:
@@ -103,6 +104,9 @@ class BlockSpec(NamedTuple):
     sliding_layers: tuple[int, ...] | None = None  # mask.sliding_layers: only these layers read the window (Gemma 2)
     relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
     head_scale: bool = False  # T5's tied head: the head reads the (final-normed) output times C ** -0.5, a stage of its own
+    pooler: bool = False  # BERT's pooler: pooled = tanh(h_[CLS] W + b), stages cls and pooled (weights pooler)
+    classifier: tuple[str, str, int | None, str | None] | None = None  # (task, reads, pad, hidden): scores [B,L] (classifier.logits, nsp.logits)
+    mlm: str | None = None  # a masked-LM head's activation: mlm.transform = LayerNorm(act(x W + b)) before the head (mlm.logits)
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tracer.checkpoints.formats import Checkpoint, received, shape_text
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, join, msg
+from tracer.model.blocks import TASK_WEIGHTS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -288,7 +289,7 @@ def _layer_prefixes(layout: Layout) -> dict[str, list[tuple[re.Pattern[str], str
     return _PREFIXES[layout.name]
 
 
-ENDS = ("embedding", "position", "head", "token_type")  # the tables before and after the layers
+ENDS = ("embedding", "position", "head", "head_bias", "token_type")  # the tables before and after the layers
 
 
 def _tracer_layer(name: str) -> tuple[str, int] | None:
@@ -297,7 +298,7 @@ def _tracer_layer(name: str) -> tuple[str, int] | None:
     m = re.match(r"((?:encoder\.|decoder\.)?blocks\.)(\d+)\.", name)
     if m:
         return m.group(1), int(m.group(2))
-    return None if name in ENDS or name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"], ["project_in"], ["project_out"]) else ("blocks.", 0)
+    return None if name in ENDS or name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"], ["project_in"], ["project_out"]) or name.split(".")[0] in TASK_WEIGHTS else ("blocks.", 0)
 
 
 def unlisted(ckpt: Checkpoint, layout: Layout) -> list[str]:
