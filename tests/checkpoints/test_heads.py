@@ -55,7 +55,7 @@ def _model(kind: str):
             vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=4, ffn_dim=40, max_position_embeddings=24,
             word_embed_proj_dim=16, num_labels=3, pad_token_id=1, bos_token_id=2, eos_token_id=2, init_std=0.3)),
         "GPTNeoXForSequenceClassification": lambda: t.GPTNeoXForSequenceClassification(t.GPTNeoXConfig(
-            **DECODER, pad_token_id=0, bos_token_id=2, eos_token_id=2)),
+            **(DECODER | {"num_attention_heads": 2}), pad_token_id=0, bos_token_id=2, eos_token_id=2)),  # d = 8: 2 coordinates turned
         "LlamaForSequenceClassification": lambda: t.LlamaForSequenceClassification(t.LlamaConfig(
             **DECODER, pad_token_id=0, bos_token_id=2, eos_token_id=2)),
     }[kind]
@@ -138,3 +138,103 @@ def test_a_fill_mask_lens_reads_every_layer_through_the_mlm_head(tmp_path: Path)
     for t, cell in enumerate(top):
         assert cell["id"] == int(np.argmax(probs[t]))
         assert abs(cell["p"] - float(probs[t].max())) <= 1e-9
+
+
+DECODER_CLASSIFIERS = [  # (class, the module whose float32 steps are lifted, its prefix, the padding id)
+    ("GPT2ForSequenceClassification", None, "", 0),
+    ("OPTForSequenceClassification", "opt", "", 1),
+    ("GPTNeoXForSequenceClassification", "gpt_neox", "GPTNeoX", 0),
+    ("LlamaForSequenceClassification", "llama", "Llama", 0),
+]
+
+
+def _lifted(monkeypatch, torch, name: str | None, prefix: str) -> None:
+    """Hugging Face's float32 steps in a float64 model (rotary angles, softmax, LLaMA's RMSNorm) as the same formulas in float64."""
+    if name is None:
+        return
+    if name == "opt":  # OPT's softmax only (no rotary, LayerNorm in float64)
+        from test_opt import _lift_softmax
+
+        _lift_softmax(monkeypatch, torch)
+        return
+    import importlib
+
+    from helpers.hf_parity import lift_float32
+
+    module = importlib.import_module(f"transformers.models.{name}.modeling_{name}")
+    lift_float32(monkeypatch, torch, module, prefix)
+    if name == "llama":
+        monkeypatch.setattr(module.LlamaRMSNorm, "forward",
+                            lambda self, x: self.weight * (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)))
+
+
+@pytest.mark.parametrize(("kind", "module", "prefix", "pad"), DECODER_CLASSIFIERS, ids=[k for k, *_ in DECODER_CLASSIFIERS])
+def test_a_decoders_classifier_scores_the_last_token_that_is_not_pad(tmp_path: Path, monkeypatch, kind: str, module: str | None, prefix: str,
+                                                                     pad: int) -> None:
+    torch, model, folder = _saved(tmp_path, kind)
+    model = type(model).from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
+    _lifted(monkeypatch, torch, module, prefix)
+    ids = [5, 17, 42, 8, 3, pad, pad]  # padded at the end: Hugging Face pools position 4
+    stages, text = _traced(tmp_path, folder, ids)
+    assert "allow_unread" not in text and "head: none" in text
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([ids])).logits
+    assert stages["classifier.logits"].shape == tuple(logits.shape) == (1, model.config.num_labels)
+    assert _gap(stages["classifier.logits"], logits) <= TOL
+    assert _gap(stages["classifier.token"], stages[[n for n in stages if n.endswith("final_norm")][-1]][:, 4]) == 0.0
+
+
+@pytest.mark.parametrize("kind", ["GPT2ForSequenceClassification", "OPTForSequenceClassification"])
+def test_allow_unread_never_invents_a_head(tmp_path: Path, kind: str) -> None:
+    _, _, folder = _saved(tmp_path, kind)
+    r = run_app("import", str(folder), "--allow-unread")
+    assert r.returncode == 0, r.stderr
+    assert "head: none" in r.stdout and "head: tied" not in r.stdout and "classifier:" in r.stdout
+
+
+def test_an_unknown_head_is_refused_by_name_not_tied(tmp_path: Path) -> None:
+    torch, model, folder = _saved(tmp_path, "GPT2ForSequenceClassification")
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    tensors["value_head.weight"] = tensors.pop("score.weight")  # a head no layout reads, and no lm_head
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    for extra in ((), ("--allow-unread",)):
+        r = run_app("import", str(folder), *extra)
+        assert r.returncode == 2, r.stdout
+        assert "value_head.weight" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+        assert "head: tied" not in r.stdout
+
+
+def test_a_refusal_names_the_tensor_not_a_line_of_an_unwritten_spec(tmp_path: Path) -> None:
+    _, transformers = _transformers()
+    import torch
+
+    torch.manual_seed(0)
+    folder = tmp_path / "neox"
+    transformers.GPTNeoXForCausalLM(transformers.GPTNeoXConfig(**DECODER)).double().save_pretrained(str(folder))
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    tensors["gpt_neox.final_layer_norm.weight"] = tensors["gpt_neox.final_layer_norm.weight"][:8]  # the wrong shape
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    out = tmp_path / "never.yaml"
+    r = run_app("import", str(folder), "-o", str(out))
+    assert r.returncode == 2
+    assert "gpt_neox.final_layer_norm.weight" in r.stderr and "never.yaml" not in r.stderr and not out.exists()
+
+
+def test_the_task_heads_settings_are_checked_by_name(tmp_path: Path) -> None:
+    spec = tmp_path / "s.yaml"
+    base = "name: s\ndims: {C: 8, H: 2, F: 16%s}\nseed: 0\nblock:\n  mask: none\n%s\ninput:\n  tokens: [1, 2, 3]\n"
+    cases = [("", "  mlm: gelu", "block.mlm"), ("", "  classifier: {task: sequence}", "dims"),
+             (", L: 2", "  classifier: {reads: pooled}", "block.classifier.reads"),
+             (", L: 2", "  classifier: {reads: first, pad: 0}", "block.classifier.pad"), (", L: 2", "  head: none", "dims.L")]
+    for dims, block, field in cases:
+        spec.write_text(base % (dims, block))
+        r = run_app("validate", str(spec))
+        said = (r.stdout + r.stderr).strip()
+        assert r.returncode == 2, (block, said)
+        assert field in said and len(said.splitlines()) == 1, (block, said)
+    spec.write_text(base % (", L: 2", "  classifier: {reads: last, pad: 0}\n  pooler: true"))
+    assert run_app("run", str(spec)).returncode == 0

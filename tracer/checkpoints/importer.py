@@ -17,9 +17,10 @@ import os
 from typing import Any, NamedTuple
 
 from tracer.checkpoints import families
-from tracer.checkpoints.families.base import ModelConfig, Options, grouped, named_few
+from tracer.checkpoints.families.base import Layout, ModelConfig, Options, grouped, named_few
 from tracer.checkpoints.formats import Checkpoint, open_checkpoint
 from tracer.errors import CheckpointError, UsageError
+from tracer.model.blocks import TASK_WEIGHTS
 from tracer.messages import at, join, msg, nmsg
 from tracer.spec import yamlio
 
@@ -101,6 +102,41 @@ def _no_layout(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None) 
                                                    names=", ".join(n for n in families.names() if n != "tracer"))])))
 
 
+def _no_invented_head(ckpt_path: str, ckpt: Checkpoint, layout: Layout, cfg: ModelConfig) -> None:
+    """A tied head only for a checkpoint that is a language model: one that holds no head of its own and holds tensors outside
+    its layers the layout maps to nothing (a classifier's score, another task's head) is refused naming them, with or without
+    --allow-unread: tracer never makes up a head the checkpoint does not hold."""
+    held = sorted({name.split(".")[0] for k in ckpt.keys() for name in [layout.owner(k)[0] or ""] if name.split(".")[0] in TASK_WEIGHTS})
+    unused = [g for g in held if TASK_SETTING[g] not in cfg.block]
+    if unused:
+        keys = [k for k in ckpt.keys() if (layout.owner(k)[0] or "").split(".")[0] in unused]
+        raise UsageError(at(ckpt_path, msg("holds {names}, a head the {layout} layout does not read for this model", names=named_few(keys), layout=layout.name)))
+    if cfg.block.get("head") != "tied":
+        return
+    found = layout.locate("head", ckpt.key_set())
+    if found is not None and found[1]:
+        return
+    extra = [k for k in layout.weight_keys(ckpt.keys()) if layout.owner(k) == (None, None) and not layout.is_harmless(k)]
+    if extra:
+        raise UsageError(at(ckpt_path, msg("holds no output head of its own ({key}), and holds {names}, a head the {layout} layout does not read: "
+                                           "tracer does not tie a head the checkpoint does not hold to its token table",
+                                           key=found[0].key if found else "lm_head", names=named_few(extra), layout=layout.name)))
+
+
+def _draft(text: str, where: str) -> Any:
+    """The first draft loaded (to find what it leaves unread); a refusal it raises names the tensor or the field, not a line of
+    a spec that is never written."""
+    from tracer.errors import SpecError
+    from tracer.messages import Located
+    from tracer.spec import load_spec_text
+
+    try:
+        return load_spec_text(text, where)
+    except SpecError as e:
+        body = e.message.body if isinstance(e.message, Located) and e.message.where.startswith(where) else e.message
+        raise UsageError(body if isinstance(body, str) else e.message) from None
+
+
 def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str | None, tokens: str | None, options: Options,
           length: int, unread: list[str] | None = None, dtype: str = "float64") -> tuple[str, str, ModelConfig, str]:
     """The spec's text, a one-line summary, the config it was made from and the layout's name.
@@ -117,6 +153,7 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         raise UsageError(msg('--layout {name}: expected one of {join}', name=repr(name), join=' | '.join(families.names())))
     layout = families.layouts()[name]
     cfg = layout.read_config(config, ckpt, layout, options)
+    _no_invented_head(ckpt_path, ckpt, layout, cfg)
     for field, option in (("heads", "--heads"), ("activation", "--activation"), ("eps", "--eps"), ("norm_order", "--norm-order")):
         value = getattr(options, field)
         if value is not None and field not in cfg.options_used:
@@ -160,7 +197,9 @@ def _dtype_note(stored: str, dtype: str = "float64") -> str:
 
 
 DTYPES = ("float64", "float32")
-TASK_HEADS = ("pooler", "classifier", "mlm")  # the block settings of the heads after the stack  # tracer import --dtype: what the run computes in
+TASK_HEADS = ("pooler", "classifier", "mlm")  # the block settings of the heads after the stack
+TASK_SETTING = {"pooler": "pooler", "classifier": "classifier", "classifier_dense": "classifier", "nsp": "classifier",
+                "mlm_dense": "mlm", "mlm_norm": "mlm"}  # the setting that reads each of their weight groups  # tracer import --dtype: what the run computes in
 
 
 def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
@@ -364,7 +403,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         raise UsageError(msg("--no-special says whether the tokenizer adds its special tokens to --text: give --text too"))
     try:
         draft, _, _, name = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, dtype=dtype)
-        left = _unread(load_spec_text(draft, where), name)
+        left = _unread(_draft(draft, where), name)
         if left and not allow_unread:
             raise UsageError(at(checkpoint, nmsg(
                 "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without it (give "

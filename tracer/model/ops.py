@@ -425,7 +425,9 @@ def _relative_bias_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) 
 
 
 def _pool_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # [B,T,C] -> [B,C]
-    axes, shape = _same_over_c(step, ins, sizes, pos)
+    axes, shape = ins[0]
+    if len(axes) != 3:
+        raise ValueError(msg("{op} reads [B,{x},C], received {axes}", op=step.op, x=pos, axes=shape_label(axes, shape)))
     return (axes[0], axes[-1]), (shape[0], shape[-1])
 
 

@@ -15,8 +15,19 @@ from tracer.model import blocks, rope
 from tracer.model.activations import DEFAULT_ACTIVATION, spec_activations
 from tracer.model.blocks import NORMS
 from tracer.spec.checks import Checks, nested_shape, positive
-from tracer.spec.keys import (BLOCK_KEYS, CLASSIFIER_KEYS, CLASSIFIER_READS, CLASSIFIER_TASKS, FFN_KEYS, MASK_KEYS, MAX_DIM, PAIRINGS, POSITIONS,
-                              RELATIVE_KEYS, ROPE_SCALING_KEYS)
+from tracer.spec.keys import (
+    BLOCK_KEYS,
+    CLASSIFIER_KEYS,
+    CLASSIFIER_READS,
+    CLASSIFIER_TASKS,
+    FFN_KEYS,
+    MASK_KEYS,
+    MAX_DIM,
+    PAIRINGS,
+    POSITIONS,
+    RELATIVE_KEYS,
+    ROPE_SCALING_KEYS,
+)
 from tracer.spec.typed import BlockSpec
 from tracer.spec.yamlio import Path
 

@@ -168,7 +168,7 @@ def expand(c: Checks, model: str, block: BlockSpec, encoder: BlockSpec | None, t
             raise c.fail(("block", "final_norm"), join([msg("a step is already named final_norm"), msg("rename it, or drop final_norm: true")]))
         steps.append(blocks.final_norm(prefix, last, block.settings()))
         last = steps[-1].name
-    if block.head != "none" and dims.C_e is not None:  # OPT's project_out: C -> C_e, the embedding's width the head reads
+    if (block.head != "none" or block.classifier is not None) and dims.C_e is not None:  # OPT's project_out: C -> C_e, what the head reads
         steps.append(blocks.project_out(last))
         last = steps[-1].name
     if block.head != "none" and block.head_scale:  # T5's tied head: the output times C ** -0.5 first, a stage of its own

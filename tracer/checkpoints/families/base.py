@@ -298,7 +298,9 @@ def _tracer_layer(name: str) -> tuple[str, int] | None:
     m = re.match(r"((?:encoder\.|decoder\.)?blocks\.)(\d+)\.", name)
     if m:
         return m.group(1), int(m.group(2))
-    return None if name in ENDS or name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"], ["project_in"], ["project_out"]) or name.split(".")[0] in TASK_WEIGHTS else ("blocks.", 0)
+    if name in ENDS or name.split(".")[0] in TASK_WEIGHTS:  # the tables, and the task heads after the layers
+        return None
+    return None if name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"], ["project_in"], ["project_out"]) else ("blocks.", 0)
 
 
 def unlisted(ckpt: Checkpoint, layout: Layout) -> list[str]:
@@ -378,6 +380,22 @@ def shape_of(ckpt: Checkpoint, layout: Layout, name: str) -> tuple[int, ...] | N
         return None
     take, _ = found
     return take.shape(ckpt.info(take.key).shape)
+
+
+def score_head(cfg: Config, ckpt: Checkpoint, layout: Layout, block: dict[str, Any], dims: dict[str, int], notes: dict[str, str]) -> None:
+    """Hugging Face's *ForSequenceClassification on a decoder, when the checkpoint holds its score ([L,C], no bias): the scores
+    classifier.logits [B,L] at each sample's last token that is not pad_token_id (the last position without one), and no
+    output head (the model has none)."""
+    shape = shape_of(ckpt, layout, "classifier.w")
+    if shape is None:
+        return
+    pad = cfg.integer("pad_token_id", lo=0)
+    block["head"] = "none"
+    block.pop("head_bias", None)
+    block["classifier"] = {"task": "sequence", "reads": "last"} | ({"pad": pad} if pad is not None else {})
+    dims["L"] = shape[-1]
+    notes |= {"L": "classes of the score (num_labels; its rows)", "head": "none: a sequence classifier has no output head",
+              "classifier": "score at the last token that is not pad_token_id" if pad is not None else "score at the last position (no pad_token_id)"}
 
 
 def stored_dtype(ckpt: Checkpoint, layout: Layout, name: str) -> str:
