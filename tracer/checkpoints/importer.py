@@ -20,8 +20,8 @@ from tracer.checkpoints import families
 from tracer.checkpoints.families.base import Layout, ModelConfig, Options, grouped, named_few
 from tracer.checkpoints.formats import Checkpoint, open_checkpoint
 from tracer.errors import CheckpointError, UsageError
-from tracer.model.blocks import TASK_WEIGHTS
 from tracer.messages import at, join, msg, nmsg
+from tracer.model.blocks import TASK_WEIGHTS
 from tracer.spec import yamlio
 
 MARK = "# Written by `tracer import`"  # the first line: -o replaces only a file that starts with it
@@ -103,14 +103,15 @@ def _no_layout(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None) 
 
 
 def _no_invented_head(ckpt_path: str, ckpt: Checkpoint, layout: Layout, cfg: ModelConfig) -> None:
-    """A tied head only for a checkpoint that is a language model: one that holds no head of its own and holds tensors outside
-    its layers the layout maps to nothing (a classifier's score, another task's head) is refused naming them, with or without
-    --allow-unread: tracer never makes up a head the checkpoint does not hold."""
-    held = sorted({name.split(".")[0] for k in ckpt.keys() for name in [layout.owner(k)[0] or ""] if name.split(".")[0] in TASK_WEIGHTS})
-    unused = [g for g in held if TASK_SETTING[g] not in cfg.block]
-    if unused:
-        keys = [k for k in ckpt.keys() if (layout.owner(k)[0] or "").split(".")[0] in unused]
-        raise UsageError(at(ckpt_path, msg("holds {names}, a head the {layout} layout does not read for this model", names=named_few(keys), layout=layout.name)))
+    """Every head the checkpoint holds is read, and none is made up, with or without --allow-unread: a task head the layout maps
+    but the family's reader did not take up is refused naming it; so is a checkpoint with no output head of its own that
+    holds tensors outside its layers the layout maps to nothing (a classifier's score, another task's head), rather than given
+    a head tied to its token table."""
+    groups = {k: (layout.owner(k)[0] or "").split(".")[0] for k in layout.weight_keys(ckpt.keys())}
+    unused = [k for k, g in groups.items() if g in TASK_WEIGHTS and TASK_SETTING[g] not in cfg.block]
+    if unused:  # a task head the layout maps, which the family's reader did not take up for this model
+        raise UsageError(at(ckpt_path, msg("holds {names}, a head the {layout} layout does not read for this model", names=named_few(unused),
+                                           layout=layout.name)))
     if cfg.block.get("head") != "tied":
         return
     found = layout.locate("head", ckpt.key_set())

@@ -282,6 +282,14 @@ MESSAGES: dict[str, str] = {
     "relative is for positions: relative (T5's position bias), but positions is {positions}": 'relative 用于 positions: relative（T5 的位置偏置），但 positions 是 {positions}',
     'K_rel is the rows of the relative-bias table: it needs positions: relative': 'K_rel 是相对偏置表的行数：它需要 positions: relative',
     'head_scale scales what the output head reads, but head is none': 'head_scale 缩放输出层读取的值，但 head 是 none',
+    'classifier settings': '分类器设置',
+    'mlm is the transform a masked-LM head applies before its decoder, but head is none': 'mlm 是掩码语言模型头在解码器之前做的变换，但 head 为 none',
+    "reads pooled is the pooler's output, but the block has no pooler (pooler: true)": 'reads pooled 读取池化层的输出，但 block 没有池化层（pooler: true）',
+    "{key} is for a decoder-only spec's block": '{key} 只用于仅解码器 spec 的 block',
+    'pad is the token the last position passed over (reads: last), but reads is {reads}': 'pad 是取最后位置时跳过的 token（reads: last），但 reads 为 {reads}',
+    "missing dimension L, the classes of block.classifier's scores (Hugging Face's num_labels)": '缺少维度 L，即 block.classifier 分数的类别数（Hugging Face 的 num_labels）',
+    "L is the classes of a classifier's scores, but the block has no classifier": 'L 是分类器分数的类别数，但 block 没有分类器',
+    'classifier.pad passes over the padding tokens of input.tokens: it needs token input': 'classifier.pad 跳过 input.tokens 中的填充 token：它需要 token 输入',
 }
 
 PLURALS: dict[tuple[str, str], str] = {

@@ -144,7 +144,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
         notes["position_offset"] = "pad_token_id + 1: RoBERTa numbers positions from padding_idx + 1 (no padding token in the input)"
     block |= {"final_norm": False}
     notes |= {"final_norm": "none: each layer ends with its own LayerNorm"}
-    task_heads(cfg, ckpt, layout, block, dims, notes, "gelu" if model_type == "roberta" else activation, BERT_HEADS[model_type])
+    task_heads(cfg, ckpt, layout, block, dims, notes, "gelu" if model_type == "roberta" else activation, BERT_HEADS[model_type or "bert"])
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record(),
                        padding_token=block["position_offset"] - 1 if model_type == "roberta" else None)
 

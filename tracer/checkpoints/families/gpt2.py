@@ -4,8 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families.base import (Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, packed_attention, score_head, shape_of,
-                                              stored_dtype)
+from tracer.checkpoints.families.base import (
+    Family,
+    Field,
+    Layout,
+    ModelConfig,
+    Options,
+    Refusal,
+    Take,
+    group,
+    norm,
+    packed_attention,
+    score_head,
+    shape_of,
+    stored_dtype,
+)
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg

@@ -12,8 +12,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tracer.checkpoints.families.base import (Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, refuse, score_head, shape_of,
-                                              stored_dtype)
+from tracer.checkpoints.families.base import (
+    Config,
+    Family,
+    Field,
+    Layout,
+    ModelConfig,
+    Options,
+    Refusal,
+    Take,
+    group,
+    norm,
+    refuse,
+    score_head,
+    shape_of,
+    stored_dtype,
+)
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg

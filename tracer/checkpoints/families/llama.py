@@ -5,8 +5,21 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tracer.checkpoints.families.base import (Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, refuse, score_head, shape_of,
-                                              stored_dtype)
+from tracer.checkpoints.families.base import (
+    Config,
+    Family,
+    Field,
+    Layout,
+    ModelConfig,
+    Options,
+    Refusal,
+    Take,
+    group,
+    refuse,
+    score_head,
+    shape_of,
+    stored_dtype,
+)
 from tracer.checkpoints.formats import Checkpoint, received
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
