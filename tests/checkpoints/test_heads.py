@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from conftest import run_app
+from helpers.hf_parity import measured
 
 TOL = 1e-10
 IDS = [5, 17, 42, 8, 3, 51, 0, 29]  # no 1: RoBERTa's padding id
@@ -102,14 +103,15 @@ ENCODER_HEADS = [  # (class, {tracer stage: Hugging Face's output})
 
 
 @pytest.mark.parametrize(("kind", "pairs"), ENCODER_HEADS, ids=[k for k, _ in ENCODER_HEADS])
-def test_an_encoders_heads_are_exact_from_the_folder_with_no_flag(tmp_path: Path, kind: str, pairs: dict[str, str]) -> None:
+def test_an_encoders_heads_are_exact_from_the_folder_with_no_flag(tmp_path: Path, request, kind: str, pairs: dict[str, str]) -> None:
     torch, model, folder = _saved(tmp_path, kind)
     stages, text = _traced(tmp_path, folder, IDS)
     assert "allow_unread" not in text
     with torch.no_grad():
         out = model(input_ids=torch.tensor([IDS]))
-    for stage, field in pairs.items():
-        assert _gap(stages[stage], getattr(out, field)) <= TOL, (kind, stage)
+    found = {stage: _gap(stages[stage], getattr(out, field)) for stage, field in pairs.items()}
+    measured(request, kind, found)
+    assert max(found.values()) <= TOL, (kind, found)
 
 
 def test_the_mlm_transform_is_layernorm_of_the_activated_dense_layer(tmp_path: Path) -> None:
@@ -169,8 +171,8 @@ def _lifted(monkeypatch, torch, name: str | None, prefix: str) -> None:
 
 
 @pytest.mark.parametrize(("kind", "module", "prefix", "pad"), DECODER_CLASSIFIERS, ids=[k for k, *_ in DECODER_CLASSIFIERS])
-def test_a_decoders_classifier_scores_the_last_token_that_is_not_pad(tmp_path: Path, monkeypatch, kind: str, module: str | None, prefix: str,
-                                                                     pad: int) -> None:
+def test_a_decoders_classifier_scores_the_last_token_that_is_not_pad(tmp_path: Path, monkeypatch, request, kind: str, module: str | None,
+                                                                     prefix: str, pad: int) -> None:
     torch, model, folder = _saved(tmp_path, kind)
     model = type(model).from_pretrained(str(folder), attn_implementation="eager", dtype=torch.float64).eval()
     _lifted(monkeypatch, torch, module, prefix)
@@ -180,6 +182,7 @@ def test_a_decoders_classifier_scores_the_last_token_that_is_not_pad(tmp_path: P
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([ids])).logits
     assert stages["classifier.logits"].shape == tuple(logits.shape) == (1, model.config.num_labels)
+    measured(request, kind, _gap(stages["classifier.logits"], logits))
     assert _gap(stages["classifier.logits"], logits) <= TOL
     assert _gap(stages["classifier.token"], stages[[n for n in stages if n.endswith("final_norm")][-1]][:, 4]) == 0.0
 

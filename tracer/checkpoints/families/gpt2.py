@@ -95,7 +95,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
                        **cfg.record())
 
 
-LAYOUT = Layout("gpt2", "Hugging Face GPT-2 (GPT2Model, GPT2LMHeadModel, GPT2ForSequenceClassification)", table(), read_config,
+LAYOUT = Layout("gpt2", "Hugging Face GPT-2 (GPT2Model, GPT2LMHeadModel)", table(), read_config,
                 aliases=(("", "transformer."),), model_types=("gpt2",),
                 # older GPT-2 checkpoints store the causal mask as buffers (attn.bias [1,1,n,n], attn.masked_bias):
                 # GPT2Attention builds its mask itself, so nothing reads them
