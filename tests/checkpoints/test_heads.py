@@ -241,3 +241,36 @@ def test_the_task_heads_settings_are_checked_by_name(tmp_path: Path) -> None:
         assert field in said and len(said.splitlines()) == 1, (block, said)
     spec.write_text(base % (", L: 2", "  classifier: {reads: last, pad: 0}\n  pooler: true"))
     assert run_app("run", str(spec)).returncode == 0
+
+
+def test_the_classifier_pools_each_samples_last_token_that_is_not_pad_and_differentiates(tmp_path: Path) -> None:
+    spec = tmp_path / "cls.yaml"
+    spec.write_text("name: cls\ndims: {C: 8, H: 2, F: 16, L: 3}\nseed: 0\nblock:\n  layers: 2\n  final_norm: true\n"
+                    "  classifier: {reads: last, pad: 0, hidden: tanh}\ninput:\n  tokens: [[1, 2, 3, 0], [4, 0, 0, 0], [5, 6, 7, 8]]\n")
+    r = run_app("run", str(spec), "--json", "--all")
+    assert r.returncode == 0, r.stderr
+    st = {s["name"]: np.array(s["values"]) for s in json.loads(r.stdout)["stages"]}
+    last = [2, 0, 3]  # each sample's last token that is not 0
+    assert np.array_equal(st["classifier.token"], st["final_norm"][np.arange(3), last])
+    assert st["classifier.logits"].shape == (3, 3)
+    for text in (spec.read_text(), spec.read_text().replace("{reads: last, pad: 0, hidden: tanh}", "{task: next_sentence}\n  pooler: true")):
+        spec.write_text(text)
+        r = run_app("grad", str(spec), "--verify")  # the backward pass through the pool, the dense layer and the scores
+        assert r.returncode == 0 and "all agree" in r.stdout, r.stdout + r.stderr
+
+
+def test_a_decoder_the_file_stores_is_read_as_the_head(tmp_path: Path) -> None:
+    """bert-base-uncased's own files store cls.predictions.decoder.weight (a copy of the token table): read as a separate head."""
+    torch, model, folder = _saved(tmp_path, "BertForPreTraining")
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    with torch.no_grad():
+        model.cls.predictions.decoder.weight = torch.nn.Parameter(model.cls.predictions.decoder.weight + 0.01)  # untied, and different
+    tensors["cls.predictions.decoder.weight"] = model.cls.predictions.decoder.weight.detach().clone()
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    stages, text = _traced(tmp_path, folder, IDS)
+    assert "head: separate" in text
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([IDS]))
+    assert _gap(stages["mlm.logits"], out.prediction_logits) <= TOL
