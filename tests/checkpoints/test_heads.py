@@ -232,7 +232,9 @@ def test_the_task_heads_settings_are_checked_by_name(tmp_path: Path) -> None:
     base = "name: s\ndims: {C: 8, H: 2, F: 16%s}\nseed: 0\nblock:\n  mask: none\n%s\ninput:\n  tokens: [1, 2, 3]\n"
     cases = [("", "  mlm: gelu", "block.mlm"), ("", "  classifier: {task: sequence}", "dims"),
              (", L: 2", "  classifier: {reads: pooled}", "block.classifier.reads"),
-             (", L: 2", "  classifier: {reads: first, pad: 0}", "block.classifier.pad"), (", L: 2", "  head: none", "dims.L")]
+             (", L: 2", "  classifier: {reads: first, pad: 0}", "block.classifier.pad"), (", L: 2", "  head: none", "dims.L"),
+             ("", "  head: tied\n  mlm: gelu\n  head_softcap: 30", "block.head_softcap"),
+             ("", "  head: tied\n  pooler: true\n  head_scale: true", "block.head_scale")]
     for dims, block, field in cases:
         spec.write_text(base % (dims, block))
         r = run_app("validate", str(spec))
@@ -274,3 +276,12 @@ def test_a_decoder_the_file_stores_is_read_as_the_head(tmp_path: Path) -> None:
     with torch.no_grad():
         out = model(input_ids=torch.tensor([IDS]))
     assert _gap(stages["mlm.logits"], out.prediction_logits) <= TOL
+
+
+def test_layers_that_stop_before_the_end_leave_the_heads_out_and_read_whole(tmp_path: Path) -> None:
+    _, _, folder = _saved(tmp_path, "BertForPreTraining")
+    for layers, why in (("0-0", "the head reads the last layer"), ("1-1", "starts from a hidden state")):
+        r = run_app("import", str(folder), "--layers", layers)
+        assert r.returncode == 0, r.stderr
+        assert why in r.stdout and "head: none" in r.stdout and "allow_unread" not in r.stdout
+        assert not any(key in r.stdout for key in ("pooler:", "mlm:", "classifier:", "  L:"))

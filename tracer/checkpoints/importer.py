@@ -238,6 +238,8 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     lines = _header(title, name, cfg, what)
     lines.append(f"name: {yamlio.scalar(f'{title}: {what}')}")
     dims = {k: v for k, v in cfg.dims.items() if from_tokens or k not in ("V", "T_max", "V_type", "C_e")}
+    if not (whole_end and from_tokens):  # the task heads read the last layer's output (and the tokens' padding): left out
+        dims.pop("L", None)
     notes = dict(cfg.notes)
     if not (from_tokens and ids is not None):
         dims = {"B": 1, "T": length} | dims
@@ -266,7 +268,6 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     if tasks and (not whole_end or not from_tokens):  # the task heads read the last layer's output (and the tokens' padding)
         for key in (*TASK_HEADS, "head_bias"):
             block.pop(key, None)
-        dims.pop("L", None)
     _sliding_range(block, notes, first, last)
     if block.get("head") == "none":
         block.pop("head_softcap", None)  # Gemma 2's cap of the logits: no head, no logits

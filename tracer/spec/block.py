@@ -87,6 +87,10 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
         raise c.fail(p + ("attention_softcap",), msg("attention_softcap (Gemma 2's) with positions: relative (T5's): no model has both, "
                                                      "so tracer does not guess whether the bias is added before or after the cap"))
     pooler, classifier, mlm = task_heads(c, raw, p, head)
+    if (pooler or classifier is not None or mlm is not None) and (head_scale or head_softcap is not None):  # no family has both
+        key = "head_scale" if head_scale else "head_softcap"
+        raise c.fail(p + (key,), msg("{key} acts on what the output head reads, and no model with a pooler, a classifier or a masked-LM head has it: "
+                                     "tracer does not guess where it goes", key=key))
     spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                      float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
                      experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding,

@@ -290,6 +290,7 @@ MESSAGES: dict[str, str] = {
     "missing dimension L, the classes of block.classifier's scores (Hugging Face's num_labels)": '缺少维度 L，即 block.classifier 分数的类别数（Hugging Face 的 num_labels）',
     "L is the classes of a classifier's scores, but the block has no classifier": 'L 是分类器分数的类别数，但 block 没有分类器',
     'classifier.pad passes over the padding tokens of input.tokens: it needs token input': 'classifier.pad 跳过 input.tokens 中的填充 token：它需要 token 输入',
+    '{key} acts on what the output head reads, and no model with a pooler, a classifier or a masked-LM head has it: tracer does not guess where it goes': '{key} 作用于输出层读取的值，而带池化层、分类器或掩码语言模型头的模型都没有它：tracer 不去猜它该放在哪里',
 }
 
 PLURALS: dict[tuple[str, str], str] = {
