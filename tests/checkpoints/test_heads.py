@@ -285,3 +285,20 @@ def test_layers_that_stop_before_the_end_leave_the_heads_out_and_read_whole(tmp_
         assert r.returncode == 0, r.stderr
         assert why in r.stdout and "head: none" in r.stdout and "allow_unread" not in r.stdout
         assert not any(key in r.stdout for key in ("pooler:", "mlm:", "classifier:", "  L:"))
+
+
+def test_bert_base_uncaseds_legacy_layernorm_names_are_read(tmp_path: Path) -> None:
+    """The first BERT checkpoints name every LayerNorm's weight and bias gamma and beta (Hugging Face renames them on loading)."""
+    torch, model, folder = _saved(tmp_path, "BertForPreTraining")
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(str(folder / "model.safetensors"))
+    renamed = {(k[:-len("weight")] + "gamma" if k.endswith("LayerNorm.weight") else k[:-len("bias")] + "beta" if k.endswith("LayerNorm.bias") else k): v
+               for k, v in tensors.items()}
+    assert sum(k.endswith(".gamma") for k in renamed) == 2 * ENCODER["num_hidden_layers"] + 2  # each layer's two, the embeddings', the MLM head's
+    save_file(renamed, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    stages, text = _traced(tmp_path, folder, IDS)
+    assert "allow_unread" not in text
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor([IDS]))
+    assert _gap(stages["mlm.logits"], out.prediction_logits) <= TOL and _gap(stages["nsp.logits"], out.seq_relationship_logits) <= TOL

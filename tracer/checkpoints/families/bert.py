@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from tracer.checkpoints.families.base import HF_SIZES, Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, shape_of, stored_dtype
+from tracer.checkpoints.families.base import HF_SIZES, Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
@@ -31,8 +31,14 @@ def post_norm_layer(projections: dict[str, str], norm1: str, up: str, down: str,
     for x, key in projections.items():
         attn |= {f"w_{x}": Take(f"{key}.weight", transpose=True), f"b_{x}": Take(f"{key}.bias")}
     ffn = {"w1": Take(f"{up}.weight", transpose=True), "b1": Take(f"{up}.bias"), "w2": Take(f"{down}.weight", transpose=True), "b2": Take(f"{down}.bias")}
-    return (group("blocks.{i}.", "attn", attn) | group("blocks.{i}.", "norm1", norm(norm1)) | group("blocks.{i}.", "ffn", ffn)
-            | group("blocks.{i}.", "norm2", norm(norm2)))
+    return (group("blocks.{i}.", "attn", attn) | group("blocks.{i}.", "norm1", legacy_norm(norm1)) | group("blocks.{i}.", "ffn", ffn)
+            | group("blocks.{i}.", "norm2", legacy_norm(norm2)))
+
+
+def legacy_norm(key: str) -> dict[str, Take]:
+    """A LayerNorm's weight and bias, or, in the files of BERT's first checkpoints (bert-base-uncased's), its gamma and beta,
+    which Hugging Face renames on loading."""
+    return {"gamma": Take(f"{key}.weight", alt=f"{key}.gamma"), "beta": Take(f"{key}.bias", alt=f"{key}.beta")}
 
 
 def dense(key: str, alt: str = "") -> dict[str, Take]:
@@ -47,15 +53,14 @@ def table() -> dict[str, Take]:
     L = "encoder.layer.{i}."
     table = {"embedding": Take("embeddings.word_embeddings.weight"), "position": Take("embeddings.position_embeddings.weight"),
              "token_type": Take("embeddings.token_type_embeddings.weight")}
-    table |= group("", "embed_norm", norm("embeddings.LayerNorm"))
+    table |= group("", "embed_norm", legacy_norm("embeddings.LayerNorm"))
     attn = {"q": L + "attention.self.query", "k": L + "attention.self.key", "v": L + "attention.self.value", "o": L + "attention.output.dense"}
     table |= post_norm_layer(attn, L + "attention.output.LayerNorm", L + "intermediate.dense", L + "output.dense", L + "output.LayerNorm")
     table |= group("", "pooler", dense("pooler.dense"))
-    table |= group("", "mlm_dense", dense("cls.predictions.transform.dense", "lm_head.dense"))
-    table |= group("", "mlm_norm", {"gamma": Take("cls.predictions.transform.LayerNorm.weight", alt="lm_head.layer_norm.weight"),
-                                    "beta": Take("cls.predictions.transform.LayerNorm.bias", alt="lm_head.layer_norm.bias")})
-    table |= {"head": Take("cls.predictions.decoder.weight", transpose=True, alt="lm_head.decoder.weight"),
-              "head_bias": Take("cls.predictions.bias", alt="lm_head.bias")}
+    # RoBERTa's masked-LM head is BERT's under lm_head (ROBERTA_HEAD: the layout's aliases)
+    table |= group("", "mlm_dense", dense("cls.predictions.transform.dense"))
+    table |= group("", "mlm_norm", legacy_norm("cls.predictions.transform.LayerNorm"))
+    table |= {"head": Take("cls.predictions.decoder.weight", transpose=True), "head_bias": Take("cls.predictions.bias")}
     table |= group("", "nsp", dense("cls.seq_relationship"))
     table |= group("", "classifier", dense("classifier", "classifier.out_proj")) | group("", "classifier_dense", dense("classifier.dense"))
     return table
@@ -201,8 +206,12 @@ def task_heads(cfg: Config, ckpt: Checkpoint, layout: Layout, block: dict[str, A
         notes["head"] = "none: no MLM head in the checkpoint"
 
 
+# RoBERTa's lm_head: BERT's cls.predictions under other names
+ROBERTA_HEAD = (("cls.predictions.transform.dense.", "lm_head.dense."), ("cls.predictions.transform.LayerNorm.", "lm_head.layer_norm."),
+                ("cls.predictions.decoder.", "lm_head.decoder."), ("cls.predictions.bias", "lm_head.bias"))
+
 LAYOUT = Layout("bert", "Hugging Face BERT and RoBERTa encoders (BertModel, RobertaModel)", table(), read_config,
-                aliases=(("", "bert."), ("", "roberta.")), model_types=("bert", "roberta"),
+                aliases=(("", "bert."), ("", "roberta."), *ROBERTA_HEAD), model_types=("bert", "roberta"),
                 # Hugging Face rebuilds these index buffers (arange, zeros); older checkpoints store them
                 harmless=(r"((bert|roberta)\.)?embeddings\.(position_ids|token_type_ids)",),
                 differ=tuple(BERT_DIFFERENT))

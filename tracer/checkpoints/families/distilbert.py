@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.checkpoints.families.base import Layout, ModelConfig, Options, Take, group, norm, stored_dtype
-from tracer.checkpoints.families.bert import Heads, dense, encoder, position_table, post_norm_layer, task_heads
+from tracer.checkpoints.families.bert import Heads, dense, encoder, legacy_norm, position_table, post_norm_layer, task_heads
 from tracer.checkpoints.formats import Checkpoint
 from tracer.messages import msg
 
@@ -18,7 +18,7 @@ def table() -> dict[str, Take]:
     """DistilBertModel: no token types; q_lin/k_lin/v_lin/out_lin, sa_layer_norm, ffn.lin1/lin2, output_layer_norm."""
     L = "transformer.layer.{i}."
     table = {"embedding": Take("embeddings.word_embeddings.weight"), "position": Take("embeddings.position_embeddings.weight")}
-    table |= group("", "embed_norm", norm("embeddings.LayerNorm"))
+    table |= group("", "embed_norm", legacy_norm("embeddings.LayerNorm"))
     attn = {x: f"{L}attention.{x}_lin" for x in "qkv"} | {"o": L + "attention.out_lin"}
     table |= post_norm_layer(attn, L + "sa_layer_norm", L + "ffn.lin1", L + "ffn.lin2", L + "output_layer_norm")
     # DistilBertForMaskedLM's head (vocab_transform, vocab_layer_norm, vocab_projector) and the classifier's (pre_classifier, classifier)
