@@ -133,10 +133,9 @@ def test_a_fill_mask_lens_reads_every_layer_through_the_mlm_head(tmp_path: Path)
     with torch.no_grad():
         out = model(input_ids=torch.tensor([IDS]), output_hidden_states=True)
         probs = torch.softmax(model.cls(out.hidden_states[1]), dim=-1)[0].numpy()  # layer 0's output through the MLM head
-    doc = json.loads(r.stdout)
-    layers = doc["layers"] if "layers" in doc else doc["rows"]
-    row = next(x for x in layers if x.get("layer", x.get("label")) == "blocks.0")
+    row = next(x for x in json.loads(r.stdout)["layers"] if x["layer"] == "blocks.0")
     top = [c["top"][0] for c in row["cells"]]
+    assert len(top) == len(IDS)
     for t, cell in enumerate(top):
         assert cell["id"] == int(np.argmax(probs[t]))
         assert abs(cell["p"] - float(probs[t].max())) <= 1e-9
