@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, NamedTuple
 
 from tracer.checkpoints import families
@@ -125,8 +126,8 @@ def _no_invented_head(ckpt_path: str, ckpt: Checkpoint, layout: Layout, cfg: Mod
 
 
 def _draft(text: str, where: str) -> Any:
-    """The first draft loaded (to find what it leaves unread); a refusal it raises names the tensor or the field, not a line of
-    a spec that is never written."""
+    """A spec `tracer import` would write, loaded (the first draft, to find what it leaves unread; then the spec itself); a
+    refusal it raises names the tensor or the field, not a line of a file that is never written."""
     from tracer.errors import SpecError
     from tracer.messages import Located
     from tracer.spec import load_spec_text
@@ -134,8 +135,11 @@ def _draft(text: str, where: str) -> Any:
     try:
         return load_spec_text(text, where)
     except SpecError as e:
-        body = e.message.body if isinstance(e.message, Located) and e.message.where.startswith(where) else e.message
-        raise UsageError(body if isinstance(body, str) else e.message) from None
+        m = e.message
+        if not (isinstance(m, Located) and m.where.startswith(where) and isinstance(m.body, str)):
+            raise UsageError(m) from None
+        field = re.sub(r"^:\d+:\d+(: )?", "", m.where[len(where):])  # the line and column of a file never written: the field alone
+        raise UsageError(at(field, m.body) if field else m.body) from None
 
 
 def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str | None, tokens: str | None, options: Options,
@@ -388,7 +392,6 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
     if dtype not in DTYPES:
         raise UsageError(msg("--dtype {dtype}: expected one of {names}", dtype=repr(dtype), names=" | ".join(DTYPES)))
     from tracer.files import check_output, text_mark, write_atomic
-    from tracer.spec import load_spec_text
 
     options = _options(heads, activation, eps, norm_order)
     if output is not None:
@@ -418,7 +421,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         raise UsageError(e.message) from None
     if said is not None:
         text = _with_text(text, said)
-    load_spec_text(text, where)  # it runs as written, or nothing is written
+    _draft(text, where)  # it runs as written, or nothing is written (a refusal naming the tensor or the field)
     if output is not None:
         body = text.encode("utf-8")
         write_atomic(output, lambda fh: fh.write(text_mark("yaml", body) + body), "-o", "yaml", force)
