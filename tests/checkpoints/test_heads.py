@@ -301,3 +301,19 @@ def test_bert_base_uncaseds_legacy_layernorm_names_are_read(tmp_path: Path) -> N
     with torch.no_grad():
         out = model(input_ids=torch.tensor([IDS]))
     assert _gap(stages["mlm.logits"], out.prediction_logits) <= TOL and _gap(stages["nsp.logits"], out.seq_relationship_logits) <= TOL
+
+
+@pytest.mark.parametrize("kind", ["BertForTokenClassification", "RobertaForTokenClassification", "DistilBertForTokenClassification",
+                                  "LlamaForTokenClassification", "BertForMultipleChoice"])
+def test_a_token_classifier_is_refused_by_name_not_read_as_a_sequence_classifier(tmp_path: Path, kind: str) -> None:
+    """The same tensor (classifier.weight, LLaMA's score.weight) scores every position, or one choice: refused, naming architectures."""
+    torch, t = _transformers()
+    config = {"Bert": lambda: t.BertConfig(**ENCODER), "Roberta": lambda: t.RobertaConfig(**ENCODER, pad_token_id=1),
+              "DistilBert": lambda: t.DistilBertConfig(**DISTIL), "Llama": lambda: t.LlamaConfig(**DECODER, pad_token_id=0)}
+    family = kind.split("For")[0]
+    torch.manual_seed(0)
+    getattr(t, kind)(config[family]()).save_pretrained(str(tmp_path / kind))
+    for extra in ((), ("--allow-unread",)):
+        r = run_app("import", str(tmp_path / kind), *extra)
+        assert r.returncode == 2, r.stdout
+        assert "architectures" in r.stderr and kind in r.stderr and len(r.stderr.strip().splitlines()) == 1

@@ -382,6 +382,15 @@ def shape_of(ckpt: Checkpoint, layout: Layout, name: str) -> tuple[int, ...] | N
     return take.shape(ckpt.info(take.key).shape)
 
 
+def sequence_classifier(cfg: Config, key: str) -> None:
+    """A classifier's tensor is read as a sequence classifier's only when config.json's architectures says so: a token
+    classifier (or a multiple-choice head) stores the same tensor under the same name and scores every position."""
+    names = cfg.raw.get("architectures")
+    if not (isinstance(names, list) and any(isinstance(n, str) and n.endswith("ForSequenceClassification") for n in names)):
+        raise cfg.refuse(msg("architectures = {names}: tracer reads {key} as a *ForSequenceClassification's head only (a token classifier's "
+                             "or a multiple-choice head's scores differ)", names=names if names is not None else "absent", key=repr(key)))
+
+
 def score_head(cfg: Config, ckpt: Checkpoint, layout: Layout, block: dict[str, Any], dims: dict[str, int], notes: dict[str, str]) -> None:
     """Hugging Face's *ForSequenceClassification on a decoder, when the checkpoint holds its score ([L,C], no bias): the scores
     classifier.logits [B,L] at each sample's last token that is not pad_token_id (the last position without one), and no
@@ -389,6 +398,7 @@ def score_head(cfg: Config, ckpt: Checkpoint, layout: Layout, block: dict[str, A
     shape = shape_of(ckpt, layout, "classifier.w")
     if shape is None:
         return
+    sequence_classifier(cfg, layout.locate("classifier.w", ckpt.key_set())[0].key)  # type: ignore[index]
     pad = cfg.integer("pad_token_id", lo=0)
     block["head"] = "none"
     block.pop("head_bias", None)
