@@ -15,21 +15,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
-from tracer.checkpoints.families.base import (
-    HF_SIZES,
-    Config,
-    Family,
-    Field,
-    Layout,
-    ModelConfig,
-    Options,
-    Refusal,
-    Take,
-    group,
-    sequence_classifier,
-    shape_of,
-    stored_dtype,
-)
+from tracer.checkpoints.families import base
+from tracer.checkpoints.families.base import HF_SIZES, Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
@@ -207,7 +194,7 @@ def task_heads(cfg: Config, ckpt: Checkpoint, layout: Layout, block: dict[str, A
         if "classifier" in block:
             raise cfg.refuse(msg("the checkpoint holds both a next-sentence head and a classifier, which no Hugging Face class has"))
         if task == "sequence":
-            sequence_classifier(cfg, layout.locate(name, ckpt.key_set())[0].key)  # type: ignore[index]
+            base.sequence_classifier(cfg, layout.locate(name, ckpt.key_set())[0].key)  # type: ignore[index]
         hidden = heads.hidden if held["classifier_dense.w"] is not None and task == "sequence" else None
         reads = "pooled" if block.get("pooler") and hidden is None else "first"
         block["classifier"] = {"task": task, "reads": reads} | ({"hidden": hidden} if hidden else {})

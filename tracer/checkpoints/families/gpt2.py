@@ -4,21 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families.base import (
-    Family,
-    Field,
-    Layout,
-    ModelConfig,
-    Options,
-    Refusal,
-    Take,
-    group,
-    norm,
-    packed_attention,
-    score_head,
-    shape_of,
-    stored_dtype,
-)
+from tracer.checkpoints.families import base
+from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, packed_attention, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
@@ -90,7 +77,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     notes |= {"positions": "wpe, a learned table", "final_norm": "ln_f",
               "head": ("lm_head = wte (tie_word_embeddings)" if tie is not None or shape_of(ckpt, layout, "head") is None
                        else f"lm_head = wte (assumed: {cfg.why_assumed()}; GPT-2 ties them)") if tied else "lm_head.weight, untied"}
-    score_head(cfg, ckpt, layout, block, dims, notes)
+    base.score_head(cfg, ckpt, layout, block, dims, notes)
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json" if config else "tensor shapes",
                        **cfg.record())
 

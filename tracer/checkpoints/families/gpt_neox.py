@@ -12,22 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tracer.checkpoints.families.base import (
-    Config,
-    Family,
-    Field,
-    Layout,
-    ModelConfig,
-    Options,
-    Refusal,
-    Take,
-    group,
-    norm,
-    refuse,
-    score_head,
-    shape_of,
-    stored_dtype,
-)
+from tracer.checkpoints.families import base
+from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, refuse, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import at, msg
@@ -146,7 +132,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
               "final_norm": "gpt_neox.final_layer_norm",
               "head": {"tied": "embed_out = embed_in (tie_word_embeddings)", "separate": "embed_out.weight, untied",
                        "none": "none: tie_word_embeddings false and no embed_out.weight"}[head]}
-    score_head(cfg, ckpt, layout, block, dims, notes)
+    base.score_head(cfg, ckpt, layout, block, dims, notes)
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
 

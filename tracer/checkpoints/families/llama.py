@@ -5,21 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tracer.checkpoints.families.base import (
-    Config,
-    Family,
-    Field,
-    Layout,
-    ModelConfig,
-    Options,
-    Refusal,
-    Take,
-    group,
-    refuse,
-    score_head,
-    shape_of,
-    stored_dtype,
-)
+from tracer.checkpoints.families import base
+from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, refuse, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint, received
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
@@ -251,7 +238,7 @@ def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout
         notes["mask"] = window_note
     if model_type is not None and model_type not in layout.model_types:
         cfg.assumed.append(("model_type", f"{model_type!r} computed as LLaMA"))
-    score_head(cfg, ckpt, layout, block, dims, notes)
+    base.score_head(cfg, ckpt, layout, block, dims, notes)
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
 

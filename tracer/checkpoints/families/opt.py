@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Take, group, refuse, score_head, shape_of, stored_dtype
+from tracer.checkpoints.families import base
+from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Take, group, refuse, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint, shape_text
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
@@ -162,7 +163,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
               "head": {"tied": "lm_head = embed_tokens (tie_word_embeddings" + (")" if tie is not None else ", true by default)"),
                        "separate": "lm_head.weight, untied (tie_word_embeddings false)",
                        "none": "none: tie_word_embeddings false and no lm_head.weight"}[head]}
-    score_head(cfg, ckpt, layout, block, dims, notes)
+    base.score_head(cfg, ckpt, layout, block, dims, notes)
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
 
