@@ -317,3 +317,13 @@ def test_a_token_classifier_is_refused_by_name_not_read_as_a_sequence_classifier
         r = run_app("import", str(tmp_path / kind), *extra)
         assert r.returncode == 2, r.stdout
         assert "architectures" in r.stderr and kind in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_berts_classifier_without_the_pooler_it_reads_is_refused_by_name(tmp_path: Path) -> None:
+    _, _, folder = _saved(tmp_path, "BertForSequenceClassification")
+    from safetensors.torch import load_file, save_file
+
+    tensors = {k: v for k, v in load_file(str(folder / "model.safetensors")).items() if ".pooler." not in k}
+    save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    r = run_app("import", str(folder), "--allow-unread")
+    assert r.returncode == 2 and "classifier.weight" in r.stderr and "pooler" in r.stderr and len(r.stderr.strip().splitlines()) == 1

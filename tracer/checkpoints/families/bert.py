@@ -175,7 +175,7 @@ def task_heads(cfg: Config, ckpt: Checkpoint, layout: Layout, block: dict[str, A
     (nsp.logits, classifier.logits [B,L]); none: the encoder output."""
     held = {name: shape_of(ckpt, layout, name) for name in ("pooler.w", "mlm_dense.w", "head", "head_bias", "nsp.w", "classifier.w", "classifier_dense.w")}
     block["head"] = "none"
-    words = []
+    words = []  # the stages of the heads it holds
     if held["pooler.w"] is not None:
         block["pooler"] = True
         notes["pooler"] = "pooler.dense: pooled = tanh(h_[CLS] W + b)"
@@ -196,7 +196,10 @@ def task_heads(cfg: Config, ckpt: Checkpoint, layout: Layout, block: dict[str, A
         if task == "sequence":
             base.sequence_classifier(cfg, layout.locate(name, ckpt.key_set())[0].key)  # type: ignore[index]
         hidden = heads.hidden if held["classifier_dense.w"] is not None and task == "sequence" else None
-        reads = "pooled" if block.get("pooler") and hidden is None else "first"
+        if (heads.hidden is None or task == "next_sentence") and not block.get("pooler"):  # BERT's heads read the pooler's output
+            raise cfg.refuse(msg("the checkpoint holds {key} but no pooler (pooler.dense), whose output it reads",
+                                 key=repr(layout.locate(name, ckpt.key_set())[0].key)))  # type: ignore[index]
+        reads = "pooled" if hidden is None and heads.hidden is None else "first"
         block["classifier"] = {"task": task, "reads": reads} | ({"hidden": hidden} if hidden else {})
         dims["L"] = shape[1]
         notes["L"] = "classes of the classifier's scores (num_labels; its rows)"
