@@ -442,6 +442,10 @@ def _dense_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: st
     return axes[:-1] + (out,), shape[:-1] + (sizes[out],)
 
 
+def _dense_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    return activation_of(step.activation).temporaries(out_bytes, ITEMSIZE[spec.dtype])  # its activation's, over the output
+
+
 _RECORDS: tuple[Op, ...] = (
     # entry and exit steps, built from the spec's settings
     _op("embed", 0, "token embeddings, rows of E", "token 嵌入，取 E 的行",
@@ -562,8 +566,8 @@ _RECORDS: tuple[Op, ...] = (
         "sequence classification; the last position when no pad is given)", "pool({0})", "{x} at one position of each sample",
         _pool_shape, user=False, reference=False, reference_skip=_PER_POSITION, preflight=None, temporaries=None),
     _op("dense", 1, "a dense layer and its activation, act(x W + b)", "全连接层及其激活函数，act(x W + b)",
-        "act({0} W + b): W [in,out], b [out], then the step's activation", "{act}({0} W + b)", "{x} W + b, to width {out}",
-        _dense_shape, weights="linear", graph_weights=("w", "b"), user=False, preflight=_linear_contracts, temporaries=None),
+        "act({0} W + b): W [in,out], b [out], then the step's activation", "{act}({0} W + b)", "{act}({x} W + b), to width {out}",
+        _dense_shape, weights="linear", graph_weights=("w", "b"), user=False, preflight=_linear_contracts, temporaries=_dense_bytes),
     _op("score", 1, "scores of a task head, x W + b", "任务头的分数，x W + b",
         "{0} W + b: W [in,out], b [out] (zeros when the checkpoint has no bias)", "{0} W + b", "{x} W + b, to width {out}",
         _dense_shape, weights="linear", graph_weights=("w", "b"), user=False, preflight=_linear_contracts, temporaries=None),

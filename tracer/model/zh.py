@@ -192,6 +192,7 @@ MESSAGES: dict[str, str] = {
     '{a} W + b: W [in,out], b [out] (zeros when the checkpoint has no bias)': '{a} W + b：W [in,out]，b [out]（检查点没有偏置时为零）',
     'tanh({a} W_1 + b_1)': 'tanh({a} W_1 + b_1)',
     '{x} at one position of each sample': '{x} 在每个样本的一个位置上的值',
+    '{act}({x} W + b), to width {out}': '{act}({x} W + b)，宽度变为 {out}',
 }
 
 PLURALS: dict[tuple[str, str], str] = {
