@@ -327,3 +327,12 @@ def test_berts_classifier_without_the_pooler_it_reads_is_refused_by_name(tmp_pat
     save_file(tensors, str(folder / "model.safetensors"), metadata={"format": "pt"})
     r = run_app("import", str(folder), "--allow-unread")
     assert r.returncode == 2 and "classifier.weight" in r.stderr and "pooler" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_bare_gpt_neox_model_has_no_head_rather_than_one_it_does_not_hold(tmp_path: Path) -> None:
+    torch, t = _transformers()
+    torch.manual_seed(0)
+    t.GPTNeoXModel(t.GPTNeoXConfig(**(DECODER | {"num_attention_heads": 2}))).save_pretrained(str(tmp_path / "neox"))
+    r = run_app("import", str(tmp_path / "neox"))
+    assert r.returncode == 0, r.stderr
+    assert "head: none" in r.stdout and "allow_unread" not in r.stdout
