@@ -42,7 +42,7 @@ EXIT = ("final_norm", "logits", "probs", "project_out",  # OPT: back to C_e befo
         "raw_logits",  # Gemma 2: the logits before their soft cap
         "head_scale",  # T5: the output times C^-1/2 before the tied head
         "cls", "pooled")  # BERT's pooler
-TASK_HEADS = ("classifier.", "nsp.", "mlm.")  # the task heads' stages after the stack (block.classifier, block.mlm)
+TASK_STAGES = ("classifier.", "nsp.", "mlm.")  # the task heads' stages after the stack (block.classifier, block.mlm)
 PREFIX = re.compile(r"^((?:encoder|decoder)\.)?(blocks\.(\d+)\.)?")
 MAX_LAYERS_DRAWN = 4  # a deeper stack draws its first and last layer and says how many are between
 RAIL = {"": "  ", "source": "┬ ", "through": "│ ", "add": "⊕ "}
@@ -276,7 +276,7 @@ class Graph:
                 key = ("entry", stack, None)
             elif step.op in ("head", "softmax", "softcap") and out and out[-1][0] == "exit":
                 key = out[-1][:3]  # the output head belongs with the decoder's final norm
-            elif rest in EXIT or step.op in ("head", "softmax", "softcap") or rest.startswith(TASK_HEADS):
+            elif rest in EXIT or step.op in ("head", "softmax", "softcap") or rest.startswith(TASK_STAGES):
                 key = ("exit", stack, None)
             else:
                 key = ("layer", stack, None)
