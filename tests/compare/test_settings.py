@@ -67,7 +67,11 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "logit_scale": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "logit_scale": 0.5}, "block.logit_scale"),  # Cohere's scaled logits
     "local_position_base": ({**ROTARY, "mask": {"causal": True, "window": 2}},  # Gemma 3's sliding layers' own rotary base
                             {**ROTARY, "mask": {"causal": True, "window": 2}, "local_position_base": 500}, "block.local_position_base"),
+    "pooler": (BLOCK, {**BLOCK, "pooler": True}, "block.pooler"),  # BERT's pooler
+    "classifier": ({**BLOCK, "classifier": {"reads": "first"}}, {**BLOCK, "classifier": {"reads": "last"}}, "block.classifier"),
+    "mlm": ({**BLOCK, "head": "tied", "mlm": "gelu"}, {**BLOCK, "head": "tied", "mlm": "relu"}, "block.mlm"),  # a masked-LM head's activation
 }
+BLOCK_DIMS: dict[str, dict[str, int]] = {"classifier": {"L": 2}}  # the dims a variant's setting needs (a classifier's classes)
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
     ({**BLOCK, "activation": "gelu"}, {**BLOCK, "activation": "gelu_tanh"}, "block.activation"),
@@ -139,7 +143,8 @@ def test_the_variants_cover_every_setting_of_the_spec_format():
 @pytest.mark.parametrize("key", list(BLOCK_VARIANTS))
 def test_each_block_setting_changed_alone_is_named(tmp_path, key):
     a, b, field = BLOCK_VARIANTS[key]
-    _named(tmp_path, {**BASE, "block": a}, {**BASE, "block": b}, field)
+    base = {**BASE, "dims": {**BASE["dims"], **BLOCK_DIMS.get(key, {})}}
+    _named(tmp_path, {**base, "block": a}, {**base, "block": b}, field)
 
 
 @pytest.mark.parametrize("a, b, field", MORE_VARIANTS)

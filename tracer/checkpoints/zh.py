@@ -277,6 +277,11 @@ MESSAGES: dict[str, str] = {
     'holds no T5 FFN (encoder.block.0.layer.1.DenseReluDense.wo.weight)': '没有 T5 的 FFN（encoder.block.0.layer.1.DenseReluDense.wo.weight）',
     "the t5 layout's FFN is fixed by feed_forward_proj {proj}: expected {want}": 't5 布局的 FFN 由 feed_forward_proj {proj} 决定：应为 {want}',
     "scale_decoder_outputs = {got}, but tie_word_embeddings = {tie}, which transformers reads for the decoder's scale: the config says both": 'scale_decoder_outputs = {got}，但 tie_word_embeddings = {tie}，而 transformers 按后者决定解码器输出的缩放：配置两者都写了',
+    'the checkpoint holds both a next-sentence head and a classifier, which no Hugging Face class has': '检查点同时含有下一句预测头和分类器，没有哪个 Hugging Face 类是这样的',
+    'holds {names}, a head the {layout} layout does not read for this model': '含有 {names}，这是 {layout} 布局对这个模型不读取的输出头',
+    'holds no output head of its own ({key}), and holds {names}, a head the {layout} layout does not read: tracer does not tie a head the checkpoint does not hold to its token table': '没有自己的输出层（{key}），却含有 {names}，这是 {layout} 布局不读取的输出头：tracer 不会凭空造出检查点没有的输出层并让它与 token 表共享权重',
+    "architectures = {names}: tracer reads {key} as a *ForSequenceClassification's head only (a token classifier's or a multiple-choice head's scores differ)": 'architectures = {names}：tracer 只把 {key} 读作 *ForSequenceClassification 的输出头（词元分类器或多项选择头的分数与之不同）',
+    'the checkpoint holds {key} but no pooler (pooler.dense), whose output it reads': '检查点含有 {key}，却没有它所读取输出的池化层（pooler.dense）',
 }
 
 PLURALS: dict[tuple[str, str], str] = {

@@ -14,9 +14,9 @@ from typing import NamedTuple
 import numpy as np
 
 from tracer.engine import interventions, kernels
-from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of, qk_scale, relative_buckets_of
+from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of, pool_index_of, qk_scale, relative_buckets_of
 from tracer.engine.kernels import embeddings, ffn, multihead, norms
-from tracer.model.activations import is_gated
+from tracer.model.activations import activation_of, is_gated
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix
 from tracer.model.ops import OPS
 
@@ -446,3 +446,23 @@ def backward_divide(bw: Backward, step: Step, g: np.ndarray) -> None:
 # -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
 def backward_head_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], embeddings.head_scale_backward(g))
+
+
+# -- the task heads (block.pooler, block.classifier, block.mlm) -------------------------------
+def backward_pool(bw: Backward, step: Step, g: np.ndarray) -> None:
+    x = bw.trace.stages[step.inputs[0]]
+    index = pool_index_of(bw.spec, step, bw.inputs, x.shape[1])
+    bw.send(step.inputs[0], embeddings.pool_backward(g, tuple(x.shape), index))
+
+
+def backward_dense(bw: Backward, step: Step, g: np.ndarray) -> None:
+    x = bw.value(step.inputs[0])
+    w, b = bw.params[f"{step.weights}.w"], bw.params[f"{step.weights}.b"]
+    dz = activation_of(step.activation).run_backward()(g, kernels.linear(x, w, b, False))
+    dx, dw, db = kernels.linear_backward(dz, x, w, b)
+    bw.send(step.inputs[0], dx)
+    bw.send_weight(f"{step.weights}.w", dw)
+    bw.send_weight(f"{step.weights}.b", db)
+
+
+backward_score = backward_linear  # x W + b, at any rank

@@ -23,7 +23,7 @@ from tracer.engine.params import LayerWeights, load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import masks
-from tracer.model.activations import is_gated
+from tracer.model.activations import activation_of, is_gated
 from tracer.model.blocks import ATTN_MEANINGS, QK_OFFSET, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
 from tracer.model.contracts import operand_axes, position_violation, relative_violation, violation
 from tracer.model.ops import OPS, SOFTMAX_ROWS
@@ -645,6 +645,27 @@ def forward_divide(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nda
     s = step.scale
     assert s is not None, "a divide step has its number"
     return ex.record_step(step, lambda strict: embeddings.divide(inputs[0], s))
+
+
+# -- the task heads (block.pooler, block.classifier, block.mlm) -------------------------------
+def pool_index_of(spec: Spec, step: Step, inputs: dict[str, np.ndarray], T: int) -> np.ndarray:
+    return embeddings.pool_index(step.pool or "first", T, inputs.get("tokens"), step.pad)
+
+
+def forward_pool(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    index = pool_index_of(ex.spec, step, ex.inputs, x.shape[1])
+    return ex.record_step(step, lambda strict: embeddings.pool(x, index))
+
+
+def forward_dense(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    w, b = ex.params[f"{step.weights}.w"], ex.params[f"{step.weights}.b"]
+    act = activation_of(step.activation).run_forward()
+    return ex.record_step(step, lambda strict: act(kernels.linear(x, w, b, strict, ("b", step.out or "C")), inplace=True))
+
+
+forward_score = forward_linear  # x W + b, at any rank
 
 
 # -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------

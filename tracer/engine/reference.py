@@ -153,6 +153,10 @@ def relu(x: Vec) -> Vec:
     return [v if v > 0.0 else 0.0 for v in x]
 
 
+def tanh(x: Vec) -> Vec:
+    return [math.tanh(v) for v in x]
+
+
 def relu2(x: Vec) -> Vec:  # Primer's squared ReLU
     return [v * v if v > 0.0 else 0.0 for v in x]
 
@@ -543,3 +547,12 @@ def reference_divide(r: Reference, step: Step, b: int, positions: list[int], ins
 def reference_head_scale(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     factor = float(r.spec.dims.C) ** -0.5  # the reference computes in doubles
     return {t: [v * factor for v in ins[0][t]] for t in positions}
+
+
+# the task heads: a dense layer with its activation, and a task head's scores, position by position
+def reference_dense(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    g, act = step.weights, activation_of(step.activation).run_reference()
+    return {t: act(matvec(ins[0][t], r.cols[f"{g}.w"], r.w[f"{g}.b"])) for t in positions}
+
+
+reference_score = reference_linear

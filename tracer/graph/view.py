@@ -40,7 +40,9 @@ ENTRY = ("embed", "input", "position", "x", "embeddings", "token_type", "typed",
          "position_bias")  # T5: the stack's relative position bias, made once before its layers
 EXIT = ("final_norm", "logits", "probs", "project_out",  # OPT: back to C_e before the head
         "raw_logits",  # Gemma 2: the logits before their soft cap
-        "head_scale")  # T5: the output times C^-1/2 before the tied head
+        "head_scale",  # T5: the output times C^-1/2 before the tied head
+        "cls", "pooled")  # BERT's pooler
+TASK_STAGES = ("classifier.", "nsp.", "mlm.")  # the task heads' stages after the stack (block.classifier, block.mlm)
 PREFIX = re.compile(r"^((?:encoder|decoder)\.)?(blocks\.(\d+)\.)?")
 MAX_LAYERS_DRAWN = 4  # a deeper stack draws its first and last layer and says how many are between
 RAIL = {"": "  ", "source": "┬ ", "through": "│ ", "add": "⊕ "}
@@ -175,6 +177,7 @@ class Graph:
                    base=f"{step.base or 0.0:g}", pos=position_axis(step.name), ins=", ".join(ins), mask=self.mask(step), rotary=rotary,
                    over=msg(", softmax over queries") if step.axis == "queries" else "", cap=f"{step.softcap or 0.0:g}",
                    scale=f"{step.scale or 0.0:g}", tokens=msg("{stream} tokens", stream=step.stream) if step.stream in ("source", "target") else msg("tokens"),
+                   act=activation_of(step.activation).label if step.op == "dense" else "",
                    head=("Eᵀ" if self.spec.block.head == "tied" else "W_head") + (" + b_head" if self.spec.block.head_bias else ""))
 
     def mask(self, step: Step) -> Message:
@@ -275,7 +278,7 @@ class Graph:
                 key = ("entry", stack, None)
             elif step.op in ("head", "softmax", "softcap", "divide") and out and out[-1][0] == "exit":
                 key = out[-1][:3]  # the output head belongs with the decoder's final norm
-            elif rest in EXIT or step.op in ("head", "softmax", "softcap", "divide"):
+            elif rest in EXIT or step.op in ("head", "softmax", "softcap", "divide") or rest.startswith(TASK_STAGES):
                 key = ("exit", stack, None)
             else:
                 key = ("layer", stack, None)

@@ -47,6 +47,8 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     # (Gemma 2's attn_logit_softcapping); softcap: the cap of its tanh (final_logit_softcapping); None: not capped
     relative: tuple[int, int, bool] | None = None  # relative_bias: (buckets, max_distance, bidirectional), T5's bucketing
     eps: float | None = None  # a norm's epsilon, and an attention's per-head q and k norms' (qk_norm): the stack's block.eps
+    pool: str | None = None  # pool: the position each sample is read at, first (BERT's [CLS]) | last (the last token not pad_token)
+    pad: int | None = None  # pool last: the padding token id, whose positions are passed over (None: the last position)
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
@@ -526,10 +528,14 @@ def project_out(last: str) -> Step:
 RAW_LOGITS = "raw_logits"  # with block.head_softcap: the head's own logits, before the cap
 
 
-def head_steps(last: str, softcap: float | None = None, divisor: float | None = None, scale: float | None = None) -> list[Step]:
+def head_steps(last: str, softcap: float | None = None, divisor: float | None = None, scale: float | None = None, prefix: str = "") -> list[Step]:
     """The output head, then the probabilities; ``softcap`` (Gemma 2's final_logit_softcapping): the head's logits are
     a stage of their own, raw_logits, and logits = cap * tanh(raw_logits / cap); ``divisor`` (Granite's logits_scaling):
-    logits = raw_logits / s; ``scale`` (Cohere's logit_scale): logits = raw_logits * s."""
+    logits = raw_logits / s; ``scale`` (Cohere's logit_scale): logits = raw_logits * s.  ``prefix``: a masked-LM head's
+    stages, mlm.logits and mlm.probs."""
+    if prefix:
+        return [Step(prefix + "logits", "head", (last,), "head", msg("logits over the vocabulary, the transform times the decoder (plus its bias)")),
+                Step(prefix + "probs", "softmax", (prefix + "logits",), None, msg("probabilities of each position's token, softmax over V"))]
     if scale is not None:
         return [
             Step(RAW_LOGITS, "head", (last,), "head", msg("logits over the vocabulary, before the scale")),
@@ -660,3 +666,44 @@ HEAD_SCALE = "head_scale"  # its stage (decoder.head_scale in an encoder-decoder
 
 def head_scale(prefix: str, last: str) -> Step:
     return Step(prefix + HEAD_SCALE, "head_scale", (last,), None, msg("the output times C^-1/2, what the tied head reads"))
+
+
+# -- the task heads after the stack: BERT's pooler, a classifier's scores, a masked-LM head ---------------
+POOLER, MLM = "pooled", "mlm."  # the pooler's stage (weights pooler), and the masked-LM head's prefix (weights mlm_dense, mlm_norm)
+CLASSIFIER_PREFIX = {"sequence": "classifier.", "next_sentence": "nsp."}  # a classifier's stages, by its task
+TASK_WEIGHTS = ("pooler", "classifier", "classifier_dense", "nsp", "mlm_dense", "mlm_norm")  # their weight groups, none in a layer
+
+
+def pooler_steps(last: str) -> list[Step]:
+    """BERT's pooler: the [CLS] position's output, then tanh(cls W + b)."""
+    return [Step("cls", "pool", (last,), None, msg("the first position's output, h_[CLS], of each sample"), pool="first"),
+            Step(POOLER, "dense", ("cls",), "pooler", msg("the pooled output, tanh(h_[CLS] W + b)"), out="C", activation="tanh")]
+
+
+def classifier_steps(last: str, task: str, reads: str, pad: int | None, hidden: str | None) -> list[Step]:
+    """A classifier's scores [B,L]: from the pooler's output (``reads`` pooled), or from one position of each sample (first:
+    [CLS]; last: the last token that is not ``pad``), through a dense layer with the activation ``hidden`` if there is one."""
+    p = CLASSIFIER_PREFIX[task]
+    steps: list[Step] = []
+    x = POOLER
+    if reads != "pooled":
+        words = (msg("the first position's output, h_[CLS], of each sample") if reads == "first" else
+                 msg("the output at each sample's last position whose token is not pad_token") if pad is not None else
+                 msg("the output at the last position of each sample"))
+        steps.append(Step(p + "token", "pool", (last,), None, words, pool=reads, pad=pad if reads == "last" else None))
+        x = p + "token"
+    if hidden is not None:
+        steps.append(Step(p + "hidden", "dense", (x,), p[:-1] + "_dense", msg("the classifier's dense layer and its activation, act(x W + b)"),
+                          out="C", activation=hidden))
+        x = p + "hidden"
+    words = msg("next-sentence scores, one per class") if task == "next_sentence" else msg("the classifier's scores, one per class (label)")
+    steps.append(Step(p + "logits", "score", (x,), p[:-1], words, out="L"))
+    return steps
+
+
+def mlm_steps(last: str, activation: str, s: StackSettings) -> list[Step]:
+    """A masked-LM head's transform before the decoder: LayerNorm(act(x W + b)), with the stack's eps."""
+    return [Step(MLM + "hidden", "dense", (last,), "mlm_dense", msg("the masked-LM head's dense layer and its activation, act(x W + b)"),
+                 out="C", activation=activation),
+            Step(MLM + "transform", "layer_norm", (MLM + "hidden",), "mlm_norm", msg("the masked-LM head's transform, LayerNorm(act(x W + b))"),
+                 eps=s.eps)]

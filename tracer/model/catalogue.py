@@ -51,7 +51,7 @@ INTERNAL_FORMULAS = {
     "weights": "softmax over keys of the scores, masked keys set to -inf first (so their weight is 0)",
     "heads": "weights_h V_h for every head, concatenated back to width C",
 }
-SIZES = {"B": 2, "T": 3, "S": 4, "C": 8, "H": 2, "d": 4, "F": 16, "V": 5, "T_max": 6, "E": 4}  # only the axes are used
+SIZES = {"B": 2, "T": 3, "S": 4, "C": 8, "H": 2, "d": 4, "F": 16, "V": 5, "T_max": 6, "E": 4, "L": 3}  # only the axes are used
 
 SECTIONS = (
     "before the block",
@@ -201,6 +201,7 @@ def build() -> list[StageInfo]:
     entries += _head_scale_entries(seq2seq)
     entries += _granite_variants(before, variants, after)
     entries += _post_sublayer_variants(variants)
+    entries += _task_head_entries(after)
     unique: dict[tuple[str, ...], StageInfo] = {}
     for e in sorted(entries, key=lambda e: SECTIONS.index(e.section)):  # stable: catalogue order within a section  # one entry per meaning within a section
         unique.setdefault((e.section, e.name, e.meaning, e.formula), e)
@@ -351,6 +352,23 @@ def _head_scale_entries(section: str) -> list[StageInfo]:
     step = blocks.head_scale("decoder.", "decoder.final_norm")
     shapes = _shapes([step], {"decoder.final_norm": (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))})
     return _infos(section, [step], shapes)
+
+
+def _task_head_entries(section: str) -> list[StageInfo]:
+    """The heads after the stack (block.pooler, block.classifier, block.mlm): BERT's pooler, a classifier's scores as BERT,
+    RoBERTa, DistilBERT and a decoder pool them, the next-sentence head, and the masked-LM head before the output head."""
+    last = "output"
+    known: dict[str, Shape] = {last: (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))}
+    pooler = blocks.pooler_steps(last)
+    known = _shapes(pooler, known)
+    out = _infos(section, pooler, known)
+    for task, reads, pad, hidden in (("sequence", "pooled", None, None), ("sequence", "first", None, "tanh"), ("sequence", "last", 0, None),
+                                     ("sequence", "last", None, None), ("next_sentence", "pooled", None, None)):
+        steps = blocks.classifier_steps(last, task, reads, pad, hidden)
+        out += _infos(section, steps, _shapes(steps, known))
+    mlm = blocks.mlm_steps(last, "gelu", StackSettings())
+    mlm += blocks.head_steps(mlm[-1].name, prefix=blocks.MLM)
+    return out + _infos(section, mlm, _shapes(mlm, known))
 
 
 CATALOGUE: tuple[StageInfo, ...] = tuple(build())

@@ -15,7 +15,19 @@ from tracer.model import blocks, rope
 from tracer.model.activations import DEFAULT_ACTIVATION, spec_activations
 from tracer.model.blocks import NORMS
 from tracer.spec.checks import Checks, nested_shape, positive
-from tracer.spec.keys import BLOCK_KEYS, FFN_KEYS, MASK_KEYS, MAX_DIM, PAIRINGS, POSITIONS, RELATIVE_KEYS, ROPE_SCALING_KEYS
+from tracer.spec.keys import (
+    BLOCK_KEYS,
+    CLASSIFIER_KEYS,
+    CLASSIFIER_READS,
+    CLASSIFIER_TASKS,
+    FFN_KEYS,
+    MASK_KEYS,
+    MAX_DIM,
+    PAIRINGS,
+    POSITIONS,
+    RELATIVE_KEYS,
+    ROPE_SCALING_KEYS,
+)
 from tracer.spec.typed import BlockSpec
 from tracer.spec.yamlio import Path
 
@@ -80,11 +92,22 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     multipliers = multipliers_of(c, raw, p, norm_order, experts, head, embedding_scale, head_softcap)
     if multipliers[2] is not None and logit_scale is not None:  # no family has both: their order is not guessed
         raise c.fail(p + ("logit_scale",), msg("logit_scale (Cohere's) with logits_divisor (Granite's): no model has both; give one"))
+    pooler, classifier, mlm = task_heads(c, raw, p, head)
+    tasks = pooler or classifier is not None or mlm is not None
+    if tasks and (head_scale or head_softcap is not None):  # no family has both
+        key = "head_scale" if head_scale else "head_softcap"
+        raise c.fail(p + (key,), msg("{key} acts on what the output head reads, and no model with a pooler, a classifier or a masked-LM head has it: "
+                                     "tracer does not guess where it goes", key=key))
+    if tasks and (multipliers[2] is not None or logit_scale is not None):  # no family has both
+        key = "logits_divisor" if multipliers[2] is not None else "logit_scale"
+        raise c.fail(p + (key,), msg("{key} scales the output head's logits, and no model with a pooler, a classifier or a masked-LM head has it: "
+                                     "tracer does not guess which logits it scales", key=key))
     spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                      float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
                      experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding,
                      relative, head_scale, rotary_layers, logit_scale, local_base, embedding_multiplier=multipliers[0],
-                     residual_multiplier=multipliers[1], logits_divisor=multipliers[2], qk_projection=qk_projection)
+                     residual_multiplier=multipliers[1], logits_divisor=multipliers[2], qk_projection=qk_projection,
+                     pooler=pooler, classifier=classifier, mlm=mlm)
     return spec, raw.get("steps")
 
 
@@ -371,3 +394,34 @@ def softcap(c: Checks, raw: dict[str, Any], key: str, p: Path) -> float | None:
         raise c.fail(p + (key,), msg("expected a positive number such as 50 (the cap of cap * tanh(x / cap)), received {got}",
                                      got=c.received(p + (key,), value)))
     return float(value)
+
+
+# -- the task heads after the stack ------------------------------------------------------
+def task_heads(c: Checks, raw: dict[str, Any], p: Path, head: str) -> tuple[bool, tuple[str, str, int | None, str | None] | None, str | None]:
+    """BERT's pooler, a classifier ``{task, reads, pad, hidden}`` and a masked-LM head's activation (``mlm: gelu``), each for a
+    decoder-only spec's block: (pooler, classifier, mlm)."""
+    pooler = c.boolean(raw.get("pooler", False), p + ("pooler",))
+    classifier = classifier_of(c, raw["classifier"], p + ("classifier",), pooler) if "classifier" in raw else None
+    mlm = c.choice(raw["mlm"], p + ("mlm",), spec_activations()) if "mlm" in raw else None
+    if mlm is not None and head == "none":
+        raise c.fail(p + ("mlm",), msg("mlm is the transform a masked-LM head applies before its decoder, but head is none"))
+    for key, on in (("pooler", pooler), ("classifier", classifier is not None), ("mlm", mlm is not None)):
+        if on and p != ("block",):
+            raise c.fail(p + (key,), msg("{key} is for a decoder-only spec's block", key=key))
+    return pooler, classifier, mlm
+
+
+def classifier_of(c: Checks, raw: Any, path: Path, pooler: bool) -> tuple[str, str, int | None, str | None]:
+    """``{task: sequence | next_sentence, reads: pooled | first | last, pad: ID, hidden: ACTIVATION}``: (task, reads, pad, hidden)."""
+    raw = c.keys(raw if raw is not None else {}, path, CLASSIFIER_KEYS, msg("classifier settings"))
+    task = c.choice(raw.get("task", "sequence"), path + ("task",), CLASSIFIER_TASKS)
+    reads = c.choice(raw.get("reads", "pooled" if pooler else "first"), path + ("reads",), CLASSIFIER_READS)
+    if reads == "pooled" and not pooler:
+        raise c.fail(path + ("reads",), msg("reads pooled is the pooler's output, but the block has no pooler (pooler: true)"))
+    pad = None
+    if "pad" in raw:
+        if reads != "last":
+            raise c.fail(path + ("pad",), msg("pad is the token the last position passed over (reads: last), but reads is {reads}", reads=reads))
+        pad = c.integer(raw["pad"], path + ("pad",), 0, MAX_DIM)
+    hidden = c.choice(raw["hidden"], path + ("hidden",), spec_activations()) if "hidden" in raw else None
+    return task, reads, pad, hidden

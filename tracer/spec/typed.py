@@ -33,6 +33,7 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     C_e: int | None = None  # the token embedding's width when it is projected to C and back (OPT's word_embed_proj_dim)
     head_dim: int | None = None  # dims.d: a head width set apart from C / H (LLaMA's head_dim, Qwen3's); None: C // H
     K_rel: int | None = None  # rows of T5's relative-bias tables (positions: relative): one per bucket
+    L: int | None = None  # the classes of a classifier's scores (block.classifier: num_labels)
 
     @property
     def d(self) -> int:
@@ -111,6 +112,9 @@ class BlockSpec(NamedTuple):
     residual_multiplier: float | None = None  # Granite: each sublayer's output times m before its residual add (op scale)
     logits_divisor: float | None = None  # Granite: logits = raw_logits / s (logits_scaling; op divide)
     qk_projection: bool = False  # qk_norm: projection (OLMo 2): over the whole projections instead (q_norm [C_q], k_norm [C_kv])
+    pooler: bool = False  # BERT's pooler: pooled = tanh(h_[CLS] W + b), stages cls and pooled (weights pooler)
+    classifier: tuple[str, str, int | None, str | None] | None = None  # (task, reads, pad, hidden): scores [B,L] (classifier.logits, nsp.logits)
+    mlm: str | None = None  # a masked-LM head's activation: mlm.transform = LayerNorm(act(x W + b)) before the head (mlm.logits)
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,

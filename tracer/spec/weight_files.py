@@ -13,6 +13,7 @@ from typing import Any
 from tracer.errors import SpecError
 from tracer.files import outside_confinement
 from tracer.messages import msg, nmsg
+from tracer.model.blocks import TASK_WEIGHTS
 from tracer.model.ops import TABLES
 from tracer.spec.checks import Checks
 from tracer.spec.keys import FILE_KEYS, MODEL_FILE_KEYS
@@ -71,7 +72,8 @@ def has_position_table(c: Checks, weights_raw: dict[str, Any]) -> bool:
 
 def layer_name(name: str) -> str:
     """A one-layer decoder's weights are named without 'blocks.0.' (attn.w_q); a layout's table always has it."""
-    if name in TABLES or name.startswith(("blocks.", "encoder.", "decoder.", "final_norm.", "embed_norm.", "project_in.", "project_out.")):
+    if name in TABLES or name.startswith(("blocks.", "encoder.", "decoder.", "final_norm.", "embed_norm.", "project_in.", "project_out.")) or (
+            name.split(".")[0] in TASK_WEIGHTS):  # the task heads' groups, after the layers
         return name
     return "blocks.0." + name
 

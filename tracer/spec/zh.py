@@ -297,6 +297,16 @@ MESSAGES: dict[str, str] = {
     'expected a positive number such as 0.25, received {got}': '应为正数，例如 0.25，收到的是 {got}',
     "{key} (Granite's) is for a decoder-only spec's block": '{key}（Granite 的设置）只用于仅解码器 spec 的 block',
     'embedding_multiplier scales the token embeddings: it needs input.tokens (an input x stands for vectors already scaled)': 'embedding_multiplier 缩放 token 嵌入：它需要 input.tokens（输入 x 代表已经缩放过的向量）',
+    'classifier settings': '分类器设置',
+    'mlm is the transform a masked-LM head applies before its decoder, but head is none': 'mlm 是掩码语言模型头在解码器之前做的变换，但 head 为 none',
+    "reads pooled is the pooler's output, but the block has no pooler (pooler: true)": 'reads pooled 读取池化层的输出，但 block 没有池化层（pooler: true）',
+    "{key} is for a decoder-only spec's block": '{key} 只用于仅解码器 spec 的 block',
+    'pad is the token the last position passed over (reads: last), but reads is {reads}': 'pad 是取最后位置时跳过的 token（reads: last），但 reads 为 {reads}',
+    "missing dimension L, the classes of block.classifier's scores (Hugging Face's num_labels)": '缺少维度 L，即 block.classifier 分数的类别数（Hugging Face 的 num_labels）',
+    "L is the classes of a classifier's scores, but the block has no classifier": 'L 是分类器分数的类别数，但 block 没有分类器',
+    'classifier.pad passes over the padding tokens of input.tokens: it needs token input': 'classifier.pad 跳过 input.tokens 中的填充 token：它需要 token 输入',
+    "{key} scales the output head's logits, and no model with a pooler, a classifier or a masked-LM head has it: tracer does not guess which logits it scales": '{key} 缩放输出层的 logits，而带池化层、分类器或掩码语言模型头的模型都没有它：tracer 不猜它缩放的是哪个 logits',
+    '{key} acts on what the output head reads, and no model with a pooler, a classifier or a masked-LM head has it: tracer does not guess where it goes': '{key} 作用于输出层读取的值，而带池化层、分类器或掩码语言模型头的模型都没有它：tracer 不去猜它该放在哪里',
 }
 
 PLURALS: dict[tuple[str, str], str] = {

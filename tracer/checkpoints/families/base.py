@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tracer.checkpoints.formats import Checkpoint, received, shape_text
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, join, msg
+from tracer.model.blocks import TASK_WEIGHTS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -309,7 +310,7 @@ def _layer_prefixes(layout: Layout) -> dict[str, list[tuple[re.Pattern[str], str
     return _PREFIXES[layout.name]
 
 
-ENDS = ("embedding", "position", "head", "token_type")  # the tables before and after the layers
+ENDS = ("embedding", "position", "head", "head_bias", "token_type")  # the tables before and after the layers
 
 
 def _tracer_layer(name: str) -> tuple[str, int] | None:
@@ -318,7 +319,9 @@ def _tracer_layer(name: str) -> tuple[str, int] | None:
     m = re.match(r"((?:encoder\.|decoder\.)?blocks\.)(\d+)\.", name)
     if m:
         return m.group(1), int(m.group(2))
-    return None if name in ENDS or name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"], ["project_in"], ["project_out"]) else ("blocks.", 0)
+    if name in ENDS or name.split(".")[0] in TASK_WEIGHTS:  # the tables, and the task heads after the layers
+        return None
+    return None if name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"], ["project_in"], ["project_out"]) else ("blocks.", 0)
 
 
 def unlisted(ckpt: Checkpoint, layout: Layout) -> list[str]:
@@ -398,6 +401,32 @@ def shape_of(ckpt: Checkpoint, layout: Layout, name: str) -> tuple[int, ...] | N
         return None
     take, _ = found
     return take.shape(ckpt.info(take.key).shape)
+
+
+def sequence_classifier(cfg: Config, key: str) -> None:
+    """A classifier's tensor is read as a sequence classifier's only when config.json's architectures says so: a token
+    classifier (or a multiple-choice head) stores the same tensor under the same name and scores every position."""
+    names = cfg.raw.get("architectures")
+    if not (isinstance(names, list) and any(isinstance(n, str) and n.endswith("ForSequenceClassification") for n in names)):
+        raise cfg.refuse(msg("architectures = {names}: tracer reads {key} as a *ForSequenceClassification's head only (a token classifier's "
+                             "or a multiple-choice head's scores differ)", names=names if names is not None else "absent", key=repr(key)))
+
+
+def score_head(cfg: Config, ckpt: Checkpoint, layout: Layout, block: dict[str, Any], dims: dict[str, int], notes: dict[str, str]) -> None:
+    """Hugging Face's *ForSequenceClassification on a decoder, when the checkpoint holds its score ([L,C], no bias): the scores
+    classifier.logits [B,L] at each sample's last token that is not pad_token_id (the last position without one), and no
+    output head (the model has none)."""
+    shape = shape_of(ckpt, layout, "classifier.w")
+    if shape is None:
+        return
+    sequence_classifier(cfg, layout.locate("classifier.w", ckpt.key_set())[0].key)  # type: ignore[index]
+    pad = cfg.integer("pad_token_id", lo=0)
+    block["head"] = "none"
+    block.pop("head_bias", None)
+    block["classifier"] = {"task": "sequence", "reads": "last"} | ({"pad": pad} if pad is not None else {})
+    dims["L"] = shape[-1]
+    notes |= {"L": "classes of the score (num_labels; its rows)", "head": "none: a sequence classifier has no output head",
+              "classifier": "score at the last token that is not pad_token_id" if pad is not None else "score at the last position (no pad_token_id)"}
 
 
 def stored_dtype(ckpt: Checkpoint, layout: Layout, name: str) -> str:

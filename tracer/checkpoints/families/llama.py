@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tracer.checkpoints.families import base
 from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, refuse, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint, received
 from tracer.errors import CheckpointError
@@ -23,7 +24,8 @@ def table(qkv_bias: bool = False) -> dict[str, Take]:
     q/k/v_proj always have a bias and o_proj and the MLP never.
     """
     L = "model.layers.{i}."
-    table = {"embedding": Take("model.embed_tokens.weight"), "head": Take("lm_head.weight", transpose=True)}
+    table = {"embedding": Take("model.embed_tokens.weight"), "head": Take("lm_head.weight", transpose=True),
+             "classifier.w": Take("score.weight", transpose=True)}  # LlamaForSequenceClassification
     table |= group("blocks.{i}.", "norm1", {"gamma": Take(L + "input_layernorm.weight")})
     table |= group("blocks.{i}.", "attn", {f"w_{x}": Take(f"{L}self_attn.{x}_proj.weight", transpose=True) for x in "qkvo"})
     if qkv_bias:
@@ -249,6 +251,7 @@ def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout
         notes["mask"] = window_note
     if model_type is not None and model_type not in layout.model_types:
         cfg.assumed.append(("model_type", f"{model_type!r} computed as LLaMA"))
+    base.score_head(cfg, ckpt, layout, block, dims, notes)
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
 
