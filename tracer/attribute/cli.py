@@ -29,6 +29,13 @@ def attribute(
     text: Annotated[str | None, typer.Option("--text", metavar="TEXT", show_default=False,
                                              help="Split the logit of this text instead of the spec's input, tokenized with the spec's tokenizer.")] = None,
     no_special: shared.NoSpecialOption = False,
+    corrupt: Annotated[str | None, typer.Option("--corrupt", metavar="CORRUPT", show_default=False,
+                                                help="Attribution patching: every cell of `tracer patch SPEC CORRUPT` estimated from one backward "
+                                                     "pass.")] = None,
+    stage: Annotated[list[str] | None, typer.Option("--stage", metavar="PATTERN", show_default=False,
+                                                    help="With --corrupt: the stages to patch, by name or pattern (default 'blocks.*.output'); "
+                                                         "repeatable.")] = None,
+    real: Annotated[bool, typer.Option("--real", help="With --corrupt: also run the real patch of every cell (tracer patch) and show the error.")] = False,
     precision: shared.PrecisionOption = 4,
     as_json: shared.JsonOption = False,
     fmt: shared.TableFormatOption = None,
@@ -47,11 +54,22 @@ def attribute(
     """
 
     def body() -> int:
-        from tracer.attribute.command import attribute_spec, attribute_text
+        from tracer.attribute.command import attribute_spec, attribute_text, check_modes, estimate_spec
         from tracer.lens.command import lens_format
 
         form = lens_format(fmt, as_json)
-        targets = shared.export_targets(svg, html, [spec], form, force)
+        check_modes(corrupt, stage, real, text)
+        targets = shared.export_targets(svg, html, [spec] + ([corrupt] if corrupt else []), form, force)
+        if corrupt is not None:
+            grid = estimate_spec(spec, corrupt, stages=tuple(stage or ()), token=shared.int_or_text(token), against=shared.int_or_text(against),
+                                 position=position, batch=batch, real=real, max_memory=max_memory, precision=precision)
+            if form == "table":
+                from tracer.attribute.view import estimate_view
+
+                shared.show(estimate_view(grid, precision), no_color, targets, "tracer attribute --corrupt", force)
+            else:
+                sys.stdout.write(attribute_text(grid, form))
+            return grid.exit_code
         result, _ = attribute_spec(spec, token=shared.int_or_text(token), against=shared.int_or_text(against), position=position, batch=batch,
                                    max_memory=max_memory, precision=precision, text=text, special=not no_special)
         if form == "table":

@@ -3,11 +3,13 @@ and ``tracer.attribution``, the same from Python."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tracer.attribute.core import Attribution, attribute, needed, tail_of, token_of
 
 if TYPE_CHECKING:
+    from tracer.attribute.estimate import EstimateGrid
     from tracer.engine.executor import Recording
     from tracer.spec.loading import SpecLike
 
@@ -41,11 +43,38 @@ def attribute_spec(spec: SpecLike, *, token: str | int | None = None, against: s
     return attribute(s, run, ex.params, b, t, tok, other, precision), run
 
 
-def attribute_text(a: Attribution, form: str) -> str:
-    from tracer.attribute.view import attribution_csv
+def check_modes(corrupt: str | None, stage: Sequence[str] | None, real: bool, text: str | None) -> None:
+    """--stage and --real belong to attribution patching (--corrupt); --text to one spec's split."""
+    from tracer.errors import UsageError
+    from tracer.messages import msg
+
+    if corrupt is None and (stage or real):
+        raise UsageError(msg("{option} belongs to attribution patching: give --corrupt CORRUPT too", option="--stage" if stage else "--real"))
+    if corrupt is not None and text is not None:
+        raise UsageError(msg("--text replaces one spec's input; attribution patching reads two specs (SPEC, the clean run, and --corrupt): "
+                             "write each one's input in it"))
+
+
+def estimate_spec(clean: SpecLike, corrupt: SpecLike, *, stages: Sequence[str] = (), token: str | int | None = None, against: str | int | None = None,
+                  position: int = -1, batch: int = 0, real: bool = False, max_memory: str = "4GB", precision: int = 4) -> EstimateGrid:
+    """Both specs loaded the one way, then attribution patching (tracer.attribute.estimate)."""
+    from tracer.attribute.estimate import DEFAULT_STAGES, estimate
+    from tracer.front.prepare import load_checked
+    from tracer.spec import choices
+
+    choices.precision(precision)
+    a, b = load_checked(clean, max_memory=max_memory), load_checked(corrupt, max_memory=max_memory)
+    return estimate(a, b, tuple(stages) or DEFAULT_STAGES, token, against, batch, position, real, max_memory)
+
+
+def attribute_text(a: Attribution | EstimateGrid, form: str) -> str:
+    from tracer.attribute.core import Attribution
+    from tracer.attribute.view import attribution_csv, estimate_csv
     from tracer.views.trace_json import dumps
 
-    return dumps(a.as_json()) if form == "json" else attribution_csv(a)
+    if form == "json":
+        return dumps(a.as_json())
+    return attribution_csv(a) if isinstance(a, Attribution) else estimate_csv(a)
 
 
 def attribution(spec: SpecLike, *, token: str | int | None = None, against: str | int | None = None, position: int = -1, batch: int = 0,
@@ -57,3 +86,14 @@ def attribution(spec: SpecLike, *, token: str | int | None = None, against: str 
     a, _ = attribute_spec(spec, token=token, against=against, position=choices.whole(position, "position"), batch=choices.whole(batch, "batch"),
                           text=None if text is None else choices.text(text, "text"), max_memory=choices.text(max_memory, "max_memory"))
     return a
+
+
+def attribution_patching(clean: SpecLike, corrupt: SpecLike, *, stage: Sequence[str] | str = "blocks.*.output", token: str | int | None = None,
+                         against: str | int | None = None, batch: int = 0, real: bool = False, max_memory: str = "4GB") -> EstimateGrid:
+    """``tracer.attribution_patching``: ``tracer attribute CLEAN --corrupt CORRUPT``'s grid (``stage`` is --stage, a pattern
+    or a list; ``real`` runs tracer patch beside it), the metric the logit at the last position."""
+    from tracer.spec import choices
+
+    stages = [choices.text(stage, "stage")] if isinstance(stage, str) else list(choices.texts(stage, "stage"))
+    return estimate_spec(clean, corrupt, stages=stages, token=token, against=against, batch=choices.whole(batch, "batch"),
+                         real=choices.flag(real, "real"), max_memory=choices.text(max_memory, "max_memory"))
