@@ -58,10 +58,12 @@ def tail_of(spec: Spec) -> Tail:
     if not heads:
         raise _refuse(spec, msg("tracer attribute splits a token's logit, and this spec has no head (block.head: none): nothing scores the vocabulary"))
     order = spec.block.norm_order
-    if order in ("post", "sandwich"):
-        raise _refuse(spec, msg("tracer attribute splits the residual stream into a sum of parts, and in this stack (block.norm_order: {order}) a norm "
-                                "reads the sum before it is added on, so the parts' outputs do not add up to it",
-                                order=order))
+    if order == "post":
+        raise _refuse(spec, msg("tracer attribute splits the residual stream into a sum of parts, and in a Post-Norm stack (block.norm_order: post) "
+                                "each layer's output is a norm of the stream, not a sum: the split would not be exact"))
+    if order == "sandwich":
+        raise _refuse(spec, msg("tracer attribute splits the residual stream into a sum of parts, and in a sandwich stack (block.norm_order: sandwich) "
+                                "each sublayer's output is normalised before it is added, so its heads are not a sum: the split would not be exact"))
     head = heads[0]
     capped = [s for s in spec.steps if s.op == "softcap"]
     if capped:

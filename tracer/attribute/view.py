@@ -81,8 +81,8 @@ def heatmap(a: Attribution) -> Text:
 
 
 def summary(a: Attribution) -> str:
-    return render(msg("the parts sum to {total}; the run's logit{diff} is {logit} (difference {gap})", total=f"{a.total:.17g}",
-                      diff="" if a.against is None else msg(" difference"), logit=f"{a.logit:.17g}", gap=f"{a.total - a.logit:.3g}"))
+    return render(msg("the parts sum to {total}, the run's logit{diff} {logit}: sum - logit = {gap}", total=fmt_number(a.total, a.precision),
+                      diff="" if a.against is None else msg(" difference"), logit=fmt_number(a.logit, a.precision), gap=f"{a.total - a.logit:.3g}"))
 
 
 def attribution_view(a: Attribution) -> RenderableType:
