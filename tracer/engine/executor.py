@@ -482,6 +482,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
     prefix = internal_prefix(step)
     # scores and weights ([B,H,T,S] each) are made only when they are kept; the output is the same either way
     keep = any(ex.recorder.how.get(f"{prefix}.{key}", "full") != "skip" for key in ("scores", "weights"))
+    edits = ablated.kernel_edits() if ablated is not None and ablated.kind == "head" else None  # --set ATTN.head.N[.PART], tracer patch
 
     def compute(strict: kernels.Strict) -> np.ndarray:
         parts.update(multihead.mha(xq, xkv, **w, H=ex.spec.dims.H, H_kv=ex.spec.dims.H_kv, visible=visible,
@@ -489,7 +490,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
                                  rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
                                  rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
                                  q_norm=q_norm, k_norm=k_norm, qk_eps=step.epsilon() if step.qk_norm else None, scale=step.scale,
-                                 softcap=step.softcap, bias=bias))
+                                 softcap=step.softcap, bias=bias, edits=edits))
         return parts["output"]
 
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
