@@ -192,7 +192,7 @@ def _number(x: float) -> float | str:
     return out if isinstance(out, (float, str)) else float(x)
 
 
-class Target(NamedTuple):
+class PatchTarget(NamedTuple):
     """A row of the sweep: a step's stage (``head`` None), or one head's part inside an attention step."""
 
     name: str
@@ -223,14 +223,14 @@ def segments_match(name: str, pattern: str) -> bool:
     return len(a) == len(b) and all(fnmatch.fnmatchcase(x, y) for x, y in zip(a, b))
 
 
-def pick_targets(spec: Spec, patterns: Sequence[str]) -> list[Target]:
+def pick_targets(spec: Spec, patterns: Sequence[str]) -> list[PatchTarget]:
     """The rows the patterns match, in step order (a layer's heads in order, their output before q, k, v, pattern):
     step stages by fnmatch (``blocks.*.output``), heads segment by segment; a pattern matching nothing: UsageError."""
     names = [s.name for s in spec.steps]
     heads = head_targets(spec)
     order = {n: i for i, n in enumerate(names)}
-    rows = [Target(n, n) for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
-    rows += [Target(n, st, h, part) for n, (st, h, part) in heads.items() if any(segments_match(n, p) for p in patterns)]
+    rows = [PatchTarget(n, n) for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)]
+    rows += [PatchTarget(n, st, h, part) for n, (st, h, part) in heads.items() if any(segments_match(n, p) for p in patterns)]
     for p in patterns:
         if not any(fnmatch.fnmatchcase(n, p) for n in names) and not any(segments_match(n, p) for n in heads):
             from tracer.model.catalogue import suggest
@@ -382,7 +382,8 @@ def patch(clean: Spec, corrupt: Spec, stages: Sequence[str] = (DEFAULT_STAGE,), 
                     violations += _violations(f"{tg.name} {where}", run)
                     continue
                 values[i, j] = got
-    words = [f"t={t}{_word(corrupt, r.samples[0], t)}" for t in range(T)] if positions == "each" else ["all"]
+    one = len(r.samples) == 1  # a column is named by its token in the one sample read
+    words = [f"t={t}{_word(corrupt, r.samples[0], t) if one else ''}" for t in range(T)] if positions == "each" else ["all"]
     return PatchGrid(clean, corrupt, [t.name for t in targets], words, r.metric, r.samples, T - 1, r.clean_values, r.corrupt_values, values,
                      violations)
 
@@ -394,7 +395,7 @@ def _word(spec: Spec, b: int, t: int) -> str:
 
 
 def patch_api(clean: SpecLike, corrupt: SpecLike, *, stage: Sequence[str] | str = DEFAULT_STAGE, token: Sequence[str | int] | str | int | None = None,
-              batch: int | None = 0, max_memory: str = "4GB", metric: str = "logit", against: Sequence[str | int] | str | int | None = None,
+              batch: int | None = None, max_memory: str = "4GB", metric: str = "logit", against: Sequence[str | int] | str | int | None = None,
               normalise: bool = False, positions: str = "each") -> PatchGrid:
     """``tracer.patch``: the sweep of ``tracer patch CLEAN CORRUPT`` (a path, a dict of spec fields, or a loaded Spec
     each); ``stage`` is --stage (a pattern or a list), ``token`` --token (an id, a vocab word or text; a list: one a

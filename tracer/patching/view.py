@@ -79,7 +79,10 @@ def heatmap(g: PatchGrid) -> Text:
             cell = glyph(abs(x), vmax) * 4
             out.append(fit(cell, CELL), style="red" if x > 0 else "blue")
         out.append("\n")
-    out.append(render(msg("shade: |change| against the largest, {vmax}; red raises the logit, blue lowers it", vmax=f"{vmax:.4g}")))
+    if g.metric.kind == "logit":
+        out.append(render(msg("shade: |change| against the largest, {vmax}; red raises the logit, blue lowers it", vmax=f"{vmax:.4g}")))
+    else:
+        out.append(render(msg("shade: |change| against the largest, {vmax}; red raises the metric, blue lowers it", vmax=f"{vmax:.4g}")))
     return out
 
 
