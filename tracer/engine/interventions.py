@@ -127,7 +127,7 @@ class HeadEdit(NamedTuple):
 
     def label(self) -> str:
         if self.head is None:
-            return f"{self.part} input"
+            return f"{self.part.removesuffix('_in')} input"
         return f"head {self.head}" + ("" if self.part == "output" else f" {self.part}")
 
 

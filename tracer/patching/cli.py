@@ -31,6 +31,11 @@ def patch(
                                             help="Each change as a share of clean minus corrupt: 0 the corrupt run, 1 the clean one.")] = False,
     positions: Annotated[str, typer.Option("--positions", metavar="each|all",
                                            help="A column a position, or one column patching every position at once.")] = "each",
+    sender: Annotated[list[str] | None, typer.Option("--sender", metavar="HEAD", show_default=False,
+                                                     help="Path patching: the sender head (blocks.L.attn.head.H, or a pattern); repeatable.")] = None,
+    receiver: Annotated[list[str] | None, typer.Option("--receiver", metavar="q|k|v", show_default=False,
+                                                       help="Path patching: the later heads' input the sender is patched into (default: q, k and v).")
+                                                       ] = None,
     batch: Annotated[int | None, typer.Option("--batch", "-b", metavar="B", show_default=False,
                                               help="The sample whose metric is read (default: every sample, their mean and spread).")] = None,
     precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")] = 4,
@@ -64,8 +69,19 @@ def patch(
         targets = shared.export_targets(svg, html, [clean, corrupt], form, force)
         try:
             ask = Ask(metric, token or None, against or None, normalise, batch)
-            grid = sweep(load_checked(clean, max_memory=max_memory), load_checked(corrupt, max_memory=max_memory), tuple(stage or (DEFAULT_STAGE,)),
-                         max_memory=max_memory, ask=ask, positions=positions)
+            if receiver and not sender:
+                raise UsageError(msg("--receiver is for path patching: give --sender HEAD too"))
+            if sender:
+                from tracer.patching.path import path_patch
+
+                if stage or positions != "each":
+                    raise UsageError(msg("--sender: path patching patches the sender at every position into the later heads; --stage and --positions are for "
+                                         "activation patching"))
+                grid = path_patch(load_checked(clean, max_memory=max_memory), load_checked(corrupt, max_memory=max_memory), tuple(sender),
+                                  tuple(receiver or ()), ask, max_memory)
+            else:
+                grid = sweep(load_checked(clean, max_memory=max_memory), load_checked(corrupt, max_memory=max_memory), tuple(stage or (DEFAULT_STAGE,)),
+                             max_memory=max_memory, ask=ask, positions=positions)
         except TracerError as e:
             if form == "json":  # the error object on stdout too, as tracer run and tracer diff write it
                 from tracer.views.trace_json import SCHEMA_VERSION, dumps

@@ -127,6 +127,10 @@ class PatchGrid:
 
     def summary(self) -> Message:
         stage, t, d = self.best()
+        if self.title == "path":
+            return msg("{what} at {where}, t={t}: clean {clean}, corrupt {corrupt}; the path from {stage} to the later heads' {part} moves it most, by {d}",
+                       what=self.what(), where=self.where(), t=self.t_last, clean=f"{self.logit_clean:.6g}", corrupt=f"{self.logit_corrupt:.6g}",
+                       stage=stage, part=self.words[t], d=f"{d:+.6g}")
         return msg("{what} at {where}, t={t}: clean {clean}, corrupt {corrupt}; patching {stage} at {pos} moves it most, by {d}",
                    what=self.what(), where=self.where(), t=self.t_last, clean=f"{self.logit_clean:.6g}", corrupt=f"{self.logit_corrupt:.6g}",
                    stage=stage, pos=self.column(t), d=f"{d:+.6g}")
@@ -136,9 +140,10 @@ class PatchGrid:
 
         many = len(self.samples) > 1
         sp = self.spread
+        column = "receiver" if self.title == "path" else "t"
 
         def cell(i: int, j: int) -> dict[str, Any]:
-            out: dict[str, Any] = {"stage": self.stages[i], "t": self._t(j), "value": _number(self.logits[i, j]), "delta": _number(self.delta[i, j])}
+            out: dict[str, Any] = {"stage": self.stages[i], column: self._t(j), "value": _number(self.logits[i, j]), "delta": _number(self.delta[i, j])}
             if self.metric.kind == "logit":
                 out["logit"] = out["value"]
             if many:
@@ -152,7 +157,7 @@ class PatchGrid:
                 "b": self.b if not many else None, "samples": list(self.samples), "t": self.t_last,
                 "logit" if self.metric.kind == "logit" else "value": {"clean": _number(self.logit_clean), "corrupt": _number(self.logit_corrupt)},
                 "by_sample": {"clean": [_number(x) for x in self.clean_values], "corrupt": [_number(x) for x in self.corrupt_values]},
-                "stages": self.stages, "positions": [self._t(j) for j in range(len(self.words))],
+                "stages": self.stages, "receivers" if self.title == "path" else "positions": [self._t(j) for j in range(len(self.words))],
                 "cells": [cell(i, j) for i in range(len(self.stages)) for j in range(len(self.words))],
                 "summary": self.summary(), "violations": self.violations}
 
