@@ -286,6 +286,38 @@ def _check_head_number(option: str, name: str, known: Mapping[str, object], spec
                              H=last, got=number))
 
 
+def _mean_over(option: str, name: str, reference: str, spec: Spec, heads: dict[str, tuple[str, int]]) -> Intervention:
+    """``--ablate STAGE=mean-over:REF``: the stage (or a head's output) replaced, at every sample and position, by its mean
+    over every sample and position of the run of the spec REF (the same model on a reference set of prompts)."""
+    from tracer.engine import executor
+    from tracer.spec.loading import load
+    from tracer.spec.memory import RecordPolicy
+
+    if name not in heads and name not in {s.name for s in spec.steps}:
+        raise _unknown("--ablate", name, spec, heads)
+    ref = load(reference)
+    stage, h = heads.get(name, (name, -1))
+    inner = f"{name.rpartition('.head.')[0]}.heads" if h >= 0 else name
+    if inner not in ref.stage_shapes or tuple(ref.stage_shapes[inner][1][2:]) != tuple(spec.stage_shapes[inner][1][2:]):
+        raise UsageError(msg("{option}: {ref} does not trace {stage} with the shape {shape} has here (the reference must be the same model on other prompts)",
+                             option=option, ref=reference, stage=inner, shape=shape_label(*spec.stage_shapes[inner])))
+    axes = spec.stage_shapes[inner][0]
+    if axes[:2] != ("B", "T"):
+        raise UsageError(msg("{option}: {stage} {shape} has no samples and positions to take a mean over", option=option, stage=inner,
+                             shape=shape_label(*spec.stage_shapes[inner])))
+    with np.errstate(all="ignore"):
+        run = executor.Executor(ref, policy=RecordPolicy("table", frozenset({inner}))).run()
+    if not run.ok or inner not in run.stages:
+        raise UsageError(msg("{option}: the reference run {ref} has a violation (`tracer run {ref}` shows it)", option=option, ref=reference))
+    mean = run.stages[inner].array.mean(axis=(0, 1))
+    sizes = spec.stage_shapes[inner][1]
+    if h < 0:
+        return Intervention(stage, "set", option, np.broadcast_to(mean, sizes).astype(np.dtype(spec.dtype)), f"mean over {reference}")
+    d = sizes[-1] // spec.dims.H
+    value = np.broadcast_to(mean[h * d:(h + 1) * d], (*sizes[:-1], d)).astype(np.dtype(spec.dtype))
+    return Intervention(stage, "head", option, edits=(HeadEdit("output", h, value, f"mean over {reference}"),))
+
+
 def _split(option: str, item: str) -> tuple[str, str]:
     name, sep, rest = item.partition("=")
     if not sep or not name or not rest:
@@ -320,6 +352,9 @@ def resolve(spec: Spec, requests: Requests) -> tuple[Intervention, ...]:
         option = f"--ablate {item}"
         if name not in heads:
             _check_head_number(option, name, heads, spec)
+        if how.startswith("mean-over:"):  # the mean over a reference set of prompts: another spec of the same model
+            add(_mean_over(option, name, how.removeprefix("mean-over:"), spec, heads))
+            continue
         if name in heads:
             if sep:
                 raise UsageError(msg("{option}: a head is ablated to zero; =mean is for a stage", option=option))

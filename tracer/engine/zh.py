@@ -3,6 +3,9 @@
 Nothing here imports anything."""
 
 MESSAGES: dict[str, str] = {
+    '{option}: {ref} does not trace {stage} with the shape {shape} has here (the reference must be the same model on other prompts)': '{option}：{ref} 追踪的 {stage} 形状与这里的 {shape} 不同（参考必须是同一模型在其他提示上的运行）',
+    '{option}: {stage} {shape} has no samples and positions to take a mean over': '{option}：{stage} {shape} 没有可以取均值的样本和位置',
+    '{option}: the reference run {ref} has a violation (`tracer run {ref}` shows it)': '{option}：参考运行 {ref} 有违规（`tracer run {ref}` 会显示它）',
     '{parts} set from {source}': '{parts} 由 {source} 设定',
     'setting {parts} of {stage}': '设定 {stage} 的 {parts}',
     "{option}: {what} does not take a head's part set on its own (--ablate ATTN.head.N and a whole stage's --set it does)": '{option}：{what} 不接受单独设定某个头的部分（--ablate ATTN.head.N 和整个阶段的 --set 可以）',
