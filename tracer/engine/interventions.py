@@ -25,7 +25,7 @@ positions is a function of the stage, and its gradient is the gradient's mean ov
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -60,6 +60,7 @@ class Intervention(NamedTuple):
     heads: tuple[int, ...] = ()  # heads: the heads zeroed
     d: int = 0  # heads: each head's width
     edits: tuple[HeadEdit, ...] = ()  # head: each head's part replaced (several parts and heads of one attention step)
+    reference: tuple[Spec, str, int] | None = None  # --ablate X=mean-over:REF: the spec, its stage, the head (-1: none), until run
 
     def describe(self) -> Message:
         if self.kind == "head":
@@ -289,9 +290,7 @@ def _check_head_number(option: str, name: str, known: Mapping[str, object], spec
 def _mean_over(option: str, name: str, reference: str, spec: Spec, heads: dict[str, tuple[str, int]]) -> Intervention:
     """``--ablate STAGE=mean-over:REF``: the stage (or a head's output) replaced, at every sample and position, by its mean
     over every sample and position of the run of the spec REF (the same model on a reference set of prompts)."""
-    from tracer.engine import executor
     from tracer.spec.loading import load
-    from tracer.spec.memory import RecordPolicy
 
     if name not in heads and name not in {s.name for s in spec.steps}:
         raise _unknown("--ablate", name, spec, heads)
@@ -305,17 +304,30 @@ def _mean_over(option: str, name: str, reference: str, spec: Spec, heads: dict[s
     if axes[:2] != ("B", "T"):
         raise UsageError(msg("{option}: {stage} {shape} has no samples and positions to take a mean over", option=option, stage=inner,
                              shape=shape_label(*spec.stage_shapes[inner])))
-    with np.errstate(all="ignore"):
-        run = executor.Executor(ref, policy=RecordPolicy("table", frozenset({inner}))).run()
-    if not run.ok or inner not in run.stages:
-        raise UsageError(msg("{option}: the reference run {ref} has a violation (`tracer run {ref}` shows it)", option=option, ref=reference))
-    mean = run.stages[inner].array.mean(axis=(0, 1))
     sizes = spec.stage_shapes[inner][1]
+    shape = tuple(sizes) if h < 0 else (*sizes[:-1], sizes[-1] // spec.dims.H)
+    value = np.zeros(shape, dtype=np.dtype(spec.dtype))  # made when the spec runs (the executor runs the reference: mean_of)
     if h < 0:
-        return Intervention(stage, "set", option, np.broadcast_to(mean, sizes).astype(np.dtype(spec.dtype)), f"mean over {reference}")
-    d = sizes[-1] // spec.dims.H
-    value = np.broadcast_to(mean[h * d:(h + 1) * d], (*sizes[:-1], d)).astype(np.dtype(spec.dtype))
-    return Intervention(stage, "head", option, edits=(HeadEdit("output", h, value, f"mean over {reference}"),))
+        return Intervention(stage, "set", option, value, f"mean over {reference}", reference=(ref, inner, -1))
+    return Intervention(stage, "head", option, edits=(HeadEdit("output", h, value, f"mean over {reference}"),), reference=(ref, inner, h))
+
+
+def mean_of(iv: Intervention, run: Callable[[Spec, str], np.ndarray | None]) -> Intervention:
+    """An intervention whose value is a reference run's mean (``--ablate STAGE=mean-over:REF``), that mean put in:
+    ``run(spec, stage)`` runs the reference and returns the stage (None: the run had a violation)."""
+    if iv.reference is None:
+        return iv
+    ref, inner, h = iv.reference
+    got = run(ref, inner)
+    if got is None:
+        raise UsageError(msg("{option}: the reference run {ref} has a violation (`tracer run {ref}` shows it)", option=iv.option, ref=ref.path))
+    mean = got.mean(axis=(0, 1))
+    if h < 0:
+        assert iv.value is not None
+        return iv._replace(value=np.broadcast_to(mean, iv.value.shape).astype(iv.value.dtype), reference=None)
+    e = iv.edits[0]
+    d = e.value.shape[-1]
+    return iv._replace(edits=(e._replace(value=np.broadcast_to(mean[h * d:(h + 1) * d], e.value.shape).astype(e.value.dtype)),), reference=None)
 
 
 def _split(option: str, item: str) -> tuple[str, str]:
