@@ -291,7 +291,7 @@ SHARED_PLURALS: dict[tuple[str, str], str] = {
 }
 
 
-UI: dict[str, str] = {**SHARED_UI, **attribute_zh.UI, **cli_zh.UI, **compare_zh.UI, **grad_zh.UI, **grade_zh.UI, **graph_zh.UI, **lens_zh.UI, **probe_zh.UI, **run_zh.UI, **views_zh.UI}
+UI: dict[str, str] = {**SHARED_UI, **attribute_zh.UI, **cli_zh.UI, **compare_zh.UI, **grad_zh.UI, **grade_zh.UI, **graph_zh.UI, **lens_zh.UI, **patching_zh.UI, **probe_zh.UI, **run_zh.UI, **views_zh.UI}
 
 MESSAGES: dict[str, str] = {**SHARED_MESSAGES, **attribute_zh.MESSAGES, **check_zh.MESSAGES, **checkpoints_zh.MESSAGES, **cli_zh.MESSAGES, **compare_zh.MESSAGES, **engine_zh.MESSAGES, **front_zh.MESSAGES, **grad_zh.MESSAGES, **grade_zh.MESSAGES, **graph_zh.MESSAGES, **lens_zh.MESSAGES, **model_zh.MESSAGES, **page_zh.MESSAGES, **patching_zh.MESSAGES, **probe_zh.MESSAGES, **run_zh.MESSAGES, **spec_zh.MESSAGES, **views_zh.MESSAGES}
 

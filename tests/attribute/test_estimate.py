@@ -72,11 +72,42 @@ def test_each_cell_is_the_gradient_of_the_patched_logit_dotted_with_the_differen
     assert abs(g.estimate[1, -1] - want) <= 1e-12
 
 
+def test_the_heads_estimates_add_up_to_their_attention_stage_s():
+    # the attention output is the heads times W_O plus b_O, so its change is the sum of each head's slice through W_O:
+    # a first-order estimate, linear in the change, splits the same way
+    g = tracer.attribution_patching(CLEAN, CORRUPT, stage=["blocks.*.attention", "blocks.*.attn.head.*"], token="cat")
+    assert g.stages == ["blocks.0.attn.head.0", "blocks.0.attn.head.1", "blocks.0.attention", "blocks.1.attn.head.0", "blocks.1.attn.head.1",
+                        "blocks.1.attention"]
+    for layer in (0, 3):
+        assert float(np.abs(g.estimate[layer + 2]).max()) > 0.01
+        assert np.allclose(g.estimate[layer] + g.estimate[layer + 1], g.estimate[layer + 2], rtol=0, atol=1e-13)
+
+
+def test_the_error_of_every_head_part_is_second_order_in_the_difference():
+    found = []
+    for eps in (1e-2, 5e-3, 2.5e-3):
+        g = tracer.attribution_patching(*pair(eps), stage=["blocks.*.attn.head.*", "blocks.*.attn.head.*.*"], token="cat", real=True)
+        assert len(g.stages) == 2 * 2 * 5  # two layers, two heads, output q k v pattern
+        found.append((float(np.abs(g.error).max()), float(np.abs(g.real).max())))
+    for (e1, r1), (e2, r2) in zip(found, found[1:]):
+        assert 1.8 < r1 / r2 < 2.2
+        assert 3.5 < e1 / e2 < 4.5
+
+
+def test_real_is_tracer_patch_with_the_same_metric_and_sample():
+    a, b = (str(EXAMPLES / "interventions" / f"pairs-{k}.yaml") for k in ("clean", "corrupt"))
+    g = tracer.attribution_patching(a, b, stage="blocks.*.attn.head.*", token="cat", against="mat", batch=1, real=True)
+    p = tracer.patch(a, b, stage="blocks.*.attn.head.*", token="cat", against="mat", metric="logit-diff", batch=1)
+    assert g.stages == p.stages and np.array_equal(g.real, p.delta)
+    assert (g.metric_clean, g.metric_corrupt) == (p.logit_clean, p.logit_corrupt)
+
+
 def test_against_estimates_the_logit_difference():
     both = tracer.attribution_patching(CLEAN, CORRUPT, token="cat", against="mat", real=True)
     a, b = (tracer.attribution_patching(CLEAN, CORRUPT, token=w, real=True) for w in ("cat", "mat"))
     assert np.allclose(both.estimate, a.estimate - b.estimate, rtol=0, atol=1e-13)
     assert np.allclose(both.real, a.real - b.real, rtol=0, atol=1e-13)
+    assert np.array_equal(both.real, tracer.patch(CLEAN, CORRUPT, token="cat", against="mat", metric="logit-diff").delta)
 
 
 def test_table_json_and_csv():

@@ -18,7 +18,7 @@ import numpy as np
 
 from tracer.attribute.core import token_of
 from tracer.engine import executor
-from tracer.engine.interventions import position_axis
+from tracer.engine.interventions import KERNEL_KEY, position_axis
 from tracer.errors import EXIT_OK, EXIT_VIOLATION, SweepStopped, UsageError
 from tracer.messages import Message, at, msg
 from tracer.model.shapes import shape_label
@@ -27,6 +27,7 @@ from tracer.spec import memory
 if TYPE_CHECKING:
     from rich.console import RenderableType
 
+    from tracer.patching.run import PatchTarget
     from tracer.spec import Spec
 
 DEFAULT_STAGES = ("blocks.*.output",)
@@ -128,19 +129,25 @@ def estimate(clean: Spec, corrupt: Spec, stages: Sequence[str] = DEFAULT_STAGES,
     """The estimate of every cell (see the module's docstring); with ``real``, tracer patch's own sweep beside it."""
     from tracer.engine.backward import gradients
     from tracer.grad.run import check_memory
-    from tracer.patching.run import pick_stages
+    from tracer.patching.run import pick_targets
     from tracer.spec import choices
 
     if "logits" not in corrupt.stage_shapes or "logits" not in clean.stage_shapes:
         raise UsageError(at(corrupt.path if "logits" not in corrupt.stage_shapes else clean.path,
                             msg("attribution patching follows a token's logit: the spec needs an output head (block.head: tied or separate)")))
-    picked = pick_stages(corrupt, stages)
-    _same_stages(clean, corrupt, [*picked, "logits"])
+    targets = pick_targets(corrupt, stages)
+    picked = [tg.name for tg in targets]
+    _same_stages(clean, corrupt, [*sorted({_recorded_stage(corrupt, tg) for tg in targets}), "logits"])
     b, t = choices.position(corrupt, batch, position, ("--batch", "--position"))
     T = corrupt.stage_shapes["logits"][1][1]
     if real and t != T - 1:
         raise UsageError(msg("--real runs tracer patch, which follows the logit at the last position (t={last}); --position {t} is another",
                              last=T - 1, t=t))
+    for tg in targets:
+        axes, sizes = tg.shape(corrupt)
+        if sizes[position_axis(axes) or 0] != T:
+            raise UsageError(msg("--stage {name}: its {n} positions are not the logits' T = {T}, so its cells are not a position each",
+                                 name=tg.name, n=sizes[position_axis(axes) or 0], T=T))
     spec_words = corrupt if corrupt.vocab else clean
     tok = token_of(spec_words, token, "--token") if token is not None else None
     other = token_of(spec_words, against, "--against") if against is not None else None
@@ -157,13 +164,12 @@ def estimate(clean: Spec, corrupt: Spec, stages: Sequence[str] = DEFAULT_STAGES,
         if other is not None:
             seed[b, t, other] -= 1.0
         grads, _, _ = gradients(base, params, inputs, {"logits": seed})
-        axes, shape = corrupt.stage_shapes[picked[0]]
-        grid = np.full((len(picked), shape[position_axis(axes) or 0]), np.nan)
-        for i, name in enumerate(picked):
-            axis = position_axis(corrupt.stage_shapes[name][0])
-            assert axis is not None  # pick_stages refuses a stage without one
-            diff = np.asarray(clean_run.stages[name].array, dtype=np.float64) - np.asarray(base.stages[name].array, dtype=np.float64)
-            grid[i] = by_position(diff * np.asarray(grads[name].array, dtype=np.float64), axis)
+        grid = np.full((len(targets), T), np.nan)
+        for i, tg in enumerate(targets):
+            axis = position_axis(tg.shape(corrupt)[0])
+            assert axis is not None  # pick_targets refuses a row without one
+            mine, theirs = (np.asarray(tg.recorded(r.stages, corrupt), dtype=np.float64) for r in (base, clean_run))
+            grid[i] = by_position((theirs - mine) * np.asarray(tg.recorded(grads, corrupt), dtype=np.float64), axis)
     metric = (float(la[tok] - (la[other] if other is not None else 0.0)), float(lc[tok] - (lc[other] if other is not None else 0.0)))
     measured, violations = _real(clean, corrupt, picked, tok, other, b, max_memory) if real else (None, [])
     from tracer.views.text import token_label
@@ -172,12 +178,18 @@ def estimate(clean: Spec, corrupt: Spec, stages: Sequence[str] = DEFAULT_STAGES,
     return EstimateGrid(clean, corrupt, picked, words, tok, other, b, t, metric, grid, measured, violations)
 
 
-def _real(clean: Spec, corrupt: Spec, stages: list[str], token: int, against: int | None, b: int, max_memory: str) -> tuple[np.ndarray, list[Message]]:
-    """tracer patch's own sweep of the same cells: the change of the token's logit (minus --against's, a second sweep)."""
-    from tracer.patching.run import patch
+def _recorded_stage(spec: Spec, target: PatchTarget) -> str:
+    """The stage a row's value is read from: the row's own, or for a head's part its attention internal (the heads, q, k, v, weights)."""
+    if target.head is None:
+        return target.name
+    return f"{target.name.rpartition('.head.')[0]}.{KERNEL_KEY.get(target.part, target.part)}"
 
-    one = patch(clean, corrupt, stages, token, b, max_memory)
-    if against is None:
-        return one.delta, list(one.violations)
-    two = patch(clean, corrupt, stages, against, b, max_memory)
-    return one.delta - two.delta, [*one.violations, *two.violations]
+
+def _real(clean: Spec, corrupt: Spec, stages: list[str], token: int, against: int | None, b: int, max_memory: str) -> tuple[np.ndarray, list[Message]]:
+    """tracer patch's own sweep of the same cells, read in sample b: the change of the token's logit, or with --against
+    of the logit difference (--metric logit-diff), exactly the grid `tracer patch --batch B` prints."""
+    from tracer.patching.run import Ask, patch
+
+    ask = Ask("logit", token, batch=b) if against is None else Ask("logit-diff", token, against, batch=b)
+    grid = patch(clean, corrupt, stages, max_memory=max_memory, ask=ask)
+    return grid.delta, list(grid.violations)

@@ -32,6 +32,7 @@ MESSAGES: dict[str, str] = {
     'the run flagged a {kind} violation at {stage}: attribution patching needs both runs free of violations (`tracer run SPEC` shows it)': '运行在 {stage} 处出现 {kind} 违规：归因修补需要两次运行都没有违规（`tracer run SPEC` 会显示它）',
     "attribution patching follows a token's logit: the spec needs an output head (block.head: tied or separate)": '归因修补跟踪一个词元的 logit：spec 需要输出头（block.head: tied 或 separate）',
     '--real runs tracer patch, which follows the logit at the last position (t={last}); --position {t} is another': '--real 会运行 tracer patch，而它跟踪的是最后一个位置（t={last}）的 logit；--position {t} 是另一个位置',
+    "--stage {name}: its {n} positions are not the logits' T = {T}, so its cells are not a position each": '--stage {name}：它的 {n} 个位置不等于 logits 的 T = {T}，所以它的单元不是每个位置一个',
     '{option} belongs to attribution patching: give --corrupt CORRUPT too': '{option} 属于归因修补：请同时给出 --corrupt CORRUPT',
     "--text replaces one spec's input; attribution patching reads two specs (SPEC, the clean run, and --corrupt): write each one's input in it": '--text 替换一个 spec 的输入；归因修补读取两个 spec（SPEC 即干净运行，以及 --corrupt）：请把各自的输入写在各自的 spec 里',
 }
