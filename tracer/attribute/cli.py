@@ -46,6 +46,8 @@ def attribute(
     force: shared.ForceOption = False,
     confine: shared.ConfineOption = None,
     lang: shared.LangOption = None,
+    page: shared.PageOption = None,
+    page_budget: shared.PageBudgetOption = 20.0,
 ) -> None:
     """Direct logit attribution: a token's logit split into the embeddings, every head, every bias, every FFN and the final norm's offset.
 
@@ -58,8 +60,10 @@ def attribute(
         from tracer.lens.command import lens_format
 
         form = lens_format(fmt, as_json)
-        check_modes(corrupt, stage, real, text)
+        check_modes(corrupt, stage, real, text, page)
         targets = shared.export_targets(svg, html, [spec] + ([corrupt] if corrupt else []), form, force)
+        if page is not None:
+            shared.page_checked(page, page_budget, [spec], force, {"--svg": svg, "--html": html})
         if corrupt is not None:
             grid = estimate_spec(spec, corrupt, stages=tuple(stage or ()), token=shared.int_or_text(token), against=shared.int_or_text(against),
                                  position=position, batch=batch, real=real, max_memory=max_memory, precision=precision)
@@ -70,14 +74,20 @@ def attribute(
             else:
                 sys.stdout.write(attribute_text(grid, form))
             return grid.exit_code
-        result, _ = attribute_spec(spec, token=shared.int_or_text(token), against=shared.int_or_text(against), position=position, batch=batch,
-                                   max_memory=max_memory, precision=precision, text=text, special=not no_special)
+        result, run = attribute_spec(spec, token=shared.int_or_text(token), against=shared.int_or_text(against), position=position, batch=batch,
+                                     max_memory=max_memory, precision=precision, text=text, special=not no_special,
+                                     record="all" if page is not None else "main")  # the page draws every stage
         if form == "table":
             from tracer.attribute.view import attribution_view
 
             shared.show(attribution_view(result), no_color, targets, result.spec.name, force)
         else:
             sys.stdout.write(attribute_text(result, form))
+        if page is not None:
+            from tracer.page.writer import run_page
+
+            shared.write_page_file(page, run_page(run, b=result.b, t=result.t, precision=precision, lang=shared.page_language(), budget_mb=page_budget,
+                                                  attribution=result), force)
         return EXIT_OK
 
     shared.guarded(body, lang, confine)

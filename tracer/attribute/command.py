@@ -43,8 +43,8 @@ def attribute_spec(spec: SpecLike, *, token: str | int | None = None, against: s
     return attribute(s, run, ex.params, b, t, tok, other, precision), run
 
 
-def check_modes(corrupt: str | None, stage: Sequence[str] | None, real: bool, text: str | None) -> None:
-    """--stage and --real belong to attribution patching (--corrupt); --text to one spec's split."""
+def check_modes(corrupt: str | None, stage: Sequence[str] | None, real: bool, text: str | None, page: str | None = None) -> None:
+    """--stage and --real belong to attribution patching (--corrupt); --text and --page to one spec's split."""
     from tracer.errors import UsageError
     from tracer.messages import msg
 
@@ -53,6 +53,9 @@ def check_modes(corrupt: str | None, stage: Sequence[str] | None, real: bool, te
     if corrupt is not None and text is not None:
         raise UsageError(msg("--text replaces one spec's input; attribution patching reads two specs (SPEC, the clean run, and --corrupt): "
                              "write each one's input in it"))
+    if corrupt is not None and page is not None:
+        raise UsageError(msg("--page draws one run and its split (the components table, the heads heatmap); attribution patching (--corrupt) "
+                             "reads two runs and has no page: give one of them"))
 
 
 def estimate_spec(clean: SpecLike, corrupt: SpecLike, *, stages: Sequence[str] = (), token: str | int | None = None, against: str | int | None = None,

@@ -33,6 +33,7 @@ MESSAGES: dict[str, str] = {
     "attribution patching follows a token's logit: the spec needs an output head (block.head: tied or separate)": '归因修补跟踪一个词元的 logit：spec 需要输出头（block.head: tied 或 separate）',
     '--real runs tracer patch, which follows the logit at the last position (t={last}); --position {t} is another': '--real 会运行 tracer patch，而它跟踪的是最后一个位置（t={last}）的 logit；--position {t} 是另一个位置',
     "--stage {name}: its {n} positions are not the logits' T = {T}, so its cells are not a position each": '--stage {name}：它的 {n} 个位置不等于 logits 的 T = {T}，所以它的单元不是每个位置一个',
+    '--page draws one run and its split (the components table, the heads heatmap); attribution patching (--corrupt) reads two runs and has no page: give one of them': '--page 画出一次运行及其拆分（组成部分表和各层的头的热力图）；归因修补（--corrupt）读取两次运行，没有页面：请只给出其中一个',
     '{option} belongs to attribution patching: give --corrupt CORRUPT too': '{option} 属于归因修补：请同时给出 --corrupt CORRUPT',
     "--text replaces one spec's input; attribution patching reads two specs (SPEC, the clean run, and --corrupt): write each one's input in it": '--text 替换一个 spec 的输入；归因修补读取两个 spec（SPEC 即干净运行，以及 --corrupt）：请把各自的输入写在各自的 spec 里',
 }
