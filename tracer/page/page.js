@@ -556,7 +556,7 @@
     });
     t.appendChild(el("tr", { cls: "sum" }, [el("th", { text: s("sum_of_parts") }), el("td", { cls: "value", text: a.sum.fmt, title: a.sum.value, "data-value": a.sum.value }), el("td", {})]));
     t.appendChild(el("tr", { cls: "logit" }, [el("th", { text: s("run_logit") }), el("td", { cls: "value", text: a.logit.fmt, title: a.logit.value, "data-value": a.logit.value }),
-      el("td", { text: "Δ " + a.gap })]));
+      el("td", { cls: "gap", text: s("sum_minus_logit") + " = " + a.gap })]));
     wrap.appendChild(t);
     if (a.heads) {
       var hs = a.heads, heads = [];

@@ -63,6 +63,7 @@ STRINGS: dict[str, tuple[str, str]] = {
     "share": ("share", "占比"),
     "sum_of_parts": ("sum of the parts", "各部分之和"),
     "run_logit": ("the run's logit", "运行本身的 logit"),
+    "sum_minus_logit": ("sum − logit", "和 − logit"),
     "heads_by_layer": ("heads by layer", "各层的头"),
     "not_in_trace": ("not recorded on this side", "此侧未记录"),
     "language": ("Language", "语言"),
