@@ -9,6 +9,8 @@ import no NumPy:
 - ``tracer.diff(a, b, ...)`` -> a Diff: ``.first_divergence``, ``.exit_code``, ``.stages``, ``.hint``;
 - ``tracer.recorder("mine.npz")`` -> a context manager recording your own block's arrays;
 - ``tracer.patch(clean, corrupt, stage=..., token=...)`` -> a PatchGrid: activation patching, stages x positions;
+- ``tracer.attribution(spec, token=..., against=..., position=...)`` -> an Attribution: the logit split into its parts;
+- ``tracer.attribution_patching(clean, corrupt, stage=..., real=...)`` -> an EstimateGrid: every patch cell to first order;
 - ``TracerError`` and its kin (``SpecError``, ``UsageError``): every error the API raises.
 
 A Trace and a Diff show as the table the terminal shows, in Jupyter and with rich.
@@ -21,9 +23,14 @@ from typing import TYPE_CHECKING, Any
 from tracer.version import __version__ as __version__
 
 __all__ = ["Diff", "Recorder", "SpecError", "StageShape", "Trace", "TracerError", "UsageError", "diff", "load", "recorder",
-           "trace", "PatchGrid", "patch"]
+           "trace", "PatchGrid", "patch", "Attribution", "attribution",
+           "EstimateGrid", "attribution_patching"]
 
 if TYPE_CHECKING:
+    from tracer.attribute.command import attribution as attribution
+    from tracer.attribute.command import attribution_patching as attribution_patching
+    from tracer.attribute.core import Attribution as Attribution
+    from tracer.attribute.estimate import EstimateGrid as EstimateGrid
     from tracer.compare.recording import Recorder as Recorder
     from tracer.compare.recording import recorder as recorder
     from tracer.errors import SpecError as SpecError
@@ -42,7 +49,9 @@ if TYPE_CHECKING:
 # submodule never rebinds them.
 _LAZY = {"load": "spec.loading", "trace": "front.run_trace", "Trace": "front.run_trace", "StageShape": "front.run_trace",
          "diff": "front.comparison", "Diff": "front.comparison", "recorder": "compare.recording", "Recorder": "compare.recording",
-         "TracerError": "errors", "SpecError": "errors", "UsageError": "errors", "patch": "patching.run", "PatchGrid": "patching.run"}
+         "TracerError": "errors", "SpecError": "errors", "UsageError": "errors", "patch": "patching.run", "PatchGrid": "patching.run",
+         "attribution": "attribute.command", "Attribution": "attribute.core", "attribution_patching": "attribute.command",
+         "EstimateGrid": "attribute.estimate"}
 
 
 def __getattr__(name: str) -> Any:

@@ -24,6 +24,7 @@ fields, and that every entry is used.  Nothing here imports anything but the pac
 
 from __future__ import annotations
 
+from tracer.attribute import zh as attribute_zh
 from tracer.check import zh as check_zh
 from tracer.checkpoints import zh as checkpoints_zh
 from tracer.cli import zh as cli_zh
@@ -295,8 +296,8 @@ SHARED_PLURALS: dict[tuple[str, str], str] = {
 }
 
 
-UI: dict[str, str] = {**SHARED_UI, **cli_zh.UI, **compare_zh.UI, **grad_zh.UI, **grade_zh.UI, **graph_zh.UI, **lens_zh.UI, **probe_zh.UI, **run_zh.UI, **views_zh.UI}
+UI: dict[str, str] = {**SHARED_UI, **attribute_zh.UI, **cli_zh.UI, **compare_zh.UI, **grad_zh.UI, **grade_zh.UI, **graph_zh.UI, **lens_zh.UI, **patching_zh.UI, **probe_zh.UI, **run_zh.UI, **views_zh.UI}
 
-MESSAGES: dict[str, str] = {**SHARED_MESSAGES, **check_zh.MESSAGES, **checkpoints_zh.MESSAGES, **cli_zh.MESSAGES, **compare_zh.MESSAGES, **engine_zh.MESSAGES, **front_zh.MESSAGES, **grad_zh.MESSAGES, **grade_zh.MESSAGES, **graph_zh.MESSAGES, **lens_zh.MESSAGES, **model_zh.MESSAGES, **page_zh.MESSAGES, **patching_zh.MESSAGES, **probe_zh.MESSAGES, **run_zh.MESSAGES, **spec_zh.MESSAGES, **views_zh.MESSAGES}
+MESSAGES: dict[str, str] = {**SHARED_MESSAGES, **attribute_zh.MESSAGES, **check_zh.MESSAGES, **checkpoints_zh.MESSAGES, **cli_zh.MESSAGES, **compare_zh.MESSAGES, **engine_zh.MESSAGES, **front_zh.MESSAGES, **grad_zh.MESSAGES, **grade_zh.MESSAGES, **graph_zh.MESSAGES, **lens_zh.MESSAGES, **model_zh.MESSAGES, **page_zh.MESSAGES, **patching_zh.MESSAGES, **probe_zh.MESSAGES, **run_zh.MESSAGES, **spec_zh.MESSAGES, **views_zh.MESSAGES}
 
 PLURALS: dict[tuple[str, str], str] = {**SHARED_PLURALS, **check_zh.PLURALS, **checkpoints_zh.PLURALS, **cli_zh.PLURALS, **compare_zh.PLURALS, **engine_zh.PLURALS, **grade_zh.PLURALS, **graph_zh.PLURALS, **model_zh.PLURALS, **run_zh.PLURALS, **spec_zh.PLURALS, **views_zh.PLURALS}

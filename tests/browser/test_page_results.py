@@ -1,7 +1,7 @@
 """The pages of the other commands, in Chromium: `tracer diff A B --page` (the two blocks side by side, the first
 divergence followed, |A - B| read exactly), `tracer grad --page` (each stage's gradient, the per-layer picture),
-`tracer lens --page` (the lens heatmap), a violation marked on its box with the terminal's explanation, and a
-summarised stage saying what was left out.  Each page built once for the module."""
+`tracer lens --page` (the lens heatmap), `tracer attribute --page` (the components table and the heads heatmap), a
+violation marked on its box with the terminal's explanation, and a summarised stage saying what was left out.  Each page built once for the module."""
 
 from __future__ import annotations
 
@@ -34,6 +34,11 @@ def grad_page(folder):
 @pytest.fixture(scope="module")
 def lens_page(folder):
     return build(folder, "lens.html", "lens", STACK, "--page", "{out}")
+
+
+@pytest.fixture(scope="module")
+def attribute_page(folder):
+    return build(folder, "attribute.html", "attribute", STACK, "--token", "cat", "--against", "on", "--page", "{out}")
 
 
 def select(t, stage: str) -> None:
@@ -133,6 +138,27 @@ def test_lens_page_has_the_lens_heatmap_with_exact_probabilities(tab, lens_page)
     t.page.locator("#lens").evaluate("e => e.scrollIntoView({block: 'center'})")
     hover_cell(t, canvas, 2, 3)
     shot(t, "lens")
+
+
+def test_attribute_page_has_the_components_and_the_heads_heatmap_exactly(tab, attribute_page) -> None:
+    doc = json.loads(run_app("attribute", STACK, "--token", "cat", "--against", "on", "--json").stdout)
+    t = tab(attribute_page)
+    rows = t.page.locator("#attribution table.attribution tr[data-component]")
+    assert rows.count() == len(doc["components"])
+    for i, c in enumerate(doc["components"]):
+        row = rows.nth(i)
+        assert row.get_attribute("data-component") == c["name"]
+        cell = row.locator("td.value")
+        assert cell.get_attribute("title") == repr(c["value"]) == cell.get_attribute("data-value"), c["name"]
+    heads = {(c["layer"], c["head"]): c["value"] for c in doc["components"] if c["head"] is not None}
+    canvas = t.page.locator('#attribution canvas.heatmap[data-kind="attribution"]')
+    assert canvas.is_visible()
+    assert (int(canvas.get_attribute("data-rows")), int(canvas.get_attribute("data-cols"))) == (2, 2)
+    for (layer, h), value in heads.items():
+        index, shown = hover_cell(t, canvas, layer, h)
+        assert (index["layer"], index["h"]) == (layer, h) and shown == repr(value), (layer, h, shown, value)
+        assert repr(value) in t.page.locator("#attribution .readout-local").inner_text()
+    shot(t, "attribute")
 
 
 def test_reading_the_lens_does_not_move_it_under_the_pointer(tab, lens_page) -> None:

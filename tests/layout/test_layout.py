@@ -31,7 +31,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("views", ("tracer.views",)),
     # what the front's results are made of: each feature's own result and views (lens, gradients, a comparison, a
     # patch grid, a probe, the graph, the page)
-    ("results", ("tracer.lens", "tracer.grad", "tracer.compare", "tracer.patching", "tracer.probe", "tracer.graph", "tracer.page")),
+    ("results", ("tracer.lens", "tracer.grad", "tracer.compare", "tracer.patching", "tracer.probe", "tracer.graph", "tracer.page",
+                 "tracer.attribute")),
     # the front door (prepare) and the public results (Trace, Diff): below every command
     ("front", ("tracer.front",)),
     # what every command shares: the exit path, the console, the options
@@ -39,14 +40,14 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the commands, each beside its feature
     ("features", ("tracer.run", "tracer.lens.command", "tracer.lens.cli", "tracer.grad.command", "tracer.grad.cli", "tracer.compare.cli",
                   "tracer.patching.cli", "tracer.probe.cli", "tracer.graph.cli", "tracer.page.cli", "tracer.check", "tracer.grade",
-                  "tracer.checkpoints.importer", "tracer.checkpoints.import_cli")),
+                  "tracer.checkpoints.importer", "tracer.checkpoints.import_cli", "tracer.attribute.command", "tracer.attribute.cli")),
     ("api", ("tracer",)),
     ("cli", ("tracer.cli", "tracer.__main__")),
 )
 # Features may use one another only in this order within a layer (a result another result's; a command another
 # command's): grad renders as run does; compare runs gradients; the page draws lenses, gradients and diffs.
-FEATURES = ("tracer.run", "tracer.lens", "tracer.grad", "tracer.compare", "tracer.patching", "tracer.probe", "tracer.check", "tracer.graph",
-            "tracer.page", "tracer.grade", "tracer.checkpoints.importer")
+FEATURES = ("tracer.run", "tracer.lens", "tracer.grad", "tracer.compare", "tracer.patching", "tracer.attribute", "tracer.probe", "tracer.check",
+            "tracer.graph", "tracer.page", "tracer.grade", "tracer.checkpoints.importer")
 NO_NUMPY = ("model", "checkpoint readers", "spec")
 API = "tracer"
 
@@ -190,9 +191,9 @@ def test_every_module_is_on_the_map() -> None:
 
 
 def test_a_package_the_map_does_not_name_is_refused() -> None:
-    """A new feature (tracer/attribute/) must be placed on the map: it does not fall into the API layer by its prefix."""
-    with pytest.raises(AssertionError, match="tracer.attribute.core is in no layer"):
-        layer_of("tracer.attribute.core")
+    """A new feature (tracer/steering/, say) must be placed on the map: it does not fall into the API layer by its prefix."""
+    with pytest.raises(AssertionError, match="tracer.steering.core is in no layer"):
+        layer_of("tracer.steering.core")
     assert layer_of("tracer") == [name for name, _ in LAYERS].index("api")
 
 

@@ -286,16 +286,24 @@ def test_every_page_string_has_english_and_chinese(pre_page):
 
 # -- files ---------------------------------------------------------------------------------------
 
-def test_the_page_never_replaces_an_input_or_a_file_tracer_did_not_write(tmp_path):
-    spec = write_spec(tmp_path, (SPECS / "ch17-prenorm.yaml").read_text(encoding="utf-8"))
-    assert_refused(run_app("page", str(spec), "-o", str(spec), "--force"))
+def assert_page_file_rules(tmp_path: Path, command: str, spec_name: str, option: str) -> Path:
+    """`tracer COMMAND SPEC OPTION FILE` never writes over its input, nor over a file tracer did not write unless
+    --force, and replaces its own page: the written page's path."""
+    spec = write_spec(tmp_path, (SPECS / spec_name).read_text(encoding="utf-8"))
+    source = str(SPECS / spec_name)
+    assert_refused(run_app(command, str(spec), option, str(spec), "--force"))
     theirs = tmp_path / "notes.html"
     theirs.write_text("my notes\n")
-    assert_refused(run_app("page", PRE, "-o", str(theirs)), "--force")
+    assert_refused(run_app(command, source, option, str(theirs)), "--force")
     assert theirs.read_text() == "my notes\n"
-    assert run_app("page", PRE, "-o", str(theirs), "--force").returncode == 0
+    assert run_app(command, source, option, str(theirs), "--force").returncode == 0
     assert theirs.read_text(encoding="utf-8").startswith("<!-- tracer ")
-    assert run_app("page", PRE, "-o", str(theirs)).returncode == 0  # its own page: replaced without --force
+    assert run_app(command, source, option, str(theirs)).returncode == 0  # its own page: replaced without --force
+    return theirs
+
+
+def test_the_page_never_replaces_an_input_or_a_file_tracer_did_not_write(tmp_path):
+    assert_page_file_rules(tmp_path, "page", "ch17-prenorm.yaml", "-o")
 
 
 def test_the_page_never_writes_through_a_symlink(tmp_path):

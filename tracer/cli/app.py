@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from tracer.attribute import cli as attribute_cli
 from tracer.check import cli as check_cli
 from tracer.checkpoints import import_cli
 from tracer.cli import options
@@ -67,6 +68,7 @@ app.command()(diff_cli.diff)
 app.command()(patch_cli.patch)
 app.command()(graph_cli.graph)
 app.command(cls=options.sectioned(lens_cli.LENS_SECTIONS))(lens_cli.lens)
+app.command(cls=options.sectioned(attribute_cli.ATTRIBUTE_SECTIONS))(attribute_cli.attribute)
 app.command("page", cls=options.sectioned(page_cli.PAGE_SECTIONS))(page_cli.page_command)
 app.command()(run_cli.validate)
 app.command()(check_cli.check)

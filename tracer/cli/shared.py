@@ -229,6 +229,13 @@ PageBudgetOption = Annotated[float, typer.Option("--page-budget", metavar="MB", 
                                                                                      "refused (exit 2) if even the summaries do not fit.")]
 
 
+# the options of a command that writes a table, JSON or CSV of one run (tracer lens, tracer attribute)
+JsonOption = Annotated[bool, typer.Option("--json", help="Same as --format json.")]
+TableFormatOption = Annotated[str | None, typer.Option("--format", "-f", metavar="FORMAT", show_default=False, help="table (default) | json | csv.")]
+NoSpecialOption = Annotated[bool, typer.Option("--no-special", help="With --text: do not add the tokenizer's special tokens (BOS, EOS).")]
+MaxMemoryOption = Annotated[str, typer.Option("--max-memory", metavar="SIZE", help="Refuse a run estimated to need more (4GB, 512MB, 2GiB, or none).")]
+
+
 def check_precision(precision: int) -> None:
     from tracer.spec.choices import precision as checked
 

@@ -16,6 +16,7 @@ import numpy as np
 from tracer.engine import interventions, kernels
 from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of, pool_index_of, qk_scale, relative_buckets_of
 from tracer.engine.kernels import embeddings, ffn, multihead, norms
+from tracer.messages import msg
 from tracer.model.activations import activation_of, is_gated
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix
 from tracer.model.ops import OPS
@@ -64,6 +65,7 @@ class Backward:
         self.weight_grads: dict[str, np.ndarray] = {}
         self.owned: set[str] = set()  # stages whose gradient array is theirs alone: the next one adds into it in place
         self.interventions = interventions.by_stage(trace.spec)
+        interventions.refuse_head_edits(self.interventions.values(), msg("the backward pass"))
 
     def value(self, name: str) -> np.ndarray:
         return self.trace.stages[name].array

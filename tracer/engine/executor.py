@@ -240,7 +240,7 @@ class Executor:
         self.params = load_params(spec, for_run=True) if params is None else params
         self.inputs = load_inputs(spec) if inputs is None else inputs
         self.seen_nonfinite = False
-        self.interventions = interventions.by_stage(spec)
+        self.interventions = {k: interventions.mean_of(iv, reference_stage) for k, iv in interventions.by_stage(spec).items()}
         self.layers = LayerWeights(spec, self.params) if by_layer else None
 
     def rec(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
@@ -482,6 +482,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
     prefix = internal_prefix(step)
     # scores and weights ([B,H,T,S] each) are made only when they are kept; the output is the same either way
     keep = any(ex.recorder.how.get(f"{prefix}.{key}", "full") != "skip" for key in ("scores", "weights"))
+    edits = ablated.kernel_edits() if ablated is not None and ablated.kind == "head" else None  # --set ATTN.head.N[.PART], tracer patch
 
     def compute(strict: kernels.Strict) -> np.ndarray:
         parts.update(multihead.mha(xq, xkv, **w, H=ex.spec.dims.H, H_kv=ex.spec.dims.H_kv, visible=visible,
@@ -489,7 +490,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
                                  rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
                                  rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
                                  q_norm=q_norm, k_norm=k_norm, qk_eps=step.epsilon() if step.qk_norm else None, scale=step.scale,
-                                 softcap=step.softcap, bias=bias, qk_projection=bool(step.qk_projection)))
+                                 softcap=step.softcap, bias=bias, qk_projection=bool(step.qk_projection), edits=edits))
         return parts["output"]
 
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
@@ -566,6 +567,13 @@ def forward_expert_mix(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np
     x, gates = inputs
     w1, w3, w2 = experts_of(ex.params, step.weights, ex.spec.dims.E or 0)
     return ex.record_step(step, lambda strict: ffn.expert_mix(x, gates, w1, w3, w2))
+
+
+def reference_stage(spec: Spec, stage: str) -> np.ndarray | None:
+    """A reference run's stage in full (--ablate X=mean-over:REF); None when the run has a violation."""
+    with np.errstate(all="ignore"):
+        rec = Executor(spec, policy=RecordPolicy("table", frozenset({stage}))).run()
+    return rec.stages[stage].array if rec.ok and stage in rec.stages else None
 
 
 def run(spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,

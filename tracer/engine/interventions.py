@@ -12,7 +12,11 @@ run from it (tracer run, grad and its finite differences, probe, diff, patch) co
 - ``--set STAGE=FILE:KEY``: the stage is the array KEY of the .npz FILE (another run's --save, say), its shape
   checked;
 - ``--from STAGE=FILE:KEY``: as --set, and the steps before STAGE are not computed at all (a later layer started
-  from a recorded hidden state).
+  from a recorded hidden state);
+- ``--set ATTN.head.N=FILE:KEY``: head N's output alone (its [B,T,d] slice of the heads, before W_O) is the array;
+  ``ATTN.head.N.q``, ``.k``, ``.v`` ([B,T,d] each; for k and v N is a key/value head) and ``.pattern`` ([B,T,S], the
+  attention weights after the softmax) the same for one head's query, key, value or pattern: the attention step is
+  computed with that head's part replaced, everything else as it comes (kind ``head``).
 
 A replaced stage is a constant: the backward pass sends nothing through it to the steps before it.  A mean over
 positions is a function of the stage, and its gradient is the gradient's mean over positions.
@@ -21,7 +25,7 @@ positions is a function of the stage, and its gradient is the gradient's mean ov
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
@@ -49,14 +53,18 @@ class Requests(NamedTuple):
 
 class Intervention(NamedTuple):
     stage: str  # the step's stage it replaces (for heads: the attention step's stage)
-    kind: str  # zero | mean | set | from | heads
+    kind: str  # zero | mean | set | from | heads | head
     option: str  # the option as given, e.g. "--ablate blocks.0.attn.head.3"
     value: np.ndarray | None = None  # set, from: the array
     source: str = ""  # set, from: FILE:KEY
     heads: tuple[int, ...] = ()  # heads: the heads zeroed
     d: int = 0  # heads: each head's width
+    edits: tuple[HeadEdit, ...] = ()  # head: each head's part replaced (several parts and heads of one attention step)
+    reference: tuple[Spec, str, int] | None = None  # --ablate X=mean-over:REF: the spec, its stage, the head (-1: none), until run
 
     def describe(self) -> Message:
+        if self.kind == "head":
+            return msg("{parts} set from {source}", parts=", ".join(e.label() for e in self.edits), source=", ".join(e.source for e in self.edits))
         if self.kind == "heads":
             return msg("head {heads} ablated (zero)", heads=", ".join(map(str, self.heads)))
         if self.kind == "zero":
@@ -69,6 +77,8 @@ class Intervention(NamedTuple):
 
     def phrase(self) -> Message:
         """What it does, as the subject of a sentence: 'ablating head 3 of layer 0'."""
+        if self.kind == "head":
+            return msg("setting {parts} of {stage}", parts=", ".join(e.label() for e in self.edits), stage=self.stage)
         if self.kind == "heads":
             parts = self.stage.split(".")
             where: Message | str = (msg("layer {n}", n=parts[1]) if len(parts) == 3 and parts[0] == "blocks" and parts[2] == "attention"
@@ -88,6 +98,15 @@ class Intervention(NamedTuple):
             out["source"] = self.source
         if self.heads:
             out["heads"] = list(self.heads)
+        if self.edits:
+            out["edits"] = [{"part": e.part, "head": e.head, "source": e.source} for e in self.edits]
+        return out
+
+    def kernel_edits(self) -> dict[str, list[tuple[int | None, np.ndarray]]]:
+        """The edits as multihead.mha takes them: by its part's key (q, k, v, weights, heads, q_in, k_in, v_in)."""
+        out: dict[str, list[tuple[int | None, np.ndarray]]] = {}
+        for e in self.edits:
+            out.setdefault(KERNEL_KEY.get(e.part, e.part), []).append((e.head, e.value))
         return out
 
     def head_mask(self, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -96,6 +115,59 @@ class Intervention(NamedTuple):
         for h in self.heads:
             mask[h * self.d:(h + 1) * self.d] = 0
         return mask
+
+
+class HeadEdit(NamedTuple):
+    """One head's part replaced inside an attention step: ``part`` q | k | v | pattern | output, ``head`` its index
+    (None with q_in, k_in, v_in: the whole input the projections of q, k or v read, every head's, [B,T,C])."""
+
+    part: str
+    head: int | None
+    value: np.ndarray
+    source: str = ""
+
+    def label(self) -> str:
+        if self.head is None:
+            return f"{self.part.removesuffix('_in')} input"
+        return f"head {self.head}" + ("" if self.part == "output" else f" {self.part}")
+
+
+HEAD_PARTS = ("output", "q", "k", "v", "pattern")  # ATTN.head.N (its output), ATTN.head.N.q, ...
+KERNEL_KEY = {"output": "heads", "pattern": "weights"}  # a part by the name of the attention internal it is a head of
+
+
+def head_targets(spec: Spec) -> dict[str, tuple[str, int, str]]:
+    """'blocks.0.attn.head.1' -> (the attention step's stage, 1, 'output'); '.q', '.k', '.v', '.pattern' each a part of
+    its own.  k and v count key/value heads (H_kv of them under grouped-query attention), the others H."""
+    out = {}
+    for step in spec.steps:
+        if step.op in ("mha", "cross_mha"):
+            prefix = internal_prefix(step)
+            H_kv = spec.stage_shapes[f"{prefix}.k"][1][1]
+            for part in HEAD_PARTS:
+                for h in range(H_kv if part in ("k", "v") else spec.dims.H):
+                    out[f"{prefix}.head.{h}" + ("" if part == "output" else f".{part}")] = (step.name, h, part)
+    return out
+
+
+def head_shape(spec: Spec, step_name: str, part: str) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """The axes and sizes of one head's part: the attention internal's with its head axis taken out ([B,T,d], [B,T,S])."""
+    step = next(s for s in spec.steps if s.name == step_name)
+    prefix = internal_prefix(step)
+    key = {"output": "heads", "pattern": "weights"}.get(part, part)
+    axes, sizes = spec.stage_shapes[f"{prefix}.{key}"]
+    if key == "heads":  # [B,T,C]: a head's slice is d wide
+        H = spec.dims.H
+        return (*axes[:-1], "d"), (*sizes[:-1], sizes[-1] // H)
+    return (axes[0], *axes[2:]), (sizes[0], *sizes[2:])
+
+
+def head_value(full: np.ndarray, part: str, h: int, H: int) -> np.ndarray:
+    """One head's part of the attention internal ``full`` as recorded: [B,H,T,d] -> [B,T,d]; the heads [B,T,C] -> [B,T,d]."""
+    if part == "output":
+        d = full.shape[-1] // H
+        return full[..., h * d:(h + 1) * d]
+    return full[:, h]
 
 
 def position_axis(axes: tuple[str, ...]) -> int | None:
@@ -110,6 +182,14 @@ def mean_over_positions(value: np.ndarray, axes: tuple[str, ...]) -> np.ndarray:
     axis = position_axis(axes)
     assert axis is not None, "resolve refuses a mean over positions of a stage without them"
     return np.broadcast_to(value.mean(axis=axis, keepdims=True), value.shape).copy()
+
+
+def refuse_head_edits(found: Iterable[Intervention], what: Message) -> None:
+    """A head's part set (kind head) has no backward here: a UsageError naming the option."""
+    for iv in found:
+        if iv.kind == "head":
+            raise UsageError(msg("{option}: {what} does not take a head's part set on its own (--ablate ATTN.head.N and a whole stage's --set it does)",
+                                 option=iv.option, what=what))
 
 
 def by_stage(spec: Spec) -> dict[str, Intervention]:
@@ -152,9 +232,9 @@ def _unknown(option: str, name: str, spec: Spec, heads: dict[str, tuple[str, int
                           head=next(iter(heads), "attn.head.0")))
 
 
-def _read_array(option: str, stage: str, source: str, spec: Spec) -> np.ndarray:
+def _read_array(option: str, stage: str, source: str, spec: Spec, shape: tuple[tuple[str, ...], tuple[int, ...]] | None = None) -> np.ndarray:
     """The array FILE:KEY names, read as tracer reads every file (regular files only, every header bounded,
-    nothing unpickled), as the spec's dtype, its shape checked against the stage's."""
+    nothing unpickled), as the spec's dtype, its shape checked against the stage's (or ``shape``: a head's part)."""
     from tracer.checkpoints.formats import NpzFile
     from tracer.files import note_input, outside_confinement
 
@@ -177,7 +257,7 @@ def _read_array(option: str, stage: str, source: str, spec: Spec) -> np.ndarray:
         held = list(archive.tensors)
         raise UsageError(at(path, msg("{option}: no array {key} in the archive{hint}; it holds {n} arrays: {names}", option=option, key=repr(key),
                                       hint=suggest(key, held), n=len(held), names=", ".join(held[:8]) + (", ..." if len(held) > 8 else ""))))
-    axes, sizes = spec.stage_shapes[stage]
+    axes, sizes = shape or spec.stage_shapes[stage]
     got = archive.info(key).shape
     if tuple(got) != tuple(sizes):
         raise UsageError(at(path, msg("{option} {stage}={source}: expected shape {expected}, received {got}", option=option, stage=stage,
@@ -192,6 +272,62 @@ def _read_array(option: str, stage: str, source: str, spec: Spec) -> np.ndarray:
     if not np.isfinite(out).all():
         raise UsageError(at(path, msg("{option} {stage}={source}: expected finite numbers, received NaN or Inf", option=option, stage=stage, source=source)))
     return out
+
+
+def _check_head_number(option: str, name: str, known: Mapping[str, object], spec: Spec) -> None:
+    """ATTN.head.N (or ATTN.head.N.PART) with N past the last head: a UsageError saying which heads there are."""
+    prefix, dot_head, rest = name.rpartition(".head.")
+    number, _, part = rest.partition(".")
+    if dot_head and f"{prefix}.head.0" in known and name not in known:
+        if part and part not in HEAD_PARTS[1:]:
+            raise UsageError(msg("{option}: a head's part is q, k, v or pattern (ATTN.head.N alone: its output), received {got}",
+                                 option=option, got=part))
+        last = spec.stage_shapes[f"{prefix}.k"][1][1] if part in ("k", "v") else spec.dims.H
+        raise UsageError(msg("{option}: expected a head 0 to {last} (H = {H}), received {got}", option=option, last=last - 1,
+                             H=last, got=number))
+
+
+def _mean_over(option: str, name: str, reference: str, spec: Spec, heads: dict[str, tuple[str, int]]) -> Intervention:
+    """``--ablate STAGE=mean-over:REF``: the stage (or a head's output) replaced, at every sample and position, by its mean
+    over every sample and position of the run of the spec REF (the same model on a reference set of prompts)."""
+    from tracer.spec.loading import load
+
+    if name not in heads and name not in {s.name for s in spec.steps}:
+        raise _unknown("--ablate", name, spec, heads)
+    ref = load(reference)
+    stage, h = heads.get(name, (name, -1))
+    inner = f"{name.rpartition('.head.')[0]}.heads" if h >= 0 else name
+    if inner not in ref.stage_shapes or tuple(ref.stage_shapes[inner][1][2:]) != tuple(spec.stage_shapes[inner][1][2:]):
+        raise UsageError(msg("{option}: {ref} does not trace {stage} with the shape {shape} has here (the reference must be the same model on other prompts)",
+                             option=option, ref=reference, stage=inner, shape=shape_label(*spec.stage_shapes[inner])))
+    axes = spec.stage_shapes[inner][0]
+    if axes[:2] != ("B", "T"):
+        raise UsageError(msg("{option}: {stage} {shape} has no samples and positions to take a mean over", option=option, stage=inner,
+                             shape=shape_label(*spec.stage_shapes[inner])))
+    sizes = spec.stage_shapes[inner][1]
+    shape = tuple(sizes) if h < 0 else (*sizes[:-1], sizes[-1] // spec.dims.H)
+    value = np.zeros(shape, dtype=np.dtype(spec.dtype))  # made when the spec runs (the executor runs the reference: mean_of)
+    if h < 0:
+        return Intervention(stage, "set", option, value, f"mean over {reference}", reference=(ref, inner, -1))
+    return Intervention(stage, "head", option, edits=(HeadEdit("output", h, value, f"mean over {reference}"),), reference=(ref, inner, h))
+
+
+def mean_of(iv: Intervention, run: Callable[[Spec, str], np.ndarray | None]) -> Intervention:
+    """An intervention whose value is a reference run's mean (``--ablate STAGE=mean-over:REF``), that mean put in:
+    ``run(spec, stage)`` runs the reference and returns the stage (None: the run had a violation)."""
+    if iv.reference is None:
+        return iv
+    ref, inner, h = iv.reference
+    got = run(ref, inner)
+    if got is None:
+        raise UsageError(msg("{option}: the reference run {ref} has a violation (`tracer run {ref}` shows it)", option=iv.option, ref=ref.path))
+    mean = got.mean(axis=(0, 1))
+    if h < 0:
+        assert iv.value is not None
+        return iv._replace(value=np.broadcast_to(mean, iv.value.shape).astype(iv.value.dtype), reference=None)
+    e = iv.edits[0]
+    d = e.value.shape[-1]
+    return iv._replace(edits=(e._replace(value=np.broadcast_to(mean[h * d:(h + 1) * d], e.value.shape).astype(e.value.dtype)),), reference=None)
 
 
 def _split(option: str, item: str) -> tuple[str, str]:
@@ -210,20 +346,27 @@ def resolve(spec: Spec, requests: Requests) -> tuple[Intervention, ...]:
 
     def add(iv: Intervention) -> None:
         have = found.get(iv.stage)
-        if have is not None and not (have.kind == iv.kind == "heads"):
+        if have is not None and not (have.kind == iv.kind and iv.kind in ("heads", "head")):
             raise UsageError(msg("{option}: {stage} is already replaced by {other}; give one intervention a stage",
                                  option=iv.option, stage=iv.stage, other=have.option))
-        if have is not None:  # several heads of one attention step
+        if have is not None and iv.kind == "head":  # several heads' parts of one attention step
+            twice = [e for e in iv.edits if any((e.part, e.head) == (o.part, o.head) for o in have.edits)]
+            if twice:
+                raise UsageError(msg("{option}: {label} of {stage} is already set by {other}; set each head's part once",
+                                     option=iv.option, label=twice[0].label(), stage=iv.stage, other=have.option))
+            iv = have._replace(edits=have.edits + iv.edits, option=f"{have.option} {iv.option}")
+        elif have is not None:  # several heads of one attention step
             iv = have._replace(heads=tuple(sorted({*have.heads, *iv.heads})))
         found[iv.stage] = iv
 
     for item in requests.ablate:
         name, sep, how = item.partition("=")
         option = f"--ablate {item}"
-        prefix, dot_head, number = name.rpartition(".head.")
-        if dot_head and name not in heads and f"{prefix}.head.0" in heads:
-            raise UsageError(msg("{option}: expected a head 0 to {last} (H = {H}), received {got}", option=option, last=spec.dims.H - 1,
-                                 H=spec.dims.H, got=number))
+        if name not in heads:
+            _check_head_number(option, name, heads, spec)
+        if how.startswith("mean-over:"):  # the mean over a reference set of prompts: another spec of the same model
+            add(_mean_over(option, name, how.removeprefix("mean-over:"), spec, heads))
+            continue
         if name in heads:
             if sep:
                 raise UsageError(msg("{option}: a head is ablated to zero; =mean is for a stage", option=option))
@@ -240,8 +383,17 @@ def resolve(spec: Spec, requests: Requests) -> tuple[Intervention, ...]:
                                  shape=shape_label(*spec.stage_shapes[name])))
         add(Intervention(name, kind, option))
     for option_name, items, kind in (("--set", requests.set, "set"), ("--from", requests.start, "from")):
+        targets = head_targets(spec) if items else {}
         for item in items:
             name, source = _split(option_name, item)
+            if name in targets and kind == "set":  # one head's part
+                stage, h, part = targets[name]
+                value = _read_array(option_name, name, source, spec, head_shape(spec, stage, part))
+                add(Intervention(stage, "head", f"{option_name} {item}", edits=(HeadEdit(part, h, value, source),)))
+                continue
+            if name in targets:
+                raise UsageError(msg("{option} {item}: --from starts at a step's stage; a head's part is replaced with --set", option=option_name, item=item))
+            _check_head_number(f"{option_name} {item}", name, targets, spec)
             if name not in steps:
                 raise _unknown(option_name, name, spec, heads)
             add(Intervention(name, kind, f"{option_name} {item}", _read_array(option_name, name, source, spec), source))

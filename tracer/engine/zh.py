@@ -3,6 +3,16 @@
 Nothing here imports anything."""
 
 MESSAGES: dict[str, str] = {
+    '{option}: {ref} does not trace {stage} with the shape {shape} has here (the reference must be the same model on other prompts)': '{option}：{ref} 追踪的 {stage} 形状与这里的 {shape} 不同（参考必须是同一模型在其他提示上的运行）',
+    '{option}: {stage} {shape} has no samples and positions to take a mean over': '{option}：{stage} {shape} 没有可以取均值的样本和位置',
+    '{option}: the reference run {ref} has a violation (`tracer run {ref}` shows it)': '{option}：参考运行 {ref} 有违规（`tracer run {ref}` 会显示它）',
+    '{parts} set from {source}': '{parts} 由 {source} 设定',
+    'setting {parts} of {stage}': '设定 {stage} 的 {parts}',
+    "{option}: {what} does not take a head's part set on its own (--ablate ATTN.head.N and a whole stage's --set it does)": '{option}：{what} 不接受单独设定某个头的部分（--ablate ATTN.head.N 和整个阶段的 --set 可以）',
+    "{option}: a head's part is q, k, v or pattern (ATTN.head.N alone: its output), received {got}": '{option}：头的部分是 q、k、v 或 pattern（只写 ATTN.head.N：它的输出），收到的是 {got}',
+    "{option}: {label} of {stage} is already set by {other}; set each head's part once": '{option}：{stage} 的 {label} 已由 {other} 设定；每个头的每个部分只设定一次',
+    "{option} {item}: --from starts at a step's stage; a head's part is replaced with --set": '{option} {item}：--from 从某一步的阶段开始；头的部分用 --set 替换',
+    'the backward pass': '反向传播',
     'NaN and Inf spread to every later stage that reads them': 'NaN 和 Inf 会传到之后读取它们的每个阶段',
     'every stage of a block must be finite': '块的每个阶段都必须是有限值',
     'carry on quietly, printing at most a RuntimeWarning': '悄悄继续计算，最多打印一条 RuntimeWarning',

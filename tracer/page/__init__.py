@@ -1,4 +1,4 @@
-"""`tracer page`: the worked example as one explorable HTML file (also `--page` on diff, grad and lens, and
+"""`tracer page`: the worked example as one explorable HTML file (also `--page` on diff, grad, lens and attribute, and
 `Trace.page()`).  `writer.py` builds the page (`run_page`, `diff_page`), `model.py` its data, `page.js` and
 `page.css` are inlined into it; `strings.py` holds every word of the page in English and Chinese.
 
@@ -23,7 +23,7 @@ The DOM contract (the browser tests hold the page to it):
   (a fixed height: nothing moves as it changes; ``#attention`` and ``#lens`` show a copy, ``.readout-local``,
   beside their cells) and ``canvas.heatmap[data-kind][data-rows][data-cols][data-row-axis][data-col-axis]``
   (tabindex 0; arrow keys move its cursor), with ``.axis-label``s; kinds: value, norms (summarised, beside
-  ``.histogram``), grad, absdiff (diff, with ``data-side`` a/b on the values), attention, lens; the mask hatched on
+  ``.histogram``), grad, absdiff (diff, with ``data-side`` a/b on the values), attention, lens, attribution; the mask hatched on
   attention scores and weights (``.masked-legend``); ``table.values`` (inside ``.values-wrap``, which scrolls).
 - ``select#sel-b``, ``select#sel-t``, and ``select#sel-h`` for a stage with heads.
 - ``button#show-table`` opens ``table#table17``: ``tr[data-stage]`` with ``td.stage``, ``td.meaning``, ``td.value``,
@@ -32,6 +32,8 @@ The DOM contract (the browser tests hold the page to it):
   ``canvas.heatmap[data-kind="attention"]``, ``.key-label[data-s]`` and ``.query-label[data-t]`` aligned with the
   cells (``.highlight`` on the keys a hovered query attends to), masked cells hatched, legend ``.masked-legend``.
 - Diff: ``#verdict``, ``button#follow-divergence``.  Grad: ``#layer-grads`` (``table.per-layer`` for a stack,
-  ``table.layer-grads``).  Lens: ``#lens``.  ``#budget`` (size, budget, the summarised stages).
+  ``table.layer-grads``).  Lens: ``#lens``.  Attribute: ``#attribution`` with
+  ``table.attribution`` (``tr[data-component]``, ``td.value[title][data-value]`` the exact repr) and
+  ``canvas.heatmap[data-kind="attribution"]`` (layers x heads).  ``#budget`` (size, budget, the summarised stages).
 - ArrowDown/ArrowRight and ArrowUp/ArrowLeft (outside a heatmap or a select) move between stages.
 """

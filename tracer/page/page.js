@@ -243,13 +243,13 @@
     box.textContent = "";
     var where = idx;
     if (kind === "attention") where = s("query") + " " + v.rowAxis + "=" + (v.rowOf ? v.rowOf(r) : r) + ", " + s("key") + " " + v.colAxis + "=" + c + " (" + idx + ")";
-    var word = { value: s("value"), norms: s("norms"), grad: s("grad"), absdiff: s("absdiff"), attention: s("attention_word"), lens: s("lens_word") }[kind] || kind;
+    var word = { value: s("value"), norms: s("norms"), grad: s("grad"), absdiff: s("absdiff"), attention: s("attention_word"), lens: s("lens_word"), attribution: s("attribution_word") }[kind] || kind;
     box.appendChild(el("span", { cls: "readout-index", text: (extra.side ? extra.side.toUpperCase() + " " : "") + word + " " + where }));
     box.appendChild(el("span", { cls: "readout-exact", text: s("exact") + colon() + exact }));
     if (kind !== "absdiff")  // the terminal prints no cell of |A - B|: only the exact value to give
       box.appendChild(el("span", { cls: "readout-fmt", text: s("as_table") + colon() + (f !== null && f !== undefined ? f : "— (" + s("fmt_missing") + ")") }));
     if (extra.masked && extra.masked(r, c)) box.appendChild(el("span", { cls: "readout-masked", text: s("masked") }));
-    var local = canvas && canvas.closest("#attention, #lens");  // a copy beside the cells, in a box that keeps its height
+    var local = canvas && canvas.closest("#attention, #lens, #attribution");  // a copy beside the cells, in a box that keeps its height
     local = local && local.querySelector(".readout-local");
     if (local) {
       local.textContent = "";
@@ -546,6 +546,28 @@
     return wrap;
   }
 
+  function attributionPanel() {  // tracer attribute's table and heads heatmap; each value's exact repr in its title
+    var a = D.attribution;
+    var wrap = el("section", { id: "attribution" }, [el("h2", { text: s("attribution") }), el("p", { cls: "attribution-title", text: L(a.title) })]);
+    var t = el("table", { cls: "attribution" }, [el("tr", {}, [el("th", { text: s("component") }), el("th", { text: s("value") }), el("th", { text: s("share") })])]);
+    a.components.forEach(function (c) {
+      t.appendChild(el("tr", { "data-component": c.name }, [el("td", { cls: "component", text: c.name }),
+        el("td", { cls: "value", text: c.fmt, title: c.value, "data-value": c.value }), el("td", { cls: "share", text: c.share })]));
+    });
+    t.appendChild(el("tr", { cls: "sum" }, [el("th", { text: s("sum_of_parts") }), el("td", { cls: "value", text: a.sum.fmt, title: a.sum.value, "data-value": a.sum.value }), el("td", {})]));
+    t.appendChild(el("tr", { cls: "logit" }, [el("th", { text: s("run_logit") }), el("td", { cls: "value", text: a.logit.fmt, title: a.logit.value, "data-value": a.logit.value }),
+      el("td", { cls: "gap", text: s("sum_minus_logit") + " = " + a.gap })]));
+    wrap.appendChild(t);
+    if (a.heads) {
+      var hs = a.heads, heads = [];
+      for (var h = 0; h < hs.shape[1]; h++) heads.push("h" + h);
+      wrap.appendChild(el("div", { cls: "readout-local", "aria-hidden": "true", text: s("readout_hint") }));
+      var v = view(hs, hs.shape, ["layer", "h"], [], hs.fmt);
+      wrap.appendChild(heatmap("attribution", v, { title: s("heads_by_layer"), keyLabels: heads, queryLabels: hs.layers }));
+    }
+    return wrap;
+  }
+
   // -- the page ---------------------------------------------------------------------------
   function budget() {
     var B = D.budget;
@@ -585,6 +607,7 @@
     if (D.heads.length) main.appendChild(heads());
     if (D.layer_grads) main.appendChild(layerGrads());
     if (D.lens) main.appendChild(lensPanel());
+    if (D.attribution) main.appendChild(attributionPanel());
     app.appendChild(main);
     $("#lang-en").addEventListener("click", function () { setLang("en"); });
     $("#lang-zh").addEventListener("click", function () { setLang("zh"); });

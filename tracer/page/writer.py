@@ -1,6 +1,6 @@
 """The page as one HTML string (inline style and script, the data in a JSON script element), and the builders of
 each kind of page: a run (`tracer page`, `Trace.page`), a gradient (`tracer grad --page`), a lens
-(`tracer lens --page`), a diff (`tracer diff --page`)."""
+(`tracer lens --page`), a logit attribution (`tracer attribute --page`), a diff (`tracer diff --page`)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from tracer.page.strings import STRINGS
 if TYPE_CHECKING:
     import numpy as np
 
+    from tracer.attribute.core import Attribution
     from tracer.compare.judge import DiffResult
     from tracer.engine.executor import Recording, Stage
     from tracer.grad.run import GradTrace
@@ -101,14 +102,16 @@ def finish(data: dict[str, Any], arrays: dict[str, np.ndarray], stages: dict[str
 def base(kind: str, title: str, lang: str, b: int, t: int, dims: dict[str, int], precision: int) -> dict[str, Any]:
     return {"kind": kind, "title": title, "lang": check_lang(lang), "strings": {k: list(v) for k, v in STRINGS.items()},
             "b": b, "t": t, "dims": dims, "precision": precision, "sides": [], "table17": None, "heads": [],
-            "first_divergence": None, "verdict": None, "words": None, "layer_grads": None, "lens": None, "positions_all": True}
+            "first_divergence": None, "verdict": None, "words": None, "layer_grads": None, "lens": None, "attribution": None,
+            "positions_all": True}
 
 
 def run_page(run: Recording, *, b: int = 0, t: int = 0, precision: int = 6, lang: str = "en", budget_mb: float = DEFAULT_BUDGET_MB,
-             grad: GradTrace | None = None, lens: LensResult | None = None, refuse: bool = True, grad_weight: str = "ffn.w2") -> Page:
-    """The page of one run: its diagram, every stage, Table 17.1, the heads; a gradient or a lens beside."""
+             grad: GradTrace | None = None, lens: LensResult | None = None, refuse: bool = True, grad_weight: str = "ffn.w2",
+             attribution: Attribution | None = None) -> Page:
+    """The page of one run: its diagram, every stage, Table 17.1, the heads; a gradient, a lens or a logit attribution beside."""
     spec = run.spec
-    kind = "grad" if grad is not None else "lens" if lens is not None else "run"
+    kind = "grad" if grad is not None else "lens" if lens is not None else "attribute" if attribution is not None else "run"
     data = base(kind, spec.name, lang, b, t, dict(spec.dims.as_dict()), precision)
     positions = model.kept_positions(spec, b, t)
     data["positions_all"] = len(positions) == spec.dims.B * spec.dims.T
@@ -122,6 +125,8 @@ def run_page(run: Recording, *, b: int = 0, t: int = 0, precision: int = 6, lang
         data["layer_grads"] = layer_grads(grad, grad_weight)
     if lens is not None:
         data["lens"] = lens_data(lens)
+    if attribution is not None:
+        data["attribution"] = attribution_data(attribution)
     stages = {f"a:value:{n}": s for n, s in run.stages.items()}
     return finish(data, arrays, stages, budget_mb, b, t, precision, refuse)
 
@@ -152,6 +157,23 @@ def lens_data(r: LensResult) -> dict[str, Any]:
     p = r.p_token
     return {"labels": list(r.labels), "shape": list(p.shape), "b64": model.encode(p), "fmt": [fmt_p(v, r.precision) for v in p.ravel().tolist()],
             "words": list(r.words), "positions": [w or str(t) for t, (_, w) in enumerate(r.positions)], "chosen": model.both(r.chosen)}
+
+
+def attribution_data(a: Attribution) -> dict[str, Any]:
+    """`tracer attribute`'s table and heads heatmap: each value exact (repr) and as the table prints it (``fmt``)."""
+    from tracer.attribute.view import title
+    from tracer.views.text import fmt_number
+
+    def number(x: float) -> dict[str, str]:
+        return {"value": repr(float(x)), "fmt": fmt_number(x, a.precision)}
+
+    layers, grid = a.heads()
+    return {"title": model.in_both(lambda: title(a)),
+            "components": [{"name": p.name, "layer": p.layer, "head": p.head, **number(p.value), "share": f"{100 * share:+.1f}%"}
+                           for p, share in zip(a.parts, a.shares())],
+            "sum": number(a.total), "logit": number(a.logit), "gap": repr(a.total - a.logit),
+            "heads": {"layers": [f"blocks.{i}" for i in layers], "shape": list(grid.shape), "b64": model.encode(grid),
+                      "fmt": ["" if math.isnan(x) else fmt_number(x, a.precision) for x in grid.ravel().tolist()]} if layers else None}
 
 
 def diff_page(r: DiffResult, *, precision: int = 6, lang: str = "en", budget_mb: float = DEFAULT_BUDGET_MB, refuse: bool = True) -> Page:

@@ -19,9 +19,25 @@ def patch(
                                            show_default=False)],
     stage: Annotated[list[str] | None, typer.Option("--stage", metavar="PATTERN", show_default=False,
                                                     help="The stages to patch, by name or pattern (default 'blocks.*.output'); repeatable.")] = None,
-    token: Annotated[str | None, typer.Option("--token", metavar="ID|WORD", show_default=False,
-                                              help="The token whose logit is followed (default: the clean run's top next token at the last position).")] = None,
-    batch: shared.BatchOption = 0,
+    token: Annotated[list[str] | None, typer.Option("--token", metavar="ID|TEXT", show_default=False,
+                                                    help="The token followed, once or once a sample (default: the clean run's top next token there).")] = None,
+    metric: Annotated[str, typer.Option("--metric", metavar="logit|logit-diff|prob|logprob",
+                                        help="What is read at the last position: the token's logit, its logit minus --against's, "
+                                             "its probability or its log.")] = "logit",
+    against: Annotated[list[str] | None, typer.Option("--against", metavar="ID|TEXT", show_default=False,
+                                                      help="--metric logit-diff: the token whose logit is taken off (once, or once a sample).")
+                                                      ] = None,
+    normalise: Annotated[bool, typer.Option("--normalise",
+                                            help="Each change as a share of clean minus corrupt: 0 the corrupt run, 1 the clean one.")] = False,
+    positions: Annotated[str, typer.Option("--positions", metavar="each|all",
+                                           help="A column a position, or one column patching every position at once.")] = "each",
+    sender: Annotated[list[str] | None, typer.Option("--sender", metavar="HEAD", show_default=False,
+                                                     help="Path patching: the sender head (blocks.L.attn.head.H, or a pattern); repeatable.")] = None,
+    receiver: Annotated[list[str] | None, typer.Option("--receiver", metavar="q|k|v", show_default=False,
+                                                       help="Path patching: the later heads' input the sender is patched into (default: q, k and v).")
+                                                       ] = None,
+    batch: Annotated[int | None, typer.Option("--batch", "-b", metavar="B", show_default=False,
+                                              help="The sample whose metric is read (default: every sample, their mean and spread).")] = None,
     precision: Annotated[int, typer.Option("--precision", "-p", metavar="N", help="Decimals printed (0 to 17).")] = 4,
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json: one JSON object instead of the table and heatmap.")] = False,
     fmt: Annotated[str | None, typer.Option("--format", metavar="table|json|csv", show_default=False,
@@ -42,7 +58,7 @@ def patch(
 
     def body() -> int:
         from tracer.front.prepare import load_checked
-        from tracer.patching.run import DEFAULT_STAGE
+        from tracer.patching.run import DEFAULT_STAGE, Ask
         from tracer.patching.run import patch as sweep
         from tracer.run.command import output_format
 
@@ -52,8 +68,20 @@ def patch(
         shared.check_precision(precision)
         targets = shared.export_targets(svg, html, [clean, corrupt], form, force)
         try:
-            grid = sweep(load_checked(clean, max_memory=max_memory), load_checked(corrupt, max_memory=max_memory), tuple(stage or (DEFAULT_STAGE,)), token,
-                         batch, max_memory)
+            ask = Ask(metric, token or None, against or None, normalise, batch)
+            if receiver and not sender:
+                raise UsageError(msg("--receiver is for path patching: give --sender HEAD too"))
+            if sender:
+                from tracer.patching.path import path_patch
+
+                if stage or positions != "each":
+                    raise UsageError(msg("--sender: path patching patches the sender at every position into the later heads; --stage and --positions are for "
+                                         "activation patching"))
+                grid = path_patch(load_checked(clean, max_memory=max_memory), load_checked(corrupt, max_memory=max_memory), tuple(sender),
+                                  tuple(receiver or ()), ask, max_memory)
+            else:
+                grid = sweep(load_checked(clean, max_memory=max_memory), load_checked(corrupt, max_memory=max_memory), tuple(stage or (DEFAULT_STAGE,)),
+                             max_memory=max_memory, ask=ask, positions=positions)
         except TracerError as e:
             if form == "json":  # the error object on stdout too, as tracer run and tracer diff write it
                 from tracer.views.trace_json import SCHEMA_VERSION, dumps

@@ -24,15 +24,39 @@ if TYPE_CHECKING:
 CELL = 8  # terminal cells of a heatmap column
 
 
+def title(g: PatchGrid) -> str:
+    what = msg("the logit of {token}", token=g.metric.words(g._speaker(), g.metric.tokens)) if g.metric.kind == "logit" else g.what()
+    where, t = g.where(), g.t_last
+    if g.title == "path":
+        if g.metric.normalise:
+            return render(msg("path patching: {what} at {where}, t={t}, (patched - corrupt) / (clean - corrupt): 0 is the corrupt run, 1 the clean one",
+                              what=what, where=where, t=t))
+        return render(msg("path patching: {what} at {where}, t={t}, patched run minus corrupt run", what=what, where=where, t=t))
+    if g.metric.normalise:
+        return render(msg("activation patching: {what} at {where}, t={t}, (patched - corrupt) / (clean - corrupt): 0 is the corrupt run, 1 the clean one",
+                          what=what, where=where, t=t))
+    return render(msg("activation patching: {what} at {where}, t={t}, patched run minus corrupt run", what=what, where=where, t=t))
+
+
 def table(g: PatchGrid, precision: int) -> Table:
-    title = render(msg("activation patching: the logit of {token} at b={b}, t={t}, patched run minus corrupt run",
-                       token=g.token_text, b=g.b, t=g.t_last))
-    out = Table(title=Text(title), title_justify="left")
-    out.add_column(tr("stage"), overflow="fold")
+    out = Table(title=Text(title(g)), title_justify="left")
+    out.add_column(tr("stage") if g.title == "activation" else tr("sender head"), overflow="fold")
     for w in g.words:
         out.add_column(w, justify="right", overflow="fold")
+    many = len(g.samples) > 1
+    sp = g.spread
     for i, name in enumerate(g.stages):
-        out.add_row(Text(name), *(Text(fmt_number(float(v), precision)) for v in g.delta[i]))
+        cells = []
+        for j, v in enumerate(g.delta[i]):
+            text = fmt_number(float(v), precision)
+            if many:  # the mean, then its spread over the samples read
+                lo, hi = fmt_number(float(sp["min"][i, j]), precision), fmt_number(float(sp["max"][i, j]), precision)
+                text += f"\n±{fmt_number(float(sp['std'][i, j]), precision)}\n{lo}..{hi}"
+            cells.append(Text(text))
+        out.add_row(Text(name), *cells)
+    if many:
+        out.caption = render(msg("each cell: the mean over {n} samples, ±its standard deviation, its min..max", n=len(g.samples)))
+        out.caption_justify = "left"
     return out
 
 
@@ -55,7 +79,10 @@ def heatmap(g: PatchGrid) -> Text:
             cell = glyph(abs(x), vmax) * 4
             out.append(fit(cell, CELL), style="red" if x > 0 else "blue")
         out.append("\n")
-    out.append(render(msg("shade: |change| against the largest, {vmax}; red raises the logit, blue lowers it", vmax=f"{vmax:.4g}")))
+    if g.metric.kind == "logit":
+        out.append(render(msg("shade: |change| against the largest, {vmax}; red raises the logit, blue lowers it", vmax=f"{vmax:.4g}")))
+    else:
+        out.append(render(msg("shade: |change| against the largest, {vmax}; red raises the metric, blue lowers it", vmax=f"{vmax:.4g}")))
     return out
 
 
@@ -67,9 +94,16 @@ def patch_view(g: PatchGrid, precision: int = 4) -> RenderableType:
 
 
 PATCH_CSV_HEADER = ("stage", "t", "token", "logit", "delta")
+SPREAD_CSV_HEADER = ("std", "min", "max")
 
 
 def patch_csv(g: PatchGrid) -> str:
-    rows = [[name, str(t), str(g.token), repr(float(g.logits[i, t])), repr(float(g.delta[i, t]))]
+    """One row a cell; the value column is named after the metric (logit, logit-diff, prob, logprob); with several
+    samples read, the spread of the change (std, min, max) too."""
+    many = len(g.samples) > 1
+    sp = g.spread
+    rows = [[name, str(g._t(t)), str(g.token), repr(float(g.logits[i, t])), repr(float(g.delta[i, t]))]
+            + ([repr(float(sp[k][i, t])) for k in SPREAD_CSV_HEADER] if many else [])
             for i, name in enumerate(g.stages) for t in range(len(g.words))]
-    return csv_text(list(PATCH_CSV_HEADER), rows)
+    header = [*PATCH_CSV_HEADER[:3], g.metric.kind, PATCH_CSV_HEADER[4], *(SPREAD_CSV_HEADER if many else ())]
+    return csv_text(header, rows)

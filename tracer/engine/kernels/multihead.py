@@ -28,7 +28,8 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         strict: Strict = True, rotary_scaling: tuple[object, ...] | None = None,
         rotary_dim: int | None = None, q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None,
         qk_eps: float | None = None, scale: float | None = None, softcap: float | None = None,
-        bias: np.ndarray | None = None, qk_projection: bool = False) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]
+        bias: np.ndarray | None = None, qk_projection: bool = False,
+        edits: Edits | None = None) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]
     """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
 
     ``causal`` masks keys after each query (block by block: no [T,S] mask is made); ``visible`` ([T,S] bool, True where
@@ -42,6 +43,11 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     ``scale`` (block.attention_scale): the scores are q.k * scale; None: q.k / sqrt(d).
     ``softcap`` (Gemma 2's block.attention_softcap): the scores cap * tanh(scores / cap), after the scale, before the mask.
     ``bias`` [H,T,S] (positions: relative, T5's position bias): added to the scores of every sample, before the mask.
+    ``edits`` (a head's part patched or set, tracer.engine.interventions): by key, a list of (head, value): ``q_in``,
+    ``k_in``, ``v_in`` the whole input [B,T,C] the projection of q, k or v reads (head None); ``q``, ``k``, ``v``
+    one head's [B,T,d] (after the per-head norm and the rotary turn, as recorded); ``weights`` one head's pattern
+    [B,T,S] (after the softmax; that head's mix of values is made again from it); ``heads`` one head's [B,T,d] slice of
+    the heads before W_O.  Every other value is computed as without edits, to the last bit.
     """
     if xkv is None:
         xkv = xq
@@ -50,18 +56,22 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         raise ShapeError(msg("H_kv = {H_kv} key/value heads cannot be shared evenly by H = {H} query heads", H_kv=H_kv, H=H))
     own = w_q.shape[1] != xq.shape[-1]  # a head width d of its own (dims.d): q is C_q = H * d wide, k and v C_kv = H_kv * d
     kv_bias = "C_kv" if H_kv != H or own else "C"
-    q_wide, k_wide = linear(xq, w_q, b_q, strict, ("b_q", "C_q" if own else "C")), linear(xkv, w_k, b_k, strict, ("b_k", kv_bias))
+    edits = edits or {}
+    q_wide = linear(edited(edits, "q_in", xq), w_q, b_q, strict, ("b_q", "C_q" if own else "C"))
+    k_wide = linear(edited(edits, "k_in", xkv), w_k, b_k, strict, ("b_k", kv_bias))
     if qk_projection and q_norm is not None and k_norm is not None and qk_eps is not None:  # OLMo 2: RMSNorm of the whole projections
         q_wide = norms.head_norm(q_wide, q_norm, qk_eps, strict, "q_norm", "C_q" if own else "C")
         k_wide = norms.head_norm(k_wide, k_norm, qk_eps, strict, "k_norm", kv_bias)
     q = split_heads(q_wide, H)  # [B,H,T,d]
     k = split_heads(k_wide, H_kv)  # [B,H_kv,S,d]
-    v = split_heads(linear(xkv, w_v, b_v, strict, ("b_v", kv_bias)), H_kv)
+    v = split_heads(linear(edited(edits, "v_in", xkv), w_v, b_v, strict, ("b_v", kv_bias)), H_kv)
     if not qk_projection and q_norm is not None and k_norm is not None and qk_eps is not None:  # Qwen3: per-head RMSNorm, before the turn
         q, k = norms.head_norm(q, q_norm, qk_eps, strict, "q_norm"), norms.head_norm(k, k_norm, qk_eps, strict, "k_norm")
     if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets
         q = embeddings.rotary(q, rotary_base, rotary_pairing, rotary_dim, strict, rotary_scaling)
         k = embeddings.rotary(k, rotary_base, rotary_pairing, rotary_dim, False, rotary_scaling)
+    q, k, v = edited(edits, "q", q), edited(edits, "k", k), edited(edits, "v", v)
+    keep_weights = keep_weights or "weights" in edits
     enforce(strict, attention.check_softmax_axis, q.shape[:3] + k.shape[2:3], softmax_over_queries)
     parts = {"q": q, "k": k, "v": v}
     if softmax_over_queries:  # the violation, computed as NumPy would (only with strict=False)
@@ -81,8 +91,37 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         kept_scores, kept_weights, heads = attention.attend(q, k, v, visible, causal, keep_weights, scale, softcap, bias)
         if kept_scores is not None and kept_weights is not None:
             parts.update(scores=kept_scores, weights=kept_weights)
+    if "weights" in edits:  # a head's pattern set: its mix of values made again from it, the other heads' kept
+        parts["weights"] = edited(edits, "weights", parts["weights"])
+        heads = heads.copy()
+        d, group = q.shape[-1], H // H_kv
+        for h, _ in edits["weights"]:
+            assert h is not None
+            heads[..., h * d:(h + 1) * d] = parts["weights"][:, h] @ v[:, h // group]
+    if "heads" in edits:
+        heads = heads.copy()
+        d = q.shape[-1]
+        for h, value in edits["heads"]:
+            assert h is not None
+            heads[..., h * d:(h + 1) * d] = value
     parts.update(heads=heads, output=linear(heads, w_o, b_o, strict, ("b_o", "C")))
     return parts
+
+
+Edits = dict[str, list[tuple[int | None, np.ndarray]]]
+
+
+def edited(edits: Edits, key: str, a: np.ndarray) -> np.ndarray:
+    """``a`` with the edits of ``key`` made (a copy; ``a`` itself when there are none): head h's slice [:, h], or all of it."""
+    if key not in edits:
+        return a
+    out = np.array(a)
+    for h, value in edits[key]:
+        if h is None:
+            out[...] = value
+        else:
+            out[:, h] = value
+    return out
 
 
 # -- backward kernels (tracer grad) ---------------------------------------------------------------------------

@@ -1,0 +1,1 @@
+"""`tracer attribute`: direct logit attribution (core.py the split, view.py its views) and attribution patching (estimate.py)."""
