@@ -197,7 +197,9 @@ def extra_names(folder: Path, layers: int = 24, extra: int = 100_000) -> Path:
 
     C = 4
     tensors: dict[str, np.ndarray] = {"wte.weight": np.zeros((8, C), np.float32), "wpe.weight": np.zeros((8, C), np.float32),
-                                      "ln_f.weight": np.ones(C, np.float32), "ln_f.bias": np.zeros(C, np.float32)}
+                                      "ln_f.weight": np.ones(C, np.float32), "ln_f.bias": np.zeros(C, np.float32),
+                                      # a head of its own: with names outside the layout, a head the file lacks is never tied
+                                      "lm_head.weight": np.zeros((8, C), np.float32)}
     for i in range(layers):
         p = f"h.{i}."
         tensors |= {p + "ln_1.weight": np.ones(C, np.float32), p + "ln_1.bias": np.zeros(C, np.float32),
