@@ -137,14 +137,17 @@ def _violations(label: str, trace: executor.Recording) -> list[Message]:
             for v in trace.violations]
 
 
-def _full_run(spec: Spec, policy: memory.RecordPolicy) -> tuple[executor.Recording, dict[str, np.ndarray], dict[str, np.ndarray]]:
-    ex = executor.Executor(spec, policy=policy)
+def _full_run(spec: Spec, policy: memory.RecordPolicy,
+              params: dict[str, np.ndarray] | None = None) -> tuple[executor.Recording, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    ex = executor.Executor(spec, policy=policy, params=None if params is None else dict(params))
     return ex.run(), ex.params, ex.inputs
 
 
 def patch(clean: Spec, corrupt: Spec, stages: Sequence[str] = (DEFAULT_STAGE,), token: str | int | None = None, batch: int = 0,
-          max_memory: str = memory.DEFAULT_MAX_MEMORY) -> PatchGrid:
-    """The sweep (see the module's docstring); the specs loaded, their stages and shapes checked against each other."""
+          max_memory: str = memory.DEFAULT_MAX_MEMORY,
+          params: tuple[dict[str, np.ndarray], dict[str, np.ndarray]] | None = None) -> PatchGrid:
+    """The sweep (see the module's docstring); the specs loaded, their stages and shapes checked against each other.
+    ``params``: the clean and corrupt runs' weights, already held (a Model's); None: each spec's read."""
     from tracer.spec import choices
 
     if "logits" not in corrupt.stage_shapes or "logits" not in clean.stage_shapes:
@@ -163,8 +166,8 @@ def patch(clean: Spec, corrupt: Spec, stages: Sequence[str] = (DEFAULT_STAGE,), 
     for s in (clean, corrupt):
         memory.check_run(s, policy, max_memory)
     with np.errstate(all="ignore"):
-        clean_run, _, _ = _full_run(clean, policy)
-        base, params, inputs = _full_run(corrupt, policy)
+        clean_run, _, _ = _full_run(clean, policy, params[0] if params else None)
+        base, weights, inputs = _full_run(corrupt, policy, params[1] if params else None)
         violations = _violations("CLEAN", clean_run) + _violations("CORRUPT", base)
         if violations:  # nothing to patch from or into: exit 1, as tracer run's exit for a violation
             raise SweepStopped(join([*violations, msg("tracer patch needs both runs free of violations (`tracer run SPEC` shows them)")]))
@@ -185,7 +188,7 @@ def patch(clean: Spec, corrupt: Spec, stages: Sequence[str] = (DEFAULT_STAGE,), 
                 value[where] = clean_run.stages[name].array[where]
                 iv = Intervention(name, "set", f"patch {name} at t={t}", value, f"clean t={t}")
                 patched = corrupt._replace(interventions=(iv,))
-                ex = executor.Executor(patched, policy=memory.RecordPolicy("table", frozenset({"logits"})), params=params, inputs=inputs)
+                ex = executor.Executor(patched, policy=memory.RecordPolicy("table", frozenset({"logits"})), params=weights, inputs=inputs)
                 run = ex.run(index[name], live)
                 got = effect.last_logits(run.stages, b)
                 if got is None or not run.ok:
