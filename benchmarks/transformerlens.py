@@ -135,6 +135,7 @@ def main() -> None:
     ap.add_argument("--T", type=int, default=32, help="tokens of the input")
     ap.add_argument("--tiny", action="store_true", help="2 layers, C = 64, V = 512, T = 8 (the test's size)")
     ap.add_argument("--dtype", choices=("float32", "float64", "both"), default="both")
+    ap.add_argument("--only", choices=OPS, action="append", help="only these rows (repeatable; default: every row)")
     a = ap.parse_args()
     if importlib.util.find_spec("transformer_lens") is None:
         print("TransformerLens is not installed (pip install -e '.[lens-bench]'): the comparison is skipped")
@@ -167,7 +168,7 @@ def main() -> None:
             if r.returncode != 0:
                 raise SystemExit(f"tracer import failed: {r.stderr}")
             print(f"\n{dtype}:")
-            for op in OPS:
+            for op in a.only or OPS:
                 whole: dict[str, list[float]] = {"tracer": [], "TL": []}
                 hot: dict[str, list[float]] = {"tracer": [], "TL": []}
                 values: dict[str, float] = {}
