@@ -65,7 +65,7 @@ def test_a_dict_spec_gives_the_same_trace_as_its_yaml():
     for name in from_yaml:
         np.testing.assert_array_equal(from_yaml[name], from_dict[name])
         assert from_yaml.shape_of(name) == from_dict.shape_of(name)
-    assert tracer.load(PRE_DICT).steps == tracer.load(PRE).steps
+    assert tracer.load(PRE_DICT).spec.steps == tracer.load(PRE).spec.steps
 
 
 def test_errors_raise_and_do_not_exit(tmp_path):
@@ -97,7 +97,7 @@ def test_dict_errors_name_the_field_path():
 
 def test_import_tracer_loads_no_numpy():
     probe = ("import sys, tracer\nassert 'numpy' not in sys.modules, 'import'\n"
-             f"s = tracer.load({PRE!r})\nassert 'numpy' not in sys.modules, 'load'\n"
+             f"from tracer.spec.loading import load\ns = load({PRE!r})\nassert 'numpy' not in sys.modules, 'validating a spec'\n"
              "print(sorted(tracer.__all__))")
     r = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=dict(os.environ, PYTHONPATH=str(REPO)), capture_output=True,
                        text=True, timeout=60)

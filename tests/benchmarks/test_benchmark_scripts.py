@@ -52,3 +52,20 @@ def test_big_layer_benchmark_opens_only_layer_zeros_shards_and_the_guard_covers_
     assert out.count("covers it") == 2 and "does NOT cover" not in out
     assert "read from the checkpoint: " in out and "peak memory " in out
     assert list(tmp_path.iterdir()) == []  # nothing left behind without --keep
+
+
+@pytest.mark.slow  # fresh processes importing torch, transformers and TransformerLens, per row and dtype: a few minutes
+def test_transformerlens_benchmark_prints_every_rows_ratio_or_why_it_skips(tmp_path: Path) -> None:
+    import importlib.util
+
+    out = bench(tmp_path, "transformerlens.py")
+    if importlib.util.find_spec("transformer_lens") is None:
+        assert "TransformerLens is not installed" in out and "skipped" in out
+        return
+    assert out.startswith("TransformerLens ") and "load average" in out
+    for dtype in ("float32:", "float64:"):
+        assert dtype in out
+    for row in ("cached run", "lens", "patch sweep"):
+        assert out.count(f"  {row} ") == 2
+    assert out.count("ratio tracer / TL") == 12
+    assert "attribute" in out

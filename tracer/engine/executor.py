@@ -13,7 +13,7 @@ goes on.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -180,12 +180,27 @@ class Recording:
         return self.stages.get(self.spec.steps[-1].name) or self.last
 
 
+_HOW: list[tuple[Any, Any, str, RecordPolicy, dict[str, str]]] = []  # the last plans made: (steps, shapes, dtype, policy, how)
+
+
+def planned_how(spec: Spec, policy: RecordPolicy) -> dict[str, str]:
+    """How each stage is kept (plan_stages), made once for the same steps and shapes under the same policy: a sweep
+    (tracer patch, the lens) starts an executor per cell on variants of one spec (spec._replace keeps those objects)."""
+    for steps, shapes, dtype, pol, how in _HOW:
+        if steps is spec.steps and shapes is spec.stage_shapes and dtype == spec.dtype and pol == policy:
+            return how
+    how = {s.name: s.how for s in plan_stages(spec, policy)}
+    _HOW.insert(0, (spec.steps, spec.stage_shapes, spec.dtype, policy, how))
+    del _HOW[8:]
+    return how
+
+
 class StageKeeper:
     """Keeps each stage as the policy says (full, statistics, or not at all); returns the array unchanged."""
 
     def __init__(self, trace: Recording) -> None:
         self.trace = trace
-        self.how = {s.name: s.how for s in plan_stages(trace.spec, trace.policy)}
+        self.how = planned_how(trace.spec, trace.policy)
 
     def __call__(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
         how = self.how.get(name, "full")

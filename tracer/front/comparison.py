@@ -33,8 +33,9 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from tracer.compare.align import StageRow
+    from tracer.front.held import Held
 
-SideLike = Union[str, "os.PathLike[str]", Spec, Trace, Mapping[str, Any]]
+SideLike = Union[str, "os.PathLike[str]", Spec, Trace, "Held", Mapping[str, Any]]
 
 
 class StageComparison(NamedTuple):
@@ -144,7 +145,12 @@ def _value(row: StageRow, side: str) -> float | None:
 def side(value: object, label: str, keep_going: bool = False, lean: bool = False) -> Side:
     """One side of a diff, from an object the API takes (a path is read by read_side first)."""
     from tracer.compare.arrays import numeric, with_dtype
+    from tracer.front.held import Held
 
+    if isinstance(value, Held):  # its trace, on the weights it holds
+        from tracer.front.run_trace import trace
+
+        value = trace(value, keep_going=keep_going)
     if isinstance(value, Trace):
         return spec_side(value.spec, value.spec.path, label, keep_going, value.run, value.params)
     if isinstance(value, Spec) or (isinstance(value, Mapping) and "dims" in value):

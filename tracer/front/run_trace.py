@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from tracer.engine.executor import Recording, Stage
+    from tracer.front.held import Held
     from tracer.lens.core import LensResult
     from tracer.spec import Spec
 
@@ -199,10 +200,11 @@ class Trace(Mapping[str, np.ndarray]):
         return f"<tracer.Trace {self.spec.name!r}: {len(self)} stages, {status}>"
 
 
-def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep: Sequence[str] = (), max_memory: str = "4GB",
+def trace(spec: SpecLike | Held, *, keep_going: bool = False, record: str = "all", keep: Sequence[str] = (), max_memory: str = "4GB",
           batch: int = 0, pos: int = 0, precision: int = 6, show_all: bool = False, text: str | None = None, special: bool = True,
           ablate: Sequence[str] | str | None = None, set: Sequence[str] | str | None = None, start: str | None = None) -> Trace:
-    """Run a spec (a path, a dict of spec fields, or a loaded Spec) and return its Trace.
+    """Run a spec (a path, a dict of spec fields, a loaded Spec, or a Model from tracer.load, whose weights are not read
+    again) and return its Trace.
 
     The options are ``tracer run``'s: ``keep_going`` (--keep-going), ``record`` (all | main | stats; auto is all here:
     a Trace hands out every stage's array),
@@ -213,8 +215,14 @@ def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep
     ``set=["blocks.0.ffn=run.npz:blocks.0.ffn"]``, ``start="blocks.0.output=run.npz:blocks.0.output"``).
     """
     from tracer.engine import executor
+    from tracer.front.held import Held
     from tracer.front.prepare import load_checked, prepare
 
+    held: dict[str, np.ndarray] | None = None
+    if isinstance(spec, Held):  # its weights, held: its input replaced by text= is validated from its document
+        if text is not None:
+            spec, text = spec.with_input(text=choices.text(text, "text"), special=choices.flag(special, "special")), None
+        held, spec = dict(spec.params), spec.spec
     keep_going, show_all = choices.flag(keep_going, "keep_going"), choices.flag(show_all, "show_all")
     record, keep, max_memory = choices.text(record, "record"), choices.texts(keep, "keep"), choices.text(max_memory, "max_memory")
     batch, pos, precision = choices.whole(batch, "batch"), choices.whole(pos, "pos"), choices.whole(precision, "precision")
@@ -230,6 +238,6 @@ def trace(spec: SpecLike, *, keep_going: bool = False, record: str = "all", keep
 
         s = attach(s, requests_of(ablate, set, start))
     with np.errstate(all="ignore"):  # NaN and Inf are reported as violations, not as warnings
-        ex = executor.Executor(s, keep_going, policy=policy)
+        ex = executor.Executor(s, keep_going, policy=policy, params=held)
         run = ex.run()
     return Trace(s, run, ex.params, batch=batch, pos=pos, precision=precision, show_all=show_all)

@@ -22,4 +22,10 @@ MESSAGES: dict[str, str] = {
     '--ablate, --set and --from change a run: side {label} must be a spec, not saved arrays or a saved trace': '--ablate、--set 和 --from 改变一次运行：{label} 侧必须是 spec，而不是保存的数组或保存的追踪',
     '--token: a side has no logits (a spec with head: tied or separate has them)': '--token：有一侧没有 logits（带 head: tied 或 separate 的 spec 才有）',
     "token: expected a token's text or id, received {got}": 'token：应为词元的文本或 id，实际为{got}',
+    'give tokens or text, not both': '请给出 tokens 或 text，不要两者都给',
+    "another input needs the spec's document: load the model from a path or a dict": '换一个输入需要 spec 的文档：请从路径或字典加载模型',
+    'tokens: expected token ids, one sample [T] or a batch [B][T], received {got}': 'tokens：应为词元 id，一个样本 [T] 或一批 [B][T]，实际为{got}',
+    "loading the model's weights": '加载模型的权重',
+    'its weights': '它的权重',
+    'give the spec fewer layers (block.layers)': '请让 spec 的层数少一些（block.layers）',
 }

@@ -152,23 +152,28 @@ def read_out(spec: Spec, run: Recording, params: dict[str, np.ndarray], inputs: 
         raise UsageError(at(spec.path, msg("the run stopped at a {kind} violation at {stage}: the lens reads a finished run (tracer run shows the violation)",
                                            kind=v.kind, stage=v.stage)))
     chosen_id = token_id(spec, token) if token is not None else None
-    out = []
+    probs: np.ndarray | None = None  # [layers, T, V], each layer's row written as it is read out
+    final = run.stages.get(spec.steps[-1].name)
     with np.errstate(all="ignore"):
-        for name in p.rows:
+        for i, name in enumerate(p.rows):
             stage = run.stages.get(name)
             if stage is None or stage.data is None:
                 raise UsageError(at(spec.path, msg("the lens reads {name} in full, and this trace kept it {how}: trace with record='all' (or keep it)",
                                                    name=name, how=msg("as statistics") if stage is not None else msg("not at all"))))
-            tail = executor.Executor(spec, policy=RecordPolicy("all"), params=params, inputs=inputs)
-            rec = tail.run(start=p.tail_start, live={p.tail_input: stage.data})
-            last = rec.stages[spec.steps[-1].name]
-            a = np.asarray(last.data)
-            if spec.steps[-1].op != "softmax":
-                from tracer.engine import kernels
+            if name == p.tail_input and final is not None and final.data is not None and spec.steps[-1].op == "softmax" and not run.spec.interventions:
+                a = final.data  # the last layer's read-out is the run's own tail: the same steps on the same array
+            else:
+                tail = executor.Executor(spec, policy=RecordPolicy("all"), params=params, inputs=inputs)
+                rec = tail.run(start=p.tail_start, live={p.tail_input: stage.data})
+                a = np.asarray(rec.stages[spec.steps[-1].name].data)
+                if spec.steps[-1].op != "softmax":
+                    from tracer.engine import kernels
 
-                a = kernels.softmax(a)
-            out.append(a[batch])
-    probs = np.stack(out)
+                    a = kernels.softmax(a)
+            if probs is None:
+                probs = np.empty((len(p.rows), *a.shape[1:]), dtype=a.dtype)
+            probs[i] = a[batch]
+    assert probs is not None
     if chosen_id is not None:
         tokens = [chosen_id] * probs.shape[1]
         chosen = msg("the token given")

@@ -263,8 +263,12 @@ def _violations(label: str, trace: executor.Recording) -> list[Message]:
             for v in trace.violations]
 
 
-def _full_run(spec: Spec, policy: memory.RecordPolicy) -> tuple[executor.Recording, dict[str, np.ndarray], dict[str, np.ndarray]]:
-    ex = executor.Executor(spec, policy=policy)
+Held = tuple[dict[str, np.ndarray], dict[str, np.ndarray]]  # the clean and corrupt runs' weights, already read (a Model's)
+
+
+def _full_run(spec: Spec, policy: memory.RecordPolicy,
+              params: dict[str, np.ndarray] | None = None) -> tuple[executor.Recording, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    ex = executor.Executor(spec, policy=policy, params=None if params is None else dict(params))
     return ex.run(), ex.params, ex.inputs
 
 
@@ -309,7 +313,7 @@ def need_logits(clean: Spec, corrupt: Spec) -> None:
                             msg("tracer patch follows a token's logit: the spec needs an output head (block.head: tied or separate)")))
 
 
-def start(clean: Spec, corrupt: Spec, rows: Sequence[str], ask: Ask, max_memory: str) -> Runs:
+def start(clean: Spec, corrupt: Spec, rows: Sequence[str], ask: Ask, max_memory: str, held: Held | None = None) -> Runs:
     """Both specs checked against each other (the stages ``rows`` names and the logits), run, and the metric chosen."""
     from tracer.spec import choices
 
@@ -330,8 +334,8 @@ def start(clean: Spec, corrupt: Spec, rows: Sequence[str], ask: Ask, max_memory:
     for s in (clean, corrupt):
         memory.check_run(s, policy, max_memory)
     with np.errstate(all="ignore"):
-        clean_run, _, _ = _full_run(clean, policy)
-        base, params, inputs = _full_run(corrupt, policy)
+        clean_run, _, _ = _full_run(clean, policy, held[0] if held else None)
+        base, params, inputs = _full_run(corrupt, policy, held[1] if held else None)
     violations = _violations("CLEAN", clean_run) + _violations("CORRUPT", base)
     if violations:  # nothing to patch from or into: exit 1, as tracer run's exit for a violation
         raise SweepStopped(join([*violations, msg("tracer patch needs both runs free of violations (`tracer run SPEC` shows them)")]))
@@ -346,15 +350,17 @@ def start(clean: Spec, corrupt: Spec, rows: Sequence[str], ask: Ask, max_memory:
 
 
 def patch(clean: Spec, corrupt: Spec, stages: Sequence[str] = (DEFAULT_STAGE,), token: Sequence[str | int] | str | int | None = None,
-          batch: int | None = 0, max_memory: str = memory.DEFAULT_MAX_MEMORY, ask: Ask | None = None, positions: str = "each") -> PatchGrid:
+          batch: int | None = 0, max_memory: str = memory.DEFAULT_MAX_MEMORY, ask: Ask | None = None, positions: str = "each",
+          params: Held | None = None) -> PatchGrid:
     """The sweep (see the module's docstring); the specs loaded, their stages and shapes checked against each other.
-    ``ask`` (the metric and the samples read) replaces ``token`` and ``batch`` when given."""
+    ``ask`` (the metric and the samples read) replaces ``token`` and ``batch`` when given; ``params``: the clean and
+    corrupt runs' weights, already held (a Model's); None: each spec's read."""
     ask = ask or Ask(token=token, batch=batch)
     if positions not in ("each", "all"):
         raise UsageError(msg("--positions {got}: expected each (a column a position) or all (every position at once)", got=positions))
     need_logits(clean, corrupt)
     targets = pick_targets(corrupt, stages)
-    r = start(clean, corrupt, [t.name for t in targets if t.head is None], ask, max_memory)
+    r = start(clean, corrupt, [t.name for t in targets if t.head is None], ask, max_memory, params)
     T = corrupt.stage_shapes["logits"][1][1]
     for tg in targets:
         axes, sizes = tg.shape(corrupt)

@@ -27,6 +27,9 @@ def load(spec: SpecLike, *, name: str = DICT_NAME) -> Spec:
 
     ``name`` stands for the file name in a dict's messages. Raises SpecError (a TracerError) with the CLI's message.
     """
+    inner = getattr(spec, "spec", None)
+    if isinstance(inner, Spec):  # a loaded Model (tracer.load): its spec
+        return inner
     if isinstance(spec, Spec):
         return spec
     if isinstance(spec, (str, os.PathLike)):
@@ -73,21 +76,38 @@ def _plain(value: Any, path: Path, name: str, depth: int) -> Any:
 def load_with_text(spec: SpecLike, text: str, special: bool = True, *, name: str = DICT_NAME) -> Spec:
     """The spec (a path or a dict) with ``input: {text: ..., special: ...}`` in place of its input, tokenized with its
     own ``tokenizer:``; the targets and token types of the old input are dropped (they were for other tokens)."""
+    if not isinstance(text, str) or not text:
+        raise SpecError(msg("text: expected the text to tokenize, received {got}", got=repr(text)))
+    if not isinstance(spec, (str, os.PathLike, Mapping)):
+        raise SpecError(msg("text= tokenizes into a spec read from a file or a dict (the spec's tokenizer: names the file); received {name__}",
+                            name__=type(spec).__name__))
+    return load_with_input(document(spec, name), {"text": text, "special": special})
+
+
+Document = tuple[dict[str, Any], Source, tuple[str, ...]]  # a spec's fields as read, where they were, the files read
+
+
+def document(spec: str | os.PathLike[str] | Mapping[str, Any], name: str = DICT_NAME) -> Document:
+    """A spec's document as read, not yet validated: a path's YAML (a document that is not a mapping is refused here),
+    or a dict as YAML would have read it (``plain``)."""
     from tracer.files import reading
     from tracer.spec import yamlio
 
-    if not isinstance(text, str) or not text:
-        raise SpecError(msg("text: expected the text to tokenize, received {got}", got=repr(text)))
     if isinstance(spec, (str, os.PathLike)):
         path = os.fspath(spec)
         with reading() as read:
-            doc, src = yamlio.load(yamlio.read_text(path), path)  # a document that is not a mapping is refused here
-        files = tuple(read.values())
-    elif isinstance(spec, Mapping):
-        doc, src, files = plain(spec, name), Source(name, {}, {}), ()
-    else:
-        raise SpecError(msg("text= tokenizes into a spec read from a file or a dict (the spec's tokenizer: names the file); received {name__}",
-                            name__=type(spec).__name__))
-    doc = dict(doc, input={"text": text, "special": special})
-    s = load_spec_doc(doc, src)
+            doc, src = yamlio.load(yamlio.read_text(path), path)
+        return doc, src, tuple(read.values())
+    return plain(spec, name), Source(name, {}, {}), ()
+
+
+def load_with_input(doc: Document, given: dict[str, Any]) -> Spec:
+    """The document validated with ``input:`` replaced by ``given`` (``{"tokens": ...}``, ``{"text": ..., "special": ...}``);
+    the targets and token types of the old input are dropped (they were for other tokens)."""
+    fields, src, files = doc
+
+    def kept(where: dict[Path, Any]) -> dict[Path, Any]:  # the old input's words and places are not the new one's
+        return {p: v for p, v in where.items() if p[:1] != ("input",)}
+
+    s = load_spec_doc(dict(fields, input=given), Source(src.filename, kept(src.marks), kept(src.raw), kept(src.key_marks)))
     return s._replace(files_read=tuple(dict.fromkeys(files + s.files_read)))
