@@ -220,12 +220,11 @@ MESSAGES: dict[str, str] = {
     "feed_forward_proj {proj}, but the checkpoint holds {key}, relu's projection": 'feed_forward_proj {proj}，但检查点含有 {key}，即 relu 的投影',
     'feed_forward_proj {proj}, but the checkpoint holds no {key}': 'feed_forward_proj {proj}，但检查点没有 {key}',
     'holds no T5 token table (shared.weight); is it a T5 checkpoint?': '没有 T5 的 token 表（shared.weight）；这是 T5 检查点吗？',
-    'holds no T5 encoder and decoder layers (encoder.block.0..., decoder.block.0...)': '没有 T5 的编码器和解码器层（encoder.block.0...、decoder.block.0...）',
+    'holds no T5 encoder layers (encoder.block.0...)': '没有 T5 的编码器层（encoder.block.0...）',
     'holds no T5 attention (encoder.block.0.layer.0.SelfAttention.q.weight)': '没有 T5 的注意力（encoder.block.0.layer.0.SelfAttention.q.weight）',
     'num_heads = {H} does not divide the {n} rows of SelfAttention.q (H * d_kv)': 'num_heads = {H} 不能整除 SelfAttention.q 的 {n} 行（H * d_kv）',
     'holds no T5 FFN (encoder.block.0.layer.1.DenseReluDense.wo.weight)': '没有 T5 的 FFN（encoder.block.0.layer.1.DenseReluDense.wo.weight）',
     "the t5 layout's FFN is fixed by feed_forward_proj {proj}: expected {want}": 't5 布局的 FFN 由 feed_forward_proj {proj} 决定：应为 {want}',
-    "scale_decoder_outputs = {got}, but tie_word_embeddings = {tie}, which transformers reads for the decoder's scale: the config says both": 'scale_decoder_outputs = {got}，但 tie_word_embeddings = {tie}，而 transformers 按后者决定解码器输出的缩放：配置两者都写了',
 }
 
 PLURALS: dict[tuple[str, str], str] = {
