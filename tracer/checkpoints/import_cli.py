@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 def import_(
     checkpoint: Annotated[str, typer.Argument(metavar="CHECKPOINT", show_default=False,
-                                              help="A Hugging Face model folder, or a .safetensors, .npz or PyTorch .pt/.bin file.")],
+                                              help="A Hugging Face model folder, a .safetensors, .npz or PyTorch .pt/.bin file, or a Hub name "
+                                                   "(owner/name) in the Hugging Face cache.")],
     output: Annotated[str | None, typer.Option("--output", "-o", show_default=False,
                                                help="Write the spec to this file (replacing only a spec tracer import wrote and nobody edited since, unless "
                                                     "--force) instead of stdout.")] = None,
@@ -45,6 +46,10 @@ def import_(
                                                   "the checkpoints extra).")] = None,
     no_special: Annotated[bool, typer.Option("--no-special",
                                              help="With --text: do not add the special tokens (BOS, EOS) the tokenizer's post-processor adds.")] = False,
+    download: Annotated[bool, typer.Option("--download",
+                                           help="With a Hub name (owner/name): fetch into the Hugging Face cache the files the import reads "
+                                                "(config.json, tokenizer.json, the index, only the shards of the layers traced) when the cache "
+                                                "lacks any (needs huggingface_hub: the hub extra).")] = False,
     dtype: Annotated[str, typer.Option("--dtype", metavar="float64|float32",
                                        help="What the spec computes in: float64 (default), or float32 (a float32 checkpoint read as stored, as "
                                             "Hugging Face runs it).")] = "float64",
@@ -56,7 +61,8 @@ def import_(
         from tracer.messages import render
 
         result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length, force, activation=activation, eps=eps,
-                                   norm_order=norm_order, allow_unread=allow_unread, text=text, special=not no_special, dtype=dtype)
+                                   norm_order=norm_order, allow_unread=allow_unread, text=text, special=not no_special, dtype=dtype,
+                                   download=download)
         if result.assumed:  # once, whether the spec goes to a file or to stdout
             settings = ", ".join(f"{name} {value}" for name, value in result.assumed)
             sys.stderr.write(render(msg("assumed ({why}): {settings}", why=result.why_assumed, settings=settings)) + "\n")

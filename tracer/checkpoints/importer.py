@@ -101,8 +101,15 @@ def _no_layout(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None) 
                                                    names=", ".join(n for n in families.names() if n != "tracer"))])))
 
 
+class Where(NamedTuple):
+    """Where the checkpoint was found: its title in the spec's first line and the note on weights.file."""
+
+    title: str | None = None  # None: the checkpoint's file or folder name
+    note: str = "relative to this spec's folder"
+
+
 def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str | None, tokens: str | None, options: Options,
-          length: int, unread: list[str] | None = None, dtype: str = "float64") -> tuple[str, str, ModelConfig, str]:
+          length: int, unread: list[str] | None = None, dtype: str = "float64", where: Where = Where()) -> tuple[str, str, ModelConfig, str]:
     """The spec's text, a one-line summary, the config it was made from and the layout's name.
 
     ``unread``: None for the first draft (written with allow_unread: true, to find what it leaves unread),
@@ -125,11 +132,12 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
     most = cfg.dims["T_max"] - offset if "T_max" in cfg.dims else None
     if length < 1 or (most is not None and length > most):
         raise UsageError(msg("--length {length}: expected 1 to {most} positions", length=length, most=most if most is not None else "T_max"))
-    title = _text_path(os.path.basename(os.path.normpath(ckpt_path)))
+    title = _text_path(where.title or os.path.basename(os.path.normpath(ckpt_path)))
+    shown = Shown(shown_path, where.note)
     if cfg.model == "encoder-decoder":
         if layers is not None:
             raise UsageError(msg('--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole'))
-        return (_seq2seq(cfg, title, shown_path, name, tokens, length, unread, dtype),
+        return (_seq2seq(cfg, title, shown, name, tokens, length, unread, dtype),
                 f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name)
     first, last = parse_layers(layers, cfg.layers)
     ids = parse_tokens(tokens, cfg.dims.get("V"))
@@ -150,7 +158,7 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         raise UsageError(msg("--tokens: {n} tokens, but the checkpoint has positions for {T_max} (its learned position table has T_max = {T_max} rows, "
                              "n_positions); give at most {T_max}",
                              n=len(ids), T_max=T_max))
-    return _decoder(cfg, title, shown_path, name, first, last, ids, length, unread, dtype), f"{name}, layers {first}-{last} of {cfg.layers}", cfg, name
+    return _decoder(cfg, title, shown, name, first, last, ids, length, unread, dtype), f"{name}, layers {first}-{last} of {cfg.layers}", cfg, name
 
 
 def _dtype_note(stored: str, dtype: str = "float64") -> str:
@@ -174,9 +182,14 @@ def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
     return lines
 
 
-def _weights_lines(shown: str, name: str, first: int, unread: list[str] | None) -> list[str]:
-    weights: dict[str, Any] = {"file": shown, "layout": name}
-    wnotes = {"file": "relative to this spec's folder"}
+class Shown(NamedTuple):
+    path: str  # weights.file as the spec writes it
+    note: str  # its comment
+
+
+def _weights_lines(shown: Shown, name: str, first: int, unread: list[str] | None) -> list[str]:
+    weights: dict[str, Any] = {"file": shown.path, "layout": name}
+    wnotes = {"file": shown.note}
     if first:
         weights["first_layer"] = first
         wnotes["first_layer"] = f"blocks.0 of this spec is layer {first} of the checkpoint"
@@ -188,7 +201,7 @@ def _weights_lines(shown: str, name: str, first: int, unread: list[str] | None) 
     return lines
 
 
-def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, last: int, ids: list[int] | None, length: int,
+def _decoder(cfg: ModelConfig, title: str, shown: Shown, name: str, first: int, last: int, ids: list[int] | None, length: int,
              unread: list[str] | None, dtype: str = "float64") -> str:
     n = last - first + 1
     whole_end = last == cfg.layers - 1
@@ -256,7 +269,7 @@ def _sliding_range(block: dict[str, Any], notes: dict[str, str], first: int, las
         notes["mask"] = notes.get("mask", "") + f"; of layers {first}-{last}: " + (f"blocks {kept} slide" if kept else "none slides")
 
 
-def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None,
+def _seq2seq(cfg: ModelConfig, title: str, shown: Shown, name: str, tokens: str | None, length: int, unread: list[str] | None,
              dtype: str = "float64") -> str:
     assert cfg.encoder is not None
     if cfg.target_start is not None:
@@ -287,7 +300,7 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
     return "\n".join(lines) + "\n"
 
 
-def _seq2seq_tokens(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None,
+def _seq2seq_tokens(cfg: ModelConfig, title: str, shown: Shown, name: str, tokens: str | None, length: int, unread: list[str] | None,
                     dtype: str = "float64") -> str:
     """An encoder-decoder whose checkpoint holds the token table (T5): the source is --tokens (else ids written out, 1 + 7t
     mod V), the target decoder_start_token_id and the source but its last id (labels = the source, shifted right)."""
@@ -333,23 +346,29 @@ def _text_path(path: str) -> str:
 def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = None, layers: str | None = None,
                       tokens: str | None = None, heads: int | None = None, length: int = 8, force: bool = False,
                       activation: str | None = None, eps: float | None = None, norm_order: str | None = None,
-                      allow_unread: bool = False, text: str | None = None, special: bool = True, dtype: str = "float64") -> Imported:
+                      allow_unread: bool = False, text: str | None = None, special: bool = True, dtype: str = "float64",
+                      download: bool = False) -> Imported:
     """Build the spec for ``checkpoint``, check that it loads and reads the checkpoint whole (or ``allow_unread``),
-    and write it to ``output`` (or return it for stdout).  ``text``: the input, tokenized with the folder's own
-    tokenizer.json (``special``: with the special tokens its post-processor adds).  ``dtype``: what the spec computes in
-    (float64, or float32: a float32 checkpoint then read as stored)."""
+    and write it to ``output`` (or return it for stdout).  ``checkpoint``: a path, else a Hub name (owner/name) found in
+    the Hugging Face cache (``download``: what the import reads fetched into it when it lacks any).  ``text``: the input,
+    tokenized with the folder's own tokenizer.json (``special``: with the special tokens its post-processor adds).
+    ``dtype``: what the spec computes in (float64, or float32: a float32 checkpoint then read as stored)."""
     if dtype not in DTYPES:
         raise UsageError(msg("--dtype {dtype}: expected one of {names}", dtype=repr(dtype), names=" | ".join(DTYPES)))
     from tracer.files import check_output, text_mark, write_atomic
     from tracer.spec import load_spec_text
 
     options = _options(heads, activation, eps, norm_order)
-    if output is not None:
-        check_output(output, "-o", [checkpoint], "yaml", force)
+    checkpoint, found = _located(checkpoint, layout, layers, download)
+    if found.title is not None:  # the cache's snapshot, written as an absolute path: the spec runs from any folder
+        shown = checkpoint
+    elif output is not None:
         folder = os.path.dirname(os.path.abspath(output))
         shown = os.path.relpath(os.path.abspath(checkpoint), folder)
     else:
         shown = checkpoint
+    if output is not None:
+        check_output(output, "-o", [checkpoint], "yaml", force)
     where = output if output is not None else "<stdout>"
     said = None
     if text is not None:
@@ -357,7 +376,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
     elif not special:
         raise UsageError(msg("--no-special says whether the tokenizer adds its special tokens to --text: give --text too"))
     try:
-        draft, _, _, name = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, dtype=dtype)
+        draft, _, _, name = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, dtype=dtype, where=found)
         left = _unread(load_spec_text(draft, where), name)
         if left and not allow_unread:
             raise UsageError(at(checkpoint, nmsg(
@@ -366,7 +385,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
                 "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without them (give "
                 "--allow-unread to import it anyway, and the spec says so)",
                 len(left), layout=name, names=named_few(left))))
-        text, summary, cfg, _ = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, left, dtype)
+        text, summary, cfg, _ = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, left, dtype, found)
     except CheckpointError as e:
         raise UsageError(e.message) from None
     if said is not None:
@@ -376,6 +395,31 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         body = text.encode("utf-8")
         write_atomic(output, lambda fh: fh.write(text_mark("yaml", body) + body), "-o", "yaml", force)
     return Imported(text, summary, cfg.assumed, cfg.assumed_why)
+
+
+# -- a Hub name (owner/name): the Hugging Face cache's snapshot --------------------
+def _located(checkpoint: str, layout: str | None, layers: str | None, download: bool) -> tuple[str, Where]:
+    """The checkpoint's path: ``checkpoint`` itself when it exists (or is not written as a Hub name), else the cache's
+    snapshot of the Hub model it names (fetched first with ``download``: only the shards the import reads)."""
+    from tracer.checkpoints import hub
+
+    if os.path.lexists(checkpoint) or not hub.is_name(checkpoint):
+        if download:
+            raise UsageError(at("--download", msg("fetches a model the Hugging Face Hub names (owner/name), but {path} is a path",
+                                                  path=repr(checkpoint))))
+        return checkpoint, Where()
+
+    def choose(weight_map: dict[str, str], config: dict[str, Any] | None) -> set[str]:
+        name = layout or families.infer(config)
+        if name not in families.layouts():  # no layout reads it: the import says so from the index alone
+            return set()
+        span = None if layers is None else (lambda total: parse_layers(layers, total))
+        return hub.needed_shards(weight_map, families.layouts()[name], span)
+
+    snap = hub.download(checkpoint, choose) if download else hub.snapshot(checkpoint)
+    if snap is None:
+        raise hub.not_found(checkpoint)
+    return snap, Where(checkpoint, f"the Hugging Face cache's snapshot of {checkpoint} (refs/main when imported)")
 
 
 # -- --text, tokenized with the folder's own tokenizer.json ------------------------

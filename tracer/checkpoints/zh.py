@@ -225,6 +225,16 @@ MESSAGES: dict[str, str] = {
     'num_heads = {H} does not divide the {n} rows of SelfAttention.q (H * d_kv)': 'num_heads = {H} 不能整除 SelfAttention.q 的 {n} 行（H * d_kv）',
     'holds no T5 FFN (encoder.block.0.layer.1.DenseReluDense.wo.weight)': '没有 T5 的 FFN（encoder.block.0.layer.1.DenseReluDense.wo.weight）',
     "the t5 layout's FFN is fixed by feed_forward_proj {proj}: expected {want}": 't5 布局的 FFN 由 feed_forward_proj {proj} 决定：应为 {want}',
+    "no such file or folder, and no model in the Hugging Face cache at {folder}; download it with `hf download {name}` (huggingface_hub's command line), or give --download (the hub extra, huggingface_hub)": '文件或文件夹不存在，Hugging Face 缓存 {folder} 中也没有这个模型；请用 `hf download {name}`（huggingface_hub 的命令行）下载，或给出 --download（需要 hub 扩展，即 huggingface_hub）',
+    'expected a commit hash (40 hexadecimal digits), as huggingface_hub writes it': '应为提交哈希（40 位十六进制数字），即 huggingface_hub 写入的内容',
+    'leads outside the Hugging Face cache {cache}, to {target}; tracer reads a cached model only from inside the cache': '指向 Hugging Face 缓存 {cache} 之外的 {target}；tracer 只从缓存内部读取缓存的模型',
+    "fetching from the Hugging Face Hub needs huggingface_hub, which is not installed: pip install 'tracer[hub]'": "从 Hugging Face Hub 获取需要 huggingface_hub，但它没有安装：pip install 'tracer[hub]'",
+    'cannot list its files on the Hugging Face Hub: {why}': '无法在 Hugging Face Hub 上列出它的文件：{why}',
+    'holds neither {single} nor {index} on the Hugging Face Hub: tracer downloads safetensors checkpoints': '在 Hugging Face Hub 上既没有 {single} 也没有 {index}：tracer 只下载 safetensors 检查点',
+    'the index names the shard {name}, which is not a file beside it': '索引中提到的分片 {name} 不是它旁边的文件',
+    'cannot download it from the Hugging Face Hub: {why}': '无法从 Hugging Face Hub 下载它：{why}',
+    'a commit hash': '提交哈希',
+    'fetches a model the Hugging Face Hub names (owner/name), but {path} is a path': '用于获取 Hugging Face Hub 上的模型（owner/name），但 {path} 是一个路径',
 }
 
 PLURALS: dict[tuple[str, str], str] = {
