@@ -282,6 +282,11 @@ SHARED_MESSAGES: dict[str, str] = {
     'table[bucket(j - i)], {buckets} buckets up to distance {distance}{direction}': 'table[bucket(j - i)]，{buckets} 个桶，距离到 {distance} 为止{direction}',
     '{x} * C^-1/2': '{x} * C^-1/2',
     "{a} * C^-1/2: every coordinate times 1 / sqrt(C), C ** -0.5 rounded to the run's dtype (T5's tied head: sequence_output * model_dim**-0.5)": '{a} * C^-1/2：每个坐标乘以 1 / sqrt(C)，C ** -0.5 先舍入到本次运行的 dtype（T5 共享权重的输出层：sequence_output * model_dim**-0.5）',
+    "{a} * s: every value times the step's scale s, s rounded to the run's dtype (Granite's embedding_multiplier, residual_multiplier)": '{a} * s：每个值乘以该步的 scale s，s 先舍入到本次运行的 dtype（Granite 的 embedding_multiplier、residual_multiplier）',
+    "{a} / s: every value divided by the step's scale s, s rounded to the run's dtype (Granite's logits_scaling)": '{a} / s：每个值除以该步的 scale s，s 先舍入到本次运行的 dtype（Granite 的 logits_scaling）',
+    '{x} * {scale}': '{x} * {scale}',
+    '{x} / {scale}': '{x} / {scale}',
+    '{meaning}, after the RMS norm of the whole projection': '{meaning}，在整个投影做 RMS 归一化之后',
 }
 
 

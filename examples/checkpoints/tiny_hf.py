@@ -4,7 +4,8 @@
 
 FAMILY is one of FAMILIES below (gpt2, llama, mistral, qwen2, qwen3, mixtral, bert, roberta, distilbert, gpt_neox, phi, gemma, \
 gemma2 (sliding window 3 on layers 0 and 2 of 3, soft caps 50 and 30), opt, opt-post (OPT-350m's shape: Post-Norm, an embedding 16 wide \
-projected to 32 and back), t5 (T5ForConditionalGeneration, gated-gelu, d_kv 6 != C/H)); FOLDER defaults to tiny-FAMILY.  \
+projected to 32 and back), t5 (T5ForConditionalGeneration, gated-gelu, d_kv 6 != C/H), stablelm, olmo, olmo2, \
+starcoder2 (sliding window 4), granite (multipliers 12, 0.0625, 0.22, 8)); FOLDER defaults to tiny-FAMILY.  \
 The weights are random from a fixed seed,
 in float64, so that `tracer import FOLDER` and `tracer run` can be compared with the model's own forward.
 """
@@ -55,6 +56,23 @@ def make(family: str, folder: str) -> None:
                                                                              "relative_attention_num_buckets": 8, "relative_attention_max_distance": 16,
                                                                              "feed_forward_proj": "gated-gelu", "decoder_start_token_id": 0}),
     }
+    configs |= {  # StableLM, OLMo, OLMo 2, Granite, StarCoder2
+        "stablelm": (transformers.StableLmConfig, transformers.StableLmForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
+                                                                                         "num_key_value_heads": 2, "intermediate_size": 64}),
+        "olmo": (transformers.OlmoConfig, transformers.OlmoForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                                                             "intermediate_size": 64, "pad_token_id": 1, "eos_token_id": 2}),
+        "starcoder2": (transformers.Starcoder2Config, transformers.Starcoder2ForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
+                                                                                               "num_key_value_heads": 2, "intermediate_size": 64,
+                                                                                               "sliding_window": 4, "bos_token_id": 0,
+                                                                                               "eos_token_id": 0}),
+        "granite": (transformers.GraniteConfig, transformers.GraniteForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4,
+                                                                                      "num_key_value_heads": 2, "intermediate_size": 64,
+                                                                                      "embedding_multiplier": 12.0, "attention_multiplier": 0.0625,
+                                                                                      "residual_multiplier": 0.22, "logits_scaling": 8.0,
+                                                                                      "bos_token_id": 0, "eos_token_id": 0}),
+        "olmo2": (transformers.Olmo2Config, transformers.Olmo2ForCausalLM, small | {"hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2,
+                                                                               "intermediate_size": 64, "pad_token_id": 1, "eos_token_id": 2}),
+    }
     encoders = {"bert", "roberta"}  # saved without the pooler, which tracer does not trace
     config_class, model_class, settings = configs[family]
     torch.manual_seed(0)
@@ -70,7 +88,7 @@ def make(family: str, folder: str) -> None:
 
 
 FAMILIES = ("gpt2", "llama", "mistral", "qwen2", "qwen3", "mixtral", "bert", "roberta", "distilbert", "gpt_neox", "phi", "gemma", "gemma2", "opt", "opt-post",
-            "t5")
+            "t5") + ("stablelm", "olmo", "olmo2", "starcoder2", "granite")
 
 if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] not in FAMILIES:

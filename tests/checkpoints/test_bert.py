@@ -113,12 +113,13 @@ def test_roberta_positions_start_after_the_padding_id(tmp_path):
     assert np.max(np.abs(wrong["blocks.1.output"] - want)) > 1e-3
 
 
-def test_a_pooler_is_left_unread_and_refused_by_name(tmp_path):
-    _, _, folder = _hf(tmp_path, "bert", pooler=True)
-    r = run_app("import", str(folder), "-o", str(tmp_path / "s.yaml"))
-    assert r.returncode == 2 and "pooler.dense.weight" in r.stderr and "Traceback" not in r.stderr
-    r = run_app("import", str(folder), "-o", str(tmp_path / "s.yaml"), "--allow-unread")
-    assert r.returncode == 0, r.stderr
+def test_a_pooler_is_read_and_traced_not_left_unread(tmp_path):
+    torch, model, folder = _hf(tmp_path, "bert", pooler=True)
+    spec = imported(tmp_path, folder, "--tokens", ",".join(map(str, IDS)))
+    assert "allow_unread" not in spec.read_text() and "pooler: true" in spec.read_text()
+    with torch.no_grad():
+        want = model(input_ids=torch.tensor([IDS])).pooler_output.numpy()
+    assert np.max(np.abs(_traced(spec)["pooled"] - want)) <= TOL
 
 
 # -- without torch: the config rules -------------------------------------------------

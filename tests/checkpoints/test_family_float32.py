@@ -44,6 +44,16 @@ def _model(torch: Any, t: Any, family: str, folder: Path) -> Any:
         "distilbert": (t.DistilBertModel, t.DistilBertConfig(vocab_size=64, dim=32, n_heads=4, n_layers=2, hidden_dim=48,
                                                             max_position_embeddings=32, initializer_range=0.2)),
     }
+    tokens = {"bos_token_id": 0, "eos_token_id": 0, "pad_token_id": None}  # StableLM, OLMo, OLMo 2, StarCoder2, Granite
+    made |= {
+        "stablelm": (t.StableLmForCausalLM, t.StableLmConfig(**SMALL, **decoder | {"rope_parameters": {**ROPE, "partial_rotary_factor": 0.5}},
+                                                              **tokens)),
+        "olmo": (t.OlmoForCausalLM, t.OlmoConfig(**SMALL, **decoder, **tokens)),
+        "olmo2": (t.Olmo2ForCausalLM, t.Olmo2Config(**SMALL, **decoder, **tokens)),
+        "starcoder2": (t.Starcoder2ForCausalLM, t.Starcoder2Config(**SMALL, **decoder, **tokens, sliding_window=4)),
+        "granite": (t.GraniteForCausalLM, t.GraniteConfig(**SMALL, **decoder, **tokens, embedding_multiplier=12.0, attention_multiplier=0.0625,
+                                                          residual_multiplier=0.22, logits_scaling=8.0)),
+    }
     model_class, config = made[family]
     torch.manual_seed(0)
     model = model_class(config, add_pooling_layer=False) if family in ("bert", "roberta") else model_class(config)
@@ -55,7 +65,8 @@ def _model(torch: Any, t: Any, family: str, folder: Path) -> Any:
     return model_class.from_pretrained(str(folder), attn_implementation="eager").eval()
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2", "qwen3", "mixtral", "gemma", "gemma2", "opt", "gpt_neox", "phi", *ENCODERS])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "qwen2", "qwen3", "mixtral", "gemma", "gemma2", "opt", "gpt_neox", "phi", *ENCODERS,
+                                    "stablelm", "olmo", "olmo2", "starcoder2", "granite"])
 def test_a_float32_model_as_shipped_is_within_float32_rounding(tmp_path: Path, family: str, request: pytest.FixtureRequest) -> None:
     torch, transformers = hf.need_torch()
     model = _model(torch, transformers, family, tmp_path / family)

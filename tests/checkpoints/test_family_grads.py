@@ -41,13 +41,59 @@ def _model(torch: Any, transformers: Any, family: str, folder: Path) -> Any:
         "phi": (transformers.PhiForCausalLM, transformers.PhiConfig(**SMALL, hidden_size=48, num_attention_heads=4, intermediate_size=80,
                                                                   rope_parameters={**rope, "partial_rotary_factor": 0.5})),
     }
+    width = {**SMALL, "hidden_size": 32, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 48, "rope_parameters": rope,
+             "bos_token_id": 0, "eos_token_id": 0, "pad_token_id": None}  # StableLM, OLMo, StarCoder2, Granite
+    made |= {
+        "stablelm": (transformers.StableLmForCausalLM, transformers.StableLmConfig(**width | {"rope_parameters": {**rope, "partial_rotary_factor": 0.5}})),
+        "olmo": (transformers.OlmoForCausalLM, transformers.OlmoConfig(**width)),
+        "olmo2": (transformers.Olmo2ForCausalLM, transformers.Olmo2Config(**width)),
+        "starcoder2": (transformers.Starcoder2ForCausalLM, transformers.Starcoder2Config(**width, sliding_window=4)),
+        "granite": (transformers.GraniteForCausalLM, transformers.GraniteConfig(**width, embedding_multiplier=12.0, attention_multiplier=0.0625,
+                                                                              residual_multiplier=0.22, logits_scaling=8.0)),
+    }
+    if family in NEXT:  # the families a user tries next: their parity tests' tiny models
+        return NEXT[family][0](folder.parent)[1]
     model_class, config = made[family]
     return hf.saved(torch, model_class, config, folder)
 
 
-def _lift(monkeypatch: Any, torch: Any, family: str) -> None:
+def _next() -> dict[str, tuple[Any, Any]]:
+    """Phi-3, Helium, SmolLM3, Cohere, Gemma 3: (the parity test's model maker, its lift of HF's float32 internals)."""
+    import test_cohere
+    import test_gemma3
+    import test_helium
+    import test_phi3
+    import test_smollm3
+
+    def rms(module: Any, prefix: str) -> Any:
+        return lambda model: lambda monkeypatch, torch: hf.lift_float32(monkeypatch, torch, module(), prefix, rms=True)
+
+    def gemma3_lift(model: Any) -> Any:
+        from transformers.models.gemma3 import modeling_gemma3
+
+        return lambda monkeypatch, torch: test_gemma3._lift(model)(monkeypatch, torch, modeling_gemma3)
+
+    def cohere_lift(model: Any) -> Any:
+        from transformers.models.cohere import modeling_cohere
+
+        return lambda monkeypatch, torch: test_cohere._lift(monkeypatch, torch, modeling_cohere)
+
+    def module(name: str) -> Any:
+        return lambda: __import__(f"transformers.models.{name}.modeling_{name}", fromlist=["_"])
+
+    return {"phi3": (test_phi3._phi3, rms(module("phi3"), "Phi3")), "helium": (test_helium._helium, rms(module("helium"), "Helium")),
+            "smollm3": (test_smollm3._smollm3, rms(module("smollm3"), "SmolLM3")), "cohere": (test_cohere._cohere, cohere_lift),
+            "gemma3": (test_gemma3._gemma3, gemma3_lift)}
+
+
+NEXT = _next()
+
+
+def _lift(monkeypatch: Any, torch: Any, family: str, model: Any) -> None:
     """HF's float32 internals (rotary angles, RMSNorm, softmax) as the same formulas in float64; GPT-2 has none."""
-    if family in ("llama", "mistral"):
+    if family in NEXT:
+        NEXT[family][1](model)(monkeypatch, torch)
+    elif family in ("llama", "mistral"):
         from transformers.models.llama import modeling_llama
         from transformers.models.mistral import modeling_mistral
 
@@ -61,6 +107,19 @@ def _lift(monkeypatch: Any, torch: Any, family: str) -> None:
         from transformers.models.phi import modeling_phi
 
         hf.lift_float32(monkeypatch, torch, modeling_phi, "Phi")
+    elif family in ("stablelm", "olmo", "starcoder2"):
+        from importlib import import_module
+
+        from test_olmo import lift_layer_norm
+
+        module = import_module(f"transformers.models.{family}.modeling_{family}")
+        hf.lift_float32(monkeypatch, torch, module, {"stablelm": "StableLm", "olmo": "Olmo", "starcoder2": "Starcoder2"}[family])
+        if family == "olmo":
+            lift_layer_norm(monkeypatch, torch, module)
+    elif family in ("granite", "olmo2"):
+        from importlib import import_module
+
+        _float64_internals(monkeypatch, torch, import_module(f"transformers.models.{family}.modeling_{family}"), family.capitalize())
 
 
 def _stored_name(key: str, names: set[str]) -> str | None:
@@ -71,12 +130,12 @@ def _stored_name(key: str, names: set[str]) -> str | None:
     return found[0] if len(found) == 1 else None
 
 
-@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "gpt_neox", "phi"])
+@pytest.mark.parametrize("family", ["gpt2", "llama", "mistral", "gpt_neox", "phi", "stablelm", "olmo", "starcoder2", "granite", "olmo2", *NEXT])
 def test_grad_matches_torch_autograd_through_hugging_face(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, family: str,
                                                           request: pytest.FixtureRequest) -> None:
     torch, transformers = hf.need_torch()
     model = _model(torch, transformers, family, tmp_path / family)
-    _lift(monkeypatch, torch, family)
+    _lift(monkeypatch, torch, family, model)
     logits = model(torch.tensor([IDS])).logits[0]
     loss = torch.nn.functional.cross_entropy(logits[:-1], torch.tensor(IDS[1:]))  # the mean next-token loss, in float64
     loss.backward()
@@ -96,14 +155,16 @@ def test_grad_matches_torch_autograd_through_hugging_face(tmp_path: Path, monkey
             key = _stored_name(take.key.replace("{i}", str(i)), set(stored))
             if name not in gt.weight_grads or key is None:  # a tied head (its gradient is the embedding's), an unused bias
                 continue
-            want = take._replace(heads=spec.dims.H if take.heads == -1 else take.heads).apply(stored[key])
+            want = take._replace(heads=spec.dims.H if take.heads == -1 else take.heads).resolved(spec.dims.size).apply(stored[key])
             got = gt.weight_grads[name]
             assert got.shape == want.shape, name
             err = float(np.max(np.abs(got - want)))
             assert err <= TOL * max(1.0, float(np.max(np.abs(want)))), (name, err)
             compared.append(name)
             largest = max(largest, err)
-    assert len(compared) >= 10 * 2 and "embedding" in compared, compared  # every layer's weights, not a lucky few
+    per_layer = {"olmo": 7, "olmo2": 11, "cohere": 8}.get(family, 10)  # OLMo's norms have no weights; OLMo 2's q and k have norms;
+    # Cohere's layer: one norm without bias, the attention's four, the MLP's three
+    assert len(compared) >= per_layer * 2 and "embedding" in compared, compared  # every layer's weights, not a lucky few
     assert all(f"blocks.1.attn.w_{x}" in compared for x in "qkvo")
     hf.measured(request, f"{family} (grad)", largest)
 

@@ -59,13 +59,26 @@ BLOCK_VARIANTS: dict[str, tuple[dict[str, Any], dict[str, Any], str]] = {
     "relative": ({**BLOCK, "positions": "relative"}, {**BLOCK, "positions": "relative", "relative": {"buckets": 8, "max_distance": 16}},
                  "block.relative"),  # T5's relative position bias: its buckets
     "head_scale": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "head_scale": True}, "block.head_scale"),  # T5's tied head, C^-1/2
+    "embedding_multiplier": (BLOCK, {**BLOCK, "embedding_multiplier": 2.0}, "block.embedding_multiplier"),  # Granite's embeddings times m
+    "residual_multiplier": (BLOCK, {**BLOCK, "residual_multiplier": 0.5}, "block.residual_multiplier"),  # Granite's sublayer outputs times m
+    "logits_divisor": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "logits_divisor": 4.0}, "block.logits_divisor"),  # Granite's logits / s
+    "qk_projection": ({**BLOCK, "qk_norm": True}, {**BLOCK, "qk_norm": "projection"}, "block.qk_projection"),  # OLMo 2's q/k norm, whole projections
+    "rotary_layers": ({**ROTARY, "layers": 2}, {**ROTARY, "layers": 2, "rotary_layers": [0]}, "block.rotary_layers"),  # SmolLM3's no_rope_layers
+    "logit_scale": ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "tied", "logit_scale": 0.5}, "block.logit_scale"),  # Cohere's scaled logits
+    "local_position_base": ({**ROTARY, "mask": {"causal": True, "window": 2}},  # Gemma 3's sliding layers' own rotary base
+                            {**ROTARY, "mask": {"causal": True, "window": 2}, "local_position_base": 500}, "block.local_position_base"),
+    "pooler": (BLOCK, {**BLOCK, "pooler": True}, "block.pooler"),  # BERT's pooler
+    "classifier": ({**BLOCK, "classifier": {"reads": "first"}}, {**BLOCK, "classifier": {"reads": "last"}}, "block.classifier"),
+    "mlm": ({**BLOCK, "head": "tied", "mlm": "gelu"}, {**BLOCK, "head": "tied", "mlm": "relu"}, "block.mlm"),  # a masked-LM head's activation
 }
+BLOCK_DIMS: dict[str, dict[str, int]] = {"classifier": {"L": 2}}  # the dims a variant's setting needs (a classifier's classes)
 # More than one value of a setting: the functions differ, so the diff must too.
 MORE_VARIANTS: list[tuple[dict[str, Any], dict[str, Any], str]] = [
     ({**BLOCK, "activation": "gelu"}, {**BLOCK, "activation": "gelu_tanh"}, "block.activation"),
     (BLOCK, {**BLOCK, "activation": "swiglu"}, "block.activation"),  # the gated FFN
     ({**BLOCK, "head": "tied"}, {**BLOCK, "head": "separate"}, "block.head"),
     (BLOCK, {**BLOCK, "norm": "batchnorm"}, "block.norm"),
+    ({**BLOCK, "norm_order": "sandwich"}, {**BLOCK, "norm_order": "post_sublayer"}, "block.norm_order"),  # OLMo 2's: no norm before a sublayer
     ({**BLOCK, "positions": "sinusoidal"}, {**BLOCK, "positions": "sinusoidal", "position_base": 100}, "block.position_base"),
     ({**BLOCK, "positions": "learned"}, {**BLOCK, "positions": "none"}, "block.positions"),
     ({**ROTARY, "rope_scaling": {"type": "linear", "factor": 4}}, {**ROTARY, "rope_scaling": {"type": "llama3", "factor": 4, "low_freq_factor": 1,
@@ -130,7 +143,8 @@ def test_the_variants_cover_every_setting_of_the_spec_format():
 @pytest.mark.parametrize("key", list(BLOCK_VARIANTS))
 def test_each_block_setting_changed_alone_is_named(tmp_path, key):
     a, b, field = BLOCK_VARIANTS[key]
-    _named(tmp_path, {**BASE, "block": a}, {**BASE, "block": b}, field)
+    base = {**BASE, "dims": {**BASE["dims"], **BLOCK_DIMS.get(key, {})}}
+    _named(tmp_path, {**base, "block": a}, {**base, "block": b}, field)
 
 
 @pytest.mark.parametrize("a, b, field", MORE_VARIANTS)

@@ -243,7 +243,8 @@ DIMS = "dims: {C: 2, H: 2, F: 3}\ninput: {tokens: [0, 1]}\nseed: 0\n"
 @pytest.mark.parametrize("text, chinese", [
     ("dims: {C: 3, H: 2, F: 3}\ninput: {tokens: [0]}\nseed: 0\n", "dims.H: H = 2 必须整除 C = 3（每个头的宽度是 d = C / H）"),
     (DIMS + "blok: {norm_order: pre}\n", "blok: 未知的键 'blok'；是不是想写 'block'？"),
-    (DIMS + "block: {norm_order: middle}\n", "block.norm_order: 应为 pre | post | parallel | parallel_shared | sandwich 之一，实际为文本 'middle'"),
+    (DIMS + "block: {norm_order: middle}\n",
+     "block.norm_order: 应为 pre | post | parallel | parallel_shared | sandwich | post_sublayer 之一，实际为文本 'middle'"),
     (DIMS + "block: {eps: small}\n", "block.eps: 应为正数，例如 1e-5，实际为文本 'small'"),
     ("dims: {C: 2, H: 2, F: 3}\ndims: {C: 2}\ninput: {tokens: [0]}\n", "dims: 重复的键（第一次出现在第 1 行）"),
     ("dims: {C: 2, H: 2, F: 3}\ninput: {tokens: [0, 7]}\nweights: {embedding: [[1, 0], [0, 1]]}\nseed: 0\n",

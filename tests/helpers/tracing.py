@@ -49,3 +49,10 @@ def check_against_independent(text: str, tol: float = 1e-10) -> executor.Recordi
     assert trace.ok, [v.message for v in trace.violations]
     ind.assert_matches(trace, independent_stages(trace, text), tol)
     return trace
+
+
+def run_refused(tmp_path: Path, text: str, fragment: str) -> None:
+    """`tracer run` of the spec ``text`` exits 2 with one line naming ``fragment``."""
+    from conftest import assert_refused, run_app, write_spec
+
+    assert_refused(run_app("run", str(write_spec(tmp_path, text))), fragment)

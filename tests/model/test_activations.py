@@ -79,9 +79,9 @@ def test_the_completeness_check_names_what_is_missing():
     relu = ACTIVATIONS["relu"]
     assert missing_parts(relu._replace(backward="tracer.engine.kernels.ffn:no_such_kernel")) == [
         "backward: 'tracer.engine.kernels.ffn:no_such_kernel' does not resolve (AttributeError)"]
-    assert missing_parts(relu._replace(neighbours=("relu", "tanh"))) == [
+    assert missing_parts(relu._replace(neighbours=("relu", "softsign"))) == [
         "neighbour 'relu' is neither another plain activation's record nor one of NOT_ACTIVATIONS",
-        "neighbour 'tanh' is neither another plain activation's record nor one of NOT_ACTIVATIONS"]
+        "neighbour 'softsign' is neither another plain activation's record nor one of NOT_ACTIVATIONS"]
     assert missing_parts(relu._replace(meaning="ReLU")) == ["meaning: no English and Chinese (messages.given)"]
     assert missing_parts(ACTIVATIONS["swiglu"]._replace(gate="swiglu")) == ["gate 'swiglu' is not a plain activation's record"]
 

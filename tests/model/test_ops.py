@@ -18,7 +18,9 @@ from tracer.model.ops import OPS, TABLES, WEIGHT_GROUPS, Op
 # The fields each view fills a record's templates with.
 GRAPH_FIELDS = {"x", "a", "b", "hidden", "axis", "out", "start", "stop", "stream", "base", "pos", "ins", "mask", "rotary", "over",
                 "tokens", "head", "cap",  # cap: the softcap op's (Gemma 2)
-                "buckets", "distance", "direction"}  # buckets, distance, direction: T5's relative_bias
+                "scale",  # scale: the scale and divide ops' number (Granite's multipliers, Cohere's logit_scale)
+                "buckets", "distance", "direction",  # buckets, distance, direction: T5's relative_bias
+                "act"}  # act: the dense op's activation (a task head's dense layer)
 EXPR_FIELDS = {"w", "act", "gate", "head"}  # what compare.align.expr fills in: the weights, the activation, SwiGLU's gate, E^T | W_head
 
 

@@ -222,7 +222,7 @@ REJECTED = [
     ("mask", MIN + "block: {mask: full}\n"),
     ("positions", MIN + "block: {positions: absolute}\n"),
     ("norm", MIN + "block: {norm: groupnorm}\n"),
-    ("activation", MIN + "block: {activation: tanh}\n"),
+    ("activation", MIN + "block: {activation: softsign}\n"),
     ("head", MIN + "block: {head: untied}\n"),
     ("unknown keyword", MIN + "weights:\n  attn: {w_q: eye}\n"),
     ("unknown op", STEPS + "    - {name: n2, op: layernorm, in: norm1, weights: norm2}\n"),
@@ -230,7 +230,7 @@ REJECTED = [
     ("mha axis T", STEPS + "    - {name: attention, op: mha, in: norm1, weights: attn, axis: T}\n"),
     ("select axis keys", STEPS + "    - {name: first, op: select, in: norm1, axis: keys}\n"),
     ("linear out T", STEPS + "    - {name: proj, op: linear, in: norm1, weights: proj, out: T}\n"),
-    ("step activation", STEPS + "    - {name: h, op: ffn_hidden, in: norm1, weights: ffn, activation: tanh}\n"),
+    ("step activation", STEPS + "    - {name: h, op: ffn_hidden, in: norm1, weights: ffn, activation: softsign}\n"),
     # settings that exclude each other
     ("steps and norm_order", MIN + "block:\n  norm_order: pre\n  steps:\n    - {name: norm1, op: layer_norm, in: x, weights: norm1}\n"),
     ("steps and norm", MIN + "block:\n  norm: rmsnorm\n  steps:\n    - {name: norm1, op: rms_norm, in: x, weights: norm1}\n"),

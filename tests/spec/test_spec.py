@@ -118,7 +118,7 @@ CASES = [
     ("name not text", MIN + "name: [a]\n", ["name: expected text, received a list"]),
     # -- block -------------------------------------------------------------------------------------
     ("norm_order", MIN + "block: {norm_order: middle}\n",
-     ["block.norm_order: expected one of pre | post | parallel | parallel_shared | sandwich, received text 'middle'"]),
+     ["block.norm_order: expected one of pre | post | parallel | parallel_shared | sandwich | post_sublayer, received text 'middle'"]),
     ("mask", MIN + "block: {mask: full}\n", ["block.mask: expected one of causal | none, received text 'full'"]),
     ("a window of 0", MIN + "block: {mask: {causal: true, window: 0}}\n",
      ["spec.yaml:4:38: block.mask.window: expected a whole number from 1 to 10,000,000, received 0"]),

@@ -47,7 +47,10 @@ def test_chapter_spec_document():
                             "embedding_norm": False, "token_types": False, "position_offset": 0, "rope_scaling": None,
                             "rotary_dim": None, "head_bias": False, "experts": None, "top_k": None, "embedding_scale": False,
                             "qk_norm": False, "attention_scale": None, "attention_softcap": None, "head_softcap": None,
-                            "sliding_layers": None, "relative": None, "head_scale": False}
+                            "sliding_layers": None, "relative": None, "head_scale": False,
+                            "rotary_layers": None, "logit_scale": None, "local_position_base": None,
+                            "embedding_multiplier": None, "residual_multiplier": None, "logits_divisor": None, "qk_projection": False,
+                            "pooler": False, "classifier": None, "mlm": None}
     assert doc["init"] == "default"
     assert [s["name"] for s in doc["steps"]] == ["embed", "position", "x", "norm1", "attention", "residual1", "norm2", "hidden", "ffn", "output"]
     assert doc["steps"][5] == {"name": "residual1", "op": "add", "inputs": ["x", "attention"], "weights": None,

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from typing import Any, NamedTuple
 
 from tracer.checkpoints import families
-from tracer.checkpoints.families.base import ModelConfig, Options, grouped, named_few
+from tracer.checkpoints.families.base import Layout, ModelConfig, Options, grouped, named_few
 from tracer.checkpoints.formats import Checkpoint, open_checkpoint
 from tracer.errors import CheckpointError, UsageError
 from tracer.messages import at, join, msg, nmsg
+from tracer.model.blocks import TASK_WEIGHTS
 from tracer.spec import yamlio
 
 MARK = "# Written by `tracer import`"  # the first line: -o replaces only a file that starts with it
@@ -108,6 +110,45 @@ class Where(NamedTuple):
     note: str = "relative to this spec's folder"
 
 
+def _no_invented_head(ckpt_path: str, ckpt: Checkpoint, layout: Layout, cfg: ModelConfig) -> None:
+    """Every head the checkpoint holds is read, and none is made up, with or without --allow-unread: a task head the layout maps
+    but the family's reader did not take up is refused naming it; so is a checkpoint with no output head of its own that
+    holds tensors outside its layers the layout maps to nothing (a classifier's score, another task's head), rather than given
+    a head tied to its token table."""
+    groups = {k: (layout.owner(k)[0] or "").split(".")[0] for k in layout.weight_keys(ckpt.keys())}
+    unused = [k for k, g in groups.items() if g in TASK_WEIGHTS and TASK_SETTING[g] not in cfg.block]
+    if unused:  # a task head the layout maps, which the family's reader did not take up for this model
+        raise UsageError(at(ckpt_path, msg("holds {names}, a head the {layout} layout does not read for this model", names=named_few(unused),
+                                           layout=layout.name)))
+    if cfg.block.get("head") != "tied":
+        return
+    found = layout.locate("head", ckpt.key_set())
+    if found is not None and found[1]:
+        return
+    extra = [k for k in layout.weight_keys(ckpt.keys()) if layout.owner(k) == (None, None) and not layout.is_harmless(k)]
+    if extra:
+        raise UsageError(at(ckpt_path, msg("holds no output head of its own ({key}), and holds {names}, a head the {layout} layout does not read: "
+                                           "tracer does not tie a head the checkpoint does not hold to its token table",
+                                           key=found[0].key if found else "lm_head", names=named_few(extra), layout=layout.name)))
+
+
+def _draft(text: str, where: str) -> Any:
+    """A spec `tracer import` would write, loaded (the first draft, to find what it leaves unread; then the spec itself); a
+    refusal it raises names the tensor or the field, not a line of a file that is never written."""
+    from tracer.errors import SpecError
+    from tracer.messages import Located
+    from tracer.spec import load_spec_text
+
+    try:
+        return load_spec_text(text, where)
+    except SpecError as e:
+        m = e.message
+        if not (isinstance(m, Located) and m.where.startswith(where) and isinstance(m.body, str)):
+            raise UsageError(m) from None
+        field = re.sub(r"^:\d+:\d+(: )?", "", m.where[len(where):])  # the line and column of a file never written: the field alone
+        raise UsageError(at(field, m.body) if field else m.body) from None
+
+
 def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str | None, tokens: str | None, options: Options,
           length: int, unread: list[str] | None = None, dtype: str = "float64", where: Where = Where()) -> tuple[str, str, ModelConfig, str]:
     """The spec's text, a one-line summary, the config it was made from and the layout's name.
@@ -124,6 +165,7 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         raise UsageError(msg('--layout {name}: expected one of {join}', name=repr(name), join=' | '.join(families.names())))
     layout = families.layouts()[name]
     cfg = layout.read_config(config, ckpt, layout, options)
+    _no_invented_head(ckpt_path, ckpt, layout, cfg)
     for field, option in (("heads", "--heads"), ("activation", "--activation"), ("eps", "--eps"), ("norm_order", "--norm-order")):
         value = getattr(options, field)
         if value is not None and field not in cfg.options_used:
@@ -167,7 +209,10 @@ def _dtype_note(stored: str, dtype: str = "float64") -> str:
     return f"the checkpoint stores {stored}; its tensors are converted on reading"
 
 
-DTYPES = ("float64", "float32")  # tracer import --dtype: what the run computes in
+DTYPES = ("float64", "float32")
+TASK_HEADS = ("pooler", "classifier", "mlm")  # the block settings of the heads after the stack
+TASK_SETTING = {"pooler": "pooler", "classifier": "classifier", "classifier_dense": "classifier", "nsp": "classifier",
+                "mlm_dense": "mlm", "mlm_norm": "mlm"}  # the setting that reads each of their weight groups  # tracer import --dtype: what the run computes in
 
 
 def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
@@ -210,6 +255,8 @@ def _decoder(cfg: ModelConfig, title: str, shown: Shown, name: str, first: int, 
     lines = _header(title, name, cfg, what)
     lines.append(f"name: {yamlio.scalar(f'{title}: {what}')}")
     dims = {k: v for k, v in cfg.dims.items() if from_tokens or k not in ("V", "T_max", "V_type", "C_e")}
+    if not (whole_end and from_tokens):  # the task heads read the last layer's output (and the tokens' padding): left out
+        dims.pop("L", None)
     notes = dict(cfg.notes)
     if not (from_tokens and ids is not None):
         dims = {"B": 1, "T": length} | dims
@@ -220,23 +267,29 @@ def _decoder(cfg: ModelConfig, title: str, shown: Shown, name: str, first: int, 
     lines.append(_line("seed: 0", "draws any random input" + ("" if cfg.embedding_given or not from_tokens else " and the embedding table")))
     block = dict(cfg.block, layers=n)
     if not from_tokens:  # the embeddings' own settings act before layer 0: a trace from a hidden state has none
-        for key in ("embedding_norm", "token_types", "position_offset", "embedding_scale"):
+        for key in ("embedding_norm", "token_types", "position_offset", "embedding_scale", "embedding_multiplier"):
             block.pop(key, None)
     if not from_tokens and block.get("positions") in ("learned", "sinusoidal"):  # rotary acts inside every layer: kept
         block["positions"] = "none"
         notes["positions"] = (f"the input stands for the hidden state entering layer {first}: positions were added before layer 0"
                               if first > 0 else notes.get("positions", ""))
+    tasks = [k for k in TASK_HEADS if k in block]
     if not whole_end:
         block["final_norm"] = False
         block["head"] = "none"
         notes["final_norm"] = f"left out: the final norm acts after layer {cfg.layers - 1}, which --layers leaves out"
         notes["head"] = f"left out (no logits): the head reads the last layer, {cfg.layers - 1}"
-    elif not from_tokens and block.get("head", "none") != "none":
+    elif not from_tokens and (block.get("head", "none") != "none" or tasks):
         block["head"] = "none"
         notes["head"] = "left out: the head needs token input, and this trace starts from a hidden state"
+    if tasks and (not whole_end or not from_tokens):  # the task heads read the last layer's output (and the tokens' padding)
+        for key in (*TASK_HEADS, "head_bias"):
+            block.pop(key, None)
     _sliding_range(block, notes, first, last)
+    _rotary_range(block, notes, first, last)
     if block.get("head") == "none":
         block.pop("head_softcap", None)  # Gemma 2's cap of the logits: no head, no logits
+        block.pop("logits_divisor", None)  # Granite's logits_scaling, likewise
     lines.append("block:")
     lines += _mapping("  ", block, notes)
     lines.append("weights:")
@@ -267,6 +320,20 @@ def _sliding_range(block: dict[str, Any], notes: dict[str, str], first: int, las
         block["mask"] = dict(mask, sliding_layers=kept)
     if kept != mask["sliding_layers"]:
         notes["mask"] = notes.get("mask", "") + f"; of layers {first}-{last}: " + (f"blocks {kept} slide" if kept else "none slides")
+
+
+def _rotary_range(block: dict[str, Any], notes: dict[str, str], first: int, last: int) -> None:
+    """block.rotary_layers (SmolLM3's no_rope_layers) for the layers --layers keeps, numbered from 0: every kept layer
+    turned is every layer's rotary positions (the setting left out)."""
+    if "rotary_layers" not in block:
+        return
+    kept = [i - first for i in block["rotary_layers"] if first <= i <= last]
+    if len(kept) == last - first + 1:
+        del block["rotary_layers"]
+        notes.pop("rotary_layers", None)
+    elif kept != block["rotary_layers"]:
+        block["rotary_layers"] = kept
+        notes["rotary_layers"] = notes.get("rotary_layers", "") + f"; of layers {first}-{last}: " + (f"blocks {kept} turned" if kept else "none turned")
 
 
 def _seq2seq(cfg: ModelConfig, title: str, shown: Shown, name: str, tokens: str | None, length: int, unread: list[str] | None,
@@ -356,7 +423,6 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
     if dtype not in DTYPES:
         raise UsageError(msg("--dtype {dtype}: expected one of {names}", dtype=repr(dtype), names=" | ".join(DTYPES)))
     from tracer.files import check_output, text_mark, write_atomic
-    from tracer.spec import load_spec_text
 
     options = _options(heads, activation, eps, norm_order)
     checkpoint, found = _located(checkpoint, layout, layers, download)
@@ -377,7 +443,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         raise UsageError(msg("--no-special says whether the tokenizer adds its special tokens to --text: give --text too"))
     try:
         draft, _, _, name = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, dtype=dtype, where=found)
-        left = _unread(load_spec_text(draft, where), name)
+        left = _unread(_draft(draft, where), name)
         if left and not allow_unread:
             raise UsageError(at(checkpoint, nmsg(
                 "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without it (give "
@@ -390,7 +456,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         raise UsageError(e.message) from None
     if said is not None:
         text = _with_text(text, said)
-    load_spec_text(text, where)  # it runs as written, or nothing is written
+    _draft(text, where)  # it runs as written, or nothing is written (a refusal naming the tensor or the field)
     if output is not None:
         body = text.encode("utf-8")
         write_atomic(output, lambda fh: fh.write(text_mark("yaml", body) + body), "-o", "yaml", force)

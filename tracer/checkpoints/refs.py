@@ -12,6 +12,7 @@ refuses NaN and Inf.  Every message starts with ``where``: the spec's file:line:
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import TYPE_CHECKING, NamedTuple
 
 from tracer import reading
@@ -145,15 +146,19 @@ def checked(ckpt: Checkpoint, take: Take, exists: bool, name: str, label: str, w
     return TensorRef(ckpt.path, take.key, take, info, where)
 
 
-def model_ref(src: ModelSource, name: str, label: str, want: tuple[int, ...], shown: str, heads: int = 1) -> TensorRef | None:
+def model_ref(src: ModelSource, name: str, label: str, want: tuple[int, ...], shown: str, heads: int = 1,
+              size: Callable[[str], int] | None = None) -> TensorRef | None:
     """Weight ``name`` (as the layout names it; ``shown`` as the spec does) from the whole-model checkpoint,
-    or None when the layout does not map it.  ``heads``: the spec's H, for a tensor packed per head."""
+    or None when the layout does not map it.  ``heads``: the spec's H, for a tensor packed per head; ``size``: the
+    spec's sizes by letter, for a tensor packed in unequal parts (Phi-3's qkv_proj)."""
     found = src.layout.locate(name, src.ckpt.key_set(), src.first_layer)
     if found is None:
         return None
     take, exists = found
     if take.heads == -1:
         take = take._replace(heads=heads)
+    if size is not None:
+        take = take.resolved(size)
     return checked(src.ckpt, take, exists, shown, label, want, src.where)
 
 
@@ -219,7 +224,8 @@ def read_refs(refs: dict[str, TensorRef], dtype: str, allow_nonfinite: bool,
                                                       'allow_nonfinite: true to study NaN and Inf on purpose', file_of=file_of(ckpt, key), key=repr(key),
                                                       join=', '.join(names), n_nan=n_nan, n_inf=n_inf)))
         for name in names:
-            out[name] = a if transposed or (not refs[name].take.split and not refs[name].take.transpose) else refs[name].take.apply(a)
+            take = refs[name].take
+            out[name] = a if transposed or (not take.split and not take.rows and not take.transpose) else take.apply(a)
         del a
     for ckpt in opened.values():
         ckpt.release()

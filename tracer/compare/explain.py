@@ -113,6 +113,8 @@ _DESIGN_WORDS: dict[tuple[str, Any], Message] = {  # a block setting's value tha
     ("block.norm_order", "parallel"): msg("parallel residual"),
     ("block.norm_order", "parallel_shared"): msg("parallel residual, one norm"),
     ("block.norm_order", "sandwich"): msg("sandwich norms (each sublayer's output normalised before its residual add)"),
+    ("block.norm_order", "post_sublayer"): msg("post-sublayer norms (only each sublayer's output normalised, before its residual add)"),
+    ("block.qk_projection", True): msg("q and k normalised over their whole projections"),
     ("block.mask", "none"): msg("bidirectional"),
     ("block.positions", "rotary"): msg("rotary positions"),
     ("block.positions", "sinusoidal"): msg("sinusoidal positions"),
@@ -178,6 +180,16 @@ def scaled_words(steps: tuple[Step, ...]) -> list[Message]:
         words.append(msg("embeddings times sqrt(C)"))
     if any(s.op == "rms_norm_offset" for s in steps):
         words.append(msg("RMSNorm with (1 + gamma)"))
+    branch = ("attention_scaled", "ffn_scaled")  # blocks.N.attention_scaled: a sublayer output scaled (the others: the embeddings)
+    embedding = sorted({s.scale for s in steps if s.op == "scale" and s.scale is not None and s.name.rsplit(".", 1)[-1] not in branch + ("logits",)})
+    if embedding:  # Granite's embedding_multiplier
+        words.append(msg("embeddings times {m}", m=", ".join(f"{m:g}" for m in embedding)))
+    residual = sorted({s.scale for s in steps if s.op == "scale" and s.scale is not None and s.name.rsplit(".", 1)[-1] in branch})
+    if residual:  # Granite's residual_multiplier
+        words.append(msg("sublayer outputs times {m} before the residual add", m=", ".join(f"{m:g}" for m in residual)))
+    divisors = sorted({s.scale for s in steps if s.op == "divide" and s.scale is not None})
+    if divisors:  # Granite's logits_scaling
+        words.append(msg("logits divided by {s}", s=", ".join(f"{d:g}" for d in divisors)))
     for name in dict.fromkeys(s.activation for s in steps if s.op in ("ffn", "ffn_hidden") and s.activation in ACTIVATIONS):
         record = ACTIVATIONS[name]  # GeGLU: named with Gemma's other choices
         if record.design is not None and record.design_from == "steps":
@@ -189,8 +201,8 @@ def capped_words(steps: tuple[Step, ...], settings: dict[str, Any]) -> list[Mess
     """Gemma 2's choices in words: soft-capped scores and logits, a window on some layers only; sandwich
     norms from the step list when the settings do not say it (a spec of its own steps)."""
     words: list[Message] = []
-    if settings.get("block.norm_order") != "sandwich" and any(s.name.endswith("attention_norm") and s.inputs and s.inputs[0].endswith("attention")
-                                                             for s in steps):
+    normed = any(s.name.endswith("attention_norm") and s.inputs and s.inputs[0].endswith("attention") for s in steps)
+    if settings.get("block.norm_order") not in ("sandwich", "post_sublayer") and normed:
         words.append(msg("sandwich norms (each sublayer's output normalised before its residual add)"))
     caps = sorted({s.softcap for s in steps if s.op in ("mha", "cross_mha") and s.softcap is not None})
     if caps:
@@ -198,9 +210,15 @@ def capped_words(steps: tuple[Step, ...], settings: dict[str, Any]) -> list[Mess
     logits = sorted({s.softcap for s in steps if s.op == "softcap" and s.softcap is not None})
     if logits:
         words.append(msg("logits soft-capped (cap {cap})", cap=", ".join(f"{c:g}" for c in logits)))
+    scales = sorted({s.scale for s in steps if s.op == "scale" and s.name.rsplit(".", 1)[-1] == "logits" and s.scale is not None})  # Cohere's
+    if scales:
+        words.append(msg("logits scaled (s = {scale})", scale=", ".join(f"{c:g}" for c in scales)))
     sliding = settings.get("block.sliding_layers")
     if sliding:
         words.append(msg("the window on layers {layers} only", layers=", ".join(map(str, sliding))))
+    turned = settings.get("block.rotary_layers")
+    if turned is not None:  # SmolLM3's no_rope_layers: the other layers' attention has no positions
+        words.append(msg("rotary positions on layers {layers} only", layers=", ".join(map(str, turned)) or "none"))
     return words
 
 

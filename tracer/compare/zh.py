@@ -334,7 +334,14 @@ MESSAGES: dict[str, str] = {
     'scores soft-capped (cap {cap})': '分数做软上限（上限 {cap}）',
     'logits soft-capped (cap {cap})': 'logits 做软上限（上限 {cap}）',
     'the window on layers {layers} only': '只有第 {layers} 层使用滑动窗口',
+    'logits scaled (s = {scale})': 'logits 乘以缩放因子（s = {scale}）',
+    'rotary positions on layers {layers} only': '只有第 {layers} 层使用旋转位置',
     '--page shows one diff: give one side B': '--page 只显示一次比较：请只给一个 B 侧',
+    'embeddings times {m}': '嵌入乘以 {m}',
+    'sublayer outputs times {m} before the residual add': '子层输出在残差相加之前乘以 {m}',
+    'logits divided by {s}': 'logits 除以 {s}',
+    "post-sublayer norms (only each sublayer's output normalised, before its residual add)": '子层后归一化（只在每个子层的输出上、残差相加之前做归一化）',
+    'q and k normalised over their whole projections': 'q 和 k 在整个投影上做归一化',
 }
 
 PLURALS: dict[tuple[str, str], str] = {

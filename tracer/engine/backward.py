@@ -14,9 +14,9 @@ from typing import NamedTuple
 import numpy as np
 
 from tracer.engine import interventions, kernels
-from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of, relative_buckets_of
+from tracer.engine.executor import Point, Recording, Stage, _blocks, _value_copy, attention_mask, experts_of, pool_index_of, qk_scale, relative_buckets_of
 from tracer.engine.kernels import embeddings, ffn, multihead, norms
-from tracer.model.activations import is_gated
+from tracer.model.activations import activation_of, is_gated
 from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix
 from tracer.model.ops import OPS
 
@@ -265,7 +265,7 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
     xq = bw.value(step.inputs[0])
     xkv = bw.value(step.inputs[1]) if cross else xq
     keys = ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o") + (("q_norm", "k_norm") if step.qk_norm else ())
-    w = {k: bw.params[f"{step.weights}.{k}"] for k in keys}
+    w = {k: qk_scale(step, bw.params[f"{step.weights}.{k}"]) if k.endswith("_norm") else bw.params[f"{step.weights}.{k}"] for k in keys}
     ablated = bw.interventions.get(step.name)
     mask = None
     if ablated is not None and ablated.kind == "heads":  # as the forward: the head's rows of W_O meet zeros
@@ -282,7 +282,8 @@ def backward_mha(bw: Backward, step: Step, g: np.ndarray) -> None:
                                                        rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
                                                        qk_eps=step.epsilon() if step.qk_norm else None,
                                                        scale=step.scale, softcap=step.softcap,
-                                                       bias=bw.value(step.inputs[1]) if not cross and len(step.inputs) > 1 else None)
+                                                       bias=bw.value(step.inputs[1]) if not cross and len(step.inputs) > 1 else None,
+                                                       qk_projection=bool(step.qk_projection))
     for key in ATTN_ORDER:
         if key in internals:
             bw.grads[f"{prefix}.{key}"] = internals[key]
@@ -431,6 +432,37 @@ def backward_relative_bias(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send_weight(name, embeddings.relative_bias_backward(g, relative_buckets_of(step, g.shape[1], g.shape[2]), bw.params[name].shape[0]))
 
 
+# -- Granite's multipliers: d(x * s) = dy * s, d(x / s) = dy / s --------------------------------------
+def backward_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
+    assert step.scale is not None, "a scale step has its number"
+    bw.send(step.inputs[0], embeddings.scale(g, step.scale))
+
+
+def backward_divide(bw: Backward, step: Step, g: np.ndarray) -> None:
+    assert step.scale is not None, "a divide step has its number"
+    bw.send(step.inputs[0], embeddings.divide(g, step.scale))
+
+
 # -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
 def backward_head_scale(bw: Backward, step: Step, g: np.ndarray) -> None:
     bw.send(step.inputs[0], embeddings.head_scale_backward(g))
+
+
+# -- the task heads (block.pooler, block.classifier, block.mlm) -------------------------------
+def backward_pool(bw: Backward, step: Step, g: np.ndarray) -> None:
+    x = bw.trace.stages[step.inputs[0]]
+    index = pool_index_of(bw.spec, step, bw.inputs, x.shape[1])
+    bw.send(step.inputs[0], embeddings.pool_backward(g, tuple(x.shape), index))
+
+
+def backward_dense(bw: Backward, step: Step, g: np.ndarray) -> None:
+    x = bw.value(step.inputs[0])
+    w, b = bw.params[f"{step.weights}.w"], bw.params[f"{step.weights}.b"]
+    dz = activation_of(step.activation).run_backward()(g, kernels.linear(x, w, b, False))
+    dx, dw, db = kernels.linear_backward(dz, x, w, b)
+    bw.send(step.inputs[0], dx)
+    bw.send_weight(f"{step.weights}.w", dw)
+    bw.send_weight(f"{step.weights}.b", db)
+
+
+backward_score = backward_linear  # x W + b, at any rank

@@ -23,8 +23,8 @@ from tracer.engine.params import LayerWeights, load_inputs, load_params
 from tracer.errors import BrokenContract, ShapeError, Violation
 from tracer.messages import Message, at, join, message_of, msg, nmsg
 from tracer.model import masks
-from tracer.model.activations import is_gated
-from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
+from tracer.model.activations import activation_of, is_gated
+from tracer.model.blocks import ATTN_MEANINGS, QK_OFFSET, Step, internal_prefix, scores_meaning, shown_internal, softcapped_scores
 from tracer.model.contracts import operand_axes, position_violation, relative_violation, violation
 from tracer.model.ops import OPS, SOFTMAX_ROWS
 from tracer.model.shapes import shape_label
@@ -471,8 +471,8 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
     bias = inputs[1] if step.op == "mha" and len(inputs) > 1 else None  # positions: relative: the stack's position bias [H,T,T]
     g = step.weights
     w = {k: ex.params[f"{g}.{k}"] for k in ("w_q", "b_q", "w_k", "b_k", "w_v", "b_v", "w_o", "b_o")}
-    # Qwen3's block.qk_norm: q and k RMS-normalised per head, with the block's eps (the step's)
-    q_norm, k_norm = (ex.params[f"{g}.q_norm"], ex.params[f"{g}.k_norm"]) if step.qk_norm else (None, None)
+    # Qwen3's block.qk_norm: q and k RMS-normalised per head, with the block's eps (the step's); Gemma 3's scale by (1 + w)
+    q_norm, k_norm = (qk_scale(step, ex.params[f"{g}.q_norm"]), qk_scale(step, ex.params[f"{g}.k_norm"])) if step.qk_norm else (None, None)
     ablated = ex.interventions.get(step.name)
     if ablated is not None and ablated.kind == "heads":  # --ablate ATTN.head.N: the head's rows of W_O meet zeros
         w["w_o"] = w["w_o"] * ablated.head_mask(w["w_o"].shape[:1], w["w_o"].dtype)[:, None]
@@ -489,7 +489,7 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
                                  rotary_pairing=step.pairing or "interleaved", causal=causal, keep_weights=keep, strict=strict,
                                  rotary_scaling=step.scaling, rotary_dim=step.rotary_dim,
                                  q_norm=q_norm, k_norm=k_norm, qk_eps=step.epsilon() if step.qk_norm else None, scale=step.scale,
-                                 softcap=step.softcap, bias=bias))
+                                 softcap=step.softcap, bias=bias, qk_projection=bool(step.qk_projection)))
         return parts["output"]
 
     out = ex.guarded(step.name, ex.axes(f"{prefix}.scores") if over_queries else ex.axes(step.name), compute)
@@ -503,7 +503,8 @@ def forward_mha(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarra
             if bias is not None:
                 meaning = msg("{meaning}, plus the position bias {bias}", meaning=meaning, bias=step.inputs[1])
         if step.qk_norm and key in ("q", "k"):
-            meaning = msg("{meaning}, RMS-normalised per head", meaning=meaning)
+            meaning = (msg("{meaning}, after the RMS norm of the whole projection", meaning=meaning) if step.qk_projection
+                       else msg("{meaning}, RMS-normalised per head", meaning=meaning))
         if step.base is not None and key in ("q", "k"):
             meaning = msg("{meaning}, turned by rotary positions", meaning=meaning)
         if step.softcap is not None and key == "scores":  # Gemma 2: the scores soft-capped before the mask
@@ -609,6 +610,14 @@ def forward_softcap(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.nd
     cap = step.softcap
     assert cap is not None, "a softcap step has its cap"
     return ex.record_step(step, lambda strict: embeddings.softcap(inputs[0], cap))
+
+
+def qk_scale(step: Step, w: np.ndarray) -> np.ndarray:
+    """The factor of a per-head q or k norm: its weight, or 1 + weight where the block's norms are Gemma's (qk_norm offset)."""
+    return 1.0 + w if step.qk_norm == QK_OFFSET else w
+
+
+
 # -- T5's relative position bias (positions: relative) -------------------------------------
 def relative_buckets_of(step: Step, n_q: int, n_k: int) -> np.ndarray:
     assert step.relative is not None
@@ -623,6 +632,40 @@ def forward_relative_bias(ex: Executor, step: Step, inputs: list[np.ndarray]) ->
     if beyond is not None:  # a bucket past the table's rows: flagged; --keep-going reads the last row for it
         ex.flag(beyond)
     return ex.rec(step.name, embeddings.relative_bias(table, relative_buckets_of(step, n_q, n_k)), ex.axes(step.name), step.meaning)
+
+
+# -- Granite's multipliers (block.embedding_multiplier, residual_multiplier, logits_divisor) ------------------
+def forward_scale(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    s = step.scale
+    assert s is not None, "a scale step has its number"
+    return ex.record_step(step, lambda strict: embeddings.scale(inputs[0], s))
+
+
+def forward_divide(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    s = step.scale
+    assert s is not None, "a divide step has its number"
+    return ex.record_step(step, lambda strict: embeddings.divide(inputs[0], s))
+
+
+# -- the task heads (block.pooler, block.classifier, block.mlm) -------------------------------
+def pool_index_of(spec: Spec, step: Step, inputs: dict[str, np.ndarray], T: int) -> np.ndarray:
+    return embeddings.pool_index(step.pool or "first", T, inputs.get("tokens"), step.pad)
+
+
+def forward_pool(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    index = pool_index_of(ex.spec, step, ex.inputs, x.shape[1])
+    return ex.record_step(step, lambda strict: embeddings.pool(x, index))
+
+
+def forward_dense(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
+    (x,) = inputs
+    w, b = ex.params[f"{step.weights}.w"], ex.params[f"{step.weights}.b"]
+    act = activation_of(step.activation).run_forward()
+    return ex.record_step(step, lambda strict: act(kernels.linear(x, w, b, strict, ("b", step.out or "C")), inplace=True))
+
+
+forward_score = forward_linear  # x W + b, at any rank
 
 
 # -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------

@@ -23,7 +23,7 @@ from typing import Any
 from tracer.messages import join, msg
 from tracer.model import rope
 from tracer.model.activations import activation_of, is_gated
-from tracer.model.blocks import ATTN_MEANINGS, Step, internal_prefix, position_axis
+from tracer.model.blocks import ATTN_MEANINGS, QK_OFFSET, Step, internal_prefix, position_axis
 from tracer.model.ops import OPS
 from tracer.model.shapes import shape_label
 from tracer.spec import Spec
@@ -153,6 +153,10 @@ def relu(x: Vec) -> Vec:
     return [v if v > 0.0 else 0.0 for v in x]
 
 
+def tanh(x: Vec) -> Vec:
+    return [math.tanh(v) for v in x]
+
+
 def relu2(x: Vec) -> Vec:  # Primer's squared ReLU
     return [v * v if v > 0.0 else 0.0 for v in x]
 
@@ -257,9 +261,13 @@ class Reference:
             out = {}
             for t in where:
                 full = matvec(x[t], self.cols[f"{g}.w_{name}"], self.w[f"{g}.b_{name}"])
+                if step.qk_projection and name in ("q", "k"):  # OLMo 2: the whole projection RMS-normalised, then split and turned
+                    full = head_rms(full, self.w[f"{g}.{name}_norm"], step.epsilon())
                 heads = [full[h * d:(h + 1) * d] for h in range(len(full) // d)]
-                if step.qk_norm and name in ("q", "k"):  # Qwen3: each head RMS-normalised over its d coordinates, then turned
-                    heads = [head_rms(v, self.w[f"{g}.{name}_norm"], step.epsilon()) for v in heads]
+                if step.qk_norm and not step.qk_projection and name in ("q", "k"):  # Qwen3: each head RMS-normalised over its d coordinates, then turned
+                    gamma = self.w[f"{g}.{name}_norm"]
+                    gamma = [1.0 + x for x in gamma] if step.qk_norm == QK_OFFSET else gamma  # Gemma 3's (1 + w)
+                    heads = [head_rms(v, gamma, step.epsilon()) for v in heads]
                 if step.base is not None and name in ("q", "k"):
                     heads = [rotate(v, t, step.base, step.pairing or "interleaved", step.rotary_dim, step.scaling) for v in heads]
                 out[t] = heads  # [H][d] for q, [H_kv][d] for k and v
@@ -505,6 +513,8 @@ def head_rms(v: Vec, gamma: Vec, eps: float) -> Vec:  # one head [d]: v / sqrt(m
 def reference_softcap(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     cap = step.softcap or 1.0  # Gemma 2's logits: cap * tanh(x / cap), one value at a time
     return {t: [cap * math.tanh(v / cap) for v in ins[0][t]] for t in positions}
+
+
 # -- T5's relative position bias (positions: relative) -------------------------------------
 def reference_relative_bias(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     """At query t: [H][S], head h's bias for every key j, the table's row of the bucket of j - t (a plain loop)."""
@@ -522,7 +532,27 @@ def reference_relative_bias(r: Reference, step: Step, b: int, positions: list[in
     return out
 
 
+# -- Granite's multipliers, one value at a time -------------------------------------------------------------
+def reference_scale(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    s = step.scale or 1.0
+    return {t: [v * s for v in ins[0][t]] for t in positions}
+
+
+def reference_divide(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    s = step.scale or 1.0
+    return {t: [v / s for v in ins[0][t]] for t in positions}
+
+
 # -- T5's tied head, the decoder's output times C ** -0.5 (block.head_scale) ---------------
 def reference_head_scale(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
     factor = float(r.spec.dims.C) ** -0.5  # the reference computes in doubles
     return {t: [v * factor for v in ins[0][t]] for t in positions}
+
+
+# the task heads: a dense layer with its activation, and a task head's scores, position by position
+def reference_dense(r: Reference, step: Step, b: int, positions: list[int], ins: list[Values], st: dict[str, Values]) -> Values:
+    g, act = step.weights, activation_of(step.activation).run_reference()
+    return {t: act(matvec(ins[0][t], r.cols[f"{g}.w"], r.w[f"{g}.b"])) for t in positions}
+
+
+reference_score = reference_linear

@@ -47,7 +47,8 @@ def output_stage(spec: Spec) -> str:
 
 def stages_read(spec: Spec) -> frozenset[str]:
     """The stages a loss reads: the block output (sum-squares), the logits and the probabilities (next-token)."""
-    return frozenset([output_stage(spec)] + [s.name for s in spec.steps if s.op in ("head", "softmax", "softcap")])
+    return frozenset([output_stage(spec)] + [s.name for s in spec.steps if s.op in ("head", "softmax", "softcap")]
+                     + [s.inputs[0] for s in spec.steps if s.op == "softmax"])  # the logits it reads (after a cap or a divisor)
 
 
 def choose(spec: Spec, option: str | None) -> str:

@@ -40,7 +40,9 @@ ENTRY = ("embed", "input", "position", "x", "embeddings", "token_type", "typed",
          "position_bias")  # T5: the stack's relative position bias, made once before its layers
 EXIT = ("final_norm", "logits", "probs", "project_out",  # OPT: back to C_e before the head
         "raw_logits",  # Gemma 2: the logits before their soft cap
-        "head_scale")  # T5: the output times C^-1/2 before the tied head
+        "head_scale",  # T5: the output times C^-1/2 before the tied head
+        "cls", "pooled")  # BERT's pooler
+TASK_STAGES = ("classifier.", "nsp.", "mlm.")  # the task heads' stages after the stack (block.classifier, block.mlm)
 PREFIX = re.compile(r"^((?:encoder|decoder)\.)?(blocks\.(\d+)\.)?")
 MAX_LAYERS_DRAWN = 4  # a deeper stack draws its first and last layer and says how many are between
 RAIL = {"": "  ", "source": "┬ ", "through": "│ ", "add": "⊕ "}
@@ -163,7 +165,9 @@ class Graph:
                 pairs = "(i, i + r/2)" if step.pairing == "half" else "(2i, 2i+1)"
                 rotary = msg(", rotary base {base}, pairs {pairs} within the first r = {r} of each head's d coordinates", base=base, pairs=pairs,
                              r=step.rotary_dim)
-        if step.qk_norm:  # Qwen3: q and k RMS-normalised per head before the turn
+        if step.qk_norm and step.qk_projection:  # OLMo 2: q and k RMS-normalised over their whole projections before the split
+            rotary = msg("{rotary}, q and k RMS-normalised over their whole projections (q_norm, k_norm)", rotary=rotary)
+        elif step.qk_norm:  # Qwen3: q and k RMS-normalised per head before the turn
             rotary = msg("{rotary}, q and k RMS-normalised per head (q_norm, k_norm)", rotary=rotary)
         rel = step.relative or (0, 0, False)  # positions: relative (T5): buckets, max_distance, bidirectional
         return msg(graph_template(OPS[step.op].graph), buckets=rel[0], distance=rel[1],
@@ -172,7 +176,8 @@ class Graph:
                    axis=step.axis or "C", out=step.out or "C", start=step.start, stop=step.stop, stream=step.stream or "x",
                    base=f"{step.base or 0.0:g}", pos=position_axis(step.name), ins=", ".join(ins), mask=self.mask(step), rotary=rotary,
                    over=msg(", softmax over queries") if step.axis == "queries" else "", cap=f"{step.softcap or 0.0:g}",
-                   tokens=msg("{stream} tokens", stream=step.stream) if step.stream in ("source", "target") else msg("tokens"),
+                   scale=f"{step.scale or 0.0:g}", tokens=msg("{stream} tokens", stream=step.stream) if step.stream in ("source", "target") else msg("tokens"),
+                   act=activation_of(step.activation).label if step.op == "dense" else "",
                    head=("Eᵀ" if self.spec.block.head == "tied" else "W_head") + (" + b_head" if self.spec.block.head_bias else ""))
 
     def mask(self, step: Step) -> Message:
@@ -271,9 +276,9 @@ class Graph:
                 key = ("layer", stack, int(m.group(3)))
             elif rest in ENTRY:
                 key = ("entry", stack, None)
-            elif step.op in ("head", "softmax", "softcap") and out and out[-1][0] == "exit":
+            elif step.op in ("head", "softmax", "softcap", "divide") and out and out[-1][0] == "exit":
                 key = out[-1][:3]  # the output head belongs with the decoder's final norm
-            elif rest in EXIT or step.op in ("head", "softmax", "softcap"):
+            elif rest in EXIT or step.op in ("head", "softmax", "softcap", "divide") or rest.startswith(TASK_STAGES):
                 key = ("exit", stack, None)
             else:
                 key = ("layer", stack, None)

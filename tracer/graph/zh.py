@@ -84,6 +84,7 @@ MESSAGES: dict[str, str] = {
     ', both directions': '，双向',
     ', keys before the query only': '，只看查询之前的键',
     'Relative positions: no position vectors are added; the position bias is added to the scores of every self-attention of the stack.': '相对位置：不加位置向量；位置偏置加到该堆叠每个自注意力的分数上。',
+    '{rotary}, q and k RMS-normalised over their whole projections (q_norm, k_norm)': '{rotary}，q 和 k 在整个投影上做 RMS 归一化（q_norm、k_norm）',
 }
 
 PLURALS: dict[tuple[str, str], str] = {

@@ -146,6 +146,9 @@ _ACTIVATION_RECORDS: tuple[Activation, ...] = (
     _plain("relu2", "ReLU²", "ReLU²", "ReLU²", "ReLU²", "ReLU²({0} W_1 + b_1) = max({0} W_1 + b_1, 0)^2, the squared ReLU",
            temporaries=_in_place, neighbours=("relu", "gelu", "gelu_tanh", "silu", "sigmoid", "none"),
            design=msg("squared ReLU (ReLU²)"), hf_names=("relu2",)),
+    # tanh: what BERT's pooler and RoBERTa's classification head apply after their dense layer
+    _plain("tanh", "tanh", "tanh", "tanh", "tanh", "tanh({0} W_1 + b_1)", temporaries=_in_place,
+           neighbours=("relu", "gelu", "gelu_tanh", "silu", "relu2", "sigmoid", "none"), design=msg("tanh")),
 )
 
 ACTIVATIONS: dict[str, Activation] = {a.name: a for a in _ACTIVATION_RECORDS}

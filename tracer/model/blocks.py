@@ -38,12 +38,17 @@ class Step(NamedTuple):  # a NamedTuple, not a dataclass: cheaper to create at e
     window: int | None = None  # mha with a causal mask: a sliding window of W keys (tracer/model/masks.py); None: none
     scaling: tuple[object, ...] | None = None  # mha with rotary positions: a rope type's scaled speeds (tracer/model/rope.py)
     rotary_dim: int | None = None  # mha with rotary positions: only each head's first rotary_dim coordinates turned; None: all d
-    qk_norm: bool | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); None: not
-    scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d)
+    qk_norm: bool | str | None = None  # mha: q and k RMS-normalised per head over d (Qwen3's q_norm, k_norm); "offset": scaled by
+    # (1 + w), the block's norm being rmsnorm_offset (Gemma 3's); None: not
+    qk_projection: bool | None = None  # mha with qk_norm: over the whole of q's and k's projections, not per head (OLMo 2's)
+    scale: float | None = None  # mha, cross_mha: the scores are QK^T * scale (block.attention_scale); None: QK^T / sqrt(d);
+    # scale, divide: the number the stage multiplies or divides by (Granite's multipliers, block.logits_divisor, Cohere's logit_scale)
     softcap: float | None = None  # mha: scores soft-capped, cap * tanh(scores / cap), after the scale and before the mask
     # (Gemma 2's attn_logit_softcapping); softcap: the cap of its tanh (final_logit_softcapping); None: not capped
     relative: tuple[int, int, bool] | None = None  # relative_bias: (buckets, max_distance, bidirectional), T5's bucketing
     eps: float | None = None  # a norm's epsilon, and an attention's per-head q and k norms' (qk_norm): the stack's block.eps
+    pool: str | None = None  # pool: the position each sample is read at, first (BERT's [CLS]) | last (the last token not pad_token)
+    pad: int | None = None  # pool last: the padding token id, whose positions are passed over (None: the last position)
 
     def formula(self) -> str:
         args = ", ".join(self.inputs)
@@ -88,11 +93,12 @@ NORM_OPS = tuple(NORMS.values())  # the ops that normalise (each with its eps)
 
 
 def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = False,
-               qk_norm: bool = False) -> dict[str, tuple[str, ...]]:
+               qk_norm: bool = False, qk_projection: bool = False) -> dict[str, tuple[str, ...]]:
     """A weight group's keys and their axes; ``grouped``: the model has fewer key/value heads than query heads;
     ``experts``: a mixture of experts' E (its group holds the router and w1_e, w3_e, w2_e for each expert e);
     ``head_width``: the heads have a width d of their own (dims.d): w_q [C,C_q], w_k, w_v [C,C_kv], w_o [C_q,C];
-    ``qk_norm``: the attention normalises q and k per head (block.qk_norm): q_norm, k_norm [d]."""
+    ``qk_norm``: the attention normalises q and k per head (block.qk_norm): q_norm, k_norm [d]; ``qk_projection``: over their
+    whole projections (block.qk_norm: projection, OLMo 2's): q_norm [C_q], k_norm [C_kv] (C where the width is C's)."""
     if kind == "moe":
         return {**MOE_ROUTER_KEYS, **{f"{k}_{e}": axes for e in range(experts) for k, axes in MOE_EXPERT_KEYS.items()}}
     keys = WEIGHT_GROUPS[kind]
@@ -100,6 +106,8 @@ def group_keys(kind: str, grouped: bool, experts: int = 0, head_width: bool = Fa
         keys = {**keys, **HEAD_WIDTH_KEYS}
     elif kind == "attn" and grouped:
         keys = {**keys, **GROUPED_KV_KEYS}
+    if kind == "attn" and qk_norm and qk_projection:
+        return {**keys, "q_norm": ("C_q",) if head_width else ("C",), "k_norm": ("C_kv",) if grouped or head_width else ("C",)}
     return {**keys, **QK_NORM_KEYS} if kind == "attn" and qk_norm else keys
 
 
@@ -224,8 +232,23 @@ SANDWICH: tuple[Step, ...] = (
     Step("output", "add", ("residual1", "ffn_norm"), None, msg("block output of the normalised FFN output, Y = R + N_F")),
 )
 
+# OLMo 2's order: no norm before a sublayer, one on its output before the residual add (Gemma 2's sandwich without
+# norm1 and norm2): U = MHA(X), R = X + LN_U(U), Y = R + LN_F(FFN(R)) (weights attention_norm, ffn_norm: Hugging Face's
+# post_attention_layernorm, post_feedforward_layernorm)
+POST_SUBLAYER: tuple[Step, ...] = (
+    Step("attention", "mha", ("x",), "attn", msg("attention output, U = MHA(X) (no norm before it)")),
+    Step("attention_norm", "layer_norm", ("attention",), "attention_norm",
+         msg("the attention output's {norm}, N_U = {LN}U(U), before the residual add (post-sublayer)", norm=NORMALISATION, LN="LN_")),
+    SANDWICH[3],
+    Step("hidden", "ffn_hidden", ("residual1",), "ffn", msg("FFN after {act}, {actf}(R W_1 + b_1) (no norm before it)", act=ACTIVATION, actf="act")),
+    PRE_NORM[5],
+    Step("ffn_norm", "layer_norm", ("ffn",), "ffn_norm",
+         msg("the FFN output's {norm}, N_F = {LN}F(FFN(R)), before the residual add (post-sublayer)", norm=NORMALISATION, LN="LN_")),
+    SANDWICH[8],
+)
+
 NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": PRE_NORM, "post": POST_NORM, "parallel": PARALLEL, "parallel_shared": PARALLEL_SHARED,
-                                            "sandwich": SANDWICH}
+                                            "sandwich": SANDWICH, "post_sublayer": POST_SUBLAYER}
 DECODER_NORM_ORDERS: dict[str, tuple[Step, ...]] = {"pre": DECODER_PRE_NORM, "post": DECODER_POST_NORM}
 
 
@@ -248,6 +271,7 @@ class StackSettings(NamedTuple):  # variants via _replace
     rotary_dim: int | None = None  # partial rotary: the first rotary_dim coordinates of each head turned (None: all d)
     embedding_scale: bool = False  # Gemma: the token embeddings times sqrt(C), a stage of their own (embed_scale)
     qk_norm: bool = False  # Qwen3: each attention's q and k RMS-normalised per head (weights attn.q_norm, attn.k_norm [d])
+    qk_projection: bool = False  # OLMo 2: with qk_norm, over the whole projections (q_norm [C_q], k_norm [C_kv])
     attention_scale: float | None = None  # the scores' factor, QK^T * s (T5: 1; Gemma 2: query_pre_attn_scalar ** -0.5); None: 1/sqrt(d)
     attention_softcap: float | None = None  # Gemma 2: every attention's scores cap * tanh(scores / cap), before the mask
     head_softcap: float | None = None  # Gemma 2: the logits cap * tanh(logits / cap) (a softcap stage after the head)
@@ -255,6 +279,9 @@ class StackSettings(NamedTuple):  # variants via _replace
     # layer_types); the others read every key up to the query (plain causal).  None: every layer
     relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
     eps: float = 1e-5  # every norm's epsilon (and block.qk_norm's per-head norms')
+    embedding_multiplier: float | None = None  # Granite: the token embeddings times m, a stage of their own (op scale)
+    residual_multiplier: float | None = None  # Granite: each sublayer's output times m before its residual add (stages attention_scaled, ffn_scaled)
+    logits_divisor: float | None = None  # Granite: logits = raw_logits / s (logits_scaling), a stage after the head (op divide)
 
 
 def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tuple[Step, ...]:
@@ -293,7 +320,9 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
                 if s.rotary_dim is not None:
                     changes["rotary_dim"] = s.rotary_dim
             if s.qk_norm and step.qk_norm is None:
-                changes["qk_norm"] = True
+                changes["qk_norm"] = QK_OFFSET if s.norm == "rmsnorm_offset" else True
+                if s.qk_projection:
+                    changes["qk_projection"] = True
                 changes["eps"] = s.eps  # the per-head norms of q and k
             if s.attention_softcap is not None and step.softcap is None:
                 changes["softcap"] = s.attention_softcap
@@ -306,16 +335,42 @@ def configure(template: tuple[Step, ...], s: StackSettings, preset: bool) -> tup
         if step.op == "router_probs" and step.axis is None:
             changes["axis"] = "E"  # the contract: a softmax over the experts
         out.append(step._replace(**changes) if changes else step)
+    return scaled_residuals(tuple(out), s.residual_multiplier) if preset and s.residual_multiplier is not None else tuple(out)
+
+
+BRANCHES = ("attention", "ffn")  # the sublayer outputs a residual add reads (the pre-norm block's)
+SCALED_ADDS = {"attention": msg("first residual add of the scaled attention output, R = X + m U"),
+               "ffn": msg("block output, Y = R + m FFN(N_2)")}
+
+
+def scaled_residuals(layer: tuple[Step, ...], m: float) -> tuple[Step, ...]:
+    """Granite's residual_multiplier: each sublayer's output times m, a stage of its own (attention_scaled, ffn_scaled),
+    before the residual add that reads it: R = X + m * MHA(N_1), Y = R + m * FFN(N_2)."""
+    out: list[Step] = []
+    for step in layer:
+        if step.op == "add" and any(i in BRANCHES for i in step.inputs):
+            branch = next(i for i in step.inputs if i in BRANCHES)
+            out.append(Step(f"{branch}_scaled", "scale", (branch,), None,
+                            msg("{branch} times the residual multiplier m = {m}, before the residual add", branch=branch, m=f"{m:g}"), scale=m))
+            step = step._replace(inputs=tuple(f"{branch}_scaled" if i == branch else i for i in step.inputs), meaning=SCALED_ADDS[branch])
+        out.append(step)
     return tuple(out)
 
 
+QK_OFFSET = "offset"  # an attention's qk_norm under norm: rmsnorm_offset: the per-head norms scale by (1 + w), as Gemma 3's do
+UNTURNED: dict[str, Any] = {"base": None, "pairing": None, "scaling": None, "rotary_dim": None}  # an attention without rotary positions
+
+
 def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: str, memory: str | None,
-           plain: bool, sliding: tuple[int, ...] | None = None) -> tuple[list[Step], str]:
+           plain: bool, sliding: tuple[int, ...] | None = None, rotary: tuple[int, ...] | None = None,
+           local_base: float | None = None) -> tuple[list[Step], str]:
     """Repeat a layer template ``layers`` times; return the steps and the last stage's name.
 
     With ``plain`` (one layer of a decoder-only model, the chapter's case) names are not prefixed.  ``sliding``
     (mask.sliding_layers, Gemma 2's alternating layers): only these layers' attention keeps its sliding window,
-    the others' is plain causal.
+    the others' is plain causal.  ``rotary`` (block.rotary_layers, SmolLM3's no_rope_layers): only these layers'
+    attention turns q and k by the rotary positions, the others' has no positions.  ``local_base`` (block.local_position_base,
+    Gemma 3's rope_local_base_freq): the sliding layers' attention turns at that base, unscaled.
     """
     steps: list[Step] = []
     layer_input = first_input
@@ -334,9 +389,12 @@ def expand(template: tuple[Step, ...], prefix: str, layers: int, first_input: st
 
         for step in template:
             full = sliding is not None and i not in sliding and step.op == "mha" and step.window is not None
+            unturned = rotary is not None and i not in rotary and step.op == "mha" and step.base is not None
+            local = local_base is not None and step.op == "mha" and step.base is not None and step.window is not None and not full
             steps.append(step._replace(
                 name=lp + step.name, inputs=tuple(rename(s) for s in step.inputs),
                 weights=(lp + step.weights) if step.weights else None, window=None if full else step.window,
+                **(UNTURNED if unturned else {"base": local_base, "scaling": None} if local else {}),
             ))
         layer_input = steps[-1].name
     return steps, layer_input
@@ -354,7 +412,7 @@ def entry(prefix: str, stream: str, s: StackSettings, uses_tokens: bool, project
     if uses_tokens and projected:
         first = project_in(prefix, first.name)
         steps.append(first)
-    if s.embedding_scale and uses_tokens:
+    if (s.embedding_scale or s.embedding_multiplier is not None) and uses_tokens:
         return scaled_entry(prefix, first, steps, s)
     if s.positions == "relative":
         return relative_entry(prefix, first, steps, s)
@@ -376,7 +434,19 @@ def entry(prefix: str, stream: str, s: StackSettings, uses_tokens: bool, project
 
 
 def scaled_entry(prefix: str, first: Step, steps: list[Step], s: StackSettings) -> tuple[list[Step], str]:
-    """Gemma's embeddings: E[token] * sqrt(C), a stage of its own (X itself when the positions act inside attention)."""
+    """Gemma's embeddings: E[token] * sqrt(C), a stage of its own (X itself when the positions act inside attention);
+    Granite's: E[token] * embedding_multiplier."""
+    m = s.embedding_multiplier
+    if m is not None and s.positions in ("rotary", "none"):
+        x = (msg("X = E[token] * m, the embeddings times the embedding multiplier m = {m} (rotary positions act inside attention)", m=f"{m:g}")
+             if s.positions == "rotary" else msg("X = E[token] * m, the embeddings times the embedding multiplier m = {m} (no positions)", m=f"{m:g}"))
+        steps.append(Step(prefix + "x", "scale", (first.name,), None, x, scale=m))
+        return steps, prefix + "x"
+    if m is not None:
+        scaled = Step(prefix + "embed_scaled", "scale", (first.name,), None, msg("token embeddings times the embedding multiplier m = {m}", m=f"{m:g}"),
+                      scale=m)
+        steps.append(scaled)
+        return entry_after(prefix, scaled, steps, s._replace(embedding_multiplier=None))
     if s.positions in ("rotary", "none"):
         x = (msg("X = E[token] * sqrt(C), the scaled embeddings (rotary positions act inside attention)") if s.positions == "rotary"
              else msg("X = E[token] * sqrt(C), the scaled embeddings (no positions)"))
@@ -458,9 +528,26 @@ def project_out(last: str) -> Step:
 RAW_LOGITS = "raw_logits"  # with block.head_softcap: the head's own logits, before the cap
 
 
-def head_steps(last: str, softcap: float | None = None) -> list[Step]:
+def head_steps(last: str, softcap: float | None = None, divisor: float | None = None, scale: float | None = None, prefix: str = "") -> list[Step]:
     """The output head, then the probabilities; ``softcap`` (Gemma 2's final_logit_softcapping): the head's logits are
-    a stage of their own, raw_logits, and logits = cap * tanh(raw_logits / cap)."""
+    a stage of their own, raw_logits, and logits = cap * tanh(raw_logits / cap); ``divisor`` (Granite's logits_scaling):
+    logits = raw_logits / s; ``scale`` (Cohere's logit_scale): logits = raw_logits * s.  ``prefix``: a masked-LM head's
+    stages, mlm.logits and mlm.probs."""
+    if prefix:
+        return [Step(prefix + "logits", "head", (last,), "head", msg("logits over the vocabulary, the transform times the decoder (plus its bias)")),
+                Step(prefix + "probs", "softmax", (prefix + "logits",), None, msg("probabilities of each position's token, softmax over V"))]
+    if scale is not None:
+        return [
+            Step(RAW_LOGITS, "head", (last,), "head", msg("logits over the vocabulary, before the scale")),
+            Step("logits", "scale", (RAW_LOGITS,), None, msg("logits scaled, raw_logits * s, s = {scale}", scale=f"{scale:g}"), scale=scale),
+            Step("probs", "softmax", ("logits",), None, msg("next-token probabilities, softmax over V")),
+        ]
+    if divisor is not None:
+        return [
+            Step(RAW_LOGITS, "head", (last,), "head", msg("logits over the vocabulary, before the divisor")),
+            Step("logits", "divide", (RAW_LOGITS,), None, msg("logits divided by s = {s}, raw_logits / s", s=f"{divisor:g}"), scale=divisor),
+            Step("probs", "softmax", ("logits",), None, msg("next-token probabilities, softmax over V")),
+        ]
     if softcap is not None:
         return [
             Step(RAW_LOGITS, "head", (last,), "head", msg("logits over the vocabulary, before the soft cap")),
@@ -579,3 +666,44 @@ HEAD_SCALE = "head_scale"  # its stage (decoder.head_scale in an encoder-decoder
 
 def head_scale(prefix: str, last: str) -> Step:
     return Step(prefix + HEAD_SCALE, "head_scale", (last,), None, msg("the output times C^-1/2, what the tied head reads"))
+
+
+# -- the task heads after the stack: BERT's pooler, a classifier's scores, a masked-LM head ---------------
+POOLER, MLM = "pooled", "mlm."  # the pooler's stage (weights pooler), and the masked-LM head's prefix (weights mlm_dense, mlm_norm)
+CLASSIFIER_PREFIX = {"sequence": "classifier.", "next_sentence": "nsp."}  # a classifier's stages, by its task
+TASK_WEIGHTS = ("pooler", "classifier", "classifier_dense", "nsp", "mlm_dense", "mlm_norm")  # their weight groups, none in a layer
+
+
+def pooler_steps(last: str) -> list[Step]:
+    """BERT's pooler: the [CLS] position's output, then tanh(cls W + b)."""
+    return [Step("cls", "pool", (last,), None, msg("the first position's output, h_[CLS], of each sample"), pool="first"),
+            Step(POOLER, "dense", ("cls",), "pooler", msg("the pooled output, tanh(h_[CLS] W + b)"), out="C", activation="tanh")]
+
+
+def classifier_steps(last: str, task: str, reads: str, pad: int | None, hidden: str | None) -> list[Step]:
+    """A classifier's scores [B,L]: from the pooler's output (``reads`` pooled), or from one position of each sample (first:
+    [CLS]; last: the last token that is not ``pad``), through a dense layer with the activation ``hidden`` if there is one."""
+    p = CLASSIFIER_PREFIX[task]
+    steps: list[Step] = []
+    x = POOLER
+    if reads != "pooled":
+        words = (msg("the first position's output, h_[CLS], of each sample") if reads == "first" else
+                 msg("the output at each sample's last position whose token is not pad_token") if pad is not None else
+                 msg("the output at the last position of each sample"))
+        steps.append(Step(p + "token", "pool", (last,), None, words, pool=reads, pad=pad if reads == "last" else None))
+        x = p + "token"
+    if hidden is not None:
+        steps.append(Step(p + "hidden", "dense", (x,), p[:-1] + "_dense", msg("the classifier's dense layer and its activation, act(x W + b)"),
+                          out="C", activation=hidden))
+        x = p + "hidden"
+    words = msg("next-sentence scores, one per class") if task == "next_sentence" else msg("the classifier's scores, one per class (label)")
+    steps.append(Step(p + "logits", "score", (x,), p[:-1], words, out="L"))
+    return steps
+
+
+def mlm_steps(last: str, activation: str, s: StackSettings) -> list[Step]:
+    """A masked-LM head's transform before the decoder: LayerNorm(act(x W + b)), with the stack's eps."""
+    return [Step(MLM + "hidden", "dense", (last,), "mlm_dense", msg("the masked-LM head's dense layer and its activation, act(x W + b)"),
+                 out="C", activation=activation),
+            Step(MLM + "transform", "layer_norm", (MLM + "hidden",), "mlm_norm", msg("the masked-LM head's transform, LayerNorm(act(x W + b))"),
+                 eps=s.eps)]

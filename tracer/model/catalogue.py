@@ -51,7 +51,7 @@ INTERNAL_FORMULAS = {
     "weights": "softmax over keys of the scores, masked keys set to -inf first (so their weight is 0)",
     "heads": "weights_h V_h for every head, concatenated back to width C",
 }
-SIZES = {"B": 2, "T": 3, "S": 4, "C": 8, "H": 2, "d": 4, "F": 16, "V": 5, "T_max": 6, "E": 4}  # only the axes are used
+SIZES = {"B": 2, "T": 3, "S": 4, "C": 8, "H": 2, "d": 4, "F": 16, "V": 5, "T_max": 6, "E": 4, "L": 3}  # only the axes are used
 
 SECTIONS = (
     "before the block",
@@ -199,6 +199,9 @@ def build() -> list[StageInfo]:
     entries += _gemma2_variants(variants, after)
     entries += _relative_entries(seq2seq)
     entries += _head_scale_entries(seq2seq)
+    entries += _granite_variants(before, variants, after)
+    entries += _post_sublayer_variants(variants)
+    entries += _task_head_entries(after)
     unique: dict[tuple[str, ...], StageInfo] = {}
     for e in sorted(entries, key=lambda e: SECTIONS.index(e.section)):  # stable: catalogue order within a section  # one entry per meaning within a section
         unique.setdefault((e.section, e.name, e.meaning, e.formula), e)
@@ -266,7 +269,26 @@ def _qk_norm_variants(section: str) -> list[StageInfo]:
                        "before the rotary turn",
                        key=key)
             out.append(dataclasses.replace(info, meaning=meaning, formula=join([info.formula, norm])))
+    layer, shapes = _layer(blocks.PRE_NORM, StackSettings(positions="rotary", rotary_pairing="half", qk_norm=True, qk_projection=True))
+    attention = next(s for s in layer if s.op == "mha")
+    for info in _internals(section, attention, shapes):
+        if info.name in ("attn.q", "attn.k"):
+            key = info.name[-1]
+            meaning = msg("{meaning}, after the RMS norm of the whole projection, then turned by rotary positions (block.qk_norm: projection)",
+                          meaning=info.meaning)
+            norm = msg("the whole projection RMS-normalised at each position, over all its heads' coordinates (weights attn.{key}_norm), "
+                       "before the split into heads and the rotary turn", key=key)
+            out.append(dataclasses.replace(info, meaning=meaning, formula=join([info.formula, norm])))
     return out
+
+
+def _post_sublayer_variants(section: str) -> list[StageInfo]:
+    """OLMo 2 (block.norm_order: post_sublayer): the stages that read or are other than the pre-norm layer's."""
+    layer, shapes = _layer(blocks.POST_SUBLAYER, StackSettings(norm="rmsnorm"))
+    pre = {s.name: s for s in blocks.configure(blocks.PRE_NORM, StackSettings(norm="rmsnorm"), preset=True)}
+    return [StageInfo(step.name, section, msg("{meaning} (block.{field}: {value})", meaning=step.meaning, field="norm_order", value="post_sublayer"),
+                      formula(step), shapes[step.name][0])
+            for step in layer if step.name not in pre or step.inputs != pre[step.name].inputs]
 
 
 def _gemma2_variants(section: str, after: str) -> list[StageInfo]:
@@ -303,11 +325,50 @@ def _relative_entries(section: str) -> list[StageInfo]:
     return out
 
 
+def _granite_variants(before: str, section: str, after: str) -> list[StageInfo]:
+    """Granite's multipliers: the embeddings times m (block.embedding_multiplier), each sublayer's output times m before its
+    residual add (block.residual_multiplier: attention_scaled, ffn_scaled) and the logits divided by s (block.logits_divisor)."""
+    out: list[StageInfo] = []
+    for positions in ("rotary", "learned"):
+        steps, _ = blocks.entry("", "tokens", StackSettings(positions=positions, embedding_multiplier=12.0), True)
+        out += [dataclasses.replace(i, meaning=msg("{meaning} (block.{field}: {value})", meaning=i.meaning, field="embedding_multiplier", value="12"))
+                for i in _infos(before, [s for s in steps if s.op == "scale"], _shapes(steps, {}))]
+    layer, shapes = _layer(blocks.PRE_NORM, StackSettings(residual_multiplier=0.22))
+    pre = {s.name: s for s in blocks.configure(blocks.PRE_NORM, StackSettings(), preset=True)}
+    for step in layer:
+        if step.name not in pre or step.inputs != pre[step.name].inputs:
+            out.append(StageInfo(step.name, section, msg("{meaning} (block.{field}: {value})", meaning=step.meaning, field="residual_multiplier",
+                                                         value="0.22"), formula(step), shapes[step.name][0]))
+    tail = blocks.head_steps("final_norm", None, 8.0)
+    shapes = _shapes(tail, {"final_norm": (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))})
+    for step in tail[:2]:
+        out.append(StageInfo(step.name, after, msg("{meaning} (block.{field}: {value})", meaning=step.meaning, field="logits_divisor", value="8"),
+                             formula(step), shapes[step.name][0]))
+    return out
+
+
 def _head_scale_entries(section: str) -> list[StageInfo]:
     """block.head_scale (T5's tied head): decoder.head_scale [B,T,C], the decoder's output times C^-1/2 before the head."""
     step = blocks.head_scale("decoder.", "decoder.final_norm")
     shapes = _shapes([step], {"decoder.final_norm": (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))})
     return _infos(section, [step], shapes)
+
+
+def _task_head_entries(section: str) -> list[StageInfo]:
+    """The heads after the stack (block.pooler, block.classifier, block.mlm): BERT's pooler, a classifier's scores as BERT,
+    RoBERTa, DistilBERT and a decoder pool them, the next-sentence head, and the masked-LM head before the output head."""
+    last = "output"
+    known: dict[str, Shape] = {last: (("B", "T", "C"), (SIZES["B"], SIZES["T"], SIZES["C"]))}
+    pooler = blocks.pooler_steps(last)
+    known = _shapes(pooler, known)
+    out = _infos(section, pooler, known)
+    for task, reads, pad, hidden in (("sequence", "pooled", None, None), ("sequence", "first", None, "tanh"), ("sequence", "last", 0, None),
+                                     ("sequence", "last", None, None), ("next_sentence", "pooled", None, None)):
+        steps = blocks.classifier_steps(last, task, reads, pad, hidden)
+        out += _infos(section, steps, _shapes(steps, known))
+    mlm = blocks.mlm_steps(last, "gelu", StackSettings())
+    mlm += blocks.head_steps(mlm[-1].name, prefix=blocks.MLM)
+    return out + _infos(section, mlm, _shapes(mlm, known))
 
 
 CATALOGUE: tuple[StageInfo, ...] = tuple(build())

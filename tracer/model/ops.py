@@ -300,7 +300,10 @@ def _attention_contracts(spec: Spec, step: Step, broken: list[BrokenContract]) -
     _enforce(broken, contracts.softmax_axis, spec.stage_shapes[f"{internal_prefix(step)}.scores"][1], step.axis == "queries")
     if step.base is not None:
         _enforce(broken, contracts.rotary_width, spec.dims.d, step.rotary_dim)
-    if step.qk_norm:  # each head's q and k normalised over its d coordinates: the weights are [d]
+    if step.qk_norm and step.qk_projection:  # OLMo 2: q and k normalised over their whole projections: [C_q], [C_kv]
+        _vector(spec, broken, g, "q_norm", q_width, q_axis)
+        _vector(spec, broken, g, "k_norm", kv_width, kv_axis)
+    elif step.qk_norm:  # each head's q and k normalised over its d coordinates: the weights are [d]
         for key in ("q_norm", "k_norm"):
             _vector(spec, broken, g, key, spec.dims.d, "d")
     _vector(spec, broken, g, "b_o", C, "C")
@@ -424,6 +427,28 @@ def _relative_bias_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) 
     return n * 8 * 3  # the distances, the buckets (int64) and the float32 logarithm's scratch, [T,T] each (8 bytes: a margin)
 
 
+def _pool_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # [B,T,C] -> [B,C]
+    axes, shape = ins[0]
+    if len(axes) != 3:
+        raise ValueError(msg("{op} reads [B,{x},C], received {axes}", op=step.op, x=pos, axes=shape_label(axes, shape)))
+    return (axes[0], axes[-1]), (shape[0], shape[-1])
+
+
+def _dense_shape(step: Step, ins: list[Shape], sizes: Mapping[str, int], pos: str) -> Shape:  # [..., in] -> [..., out]
+    axes, shape = ins[0]
+    if shape[-1] != sizes.get(axes[-1]):
+        raise ValueError(msg("{op} reads [..., {letter}] with {letter} = {size}, received {axes}", op=step.op, letter=axes[-1],
+                             size=sizes.get(axes[-1]), axes=shape_label(axes, shape)))
+    out = step.out or "C"
+    if out not in sizes:
+        raise ValueError(msg("{op} writes width {out}, which the dims do not give", op=step.op, out=out))
+    return axes[:-1] + (out,), shape[:-1] + (sizes[out],)
+
+
+def _dense_bytes(spec: Spec, step: Step, in_bytes: int, out_bytes: int) -> int:
+    return activation_of(step.activation).temporaries(out_bytes, ITEMSIZE[spec.dtype])  # its activation's, over the output
+
+
 _RECORDS: tuple[Op, ...] = (
     # entry and exit steps, built from the spec's settings
     _op("embed", 0, "token embeddings, rows of E", "token 嵌入，取 E 的行",
@@ -533,10 +558,30 @@ _RECORDS: tuple[Op, ...] = (
         "one bias per head, added to the scores of every self-attention of the stack",
         "table[bucket(j - i)]", "table[bucket(j - i)], {buckets} buckets up to distance {distance}{direction}", _relative_bias_shape,
         weights="relative_bias", user=False, preflight=None, temporaries=_relative_bias_bytes),
+    # Granite's multipliers: the embeddings and each sublayer's output times a number (block.embedding_multiplier,
+    # block.residual_multiplier), the logits divided by one (block.logits_divisor); the number is the step's scale
+    _op("scale", 1, "times a number, x * s", "乘以一个数，x * s",
+        "{0} * s: every value times the step's scale s, s rounded to the run's dtype (Granite's embedding_multiplier, residual_multiplier)",
+        "{0} * s", "{x} * {scale}", _same, user=False, preflight=None, temporaries=_scale_bytes),
+    _op("divide", 1, "divided by a number, x / s", "除以一个数，x / s",
+        "{0} / s: every value divided by the step's scale s, s rounded to the run's dtype (Granite's logits_scaling)",
+        "{0} / s", "{x} / {scale}", _same, user=False, preflight=None, temporaries=_scale_bytes),
     # T5's tied head reads the decoder's output times C ** -0.5 (block.head_scale), a stage of its own
     _op("head_scale", 1, "the decoder's output scaled by C^-1/2, for the tied head", "解码器输出乘以 C^-1/2，供共享权重的输出层使用",
         "{0} * C^-1/2: every coordinate times 1 / sqrt(C), C ** -0.5 rounded to the run's dtype (T5's tied head: sequence_output * model_dim**-0.5)",
         "{0} * C^-1/2", "{x} * C^-1/2", _embed_scale_shape, user=False, preflight=None, temporaries=_scale_bytes),
+    # the task heads after an encoder or a decoder (block.pooler, block.classifier, block.mlm): one position of each sample,
+    # a dense layer with its activation, and a projection to the classes
+    _op("pool", 1, "one position of each sample, [B,T,C] -> [B,C]", "每个样本取一个位置，[B,T,C] -> [B,C]",
+        "{0}[b, t_b]: t_b = 0 (pool first: BERT's [CLS]) or the last position whose token is not pad (pool last: Hugging Face's "
+        "sequence classification; the last position when no pad is given)", "pool({0})", "{x} at one position of each sample",
+        _pool_shape, user=False, reference=False, reference_skip=_PER_POSITION, preflight=None, temporaries=None),
+    _op("dense", 1, "a dense layer and its activation, act(x W + b)", "全连接层及其激活函数，act(x W + b)",
+        "act({0} W + b): W [in,out], b [out], then the step's activation", "{act}({0} W + b)", "{act}({x} W + b), to width {out}",
+        _dense_shape, weights="linear", graph_weights=("w", "b"), user=False, preflight=_linear_contracts, temporaries=_dense_bytes),
+    _op("score", 1, "scores of a task head, x W + b", "任务头的分数，x W + b",
+        "{0} W + b: W [in,out], b [out] (zeros when the checkpoint has no bias)", "{0} W + b", "{x} W + b, to width {out}",
+        _dense_shape, weights="linear", graph_weights=("w", "b"), user=False, preflight=_linear_contracts, temporaries=None),
 )
 
 OPS: dict[str, Op] = {op.name: op for op in _RECORDS}

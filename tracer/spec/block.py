@@ -15,7 +15,19 @@ from tracer.model import blocks, rope
 from tracer.model.activations import DEFAULT_ACTIVATION, spec_activations
 from tracer.model.blocks import NORMS
 from tracer.spec.checks import Checks, nested_shape, positive
-from tracer.spec.keys import BLOCK_KEYS, FFN_KEYS, MASK_KEYS, MAX_DIM, PAIRINGS, POSITIONS, RELATIVE_KEYS, ROPE_SCALING_KEYS
+from tracer.spec.keys import (
+    BLOCK_KEYS,
+    CLASSIFIER_KEYS,
+    CLASSIFIER_READS,
+    CLASSIFIER_TASKS,
+    FFN_KEYS,
+    MASK_KEYS,
+    MAX_DIM,
+    PAIRINGS,
+    POSITIONS,
+    RELATIVE_KEYS,
+    ROPE_SCALING_KEYS,
+)
 from tracer.spec.typed import BlockSpec
 from tracer.spec.yamlio import Path
 
@@ -62,22 +74,40 @@ def block_settings(c: Checks, raw: Any, p: Path, has_table: bool, default_mask: 
     if experts is not None:
         activation = "swiglu"
     embedding_norm, token_types, offset, embedding_scale = embeddings_of(c, raw, p, positions)
-    qk_norm, attention_scale = attention_of(c, raw, p)
+    qk_norm, attention_scale, qk_projection = attention_of(c, raw, p)
     if sliding is not None and any(i >= layers for i in sliding):
         raise c.fail(p + ("mask", "sliding_layers"), msg("layer {i} is not one of the {n} layers (0 .. {last})",
                                                          i=max(sliding), n=layers, last=layers - 1))
     attention_softcap, head_softcap = softcaps(c, raw, p, head, norm_order)
     relative = relative_of(c, raw, p, positions)
+    rotary_layers = rotary_layers_of(c, raw, p, positions, layers)
+    logit_scale = logit_scale_of(c, raw, p, head, head_softcap)
+    local_base = local_base_of(c, raw, p, positions, window)
     head_scale = c.boolean(raw.get("head_scale", False), p + ("head_scale",))
     if head_scale and head == "none":
         raise c.fail(p + ("head_scale",), msg("head_scale scales what the output head reads, but head is none"))
     if attention_softcap is not None and relative is not None:  # no family has both: their order is not guessed
         raise c.fail(p + ("attention_softcap",), msg("attention_softcap (Gemma 2's) with positions: relative (T5's): no model has both, "
                                                      "so tracer does not guess whether the bias is added before or after the cap"))
+    multipliers = multipliers_of(c, raw, p, norm_order, experts, head, embedding_scale, head_softcap)
+    if multipliers[2] is not None and logit_scale is not None:  # no family has both: their order is not guessed
+        raise c.fail(p + ("logit_scale",), msg("logit_scale (Cohere's) with logits_divisor (Granite's): no model has both; give one"))
+    pooler, classifier, mlm = task_heads(c, raw, p, head)
+    tasks = pooler or classifier is not None or mlm is not None
+    if tasks and (head_scale or head_softcap is not None):  # no family has both
+        key = "head_scale" if head_scale else "head_softcap"
+        raise c.fail(p + (key,), msg("{key} acts on what the output head reads, and no model with a pooler, a classifier or a masked-LM head has it: "
+                                     "tracer does not guess where it goes", key=key))
+    if tasks and (multipliers[2] is not None or logit_scale is not None):  # no family has both
+        key = "logits_divisor" if multipliers[2] is not None else "logit_scale"
+        raise c.fail(p + (key,), msg("{key} scales the output head's logits, and no model with a pooler, a classifier or a masked-LM head has it: "
+                                     "tracer does not guess which logits it scales", key=key))
     spec = BlockSpec(norm_order, mask, float(eps), final_norm, positions, mask_matrix, layers, norm, activation,
                      float(base), head, pairing, window, embedding_norm, token_types, offset, scaling, rotary_dim, head_bias,
                      experts, top_k, embedding_scale, qk_norm, attention_scale, attention_softcap, head_softcap, sliding,
-                     relative, head_scale)
+                     relative, head_scale, rotary_layers, logit_scale, local_base, embedding_multiplier=multipliers[0],
+                     residual_multiplier=multipliers[1], logits_divisor=multipliers[2], qk_projection=qk_projection,
+                     pooler=pooler, classifier=classifier, mlm=mlm)
     return spec, raw.get("steps")
 
 
@@ -147,6 +177,11 @@ def sliding_layers(c: Checks, raw: Any, path: Path, window: int | None) -> tuple
     """``sliding_layers: [0, 2]``: the layers whose attention reads the sliding window (the others: plain causal)."""
     if window is None:
         raise c.fail(path, msg("sliding_layers names the layers that read the sliding window, but the mask has no window"))
+    return layer_list(c, raw, path)
+
+
+def layer_list(c: Checks, raw: Any, path: Path) -> tuple[int, ...]:
+    """A list of layer numbers, each once, in increasing order (sliding_layers, rotary_layers)."""
     if not isinstance(raw, list):
         raise c.fail(path, msg("expected a list of layer numbers such as [0, 2], received {got}", got=c.received(path, raw)))
     out = tuple(c.integer(v, path + (i,), 0, 1000) for i, v in enumerate(raw))
@@ -178,6 +213,35 @@ def positions_of(c: Checks, raw: dict[str, Any], p: Path, has_table: bool
             raise c.fail(p + ("rotary_dim",), msg("rotary_dim is for rotary positions, but positions is {positions}", positions=positions))
         rotary_dim = c.integer(raw["rotary_dim"], p + ("rotary_dim",), 1, MAX_DIM)  # even and at most d: the rotary op's contract
     return positions, base, pairing, scaling, rotary_dim
+
+
+def rotary_layers_of(c: Checks, raw: dict[str, Any], p: Path, positions: str, layers: int) -> tuple[int, ...] | None:
+    """``rotary_layers: [0, 1, 2]`` (SmolLM3's no_rope_layers): the layers whose attention is turned, each once, in
+    increasing order, every one of the stack's; the others have no positions.  Absent: every layer."""
+    if "rotary_layers" not in raw:
+        return None
+    path = p + ("rotary_layers",)
+    if positions != "rotary":
+        raise c.fail(path, msg("rotary_layers is for rotary positions, but positions is {positions}", positions=positions))
+    out = layer_list(c, raw["rotary_layers"], path)
+    if out and out[-1] >= layers:
+        raise c.fail(path, msg("layer {i} is not one of the {n} layers (0 .. {last})", i=out[-1], n=layers, last=layers - 1))
+    return out
+
+
+def local_base_of(c: Checks, raw: dict[str, Any], p: Path, positions: str, window: int | None) -> float | None:
+    """``local_position_base: B`` (Gemma 3's rope_local_base_freq): the sliding layers' rotary base, their speeds unscaled."""
+    if "local_position_base" not in raw:
+        return None
+    path = p + ("local_position_base",)
+    base = raw["local_position_base"]
+    if isinstance(base, bool) or not isinstance(base, (int, float)) or not math.isfinite(base) or base <= 1:
+        raise c.fail(path, msg("expected a number above 1 such as 10000, received {got}", got=c.received(path, base)))
+    if positions != "rotary":
+        raise c.fail(path, msg("local_position_base is for rotary positions, but positions is {positions}", positions=positions))
+    if window is None:
+        raise c.fail(path, msg("local_position_base is the base of the sliding layers, but the mask has no window"))
+    return float(base)
 
 
 def rope_scaling(c: Checks, raw: Any, path: Path) -> tuple[object, ...]:
@@ -252,9 +316,11 @@ def embeddings_of(c: Checks, raw: dict[str, Any], p: Path, positions: str) -> tu
     return embedding_norm, token_types, offset, embedding_scale
 
 
-def attention_of(c: Checks, raw: dict[str, Any], p: Path) -> tuple[bool, float | None]:
-    """Qwen3's qk_norm and the scores' scale: (qk_norm, attention_scale; None: 1/sqrt(d))."""
-    qk_norm = c.boolean(raw.get("qk_norm", False), p + ("qk_norm",))
+def attention_of(c: Checks, raw: dict[str, Any], p: Path) -> tuple[bool, float | None, bool]:
+    """Qwen3's qk_norm (true: per head) or OLMo 2's (projection: over the whole projections) and the scores' scale:
+    (qk_norm, attention_scale; None: 1/sqrt(d), qk_projection)."""
+    projection = raw.get("qk_norm") == "projection"
+    qk_norm = True if projection else c.boolean(raw.get("qk_norm", False), p + ("qk_norm",))
     if qk_norm and p != ("block",):
         raise c.fail(p + ("qk_norm",), msg("qk_norm (Qwen3's per-head RMSNorm of q and k) is for a decoder-only spec's block"))
     attention_scale = None
@@ -264,7 +330,7 @@ def attention_of(c: Checks, raw: dict[str, Any], p: Path) -> tuple[bool, float |
             raise c.fail(p + ("attention_scale",), msg("expected a positive number such as 1 (the scores QK^T * s; absent: 1/sqrt(d)), received {got}",
                                                        got=c.received(p + ("attention_scale",), attention_scale)))
         attention_scale = float(attention_scale)
-    return qk_norm, attention_scale
+    return qk_norm, attention_scale, projection
 
 
 def softcaps(c: Checks, raw: dict[str, Any], p: Path, head: str, norm_order: str) -> tuple[float | None, float | None]:
@@ -272,10 +338,51 @@ def softcaps(c: Checks, raw: dict[str, Any], p: Path, head: str, norm_order: str
     attention_softcap, head_softcap = (softcap(c, raw, key, p) for key in ("attention_softcap", "head_softcap"))
     if head_softcap is not None and head == "none":
         raise c.fail(p + ("head_softcap",), msg("head_softcap caps the output head's logits, but head is none"))
-    if (attention_softcap is not None or head_softcap is not None or norm_order == "sandwich") and p != ("block",):
+    if (attention_softcap is not None or head_softcap is not None or norm_order in ("sandwich", "post_sublayer")) and p != ("block",):
         key = "attention_softcap" if attention_softcap is not None else "head_softcap" if head_softcap is not None else "norm_order"
         raise c.fail(p + (key,), msg("{key} (Gemma 2's) is for a decoder-only spec's block", key=key))
     return attention_softcap, head_softcap
+
+
+def multipliers_of(c: Checks, raw: dict[str, Any], p: Path, norm_order: str, experts: int | None, head: str, embedding_scale: bool,
+                   head_softcap: float | None) -> tuple[float | None, float | None, float | None]:
+    """Granite's ``embedding_multiplier``, ``residual_multiplier`` and ``logits_divisor``: positive numbers, each for a
+    decoder-only spec's block; the residual multiplier in the pre-norm block (Granite's), the divisor with a head."""
+    out: list[float | None] = []
+    for key in ("embedding_multiplier", "residual_multiplier", "logits_divisor"):
+        value = raw.get(key)
+        if key in raw and not positive(value):
+            raise c.fail(p + (key,), msg("expected a positive number such as 0.25, received {got}", got=c.received(p + (key,), value)))
+        if key in raw and p != ("block",):
+            raise c.fail(p + (key,), msg("{key} (Granite's) is for a decoder-only spec's block", key=key))
+        out.append(float(raw[key]) if key in raw else None)
+    if out[0] is not None and embedding_scale:
+        raise c.fail(p + ("embedding_multiplier",), msg("embedding_multiplier and embedding_scale both scale the embeddings: give one"))
+    if out[1] is not None and (norm_order != "pre" or experts is not None):
+        raise c.fail(p + ("residual_multiplier",), msg("residual_multiplier scales the pre-norm block's sublayer outputs (Granite's): "
+                                                       "expected norm_order: pre without ffn experts"))
+    if out[2] is not None and head == "none":
+        raise c.fail(p + ("logits_divisor",), msg("logits_divisor divides the output head's logits, but head is none"))
+    if out[2] is not None and head_softcap is not None:
+        raise c.fail(p + ("logits_divisor",), msg("logits_divisor with head_softcap: no model has both, so tracer does not guess their order"))
+    return out[0], out[1], out[2]
+
+
+def logit_scale_of(c: Checks, raw: dict[str, Any], p: Path, head: str, head_softcap: float | None) -> float | None:
+    """``logit_scale: s`` (Cohere's): the logits times s, a decoder-only spec's block with a head; absent: none."""
+    if "logit_scale" not in raw:
+        return None
+    path = p + ("logit_scale",)
+    value = raw["logit_scale"]
+    if not positive(value):
+        raise c.fail(path, msg("expected a positive number such as 0.0625 (logits = s * raw_logits), received {got}", got=c.received(path, value)))
+    if head == "none":
+        raise c.fail(path, msg("logit_scale scales the output head's logits, but head is none"))
+    if p != ("block",):
+        raise c.fail(path, msg("logit_scale (Cohere's) is for a decoder-only spec's block"))
+    if head_softcap is not None:  # no family has both: their order is not guessed
+        raise c.fail(path, msg("logit_scale with head_softcap: no model has both, so tracer does not guess which comes first"))
+    return float(value)
 
 
 def softcap(c: Checks, raw: dict[str, Any], key: str, p: Path) -> float | None:
@@ -287,3 +394,34 @@ def softcap(c: Checks, raw: dict[str, Any], key: str, p: Path) -> float | None:
         raise c.fail(p + (key,), msg("expected a positive number such as 50 (the cap of cap * tanh(x / cap)), received {got}",
                                      got=c.received(p + (key,), value)))
     return float(value)
+
+
+# -- the task heads after the stack ------------------------------------------------------
+def task_heads(c: Checks, raw: dict[str, Any], p: Path, head: str) -> tuple[bool, tuple[str, str, int | None, str | None] | None, str | None]:
+    """BERT's pooler, a classifier ``{task, reads, pad, hidden}`` and a masked-LM head's activation (``mlm: gelu``), each for a
+    decoder-only spec's block: (pooler, classifier, mlm)."""
+    pooler = c.boolean(raw.get("pooler", False), p + ("pooler",))
+    classifier = classifier_of(c, raw["classifier"], p + ("classifier",), pooler) if "classifier" in raw else None
+    mlm = c.choice(raw["mlm"], p + ("mlm",), spec_activations()) if "mlm" in raw else None
+    if mlm is not None and head == "none":
+        raise c.fail(p + ("mlm",), msg("mlm is the transform a masked-LM head applies before its decoder, but head is none"))
+    for key, on in (("pooler", pooler), ("classifier", classifier is not None), ("mlm", mlm is not None)):
+        if on and p != ("block",):
+            raise c.fail(p + (key,), msg("{key} is for a decoder-only spec's block", key=key))
+    return pooler, classifier, mlm
+
+
+def classifier_of(c: Checks, raw: Any, path: Path, pooler: bool) -> tuple[str, str, int | None, str | None]:
+    """``{task: sequence | next_sentence, reads: pooled | first | last, pad: ID, hidden: ACTIVATION}``: (task, reads, pad, hidden)."""
+    raw = c.keys(raw if raw is not None else {}, path, CLASSIFIER_KEYS, msg("classifier settings"))
+    task = c.choice(raw.get("task", "sequence"), path + ("task",), CLASSIFIER_TASKS)
+    reads = c.choice(raw.get("reads", "pooled" if pooler else "first"), path + ("reads",), CLASSIFIER_READS)
+    if reads == "pooled" and not pooler:
+        raise c.fail(path + ("reads",), msg("reads pooled is the pooler's output, but the block has no pooler (pooler: true)"))
+    pad = None
+    if "pad" in raw:
+        if reads != "last":
+            raise c.fail(path + ("pad",), msg("pad is the token the last position passed over (reads: last), but reads is {reads}", reads=reads))
+        pad = c.integer(raw["pad"], path + ("pad",), 0, MAX_DIM)
+    hidden = c.choice(raw["hidden"], path + ("hidden",), spec_activations()) if "hidden" in raw else None
+    return task, reads, pad, hidden

@@ -52,6 +52,9 @@ def dims_of(c: Checks, given: dict[str, int], head_dim: int | None, read: InputS
     uses_tokens = read.input.kind == "tokens"
     if not uses_tokens and block.head != "none":
         raise c.fail(("block", "head"), msg("an output head needs token input (it scores the vocabulary)"))
+    if not uses_tokens and block.embedding_multiplier is not None:
+        raise c.fail(("block", "embedding_multiplier"),
+                     msg("embedding_multiplier scales the token embeddings: it needs input.tokens (an input x stands for vectors already scaled)"))
     if not uses_tokens and block.embedding_scale:
         raise c.fail(("block", "embedding_scale"),
                      msg("embedding_scale scales the token embeddings: it needs input.tokens (an input x stands for vectors already scaled)"))
@@ -68,7 +71,13 @@ def dims_of(c: Checks, given: dict[str, int], head_dim: int | None, read: InputS
                                           "it needs token input or a head"))
     dims = Dims(B=read.B, T=read.T, C=given["C"], H=given["H"], F=given["F"], V=V, T_max=T_max, S=read.S,
                 H_kv=None if H_kv == given["H"] else H_kv, V_type=V_type, E=block.experts,  # H_kv = H is plain multi-head attention
-                C_e=given.get("C_e"), head_dim=head_dim, K_rel=relative_rows(c, weights_raw, model, block, encoder, given))
+                C_e=given.get("C_e"), head_dim=head_dim, K_rel=relative_rows(c, weights_raw, model, block, encoder, given), L=given.get("L"))
+    if block.classifier is not None and dims.L is None:
+        raise c.fail(("dims",), msg("missing dimension L, the classes of block.classifier's scores (Hugging Face's num_labels)"))
+    if block.classifier is None and dims.L is not None:
+        raise c.fail(("dims", "L"), msg("L is the classes of a classifier's scores, but the block has no classifier"))
+    if block.classifier is not None and block.classifier[2] is not None and not uses_tokens:
+        raise c.fail(("block", "classifier", "pad"), msg("classifier.pad passes over the padding tokens of input.tokens: it needs token input"))
     check_fits(c, dims, read, model, block, encoder)
     return dims, types
 

@@ -298,7 +298,7 @@ def _reading_bytes(spec: Spec, w: Any) -> int:
     block = 0 if stored.dtype == spec.dtype else 3 * READ_BLOCK  # the stored block, its widened copy, the converted block
     # a part of a packed tensor is made from the whole tensor as read; a matrix taken transposed is read straight into
     # its transpose (refs.read_refs)
-    whole = math.prod(stored.shape) * itemsize if (take.split or (take.transpose and len(stored.shape) != 2)) else 0
+    whole = math.prod(stored.shape) * itemsize if (take.split or take.rows or (take.transpose and len(stored.shape) != 2)) else 0
     if w.path == "embedding" and w.source == "file" and spec.block.head != "tied":
         # its rows as stored, widened (bfloat16) and converted, before they are put in the table
         return _held_values(spec, w.path, w.shape, w.source) * (STORED_ITEMSIZE.get(stored.dtype, 8) + 4 + itemsize)

@@ -160,7 +160,8 @@ def expand(c: Checks, model: str, block: BlockSpec, encoder: BlockSpec | None, t
         preset = not template
         order = blocks.PRE_NORM_MOE if block.experts is not None and preset else blocks.NORM_ORDERS.get(block.norm_order, ())
         layer = blocks.configure(order if preset else template, ds, preset=preset)
-        body, last = blocks.expand(layer, "", block.layers, x, None, plain=block.layers == 1, sliding=block.sliding_layers)
+        body, last = blocks.expand(layer, "", block.layers, x, None, plain=block.layers == 1, sliding=block.sliding_layers,
+                                    rotary=block.rotary_layers, local_base=block.local_position_base)
         steps = entry + body
         prefix = ""
     if block.final_norm:
@@ -168,15 +169,34 @@ def expand(c: Checks, model: str, block: BlockSpec, encoder: BlockSpec | None, t
             raise c.fail(("block", "final_norm"), join([msg("a step is already named final_norm"), msg("rename it, or drop final_norm: true")]))
         steps.append(blocks.final_norm(prefix, last, block.settings()))
         last = steps[-1].name
-    if block.head != "none" and dims.C_e is not None:  # OPT's project_out: C -> C_e, the embedding's width the head reads
+    if (block.head != "none" or block.classifier is not None) and dims.C_e is not None:  # OPT's project_out: C -> C_e, what the head reads
         steps.append(blocks.project_out(last))
         last = steps[-1].name
     if block.head != "none" and block.head_scale:  # T5's tied head: the output times C ** -0.5 first, a stage of its own
         steps.append(blocks.head_scale(prefix, last))
         last = steps[-1].name
-    if block.head != "none":
-        steps += blocks.head_steps(last, block.head_softcap)
+    tasks = task_steps(block, last)
+    taken = {s.name for s in steps} & {s.name for s in tasks}
+    if taken:
+        raise c.fail(("block",), join([msg("stage {name} is already defined", name=repr(sorted(taken)[0])), msg("every step records a stage of its own")]))
+    steps += tasks
     return tuple(steps), stage_shapes(c, steps, dims)
+
+
+def task_steps(block: BlockSpec, last: str) -> list[Step]:
+    """The head and the task heads after the stack's last stage ``last``: the pooler, a classifier, then the output head
+    (after a masked-LM head's transform, its stages mlm.*)."""
+    steps: list[Step] = []
+    if block.pooler:
+        steps += blocks.pooler_steps(last)
+    if block.classifier is not None:
+        steps += blocks.classifier_steps(last, *block.classifier)
+    if block.mlm is not None:
+        steps += blocks.mlm_steps(last, block.mlm, block.settings())
+        return steps + blocks.head_steps(steps[-1].name, block.head_softcap, prefix=blocks.MLM)
+    if block.head != "none":
+        steps += blocks.head_steps(last, block.head_softcap, block.logits_divisor, block.logit_scale)
+    return steps
 
 
 def encoder_decoder_layers(block: BlockSpec, encoder: BlockSpec) -> tuple[list[Step], str]:

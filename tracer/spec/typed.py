@@ -33,6 +33,7 @@ class Dims(NamedTuple):  # NamedTuples where nothing replaces fields: a tenth of
     C_e: int | None = None  # the token embedding's width when it is projected to C and back (OPT's word_embed_proj_dim)
     head_dim: int | None = None  # dims.d: a head width set apart from C / H (LLaMA's head_dim, Qwen3's); None: C // H
     K_rel: int | None = None  # rows of T5's relative-bias tables (positions: relative): one per bucket
+    L: int | None = None  # the classes of a classifier's scores (block.classifier: num_labels)
 
     @property
     def d(self) -> int:
@@ -103,13 +104,26 @@ class BlockSpec(NamedTuple):
     sliding_layers: tuple[int, ...] | None = None  # mask.sliding_layers: only these layers read the window (Gemma 2)
     relative: tuple[int, int] | None = None  # positions: relative: (buckets, max_distance) of T5's relative position bias
     head_scale: bool = False  # T5's tied head: the head reads the (final-normed) output times C ** -0.5, a stage of its own
+    rotary_layers: tuple[int, ...] | None = None  # positions: rotary: only these layers' attention is turned (SmolLM3's
+    # no_rope_layers); the others have no positions.  None: every layer
+    logit_scale: float | None = None  # Cohere: logits = s * raw_logits, a stage after the head; None: the head's logits
+    local_position_base: float | None = None  # Gemma 3: the sliding layers' rotary base (unscaled); None: position_base everywhere
+    embedding_multiplier: float | None = None  # Granite: X = E[token] * m (op scale)
+    residual_multiplier: float | None = None  # Granite: each sublayer's output times m before its residual add (op scale)
+    logits_divisor: float | None = None  # Granite: logits = raw_logits / s (logits_scaling; op divide)
+    qk_projection: bool = False  # qk_norm: projection (OLMo 2): over the whole projections instead (q_norm [C_q], k_norm [C_kv])
+    pooler: bool = False  # BERT's pooler: pooled = tanh(h_[CLS] W + b), stages cls and pooled (weights pooler)
+    classifier: tuple[str, str, int | None, str | None] | None = None  # (task, reads, pad, hidden): scores [B,L] (classifier.logits, nsp.logits)
+    mlm: str | None = None  # a masked-LM head's activation: mlm.transform = LayerNorm(act(x W + b)) before the head (mlm.logits)
 
     def settings(self) -> StackSettings:
         return StackSettings(self.norm, self.activation, self.mask, self.positions, self.position_base, self.layers, self.final_norm,
                              self.rotary_pairing, self.window, self.embedding_norm, self.token_types, self.position_offset,
                              self.rope_scaling, self.rotary_dim, embedding_scale=self.embedding_scale, qk_norm=self.qk_norm,
                              attention_scale=self.attention_scale, attention_softcap=self.attention_softcap, head_softcap=self.head_softcap,
-                             sliding_layers=self.sliding_layers, relative=self.relative, eps=self.eps)
+                             sliding_layers=self.sliding_layers, relative=self.relative, eps=self.eps,
+                             embedding_multiplier=self.embedding_multiplier, residual_multiplier=self.residual_multiplier,
+                             logits_divisor=self.logits_divisor, qk_projection=self.qk_projection)
 
     def visible(self, n_q: int, n_k: int | None = None) -> np.ndarray:  # -> [n_q, n_k] bool, True where query i may read key j
         """The mask as its matrix (tracer/model/masks.py: the one place it is made); two masks are the same function

@@ -13,10 +13,11 @@ from typing import Any
 from tracer.errors import SpecError
 from tracer.files import outside_confinement
 from tracer.messages import msg, nmsg
+from tracer.model.blocks import TASK_WEIGHTS
 from tracer.model.ops import TABLES
 from tracer.spec.checks import Checks
 from tracer.spec.keys import FILE_KEYS, MODEL_FILE_KEYS
-from tracer.spec.typed import BlockSpec, Weight
+from tracer.spec.typed import BlockSpec, Dims, Weight
 from tracer.spec.yamlio import Path, format_path
 
 
@@ -71,17 +72,18 @@ def has_position_table(c: Checks, weights_raw: dict[str, Any]) -> bool:
 
 def layer_name(name: str) -> str:
     """A one-layer decoder's weights are named without 'blocks.0.' (attn.w_q); a layout's table always has it."""
-    if name in TABLES or name.startswith(("blocks.", "encoder.", "decoder.", "final_norm.", "embed_norm.", "project_in.", "project_out.")):
+    if name in TABLES or name.startswith(("blocks.", "encoder.", "decoder.", "final_norm.", "embed_norm.", "project_in.", "project_out.")) or (
+            name.split(".")[0] in TASK_WEIGHTS):  # the task heads' groups, after the layers
         return name
     return "blocks.0." + name
 
 
-def checkpoint_weight(c: Checks, name: str, axes: tuple[str, ...], want: tuple[int, ...], label: str, H: int) -> Weight | None:
+def checkpoint_weight(c: Checks, name: str, axes: tuple[str, ...], want: tuple[int, ...], label: str, dims: Dims) -> Weight | None:
     """A weight the whole-model checkpoint holds, through its layout (None when the layout has none for it)."""
     from tracer.checkpoints import refs
 
     try:
-        ref = refs.model_ref(c.model_source, layer_name(name), label, want, name, H)
+        ref = refs.model_ref(c.model_source, layer_name(name), label, want, name, dims.H, dims.size)
     except refs.CheckpointError as e:
         raise SpecError(e.message) from None
     return None if ref is None else Weight(name, axes, want, "file", ref)

@@ -82,7 +82,7 @@ def checked_weights(c: Checks, raw: dict[str, Any], dims: Dims, seed: int | None
         if isinstance(spec, tuple):
             out[name] = weight(c, value, ypath, name, spec, dims, seed)
         else:
-            out.update(group_weights(c, value, ypath, name, spec, kinds.get(name), dims, seed))
+            out.update(group_weights(c, value, ypath, name, spec, kinds.get(name), dims, seed, block.norm == "rmsnorm_offset"))
     return out
 
 
@@ -101,7 +101,7 @@ def wanted_weights(c: Checks, steps: tuple[Step, ...], shapes: dict[str, Shape],
         if kind in TABLES:
             table_wanted(wanted, kind, dims, block)
             continue
-        keys = blocks.group_keys(kind, dims.H_kv is not None, dims.E or 0, dims.own_head_width, bool(step.qk_norm))
+        keys = blocks.group_keys(kind, dims.H_kv is not None, dims.E or 0, dims.own_head_width, bool(step.qk_norm), bool(step.qk_projection))
         if kind == "linear":
             in_letter = shapes[step.inputs[0]][0][-1]
             keys = {"w": (in_letter, step.out or "C"), "b": (step.out or "C",)}
@@ -129,15 +129,17 @@ def table_wanted(wanted: Wanted, kind: str, dims: Dims, block: BlockSpec) -> Non
 
 
 def group_weights(c: Checks, value: Any, ypath: Path, name: str, spec: dict[str, tuple[str, ...]], kind: str | None, dims: Dims,
-                  seed: int | None) -> dict[str, Weight]:
-    """One weight group's weights (attn.w_q, attn.b_q, ...), each given, filled by default or drawn."""
+                  seed: int | None, offset: bool = False) -> dict[str, Weight]:
+    """One weight group's weights (attn.w_q, attn.b_q, ...), each given, filled by default or drawn; ``offset``: the block's
+    norms scale by (1 + w) (norm: rmsnorm_offset), so block.qk_norm's weights start at zero, the scale 1, as Gemma 3's do."""
     for key in ("q_norm", "k_norm"):  # block.qk_norm's weights, given to a block without it
         if isinstance(value, dict) and key in value and key not in spec and "w_q" in spec:
             raise c.fail_key(ypath + (key,), msg("{key} is a weight of block.qk_norm (the per-head RMSNorm of q and k), but block.qk_norm is false", key=key))
     group_raw = c.keys(value if value is not None else {}, ypath, tuple(spec), msg("{name} weights", name=name))
     out: dict[str, Weight] = {}
     for key, axes in spec.items():
-        fill = "zeros" if kind == "rms_offset" and key == "gamma" else DEFAULT_FILL.get(key)  # the scale 1 + 0
+        offset_scale = (kind == "rms_offset" and key == "gamma") or (offset and key in ("q_norm", "k_norm"))
+        fill = "zeros" if offset_scale else DEFAULT_FILL.get(key)  # the scale 1 + 0
         out[f"{name}.{key}"] = weight(c, group_raw.get(key), ypath + (key,), f"{name}.{key}", axes, dims, seed, fill)
     return out
 
@@ -207,7 +209,7 @@ def weight(c: Checks, value: Any, path: Path, name: str, axes: tuple[str, ...], 
     if isinstance(value, dict):
         return Weight(name, axes, want, "file", file_weight(c, value, path, name, label, want))
     if value is None and c.model_source is not None:
-        from_checkpoint = checkpoint_weight(c, name, axes, want, label, dims.H)
+        from_checkpoint = checkpoint_weight(c, name, axes, want, label, dims)
         if from_checkpoint is not None:
             return from_checkpoint
     if value is None:

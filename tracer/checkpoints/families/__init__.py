@@ -13,7 +13,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import bert, distilbert, gemma, gemma2, gpt2, gpt_neox, llama, mixtral, opt, phi, pytorch, qwen, qwen3, t5, tracer_npz
+from tracer.checkpoints.families import (
+    bert,
+    cohere,
+    distilbert,
+    gemma,
+    gemma2,
+    gemma3,
+    gpt2,
+    gpt_neox,
+    granite,
+    helium,
+    llama,
+    mixtral,
+    olmo,
+    olmo2,
+    opt,
+    phi,
+    phi3,
+    pytorch,
+    qwen,
+    qwen3,
+    smollm3,
+    stablelm,
+    starcoder2,
+    t5,
+    tracer_npz,
+)
 from tracer.checkpoints.families.base import Layout, config_path, received, unlisted
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
@@ -21,7 +47,9 @@ from tracer.messages import at, msg
 
 FAMILIES: tuple[Layout, ...] = (gpt2.LAYOUT, llama.LAYOUT, mixtral.LAYOUT, pytorch.LAYOUT, tracer_npz.LAYOUT,
                                 bert.LAYOUT, distilbert.LAYOUT, qwen.LAYOUT, gpt_neox.LAYOUT, phi.LAYOUT,
-                                gemma.LAYOUT, opt.LAYOUT, qwen3.LAYOUT, gemma2.LAYOUT, t5.LAYOUT)  # in the order messages list them
+                                gemma.LAYOUT, opt.LAYOUT, qwen3.LAYOUT, gemma2.LAYOUT, t5.LAYOUT,
+                                phi3.LAYOUT, helium.LAYOUT, smollm3.LAYOUT, cohere.LAYOUT, gemma3.LAYOUT,
+                                stablelm.LAYOUT, olmo.LAYOUT, starcoder2.LAYOUT, granite.LAYOUT, olmo2.LAYOUT)  # in the order messages list them
 
 _BY_NAME = {family.name: family for family in FAMILIES}
 

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from tracer.checkpoints.formats import Checkpoint, received, shape_text
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, join, msg
+from tracer.model.blocks import TASK_WEIGHTS
 
 if TYPE_CHECKING:
     import numpy as np
@@ -59,11 +60,26 @@ class Take(NamedTuple):
     # weight takes its fill (zeros), as when the layout does not map it; the family's config reader checks config and tensors agree
     heads: int = 0  # packed per head: the axis is [H, split, n] (GPT-NeoX's query_key_value); -1 in a table: the spec's H
     alt: str = ""  # another key for the same weight, tried when ``key`` is absent (T5's gated FFN: wi_0 in place of relu's wi)
+    parts: tuple[str, ...] = ()  # packed in unequal parts: each part's width as a dims letter (Phi-3's qkv_proj: C_q, C_kv, C_kv);
+    # ``part`` says which, ``axis`` along what; the spec's sizes give the rows (``resolved``); unresolved, the shape is unknown (None)
+    rows: tuple[int, ...] = ()  # resolved parts: (start, stop, total) along ``axis``
+
+    def resolved(self, size: Callable[[str], int]) -> Take:
+        """A Take of unequal ``parts`` with its rows fixed by the spec's sizes (``size('C_q')``); any other Take as it is."""
+        if not self.parts:
+            return self
+        widths = [size(letter) for letter in self.parts]
+        start = sum(widths[:self.part])
+        return self._replace(rows=(start, start + widths[self.part], sum(widths)))
 
     def shape(self, stored: tuple[int, ...]) -> tuple[int, ...] | None:
         """The shape tracer receives from a stored tensor of shape ``stored`` (None if it cannot be split so)."""
         out = list(stored)
-        if self.split:
+        if self.parts:
+            if not self.rows or self.axis >= len(out) or out[self.axis] != self.rows[2]:
+                return None
+            out[self.axis] = self.rows[1] - self.rows[0]
+        elif self.split:
             if self.axis >= len(out) or out[self.axis] % self.split:
                 return None
             out[self.axis] //= self.split
@@ -72,14 +88,18 @@ class Take(NamedTuple):
     def stored_shape(self, want: tuple[int, ...]) -> tuple[int, ...]:
         """The stored shape that gives tracer ``want``."""
         out = list(reversed(want)) if self.transpose else list(want)
-        if self.split and self.axis < len(out):
+        if self.rows and self.axis < len(out):
+            out[self.axis] = self.rows[2]
+        elif self.split and self.axis < len(out):
             out[self.axis] *= self.split
         return tuple(out)
 
     def describe(self) -> Message | str:
         """' (part 1 of 3 along axis 0, transposed)': how the stored tensor becomes tracer's weight."""
         words: list[Message] = []
-        if self.split and self.heads:
+        if self.rows:
+            words.append(msg("rows {start} to {stop} of {n} along axis {axis}", start=self.rows[0], stop=self.rows[1] - 1, n=self.rows[2], axis=self.axis))
+        elif self.split and self.heads:
             words.append(msg("part {part} of {n} within each head along axis {axis}", part=self.part + 1, n=self.split, axis=self.axis))
         elif self.split:
             words.append(msg("part {part} of {n} along axis {axis}", part=self.part + 1, n=self.split, axis=self.axis))
@@ -90,7 +110,9 @@ class Take(NamedTuple):
     def apply(self, a: np.ndarray) -> np.ndarray:  # stored -> tracer's [in, out], an array of its own
         import numpy as np
 
-        if self.split and self.heads > 0:  # [.., H * split * n, ..] -> [.., H, split, n, ..]: part j of every head
+        if self.rows:
+            a = np.take(a, range(self.rows[0], self.rows[1]), axis=self.axis)
+        elif self.split and self.heads > 0:  # [.., H * split * n, ..] -> [.., H, split, n, ..]: part j of every head
             n = a.shape[self.axis] // (self.split * self.heads)
             a = np.moveaxis(a, self.axis, 0)
             a = a.reshape((self.heads, self.split, n) + a.shape[1:])[:, self.part].reshape((self.heads * n,) + a.shape[1:])
@@ -288,7 +310,7 @@ def _layer_prefixes(layout: Layout) -> dict[str, list[tuple[re.Pattern[str], str
     return _PREFIXES[layout.name]
 
 
-ENDS = ("embedding", "position", "head", "token_type")  # the tables before and after the layers
+ENDS = ("embedding", "position", "head", "head_bias", "token_type")  # the tables before and after the layers
 
 
 def _tracer_layer(name: str) -> tuple[str, int] | None:
@@ -297,7 +319,9 @@ def _tracer_layer(name: str) -> tuple[str, int] | None:
     m = re.match(r"((?:encoder\.|decoder\.)?blocks\.)(\d+)\.", name)
     if m:
         return m.group(1), int(m.group(2))
-    return None if name in ENDS or name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"], ["project_in"], ["project_out"]) else ("blocks.", 0)
+    if name in ENDS or name.split(".")[0] in TASK_WEIGHTS:  # the tables, and the task heads after the layers
+        return None
+    return None if name.split(".")[-2:-1] in (["final_norm"], ["embed_norm"], ["project_in"], ["project_out"]) else ("blocks.", 0)
 
 
 def unlisted(ckpt: Checkpoint, layout: Layout) -> list[str]:
@@ -377,6 +401,32 @@ def shape_of(ckpt: Checkpoint, layout: Layout, name: str) -> tuple[int, ...] | N
         return None
     take, _ = found
     return take.shape(ckpt.info(take.key).shape)
+
+
+def sequence_classifier(cfg: Config, key: str) -> None:
+    """A classifier's tensor is read as a sequence classifier's only when config.json's architectures says so: a token
+    classifier (or a multiple-choice head) stores the same tensor under the same name and scores every position."""
+    names = cfg.raw.get("architectures")
+    if not (isinstance(names, list) and any(isinstance(n, str) and n.endswith("ForSequenceClassification") for n in names)):
+        raise cfg.refuse(msg("architectures = {names}: tracer reads {key} as a *ForSequenceClassification's head only (a token classifier's "
+                             "or a multiple-choice head's scores differ)", names=names if names is not None else "absent", key=repr(key)))
+
+
+def score_head(cfg: Config, ckpt: Checkpoint, layout: Layout, block: dict[str, Any], dims: dict[str, int], notes: dict[str, str]) -> None:
+    """Hugging Face's *ForSequenceClassification on a decoder, when the checkpoint holds its score ([L,C], no bias): the scores
+    classifier.logits [B,L] at each sample's last token that is not pad_token_id (the last position without one), and no
+    output head (the model has none)."""
+    shape = shape_of(ckpt, layout, "classifier.w")
+    if shape is None:
+        return
+    sequence_classifier(cfg, layout.locate("classifier.w", ckpt.key_set())[0].key)  # type: ignore[index]
+    pad = cfg.integer("pad_token_id", lo=0)
+    block["head"] = "none"
+    block.pop("head_bias", None)
+    block["classifier"] = {"task": "sequence", "reads": "last"} | ({"pad": pad} if pad is not None else {})
+    dims["L"] = shape[-1]
+    notes |= {"L": "classes of the score (num_labels; its rows)", "head": "none: a sequence classifier has no output head",
+              "classifier": "score at the last token that is not pad_token_id" if pad is not None else "score at the last position (no pad_token_id)"}
 
 
 def stored_dtype(ckpt: Checkpoint, layout: Layout, name: str) -> str:

@@ -4,16 +4,19 @@ All three are the chapter's Post-Norm encoder in a real checkpoint: each layer i
 LN1(X + MHA(X)), then LN2(R + FFN(R)), with bidirectional attention (no mask) and exact (erf) GELU.
 Their embeddings are E[token] + P[t] (+ E_type[token type] for BERT and RoBERTa), then a LayerNorm:
 tracer's ``embedding_norm`` and ``token_types`` block settings.  RoBERTa numbers its positions from
-``padding_idx + 1`` (``position_offset``).  The encoder output is traced (no pooler, no MLM head):
-a checkpoint that holds them is refused naming those tensors, unless --allow-unread.
+``padding_idx + 1`` (``position_offset``).  The encoder output is traced, and
+the heads Hugging Face's task classes add are block settings when the checkpoint holds them: the pooler
+(``pooled``), the masked-LM head (``mlm.transform``, ``mlm.logits``), the next-sentence head (``nsp.logits``) and a
+sequence classifier (``classifier.logits``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
-from tracer.checkpoints.families.base import HF_SIZES, Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, shape_of, stored_dtype
+from tracer.checkpoints.families import base
+from tracer.checkpoints.families.base import HF_SIZES, Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
 from tracer.messages import Message, at, msg
@@ -29,18 +32,39 @@ def post_norm_layer(projections: dict[str, str], norm1: str, up: str, down: str,
     for x, key in projections.items():
         attn |= {f"w_{x}": Take(f"{key}.weight", transpose=True), f"b_{x}": Take(f"{key}.bias")}
     ffn = {"w1": Take(f"{up}.weight", transpose=True), "b1": Take(f"{up}.bias"), "w2": Take(f"{down}.weight", transpose=True), "b2": Take(f"{down}.bias")}
-    return (group("blocks.{i}.", "attn", attn) | group("blocks.{i}.", "norm1", norm(norm1)) | group("blocks.{i}.", "ffn", ffn)
-            | group("blocks.{i}.", "norm2", norm(norm2)))
+    return (group("blocks.{i}.", "attn", attn) | group("blocks.{i}.", "norm1", legacy_norm(norm1)) | group("blocks.{i}.", "ffn", ffn)
+            | group("blocks.{i}.", "norm2", legacy_norm(norm2)))
+
+
+def legacy_norm(key: str) -> dict[str, Take]:
+    """A LayerNorm's weight and bias, or, in the files of BERT's first checkpoints (bert-base-uncased's), its gamma and beta,
+    which Hugging Face renames on loading."""
+    return {"gamma": Take(f"{key}.weight", alt=f"{key}.gamma"), "beta": Take(f"{key}.bias", alt=f"{key}.beta")}
+
+
+def dense(key: str, alt: str = "") -> dict[str, Take]:
+    """An nn.Linear of a task head as tracer's linear group: w [in,out] (stored [out,in]: transposed), b [out]."""
+    return {"w": Take(key + ".weight", transpose=True, alt=alt and alt + ".weight"), "b": Take(key + ".bias", alt=alt and alt + ".bias")}
 
 
 def table() -> dict[str, Take]:
-    """BertModel / RobertaModel."""
+    """BertModel / RobertaModel, with the heads Hugging Face's task classes add: the pooler, BERT's MLM and next-sentence heads
+    (cls.predictions, cls.seq_relationship), RoBERTa's (lm_head), and the classifiers (BERT's classifier, RoBERTa's
+    classifier.dense and classifier.out_proj)."""
     L = "encoder.layer.{i}."
     table = {"embedding": Take("embeddings.word_embeddings.weight"), "position": Take("embeddings.position_embeddings.weight"),
              "token_type": Take("embeddings.token_type_embeddings.weight")}
-    table |= group("", "embed_norm", norm("embeddings.LayerNorm"))
+    table |= group("", "embed_norm", legacy_norm("embeddings.LayerNorm"))
     attn = {"q": L + "attention.self.query", "k": L + "attention.self.key", "v": L + "attention.self.value", "o": L + "attention.output.dense"}
-    return table | post_norm_layer(attn, L + "attention.output.LayerNorm", L + "intermediate.dense", L + "output.dense", L + "output.LayerNorm")
+    table |= post_norm_layer(attn, L + "attention.output.LayerNorm", L + "intermediate.dense", L + "output.dense", L + "output.LayerNorm")
+    table |= group("", "pooler", dense("pooler.dense"))
+    # RoBERTa's masked-LM head is BERT's under lm_head (ROBERTA_HEAD: the layout's aliases)
+    table |= group("", "mlm_dense", dense("cls.predictions.transform.dense"))
+    table |= group("", "mlm_norm", legacy_norm("cls.predictions.transform.LayerNorm"))
+    table |= {"head": Take("cls.predictions.decoder.weight", transpose=True), "head_bias": Take("cls.predictions.bias")}
+    table |= group("", "nsp", dense("cls.seq_relationship"))
+    table |= group("", "classifier", dense("classifier", "classifier.out_proj")) | group("", "classifier_dense", dense("classifier.dense"))
+    return table
 
 
 # model_types whose tensors may fit the bert layout but whose maths differ: refused by name
@@ -124,14 +148,76 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
             raise cfg.fail("pad_token_id", msg("a whole number"), None)
         block["position_offset"] = pad + 1
         notes["position_offset"] = "pad_token_id + 1: RoBERTa numbers positions from padding_idx + 1 (no padding token in the input)"
-    block |= {"final_norm": False, "head": "none"}
-    notes |= {"final_norm": "none: each layer ends with its own LayerNorm", "head": "none: the encoder output (no pooler, no MLM head)"}
+    block |= {"final_norm": False}
+    notes |= {"final_norm": "none: each layer ends with its own LayerNorm"}
+    task_heads(cfg, ckpt, layout, block, dims, notes, "gelu" if model_type == "roberta" else activation, BERT_HEADS[model_type or "bert"])
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record(),
                        padding_token=block["position_offset"] - 1 if model_type == "roberta" else None)
 
 
+class Heads(NamedTuple):
+    """How a family's checkpoint writes its task heads, for the notes: the MLM head, its decoder and bias, the classifier."""
+
+    mlm: str  # cls.predictions.transform | lm_head | vocab_transform
+    decoder: str  # cls.predictions.decoder | lm_head.decoder | vocab_projector
+    classifier: str  # how its classifier reads the encoder, in words
+    hidden: str | None  # the activation of the classifier's own dense layer (RoBERTa's tanh, DistilBERT's ReLU), when it has one
+
+
+BERT_HEADS = {"bert": Heads("cls.predictions.transform", "cls.predictions.decoder", "classifier(pooled): BertForSequenceClassification", None),
+              "roberta": Heads("lm_head", "lm_head.decoder", "out_proj(tanh(dense(h_<s>))): RobertaClassificationHead", "tanh")}
+
+
+def task_heads(cfg: Config, ckpt: Checkpoint, layout: Layout, block: dict[str, Any], dims: dict[str, int], notes: dict[str, str],
+               mlm_activation: str, heads: Heads) -> None:
+    """The heads the checkpoint holds after the encoder, as block settings: the pooler (pooled), a masked-LM head (mlm.transform,
+    mlm.logits: the decoder tied to the token table unless the file holds its own), a next-sentence head or a classifier
+    (nsp.logits, classifier.logits [B,L]); none: the encoder output."""
+    held = {name: shape_of(ckpt, layout, name) for name in ("pooler.w", "mlm_dense.w", "head", "head_bias", "nsp.w", "classifier.w", "classifier_dense.w")}
+    block["head"] = "none"
+    words = []  # the stages of the heads it holds
+    if held["pooler.w"] is not None:
+        block["pooler"] = True
+        notes["pooler"] = "pooler.dense: pooled = tanh(h_[CLS] W + b)"
+        words.append("pooled")
+    if held["mlm_dense.w"] is not None:
+        block |= {"mlm": mlm_activation, "head": "separate" if held["head"] is not None else "tied", "head_bias": held["head_bias"] is not None}
+        notes["mlm"] = f"{heads.mlm}: mlm.transform = LayerNorm({mlm_activation}(x W + b))"
+        notes["head"] = (f"{heads.decoder}.weight, as stored" if held["head"] is not None else
+                         f"{heads.decoder} = word_embeddings (tied: the file holds no decoder of its own)")
+        notes["head_bias"] = "the decoder's bias" if held["head_bias"] is not None else "none in the file"
+        words.append("mlm.logits")
+    for task, name in (("next_sentence", "nsp.w"), ("sequence", "classifier.w")):
+        shape = held[name]
+        if shape is None:
+            continue
+        if "classifier" in block:
+            raise cfg.refuse(msg("the checkpoint holds both a next-sentence head and a classifier, which no Hugging Face class has"))
+        if task == "sequence":
+            base.sequence_classifier(cfg, layout.locate(name, ckpt.key_set())[0].key)  # type: ignore[index]
+        hidden = heads.hidden if held["classifier_dense.w"] is not None and task == "sequence" else None
+        if (heads.hidden is None or task == "next_sentence") and not block.get("pooler"):  # BERT's heads read the pooler's output
+            raise cfg.refuse(msg("the checkpoint holds {key} but no pooler (pooler.dense), whose output it reads",
+                                 key=repr(layout.locate(name, ckpt.key_set())[0].key)))  # type: ignore[index]
+        reads = "pooled" if hidden is None and heads.hidden is None else "first"
+        block["classifier"] = {"task": task, "reads": reads} | ({"hidden": hidden} if hidden else {})
+        dims["L"] = shape[1]
+        notes["L"] = "classes of the classifier's scores (num_labels; its rows)"
+        notes["classifier"] = ("cls.seq_relationship(pooled): next-sentence scores, nsp.logits" if task == "next_sentence" else
+                               f"{heads.classifier}: classifier.logits [B,L]")
+        words.append("nsp.logits" if task == "next_sentence" else "classifier.logits")
+    if not words:
+        notes["head"] = "none: the encoder output (the checkpoint holds no pooler and no head)"
+    elif block["head"] == "none":
+        notes["head"] = "none: no MLM head in the checkpoint"
+
+
+# RoBERTa's lm_head: BERT's cls.predictions under other names
+ROBERTA_HEAD = (("cls.predictions.transform.dense.", "lm_head.dense."), ("cls.predictions.transform.LayerNorm.", "lm_head.layer_norm."),
+                ("cls.predictions.decoder.", "lm_head.decoder."), ("cls.predictions.bias", "lm_head.bias"))
+
 LAYOUT = Layout("bert", "Hugging Face BERT and RoBERTa encoders (BertModel, RobertaModel)", table(), read_config,
-                aliases=(("", "bert."), ("", "roberta.")), model_types=("bert", "roberta"),
+                aliases=(("", "bert."), ("", "roberta."), *ROBERTA_HEAD), model_types=("bert", "roberta"),
                 # Hugging Face rebuilds these index buffers (arange, zeros); older checkpoints store them
                 harmless=(r"((bert|roberta)\.)?embeddings\.(position_ids|token_type_ids)",),
                 differ=tuple(BERT_DIFFERENT))

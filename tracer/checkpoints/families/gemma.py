@@ -47,13 +47,14 @@ GEMMA_KEYS = frozenset({"vocab_size", "hidden_size", "intermediate_size", "num_h
 GEMMA2 = msg("Gemma 2 adds a norm after each sublayer, soft-caps the scores and the logits and alternates sliding-window layers "
              "(the gemma2 layout reads it)")
 GEMMA_DIFFERENT = {"gemma2": GEMMA2,
-                   "gemma3": msg("Gemma 3 normalises q and k per head and alternates sliding-window layers, which tracer does not model"),
+                   "gemma3": msg("Gemma 3 normalises q and k per head and turns its sliding layers at a base of their own "
+                                 "(the gemma3 layout reads its text model)"),
                    "recurrent_gemma": msg("RecurrentGemma mixes recurrent blocks with attention, which tracer does not model"),
                    "paligemma": msg("PaliGemma reads images as well as tokens")}
 MODEL_TYPES = ("gemma",)  # gemma2: its own family (gemma2.py), refused through this layout by name
 
 
-def _no_window(cfg: Config, model_type: str | None, layers: int) -> tuple[dict[str, Any] | None, str]:
+def no_window(cfg: Config, model_type: str | None, layers: int) -> tuple[dict[str, Any] | None, str]:
     return None, ""  # GemmaForCausalLM has no sliding window (its config no sliding_window key: refused if given)
 
 
@@ -87,7 +88,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     tie_assumed = cfg.flag("tie_word_embeddings") is None
     if tie_assumed:
         rest["tie_word_embeddings"] = True  # GemmaConfig's default
-    base = llama.read_decoder(rest, ckpt, layout, options._replace(activation=None), ("attention_bias",), _no_window, {})
+    base = llama.read_decoder(rest, ckpt, layout, options._replace(activation=None), ("attention_bias",), no_window, {})
     assumed = [a for a in base.assumed if a[0] != "activation"]
     notes = dict(base.notes)
     if act is not None:

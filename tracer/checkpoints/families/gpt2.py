@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracer.checkpoints.families import base
 from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, packed_attention, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
@@ -13,7 +14,8 @@ from tracer.model.activations import HF_ACTIVATIONS
 
 def table() -> dict[str, Take]:
     L = "h.{i}."
-    table = {"embedding": Take("wte.weight"), "position": Take("wpe.weight"), "head": Take("lm_head.weight", transpose=True)}
+    table = {"embedding": Take("wte.weight"), "position": Take("wpe.weight"), "head": Take("lm_head.weight", transpose=True),
+             "classifier.w": Take("score.weight", transpose=True)}  # GPT2ForSequenceClassification
     table |= group("blocks.{i}.", "norm1", norm(L + "ln_1"))
     # Conv1D stores [in, out] already: c_attn is [C,3C] with q, k, v side by side along axis 1.
     table |= group("blocks.{i}.", "attn", packed_attention(L + "attn.c_attn", L + "attn.c_proj", 1, False))
@@ -75,6 +77,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     notes |= {"positions": "wpe, a learned table", "final_norm": "ln_f",
               "head": ("lm_head = wte (tie_word_embeddings)" if tie is not None or shape_of(ckpt, layout, "head") is None
                        else f"lm_head = wte (assumed: {cfg.why_assumed()}; GPT-2 ties them)") if tied else "lm_head.weight, untied"}
+    base.score_head(cfg, ckpt, layout, block, dims, notes)
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json" if config else "tensor shapes",
                        **cfg.record())
 

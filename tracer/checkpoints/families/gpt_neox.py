@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tracer.checkpoints.families import base
 from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, refuse, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
@@ -22,7 +23,8 @@ from tracer.model.activations import HF_ACTIVATIONS
 def table() -> dict[str, Take]:
     """nn.Linear stores [out, in]: transposed; query_key_value's outputs are [H, 3, d] (heads=-1: the spec's H)."""
     L = "gpt_neox.layers.{i}."
-    table = {"embedding": Take("gpt_neox.embed_in.weight"), "head": Take("embed_out.weight", transpose=True)}
+    table = {"embedding": Take("gpt_neox.embed_in.weight"), "head": Take("embed_out.weight", transpose=True),
+             "classifier.w": Take("score.weight", transpose=True)}  # GPTNeoXForSequenceClassification
     table |= group("blocks.{i}.", "norm1", norm(L + "input_layernorm"))
     qkv = L + "attention.query_key_value"
     attn = {f"w_{x}": Take(qkv + ".weight", 3, part, 0, True, heads=-1) for part, x in enumerate("qkv")}
@@ -71,6 +73,20 @@ def rotary_dim(cfg: Config, pct: float | None, pct_from: str, d: int, default: f
     return r
 
 
+def tied_head(cfg: Config, ckpt: Checkpoint, layout: Layout) -> bool:
+    """Whether the head is the embedding: tie_word_embeddings true, or absent with no head tensor in the checkpoint."""
+    tie = cfg.flag("tie_word_embeddings")
+    return bool(tie) or (tie is None and shape_of(ckpt, layout, "head") is None)
+
+
+def rotary_notes(tied: bool, partial: bool) -> dict[str, str]:
+    """The notes of Hugging Face's rotary positions (rotate_half, over each head or its first r coordinates) and of the head."""
+    return {"positions": "rotary (RoPE) on part of each head, inside each attention" if partial else "rotary (RoPE), inside each attention",
+            "rotary_pairing": "Hugging Face's rotate_half over the rotary part: pairs (i, i + r/2)" if partial
+            else "Hugging Face's rotate_half: pairs (i, i + d/2), no weight permutation",
+            "head": "lm_head = embed_tokens (tie_word_embeddings)" if tied else "lm_head.weight, untied"}
+
+
 def repeated(default: str) -> Callable[[Config, Any], None]:
     """--activation may only repeat what hidden_act gives (``default``, Hugging Face's name, when absent)."""
     def check(cfg: Config, act: Any) -> None:
@@ -112,9 +128,9 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     else:
         cfg.notes["norm_order"] = ("use_parallel_residual: Y = X + MHA(LN1(X)) + FFN(LN2(X))" if parallel
                                    else "use_parallel_residual false: the sequential pre-norm block")
-    tie = cfg.flag("tie_word_embeddings")
+    tied = tied_head(cfg, ckpt, layout)
     has_head = shape_of(ckpt, layout, "head") is not None
-    tied = bool(tie) or (tie is None and not has_head)
+    head = ("tied" if tied else "separate") if tied or has_head else "none"  # no embed_out and not tied: a bare GPTNeoXModel
     dims = {"C": C, "H": H, "F": F, "V": V}
     notes = {"C": "hidden_size" if cfg.has("hidden_size") else "the width of embed_in",
              "F": "intermediate_size (dense_h_to_4h)" if cfg.has("intermediate_size") else "the width of dense_h_to_4h",
@@ -123,11 +139,13 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
                              "activation": activation, "positions": "rotary", "position_base": theta, "rotary_pairing": "half"}
     if r != d:
         block["rotary_dim"] = r
-    block |= {"mask": "causal", "final_norm": True, "head": "tied" if tied else "separate"}
+    block |= {"mask": "causal", "final_norm": True, "head": head}
     notes |= {"positions": "rotary (RoPE) on part of each head, inside each attention",
               "rotary_pairing": "Hugging Face's rotate_half over the rotary part: pairs (i, i + r/2)",
               "final_norm": "gpt_neox.final_layer_norm",
-              "head": "embed_out = embed_in (tie_word_embeddings)" if tied else "embed_out.weight, untied"}
+              "head": {"tied": "embed_out = embed_in (tie_word_embeddings)", "separate": "embed_out.weight, untied",
+                       "none": "none: tie_word_embeddings false and no embed_out.weight"}[head]}
+    base.score_head(cfg, ckpt, layout, block, dims, notes)
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from tracer.checkpoints.families import base
 from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, refuse, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint, received
 from tracer.errors import CheckpointError
@@ -23,7 +24,8 @@ def table(qkv_bias: bool = False) -> dict[str, Take]:
     q/k/v_proj always have a bias and o_proj and the MLP never.
     """
     L = "model.layers.{i}."
-    table = {"embedding": Take("model.embed_tokens.weight"), "head": Take("lm_head.weight", transpose=True)}
+    table = {"embedding": Take("model.embed_tokens.weight"), "head": Take("lm_head.weight", transpose=True),
+             "classifier.w": Take("score.weight", transpose=True)}  # LlamaForSequenceClassification
     table |= group("blocks.{i}.", "norm1", {"gamma": Take(L + "input_layernorm.weight")})
     table |= group("blocks.{i}.", "attn", {f"w_{x}": Take(f"{L}self_attn.{x}_proj.weight", transpose=True) for x in "qkvo"})
     if qkv_bias:
@@ -41,7 +43,9 @@ def table(qkv_bias: bool = False) -> dict[str, Take]:
 
 
 # the optional biases: config.json's switch, tracer's group, its weights and the projections that hold them
-BIASES = (("attention_bias", "attn", ("b_q", "b_k", "b_v", "b_o")), ("mlp_bias", "ffn", ("b1", "b3", "b2")))
+BIASES = (("attention_bias", "attn", ("b_q", "b_k", "b_v", "b_o")), ("mlp_bias", "ffn", ("b1", "b3", "b2")),
+          ("use_qkv_bias", "attn", ("b_q", "b_k", "b_v")),  # StableLM's
+          ("use_bias", "attn", ("b_q", "b_k", "b_v", "b_o")), ("use_bias", "ffn", ("b1", "b2")))  # StarCoder2's
 
 
 def bias_rules(cfg: Config, ckpt: Checkpoint, layout: Layout, layers: int,
@@ -69,16 +73,27 @@ def bias_rules(cfg: Config, ckpt: Checkpoint, layout: Layout, layers: int,
     return rules
 
 
+def swiglu_note(cfg: Config, notes: dict[str, str], mlp: str, defaults: str) -> None:
+    """The activation's note for a SwiGLU MLP (``mlp``: its class), hidden_act silu recorded as assumed when config.json has
+    none (``defaults``: the config class whose default it is)."""
+    notes["activation"] = f"{mlp}: down_proj(silu(gate_proj(x)) * up_proj(x))"
+    if not cfg.has("hidden_act"):
+        cfg.assumed.append(("activation", "swiglu"))
+        notes["activation"] += f" (hidden_act assumed: not in config.json; {defaults}'s default silu)"
+
+
 # model_types whose tensors fit the llama layout but whose maths differ: refused by name through --layout llama
 LLAMA_DIFFERENT: dict[str, Message] = {"gemma": msg("Gemma scales its embeddings by sqrt(hidden_size) and its RMSNorm by (1 + weight)"),
                                        "granite": msg("Granite scales its embeddings, residuals, attention and logits by multipliers"),
                                        "cohere": msg("Cohere computes attention and the MLP in parallel, with LayerNorm and a logit scale"),
                                        "olmo": msg("OLMo's norms have no weight (or normalise q and k)"),
                                        "phi": msg("Phi packs q, k and v and rotates only part of each head"),
-                                       "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head"),
+                                       "stablelm": msg("StableLM uses LayerNorm and rotates only part of each head (the stablelm layout reads it)"),
                                        "qwen2": msg("Qwen2 always adds q, k and v biases and sets its sliding window per layer (the qwen2 layout reads it)"),
                                        # mixtral: its own family (mixtral.py)
-                                       "qwen3": msg("Qwen3 normalises q and k per head (q_norm, k_norm; the qwen3 layout reads it)")}
+                                       "qwen3": msg("Qwen3 normalises q and k per head (q_norm, k_norm; the qwen3 layout reads it)"),
+                                       "helium": msg("Helium pairs its rotary coordinates (2i, 2i+1), not (i, i + d/2) (the helium layout reads it)"),
+                                       "smollm3": msg("SmolLM3 leaves the rotary positions out of some layers (no_rope_layers; the smollm3 layout reads it)")}
 # config.json keys that mark maths the llama block does not model (Gemma's, Granite's, Cohere's, ...): refused when set
 UNMODELLED: dict[str, Message] = {"query_pre_attn_scalar": msg("scores scaled by 1/sqrt(query_pre_attn_scalar), not 1/sqrt(d)"),
                                   "attn_logit_softcapping": msg("attention scores soft-capped"),
@@ -236,6 +251,7 @@ def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout
         notes["mask"] = window_note
     if model_type is not None and model_type not in layout.model_types:
         cfg.assumed.append(("model_type", f"{model_type!r} computed as LLaMA"))
+    base.score_head(cfg, ckpt, layout, block, dims, notes)
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
 

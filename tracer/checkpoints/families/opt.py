@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracer.checkpoints.families import base
 from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Take, group, refuse, shape_of, stored_dtype
 from tracer.checkpoints.formats import Checkpoint, shape_text
 from tracer.errors import CheckpointError
@@ -29,7 +30,7 @@ def table() -> dict[str, Take]:
     D = "model.decoder."
     L = D + "layers.{i}."
     table = {"embedding": Take(D + "embed_tokens.weight"), "position": Take(D + "embed_positions.weight"),
-             "head": Take("lm_head.weight", transpose=True)}
+             "head": Take("lm_head.weight", transpose=True), "classifier.w": Take("score.weight", transpose=True)}
 
     def ln(key: str) -> dict[str, Take]:
         return {"gamma": Take(f"{key}.weight", optional=True), "beta": Take(f"{key}.bias", optional=True)}
@@ -162,6 +163,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
               "head": {"tied": "lm_head = embed_tokens (tie_word_embeddings" + (")" if tie is not None else ", true by default)"),
                        "separate": "lm_head.weight, untied (tie_word_embeddings false)",
                        "none": "none: tie_word_embeddings false and no lm_head.weight"}[head]}
+    base.score_head(cfg, ckpt, layout, block, dims, notes)
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
 

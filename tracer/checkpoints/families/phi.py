@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, refuse, shape_of, stored_dtype
-from tracer.checkpoints.families.gpt_neox import repeated, rope, rotary_dim
+from tracer.checkpoints.families.gpt_neox import repeated, rope, rotary_dim, tied_head
 from tracer.checkpoints.formats import Checkpoint
 from tracer.messages import msg
 from tracer.model.activations import HF_ACTIVATIONS
@@ -65,9 +65,7 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     r = rotary_dim(cfg, pct, pct_from, d, 0.5, "Phi's default partial_rotary_factor")
     if not cfg.has("num_key_value_heads"):
         cfg.notes["H_kv"] = "assumed: not in config.json (= num_attention_heads, as Hugging Face does)"
-    tie = cfg.flag("tie_word_embeddings")
-    has_head = shape_of(ckpt, layout, "head") is not None
-    tied = bool(tie) or (tie is None and not has_head)
+    tied = tied_head(cfg, ckpt, layout)
     has_bias = shape_of(ckpt, layout, "head_bias") is not None
     dims = {"C": C, "H": H} | ({"H_kv": H_kv} if H_kv != H else {}) | {"F": F, "V": V}
     notes = {"C": "hidden_size" if cfg.has("hidden_size") else "the width of embed_tokens",

@@ -53,7 +53,8 @@ def qwen2_window(cfg: Config, model_type: str | None, layers: int) -> tuple[dict
 
 # what the qwen2 layout refuses by name: LLaMA's list (Qwen2 aside), and Qwen2's relatives whose maths differ
 QWEN2_DIFFERENT = {k: v for k, v in llama.LLAMA_DIFFERENT.items() if k != "qwen2"} | {
-    "qwen2_moe": msg("a mixture-of-experts MLP"), "qwen2_": msg("Qwen2's multimodal models read more than tokens")}
+    "qwen2_moe": msg("a mixture of experts beside a shared expert behind a sigmoid gate, its top k not renormalised unless norm_topk_prob, "
+                     "which tracer does not model"), "qwen2_": msg("Qwen2's multimodal models read more than tokens")}
 
 
 def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout, options: Options) -> ModelConfig:

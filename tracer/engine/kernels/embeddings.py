@@ -163,6 +163,14 @@ def head_scale_backward(dy: np.ndarray) -> np.ndarray:  # [B,T,C] -> [B,T,C]
     return dy * np.asarray(float(dy.shape[-1]) ** -0.5, dtype=dy.dtype)
 
 
+def scale(x: np.ndarray, s: float) -> np.ndarray:  # [..] -> [..], x * s, s rounded to x's dtype (torch's tensor times a Python float)
+    return x * np.asarray(s, dtype=x.dtype)
+
+
+def divide(x: np.ndarray, s: float) -> np.ndarray:  # [..] -> [..], x / s, s rounded to x's dtype (Granite's logits / logits_scaling)
+    return x / np.asarray(s, dtype=x.dtype)
+
+
 def softcap(x: np.ndarray, cap: float) -> np.ndarray:  # [..] -> [..], cap * tanh(x / cap), as Hugging Face computes it
     out = x / cap
     np.tanh(out, out=out)
@@ -173,3 +181,25 @@ def softcap(x: np.ndarray, cap: float) -> np.ndarray:  # [..] -> [..], cap * tan
 def softcap_backward(dy: np.ndarray, x: np.ndarray, cap: float) -> np.ndarray:  # d/dx cap * tanh(x / cap) = 1 - tanh(x / cap)^2
     t = np.tanh(x / cap)
     return dy * (1.0 - t * t)
+
+
+# -- the task heads (block.pooler, block.classifier): one position of each sample -------------------------
+def pool_index(kind: str, T: int, ids: np.ndarray | None, pad: int | None) -> np.ndarray:  # -> [B] positions, or [1] for all alike
+    """Each sample's position: 0 (``first``, BERT's [CLS]); T - 1 (``last`` without a pad token); else the last position
+    whose token is not ``pad``, as Hugging Face's sequence classification finds it, argmax of t * (id != pad) (0 when
+    every token is pad)."""
+    if kind == "first":
+        return np.zeros(1, dtype=np.intp)
+    if pad is None or ids is None:
+        return np.full(1, T - 1, dtype=np.intp)
+    return np.argmax(np.arange(T) * (ids != pad), axis=-1).astype(np.intp)
+
+
+def pool(x: np.ndarray, index: np.ndarray) -> np.ndarray:  # [B,T,C], [B] (or [1]) positions -> [B,C]
+    return x[np.arange(x.shape[0]), np.broadcast_to(index, (x.shape[0],))]
+
+
+def pool_backward(dy: np.ndarray, shape: tuple[int, ...], index: np.ndarray) -> np.ndarray:  # [B,C] -> [B,T,C], zeros elsewhere
+    dx = np.zeros(shape, dtype=dy.dtype)
+    dx[np.arange(shape[0]), np.broadcast_to(index, (shape[0],))] = dy
+    return dx

@@ -27,6 +27,10 @@ def relu2(x: np.ndarray, inplace: bool = False) -> np.ndarray:  # [...] -> [...]
     return np.multiply(y, y, out=y)
 
 
+def tanh(x: np.ndarray, inplace: bool = False) -> np.ndarray:  # [...] -> [...], in x itself when ``inplace``
+    return np.tanh(x, out=x if inplace else None)
+
+
 _erf = np.frompyfunc(math.erf, 1, 1)
 
 
@@ -143,6 +147,11 @@ def gelu_tanh_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] ->
 def silu_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...], d/dz z s(z) = s (1 + z (1 - s))
     s = 1.0 / (1.0 + np.exp(-z))
     return dy * (s * (1.0 + z * (1.0 - s)))
+
+
+def tanh_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...], d/dz tanh(z) = 1 - tanh(z)^2
+    t = np.tanh(z)
+    return dy * (1.0 - t * t)
 
 
 def relu2_backward(dy: np.ndarray, z: np.ndarray) -> np.ndarray:  # [...] -> [...], d/dz max(z, 0)^2 = 2 max(z, 0)

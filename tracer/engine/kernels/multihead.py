@@ -28,7 +28,7 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         strict: Strict = True, rotary_scaling: tuple[object, ...] | None = None,
         rotary_dim: int | None = None, q_norm: np.ndarray | None = None, k_norm: np.ndarray | None = None,
         qk_eps: float | None = None, scale: float | None = None, softcap: float | None = None,
-        bias: np.ndarray | None = None) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]; q_norm, k_norm [d]
+        bias: np.ndarray | None = None, qk_projection: bool = False) -> dict[str, np.ndarray]:  # [B,T,C], [B,S,C] -> [B,T,C]; k, v [B,H_kv,S,d]
     """Multi-head attention (self when xkv is None; cross: keys and values from xkv); every intermediate, by stage suffix.
 
     ``causal`` masks keys after each query (block by block: no [T,S] mask is made); ``visible`` ([T,S] bool, True where
@@ -37,7 +37,8 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
     ``keep_weights=False``: no "scores" and "weights" in the result (two [B,H,T,S] arrays never made), unless a
     score or a mixed value is not finite; the output is the same to the last bit.
     ``q_norm``, ``k_norm`` (Qwen3's block.qk_norm): each head's query and key RMS-normalised over its d coordinates
-    with these weights [d] and ``qk_eps``, after the split and before the rotary turn.
+    with these weights [d] and ``qk_eps``, after the split and before the rotary turn; with ``qk_projection`` (OLMo 2's)
+    the whole of each projection, q [C_q] and k [C_kv] at each position, with weights [C_q] and [C_kv], before the split.
     ``scale`` (block.attention_scale): the scores are q.k * scale; None: q.k / sqrt(d).
     ``softcap`` (Gemma 2's block.attention_softcap): the scores cap * tanh(scores / cap), after the scale, before the mask.
     ``bias`` [H,T,S] (positions: relative, T5's position bias): added to the scores of every sample, before the mask.
@@ -49,10 +50,14 @@ def mha(xq: np.ndarray, xkv: np.ndarray | None = None, *, w_q: np.ndarray, b_q: 
         raise ShapeError(msg("H_kv = {H_kv} key/value heads cannot be shared evenly by H = {H} query heads", H_kv=H_kv, H=H))
     own = w_q.shape[1] != xq.shape[-1]  # a head width d of its own (dims.d): q is C_q = H * d wide, k and v C_kv = H_kv * d
     kv_bias = "C_kv" if H_kv != H or own else "C"
-    q = split_heads(linear(xq, w_q, b_q, strict, ("b_q", "C_q" if own else "C")), H)  # [B,H,T,d]
-    k = split_heads(linear(xkv, w_k, b_k, strict, ("b_k", kv_bias)), H_kv)  # [B,H_kv,S,d]
+    q_wide, k_wide = linear(xq, w_q, b_q, strict, ("b_q", "C_q" if own else "C")), linear(xkv, w_k, b_k, strict, ("b_k", kv_bias))
+    if qk_projection and q_norm is not None and k_norm is not None and qk_eps is not None:  # OLMo 2: RMSNorm of the whole projections
+        q_wide = norms.head_norm(q_wide, q_norm, qk_eps, strict, "q_norm", "C_q" if own else "C")
+        k_wide = norms.head_norm(k_wide, k_norm, qk_eps, strict, "k_norm", kv_bias)
+    q = split_heads(q_wide, H)  # [B,H,T,d]
+    k = split_heads(k_wide, H_kv)  # [B,H_kv,S,d]
     v = split_heads(linear(xkv, w_v, b_v, strict, ("b_v", kv_bias)), H_kv)
-    if q_norm is not None and k_norm is not None and qk_eps is not None:  # Qwen3: per-head RMSNorm of q and k, before the turn
+    if not qk_projection and q_norm is not None and k_norm is not None and qk_eps is not None:  # Qwen3: per-head RMSNorm, before the turn
         q, k = norms.head_norm(q, q_norm, qk_eps, strict, "q_norm"), norms.head_norm(k, k_norm, qk_eps, strict, "k_norm")
     if rotary_base is not None:  # positions enter as rotations of q and k, so scores see only offsets
         q = embeddings.rotary(q, rotary_base, rotary_pairing, rotary_dim, strict, rotary_scaling)
@@ -94,7 +99,7 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
                  H: int, rotary_base: float | None = None, over_queries: bool = False, rotary_pairing: str = "interleaved",
                  causal: bool = False, visible: np.ndarray | None = None, rotary_scaling: tuple[object, ...] | None = None,
                  rotary_dim: int | None = None, qk_eps: float | None = None, scale: float | None = None,
-                 softcap: float | None = None, bias: np.ndarray | None = None
+                 softcap: float | None = None, bias: np.ndarray | None = None, qk_projection: bool = False
                  ) -> tuple[np.ndarray, np.ndarray | None, dict[str, np.ndarray], dict[str, np.ndarray]]:
     """dout [B,T,C], xq [B,T,C], xkv [B,S,C], the forward's q [B,H,T,d], k, v [B,H_kv,S,d], weights, heads -> dxq, dxkv,
     the gradient of every internal (heads, weights, scores, q, k, v) and of every weight (w_q, b_q, ...;
@@ -103,7 +108,8 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
     Without ``parts["weights"]`` the weights are made again head by head (attention.attention_backward, with attend's mask
     ``visible`` when not causal) and the result has no "weights" and "scores": the same numbers otherwise.
     ``qk_eps`` (block.qk_norm, with w["q_norm"], w["k_norm"] [d]): q and k were RMS-normalised per head before the turn;
-    their gradients go back through the norms (q and k before them made again from xq, xkv), and dw has q_norm, k_norm.
+    their gradients go back through the norms (q and k before them made again from xq, xkv), and dw has q_norm, k_norm;
+    ``qk_projection``: the norms were over the whole projections (q_norm [C_q], k_norm [C_kv]).
     ``scale`` (block.attention_scale): the forward's factor of q.k; None: 1/sqrt(d).
     ``softcap`` (block.attention_softcap): the scores were cap * tanh(s / cap); the weights are made again when not at
     hand ([B,H,T,S], with the mask), the recorded scores' gradient is that of the capped scores, and it reaches q and k
@@ -143,7 +149,11 @@ def mha_backward(dout: np.ndarray, xq: np.ndarray, xkv: np.ndarray, parts: dict[
     if rotary_base is not None:  # the recorded q and k are the turned ones: turn their gradients back
         dq = embeddings.rotary_backward(dq, rotary_base, rotary_pairing, rotary_dim, rotary_scaling)
         dk = embeddings.rotary_backward(dk, rotary_base, rotary_pairing, rotary_dim, rotary_scaling)
-    if qk_eps is not None:  # back through the per-head RMSNorms, from q and k as the projections made them
+    if qk_eps is not None and qk_projection:  # back through the RMSNorms of the whole projections, [B,T,C_q] and [B,S,C_kv]
+        dq_wide, dw["q_norm"] = norms.rms_norm_backward(split_heads_backward(dq), linear(xq, w["w_q"], w["b_q"], False), w["q_norm"], qk_eps)
+        dk_wide, dw["k_norm"] = norms.rms_norm_backward(split_heads_backward(dk), linear(xkv, w["w_k"], w["b_k"], False), w["k_norm"], qk_eps)
+        dq, dk = split_heads(dq_wide, H), split_heads(dk_wide, parts["k"].shape[1])
+    elif qk_eps is not None:  # back through the per-head RMSNorms, from q and k as the projections made them
         H_kv = parts["k"].shape[1]
         q_raw = split_heads(linear(xq, w["w_q"], w["b_q"], False), H)
         k_raw = split_heads(linear(xkv, w["w_k"], w["b_k"], False), H_kv)

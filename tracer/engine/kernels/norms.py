@@ -52,8 +52,9 @@ def batch_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float, s
 
 
 def head_norm(x: np.ndarray, gamma: np.ndarray, eps: float, strict: Strict = True,
-              name: str = "q_norm") -> np.ndarray:  # [B,H,T,d], [d] -> [B,H,T,d], RMSNorm over each head's d coordinates
-    enforce(strict, check_vector, name, gamma, x.shape[-1], "d")
+              name: str = "q_norm", letter: str = "d") -> np.ndarray:  # [B,H,T,d], [d] -> [B,H,T,d], RMSNorm over each head's d coordinates
+    """Also OLMo 2's norm of a whole projection, [B,T,C_q] with gamma [C_q] (``letter``: the axis gamma runs along)."""
+    enforce(strict, check_vector, name, gamma, x.shape[-1], letter)
     return _affine(standardise(x, -1, eps, center=False), gamma)
 
 
