@@ -39,7 +39,8 @@ def import_(
     allow_unread: Annotated[bool, typer.Option("--allow-unread",
                                                help="Import even when the spec would leave some of the checkpoint's tensors unread in the layers it traces; "
                                                     "the spec lists them.")] = False,
-    length: Annotated[int, typer.Option("--length", metavar="T", help="Positions of the random input when --tokens is not given.")] = 8,
+    length: Annotated[int | None, typer.Option("--length", metavar="T", show_default=False,
+                                               help="Positions of the random input, when neither --tokens nor --text is given (default: 8).")] = None,
     force: ForceOption = False,
     text: Annotated[str | None, typer.Option("--text", metavar="TEXT", show_default=False,
                                              help="Input text, tokenized with the folder's own tokenizer.json (needs the tokenizers package: "

@@ -150,11 +150,14 @@ def _draft(text: str, where: str) -> Any:
 
 
 def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str | None, tokens: str | None, options: Options,
-          length: int, unread: list[str] | None = None, dtype: str = "float64", where: Where = Where()) -> tuple[str, str, ModelConfig, str]:
+          length: int, unread: list[str] | None = None, dtype: str = "float64", where: Where = Where(),
+          tokens_from: str = "--tokens", start: Start | None = None) -> tuple[str, str, ModelConfig, str]:
     """The spec's text, a one-line summary, the config it was made from and the layout's name.
 
     ``unread``: None for the first draft (written with allow_unread: true, to find what it leaves unread),
     else the tensors the spec leaves unread (the spec then allows them only if there are any, and lists them).
+    ``tokens_from``: the option ``tokens`` came from (--tokens, or --text tokenized), named when they cannot be the input.
+    ``start``: the hidden state entering the first layer kept, which layers 0 to first - 1 made of the tokens (its x).
     """
     ckpt = open_checkpoint(ckpt_path)
     config = families.config_of(ckpt)
@@ -179,10 +182,17 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
     if cfg.model == "encoder-decoder":
         if layers is not None:
             raise UsageError(msg('--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole'))
+        if tokens is not None and tokens_from != "--tokens":
+            raise UsageError(at(tokens_from, msg("an encoder-decoder's input is its source and target ids: give the source with --tokens")))
         return (_seq2seq(cfg, title, shown, name, tokens, length, unread, dtype),
                 f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name)
     first, last = parse_layers(layers, cfg.layers)
     ids = parse_tokens(tokens, cfg.dims.get("V"))
+    if ids is not None and cfg.input != "tokens":  # written as a random x otherwise: the ids would be dropped
+        raise UsageError(at(tokens_from, msg("the {name} layout's first layer reads vectors (input x), not token ids", name=name)))
+    if ids is not None and first > 0:  # import_checkpoint gives them as the start they make (layers 0 to first - 1 traced on them)
+        raise UsageError(at(tokens_from, msg("token ids are the input of layer 0's token embedding, and --layers {first}-{last} starts from the hidden "
+                                             "state entering layer {first}: give that state as the start", first=first, last=last)))
     if cfg.padding_token is not None and first == 0:  # RoBERTa: a padding token takes position padding_idx, not its place in the sequence
         pad = cfg.padding_token
         if ids is not None and pad in ids:
@@ -200,7 +210,10 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         raise UsageError(msg("--tokens: {n} tokens, but the checkpoint has positions for {T_max} (its learned position table has T_max = {T_max} rows, "
                              "n_positions); give at most {T_max}",
                              n=len(ids), T_max=T_max))
-    return _decoder(cfg, title, shown, name, first, last, ids, length, unread, dtype), f"{name}, layers {first}-{last} of {cfg.layers}", cfg, name
+    if start is not None and (first == 0 or ids is not None):
+        raise UsageError(msg("a start is the hidden state entering layer {first}: give it without the tokens that made it", first=first))
+    return (_decoder(cfg, title, shown, name, first, last, ids, length, unread, dtype, start), f"{name}, layers {first}-{last} of {cfg.layers}",
+            cfg, name)
 
 
 def _dtype_note(stored: str, dtype: str = "float64") -> str:
@@ -227,6 +240,14 @@ def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
     return lines
 
 
+class Start(NamedTuple):
+    """The input of a trace that starts at layer first > 0 from given tokens: the hidden state entering it, as tracer traced
+    layers 0 to first - 1 of the checkpoint on them."""
+
+    rows: list[Any]  # [B,T,C] as nested lists of floats (each written as the shortest text that reads back to the same float)
+    note: str  # what made it
+
+
 class Shown(NamedTuple):
     path: str  # weights.file as the spec writes it
     note: str  # its comment
@@ -247,7 +268,7 @@ def _weights_lines(shown: Shown, name: str, first: int, unread: list[str] | None
 
 
 def _decoder(cfg: ModelConfig, title: str, shown: Shown, name: str, first: int, last: int, ids: list[int] | None, length: int,
-             unread: list[str] | None, dtype: str = "float64") -> str:
+             unread: list[str] | None, dtype: str = "float64", start: Start | None = None) -> str:
     n = last - first + 1
     whole_end = last == cfg.layers - 1
     from_tokens = cfg.input == "tokens" and first == 0
@@ -258,7 +279,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: Shown, name: str, first: int, 
     if not (whole_end and from_tokens):  # the task heads read the last layer's output (and the tokens' padding): left out
         dims.pop("L", None)
     notes = dict(cfg.notes)
-    if not (from_tokens and ids is not None):
+    if not (from_tokens and ids is not None) and start is None:
         dims = {"B": 1, "T": length} | dims
         notes["T"] = "positions of the seeded random input (--length)"
     lines.append("dims:")
@@ -295,7 +316,9 @@ def _decoder(cfg: ModelConfig, title: str, shown: Shown, name: str, first: int, 
     lines.append("weights:")
     lines += _weights_lines(shown, name, first, unread)
     lines.append("input:")
-    if not from_tokens:
+    if start is not None:
+        lines.append(_line("  x: " + json.dumps(start.rows), start.note))
+    elif not from_tokens:
         why = f"stands for the hidden state entering layer {first}" if first else "an encoder layer reads vectors, not tokens"
         lines.append(_line("  x: random", f"[B,T,C] drawn from the seed; {why}"))
     elif ids is not None:
@@ -411,7 +434,7 @@ def _text_path(path: str) -> str:
 
 
 def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = None, layers: str | None = None,
-                      tokens: str | None = None, heads: int | None = None, length: int = 8, force: bool = False,
+                      tokens: str | None = None, heads: int | None = None, length: int | None = None, force: bool = False,
                       activation: str | None = None, eps: float | None = None, norm_order: str | None = None,
                       allow_unread: bool = False, text: str | None = None, special: bool = True, dtype: str = "float64",
                       download: bool = False) -> Imported:
@@ -425,6 +448,12 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
     from tracer.files import check_output, text_mark, write_atomic
 
     options = _options(heads, activation, eps, norm_order)
+    if length is not None and (tokens is not None or text is not None):
+        raise UsageError(at("--length", msg("sets the positions of the random input, and {option} gives the input: give one",
+                                            option="--tokens" if tokens is not None else "--text")))
+    if force and output is None:
+        raise UsageError(at("--force", msg("lets -o replace a file tracer did not write, and the spec goes to stdout: give -o too")))
+    length = 8 if length is None else length
     checkpoint, found = _located(checkpoint, layout, layers, download)
     if found.title is not None:  # the cache's snapshot, written as an absolute path: the spec runs from any folder
         shown = checkpoint
@@ -441,8 +470,14 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         tokens, said = _text_tokens(checkpoint, shown, tokens, text, special, output)
     elif not special:
         raise UsageError(msg("--no-special says whether the tokenizer adds its special tokens to --text: give --text too"))
+    given = "--tokens" if said is None else "--text"
+    start = None
+    if tokens is not None and layers is not None and parse_layers(layers, 1 << 62)[0] > 0:
+        start = _start(checkpoint, layout, layers, tokens, options, allow_unread, dtype, given, text)
+        tokens, said = None, None
     try:
-        draft, _, _, name = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, dtype=dtype, where=found)
+        draft, _, _, name = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, dtype=dtype, where=found, tokens_from=given,
+                                  start=start)
         left = _unread(_draft(draft, where), name)
         if left and not allow_unread:
             raise UsageError(at(checkpoint, nmsg(
@@ -451,7 +486,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
                 "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without them (give "
                 "--allow-unread to import it anyway, and the spec says so)",
                 len(left), layout=name, names=named_few(left))))
-        text, summary, cfg, _ = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, left, dtype, found)
+        text, summary, cfg, _ = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, left, dtype, found, given, start)
     except CheckpointError as e:
         raise UsageError(e.message) from None
     if said is not None:
@@ -461,6 +496,22 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         body = text.encode("utf-8")
         write_atomic(output, lambda fh: fh.write(text_mark("yaml", body) + body), "-o", "yaml", force)
     return Imported(text, summary, cfg.assumed, cfg.assumed_why)
+
+
+def _start(checkpoint: str, layout: str | None, layers: str, tokens: str, options: Options, allow_unread: bool, dtype: str, given: str,
+           text: str | None) -> Start:
+    """--tokens (or --text) with --layers from layer first > 0: the hidden state entering that layer, traced by tracer through
+    layers 0 to first - 1 of the checkpoint from these tokens (imported as layers 0 to first - 1 are, refused as they would be)."""
+    from tracer.front.run_trace import trace
+
+    first = parse_layers(layers, 1 << 62)[0]
+    before = import_checkpoint(os.path.abspath(checkpoint), None, layout, f"0-{first - 1}", tokens, options.heads, None, False, activation=options.activation,
+                               eps=options.eps, norm_order=options.norm_order, allow_unread=allow_unread, dtype=dtype)
+    stage = "output" if first == 1 else f"blocks.{first - 1}.output"  # a one-layer spec's stages have no blocks.0 prefix
+    x = trace(_draft(before.text, f"the trace of layers 0-{first - 1}"), record="main", keep=[stage])[stage]
+    made = f"--text {yamlio.comment(repr(text))} (ids {tokens})" if text is not None else f"--tokens {tokens}"
+    return Start(x.tolist(),
+                 _safe(f"[B,T,C]: the hidden state entering layer {first}, tracer's trace of layers 0-{first - 1} of the checkpoint on {made}"))
 
 
 # -- a Hub name (owner/name): the Hugging Face cache's snapshot --------------------
