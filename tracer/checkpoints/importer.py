@@ -507,6 +507,9 @@ def _start(checkpoint: str, layout: str | None, layers: str, tokens: str, option
     first = parse_layers(layers, 1 << 62)[0]
     before = import_checkpoint(os.path.abspath(checkpoint), None, layout, f"0-{first - 1}", tokens, options.heads, None, False, activation=options.activation,
                                eps=options.eps, norm_order=options.norm_order, allow_unread=allow_unread, dtype=dtype)
+    if "\n  allow_unread: true" in before.text:  # the start would be made without them, and the spec could not list them
+        raise UsageError(at("--allow-unread", msg("layers 0-{last} make the start of --layers {layers} from {option}, and leave tensors unread: tracer "
+                                                  "makes a start only from layers read whole", last=first - 1, layers=layers, option=given)))
     stage = "output" if first == 1 else f"blocks.{first - 1}.output"  # a one-layer spec's stages have no blocks.0 prefix
     x = trace(_draft(before.text, f"the trace of layers 0-{first - 1}"), record="main", keep=[stage])[stage]
     made = f"--text {yamlio.comment(repr(text))} (ids {tokens})" if text is not None else f"--tokens {tokens}"
