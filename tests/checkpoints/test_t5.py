@@ -29,16 +29,20 @@ def t5_config(transformers: Any, ffn: str, d_kv: int, **extra: Any) -> Any:
                                  decoder_start_token_id=0, **extra)
 
 
-def saved_t5(torch: Any, transformers: Any, folder: Path, ffn: str = "relu", d_kv: int = 8, dtype: Any = None, **extra: Any) -> Any:
-    """A random T5 saved to ``folder`` (norm weights away from 1, so that a misplaced one shows), loaded back."""
+def saved_t5(torch: Any, transformers: Any, folder: Path, ffn: str = "relu", d_kv: int = 8, dtype: Any = None, model_class: str = "T5ForConditionalGeneration",
+             double: bool = False, **extra: Any) -> Any:
+    """A random T5 saved to ``folder`` (norm weights away from 1, so that a misplaced one shows; ``double``: stored in float64), loaded back."""
     torch.manual_seed(0)
-    model = transformers.T5ForConditionalGeneration(t5_config(transformers, ffn, d_kv, **extra)).eval()
+    cls = getattr(transformers, model_class)
+    model = cls(t5_config(transformers, ffn, d_kv, **extra)).eval()
+    if double:
+        model = model.double()
     with torch.no_grad():
         for p in model.parameters():
             if p.ndim == 1:
                 p.add_(0.1 * torch.randn_like(p))
     model.save_pretrained(str(folder))
-    return transformers.T5ForConditionalGeneration.from_pretrained(str(folder), dtype=dtype or torch.float64).eval()
+    return cls.from_pretrained(str(folder), dtype=dtype or torch.float64).eval()
 
 
 def lift_t5_norm(monkeypatch: Any, torch: Any) -> None:
@@ -78,6 +82,13 @@ def compare(st: dict[str, np.ndarray], want: dict[str, np.ndarray]) -> dict[str,
     return found
 
 
+def agrees(request: Any, family: str, spec: Path, want: dict[str, np.ndarray]) -> None:
+    """The spec's trace against Hugging Face's stages ``want``: recorded as ``family``'s figure, and within TOL."""
+    found = compare(traced(spec), want)
+    measured(request, family, found)
+    assert max(found.values()) <= TOL, found
+
+
 def target_of(spec: Path) -> tuple[list[int], list[int]]:
     import yaml
 
@@ -98,10 +109,7 @@ def test_t5_matches_hugging_face_in_float64(tmp_path, monkeypatch, request, ffn,
     source, target = target_of(spec)
     assert source == SOURCE and target == [0] + SOURCE[:-1]
     lift_t5_norm(monkeypatch, torch)
-    want = hf_t5(torch, model, source, target)
-    found = compare(traced(spec), want)
-    measured(request, "t5", found)
-    assert max(found.values()) <= TOL, found
+    agrees(request, "t5", spec, hf_t5(torch, model, source, target))
 
 
 def test_t5_imports_with_no_flags(tmp_path):
@@ -137,7 +145,6 @@ def test_t5_untied_config_has_no_head_scale(tmp_path, monkeypatch):
     ({"dense_act_fn": "gelu"}, "dense_act_fn 'gelu'"),
     ({"sliding_window": 4}, "sliding_window = 4: the t5 layout does not model this setting"),
     ({"num_heads": "4"}, "num_heads: expected a whole number"),
-    ({"scale_decoder_outputs": False}, "scale_decoder_outputs = false, but tie_word_embeddings = true"),
 ])
 def test_what_the_t5_layout_does_not_model_is_refused_by_name(tmp_path, change, fragment):
     torch, transformers = need_torch()
@@ -189,6 +196,61 @@ def test_t5_with_its_own_lm_head_matches_hugging_face(tmp_path, monkeypatch, req
     model = transformers.T5ForConditionalGeneration.from_pretrained(str(tmp_path / "t5"), dtype=torch.float64).eval()
     assert np.array_equal(model.lm_head.weight.detach().numpy(), t["lm_head.weight"].astype(np.float64))
     lift_t5_norm(monkeypatch, torch)
-    found = compare(traced(spec), hf_t5(torch, model, *target_of(spec)))
-    measured(request, "t5 (own lm_head)", found)
-    assert max(found.values()) <= TOL, found
+    agrees(request, "t5 (own lm_head)", spec, hf_t5(torch, model, *target_of(spec)))
+
+
+@pytest.mark.parametrize("written", ["as saved", {"tie_word_embeddings": False, "scale_decoder_outputs": True},
+                                     {"tie_word_embeddings": True, "scale_decoder_outputs": None},
+                                     {"tie_word_embeddings": False, "scale_decoder_outputs": None}])
+def test_t5_v1_1_as_transformers_saves_it_matches_hugging_face(tmp_path, monkeypatch, request, written):
+    """T5 v1.1 / Flan-T5 as transformers 5 saves it (gated-gelu, tie_word_embeddings=False given, so the file says
+    scale_decoder_outputs false beside tie_word_embeddings true and holds no lm_head): imported with no flags, the
+    decoder's scale is what Hugging Face reads from the config, whichever of the two keys it writes, and it agrees to 1e-10."""
+    torch, transformers = need_torch()
+    saved_t5(torch, transformers, tmp_path / "t5", "gated-gelu", 8, double=True, tie_word_embeddings=False)
+    path = tmp_path / "t5" / "config.json"
+    config = json.loads(path.read_text())
+    if written == "as saved":
+        assert (config["scale_decoder_outputs"], config["tie_word_embeddings"]) == (False, True)
+    else:
+        config |= written
+        path.write_text(json.dumps({k: v for k, v in config.items() if v is not None}))
+    model = transformers.T5ForConditionalGeneration.from_pretrained(str(tmp_path / "t5"), dtype=torch.float64).eval()
+    spec = imported(tmp_path, tmp_path / "t5", "--tokens", ",".join(map(str, SOURCE)))
+    text = spec.read_text()
+    assert "activation: geglu" in text and "head: tied" in text
+    assert ("head_scale: true" in text) == model.config.scale_decoder_outputs
+    lift_t5_norm(monkeypatch, torch)
+    agrees(request, "t5 v1.1 (as transformers 5 saves it)", spec, hf_t5(torch, model, *target_of(spec)))
+
+
+@pytest.mark.parametrize("ffn, d_kv", [("relu", 8), ("gated-gelu", 6)])
+def test_t5_encoder_model_matches_hugging_face(tmp_path, monkeypatch, request, ffn, d_kv):
+    """T5EncoderModel (the file holds shared.weight and the encoder only): the encoder traced as a stack of its own,
+    every layer's output and the final norm (HF's last_hidden_state) to 1e-10."""
+    torch, transformers = need_torch()
+    model = saved_t5(torch, transformers, tmp_path / "enc", ffn, d_kv, model_class="T5EncoderModel", double=True)
+    spec = imported(tmp_path, tmp_path / "enc", "--tokens", ",".join(map(str, SOURCE)))
+    text = spec.read_text()
+    for line in ("mask: none", "positions: relative", "head: none", "final_norm: true", "attention_scale: 1"):
+        assert line in text, line
+    assert "model: encoder-decoder" not in text
+    lift_t5_norm(monkeypatch, torch)
+    want: dict[str, np.ndarray] = {}
+    hooks = [block.register_forward_hook(lambda mod, args, out, n=f"blocks.{i}.output": want.__setitem__(n, out[0].numpy()))
+             for i, block in enumerate(model.encoder.block)]
+    with torch.no_grad():
+        want["final_norm"] = model(input_ids=torch.tensor([SOURCE])).last_hidden_state.numpy()
+    for h in hooks:
+        h.remove()
+    agrees(request, "t5 encoder", spec, want)
+
+
+def test_t5_with_a_decoder_and_no_encoder_is_refused(tmp_path):
+    torch, transformers = need_torch()
+    saved_t5(torch, transformers, tmp_path / "t5")
+    from safetensors.numpy import load_file, save_file
+
+    t = {k: v for k, v in load_file(str(tmp_path / "t5" / "model.safetensors")).items() if not k.startswith("encoder.")}
+    save_file(t, str(tmp_path / "t5" / "model.safetensors"), metadata={"format": "pt"})
+    assert_refused(run_app("import", str(tmp_path / "t5")), "holds no", "encoder.block.0.")

@@ -50,8 +50,8 @@ def tiny(tmp_path: Path, kind: str, config_class: str = "", **settings: Any) -> 
     return torch, saved(torch, getattr(transformers, f"{kind}ForCausalLM"), config, folder), folder
 
 
-def imported(tmp_path: Path, ckpt: Path, *args: str) -> Path:
-    out = tmp_path / "spec.yaml"
+def imported(tmp_path: Path, ckpt: Path, *args: str, name: str = "spec.yaml") -> Path:
+    out = tmp_path / name
     r = run_app("import", str(ckpt), "-o", str(out), *args)
     assert r.returncode == 0, r.stderr
     return out

@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 def import_(
     checkpoint: Annotated[str, typer.Argument(metavar="CHECKPOINT", show_default=False,
-                                              help="A Hugging Face model folder, or a .safetensors, .npz or PyTorch .pt/.bin file.")],
+                                              help="A Hugging Face model folder, a .safetensors, .npz or PyTorch .pt/.bin file, or a Hub name "
+                                                   "(owner/name) in the Hugging Face cache.")],
     output: Annotated[str | None, typer.Option("--output", "-o", show_default=False,
                                                help="Write the spec to this file (replacing only a spec tracer import wrote and nobody edited since, unless "
                                                     "--force) instead of stdout.")] = None,
@@ -38,13 +39,18 @@ def import_(
     allow_unread: Annotated[bool, typer.Option("--allow-unread",
                                                help="Import even when the spec would leave some of the checkpoint's tensors unread in the layers it traces; "
                                                     "the spec lists them.")] = False,
-    length: Annotated[int, typer.Option("--length", metavar="T", help="Positions of the random input when --tokens is not given.")] = 8,
+    length: Annotated[int | None, typer.Option("--length", metavar="T", show_default=False,
+                                               help="Positions of the random input, when neither --tokens nor --text is given (default: 8).")] = None,
     force: ForceOption = False,
     text: Annotated[str | None, typer.Option("--text", metavar="TEXT", show_default=False,
                                              help="Input text, tokenized with the folder's own tokenizer.json (needs the tokenizers package: "
                                                   "the checkpoints extra).")] = None,
     no_special: Annotated[bool, typer.Option("--no-special",
                                              help="With --text: do not add the special tokens (BOS, EOS) the tokenizer's post-processor adds.")] = False,
+    download: Annotated[bool, typer.Option("--download",
+                                           help="With a Hub name (owner/name): fetch into the Hugging Face cache the files the import reads "
+                                                "(config.json, tokenizer.json, the index, only the shards of the layers traced) when the cache "
+                                                "lacks any (needs huggingface_hub: the hub extra).")] = False,
     dtype: Annotated[str, typer.Option("--dtype", metavar="float64|float32",
                                        help="What the spec computes in: float64 (default), or float32 (a float32 checkpoint read as stored, as "
                                             "Hugging Face runs it).")] = "float64",
@@ -56,7 +62,8 @@ def import_(
         from tracer.messages import render
 
         result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length, force, activation=activation, eps=eps,
-                                   norm_order=norm_order, allow_unread=allow_unread, text=text, special=not no_special, dtype=dtype)
+                                   norm_order=norm_order, allow_unread=allow_unread, text=text, special=not no_special, dtype=dtype,
+                                   download=download)
         if result.assumed:  # once, whether the spec goes to a file or to stdout
             settings = ", ".join(f"{name} {value}" for name, value in result.assumed)
             sys.stderr.write(render(msg("assumed ({why}): {settings}", why=result.why_assumed, settings=settings)) + "\n")

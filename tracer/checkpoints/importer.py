@@ -103,6 +103,13 @@ def _no_layout(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None) 
                                                    names=", ".join(n for n in families.names() if n != "tracer"))])))
 
 
+class Where(NamedTuple):
+    """Where the checkpoint was found: its title in the spec's first line and the note on weights.file."""
+
+    title: str | None = None  # None: the checkpoint's file or folder name
+    note: str = "relative to this spec's folder"
+
+
 def _no_invented_head(ckpt_path: str, ckpt: Checkpoint, layout: Layout, cfg: ModelConfig) -> None:
     """Every head the checkpoint holds is read, and none is made up, with or without --allow-unread: a task head the layout maps
     but the family's reader did not take up is refused naming it; so is a checkpoint with no output head of its own that
@@ -143,11 +150,14 @@ def _draft(text: str, where: str) -> Any:
 
 
 def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str | None, tokens: str | None, options: Options,
-          length: int, unread: list[str] | None = None, dtype: str = "float64") -> tuple[str, str, ModelConfig, str]:
+          length: int, unread: list[str] | None = None, dtype: str = "float64", where: Where = Where(),
+          tokens_from: str = "--tokens", start: Start | None = None) -> tuple[str, str, ModelConfig, str]:
     """The spec's text, a one-line summary, the config it was made from and the layout's name.
 
     ``unread``: None for the first draft (written with allow_unread: true, to find what it leaves unread),
     else the tensors the spec leaves unread (the spec then allows them only if there are any, and lists them).
+    ``tokens_from``: the option ``tokens`` came from (--tokens, or --text tokenized), named when they cannot be the input.
+    ``start``: the hidden state entering the first layer kept, which layers 0 to first - 1 made of the tokens (its x).
     """
     ckpt = open_checkpoint(ckpt_path)
     config = families.config_of(ckpt)
@@ -167,14 +177,22 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
     most = cfg.dims["T_max"] - offset if "T_max" in cfg.dims else None
     if length < 1 or (most is not None and length > most):
         raise UsageError(msg("--length {length}: expected 1 to {most} positions", length=length, most=most if most is not None else "T_max"))
-    title = _text_path(os.path.basename(os.path.normpath(ckpt_path)))
+    title = _text_path(where.title or os.path.basename(os.path.normpath(ckpt_path)))
+    shown = Shown(shown_path, where.note)
     if cfg.model == "encoder-decoder":
         if layers is not None:
             raise UsageError(msg('--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole'))
-        return (_seq2seq(cfg, title, shown_path, name, tokens, length, unread, dtype),
+        if tokens is not None and tokens_from != "--tokens":
+            raise UsageError(at(tokens_from, msg("an encoder-decoder's input is its source and target ids: give the source with --tokens")))
+        return (_seq2seq(cfg, title, shown, name, tokens, length, unread, dtype),
                 f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name)
     first, last = parse_layers(layers, cfg.layers)
     ids = parse_tokens(tokens, cfg.dims.get("V"))
+    if ids is not None and cfg.input != "tokens":  # written as a random x otherwise: the ids would be dropped
+        raise UsageError(at(tokens_from, msg("the {name} layout's first layer reads vectors (input x), not token ids", name=name)))
+    if ids is not None and first > 0:  # import_checkpoint gives them as the start they make (layers 0 to first - 1 traced on them)
+        raise UsageError(at(tokens_from, msg("token ids are the input of layer 0's token embedding, and --layers {first}-{last} starts from the hidden "
+                                             "state entering layer {first}: give that state as the start", first=first, last=last)))
     if cfg.padding_token is not None and first == 0:  # RoBERTa: a padding token takes position padding_idx, not its place in the sequence
         pad = cfg.padding_token
         if ids is not None and pad in ids:
@@ -192,7 +210,10 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         raise UsageError(msg("--tokens: {n} tokens, but the checkpoint has positions for {T_max} (its learned position table has T_max = {T_max} rows, "
                              "n_positions); give at most {T_max}",
                              n=len(ids), T_max=T_max))
-    return _decoder(cfg, title, shown_path, name, first, last, ids, length, unread, dtype), f"{name}, layers {first}-{last} of {cfg.layers}", cfg, name
+    if start is not None and (first == 0 or ids is not None):
+        raise UsageError(msg("a start is the hidden state entering layer {first}: give it without the tokens that made it", first=first))
+    return (_decoder(cfg, title, shown, name, first, last, ids, length, unread, dtype, start), f"{name}, layers {first}-{last} of {cfg.layers}",
+            cfg, name)
 
 
 def _dtype_note(stored: str, dtype: str = "float64") -> str:
@@ -219,9 +240,22 @@ def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
     return lines
 
 
-def _weights_lines(shown: str, name: str, first: int, unread: list[str] | None) -> list[str]:
-    weights: dict[str, Any] = {"file": shown, "layout": name}
-    wnotes = {"file": "relative to this spec's folder"}
+class Start(NamedTuple):
+    """The input of a trace that starts at layer first > 0 from given tokens: the hidden state entering it, as tracer traced
+    layers 0 to first - 1 of the checkpoint on them."""
+
+    rows: list[Any]  # [B,T,C] as nested lists of floats (each written as the shortest text that reads back to the same float)
+    note: str  # what made it
+
+
+class Shown(NamedTuple):
+    path: str  # weights.file as the spec writes it
+    note: str  # its comment
+
+
+def _weights_lines(shown: Shown, name: str, first: int, unread: list[str] | None) -> list[str]:
+    weights: dict[str, Any] = {"file": shown.path, "layout": name}
+    wnotes = {"file": shown.note}
     if first:
         weights["first_layer"] = first
         wnotes["first_layer"] = f"blocks.0 of this spec is layer {first} of the checkpoint"
@@ -233,8 +267,8 @@ def _weights_lines(shown: str, name: str, first: int, unread: list[str] | None) 
     return lines
 
 
-def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, last: int, ids: list[int] | None, length: int,
-             unread: list[str] | None, dtype: str = "float64") -> str:
+def _decoder(cfg: ModelConfig, title: str, shown: Shown, name: str, first: int, last: int, ids: list[int] | None, length: int,
+             unread: list[str] | None, dtype: str = "float64", start: Start | None = None) -> str:
     n = last - first + 1
     whole_end = last == cfg.layers - 1
     from_tokens = cfg.input == "tokens" and first == 0
@@ -245,7 +279,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     if not (whole_end and from_tokens):  # the task heads read the last layer's output (and the tokens' padding): left out
         dims.pop("L", None)
     notes = dict(cfg.notes)
-    if not (from_tokens and ids is not None):
+    if not (from_tokens and ids is not None) and start is None:
         dims = {"B": 1, "T": length} | dims
         notes["T"] = "positions of the seeded random input (--length)"
     lines.append("dims:")
@@ -282,7 +316,9 @@ def _decoder(cfg: ModelConfig, title: str, shown: str, name: str, first: int, la
     lines.append("weights:")
     lines += _weights_lines(shown, name, first, unread)
     lines.append("input:")
-    if not from_tokens:
+    if start is not None:
+        lines.append(_line("  x: " + json.dumps(start.rows), start.note))
+    elif not from_tokens:
         why = f"stands for the hidden state entering layer {first}" if first else "an encoder layer reads vectors, not tokens"
         lines.append(_line("  x: random", f"[B,T,C] drawn from the seed; {why}"))
     elif ids is not None:
@@ -323,7 +359,7 @@ def _rotary_range(block: dict[str, Any], notes: dict[str, str], first: int, last
         notes["rotary_layers"] = notes.get("rotary_layers", "") + f"; of layers {first}-{last}: " + (f"blocks {kept} turned" if kept else "none turned")
 
 
-def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None,
+def _seq2seq(cfg: ModelConfig, title: str, shown: Shown, name: str, tokens: str | None, length: int, unread: list[str] | None,
              dtype: str = "float64") -> str:
     assert cfg.encoder is not None
     if cfg.target_start is not None:
@@ -354,7 +390,7 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | 
     return "\n".join(lines) + "\n"
 
 
-def _seq2seq_tokens(cfg: ModelConfig, title: str, shown: str, name: str, tokens: str | None, length: int, unread: list[str] | None,
+def _seq2seq_tokens(cfg: ModelConfig, title: str, shown: Shown, name: str, tokens: str | None, length: int, unread: list[str] | None,
                     dtype: str = "float64") -> str:
     """An encoder-decoder whose checkpoint holds the token table (T5): the source is --tokens (else ids written out, 1 + 7t
     mod V), the target decoder_start_token_id and the source but its last id (labels = the source, shifted right)."""
@@ -398,32 +434,50 @@ def _text_path(path: str) -> str:
 
 
 def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = None, layers: str | None = None,
-                      tokens: str | None = None, heads: int | None = None, length: int = 8, force: bool = False,
+                      tokens: str | None = None, heads: int | None = None, length: int | None = None, force: bool = False,
                       activation: str | None = None, eps: float | None = None, norm_order: str | None = None,
-                      allow_unread: bool = False, text: str | None = None, special: bool = True, dtype: str = "float64") -> Imported:
+                      allow_unread: bool = False, text: str | None = None, special: bool = True, dtype: str = "float64",
+                      download: bool = False) -> Imported:
     """Build the spec for ``checkpoint``, check that it loads and reads the checkpoint whole (or ``allow_unread``),
-    and write it to ``output`` (or return it for stdout).  ``text``: the input, tokenized with the folder's own
-    tokenizer.json (``special``: with the special tokens its post-processor adds).  ``dtype``: what the spec computes in
-    (float64, or float32: a float32 checkpoint then read as stored)."""
+    and write it to ``output`` (or return it for stdout).  ``checkpoint``: a path, else a Hub name (owner/name) found in
+    the Hugging Face cache (``download``: what the import reads fetched into it when it lacks any).  ``text``: the input,
+    tokenized with the folder's own tokenizer.json (``special``: with the special tokens its post-processor adds).
+    ``dtype``: what the spec computes in (float64, or float32: a float32 checkpoint then read as stored)."""
     if dtype not in DTYPES:
         raise UsageError(msg("--dtype {dtype}: expected one of {names}", dtype=repr(dtype), names=" | ".join(DTYPES)))
     from tracer.files import check_output, text_mark, write_atomic
 
     options = _options(heads, activation, eps, norm_order)
-    if output is not None:
-        check_output(output, "-o", [checkpoint], "yaml", force)
+    if length is not None and (tokens is not None or text is not None):
+        raise UsageError(at("--length", msg("sets the positions of the random input, and {option} gives the input: give one",
+                                            option="--tokens" if tokens is not None else "--text")))
+    if force and output is None:
+        raise UsageError(at("--force", msg("lets -o replace a file tracer did not write, and the spec goes to stdout: give -o too")))
+    length = 8 if length is None else length
+    checkpoint, found = _located(checkpoint, layout, layers, download)
+    if found.title is not None:  # the cache's snapshot, written as an absolute path: the spec runs from any folder
+        shown = checkpoint
+    elif output is not None:
         folder = os.path.dirname(os.path.abspath(output))
         shown = os.path.relpath(os.path.abspath(checkpoint), folder)
     else:
         shown = checkpoint
+    if output is not None:
+        check_output(output, "-o", [checkpoint], "yaml", force)
     where = output if output is not None else "<stdout>"
     said = None
     if text is not None:
         tokens, said = _text_tokens(checkpoint, shown, tokens, text, special, output)
     elif not special:
         raise UsageError(msg("--no-special says whether the tokenizer adds its special tokens to --text: give --text too"))
+    given = "--tokens" if said is None else "--text"
+    start = None
+    if tokens is not None and layers is not None and parse_layers(layers, 1 << 62)[0] > 0:
+        start = _start(checkpoint, layout, layers, tokens, options, allow_unread, dtype, given, text)
+        tokens, said = None, None
     try:
-        draft, _, _, name = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, dtype=dtype)
+        draft, _, _, name = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, dtype=dtype, where=found, tokens_from=given,
+                                  start=start)
         left = _unread(_draft(draft, where), name)
         if left and not allow_unread:
             raise UsageError(at(checkpoint, nmsg(
@@ -432,7 +486,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
                 "the {layout} layout leaves {n} of its tensors unread in what the spec would trace: {names}; tracer would trace a model without them (give "
                 "--allow-unread to import it anyway, and the spec says so)",
                 len(left), layout=name, names=named_few(left))))
-        text, summary, cfg, _ = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, left, dtype)
+        text, summary, cfg, _ = build(checkpoint, _text_path(shown), layout, layers, tokens, options, length, left, dtype, found, given, start)
     except CheckpointError as e:
         raise UsageError(e.message) from None
     if said is not None:
@@ -442,6 +496,50 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         body = text.encode("utf-8")
         write_atomic(output, lambda fh: fh.write(text_mark("yaml", body) + body), "-o", "yaml", force)
     return Imported(text, summary, cfg.assumed, cfg.assumed_why)
+
+
+def _start(checkpoint: str, layout: str | None, layers: str, tokens: str, options: Options, allow_unread: bool, dtype: str, given: str,
+           text: str | None) -> Start:
+    """--tokens (or --text) with --layers from layer first > 0: the hidden state entering that layer, traced by tracer through
+    layers 0 to first - 1 of the checkpoint from these tokens (imported as layers 0 to first - 1 are, refused as they would be)."""
+    from tracer.front.run_trace import trace
+
+    first = parse_layers(layers, 1 << 62)[0]
+    before = import_checkpoint(os.path.abspath(checkpoint), None, layout, f"0-{first - 1}", tokens, options.heads, None, False, activation=options.activation,
+                               eps=options.eps, norm_order=options.norm_order, allow_unread=allow_unread, dtype=dtype)
+    if "\n  allow_unread: true" in before.text:  # the start would be made without them, and the spec could not list them
+        raise UsageError(at("--allow-unread", msg("layers 0-{last} make the start of --layers {layers} from {option}, and leave tensors unread: tracer "
+                                                  "makes a start only from layers read whole", last=first - 1, layers=layers, option=given)))
+    stage = "output" if first == 1 else f"blocks.{first - 1}.output"  # a one-layer spec's stages have no blocks.0 prefix
+    x = trace(_draft(before.text, f"the trace of layers 0-{first - 1}"), record="main", keep=[stage])[stage]
+    made = f"--text {yamlio.comment(repr(text))} (ids {tokens})" if text is not None else f"--tokens {tokens}"
+    return Start(x.tolist(),
+                 _safe(f"[B,T,C]: the hidden state entering layer {first}, tracer's trace of layers 0-{first - 1} of the checkpoint on {made}"))
+
+
+# -- a Hub name (owner/name): the Hugging Face cache's snapshot --------------------
+def _located(checkpoint: str, layout: str | None, layers: str | None, download: bool) -> tuple[str, Where]:
+    """The checkpoint's path: ``checkpoint`` itself when it exists (or is not written as a Hub name), else the cache's
+    snapshot of the Hub model it names (fetched first with ``download``: only the shards the import reads)."""
+    from tracer.checkpoints import hub
+
+    if os.path.lexists(checkpoint) or not hub.is_name(checkpoint):
+        if download:
+            raise UsageError(at("--download", msg("fetches a model the Hugging Face Hub names (owner/name), but {path} is a path",
+                                                  path=repr(checkpoint))))
+        return checkpoint, Where()
+
+    def choose(weight_map: dict[str, str], config: dict[str, Any] | None) -> set[str]:
+        name = layout or families.infer(config)
+        if name not in families.layouts():  # no layout reads it: the import says so from the index alone
+            return set()
+        span = None if layers is None else (lambda total: parse_layers(layers, total))
+        return hub.needed_shards(weight_map, families.layouts()[name], span)
+
+    snap = hub.download(checkpoint, choose) if download else hub.snapshot(checkpoint)
+    if snap is None:
+        raise hub.not_found(checkpoint)
+    return snap, Where(checkpoint, f"the Hugging Face cache's snapshot of {checkpoint} (refs/main when imported)")
 
 
 # -- --text, tokenized with the folder's own tokenizer.json ------------------------

@@ -13,8 +13,12 @@ computes is written into the spec as tracer settings, each a stage or an op of i
 - ``attention_scale: 1``: T5 does not divide the scores by sqrt(d); d = d_kv (dims.d when H * d_kv != C);
 - the FFN: feed_forward_proj relu (wi, wo, tracer's relu FFN with zero biases) or gated-gelu (wi_0, wi_1, wo:
   ``activation: geglu``, the tanh GELU, Hugging Face's gelu_new);
-- the head: tied (lm_head = shared); when tie_word_embeddings is not false (transformers 5 keeps it as
-  scale_decoder_outputs), the decoder's output times C ** -0.5 before it, ``head_scale: true`` (stage decoder.head_scale).
+- the head: lm_head.weight when the file holds one, else tied (lm_head = shared); when scale_decoder_outputs is true, or is
+  not written and tie_word_embeddings is not false (transformers 5 reads them so, and saves T5 v1.1 with the first false
+  beside the second true), the decoder's output times C ** -0.5 before it, ``head_scale: true`` (stage decoder.head_scale).
+
+T5EncoderModel (no decoder in the file) is the encoder traced as one stack, under the single-stack names (blocks.{i}.*,
+relative_bias, final_norm): no mask, no head, its final norm Hugging Face's last_hidden_state.
 
 The input: the source ids (--tokens, or a default written out) and the target, decoder_start_token_id followed by the
 source but its last id (the decoder input Hugging Face makes from labels = the source, shifted right).
@@ -62,6 +66,13 @@ def table() -> dict[str, Take]:
     t |= ffn("decoder.blocks.{i}.", D + "2.DenseReluDense")
     t |= group("decoder.blocks.{i}.", "norm3", {"gamma": Take(D + "2.layer_norm.weight")})
     t |= group("decoder.", "final_norm", {"gamma": Take("decoder.final_layer_norm.weight")})
+    # T5EncoderModel (no decoder in the file): the encoder as a stack of its own, tracer's single-stack names
+    t["relative_bias"] = Take("encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight")
+    t |= _attention("blocks.{i}.", "attn", E + "0.SelfAttention")
+    t |= group("blocks.{i}.", "norm1", {"gamma": Take(E + "0.layer_norm.weight")})
+    t |= ffn("blocks.{i}.", E + "1.DenseReluDense")
+    t |= group("blocks.{i}.", "norm2", {"gamma": Take(E + "1.layer_norm.weight")})
+    t |= group("", "final_norm", {"gamma": Take("encoder.final_layer_norm.weight")})
     return {k.replace("..", "."): v for k, v in t.items()}  # the tables: encoder.relative_bias, decoder.relative_bias
 
 
@@ -116,10 +127,11 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     keys = ckpt.keys()
     enc_layers = layer_count(keys, "encoder.block.{i}.layer.0.layer_norm.weight")
     dec_layers = layer_count(keys, "decoder.block.{i}.layer.0.layer_norm.weight")
-    if enc_layers == 0 or dec_layers == 0:
-        raise CheckpointError(at(ckpt.path, msg("holds no T5 encoder and decoder layers (encoder.block.0..., decoder.block.0...)")))
+    if enc_layers == 0:
+        raise CheckpointError(at(ckpt.path, msg("holds no T5 encoder layers (encoder.block.0...)")))
     cfg.same("num_layers", enc_layers, "encoder layers")
-    cfg.same("num_decoder_layers", dec_layers, "decoder layers")
+    if dec_layers:  # none: T5EncoderModel, whose config keeps num_decoder_layers
+        cfg.same("num_decoder_layers", dec_layers, "decoder layers")
     H = read.values["num_heads"]
     q = shape_of(ckpt, ckpt_layout, "encoder.blocks.0.attn.w_q")
     if q is None:
@@ -147,23 +159,16 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
     if options.activation not in (None, activation):
         raise CheckpointError(at(f"--activation {options.activation}",
                                  msg("the t5 layout's FFN is fixed by feed_forward_proj {proj}: expected {want}", proj=repr(proj), want=activation)))
-    tie = cfg.flag("tie_word_embeddings")
-    scale = tie is not False  # transformers 5: scale_decoder_outputs = (tie_word_embeddings is not False)
-    stated = cfg.flag("scale_decoder_outputs")
-    if tie is None and stated is not None:
-        scale = stated
-    refuse(cfg, [(stated is not None and tie is not None and stated != scale,
-                  msg("scale_decoder_outputs = {got}, but tie_word_embeddings = {tie}, which transformers reads for the decoder's scale: the config says both",
-                      got=str(stated).lower(), tie=str(tie).lower()))])
+    # transformers 5 reads scale_decoder_outputs where the config has it (it writes tie_word_embeddings true beside it,
+    # and ties lm_head to shared unless the file holds an lm_head of its own), else tie_word_embeddings is not false
+    tie, stated = cfg.flag("tie_word_embeddings"), cfg.flag("scale_decoder_outputs")
+    scale = stated if stated is not None else tie is not False
     separate = shape_of(ckpt, ckpt_layout, "head") is not None
     relative = {"buckets": buckets, "max_distance": distance}
     common = {"norm_order": "pre", "norm": "rmsnorm", "eps": eps, "activation": activation, "positions": "relative",
               "relative": relative, "attention_scale": 1}
     encoder = common | {"layers": enc_layers, "mask": "none", "final_norm": True}
-    decoder = common | {"layers": dec_layers, "mask": "causal", "final_norm": True, "head": "separate" if separate else "tied"}
-    if scale:
-        decoder["head_scale"] = True
-    own_width = H * d != C
+    own_width, dtype = H * d != C, stored_dtype(ckpt, ckpt_layout, "embedding")
     dims = {"C": C, "H": H} | ({"d": d} if own_width else {}) | {"F": F, "V": V}
     notes = {"C": "d_model (the width of shared.weight)", "H": "num_heads", "d": "d_kv, not d_model / num_heads: q is [H*d, C], o [C, H*d]",
              "F": "d_ff (DenseReluDense.wo is [C, F])", "V": "vocab_size (rows of shared.weight)",
@@ -174,11 +179,24 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
              "activation": f"feed_forward_proj {proj}" + (": wo(gelu_new(wi_0(x)) * wi_1(x))" if gated else ": wo(relu(wi(x))), no biases"),
              "final_norm": "final_layer_norm",
              "head": "lm_head.weight (in the file)" if separate else "lm_head = shared (T5 ties them)",
-             "head_scale": "the decoder's output times d_model ** -0.5 before lm_head (tie_word_embeddings not false)"} | cfg.notes
-    return ModelConfig(dec_layers, dims, decoder, notes, stored_dtype(ckpt, ckpt_layout, "embedding"), "config.json", "encoder-decoder",
+             "head_scale": "the decoder's output times d_model ** -0.5 before lm_head (" + (
+                 "scale_decoder_outputs true)" if stated is not None else "tie_word_embeddings not false)")} | cfg.notes
+    if not dec_layers:
+        block = common | {"layers": enc_layers, "mask": "none", "final_norm": True, "head": "none"}
+        notes |= {"mask": "none: T5's encoder attends both ways", "final_norm": "encoder.final_layer_norm: its output is last_hidden_state",
+                  "head": "none: the checkpoint holds no decoder and no lm_head (T5EncoderModel), so the encoder stack is traced alone"}
+        return ModelConfig(enc_layers, dims, block, notes, dtype, "config.json", **cfg.record())
+    decoder = common | {"layers": dec_layers, "mask": "causal", "final_norm": True, "head": "separate" if separate else "tied"}
+    if scale:
+        decoder["head_scale"] = True
+    elif not separate:
+        notes["head"] = "lm_head = shared (transformers ties them); scale_decoder_outputs " + (
+            "false" if stated is not None else "unset and tie_word_embeddings false") + ": no d_model ** -0.5 before it"
+    return ModelConfig(dec_layers, dims, decoder, notes, dtype, "config.json", "encoder-decoder",
                        encoder, enc_layers, target_start=cfg.integer("decoder_start_token_id", lo=0) or 0, **cfg.record())
 
 
-LAYOUT = Layout("t5", "Hugging Face T5 (T5ForConditionalGeneration): RMSNorm, relative position bias, no 1/sqrt(d), a scaled tied head",
+LAYOUT = Layout("t5", "Hugging Face T5 (T5ForConditionalGeneration, T5EncoderModel): RMSNorm, relative position bias, no 1/sqrt(d), "
+                "a tied head, scaled unless T5 v1.1",
                 table(), read_config, model_types=T5_MODEL_TYPES,
                 harmless=(r"(encoder|decoder)\.embed_tokens\.weight",), differ=("umt5", "mt5", "longt5", "switch_transformers"))
