@@ -3,6 +3,8 @@
 Nothing here imports anything."""
 
 MESSAGES: dict[str, str] = {
+    'RMSNorm, the rotary angles and the softmax': 'RMSNorm、旋转位置的角度和 softmax',
+    'the rotary angles and the softmax': '旋转位置的角度和 softmax',
     ' ({how})': '（{how}）',
     '{what} does not record the number of heads; give --heads H (H must divide C = {C})': '{what} 没有记录头数；请给出 --heads H（H 必须整除 C = {C}）',
     '--heads {heads}: H must divide C = {C} (each head has width d = C / H)': '--heads {heads}：H 必须整除 C = {C}（每个头的宽度是 d = C / H）',

@@ -96,9 +96,12 @@ class Hint(NamedTuple):
     bug: str | None = None  # the record's name ("no_scale") or the variant's ("scale=1/sqrt(C)"), None when nothing matches
     searched: bool = False  # some diagnosis was tried (then "no known mistake matches" is said)
     same_numbers: tuple[str, ...] = ()  # the other mistakes that give the student's numbers here, by name
+    cause: Message | None = None  # a cause that is no mistake (Hugging Face's float32 rounding, compare/hf_float32.py), said in place of the advice
 
     def message(self) -> Message:
         """The hint as a message (rendered in the current language at the edge)."""
+        if self.cause is not None:
+            return msg("{lead}: {cause}", lead=self.lead, cause=self.cause)
         if self.diagnosis is None:
             if self.searched:
                 return msg("{lead}: no known mistake matches; look at {advice}", lead=self.lead, advice=self.advice)
@@ -160,7 +163,26 @@ def near_limit(result: DiffResult, ref: Side, mine: Side) -> tuple[str, float, f
 
 def hint_for(result: DiffResult, ref: Side, mine: Side) -> Hint | None:
     """The hint for the first diverging stage of a diff against another program's arrays; None when all agree.
-    A stage before it that agrees only just (near_limit) is diagnosed first: a mistake named there is the hint."""
+    A stage before it that agrees only just (near_limit) is diagnosed first: a mistake named there is the hint.
+    When no mistake is named and every difference is the size of float32's rounding in a float64 import of a family
+    whose Hugging Face code keeps steps in float32 (compare/hf_float32.py), that is the hint, with the tolerance that
+    fits, in place of the stage's checklist."""
+    from tracer.compare.hf_float32 import float32_rounding
+
+    hint = _hint_for(result, ref, mine)
+    if hint is None or hint.diagnosis is not None:
+        return hint
+    rounding = float32_rounding(result, ref, mine)
+    if rounding is None:
+        return hint
+    first = result.first_diverging
+    assert first is not None
+    lead = msg("{stage} differs but {prev} agrees", stage=first.name, prev=hint.prev) if hint.prev else \
+        msg("{stage} differs and no stage before it was compared", stage=first.name)
+    return Hint(first.name, hint.prev, lead, hint.advice, cause=rounding.message(mine.label))
+
+
+def _hint_for(result: DiffResult, ref: Side, mine: Side) -> Hint | None:
     from tracer.compare.status import EQUAL, SHAPES_DIFFER
 
     first = result.first_diverging

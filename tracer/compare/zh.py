@@ -21,6 +21,8 @@ UI: dict[str, str] = {
 }
 
 MESSAGES: dict[str, str] = {
+    "every recorded stage is within {share} of its largest value, the size of float32's rounding. If {other} is Hugging Face's forward: Hugging Face computes {steps} in float32 even in a float64 model (docs/llama.md), so differences of this size are its float32 rounding, not a mistake; a tolerance of 1e-5 of the largest value fits: --rtol {rtol} --atol {atol}": '每个记录的阶段与 tracer 的差都在该阶段最大值的 {share} 以内，正是 float32 舍入的大小。如果 {other} 是 Hugging Face 的前向计算：Hugging Face 即使在 float64 模型里也用 float32 计算{steps}（见 docs/llama.md），所以这么大的差是它的 float32 舍入，不是错误；按最大值的 1e-5 设定的容差就合适：--rtol {rtol} --atol {atol}',
+    '{lead}: {cause}': '{lead}：{cause}',
     "Gemma's RMSNorm (the mean of the squares over C, ε inside the square root, then times 1 + gamma, not gamma: the stored weight is the offset from 1)": 'Gemma 的 RMSNorm（沿 C 取平方的均值，ε 放在平方根里，再乘以 1 + gamma 而不是 gamma：存储的权重是相对 1 的偏移）',
     'the scaled embeddings: the rows of E for the token ids, times sqrt(C)': '缩放后的嵌入：按 token id 取 E 的行，再乘以 sqrt(C)',
     'Your {stage} equals {what} computed with {mistakes}': '你的 {stage} 等于按下面的做法算出的{what}：{mistakes}',

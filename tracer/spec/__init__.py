@@ -91,6 +91,7 @@ def validated(doc: dict[str, Any], src: Source) -> Spec:
         source=read.source, vocab=vocab, layer_template=layer, allow_nonfinite=c.allow_nonfinite,
         loss=loss, targets=targets, init=init, token_types=token_types,
         tokenizer=read.tokenizer, text=read.text, specials_added=read.specials_added,
+        layout=None if c.model_source is None else c.model_source.layout.name,
     )
 
 

@@ -176,6 +176,8 @@ class Spec(NamedTuple):  # NamedTuples, not dataclasses: cheaper to create at ev
     tokenizer: str | None = None  # tokenizer: the tokenizer.json the tokens are made with and shown as (resolved path)
     text: str | None = None  # input.text, as written
     specials_added: tuple[str, ...] = ()  # the special tokens the tokenizer's post-processor added to the text (BOS, EOS)
+    # weights: {file: ..., layout: L}: the checkpoint family the weights are read through (its --layout name), else None
+    layout: str | None = None
 
     def axes_shape(self, axes: tuple[str, ...]) -> tuple[int, ...]:
         return tuple(self.dims.size(a) for a in axes)
@@ -222,6 +224,7 @@ SPEC_NOT_SETTINGS = {
     "tokenizer": "the tokenizer the tokens are made with and shown as: the token ids are compared (input)",
     "text": "the text the tokens were made from: the token ids are compared (input)",
     "specials_added": "which special tokens the text's ids include: the token ids are compared (input)",
+    "layout": "where the weights are read from (a checkpoint family's names): compared by value, weight by weight",
 }
 SPEC_ONLY_SETTINGS = ("input", "source", "loss", "targets")  # not in a trace saved before it recorded its input (its stages hold the values)
 GRAD_SETTINGS = ("loss", "targets")  # what tracer grad differentiates: compared by diff --grad

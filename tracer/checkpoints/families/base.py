@@ -144,6 +144,13 @@ class ModelConfig(NamedTuple):
     target_start: int | None = None  # an encoder-decoder with a token table (T5): the target's first id, decoder_start_token_id
 
 
+# What a family's Hugging Face modeling code computes in float32 even when the model is float64 (Layout.float32): a
+# float64 import diffed against that forward differs by float32's rounding there, and tracer diff says so
+# (docs/llama.md#checked-against-hugging-face-and-why-not-to-1e-12; tests/helpers/hf_parity.py lifts them to float64).
+RMS_ROTARY_SOFTMAX = msg("RMSNorm, the rotary angles and the softmax")
+ROTARY_SOFTMAX = msg("the rotary angles and the softmax")
+
+
 class Layout(NamedTuple):
     """One checkpoint family: its name (``--layout``, ``weights.layout``), its table and its config reader."""
 
@@ -156,6 +163,7 @@ class Layout(NamedTuple):
     harmless: tuple[str, ...] = ()  # regexes of tensors nothing needs to read (buffers Hugging Face recomputes)
     weights_prefix: str = ""  # when some keys start with it, only those are weights (tracer's --save archive also holds stages)
     differ: tuple[str, ...] = ()  # model_types (prefixes) whose maths differ though their tensors fit: never suggested, refused
+    float32: Message | None = None  # what its Hugging Face code computes in float32 in a float64 model (RMS_ROTARY_SOFTMAX); None: nothing
 
     def find(self, name: str) -> tuple[Take, int | None] | None:
         """The Take for tracer weight ``name`` ('blocks.3.attn.w_q') and its layer, or None if the table has none."""

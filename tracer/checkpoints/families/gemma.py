@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import llama
+from tracer.checkpoints.families import base, llama
 from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Refusal, Take
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
@@ -112,5 +112,5 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("gemma", "Hugging Face Gemma (GemmaForCausalLM): scaled embeddings, RMSNorm with (1 + w), GeGLU, a tied head",
                 table(), read_config, aliases=(("model.", ""),), model_types=MODEL_TYPES,
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(GEMMA_DIFFERENT))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(GEMMA_DIFFERENT), float32=base.RMS_ROTARY_SOFTMAX)
 

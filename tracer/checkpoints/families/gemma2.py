@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import gemma
+from tracer.checkpoints.families import base, gemma
 from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Take, group, refuse
 from tracer.checkpoints.formats import Checkpoint
 from tracer.messages import Message, msg
@@ -125,4 +125,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("gemma2", "Hugging Face Gemma 2 (Gemma2ForCausalLM): Gemma's block with sandwich norms, soft-capped scores and logits, "
                 "alternating sliding-window layers", table(), read_config, aliases=(("model.", ""),), model_types=("gemma2",),
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(GEMMA2_DIFFERENT))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(GEMMA2_DIFFERENT), float32=base.RMS_ROTARY_SOFTMAX)

@@ -152,4 +152,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 LAYOUT = Layout("gpt_neox", "Hugging Face GPT-NeoX and Pythia (GPTNeoXForCausalLM)", table(), read_config,
                 aliases=(("gpt_neox.", ""),), model_types=("gpt_neox",),
                 # older checkpoints store the causal mask and the rotary frequencies: Hugging Face recomputes them
-                harmless=(r"(gpt_neox\.)?layers\.\d+\.attention\.(bias|masked_bias|rotary_emb\.inv_freq)",))
+                harmless=(r"(gpt_neox\.)?layers\.\d+\.attention\.(bias|masked_bias|rotary_emb\.inv_freq)",), float32=base.ROTARY_SOFTMAX)

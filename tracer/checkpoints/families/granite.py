@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import gemma, llama
+from tracer.checkpoints.families import base, gemma, llama
 from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Take
 from tracer.checkpoints.formats import Checkpoint
 from tracer.messages import msg
@@ -87,4 +87,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("granite", "Hugging Face Granite (GraniteForCausalLM): LLaMA's block with embedding, attention, residual and logit multipliers",
                 table(), read_config, aliases=(("model.", ""),), model_types=("granite",),
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(GRANITE_DIFFERENT))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(GRANITE_DIFFERENT), float32=base.RMS_ROTARY_SOFTMAX)

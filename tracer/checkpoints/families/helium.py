@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import llama
+from tracer.checkpoints.families import base, llama
 from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Take, refuse
 from tracer.checkpoints.formats import Checkpoint
 from tracer.messages import msg
@@ -55,4 +55,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("helium", "Hugging Face Helium (HeliumForCausalLM): LLaMA's block with the rotary pairs interleaved",
                 table(), read_config, aliases=(("model.", ""),), model_types=("helium",),
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(HELIUM_DIFFERENT))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(HELIUM_DIFFERENT), float32=base.RMS_ROTARY_SOFTMAX)

@@ -259,4 +259,4 @@ LAYOUT = Layout("llama", "Hugging Face LLaMA and Mistral-style models (LlamaForC
                 aliases=(("model.", ""),), model_types=("llama", "mistral"),  # a bare LlamaModel has no 'model.'
                 # older checkpoints store the rotary frequencies per layer: LlamaRotaryEmbedding recomputes them from rope_theta
                 harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",),
-                differ=tuple(LLAMA_DIFFERENT))
+                differ=tuple(LLAMA_DIFFERENT), float32=base.RMS_ROTARY_SOFTMAX)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import llama
+from tracer.checkpoints.families import base, llama
 from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, refuse, shape_of
 from tracer.checkpoints.formats import Checkpoint, received
 from tracer.errors import CheckpointError
@@ -86,4 +86,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("mixtral", "Hugging Face Mixtral (MixtralForCausalLM): LLaMA's block with a mixture of SwiGLU experts", table(), read_config,
                 aliases=(("model.", ""),), model_types=("mixtral",),
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), float32=base.RMS_ROTARY_SOFTMAX)

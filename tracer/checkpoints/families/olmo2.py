@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import llama, olmo
+from tracer.checkpoints.families import base, llama, olmo
 from tracer.checkpoints.families.base import Field, Layout, ModelConfig, Options, Take, group
 from tracer.checkpoints.formats import Checkpoint
 from tracer.messages import msg
@@ -64,4 +64,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("olmo2", "Hugging Face OLMo 2 (Olmo2ForCausalLM): RMSNorms on each sublayer's output, q and k normalised over their projections",
                 table(), read_config, aliases=(("model.", ""),), model_types=("olmo2",),
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(OLMO2_DIFFERENT))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(OLMO2_DIFFERENT), float32=base.RMS_ROTARY_SOFTMAX)

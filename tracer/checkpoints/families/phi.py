@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracer.checkpoints.families import base
 from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, refuse, shape_of, stored_dtype
 from tracer.checkpoints.families.gpt_neox import repeated, rope, rotary_dim, tied_head
 from tracer.checkpoints.formats import Checkpoint
@@ -90,4 +91,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("phi", "Hugging Face Phi (PhiForCausalLM)", table(), read_config,
                 aliases=(("model.", ""),), model_types=("phi",),
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), float32=base.ROTARY_SOFTMAX)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import llama
+from tracer.checkpoints.families import base, llama
 from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Take, group, refuse
 from tracer.checkpoints.families.gpt_neox import rope, rotary_dim
 from tracer.checkpoints.formats import Checkpoint
@@ -92,4 +92,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("phi3", "Hugging Face Phi-3 (Phi3ForCausalLM): LLaMA's block with q, k, v packed in qkv_proj and gate, up in gate_up_proj",
                 table(), read_config, aliases=(("model.", ""),), model_types=("phi3",),
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(PHI3_DIFFERENT))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(PHI3_DIFFERENT), float32=base.RMS_ROTARY_SOFTMAX)

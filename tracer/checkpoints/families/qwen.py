@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import llama
+from tracer.checkpoints.families import base, llama
 from tracer.checkpoints.families.base import Config, Layout, ModelConfig, Options, Take, refuse
 from tracer.checkpoints.formats import Checkpoint
 from tracer.messages import msg
@@ -64,4 +64,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("qwen2", "Hugging Face Qwen2 models (Qwen2ForCausalLM): LLaMA's block with q, k and v biases", table(),
                 read_config, aliases=(("model.", ""),), model_types=("qwen2",),
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(QWEN2_DIFFERENT))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(QWEN2_DIFFERENT), float32=base.RMS_ROTARY_SOFTMAX)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import llama, qwen
+from tracer.checkpoints.families import base, llama, qwen
 from tracer.checkpoints.families.base import Layout, ModelConfig, Options, Take, group
 from tracer.checkpoints.formats import Checkpoint
 from tracer.errors import CheckpointError
@@ -48,4 +48,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("qwen3", "Hugging Face Qwen3 models (Qwen3ForCausalLM): LLaMA's block with q and k RMS-normalised per head",
                 table(), read_config, aliases=(("model.", ""),), model_types=("qwen3",),
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(QWEN3_DIFFERENT))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(QWEN3_DIFFERENT), float32=base.RMS_ROTARY_SOFTMAX)

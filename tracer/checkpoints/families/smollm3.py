@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import llama, qwen
+from tracer.checkpoints.families import base, llama, qwen
 from tracer.checkpoints.families.base import Config, Family, Field, Layout, ModelConfig, Options, Take
 from tracer.checkpoints.formats import Checkpoint
 from tracer.messages import msg
@@ -73,4 +73,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("smollm3", "Hugging Face SmolLM3 (SmolLM3ForCausalLM): LLaMA's block with rotary positions on some layers only",
                 table(), read_config, aliases=(("model.", ""),), model_types=("smollm3",),
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(SMOLLM3_DIFFERENT))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), differ=tuple(SMOLLM3_DIFFERENT), float32=base.RMS_ROTARY_SOFTMAX)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracer.checkpoints.families import base
 from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Refusal, Take, group, norm, refuse, shape_of, stored_dtype
 from tracer.checkpoints.families.gpt_neox import rope, rotary_dim, rotary_notes, tied_head
 from tracer.checkpoints.families.llama import bias_rules, swiglu_note
@@ -98,4 +99,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("stablelm", "Hugging Face StableLM (StableLmForCausalLM): LayerNorm, SwiGLU, partial rotary positions", table(), read_config,
                 aliases=(("model.", ""),), model_types=("stablelm",),
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), float32=base.ROTARY_SOFTMAX)

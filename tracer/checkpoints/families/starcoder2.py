@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tracer.checkpoints.families import llama, stablelm
+from tracer.checkpoints.families import base, llama, stablelm
 from tracer.checkpoints.families.base import Family, Field, Layout, ModelConfig, Options, Take, group, norm, refuse, stored_dtype
 from tracer.checkpoints.families.gpt_neox import repeated, rotary_notes, tied_head
 from tracer.checkpoints.formats import Checkpoint
@@ -83,4 +83,4 @@ def read_config(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout,
 
 LAYOUT = Layout("starcoder2", "Hugging Face StarCoder2 (Starcoder2ForCausalLM): LayerNorm, a GELU MLP, biases, a sliding window", table(), read_config,
                 aliases=(("model.", ""),), model_types=("starcoder2",),
-                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",))
+                harmless=(r"(model\.)?layers\.\d+\.self_attn\.rotary_emb\.inv_freq",), float32=base.ROTARY_SOFTMAX)
