@@ -2,7 +2,8 @@
 
 - Every ``sh`` block runs, line by line, in a scratch copy of the repository (specs/, examples/, README.md),
   each page's blocks in order; a line must exit 0, or the N of its ``# exit N`` comment.
-  ``pip install`` and ``python3 -m venv`` lines (installs) are not run here (test_fresh_machine.py runs the README's two); ``# needs torch`` (``# needs tokenizers``) lines are skipped when torch (tokenizers) is missing; ``# slow`` lines
+  ``pip install`` and ``python3 -m venv`` lines (installs) are not run here (test_fresh_machine.py runs the README's two);
+  ``# needs torch`` (``# needs tokenizers``) lines are skipped when torch (tokenizers) is missing; ``# slow`` lines
   (seconds each) run only under ``python -m pytest --slow``; the quick loop runs the commands of QUICK_PAGES, the rest
   run under --slow (as CI runs them).
 - A ``text`` block right after ``<!-- output: COMMAND -->`` is exactly what COMMAND prints, except where it shows a
