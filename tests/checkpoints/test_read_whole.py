@@ -68,7 +68,8 @@ def test_a_model_type_no_family_reads_gets_no_other_familys_layout_suggested(tmp
     r = run_app("import", str(tmp_path / "qwen"))
     assert_refused(r, "model_type 'exotic' names no layout (tracer reads ")
     assert "--layout" not in r.stderr and "--not-the-model" not in r.stderr
-    assert_refused(run_app("import", str(tmp_path / "qwen"), "--layout", "qwen3"), "config.json: model_type 'exotic': the qwen3 layout reads model_type 'qwen3'")
+    forced = run_app("import", str(tmp_path / "qwen"), "--layout", "qwen3")
+    assert_refused(forced, "config.json: model_type 'exotic': the qwen3 layout reads model_type 'qwen3'")
     out = tmp_path / "q.yaml"
     r = run_app("import", str(tmp_path / "qwen"), "--layout", "qwen3", "--not-the-model", "-o", str(out))
     assert r.returncode == 0, r.stderr
