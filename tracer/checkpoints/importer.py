@@ -114,11 +114,12 @@ def _accepted(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None, n
     with the layout's refusal when it would refuse the checkpoint on the next try: only what would be accepted is suggested."""
     from tracer.messages import Located, render
 
-    layout = families.layouts()[name]
     refusal: Any = None
     for options, shown in ((Options(), name), (Options(heads=1), f"{name} --heads H")):  # H = 1 divides every C
-        try:
-            _no_invented_head(ckpt_path, ckpt, layout, layout.read_config(config, ckpt, layout, options))
+        try:  # the import's own first draft, loaded: every tensor's shape checked as the import would
+            left = _unread(_draft(build(ckpt_path, ckpt_path, name, None, None, options, 1)[0], ckpt_path), name)
+            if left:  # the import would refuse it as read in part
+                return None, msg("it leaves {names} unread", names=named_few(left))
             return shown, None
         except (CheckpointError, UsageError) as e:
             refusal = e.message.body if isinstance(e.message, Located) else e.message

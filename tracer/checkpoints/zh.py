@@ -112,6 +112,7 @@ MESSAGES: dict[str, str] = {
      "model_type, as another model can hold the same tensors and compute something else with them"):
         'model_type {kind}：{layout} 布局读的 model_type 是 {types}；tracer 只用模型自己的 model_type 所对应的布局来追踪它，因为另一个模型可以有同样的张量，却用它们算出别的东西',
     'none (it has no config.json)': '无（它没有 config.json）',
+    'it leaves {names} unread': '它有 {names} 没有读到',
     'the {layout} layout maps its tensors, and refuses it: {why}': '{layout} 布局能对应它的张量，但拒绝了它：{why}',
     '; it holds no tensors': '；其中没有张量',
     '{file_of}: no tensor {key} (for {name} {label}){closest}': '{file_of}: 没有张量 {key}（用于 {name} {label}）{closest}',
