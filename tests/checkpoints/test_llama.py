@@ -153,7 +153,10 @@ def test_a_llama_checkpoint_needs_its_config(tmp_path):
     write_llama(tmp_path / "ckpt")
     (tmp_path / "ckpt" / "config.json").unlink()
     assert_refused(run_app("import", str(tmp_path / "ckpt"), "--layout", "llama"), "needs its config.json")
-    assert_refused(run_app("import", str(tmp_path / "ckpt")), "--layout")  # nothing to infer the layout from
+    # nothing to infer the layout from, and the one layout that maps its tensors refuses it: no suggestion, its reason
+    r = run_app("import", str(tmp_path / "ckpt"))
+    assert_refused(r, "the checkpoint has no config.json; the llama layout maps its tensors, and refuses it: ", "needs its config.json")
+    assert "--layout" not in r.stderr
 
 
 def test_a_wrong_shaped_tensor_names_key_and_shapes(tmp_path):

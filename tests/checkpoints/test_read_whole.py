@@ -61,14 +61,40 @@ def test_tensors_the_llama_layout_has_no_place_for_are_refused_by_name(tmp_path:
     assert_refused(r, "the llama layout leaves 4 of its tensors unread", "self_attn.q_norm.weight'", "--allow-unread")
 
 
-def test_the_refusal_without_a_layout_suggests_none_that_would_read_it_in_part(tmp_path: Path) -> None:
-    t = qk_normed(tmp_path / "qwen", model_type="exotic")
+def test_a_model_type_no_family_reads_gets_no_other_familys_layout_suggested(tmp_path: Path) -> None:
+    """qwen3's layout maps every tensor, but the config says the model is another one: a suggestion could be a wrong
+    trace, so none is made; forcing the layout is refused naming the model_type, unless --not-the-model says so."""
+    qk_normed(tmp_path / "qwen", model_type="exotic")
     r = run_app("import", str(tmp_path / "qwen"))
-    assert_refused(r, "model_type 'exotic' names no layout (tracer reads ", "); give --layout qwen3")  # the one layout that reads it whole
+    assert_refused(r, "model_type 'exotic' names no layout (tracer reads ")
+    assert "--layout" not in r.stderr and "--not-the-model" not in r.stderr
+    forced = run_app("import", str(tmp_path / "qwen"), "--layout", "qwen3")
+    assert_refused(forced, "config.json: model_type 'exotic': the qwen3 layout reads model_type 'qwen3'")
+    out = tmp_path / "q.yaml"
+    r = run_app("import", str(tmp_path / "qwen"), "--layout", "qwen3", "--not-the-model", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "not the checkpoint's model: its exotic computed as qwen3" in r.stderr
+    head = out.read_text().splitlines()[:4]
+    assert head[2].startswith("# NOT THE CHECKPOINT'S MODEL (--not-the-model): its config.json's model_type 'exotic'"), head
+    run = run_app("run", str(out))
+    assert run.returncode == 0 and run.stdout.startswith("qwen: all 2 layers, not the checkpoint's model: its exotic computed as qwen3"), run.stdout[:200]
+
+
+def test_not_the_model_is_refused_where_the_config_names_the_layouts_own_model(tmp_path: Path) -> None:
+    qk_normed(tmp_path / "qwen")
+    assert_refused(run_app("import", str(tmp_path / "qwen"), "--not-the-model"), "--not-the-model: ", "model_type 'llama' is the llama layout's own")
+
+
+def test_without_a_config_only_a_layout_that_would_accept_it_is_suggested(tmp_path: Path) -> None:
+    t = qk_normed(tmp_path / "qwen")
+    (tmp_path / "qwen" / "config.json").unlink()
+    r = run_app("import", str(tmp_path / "qwen"))  # qwen3 maps every tensor, and needs its config.json
+    assert_refused(r, "the checkpoint has no config.json; the qwen3 layout maps its tensors, and refuses it: ", "config.json")
+    assert "give --layout" not in r.stderr
     t["model.layers.0.self_attn.q_norm.bias"] = np.zeros(4)  # a tensor no layout has a place for
     _save(tmp_path / "qwen", t)
     r = run_app("import", str(tmp_path / "qwen"))
-    assert_refused(r, "model_type 'exotic' names no layout", "none would trace it whole")
+    assert_refused(r, "the checkpoint has no config.json", "none would trace it whole")
     assert "--layout" not in r.stderr
 
 

@@ -2,7 +2,8 @@
 
 - Every ``sh`` block runs, line by line, in a scratch copy of the repository (specs/, examples/, README.md),
   each page's blocks in order; a line must exit 0, or the N of its ``# exit N`` comment.
-  ``pip install`` lines are not run; ``# needs torch`` (``# needs tokenizers``) lines are skipped when torch (tokenizers) is missing; ``# slow`` lines
+  ``pip install`` and ``python3 -m venv`` lines (installs) are not run here (test_fresh_machine.py runs the README's two);
+  ``# needs torch`` (``# needs tokenizers``) lines are skipped when torch (tokenizers) is missing; ``# slow`` lines
   (seconds each) run only under ``python -m pytest --slow``; the quick loop runs the commands of QUICK_PAGES, the rest
   run under --slow (as CI runs them).
 - A ``text`` block right after ``<!-- output: COMMAND -->`` is exactly what COMMAND prints, except where it shows a
@@ -48,6 +49,7 @@ NEEDS_TORCH = re.compile(r"#\s*needs torch\b")
 TOKENIZERS = importlib.util.find_spec("tokenizers") is not None
 NEEDS_TOKENIZERS = re.compile(r"#\s*needs tokenizers\b")  # text in: the checkpoints extra
 SLOW = re.compile(r"#\s*slow\b")  # a command that takes seconds: run under --slow only
+INSTALLS = ("pip install", "python3 -m venv")  # lines that install: not run by the docs' runner (the fresh-machine test runs the README's)
 COMMENT = re.compile(r"\s+#.*$")  # a shell comment after a command (# exit 1, # needs torch, ...)
 
 
@@ -126,7 +128,7 @@ def commands(text: str, slow: bool = True) -> list[Command]:
                 pending = line[:-1].rstrip() + " "
                 continue
             pending = ""
-            if not line or line.startswith("#") or line.startswith("pip install") or not runs(line):
+            if not line or line.startswith("#") or line.startswith(INSTALLS) or not runs(line):
                 continue
             m = EXIT.search(line)
             out.append(Command(line, int(m.group(1)) if m else 0, b.line + 1 + k))
@@ -395,11 +397,16 @@ def test_every_doc_page_is_found() -> None:
             "docs/contributing.md"} <= names
 
 
+RUN_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -e . && .venv/bin/tracer run specs/ch17-prenorm.yaml"
+TEST_COMMAND = "python3 -m venv .venv && .venv/bin/pip install -e '.[test]' && .venv/bin/python -m pytest"
+
+
 def test_readme_keeps_the_two_fresh_machine_commands() -> None:
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    sh = [line for b in blocks(text) if b.lang == "sh" for line in b.lines]
-    assert "pip install -e . && tracer run specs/ch17-prenorm.yaml" in sh
-    assert "pip install -e '.[test]' && python -m pytest" in sh  # CI greps the README for it
+    for page in ("README.md", "README.zh-CN.md"):
+        text = (REPO / page).read_text(encoding="utf-8")
+        sh = [line for b in blocks(text) if b.lang == "sh" for line in b.lines]
+        assert RUN_COMMAND in sh, page  # tests/docs/test_fresh_machine.py runs both as written
+        assert TEST_COMMAND in sh, page
 
 
 QUICK_PAGES = ("README.md", "README.zh-CN.md", "docs/guide.md")  # in the quick loop; every other page's commands under --slow (CI)

@@ -39,6 +39,10 @@ def import_(
     allow_unread: Annotated[bool, typer.Option("--allow-unread",
                                                help="Import even when the spec would leave some of the checkpoint's tensors unread in the layers it traces; "
                                                     "the spec lists them.")] = False,
+    not_the_model: Annotated[bool, typer.Option("--not-the-model",
+                                                help="With --layout: trace a checkpoint whose config.json names a model_type that layout does not read, "
+                                                     "with the layout's maths; the spec says in its first lines and its name that it is not the checkpoint's "
+                                                     "model.")] = False,
     length: Annotated[int | None, typer.Option("--length", metavar="T", show_default=False,
                                                help="Positions of the random input, when neither --tokens nor --text is given (default: 8).")] = None,
     force: ForceOption = False,
@@ -63,7 +67,7 @@ def import_(
 
         result = import_checkpoint(checkpoint, output, layout, layers, tokens, heads, length, force, activation=activation, eps=eps,
                                    norm_order=norm_order, allow_unread=allow_unread, text=text, special=not no_special, dtype=dtype,
-                                   download=download)
+                                   download=download, not_the_model=not_the_model)
         if result.assumed:  # once, whether the spec goes to a file or to stdout
             settings = ", ".join(f"{name} {value}" for name, value in result.assumed)
             sys.stderr.write(render(msg("assumed ({why}): {settings}", why=result.why_assumed, settings=settings)) + "\n")

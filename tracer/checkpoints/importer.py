@@ -18,7 +18,7 @@ import re
 from typing import Any, NamedTuple
 
 from tracer.checkpoints import families
-from tracer.checkpoints.families.base import Layout, ModelConfig, Options, grouped, named_few
+from tracer.checkpoints.families.base import Layout, ModelConfig, Options, config_path, grouped, named_few
 from tracer.checkpoints.formats import Checkpoint, open_checkpoint
 from tracer.errors import CheckpointError, UsageError
 from tracer.messages import at, join, msg, nmsg
@@ -96,11 +96,36 @@ def _no_layout(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None) 
     read = ", ".join(sorted({t for lay in families.layouts().values() for t in lay.model_types}))
     why = (msg("config.json's model_type {model_type} names no layout (tracer reads {types})", model_type=repr(model_type), types=read)
            if model_type else msg("the checkpoint has no config.json"))
-    fits = families.whole_readers(ckpt, config)
+    if model_type:  # the config names a model no family reads: no other family's layout is suggested (it would compute another model)
+        return UsageError(at(ckpt_path, why))
+    tried = [(name, *_accepted(ckpt_path, ckpt, config, name)) for name in families.whole_readers(ckpt, config)]
+    fits = [how for _, how, _ in tried if how is not None]
     if fits:
         return UsageError(at(ckpt_path, join([why, msg("give --layout {names}", names=" | ".join(fits))])))
+    if tried:  # layouts map its tensors, and each refuses it: the first one's reason (a missing config.json, say)
+        name, _, refusal = tried[0]
+        return UsageError(at(ckpt_path, join([why, msg("the {layout} layout maps its tensors, and refuses it: {why}", layout=name, why=refusal)])))
     return UsageError(at(ckpt_path, join([why, msg("none of tracer's layouts ({names}) maps all of its tensors, so none would trace it whole",
                                                    names=", ".join(n for n in families.names() if n != "tracer"))])))
+
+
+def _accepted(ckpt_path: str, ckpt: Checkpoint, config: dict[str, Any] | None, name: str) -> tuple[str | None, Any]:
+    """``name`` as the suggestion to follow (with ``--heads H`` when the checkpoint does not record its heads), or None
+    with the layout's refusal when it would refuse the checkpoint on the next try: only what would be accepted is suggested."""
+    from tracer.messages import Located, render
+
+    refusal: Any = None
+    for options, shown in ((Options(), name), (Options(heads=1), f"{name} --heads H")):  # H = 1 divides every C
+        try:  # the import's own first draft, loaded: every tensor's shape checked as the import would
+            left = _unread(_draft(build(ckpt_path, ckpt_path, name, None, None, options, 1)[0], ckpt_path), name)
+            if left:  # the import would refuse it as read in part
+                return None, msg("it leaves {names} unread", names=named_few(left))
+            return shown, None
+        except (CheckpointError, UsageError) as e:
+            refusal = e.message.body if isinstance(e.message, Located) else e.message
+            if "--heads" not in render(e.message, "en"):
+                break
+    return None, refusal
 
 
 class Where(NamedTuple):
@@ -167,7 +192,20 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
     if name not in families.names():
         raise UsageError(msg('--layout {name}: expected one of {join}', name=repr(name), join=' | '.join(families.names())))
     layout = families.layouts()[name]
+    kind = (config or {}).get("model_type")
+    foreign = kind if isinstance(kind, str) and kind not in layout.model_types else None
+    if options.not_the_model and foreign is None:
+        raise UsageError(at("--not-the-model", msg("traces a model_type the layout does not read with the layout's maths, and {what}: leave it out",
+                                                   what=msg("config.json's model_type {kind} is the {layout} layout's own", kind=repr(kind), layout=name)
+                                                   if isinstance(kind, str) else msg("the checkpoint's config.json gives no model_type"))))
     cfg = layout.read_config(config, ckpt, layout, options)
+    if foreign is not None and not options.not_the_model:  # read first: a model_type a family knows differs is refused saying how
+        raise UsageError(at(config_path(ckpt), msg(
+            "model_type {kind}: the {layout} layout reads model_type {types}; tracer traces a model only with the layout of its own "
+            "model_type, as another model can hold the same tensors and compute something else with them",
+            kind=repr(foreign), layout=name, types=", ".join(map(repr, layout.model_types)) or msg("none (it has no config.json)"))))
+    if foreign is not None:
+        cfg = cfg._replace(foreign=foreign)
     _no_invented_head(ckpt_path, ckpt, layout, cfg)
     for field, option in (("heads", "--heads"), ("activation", "--activation"), ("eps", "--eps"), ("norm_order", "--norm-order")):
         value = getattr(options, field)
@@ -185,7 +223,7 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
         if tokens is not None and tokens_from != "--tokens":
             raise UsageError(at(tokens_from, msg("an encoder-decoder's input is its source and target ids: give the source with --tokens")))
         return (_seq2seq(cfg, title, shown, name, tokens, length, unread, dtype),
-                f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers)", cfg, name)
+                f"{name}, encoder-decoder ({cfg.encoder_layers} + {cfg.layers} layers){_not_the_model(cfg, name)}", cfg, name)
     first, last = parse_layers(layers, cfg.layers)
     ids = parse_tokens(tokens, cfg.dims.get("V"))
     if ids is not None and cfg.input != "tokens":  # written as a random x otherwise: the ids would be dropped
@@ -212,8 +250,8 @@ def build(ckpt_path: str, shown_path: str, layout_name: str | None, layers: str 
                              n=len(ids), T_max=T_max))
     if start is not None and (first == 0 or ids is not None):
         raise UsageError(msg("a start is the hidden state entering layer {first}: give it without the tokens that made it", first=first))
-    return (_decoder(cfg, title, shown, name, first, last, ids, length, unread, dtype, start), f"{name}, layers {first}-{last} of {cfg.layers}",
-            cfg, name)
+    return (_decoder(cfg, title, shown, name, first, last, ids, length, unread, dtype, start),
+            f"{name}, layers {first}-{last} of {cfg.layers}{_not_the_model(cfg, name)}", cfg, name)
 
 
 def _dtype_note(stored: str, dtype: str = "float64") -> str:
@@ -235,9 +273,17 @@ def _header(title: str, name: str, cfg: ModelConfig, what: str) -> list[str]:
         "# and are read when the spec runs (only those these layers use). Edit freely: `tracer import -o` replaces",
         "# this file only while it is as tracer wrote it (the first line holds its checksum).",
     ]
+    if cfg.foreign is not None:  # --not-the-model: said before anything else, as the name says it in every table
+        lines[1:1] = [f"# NOT THE CHECKPOINT'S MODEL (--not-the-model): its config.json's model_type {_safe(repr(cfg.foreign))} is not one the {name} layout",
+                      f"# reads; this spec computes the {name} layout's maths on its weights, which may not be what {_safe(repr(cfg.foreign))} computes."]
     if cfg.assumed:
         lines.append("# Assumed, not read from a config: " + _safe(", ".join(f"{k} {v}" for k, v in cfg.assumed)) + ".")
     return lines
+
+
+def _not_the_model(cfg: ModelConfig, name: str) -> str:
+    """What the spec's name adds when it is not the checkpoint's model."""
+    return "" if cfg.foreign is None else f", not the checkpoint's model: its {cfg.foreign} computed as {name}"
 
 
 class Start(NamedTuple):
@@ -274,7 +320,7 @@ def _decoder(cfg: ModelConfig, title: str, shown: Shown, name: str, first: int, 
     from_tokens = cfg.input == "tokens" and first == 0
     what = f"layers {first}-{last} of {cfg.layers}" if n != cfg.layers else f"all {cfg.layers} layers"
     lines = _header(title, name, cfg, what)
-    lines.append(f"name: {yamlio.scalar(f'{title}: {what}')}")
+    lines.append(f"name: {yamlio.scalar(f'{title}: {what}{_not_the_model(cfg, name)}')}")
     dims = {k: v for k, v in cfg.dims.items() if from_tokens or k not in ("V", "T_max", "V_type", "C_e")}
     if not (whole_end and from_tokens):  # the task heads read the last layer's output (and the tokens' padding): left out
         dims.pop("L", None)
@@ -369,7 +415,7 @@ def _seq2seq(cfg: ModelConfig, title: str, shown: Shown, name: str, tokens: str 
     if ids is not None:
         V = max(V, max(ids) + 1)
     lines = _header(title, name, cfg, f"encoder-decoder, {cfg.encoder_layers} + {cfg.layers} layers")
-    lines.append(f"name: {yamlio.scalar(f'{title}: encoder-decoder')}")
+    lines.append(f"name: {yamlio.scalar(f'{title}: encoder-decoder{_not_the_model(cfg, name)}')}")
     lines.append("model: encoder-decoder")
     dims = {"C": cfg.dims["C"], "H": cfg.dims["H"], "F": cfg.dims["F"], "V": V}
     notes = dict(cfg.notes)
@@ -402,7 +448,7 @@ def _seq2seq_tokens(cfg: ModelConfig, title: str, shown: Shown, name: str, token
         ids = [(1 + 7 * t) % V for t in range(length)]
     target = [cfg.target_start] + ids[:-1]
     lines = _header(title, name, cfg, f"encoder-decoder, {cfg.encoder_layers} + {cfg.layers} layers")
-    lines.append(f"name: {yamlio.scalar(f'{title}: encoder-decoder')}")
+    lines.append(f"name: {yamlio.scalar(f'{title}: encoder-decoder{_not_the_model(cfg, name)}')}")
     lines.append("model: encoder-decoder")
     lines.append("dims:")
     lines += _mapping("  ", cfg.dims, notes)
@@ -437,7 +483,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
                       tokens: str | None = None, heads: int | None = None, length: int | None = None, force: bool = False,
                       activation: str | None = None, eps: float | None = None, norm_order: str | None = None,
                       allow_unread: bool = False, text: str | None = None, special: bool = True, dtype: str = "float64",
-                      download: bool = False) -> Imported:
+                      download: bool = False, not_the_model: bool = False) -> Imported:
     """Build the spec for ``checkpoint``, check that it loads and reads the checkpoint whole (or ``allow_unread``),
     and write it to ``output`` (or return it for stdout).  ``checkpoint``: a path, else a Hub name (owner/name) found in
     the Hugging Face cache (``download``: what the import reads fetched into it when it lacks any).  ``text``: the input,
@@ -447,7 +493,7 @@ def import_checkpoint(checkpoint: str, output: str | None, layout: str | None = 
         raise UsageError(msg("--dtype {dtype}: expected one of {names}", dtype=repr(dtype), names=" | ".join(DTYPES)))
     from tracer.files import check_output, text_mark, write_atomic
 
-    options = _options(heads, activation, eps, norm_order)
+    options = _options(heads, activation, eps, norm_order)._replace(not_the_model=not_the_model)
     if length is not None and (tokens is not None or text is not None):
         raise UsageError(at("--length", msg("sets the positions of the random input, and {option} gives the input: give one",
                                             option="--tokens" if tokens is not None else "--text")))
@@ -506,7 +552,8 @@ def _start(checkpoint: str, layout: str | None, layers: str, tokens: str, option
 
     first = parse_layers(layers, 1 << 62)[0]
     before = import_checkpoint(os.path.abspath(checkpoint), None, layout, f"0-{first - 1}", tokens, options.heads, None, False, activation=options.activation,
-                               eps=options.eps, norm_order=options.norm_order, allow_unread=allow_unread, dtype=dtype)
+                               eps=options.eps, norm_order=options.norm_order, allow_unread=allow_unread, dtype=dtype,
+                               not_the_model=options.not_the_model)
     if "\n  allow_unread: true" in before.text:  # the start would be made without them, and the spec could not list them
         raise UsageError(at("--allow-unread", msg("layers 0-{last} make the start of --layers {layers} from {option}, and leave tensors unread: tracer "
                                                   "makes a start only from layers read whole", last=first - 1, layers=layers, option=given)))

@@ -107,6 +107,15 @@ MESSAGES: dict[str, str] = {
     '--tokens {text}: expected token ids separated by commas, such as 464,2068,7586': '--tokens {text}：应为用逗号分隔的 token id，例如 464,2068,7586',
     '--layers picks layers of a decoder-only stack; an encoder-decoder is imported whole': '--layers 选取的是纯解码器堆叠中的层；编码器—解码器只能整体导入',
     'give --layout {names}': '请给出 --layout {names}',
+    "traces a model_type the layout does not read with the layout's maths, and {what}: leave it out": '用布局的算法去算一个它不读的 model_type，而{what}：请去掉它',
+    "config.json's model_type {kind} is the {layout} layout's own": 'config.json 的 model_type {kind} 正是 {layout} 布局自己的',
+    "the checkpoint's config.json gives no model_type": '检查点的 config.json 没有给出 model_type',
+    ("model_type {kind}: the {layout} layout reads model_type {types}; tracer traces a model only with the layout of its own "
+     "model_type, as another model can hold the same tensors and compute something else with them"):
+        'model_type {kind}：{layout} 布局读的 model_type 是 {types}；tracer 只用模型自己的 model_type 所对应的布局来追踪它，因为另一个模型可以有同样的张量，却用它们算出别的东西',
+    'none (it has no config.json)': '无（它没有 config.json）',
+    'it leaves {names} unread': '它有 {names} 没有读到',
+    'the {layout} layout maps its tensors, and refuses it: {why}': '{layout} 布局能对应它的张量，但拒绝了它：{why}',
     '; it holds no tensors': '；其中没有张量',
     '{file_of}: no tensor {key} (for {name} {label}){closest}': '{file_of}: 没有张量 {key}（用于 {name} {label}）{closest}',
     '{file_of}: tensor {key}{how} for {name} {label}: expected {want}, received {got}': '{file_of}: 用于 {name} {label} 的张量 {key}{how}：应为 {want}，实际为 {got}',

@@ -142,6 +142,7 @@ class ModelConfig(NamedTuple):
     options_used: tuple[str, ...] = ()  # the Options fields the family read: any other given is refused
     padding_token: int | None = None  # a token id the input may not hold: RoBERTa numbers a padding token's position padding_idx
     target_start: int | None = None  # an encoder-decoder with a token table (T5): the target's first id, decoder_start_token_id
+    foreign: str | None = None  # --not-the-model: config.json's model_type, which the layout does not read (its maths traced instead)
 
 
 # What a family's Hugging Face modeling code computes in float32 even when the model is float64 (Layout.float32): a
@@ -450,6 +451,7 @@ class Options(NamedTuple):
     activation: str | None = None
     eps: float | None = None
     norm_order: str | None = None
+    not_the_model: bool = False  # --not-the-model: a config.json model_type the layout does not read is traced with its maths
 
 
 OPTION_OF = {"H": "--heads", "activation": "--activation", "eps": "--eps", "norm_order": "--norm-order"}
@@ -583,7 +585,7 @@ class Config:
         kind = self.text("model_type")
         if kind is not None and kind not in reads:
             why = next((why for prefix, why in differ.items() if kind.startswith(prefix)), others)
-            if why is not None:
+            if why is not None and not self.options.not_the_model:
                 raise self.refuse(msg("model_type {kind}: {why}; the {family} layout would trace it wrong", kind=repr(kind), why=why, family=self.family))
         return kind
 
@@ -711,7 +713,7 @@ class Family(NamedTuple):
         cfg = Config(config, ckpt, options, self.name or layout.name, absent)
         reads = layout.model_types if self.reads is None else self.reads
         kind = cfg.model_type(reads, self.differ, self.others)
-        if self.only is not None and kind not in reads:
+        if self.only is not None and kind not in reads and not options.not_the_model:
             raise cfg.refuse(_filled(self.only, kind=received(kind)))
         if self.known is not None:
             refuse_unknown(cfg, self.known, cfg.family)

@@ -249,8 +249,6 @@ def read_decoder(config: dict[str, Any] | None, ckpt: Checkpoint, layout: Layout
     if window_mask is not None:
         block["mask"] = window_mask
         notes["mask"] = window_note
-    if model_type is not None and model_type not in layout.model_types:
-        cfg.assumed.append(("model_type", f"{model_type!r} computed as LLaMA"))
     base.score_head(cfg, ckpt, layout, block, dims, notes)
     return ModelConfig(layers, dims, block, notes, stored_dtype(ckpt, layout, "embedding"), "config.json", **cfg.record())
 
