@@ -190,3 +190,42 @@ def test_an_ablated_head_moves_the_lens_from_its_layer_on(tmp_path):
     assert table.returncode == 0 and "; run while ablating head 0 of layer 1" in table.stdout
     bad = run_app("lens", str(spec), "--ablate", "blocks.9.attn.head.0")
     assert_refused(bad, "--ablate")
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+@pytest.mark.parametrize("head", ["tied", "separate"])
+@pytest.mark.parametrize("dtype, tol", [("float64", 1e-12), ("float32", 1e-5)])
+@pytest.mark.parametrize("values", [None, 1])  # the default (every layer in one tail), and one layer a tail
+def test_the_stacked_read_out_agrees_with_one_layer_at_a_time(norm, head, dtype, tol, values, monkeypatch):
+    """read_out reads the layers' rows of the sample through one stacked tail; each layer's own tail on the whole batch
+    (the lens before, _by_layer) gives the same numbers to rounding, and the last layer is the run's own probs."""
+    import tracer
+    from tracer.lens import core
+
+    if values is not None:
+        monkeypatch.setattr(core, "LENS_VALUES", values)
+    doc = yaml.safe_load(_text(norm, head))
+    doc["dtype"] = dtype
+    t = tracer.trace(doc)
+    p = core.plan(t.spec)
+    assert core.stackable(t.spec, p)
+    rows = [t.run.stages[n].data for n in p.rows]
+    for b in range(2):
+        got = t.lens(batch=b).probs
+        want = core._by_layer(t.spec, p, rows, None, t.params, {"tokens": np.asarray(t.spec.input.value)}, b)
+        assert got.dtype == np.dtype(dtype) and got.shape == want.shape
+        np.testing.assert_allclose(got, want, rtol=0, atol=tol)
+        assert np.array_equal(got[-1], t["probs"][b])
+        assert not np.array_equal(got[1], got[2])  # the layers are not mixed up
+
+
+def test_a_tail_intervention_reads_out_layer_by_layer(tmp_path):
+    """--set on a tail step: its value has the run's own shape, so each layer is read out by its own tail, as before."""
+    import tracer
+    from tracer.lens import core
+
+    spec = write_spec(tmp_path, _text())
+    t = tracer.trace(str(spec), ablate=["final_norm"])
+    assert not core.stackable(t.spec, core.plan(t.spec))
+    r = t.lens()
+    np.testing.assert_allclose(r.probs, 1 / 8, rtol=0, atol=1e-12)  # every layer's norm zeroed: uniform over the vocab

@@ -4,7 +4,9 @@ For each layer (the residual entering layer 0, then each layer's output), the st
 last layer (the final norm, OPT's project_out, the head with its bias, the softmax) are run again by the
 executor, on that layer's residual in place of the last one.  So the final norm is applied with that layer's
 own statistics (its mean and variance, or its RMS), never the last layer's; the weights and every setting
-are the spec's; and the last layer's read-out is exactly the run's probs.
+are the spec's; and the last layer's read-out is exactly the run's probs.  The other layers' rows of the sample read
+are stacked and read out by one tail (its head one product of all of them): every tail step acts on each position
+alone, so they agree with a read-out layer by layer to rounding (``_stacked``).
 
 Where the lens has no meaning it is refused: a spec with no head (nothing scores the vocabulary), an
 encoder-decoder, and a Pre-Norm (or parallel) stack without a final norm, whose residual no norm ever
@@ -141,8 +143,6 @@ def token_id(spec: Spec, token: str | int) -> int:
 def read_out(spec: Spec, run: Recording, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray], batch: int = 0,
              token: str | int | None = None, top: int = LENS_TOP, precision: int = 4) -> LensResult:
     """The lens of sample ``batch`` of a finished run (its residual stages recorded in full)."""
-    from tracer.engine import executor
-    from tracer.spec.memory import RecordPolicy
 
     p = plan(spec)
     if top < 1:
@@ -152,28 +152,20 @@ def read_out(spec: Spec, run: Recording, params: dict[str, np.ndarray], inputs: 
         raise UsageError(at(spec.path, msg("the run stopped at a {kind} violation at {stage}: the lens reads a finished run (tracer run shows the violation)",
                                            kind=v.kind, stage=v.stage)))
     chosen_id = token_id(spec, token) if token is not None else None
-    probs: np.ndarray | None = None  # [layers, T, V], each layer's row written as it is read out
     final = run.stages.get(spec.steps[-1].name)
+    residuals = []
+    for name in p.rows:
+        stage = run.stages.get(name)
+        if stage is None or stage.data is None:
+            raise UsageError(at(spec.path, msg("the lens reads {name} in full, and this trace kept it {how}: trace with record='all' (or keep it)",
+                                               name=name, how=msg("as statistics") if stage is not None else msg("not at all"))))
+        residuals.append(stage.data)
+    own = final is not None and final.data is not None and spec.steps[-1].op == "softmax" and not run.spec.interventions
     with np.errstate(all="ignore"):
-        for i, name in enumerate(p.rows):
-            stage = run.stages.get(name)
-            if stage is None or stage.data is None:
-                raise UsageError(at(spec.path, msg("the lens reads {name} in full, and this trace kept it {how}: trace with record='all' (or keep it)",
-                                                   name=name, how=msg("as statistics") if stage is not None else msg("not at all"))))
-            if name == p.tail_input and final is not None and final.data is not None and spec.steps[-1].op == "softmax" and not run.spec.interventions:
-                a = final.data  # the last layer's read-out is the run's own tail: the same steps on the same array
-            else:
-                tail = executor.Executor(spec, policy=RecordPolicy("all"), params=params, inputs=inputs)
-                rec = tail.run(start=p.tail_start, live={p.tail_input: stage.data})
-                a = np.asarray(rec.stages[spec.steps[-1].name].data)
-                if spec.steps[-1].op != "softmax":
-                    from tracer.engine import kernels
-
-                    a = kernels.softmax(a)
-            if probs is None:
-                probs = np.empty((len(p.rows), *a.shape[1:]), dtype=a.dtype)
-            probs[i] = a[batch]
-    assert probs is not None
+        if stackable(spec, p):
+            probs = _stacked(spec, p, residuals, final.data if own and final is not None else None, params, inputs, batch)
+        else:
+            probs = _by_layer(spec, p, residuals, final.data if own and final is not None else None, params, inputs, batch)
     if chosen_id is not None:
         tokens = [chosen_id] * probs.shape[1]
         chosen = msg("the token given")
@@ -181,3 +173,70 @@ def read_out(spec: Spec, run: Recording, params: dict[str, np.ndarray], inputs: 
         tokens = [int(i) for i in np.argmax(probs[-1], axis=-1)]
         chosen = msg("the model's own next token at each position")
     return LensResult(spec, p.labels, probs, batch, tokens, chosen, top, precision)
+
+
+POSITIONWISE = frozenset({"layer_norm", "rms_norm", "rms_norm_offset", "linear", "head", "softcap", "scale", "divide", "identity", "softmax"})
+LENS_VALUES = 1 << 24  # logits one stacked tail makes at most (128 MB in float64): more layers are read out in turns
+
+
+def stackable(spec: Spec, p: LensPlan) -> bool:
+    """Whether the tail may read every layer's rows at once: each of its steps acts on each position alone (a norm over
+    C, a product, a softmax over V), and no intervention names one of them (whose value has the run's own shape)."""
+    from tracer.engine.interventions import by_stage, start_of
+
+    tail = spec.steps[p.tail_start:]
+    named = by_stage(spec)
+    return start_of(spec) <= p.tail_start and all(s.op in POSITIONWISE and s.name not in named for s in tail)
+
+
+def _tail(spec: Spec, p: LensPlan, h: np.ndarray, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray]) -> np.ndarray:
+    """The spec's steps after its last layer, run by the executor on ``h`` in place of the last layer's output; softmaxed."""
+    from tracer.engine import executor, kernels
+    from tracer.spec.memory import RecordPolicy
+
+    tail = executor.Executor(spec, policy=RecordPolicy("all"), params=params, inputs=inputs)
+    rec = tail.run(start=p.tail_start, live={p.tail_input: h})
+    a = np.asarray(rec.stages[spec.steps[-1].name].data)
+    return a if spec.steps[-1].op == "softmax" else kernels.softmax(a)
+
+
+def _stacked(spec: Spec, p: LensPlan, residuals: list[np.ndarray], final: np.ndarray | None, params: dict[str, np.ndarray],
+             inputs: dict[str, np.ndarray], batch: int) -> np.ndarray:
+    """[layers, T, V]: sample ``batch``'s rows of every layer read out by one tail (a few, for a long input), the layers'
+    [T, C] rows stacked one after another as the positions of one sample, [1, layers * T, C]: every tail step acts on
+    each position alone, so each layer's rows get the same operations as alone, and the head is one product of all of
+    them (one BLAS call of layers * T rows, not one of T rows a layer).  A BLAS may round a product's row differently
+    with another number of rows, so these agree with a read-out layer by layer to rounding (tests/lens: 1e-12 in float64);
+    the last layer is the run's own probs, bit for bit, where the run ends in the softmax."""
+    n = len(residuals) - (final is not None)
+    T, C = residuals[0].shape[1], residuals[0].shape[-1]
+    V = int(spec.dims.V or 1)
+    probs: np.ndarray | None = None
+    each = max(1, LENS_VALUES // max(1, T * V))  # layers a tail reads at once
+    for lo in range(0, n, each):
+        hi = min(n, lo + each)
+        h = np.stack([residuals[i][batch] for i in range(lo, hi)]).reshape(1, (hi - lo) * T, C)
+        a = _tail(spec, p, h, params, inputs).reshape(hi - lo, T, -1)
+        if probs is None:
+            probs = np.empty((len(residuals), T, a.shape[-1]), dtype=a.dtype)
+        probs[lo:hi] = a
+    if final is not None:
+        if probs is None:
+            probs = np.empty((len(residuals), *final.shape[1:]), dtype=final.dtype)
+        probs[-1] = final[batch]
+    assert probs is not None
+    return probs
+
+
+def _by_layer(spec: Spec, p: LensPlan, residuals: list[np.ndarray], final: np.ndarray | None, params: dict[str, np.ndarray],
+              inputs: dict[str, np.ndarray], batch: int) -> np.ndarray:
+    """[layers, T, V]: each layer's whole residual [B, T, C] read out by its own tail (where an intervention names a tail
+    step, or a tail step mixes positions), row ``batch`` kept."""
+    probs: np.ndarray | None = None
+    for i, h in enumerate(residuals):
+        a = final if final is not None and i == len(residuals) - 1 else _tail(spec, p, h, params, inputs)
+        if probs is None:
+            probs = np.empty((len(residuals), *a.shape[1:]), dtype=a.dtype)
+        probs[i] = a[batch]
+    assert probs is not None
+    return probs
