@@ -143,7 +143,6 @@ def token_id(spec: Spec, token: str | int) -> int:
 def read_out(spec: Spec, run: Recording, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray], batch: int = 0,
              token: str | int | None = None, top: int = LENS_TOP, precision: int = 4) -> LensResult:
     """The lens of sample ``batch`` of a finished run (its residual stages recorded in full)."""
-
     p = plan(spec)
     if top < 1:
         raise UsageError(msg("--top {top}: expected 1 or more tokens a cell shows", top=top))
@@ -160,12 +159,10 @@ def read_out(spec: Spec, run: Recording, params: dict[str, np.ndarray], inputs: 
             raise UsageError(at(spec.path, msg("the lens reads {name} in full, and this trace kept it {how}: trace with record='all' (or keep it)",
                                                name=name, how=msg("as statistics") if stage is not None else msg("not at all"))))
         residuals.append(stage.data)
-    own = final is not None and final.data is not None and spec.steps[-1].op == "softmax" and not run.spec.interventions
+    # the last layer's read-out is the run's own tail (the same steps on the same array) where the run ends in the softmax
+    own = final.data if final is not None and spec.steps[-1].op == "softmax" and not run.spec.interventions else None
     with np.errstate(all="ignore"):
-        if stackable(spec, p):
-            probs = _stacked(spec, p, residuals, final.data if own and final is not None else None, params, inputs, batch)
-        else:
-            probs = _by_layer(spec, p, residuals, final.data if own and final is not None else None, params, inputs, batch)
+        probs = (_stacked if stackable(spec, p) else _by_layer)(spec, p, residuals, own, params, inputs, batch)
     if chosen_id is not None:
         tokens = [chosen_id] * probs.shape[1]
         chosen = msg("the token given")
