@@ -33,8 +33,13 @@ def machine(threads: int) -> tuple[dict[str, str], str]:
     env = dict(os.environ, PYTHONPATH=root, OMP_NUM_THREADS=n, OPENBLAS_NUM_THREADS=n, MKL_NUM_THREADS=n)
     with open("/proc/loadavg") as fh:
         load = " ".join(fh.read().split()[:3])
+    from tracer.engine.blas import core
+
     blas = np.show_config("dicts")["Build Dependencies"]["blas"]
-    return env, f"BLAS {blas.get('name', '?')} {blas.get('version', '')}, {n} threads on both sides, load average {load}; the machine may be shared (noisy)"
+    np.ones((2, 2)) @ np.ones((2, 2))  # the BLAS is loaded, to ask which kernels it chose
+    kernels = core()
+    name = f"BLAS {blas.get('name', '?')} {blas.get('version', '')}" + (f" (OpenBLAS core {kernels})" if kernels else "")
+    return env, f"{name}, {n} threads on both sides, load average {load}; the machine may be shared (noisy)"
 
 
 def fresh(body: str, env: dict[str, str]) -> tuple[float, str]:

@@ -69,3 +69,14 @@ def test_transformerlens_benchmark_prints_every_rows_ratio_or_why_it_skips(tmp_p
         assert out.count(f"  {row} ") == 2
     assert out.count("ratio tracer / TL") == 12
     assert "attribute" in out
+
+
+@pytest.mark.slow  # a fresh process importing torch: a few seconds
+def test_products_benchmark_prints_the_blas_floor_of_each_dtype(tmp_path: Path) -> None:
+    needs("torch")
+    out = bench(tmp_path, "products.py")
+    assert "BLAS " in out and "OpenBLAS core " in out and "load average" in out and "T = 16 rows" in out
+    for dtype in ("float32", "float64"):
+        line = next(ln for ln in out.splitlines() if ln.startswith(f"{dtype}: "))
+        assert "NumPy layers " in line and "PyTorch layers " in line
+        assert float(line.rsplit("ratio NumPy / PyTorch ", 1)[1]) > 0

@@ -219,6 +219,31 @@ def test_the_stacked_read_out_agrees_with_one_layer_at_a_time(norm, head, dtype,
         assert not np.array_equal(got[1], got[2])  # the layers are not mixed up
 
 
+@pytest.mark.parametrize("values", [None, 1])
+def test_the_stacked_tail_writes_its_probabilities_straight_into_the_lens(values, monkeypatch):
+    """The tail's softmax is given the lens's own [layers, T, V] rows to write into (no second array made and copied);
+    one tail or one a layer, every layer's rows but the last (the run's own) are written there."""
+    import tracer
+    from tracer.engine import kernels
+    from tracer.lens import core
+
+    if values is not None:
+        monkeypatch.setattr(core, "LENS_VALUES", values)
+    t = tracer.trace(yaml.safe_load(_text()))
+    given: list[np.ndarray] = []
+    real = kernels.softmax_by_rows
+
+    def spy(x, rows, out=None):
+        if out is not None:
+            given.append(out)
+        return real(x, rows, out=out)
+
+    monkeypatch.setattr(kernels, "softmax_by_rows", spy)
+    probs = t.lens().probs
+    assert given and all(np.shares_memory(g, probs) for g in given)
+    assert sum(g.size for g in given) == probs[:-1].size  # every layer's rows but the last, each once
+
+
 def test_a_tail_intervention_reads_out_layer_by_layer(tmp_path):
     """--set on a tail step: its value has the run's own shape, so each layer is read out by its own tail, as before."""
     import tracer

@@ -36,6 +36,31 @@ def _openblas() -> tuple[Callable[[], int], Callable[[int], None]] | None:
     if _found is not False:
         return _found  # type: ignore[return-value]
     _found = None
+    import ctypes
+
+    found = _symbols(("_get_num_threads", "_set_num_threads"))
+    if found is not None:
+        get, put = found
+        get.restype, get.argtypes = ctypes.c_int, []
+        put.restype, put.argtypes = None, [ctypes.c_int]
+        _found = (get, put)
+    return _found
+
+
+def core() -> str | None:
+    """The kernels OpenBLAS chose for this CPU (Haswell, SkylakeX, ...), for the benchmarks' lines; None: not OpenBLAS."""
+    import ctypes
+
+    found = _symbols(("_get_corename",))
+    if found is None:
+        return None
+    found[0].restype, found[0].argtypes = ctypes.c_char_p, []
+    name = found[0]()
+    return name.decode(errors="replace") if isinstance(name, bytes) else None
+
+
+def _symbols(suffixes: tuple[str, ...]) -> list[Any] | None:
+    """The functions openblas{suffix} of the OpenBLAS already loaded in this process (under any of its builds' names)."""
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
             paths = sorted({line.split()[-1] for line in maps if "openblas" in line.rsplit("/", 1)[-1].lower()})
@@ -49,12 +74,9 @@ def _openblas() -> tuple[Callable[[], int], Callable[[int], None]] | None:
         except OSError:
             continue
         for name in ("scipy_openblas{}64_", "scipy_openblas{}", "openblas{}64_", "openblas{}"):
-            get, put = getattr(lib, name.format("_get_num_threads"), None), getattr(lib, name.format("_set_num_threads"), None)
-            if get is not None and put is not None:
-                get.restype, get.argtypes = ctypes.c_int, []
-                put.restype, put.argtypes = None, [ctypes.c_int]
-                _found = (get, put)
-                return _found
+            fns = [getattr(lib, name.format(suffix), None) for suffix in suffixes]
+            if all(fn is not None for fn in fns):
+                return fns
     return None
 
 

@@ -242,11 +242,13 @@ def attention_mask(spec: Spec, step: Step, n_q: int, over_queries: bool) -> tupl
 class Executor:
     def __init__(self, spec: Spec, keep_going: bool = False, overrides: dict[str, np.ndarray] | None = None,
                  policy: RecordPolicy | None = None, params: dict[str, np.ndarray] | None = None,
-                 inputs: dict[str, np.ndarray] | None = None, by_layer: bool = False) -> None:
+                 inputs: dict[str, np.ndarray] | None = None, by_layer: bool = False, into: dict[str, np.ndarray] | None = None) -> None:
         """``params``, ``inputs``: every weight and input stream, already loaded (a run that repeats the forward pass,
         such as grad --verify, or drawn meanwhile: tracer run, params.draw_params).  ``by_layer`` (tracer run, whose
         weights nothing reads after the run): a layer's weights from files are read when it starts, if ``params``
-        left them out (draw_params(by_layer=True)), and every layer's weights are let go after its last step."""
+        left them out (draw_params(by_layer=True)), and every layer's weights are let go after its last step.
+        ``into``: a softmax stage's array to write its value into, by stage name, instead of a new one (the lens's
+        stacked tail: its probabilities straight into the lens's [layers, T, V]); the same numbers either way."""
         self.spec = spec
         self.keep_going = keep_going
         self.overrides = overrides or {}
@@ -257,6 +259,7 @@ class Executor:
         self.seen_nonfinite = False
         self.interventions = {k: interventions.mean_of(iv, reference_stage) for k, iv in interventions.by_stage(spec).items()}
         self.layers = LayerWeights(spec, self.params) if by_layer else None
+        self.into = into or {}
 
     def rec(self, name: str, array: np.ndarray, axes: tuple[str, ...], meaning: str, internal: bool = False) -> np.ndarray:
         self.recorder(name, array, axes, meaning, internal)
@@ -429,7 +432,10 @@ def forward_head(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarr
 
 
 def forward_softmax(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
-    return ex.record_step(step, lambda strict: kernels.softmax_by_rows(inputs[0], SOFTMAX_ROWS))
+    x, out = inputs[0], ex.into.get(step.name) if ex.into else None
+    if out is not None and (out.shape != x.shape or out.dtype != x.dtype or not out.flags.c_contiguous):
+        out = None  # not the array this stage makes: a new one, as without ``into``
+    return ex.record_step(step, lambda strict: kernels.softmax_by_rows(x, SOFTMAX_ROWS, out=out))
 
 
 # -- block ops ---------------------------------------------------------------

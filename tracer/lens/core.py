@@ -186,15 +186,19 @@ def stackable(spec: Spec, p: LensPlan) -> bool:
     return start_of(spec) <= p.tail_start and all(s.op in POSITIONWISE and s.name not in named for s in tail)
 
 
-def _tail(spec: Spec, p: LensPlan, h: np.ndarray, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray]) -> np.ndarray:
-    """The spec's steps after its last layer, run by the executor on ``h`` in place of the last layer's output; softmaxed."""
+def _tail(spec: Spec, p: LensPlan, h: np.ndarray, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
+          into: np.ndarray | None = None) -> np.ndarray:
+    """The spec's steps after its last layer, run by the executor on ``h`` in place of the last layer's output; softmaxed.
+    ``into``: where the spec ends in its softmax, the array its probabilities are written into (no copy)."""
     from tracer.engine import executor, kernels
     from tracer.spec.memory import RecordPolicy
 
-    tail = executor.Executor(spec, policy=RecordPolicy("all"), params=params, inputs=inputs)
+    last = spec.steps[-1]
+    tail = executor.Executor(spec, policy=RecordPolicy("all"), params=params, inputs=inputs,
+                             into={last.name: into} if into is not None and last.op == "softmax" else None)
     rec = tail.run(start=p.tail_start, live={p.tail_input: h})
-    a = np.asarray(rec.stages[spec.steps[-1].name].data)
-    return a if spec.steps[-1].op == "softmax" else kernels.softmax(a)
+    a = np.asarray(rec.stages[last.name].data)
+    return a if last.op == "softmax" else kernels.softmax(a)
 
 
 def _stacked(spec: Spec, p: LensPlan, residuals: list[np.ndarray], final: np.ndarray | None, params: dict[str, np.ndarray],
@@ -204,22 +208,24 @@ def _stacked(spec: Spec, p: LensPlan, residuals: list[np.ndarray], final: np.nda
     each position alone, so each layer's rows get the same operations as alone, and the head is one product of all of
     them (one BLAS call of layers * T rows, not one of T rows a layer).  A BLAS may round a product's row differently
     with another number of rows, so these agree with a read-out layer by layer to rounding (tests/lens: 1e-12 in float64);
-    the last layer is the run's own probs, bit for bit, where the run ends in the softmax."""
+    the last layer is the run's own probs, bit for bit, where the run ends in the softmax; there the tail's softmax writes
+    its rows straight into the result: no second [layers, T, V] made and copied."""
     n = len(residuals) - (final is not None)
     T, C = residuals[0].shape[1], residuals[0].shape[-1]
     V = int(spec.dims.V or 1)
-    probs: np.ndarray | None = None
+    probs = None if final is None else np.empty((len(residuals), *final.shape[1:]), dtype=final.dtype)
     each = max(1, LENS_VALUES // max(1, T * V))  # layers a tail reads at once
     for lo in range(0, n, each):
         hi = min(n, lo + each)
         h = np.stack([residuals[i][batch] for i in range(lo, hi)]).reshape(1, (hi - lo) * T, C)
-        a = _tail(spec, p, h, params, inputs).reshape(hi - lo, T, -1)
+        target = None if probs is None else probs[lo:hi].reshape(1, (hi - lo) * T, -1)
+        a = _tail(spec, p, h, params, inputs, into=target).reshape(hi - lo, T, -1)
         if probs is None:
             probs = np.empty((len(residuals), T, a.shape[-1]), dtype=a.dtype)
-        probs[lo:hi] = a
+        if not np.may_share_memory(a, probs):  # not written in place (another shape or dtype than the run's): copied
+            probs[lo:hi] = a
     if final is not None:
-        if probs is None:
-            probs = np.empty((len(residuals), *final.shape[1:]), dtype=final.dtype)
+        assert probs is not None
         probs[-1] = final[batch]
     assert probs is not None
     return probs

@@ -82,22 +82,29 @@ def softmax_inplace(s: np.ndarray, axis: int = -1) -> None:  # like softmax, in 
     np.divide(s, s.sum(axis=axis, keepdims=True), out=s)
 
 
-def softmax_by_rows(x: np.ndarray, rows: int) -> np.ndarray:  # [..., V] -> same, normalised over V, ``rows`` rows at a time
+def softmax_by_rows(x: np.ndarray, rows: int, out: np.ndarray | None = None) -> np.ndarray:  # [..., V] -> same, normalised over V, ``rows`` rows at a time
     """softmax over the last axis, made in its result ``rows`` rows at a time: each row's max, exps and sum are the same
     operations on the same values, so the same numbers, without [..., V] temporaries (GPT-2's logits at T = 1024: 206 MB
     each in float32).  The blocks of rows are shared out between threads (as many as the BLAS has): a row is
-    computed by one thread, start to end, so again the same numbers."""
-    if x.ndim < 2 or x.shape[-1] == 0 or x.size <= rows * x.shape[-1]:
+    computed by one thread, start to end, so again the same numbers.  ``out``: a C-ordered array of x's shape and dtype
+    to write the result into (the lens's stacked tail: straight into its [layers, T, V]), returned."""
+    if out is None and (x.ndim < 2 or x.shape[-1] == 0 or x.size <= rows * x.shape[-1]):
         return softmax(x)
-    out = np.empty(x.shape, dtype=x.dtype)
+    if out is None:
+        out = np.empty(x.shape, dtype=x.dtype)
+    elif out.shape != x.shape or out.dtype != x.dtype or not out.flags.c_contiguous:
+        raise ValueError(f"softmax_by_rows: out is {out.dtype}{list(out.shape)}, expected a C-ordered {x.dtype}{list(x.shape)}")
+    if x.size == 0:
+        return out
     src, into = x.reshape(-1, x.shape[-1]), out.reshape(-1, x.shape[-1])
     blocks = -(-src.shape[0] // rows)
 
     def part(span: tuple[int, int]) -> None:
         for b in range(*span):
-            block = into[b * rows:(b + 1) * rows]
-            block[...] = src[b * rows:(b + 1) * rows]
-            softmax_inplace(block)
+            row, block = src[b * rows:(b + 1) * rows], into[b * rows:(b + 1) * rows]
+            np.subtract(row, row.max(axis=-1, keepdims=True), out=block)  # softmax_inplace's operations, the first into the result
+            np.exp(block, out=block)
+            np.divide(block, block.sum(axis=-1, keepdims=True), out=block)
 
     blas.by_spans(part, blocks, x.size, ROWS_ON_THREADS)
     return out

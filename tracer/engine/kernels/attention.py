@@ -4,6 +4,7 @@ only the keys up to its last row: the keys after the block are never touched."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -126,7 +127,18 @@ def _masked_softmax(w: np.ndarray, r0: int, r1: int, n: int, causal: bool,
 
 
 def keys_after(rows: int, cols: int) -> np.ndarray:  # [rows, cols] bool: True where key j comes after query i
-    return np.triu(np.ones((rows, cols), dtype=bool), k=1)
+    """Read-only.  A block's square (at most ROW_BLOCK x ROW_BLOCK) is made once for each shape: every head of every
+    layer reads the same few."""
+    return _small_keys_after(rows, cols) if rows * cols <= ROW_BLOCK * ROW_BLOCK else _keys_after(rows, cols)
+
+
+def _keys_after(rows: int, cols: int) -> np.ndarray:
+    a = np.triu(np.ones((rows, cols), dtype=bool), k=1)
+    a.flags.writeable = False
+    return a
+
+
+_small_keys_after = functools.lru_cache(maxsize=256)(_keys_after)
 
 
 def _products_fit(q: np.ndarray, k: np.ndarray, scale: float, bias: np.ndarray | None = None) -> bool:
