@@ -244,6 +244,36 @@ def test_the_stacked_tail_writes_its_probabilities_straight_into_the_lens(values
     assert sum(g.size for g in given) == probs[:-1].size  # every layer's rows but the last, each once
 
 
+@pytest.mark.parametrize("head", ["tied", "separate"])
+def test_the_tail_given_an_array_writes_its_logits_and_probabilities_there(head, monkeypatch):
+    """_tail into an array: the head's logits and then the softmax over them are written there, with the same numbers
+    as a tail making its own arrays, so it makes no [rows, V] array at all."""
+    import tracer
+    from tracer.engine import executor
+    from tracer.lens import core
+
+    t = tracer.trace(yaml.safe_load(_text(head=head)))
+    p = core.plan(t.spec)
+    inputs = {"tokens": np.asarray(t.spec.input.value)}
+    h = t.run.stages[p.rows[1]].data[:1]
+    plain = core._tail(t.spec, p, h, t.params, inputs)
+    made: list[executor.Executor] = []
+    real = executor.Executor
+
+    def keep(*a, **k):  # type: ignore[no-untyped-def]
+        made.append(real(*a, **k))
+        return made[-1]
+
+    monkeypatch.setattr(executor, "Executor", keep)
+    buf = np.full(plain.shape, np.nan, dtype=plain.dtype)
+    got = core._tail(t.spec, p, h, t.params, inputs, into=buf)
+    assert np.array_equal(got, plain) and np.shares_memory(got, buf)
+    stages = made[-1].trace.stages
+    ops = {s.name: s.op for s in t.spec.steps[p.tail_start:]}
+    written = [n for n, op in ops.items() if op in ("head", "softmax")]
+    assert len(written) == 2 and all(np.shares_memory(stages[n].data, buf) for n in written)
+
+
 def test_a_tail_intervention_reads_out_layer_by_layer(tmp_path):
     """--set on a tail step: its value has the run's own shape, so each layer is read out by its own tail, as before."""
     import tracer

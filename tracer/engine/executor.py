@@ -247,8 +247,9 @@ class Executor:
         such as grad --verify, or drawn meanwhile: tracer run, params.draw_params).  ``by_layer`` (tracer run, whose
         weights nothing reads after the run): a layer's weights from files are read when it starts, if ``params``
         left them out (draw_params(by_layer=True)), and every layer's weights are let go after its last step.
-        ``into``: a softmax stage's array to write its value into, by stage name, instead of a new one (the lens's
-        stacked tail: its probabilities straight into the lens's [layers, T, V]); the same numbers either way."""
+        ``into``: by stage name, the array a head or softmax stage writes its value into instead of a new one (the
+        lens's stacked tail: its logits, then its probabilities over them, straight into the lens's [layers, T, V]);
+        the same numbers either way.  A stage whose value has another shape or dtype makes a new array as usual."""
         self.spec = spec
         self.keep_going = keep_going
         self.overrides = overrides or {}
@@ -272,6 +273,14 @@ class Executor:
 
     def axes(self, stage: str) -> tuple[str, ...]:
         return self.spec.stage_shapes[stage][0]
+
+    def target(self, stage: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
+        """The array ``into`` gives this stage to write its value into, where it has the value's shape and dtype and is
+        C-ordered; else None (a new array, as without ``into``)."""
+        out = self.into.get(stage) if self.into else None
+        if out is None or out.shape != tuple(shape) or out.dtype != dtype or not out.flags.c_contiguous:
+            return None
+        return out
 
     # -- violations -------------------------------------------------------
     def guarded(self, stage: str, axes: tuple[str, ...], compute: Callable[[kernels.Strict], np.ndarray],
@@ -428,13 +437,15 @@ def forward_head(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarr
     if ex.spec.block.head_bias:  # Phi's lm_head: logits + b_head
         b = ex.params["head_bias"]
         return ex.record_step(step, lambda strict: kernels.linear(h, w, b, strict, ("head_bias", "V")))
+    out = ex.target(step.name, (*h.shape[:-1], w.shape[1]), np.result_type(h, w)) if h.ndim >= 2 and h.shape[-1] == w.shape[0] else None
+    if out is not None:
+        return ex.record_step(step, lambda strict: np.matmul(h, w, out=out))  # the same product, in the array given
     return ex.record_step(step, lambda strict: h @ w)
 
 
 def forward_softmax(ex: Executor, step: Step, inputs: list[np.ndarray]) -> np.ndarray:
-    x, out = inputs[0], ex.into.get(step.name) if ex.into else None
-    if out is not None and (out.shape != x.shape or out.dtype != x.dtype or not out.flags.c_contiguous):
-        out = None  # not the array this stage makes: a new one, as without ``into``
+    x = inputs[0]
+    out = ex.target(step.name, x.shape, x.dtype)
     return ex.record_step(step, lambda strict: kernels.softmax_by_rows(x, SOFTMAX_ROWS, out=out))
 
 

@@ -189,13 +189,14 @@ def stackable(spec: Spec, p: LensPlan) -> bool:
 def _tail(spec: Spec, p: LensPlan, h: np.ndarray, params: dict[str, np.ndarray], inputs: dict[str, np.ndarray],
           into: np.ndarray | None = None) -> np.ndarray:
     """The spec's steps after its last layer, run by the executor on ``h`` in place of the last layer's output; softmaxed.
-    ``into``: where the spec ends in its softmax, the array its probabilities are written into (no copy)."""
+    ``into``: where the spec ends in its softmax, the array its logits and then its probabilities are written into
+    (each step reads its input before it writes: no new [rows, V] array at all)."""
     from tracer.engine import executor, kernels
     from tracer.spec.memory import RecordPolicy
 
     last = spec.steps[-1]
-    tail = executor.Executor(spec, policy=RecordPolicy("all"), params=params, inputs=inputs,
-                             into={last.name: into} if into is not None and last.op == "softmax" else None)
+    given = {s.name: into for s in spec.steps[p.tail_start:] if s.op in ("head", "softmax")} if into is not None and last.op == "softmax" else None
+    tail = executor.Executor(spec, policy=RecordPolicy("all"), params=params, inputs=inputs, into=given)
     rec = tail.run(start=p.tail_start, live={p.tail_input: h})
     a = np.asarray(rec.stages[last.name].data)
     return a if last.op == "softmax" else kernels.softmax(a)
