@@ -36,7 +36,6 @@ def machine(threads: int) -> tuple[dict[str, str], str]:
     from tracer.engine.blas import core
 
     blas = np.show_config("dicts")["Build Dependencies"]["blas"]
-    np.ones((2, 2)) @ np.ones((2, 2))  # the BLAS is loaded, to ask which kernels it chose
     kernels = core()
     name = f"BLAS {blas.get('name', '?')} {blas.get('version', '')}" + (f" (OpenBLAS core {kernels})" if kernels else "")
     return env, f"{name}, {n} threads on both sides, load average {load}; the machine may be shared (noisy)"

@@ -97,5 +97,6 @@ def measure(dtype: str, layers: int, C: int, F: int, V: int, T: int, repeat: int
             f"PyTorch layers {t_l:.2f} ms (x @ w) / {t_lin:.2f} ms (linear) + head {t_h:.2f} ms = {best:.2f} ms; "
             f"ratio NumPy / PyTorch {(n_l + n_h) / best:.2f}")
 
+
 if __name__ == "__main__":
     main()

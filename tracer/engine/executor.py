@@ -277,7 +277,7 @@ class Executor:
     def target(self, stage: str, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray | None:
         """The array ``into`` gives this stage to write its value into, where it has the value's shape and dtype and is
         C-ordered; else None (a new array, as without ``into``)."""
-        out = self.into.get(stage) if self.into else None
+        out = self.into.get(stage)
         if out is None or out.shape != tuple(shape) or out.dtype != dtype or not out.flags.c_contiguous:
             return None
         return out

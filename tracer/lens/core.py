@@ -225,10 +225,9 @@ def _stacked(spec: Spec, p: LensPlan, residuals: list[np.ndarray], final: np.nda
             probs = np.empty((len(residuals), T, a.shape[-1]), dtype=a.dtype)
         if not np.may_share_memory(a, probs):  # not written in place (another shape or dtype than the run's): copied
             probs[lo:hi] = a
-    if final is not None:
-        assert probs is not None
-        probs[-1] = final[batch]
     assert probs is not None
+    if final is not None:
+        probs[-1] = final[batch]
     return probs
 
 

@@ -76,10 +76,14 @@ def softmax(s: np.ndarray, axis: int = -1) -> np.ndarray:  # [..., T_q, T_k] -> 
 
 
 def softmax_inplace(s: np.ndarray, axis: int = -1) -> None:  # like softmax, in the array itself (no [B,H,T,T] temporaries)
+    softmax_into(s, s, axis)
+
+
+def softmax_into(s: np.ndarray, out: np.ndarray, axis: int = -1) -> None:  # like softmax, written into out (s itself: in place)
     m = s.max(axis=axis, keepdims=True)
-    np.subtract(s, m, out=s)  # subtract the max so exp never overflows
-    np.exp(s, out=s)
-    np.divide(s, s.sum(axis=axis, keepdims=True), out=s)
+    np.subtract(s, m, out=out)  # subtract the max so exp never overflows
+    np.exp(out, out=out)
+    np.divide(out, out.sum(axis=axis, keepdims=True), out=out)
 
 
 def softmax_by_rows(x: np.ndarray, rows: int, out: np.ndarray | None = None) -> np.ndarray:  # [..., V] -> same, normalised over V, ``rows`` rows at a time
@@ -101,10 +105,7 @@ def softmax_by_rows(x: np.ndarray, rows: int, out: np.ndarray | None = None) -> 
 
     def part(span: tuple[int, int]) -> None:
         for b in range(*span):
-            row, block = src[b * rows:(b + 1) * rows], into[b * rows:(b + 1) * rows]
-            np.subtract(row, row.max(axis=-1, keepdims=True), out=block)  # softmax_inplace's operations, the first into the result
-            np.exp(block, out=block)
-            np.divide(block, block.sum(axis=-1, keepdims=True), out=block)
+            softmax_into(src[b * rows:(b + 1) * rows], into[b * rows:(b + 1) * rows])
 
     blas.by_spans(part, blocks, x.size, ROWS_ON_THREADS)
     return out
